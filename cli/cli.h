@@ -1,0 +1,62 @@
+/*
+ * Shared pieces of the gpushare command line: the subcommand signature,
+ * exit statuses and error printing. Subcommands use libgpushare only through
+ * its public headers.
+ */
+#ifndef GPUSHARE_CLI_H
+#define GPUSHARE_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Exit statuses, documented in docs/cli.md. Keep the two in step. */
+enum cli_exit {
+	EXIT_OK = 0,
+	EXIT_FAILURE_GENERIC = 1,  /* unexpected failure (system call, out of memory) */
+	EXIT_USAGE = 2,            /* unknown command or option, bad option value */
+	EXIT_NO_DRIVER = 3,        /* no NVIDIA driver (NVML/libcuda) found */
+	EXIT_NO_MPS_BINARY = 4,    /* nvidia-cuda-mps-control not found */
+	EXIT_MPS = 5,              /* MPS daemon not running, not ready, bad reply, clients left */
+	EXIT_DIR = 6,              /* unsafe or unusable directory */
+	EXIT_GPU = 7,              /* GPU refuses: prohibited compute mode, unsupported, not found */
+	EXIT_WORKER = 8,           /* a worker failed to start or run */
+	EXIT_MPS_MAX_CLIENTS = 9,  /* CUDA error 808: too many MPS clients */
+	EXIT_PARTIAL = 10,         /* a worker failed mid-run; partial results were kept */
+	EXIT_IO = 11,              /* reading or writing a file failed */
+	EXIT_TIMEOUT = 12,         /* a bounded wait ran out */
+	EXIT_INTERRUPTED = 130,    /* stopped by SIGINT/SIGTERM */
+};
+
+typedef int (*cli_fn)(int argc, char **argv);
+
+/* Map a libgpushare error code to an exit status. */
+int cli_exit_for(int err);
+
+/* Print "gpushare: <what>: <strerror>: <detail>" to stderr and return the
+ * exit status for err. `what` may be NULL. */
+int cli_fail(int err, const char *what);
+
+/* Print "gpushare: <message>" to stderr and return `code`. */
+int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print a warning line to stderr. */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Report an unknown option or missing argument from getopt_long and return
+ * EXIT_USAGE. `cmd` names the subcommand ("mps start"). */
+int cli_usage_error(const char *cmd, int opt, int optopt_, const char *arg);
+
+/* Write `s` followed by a newline to stdout, checking the write; returns an
+ * exit status. Used for JSON documents. */
+int cli_print_json_and_free(char *s);
+
+/* Check that stdout was written and flushed without error (ENOSPC, EPIPE). */
+int cli_finish_stdout(int code);
+
+/* Subcommands. */
+int cmd_info(int argc, char **argv);
+int cmd_mps(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif

@@ -1,0 +1,2 @@
+#include "cli.h"
+int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return cli_error(EXIT_FAILURE_GENERIC, "not built yet"); }

@@ -1,0 +1,75 @@
+/*
+ * gpushare: command-line entry point. Dispatches to one function per
+ * subcommand from a table.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gpushare/gpushare.h"
+
+struct cmd {
+	const char *name;
+	cli_fn fn;
+	const char *summary;
+};
+
+static const struct cmd commands[] = {
+	{ "info", cmd_info, "show driver, GPUs, MIG devices, compute processes and MPS state" },
+	{ "mps", cmd_mps, "start, stop, inspect and configure the MPS control daemon" },
+	{ "bench", cmd_bench, "run N workers under each sharing strategy and compare" },
+	{ "version", cmd_version, "print the gpushare version" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gpushare [--help] [--version] <command> [<args>]\n\n"
+		   "Share NVIDIA GPUs among processes and measure which way of sharing wins.\n\n"
+		   "Commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'gpushare <command> --help' for a command's options.\n"
+		   "Exit statuses are listed in docs/cli.md.\n");
+}
+
+int cmd_version(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: gpushare version\n\nPrint the gpushare version.\n");
+		return cli_finish_stdout(EXIT_OK);
+	}
+	if (argc > 1)
+		return cli_error(EXIT_USAGE, "version: unexpected argument '%s'", argv[1]);
+	printf("gpushare %s\n", gpushare_version());
+	return cli_finish_stdout(EXIT_OK);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		if (argc > 2 && strcmp(argv[1], "help") == 0) {
+			char *sub[] = { argv[2], "--help", NULL };
+
+			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+				if (!strcmp(commands[i].name, argv[2]))
+					return commands[i].fn(2, sub);
+			}
+			return cli_error(EXIT_USAGE, "unknown command '%s' (see 'gpushare --help')", argv[2]);
+		}
+		usage(stdout);
+		return cli_finish_stdout(EXIT_OK);
+	}
+	if (!strcmp(argv[1], "--version"))
+		return cmd_version(1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!strcmp(commands[i].name, argv[1]))
+			return commands[i].fn(argc - 1, argv + 1);
+	}
+	if (argv[1][0] == '-')
+		return cli_error(EXIT_USAGE, "unknown option '%s' (see 'gpushare --help')", argv[1]);
+	return cli_error(EXIT_USAGE, "unknown command '%s' (see 'gpushare --help')", argv[1]);
+}

@@ -1,0 +1,131 @@
+/*
+ * GPU discovery and telemetry through NVML (libnvidia-ml.so.1) and libcuda
+ * (libcuda.so.1), both loaded with dlopen at run time: the same binary runs on
+ * machines with and without an NVIDIA driver, and says "no NVIDIA driver
+ * found" (GPUSHARE_E_NO_DRIVER) on the latter.
+ *
+ * GPUSHARE_NVML_LIBRARY and GPUSHARE_CUDA_LIBRARY override the library
+ * paths (tests point them at a stand-in or at nothing).
+ */
+#ifndef GPUSHARE_GPU_H
+#define GPUSHARE_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUSHARE_UNKNOWN (-1)
+#define GPUSHARE_UNKNOWN_U64 UINT64_MAX
+
+enum gpushare_compute_mode {
+	GPUSHARE_COMPUTE_DEFAULT = 0,
+	GPUSHARE_COMPUTE_EXCLUSIVE_THREAD = 1,
+	GPUSHARE_COMPUTE_PROHIBITED = 2,
+	GPUSHARE_COMPUTE_EXCLUSIVE_PROCESS = 3,
+};
+
+/* "Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process", "unknown". */
+const char *gpushare_compute_mode_name(int mode);
+
+enum gpushare_proc_kind {
+	GPUSHARE_PROC_PLAIN = 0,       /* an ordinary CUDA process */
+	GPUSHARE_PROC_MPS_SERVER = 1,  /* nvidia-cuda-mps-server */
+	GPUSHARE_PROC_MPS_CLIENT = 2,  /* a client of an MPS server */
+};
+
+/* "plain", "mps-server", "mps-client". */
+const char *gpushare_proc_kind_name(int kind);
+
+struct gpushare_proc_info {
+	pid_t pid;
+	char name[64];                 /* /proc/<pid>/comm, "" when not visible */
+	uint64_t mem_used_bytes;       /* GPUSHARE_UNKNOWN_U64 when not reported */
+	int kind;                      /* enum gpushare_proc_kind */
+	int gpu_instance_id;           /* MIG GPU instance, GPUSHARE_UNKNOWN otherwise */
+};
+
+struct gpushare_mig_info {
+	unsigned index;                /* MIG device index on its parent GPU */
+	char uuid[96];                 /* "MIG-..." */
+	char name[96];                 /* device name as NVML reports it */
+	char profile[32];              /* e.g. "1g.18gb", parsed from the name; "" unknown */
+	int gpu_instance_id, compute_instance_id;
+	int sm_count;
+	uint64_t mem_total_bytes, mem_used_bytes;
+};
+
+struct gpushare_gpu_info {
+	unsigned index;                /* NVML index */
+	char name[96];
+	char uuid[96];                 /* "GPU-..." */
+	char pci_bus_id[32];           /* "00000000:3B:00.0" */
+	int sm_count;                  /* from libcuda; GPUSHARE_UNKNOWN when unavailable */
+	uint64_t mem_total_bytes, mem_used_bytes, mem_free_bytes;
+	int compute_mode;              /* enum gpushare_compute_mode or GPUSHARE_UNKNOWN */
+	int mig_current, mig_pending;  /* 0/1, GPUSHARE_UNKNOWN when MIG is unsupported */
+	int persistence;               /* 0/1 or GPUSHARE_UNKNOWN */
+	int util_gpu_pct, util_mem_pct;/* GPUSHARE_UNKNOWN when unavailable */
+	int clock_sm_mhz, clock_mem_mhz, clock_sm_max_mhz;
+	int power_mw;                  /* milliwatts */
+	int temperature_c;
+	struct gpushare_mig_info *migs;
+	size_t n_migs;
+	struct gpushare_proc_info *procs;
+	size_t n_procs;
+};
+
+struct gpushare_system_info {
+	char driver_version[80];       /* "580.159.04" */
+	int cuda_driver_version;       /* 13000 for CUDA 13.0; GPUSHARE_UNKNOWN */
+	char nvml_version[80];
+	struct gpushare_gpu_info *gpus;
+	size_t n_gpus;
+};
+
+/* Load NVML (reference counted). GPUSHARE_E_NO_DRIVER with dlerror()'s text
+ * as detail when the library is missing. */
+int gpushare_nvml_open(void);
+void gpushare_nvml_close(void);
+
+/* Query everything `gpushare info` shows. Loads NVML itself. SM counts come
+ * from libcuda queried in a short-lived child process whose
+ * CUDA_MPS_PIPE_DIRECTORY names no daemon, so the caller never becomes an
+ * MPS client; they stay GPUSHARE_UNKNOWN when libcuda is missing. */
+int gpushare_system_query(struct gpushare_system_info *out);
+void gpushare_system_release(struct gpushare_system_info *info);
+
+/* Resolve a GPU given as an NVML index ("0") or UUID ("GPU-..." or a unique
+ * prefix) to its index. Needs gpushare_nvml_open(). */
+int gpushare_gpu_find(const char *spec, unsigned *index);
+
+/* Number of GPUs NVML sees. Needs gpushare_nvml_open(). */
+int gpushare_gpu_count(unsigned *count);
+
+/* Compute mode of GPU `index`. Needs gpushare_nvml_open(). */
+int gpushare_gpu_compute_mode(unsigned index, int *mode);
+
+/* One telemetry sample of a GPU, cheap enough to take every 100 ms. */
+struct gpushare_gpu_sample {
+	uint64_t t_ns;                 /* gpushare_now_ns() when taken */
+	int util_gpu_pct;
+	uint64_t mem_used_bytes;
+	int clock_sm_mhz;
+	int clock_sm_max_mhz;
+	int power_mw;
+	int temperature_c;
+	uint64_t throttle_reasons;     /* NVML clocks-event reasons bitmask; 0 none */
+	bool throttled;                /* any reason other than idle / app clocks setting */
+};
+
+/* Needs gpushare_nvml_open(). Fields NVML cannot read are GPUSHARE_UNKNOWN. */
+int gpushare_gpu_sample(unsigned index, struct gpushare_gpu_sample *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

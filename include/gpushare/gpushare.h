@@ -1,0 +1,61 @@
+/*
+ * gpushare: the public API of libgpushare.
+ *
+ * The library finds GPUs, drives the MPS control daemon and runs and measures
+ * workers. Every function returns an error code from enum gpushare_error (zero
+ * on success, negative on failure) and never prints or exits: callers decide
+ * what to tell the user. When a function fails it also leaves a one-line
+ * detail (which path, which command, what the driver said) that
+ * gpushare_errdetail() returns until the next failure in the same thread.
+ */
+#ifndef GPUSHARE_GPUSHARE_H
+#define GPUSHARE_GPUSHARE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gpushare_error {
+	GPUSHARE_OK = 0,
+	GPUSHARE_E_INVAL = -1,          /* an argument or option value is invalid */
+	GPUSHARE_E_NOMEM = -2,          /* out of host memory */
+	GPUSHARE_E_SYS = -3,            /* a system call failed (detail names it) */
+	GPUSHARE_E_NO_DRIVER = -4,      /* libnvidia-ml / libcuda could not be loaded */
+	GPUSHARE_E_DRIVER = -5,         /* the driver answered with an error */
+	GPUSHARE_E_NO_MPS_BINARY = -6,  /* nvidia-cuda-mps-control not found */
+	GPUSHARE_E_MPS_NOT_RUNNING = -7,/* no MPS control daemon answers at the pipe dir */
+	GPUSHARE_E_MPS_REPLY = -8,      /* the control daemon gave an unexpected reply */
+	GPUSHARE_E_DIR = -9,            /* a directory is unsafe: foreign owner, bad mode, not writable */
+	GPUSHARE_E_PROHIBITED = -10,    /* the GPU's compute mode is Prohibited */
+	GPUSHARE_E_TIMEOUT = -11,       /* a bounded wait ran out */
+	GPUSHARE_E_BUSY = -12,          /* something still holds the resource (clients attached) */
+	GPUSHARE_E_NOT_FOUND = -13,     /* no such GPU, server, process or file */
+	GPUSHARE_E_IO = -14,            /* reading or writing a file or pipe failed */
+	GPUSHARE_E_WORKER = -15,        /* a worker process failed */
+	GPUSHARE_E_INTERRUPTED = -16,   /* stopped by a signal (SIGINT/SIGTERM) */
+	GPUSHARE_E_UNSUPPORTED = -17,   /* the GPU, driver or build does not support this */
+	GPUSHARE_E_CUDA = -18,          /* a CUDA call failed in a worker */
+	GPUSHARE_E_MPS_MAX_CLIENTS = -19,/* CUDA error 808: too many MPS clients on the GPU */
+};
+
+/* A short, lowercase description of an error code ("invalid argument"). */
+const char *gpushare_strerror(int err);
+
+/* Detail of the last failure in this thread ("cannot open '/x': Permission
+ * denied"), or "" if none was recorded. Valid until the next failure. */
+const char *gpushare_errdetail(void);
+
+/* Record a detail for the current failure and return err, so library code can
+ * write `return gpushare_fail(GPUSHARE_E_DIR, "...", ...)`. */
+int gpushare_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Clear the detail of the last failure. */
+void gpushare_clear_error(void);
+
+/* The library's version string ("0.1.0"). */
+const char *gpushare_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

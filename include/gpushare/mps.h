@@ -1,0 +1,162 @@
+/*
+ * Driving the NVIDIA MPS control daemon (nvidia-cuda-mps-control).
+ *
+ * A daemon is identified by its pipe directory: every CUDA process whose
+ * CUDA_MPS_PIPE_DIRECTORY names a directory where a daemon answers silently
+ * becomes an MPS client. Commands are sent the way the control program
+ * expects them, one per run on its standard input; its exit status is 0 even
+ * for an unknown command, so replies are parsed. Servers start lazily: there
+ * are none until the first client connects.
+ */
+#ifndef GPUSHARE_MPS_H
+#define GPUSHARE_MPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpushare/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUSHARE_MPS_DEFAULT_PIPE_DIR "/tmp/nvidia-mps"
+#define GPUSHARE_MPS_PID_FILE "nvidia-cuda-mps-control.pid"
+#define GPUSHARE_MPS_MAX_CLIENTS_PER_GPU 48
+
+/* Where a daemon lives and how to reach it. */
+struct gpushare_mps {
+	char pipe_dir[GPUSHARE_PATH_MAX];
+	char log_dir[GPUSHARE_PATH_MAX];
+	/* The control program: "nvidia-cuda-mps-control" unless overridden by
+	 * the GPUSHARE_MPS_CONTROL environment variable (tests use a double). */
+	char control[GPUSHARE_PATH_MAX];
+	int timeout_ms; /* bound for each command and for start/stop waits */
+};
+
+/* Fill m. pipe_dir/log_dir: the given values, else CUDA_MPS_PIPE_DIRECTORY /
+ * CUDA_MPS_LOG_DIRECTORY, else gpushare's private per-user directories
+ * (<user dir>/mps/pipe and <user dir>/mps/log). Nothing is created. */
+int gpushare_mps_init(struct gpushare_mps *m, const char *pipe_dir, const char *log_dir);
+
+/* gpushare's own private pipe and log directories for this user. */
+int gpushare_mps_private_dirs(char *pipe_dir, size_t plen, char *log_dir, size_t llen);
+
+/* What is at a pipe directory. */
+enum gpushare_mps_state {
+	GPUSHARE_MPS_ABSENT,   /* no pid file */
+	GPUSHARE_MPS_STALE,    /* a pid file whose process is gone or is not the daemon */
+	GPUSHARE_MPS_RUNNING,  /* the daemon process is alive */
+};
+
+/* Look at the pid file in m->pipe_dir. Sets *pid when one is recorded. */
+enum gpushare_mps_state gpushare_mps_state(const struct gpushare_mps *m, pid_t *pid);
+
+/* Whether a daemon answers at m->pipe_dir: running and replying to a query.
+ * Returns GPUSHARE_OK (and *pid), GPUSHARE_E_MPS_NOT_RUNNING, or another
+ * error (control program missing, timeout). */
+int gpushare_mps_probe(const struct gpushare_mps *m, pid_t *pid);
+
+/* Send one command and return its reply (trimmed of trailing white space;
+ * caller frees). Returns GPUSHARE_E_MPS_REPLY with the reply as detail when
+ * the daemon says "Unknown command". */
+int gpushare_mps_command(const struct gpushare_mps *m, const char *cmd, char **reply);
+
+/* Defaults applied when a daemon starts, and by gpushare_mps_set(). */
+struct gpushare_mps_limits {
+	double thread_percentage;      /* (0,100]; 0 = leave unset */
+	/* Pinned device memory limit per device ordinal (as the daemon numbers
+	 * them, after CUDA_VISIBLE_DEVICES); 0 = leave unset. */
+	uint64_t mem_limit_bytes[16];
+	int n_mem_limits;              /* entries used in mem_limit_bytes */
+	int priority;                  /* 0 normal, 1 below normal, -1 = leave unset */
+};
+
+/* Parse a memory-limit list: "4G" (every device in 0..ndev-1) or
+ * "0=4G,1=512M". Fills limits->mem_limit_bytes / n_mem_limits. */
+int gpushare_mps_parse_mem_limits(const char *s, int ndev, struct gpushare_mps_limits *limits);
+
+void gpushare_mps_limits_init(struct gpushare_mps_limits *l);
+
+struct gpushare_mps_start_opts {
+	const char *visible_devices;   /* daemon's CUDA_VISIBLE_DEVICES, or NULL */
+	struct gpushare_mps_limits limits;
+};
+
+struct gpushare_mps_start_info {
+	pid_t pid;
+	bool already_running;          /* a daemon answered already; left alone */
+	bool cleaned_stale;            /* a stale pid file/sockets were removed first */
+};
+
+/* Start a daemon at m->pipe_dir (created private when absent, checked when
+ * present) and wait until it answers. Idempotent: when a daemon answers
+ * already, reports it and changes nothing. */
+int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_start_opts *o,
+		       struct gpushare_mps_start_info *info);
+
+/* Apply limits as daemon defaults (for servers started later), or to the
+ * running server server_pid when > 0 (for its new clients). */
+int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struct gpushare_mps_limits *l);
+
+struct gpushare_mps_client {
+	pid_t pid;
+	char command[256];
+};
+
+struct gpushare_mps_server {
+	pid_t pid;
+	long uid;                      /* -1 when unknown */
+	char status[16];               /* "ACTIVE", "FAULT", ... as reported */
+	double thread_percentage;      /* -1 when unknown */
+	char mem_limit[16][16];        /* per device as reported ("4G"), "" when none */
+	int n_mem_limit;
+	struct gpushare_mps_client *clients;
+	size_t n_clients;
+};
+
+struct gpushare_mps_status {
+	pid_t daemon_pid;
+	double default_thread_percentage;  /* -1 when unknown */
+	char default_mem_limit[16][16];    /* per device, "" when none */
+	int n_default_mem_limit;
+	int default_priority;              /* -1 when unknown */
+	struct gpushare_mps_server *servers;
+	size_t n_servers;
+};
+
+/* Query a running daemon. ndev: how many device ordinals to ask limits for
+ * (at most 16). */
+int gpushare_mps_status(const struct gpushare_mps *m, int ndev, struct gpushare_mps_status *st);
+void gpushare_mps_status_release(struct gpushare_mps_status *st);
+
+struct gpushare_mps_stop_info {
+	pid_t pid;
+	bool was_running;
+	size_t clients_attached;       /* clients attached when stop began */
+	size_t clients_terminated;     /* with force */
+};
+
+/* Stop the daemon: with force, terminate attached clients first; then
+ * "quit" and wait until the daemon and its servers are gone. Returns
+ * GPUSHARE_E_BUSY (with the daemon still up) when clients are attached and
+ * force is false and they do not leave within the timeout. */
+int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info);
+
+/* Remove a stale pid file and sockets from m->pipe_dir. */
+int gpushare_mps_clean_stale(const struct gpushare_mps *m);
+
+/* The last n lines of <log_dir>/control.log (caller frees). */
+int gpushare_mps_log_tail(const struct gpushare_mps *m, int n, char **text);
+
+/* Environment entries ("NAME=VALUE") that make a process a client of this
+ * daemon; writes at most 2 entries into env (strings owned by caller's bufs). */
+int gpushare_mps_client_env(const struct gpushare_mps *m, char *pipe_env, size_t plen,
+			    char *log_env, size_t llen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,114 @@
+/*
+ * The shared-memory region between `gpushare bench` and its workers.
+ *
+ * The parent creates it (memfd), passes the descriptor to each worker
+ * (gpushare-worker --region-fd FD --slot I), and reads it without pausing
+ * anyone. One slot per measured stream of requests (a worker process, or one
+ * host thread of the `streams` strategy). Versioned: a worker refuses a
+ * region whose magic or version it does not know.
+ *
+ * Protocol (all fields written with atomic stores, read with atomic loads):
+ *  1. worker: state STARTING, creates its context and buffers, fills the
+ *     "limits in effect" fields, runs its warm-up requests, then state READY.
+ *     On failure: error_code/cuda_error/message, state FAILED, exit.
+ *  2. parent: once every slot is READY (start barrier), writes the window
+ *     t_warmup_start_ns <= t_measure_start_ns < t_measure_end_ns (absolute
+ *     CLOCK_MONOTONIC; end is UINT64_MAX in requests mode) and then phase GO.
+ *  3. worker: RUNNING; runs requests back to back; records a request in its
+ *     histogram iff it started at or after t_measure_start_ns and finished at
+ *     or before t_measure_end_ns; stops when its clock passes the end, when it
+ *     has recorded requests_per_worker requests (requests mode), or when phase
+ *     becomes STOP; then DONE and exits 0.
+ *  4. parent: phase STOP at the end or on any failure/interrupt; workers that
+ *     do not exit within a grace period get SIGTERM, then SIGKILL.
+ */
+#ifndef GPUSHARE_REGION_H
+#define GPUSHARE_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpushare/hist.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUSHARE_REGION_MAGIC 0x3130485350475047ULL /* "GPGPSH01" little-endian */
+#define GPUSHARE_REGION_VERSION 1u
+
+enum gpushare_phase {
+	GPUSHARE_PHASE_INIT = 0,
+	GPUSHARE_PHASE_GO = 1,
+	GPUSHARE_PHASE_STOP = 2,
+};
+
+enum gpushare_slot_state {
+	GPUSHARE_SLOT_EMPTY = 0,
+	GPUSHARE_SLOT_STARTING = 1,
+	GPUSHARE_SLOT_READY = 2,
+	GPUSHARE_SLOT_RUNNING = 3,
+	GPUSHARE_SLOT_DONE = 4,
+	GPUSHARE_SLOT_FAILED = 5,
+};
+
+struct gpushare_slot {
+	uint32_t state;                /* enum gpushare_slot_state */
+	int32_t pid;
+	int32_t error_code;            /* enum gpushare_error when FAILED */
+	int32_t cuda_error;            /* cudaError_t / CUresult number, 0 if none */
+	char message[256];             /* one line, NUL-terminated */
+	/* Limits in effect, read back by the worker after init. */
+	int32_t sm_count;              /* -1 unknown (spin) */
+	int32_t device;                /* CUDA ordinal used */
+	uint64_t mem_free_bytes;       /* cudaMemGetInfo after init */
+	uint64_t mem_total_bytes;
+	double thread_percentage;      /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE seen, -1 none */
+	char mem_limit[64];            /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT seen, "" none */
+	char device_name[96];
+	/* Work description. */
+	uint64_t items_per_request;    /* batch */
+	double flops_per_request;      /* 0 when not meaningful */
+	/* Measurement. */
+	uint64_t requests;             /* recorded requests (inside the window) */
+	uint64_t total_requests;       /* all completed requests, warm-up included */
+	uint64_t errors;               /* requests that failed without ending the run */
+	uint64_t t_first_start_ns;     /* start of the first recorded request */
+	uint64_t t_last_end_ns;        /* end of the last recorded request */
+	struct gpushare_hist hist;
+};
+
+struct gpushare_region_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t n_slots;
+	uint64_t slot_size;            /* sizeof(struct gpushare_slot) of the writer */
+	uint64_t slots_offset;         /* from the start of the region */
+	uint32_t phase;                /* enum gpushare_phase */
+	uint32_t reserved;
+	uint64_t t_warmup_start_ns;
+	uint64_t t_measure_start_ns;
+	uint64_t t_measure_end_ns;
+	uint64_t requests_per_worker;  /* 0: duration mode */
+	uint64_t warmup_requests;      /* per worker, before READY */
+};
+
+/* Bytes needed for n slots. */
+size_t gpushare_region_size(uint32_t n_slots);
+
+/* Create an anonymous shared region (memfd, sealed against shrinking) for
+ * n slots; returns the mapping and its descriptor (close-on-exec cleared by
+ * the launcher for the workers it spawns). */
+int gpushare_region_create(uint32_t n_slots, struct gpushare_region_header **out, int *fd);
+
+/* Map a region from a descriptor and check magic, version and size. */
+int gpushare_region_attach(int fd, struct gpushare_region_header **out);
+
+void gpushare_region_unmap(struct gpushare_region_header *r);
+
+struct gpushare_slot *gpushare_region_slot(struct gpushare_region_header *r, uint32_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,384 @@
+/*
+ * Child processes: run a program with input, capture its output, bound the
+ * wait, and always reap it. Also small /proc readers used to describe the
+ * processes attached to a GPU or an MPS server.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+
+extern char **environ;
+
+#define CAPTURE_MAX (1u << 20)
+
+static bool env_name_eq(const char *entry, const char *name, size_t name_len)
+{
+	return strncmp(entry, name, name_len) == 0 && (entry[name_len] == '=' || entry[name_len] == '\0');
+}
+
+char **gpushare_env_build(char *const env[])
+{
+	size_t n = 0, extra = 0, i, j, k = 0;
+	char **out;
+
+	while (environ && environ[n])
+		n++;
+	while (env && env[extra])
+		extra++;
+	out = calloc(n + extra + 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		bool overridden = false;
+
+		for (j = 0; j < extra; j++) {
+			size_t nl = strcspn(env[j], "=");
+
+			if (env_name_eq(environ[i], env[j], nl)) {
+				overridden = true;
+				break;
+			}
+		}
+		if (!overridden && !(out[k++] = strdup(environ[i])))
+			goto oom;
+	}
+	for (j = 0; j < extra; j++) {
+		if (!strchr(env[j], '='))
+			continue; /* a bare name unsets */
+		if (!(out[k++] = strdup(env[j])))
+			goto oom;
+	}
+	out[k] = NULL;
+	return out;
+oom:
+	gpushare_env_free(out);
+	return NULL;
+}
+
+void gpushare_env_free(char **envp)
+{
+	if (!envp)
+		return;
+	for (size_t i = 0; envp[i]; i++)
+		free(envp[i]);
+	free(envp);
+}
+
+int gpushare_which(const char *prog, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+	const char *p;
+
+	if (!prog || !*prog)
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "empty program name");
+	if (strchr(prog, '/')) {
+		if (access(prog, X_OK) != 0)
+			return gpushare_fail(GPUSHARE_E_NOT_FOUND, "cannot execute '%s': %s", prog, strerror(errno));
+		if ((size_t)snprintf(buf, len, "%s", prog) >= len)
+			return gpushare_fail(GPUSHARE_E_INVAL, "path '%s' too long", prog);
+		return GPUSHARE_OK;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p;) {
+		size_t dl = strcspn(p, ":");
+		struct stat st;
+		int n = snprintf(buf, len, "%.*s/%s", (int)(dl ? dl : 1), dl ? p : ".", prog);
+
+		if (n > 0 && (size_t)n < len && stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+			return GPUSHARE_OK;
+		p += dl;
+		if (*p == ':')
+			p++;
+	}
+	return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' not found in PATH", prog);
+}
+
+struct capture {
+	int fd;
+	char *buf;
+	size_t len, cap;
+};
+
+static int capture_read(struct capture *c)
+{
+	char tmp[4096];
+	ssize_t r = read(c->fd, tmp, sizeof(tmp));
+
+	if (r < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : -1;
+	if (r == 0)
+		return 1;
+	if (c->len < CAPTURE_MAX) {
+		size_t take = (size_t)r;
+
+		if (take > CAPTURE_MAX - c->len)
+			take = CAPTURE_MAX - c->len;
+		if (c->len + take + 1 > c->cap) {
+			size_t ncap = c->cap ? c->cap * 2 : 4096;
+			char *nb;
+
+			while (ncap < c->len + take + 1)
+				ncap *= 2;
+			nb = realloc(c->buf, ncap);
+			if (!nb)
+				return -1;
+			c->buf = nb;
+			c->cap = ncap;
+		}
+		memcpy(c->buf + c->len, tmp, take);
+		c->len += take;
+		c->buf[c->len] = '\0';
+	}
+	return 0;
+}
+
+static char *capture_take(struct capture *c, size_t *len)
+{
+	char *b = c->buf;
+
+	if (!b)
+		b = calloc(1, 1);
+	*len = c->len;
+	c->buf = NULL;
+	return b;
+}
+
+static int status_code(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 255;
+}
+
+int gpushare_run(char *const argv[], char *const env[], const char *input,
+		 int timeout_ms, struct gpushare_run_result *res)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 }, exe[2] = { -1, -1 };
+	struct capture co = { .fd = -1 }, ce = { .fd = -1 };
+	size_t in_off = 0, in_len = input ? strlen(input) : 0;
+	char path[GPUSHARE_PATH_MAX];
+	char **envp = NULL;
+	uint64_t deadline;
+	int rc = GPUSHARE_OK, wstatus = 0, exec_errno = 0;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	rc = gpushare_which(argv[0], path, sizeof(path));
+	if (rc)
+		return rc;
+	envp = gpushare_env_build(env);
+	if (!envp)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot build environment");
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(exe, O_CLOEXEC)) {
+		rc = gpushare_fail(GPUSHARE_E_SYS, "pipe: %s", strerror(errno));
+		goto done;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = gpushare_fail(GPUSHARE_E_SYS, "fork: %s", strerror(errno));
+		goto done;
+	}
+	if (pid == 0) {
+		int e;
+
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0)
+			_exit(127);
+		execve(path, argv, envp);
+		e = errno;
+		if (write(exe[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(in[0]); in[0] = -1;
+	close(out[1]); out[1] = -1;
+	close(errp[1]); errp[1] = -1;
+	close(exe[1]); exe[1] = -1;
+	if (read(exe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno)) {
+		waitpid(pid, NULL, 0);
+		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "cannot execute '%s': %s", path, strerror(exec_errno));
+		goto done;
+	}
+	if (in_len == 0) {
+		close(in[1]);
+		in[1] = -1;
+	} else {
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
+	}
+	co.fd = out[0];
+	out[0] = -1;
+	ce.fd = errp[0];
+	errp[0] = -1;
+	deadline = gpushare_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ULL;
+	while (co.fd >= 0 || ce.fd >= 0) {
+		struct pollfd pf[3];
+		int np = 0, wait_ms;
+		uint64_t now = gpushare_now_ns();
+
+		if (timeout_ms > 0 && now >= deadline) {
+			res->timed_out = true;
+			kill(pid, SIGKILL);
+			break;
+		}
+		wait_ms = timeout_ms > 0 ? (int)((deadline - now) / 1000000ULL) + 1 : -1;
+		if (co.fd >= 0)
+			pf[np++] = (struct pollfd){ .fd = co.fd, .events = POLLIN };
+		if (ce.fd >= 0)
+			pf[np++] = (struct pollfd){ .fd = ce.fd, .events = POLLIN };
+		if (in[1] >= 0)
+			pf[np++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
+		if (poll(pf, (nfds_t)np, wait_ms) < 0) {
+			if (errno == EINTR)
+				continue;
+			kill(pid, SIGKILL);
+			rc = gpushare_fail(GPUSHARE_E_SYS, "poll: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < np; i++) {
+			if (!pf[i].revents)
+				continue;
+			if (pf[i].fd == in[1]) {
+				ssize_t w = write(in[1], input + in_off, in_len - in_off);
+
+				if (w > 0)
+					in_off += (size_t)w;
+				if ((w < 0 && errno != EAGAIN && errno != EINTR) || in_off == in_len) {
+					close(in[1]);
+					in[1] = -1;
+				}
+				continue;
+			}
+			struct capture *c = pf[i].fd == co.fd ? &co : &ce;
+			int r = capture_read(c);
+
+			if (r != 0) {
+				close(c->fd);
+				c->fd = -1;
+			}
+		}
+	}
+	if (in[1] >= 0) {
+		close(in[1]);
+		in[1] = -1;
+	}
+	/* Output closed (or timeout): reap, still bounded by the deadline. */
+	for (;;) {
+		pid_t w = waitpid(pid, &wstatus, timeout_ms > 0 ? WNOHANG : 0);
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			wstatus = 0;
+			break;
+		}
+		if (w == 0) {
+			if (gpushare_now_ns() >= deadline) {
+				res->timed_out = true;
+				kill(pid, SIGKILL);
+				waitpid(pid, &wstatus, 0);
+				break;
+			}
+			usleep(1000);
+		}
+	}
+	res->status = status_code(wstatus);
+	res->out = capture_take(&co, &res->out_len);
+	res->err = capture_take(&ce, &res->err_len);
+	if (!res->out || !res->err) {
+		gpushare_run_result_release(res);
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "cannot store child output");
+	} else if (rc == GPUSHARE_OK && res->timed_out) {
+		rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s' did not finish within %d ms", argv[0], timeout_ms);
+	}
+done:
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0) close(in[i]);
+		if (out[i] >= 0) close(out[i]);
+		if (errp[i] >= 0) close(errp[i]);
+		if (exe[i] >= 0) close(exe[i]);
+	}
+	if (co.fd >= 0) close(co.fd);
+	if (ce.fd >= 0) close(ce.fd);
+	free(co.buf);
+	free(ce.buf);
+	gpushare_env_free(envp);
+	return rc;
+}
+
+void gpushare_run_result_release(struct gpushare_run_result *res)
+{
+	free(res->out);
+	free(res->err);
+	res->out = res->err = NULL;
+	res->out_len = res->err_len = 0;
+}
+
+bool gpushare_pid_alive(pid_t pid)
+{
+	if (pid <= 0)
+		return false;
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static size_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t r;
+	int fd;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	r = read(fd, buf, len - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = '\0';
+	return (size_t)r;
+}
+
+void gpushare_pid_comm(pid_t pid, char *buf, size_t len)
+{
+	size_t n = read_proc(pid, "comm", buf, len);
+
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+}
+
+void gpushare_pid_cmdline(pid_t pid, char *buf, size_t len)
+{
+	size_t n = read_proc(pid, "cmdline", buf, len);
+
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	}
+}
+
+long gpushare_pid_uid(pid_t pid)
+{
+	char buf[4096];
+	char *p;
+
+	if (!read_proc(pid, "status", buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "\nUid:");
+	if (!p)
+		return -1;
+	return strtol(p + 5, NULL, 10);
+}
