@@ -1,2 +1,490 @@
+/*
+ * gpushare mps start | stop | status | set: manage the MPS control daemon.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
 #include "cli.h"
-int cmd_mps(int argc, char **argv) { (void)argc; (void)argv; return cli_error(EXIT_FAILURE_GENERIC, "not built yet"); }
+#include "gpushare/gpu.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+
+static const char usage_text[] =
+	"usage: gpushare mps <start|stop|status|set> [options]\n"
+	"\n"
+	"Manage an NVIDIA MPS control daemon in a private pipe directory.\n"
+	"\n"
+	"  start    start a daemon and wait until it answers (idempotent)\n"
+	"  stop     quit the daemon and wait until it and its servers are gone\n"
+	"  status   show the daemon, its servers, clients and limits\n"
+	"  set      change default limits, or a running server's limits\n"
+	"\n"
+	"Options for every subcommand:\n"
+	"  --pipe-dir DIR       pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY,\n"
+	"                       else gpushare's private <user dir>/mps/pipe)\n"
+	"  --log-dir DIR        log directory (default: $CUDA_MPS_LOG_DIRECTORY,\n"
+	"                       else <user dir>/mps/log)\n"
+	"  --timeout DURATION   bound for each wait (default 10s)\n"
+	"  --json               machine-readable output\n"
+	"  -h, --help           this help\n"
+	"\n"
+	"start:\n"
+	"  --gpus LIST          GPUs the daemon serves (indices or UUIDs; its CUDA_VISIBLE_DEVICES)\n"
+	"  --thread-percentage P  default active thread percentage for clients, (0,100]\n"
+	"  --mem-limit SPEC     default pinned device memory limit: SIZE for every device,\n"
+	"                       or DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)\n"
+	"  --priority 0|1       default client priority (0 normal, 1 below normal)\n"
+	"stop:\n"
+	"  --force              terminate attached clients first\n"
+	"status:\n"
+	"  --log N              also show the last N lines of control.log\n"
+	"set:\n"
+	"  --thread-percentage P, --mem-limit SPEC, --priority 0|1   as for start\n"
+	"  --server PID         apply to that running server (its new clients) instead\n"
+	"                       of the daemon defaults (servers started later)\n"
+	"\n"
+	"The compute mode is read before start: Prohibited is refused; in Default mode\n"
+	"plain processes can still time-slice beside MPS clients (gpushare never changes\n"
+	"the compute mode).\n"
+	"\n"
+	"Exit status: 0 ok, 2 usage, 3 no driver (status of GPUs), 4 control program\n"
+	"missing, 5 daemon not running / not answering / clients still attached,\n"
+	"6 unsafe directory, 7 GPU compute mode Prohibited, 12 timeout.\n";
+
+enum {
+	OPT_PIPE = 1000, OPT_LOG, OPT_TIMEOUT, OPT_JSON, OPT_GPUS, OPT_PCT, OPT_MEM, OPT_PRIO, OPT_FORCE,
+	OPT_LOGN, OPT_SERVER,
+};
+
+struct mps_args {
+	const char *sub;
+	const char *pipe_dir, *log_dir;
+	const char *gpus;
+	const char *mem_limit;
+	int timeout_ms;
+	bool json, force, has_limits;
+	long log_lines;
+	long server;
+	struct gpushare_mps_limits limits;
+};
+
+/* Which options each subcommand takes. */
+static bool allowed(const char *sub, int opt)
+{
+	switch (opt) {
+	case OPT_PIPE: case OPT_LOG: case OPT_TIMEOUT: case OPT_JSON:
+		return true;
+	case OPT_GPUS:
+		return !strcmp(sub, "start");
+	case OPT_PCT: case OPT_MEM: case OPT_PRIO:
+		return !strcmp(sub, "start") || !strcmp(sub, "set");
+	case OPT_FORCE:
+		return !strcmp(sub, "stop");
+	case OPT_LOGN:
+		return !strcmp(sub, "status");
+	case OPT_SERVER:
+		return !strcmp(sub, "set");
+	}
+	return false;
+}
+
+static int parse_args(int argc, char **argv, struct mps_args *a)
+{
+	static const struct option opts[] = {
+		{ "pipe-dir", required_argument, NULL, OPT_PIPE },
+		{ "log-dir", required_argument, NULL, OPT_LOG },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "gpus", required_argument, NULL, OPT_GPUS },
+		{ "thread-percentage", required_argument, NULL, OPT_PCT },
+		{ "mem-limit", required_argument, NULL, OPT_MEM },
+		{ "priority", required_argument, NULL, OPT_PRIO },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "log", required_argument, NULL, OPT_LOGN },
+		{ "server", required_argument, NULL, OPT_SERVER },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	gpushare_mps_limits_init(&a->limits);
+	a->timeout_ms = 10000;
+	a->sub = argv[0];
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		const char *name = argv[optind - 1];
+		uint64_t ns;
+		long v;
+		int rc = GPUSHARE_OK;
+
+		if (c == 'h') {
+			fputs(usage_text, stdout);
+			return cli_finish_stdout(EXIT_OK) == EXIT_OK ? -1 : EXIT_IO;
+		}
+		if (c == '?' || c == ':') {
+			char what[64];
+
+			snprintf(what, sizeof(what), "mps %s", a->sub);
+			return cli_usage_error(what, c, 0, name);
+		}
+		if (!allowed(a->sub, c))
+			return cli_error(EXIT_USAGE, "mps %s: option '%s' does not apply here (see 'gpushare mps --help')",
+					 a->sub, name);
+		switch (c) {
+		case OPT_PIPE: a->pipe_dir = optarg; break;
+		case OPT_LOG: a->log_dir = optarg; break;
+		case OPT_JSON: a->json = true; break;
+		case OPT_FORCE: a->force = true; break;
+		case OPT_GPUS:
+			if (!*optarg)
+				return cli_error(EXIT_USAGE, "mps start: --gpus needs a list of GPU indices or UUIDs");
+			a->gpus = optarg;
+			break;
+		case OPT_TIMEOUT:
+			rc = gpushare_parse_duration(optarg, &ns);
+			if (!rc && (ns < 1000000ULL || ns > 3600ULL * 1000000000ULL))
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (1ms to 1h)", optarg);
+			if (!rc)
+				a->timeout_ms = (int)(ns / 1000000ULL);
+			break;
+		case OPT_PCT:
+			rc = gpushare_parse_percent(optarg, &a->limits.thread_percentage);
+			a->has_limits = true;
+			break;
+		case OPT_MEM:
+			a->mem_limit = optarg;
+			a->has_limits = true;
+			break;
+		case OPT_PRIO:
+			rc = gpushare_parse_int(optarg, 0, 1, &v);
+			if (rc)
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a client priority (0 normal, 1 below normal)", optarg);
+			a->limits.priority = (int)v;
+			a->has_limits = true;
+			break;
+		case OPT_LOGN:
+			rc = gpushare_parse_int(optarg, 0, 100000, &a->log_lines);
+			break;
+		case OPT_SERVER:
+			rc = gpushare_parse_int(optarg, 1, 0x7fffffff, &a->server);
+			if (rc)
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a server pid", optarg);
+			break;
+		}
+		if (rc)
+			return cli_error(EXIT_USAGE, "mps %s: %s: %s", a->sub, name, gpushare_errdetail());
+	}
+	if (optind < argc)
+		return cli_error(EXIT_USAGE, "mps %s: unexpected argument '%s'", a->sub, argv[optind]);
+	return EXIT_OK;
+}
+
+/* How many device ordinals the daemon numbers: the --gpus list, else every
+ * GPU NVML sees, else 1. */
+static int device_count(const char *gpus)
+{
+	unsigned n = 0;
+
+	if (gpus && *gpus) {
+		int k = 1;
+
+		for (const char *p = gpus; *p; p++)
+			k += *p == ',';
+		return k > 16 ? 16 : k;
+	}
+	if (gpushare_nvml_open() == GPUSHARE_OK) {
+		if (gpushare_gpu_count(&n) != GPUSHARE_OK)
+			n = 0;
+		gpushare_nvml_close();
+	}
+	return n ? (int)(n > 16 ? 16 : n) : 1;
+}
+
+static int open_mps(const struct mps_args *a, struct gpushare_mps *m)
+{
+	int rc = gpushare_mps_init(m, a->pipe_dir, a->log_dir);
+
+	if (rc)
+		return cli_fail(rc, "mps");
+	m->timeout_ms = a->timeout_ms;
+	return EXIT_OK;
+}
+
+static int do_start(struct mps_args *a)
+{
+	struct gpushare_mps m;
+	struct gpushare_mps_start_opts o = { .visible_devices = a->gpus };
+	struct gpushare_mps_start_info info;
+	bool default_mode = false;
+	int rc;
+
+	if ((rc = open_mps(a, &m)))
+		return rc;
+	if (a->mem_limit) {
+		rc = gpushare_mps_parse_mem_limits(a->mem_limit, device_count(a->gpus), &a->limits);
+		if (rc)
+			return cli_error(EXIT_USAGE, "mps start: --mem-limit: %s", gpushare_errdetail());
+	}
+	o.limits = a->limits;
+	rc = gpushare_mps_check_compute_mode(a->gpus, &default_mode);
+	if (rc == GPUSHARE_E_PROHIBITED)
+		return cli_fail(rc, "mps start");
+	if (rc == GPUSHARE_E_NO_DRIVER)
+		cli_warn("cannot read the GPU compute mode: %s", gpushare_errdetail());
+	else if (rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_INVAL)
+		return cli_fail(rc, "mps start: --gpus");
+	else if (rc)
+		cli_warn("cannot read the GPU compute mode: %s", gpushare_errdetail());
+	else if (default_mode)
+		cli_warn("compute mode is Default: plain CUDA processes can still time-slice beside MPS clients");
+	rc = gpushare_mps_start(&m, &o, &info);
+	if (rc)
+		return cli_fail(rc, "mps start");
+	if (info.already_running && a->has_limits)
+		cli_warn("limits not applied: the daemon was already running (use 'gpushare mps set')");
+	if (a->json) {
+		cJSON *j = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(j, "pid", info.pid);
+		cJSON_AddBoolToObject(j, "already_running", info.already_running);
+		cJSON_AddBoolToObject(j, "cleaned_stale", info.cleaned_stale);
+		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
+		cJSON_AddStringToObject(j, "log_dir", m.log_dir);
+		rc = cli_print_json_and_free(cJSON_Print(j));
+		cJSON_Delete(j);
+		return rc;
+	}
+	if (info.cleaned_stale)
+		printf("removed stale MPS state in %s\n", m.pipe_dir);
+	if (info.already_running)
+		printf("MPS control daemon already running: pid %d, pipe dir %s (left as it is)\n", (int)info.pid, m.pipe_dir);
+	else
+		printf("MPS control daemon started: pid %d\n  pipe dir %s\n  log dir  %s\n"
+		       "clients need: export CUDA_MPS_PIPE_DIRECTORY=%s\n",
+		       (int)info.pid, m.pipe_dir, m.log_dir, m.pipe_dir);
+	return cli_finish_stdout(EXIT_OK);
+}
+
+static int do_stop(struct mps_args *a)
+{
+	struct gpushare_mps m;
+	struct gpushare_mps_stop_info info;
+	int rc;
+
+	if ((rc = open_mps(a, &m)))
+		return rc;
+	rc = gpushare_mps_stop(&m, a->force, &info);
+	if (rc)
+		return cli_fail(rc, "mps stop");
+	if (a->json) {
+		cJSON *j = cJSON_CreateObject();
+
+		cJSON_AddBoolToObject(j, "was_running", info.was_running);
+		if (info.was_running)
+			cJSON_AddNumberToObject(j, "pid", info.pid);
+		cJSON_AddNumberToObject(j, "clients_attached", (double)info.clients_attached);
+		cJSON_AddNumberToObject(j, "clients_terminated", (double)info.clients_terminated);
+		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
+		rc = cli_print_json_and_free(cJSON_Print(j));
+		cJSON_Delete(j);
+		return rc;
+	}
+	if (!info.was_running)
+		printf("no MPS control daemon running at %s\n", m.pipe_dir);
+	else
+		printf("MPS control daemon %d stopped (%zu client(s) were attached, %zu terminated)\n", (int)info.pid,
+		       info.clients_attached, info.clients_terminated);
+	return cli_finish_stdout(EXIT_OK);
+}
+
+static cJSON *limits_json(char lim[][16], int n)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	for (int d = 0; d < n; d++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "%d", d);
+		if (lim[d][0])
+			cJSON_AddStringToObject(o, key, lim[d]);
+		else
+			cJSON_AddNullToObject(o, key);
+	}
+	return o;
+}
+
+static void add_num_or_null(cJSON *o, const char *k, double v)
+{
+	if (v < 0)
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddNumberToObject(o, k, v);
+}
+
+static void print_limits(const char *indent, char lim[][16], int n)
+{
+	printf("%spinned memory limit:", indent);
+	for (int d = 0; d < n; d++)
+		printf(" dev%d=%s", d, lim[d][0] ? lim[d] : "none");
+	printf("\n");
+}
+
+static int do_status(struct mps_args *a)
+{
+	struct gpushare_mps m;
+	struct gpushare_mps_status st;
+	enum gpushare_mps_state state;
+	char *log = NULL;
+	pid_t pid;
+	int rc, code = EXIT_OK;
+
+	if ((rc = open_mps(a, &m)))
+		return rc;
+	state = gpushare_mps_state(&m, &pid);
+	rc = state == GPUSHARE_MPS_RUNNING ? gpushare_mps_status(&m, device_count(NULL), &st)
+					   : gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "no daemon");
+	if (rc && rc != GPUSHARE_E_MPS_NOT_RUNNING)
+		return cli_fail(rc, "mps status");
+	if (rc)
+		code = EXIT_MPS;
+	if (a->log_lines > 0 && gpushare_mps_log_tail(&m, (int)a->log_lines, &log) != GPUSHARE_OK)
+		log = NULL;
+	if (a->json) {
+		cJSON *j = cJSON_CreateObject(), *servers;
+
+		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
+		cJSON_AddStringToObject(j, "log_dir", m.log_dir);
+		cJSON_AddStringToObject(j, "state", state == GPUSHARE_MPS_RUNNING ? "running"
+						    : state == GPUSHARE_MPS_STALE ? "stale" : "absent");
+		cJSON_AddBoolToObject(j, "running", rc == GPUSHARE_OK);
+		if (rc == GPUSHARE_OK) {
+			cJSON_AddNumberToObject(j, "daemon_pid", st.daemon_pid);
+			add_num_or_null(j, "default_thread_percentage", st.default_thread_percentage);
+			cJSON_AddItemToObject(j, "default_pinned_mem_limit", limits_json(st.default_mem_limit, st.n_default_mem_limit));
+			if (st.default_priority < 0)
+				cJSON_AddNullToObject(j, "default_client_priority");
+			else
+				cJSON_AddNumberToObject(j, "default_client_priority", st.default_priority);
+			servers = cJSON_AddArrayToObject(j, "servers");
+			for (size_t i = 0; i < st.n_servers; i++) {
+				struct gpushare_mps_server *s = &st.servers[i];
+				cJSON *o = cJSON_CreateObject(), *cl;
+
+				cJSON_AddNumberToObject(o, "pid", s->pid);
+				add_num_or_null(o, "uid", (double)s->uid);
+				cJSON_AddStringToObject(o, "status", s->status);
+				add_num_or_null(o, "thread_percentage", s->thread_percentage);
+				cJSON_AddItemToObject(o, "pinned_mem_limit", limits_json(s->mem_limit, s->n_mem_limit));
+				cl = cJSON_AddArrayToObject(o, "clients");
+				for (size_t k = 0; k < s->n_clients; k++) {
+					cJSON *c = cJSON_CreateObject();
+
+					cJSON_AddNumberToObject(c, "pid", s->clients[k].pid);
+					cJSON_AddStringToObject(c, "command", s->clients[k].command);
+					cJSON_AddItemToArray(cl, c);
+				}
+				cJSON_AddItemToArray(servers, o);
+			}
+		}
+		if (log)
+			cJSON_AddStringToObject(j, "log", log);
+		code = cli_print_json_and_free(cJSON_Print(j)) == EXIT_OK ? code : EXIT_IO;
+		cJSON_Delete(j);
+	} else if (rc) {
+		if (state == GPUSHARE_MPS_STALE)
+			printf("no MPS control daemon at %s (stale pid file: pid %d is not running; 'gpushare mps start' cleans it)\n",
+			       m.pipe_dir, (int)pid);
+		else
+			printf("no MPS control daemon at %s\n", m.pipe_dir);
+	} else {
+		printf("MPS control daemon: pid %d\n  pipe dir %s\n  log dir  %s\n", (int)st.daemon_pid, m.pipe_dir, m.log_dir);
+		printf("defaults (for servers started later):\n");
+		if (st.default_thread_percentage >= 0)
+			printf("  active thread percentage: %g\n", st.default_thread_percentage);
+		print_limits("  ", st.default_mem_limit, st.n_default_mem_limit);
+		if (st.default_priority >= 0)
+			printf("  client priority: %d (%s)\n", st.default_priority, st.default_priority ? "below normal" : "normal");
+		if (!st.n_servers)
+			printf("servers: none (a server starts when the first client connects)\n");
+		for (size_t i = 0; i < st.n_servers; i++) {
+			struct gpushare_mps_server *s = &st.servers[i];
+
+			printf("server %d: uid %ld, %s, active thread percentage %g, %zu client(s)\n", (int)s->pid, s->uid,
+			       s->status, s->thread_percentage, s->n_clients);
+			print_limits("  ", s->mem_limit, s->n_mem_limit);
+			for (size_t k = 0; k < s->n_clients; k++)
+				printf("  client %d: %s\n", (int)s->clients[k].pid, s->clients[k].command);
+		}
+	}
+	if (!a->json && log)
+		printf("--- last %ld lines of %s/control.log ---\n%s\n", a->log_lines, m.log_dir, log);
+	free(log);
+	if (rc == GPUSHARE_OK)
+		gpushare_mps_status_release(&st);
+	return cli_finish_stdout(code);
+}
+
+static int do_set(struct mps_args *a)
+{
+	struct gpushare_mps m;
+	int rc;
+
+	if ((rc = open_mps(a, &m)))
+		return rc;
+	if (!a->has_limits)
+		return cli_error(EXIT_USAGE, "mps set: nothing to set (give --thread-percentage, --mem-limit or --priority)");
+	if (a->mem_limit) {
+		rc = gpushare_mps_parse_mem_limits(a->mem_limit, device_count(NULL), &a->limits);
+		if (rc)
+			return cli_error(EXIT_USAGE, "mps set: --mem-limit: %s", gpushare_errdetail());
+	}
+	rc = gpushare_mps_probe(&m, NULL);
+	if (!rc)
+		rc = gpushare_mps_set(&m, (pid_t)a->server, &a->limits);
+	if (rc)
+		return cli_fail(rc, "mps set");
+	if (!a->json) {
+		if (a->server)
+			printf("limits set on server %ld (they apply to its new clients)\n", a->server);
+		else
+			printf("default limits set (they apply to servers started from now on)\n");
+		return cli_finish_stdout(EXIT_OK);
+	}
+	printf("{\"ok\": true}\n");
+	return cli_finish_stdout(EXIT_OK);
+}
+
+int cmd_mps(int argc, char **argv)
+{
+	struct mps_args a;
+	int rc;
+
+	if (argc < 2) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(usage_text, stdout);
+		return cli_finish_stdout(EXIT_OK);
+	}
+	if (strcmp(argv[1], "start") && strcmp(argv[1], "stop") && strcmp(argv[1], "status") && strcmp(argv[1], "set"))
+		return cli_error(EXIT_USAGE, "mps: unknown subcommand '%s' (expected start, stop, status or set)", argv[1]);
+	rc = parse_args(argc - 1, argv + 1, &a);
+	if (rc == -1)
+		return EXIT_OK;
+	if (rc)
+		return rc;
+	if (!strcmp(a.sub, "start"))
+		return do_start(&a);
+	if (!strcmp(a.sub, "stop"))
+		return do_stop(&a);
+	if (!strcmp(a.sub, "status"))
+		return do_status(&a);
+	return do_set(&a);
+}

@@ -326,11 +326,22 @@ void gpushare_run_result_release(struct gpushare_run_result *res)
 	res->out_len = res->err_len = 0;
 }
 
+static size_t read_proc(pid_t pid, const char *what, char *buf, size_t len);
+
+/* A zombie has exited: it only waits for a parent (often an init that is
+ * slow to reap, or none at all in a container) and counts as gone. */
 bool gpushare_pid_alive(pid_t pid)
 {
+	char stat[512], *p;
+
 	if (pid <= 0)
 		return false;
-	return kill(pid, 0) == 0 || errno == EPERM;
+	if (kill(pid, 0) != 0 && errno != EPERM)
+		return false;
+	if (read_proc(pid, "stat", stat, sizeof(stat)) && (p = strrchr(stat, ')')) && p[1] == ' ' &&
+	    (p[2] == 'Z' || p[2] == 'X'))
+		return false;
+	return true;
 }
 
 static size_t read_proc(pid_t pid, const char *what, char *buf, size_t len)

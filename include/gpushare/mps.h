@@ -156,6 +156,14 @@ int gpushare_mps_log_tail(const struct gpushare_mps *m, int n, char **text);
 int gpushare_mps_client_env(const struct gpushare_mps *m, char *pipe_env, size_t plen,
 			    char *log_env, size_t llen);
 
+/* Read the compute mode of the GPUs a daemon would serve (visible_devices:
+ * comma list of indices or UUIDs; NULL or "" for all). Returns
+ * GPUSHARE_E_PROHIBITED when one of them is Prohibited (MPS cannot run
+ * there), GPUSHARE_E_NO_DRIVER without NVML; otherwise OK with *default_mode
+ * set when at least one is in Default mode (plain processes can then still
+ * time-slice beside MPS clients). gpushare never changes the compute mode. */
+int gpushare_mps_check_compute_mode(const char *visible_devices, bool *default_mode);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,115 @@
+/*
+ * Unit tests: parsing of user values (percentages, sizes, integers,
+ * durations) and the MPS size format.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+
+static void test_percent(void **state)
+{
+	double v;
+
+	(void)state;
+	assert_int_equal(gpushare_parse_percent("30", &v), GPUSHARE_OK);
+	assert_true(v == 30.0);
+	assert_int_equal(gpushare_parse_percent("12.5", &v), GPUSHARE_OK);
+	assert_int_equal(gpushare_parse_percent("100", &v), GPUSHARE_OK);
+	assert_int_equal(gpushare_parse_percent("50%", &v), GPUSHARE_OK);
+	assert_true(v == 50.0);
+	assert_int_equal(gpushare_parse_percent("0", &v), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'0'"));
+	assert_int_equal(gpushare_parse_percent("101", &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_percent("abc", &v), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'abc'"));
+	assert_int_equal(gpushare_parse_percent("", &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_percent("nan", &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_percent("-5", &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_percent(" 5", &v), GPUSHARE_E_INVAL);
+}
+
+static void test_size(void **state)
+{
+	uint64_t b;
+
+	(void)state;
+	assert_int_equal(gpushare_parse_size("4G", &b), GPUSHARE_OK);
+	assert_true(b == 4ULL << 30);
+	assert_int_equal(gpushare_parse_size("512M", &b), GPUSHARE_OK);
+	assert_true(b == 512ULL << 20);
+	assert_int_equal(gpushare_parse_size("2GiB", &b), GPUSHARE_OK);
+	assert_true(b == 2ULL << 30);
+	assert_int_equal(gpushare_parse_size("1024", &b), GPUSHARE_OK);
+	assert_true(b == 1024);
+	assert_int_equal(gpushare_parse_size("3kb", &b), GPUSHARE_OK);
+	assert_true(b == 3072);
+	assert_int_equal(gpushare_parse_size("0", &b), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_size("4X", &b), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'X'"));
+	assert_int_equal(gpushare_parse_size("-1G", &b), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_size("G", &b), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_size("1.5G", &b), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_size("99999999999T", &b), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_size("", &b), GPUSHARE_E_INVAL);
+}
+
+static void test_mps_size(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_int_equal(gpushare_format_mps_size(4ULL << 30, buf, sizeof(buf)), GPUSHARE_OK);
+	assert_string_equal(buf, "4G");
+	assert_int_equal(gpushare_format_mps_size(1536ULL << 20, buf, sizeof(buf)), GPUSHARE_OK);
+	assert_string_equal(buf, "1536M");
+	assert_int_equal(gpushare_format_mps_size((1ULL << 20) + 5, buf, sizeof(buf)), GPUSHARE_OK);
+	assert_string_equal(buf, "1M");
+	assert_int_equal(gpushare_format_mps_size(4096, buf, sizeof(buf)), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_format_mps_size(4ULL << 30, buf, 2), GPUSHARE_E_INVAL);
+}
+
+static void test_int_duration(void **state)
+{
+	long v;
+	uint64_t ns;
+
+	(void)state;
+	assert_int_equal(gpushare_parse_int("7", 1, 48, &v), GPUSHARE_OK);
+	assert_int_equal(v, 7);
+	assert_int_equal(gpushare_parse_int("0", 1, 48, &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_int("49", 1, 48, &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_int("4x", 1, 48, &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_int("", 1, 48, &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_int("99999999999999999999", 1, 48, &v), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_duration("10s", &ns), GPUSHARE_OK);
+	assert_true(ns == 10000000000ULL);
+	assert_int_equal(gpushare_parse_duration("500ms", &ns), GPUSHARE_OK);
+	assert_true(ns == 500000000ULL);
+	assert_int_equal(gpushare_parse_duration("2m", &ns), GPUSHARE_OK);
+	assert_true(ns == 120000000000ULL);
+	assert_int_equal(gpushare_parse_duration("100us", &ns), GPUSHARE_OK);
+	assert_true(ns == 100000ULL);
+	assert_int_equal(gpushare_parse_duration("3", &ns), GPUSHARE_OK);
+	assert_true(ns == 3000000000ULL);
+	assert_int_equal(gpushare_parse_duration("-1", &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_duration("5x", &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_duration("", &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_parse_duration("1e30s", &ns), GPUSHARE_E_INVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_percent),
+		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_mps_size),
+		cmocka_unit_test(test_int_duration),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
