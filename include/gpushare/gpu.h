@@ -83,6 +83,9 @@ struct gpushare_system_info {
 	char driver_version[80];       /* "580.159.04" */
 	int cuda_driver_version;       /* 13000 for CUDA 13.0; GPUSHARE_UNKNOWN */
 	char nvml_version[80];
+	/* Why SM counts of full GPUs are unknown: libcuda's error ("libcuda.so.1:
+	 * cannot open shared object file: ..."); "" when libcuda answered. */
+	char cuda_error[256];
 	struct gpushare_gpu_info *gpus;
 	size_t n_gpus;
 };

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# End-to-end test of `gpushare info` without a GPU: the fake NVML and libcuda
+# of tests/helpers stand in for the driver (GPUSHARE_NVML_LIBRARY,
+# GPUSHARE_CUDA_LIBRARY), sleeping processes play the GPU's compute
+# processes, and the fake MPS control program plays a daemon.
+set -euo pipefail
+
+: "${GPUSHARE:?set by ctest}" "${GPUSHARE_TEST_HELPERS:?set by ctest}"
+H=$GPUSHARE_TEST_HELPERS
+tmp=$(mktemp -d /tmp/gpushare-info-XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	if [[ -n ${daemon_up:-} ]]; then
+		echo quit | CUDA_MPS_PIPE_DIRECTORY="$tmp/pipe" CUDA_MPS_LOG_DIRECTORY="$tmp/log" \
+			"$H/fake_mps_control" >/dev/null 2>&1 || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+failures=0
+check() { # check <description> <command...>
+	local what=$1
+	shift
+	if "$@"; then
+		echo "ok: $what"
+	else
+		echo "FAIL: $what"
+		failures=$((failures + 1))
+	fi
+}
+
+# Keep the environment of the machine running the test out of the way.
+unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY GPUSHARE_MPS_CONTROL FAKE_NVML_NOT_SUPPORTED \
+	FAKE_NVML_INIT_ERROR FAKE_CUDA_HANG FAKE_CUDA_INIT_ERROR FAKE_CUDA_RECORD
+mkdir -m 700 "$tmp/xdg"
+export XDG_RUNTIME_DIR=$tmp/xdg
+
+# ---- no driver ----
+set +e
+GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$GPUSHARE" info >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+want="gpushare: no NVIDIA driver found: /nonexistent/libnvidia-ml.so.1: cannot open shared object file: No such file or directory"
+check "no driver: exit status 3 (got $rc)" test "$rc" -eq 3
+check "no driver: exactly one line on stderr: '$want'" test "$(cat "$tmp/err")" = "$want"
+check "no driver: nothing on stdout" test ! -s "$tmp/out"
+set +e
+GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$GPUSHARE" info --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+check "no driver with --json: exit status 3, same message" test "$rc" -eq 3 -a "$(cat "$tmp/err")" = "$want"
+
+# ---- options ----
+set +e
+"$GPUSHARE" info --bogus >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+check "unknown option: exit status 2 (got $rc)" test "$rc" -eq 2
+check "unknown option: one line naming it" test "$(wc -l <"$tmp/err")" -eq 1 -a -n "$(grep -- "--bogus" "$tmp/err")"
+set +e
+"$GPUSHARE" info surplus >/dev/null 2>&1
+rc=$?
+set -e
+check "unexpected argument: exit status 2 (got $rc)" test "$rc" -eq 2
+"$GPUSHARE" info --help >"$tmp/help"
+check "--help: lists --json and --help" grep -q -- "--json" "$tmp/help"
+check "--help: lists the exit statuses" grep -q "3  no NVIDIA driver" "$tmp/help"
+"$GPUSHARE" help info >"$tmp/help2"
+check "gpushare help info: same text" cmp -s "$tmp/help" "$tmp/help2"
+
+# ---- the fake driver ----
+export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so GPUSHARE_CUDA_LIBRARY=$H/libfakecuda.so
+# The MPS server's comm is cut to "nvidia-cuda-mps" by the kernel, as on a GPU machine.
+mkdir "$tmp/bin"
+cp "$(command -v sleep)" "$tmp/bin/nvidia-cuda-mps-server"
+sleep 300 & plain=$!; pids+=("$plain")
+"$tmp/bin/nvidia-cuda-mps-server" 300 & server=$!; pids+=("$server")
+sleep 300 & client=$!; pids+=("$client")
+export FAKE_NVML_PIDS="$plain,$server,$client"
+
+# A stale pid file at $CUDA_MPS_PIPE_DIRECTORY: its process is gone.
+mkdir -m 700 "$tmp/stale"
+true & dead=$!
+wait "$dead"
+echo "$dead" >"$tmp/stale/nvidia-cuda-mps-control.pid"
+
+CUDA_MPS_PIPE_DIRECTORY=$tmp/stale "$GPUSHARE" info >"$tmp/report"
+check "report: driver line" grep -q "^driver 580.159.04, CUDA 13.0, NVML 13.580.159.04$" "$tmp/report"
+check "report: both GPUs" grep -q "^GPU 1: NVIDIA H100 80GB HBM3$" "$tmp/report"
+check "report: MIG devices with profiles" grep -q "1g.18gb" "$tmp/report"
+check "report: SM count from libcuda" grep -q "SMs *132$" "$tmp/report"
+check "report: the MPS server process" grep -Eq "^ +$server +mps-server +64.0 MiB +nvidia-cuda-mps$" "$tmp/report"
+check "report: the MPS client process" grep -Eq "^ +$client +mps-client +2.0 GiB +sleep$" "$tmp/report"
+check "report: the plain process" grep -Eq "^ +$plain +plain +1.0 GiB +sleep$" "$tmp/report"
+check "report: stale pid file at \$CUDA_MPS_PIPE_DIRECTORY" grep -q "^  $tmp/stale (env): stale pid file (pid $dead gone)$" "$tmp/report"
+check "report: gpushare's private pipe dir, no daemon" grep -q "^  $tmp/xdg/gpushare/mps/pipe (gpushare): none$" "$tmp/report"
+
+CUDA_MPS_PIPE_DIRECTORY=$tmp/stale "$GPUSHARE" info --json >"$tmp/info.json"
+check "--json: one valid JSON document" python3 -m json.tool "$tmp/info.json" /dev/null
+check_json() { # check_json <description> <python expression on j>
+	check "--json: $1" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+plain, server, client, dead, tmp = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
+def gpu(i): return j["gpus"][i]
+def proc(pid): return [p for p in gpu(1)["processes"] if p["pid"] == pid][0]
+def mps(d): return [m for m in j["mps"] if m["pipe_dir"] == d][0]
+ok = eval(sys.argv[2])
+if not ok: print("  expression was false:", sys.argv[2], file=sys.stderr)
+sys.exit(0 if ok else 1)' "$tmp/info.json" "$2" "$plain" "$server" "$client" "$dead" "$tmp"
+}
+check_json "versions" 'j["driver_version"] == "580.159.04" and j["cuda_driver_version"] == 13000 and j["nvml_version"] == "13.580.159.04"'
+check_json "libcuda answered" 'j["sm_count_error"] is None'
+check_json "two GPUs with index, name, UUID, PCI bus id" '[(g["index"], g["name"], g["uuid"], g["pci_bus_id"]) for g in j["gpus"]] == [(0, "NVIDIA H200", "GPU-8e4a3c1d-1f2b-4c5d-9e6f-0a1b2c3d4e5f", "00000000:19:00.0"), (1, "NVIDIA H100 80GB HBM3", "GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70", "00000000:3B:00.0")]'
+check_json "memory in bytes" 'gpu(1)["mem_total_bytes"] == 81559 * 2**20 and gpu(1)["mem_used_bytes"] == 3584 * 2**20 and gpu(1)["mem_free_bytes"] == (81559 - 3584) * 2**20'
+check_json "SM counts: libcuda for GPU 1, unknown (null) for the MIG GPU" 'gpu(1)["sm_count"] == 132 and gpu(0)["sm_count"] is None'
+check_json "compute modes" 'gpu(0)["compute_mode"] == "Default" and gpu(1)["compute_mode"] == "Exclusive_Process"'
+check_json "MIG modes and persistence" 'gpu(0)["mig_enabled"] is True and gpu(0)["mig_pending_enabled"] is True and gpu(1)["mig_enabled"] is False and gpu(0)["persistence_mode"] is True and gpu(1)["persistence_mode"] is False'
+check_json "NOT_SUPPORTED utilization is null" 'gpu(0)["utilization_gpu_percent"] is None and gpu(0)["utilization_mem_percent"] is None and gpu(1)["utilization_gpu_percent"] == 87'
+check_json "clocks, power in watts, temperature" 'gpu(1)["clock_sm_mhz"] == 1755 and gpu(1)["clock_sm_max_mhz"] == 1980 and gpu(1)["clock_mem_mhz"] == 2619 and abs(gpu(1)["power_watts"] - 612.345) < 1e-9 and gpu(1)["temperature_celsius"] == 71'
+check_json "MIG devices" '[(m["index"], m["profile"], m["gpu_instance_id"], m["compute_instance_id"], m["sm_count"], m["mem_total_bytes"]) for m in gpu(0)["mig_devices"]] == [(0, "1g.18gb", 9, 0, 16, 16896 * 2**20), (2, "3g.71gb", 2, 0, 60, 71 * 2**30)] and gpu(0)["mig_devices"][0]["uuid"] == "MIG-11aa22bb-33cc-44dd-55ee-66ff77008811"'
+check_json "processes classified" 'len(gpu(1)["processes"]) == 3 and proc(plain)["kind"] == "plain" and proc(server)["kind"] == "mps-server" and proc(client)["kind"] == "mps-client"'
+check_json "process names and memory" 'proc(server)["name"] == "nvidia-cuda-mps" and proc(plain)["name"] == "sleep" and proc(client)["mem_used_bytes"] == 2 * 2**30 and proc(plain)["gpu_instance_id"] is None'
+check_json "no processes on the MIG GPU" 'gpu(0)["processes"] == []'
+check_json "MPS: stale pid file at the env pipe dir" 'mps(tmp + "/stale")["state"] == "stale" and mps(tmp + "/stale")["pid"] == dead and mps(tmp + "/stale")["sources"] == ["env"] and mps(tmp + "/stale")["answers"] is None'
+check_json "MPS: private and default pipe dirs listed" 'mps(tmp + "/xdg/gpushare/mps/pipe")["state"] == "absent" and mps(tmp + "/xdg/gpushare/mps/pipe")["sources"] == ["gpushare"] and mps("/tmp/nvidia-mps")["sources"] == ["default"]'
+
+# NOT_SUPPORTED everywhere it can be: nulls, not a failure.
+FAKE_NVML_NOT_SUPPORTED=nvmlDeviceGetPowerUsage,nvmlDeviceGetTemperature,nvmlDeviceGetMigMode \
+	"$GPUSHARE" info --json >"$tmp/info.json"
+check_json "NOT_SUPPORTED power, temperature, MIG mode are null" 'all(g["power_watts"] is None and g["temperature_celsius"] is None and g["mig_enabled"] is None for g in j["gpus"])'
+FAKE_NVML_NOT_SUPPORTED=nvmlDeviceGetPowerUsage "$GPUSHARE" info >"$tmp/report"
+check "report: NOT_SUPPORTED power shows as unknown" grep -q "power          unknown" "$tmp/report"
+
+# Without libcuda, SM counts are unknown, and that is no error.
+GPUSHARE_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$GPUSHARE" info --json >"$tmp/info.json"
+check_json "no libcuda: sm_count null, reason given" 'gpu(1)["sm_count"] is None and "libcuda.so.1" in j["sm_count_error"]'
+
+# A daemon that answers (the fake MPS control program).
+if [[ -x $H/fake_mps_control ]]; then
+	mkdir -m 700 "$tmp/pipe" "$tmp/log"
+	CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe CUDA_MPS_LOG_DIRECTORY=$tmp/log "$H/fake_mps_control" -d
+	daemon_up=1
+	for _ in $(seq 50); do [[ -S $tmp/pipe/control ]] && break; sleep 0.1; done
+	daemon=$(cat "$tmp/pipe/nvidia-cuda-mps-control.pid")
+	CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe CUDA_MPS_LOG_DIRECTORY=$tmp/log GPUSHARE_MPS_CONTROL=$H/fake_mps_control \
+		"$GPUSHARE" info --json >"$tmp/info.json"
+	check_json "MPS: running daemon at the env pipe dir answers" "mps(tmp + '/pipe')['state'] == 'running' and mps(tmp + '/pipe')['pid'] == $daemon and mps(tmp + '/pipe')['answers'] is True"
+	CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe CUDA_MPS_LOG_DIRECTORY=$tmp/log GPUSHARE_MPS_CONTROL=$H/fake_mps_control \
+		"$GPUSHARE" info >"$tmp/report"
+	check "report: running daemon answers" grep -q "^  $tmp/pipe (env): running, pid $daemon, answers$" "$tmp/report"
+else
+	echo "skip: no fake_mps_control helper built; running-daemon checks not done"
+fi
+
+if ((failures > 0)); then
+	echo "$failures check(s) failed"
+	exit 1
+fi
+echo "all checks passed"

@@ -1,0 +1,514 @@
+/*
+ * A stand-in for libnvidia-ml.so.1, loaded through GPUSHARE_NVML_LIBRARY so
+ * that GPU discovery and `gpushare info` can be tested without a GPU.
+ *
+ * It implements every symbol gpushare loads (its prototypes come from the
+ * same X-macro list, so a signature mismatch fails the build) and shows:
+ *  - GPU 0, "NVIDIA H200", MIG enabled, with two MIG devices (1g.18gb and
+ *    3g.71gb); utilization is NOT_SUPPORTED there, as on real MIG GPUs;
+ *  - GPU 1, "NVIDIA H100 80GB HBM3", MIG disabled, compute mode
+ *    Exclusive_Process, clocks held back by the software power cap, and the
+ *    compute processes named by FAKE_NVML_PIDS="plain,server,client[,mps]":
+ *    plain, server and client in the compute list, client (and the optional
+ *    fourth pid) in the MPS compute list.
+ * Knobs: FAKE_NVML_INIT_ERROR=<nvmlReturn_t> makes nvmlInit_v2 fail;
+ * FAKE_NVML_NOT_SUPPORTED=<fn>,<fn>... makes those entry points answer
+ * NVML_ERROR_NOT_SUPPORTED.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/nvml_types.h"
+
+#define X(required, ret, name, params) ret name params;
+NVML_SYMBOLS(X)
+#undef X
+
+#define GIB (1024ULL * 1024 * 1024)
+#define MIB (1024ULL * 1024)
+
+struct nvmlDevice_st {
+	const char *name, *uuid, *bus_id;
+	unsigned long long mem_total, mem_used;
+	int compute_mode, persistence;
+	int mig_current, mig_pending;
+	bool util_supported;
+	unsigned util_gpu, util_mem, clock_sm, clock_mem, clock_sm_max, power_mw, temp_c;
+	unsigned long long reasons;
+	bool is_mig;
+	unsigned gi, ci, sm;
+	struct nvmlDevice_st *migs[7];
+};
+
+static struct nvmlDevice_st mig0 = {
+	.name = "NVIDIA H200 MIG 1g.18gb", .uuid = "MIG-11aa22bb-33cc-44dd-55ee-66ff77008811",
+	.mem_total = 16896 * MIB, .mem_used = 13 * MIB, .is_mig = true, .gi = 9, .ci = 0, .sm = 16,
+};
+static struct nvmlDevice_st mig1 = {
+	.name = "NVIDIA H200 MIG 3g.71gb", .uuid = "MIG-99aa88bb-77cc-66dd-55ee-44ff33002211",
+	.mem_total = 71 * GIB, .mem_used = 40 * MIB, .is_mig = true, .gi = 2, .ci = 0, .sm = 60,
+};
+
+static struct nvmlDevice_st gpus[2] = {
+	{
+		.name = "NVIDIA H200", .uuid = "GPU-8e4a3c1d-1f2b-4c5d-9e6f-0a1b2c3d4e5f",
+		.bus_id = "00000000:19:00.0", .mem_total = 143771 * MIB, .mem_used = 53 * MIB,
+		.compute_mode = 0, .persistence = 1, .mig_current = 1, .mig_pending = 1,
+		.util_supported = false, .clock_sm = 1980, .clock_mem = 3201, .clock_sm_max = 1980,
+		.power_mw = 121500, .temp_c = 35, .reasons = 0x1, .migs = { &mig0, NULL, &mig1 },
+	},
+	{
+		.name = "NVIDIA H100 80GB HBM3", .uuid = "GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70",
+		.bus_id = "00000000:3B:00.0", .mem_total = 81559 * MIB, .mem_used = 3584 * MIB,
+		.compute_mode = 3, .persistence = 0, .mig_current = 0, .mig_pending = 0,
+		.util_supported = true, .util_gpu = 87, .util_mem = 41, .clock_sm = 1755,
+		.clock_mem = 2619, .clock_sm_max = 1980, .power_mw = 612345, .temp_c = 71, .reasons = 0x4,
+	},
+};
+
+static int init_count;
+
+static bool not_supported(const char *fn)
+{
+	const char *list = getenv("FAKE_NVML_NOT_SUPPORTED");
+	size_t len = strlen(fn);
+
+	for (const char *p = list; p && *p; ) {
+		size_t n = strcspn(p, ",");
+
+		if (n == len && !strncmp(p, fn, n))
+			return true;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/* The common preamble: initialised, not knocked out. */
+static nvmlReturn_t check(const char *fn)
+{
+	if (init_count <= 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (not_supported(fn))
+		return NVML_ERROR_NOT_SUPPORTED;
+	return NVML_SUCCESS;
+}
+
+/* The same for an entry point taking a device handle. */
+static nvmlReturn_t check_dev(const char *fn, const void *dev)
+{
+	nvmlReturn_t r = check(fn);
+
+	return r == NVML_SUCCESS && !dev ? NVML_ERROR_INVALID_ARGUMENT : r;
+}
+
+static nvmlReturn_t copy_out(char *dst, unsigned len, const char *src)
+{
+	if (!dst || strlen(src) + 1 > len)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(dst, src, strlen(src) + 1);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+	const char *e = getenv("FAKE_NVML_INIT_ERROR");
+
+	if (e && *e)
+		return atoi(e);
+	init_count++;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+	if (init_count <= 0)
+		return NVML_ERROR_UNINITIALIZED;
+	init_count--;
+	return NVML_SUCCESS;
+}
+
+const char *nvmlErrorString(nvmlReturn_t result)
+{
+	switch (result) {
+	case NVML_SUCCESS: return "Success";
+	case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+	case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+	case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+	case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+	case NVML_ERROR_NOT_FOUND: return "Not Found";
+	case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+	case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+	case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+	default: return "Unknown Error";
+	}
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+	nvmlReturn_t r = check(__func__);
+
+	return r ? r : copy_out(version, length, "580.159.04");
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+	nvmlReturn_t r = check(__func__);
+
+	return r ? r : copy_out(version, length, "13.580.159.04");
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *version)
+{
+	nvmlReturn_t r = check(__func__);
+
+	if (!r)
+		*version = 13000;
+	return r;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *version)
+{
+	nvmlReturn_t r = check(__func__);
+
+	if (!r)
+		*version = 13000;
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
+{
+	nvmlReturn_t r = check(__func__);
+
+	if (!r)
+		*count = 2;
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+	nvmlReturn_t r = check(__func__);
+
+	if (r)
+		return r;
+	if (index >= 2)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*device = &gpus[index];
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	return r ? r : copy_out(name, length, device->name);
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	return r ? r : copy_out(uuid, length, device->uuid);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (device->is_mig)
+		return NVML_ERROR_NOT_SUPPORTED;
+	memset(pci, 0, sizeof(*pci));
+	snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%s", device->bus_id + 4);
+	sscanf(device->bus_id, "%x:%x:%x", &pci->domain, &pci->bus, &pci->device);
+	pci->pciDeviceId = 0x233510de;
+	snprintf(pci->busId, sizeof(pci->busId), "%s", device->bus_id);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	memory->total = device->mem_total;
+	memory->used = device->mem_used;
+	memory->free = device->mem_total - device->mem_used;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, int *mode)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (!r)
+		*mode = device->compute_mode;
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, int *mode)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (!r)
+		*mode = device->persistence;
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, unsigned int *pending)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	*current = (unsigned)device->mig_current;
+	*pending = (unsigned)device->mig_pending;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (!r)
+		*count = 7;
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *mig)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (index >= 7)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!device->mig_current || !device->migs[index])
+		return NVML_ERROR_NOT_FOUND;
+	*mig = device->migs[index];
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (!device->is_mig)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*id = device->gi;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (!device->is_mig)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*id = device->ci;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attr)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (!device->is_mig)
+		return NVML_ERROR_NOT_SUPPORTED;
+	memset(attr, 0, sizeof(*attr));
+	attr->multiprocessorCount = device->sm;
+	attr->gpuInstanceSliceCount = device->sm / 16;
+	attr->computeInstanceSliceCount = device->sm / 16;
+	attr->memorySizeMB = device->mem_total / MIB;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *util)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (!device->util_supported)
+		return NVML_ERROR_NOT_SUPPORTED;
+	util->gpu = device->util_gpu;
+	util->memory = device->util_mem;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int *mhz)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (type == NVML_CLOCK_SM || type == NVML_CLOCK_GRAPHICS)
+		*mhz = device->clock_sm;
+	else if (type == NVML_CLOCK_MEM)
+		*mhz = device->clock_mem;
+	else
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, int type, unsigned int *mhz)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (type == NVML_CLOCK_SM || type == NVML_CLOCK_GRAPHICS)
+		*mhz = device->clock_sm_max;
+	else if (type == NVML_CLOCK_MEM)
+		*mhz = device->clock_mem;
+	else
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *milliwatts)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (!r)
+		*milliwatts = device->power_mw;
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned int *celsius)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (r)
+		return r;
+	if (sensor != NVML_TEMPERATURE_GPU)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*celsius = device->temp_c;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *reasons)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (!r)
+		*reasons = device->reasons;
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *reasons)
+{
+	return nvmlDeviceGetCurrentClocksEventReasons(device, reasons);
+}
+
+/* The pids of FAKE_NVML_PIDS, 0 where absent. */
+static void fake_pids(unsigned pids[4])
+{
+	const char *s = getenv("FAKE_NVML_PIDS");
+
+	memset(pids, 0, 4 * sizeof(pids[0]));
+	for (int i = 0; s && *s && i < 4; i++) {
+		char *end;
+
+		pids[i] = (unsigned)strtoul(s, &end, 10);
+		s = *end == ',' ? end + 1 : end;
+	}
+}
+
+/* Answer a process list the way NVML does: INSUFFICIENT_SIZE with the
+ * needed count when the caller's array is too small. */
+static nvmlReturn_t answer_procs(const nvmlProcessInfo_t *list, unsigned n, unsigned *count,
+				 nvmlProcessInfo_t *infos)
+{
+	if (*count < n) {
+		*count = n;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	if (n && !infos)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	memcpy(infos, list, n * sizeof(*list));
+	*count = n;
+	return NVML_SUCCESS;
+}
+
+static nvmlProcessInfo_t proc(unsigned pid, unsigned long long mem)
+{
+	nvmlProcessInfo_t p = { pid, mem, NVML_INVALID_INSTANCE_ID, NVML_INVALID_INSTANCE_ID };
+
+	return p;
+}
+
+static nvmlReturn_t compute_procs(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos)
+{
+	nvmlProcessInfo_t list[3];
+	unsigned pids[4], n = 0;
+
+	fake_pids(pids);
+	if (device == &gpus[1]) {
+		if (pids[0])
+			list[n++] = proc(pids[0], 1 * GIB);
+		if (pids[1])
+			list[n++] = proc(pids[1], 64 * MIB);
+		if (pids[2])
+			list[n++] = proc(pids[2], 2 * GIB);
+	}
+	return answer_procs(list, n, count, infos);
+}
+
+static nvmlReturn_t mps_procs(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos)
+{
+	nvmlProcessInfo_t list[2];
+	unsigned pids[4], n = 0;
+
+	fake_pids(pids);
+	if (device == &gpus[1]) {
+		if (pids[2])
+			list[n++] = proc(pids[2], 2 * GIB);
+		if (pids[3])
+			list[n++] = proc(pids[3], NVML_VALUE_NOT_AVAILABLE_ULL);
+	}
+	return answer_procs(list, n, count, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+						     nvmlProcessInfo_t *infos)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	return r ? r : compute_procs(device, count, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *count,
+						     nvmlProcessInfo_t *infos)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	return r ? r : compute_procs(device, count, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+							nvmlProcessInfo_t *infos)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	return r ? r : mps_procs(device, count, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *count,
+							nvmlProcessInfo_t *infos)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	return r ? r : mps_procs(device, count, infos);
+}
