@@ -1,0 +1,119 @@
+/*
+ * The `spin` workload: a CPU busy loop of request-us per request, no GPU.
+ * It exercises the worker harness, the shared region and the launcher on
+ * machines without a GPU, and simulates the ways a real worker fails:
+ * init-fail (CUDA error 808, too many MPS clients) and fail-after with
+ * fail-mode error, crash or hang.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+#include "worker.h"
+
+#define CUDA_ERROR_MPS_MAX_CLIENTS_REACHED 808
+/* A simulated hang gives up after this long so a forgotten worker cannot
+ * linger for ever. */
+#define HANG_LIMIT_NS (600ULL * 1000000000ULL)
+
+enum fail_mode { FAIL_ERROR, FAIL_CRASH, FAIL_HANG };
+
+struct spin {
+	uint64_t request_ns;
+	long fail_after;       /* 0: never */
+	enum fail_mode mode;
+	long done;             /* requests completed, warm-up included */
+};
+
+static void set_error(struct wl_error *err, int code, int cuda_error, const char *msg)
+{
+	err->code = code;
+	err->cuda_error = cuda_error;
+	snprintf(err->message, sizeof(err->message), "%s", msg);
+}
+
+static int spin_init(const struct gpushare_wl_params *p, int thread_index, void **state,
+		     struct wl_info *info, struct wl_error *err)
+{
+	const char *mode = gpushare_wl_get(p, "fail-mode");
+	struct spin *s;
+
+	(void)thread_index;
+	if (gpushare_wl_get_bool(p, "init-fail")) {
+		set_error(err, GPUSHARE_E_MPS_MAX_CLIENTS, CUDA_ERROR_MPS_MAX_CLIENTS_REACHED, "too many MPS clients");
+		return GPUSHARE_E_MPS_MAX_CLIENTS;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		set_error(err, GPUSHARE_E_NOMEM, 0, "spin: out of memory");
+		return GPUSHARE_E_NOMEM;
+	}
+	s->request_ns = gpushare_wl_get_duration_ns(p, "request-us");
+	s->fail_after = gpushare_wl_get_int(p, "fail-after");
+	s->mode = strcmp(mode, "crash") == 0 ? FAIL_CRASH : strcmp(mode, "hang") == 0 ? FAIL_HANG : FAIL_ERROR;
+	info->sm_count = -1;
+	info->device = -1;
+	info->mem_free_bytes = 0;
+	info->mem_total_bytes = 0;
+	info->flops_per_request = 0.0;
+	snprintf(info->device_name, sizeof(info->device_name), "cpu");
+	*state = s;
+	return GPUSHARE_OK;
+}
+
+static int spin_fail(struct spin *s, struct wl_error *err)
+{
+	const struct timespec tick = { 0, 10 * 1000 * 1000 };
+	uint64_t t0;
+
+	switch (s->mode) {
+	case FAIL_CRASH:
+		/* Die the way a real crash does, by the signal, even under
+		 * sanitizers that would otherwise catch SIGSEGV and exit. */
+		signal(SIGSEGV, SIG_DFL);
+		raise(SIGSEGV);
+		abort();
+	case FAIL_HANG:
+		t0 = gpushare_now_ns();
+		while (gpushare_now_ns() - t0 < HANG_LIMIT_NS)
+			nanosleep(&tick, NULL);
+		set_error(err, GPUSHARE_E_TIMEOUT, 0, "spin: simulated hang ended after 10 minutes");
+		return GPUSHARE_E_TIMEOUT;
+	case FAIL_ERROR:
+		break;
+	}
+	snprintf(err->message, sizeof(err->message), "spin: simulated failure after %ld requests (fail-after)", s->done);
+	err->code = GPUSHARE_E_WORKER;
+	err->cuda_error = 0;
+	return GPUSHARE_E_WORKER;
+}
+
+static int spin_request(void *state, struct wl_error *err)
+{
+	struct spin *s = state;
+	uint64_t t0;
+
+	if (s->fail_after > 0 && s->done >= s->fail_after)
+		return spin_fail(s, err);
+	t0 = gpushare_now_ns();
+	while (gpushare_now_ns() - t0 < s->request_ns)
+		;
+	s->done++;
+	return GPUSHARE_OK;
+}
+
+static void spin_fini(void *state)
+{
+	free(state);
+}
+
+const struct wl_ops wl_spin_ops = {
+	.name = "spin",
+	.init = spin_init,
+	.request = spin_request,
+	.fini = spin_fini,
+};

@@ -50,7 +50,8 @@ uint64_t gpushare_hist_bucket_low(size_t bucket);   /* smallest value in bucket 
 uint64_t gpushare_hist_bucket_high(size_t bucket);  /* largest value in bucket */
 
 /* Value at quantile q in [0,1] (0.99 = p99), the middle of the bucket that
- * holds it, clamped to [min, max]; 0 for an empty histogram. */
+ * holds it, clamped to [min, max]; exactly min for q <= 0 and max for
+ * q >= 1; 0 for an empty histogram. */
 uint64_t gpushare_hist_quantile(const struct gpushare_hist *h, double q);
 double gpushare_hist_mean(const struct gpushare_hist *h);
 double gpushare_hist_stddev(const struct gpushare_hist *h);

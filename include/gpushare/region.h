@@ -14,13 +14,16 @@
  *  2. parent: once every slot is READY (start barrier), writes the window
  *     t_warmup_start_ns <= t_measure_start_ns < t_measure_end_ns (absolute
  *     CLOCK_MONOTONIC; end is UINT64_MAX in requests mode) and then phase GO.
- *  3. worker: RUNNING; runs requests back to back; records a request in its
- *     histogram iff it started at or after t_measure_start_ns and finished at
- *     or before t_measure_end_ns; stops when its clock passes the end, when it
+ *  3. worker: waits until t_warmup_start_ns, then RUNNING; runs requests
+ *     back to back; records a request in its histogram iff it started at
+ *     or after t_measure_start_ns and finished at or before
+ *     t_measure_end_ns; stops when its clock passes the end, when it
  *     has recorded requests_per_worker requests (requests mode), or when phase
  *     becomes STOP; then DONE and exits 0.
  *  4. parent: phase STOP at the end or on any failure/interrupt; workers that
  *     do not exit within a grace period get SIGTERM, then SIGKILL.
+ *
+ * Field by field, memory ordering, signals and exit statuses: docs/region.md.
  */
 #ifndef GPUSHARE_REGION_H
 #define GPUSHARE_REGION_H
@@ -91,6 +94,17 @@ struct gpushare_region_header {
 	uint64_t t_measure_end_ns;
 	uint64_t requests_per_worker;  /* 0: duration mode */
 	uint64_t warmup_requests;      /* per worker, before READY */
+};
+
+/* Exit statuses of gpushare-worker (the slot says more: error_code,
+ * cuda_error, message). A worker killed by a signal has no slot update. */
+enum gpushare_worker_exit {
+	GPUSHARE_WORKER_EXIT_OK = 0,        /* every slot DONE */
+	GPUSHARE_WORKER_EXIT_USAGE = 2,     /* bad command line, unknown workload or option */
+	GPUSHARE_WORKER_EXIT_INIT = 3,      /* init failed (CUDA, 808, workload not built in) */
+	GPUSHARE_WORKER_EXIT_REQUEST = 4,   /* a request failed */
+	GPUSHARE_WORKER_EXIT_REGION = 5,    /* region unusable, slot out of range, no GO, parent gone */
+	/* 128 + signal number: stopped by SIGTERM/SIGINT before it was done */
 };
 
 /* Bytes needed for n slots. */

@@ -27,7 +27,8 @@ struct gpushare_wl_option {
 	const char *name;      /* "size" (given as --size on the command line) */
 	int type;              /* enum gpushare_wl_type */
 	const char *def;       /* default, as text */
-	long min, max;         /* GPUSHARE_WL_INT */
+	long min, max;         /* GPUSHARE_WL_INT; GPUSHARE_WL_DURATION: bounds in
+				* microseconds when max > 0 */
 	const char *choices;   /* GPUSHARE_WL_CHOICE: "fp16,bf16,fp32,tf32" */
 	const char *help;
 };
@@ -59,6 +60,10 @@ int gpushare_wl_params_init(struct gpushare_wl_params *p, const struct gpushare_
 /* Set option `name` to `value`, validating it. GPUSHARE_E_NOT_FOUND when the
  * workload has no such option; GPUSHARE_E_INVAL when the value is bad. */
 int gpushare_wl_params_set(struct gpushare_wl_params *p, const char *name, const char *value);
+/* Check what no single option can: relations between options (transformer:
+ * hidden % heads == 0) and batch >= 1. Call after the last _set();
+ * GPUSHARE_E_INVAL with a detail when the combination is invalid. */
+int gpushare_wl_params_check(const struct gpushare_wl_params *p);
 /* Read back values (after validation these cannot fail; the default is
  * returned for an unknown name). */
 const char *gpushare_wl_get(const struct gpushare_wl_params *p, const char *name);

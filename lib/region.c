@@ -1,0 +1,137 @@
+/*
+ * The shared-memory region between `gpushare bench` and its workers: a
+ * sealed memfd holding a versioned header and one slot per measured stream.
+ * The layout and protocol are in gpushare/region.h and docs/region.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/region.h"
+
+/* More slots than any machine has GPUs times sensible streams; bounds the
+ * size a corrupt header can make us map. */
+#define REGION_MAX_SLOTS 65536u
+#define REGION_ALIGN 64u
+
+static size_t slots_offset(void)
+{
+	return (sizeof(struct gpushare_region_header) + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
+}
+
+size_t gpushare_region_size(uint32_t n_slots)
+{
+	return slots_offset() + (size_t)n_slots * sizeof(struct gpushare_slot);
+}
+
+static void slot_init(struct gpushare_slot *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->state = GPUSHARE_SLOT_EMPTY;
+	s->sm_count = -1;
+	s->device = -1;
+	s->thread_percentage = -1.0;
+	gpushare_hist_init(&s->hist);
+}
+
+int gpushare_region_create(uint32_t n_slots, struct gpushare_region_header **out, int *fd)
+{
+	struct gpushare_region_header *r;
+	size_t size;
+	void *p;
+	int mfd, err;
+	uint32_t i;
+
+	if (n_slots == 0 || n_slots > REGION_MAX_SLOTS)
+		return gpushare_fail(GPUSHARE_E_INVAL, "a region needs 1 to %u slots, not %" PRIu32, REGION_MAX_SLOTS, n_slots);
+	size = gpushare_region_size(n_slots);
+	mfd = memfd_create("gpushare-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return gpushare_fail(GPUSHARE_E_SYS, "memfd_create: %s", strerror(errno));
+	if (ftruncate(mfd, (off_t)size) < 0) {
+		err = errno;
+		close(mfd);
+		return gpushare_fail(GPUSHARE_E_SYS, "ftruncate(region, %zu bytes): %s", size, strerror(err));
+	}
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
+		err = errno;
+		close(mfd);
+		return gpushare_fail(GPUSHARE_E_SYS, "sealing the region: %s", strerror(err));
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+		close(mfd);
+		return gpushare_fail(GPUSHARE_E_SYS, "mmap(region, %zu bytes): %s", size, strerror(err));
+	}
+	r = p;
+	r->version = GPUSHARE_REGION_VERSION;
+	r->n_slots = n_slots;
+	r->slot_size = sizeof(struct gpushare_slot);
+	r->slots_offset = slots_offset();
+	r->phase = GPUSHARE_PHASE_INIT;
+	for (i = 0; i < n_slots; i++)
+		slot_init(gpushare_region_slot(r, i));
+	/* The magic goes last: a half-built region never looks valid. */
+	__atomic_store_n(&r->magic, GPUSHARE_REGION_MAGIC, __ATOMIC_RELEASE);
+	*out = r;
+	*fd = mfd;
+	return GPUSHARE_OK;
+}
+
+int gpushare_region_attach(int fd, struct gpushare_region_header **out)
+{
+	struct gpushare_region_header hdr;
+	struct stat st;
+	void *p;
+	int seals;
+
+	if (fstat(fd, &st) < 0)
+		return gpushare_fail(GPUSHARE_E_SYS, "region descriptor %d: %s", fd, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(hdr))
+		return gpushare_fail(GPUSHARE_E_INVAL, "descriptor %d is not a gpushare region (size %jd)", fd, (intmax_t)st.st_size);
+	/* Without the shrink seal the creator could cut the file under our
+	 * mapping and we would die of SIGBUS. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return gpushare_fail(GPUSHARE_E_INVAL, "descriptor %d is not a sealed gpushare region", fd);
+	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot read the region header from descriptor %d", fd);
+	if (hdr.magic != GPUSHARE_REGION_MAGIC)
+		return gpushare_fail(GPUSHARE_E_INVAL, "descriptor %d is not a gpushare region (bad magic 0x%016" PRIx64 ")", fd, hdr.magic);
+	if (hdr.version != GPUSHARE_REGION_VERSION)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "region version %" PRIu32 " is not supported (this build speaks version %u)",
+				     hdr.version, GPUSHARE_REGION_VERSION);
+	if (hdr.slot_size != sizeof(struct gpushare_slot) || hdr.slots_offset != slots_offset())
+		return gpushare_fail(GPUSHARE_E_INVAL, "region slot layout differs (slot size %" PRIu64 ", offset %" PRIu64
+				     "; expected %zu, %zu): mismatched gpushare builds?",
+				     hdr.slot_size, hdr.slots_offset, sizeof(struct gpushare_slot), slots_offset());
+	if (hdr.n_slots == 0 || hdr.n_slots > REGION_MAX_SLOTS)
+		return gpushare_fail(GPUSHARE_E_INVAL, "region claims %" PRIu32 " slots", hdr.n_slots);
+	if ((uint64_t)st.st_size != gpushare_region_size(hdr.n_slots))
+		return gpushare_fail(GPUSHARE_E_INVAL, "region size %jd does not match its %" PRIu32 " slots (expected %zu)",
+				     (intmax_t)st.st_size, hdr.n_slots, gpushare_region_size(hdr.n_slots));
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return gpushare_fail(GPUSHARE_E_SYS, "mmap(region, %jd bytes): %s", (intmax_t)st.st_size, strerror(errno));
+	*out = p;
+	return GPUSHARE_OK;
+}
+
+void gpushare_region_unmap(struct gpushare_region_header *r)
+{
+	if (r)
+		munmap(r, gpushare_region_size(r->n_slots));
+}
+
+struct gpushare_slot *gpushare_region_slot(struct gpushare_region_header *r, uint32_t i)
+{
+	if (!r || i >= r->n_slots)
+		return NULL;
+	return (struct gpushare_slot *)((char *)r + r->slots_offset + (size_t)i * r->slot_size);
+}
