@@ -1,2 +1,461 @@
+/*
+ * gpushare bench: run N workers under each sharing strategy and compare.
+ * Parses the options (the workload's own options come from its table in
+ * include/gpushare/workload.h), hands the run to gpushare_bench_run(), shows
+ * progress on stderr and prints the results as a table, JSON or CSV.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli.h"
-int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return cli_error(EXIT_FAILURE_GENERIC, "not built yet"); }
+#include "gpushare/bench.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/workload.h"
+
+enum {
+	OPT_WORKLOAD = 256, OPT_BATCH, OPT_WORKERS, OPT_STRATEGY, OPT_DURATION, OPT_REQUESTS, OPT_WARMUP,
+	OPT_WARMUP_REQUESTS, OPT_GPU, OPT_MPS_PIPE_DIR, OPT_THREAD_PCT, OPT_MEM_LIMIT, OPT_PRIORITY, OPT_CEILING,
+	OPT_JSON, OPT_CSV, OPT_OUT, OPT_START_TIMEOUT,
+	OPT_WL_FIRST = 1000, /* workload options: OPT_WL_FIRST + index in its table */
+};
+
+static const struct option bench_options[] = {
+	{ "workload", required_argument, NULL, OPT_WORKLOAD },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "strategy", required_argument, NULL, OPT_STRATEGY },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "requests", required_argument, NULL, OPT_REQUESTS },
+	{ "warmup", required_argument, NULL, OPT_WARMUP },
+	{ "warmup-requests", required_argument, NULL, OPT_WARMUP_REQUESTS },
+	{ "gpu", required_argument, NULL, OPT_GPU },
+	{ "mps-pipe-dir", required_argument, NULL, OPT_MPS_PIPE_DIR },
+	{ "thread-percentage", required_argument, NULL, OPT_THREAD_PCT },
+	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
+	{ "priority", required_argument, NULL, OPT_PRIORITY },
+	{ "ceiling", no_argument, NULL, OPT_CEILING },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "csv", no_argument, NULL, OPT_CSV },
+	{ "out", required_argument, NULL, OPT_OUT },
+	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+};
+#define N_BENCH_OPTIONS (sizeof(bench_options) / sizeof(bench_options[0]))
+
+static void usage(FILE *f)
+{
+	const struct gpushare_wl_desc *list;
+	size_t n = gpushare_workloads(&list);
+
+	fprintf(f,
+		"usage: gpushare bench [options] [--<workload option> VALUE]...\n\n"
+		"Run N workers under each sharing strategy in turn, everything else equal, and\n"
+		"compare throughput, latency and fairness.\n\n"
+		"  --workload NAME            workload (default matmul; see below)\n"
+		"  --batch B                  items per request (default 1)\n"
+		"  --workers N                workers (1..%d; MPS allows 48 clients per GPU; default 4)\n"
+		"  --strategy LIST            comma list of timeslice, mps, mps-split, mig, sequential,\n"
+		"                             streams (default timeslice,mps)\n"
+		"  --duration D               measurement window (default 10s)\n"
+		"  --requests R               instead of a window: R recorded requests per worker\n"
+		"  --warmup D                 window after the start barrier, not recorded (default 2s)\n"
+		"  --warmup-requests W        requests per worker before it reports ready (default 3)\n"
+		"  --gpu IDX|UUID             GPU to use (default 0)\n"
+		"  --mps-pipe-dir DIR         use the MPS daemon running there (left running)\n"
+		"  --thread-percentage LIST   mps-split: SM share per worker, one value or one per worker\n"
+		"                             (default 100/N)\n"
+		"  --mem-limit LIST           mps-split: pinned device memory per worker (4G or 4G,2G,...)\n"
+		"  --priority LIST            mps-split: client priority per worker (0 normal, 1 below)\n"
+		"  --ceiling                  also run one process with batch x N and report E_N\n"
+		"  --start-timeout D          bound of the start barrier (default 120s)\n"
+		"  --json | --csv             machine-readable output on stdout\n"
+		"  --out FILE                 also write the JSON document to FILE (atomically)\n"
+		"  -q, --quiet                no progress on stderr\n"
+		"  -v, --verbose              one line per worker in the table\n"
+		"  -h, --help                 this help\n\n"
+		"Workloads and their options:\n", GPUSHARE_BENCH_MAX_WORKERS);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "  %-12s %s\n", list[i].name, list[i].summary);
+		for (size_t j = 0; j < list[i].n_opts; j++)
+			fprintf(f, "      --%-14s %s (default %s)\n", list[i].opts[j].name, list[i].opts[j].help,
+				list[i].opts[j].def);
+	}
+	fprintf(f, "\nExit statuses: 0 ok, 2 bad option, 5 MPS, 7 GPU/MIG, 8 worker failed to start,\n"
+		   "9 too many MPS clients, 10 partial results, 11 output not writable, 130 interrupted.\n"
+		   "See docs/bench.md.\n");
+}
+
+/* ---- progress on stderr ---- */
+
+struct progress_state {
+	bool tty;
+	int last_strategy, last_phase, last_run;
+	double last_plain;                  /* elapsed of the last plain line */
+	bool line_open;                     /* a \r line is on the terminal */
+};
+
+static const char *phase_name(int phase)
+{
+	switch (phase) {
+	case GPUSHARE_BENCH_STARTING: return "starting";
+	case GPUSHARE_BENCH_WARMUP: return "warm-up";
+	case GPUSHARE_BENCH_MEASURING: return "measuring";
+	default: return "stopping";
+	}
+}
+
+static void show_progress(void *arg, const struct gpushare_bench_progress *p)
+{
+	struct progress_state *ps = arg;
+	char run[32] = "", what[96], util[24] = "";
+	bool changed = p->strategy != ps->last_strategy || p->phase != ps->last_phase || p->run != ps->last_run;
+
+	if (p->n_runs > 1)
+		snprintf(run, sizeof(run), " worker %d/%d", p->run + 1, p->n_runs);
+	if (p->phase == GPUSHARE_BENCH_STARTING)
+		snprintf(what, sizeof(what), "%u/%u ready", p->ready, p->n_slots);
+	else if (p->total_seconds > 0)
+		snprintf(what, sizeof(what), "%.1f/%.1f s, %" PRIu64 " requests", p->elapsed_seconds, p->total_seconds,
+			 p->requests);
+	else if (p->requests_target)
+		snprintf(what, sizeof(what), "%" PRIu64 "/%" PRIu64 " requests", p->requests, p->requests_target);
+	else
+		snprintf(what, sizeof(what), "%.1f s, %" PRIu64 " requests", p->elapsed_seconds, p->requests);
+	if (p->util_gpu_pct >= 0)
+		snprintf(util, sizeof(util), ", GPU %d%%", p->util_gpu_pct);
+	if (ps->tty) {
+		fprintf(stderr, "\r\033[K%s%s: %s %s%s", gpushare_strategy_name(p->strategy), run, phase_name(p->phase),
+			what, util);
+		ps->line_open = true;
+	} else if (changed || p->elapsed_seconds - ps->last_plain >= 5.0) {
+		fprintf(stderr, "gpushare: %s%s: %s %s%s\n", gpushare_strategy_name(p->strategy), run,
+			phase_name(p->phase), what, util);
+		ps->last_plain = changed ? 0 : p->elapsed_seconds;
+	}
+	fflush(stderr);
+	ps->last_strategy = p->strategy;
+	ps->last_phase = p->phase;
+	ps->last_run = p->run;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	gpushare_bench_interrupt();
+}
+
+/* ---- options ---- */
+
+/* The workload named by --workload, looked up before the real parse so its
+ * options can join the option table. */
+static const char *prescan_workload(int argc, char **argv)
+{
+	const char *name = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--workload") && i + 1 < argc)
+			name = argv[++i];
+		else if (!strncmp(argv[i], "--workload=", 11))
+			name = argv[i] + 11;
+	}
+	return name;
+}
+
+static bool is_bench_option(const char *name)
+{
+	for (size_t i = 0; i < N_BENCH_OPTIONS; i++) {
+		if (!strcmp(bench_options[i].name, name))
+			return true;
+	}
+	return false;
+}
+
+static int bad_value(const char *opt, const char *value)
+{
+	return cli_error(EXIT_USAGE, "bench: invalid %s '%s': %s", opt, value, gpushare_errdetail());
+}
+
+/* gpushare_parse_int() with "not a whole number" for text such as "abc",
+ * which strtol() would read as 0 and call out of range. */
+static int parse_whole(const char *s, long min, long max, long *out)
+{
+	const char *p = s + (*s == '-' || *s == '+');
+
+	if (!*p || strspn(p, "0123456789") != strlen(p))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a whole number", s);
+	return gpushare_parse_int(s, min, max, out);
+}
+
+struct raw_lists {
+	const char *thread_pct, *mem_limit, *priority;
+};
+
+static int output_report(const struct gpushare_bench_report *r, bool json, bool csv, bool verbose,
+			 const char *out)
+{
+	int code = EXIT_OK;
+
+	if (json) {
+		char *text;
+
+		if (gpushare_bench_report_json(r, &text))
+			return cli_fail(GPUSHARE_E_NOMEM, "bench");
+		code = cli_print_json_and_free(text);
+	} else if (csv) {
+		if (gpushare_bench_write_csv(r, stdout))
+			code = cli_fail(GPUSHARE_E_IO, "bench");
+		code = cli_finish_stdout(code);
+	} else {
+		if (gpushare_bench_write_table(r, stdout, verbose))
+			code = cli_fail(GPUSHARE_E_IO, "bench");
+		code = cli_finish_stdout(code);
+	}
+	if (out) {
+		char *text;
+		int rc = gpushare_bench_report_json(r, &text);
+
+		if (!rc) {
+			rc = gpushare_write_file_atomic(out, text, strlen(text));
+			free(text);
+		}
+		if (rc)
+			code = cli_fail(rc, "bench: --out");
+	}
+	return code;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	static struct gpushare_bench_config c;  /* large: kept off the stack */
+	struct option longopts[N_BENCH_OPTIONS + GPUSHARE_WL_MAX_OPTS + 1];
+	const struct gpushare_wl_desc *wl;
+	const char *wl_name = prescan_workload(argc, argv);
+	const char *wl_values[GPUSHARE_WL_MAX_OPTS] = { 0 };
+	struct raw_lists raw = { 0 };
+	bool json = false, csv = false, quiet = false, verbose = false, duration_given = false;
+	const char *out = NULL;
+	struct progress_state ps = { .last_strategy = -1, .last_phase = -1, .last_run = -1 };
+	struct gpushare_bench_report report;
+	struct sigaction sa;
+	char **cmdline;
+	size_t nl = 0;
+	int opt, rc, code;
+
+	if (gpushare_bench_config_init(&c))
+		return cli_fail(GPUSHARE_E_NOT_FOUND, "bench");
+	wl = wl_name ? gpushare_workload_find(wl_name) : c.wl.desc;
+	if (!wl) {
+		const struct gpushare_wl_desc *list;
+		size_t n = gpushare_workloads(&list);
+		char names[256] = "";
+
+		for (size_t i = 0; i < n; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", list[i].name);
+		return cli_error(EXIT_USAGE, "bench: unknown workload '%s' (expected %s)", wl_name, names);
+	}
+	if (gpushare_wl_params_init(&c.wl, wl))
+		return cli_fail(GPUSHARE_E_INVAL, "bench");
+	for (size_t i = 0; i < N_BENCH_OPTIONS; i++)
+		longopts[nl++] = bench_options[i];
+	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
+		if (is_bench_option(wl->opts[i].name))
+			continue; /* a bench option of the same name wins */
+		longopts[nl++] = (struct option){ wl->opts[i].name, required_argument, NULL, OPT_WL_FIRST + (int)i };
+	}
+	longopts[nl] = (struct option){ 0 };
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":hqv", longopts, NULL)) != -1) {
+		long v;
+		uint64_t ns;
+
+		switch (opt) {
+		case 'h':
+			usage(stdout);
+			return cli_finish_stdout(EXIT_OK);
+		case 'q': quiet = true; break;
+		case 'v': verbose = true; break;
+		case OPT_WORKLOAD: break; /* taken by prescan_workload() */
+		case OPT_BATCH:
+			if (parse_whole(optarg, 1, 1L << 30, &v))
+				return bad_value("--batch", optarg);
+			c.wl.batch = v;
+			break;
+		case OPT_WORKERS:
+			if (parse_whole(optarg, 1, GPUSHARE_BENCH_MAX_WORKERS, &v))
+				return bad_value("--workers", optarg);
+			c.workers = (int)v;
+			c.workers_given = true;
+			break;
+		case OPT_STRATEGY:
+			if (gpushare_strategy_parse_list(optarg, c.strategies, &c.n_strategies))
+				return bad_value("--strategy", optarg);
+			break;
+		case OPT_DURATION:
+			if (gpushare_parse_duration(optarg, &ns))
+				return bad_value("--duration", optarg);
+			if (ns == 0)
+				return cli_error(EXIT_USAGE, "bench: invalid --duration '%s': the window must be longer than zero", optarg);
+			c.duration_ns = ns;
+			duration_given = true;
+			break;
+		case OPT_REQUESTS:
+			if (parse_whole(optarg, 1, 1000000000000L, &v))
+				return bad_value("--requests", optarg);
+			c.requests = (uint64_t)v;
+			break;
+		case OPT_WARMUP:
+			if (gpushare_parse_duration(optarg, &ns))
+				return bad_value("--warmup", optarg);
+			c.warmup_ns = ns;
+			break;
+		case OPT_WARMUP_REQUESTS:
+			if (parse_whole(optarg, 0, 1000000000L, &v))
+				return bad_value("--warmup-requests", optarg);
+			c.warmup_requests = (uint64_t)v;
+			break;
+		case OPT_START_TIMEOUT:
+			if (gpushare_parse_duration(optarg, &ns) || ns == 0)
+				return ns == 0 ? cli_error(EXIT_USAGE, "bench: invalid --start-timeout '%s': must be longer than zero", optarg)
+					       : bad_value("--start-timeout", optarg);
+			c.start_timeout_ns = ns;
+			break;
+		case OPT_GPU:
+			if (!*optarg || strlen(optarg) >= sizeof(c.gpu))
+				return cli_error(EXIT_USAGE, "bench: invalid --gpu '%s' (expected an index or a UUID)", optarg);
+			snprintf(c.gpu, sizeof(c.gpu), "%s", optarg);
+			break;
+		case OPT_MPS_PIPE_DIR:
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(c.mps_pipe_dir))
+				return cli_error(EXIT_USAGE, "bench: invalid --mps-pipe-dir '%s' (expected an absolute path)", optarg);
+			snprintf(c.mps_pipe_dir, sizeof(c.mps_pipe_dir), "%s", optarg);
+			break;
+		case OPT_THREAD_PCT: raw.thread_pct = optarg; break;
+		case OPT_MEM_LIMIT: raw.mem_limit = optarg; break;
+		case OPT_PRIORITY: raw.priority = optarg; break;
+		case OPT_CEILING: c.ceiling = true; break;
+		case OPT_JSON: json = true; break;
+		case OPT_CSV: csv = true; break;
+		case OPT_OUT: out = optarg; break;
+		case ':':
+		case '?':
+			if (opt == '?' && argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
+				return cli_error(EXIT_USAGE, "bench: unknown option '%s' (not a bench option nor an option of workload '%s'; see 'gpushare bench --help')",
+						 argv[optind - 1], wl->name);
+			return cli_usage_error("bench", opt, optopt, argv[optind - 1]);
+		default:
+			if (opt >= OPT_WL_FIRST && opt < OPT_WL_FIRST + GPUSHARE_WL_MAX_OPTS) {
+				wl_values[opt - OPT_WL_FIRST] = optarg;
+				break;
+			}
+			return cli_usage_error("bench", '?', optopt, argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_error(EXIT_USAGE, "bench: unexpected argument '%s' (see 'gpushare bench --help')", argv[optind]);
+	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
+		char name[80];
+
+		if (!wl_values[i])
+			continue;
+		if (gpushare_wl_params_set(&c.wl, wl->opts[i].name, wl_values[i])) {
+			snprintf(name, sizeof(name), "--%s", wl->opts[i].name);
+			return bad_value(name, wl_values[i]);
+		}
+	}
+	if (gpushare_wl_params_check(&c.wl))
+		return cli_error(EXIT_USAGE, "bench: invalid options of workload '%s': %s", wl->name, gpushare_errdetail());
+	if (duration_given && c.requests)
+		return cli_error(EXIT_USAGE, "bench: give --duration or --requests, not both");
+	if (json && csv)
+		return cli_error(EXIT_USAGE, "bench: give --json or --csv, not both");
+	if (raw.thread_pct && gpushare_bench_parse_percent_list(raw.thread_pct, c.workers, c.thread_percentage,
+								&c.n_thread_percentage))
+		return bad_value("--thread-percentage", raw.thread_pct);
+	if (raw.mem_limit && gpushare_bench_parse_size_list(raw.mem_limit, c.workers, c.mem_limit_bytes, &c.n_mem_limit))
+		return bad_value("--mem-limit", raw.mem_limit);
+	if (raw.priority && gpushare_bench_parse_priority_list(raw.priority, c.workers, c.priority, &c.n_priority))
+		return bad_value("--priority", raw.priority);
+	if (gpushare_bench_config_check(&c))
+		return cli_error(EXIT_USAGE, "bench: %s", gpushare_errdetail());
+	if (out && gpushare_check_writable(out))
+		return cli_error(EXIT_IO, "bench: --out: %s", gpushare_errdetail());
+	{
+		bool split = false, mps = false;
+
+		for (size_t i = 0; i < c.n_strategies; i++) {
+			split |= c.strategies[i] == GPUSHARE_STRATEGY_MPS_SPLIT;
+			mps |= c.strategies[i] == GPUSHARE_STRATEGY_MPS || c.strategies[i] == GPUSHARE_STRATEGY_MPS_SPLIT;
+		}
+		if (!split && (raw.thread_pct || raw.mem_limit || raw.priority))
+			cli_warn("--thread-percentage, --mem-limit and --priority only affect the mps-split strategy");
+		if (mps && c.workers > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU)
+			cli_warn("%d workers exceed the %d MPS clients a GPU accepts; expect CUDA error 808",
+				 c.workers, GPUSHARE_MPS_MAX_CLIENTS_PER_GPU);
+	}
+	/* The command line for the report, with the program name first. */
+	cmdline = calloc((size_t)argc + 2, sizeof(*cmdline));
+	if (!cmdline)
+		return cli_fail(GPUSHARE_E_NOMEM, "bench");
+	cmdline[0] = "gpushare";
+	for (int i = 0; i < argc; i++)
+		cmdline[i + 1] = argv[i];
+	c.argc = argc + 1;
+	c.argv = cmdline;
+	if (!quiet) {
+		ps.tty = isatty(STDERR_FILENO) == 1;
+		c.progress = show_progress;
+		c.progress_arg = &ps;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = gpushare_bench_run(&c, &report);
+	if (ps.line_open)
+		fputs("\r\033[K", stderr);
+	if (rc != GPUSHARE_OK && rc != GPUSHARE_E_INTERRUPTED) {
+		const char *d = gpushare_errdetail();
+
+		if (*d)
+			cli_error(cli_exit_for(rc), "bench: %s", d);
+		else
+			cli_fail(rc, "bench");
+	}
+	code = EXIT_OK;
+	if (report.n_results > 0 || report.ceiling)
+		code = output_report(&report, json, csv, verbose, out);
+	if (rc == GPUSHARE_E_INTERRUPTED) {
+		cli_error(EXIT_INTERRUPTED, "bench: interrupted; the results above are partial");
+		code = EXIT_INTERRUPTED;
+	} else if (rc != GPUSHARE_OK) {
+		code = cli_exit_for(rc);
+	} else if (report.partial) {
+		for (size_t i = 0; i < report.n_results; i++) {
+			if (report.results[i].partial)
+				cli_error(EXIT_PARTIAL, "bench: %s: %s; partial results kept",
+					  gpushare_strategy_name(report.results[i].strategy), report.results[i].failure);
+		}
+		if (report.ceiling && report.ceiling->partial)
+			cli_error(EXIT_PARTIAL, "bench: ceiling: %s; partial results kept", report.ceiling->failure);
+		code = EXIT_PARTIAL;
+	}
+	gpushare_bench_report_release(&report);
+	free(cmdline);
+	return code;
+}

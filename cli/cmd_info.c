@@ -202,7 +202,7 @@ static void print_gpu(const struct gpushare_gpu_info *g)
 		printf("    %-3s %-10s %-5s %-5s %-6s %-21s %s\n", "IDX", "PROFILE", "GI", "CI", "SMs", "MEMORY (used/total)", "UUID");
 		for (size_t i = 0; i < g->n_migs; i++) {
 			const struct gpushare_mig_info *m = &g->migs[i];
-			char gi[16], ci[16], sm[16], mem[48];
+			char gi[16], ci[16], sm[16], mem[80];
 
 			snprintf(mem, sizeof(mem), "%s / %s", fmt_bytes(m->mem_used_bytes, a, sizeof(a)),
 				 fmt_bytes(m->mem_total_bytes, b, sizeof(b)));

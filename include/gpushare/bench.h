@@ -1,0 +1,266 @@
+/*
+ * The benchmark launcher behind `gpushare bench`: runs N workers
+ * (gpushare-worker processes) under each sharing strategy in turn, everything
+ * else equal, and collects one result per strategy. Also the result model and
+ * its printers (aligned table, JSON, CSV), shared with other commands that
+ * run benchmarks (the sweep).
+ *
+ * Usage:
+ *   struct gpushare_bench_config c;
+ *   gpushare_bench_config_init(&c);          defaults
+ *   ... fill c (workload, workers, strategies, window ...)
+ *   struct gpushare_bench_report r;
+ *   rc = gpushare_bench_run(&c, &r);         always fills r with what was measured
+ *   gpushare_bench_report_json(&r, &text) / _write_csv / _write_table
+ *   gpushare_bench_report_release(&r);
+ *
+ * Signals: the library installs no handler. The caller's SIGINT/SIGTERM
+ * handler calls gpushare_bench_interrupt() (async-signal-safe); the run then
+ * stops its workers, stops any MPS daemon it started, keeps what was measured
+ * (marked interrupted) and returns GPUSHARE_E_INTERRUPTED. Every wait of the
+ * run is bounded.
+ */
+#ifndef GPUSHARE_BENCH_H
+#define GPUSHARE_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "gpushare/hist.h"
+#include "gpushare/util.h"
+#include "gpushare/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Workers of one run, all strategies (MPS itself allows 48 clients per GPU). */
+#define GPUSHARE_BENCH_MAX_WORKERS 64
+
+enum gpushare_strategy {
+	GPUSHARE_STRATEGY_TIMESLICE = 0,  /* N plain processes, the driver time-slices */
+	GPUSHARE_STRATEGY_MPS,            /* N clients of one MPS daemon */
+	GPUSHARE_STRATEGY_MPS_SPLIT,      /* MPS with per-client SM share / memory limit */
+	GPUSHARE_STRATEGY_MIG,            /* one (or K) process per MIG instance */
+	GPUSHARE_STRATEGY_SEQUENTIAL,     /* the N workers one after another */
+	GPUSHARE_STRATEGY_STREAMS,        /* one process, N host threads (N slots) */
+	GPUSHARE_STRATEGY_COUNT,
+	GPUSHARE_STRATEGY_CEILING = 100,  /* one process with batch x N (for E_N) */
+};
+
+/* "timeslice", "mps", "mps-split", "mig", "sequential", "streams", "ceiling". */
+const char *gpushare_strategy_name(int strategy);
+
+/* Parse "timeslice,mps": fills out[] (at most GPUSHARE_STRATEGY_COUNT
+ * entries, no duplicates). GPUSHARE_E_INVAL naming the bad item. */
+int gpushare_strategy_parse_list(const char *s, int *out, size_t *n);
+
+/* Progress of a run, handed to the caller's callback about every 100 ms. */
+enum gpushare_bench_phase {
+	GPUSHARE_BENCH_STARTING,   /* workers initialising, waiting at the barrier */
+	GPUSHARE_BENCH_WARMUP,     /* after GO, before the measurement window */
+	GPUSHARE_BENCH_MEASURING,
+	GPUSHARE_BENCH_STOPPING,
+};
+
+struct gpushare_bench_progress {
+	int strategy;              /* enum gpushare_strategy */
+	int phase;                 /* enum gpushare_bench_phase */
+	int run, n_runs;           /* sequential: which worker runs (0-based) of how many; else 0 / 1 */
+	unsigned ready, n_slots;   /* slots READY (or later) of all */
+	double elapsed_seconds;    /* in the current phase */
+	double total_seconds;      /* the phase's length; 0 when unknown (requests mode) */
+	uint64_t requests;         /* recorded so far, all slots */
+	uint64_t requests_target;  /* requests mode: all slots together; 0 otherwise */
+	int util_gpu_pct;          /* last NVML sample, -1 none */
+};
+
+typedef void (*gpushare_bench_progress_fn)(void *arg, const struct gpushare_bench_progress *p);
+
+struct gpushare_bench_config {
+	struct gpushare_wl_params wl;          /* workload, its options (given[] marks
+					        * those passed on) and batch */
+	int workers;                           /* 1..GPUSHARE_BENCH_MAX_WORKERS */
+	bool workers_given;                    /* mig: otherwise one per instance */
+	int strategies[GPUSHARE_STRATEGY_COUNT];
+	size_t n_strategies;
+	uint64_t duration_ns;                  /* duration mode (requests == 0) */
+	uint64_t requests;                     /* requests per worker; 0: duration mode */
+	uint64_t warmup_ns;                    /* after GO, not recorded */
+	uint64_t warmup_requests;              /* per worker, before READY */
+	uint64_t start_timeout_ns;             /* start barrier bound */
+	uint64_t run_timeout_ns;               /* bound of a requests-mode run */
+	uint64_t grace_ns;                     /* after STOP, before SIGTERM */
+	char gpu[128];                         /* NVML index or UUID as given */
+	char mps_pipe_dir[GPUSHARE_PATH_MAX];  /* a running daemon to use; "" = start one */
+	/* mps-split: one value for every worker (n == 1) or one per worker. */
+	double thread_percentage[GPUSHARE_BENCH_MAX_WORKERS];
+	int n_thread_percentage;               /* 0: 100/N (at least 1) */
+	uint64_t mem_limit_bytes[GPUSHARE_BENCH_MAX_WORKERS];
+	int n_mem_limit;                       /* 0: none */
+	int priority[GPUSHARE_BENCH_MAX_WORKERS];
+	int n_priority;                        /* 0: leave unset */
+	bool ceiling;                          /* also run batch x N in one process */
+	char worker_path[GPUSHARE_PATH_MAX];   /* "" = $GPUSHARE_WORKER, else next to /proc/self/exe */
+	int argc;                              /* the command line, for the report */
+	char **argv;
+	gpushare_bench_progress_fn progress;   /* may be NULL */
+	void *progress_arg;
+};
+
+/* Defaults: matmul, 4 workers, timeslice,mps, 10 s window, 2 s warm-up,
+ * 3 warm-up requests, GPU 0, start timeout 120 s, run timeout 1 h, grace 5 s. */
+int gpushare_bench_config_init(struct gpushare_bench_config *c);
+
+/* Check the configuration as a whole (mode, list lengths against workers).
+ * GPUSHARE_E_INVAL with a detail naming the option. */
+int gpushare_bench_config_check(const struct gpushare_bench_config *c);
+
+/* Parse per-worker lists: one value or exactly `workers` values, comma
+ * separated. GPUSHARE_E_INVAL naming the bad item or the count. */
+int gpushare_bench_parse_percent_list(const char *s, int workers, double *out, int *n);
+int gpushare_bench_parse_size_list(const char *s, int workers, uint64_t *out, int *n);
+int gpushare_bench_parse_priority_list(const char *s, int workers, int *out, int *n);
+
+/* ---- results ---- */
+
+struct gpushare_bench_worker {
+	int index;                     /* slot index, 0-based; "worker <index>" */
+	int process;                   /* which process ran it (streams: all 0) */
+	pid_t pid;
+	uint64_t items_per_request;    /* batch */
+	double flops_per_request;      /* 0 when not meaningful */
+	uint64_t requests, items, errors, total_requests;
+	double window_seconds;         /* the span its throughput is computed over */
+	double requests_per_second, items_per_second;
+	double mean_seconds, stddev_seconds, min_seconds, p50_seconds, p90_seconds,
+	       p99_seconds, p999_seconds, max_seconds;
+	/* Limits in effect, as the worker read them back. */
+	int sm_count;                  /* -1 unknown */
+	int device;
+	uint64_t mem_free_bytes, mem_total_bytes;
+	double thread_percentage_seen; /* -1 none */
+	char mem_limit_seen[64];       /* "" none */
+	char device_name[96];
+	/* What gpushare asked for (mps-split), -1 / 0 when not set. */
+	double thread_percentage_set;
+	uint64_t mem_limit_set_bytes;
+	int priority_set;
+	char visible_devices[128];     /* CUDA_VISIBLE_DEVICES given, "" none */
+	/* How it ended. */
+	int state;                     /* enum gpushare_slot_state, last seen */
+	bool failed;
+	int exit_code;                 /* -1 when killed by a signal or never reaped */
+	int signal;                    /* 0 when none */
+	int error_code;                /* enum gpushare_error reported by the worker */
+	int cuda_error;
+	char message[256];
+	struct gpushare_hist hist;
+};
+
+struct gpushare_bench_telemetry {
+	unsigned samples;              /* 0: no NVML samples */
+	double util_mean_pct, util_max_pct;     /* -1 unknown */
+	uint64_t mem_used_max_bytes;   /* 0 unknown */
+	double sm_clock_mean_mhz;      /* -1 unknown */
+	double throttled_fraction;     /* of samples; -1 unknown */
+	double power_mean_watts;       /* -1 unknown */
+	/* Accumulators (gpushare_bench_telemetry_add). */
+	unsigned n_util, n_clock, n_power;
+	unsigned n_throttled;
+	double sum_util, sum_clock, sum_power_w;
+};
+
+struct gpushare_bench_result {
+	int strategy;                  /* enum gpushare_strategy */
+	bool partial;                  /* a worker failed mid-run; the rest was stopped */
+	bool interrupted;              /* SIGINT/SIGTERM */
+	int failed_worker;             /* slot index, -1 none */
+	char failure[512];             /* one line, "" none */
+	char mps_pipe_dir[GPUSHARE_PATH_MAX]; /* daemon used, "" none */
+	bool mps_daemon_started;
+	size_t n_workers;
+	struct gpushare_bench_worker *workers;
+	/* Aggregate (gpushare_bench_result_compute). */
+	uint64_t requests, items, errors;
+	double window_seconds;         /* sequential: sum of windows; else the longest */
+	double requests_per_second, items_per_second;
+	double mean_seconds, stddev_seconds, p50_seconds, p90_seconds, p99_seconds,
+	       p999_seconds, max_seconds;
+	double fairness;               /* min/max worker throughput, 0..1 */
+	double efficiency;             /* E_N = items/s / ceiling items/s; -1 none */
+	double tflops;                 /* -1 when the workload has no FLOP count */
+	struct gpushare_bench_telemetry telemetry;
+	struct gpushare_hist hist;     /* all workers merged */
+};
+
+struct gpushare_bench_report {
+	char version[32];
+	char date[32];                 /* ISO-8601 UTC */
+	char host[256];
+	int gpu_index;                 /* -1 unknown */
+	char gpu_name[96], gpu_uuid[96], driver_version[80];
+	const struct gpushare_bench_config *config;
+	struct gpushare_bench_result *results;   /* in the order run */
+	size_t n_results;
+	struct gpushare_bench_result *ceiling;   /* NULL unless config->ceiling */
+	bool partial, interrupted;
+};
+
+/* Run every configured strategy. r is always filled (release it), holding
+ * the strategies measured so far. Returns GPUSHARE_OK when every strategy ran
+ * (r->partial tells whether a worker failed mid-run), GPUSHARE_E_INTERRUPTED,
+ * GPUSHARE_E_WORKER / GPUSHARE_E_MPS_MAX_CLIENTS when a worker failed to
+ * start, or the error of a setup step (MPS daemon, MIG, no driver). */
+int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_bench_report *r);
+
+/* Async-signal-safe: ask a running gpushare_bench_run() to stop. */
+void gpushare_bench_interrupt(void);
+bool gpushare_bench_interrupted(void);
+
+void gpushare_bench_report_init(struct gpushare_bench_report *r, const struct gpushare_bench_config *c);
+void gpushare_bench_report_release(struct gpushare_bench_report *r);
+
+/* Allocate a result with n workers (hists empty, fields unknown). */
+int gpushare_bench_result_init(struct gpushare_bench_result *res, int strategy, size_t n);
+void gpushare_bench_result_release(struct gpushare_bench_result *res);
+
+/* Fill per-worker statistics from each worker's hist, requests and
+ * window_seconds, then the aggregate; ceiling_items_per_second > 0 sets
+ * efficiency. */
+void gpushare_bench_result_compute(struct gpushare_bench_result *res, double ceiling_items_per_second);
+
+/* Account one NVML sample / finish the means. */
+struct gpushare_gpu_sample;
+void gpushare_bench_telemetry_init(struct gpushare_bench_telemetry *t);
+void gpushare_bench_telemetry_add(struct gpushare_bench_telemetry *t, const struct gpushare_gpu_sample *s);
+void gpushare_bench_telemetry_finish(struct gpushare_bench_telemetry *t);
+
+/* ---- output ---- */
+
+/* The JSON document (see docs/bench-schema.json); caller frees *text. */
+int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **text);
+
+/* One row per strategy x worker plus one "aggregate" row per strategy,
+ * after a header line. */
+int gpushare_bench_write_csv(const struct gpushare_bench_report *r, FILE *f);
+
+/* An aligned table, one row per strategy; verbose adds a line per worker. */
+int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, bool verbose);
+
+/* Write data to path atomically: a temporary file in the same directory,
+ * fsync, rename, fsync of the directory. Never leaves a half-written file.
+ * GPUSHARE_E_IO naming the path. */
+int gpushare_write_file_atomic(const char *path, const char *data, size_t len);
+
+/* Check that a file can be created at path (its directory exists and is
+ * writable), so a long run does not end in a failed write. */
+int gpushare_check_writable(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

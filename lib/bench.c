@@ -1,0 +1,369 @@
+/*
+ * The benchmark's configuration and result model: strategy names, parsing of
+ * per-worker lists, defaults, and the statistics computed from the workers'
+ * histograms (per worker and merged per strategy). The launcher lives in
+ * bench_run.c, the printers in bench_output.c.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/gpu.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/region.h"
+
+static const char *const strategy_names[GPUSHARE_STRATEGY_COUNT] = {
+	[GPUSHARE_STRATEGY_TIMESLICE] = "timeslice",
+	[GPUSHARE_STRATEGY_MPS] = "mps",
+	[GPUSHARE_STRATEGY_MPS_SPLIT] = "mps-split",
+	[GPUSHARE_STRATEGY_MIG] = "mig",
+	[GPUSHARE_STRATEGY_SEQUENTIAL] = "sequential",
+	[GPUSHARE_STRATEGY_STREAMS] = "streams",
+};
+
+const char *gpushare_strategy_name(int strategy)
+{
+	if (strategy == GPUSHARE_STRATEGY_CEILING)
+		return "ceiling";
+	if (strategy < 0 || strategy >= GPUSHARE_STRATEGY_COUNT)
+		return "unknown";
+	return strategy_names[strategy];
+}
+
+int gpushare_strategy_parse_list(const char *s, int *out, size_t *n)
+{
+	const char *p = s;
+
+	*n = 0;
+	if (!s || !*s)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty strategy list (expected e.g. timeslice,mps)");
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		int found = -1;
+
+		for (int i = 0; i < GPUSHARE_STRATEGY_COUNT; i++) {
+			if (strlen(strategy_names[i]) == len && strncmp(p, strategy_names[i], len) == 0)
+				found = i;
+		}
+		if (found < 0)
+			return gpushare_fail(GPUSHARE_E_INVAL,
+					     "unknown strategy '%.*s' (expected timeslice, mps, mps-split, mig, sequential or streams)",
+					     (int)len, p);
+		for (size_t j = 0; j < *n; j++) {
+			if (out[j] == found)
+				return gpushare_fail(GPUSHARE_E_INVAL, "strategy '%s' is listed twice", strategy_names[found]);
+		}
+		out[(*n)++] = found;
+		p += len;
+		if (!*p)
+			break;
+		p++;
+	}
+	return GPUSHARE_OK;
+}
+
+int gpushare_bench_config_init(struct gpushare_bench_config *c)
+{
+	const struct gpushare_wl_desc *d;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	d = gpushare_workload_find("matmul");
+	if (!d)
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "workload 'matmul' is not known");
+	rc = gpushare_wl_params_init(&c->wl, d);
+	if (rc)
+		return rc;
+	c->workers = 4;
+	c->strategies[0] = GPUSHARE_STRATEGY_TIMESLICE;
+	c->strategies[1] = GPUSHARE_STRATEGY_MPS;
+	c->n_strategies = 2;
+	c->duration_ns = 10ULL * 1000000000ULL;
+	c->warmup_ns = 2ULL * 1000000000ULL;
+	c->warmup_requests = 3;
+	c->start_timeout_ns = 120ULL * 1000000000ULL;
+	c->run_timeout_ns = 3600ULL * 1000000000ULL;
+	c->grace_ns = 5ULL * 1000000000ULL;
+	snprintf(c->gpu, sizeof(c->gpu), "0");
+	return GPUSHARE_OK;
+}
+
+int gpushare_bench_config_check(const struct gpushare_bench_config *c)
+{
+	if (!c->wl.desc)
+		return gpushare_fail(GPUSHARE_E_INVAL, "no workload given");
+	if (c->workers < 1 || c->workers > GPUSHARE_BENCH_MAX_WORKERS)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--workers %d is out of range (expected 1 to %d)", c->workers,
+				     GPUSHARE_BENCH_MAX_WORKERS);
+	if (c->wl.batch < 1)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--batch %ld must be at least 1", c->wl.batch);
+	if (c->ceiling && (double)c->wl.batch * c->workers > 2147483647.0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--ceiling: batch x workers is too large");
+	if (c->n_strategies == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "no strategy given");
+	if (c->requests == 0 && c->duration_ns == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "the measurement window is empty (give --duration or --requests)");
+	if (c->n_thread_percentage > 1 && c->n_thread_percentage != c->workers)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--thread-percentage has %d values for %d workers (give one or %d)",
+				     c->n_thread_percentage, c->workers, c->workers);
+	if (c->n_mem_limit > 1 && c->n_mem_limit != c->workers)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--mem-limit has %d values for %d workers (give one or %d)",
+				     c->n_mem_limit, c->workers, c->workers);
+	if (c->n_priority > 1 && c->n_priority != c->workers)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--priority has %d values for %d workers (give one or %d)",
+				     c->n_priority, c->workers, c->workers);
+	return GPUSHARE_OK;
+}
+
+/* Split s at commas into at most max items; calls parse(item) for each. */
+static int parse_list(const char *s, int workers, const char *what, int *n,
+		      int (*parse)(const char *item, void *out, int i), void *out)
+{
+	char item[64];
+	const char *p = s;
+	int count = 0;
+
+	*n = 0;
+	if (!s || !*s)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty %s list", what);
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		int rc;
+
+		if (count >= GPUSHARE_BENCH_MAX_WORKERS || (workers > 0 && count >= workers))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has more %s values than the %d workers", s, what,
+					     workers > 0 ? workers : GPUSHARE_BENCH_MAX_WORKERS);
+		if (len == 0 || len >= sizeof(item))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a %s list (empty or overlong item)", s, what);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		rc = parse(item, out, count);
+		if (rc)
+			return rc;
+		count++;
+		p += len;
+		if (!*p)
+			break;
+		p++;
+	}
+	if (count > 1 && workers > 0 && count != workers)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has %d %s values for %d workers (give one or %d)", s, count,
+				     what, workers, workers);
+	*n = count;
+	return GPUSHARE_OK;
+}
+
+static int parse_percent_item(const char *item, void *out, int i)
+{
+	return gpushare_parse_percent(item, &((double *)out)[i]);
+}
+
+static int parse_size_item(const char *item, void *out, int i)
+{
+	char buf[32];
+	int rc = gpushare_parse_size(item, &((uint64_t *)out)[i]);
+
+	if (rc)
+		return rc;
+	/* The daemon's format must be able to express it (at least 1M). */
+	return gpushare_format_mps_size(((uint64_t *)out)[i], buf, sizeof(buf));
+}
+
+static int parse_priority_item(const char *item, void *out, int i)
+{
+	long v;
+
+	if (gpushare_parse_int(item, 0, 1, &v))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not an MPS client priority (expected 0 normal or 1 below normal)",
+				     item);
+	((int *)out)[i] = (int)v;
+	return GPUSHARE_OK;
+}
+
+int gpushare_bench_parse_percent_list(const char *s, int workers, double *out, int *n)
+{
+	return parse_list(s, workers, "thread-percentage", n, parse_percent_item, out);
+}
+
+int gpushare_bench_parse_size_list(const char *s, int workers, uint64_t *out, int *n)
+{
+	return parse_list(s, workers, "memory-limit", n, parse_size_item, out);
+}
+
+int gpushare_bench_parse_priority_list(const char *s, int workers, int *out, int *n)
+{
+	return parse_list(s, workers, "priority", n, parse_priority_item, out);
+}
+
+/* ---- interruption ---- */
+
+static volatile sig_atomic_t bench_stop_requested;
+
+void gpushare_bench_interrupt(void)
+{
+	bench_stop_requested = 1;
+}
+
+bool gpushare_bench_interrupted(void)
+{
+	return bench_stop_requested != 0;
+}
+
+/* ---- results ---- */
+
+int gpushare_bench_result_init(struct gpushare_bench_result *res, int strategy, size_t n)
+{
+	memset(res, 0, sizeof(*res));
+	res->strategy = strategy;
+	res->failed_worker = -1;
+	res->efficiency = -1;
+	res->tflops = -1;
+	gpushare_bench_telemetry_init(&res->telemetry);
+	gpushare_hist_init(&res->hist);
+	res->workers = calloc(n ? n : 1, sizeof(*res->workers));
+	if (!res->workers)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate results for %zu workers", n);
+	res->n_workers = n;
+	for (size_t i = 0; i < n; i++) {
+		struct gpushare_bench_worker *w = &res->workers[i];
+
+		w->index = (int)i;
+		w->sm_count = -1;
+		w->device = -1;
+		w->thread_percentage_seen = -1;
+		w->thread_percentage_set = -1;
+		w->priority_set = -1;
+		w->exit_code = -1;
+		gpushare_hist_init(&w->hist);
+	}
+	return GPUSHARE_OK;
+}
+
+void gpushare_bench_result_release(struct gpushare_bench_result *res)
+{
+	free(res->workers);
+	res->workers = NULL;
+	res->n_workers = 0;
+}
+
+static void hist_stats(const struct gpushare_hist *h, double *mean, double *stddev, double *p50, double *p90,
+		       double *p99, double *p999, double *max)
+{
+	if (h->count == 0) {
+		*mean = *stddev = *p50 = *p90 = *p99 = *p999 = *max = 0;
+		return;
+	}
+	*mean = gpushare_hist_mean(h) / 1e9;
+	*stddev = gpushare_hist_stddev(h) / 1e9;
+	*p50 = (double)gpushare_hist_quantile(h, 0.50) / 1e9;
+	*p90 = (double)gpushare_hist_quantile(h, 0.90) / 1e9;
+	*p99 = (double)gpushare_hist_quantile(h, 0.99) / 1e9;
+	*p999 = (double)gpushare_hist_quantile(h, 0.999) / 1e9;
+	*max = (double)h->max_ns / 1e9;
+}
+
+void gpushare_bench_result_compute(struct gpushare_bench_result *res, double ceiling_items_per_second)
+{
+	double min_tp = INFINITY, max_tp = 0, flops = 0, window_sum = 0, window_max = 0;
+
+	res->requests = res->items = res->errors = 0;
+	gpushare_hist_init(&res->hist);
+	for (size_t i = 0; i < res->n_workers; i++) {
+		struct gpushare_bench_worker *w = &res->workers[i];
+
+		w->items = w->requests * (w->items_per_request ? w->items_per_request : 1);
+		w->requests_per_second = w->window_seconds > 0 ? (double)w->requests / w->window_seconds : 0;
+		w->items_per_second = w->window_seconds > 0 ? (double)w->items / w->window_seconds : 0;
+		hist_stats(&w->hist, &w->mean_seconds, &w->stddev_seconds, &w->p50_seconds, &w->p90_seconds,
+			   &w->p99_seconds, &w->p999_seconds, &w->max_seconds);
+		w->min_seconds = w->hist.count ? (double)w->hist.min_ns / 1e9 : 0;
+		res->requests += w->requests;
+		res->items += w->items;
+		res->errors += w->errors;
+		flops += w->flops_per_request * (double)w->requests;
+		window_sum += w->window_seconds;
+		if (w->window_seconds > window_max)
+			window_max = w->window_seconds;
+		if (w->requests_per_second < min_tp)
+			min_tp = w->requests_per_second;
+		if (w->requests_per_second > max_tp)
+			max_tp = w->requests_per_second;
+		gpushare_hist_merge(&res->hist, &w->hist);
+	}
+	/* Sequential workers each had the GPU alone for their own window: the
+	 * aggregate is the total over the sum. Concurrent workers shared one
+	 * window (the longest, in requests mode). */
+	res->window_seconds = res->strategy == GPUSHARE_STRATEGY_SEQUENTIAL ? window_sum : window_max;
+	res->requests_per_second = res->window_seconds > 0 ? (double)res->requests / res->window_seconds : 0;
+	res->items_per_second = res->window_seconds > 0 ? (double)res->items / res->window_seconds : 0;
+	hist_stats(&res->hist, &res->mean_seconds, &res->stddev_seconds, &res->p50_seconds, &res->p90_seconds,
+		   &res->p99_seconds, &res->p999_seconds, &res->max_seconds);
+	res->fairness = res->n_workers && max_tp > 0 ? min_tp / max_tp : 0;
+	res->efficiency = ceiling_items_per_second > 0 ? res->items_per_second / ceiling_items_per_second : -1;
+	res->tflops = flops > 0 && res->window_seconds > 0 ? flops / res->window_seconds / 1e12 : -1;
+	gpushare_bench_telemetry_finish(&res->telemetry);
+}
+
+void gpushare_bench_telemetry_init(struct gpushare_bench_telemetry *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->util_mean_pct = t->util_max_pct = -1;
+	t->sm_clock_mean_mhz = -1;
+	t->throttled_fraction = -1;
+	t->power_mean_watts = -1;
+}
+
+void gpushare_bench_telemetry_add(struct gpushare_bench_telemetry *t, const struct gpushare_gpu_sample *s)
+{
+	t->samples++;
+	if (s->util_gpu_pct >= 0) {
+		t->n_util++;
+		t->sum_util += s->util_gpu_pct;
+		if (s->util_gpu_pct > t->util_max_pct)
+			t->util_max_pct = s->util_gpu_pct;
+	}
+	if (s->mem_used_bytes != GPUSHARE_UNKNOWN_U64 && s->mem_used_bytes > t->mem_used_max_bytes)
+		t->mem_used_max_bytes = s->mem_used_bytes;
+	if (s->clock_sm_mhz >= 0) {
+		t->n_clock++;
+		t->sum_clock += s->clock_sm_mhz;
+	}
+	if (s->power_mw >= 0) {
+		t->n_power++;
+		t->sum_power_w += s->power_mw / 1000.0;
+	}
+	if (s->throttled)
+		t->n_throttled++;
+}
+
+void gpushare_bench_telemetry_finish(struct gpushare_bench_telemetry *t)
+{
+	t->util_mean_pct = t->n_util ? t->sum_util / t->n_util : -1;
+	t->sm_clock_mean_mhz = t->n_clock ? t->sum_clock / t->n_clock : -1;
+	t->power_mean_watts = t->n_power ? t->sum_power_w / t->n_power : -1;
+	t->throttled_fraction = t->samples ? (double)t->n_throttled / t->samples : -1;
+}
+
+void gpushare_bench_report_init(struct gpushare_bench_report *r, const struct gpushare_bench_config *c)
+{
+	memset(r, 0, sizeof(*r));
+	r->config = c;
+	r->gpu_index = -1;
+}
+
+void gpushare_bench_report_release(struct gpushare_bench_report *r)
+{
+	for (size_t i = 0; i < r->n_results; i++)
+		gpushare_bench_result_release(&r->results[i]);
+	free(r->results);
+	r->results = NULL;
+	r->n_results = 0;
+	if (r->ceiling) {
+		gpushare_bench_result_release(r->ceiling);
+		free(r->ceiling);
+		r->ceiling = NULL;
+	}
+}
