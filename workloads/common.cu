@@ -4,6 +4,7 @@
  */
 #include "common.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,8 +89,69 @@ int wl_fail(struct wl_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
+/*
+ * Create the context through the driver API first: the runtime reports an
+ * MPS server that refuses a client (its 48-client limit) as error 46,
+ * "devices unavailable", while the driver returns the precise
+ * CUDA_ERROR_MPS_MAX_CLIENTS_REACHED (808). libcuda is already loaded by the
+ * runtime; dlopen only takes another reference. The runtime then adopts the
+ * retained primary context.
+ */
+typedef int (*cu_init_fn)(unsigned int);
+typedef int (*cu_device_get_fn)(int *, int);
+typedef int (*cu_ctx_retain_fn)(void **, int);
+typedef int (*cu_err_name_fn)(int, const char **);
+
+static int driver_context_init(struct wl_error *err)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	cu_init_fn cu_init;
+	cu_device_get_fn cu_device_get;
+	cu_ctx_retain_fn cu_retain;
+	cu_err_name_fn cu_err_name;
+	const char *name = NULL;
+	const char *call = "cuInit";
+	void *ctx = NULL;
+	int visible = 0, dev = 0, r;
+
+	if (!h)
+		return 0; /* the runtime call below reports the missing driver */
+	cu_init = (cu_init_fn)dlsym(h, "cuInit");
+	cu_device_get = (cu_device_get_fn)dlsym(h, "cuDeviceGet");
+	cu_retain = (cu_ctx_retain_fn)dlsym(h, "cuDevicePrimaryCtxRetain");
+	cu_err_name = (cu_err_name_fn)dlsym(h, "cuGetErrorName");
+	if (!cu_init || !cu_device_get || !cu_retain)
+		return 0;
+	if (cudaGetDevice(&visible) != cudaSuccess)
+		visible = 0;
+	r = cu_init(0);
+	if (r == 0) {
+		call = "cuDeviceGet";
+		r = cu_device_get(&dev, visible);
+	}
+	if (r == 0) {
+		call = "cuDevicePrimaryCtxRetain (context creation)";
+		r = cu_retain(&ctx, dev);
+	}
+	if (r == 0)
+		return 0; /* the reference is kept for the life of the worker */
+	if (!cu_err_name || cu_err_name(r, &name) != 0 || !name)
+		name = "unknown CUDA driver error";
+	err->code = r == 808 ? GPUSHARE_E_MPS_MAX_CLIENTS
+		  : (r == 100 || r == 35 || r == 34) ? GPUSHARE_E_NO_DRIVER
+		  : r == 46 ? GPUSHARE_E_BUSY : GPUSHARE_E_CUDA;
+	err->cuda_error = r;
+	snprintf(err->message, sizeof(err->message), "%s: %s%s", call, name,
+		 r == 808 ? " (the MPS server accepts at most 48 clients per GPU)" : "");
+	return err->code;
+}
+
 int wl_context_init(struct wl_error *err)
 {
+	int rc = driver_context_init(err);
+
+	if (rc)
+		return rc;
 	return wl_cuda(cudaFree(0), err, "cudaFree(0) (context creation)");
 }
 
