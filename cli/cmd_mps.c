@@ -39,7 +39,10 @@ static const char usage_text[] =
 	"                       or DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)\n"
 	"  --priority 0|1       default client priority (0 normal, 1 below normal)\n"
 	"stop:\n"
-	"  --force              terminate attached clients first\n"
+	"  --force              terminate attached clients first (through MPS; a client\n"
+	"                       still running 5 s later gets SIGTERM, then SIGKILL);\n"
+	"                       without it, attached clients are reported and the\n"
+	"                       daemon is left running\n"
 	"status:\n"
 	"  --log N              also show the last N lines of control.log\n"
 	"set:\n"
@@ -290,6 +293,7 @@ static int do_stop(struct mps_args *a)
 			cJSON_AddNumberToObject(j, "pid", info.pid);
 		cJSON_AddNumberToObject(j, "clients_attached", (double)info.clients_attached);
 		cJSON_AddNumberToObject(j, "clients_terminated", (double)info.clients_terminated);
+		cJSON_AddNumberToObject(j, "clients_signalled", (double)info.clients_signalled);
 		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
 		rc = cli_print_json_and_free(cJSON_Print(j));
 		cJSON_Delete(j);
@@ -298,8 +302,8 @@ static int do_stop(struct mps_args *a)
 	if (!info.was_running)
 		printf("no MPS control daemon running at %s\n", m.pipe_dir);
 	else
-		printf("MPS control daemon %d stopped (%zu client(s) were attached, %zu terminated)\n", (int)info.pid,
-		       info.clients_attached, info.clients_terminated);
+		printf("MPS control daemon %d stopped (%zu client(s) were attached, %zu terminated, %zu signalled)\n",
+		       (int)info.pid, info.clients_attached, info.clients_terminated, info.clients_signalled);
 	return cli_finish_stdout(EXIT_OK);
 }
 

@@ -703,14 +703,34 @@ static bool any_alive(const pid_t *pids, size_t n)
 	return false;
 }
 
+/* Wait until none of pids is alive, or the deadline passes. */
+static bool wait_gone(const pid_t *pids, size_t n, uint64_t deadline)
+{
+	while (any_alive(pids, n)) {
+		if (gpushare_now_ns() > deadline)
+			return false;
+		sleep_poll();
+	}
+	return true;
+}
+
+/*
+ * Stopping. The real control program's `quit` does not return while
+ * clients are attached (it waits for them), so without force an attached
+ * client is reported and the daemon is left exactly as it was. With force,
+ * clients are terminated through MPS first (their next CUDA call fails with
+ * error 810); a client process that has not exited after a grace period
+ * gets SIGTERM, then SIGKILL. Then `quit`, and a bounded wait until the
+ * daemon and its servers are gone.
+ */
 int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info)
 {
 	struct gpushare_mps_stop_info local;
-	pid_t *servers = NULL, daemon_pid;
-	size_t n_servers = 0;
+	pid_t *servers = NULL, *clients = NULL, daemon_pid;
+	size_t n_servers = 0, n_clients = 0;
 	enum gpushare_mps_state st;
-	uint64_t deadline;
-	char *reply = NULL;
+	uint64_t deadline, grace_ns;
+	char *reply = NULL, list[160] = "";
 	int rc;
 
 	if (!info)
@@ -723,51 +743,90 @@ int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_
 		return gpushare_mps_clean_stale(m);
 	info->pid = daemon_pid;
 	info->was_running = true;
+	deadline = gpushare_now_ns() + (uint64_t)m->timeout_ms * 1000000ULL;
 
 	rc = query_pids(m, "get_server_list", &servers, &n_servers);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n_servers; i++) {
 		char cmd[96];
-		pid_t *clients = NULL;
+		pid_t *sc = NULL, *grown;
 		size_t nc = 0;
 
 		snprintf(cmd, sizeof(cmd), "get_client_list %d", (int)servers[i]);
-		if (query_pids(m, cmd, &clients, &nc) != GPUSHARE_OK)
+		if (query_pids(m, cmd, &sc, &nc) != GPUSHARE_OK)
 			continue; /* the server may have exited meanwhile */
-		info->clients_attached += nc;
-		for (size_t j = 0; force && j < nc; j++) {
-			snprintf(cmd, sizeof(cmd), "terminate_client %d %d", (int)servers[i], (int)clients[j]);
+		grown = nc ? realloc(clients, (n_clients + nc) * sizeof(*clients)) : clients;
+		if (nc && !grown) {
+			free(sc);
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "client list");
+			goto out;
+		}
+		clients = grown;
+		for (size_t j = 0; j < nc; j++) {
+			size_t l = strlen(list);
+
+			clients[n_clients++] = sc[j];
+			if (l < sizeof(list) - 16)
+				snprintf(list + l, sizeof(list) - l, "%s%d", l ? ", " : "", (int)sc[j]);
+			if (!force)
+				continue;
+			snprintf(cmd, sizeof(cmd), "terminate_client %d %d", (int)servers[i], (int)sc[j]);
 			if (gpushare_mps_command(m, cmd, &reply) == GPUSHARE_OK) {
 				if (mps_check_terminate_reply(reply) == GPUSHARE_OK)
 					info->clients_terminated++;
 				free(reply);
 			}
 		}
-		free(clients);
+		free(sc);
+	}
+	info->clients_attached = n_clients;
+	if (n_clients && !force) {
+		rc = gpushare_fail(GPUSHARE_E_BUSY,
+				   "%zu client(s) attached to MPS daemon %d (pid %s); the daemon is left running: stop "
+				   "them first, or use --force to terminate them", n_clients, (int)daemon_pid, list);
+		goto out;
+	}
+	if (n_clients) {
+		/* Terminated clients normally exit on their next CUDA call. */
+		grace_ns = (uint64_t)m->timeout_ms * 1000000ULL / 2;
+		if (grace_ns > 5000000000ULL)
+			grace_ns = 5000000000ULL;
+		if (!wait_gone(clients, n_clients, gpushare_now_ns() + grace_ns)) {
+			for (size_t i = 0; i < n_clients; i++) {
+				if (gpushare_pid_alive(clients[i]) && kill(clients[i], SIGTERM) == 0)
+					info->clients_signalled++;
+			}
+			if (!wait_gone(clients, n_clients, gpushare_now_ns() + 2000000000ULL)) {
+				for (size_t i = 0; i < n_clients; i++) {
+					if (gpushare_pid_alive(clients[i]))
+						kill(clients[i], SIGKILL);
+				}
+				wait_gone(clients, n_clients, gpushare_now_ns() + 1000000000ULL);
+			}
+		}
 	}
 	rc = gpushare_mps_command(m, "quit", &reply);
 	free(reply);
-	if (rc && rc != GPUSHARE_E_MPS_NOT_RUNNING) {
-		free(servers);
-		return rc;
-	}
-	deadline = gpushare_now_ns() + (uint64_t)m->timeout_ms * 1000000ULL;
+	/* The control program may stay until the shutdown is done: a timeout
+	 * here is not a failure, the wait below decides. */
+	if (rc && rc != GPUSHARE_E_MPS_NOT_RUNNING && rc != GPUSHARE_E_TIMEOUT)
+		goto out;
+	rc = GPUSHARE_OK;
+	if (deadline < gpushare_now_ns() + 2000000000ULL)
+		deadline = gpushare_now_ns() + 2000000000ULL;
 	while (gpushare_pid_alive(daemon_pid) || any_alive(servers, n_servers)) {
 		if (gpushare_now_ns() > deadline) {
-			free(servers);
-			if (info->clients_attached > info->clients_terminated)
-				return gpushare_fail(GPUSHARE_E_BUSY,
-						     "MPS daemon %d is still waiting for %zu attached client(s) to exit "
-						     "after %d ms (use --force to terminate them)",
-						     (int)daemon_pid, info->clients_attached - info->clients_terminated, m->timeout_ms);
-			return gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS daemon %d did not exit within %d ms", (int)daemon_pid,
-					     m->timeout_ms);
+			rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS daemon %d did not exit within %d ms; see %s/control.log",
+					   (int)daemon_pid, m->timeout_ms, m->log_dir);
+			break;
 		}
 		sleep_poll();
 	}
+out:
+	free(clients);
 	free(servers);
-	return GPUSHARE_OK;
+	return rc;
 }
 
 int gpushare_mps_log_tail(const struct gpushare_mps *m, int n, char **text)

@@ -136,13 +136,15 @@ struct gpushare_mps_stop_info {
 	pid_t pid;
 	bool was_running;
 	size_t clients_attached;       /* clients attached when stop began */
-	size_t clients_terminated;     /* with force */
+	size_t clients_terminated;     /* with force: terminated through MPS */
+	size_t clients_signalled;      /* with force: still running after the grace period, sent SIGTERM */
 };
 
-/* Stop the daemon: with force, terminate attached clients first; then
- * "quit" and wait until the daemon and its servers are gone. Returns
- * GPUSHARE_E_BUSY (with the daemon still up) when clients are attached and
- * force is false and they do not leave within the timeout. */
+/* Stop the daemon: "quit" and wait until the daemon and its servers are
+ * gone. Attached clients: without force, GPUSHARE_E_BUSY naming them and the
+ * daemon is left untouched (the control program's quit would wait for them);
+ * with force they are terminated through MPS first, and signalled (SIGTERM,
+ * then SIGKILL) if still running after a grace period. */
 int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info);
 
 /* Remove a stale pid file and sockets from m->pipe_dir. */

@@ -181,16 +181,19 @@ static void test_lifecycle(void **state)
 	gpushare_mps_status_release(&st);
 
 	/* Without force, an attached client keeps the daemon up: busy. */
-	m.timeout_ms = 300;
 	assert_int_equal(gpushare_mps_stop(&m, false, &sinfo), GPUSHARE_E_BUSY);
 	assert_int_equal(sinfo.clients_attached, 1);
 	assert_non_null(strstr(gpushare_errdetail(), "--force"));
+	assert_non_null(strstr(gpushare_errdetail(), "left running"));
 	assert_true(gpushare_pid_alive(pid));
+	assert_int_equal(gpushare_mps_probe(&m, NULL), GPUSHARE_OK); /* untouched: still answers */
 	/* With force the client is terminated and everything goes. */
-	m.timeout_ms = 3000;
 	assert_int_equal(gpushare_mps_stop(&m, true, &sinfo), GPUSHARE_OK);
 	assert_true(sinfo.was_running);
 	assert_int_equal(sinfo.clients_terminated, 1);
+	/* The stand-in does not end a terminated client; force signals it. */
+	assert_int_equal(sinfo.clients_signalled, 1);
+	assert_false(gpushare_pid_alive(client));
 	assert_false(gpushare_pid_alive(pid));
 	assert_int_equal(gpushare_mps_state(&m, NULL), GPUSHARE_MPS_ABSENT);
 	reap(client);
