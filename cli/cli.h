@@ -24,6 +24,7 @@ enum cli_exit {
 	EXIT_PARTIAL = 10,         /* a worker failed mid-run; partial results were kept */
 	EXIT_IO = 11,              /* reading or writing a file failed */
 	EXIT_TIMEOUT = 12,         /* a bounded wait ran out */
+	EXIT_LISTEN = 13,          /* --listen / --metrics-listen: address in use or cannot be bound */
 	EXIT_INTERRUPTED = 130,    /* stopped by SIGINT/SIGTERM */
 };
 
@@ -58,5 +59,16 @@ int cmd_info(int argc, char **argv);
 int cmd_mps(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_exporter(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* Shared by sweep and report (cli/cmd_report.c): write the report of the
+ * sweep in dir into out_dir, warning about corrupt lines; mode says what goes
+ * to stdout. Returns an exit status. */
+enum { CLI_REPORT_SILENT, CLI_REPORT_MARKDOWN, CLI_REPORT_RECOMMENDATION };
+int cli_report_run(const char *dir, const char *out_dir, double slo_p99_seconds, int mode);
+/* --slo-p99: milliseconds ("5") or a duration ("500us"); 0 on success. */
+int cli_parse_slo(const char *s, double *seconds);
 
 #endif

@@ -22,6 +22,8 @@ enum {
 	OPT_WORKLOAD = 256, OPT_BATCH, OPT_WORKERS, OPT_STRATEGY, OPT_DURATION, OPT_REQUESTS, OPT_WARMUP,
 	OPT_WARMUP_REQUESTS, OPT_GPU, OPT_MPS_PIPE_DIR, OPT_THREAD_PCT, OPT_MEM_LIMIT, OPT_PRIORITY, OPT_CEILING,
 	OPT_JSON, OPT_CSV, OPT_OUT, OPT_START_TIMEOUT,
+	OPT_METRICS_LISTEN, OPT_METRICS_BUCKETS,
+	OPT_MODE, OPT_JOBS,
 	OPT_WL_FIRST = 1000, /* workload options: OPT_WL_FIRST + index in its table */
 };
 
@@ -44,6 +46,10 @@ static const struct option bench_options[] = {
 	{ "csv", no_argument, NULL, OPT_CSV },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
+	{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
+	{ "metrics-buckets", required_argument, NULL, OPT_METRICS_BUCKETS },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "jobs", required_argument, NULL, OPT_JOBS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -56,7 +62,8 @@ static void usage(FILE *f)
 	size_t n = gpushare_workloads(&list);
 
 	fprintf(f,
-		"usage: gpushare bench [options] [--<workload option> VALUE]...\n\n"
+		"usage: gpushare bench [options] [--<workload option> VALUE]...\n"
+		"       gpushare bench [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]\n\n"
 		"Run N workers under each sharing strategy in turn, everything else equal, and\n"
 		"compare throughput, latency and fairness.\n\n"
 		"  --workload NAME            workload (default matmul; see below)\n"
@@ -78,9 +85,19 @@ static void usage(FILE *f)
 		"  --start-timeout D          bound of the start barrier (default 120s)\n"
 		"  --json | --csv             machine-readable output on stdout\n"
 		"  --out FILE                 also write the JSON document to FILE (atomically)\n"
+		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics at /metrics while it\n"
+		"                             runs (address default 127.0.0.1; docs/metrics.md)\n"
+		"  --metrics-buckets LIST     histogram bounds in seconds (0.001,0.005,...)\n"
 		"  -q, --quiet                no progress on stderr\n"
 		"  -v, --verbose              one line per worker in the table\n"
 		"  -h, --help                 this help\n\n"
+		"Your own program as the worker (after '--'; run without a shell; docs/protocol.md):\n"
+		"  --mode request             (default) it reports ready and each request through\n"
+		"                             GPUSHARE_REPORT_FD (include/gpushare/client.h,\n"
+		"                             python/gpushare_client.py)\n"
+		"  --mode job                 each run to completion is one job: wall time per job,\n"
+		"                             jobs/s, makespan; no warm-up unless --warmup is given\n"
+		"  --jobs K                   job mode: K jobs per worker (else jobs for --duration)\n\n"
 		"Workloads and their options:\n", GPUSHARE_BENCH_MAX_WORKERS);
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "  %-12s %s\n", list[i].name, list[i].summary);
@@ -89,7 +106,8 @@ static void usage(FILE *f)
 				list[i].opts[j].def);
 	}
 	fprintf(f, "\nExit statuses: 0 ok, 2 bad option, 5 MPS, 7 GPU/MIG, 8 worker failed to start,\n"
-		   "9 too many MPS clients, 10 partial results, 11 output not writable, 130 interrupted.\n"
+		   "9 too many MPS clients, 10 partial results, 11 output not writable,\n"
+		   "13 --metrics-listen address in use, 130 interrupted.\n"
 		   "See docs/bench.md.\n");
 }
 
@@ -243,6 +261,9 @@ int cmd_bench(int argc, char **argv)
 	const char *wl_values[GPUSHARE_WL_MAX_OPTS] = { 0 };
 	struct raw_lists raw = { 0 };
 	bool json = false, csv = false, quiet = false, verbose = false, duration_given = false;
+	bool warmup_given = false, mode_given = false;
+	uint64_t jobs = 0;
+	int opt_argc = argc, cmd_at = -1;
 	const char *out = NULL;
 	struct progress_state ps = { .last_strategy = -1, .last_phase = -1, .last_run = -1 };
 	struct gpushare_bench_report report;
@@ -274,9 +295,17 @@ int cmd_bench(int argc, char **argv)
 	}
 	longopts[nl] = (struct option){ 0 };
 
+	/* Everything after the first "--" is the command; options stop there. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			cmd_at = i;
+			opt_argc = i;
+			break;
+		}
+	}
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":hqv", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(opt_argc, argv, ":hqv", longopts, NULL)) != -1) {
 		long v;
 		uint64_t ns;
 
@@ -319,6 +348,21 @@ int cmd_bench(int argc, char **argv)
 			if (gpushare_parse_duration(optarg, &ns))
 				return bad_value("--warmup", optarg);
 			c.warmup_ns = ns;
+			warmup_given = true;
+			break;
+		case OPT_MODE:
+			if (!strcmp(optarg, "request"))
+				c.command_mode = GPUSHARE_CMD_REQUEST;
+			else if (!strcmp(optarg, "job"))
+				c.command_mode = GPUSHARE_CMD_JOB;
+			else
+				return cli_error(EXIT_USAGE, "bench: invalid --mode '%s' (expected request or job)", optarg);
+			mode_given = true;
+			break;
+		case OPT_JOBS:
+			if (parse_whole(optarg, 1, 1000000000L, &v))
+				return bad_value("--jobs", optarg);
+			jobs = (uint64_t)v;
 			break;
 		case OPT_WARMUP_REQUESTS:
 			if (parse_whole(optarg, 0, 1000000000L, &v))
@@ -348,6 +392,19 @@ int cmd_bench(int argc, char **argv)
 		case OPT_JSON: json = true; break;
 		case OPT_CSV: csv = true; break;
 		case OPT_OUT: out = optarg; break;
+		case OPT_METRICS_LISTEN: {
+			char addr[GPUSHARE_METRICS_ADDR_MAX];
+			uint16_t port;
+
+			if (gpushare_metrics_parse_listen(optarg, addr, sizeof(addr), &port))
+				return bad_value("--metrics-listen", optarg);
+			snprintf(c.metrics_listen, sizeof(c.metrics_listen), "%s", optarg);
+			break;
+		}
+		case OPT_METRICS_BUCKETS:
+			if (gpushare_metrics_parse_buckets(optarg, c.metrics_buckets, &c.n_metrics_buckets))
+				return bad_value("--metrics-buckets", optarg);
+			break;
 		case ':':
 		case '?':
 			if (opt == '?' && argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
@@ -362,8 +419,38 @@ int cmd_bench(int argc, char **argv)
 			return cli_usage_error("bench", '?', optopt, argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
+	if (optind < opt_argc)
 		return cli_error(EXIT_USAGE, "bench: unexpected argument '%s' (see 'gpushare bench --help')", argv[optind]);
+	if (cmd_at >= 0) {
+		if (cmd_at + 1 >= argc || !argv[cmd_at + 1][0])
+			return cli_error(EXIT_USAGE, "bench: no command after '--'");
+		if (wl_name)
+			return cli_error(EXIT_USAGE, "bench: give --workload or a command after '--', not both");
+		for (size_t i = 0; i < GPUSHARE_WL_MAX_OPTS; i++) {
+			if (wl_values[i])
+				return cli_error(EXIT_USAGE, "bench: --%s is an option of workload '%s', not of a command",
+						 wl->opts[i].name, wl->name);
+		}
+		if (c.ceiling && c.command_mode == GPUSHARE_CMD_JOB)
+			return cli_error(EXIT_USAGE, "bench: --ceiling needs request mode (it runs one worker with batch x N)");
+		if (c.command_mode == GPUSHARE_CMD_JOB) {
+			if (c.requests)
+				return cli_error(EXIT_USAGE, "bench: job mode counts jobs: give --jobs K, not --requests");
+			if (jobs && duration_given)
+				return cli_error(EXIT_USAGE, "bench: give --duration or --jobs, not both");
+			c.requests = jobs;
+			if (!warmup_given)
+				c.warmup_ns = 0;
+		} else if (jobs) {
+			return cli_error(EXIT_USAGE, "bench: --jobs needs --mode job");
+		}
+		/* argv[argc] is NULL (as main's is), so the tail is an argv. */
+		c.command = &argv[cmd_at + 1];
+		if (gpushare_bench_command_check(&c))
+			return cli_error(EXIT_USAGE, "bench: %s", gpushare_errdetail());
+	} else if (mode_given || jobs) {
+		return cli_error(EXIT_USAGE, "bench: --mode and --jobs apply to a command given after '--'");
+	}
 	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
 		char name[80];
 

@@ -18,6 +18,9 @@ static const struct cmd commands[] = {
 	{ "info", cmd_info, "show driver, GPUs, MIG devices, compute processes and MPS state" },
 	{ "mps", cmd_mps, "start, stop, inspect and configure the MPS control daemon" },
 	{ "bench", cmd_bench, "run N workers under each sharing strategy and compare" },
+	{ "exporter", cmd_exporter, "serve GPU, MIG, process and MPS metrics to Prometheus" },
+	{ "sweep", cmd_sweep, "run a grid of strategies x workers x batch sizes, repeated" },
+	{ "report", cmd_report, "tables, plots and a recommendation from a sweep's results" },
 	{ "version", cmd_version, "print the gpushare version" },
 };
 

@@ -30,6 +30,7 @@ int cli_exit_for(int err)
 	case GPUSHARE_E_MPS_MAX_CLIENTS: return EXIT_MPS_MAX_CLIENTS;
 	case GPUSHARE_E_IO: return EXIT_IO;
 	case GPUSHARE_E_TIMEOUT: return EXIT_TIMEOUT;
+	case GPUSHARE_E_ADDR_IN_USE: return EXIT_LISTEN;
 	case GPUSHARE_E_INTERRUPTED: return EXIT_INTERRUPTED;
 	default: return EXIT_FAILURE_GENERIC;
 	}

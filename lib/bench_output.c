@@ -184,8 +184,21 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	const struct gpushare_wl_desc *d = c->wl.desc;
 	bool ok = o != NULL;
 
-	ok = ok && cJSON_AddStringToObject(o, "workload", d ? d->name : "") &&
+	if (c->command)
+		d = NULL; /* command mode (lib/bench_cmd.c): no built-in workload */
+	ok = ok && cJSON_AddStringToObject(o, "workload", d ? d->name : "command") &&
 	     (opts = cJSON_AddObjectToObject(o, "workload_options")) != NULL;
+	if (ok && c->command) {
+		ok = (arr = cJSON_AddArrayToObject(o, "command")) != NULL &&
+		     cJSON_AddStringToObject(o, "command_mode", gpushare_cmd_mode_name(c->command_mode));
+		for (size_t i = 0; ok && c->command[i]; i++) {
+			cJSON *v = cJSON_CreateString(c->command[i]);
+
+			ok = v && cJSON_AddItemToArray(arr, v);
+		}
+	} else if (ok) {
+		ok = cJSON_AddNullToObject(o, "command") && cJSON_AddNullToObject(o, "command_mode");
+	}
 	for (size_t i = 0; ok && d && i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++)
 		ok = cJSON_AddStringToObject(opts, d->opts[i].name, c->wl.values[i]) != NULL;
 	ok = ok && jnum(o, "batch", (double)c->wl.batch) && jnum(o, "workers", c->workers) &&
@@ -420,10 +433,16 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 {
 	const struct gpushare_bench_config *c = r->config;
 
-	if (c && c->wl.desc) {
+	bool jobs = c && c->command && c->command_mode == GPUSHARE_CMD_JOB;
+
+	if (c && c->command)
+		fprintf(f, "command '%s' in %s mode, batch %ld, %d workers, ", c->command[0],
+			gpushare_cmd_mode_name(c->command_mode), c->wl.batch, c->workers);
+	else if (c && c->wl.desc)
 		fprintf(f, "workload %s, batch %ld, %d workers, ", c->wl.desc->name, c->wl.batch, c->workers);
+	if (c && (c->wl.desc || c->command)) {
 		if (c->requests)
-			fprintf(f, "%" PRIu64 " requests per worker", c->requests);
+			fprintf(f, "%" PRIu64 " %s per worker", c->requests, jobs ? "jobs" : "requests");
 		else
 			fprintf(f, "%.3g s window", (double)c->duration_ns / 1e9);
 		fprintf(f, " after %.3g s warm-up", (double)c->warmup_ns / 1e9);
@@ -435,8 +454,13 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 		"items/s", "p50", "p99", "p99.9", "fairness", "E_N", "status");
 	if (r->ceiling)
 		table_row(f, r->ceiling, verbose);
-	for (size_t i = 0; i < r->n_results; i++)
+	for (size_t i = 0; i < r->n_results; i++) {
 		table_row(f, &r->results[i], verbose);
+		/* Job mode: "requests" are jobs and the window of K jobs is the makespan. */
+		if (jobs && c->requests)
+			fprintf(f, "  jobs: %" PRIu64 " in a makespan of %.3f s, %.2f jobs/s\n", r->results[i].requests,
+				r->results[i].window_seconds, r->results[i].requests_per_second);
+	}
 	if (ferror(f))
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write the table: %s", strerror(errno));
 	return GPUSHARE_OK;

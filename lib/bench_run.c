@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_cmd.h"
 #include "gpushare/bench.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
@@ -50,6 +51,7 @@ struct bench_ctx {
 	const struct gpushare_bench_config *c;
 	struct gpushare_bench_report *r;
 	char worker[GPUSHARE_PATH_MAX];
+	char command[GPUSHARE_PATH_MAX];     /* command mode: the resolved program */
 	char run_dir[GPUSHARE_PATH_MAX];     /* private, removed at the end */
 	char no_mps_dir[GPUSHARE_PATH_MAX];  /* empty pipe dir: no daemon can answer */
 	bool nvml;                           /* telemetry available */
@@ -58,6 +60,7 @@ struct bench_ctx {
 	bool visible_is_uuid;
 	struct gpushare_system_info sys;
 	bool have_sys;
+	struct gpushare_metrics_bench *metrics; /* --metrics-listen; NULL off */
 };
 
 /* One worker process to start. */
@@ -250,6 +253,18 @@ static int spawn(struct session *s, const struct proc_spec *p, struct child *ch)
 		/* Workers' chatter goes to our stderr, never into JSON/CSV on stdout. */
 		if (dup2(2, 1) < 0)
 			_exit(127);
+		if (c->command) {
+			/* Command mode: this child becomes the worker's relay
+			 * (lib/bench_cmd.c) and never execs gpushare-worker. */
+			struct gpushare_cmd_spec cs = {
+				.c = c, .path = s->x->command, .reg = s->reg, .slot = (uint32_t)p->first_slot,
+				.worker = (int)s->offset + p->first_slot, .workers = (int)s->res->n_workers,
+				.batch = p->batch, .env = envset,
+			};
+
+			close(exe[1]);
+			gpushare_cmd_relay(&cs);
+		}
 		flags = fcntl(s->fd, F_GETFD);
 		if (flags < 0 || fcntl(s->fd, F_SETFD, flags & ~FD_CLOEXEC) < 0)
 			_exit(127);
@@ -521,6 +536,15 @@ static void wait_run(struct session *s)
 		sample(s);
 		running = reap(s);
 		bad = failed_slot(s, false);
+		/* Command mode: a misbehaving command stops only its own worker;
+		 * the first failure is noted and the others carry on. */
+		if (bad >= 0 && c->command) {
+			if (!s->res->partial) {
+				s->res->partial = true;
+				note_failure(s, (uint32_t)bad, false);
+			}
+			bad = -1;
+		}
 		if (bad >= 0) {
 			s->t_stopped = now;
 			s->res->partial = true;
@@ -630,6 +654,7 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 	}
 	s.reg->requests_per_worker = c->requests;
 	s.reg->warmup_requests = c->warmup_requests;
+	gpushare_metrics_bench_attach(x->metrics, strategy, s.reg, n_slots, offset, res->mps_pipe_dir);
 	for (size_t i = 0; i < n_procs && rc == GPUSHARE_OK; i++) {
 		rc = spawn(&s, &procs[i], &s.children[s.n_children]);
 		if (s.children[s.n_children].pid > 0)
@@ -692,6 +717,7 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 	}
 	if (rc == GPUSHARE_OK && res->interrupted)
 		rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
+	gpushare_metrics_bench_detach(x->metrics);  /* keeps the final values; before the unmap */
 	gpushare_region_unmap(s.reg);
 	close(s.fd);
 	free(s.children);
@@ -1001,7 +1027,7 @@ static void fill_metadata(struct bench_ctx *x)
 static int setup_gpu(struct bench_ctx *x)
 {
 	const struct gpushare_bench_config *c = x->c;
-	bool need_driver = c->wl.desc->needs_gpu;
+	bool need_driver = !c->command && c->wl.desc->needs_gpu;
 	int rc;
 
 	for (size_t i = 0; i < c->n_strategies; i++)
@@ -1105,7 +1131,9 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	fill_metadata(&x);
 	rc = gpushare_bench_config_check(c);
 	if (!rc)
-		rc = find_worker(c, x.worker, sizeof(x.worker));
+		rc = c->command ? gpushare_bench_command_check(c) : find_worker(c, x.worker, sizeof(x.worker));
+	if (!rc && c->command)
+		rc = gpushare_cmd_resolve(c, x.command, sizeof(x.command));
 	if (!rc)
 		rc = setup_gpu(&x);
 	for (size_t i = 0; i < c->n_strategies && !rc; i++) {
@@ -1114,6 +1142,8 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	}
 	if (!rc)
 		rc = setup_dirs(&x);
+	if (!rc)
+		rc = gpushare_metrics_bench_start(c, &x.metrics);
 	if (!rc && c->ceiling) {
 		r->ceiling = calloc(1, sizeof(*r->ceiling));
 		if (!r->ceiling)
@@ -1155,6 +1185,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 		char detail[512];
 
 		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		gpushare_metrics_bench_stop(x.metrics);
 		if (x.run_dir[0])
 			nftw(x.run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 		if (x.have_sys)

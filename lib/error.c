@@ -31,6 +31,7 @@ const char *gpushare_strerror(int err)
 	case GPUSHARE_E_UNSUPPORTED: return "not supported";
 	case GPUSHARE_E_CUDA: return "CUDA error";
 	case GPUSHARE_E_MPS_MAX_CLIENTS: return "too many MPS clients";
+	case GPUSHARE_E_ADDR_IN_USE: return "address already in use";
 	}
 	return "unknown error";
 }

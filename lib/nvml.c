@@ -563,7 +563,7 @@ static void fill_sm_counts(struct gpushare_system_info *out)
 	free(devs);
 }
 
-int gpushare_system_query(struct gpushare_system_info *out)
+static int system_query(struct gpushare_system_info *out, bool sm_counts)
 {
 	unsigned count = 0;
 	nvmlReturn_t r;
@@ -602,13 +602,23 @@ int gpushare_system_query(struct gpushare_system_info *out)
 			goto fail;
 	}
 	gpushare_nvml_close();
-	if (out->n_gpus > 0)
+	if (sm_counts && out->n_gpus > 0)
 		fill_sm_counts(out);
 	return GPUSHARE_OK;
 fail:
 	gpushare_nvml_close();
 	gpushare_system_release(out);
 	return rc;
+}
+
+int gpushare_system_query(struct gpushare_system_info *out)
+{
+	return system_query(out, true);
+}
+
+int gpushare_system_query_nvml(struct gpushare_system_info *out)
+{
+	return system_query(out, false);
 }
 
 void gpushare_system_release(struct gpushare_system_info *info)

@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include "gpushare/hist.h"
+#include "gpushare/metrics.h"
 #include "gpushare/util.h"
 #include "gpushare/workload.h"
 
@@ -105,11 +106,35 @@ struct gpushare_bench_config {
 	int n_priority;                        /* 0: leave unset */
 	bool ceiling;                          /* also run batch x N in one process */
 	char worker_path[GPUSHARE_PATH_MAX];   /* "" = $GPUSHARE_WORKER, else next to /proc/self/exe */
+	/* Command mode (`gpushare bench -- CMD`, lib/bench_cmd.c): each worker
+	 * runs this program instead of gpushare-worker; the workload fields are
+	 * then unused. Job mode: `requests` is the jobs per worker (--jobs K),
+	 * else jobs run back to back for `duration_ns`. */
+	char **command;                        /* NULL-terminated argv; NULL: built-in workload */
+	int command_mode;                      /* enum gpushare_cmd_mode */
 	int argc;                              /* the command line, for the report */
 	char **argv;
 	gpushare_bench_progress_fn progress;   /* may be NULL */
 	void *progress_arg;
+	/* Live Prometheus metrics (docs/metrics.md): "[ADDR:]PORT", "" off. */
+	char metrics_listen[GPUSHARE_METRICS_ADDR_MAX];
+	double metrics_buckets[GPUSHARE_METRICS_MAX_BUCKETS]; /* le in seconds, ascending */
+	size_t n_metrics_buckets;              /* 0: the default ladder */
 };
+
+/* How a command reports (docs/protocol.md). */
+enum gpushare_cmd_mode {
+	GPUSHARE_CMD_REQUEST = 0,  /* says ready, reports each request's latency */
+	GPUSHARE_CMD_JOB = 1,      /* each run of the command to completion is one request */
+};
+
+/* "request", "job". */
+const char *gpushare_cmd_mode_name(int mode);
+
+/* Command mode only (OK otherwise): the command can be executed (PATH is
+ * searched; never a shell) and every strategy applies (`streams` does not).
+ * GPUSHARE_E_INVAL with a detail. */
+int gpushare_bench_command_check(const struct gpushare_bench_config *c);
 
 /* Defaults: matmul, 4 workers, timeslice,mps, 10 s window, 2 s warm-up,
  * 3 warm-up requests, GPU 0, start timeout 120 s, run timeout 1 h, grace 5 s. */

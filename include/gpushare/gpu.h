@@ -100,6 +100,10 @@ void gpushare_nvml_close(void);
  * CUDA_MPS_PIPE_DIRECTORY names no daemon, so the caller never becomes an
  * MPS client; they stay GPUSHARE_UNKNOWN when libcuda is missing. */
 int gpushare_system_query(struct gpushare_system_info *out);
+/* The same from NVML alone, without the libcuda child: SM counts of full
+ * GPUs stay GPUSHARE_UNKNOWN. Cheap enough for every metrics scrape, and it
+ * never initialises CUDA beside a running benchmark. */
+int gpushare_system_query_nvml(struct gpushare_system_info *out);
 void gpushare_system_release(struct gpushare_system_info *info);
 
 /* Resolve a GPU given as an NVML index ("0") or UUID ("GPU-..." or a unique

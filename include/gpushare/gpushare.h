@@ -36,6 +36,7 @@ enum gpushare_error {
 	GPUSHARE_E_UNSUPPORTED = -17,   /* the GPU, driver or build does not support this */
 	GPUSHARE_E_CUDA = -18,          /* a CUDA call failed in a worker */
 	GPUSHARE_E_MPS_MAX_CLIENTS = -19,/* CUDA error 808: too many MPS clients on the GPU */
+	GPUSHARE_E_ADDR_IN_USE = -20,   /* a listen address is taken (or cannot be bound) */
 };
 
 /* A short, lowercase description of an error code ("invalid argument"). */

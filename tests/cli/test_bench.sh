@@ -129,7 +129,7 @@ run "${SPIN[@]}" --workers 2 --strategy timeslice --verbose
 
 echo "== a worker crashes mid-run"
 # Warm-up (3 requests + 200 ms at 200 us) is about 1000 requests: fail after it.
-run "${SPIN[@]}" --workers 3 --strategy timeslice --fail-after 2500 --fail-mode crash --json
+run "${SPIN[@]}" --workers 3 --strategy timeslice --warmup 0s --fail-after 300 --fail-mode crash --json
 [[ $rc -eq 10 ]] && ok "crash: exit 10" || fail "crash: exit $rc (expected 10): $(cat "$tmp/err")"
 grep -Eq 'worker [0-9]+ .*signal 11' "$tmp/err" && ok "crash: worker and signal named" \
 	|| fail "crash: message: $(cat "$tmp/err")"
@@ -177,7 +177,7 @@ grep -q 'worker [0-9]*: too many MPS clients (CUDA error 808)' "$tmp/err" && ok 
 no_workers_left "808"
 
 echo "== request failure (error mode) mid-run"
-run "${SPIN[@]}" --workers 2 --strategy streams --fail-after 2500 --fail-mode error
+run "${SPIN[@]}" --workers 2 --strategy streams --warmup 0s --fail-after 300 --fail-mode error
 [[ $rc -eq 10 ]] && grep -q 'worker [0-9]' "$tmp/err" && ok "error mode: exit 10, worker named" \
 	|| fail "error mode: exit $rc: $(cat "$tmp/err")"
 

@@ -1,0 +1,184 @@
+/*
+ * `gpushare exporter`: a standalone Prometheus exporter of GPU, MIG, process
+ * and MPS state (docs/metrics.md). Serves GET /metrics until SIGTERM or
+ * SIGINT, or with --once prints one exposition and exits.
+ *
+ * Signals are blocked before the server's threads start and taken
+ * synchronously with sigwait(), so shutdown is an ordinary code path: stop
+ * the server (joins its threads), then exit 0.
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/metrics.h"
+
+static const char usage_text[] =
+	"usage: gpushare exporter [--listen [ADDR:]PORT] [--once] [--pipe-dir DIR]...\n"
+	"                         [--no-processes]\n"
+	"\n"
+	"Export GPU, MIG instance, compute process and MPS metrics in the Prometheus\n"
+	"text format at http://ADDR:PORT/metrics (docs/metrics.md).\n"
+	"\n"
+	"Options:\n"
+	"  --listen [ADDR:]PORT  where to serve (default 127.0.0.1:9400; ADDR defaults to\n"
+	"                        127.0.0.1; port 0 picks a free port, printed on stderr)\n"
+	"  --once                print one exposition on stdout and exit\n"
+	"  --pipe-dir DIR        MPS pipe directory to report (repeatable; default:\n"
+	"                        gpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)\n"
+	"  --no-processes        leave out the per-process GPU memory series\n"
+	"  -h, --help            show this help\n"
+	"\n"
+	"Without an NVIDIA driver the server keeps running and exports\n"
+	"gpushare_nvidia_driver_up 0; --once prints the exposition and exits 3.\n"
+	"SIGTERM or SIGINT stops the server cleanly (exit 0).\n"
+	"\n"
+	"Exit statuses:\n"
+	"  0  success\n"
+	"  1  unexpected failure (out of memory, system call)\n"
+	"  2  bad option or value\n"
+	"  3  --once: no NVIDIA driver found (the exposition is still printed)\n"
+	"  11 writing the output failed\n"
+	"  13 the listen address is in use or cannot be bound\n";
+
+enum { OPT_LISTEN = 256, OPT_ONCE, OPT_PIPE_DIR, OPT_NO_PROCESSES };
+
+static const struct option exporter_options[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "once", no_argument, NULL, OPT_ONCE },
+	{ "pipe-dir", required_argument, NULL, OPT_PIPE_DIR },
+	{ "no-processes", no_argument, NULL, OPT_NO_PROCESSES },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct exporter {
+	struct gpushare_metrics_system_opts opts;
+	pthread_mutex_t lock;          /* one collection at a time: the MPS daemon
+					* answers one control client at a time anyway */
+	bool warned_no_driver;
+};
+
+static int produce(void *arg, char **text, size_t *len)
+{
+	struct exporter *e = arg;
+	struct gpushare_metrics_buf b;
+	bool up = false;
+	int rc;
+
+	gpushare_metrics_buf_init(&b);
+	pthread_mutex_lock(&e->lock);
+	rc = gpushare_metrics_write_system(&b, &e->opts, &up);
+	if (!up && !e->warned_no_driver) {
+		cli_warn("exporter: no NVIDIA driver found; exporting gpushare_nvidia_driver_up 0");
+		e->warned_no_driver = true;
+	} else if (up) {
+		e->warned_no_driver = false;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (rc) {
+		gpushare_metrics_buf_release(&b);
+		return rc;
+	}
+	return gpushare_metrics_buf_finish(&b, text, len);
+}
+
+static int run_once(struct exporter *e)
+{
+	struct gpushare_metrics_buf b;
+	char *text;
+	size_t len;
+	bool up = false;
+	int rc, code;
+
+	gpushare_metrics_buf_init(&b);
+	rc = gpushare_metrics_write_system(&b, &e->opts, &up);
+	if (!rc)
+		rc = gpushare_metrics_buf_finish(&b, &text, &len);
+	else
+		gpushare_metrics_buf_release(&b);
+	if (rc)
+		return cli_fail(rc, "exporter");
+	fwrite(text, 1, len, stdout);
+	free(text);
+	code = cli_finish_stdout(EXIT_OK);
+	if (code == EXIT_OK && !up)
+		code = cli_error(EXIT_NO_DRIVER, "exporter: no NVIDIA driver found; gpushare_nvidia_driver_up is 0");
+	return code;
+}
+
+static int serve(struct exporter *e, const char *addr, uint16_t port)
+{
+	struct gpushare_metrics_server *srv;
+	sigset_t set;
+	int sig = 0, rc;
+
+	/* Blocked before the server's threads exist, so they inherit it and
+	 * the signals wait for sigwait() below. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	rc = gpushare_metrics_server_start(addr, port, produce, e, &srv);
+	if (rc)
+		return cli_error(cli_exit_for(rc), "exporter: %s", gpushare_errdetail());
+	fprintf(stderr, "gpushare: exporter: serving http://%s%s%s:%u/metrics\n", strchr(addr, ':') ? "[" : "", addr,
+		strchr(addr, ':') ? "]" : "", (unsigned)gpushare_metrics_server_port(srv));
+	fflush(stderr);
+	while (sigwait(&set, &sig) != 0)
+		;
+	gpushare_metrics_server_stop(srv);
+	fprintf(stderr, "gpushare: exporter: stopped by SIG%s\n", sig == SIGTERM ? "TERM" : "INT");
+	return EXIT_OK;
+}
+
+int cmd_exporter(int argc, char **argv)
+{
+	static struct exporter e;  /* large (pipe directories): off the stack */
+	char addr[GPUSHARE_METRICS_ADDR_MAX] = "127.0.0.1";
+	uint16_t port = GPUSHARE_METRICS_EXPORTER_PORT;
+	bool once = false;
+	int opt, code;
+
+	gpushare_metrics_system_opts_init(&e.opts);
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":h", exporter_options, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return cli_finish_stdout(EXIT_OK);
+		case OPT_LISTEN:
+			if (gpushare_metrics_parse_listen(optarg, addr, sizeof(addr), &port))
+				return cli_error(EXIT_USAGE, "exporter: invalid --listen '%s': %s", optarg, gpushare_errdetail());
+			break;
+		case OPT_ONCE: once = true; break;
+		case OPT_PIPE_DIR:
+			if (optarg[0] != '/' || strlen(optarg) >= GPUSHARE_PATH_MAX)
+				return cli_error(EXIT_USAGE, "exporter: invalid --pipe-dir '%s' (expected an absolute path)", optarg);
+			if (e.opts.n_pipe_dirs >= GPUSHARE_METRICS_MAX_PIPE_DIRS)
+				return cli_error(EXIT_USAGE, "exporter: at most %d --pipe-dir options",
+						 GPUSHARE_METRICS_MAX_PIPE_DIRS);
+			snprintf(e.opts.pipe_dirs[e.opts.n_pipe_dirs++], GPUSHARE_PATH_MAX, "%s", optarg);
+			break;
+		case OPT_NO_PROCESSES: e.opts.processes = false; break;
+		default:
+			return cli_usage_error("exporter", opt, optopt, argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_error(EXIT_USAGE, "exporter: unexpected argument '%s' (see 'gpushare exporter --help')",
+				 argv[optind]);
+	if (once)
+		return run_once(&e);
+	pthread_mutex_init(&e.lock, NULL);
+	code = serve(&e, addr, port);
+	pthread_mutex_destroy(&e.lock);
+	return code;
+}

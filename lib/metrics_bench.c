@@ -1,0 +1,337 @@
+/*
+ * The live view of a benchmark for Prometheus (`gpushare bench
+ * --metrics-listen`): per-worker request-duration histograms, request and
+ * error counters and the run phase, read from the shared region the workers
+ * write, plus the machine's GPU and MPS state (metrics_system.c).
+ *
+ * Workers are never slowed by a scrape: they write their slots with relaxed
+ * atomic stores and never take a lock; a scrape copies each slot's histogram
+ * with atomic loads. The only lock, `lock`, guards the pointer to the
+ * current region against the launcher unmapping it: the launcher attaches a
+ * region after creating it and detaches it before unmapping it, and detach
+ * waits for a scrape that is copying (a few microseconds per worker).
+ *
+ * When a region is detached its final values are kept (`retained`), so a
+ * strategy's series stay in the exposition, unchanged, until the run ends:
+ * counters never go backwards and Prometheus keeps the last values.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/metrics.h"
+
+#define HIST_NAME "gpushare_request_duration_seconds"
+
+/* The values of one worker's series. */
+struct worker_view {
+	int strategy;
+	int worker;
+	uint64_t cum[GPUSHARE_METRICS_MAX_BUCKETS];
+	uint64_t count;                /* all buckets: le="+Inf" and _count */
+	double sum_seconds;
+	uint64_t requests, errors;
+};
+
+struct gpushare_metrics_bench {
+	struct gpushare_metrics_server *srv;
+	char workload[64];
+	double le[GPUSHARE_METRICS_MAX_BUCKETS];
+	size_t n_le;
+	int strategies[GPUSHARE_STRATEGY_COUNT + 1];
+	size_t n_strategies;
+
+	pthread_mutex_t lock;          /* guards everything below */
+	struct gpushare_region_header *reg;
+	uint32_t n_slots;
+	size_t offset;
+	int strategy;
+	char mps_pipe_dir[GPUSHARE_PATH_MAX];
+	bool done[GPUSHARE_STRATEGY_COUNT + 1];
+	struct worker_view *retained;
+	size_t n_retained, cap_retained;
+};
+
+static int strategy_slot(const struct gpushare_metrics_bench *m, int strategy)
+{
+	for (size_t i = 0; i < m->n_strategies; i++) {
+		if (m->strategies[i] == strategy)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Fill v from a live slot; tmp is scratch for the histogram copy. */
+static void view_slot(const struct gpushare_metrics_bench *m, struct gpushare_slot *sl, struct gpushare_hist *tmp,
+		      struct worker_view *v)
+{
+	gpushare_hist_snapshot(&sl->hist, tmp);
+	v->count = gpushare_metrics_hist_cum(tmp, m->le, m->n_le, v->cum);
+	v->sum_seconds = (double)tmp->sum_ns / 1e9;
+	v->requests = __atomic_load_n(&sl->requests, __ATOMIC_RELAXED);
+	v->errors = __atomic_load_n(&sl->errors, __ATOMIC_RELAXED);
+}
+
+static const char *const phase_names[] = { "pending", "starting", "warmup", "measuring", "stopping", "done" };
+#define N_PHASES (sizeof(phase_names) / sizeof(phase_names[0]))
+
+/* Phase of the attached region, from its header. */
+static int live_phase(const struct gpushare_region_header *reg)
+{
+	uint32_t ph = __atomic_load_n(&reg->phase, __ATOMIC_ACQUIRE);
+	uint64_t now = gpushare_now_ns();
+
+	if (ph == GPUSHARE_PHASE_INIT)
+		return 1;
+	if (ph == GPUSHARE_PHASE_GO) {
+		if (now < __atomic_load_n(&reg->t_measure_start_ns, __ATOMIC_RELAXED))
+			return 2;
+		if (now < __atomic_load_n(&reg->t_measure_end_ns, __ATOMIC_RELAXED))
+			return 3;
+	}
+	return 4;
+}
+
+/* A consistent copy of everything the exposition shows, taken under the lock. */
+struct snapshot {
+	struct worker_view *views;
+	size_t n_views;
+	int phase[GPUSHARE_STRATEGY_COUNT + 1];
+	char mps_pipe_dir[GPUSHARE_PATH_MAX];
+};
+
+static int take_snapshot(struct gpushare_metrics_bench *m, struct snapshot *s)
+{
+	struct gpushare_hist *tmp = malloc(sizeof(*tmp));
+	size_t n;
+	int rc = GPUSHARE_OK;
+
+	if (!tmp)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate a histogram copy");
+	pthread_mutex_lock(&m->lock);
+	n = m->n_retained + (m->reg ? m->n_slots : 0);
+	s->views = calloc(n ? n : 1, sizeof(*s->views));
+	if (!s->views) {
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate the metrics snapshot");
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_retained; i++)
+		s->views[s->n_views++] = m->retained[i];
+	for (uint32_t i = 0; m->reg && i < m->n_slots; i++) {
+		struct worker_view *v = &s->views[s->n_views++];
+
+		v->strategy = m->strategy;
+		v->worker = (int)(m->offset + i);
+		view_slot(m, gpushare_region_slot(m->reg, i), tmp, v);
+	}
+	for (size_t i = 0; i < m->n_strategies; i++)
+		s->phase[i] = m->done[i] ? 5 : 0;
+	if (m->reg && strategy_slot(m, m->strategy) >= 0)
+		s->phase[strategy_slot(m, m->strategy)] = live_phase(m->reg);
+	snprintf(s->mps_pipe_dir, sizeof(s->mps_pipe_dir), "%s", m->reg ? m->mps_pipe_dir : "");
+out:
+	pthread_mutex_unlock(&m->lock);
+	free(tmp);
+	return rc;
+}
+
+struct view_labels {
+	char worker[16];
+	struct gpushare_metrics_label l[3];
+};
+
+static void view_labels(const struct gpushare_metrics_bench *m, const struct worker_view *v, struct view_labels *vl)
+{
+	snprintf(vl->worker, sizeof(vl->worker), "%d", v->worker);
+	vl->l[0] = (struct gpushare_metrics_label){ "strategy", gpushare_strategy_name(v->strategy) };
+	vl->l[1] = (struct gpushare_metrics_label){ "workload", m->workload };
+	vl->l[2] = (struct gpushare_metrics_label){ "worker", vl->worker };
+}
+
+int gpushare_metrics_bench_render(struct gpushare_metrics_bench *m, char **text, size_t *len)
+{
+	struct gpushare_metrics_system_opts o;
+	struct gpushare_metrics_buf b;
+	struct snapshot s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	rc = take_snapshot(m, &s);
+	if (rc)
+		return rc;
+	gpushare_metrics_buf_init(&b);
+	gpushare_metrics_family(&b, "gpushare_bench_phase", "gauge",
+				"1 for the phase each strategy of the run is in (pending, starting, warmup, measuring, "
+				"stopping, done), 0 for the others.");
+	for (size_t i = 0; i < m->n_strategies; i++) {
+		for (size_t p = 0; p < N_PHASES; p++) {
+			struct gpushare_metrics_label l[2] = {
+				{ "strategy", gpushare_strategy_name(m->strategies[i]) }, { "phase", phase_names[p] },
+			};
+
+			gpushare_metrics_sample(&b, "gpushare_bench_phase", l, 2, s.phase[i] == (int)p);
+		}
+	}
+	gpushare_metrics_family(&b, HIST_NAME, "histogram",
+				"Duration of the requests a worker recorded in the measurement window, seconds.");
+	for (size_t i = 0; i < s.n_views; i++) {
+		struct view_labels vl;
+
+		view_labels(m, &s.views[i], &vl);
+		gpushare_metrics_histogram_cum(&b, HIST_NAME, vl.l, 3, s.views[i].cum, m->le, m->n_le, s.views[i].count,
+					       s.views[i].sum_seconds);
+	}
+	gpushare_metrics_family(&b, "gpushare_requests_total", "counter",
+				"Requests a worker recorded in the measurement window.");
+	for (size_t i = 0; i < s.n_views; i++) {
+		struct view_labels vl;
+
+		view_labels(m, &s.views[i], &vl);
+		gpushare_metrics_sample_u64(&b, "gpushare_requests_total", vl.l, 3, s.views[i].requests);
+	}
+	gpushare_metrics_family(&b, "gpushare_request_errors_total", "counter",
+				"Requests of a worker that failed without ending the run.");
+	for (size_t i = 0; i < s.n_views; i++) {
+		struct view_labels vl;
+
+		view_labels(m, &s.views[i], &vl);
+		gpushare_metrics_sample_u64(&b, "gpushare_request_errors_total", vl.l, 3, s.views[i].errors);
+	}
+	free(s.views);
+	gpushare_metrics_system_opts_init(&o);
+	o.default_pipe_dirs = false;
+	if (s.mps_pipe_dir[0]) {
+		snprintf(o.pipe_dirs[0], sizeof(o.pipe_dirs[0]), "%s", s.mps_pipe_dir);
+		o.n_pipe_dirs = 1;
+	}
+	gpushare_metrics_write_system(&b, &o, NULL);
+	return gpushare_metrics_buf_finish(&b, text, len);
+}
+
+static int produce(void *arg, char **text, size_t *len)
+{
+	return gpushare_metrics_bench_render(arg, text, len);
+}
+
+int gpushare_metrics_bench_start(const struct gpushare_bench_config *c, struct gpushare_metrics_bench **out)
+{
+	struct gpushare_metrics_bench *m;
+	char addr[GPUSHARE_METRICS_ADDR_MAX];
+	uint16_t port;
+	int rc;
+
+	*out = NULL;
+	if (!c->metrics_listen[0])
+		return GPUSHARE_OK;
+	rc = gpushare_metrics_parse_listen(c->metrics_listen, addr, sizeof(addr), &port);
+	if (rc)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate the metrics view");
+	pthread_mutex_init(&m->lock, NULL);
+	snprintf(m->workload, sizeof(m->workload), "%s", c->wl.desc ? c->wl.desc->name : "");
+	if (c->n_metrics_buckets) {
+		m->n_le = c->n_metrics_buckets > GPUSHARE_METRICS_MAX_BUCKETS ? GPUSHARE_METRICS_MAX_BUCKETS
+									   : c->n_metrics_buckets;
+		memcpy(m->le, c->metrics_buckets, m->n_le * sizeof(*m->le));
+	} else {
+		m->n_le = gpushare_metrics_default_buckets(m->le, GPUSHARE_METRICS_MAX_BUCKETS);
+	}
+	if (c->ceiling)
+		m->strategies[m->n_strategies++] = GPUSHARE_STRATEGY_CEILING;
+	for (size_t i = 0; i < c->n_strategies && i < GPUSHARE_STRATEGY_COUNT; i++)
+		m->strategies[m->n_strategies++] = c->strategies[i];
+	rc = gpushare_metrics_server_start(addr, port, produce, m, &m->srv);
+	if (rc) {
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return gpushare_fail(rc, "--metrics-listen: %s", detail);
+	}
+	*out = m;
+	return GPUSHARE_OK;
+}
+
+void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, int strategy,
+				   struct gpushare_region_header *reg, uint32_t n_slots, size_t offset,
+				   const char *mps_pipe_dir)
+{
+	int k;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->reg = reg;
+	m->n_slots = n_slots;
+	m->offset = offset;
+	m->strategy = strategy;
+	snprintf(m->mps_pipe_dir, sizeof(m->mps_pipe_dir), "%s", mps_pipe_dir ? mps_pipe_dir : "");
+	k = strategy_slot(m, strategy);
+	if (k >= 0)
+		m->done[k] = false;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Keep v, replacing an earlier entry of the same strategy and worker. */
+static void retain(struct gpushare_metrics_bench *m, const struct worker_view *v)
+{
+	for (size_t i = 0; i < m->n_retained; i++) {
+		if (m->retained[i].strategy == v->strategy && m->retained[i].worker == v->worker) {
+			m->retained[i] = *v;
+			return;
+		}
+	}
+	if (m->n_retained == m->cap_retained) {
+		size_t cap = m->cap_retained ? 2 * m->cap_retained : 16;
+		struct worker_view *r = realloc(m->retained, cap * sizeof(*r));
+
+		if (!r)
+			return; /* the series just ends, as it would without retention */
+		m->retained = r;
+		m->cap_retained = cap;
+	}
+	m->retained[m->n_retained++] = *v;
+}
+
+void gpushare_metrics_bench_detach(struct gpushare_metrics_bench *m)
+{
+	struct gpushare_hist *tmp;
+	int k;
+
+	if (!m)
+		return;
+	tmp = malloc(sizeof(*tmp));
+	pthread_mutex_lock(&m->lock);
+	for (uint32_t i = 0; tmp && m->reg && i < m->n_slots; i++) {
+		struct worker_view v;
+
+		memset(&v, 0, sizeof(v));
+		v.strategy = m->strategy;
+		v.worker = (int)(m->offset + i);
+		view_slot(m, gpushare_region_slot(m->reg, i), tmp, &v);
+		retain(m, &v);
+	}
+	k = strategy_slot(m, m->strategy);
+	if (m->reg && k >= 0)
+		m->done[k] = true;
+	m->reg = NULL;
+	m->mps_pipe_dir[0] = '\0';
+	pthread_mutex_unlock(&m->lock);
+	free(tmp);
+}
+
+void gpushare_metrics_bench_stop(struct gpushare_metrics_bench *m)
+{
+	if (!m)
+		return;
+	gpushare_metrics_server_stop(m->srv);
+	pthread_mutex_destroy(&m->lock);
+	free(m->retained);
+	free(m);
+}

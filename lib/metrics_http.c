@@ -1,0 +1,203 @@
+/*
+ * The HTTP side of the metrics: GET /metrics over libmicrohttpd.
+ *
+ * One thread per connection (MHD_USE_THREAD_PER_CONNECTION), so a slow
+ * producer or a silent client never holds up another scrape. Bounded:
+ * at most GPUSHARE_METRICS_MAX_CONNECTIONS connections, each dropped after
+ * GPUSHARE_METRICS_CONN_TIMEOUT_S seconds without progress, with a request
+ * buffer of GPUSHARE_METRICS_CONN_MEMORY_BYTES (a larger request head is
+ * refused by libmicrohttpd with 431/414). A request body is never read: other
+ * methods get 405 and a GET or HEAD announcing a body gets 413.
+ *
+ * The listening socket is made here, not by libmicrohttpd, so a taken port
+ * gives the kernel's own reason (EADDRINUSE) and port 0 can be asked for.
+ * The server's threads start with SIGINT, SIGTERM and SIGPIPE blocked: the
+ * caller's thread keeps its signals.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/metrics.h"
+
+struct gpushare_metrics_server {
+	struct MHD_Daemon *daemon;
+	uint16_t port;
+	gpushare_metrics_produce_fn fn;
+	void *arg;
+};
+
+static const char not_found[] = "not found; metrics are at /metrics\n";
+static const char not_allowed[] = "method not allowed; use GET\n";
+static const char too_large[] = "a request to /metrics carries no body\n";
+static const char failed[] = "cannot produce the metrics\n";
+
+static enum MHD_Result reply_static(struct MHD_Connection *conn, unsigned status, const char *text, bool allow)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static bool has_body(struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+	return te != NULL || (cl && strspn(cl, "0") != strlen(cl));
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct gpushare_metrics_server *s = cls;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char *text = NULL;
+	size_t len = 0;
+
+	(void)version;
+	(void)upload_data;
+	(void)con_cls;
+	/* Every answer is decided on the first call, before any body is read:
+	 * libmicrohttpd then closes the connection instead of reading it. */
+	if (*upload_data_size) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_static(conn, MHD_HTTP_METHOD_NOT_ALLOWED, not_allowed, true);
+	if (has_body(conn))
+		return reply_static(conn, MHD_HTTP_CONTENT_TOO_LARGE, too_large, false);
+	if (strcmp(url, "/metrics") != 0)
+		return reply_static(conn, MHD_HTTP_NOT_FOUND, not_found, false);
+	if (s->fn(s->arg, &text, &len) != GPUSHARE_OK || !text)
+		return reply_static(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, failed, false);
+	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, GPUSHARE_METRICS_CONTENT_TYPE);
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static int listen_socket(const char *addr, uint16_t port, int *fd_out, uint16_t *bound)
+{
+	struct addrinfo hints, *res = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char portbuf[8];
+	int fd, one = 1, e, g;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(portbuf, sizeof(portbuf), "%u", (unsigned)port);
+	g = getaddrinfo(addr, portbuf, &hints, &res);
+	if (g != 0)
+		return gpushare_fail(GPUSHARE_E_ADDR_IN_USE, "cannot listen on %s:%u: %s", addr, (unsigned)port,
+				     gai_strerror(g));
+	fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+	if (fd < 0) {
+		e = errno;
+		freeaddrinfo(res);
+		return gpushare_fail(GPUSHARE_E_SYS, "socket: %s", strerror(e));
+	}
+	/* Allows a restart while old connections sit in TIME_WAIT; Linux still
+	 * refuses a port another socket listens on. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+		e = errno;
+		close(fd);
+		freeaddrinfo(res);
+		return gpushare_fail(GPUSHARE_E_ADDR_IN_USE, "cannot listen on %s:%u: %s", addr, (unsigned)port,
+				     strerror(e));
+	}
+	freeaddrinfo(res);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET)
+			*bound = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		else if (ss.ss_family == AF_INET6)
+			*bound = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	}
+	*fd_out = fd;
+	return GPUSHARE_OK;
+}
+
+int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metrics_produce_fn fn, void *arg,
+				  struct gpushare_metrics_server **out)
+{
+	struct gpushare_metrics_server *s;
+	sigset_t block, old;
+	int fd = -1, rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate the metrics server");
+	s->fn = fn;
+	s->arg = arg;
+	s->port = port;
+	rc = listen_socket(addr, port, &fd, &s->port);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
+				     on_request, s,
+				     MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)GPUSHARE_METRICS_MAX_CONNECTIONS,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)GPUSHARE_METRICS_CONN_TIMEOUT_S,
+				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GPUSHARE_METRICS_CONN_MEMORY_BYTES,
+				     MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!s->daemon) {
+		close(fd);
+		free(s);
+		return gpushare_fail(GPUSHARE_E_SYS, "cannot start the HTTP server on %s:%u (libmicrohttpd)", addr,
+				     (unsigned)port);
+	}
+	*out = s;
+	return GPUSHARE_OK;
+}
+
+uint16_t gpushare_metrics_server_port(const struct gpushare_metrics_server *s)
+{
+	return s ? s->port : 0;
+}
+
+void gpushare_metrics_server_stop(struct gpushare_metrics_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->daemon);  /* joins the threads, closes the socket */
+	free(s);
+}
