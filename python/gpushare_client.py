@@ -1,0 +1,217 @@
+"""gpushare client: report requests to `gpushare bench -- CMD` (docs/protocol.md).
+
+Dependency-free (standard library only). A script run as a gpushare worker
+needs three added lines::
+
+    import gpushare_client as gs     # 1
+    ... load the model, warm up ...
+    gs.ready()                       # 2: waits until every worker is ready
+    while gs.running():              #    False once gpushare says stop
+        with gs.request():           # 3: times one request (synchronize GPU work inside)
+            model(batch)
+
+Outside gpushare (no GPUSHARE_REPORT_FD) everything is a no-op and
+running() stays True: bound the loop yourself then (gs.active() tells).
+
+Timestamps are time.monotonic_ns(), which is CLOCK_MONOTONIC on Linux, the
+clock gpushare uses. One client per process; not thread-safe.
+"""
+
+import contextlib
+import os
+import select
+import socket
+import time
+
+PROTOCOL = 1
+
+__all__ = ["Client", "ready", "running", "request", "report", "error", "fail",
+           "active", "worker", "workers", "batch", "warmup_requests", "now_ns", "measure_start_ns"]
+
+
+def now_ns():
+    """CLOCK_MONOTONIC in nanoseconds, the clock of the protocol."""
+    return time.monotonic_ns()
+
+
+def _env_int(name, default):
+    try:
+        return int(os.environ.get(name, ""))
+    except ValueError:
+        return default
+
+
+class Client:
+    """One process's connection to gpushare (an inherited socket)."""
+
+    def __init__(self, environ=None):
+        env = os.environ if environ is None else environ
+        self.worker = _env_int("GPUSHARE_WORKER", 0) if "GPUSHARE_REPORT_FD" in env else 0
+        self.workers = _env_int("GPUSHARE_WORKERS", 1)
+        self.batch = _env_int("GPUSHARE_BATCH", 0)
+        self.warmup_requests = _env_int("GPUSHARE_WARMUP_REQUESTS", -1)
+        self.started = False
+        self.stopped = False
+        self.measure_start_ns = 0
+        self.measure_end_ns = 0
+        self._in = b""
+        self._sock = None
+        fd = env.get("GPUSHARE_REPORT_FD", "")
+        if fd == "":
+            return
+        # socket.socket(fileno=) takes the descriptor over; closing it is ours.
+        self._sock = socket.socket(fileno=int(fd))
+        self._send("hello %d\n" % PROTOCOL)
+
+    @property
+    def active(self):
+        return self._sock is not None
+
+    def _send(self, line):
+        if self._sock is None or (self.stopped and not line.startswith("fail")):
+            return
+        try:
+            self._sock.sendall(line.encode("ascii", "replace"))
+        except OSError:
+            self.stopped = True  # gpushare is gone
+
+    def _poll(self, timeout):
+        if self._sock is None or self.stopped:
+            return
+        r, _, _ = select.select([self._sock], [], [], timeout)
+        if not r:
+            return
+        try:
+            data = self._sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.stopped = True
+            return
+        self._in += data
+        while b"\n" in self._in:
+            line, self._in = self._in.split(b"\n", 1)
+            words = line.decode("ascii", "replace").split()
+            if not words:
+                continue
+            if words[0] == "go":
+                if len(words) >= 3 and words[1].isdigit() and words[2].isdigit():
+                    self.measure_start_ns, self.measure_end_ns = int(words[1]), int(words[2])
+                self.started = True
+            elif words[0] == "stop":
+                self.stopped = True
+        if len(self._in) > 4096:
+            self._in = b""
+
+    def ready(self):
+        """Warm-up done: tell gpushare and wait for the start signal.
+        True to start measuring; False when gpushare said stop instead."""
+        if self._sock is None:
+            return True
+        self._send("ready\n")
+        while not self.started and not self.stopped:
+            self._poll(None)
+        return self.started and not self.stopped
+
+    def running(self):
+        """Whether to run another request (checks for "stop" without blocking)."""
+        if self._sock is None:
+            return True
+        self._poll(0)
+        return not self.stopped
+
+    def report(self, start_ns, end_ns):
+        """One request from start_ns to end_ns (now_ns() values)."""
+        self._send("span %d %d\n" % (start_ns, end_ns))
+
+    @contextlib.contextmanager
+    def request(self):
+        """Time the block as one request; an exception counts as an error."""
+        t0 = time.monotonic_ns()
+        try:
+            yield
+        except Exception as e:
+            self.error(type(e).__name__)
+            raise
+        self.report(t0, time.monotonic_ns())
+
+    @staticmethod
+    def _text(text):
+        text = "".join(c if " " <= c <= "~" else "?" for c in str(text))
+        return text[:200]
+
+    def error(self, text=""):
+        """A request failed; the program goes on."""
+        self._send(("error %s" % self._text(text)).rstrip() + "\n")
+
+    def fail(self, text=""):
+        """The program gives up: say why, then exit non-zero."""
+        self._send(("fail %s" % self._text(text)).rstrip() + "\n")
+
+    def close(self):
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+_client = None
+
+
+def _get():
+    global _client
+    if _client is None:
+        _client = Client()
+    return _client
+
+
+# Module-level shortcuts over one process-wide client.
+def ready():
+    return _get().ready()
+
+
+def running():
+    return _get().running()
+
+
+def request():
+    return _get().request()
+
+
+def report(start_ns, end_ns):
+    _get().report(start_ns, end_ns)
+
+
+def error(text=""):
+    _get().error(text)
+
+
+def fail(text=""):
+    _get().fail(text)
+
+
+def active():
+    return _get().active
+
+
+def worker():
+    return _get().worker
+
+
+def workers():
+    return _get().workers
+
+
+def batch(default=1):
+    b = _get().batch
+    return b if b > 0 else default
+
+
+def warmup_requests(default=3):
+    w = _get().warmup_requests
+    return w if w >= 0 else default
+
+
+def measure_start_ns():
+    return _get().measure_start_ns
