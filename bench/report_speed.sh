@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# How long `gpushare report` takes on 1,000 recorded runs (issue 4 asks for
+# under a second). Usage: bench/report_speed.sh BUILD_DIR [RUNS]
+# Builds a results file of RUNS records (default 1000) by copying the records
+# of a short CPU-only spin sweep (7 workers each), with their cells
+# spread over 3 strategies x 5 worker counts x 4 batch sizes, then times the
+# report (best of 3) and prints the number. Build without sanitizers for a
+# meaningful number (-DGPUSHARE_SANITIZE=OFF -DCMAKE_BUILD_TYPE=Release).
+set -euo pipefail
+B=$(cd "${1:?build dir}" && pwd) N=${2:-1000}
+G=$B/gpushare
+export GPUSHARE_WORKER=${GPUSHARE_WORKER:-$B/gpushare-worker}
+tmp=$(mktemp -d /tmp/gpushare-report-speed.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# Real records (7 workers each, like a GPU sweep) as templates.
+"$G" sweep --out "$tmp/seed" --workload spin --request-us 100us --strategy timeslice,sequential \
+	--workers 7 --batch 1 --repeats 1 --duration 100ms --warmup 20ms -q --no-report >/dev/null
+mkdir -p "$tmp/big"
+python3 - "$tmp/seed/results.jsonl" "$tmp/big/results.jsonl" "$N" <<'PY'
+import json, random, sys
+seeds = [json.loads(l) for l in open(sys.argv[1])]
+n = int(sys.argv[3]); random.seed(1)
+strategies = ["timeslice", "mps", "mps-split"]; workers = [1, 2, 3, 5, 7]; batches = [1, 2, 4, 8]
+cells = [(s, w, b) for s in strategies for w in workers for b in batches]
+with open(sys.argv[2], "w") as f:
+    for i in range(n):
+        s, w, b = cells[i % len(cells)]
+        r = json.loads(json.dumps(seeds[i % len(seeds)]))
+        r["cell"].update(strategy=s, workers=w, batch=b, key=f"spin|{s}|w{w}|b{b}")
+        r["repeat"] = i // len(cells)
+        a = r["bench"]["results"][0]["aggregate"]
+        a["items_per_second"] *= random.uniform(0.9, 1.1) * b
+        f.write(json.dumps(r, separators=(",", ":")) + "\n")
+PY
+echo "results file: $(wc -l <"$tmp/big/results.jsonl") runs, $(du -h "$tmp/big/results.jsonl" | cut -f1)"
+best=
+for i in 1 2 3; do
+	t0=$(date +%s.%N)
+	"$G" report "$tmp/big" --slo-p99 5 -q
+	t1=$(date +%s.%N)
+	t=$(python3 -c "print(round($t1 - $t0, 3))")
+	echo "run $i: $t s"
+	if [[ -z "$best" ]] || python3 -c "import sys; sys.exit(0 if $t < $best else 1)"; then best=$t; fi
+done
+echo "gpushare report on $N runs: best of 3 = $best s (target: under 1 s)"
+python3 -c "import sys; sys.exit(0 if $best < 1.0 else 1)"

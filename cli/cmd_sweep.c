@@ -1,0 +1,471 @@
+/*
+ * gpushare sweep: run the grid workload shapes x strategies x workers x
+ * batch sizes, R repeats each (or until the median is known to a target
+ * noise), appending every finished run to OUT/results.jsonl, then write the
+ * report. Parses options, shows progress (a bar with elapsed time and ETA on
+ * a terminal, plain lines otherwise) and hands the work to
+ * gpushare_sweep_run().
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gpushare/bench.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/sweep.h"
+#include "gpushare/workload.h"
+
+enum {
+	OPT_WORKLOAD = 256, OPT_STRATEGY, OPT_WORKERS, OPT_BATCH, OPT_REPEATS, OPT_TARGET_NOISE, OPT_MAX_REPEATS,
+	OPT_DURATION, OPT_REQUESTS, OPT_WARMUP, OPT_WARMUP_REQUESTS, OPT_START_TIMEOUT, OPT_GPU, OPT_MPS_PIPE_DIR,
+	OPT_OUT, OPT_RESUME, OPT_SLO, OPT_NO_REPORT,
+	OPT_WL_FIRST = 1000,
+};
+
+static const struct option sweep_options[] = {
+	{ "workload", required_argument, NULL, OPT_WORKLOAD },
+	{ "strategy", required_argument, NULL, OPT_STRATEGY },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "repeats", required_argument, NULL, OPT_REPEATS },
+	{ "target-noise", required_argument, NULL, OPT_TARGET_NOISE },
+	{ "max-repeats", required_argument, NULL, OPT_MAX_REPEATS },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "requests", required_argument, NULL, OPT_REQUESTS },
+	{ "warmup", required_argument, NULL, OPT_WARMUP },
+	{ "warmup-requests", required_argument, NULL, OPT_WARMUP_REQUESTS },
+	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
+	{ "gpu", required_argument, NULL, OPT_GPU },
+	{ "mps-pipe-dir", required_argument, NULL, OPT_MPS_PIPE_DIR },
+	{ "out", required_argument, NULL, OPT_OUT },
+	{ "resume", no_argument, NULL, OPT_RESUME },
+	{ "slo-p99", required_argument, NULL, OPT_SLO },
+	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+};
+#define N_SWEEP_OPTIONS (sizeof(sweep_options) / sizeof(sweep_options[0]))
+#define MAX_WL_OPTS (GPUSHARE_WL_MAX_OPTS * 5)
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gpushare sweep --out DIR [options] [--<workload option> VALUE]...\n\n"
+		"Run every cell of workload shapes x strategies x workers x batch sizes, repeated,\n"
+		"in interleaved order; append each finished run to DIR/" GPUSHARE_SWEEP_RESULTS_FILE "; write the report.\n\n"
+		"  --out DIR              results and report directory (created when absent)\n"
+		"  --workload LIST        comma list of shapes NAME[:opt=value[:opt=value]...]\n"
+		"                         (default matmul), e.g. matmul:size=4096,transformer\n"
+		"  --strategy LIST        timeslice, mps, mps-split, mig, sequential, streams\n"
+		"                         (default timeslice,mps)\n"
+		"  --workers LIST         worker counts, e.g. 1,3,5,7 (default 1,2,4)\n"
+		"  --batch LIST           batch sizes, e.g. 1,2,4,8 (default 1)\n"
+		"  --repeats R            runs per cell (default 5); the median is reported\n"
+		"  --target-noise P       repeat a cell until the 95%% CI of its median throughput is\n"
+		"                         within +-P (e.g. 2%%); at least 6 runs, at most --max-repeats\n"
+		"  --max-repeats M        bound of --target-noise (default 20)\n"
+		"  --resume               continue the sweep recorded in DIR: recorded runs are skipped\n"
+		"  --duration D | --requests R | --warmup D | --warmup-requests W | --start-timeout D\n"
+		"  --gpu IDX|UUID | --mps-pipe-dir DIR\n"
+		"                         per run, as for gpushare bench\n"
+		"  --slo-p99 MS           the report also picks the best throughput with p99 under MS\n"
+		"  --no-report            do not write the report at the end\n"
+		"  -q, --quiet            no progress on stderr\n"
+		"  -h, --help             this help\n\n"
+		"Workload options (gpushare bench --help lists them) apply to every shape whose\n"
+		"workload has them. mps and mps-split cells share one private MPS daemon, started\n"
+		"once and stopped at the end (or on Ctrl-C).\n\n"
+		"Exit statuses: 0 ok, 2 bad option, 3 no driver, 4/5 MPS, 6 directory, 10 some runs\n"
+		"failed (recorded), 11 DIR or its results file unusable, 130 interrupted.\n"
+		"See docs/sweep.md.\n");
+}
+
+/* ---- progress ---- */
+
+struct progress_state {
+	bool tty;
+	bool line_open;
+};
+
+static void fmt_clock(double s, char *buf, size_t len)
+{
+	long t = s < 0 || !isfinite(s) ? -1 : (long)(s + 0.5);
+
+	if (t < 0)
+		snprintf(buf, len, "--:--");
+	else if (t >= 3600)
+		snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, len, "%02ld:%02ld", t / 60, t % 60);
+}
+
+static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
+{
+	struct progress_state *ps = arg;
+	char el[16], eta[16], what[160];
+	unsigned total = p->runs_planned ? p->runs_planned : 1;
+
+	fmt_clock(p->elapsed_seconds, el, sizeof(el));
+	fmt_clock(p->eta_seconds, eta, sizeof(eta));
+	snprintf(what, sizeof(what), "%s %s w%d b%ld #%d", p->shape_label, gpushare_strategy_name(p->cell->strategy),
+		 p->cell->workers, p->cell->batch, p->repeat + 1);
+	if (ps->tty) {
+		char bar[31];
+		unsigned filled = (unsigned)(30.0 * p->runs_done / total);
+
+		for (unsigned i = 0; i < 30; i++)
+			bar[i] = i < filled ? '#' : '-';
+		bar[30] = '\0';
+		fprintf(stderr, "\r\033[K[%s] %u/%u  %s", bar, p->runs_done, p->runs_planned, what);
+		if (!p->run_done && p->bench && p->bench->phase == GPUSHARE_BENCH_MEASURING && p->bench->total_seconds > 0)
+			fprintf(stderr, " %.1f/%.1fs", p->bench->elapsed_seconds, p->bench->total_seconds);
+		fprintf(stderr, "  elapsed %s  ETA %s", el, eta);
+		ps->line_open = true;
+		fflush(stderr);
+		return;
+	}
+	if (!p->run_done)
+		return;
+	fprintf(stderr, "gpushare: sweep: %u/%u %s: %s%.1f items/s; elapsed %s, ETA %s\n", p->runs_done,
+		p->runs_planned, what, p->run_ok ? "" : "FAILED or partial, ", p->items_per_second, el, eta);
+	fflush(stderr);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	gpushare_bench_interrupt();
+}
+
+/* ---- options ---- */
+
+/* Workload options of every workload named in --workload, so they join the
+ * option table. names[] point into the static workload tables. */
+static size_t prescan_options(int argc, char **argv, const char **names, size_t max)
+{
+	size_t n = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		char buf[512], *save = NULL, *item;
+
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--workload") && i + 1 < argc)
+			v = argv[++i];
+		else if (!strncmp(argv[i], "--workload=", 11))
+			v = argv[i] + 11;
+		if (!v)
+			continue;
+		snprintf(buf, sizeof(buf), "%s", v);
+		for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+			const struct gpushare_wl_desc *d;
+
+			item[strcspn(item, ":")] = '\0';
+			d = gpushare_workload_find(item);
+			for (size_t j = 0; d && j < d->n_opts; j++) {
+				bool seen = false;
+
+				for (size_t k = 0; k < N_SWEEP_OPTIONS; k++)
+					seen |= !strcmp(sweep_options[k].name, d->opts[j].name);
+				for (size_t k = 0; k < n; k++)
+					seen |= !strcmp(names[k], d->opts[j].name);
+				if (!seen && n < max)
+					names[n++] = d->opts[j].name;
+			}
+		}
+	}
+	return n;
+}
+
+static int bad_value(const char *opt, const char *value)
+{
+	return cli_error(EXIT_USAGE, "sweep: invalid %s '%s': %s", opt, value, gpushare_errdetail());
+}
+
+static int parse_whole(const char *s, long min, long max, long *out)
+{
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a whole number", s);
+	return gpushare_parse_int(s, min, max, out);
+}
+
+/* "2%", "2" (percent) or "0.02"? Only percent forms: "2%" and "2" both mean 2 %. */
+static int parse_noise(const char *s, double *out)
+{
+	char buf[32];
+	size_t len = strlen(s);
+	double v;
+	char *end;
+
+	if (!len || len >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", s);
+	if (buf[len - 1] == '%')
+		buf[len - 1] = '\0';
+	v = strtod(buf, &end);
+	if (end == buf || *end || !(v > 0) || v >= 100)
+		return -1;
+	*out = v / 100;
+	return 0;
+}
+
+static int make_out_dir(const char *out)
+{
+	struct stat st;
+
+	if (!*out)
+		return cli_error(EXIT_USAGE, "sweep: empty --out");
+	if (mkdir(out, 0755) != 0 && errno != EEXIST)
+		return cli_error(EXIT_IO, "sweep: cannot create --out '%s': %s", out, strerror(errno));
+	if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
+		return cli_error(EXIT_IO, "sweep: --out '%s' is not a directory", out);
+	if (access(out, W_OK | X_OK) != 0)
+		return cli_error(EXIT_IO, "sweep: cannot write in --out '%s': %s", out, strerror(errno));
+	return EXIT_OK;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	static struct gpushare_sweep_config s;  /* large: kept off the stack */
+	struct option longopts[N_SWEEP_OPTIONS + MAX_WL_OPTS + 1];
+	const char *wl_names[MAX_WL_OPTS];
+	const char *wl_values[MAX_WL_OPTS] = { 0 };
+	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nl = 0, nv;
+	const char *workloads = "matmul", *out = NULL;
+	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
+	bool quiet = false, no_report = false, duration_given = false;
+	struct progress_state ps = { 0 };
+	struct gpushare_sweep_summary sum;
+	struct sigaction sa;
+	double slo = 0;
+	long vals[GPUSHARE_SWEEP_MAX_VALUES];
+	int opt, rc, code;
+
+	if (gpushare_sweep_config_init(&s))
+		return cli_fail(GPUSHARE_E_NOT_FOUND, "sweep");
+	for (size_t i = 0; i < N_SWEEP_OPTIONS; i++)
+		longopts[nl++] = sweep_options[i];
+	for (size_t i = 0; i < n_wl; i++)
+		longopts[nl++] = (struct option){ wl_names[i], required_argument, NULL, OPT_WL_FIRST + (int)i };
+	longopts[nl] = (struct option){ 0 };
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":hq", longopts, NULL)) != -1) {
+		long v;
+		uint64_t ns;
+
+		switch (opt) {
+		case 'h':
+			usage(stdout);
+			return cli_finish_stdout(EXIT_OK);
+		case 'q': quiet = true; break;
+		case OPT_WORKLOAD:
+			if (!*optarg)
+				return cli_error(EXIT_USAGE, "sweep: invalid --workload '': empty list");
+			workloads = optarg;
+			break;
+		case OPT_STRATEGY:
+			if (gpushare_strategy_parse_list(optarg, s.strategies, &s.n_strategies))
+				return bad_value("--strategy", optarg);
+			break;
+		case OPT_WORKERS:
+			if (gpushare_sweep_parse_int_list(optarg, 1, GPUSHARE_BENCH_MAX_WORKERS, vals, &nv))
+				return bad_value("--workers", optarg);
+			for (size_t i = 0; i < nv; i++)
+				s.workers[i] = (int)vals[i];
+			s.n_workers = nv;
+			break;
+		case OPT_BATCH:
+			if (gpushare_sweep_parse_int_list(optarg, 1, 1L << 30, s.batches, &s.n_batches))
+				return bad_value("--batch", optarg);
+			break;
+		case OPT_REPEATS:
+			if (parse_whole(optarg, 1, 10000, &v))
+				return bad_value("--repeats", optarg);
+			s.repeats = (int)v;
+			break;
+		case OPT_MAX_REPEATS:
+			if (parse_whole(optarg, 1, 10000, &v))
+				return bad_value("--max-repeats", optarg);
+			s.max_repeats = (int)v;
+			break;
+		case OPT_TARGET_NOISE:
+			if (parse_noise(optarg, &s.target_noise))
+				return cli_error(EXIT_USAGE, "sweep: invalid --target-noise '%s' (expected a percentage such as 2%%)",
+						 optarg);
+			break;
+		case OPT_DURATION:
+			if (gpushare_parse_duration(optarg, &ns) || ns == 0)
+				return cli_error(EXIT_USAGE, "sweep: invalid --duration '%s' (expected a window such as 2s)", optarg);
+			s.bench.duration_ns = ns;
+			duration_given = true;
+			break;
+		case OPT_REQUESTS:
+			if (parse_whole(optarg, 1, 1000000000000L, &v))
+				return bad_value("--requests", optarg);
+			s.bench.requests = (uint64_t)v;
+			break;
+		case OPT_WARMUP:
+			if (gpushare_parse_duration(optarg, &ns))
+				return bad_value("--warmup", optarg);
+			s.bench.warmup_ns = ns;
+			break;
+		case OPT_WARMUP_REQUESTS:
+			if (parse_whole(optarg, 0, 1000000000L, &v))
+				return bad_value("--warmup-requests", optarg);
+			s.bench.warmup_requests = (uint64_t)v;
+			break;
+		case OPT_START_TIMEOUT:
+			if (gpushare_parse_duration(optarg, &ns) || ns == 0)
+				return cli_error(EXIT_USAGE, "sweep: invalid --start-timeout '%s'", optarg);
+			s.bench.start_timeout_ns = ns;
+			break;
+		case OPT_GPU:
+			if (!*optarg || strlen(optarg) >= sizeof(s.bench.gpu))
+				return cli_error(EXIT_USAGE, "sweep: invalid --gpu '%s' (expected an index or a UUID)", optarg);
+			snprintf(s.bench.gpu, sizeof(s.bench.gpu), "%s", optarg);
+			break;
+		case OPT_MPS_PIPE_DIR:
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(s.bench.mps_pipe_dir))
+				return cli_error(EXIT_USAGE, "sweep: invalid --mps-pipe-dir '%s' (expected an absolute path)", optarg);
+			snprintf(s.bench.mps_pipe_dir, sizeof(s.bench.mps_pipe_dir), "%s", optarg);
+			break;
+		case OPT_OUT: out = optarg; break;
+		case OPT_RESUME: s.resume = true; break;
+		case OPT_SLO:
+			if (cli_parse_slo(optarg, &slo))
+				return cli_error(EXIT_USAGE, "sweep: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
+						 optarg);
+			break;
+		case OPT_NO_REPORT: no_report = true; break;
+		case ':':
+		case '?':
+			if (opt == '?' && argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
+				return cli_error(EXIT_USAGE, "sweep: unknown option '%s' (not a sweep option nor an option of the workloads; see 'gpushare sweep --help')",
+						 argv[optind - 1]);
+			return cli_usage_error("sweep", opt, optopt, argv[optind - 1]);
+		default:
+			if (opt >= OPT_WL_FIRST && opt < OPT_WL_FIRST + (int)n_wl) {
+				wl_values[opt - OPT_WL_FIRST] = optarg;
+				break;
+			}
+			return cli_usage_error("sweep", '?', optopt, argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_error(EXIT_USAGE, "sweep: unexpected argument '%s' (see 'gpushare sweep --help')", argv[optind]);
+	if (!out)
+		return cli_error(EXIT_USAGE, "sweep: --out DIR is required (where results and report go)");
+	if (duration_given && s.bench.requests)
+		return cli_error(EXIT_USAGE, "sweep: give --duration or --requests, not both");
+	{
+		char buf[1024], *save = NULL, *item;
+		size_t len = strlen(workloads);
+
+		if (len >= sizeof(buf))
+			return cli_error(EXIT_USAGE, "sweep: --workload list is too long");
+		if (workloads[0] == ',' || workloads[len - 1] == ',' || strstr(workloads, ",,"))
+			return cli_error(EXIT_USAGE, "sweep: invalid --workload '%s': empty item", workloads);
+		snprintf(buf, sizeof(buf), "%s", workloads);
+		for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+			if (gpushare_sweep_add_shape(&s, item))
+				return bad_value("--workload", workloads);
+		}
+	}
+	for (size_t i = 0; i < n_wl; i++) {
+		char name[80];
+
+		if (!wl_values[i])
+			continue;
+		snprintf(name, sizeof(name), "--%s", wl_names[i]);
+		if (gpushare_sweep_set_option(&s, wl_names[i], wl_values[i]))
+			return bad_value(name, wl_values[i]);
+	}
+	if (gpushare_sweep_config_check(&s))
+		return cli_error(EXIT_USAGE, "sweep: %s", gpushare_errdetail());
+	for (size_t i = 0; i < s.n_strategies; i++) {
+		if (s.strategies[i] != GPUSHARE_STRATEGY_MPS && s.strategies[i] != GPUSHARE_STRATEGY_MPS_SPLIT)
+			continue;
+		for (size_t w = 0; w < s.n_workers; w++) {
+			if (s.workers[w] > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU) {
+				cli_warn("%d workers exceed the %d MPS clients a GPU accepts; expect CUDA error 808",
+					 s.workers[w], GPUSHARE_MPS_MAX_CLIENTS_PER_GPU);
+				break;
+			}
+		}
+	}
+	code = make_out_dir(out);
+	if (code)
+		return code;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", out, GPUSHARE_SWEEP_RESULTS_FILE) >= sizeof(path))
+		return cli_error(EXIT_USAGE, "sweep: --out '%s' is too long", out);
+	{
+		struct stat st;
+
+		if (!s.resume && stat(path, &st) == 0 && st.st_size > 0)
+			return cli_error(EXIT_USAGE, "sweep: '%s' already holds runs; give --resume to continue that sweep, or another --out",
+					 path);
+		if (s.resume && stat(path, &st) != 0)
+			cli_warn("--resume: no results file '%s' yet; starting a new sweep", path);
+	}
+
+	cmdline = calloc((size_t)argc + 2, sizeof(*cmdline));
+	if (!cmdline)
+		return cli_fail(GPUSHARE_E_NOMEM, "sweep");
+	cmdline[0] = "gpushare";
+	for (int i = 0; i < argc; i++)
+		cmdline[i + 1] = argv[i];
+	s.bench.argc = argc + 1;
+	s.bench.argv = cmdline;
+	if (!quiet) {
+		ps.tty = isatty(STDERR_FILENO) == 1;
+		s.progress = show_progress;
+		s.progress_arg = &ps;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = gpushare_sweep_run(&s, path, &sum);
+	if (ps.line_open)
+		fputs("\r\033[K", stderr);
+	code = EXIT_OK;
+	if (rc == GPUSHARE_E_INTERRUPTED) {
+		code = cli_error(EXIT_INTERRUPTED, "sweep: interrupted; %u runs recorded in '%s' (continue with --resume)",
+				 sum.runs_done, path);
+	} else if (rc) {
+		const char *d = gpushare_errdetail();
+
+		code = *d ? cli_error(cli_exit_for(rc), "sweep: %s", d) : cli_fail(rc, "sweep");
+	} else if (!quiet) {
+		fprintf(stderr, "gpushare: sweep: %u runs recorded in '%s'%s", sum.runs_done, path,
+			sum.runs_skipped ? "" : "\n");
+		if (sum.runs_skipped)
+			fprintf(stderr, ", %u found there already\n", sum.runs_skipped);
+	}
+	if (!no_report && (sum.runs_done || sum.runs_skipped)) {
+		int rcode = cli_report_run(out, out, slo, quiet ? CLI_REPORT_SILENT : CLI_REPORT_RECOMMENDATION);
+
+		if (!code)
+			code = rcode;
+	}
+	if (!code && sum.runs_failed)
+		code = cli_error(EXIT_PARTIAL, "sweep: %u of %u runs failed or were partial; they are recorded with their error",
+				 sum.runs_failed, sum.runs_done);
+	free(cmdline);
+	gpushare_sweep_config_release(&s);
+	return code;
+}

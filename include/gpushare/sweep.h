@@ -1,0 +1,157 @@
+/*
+ * The experiment grid behind `gpushare sweep`: runs every cell (workload
+ * shape x strategy x workers x batch) R times through gpushare_bench_run(),
+ * round robin over the cells per repeat so drift over time does not favour
+ * one strategy, and appends each finished run at once to a JSON Lines
+ * results file (one record per line, fsync after each; the format is in
+ * docs/sweep.md). An interrupted sweep is resumed from that file: recorded
+ * (cell, repeat) pairs are skipped.
+ *
+ * Usage:
+ *   struct gpushare_sweep_config s;
+ *   gpushare_sweep_config_init(&s);                  defaults (bench's, 5 repeats)
+ *   gpushare_sweep_add_shape(&s, "matmul:size=4096") one per workload shape
+ *   fill s.strategies / s.workers / s.batches / s.bench (window, GPU ...)
+ *   rc = gpushare_sweep_run(&s, "out/results.jsonl", &summary);
+ *   gpushare_sweep_config_release(&s);
+ *
+ * Signals: like bench, the library installs no handler; the caller's
+ * SIGINT/SIGTERM handler calls gpushare_bench_interrupt(). The run in
+ * progress is then stopped and not recorded, the private MPS daemon is
+ * stopped, and gpushare_sweep_run() returns GPUSHARE_E_INTERRUPTED.
+ */
+#ifndef GPUSHARE_SWEEP_H
+#define GPUSHARE_SWEEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUSHARE_SWEEP_MAX_SHAPES 16
+#define GPUSHARE_SWEEP_MAX_VALUES 32   /* entries of --workers and --batch */
+#define GPUSHARE_SWEEP_RECORD_VERSION 1
+#define GPUSHARE_SWEEP_RESULTS_FILE "results.jsonl"
+
+/* One workload shape: a workload with its option values. */
+struct gpushare_sweep_shape {
+	char label[128];                /* "matmul:size=4096", as given */
+	struct gpushare_wl_params wl;   /* batch is set per cell */
+};
+
+/* One cell of the grid. */
+struct gpushare_sweep_cell {
+	int shape;                      /* index in shapes[] */
+	int strategy;                   /* enum gpushare_strategy */
+	int workers;
+	long batch;
+	char key[192];                  /* "<shape label>|<strategy>|w<workers>|b<batch>" */
+};
+
+/* Progress handed to the caller: after each finished run (run_done true)
+ * and, while a run goes on, with the bench progress of that run. */
+struct gpushare_sweep_progress {
+	const struct gpushare_sweep_cell *cell;
+	const char *shape_label;
+	int repeat;                     /* 0-based */
+	unsigned runs_done;             /* in this invocation (resumed runs not counted) */
+	unsigned runs_planned;          /* for this invocation; grows in adaptive mode */
+	unsigned runs_skipped;          /* found in the results file (--resume) */
+	double elapsed_seconds;         /* since the sweep started */
+	double eta_seconds;             /* -1 unknown */
+	bool run_done;
+	bool run_ok;                    /* run_done: recorded with status "ok" */
+	double items_per_second;        /* run_done: the run's aggregate */
+	const struct gpushare_bench_progress *bench;   /* !run_done: the run's progress, may be NULL */
+};
+
+typedef void (*gpushare_sweep_progress_fn)(void *arg, const struct gpushare_sweep_progress *p);
+
+struct gpushare_sweep_config {
+	struct gpushare_sweep_shape shapes[GPUSHARE_SWEEP_MAX_SHAPES];
+	size_t n_shapes;
+	int strategies[GPUSHARE_STRATEGY_COUNT];
+	size_t n_strategies;
+	int workers[GPUSHARE_SWEEP_MAX_VALUES];
+	size_t n_workers;
+	long batches[GPUSHARE_SWEEP_MAX_VALUES];
+	size_t n_batches;
+	int repeats;                    /* fixed repeats per cell (default 5) */
+	double target_noise;            /* adaptive: relative half-width of the 95% CI of the
+					 * median throughput, e.g. 0.02; 0 = off */
+	int max_repeats;                /* adaptive: at most this many per cell (default 20) */
+	bool resume;                    /* skip (cell, repeat) pairs already recorded */
+	/* Window, GPU, timeouts, worker path, command line: as for bench. The
+	 * workload, workers, batch and strategies of it are set per cell;
+	 * mps_pipe_dir "" means the sweep starts one private daemon for all
+	 * mps and mps-split cells. */
+	struct gpushare_bench_config bench;
+	gpushare_sweep_progress_fn progress;   /* may be NULL */
+	void *progress_arg;
+};
+
+/* What a sweep did. */
+struct gpushare_sweep_summary {
+	unsigned runs_done;             /* recorded by this invocation */
+	unsigned runs_failed;           /* of those, status "failed" or "partial" */
+	unsigned runs_skipped;          /* already recorded (--resume) */
+	unsigned bad_lines;             /* corrupt lines seen in the results file on resume */
+	bool mps_daemon_started;
+	char mps_pipe_dir[GPUSHARE_PATH_MAX];
+};
+
+/* Defaults: bench's window and GPU (gpushare_bench_config_init), strategies
+ * timeslice,mps, workers 1,2,4, batch 1, 5 repeats, max 20, no shapes. */
+int gpushare_sweep_config_init(struct gpushare_sweep_config *s);
+void gpushare_sweep_config_release(struct gpushare_sweep_config *s);
+
+/* Add a shape from "NAME[:opt=value[:opt=value]...]". GPUSHARE_E_INVAL
+ * naming the bad part (unknown workload, option or value). */
+int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec);
+
+/* Set a workload option on every shape whose workload has it. Returns
+ * GPUSHARE_E_NOT_FOUND when none has it, GPUSHARE_E_INVAL for a bad value. */
+int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name, const char *value);
+
+/* Parse a non-empty comma list of whole numbers in [min, max] ("1,3,5,7"),
+ * without duplicates, into out[] (at most GPUSHARE_SWEEP_MAX_VALUES).
+ * GPUSHARE_E_INVAL naming the bad item. */
+int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n);
+
+/* Check the grid (non-empty lists, shapes valid with every batch) and the
+ * bench settings. GPUSHARE_E_INVAL with a detail. */
+int gpushare_sweep_config_check(const struct gpushare_sweep_config *s);
+
+/* The cells in run order (shape, strategy, workers, batch nested in that
+ * order; the round robin goes through this list once per repeat). Caller
+ * frees *cells. */
+int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_sweep_cell **cells, size_t *n);
+
+/* Run the sweep, appending to results_path (created when absent; with
+ * resume it may hold records, without it must be absent or empty, else
+ * GPUSHARE_E_BUSY). summary is always filled. Returns GPUSHARE_OK when
+ * every planned run was attempted (failed runs are recorded with their
+ * status and do not stop the sweep), GPUSHARE_E_INTERRUPTED, GPUSHARE_E_IO
+ * when the results file cannot be written, or the error of a setup step
+ * (no driver, MPS daemon, unsafe directory) that would fail every run. */
+int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *results_path,
+		       struct gpushare_sweep_summary *summary);
+
+/* Build one JSON Lines record (no trailing newline; caller frees *line) of
+ * a finished bench run: cell, repeat, status ("ok", "partial", "failed"),
+ * error (rc and message, or null), sweep metadata (cuda_driver_version:
+ * 13000 for CUDA 13.0, < 0 unknown) and the bench document. */
+int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *shape_label, int repeat,
+			  const struct gpushare_bench_report *r, int rc, const char *error,
+			  int cuda_driver_version, char **line);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,268 @@
+/*
+ * The self-contained HTML page of a sweep report (tables, figures inlined as
+ * base64 PNG, metadata, recommendation; no external resource, no script) and
+ * gpushare_report_write(), which writes every output file of a report.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/report.h"
+#include "report_internal.h"
+
+static void esc(struct rbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': rbuf_add(b, "&lt;", 4); break;
+		case '>': rbuf_add(b, "&gt;", 4); break;
+		case '&': rbuf_add(b, "&amp;", 5); break;
+		case '"': rbuf_add(b, "&quot;", 6); break;
+		default: rbuf_add(b, s, 1); break;
+		}
+	}
+}
+
+static void base64(struct rbuf *b, const unsigned char *d, size_t n)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char out[4];
+
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)d[i] << 16 | (i + 1 < n ? (unsigned)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
+
+		out[0] = tab[v >> 18 & 63];
+		out[1] = tab[v >> 12 & 63];
+		out[2] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+		out[3] = i + 2 < n ? tab[v & 63] : '=';
+		rbuf_add(b, out, 4);
+	}
+}
+
+static void html_table(const struct gpushare_report *r, struct rbuf *b, const char *shape, long batch, int m)
+{
+	int workers[64], strategies[GPUSHARE_STRATEGY_COUNT];
+	size_t nw = report_shape_workers(r, shape, workers, 64);
+	size_t ns = report_shape_strategies(r, shape, strategies, GPUSHARE_STRATEGY_COUNT);
+	const char *unit = "items/s";
+	double scale = 1;
+
+	if (m != M_THROUGHPUT)
+		report_latency_unit(r, shape, batch, m, &unit, &scale);
+	rbuf_printf(b, "<table>\n<caption>%s (%s), median of repeats (95%% CI)</caption>\n<tr><th>strategy</th>",
+		    m == M_THROUGHPUT ? "Aggregate throughput" : m == M_MEAN ? "Mean latency" : "p99 latency", unit);
+	for (size_t w = 0; w < nw; w++)
+		rbuf_printf(b, "<th>%d %s</th>", workers[w], workers[w] == 1 ? "worker" : "workers");
+	rbuf_printf(b, "</tr>\n");
+	for (size_t s = 0; s < ns; s++) {
+		rbuf_printf(b, "<tr><th>%s</th>", gpushare_strategy_name(strategies[s]));
+		for (size_t w = 0; w < nw; w++) {
+			int k = report_find_cell(r, shape, strategies[s], workers[w], batch);
+			char cell[96] = "-";
+
+			if (k >= 0)
+				report_fmt_cell(&r->cells[k], m, scale, cell, sizeof(cell));
+			rbuf_printf(b, "<td>");
+			esc(b, cell);
+			rbuf_printf(b, "</td>");
+		}
+		rbuf_printf(b, "</tr>\n");
+	}
+	rbuf_printf(b, "</table>\n");
+}
+
+static void meta_row(struct rbuf *b, const char *k, const char *v)
+{
+	rbuf_printf(b, "<tr><th>%s</th><td>", k);
+	esc(b, v && *v ? v : "-");
+	rbuf_printf(b, "</td></tr>\n");
+}
+
+int report_html(const struct gpushare_report *r, const struct report_figure *figs, size_t n_figs, struct rbuf *b)
+{
+	char buf[64];
+	size_t failed = 0;
+
+	for (size_t i = 0; i < r->n_runs; i++)
+		failed += r->runs[i].status != GPUSHARE_RUN_OK;
+	rbuf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+		       "<title>gpushare sweep report</title>\n<style>\n"
+		       "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;line-height:1.4}\n"
+		       "h1{font-size:26px}h2{margin-top:32px;border-bottom:1px solid #ccc}h3{margin-bottom:6px}\n"
+		       "table{border-collapse:collapse;margin:10px 0 18px}caption{text-align:left;font-weight:bold;padding:4px 0}\n"
+		       "th,td{border:1px solid #ccc;padding:4px 9px;font-size:13px}td{text-align:right;font-variant-numeric:tabular-nums}\n"
+		       "th{background:#f3f3f3;text-align:left}.rec li{margin:6px 0}.warn{color:#a33}\n"
+		       "figure{margin:14px 0}figure img{max-width:100%%;border:1px solid #ddd}figcaption{font-size:13px;color:#555}\n"
+		       ".meta td{text-align:left}code{background:#f5f5f5;padding:1px 4px}\n</style>\n</head>\n<body>\n"
+		       "<h1>gpushare sweep report</h1>\n<table class=\"meta\">\n");
+	meta_row(b, "GPU", r->gpu_name[0] ? r->gpu_name : "none (CPU-only workload)");
+	meta_row(b, "GPU UUID", r->gpu_uuid);
+	meta_row(b, "driver", r->driver_version);
+	meta_row(b, "host", r->host);
+	meta_row(b, "gpushare", r->version);
+	meta_row(b, "first run", r->first_date);
+	meta_row(b, "last run", r->last_date);
+	meta_row(b, "command", r->command_line);
+	snprintf(buf, sizeof(buf), "%zu (%zu failed or partial)", r->n_runs, failed);
+	meta_row(b, "runs", buf);
+	rbuf_printf(b, "</table>\n");
+	if (r->n_bad) {
+		rbuf_printf(b, "<p class=\"warn\">%zu corrupt line%s of the results file skipped:", r->n_bad,
+			    r->n_bad == 1 ? "" : "s");
+		for (size_t i = 0; i < r->n_bad_kept && i < 10; i++) {
+			rbuf_printf(b, "%s line %zu (", i ? ";" : "", r->bad[i].line);
+			esc(b, r->bad[i].reason);
+			rbuf_printf(b, ")");
+		}
+		rbuf_printf(b, "%s</p>\n", r->n_bad > 10 ? "; ..." : "");
+	}
+	rbuf_printf(b, "<p>Each figure is the median over repeats; in parentheses and as error bars the "
+		       "distribution-free 95%% confidence interval of the median (order statistics). With fewer "
+		       "than 6 repeats the interval is the min-max range, whose coverage is below 95%%.</p>\n");
+	rbuf_printf(b, "<h2>Recommendation</h2>\n");
+	for (size_t i = 0; i < r->n_shapes; i++) {
+		const struct gpushare_report_shape_rec *rec = &r->recs[i];
+
+		rbuf_printf(b, "<h3>");
+		esc(b, rec->shape);
+		rbuf_printf(b, "</h3>\n<ul class=\"rec\">\n<li><b>Maximum throughput:</b> ");
+		esc(b, rec->best_throughput.cell >= 0 ? rec->best_throughput.why : "no successful run.");
+		rbuf_printf(b, "</li>\n<li><b>Minimum p99 latency:</b> ");
+		esc(b, rec->best_p99.cell >= 0 ? rec->best_p99.why : "no successful run.");
+		rbuf_printf(b, "</li>\n");
+		if (r->slo_p99_seconds > 0) {
+			report_fmt_seconds(r->slo_p99_seconds, buf, sizeof(buf));
+			rbuf_printf(b, "<li><b>Maximum throughput with p99 under %s:</b> ", buf);
+			esc(b, rec->best_slo.why);
+			rbuf_printf(b, "</li>\n");
+		}
+		rbuf_printf(b, "</ul>\n");
+	}
+	for (size_t i = 0; i < r->n_shapes; i++) {
+		long batches[64];
+		size_t nb = report_shape_batches(r, r->shapes[i], batches, 64);
+		char prefix[32];
+
+		rbuf_printf(b, "<h2>");
+		esc(b, r->shapes[i]);
+		rbuf_printf(b, "</h2>\n");
+		snprintf(prefix, sizeof(prefix), "shape%zu-", i + 1);
+		for (size_t f = 0; f < n_figs; f++) {
+			if (strncmp(figs[f].name, prefix, strlen(prefix)) || !strstr(figs[f].name, "-vs-batch"))
+				continue;
+			rbuf_printf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", figs[f].name);
+			base64(b, (const unsigned char *)figs[f].png.data, figs[f].png.len);
+			rbuf_printf(b, "\"><figcaption>");
+			esc(b, figs[f].caption);
+			rbuf_printf(b, "</figcaption></figure>\n");
+		}
+		for (size_t k = 0; k < nb; k++) {
+			char tag[48];
+
+			rbuf_printf(b, "<h3>batch %ld</h3>\n", batches[k]);
+			html_table(r, b, r->shapes[i], batches[k], M_THROUGHPUT);
+			html_table(r, b, r->shapes[i], batches[k], M_MEAN);
+			html_table(r, b, r->shapes[i], batches[k], M_P99);
+			snprintf(tag, sizeof(tag), "%sbatch%ld-", prefix, batches[k]);
+			for (size_t f = 0; f < n_figs; f++) {
+				if (strncmp(figs[f].name, tag, strlen(tag)))
+					continue;
+				rbuf_printf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", figs[f].name);
+				base64(b, (const unsigned char *)figs[f].png.data, figs[f].png.len);
+				rbuf_printf(b, "\"><figcaption>");
+				esc(b, figs[f].caption);
+				rbuf_printf(b, "</figcaption></figure>\n");
+			}
+		}
+	}
+	rbuf_printf(b, "</body>\n</html>\n");
+	if (b->oom)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building the HTML report");
+	return GPUSHARE_OK;
+}
+
+/* ---- all outputs ---- */
+
+typedef int (*stream_writer)(const struct gpushare_report *r, FILE *f);
+
+static int write_stream(const struct gpushare_report *r, const char *path, stream_writer fn)
+{
+	char *data = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&data, &len);
+	int rc;
+
+	if (!f)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	rc = fn(r, f);
+	if (fclose(f) != 0 && !rc)
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	if (!rc)
+		rc = gpushare_write_file_atomic(path, data, len);
+	free(data);
+	return rc;
+}
+
+static int ensure_dir(const char *path)
+{
+	struct stat st;
+
+	if (mkdir(path, 0755) == 0)
+		return GPUSHARE_OK;
+	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return GPUSHARE_OK;
+	return gpushare_fail(GPUSHARE_E_IO, "cannot create directory '%s': %s", path, strerror(errno));
+}
+
+int gpushare_report_write(const struct gpushare_report *r, const char *dir)
+{
+	char path[GPUSHARE_PATH_MAX + 128];
+	struct report_figure *figs = NULL;
+	struct rbuf html = { 0 };
+	char *json = NULL;
+	size_t n_figs = 0;
+	int rc = ensure_dir(dir);
+
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/plots", dir);
+		rc = ensure_dir(path);
+	}
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/report.md", dir);
+		rc = write_stream(r, path, gpushare_report_write_markdown);
+	}
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/summary.csv", dir);
+		rc = write_stream(r, path, gpushare_report_write_csv);
+	}
+	if (!rc)
+		rc = gpushare_report_json(r, &json);
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/summary.json", dir);
+		rc = gpushare_write_file_atomic(path, json, strlen(json));
+	}
+	free(json);
+	if (!rc)
+		rc = report_figures(r, &figs, &n_figs);
+	for (size_t i = 0; i < n_figs && !rc; i++) {
+		snprintf(path, sizeof(path), "%s/plots/%s.png", dir, figs[i].name);
+		rc = gpushare_write_file_atomic(path, figs[i].png.data, figs[i].png.len);
+		if (!rc) {
+			snprintf(path, sizeof(path), "%s/plots/%s.svg", dir, figs[i].name);
+			rc = gpushare_write_file_atomic(path, figs[i].svg.data, figs[i].svg.len);
+		}
+	}
+	if (!rc)
+		rc = report_html(r, figs, n_figs, &html);
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/report.html", dir);
+		rc = gpushare_write_file_atomic(path, html.data, html.len);
+	}
+	rbuf_release(&html);
+	report_figures_free(figs, n_figs);
+	return rc;
+}

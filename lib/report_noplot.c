@@ -1,0 +1,32 @@
+/*
+ * Reports in a build without cairo (lib/CMakeLists.txt picks this file
+ * when cairo is not found): no figures; the tables, summaries, HTML and the
+ * recommendation are written as usual.
+ */
+#include <stddef.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/report.h"
+#include "report_internal.h"
+
+int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg)
+{
+	(void)p;
+	(void)png;
+	(void)svg;
+	return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "gpushare was built without cairo: no plots");
+}
+
+int report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)
+{
+	(void)r;
+	*figs = NULL;
+	*n = 0;
+	return GPUSHARE_OK;
+}
+
+void report_figures_free(struct report_figure *figs, size_t n)
+{
+	(void)figs;
+	(void)n;
+}

@@ -1,0 +1,707 @@
+/*
+ * The sweep: a grid of bench runs (workload shape x strategy x workers x
+ * batch), repeated and interleaved (round robin over the cells per repeat),
+ * each finished run appended at once to a JSON Lines file with fsync, so an
+ * interrupted sweep loses at most the run in progress and --resume carries
+ * on where it stopped. One private MPS daemon serves every mps and mps-split
+ * run, so its start-up is paid once. The record format lives in
+ * sweep_record.c; reading the file back is report_load.c's job.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/gpu.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/report.h"
+#include "gpushare/sweep.h"
+
+/* ---- configuration ---- */
+
+int gpushare_sweep_config_init(struct gpushare_sweep_config *s)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = gpushare_bench_config_init(&s->bench);
+	if (rc)
+		return rc;
+	s->repeats = 5;
+	s->max_repeats = 20;
+	s->strategies[0] = GPUSHARE_STRATEGY_TIMESLICE;
+	s->strategies[1] = GPUSHARE_STRATEGY_MPS;
+	s->n_strategies = 2;
+	s->workers[0] = 1;
+	s->workers[1] = 2;
+	s->workers[2] = 4;
+	s->n_workers = 3;
+	s->batches[0] = 1;
+	s->n_batches = 1;
+	return GPUSHARE_OK;
+}
+
+void gpushare_sweep_config_release(struct gpushare_sweep_config *s)
+{
+	/* Nothing is allocated today; kept so callers need not change when
+	 * shapes or lists grow beyond fixed arrays. */
+	(void)s;
+}
+
+int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
+{
+	struct gpushare_sweep_shape *sh;
+	const struct gpushare_wl_desc *d;
+	char buf[128], *name, *item, *save = NULL;
+	int rc;
+
+	if (!spec || !*spec)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty workload in the list");
+	if (strlen(spec) >= sizeof(buf))
+		return gpushare_fail(GPUSHARE_E_INVAL, "workload shape '%.40s...' is too long", spec);
+	if (s->n_shapes >= GPUSHARE_SWEEP_MAX_SHAPES)
+		return gpushare_fail(GPUSHARE_E_INVAL, "more than %d workload shapes", GPUSHARE_SWEEP_MAX_SHAPES);
+	for (size_t i = 0; i < s->n_shapes; i++) {
+		if (!strcmp(s->shapes[i].label, spec))
+			return gpushare_fail(GPUSHARE_E_INVAL, "workload shape '%s' is listed twice", spec);
+	}
+	snprintf(buf, sizeof(buf), "%s", spec);
+	name = strtok_r(buf, ":", &save);
+	d = name ? gpushare_workload_find(name) : NULL;
+	if (!d || spec[0] == ':')
+		return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s' in '%s'", name && spec[0] != ':' ? name : "",
+				     spec);
+	sh = &s->shapes[s->n_shapes];
+	memset(sh, 0, sizeof(*sh));
+	rc = gpushare_wl_params_init(&sh->wl, d);
+	if (rc)
+		return rc;
+	while ((item = strtok_r(NULL, ":", &save)) != NULL) {
+		char *eq = strchr(item, '=');
+
+		if (!eq || eq == item || !eq[1])
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' in '%s' is not opt=value", item, spec);
+		*eq = '\0';
+		rc = gpushare_wl_params_set(&sh->wl, item, eq + 1);
+		if (rc == GPUSHARE_E_NOT_FOUND)
+			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s' (in '%s')", d->name, item,
+					     spec);
+		if (rc)
+			return gpushare_fail(GPUSHARE_E_INVAL, "%s (in '%s')", gpushare_errdetail(), spec);
+	}
+	snprintf(sh->label, sizeof(sh->label), "%s", spec);
+	s->n_shapes++;
+	return GPUSHARE_OK;
+}
+
+int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name, const char *value)
+{
+	size_t set = 0;
+
+	for (size_t i = 0; i < s->n_shapes; i++) {
+		int rc = gpushare_wl_params_set(&s->shapes[i].wl, name, value);
+
+		if (rc == GPUSHARE_E_NOT_FOUND)
+			continue;
+		if (rc)
+			return rc;
+		set++;
+	}
+	if (!set) {
+		gpushare_clear_error();
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "no workload of the sweep has option '%s'", name);
+	}
+	return GPUSHARE_OK;
+}
+
+int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n)
+{
+	const char *p = s;
+
+	*n = 0;
+	if (!s || !*s)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty list (expected e.g. 1,3,5)");
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char item[32];
+		long v;
+
+		if (len == 0)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty item", s);
+		if (len >= sizeof(item) || strspn(p, "0123456789") != len)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%.*s' is not a whole number", (int)(len < 32 ? len : 32), p);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		if (gpushare_parse_int(item, min, max, &v))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (expected %ld to %ld)", item, min, max);
+		for (size_t j = 0; j < *n; j++) {
+			if (out[j] == v)
+				return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is listed twice", item);
+		}
+		if (*n >= GPUSHARE_SWEEP_MAX_VALUES)
+			return gpushare_fail(GPUSHARE_E_INVAL, "more than %d values", GPUSHARE_SWEEP_MAX_VALUES);
+		out[(*n)++] = v;
+		p += len;
+		if (!*p)
+			break;
+		p++;
+		if (!*p)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' ends with a comma", s);
+	}
+	return GPUSHARE_OK;
+}
+
+/* The bench configuration of one cell. */
+static void cell_config(const struct gpushare_sweep_config *s, const struct gpushare_sweep_cell *cell,
+			struct gpushare_bench_config *c)
+{
+	*c = s->bench;
+	c->wl = s->shapes[cell->shape].wl;
+	c->wl.batch = cell->batch;
+	c->workers = cell->workers;
+	c->workers_given = true;
+	c->strategies[0] = cell->strategy;
+	c->n_strategies = 1;
+	c->ceiling = false;
+}
+
+int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_sweep_cell **cells, size_t *n)
+{
+	size_t total = s->n_shapes * s->n_strategies * s->n_workers * s->n_batches, k = 0;
+	struct gpushare_sweep_cell *v;
+
+	*cells = NULL;
+	*n = 0;
+	if (total == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "the grid is empty");
+	v = calloc(total, sizeof(*v));
+	if (!v)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate %zu cells", total);
+	for (size_t a = 0; a < s->n_shapes; a++)
+		for (size_t b = 0; b < s->n_strategies; b++)
+			for (size_t w = 0; w < s->n_workers; w++)
+				for (size_t t = 0; t < s->n_batches; t++) {
+					struct gpushare_sweep_cell *c = &v[k++];
+
+					c->shape = (int)a;
+					c->strategy = s->strategies[b];
+					c->workers = s->workers[w];
+					c->batch = s->batches[t];
+					snprintf(c->key, sizeof(c->key), "%s|%s|w%d|b%ld", s->shapes[a].label,
+						 gpushare_strategy_name(c->strategy), c->workers, c->batch);
+				}
+	*cells = v;
+	*n = total;
+	return GPUSHARE_OK;
+}
+
+int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
+{
+	struct gpushare_bench_config *c;
+	struct gpushare_sweep_cell *cells;
+	size_t n;
+	int rc;
+
+	if (s->n_shapes == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "no workload given");
+	if (s->n_strategies == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "no strategy given");
+	if (s->n_workers == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "no worker count given");
+	if (s->n_batches == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "no batch size given");
+	if (s->repeats < 1)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--repeats must be at least 1");
+	if (s->target_noise < 0 || s->target_noise >= 1)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--target-noise must be in (0%%, 100%%)");
+	if (s->target_noise > 0 && s->max_repeats < s->repeats)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--max-repeats %d is below --repeats %d", s->max_repeats, s->repeats);
+	for (size_t i = 0; i < s->n_shapes; i++) {
+		struct gpushare_wl_params p = s->shapes[i].wl;
+
+		for (size_t b = 0; b < s->n_batches; b++) {
+			p.batch = s->batches[b];
+			if (gpushare_wl_params_check(&p))
+				return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s': %s", s->shapes[i].label,
+						     gpushare_errdetail());
+		}
+	}
+	rc = gpushare_sweep_cells(s, &cells, &n);
+	if (rc)
+		return rc;
+	c = malloc(sizeof(*c));
+	if (!c) {
+		free(cells);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		cell_config(s, &cells[i], c);
+		rc = gpushare_bench_config_check(c);
+	}
+	free(c);
+	free(cells);
+	return rc;
+}
+
+/* ---- the run ---- */
+
+struct cell_state {
+	bool *recorded;          /* [round]: a run with status ok or partial is in the file */
+	double *tput;            /* items/s of ok runs */
+	size_t n_tput;
+};
+
+struct sweep_ctx {
+	const struct gpushare_sweep_config *s;
+	struct gpushare_sweep_summary *sum;
+	struct gpushare_sweep_cell *cells;
+	size_t n_cells;
+	struct cell_state *st;
+	int rounds;                    /* max repeats per cell */
+	int fd;                        /* results file, O_APPEND */
+	const char *path;
+	struct gpushare_bench_config *c;   /* the run's configuration (large, on the heap) */
+	uint64_t t0_ns;
+	double run_seconds_sum;        /* of the runs done, for the ETA */
+	unsigned planned;
+	int cuda_version;
+	bool nvml;
+	char run_dir[GPUSHARE_PATH_MAX];
+	struct gpushare_mps mps;
+	bool mps_started;
+	/* The run in progress, for progress callbacks. */
+	const struct gpushare_sweep_cell *cur;
+	int cur_repeat;
+};
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+static double eta(const struct sweep_ctx *x)
+{
+	unsigned done = x->sum->runs_done;
+
+	if (done == 0 || x->planned < done)
+		return -1;
+	return x->run_seconds_sum / done * (x->planned - done);
+}
+
+static void report_progress(struct sweep_ctx *x, bool done, bool ok, double ips,
+			    const struct gpushare_bench_progress *bp)
+{
+	struct gpushare_sweep_progress p;
+
+	if (!x->s->progress || !x->cur)
+		return;
+	memset(&p, 0, sizeof(p));
+	p.cell = x->cur;
+	p.shape_label = x->s->shapes[x->cur->shape].label;
+	p.repeat = x->cur_repeat;
+	p.runs_done = x->sum->runs_done;
+	p.runs_planned = x->planned;
+	p.runs_skipped = x->sum->runs_skipped;
+	p.elapsed_seconds = (double)(gpushare_now_ns() - x->t0_ns) / 1e9;
+	p.eta_seconds = eta(x);
+	p.run_done = done;
+	p.run_ok = ok;
+	p.items_per_second = ips;
+	p.bench = bp;
+	x->s->progress(x->s->progress_arg, &p);
+}
+
+static void bench_progress(void *arg, const struct gpushare_bench_progress *bp)
+{
+	report_progress(arg, false, false, 0, bp);
+}
+
+static int find_cell(const struct sweep_ctx *x, const struct gpushare_report_run *run)
+{
+	for (size_t i = 0; i < x->n_cells; i++) {
+		const struct gpushare_sweep_cell *c = &x->cells[i];
+
+		if (c->strategy == run->strategy && c->workers == run->workers && c->batch == run->batch &&
+		    !strcmp(x->s->shapes[c->shape].label, run->shape))
+			return (int)i;
+	}
+	return -1;
+}
+
+static int add_sample(struct cell_state *st, double v)
+{
+	double *nv = realloc(st->tput, (st->n_tput + 1) * sizeof(*nv));
+
+	if (!nv)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	st->tput = nv;
+	st->tput[st->n_tput++] = v;
+	return GPUSHARE_OK;
+}
+
+/* Read what is recorded already. Without resume the file must be empty. */
+static int load_existing(struct sweep_ctx *x)
+{
+	struct gpushare_report rep;
+	struct stat sb;
+	int rc;
+
+	if (stat(x->path, &sb) != 0) {
+		if (errno == ENOENT)
+			return GPUSHARE_OK;
+		return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", x->path, strerror(errno));
+	}
+	if (!S_ISREG(sb.st_mode))
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file", x->path);
+	if (sb.st_size == 0)
+		return GPUSHARE_OK;
+	if (!x->s->resume)
+		return gpushare_fail(GPUSHARE_E_BUSY,
+				     "results file '%s' already holds runs; give --resume to continue that sweep, or another --out",
+				     x->path);
+	rc = gpushare_report_load(x->path, &rep);
+	if (rc) {
+		gpushare_report_release(&rep);
+		return rc;
+	}
+	x->sum->bad_lines = (unsigned)rep.n_bad;
+	for (size_t i = 0; i < rep.n_runs && !rc; i++) {
+		const struct gpushare_report_run *run = &rep.runs[i];
+		int k = find_cell(x, run);
+
+		/* Failed runs are tried again; runs of cells outside this grid
+		 * stay in the file for the report. */
+		if (k < 0 || run->status == GPUSHARE_RUN_FAILED || run->repeat < 0 || run->repeat >= x->rounds)
+			continue;
+		if (x->st[k].recorded[run->repeat])
+			continue;
+		x->st[k].recorded[run->repeat] = true;
+		if (run->status == GPUSHARE_RUN_OK)
+			rc = add_sample(&x->st[k], run->items_per_second);
+	}
+	gpushare_report_release(&rep);
+	return rc;
+}
+
+static int open_results(struct sweep_ctx *x)
+{
+	struct stat sb;
+
+	x->fd = open(x->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (x->fd < 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", x->path, strerror(errno));
+	/* A torn last line (a sweep killed mid-write) stays a corrupt line of
+	 * its own instead of swallowing the next record. */
+	if (fstat(x->fd, &sb) == 0 && sb.st_size > 0) {
+		char last = '\n';
+		int rfd = open(x->path, O_RDONLY | O_CLOEXEC);
+
+		if (rfd >= 0) {
+			if (pread(rfd, &last, 1, sb.st_size - 1) != 1)
+				last = '\n';
+			close(rfd);
+		}
+		if (last != '\n' && write(x->fd, "\n", 1) != 1)
+			return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", x->path, strerror(errno));
+	}
+	return GPUSHARE_OK;
+}
+
+static int append_line(struct sweep_ctx *x, const char *line)
+{
+	size_t len = strlen(line), off = 0;
+	char *buf = malloc(len + 2);
+
+	if (!buf)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	memcpy(buf, line, len);
+	buf[len++] = '\n';
+	/* One write for the whole line: O_APPEND keeps it in one piece. */
+	while (off < len) {
+		ssize_t w = write(x->fd, buf + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+
+			free(buf);
+			return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", x->path, strerror(e));
+		}
+		off += (size_t)w;
+	}
+	free(buf);
+	if (fsync(x->fd) != 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot sync '%s': %s", x->path, strerror(errno));
+	return GPUSHARE_OK;
+}
+
+static bool uses_mps(int strategy)
+{
+	return strategy == GPUSHARE_STRATEGY_MPS || strategy == GPUSHARE_STRATEGY_MPS_SPLIT;
+}
+
+static int start_daemon(struct sweep_ctx *x, const char *visible)
+{
+	char user[GPUSHARE_PATH_MAX], pipe[GPUSHARE_PATH_MAX + 16], log[GPUSHARE_PATH_MAX + 16];
+	struct gpushare_mps_start_opts o;
+	struct gpushare_mps_start_info info;
+	int rc = gpushare_user_dir(user, sizeof(user));
+
+	if (!rc)
+		rc = gpushare_private_dir(user);
+	if (rc)
+		return rc;
+	if ((size_t)snprintf(x->run_dir, sizeof(x->run_dir), "%s/sweep-XXXXXX", user) >= sizeof(x->run_dir))
+		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
+	if (!mkdtemp(x->run_dir)) {
+		int e = errno;
+
+		x->run_dir[0] = '\0';
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create a run directory in '%s': %s", user, strerror(e));
+	}
+	snprintf(pipe, sizeof(pipe), "%s/mps/pipe", x->run_dir);
+	snprintf(log, sizeof(log), "%s/mps/log", x->run_dir);
+	rc = gpushare_private_dir(pipe);
+	if (!rc)
+		rc = gpushare_private_dir(log);
+	if (!rc)
+		rc = gpushare_mps_init(&x->mps, pipe, log);
+	if (rc)
+		return rc;
+	memset(&o, 0, sizeof(o));
+	o.visible_devices = visible && *visible ? visible : NULL;
+	gpushare_mps_limits_init(&o.limits);
+	memset(&info, 0, sizeof(info));
+	rc = gpushare_mps_start(&x->mps, &o, &info);
+	if (rc)
+		return rc;
+	x->mps_started = !info.already_running;
+	x->sum->mps_daemon_started = x->mps_started;
+	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->mps.pipe_dir);
+	return GPUSHARE_OK;
+}
+
+/* GPU facts once per sweep: the CUDA driver version for the records and the
+ * UUID the daemon is pinned to (as bench pins its own daemon). NVML stays
+ * open for the whole sweep so the runs do not load it again. */
+static void query_gpu(struct sweep_ctx *x, char *visible, size_t len)
+{
+	struct gpushare_system_info sys;
+	unsigned idx;
+
+	snprintf(visible, len, "%s", x->s->bench.gpu);
+	x->cuda_version = -1;
+	if (gpushare_nvml_open() != GPUSHARE_OK) {
+		gpushare_clear_error();
+		return;
+	}
+	x->nvml = true;
+	memset(&sys, 0, sizeof(sys));
+	if (gpushare_system_query_nvml(&sys) == GPUSHARE_OK) {
+		if (sys.cuda_driver_version > 0)
+			x->cuda_version = sys.cuda_driver_version;
+		if (gpushare_gpu_find(x->s->bench.gpu, &idx) == GPUSHARE_OK) {
+			for (size_t i = 0; i < sys.n_gpus; i++) {
+				if (sys.gpus[i].index == idx && sys.gpus[i].uuid[0])
+					snprintf(visible, len, "%s", sys.gpus[i].uuid);
+			}
+		}
+		gpushare_system_release(&sys);
+	}
+	gpushare_clear_error();
+}
+
+/* Errors of a run that concern that run only: recorded, and the sweep goes on. */
+static bool run_error_recordable(int rc)
+{
+	return rc == GPUSHARE_E_WORKER || rc == GPUSHARE_E_MPS_MAX_CLIENTS || rc == GPUSHARE_E_TIMEOUT ||
+	       rc == GPUSHARE_E_CUDA;
+}
+
+static int run_one(struct sweep_ctx *x, size_t k, int repeat)
+{
+	const struct gpushare_sweep_cell *cell = &x->cells[k];
+	struct gpushare_bench_report r;
+	uint64_t t0 = gpushare_now_ns();
+	char error[512] = "", *line = NULL;
+	bool ok;
+	int rc, wrc;
+
+	cell_config(x->s, cell, x->c);
+	if (uses_mps(cell->strategy) && x->mps.pipe_dir[0] && !x->s->bench.mps_pipe_dir[0])
+		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->mps.pipe_dir);
+	x->c->progress = bench_progress;
+	x->c->progress_arg = x;
+	x->cur = cell;
+	x->cur_repeat = repeat;
+	report_progress(x, false, false, 0, NULL);
+	rc = gpushare_bench_run(x->c, &r);
+	if (rc == GPUSHARE_E_INTERRUPTED || r.interrupted || gpushare_bench_interrupted()) {
+		gpushare_bench_report_release(&r);
+		return gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
+	}
+	if (rc && !run_error_recordable(rc)) {
+		gpushare_bench_report_release(&r);
+		return rc;
+	}
+	if (rc)
+		snprintf(error, sizeof(error), "%s", gpushare_errdetail());
+	ok = rc == GPUSHARE_OK && !r.partial && r.n_results == 1;
+	wrc = gpushare_sweep_record(cell, x->s->shapes[cell->shape].label, repeat, &r, rc, error, x->cuda_version,
+				    &line);
+	if (!wrc)
+		wrc = append_line(x, line);
+	free(line);
+	if (!wrc) {
+		double ips = r.n_results ? r.results[0].items_per_second : 0;
+
+		x->sum->runs_done++;
+		if (!ok)
+			x->sum->runs_failed++;
+		if (rc == GPUSHARE_OK && repeat < x->rounds)
+			x->st[k].recorded[repeat] = true;
+		if (ok)
+			wrc = add_sample(&x->st[k], ips);
+		x->run_seconds_sum += (double)(gpushare_now_ns() - t0) / 1e9;
+		report_progress(x, true, ok, ips, NULL);
+	}
+	gpushare_bench_report_release(&r);
+	return wrc;
+}
+
+static bool converged(const struct sweep_ctx *x, size_t k)
+{
+	struct gpushare_ci ci;
+
+	gpushare_median_ci(x->st[k].tput, x->st[k].n_tput, 0.95, &ci);
+	return ci.n >= 2 && ci.coverage >= 0.95 && gpushare_ci_rel_halfwidth(&ci) <= x->s->target_noise;
+}
+
+static int sweep_loop(struct sweep_ctx *x)
+{
+	const struct gpushare_sweep_config *s = x->s;
+	bool adaptive = s->target_noise > 0;
+	int rc = GPUSHARE_OK;
+
+	for (int r = 0; r < x->rounds && !rc; r++) {
+		bool any_open = false;
+
+		for (size_t k = 0; k < x->n_cells && !rc; k++) {
+			if (x->st[k].recorded[r])
+				continue;
+			if (r >= s->repeats) {
+				if (!adaptive || converged(x, k))
+					continue;
+				x->planned++;
+			}
+			any_open = true;
+			if (gpushare_bench_interrupted())
+				return gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
+			rc = run_one(x, k, r);
+		}
+		if (r + 1 >= s->repeats && !adaptive)
+			break;
+		if (r + 1 >= s->repeats && adaptive && !any_open) {
+			bool all = true;
+
+			for (size_t k = 0; k < x->n_cells && all; k++)
+				all = converged(x, k);
+			if (all)
+				break;
+		}
+	}
+	return rc;
+}
+
+int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *results_path,
+		       struct gpushare_sweep_summary *sum)
+{
+	struct sweep_ctx x;
+	char visible[128];
+	bool need_mps = false;
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	memset(&x, 0, sizeof(x));
+	x.s = s;
+	x.sum = sum;
+	x.fd = -1;
+	x.path = results_path;
+	x.t0_ns = gpushare_now_ns();
+	x.rounds = s->target_noise > 0 ? s->max_repeats : s->repeats;
+	rc = gpushare_sweep_config_check(s);
+	if (!rc)
+		rc = gpushare_sweep_cells(s, &x.cells, &x.n_cells);
+	if (!rc) {
+		x.st = calloc(x.n_cells, sizeof(*x.st));
+		x.c = malloc(sizeof(*x.c));
+		if (!x.st || !x.c)
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	for (size_t k = 0; k < x.n_cells && !rc; k++) {
+		x.st[k].recorded = calloc((size_t)x.rounds, sizeof(bool));
+		if (!x.st[k].recorded)
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = load_existing(&x);
+	if (!rc)
+		rc = open_results(&x);
+	for (size_t k = 0; k < x.n_cells && !rc; k++) {
+		for (int r = 0; r < s->repeats; r++) {
+			if (x.st[k].recorded[r])
+				sum->runs_skipped++;
+			else
+				x.planned++;
+		}
+		need_mps |= uses_mps(x.cells[k].strategy);
+	}
+	if (!rc)
+		query_gpu(&x, visible, sizeof(visible));
+	if (!rc && need_mps && !s->bench.mps_pipe_dir[0] && x.planned > 0)
+		rc = start_daemon(&x, visible);
+	if (!rc)
+		rc = sweep_loop(&x);
+
+	/* Always: stop the daemon we started, keep the first error's detail. */
+	{
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		if (x.mps_started) {
+			struct gpushare_mps_stop_info info;
+			int src;
+
+			memset(&info, 0, sizeof(info));
+			src = gpushare_mps_stop(&x.mps, true, &info);
+			if (!rc && src)
+				rc = src;
+			else if (rc)
+				gpushare_fail(rc, "%s", detail);
+		}
+		if (x.run_dir[0])
+			nftw(x.run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		if (x.nvml)
+			gpushare_nvml_close();
+		if (x.fd >= 0 && close(x.fd) != 0 && !rc)
+			rc = gpushare_fail(GPUSHARE_E_IO, "cannot close '%s': %s", results_path, strerror(errno));
+	}
+	for (size_t k = 0; x.st && k < x.n_cells; k++) {
+		free(x.st[k].recorded);
+		free(x.st[k].tput);
+	}
+	free(x.st);
+	free(x.c);
+	free(x.cells);
+	return rc;
+}

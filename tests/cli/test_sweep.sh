@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# End-to-end tests of `gpushare sweep` and `gpushare report` with the spin
+# workload (no GPU): results appended as runs finish, a sweep killed with
+# SIGKILL and resumed loses nothing and repeats nothing, one shared MPS daemon
+# (the fake control program) stopped at the end and on SIGINT, the adaptive
+# mode, the report files (PNG signature, SVG parsed as XML, HTML opened and
+# screenshotted in headless Chromium), corrupt lines and bad input.
+set -euo pipefail
+
+: "${GPUSHARE:?}" "${GPUSHARE_WORKER:?}"
+HELPERS=${GPUSHARE_TEST_HELPERS:-}
+
+tmp=$(mktemp -d /tmp/gpushare-sweep-test.XXXXXX)
+cleanup() {
+	# A daemon left by a killed sweep lives under our XDG_RUNTIME_DIR.
+	if [[ -n "$HELPERS" ]]; then
+		for p in "$tmp"/xdg/gpushare/sweep-*/mps/pipe; do
+			[[ -d "$p" ]] && echo quit | CUDA_MPS_PIPE_DIRECTORY="$p" "$HELPERS/fake_mps_control" >/dev/null 2>&1 || true
+		done
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ln -s "$GPUSHARE_WORKER" "$tmp/gpushare-worker"
+export GPUSHARE_WORKER="$tmp/gpushare-worker"
+export CUDA_MPS_PIPE_DIRECTORY="$tmp/no-daemon"
+mkdir -m 0700 "$tmp/xdg"
+export XDG_RUNTIME_DIR="$tmp/xdg"
+unset GPUSHARE_MPS_CONTROL
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+run() {
+	set +e
+	"$GPUSHARE" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	set -e
+}
+
+SPIN=(sweep --workload spin --request-us 200us --duration 150ms --warmup 30ms --warmup-requests 1)
+
+# Records per (cell key, repeat) with status ok, and the corrupt line count.
+count_py='
+import json, sys, collections
+c = collections.Counter(); bad = 0
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+        ok = r["status"] == "ok"
+    except (ValueError, KeyError):
+        bad += 1
+        continue
+    if ok:
+        c[(r["cell"]["key"], r["repeat"])] += 1
+print(len(c), sum(c.values()), max(c.values()) if c else 0, bad)
+'
+
+echo "== a sweep appends runs as they finish; SIGKILL mid-way; --resume completes it"
+out=$tmp/a
+"$GPUSHARE" "${SPIN[@]}" --strategy timeslice,sequential --workers 1,2 --batch 1,2 --repeats 2 \
+	--out "$out" >"$tmp/a.out" 2>"$tmp/a.err" &
+pid=$!
+seen_running=0
+for _ in $(seq 1 600); do
+	n=$( [[ -f "$out/results.jsonl" ]] && wc -l <"$out/results.jsonl" || echo 0)
+	if [[ $n -ge 2 ]] && kill -0 "$pid" 2>/dev/null; then seen_running=1; fi
+	[[ $n -ge 5 ]] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+[[ $seen_running -eq 1 ]] && ok "records appear while the sweep runs" || fail "no record seen while the sweep ran"
+before=$(wc -l <"$out/results.jsonl")
+head -n "$before" "$out/results.jsonl" >"$tmp/before.jsonl"
+read -r cells total maxdup bad < <(python3 -c "$count_py" "$out/results.jsonl")
+echo "   killed after $total records"
+[[ $total -ge 5 && $total -lt 16 ]] && ok "killed mid-way ($total of 16 runs recorded)" || fail "kill was not mid-way: $total records"
+sleep 0.3
+pgrep -f "$tmp/gpushare-worker" >/dev/null && fail "workers outlived the killed sweep" || ok "no worker left after SIGKILL"
+run "${SPIN[@]}" --strategy timeslice,sequential --workers 1,2 --batch 1,2 --repeats 2 --out "$out" --resume --slo-p99 5
+[[ $rc -eq 0 ]] && ok "--resume: exit 0" || fail "--resume exited $rc: $(cat "$tmp/err")"
+read -r cells total maxdup bad < <(python3 -c "$count_py" "$out/results.jsonl")
+[[ $cells -eq 16 && $total -eq 16 && $maxdup -eq 1 ]] \
+	&& ok "--resume: 16 (cell, repeat) pairs, each recorded once" \
+	|| fail "--resume: $cells pairs, $total records, max $maxdup per pair, $bad corrupt"
+cmp -s "$tmp/before.jsonl" <(head -n "$before" "$out/results.jsonl") \
+	&& ok "--resume kept the records written before the kill" || fail "records before the kill changed"
+grep -q "max throughput:" "$tmp/out" && ok "sweep prints the recommendation" || fail "no recommendation: $(cat "$tmp/out")"
+python3 - "$out/results.jsonl" <<'EOF' && ok "records carry cell, repeat, metadata and the bench document" || fail "record content"
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    assert r["gpushare_sweep_record"] == 1
+    assert set(r["cell"]) >= {"key", "shape", "workload", "strategy", "workers", "batch"}
+    m = r["metadata"]
+    for k in ("gpushare_version", "date", "host", "gpu", "driver_version", "cuda_driver_version", "command_line"):
+        assert k in m, k
+    assert m["command_line"][:2] == ["gpushare", "sweep"]
+    b = r["bench"]
+    assert b["config"]["workers"] == r["cell"]["workers"] and b["config"]["batch"] == r["cell"]["batch"]
+    assert [x["strategy"] for x in b["results"]] == [r["cell"]["strategy"]]
+EOF
+
+echo "== report files"
+for f in report.md report.html summary.csv summary.json; do
+	[[ -s "$out/$f" ]] && ok "$f written" || fail "$f missing"
+done
+python3 - "$out/plots" <<'EOF' && ok "plots: valid PNG and SVG" || fail "plots invalid"
+import os, sys, struct, xml.etree.ElementTree as ET
+d = sys.argv[1]
+pngs = [f for f in os.listdir(d) if f.endswith(".png")]
+svgs = [f for f in os.listdir(d) if f.endswith(".svg")]
+assert len(pngs) == 5 and len(svgs) == 5, (pngs, svgs)  # vs batch + 2 batches x 2
+for f in pngs:
+    data = open(os.path.join(d, f), "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f
+    w, h = struct.unpack(">II", data[16:24])
+    assert (w, h) == (960, 600) and len(data) > 10000, (f, w, h, len(data))
+for f in svgs:
+    root = ET.parse(os.path.join(d, f)).getroot()
+    assert root.tag.endswith("svg"), f
+    assert len(list(root.iter())) > 50, f
+EOF
+grep -q "| strategy | 1 worker | 2 workers |" "$out/report.md" && grep -q "^| timeslice |" "$out/report.md" \
+	&& ok "markdown: strategies as rows, worker counts as columns" || fail "markdown layout: $(head -40 "$out/report.md")"
+grep -q "Maximum throughput with p99 under 5 ms" "$out/report.md" && ok "markdown: the --slo-p99 pick" || fail "no SLO pick"
+
+if command -v chromium >/dev/null 2>&1; then
+	echo "== the HTML report in headless Chromium"
+	set +e
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$(mktemp -d "$tmp/chromium.XXXXXX")" --enable-logging=stderr --v=0 \
+		--screenshot="$tmp/shot.png" --window-size=1280,2000 "file://$out/report.html" >"$tmp/chromium.log" 2>&1
+	crc=$?
+	set -e
+	python3 - "$tmp/shot.png" <<'EOF' && ok "screenshot is a non-trivial PNG" || fail "screenshot bad (chromium exit $crc): $(tail -5 "$tmp/chromium.log")"
+import sys, struct, zlib
+data = open(sys.argv[1], "rb").read()
+assert data[:8] == b"\x89PNG\r\n\x1a\n"
+w, h = struct.unpack(">II", data[16:24])
+assert w >= 1000 and h >= 1000, (w, h)
+assert len(data) > 50000, len(data)
+EOF
+	grep -q "Uncaught" "$tmp/chromium.log" && fail "page errors: $(grep Uncaught "$tmp/chromium.log")" || ok "no page errors"
+	cp "$tmp/shot.png" "${GPUSHARE_SWEEP_SHOT:-/dev/null}" 2>/dev/null || true
+else
+	echo "SKIP: chromium not installed; the HTML screenshot was not taken"
+fi
+
+echo "== gpushare report: tables on stdout, corrupt lines reported and skipped"
+cp -r "$out" "$tmp/c"
+printf 'not json at all\n{"gpushare_sweep_record":1}\n' >>"$tmp/c/results.jsonl"
+run report "$tmp/c" --slo-p99 2ms
+[[ $rc -eq 0 ]] && ok "report: exit 0 despite corrupt lines" || fail "report exited $rc: $(cat "$tmp/err")"
+grep -q "line 17: not valid JSON; line skipped" "$tmp/err" && grep -q "line 18: " "$tmp/err" \
+	&& ok "report: corrupt lines named by number" || fail "report: $(cat "$tmp/err")"
+grep -q "Aggregate throughput (items/s)" "$tmp/out" && ok "report: markdown on stdout" || fail "report stdout"
+printf '{"gpushare_sweep_record":1,"cell":{"key":"k"' >>"$tmp/c/results.jsonl"   # torn last line
+run "${SPIN[@]}" --strategy timeslice,sequential --workers 1,2 --batch 1,2 --repeats 2 --out "$tmp/c" --resume -q
+read -r cells total maxdup bad < <(python3 -c "$count_py" "$tmp/c/results.jsonl")
+[[ $rc -eq 0 && $total -eq 16 && $bad -eq 3 ]] && ok "--resume over corrupt lines: nothing rerun, nothing glued" \
+	|| fail "--resume over corrupt lines: exit $rc, $total records, $bad corrupt: $(cat "$tmp/err")"
+
+if [[ -n "$HELPERS" && -x "$HELPERS/fake_mps_control" ]]; then
+	export GPUSHARE_MPS_CONTROL="$HELPERS/fake_mps_control"
+	echo "== mps and mps-split share one daemon; SIGINT stops it; --resume finishes"
+	out=$tmp/m
+	"$GPUSHARE" "${SPIN[@]}" --strategy mps,mps-split --workers 1,2 --repeats 2 --out "$out" -q \
+		>"$tmp/m.out" 2>"$tmp/m.err" &
+	pid=$!
+	dpid=
+	for _ in $(seq 1 400); do
+		f=$(ls "$tmp"/xdg/gpushare/sweep-*/mps/pipe/nvidia-cuda-mps-control.pid 2>/dev/null | head -1 || true)
+		[[ -n "$f" && -z "$dpid" ]] && dpid=$(cat "$f" 2>/dev/null || true)
+		n=$( [[ -f "$out/results.jsonl" ]] && wc -l <"$out/results.jsonl" || echo 0)
+		[[ $n -ge 3 ]] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -INT "$pid" 2>/dev/null || true
+	set +e; wait "$pid"; mrc=$?; set -e
+	[[ $mrc -eq 130 ]] && ok "SIGINT: exit 130" || fail "SIGINT: exit $mrc $(cat "$tmp/m.err")"
+	[[ -n "$dpid" ]] && ok "a private daemon ran (pid $dpid)" || fail "no daemon seen"
+	sleep 0.2
+	# A zombie (no init reaping in a container) counts as stopped.
+	if [[ -n "$dpid" ]] && kill -0 "$dpid" 2>/dev/null && [[ "$(ps -o stat= -p "$dpid" | cut -c1)" != Z ]]; then
+		fail "daemon $dpid left running after SIGINT: $(ps -o pid,stat,args -p "$dpid" | tail -1)"
+	else
+		ok "daemon stopped on SIGINT"
+	fi
+	run "${SPIN[@]}" --strategy mps,mps-split --workers 1,2 --repeats 2 --out "$out" --resume -q
+	[[ $rc -eq 0 ]] && ok "mps --resume: exit 0" || fail "mps --resume exited $rc: $(cat "$tmp/err")"
+	python3 - "$out/results.jsonl" <<'EOF' && ok "one daemon served every run of the invocation" || fail "daemon not shared"
+import json, sys, collections
+pairs = collections.Counter(); dirs = set()
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    pairs[(r["cell"]["key"], r["repeat"])] += 1
+    m = r["bench"]["results"][0]["mps"]
+    assert m and not m["daemon_started"], m      # the run used the sweep's daemon
+    dirs.add(m["pipe_dir"])
+assert len(pairs) == 8 and max(pairs.values()) == 1, pairs
+assert len(dirs) == 2, dirs                      # one per invocation (interrupted + resumed)
+EOF
+	ls -d "$tmp"/xdg/gpushare/sweep-* >/dev/null 2>&1 && fail "sweep run directory left behind" || ok "run directory removed"
+	unset GPUSHARE_MPS_CONTROL
+fi
+
+echo "== --target-noise repeats until the CI is narrow enough"
+run "${SPIN[@]}" --strategy sequential --workers 1 --repeats 2 --target-noise 50% --max-repeats 8 --out "$tmp/t" -q --no-report
+n=$(wc -l <"$tmp/t/results.jsonl")
+[[ $rc -eq 0 && $n -ge 6 && $n -le 8 ]] && ok "--target-noise: $n runs (6..8)" || fail "--target-noise: exit $rc, $n runs"
+[[ ! -e "$tmp/t/report.md" ]] && ok "--no-report" || fail "--no-report wrote a report"
+
+echo "== bad input: one line, distinct exit status, no crash"
+bad() {
+	local want=$1 pat=$2; shift 2
+	run "$@"
+	local lines
+	lines=$(wc -l <"$tmp/err")
+	if [[ $rc -eq $want && $lines -eq 1 ]] && grep -q -- "$pat" "$tmp/err"; then
+		ok "$* -> $rc"
+	else
+		fail "$*: exit $rc (want $want), stderr: $(cat "$tmp/err")"
+	fi
+}
+bad 2 "--workers ''" sweep --workload spin --workers '' --out "$tmp/x"
+bad 2 "empty item" sweep --workload spin --workers 1,,2 --out "$tmp/x"
+bad 2 "'x' is not a whole number" sweep --workload spin --workers 1,x --out "$tmp/x"
+bad 2 "out of range" sweep --workload spin --workers 0 --out "$tmp/x"
+bad 2 "listed twice" sweep --workload spin --batch 2,2 --out "$tmp/x"
+bad 2 "unknown strategy 'bogus'" sweep --workload spin --strategy timeslice,bogus --out "$tmp/x"
+bad 2 "unknown workload 'bogus'" sweep --workload spin,bogus --out "$tmp/x"
+bad 2 "empty item" sweep --workload spin, --out "$tmp/x"
+bad 2 "--target-noise" sweep --workload spin --target-noise abc --out "$tmp/x"
+bad 2 "--out DIR is required" sweep --workload spin
+bad 2 "--slo-p99" sweep --workload spin --slo-p99 -3 --out "$tmp/x"
+bad 2 "unknown option '--size'" sweep --workload spin --size 3 --out "$tmp/x"
+bad 2 "already holds runs" "${SPIN[@]}" --out "$tmp/a"
+touch "$tmp/file"
+bad 11 "--out" sweep --workload spin --out "$tmp/file/sub"
+bad 11 "not a directory" sweep --workload spin --out "$tmp/file"
+bad 11 "no results file" report "$tmp/nothing"
+mkdir -p "$tmp/empty" && : >"$tmp/empty/results.jsonl"
+bad 11 "no usable run" report "$tmp/empty"
+bad 2 "no directory given" report
+mkdir -p "$tmp/ro" && cp "$tmp/a/results.jsonl" "$tmp/ro/" && chmod 0555 "$tmp/ro"
+if [[ $(id -u) -ne 0 ]]; then
+	bad 11 "cannot" report "$tmp/ro"
+fi
+bad 11 "cannot create directory" report "$tmp/a" --out "$tmp/file/sub"
+chmod 0755 "$tmp/ro"
+
+if [[ $fails -ne 0 ]]; then
+	echo "$fails check(s) failed"
+	exit 1
+fi
+echo "all sweep checks passed"

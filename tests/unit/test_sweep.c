@@ -1,0 +1,215 @@
+/*
+ * Unit tests of the sweep's grid (lib/sweep.c) and its results records
+ * (lib/sweep_record.c): list and shape parsing, cell order and keys,
+ * configuration checks, and a record read back by the report's loader. The
+ * run loop itself (append, resume, interruption) is tested end to end by
+ * tests/cli/test_sweep.sh.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/report.h"
+#include "gpushare/sweep.h"
+
+static struct gpushare_sweep_config cfg;
+
+static void test_int_list(void **state)
+{
+	long v[GPUSHARE_SWEEP_MAX_VALUES];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(gpushare_sweep_parse_int_list("1,3,5,7", 1, 64, v, &n), GPUSHARE_OK);
+	assert_int_equal(n, 4);
+	assert_int_equal(v[3], 7);
+	assert_int_equal(gpushare_sweep_parse_int_list("", 1, 64, v, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_parse_int_list("1,,3", 1, 64, v, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_parse_int_list("1,3,", 1, 64, v, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_parse_int_list("1,x", 1, 64, v, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'x'"));
+	assert_int_equal(gpushare_sweep_parse_int_list("0", 1, 64, v, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_parse_int_list("65", 1, 64, v, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_parse_int_list("-1", 1, 64, v, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_parse_int_list("2,2", 1, 64, v, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "twice"));
+}
+
+static void test_shapes(void **state)
+{
+	(void)state;
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	assert_int_equal(cfg.repeats, 5);
+	assert_int_equal(cfg.n_strategies, 2);
+	assert_int_equal(cfg.n_workers, 3);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin:request-us=50us"), GPUSHARE_OK);
+	assert_string_equal(gpushare_wl_get(&cfg.shapes[0].wl, "request-us"), "50us");
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "matmul:size=256:dtype=bf16"), GPUSHARE_OK);
+	assert_string_equal(gpushare_wl_get(&cfg.shapes[1].wl, "dtype"), "bf16");
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "bogus"), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "unknown workload 'bogus'"));
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "matmul:nosuch=1"), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'nosuch'"));
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "matmul:size"), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "matmul:size=huge"), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin:request-us=50us"), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, ""), GPUSHARE_E_INVAL);
+	assert_int_equal(cfg.n_shapes, 2);
+	/* An option reaches every shape that has it, and only those. */
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "dtype", "fp32"), GPUSHARE_OK);
+	assert_string_equal(gpushare_wl_get(&cfg.shapes[1].wl, "dtype"), "fp32");
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "nosuch", "1"), GPUSHARE_E_NOT_FOUND);
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "dtype", "fp7"), GPUSHARE_E_INVAL);
+}
+
+static void test_cells_and_check(void **state)
+{
+	struct gpushare_sweep_cell *cells;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	cfg.n_strategies = 0;
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin"), GPUSHARE_OK);
+	cfg.workers[0] = 1;
+	cfg.workers[1] = 3;
+	cfg.n_workers = 2;
+	cfg.batches[0] = 1;
+	cfg.batches[1] = 4;
+	cfg.n_batches = 2;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "no strategy"));
+	assert_int_equal(gpushare_strategy_parse_list("timeslice,mps", cfg.strategies, &cfg.n_strategies), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_cells(&cfg, &cells, &n), GPUSHARE_OK);
+	assert_int_equal(n, 8);
+	/* Shape, strategy, workers, batch nested in that order. */
+	assert_string_equal(cells[0].key, "spin|timeslice|w1|b1");
+	assert_string_equal(cells[1].key, "spin|timeslice|w1|b4");
+	assert_string_equal(cells[2].key, "spin|timeslice|w3|b1");
+	assert_string_equal(cells[7].key, "spin|mps|w3|b4");
+	assert_int_equal(cells[7].strategy, GPUSHARE_STRATEGY_MPS);
+	free(cells);
+	cfg.repeats = 0;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+	cfg.repeats = 5;
+	cfg.target_noise = 0.02;
+	cfg.max_repeats = 3;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "--max-repeats"));
+	cfg.n_workers = 0;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+}
+
+static void test_record_round_trip(void **state)
+{
+	struct gpushare_bench_config c;
+	struct gpushare_bench_report r;
+	struct gpushare_sweep_cell cell = { .shape = 0, .strategy = GPUSHARE_STRATEGY_MPS, .workers = 2, .batch = 4 };
+	struct gpushare_report_run run;
+	char *argv[] = { "gpushare", "sweep", "--out", "x" };
+	char *line;
+	cJSON *doc;
+
+	(void)state;
+	snprintf(cell.key, sizeof(cell.key), "spin|mps|w2|b4");
+	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
+	c.argc = 4;
+	c.argv = argv;
+	gpushare_bench_report_init(&r, &c);
+	snprintf(r.date, sizeof(r.date), "2025-01-02T03:04:05Z");
+	snprintf(r.host, sizeof(r.host), "box");
+	r.results = calloc(1, sizeof(*r.results));
+	assert_non_null(r.results);
+	assert_int_equal(gpushare_bench_result_init(&r.results[0], GPUSHARE_STRATEGY_MPS, 2), GPUSHARE_OK);
+	r.n_results = 1;
+	for (int i = 0; i < 2; i++) {
+		struct gpushare_bench_worker *w = &r.results[0].workers[i];
+
+		w->requests = 1000;
+		w->items_per_request = 4;
+		w->window_seconds = 1.0;
+		for (int k = 0; k < 1000; k++)
+			gpushare_hist_record(&w->hist, 1000000 + (uint64_t)k * 1000);
+	}
+	gpushare_bench_result_compute(&r.results[0], 0);
+	assert_int_equal(gpushare_sweep_record(&cell, "spin", 3, &r, GPUSHARE_OK, "", 13000, &line), GPUSHARE_OK);
+	assert_null(strchr(line, '\n'));
+	doc = cJSON_Parse(line);
+	assert_non_null(doc);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "metadata"), "cuda_driver_version")->valueint, 13000);
+	assert_string_equal(cJSON_GetObjectItem(doc, "status")->valuestring, "ok");
+	assert_true(cJSON_IsObject(cJSON_GetObjectItem(doc, "bench")));
+	cJSON_Delete(doc);
+	assert_int_equal(gpushare_report_parse_line(line, strlen(line), &run), GPUSHARE_OK);
+	assert_string_equal(run.key, "spin|mps|w2|b4");
+	assert_int_equal(run.strategy, GPUSHARE_STRATEGY_MPS);
+	assert_int_equal(run.workers, 2);
+	assert_int_equal(run.batch, 4);
+	assert_int_equal(run.repeat, 3);
+	assert_int_equal(run.status, GPUSHARE_RUN_OK);
+	assert_true(run.items_per_second > 7999 && run.items_per_second < 8001);
+	assert_true(run.p99_seconds > 1.9e-3 && run.p99_seconds < 2.1e-3);
+	free(line);
+	/* A failed run is recorded with its error and read back as failed. */
+	r.partial = false;
+	assert_int_equal(gpushare_sweep_record(&cell, "spin", 4, &r, GPUSHARE_E_WORKER, "worker 1 died", -1, &line),
+			 GPUSHARE_OK);
+	assert_non_null(strstr(line, "\"status\":\"failed\""));
+	assert_non_null(strstr(line, "worker 1 died"));
+	assert_int_equal(gpushare_report_parse_line(line, strlen(line), &run), GPUSHARE_OK);
+	assert_int_equal(run.status, GPUSHARE_RUN_FAILED);
+	/* A torn line is refused, not misread. */
+	assert_int_equal(gpushare_report_parse_line(line, strlen(line) / 2, &run), GPUSHARE_E_INVAL);
+	free(line);
+	gpushare_bench_report_release(&r);
+}
+
+static void test_results_file_refused_without_resume(void **state)
+{
+	struct gpushare_sweep_summary sum;
+	char dir[] = "/tmp/gpushare-sweep-unit.XXXXXX", path[128];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/results.jsonl", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{}\n", f);
+	fclose(f);
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin"), GPUSHARE_OK);
+	cfg.workers[0] = 1;
+	cfg.n_workers = 1;
+	cfg.batches[0] = 1;
+	cfg.n_batches = 1;
+	assert_int_equal(gpushare_sweep_run(&cfg, path, &sum), GPUSHARE_E_BUSY);
+	assert_non_null(strstr(gpushare_errdetail(), "--resume"));
+	assert_int_equal(sum.runs_done, 0);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_int_list),
+		cmocka_unit_test(test_shapes),
+		cmocka_unit_test(test_cells_and_check),
+		cmocka_unit_test(test_record_round_trip),
+		cmocka_unit_test(test_results_file_refused_without_resume),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
