@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every test that runs without a GPU: install what the build and the tests
+# need, build with warnings as errors under AddressSanitizer and
+# UndefinedBehaviorSanitizer (CUDA files are compiled too when nvcc is
+# present), and run ctest without the `gpu` label. GPU tests: tests/gpu/run.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --test
+scripts/build.sh build-test -DCMAKE_BUILD_TYPE=Debug -DGPUSHARE_WERROR=ON -DGPUSHARE_SANITIZE=ON
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir build-test -LE gpu -j"$(nproc)" --output-on-failure
+# A short libFuzzer run of the worker-message parser when clang offers it.
+if command -v clang >/dev/null &&
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGPUSHARE_FUZZ=ON -DGPUSHARE_CUDA=OFF >/dev/null 2>&1 &&
+	cmake --build build-fuzz --target fuzz_proto >/dev/null 2>&1; then
+	ctest --test-dir build-fuzz -L fuzz --output-on-failure
+else
+	echo "SKIP: fuzzing (clang with libFuzzer not available)"
+fi
