@@ -97,14 +97,15 @@ struct progress_state {
 
 static void fmt_clock(double s, char *buf, size_t len)
 {
-	long t = s < 0 || !isfinite(s) ? -1 : (long)(s + 0.5);
+	/* Clamped to 99:59:59 so the text always fits. */
+	int t = s < 0 || !isfinite(s) ? -1 : s > 359999.0 ? 359999 : (int)(s + 0.5);
 
 	if (t < 0)
 		snprintf(buf, len, "--:--");
 	else if (t >= 3600)
-		snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+		snprintf(buf, len, "%d:%02d:%02d", t / 3600 % 100, t / 60 % 60, t % 60);
 	else
-		snprintf(buf, len, "%02ld:%02ld", t / 60, t % 60);
+		snprintf(buf, len, "%02d:%02d", t / 60 % 60, t % 60);
 }
 
 static void show_progress(void *arg, const struct gpushare_sweep_progress *p)

@@ -50,7 +50,7 @@ struct rplot_series {
 
 struct rplot {
 	char title[160];
-	char subtitle[200];
+	char subtitle[320];
 	char xlabel[64];             /* with unit */
 	char ylabel[64];             /* without unit; the unit is chosen from the data */
 	int yunit;                   /* 0 items/s, 1 seconds (latency) */
