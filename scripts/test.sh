@@ -18,3 +18,10 @@ if command -v clang >/dev/null &&
 else
 	echo "SKIP: fuzzing (clang with libFuzzer not available)"
 fi
+# On a machine with an NVIDIA GPU and nvcc, the `gpu` tests too.
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 &&
+	{ command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; }; then
+	tests/gpu/run.sh build-gpu
+else
+	echo "SKIP: gpu tests (no NVIDIA GPU here; run tests/gpu/run.sh on a GPU machine)"
+fi
