@@ -28,7 +28,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # Fetch http://127.0.0.1:$1/metrics every INTERVAL seconds; count answers.
 scrape_loop() {
-	python3 - "$1" "$INTERVAL" "$2" <<'PY'
+	# exec: the background job is python itself, so killing $! stops it.
+	exec python3 - "$1" "$INTERVAL" "$2" <<'PY'
 import sys, time, urllib.request
 port, interval, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 ok = 0
