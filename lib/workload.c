@@ -47,6 +47,8 @@ static const struct gpushare_wl_option tiny_opts[] = {
 	  .help = "threads per kernel (one block)" },
 	{ .name = "iters", .type = GPUSHARE_WL_INT, .def = "0", .min = 0, .max = 1000000,
 	  .help = "work per thread inside each kernel (0: empty kernels)" },
+	{ .name = "fault-after", .type = GPUSHARE_WL_INT, .def = "0", .min = 0, .max = 1000000000,
+	  .help = "worker 0 makes an illegal memory access in this request (0: never); for tests" },
 };
 
 static const struct gpushare_wl_option hybrid_opts[] = {

@@ -7,6 +7,7 @@
  * stores its element: the cost is the launch itself. Counted flops:
  * 2·iters·threads·B·kernels.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "common.h"
@@ -18,6 +19,8 @@ struct tiny {
 	float *buf;
 	int kernels, threads, blocks, iters;
 	int elems;
+	long fault_after;  /* request number that faults (stream 0 only); 0 never */
+	long requests;     /* requests started, the untimed one of init included */
 };
 
 /* x <- x·0.999 + 0.001, `iters` times: stays bounded and non-zero for any
@@ -32,6 +35,13 @@ __global__ static void tiny_kernel(float *x, int n, int iters)
 			v = fmaf(v, 0.999f, 0.001f);
 		x[i] = v;
 	}
+}
+
+/* A write through an invalid pointer: CUDA error 700 (illegal address),
+ * which MPS delivers to every client on the GPU. */
+__global__ static void fault_kernel(float *bad)
+{
+	bad[threadIdx.x] = 1.0f;
 }
 
 static void tiny_fini(void *state)
@@ -54,6 +64,11 @@ static int tiny_request(void *state, struct wl_error *err)
 	struct tiny *t = (struct tiny *)state;
 	int rc;
 
+	if (t->fault_after && ++t->requests == t->fault_after) {
+		fault_kernel<<<1, 32, 0, t->stream>>>((float *)(uintptr_t)0x10);
+		if ((rc = wl_cuda_launch(err, "fault_kernel")) != 0)
+			return rc;
+	}
 	for (int i = 0; i < t->kernels; i++) {
 		tiny_kernel<<<t->blocks, t->threads, 0, t->stream>>>(t->buf, t->elems, t->iters);
 		if ((rc = wl_cuda_launch(err, "tiny_kernel")) != 0)
@@ -68,6 +83,7 @@ static int tiny_init(const struct gpushare_wl_params *p, int thread_index, void 
 	long kernels = gpushare_wl_get_int(p, "kernels");
 	long threads = gpushare_wl_get_int(p, "threads");
 	long iters = gpushare_wl_get_int(p, "iters");
+	long fault_after = gpushare_wl_get_int(p, "fault-after");
 	struct tiny *t;
 	int rc;
 
@@ -91,6 +107,7 @@ static int tiny_init(const struct gpushare_wl_params *p, int thread_index, void 
 	t->threads = (int)threads;
 	t->iters = (int)iters;
 	t->blocks = (int)p->batch;
+	t->fault_after = thread_index == 0 ? fault_after : 0;
 	t->elems = t->threads * t->blocks;
 
 	if ((rc = wl_context_init(err)) != 0)

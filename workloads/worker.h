@@ -6,6 +6,8 @@
  * Lifecycle, all on one host thread (the `streams` strategy runs several such
  * threads in one process, each with its own instance):
  *   init(params, thread_index, &state, info) -> request(state) ... -> fini(state)
+ * thread_index is the stream's slot number in the run (0..N-1): unique per
+ * worker process and per thread of the `streams` strategy.
  * request() runs one complete request: it returns only after the work is
  * finished (the GPU stream synchronised), so the harness can time it with the
  * monotonic clock around the call.

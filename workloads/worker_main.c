@@ -50,7 +50,7 @@ struct worker {
 
 struct stream {
 	struct worker *w;
-	int index;                 /* thread index passed to init() */
+	int index;                 /* stream index passed to init(): its slot number */
 	uint32_t slot_no;
 	struct gpushare_slot *slot;
 	pthread_t tid;
@@ -590,7 +590,9 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < a.threads; i++) {
 		st[i].w = &w;
-		st[i].index = (int)i;
+		/* The stream's slot: unique in the run, so workers differ
+		 * (random data, tiny's fault-after) whatever their process. */
+		st[i].index = (int)(a.slot + i);
 		st[i].slot_no = (uint32_t)(a.slot + i);
 		st[i].slot = gpushare_region_slot(w.region, st[i].slot_no);
 		slot_start(st[i].slot, a.batch);
