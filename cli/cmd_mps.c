@@ -54,9 +54,10 @@ static const char usage_text[] =
 	"plain processes can still time-slice beside MPS clients (gpushare never changes\n"
 	"the compute mode).\n"
 	"\n"
-	"Exit status: 0 ok, 2 usage, 3 no driver (status of GPUs), 4 control program\n"
-	"missing, 5 daemon not running / not answering / clients still attached,\n"
-	"6 unsafe directory, 7 GPU compute mode Prohibited, 12 timeout.\n";
+	"Exit status: 0 ok, 1 unexpected failure, 2 usage, 4 control program missing,\n"
+	"5 daemon not running / not answering / clients still attached, 6 unsafe\n"
+	"directory, 7 GPU compute mode Prohibited or --gpus not found, 11 output not\n"
+	"writable, 12 timeout. See docs/cli.md.\n";
 
 enum {
 	OPT_PIPE = 1000, OPT_LOG, OPT_TIMEOUT, OPT_JSON, OPT_GPUS, OPT_PCT, OPT_MEM, OPT_PRIO, OPT_FORCE,
@@ -112,7 +113,7 @@ static int parse_args(int argc, char **argv, struct mps_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, idx;
 
 	memset(a, 0, sizeof(*a));
 	gpushare_mps_limits_init(&a->limits);
@@ -120,12 +121,19 @@ static int parse_args(int argc, char **argv, struct mps_args *a)
 	a->sub = argv[0];
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((idx = -1, c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
+		/* Name the option as the user knows it: argv[optind - 1] is
+		 * its value when the value was a separate argument. */
+		char optname[32];
 		const char *name = argv[optind - 1];
 		uint64_t ns;
 		long v;
 		int rc = GPUSHARE_OK;
 
+		if (idx >= 0) {
+			snprintf(optname, sizeof(optname), "--%s", opts[idx].name);
+			name = optname;
+		}
 		if (c == 'h') {
 			fputs(usage_text, stdout);
 			return cli_finish_stdout(EXIT_OK) == EXIT_OK ? -1 : EXIT_IO;
@@ -235,6 +243,16 @@ static int do_start(struct mps_args *a)
 			return cli_error(EXIT_USAGE, "mps start: --mem-limit: %s", gpushare_errdetail());
 	}
 	o.limits = a->limits;
+	/* A missing control program is the one error to report, not a
+	 * compute-mode warning before it. */
+	{
+		char path[GPUSHARE_PATH_MAX];
+
+		if (gpushare_which(m.control, path, sizeof(path)) != GPUSHARE_OK)
+			return cli_fail(gpushare_fail(GPUSHARE_E_NO_MPS_BINARY,
+						      "'%s' not found (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)",
+						      m.control), "mps start");
+	}
 	rc = gpushare_mps_check_compute_mode(a->gpus, &default_mode);
 	if (rc == GPUSHARE_E_PROHIBITED)
 		return cli_fail(rc, "mps start");
@@ -401,11 +419,12 @@ static int do_status(struct mps_args *a)
 		code = cli_print_json_and_free(cJSON_Print(j)) == EXIT_OK ? code : EXIT_IO;
 		cJSON_Delete(j);
 	} else if (rc) {
+		/* A failing exit says why on stderr, like every other command. */
 		if (state == GPUSHARE_MPS_STALE)
-			printf("no MPS control daemon at %s (stale pid file: pid %d is not running; 'gpushare mps start' cleans it)\n",
-			       m.pipe_dir, (int)pid);
+			cli_error(code, "mps status: no MPS control daemon at '%s' (stale pid file: pid %d is not running; "
+				  "'gpushare mps start' cleans it)", m.pipe_dir, (int)pid);
 		else
-			printf("no MPS control daemon at %s\n", m.pipe_dir);
+			cli_error(code, "mps status: no MPS control daemon at '%s'", m.pipe_dir);
 	} else {
 		printf("MPS control daemon: pid %d\n  pipe dir %s\n  log dir  %s\n", (int)st.daemon_pid, m.pipe_dir, m.log_dir);
 		printf("defaults (for servers started later):\n");
@@ -460,8 +479,16 @@ static int do_set(struct mps_args *a)
 			printf("default limits set (they apply to servers started from now on)\n");
 		return cli_finish_stdout(EXIT_OK);
 	}
-	printf("{\"ok\": true}\n");
-	return cli_finish_stdout(EXIT_OK);
+	{
+		cJSON *j = cJSON_CreateObject();
+
+		cJSON_AddBoolToObject(j, "ok", true);
+		if (a->server)
+			cJSON_AddNumberToObject(j, "server_pid", (double)a->server);
+		rc = cli_print_json_and_free(cJSON_Print(j));
+		cJSON_Delete(j);
+		return rc;
+	}
 }
 
 int cmd_mps(int argc, char **argv)
