@@ -7,6 +7,7 @@
 #define GPUSHARE_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit statuses, documented in docs/cli.md. Keep the two in step. */
@@ -62,6 +63,41 @@ int cmd_bench(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+
+/* gpushare_parse_int() that first refuses text that is not a whole number
+ * ("abc", which strtol() would read as 0). GPUSHARE_E_INVAL with a detail. */
+int cli_parse_whole(const char *s, long min, long max, long *out);
+
+/* The bring-your-own-command options shared by bench and sweep
+ * (cli/util.c): "-- CMD [ARGS...]", --mode request|job, --jobs K
+ * (docs/protocol.md). Usage: cli_command_scan() before getopt_long (hand it
+ * o.opt_argc so options stop at "--"), cli_command_parse_mode/_jobs() for
+ * the two options, cli_command_apply() after the options. */
+struct gpushare_bench_config;
+struct cli_command_opts {
+	int cmd_at;                /* index of the first "--" in argv, -1 none */
+	int opt_argc;              /* argc for getopt_long */
+	bool mode_given;
+	int mode;                  /* enum gpushare_cmd_mode */
+	uint64_t jobs;             /* --jobs K; 0 none */
+};
+void cli_command_scan(struct cli_command_opts *o, int argc, char **argv);
+/* Each returns an exit status; messages start with "<cmd>: ". */
+int cli_command_parse_mode(struct cli_command_opts *o, const char *cmd, const char *arg);
+int cli_command_parse_jobs(struct cli_command_opts *o, const char *cmd, const char *arg);
+/* After the options: check the combination (a command after "--", not with
+ * --workload; --jobs only in job mode, not with --duration; --requests not in
+ * job mode; --mode/--jobs only with a command) and point c->command at the
+ * tail of argv (argv[argc] must be NULL, as main's is), set c->command_mode,
+ * and in job mode c->requests = jobs and, unless warmup_given, no warm-up.
+ * Whether the program can run is gpushare_bench_command_check()'s job. */
+int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
+		      bool duration_given, bool warmup_given, struct gpushare_bench_config *c);
+
+/* --metrics-listen [ADDR:]PORT and --metrics-buckets LIST into c (docs/metrics.md);
+ * exit statuses, messages start with "<cmd>: ". */
+int cli_parse_metrics_listen(const char *cmd, const char *arg, struct gpushare_bench_config *c);
+int cli_parse_metrics_buckets(const char *cmd, const char *arg, struct gpushare_bench_config *c);
 
 /* Shared by sweep and report (cli/cmd_report.c): write the report of the
  * sweep in dir into out_dir, warning about corrupt lines; mode says what goes

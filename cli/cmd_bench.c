@@ -203,17 +203,6 @@ static int bad_value(const char *opt, const char *value)
 	return cli_error(EXIT_USAGE, "bench: invalid %s '%s': %s", opt, value, gpushare_errdetail());
 }
 
-/* gpushare_parse_int() with "not a whole number" for text such as "abc",
- * which strtol() would read as 0 and call out of range. */
-static int parse_whole(const char *s, long min, long max, long *out)
-{
-	const char *p = s + (*s == '-' || *s == '+');
-
-	if (!*p || strspn(p, "0123456789") != strlen(p))
-		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a whole number", s);
-	return gpushare_parse_int(s, min, max, out);
-}
-
 struct raw_lists {
 	const char *thread_pct, *mem_limit, *priority;
 };
@@ -261,9 +250,8 @@ int cmd_bench(int argc, char **argv)
 	const char *wl_values[GPUSHARE_WL_MAX_OPTS] = { 0 };
 	struct raw_lists raw = { 0 };
 	bool json = false, csv = false, quiet = false, verbose = false, duration_given = false;
-	bool warmup_given = false, mode_given = false;
-	uint64_t jobs = 0;
-	int opt_argc = argc, cmd_at = -1;
+	bool warmup_given = false;
+	struct cli_command_opts co;
 	const char *out = NULL;
 	struct progress_state ps = { .last_strategy = -1, .last_phase = -1, .last_run = -1 };
 	struct gpushare_bench_report report;
@@ -296,16 +284,10 @@ int cmd_bench(int argc, char **argv)
 	longopts[nl] = (struct option){ 0 };
 
 	/* Everything after the first "--" is the command; options stop there. */
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			cmd_at = i;
-			opt_argc = i;
-			break;
-		}
-	}
+	cli_command_scan(&co, argc, argv);
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(opt_argc, argv, ":hqv", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(co.opt_argc, argv, ":hqv", longopts, NULL)) != -1) {
 		long v;
 		uint64_t ns;
 
@@ -317,12 +299,12 @@ int cmd_bench(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case OPT_WORKLOAD: break; /* taken by prescan_workload() */
 		case OPT_BATCH:
-			if (parse_whole(optarg, 1, 1L << 30, &v))
+			if (cli_parse_whole(optarg, 1, 1L << 30, &v))
 				return bad_value("--batch", optarg);
 			c.wl.batch = v;
 			break;
 		case OPT_WORKERS:
-			if (parse_whole(optarg, 1, GPUSHARE_BENCH_MAX_WORKERS, &v))
+			if (cli_parse_whole(optarg, 1, GPUSHARE_BENCH_MAX_WORKERS, &v))
 				return bad_value("--workers", optarg);
 			c.workers = (int)v;
 			c.workers_given = true;
@@ -340,7 +322,7 @@ int cmd_bench(int argc, char **argv)
 			duration_given = true;
 			break;
 		case OPT_REQUESTS:
-			if (parse_whole(optarg, 1, 1000000000000L, &v))
+			if (cli_parse_whole(optarg, 1, 1000000000000L, &v))
 				return bad_value("--requests", optarg);
 			c.requests = (uint64_t)v;
 			break;
@@ -351,21 +333,15 @@ int cmd_bench(int argc, char **argv)
 			warmup_given = true;
 			break;
 		case OPT_MODE:
-			if (!strcmp(optarg, "request"))
-				c.command_mode = GPUSHARE_CMD_REQUEST;
-			else if (!strcmp(optarg, "job"))
-				c.command_mode = GPUSHARE_CMD_JOB;
-			else
-				return cli_error(EXIT_USAGE, "bench: invalid --mode '%s' (expected request or job)", optarg);
-			mode_given = true;
+			if ((code = cli_command_parse_mode(&co, "bench", optarg)))
+				return code;
 			break;
 		case OPT_JOBS:
-			if (parse_whole(optarg, 1, 1000000000L, &v))
-				return bad_value("--jobs", optarg);
-			jobs = (uint64_t)v;
+			if ((code = cli_command_parse_jobs(&co, "bench", optarg)))
+				return code;
 			break;
 		case OPT_WARMUP_REQUESTS:
-			if (parse_whole(optarg, 0, 1000000000L, &v))
+			if (cli_parse_whole(optarg, 0, 1000000000L, &v))
 				return bad_value("--warmup-requests", optarg);
 			c.warmup_requests = (uint64_t)v;
 			break;
@@ -392,18 +368,13 @@ int cmd_bench(int argc, char **argv)
 		case OPT_JSON: json = true; break;
 		case OPT_CSV: csv = true; break;
 		case OPT_OUT: out = optarg; break;
-		case OPT_METRICS_LISTEN: {
-			char addr[GPUSHARE_METRICS_ADDR_MAX];
-			uint16_t port;
-
-			if (gpushare_metrics_parse_listen(optarg, addr, sizeof(addr), &port))
-				return bad_value("--metrics-listen", optarg);
-			snprintf(c.metrics_listen, sizeof(c.metrics_listen), "%s", optarg);
+		case OPT_METRICS_LISTEN:
+			if ((code = cli_parse_metrics_listen("bench", optarg, &c)))
+				return code;
 			break;
-		}
 		case OPT_METRICS_BUCKETS:
-			if (gpushare_metrics_parse_buckets(optarg, c.metrics_buckets, &c.n_metrics_buckets))
-				return bad_value("--metrics-buckets", optarg);
+			if ((code = cli_parse_metrics_buckets("bench", optarg, &c)))
+				return code;
 			break;
 		case ':':
 		case '?':
@@ -419,13 +390,11 @@ int cmd_bench(int argc, char **argv)
 			return cli_usage_error("bench", '?', optopt, argv[optind - 1]);
 		}
 	}
-	if (optind < opt_argc)
+	if (optind < co.opt_argc)
 		return cli_error(EXIT_USAGE, "bench: unexpected argument '%s' (see 'gpushare bench --help')", argv[optind]);
-	if (cmd_at >= 0) {
-		if (cmd_at + 1 >= argc || !argv[cmd_at + 1][0])
-			return cli_error(EXIT_USAGE, "bench: no command after '--'");
-		if (wl_name)
-			return cli_error(EXIT_USAGE, "bench: give --workload or a command after '--', not both");
+	if ((code = cli_command_apply(&co, "bench", argc, argv, wl_name != NULL, duration_given, warmup_given, &c)))
+		return code;
+	if (c.command) {
 		for (size_t i = 0; i < GPUSHARE_WL_MAX_OPTS; i++) {
 			if (wl_values[i])
 				return cli_error(EXIT_USAGE, "bench: --%s is an option of workload '%s', not of a command",
@@ -433,23 +402,8 @@ int cmd_bench(int argc, char **argv)
 		}
 		if (c.ceiling && c.command_mode == GPUSHARE_CMD_JOB)
 			return cli_error(EXIT_USAGE, "bench: --ceiling needs request mode (it runs one worker with batch x N)");
-		if (c.command_mode == GPUSHARE_CMD_JOB) {
-			if (c.requests)
-				return cli_error(EXIT_USAGE, "bench: job mode counts jobs: give --jobs K, not --requests");
-			if (jobs && duration_given)
-				return cli_error(EXIT_USAGE, "bench: give --duration or --jobs, not both");
-			c.requests = jobs;
-			if (!warmup_given)
-				c.warmup_ns = 0;
-		} else if (jobs) {
-			return cli_error(EXIT_USAGE, "bench: --jobs needs --mode job");
-		}
-		/* argv[argc] is NULL (as main's is), so the tail is an argv. */
-		c.command = &argv[cmd_at + 1];
 		if (gpushare_bench_command_check(&c))
 			return cli_error(EXIT_USAGE, "bench: %s", gpushare_errdetail());
-	} else if (mode_given || jobs) {
-		return cli_error(EXIT_USAGE, "bench: --mode and --jobs apply to a command given after '--'");
 	}
 	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
 		char name[80];

@@ -4,7 +4,8 @@
  * noise), appending every finished run to OUT/results.jsonl, then write the
  * report. Parses options, shows progress (a bar with elapsed time and ETA on
  * a terminal, plain lines otherwise) and hands the work to
- * gpushare_sweep_run().
+ * gpushare_sweep_run(). The options it shares with bench (a command after
+ * "--", --mode, --jobs, --metrics-*) are parsed by cli/util.c for both.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,7 +27,7 @@
 enum {
 	OPT_WORKLOAD = 256, OPT_STRATEGY, OPT_WORKERS, OPT_BATCH, OPT_REPEATS, OPT_TARGET_NOISE, OPT_MAX_REPEATS,
 	OPT_DURATION, OPT_REQUESTS, OPT_WARMUP, OPT_WARMUP_REQUESTS, OPT_START_TIMEOUT, OPT_GPU, OPT_MPS_PIPE_DIR,
-	OPT_OUT, OPT_RESUME, OPT_SLO, OPT_NO_REPORT,
+	OPT_OUT, OPT_RESUME, OPT_SLO, OPT_NO_REPORT, OPT_MODE, OPT_JOBS, OPT_METRICS_LISTEN, OPT_METRICS_BUCKETS,
 	OPT_WL_FIRST = 1000,
 };
 
@@ -49,6 +50,10 @@ static const struct option sweep_options[] = {
 	{ "resume", no_argument, NULL, OPT_RESUME },
 	{ "slo-p99", required_argument, NULL, OPT_SLO },
 	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "jobs", required_argument, NULL, OPT_JOBS },
+	{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
+	{ "metrics-buckets", required_argument, NULL, OPT_METRICS_BUCKETS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 };
@@ -58,7 +63,8 @@ static const struct option sweep_options[] = {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: gpushare sweep --out DIR [options] [--<workload option> VALUE]...\n\n"
+		"usage: gpushare sweep --out DIR [options] [--<workload option> VALUE]...\n"
+		"       gpushare sweep --out DIR [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]\n\n"
 		"Run every cell of workload shapes x strategies x workers x batch sizes, repeated,\n"
 		"in interleaved order; append each finished run to DIR/" GPUSHARE_SWEEP_RESULTS_FILE "; write the report.\n\n"
 		"  --out DIR              results and report directory (created when absent)\n"
@@ -76,15 +82,27 @@ static void usage(FILE *f)
 		"  --duration D | --requests R | --warmup D | --warmup-requests W | --start-timeout D\n"
 		"  --gpu IDX|UUID | --mps-pipe-dir DIR\n"
 		"                         per run, as for gpushare bench\n"
+		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics at /metrics for the\n"
+		"                         whole sweep, one server; each run's series are labelled\n"
+		"                         shape, workers, batch, repeat (docs/metrics.md)\n"
+		"  --metrics-buckets LIST histogram bounds in seconds (0.001,0.005,...)\n"
 		"  --slo-p99 MS           the report also picks the best throughput with p99 under MS\n"
 		"  --no-report            do not write the report at the end\n"
 		"  -q, --quiet            no progress on stderr\n"
 		"  -h, --help             this help\n\n"
+		"Your own program as the worker of every run (after '--'; no --workload; as for\n"
+		"gpushare bench, docs/protocol.md; not with the streams strategy):\n"
+		"  --mode request         (default) it reports each request through GPUSHARE_REPORT_FD;\n"
+		"                         each --batch value reaches it as GPUSHARE_BATCH\n"
+		"  --mode job             each run to completion is one job (wall time per job)\n"
+		"  --jobs K               job mode: K jobs per worker and run (else for --duration)\n"
+		"The report names the shape \"command:CMD ARGS\".\n\n"
 		"Workload options (gpushare bench --help lists them) apply to every shape whose\n"
 		"workload has them. mps and mps-split cells share one private MPS daemon, started\n"
 		"once and stopped at the end (or on Ctrl-C).\n\n"
 		"Exit statuses: 0 ok, 2 bad option, 3 no driver, 4/5 MPS, 6 directory, 10 some runs\n"
-		"failed (recorded), 11 DIR or its results file unusable, 130 interrupted.\n"
+		"failed (recorded), 11 DIR or its results file unusable, 13 --metrics-listen address\n"
+		"in use, 130 interrupted.\n"
 		"See docs/sweep.md.\n");
 }
 
@@ -243,7 +261,8 @@ int cmd_sweep(int argc, char **argv)
 	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nl = 0, nv;
 	const char *workloads = "matmul", *out = NULL;
 	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
-	bool quiet = false, no_report = false, duration_given = false;
+	bool quiet = false, no_report = false, duration_given = false, warmup_given = false, workload_given = false;
+	struct cli_command_opts co;
 	struct progress_state ps = { 0 };
 	struct gpushare_sweep_summary sum;
 	struct sigaction sa;
@@ -259,9 +278,11 @@ int cmd_sweep(int argc, char **argv)
 		longopts[nl++] = (struct option){ wl_names[i], required_argument, NULL, OPT_WL_FIRST + (int)i };
 	longopts[nl] = (struct option){ 0 };
 
+	/* Everything after the first "--" is the command; options stop there. */
+	cli_command_scan(&co, argc, argv);
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":hq", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(co.opt_argc, argv, ":hq", longopts, NULL)) != -1) {
 		long v;
 		uint64_t ns;
 
@@ -274,6 +295,7 @@ int cmd_sweep(int argc, char **argv)
 			if (!*optarg)
 				return cli_error(EXIT_USAGE, "sweep: invalid --workload '': empty list");
 			workloads = optarg;
+			workload_given = true;
 			break;
 		case OPT_STRATEGY:
 			if (gpushare_strategy_parse_list(optarg, s.strategies, &s.n_strategies))
@@ -320,6 +342,7 @@ int cmd_sweep(int argc, char **argv)
 			if (gpushare_parse_duration(optarg, &ns))
 				return bad_value("--warmup", optarg);
 			s.bench.warmup_ns = ns;
+			warmup_given = true;
 			break;
 		case OPT_WARMUP_REQUESTS:
 			if (parse_whole(optarg, 0, 1000000000L, &v))
@@ -349,6 +372,22 @@ int cmd_sweep(int argc, char **argv)
 						 optarg);
 			break;
 		case OPT_NO_REPORT: no_report = true; break;
+		case OPT_MODE:
+			if ((code = cli_command_parse_mode(&co, "sweep", optarg)))
+				return code;
+			break;
+		case OPT_JOBS:
+			if ((code = cli_command_parse_jobs(&co, "sweep", optarg)))
+				return code;
+			break;
+		case OPT_METRICS_LISTEN:
+			if ((code = cli_parse_metrics_listen("sweep", optarg, &s.bench)))
+				return code;
+			break;
+		case OPT_METRICS_BUCKETS:
+			if ((code = cli_parse_metrics_buckets("sweep", optarg, &s.bench)))
+				return code;
+			break;
 		case ':':
 		case '?':
 			if (opt == '?' && argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
@@ -363,13 +402,18 @@ int cmd_sweep(int argc, char **argv)
 			return cli_usage_error("sweep", '?', optopt, argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
+	if (optind < co.opt_argc)
 		return cli_error(EXIT_USAGE, "sweep: unexpected argument '%s' (see 'gpushare sweep --help')", argv[optind]);
 	if (!out)
 		return cli_error(EXIT_USAGE, "sweep: --out DIR is required (where results and report go)");
+	if ((code = cli_command_apply(&co, "sweep", argc, argv, workload_given, duration_given, warmup_given, &s.bench)))
+		return code;
 	if (duration_given && s.bench.requests)
 		return cli_error(EXIT_USAGE, "sweep: give --duration or --requests, not both");
-	{
+	if (s.bench.command) {
+		if (gpushare_sweep_set_command(&s, s.bench.command, s.bench.command_mode))
+			return cli_error(EXIT_USAGE, "sweep: %s", gpushare_errdetail());
+	} else {
 		char buf[1024], *save = NULL, *item;
 		size_t len = strlen(workloads);
 

@@ -1,5 +1,7 @@
 /*
- * Error printing and exit statuses for the command line.
+ * Error printing and exit statuses for the command line, and the option
+ * parsing that bench and sweep share (a command after "--", --mode, --jobs,
+ * --metrics-listen, --metrics-buckets).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -8,7 +10,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/metrics.h"
 
 int cli_exit_for(int err)
 {
@@ -93,4 +97,101 @@ int cli_finish_stdout(int code)
 		return code == EXIT_OK ? EXIT_IO : code;
 	}
 	return code;
+}
+
+int cli_parse_whole(const char *s, long min, long max, long *out)
+{
+	const char *p = s + (*s == '-' || *s == '+');
+
+	if (!*p || strspn(p, "0123456789") != strlen(p))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a whole number", s);
+	return gpushare_parse_int(s, min, max, out);
+}
+
+static int bad_value(const char *cmd, const char *opt, const char *value)
+{
+	return cli_error(EXIT_USAGE, "%s: invalid %s '%s': %s", cmd, opt, value, gpushare_errdetail());
+}
+
+void cli_command_scan(struct cli_command_opts *o, int argc, char **argv)
+{
+	memset(o, 0, sizeof(*o));
+	o->cmd_at = -1;
+	o->opt_argc = argc;
+	o->mode = GPUSHARE_CMD_REQUEST;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			o->cmd_at = i;
+			o->opt_argc = i;
+			break;
+		}
+	}
+}
+
+int cli_command_parse_mode(struct cli_command_opts *o, const char *cmd, const char *arg)
+{
+	if (!strcmp(arg, "request"))
+		o->mode = GPUSHARE_CMD_REQUEST;
+	else if (!strcmp(arg, "job"))
+		o->mode = GPUSHARE_CMD_JOB;
+	else
+		return cli_error(EXIT_USAGE, "%s: invalid --mode '%s' (expected request or job)", cmd, arg);
+	o->mode_given = true;
+	return EXIT_OK;
+}
+
+int cli_command_parse_jobs(struct cli_command_opts *o, const char *cmd, const char *arg)
+{
+	long v;
+
+	if (cli_parse_whole(arg, 1, 1000000000L, &v))
+		return bad_value(cmd, "--jobs", arg);
+	o->jobs = (uint64_t)v;
+	return EXIT_OK;
+}
+
+int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
+		      bool duration_given, bool warmup_given, struct gpushare_bench_config *c)
+{
+	if (o->cmd_at < 0) {
+		if (o->mode_given || o->jobs)
+			return cli_error(EXIT_USAGE, "%s: --mode and --jobs apply to a command given after '--'", cmd);
+		return EXIT_OK;
+	}
+	if (o->cmd_at + 1 >= argc || !argv[o->cmd_at + 1][0])
+		return cli_error(EXIT_USAGE, "%s: no command after '--'", cmd);
+	if (workload_given)
+		return cli_error(EXIT_USAGE, "%s: give --workload or a command after '--', not both", cmd);
+	if (o->mode == GPUSHARE_CMD_JOB) {
+		if (c->requests)
+			return cli_error(EXIT_USAGE, "%s: job mode counts jobs: give --jobs K, not --requests", cmd);
+		if (o->jobs && duration_given)
+			return cli_error(EXIT_USAGE, "%s: give --duration or --jobs, not both", cmd);
+		c->requests = o->jobs;
+		if (!warmup_given)
+			c->warmup_ns = 0;
+	} else if (o->jobs) {
+		return cli_error(EXIT_USAGE, "%s: --jobs needs --mode job", cmd);
+	}
+	c->command_mode = o->mode;
+	c->command = &argv[o->cmd_at + 1];
+	return EXIT_OK;
+}
+
+int cli_parse_metrics_listen(const char *cmd, const char *arg, struct gpushare_bench_config *c)
+{
+	char addr[GPUSHARE_METRICS_ADDR_MAX];
+	uint16_t port;
+
+	if (gpushare_metrics_parse_listen(arg, addr, sizeof(addr), &port))
+		return bad_value(cmd, "--metrics-listen", arg);
+	snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", arg);
+	return EXIT_OK;
+}
+
+int cli_parse_metrics_buckets(const char *cmd, const char *arg, struct gpushare_bench_config *c)
+{
+	if (gpushare_metrics_parse_buckets(arg, c->metrics_buckets, &c->n_metrics_buckets))
+		return bad_value(cmd, "--metrics-buckets", arg);
+	return EXIT_OK;
 }

@@ -1142,7 +1142,9 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	}
 	if (!rc)
 		rc = setup_dirs(&x);
-	if (!rc)
+	if (!rc && c->metrics)
+		x.metrics = c->metrics;  /* the caller's view; it outlives this run */
+	else if (!rc)
 		rc = gpushare_metrics_bench_start(c, &x.metrics);
 	if (!rc && c->ceiling) {
 		r->ceiling = calloc(1, sizeof(*r->ceiling));
@@ -1185,7 +1187,8 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 		char detail[512];
 
 		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
-		gpushare_metrics_bench_stop(x.metrics);
+		if (x.metrics != c->metrics)
+			gpushare_metrics_bench_stop(x.metrics);
 		if (x.run_dir[0])
 			nftw(x.run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 		if (x.have_sys)

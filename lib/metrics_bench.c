@@ -14,6 +14,12 @@
  * When a region is detached its final values are kept (`retained`), so a
  * strategy's series stay in the exposition, unchanged, until the run ends:
  * counters never go backwards and Prometheus keeps the last values.
+ *
+ * A view may outlive one run (a sweep serves all its runs from one server):
+ * gpushare_metrics_bench_set_run() then gives the series of each run labels
+ * of their own (the run's shape, workers, batch, repeat), carried by each
+ * view, so the retained series of earlier runs never collide with the live
+ * ones.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -25,11 +31,21 @@
 #include "gpushare/metrics.h"
 
 #define HIST_NAME "gpushare_request_duration_seconds"
+#define N_FIXED_LABELS 3               /* strategy, workload, worker */
+
+/* The labels a run adds to its series (gpushare_metrics_bench_set_run). */
+struct run_labels {
+	char workload[64];
+	size_t n;
+	char name[GPUSHARE_METRICS_MAX_RUN_LABELS][GPUSHARE_METRICS_RUN_LABEL_NAME_MAX];
+	char value[GPUSHARE_METRICS_MAX_RUN_LABELS][GPUSHARE_METRICS_RUN_LABEL_VALUE_MAX];
+};
 
 /* The values of one worker's series. */
 struct worker_view {
 	int strategy;
 	int worker;
+	struct run_labels run;
 	uint64_t cum[GPUSHARE_METRICS_MAX_BUCKETS];
 	uint64_t count;                /* all buckets: le="+Inf" and _count */
 	double sum_seconds;
@@ -38,13 +54,14 @@ struct worker_view {
 
 struct gpushare_metrics_bench {
 	struct gpushare_metrics_server *srv;
-	char workload[64];
 	double le[GPUSHARE_METRICS_MAX_BUCKETS];
 	size_t n_le;
 	int strategies[GPUSHARE_STRATEGY_COUNT + 1];
 	size_t n_strategies;
 
 	pthread_mutex_t lock;          /* guards everything below */
+	struct run_labels next;        /* for the next region attached */
+	struct run_labels live;        /* of the region attached */
 	struct gpushare_region_header *reg;
 	uint32_t n_slots;
 	size_t offset;
@@ -125,6 +142,7 @@ static int take_snapshot(struct gpushare_metrics_bench *m, struct snapshot *s)
 
 		v->strategy = m->strategy;
 		v->worker = (int)(m->offset + i);
+		v->run = m->live;
 		view_slot(m, gpushare_region_slot(m->reg, i), tmp, v);
 	}
 	for (size_t i = 0; i < m->n_strategies; i++)
@@ -140,15 +158,19 @@ out:
 
 struct view_labels {
 	char worker[16];
-	struct gpushare_metrics_label l[3];
+	struct gpushare_metrics_label l[N_FIXED_LABELS + GPUSHARE_METRICS_MAX_RUN_LABELS];
+	size_t n;
 };
 
-static void view_labels(const struct gpushare_metrics_bench *m, const struct worker_view *v, struct view_labels *vl)
+static void view_labels(const struct worker_view *v, struct view_labels *vl)
 {
 	snprintf(vl->worker, sizeof(vl->worker), "%d", v->worker);
 	vl->l[0] = (struct gpushare_metrics_label){ "strategy", gpushare_strategy_name(v->strategy) };
-	vl->l[1] = (struct gpushare_metrics_label){ "workload", m->workload };
+	vl->l[1] = (struct gpushare_metrics_label){ "workload", v->run.workload };
 	vl->l[2] = (struct gpushare_metrics_label){ "worker", vl->worker };
+	vl->n = N_FIXED_LABELS;
+	for (size_t i = 0; i < v->run.n; i++)
+		vl->l[vl->n++] = (struct gpushare_metrics_label){ v->run.name[i], v->run.value[i] };
 }
 
 int gpushare_metrics_bench_render(struct gpushare_metrics_bench *m, char **text, size_t *len)
@@ -180,8 +202,8 @@ int gpushare_metrics_bench_render(struct gpushare_metrics_bench *m, char **text,
 	for (size_t i = 0; i < s.n_views; i++) {
 		struct view_labels vl;
 
-		view_labels(m, &s.views[i], &vl);
-		gpushare_metrics_histogram_cum(&b, HIST_NAME, vl.l, 3, s.views[i].cum, m->le, m->n_le, s.views[i].count,
+		view_labels(&s.views[i], &vl);
+		gpushare_metrics_histogram_cum(&b, HIST_NAME, vl.l, vl.n, s.views[i].cum, m->le, m->n_le, s.views[i].count,
 					       s.views[i].sum_seconds);
 	}
 	gpushare_metrics_family(&b, "gpushare_requests_total", "counter",
@@ -189,16 +211,16 @@ int gpushare_metrics_bench_render(struct gpushare_metrics_bench *m, char **text,
 	for (size_t i = 0; i < s.n_views; i++) {
 		struct view_labels vl;
 
-		view_labels(m, &s.views[i], &vl);
-		gpushare_metrics_sample_u64(&b, "gpushare_requests_total", vl.l, 3, s.views[i].requests);
+		view_labels(&s.views[i], &vl);
+		gpushare_metrics_sample_u64(&b, "gpushare_requests_total", vl.l, vl.n, s.views[i].requests);
 	}
 	gpushare_metrics_family(&b, "gpushare_request_errors_total", "counter",
 				"Requests of a worker that failed without ending the run.");
 	for (size_t i = 0; i < s.n_views; i++) {
 		struct view_labels vl;
 
-		view_labels(m, &s.views[i], &vl);
-		gpushare_metrics_sample_u64(&b, "gpushare_request_errors_total", vl.l, 3, s.views[i].errors);
+		view_labels(&s.views[i], &vl);
+		gpushare_metrics_sample_u64(&b, "gpushare_request_errors_total", vl.l, vl.n, s.views[i].errors);
 	}
 	free(s.views);
 	gpushare_metrics_system_opts_init(&o);
@@ -233,7 +255,10 @@ int gpushare_metrics_bench_start(const struct gpushare_bench_config *c, struct g
 	if (!m)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate the metrics view");
 	pthread_mutex_init(&m->lock, NULL);
-	snprintf(m->workload, sizeof(m->workload), "%s", c->wl.desc ? c->wl.desc->name : "");
+	/* Command mode runs no built-in workload: "command", as in the JSON. */
+	snprintf(m->next.workload, sizeof(m->next.workload), "%s",
+		 c->command ? "command" : c->wl.desc ? c->wl.desc->name : "");
+	m->live = m->next;
 	if (c->n_metrics_buckets) {
 		m->n_le = c->n_metrics_buckets > GPUSHARE_METRICS_MAX_BUCKETS ? GPUSHARE_METRICS_MAX_BUCKETS
 									   : c->n_metrics_buckets;
@@ -271,6 +296,7 @@ void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, int strateg
 	m->n_slots = n_slots;
 	m->offset = offset;
 	m->strategy = strategy;
+	m->live = m->next;
 	snprintf(m->mps_pipe_dir, sizeof(m->mps_pipe_dir), "%s", mps_pipe_dir ? mps_pipe_dir : "");
 	k = strategy_slot(m, strategy);
 	if (k >= 0)
@@ -278,11 +304,24 @@ void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, int strateg
 	pthread_mutex_unlock(&m->lock);
 }
 
-/* Keep v, replacing an earlier entry of the same strategy and worker. */
+static bool same_run(const struct run_labels *a, const struct run_labels *b)
+{
+	if (strcmp(a->workload, b->workload) || a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		if (strcmp(a->name[i], b->name[i]) || strcmp(a->value[i], b->value[i]))
+			return false;
+	}
+	return true;
+}
+
+/* Keep v, replacing an earlier entry of the same series (strategy, worker
+ * and run labels). */
 static void retain(struct gpushare_metrics_bench *m, const struct worker_view *v)
 {
 	for (size_t i = 0; i < m->n_retained; i++) {
-		if (m->retained[i].strategy == v->strategy && m->retained[i].worker == v->worker) {
+		if (m->retained[i].strategy == v->strategy && m->retained[i].worker == v->worker &&
+		    same_run(&m->retained[i].run, &v->run)) {
 			m->retained[i] = *v;
 			return;
 		}
@@ -314,6 +353,7 @@ void gpushare_metrics_bench_detach(struct gpushare_metrics_bench *m)
 		memset(&v, 0, sizeof(v));
 		v.strategy = m->strategy;
 		v.worker = (int)(m->offset + i);
+		v.run = m->live;
 		view_slot(m, gpushare_region_slot(m->reg, i), tmp, &v);
 		retain(m, &v);
 	}
@@ -324,6 +364,50 @@ void gpushare_metrics_bench_detach(struct gpushare_metrics_bench *m)
 	m->mps_pipe_dir[0] = '\0';
 	pthread_mutex_unlock(&m->lock);
 	free(tmp);
+}
+
+static bool valid_run_label_name(const char *name)
+{
+	static const char *const taken[] = { "strategy", "workload", "worker", "le", "phase" };
+
+	if (!name || !*name || strlen(name) >= GPUSHARE_METRICS_RUN_LABEL_NAME_MAX || (name[0] >= '0' && name[0] <= '9'))
+		return false;
+	if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(name))
+		return false;
+	for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+		if (!strcmp(name, taken[i]))
+			return false;
+	}
+	return true;
+}
+
+int gpushare_metrics_bench_set_run(struct gpushare_metrics_bench *m, const char *workload,
+				   const struct gpushare_metrics_label *labels, size_t n_labels)
+{
+	if (!m)
+		return GPUSHARE_OK;
+	if (n_labels > GPUSHARE_METRICS_MAX_RUN_LABELS)
+		return gpushare_fail(GPUSHARE_E_INVAL, "%zu run labels (at most %d)", n_labels,
+				     GPUSHARE_METRICS_MAX_RUN_LABELS);
+	for (size_t i = 0; i < n_labels; i++) {
+		if (!valid_run_label_name(labels[i].name))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' cannot be a run label name",
+					     labels[i].name ? labels[i].name : "(null)");
+		for (size_t j = 0; j < i; j++) {
+			if (!strcmp(labels[i].name, labels[j].name))
+				return gpushare_fail(GPUSHARE_E_INVAL, "run label '%s' given twice", labels[i].name);
+		}
+	}
+	pthread_mutex_lock(&m->lock);
+	if (workload && *workload)
+		snprintf(m->next.workload, sizeof(m->next.workload), "%s", workload);
+	m->next.n = n_labels;
+	for (size_t i = 0; i < n_labels; i++) {
+		snprintf(m->next.name[i], sizeof(m->next.name[i]), "%s", labels[i].name);
+		snprintf(m->next.value[i], sizeof(m->next.value[i]), "%s", labels[i].value ? labels[i].value : "");
+	}
+	pthread_mutex_unlock(&m->lock);
+	return GPUSHARE_OK;
 }
 
 void gpushare_metrics_bench_stop(struct gpushare_metrics_bench *m)

@@ -4,7 +4,10 @@
  * each finished run appended at once to a JSON Lines file with fsync, so an
  * interrupted sweep loses at most the run in progress and --resume carries
  * on where it stopped. One private MPS daemon serves every mps and mps-split
- * run, so its start-up is paid once. The record format lives in
+ * run, so its start-up is paid once. In command mode the one shape is the
+ * user's program, run by each bench run as `gpushare bench -- CMD` would.
+ * With --metrics-listen one Prometheus server serves every run, each run's
+ * series labelled with its cell and repeat. The record format lives in
  * sweep_record.c; reading the file back is report_load.c's job.
  */
 #include <errno.h>
@@ -20,6 +23,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/metrics.h"
 #include "gpushare/mps.h"
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
@@ -68,6 +72,8 @@ int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
 		return gpushare_fail(GPUSHARE_E_INVAL, "workload shape '%.40s...' is too long", spec);
 	if (s->n_shapes >= GPUSHARE_SWEEP_MAX_SHAPES)
 		return gpushare_fail(GPUSHARE_E_INVAL, "more than %d workload shapes", GPUSHARE_SWEEP_MAX_SHAPES);
+	if (s->bench.command)
+		return gpushare_fail(GPUSHARE_E_INVAL, "give workloads or a command, not both");
 	for (size_t i = 0; i < s->n_shapes; i++) {
 		if (!strcmp(s->shapes[i].label, spec))
 			return gpushare_fail(GPUSHARE_E_INVAL, "workload shape '%s' is listed twice", spec);
@@ -101,12 +107,56 @@ int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
 	return GPUSHARE_OK;
 }
 
+/* Append text to buf (size bytes, *len used); false when it did not all fit. */
+static bool label_append(char *buf, size_t size, size_t *len, const char *text)
+{
+	size_t n = strlen(text), room = size - 1 - *len;
+	bool fits = n <= room;
+
+	memcpy(buf + *len, text, fits ? n : room);
+	*len += fits ? n : room;
+	buf[*len] = '\0';
+	return fits;
+}
+
+int gpushare_sweep_set_command(struct gpushare_sweep_config *s, char **argv, int mode)
+{
+	struct gpushare_sweep_shape *sh;
+	size_t len = 0;
+	bool fits;
+
+	if (!argv || !argv[0] || !argv[0][0])
+		return gpushare_fail(GPUSHARE_E_INVAL, "no command given");
+	if (s->n_shapes)
+		return gpushare_fail(GPUSHARE_E_INVAL, "give workloads or a command, not both");
+	sh = &s->shapes[0];
+	memset(sh, 0, sizeof(*sh));
+	/* The bench default workload keeps the configuration checkable; a
+	 * command run never looks at it (as for `bench -- CMD`). */
+	sh->wl = s->bench.wl;
+	sh->command = true;
+	fits = label_append(sh->label, sizeof(sh->label), &len, "command:");
+	for (size_t i = 0; argv[i] && fits; i++)
+		fits = (i == 0 || label_append(sh->label, sizeof(sh->label), &len, " ")) &&
+		       label_append(sh->label, sizeof(sh->label), &len, argv[i]);
+	if (!fits)
+		memcpy(sh->label + len - 3, "...", 3);
+	s->bench.command = argv;
+	s->bench.command_mode = mode;
+	s->n_shapes = 1;
+	return GPUSHARE_OK;
+}
+
 int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name, const char *value)
 {
 	size_t set = 0;
 
 	for (size_t i = 0; i < s->n_shapes; i++) {
-		int rc = gpushare_wl_params_set(&s->shapes[i].wl, name, value);
+		int rc;
+
+		if (s->shapes[i].command)
+			continue;
+		rc = gpushare_wl_params_set(&s->shapes[i].wl, name, value);
 
 		if (rc == GPUSHARE_E_NOT_FOUND)
 			continue;
@@ -226,7 +276,9 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 	for (size_t i = 0; i < s->n_shapes; i++) {
 		struct gpushare_wl_params p = s->shapes[i].wl;
 
-		for (size_t b = 0; b < s->n_batches; b++) {
+		if (s->shapes[i].command != (s->bench.command != NULL) || (s->shapes[i].command && s->n_shapes != 1))
+			return gpushare_fail(GPUSHARE_E_INVAL, "give workloads or a command, not both");
+		for (size_t b = 0; b < s->n_batches && !s->shapes[i].command; b++) {
 			p.batch = s->batches[b];
 			if (gpushare_wl_params_check(&p))
 				return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s': %s", s->shapes[i].label,
@@ -244,6 +296,14 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 	for (size_t i = 0; i < n && !rc; i++) {
 		cell_config(s, &cells[i], c);
 		rc = gpushare_bench_config_check(c);
+	}
+	if (!rc && s->bench.command) {
+		/* Once for every strategy: the streams refusal, and the program
+		 * resolved before any run (bench's own check, so the same words). */
+		cell_config(s, &cells[0], c);
+		memcpy(c->strategies, s->strategies, s->n_strategies * sizeof(c->strategies[0]));
+		c->n_strategies = s->n_strategies;
+		rc = gpushare_bench_command_check(c);
 	}
 	free(c);
 	free(cells);
@@ -276,6 +336,8 @@ struct sweep_ctx {
 	char run_dir[GPUSHARE_PATH_MAX];
 	struct gpushare_mps mps;
 	bool mps_started;
+	struct gpushare_metrics_bench *metrics;   /* --metrics-listen: one view for every run; NULL off */
+	bool metrics_owned;            /* started here (not the caller's bench.metrics) */
 	/* The run in progress, for progress callbacks. */
 	const struct gpushare_sweep_cell *cur;
 	int cur_repeat;
@@ -528,6 +590,46 @@ static bool run_error_recordable(int rc)
 	       rc == GPUSHARE_E_CUDA;
 }
 
+/* One server for the whole sweep: a view listing every strategy of the grid. */
+static int start_metrics(struct sweep_ctx *x)
+{
+	const struct gpushare_sweep_config *s = x->s;
+	int rc;
+
+	if (s->bench.metrics) {
+		x->metrics = s->bench.metrics;
+		return GPUSHARE_OK;
+	}
+	if (!s->bench.metrics_listen[0])
+		return GPUSHARE_OK;
+	*x->c = s->bench;
+	memcpy(x->c->strategies, s->strategies, s->n_strategies * sizeof(x->c->strategies[0]));
+	x->c->n_strategies = s->n_strategies;
+	x->c->ceiling = false;
+	rc = gpushare_metrics_bench_start(x->c, &x->metrics);
+	x->metrics_owned = rc == GPUSHARE_OK;
+	return rc;
+}
+
+/* Label the series of the next run with its cell and repeat, so the series
+ * of every run of the sweep stay apart (and keep their final values). */
+static int label_metrics(struct sweep_ctx *x, const struct gpushare_sweep_cell *cell, int repeat)
+{
+	char workers[16], batch[24], rep[16];
+	struct gpushare_metrics_label l[] = {
+		{ "shape", x->s->shapes[cell->shape].label }, { "workers", workers }, { "batch", batch },
+		{ "repeat", rep },
+	};
+
+	if (!x->metrics)
+		return GPUSHARE_OK;
+	snprintf(workers, sizeof(workers), "%d", cell->workers);
+	snprintf(batch, sizeof(batch), "%ld", cell->batch);
+	snprintf(rep, sizeof(rep), "%d", repeat);
+	return gpushare_metrics_bench_set_run(x->metrics, x->c->command ? "command" : x->c->wl.desc->name, l,
+					      sizeof(l) / sizeof(l[0]));
+}
+
 static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 {
 	const struct gpushare_sweep_cell *cell = &x->cells[k];
@@ -542,6 +644,10 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->mps.pipe_dir);
 	x->c->progress = bench_progress;
 	x->c->progress_arg = x;
+	x->c->metrics = x->metrics;
+	rc = label_metrics(x, cell, repeat);
+	if (rc)
+		return rc;
 	x->cur = cell;
 	x->cur_repeat = repeat;
 	report_progress(x, false, false, 0, NULL);
@@ -656,6 +762,8 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 	if (!rc)
 		rc = load_existing(&x);
 	if (!rc)
+		rc = start_metrics(&x);  /* a taken port stops the sweep before the results file is touched */
+	if (!rc)
 		rc = open_results(&x);
 	for (size_t k = 0; k < x.n_cells && !rc; k++) {
 		for (int r = 0; r < s->repeats; r++) {
@@ -678,6 +786,8 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		char detail[512];
 
 		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		if (x.metrics_owned)
+			gpushare_metrics_bench_stop(x.metrics);
 		if (x.mps_started) {
 			struct gpushare_mps_stop_info info;
 			int src;

@@ -22,7 +22,9 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 			  int cuda_driver_version, char **line)
 {
 	cJSON *doc = cJSON_CreateObject(), *c, *m, *gpu, *cmd, *err, *bench = NULL;
-	const char *workload = r->config && r->config->wl.desc ? r->config->wl.desc->name : "";
+	/* A command has no built-in workload: "command", as in the bench document. */
+	const char *workload = !r->config ? "" : r->config->command ? "command"
+				 : r->config->wl.desc ? r->config->wl.desc->name : "";
 	const char *status = rc != GPUSHARE_OK || r->n_results != 1 ? "failed" : r->partial ? "partial" : "ok";
 	char *text = NULL;
 	bool ok = doc != NULL;

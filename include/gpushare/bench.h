@@ -120,6 +120,11 @@ struct gpushare_bench_config {
 	char metrics_listen[GPUSHARE_METRICS_ADDR_MAX];
 	double metrics_buckets[GPUSHARE_METRICS_MAX_BUCKETS]; /* le in seconds, ascending */
 	size_t n_metrics_buckets;              /* 0: the default ladder */
+	/* A live view owned by the caller (the sweep: one server for all its
+	 * runs, gpushare_metrics_bench_start()); the run attaches its regions
+	 * to it and leaves it running. NULL: the run serves metrics_listen
+	 * itself. */
+	struct gpushare_metrics_bench *metrics;
 };
 
 /* How a command reports (docs/protocol.md). */

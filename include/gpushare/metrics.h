@@ -20,6 +20,12 @@
  *               gpushare_metrics_bench_detach(m) before unmapping it;
  *   gpushare_metrics_bench_stop(m).
  * All bench functions accept m == NULL and then do nothing.
+ *
+ * Usage (several runs, one server; lib/sweep.c does this):
+ *   gpushare_metrics_bench_start(config listing every strategy, &m);
+ *   per run: gpushare_metrics_bench_set_run(m, workload, labels, n);
+ *            run.metrics = m; gpushare_bench_run(&run, ...);
+ *   gpushare_metrics_bench_stop(m).
  */
 #ifndef GPUSHARE_METRICS_H
 #define GPUSHARE_METRICS_H
@@ -194,6 +200,22 @@ void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, int strateg
  * the server stops) and forget the region. Waits for a scrape that is
  * reading it; never touches the workers. */
 void gpushare_metrics_bench_detach(struct gpushare_metrics_bench *m);
+
+/* Run labels: a view that serves several runs (a sweep) labels the series
+ * of each run so Prometheus tells the runs apart. The labels set here (at
+ * most GPUSHARE_METRICS_MAX_RUN_LABELS, after strategy, workload and
+ * worker) and the workload label's value (NULL or "": unchanged; at
+ * first the config's) apply to the regions attached from now on; a
+ * region's series keep the labels they were attached with. Names: [a-zA-Z_][a-zA-Z0-9_]*, shorter than
+ * GPUSHARE_METRICS_RUN_LABEL_NAME_MAX, unique, none of strategy, workload,
+ * worker, le, phase; keep them the same from run to run. Values are copied
+ * (cut at GPUSHARE_METRICS_RUN_LABEL_VALUE_MAX - 1 bytes). GPUSHARE_E_INVAL
+ * for a bad name or too many labels. m == NULL: nothing. */
+#define GPUSHARE_METRICS_MAX_RUN_LABELS 4
+#define GPUSHARE_METRICS_RUN_LABEL_NAME_MAX 32
+#define GPUSHARE_METRICS_RUN_LABEL_VALUE_MAX 192
+int gpushare_metrics_bench_set_run(struct gpushare_metrics_bench *m, const char *workload,
+				   const struct gpushare_metrics_label *labels, size_t n_labels);
 
 /* The exposition of the live view (for tests and --once style callers). */
 int gpushare_metrics_bench_render(struct gpushare_metrics_bench *m, char **text, size_t *len);

@@ -7,10 +7,16 @@
  * docs/sweep.md). An interrupted sweep is resumed from that file: recorded
  * (cell, repeat) pairs are skipped.
  *
+ * Live metrics: with bench.metrics_listen set, the sweep serves one
+ * Prometheus endpoint for all its runs (not one per run); the series of
+ * each run carry the labels shape, workers, batch and repeat besides
+ * strategy, workload and worker (docs/metrics.md).
+ *
  * Usage:
  *   struct gpushare_sweep_config s;
  *   gpushare_sweep_config_init(&s);                  defaults (bench's, 5 repeats)
- *   gpushare_sweep_add_shape(&s, "matmul:size=4096") one per workload shape
+ *   gpushare_sweep_add_shape(&s, "matmul:size=4096") one per workload shape,
+ *   or gpushare_sweep_set_command(&s, argv, mode)    your own program as the worker
  *   fill s.strategies / s.workers / s.batches / s.bench (window, GPU ...)
  *   rc = gpushare_sweep_run(&s, "out/results.jsonl", &summary);
  *   gpushare_sweep_config_release(&s);
@@ -39,10 +45,12 @@ extern "C" {
 #define GPUSHARE_SWEEP_RECORD_VERSION 1
 #define GPUSHARE_SWEEP_RESULTS_FILE "results.jsonl"
 
-/* One workload shape: a workload with its option values. */
+/* One workload shape: a workload with its option values, or the command. */
 struct gpushare_sweep_shape {
-	char label[128];                /* "matmul:size=4096", as given */
-	struct gpushare_wl_params wl;   /* batch is set per cell */
+	char label[128];                /* "matmul:size=4096", as given;
+					 * "command:ARGV..." for a command */
+	struct gpushare_wl_params wl;   /* batch is set per cell; unused for a command */
+	bool command;                   /* the shape of gpushare_sweep_set_command() */
 };
 
 /* One cell of the grid. */
@@ -90,7 +98,10 @@ struct gpushare_sweep_config {
 	/* Window, GPU, timeouts, worker path, command line: as for bench. The
 	 * workload, workers, batch and strategies of it are set per cell;
 	 * mps_pipe_dir "" means the sweep starts one private daemon for all
-	 * mps and mps-split cells. */
+	 * mps and mps-split cells. command / command_mode: set through
+	 * gpushare_sweep_set_command(). metrics_listen / metrics_buckets: one
+	 * server for the whole sweep (metrics: a view of the caller's to use
+	 * instead, left running). */
 	struct gpushare_bench_config bench;
 	gpushare_sweep_progress_fn progress;   /* may be NULL */
 	void *progress_arg;
@@ -115,6 +126,15 @@ void gpushare_sweep_config_release(struct gpushare_sweep_config *s);
  * naming the bad part (unknown workload, option or value). */
 int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec);
 
+/* Command mode: every run runs argv (NULL-terminated, kept by reference;
+ * executed as `gpushare bench -- CMD` does, in mode enum gpushare_cmd_mode)
+ * instead of a built-in workload. Adds the one shape of the sweep, labelled
+ * "command:" and the arguments joined by spaces (cut with "..." to fit).
+ * GPUSHARE_E_INVAL when shapes were added already (a workload and a command
+ * do not mix) or argv is empty. Whether the program can run, and that no
+ * strategy is streams, is checked by gpushare_sweep_config_check(). */
+int gpushare_sweep_set_command(struct gpushare_sweep_config *s, char **argv, int mode);
+
 /* Set a workload option on every shape whose workload has it. Returns
  * GPUSHARE_E_NOT_FOUND when none has it, GPUSHARE_E_INVAL for a bad value. */
 int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name, const char *value);
@@ -125,7 +145,9 @@ int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name,
 int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n);
 
 /* Check the grid (non-empty lists, shapes valid with every batch) and the
- * bench settings. GPUSHARE_E_INVAL with a detail. */
+ * bench settings; in command mode also gpushare_bench_command_check() (the
+ * program exists and is executable, no streams strategy). GPUSHARE_E_INVAL
+ * with a detail. */
 int gpushare_sweep_config_check(const struct gpushare_sweep_config *s);
 
 /* The cells in run order (shape, strategy, workers, batch nested in that
@@ -138,13 +160,16 @@ int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_
  * GPUSHARE_E_BUSY). summary is always filled. Returns GPUSHARE_OK when
  * every planned run was attempted (failed runs are recorded with their
  * status and do not stop the sweep), GPUSHARE_E_INTERRUPTED, GPUSHARE_E_IO
- * when the results file cannot be written, or the error of a setup step
- * (no driver, MPS daemon, unsafe directory) that would fail every run. */
+ * when the results file cannot be written, GPUSHARE_E_ADDR_IN_USE when
+ * bench.metrics_listen cannot be bound (before the results file is touched),
+ * or the error of a setup step (no driver, MPS daemon, unsafe directory)
+ * that would fail every run. */
 int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *results_path,
 		       struct gpushare_sweep_summary *summary);
 
 /* Build one JSON Lines record (no trailing newline; caller frees *line) of
- * a finished bench run: cell, repeat, status ("ok", "partial", "failed"),
+ * a finished bench run: cell (its workload is "command" in command mode),
+ * repeat, status ("ok", "partial", "failed"),
  * error (rc and message, or null), sweep metadata (cuda_driver_version:
  * 13000 for CUDA 13.0, < 0 unknown) and the bench document. */
 int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *shape_label, int repeat,

@@ -4,7 +4,9 @@
 # SIGKILL and resumed loses nothing and repeats nothing, one shared MPS daemon
 # (the fake control program) stopped at the end and on SIGINT, the adaptive
 # mode, the report files (PNG signature, SVG parsed as XML, HTML opened and
-# screenshotted in headless Chromium), corrupt lines and bad input.
+# screenshotted in headless Chromium), corrupt lines and bad input; a sweep of
+# your own command (`sweep -- CMD`, with the C test worker) and its refusals;
+# one live --metrics-listen server for a whole sweep, scraped mid-run.
 set -euo pipefail
 
 : "${GPUSHARE:?}" "${GPUSHARE_WORKER:?}"
@@ -255,6 +257,96 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 bad 11 "cannot create directory" report "$tmp/a" --out "$tmp/file/sub"
 chmod 0755 "$tmp/ro"
+
+if [[ -n "$HELPERS" && -x "$HELPERS/test_worker" ]]; then
+	echo "== sweep -- CMD: the C test worker in request mode, 2 strategies x 2 worker counts"
+	# A private name, so pgrep finds only this test's commands.
+	ln -s "$HELPERS/test_worker" "$tmp/tw"
+	run sweep --strategy timeslice,sequential --workers 1,2 --batch 3 --repeats 1 --duration 150ms --warmup 30ms \
+		--out "$tmp/cmd" -- "$tmp/tw" --request-us 300 --env-out "$tmp/cmd-env"
+	[[ $rc -eq 0 ]] && ok "command sweep: exit 0" || fail "command sweep exited $rc: $(cat "$tmp/err")"
+	python3 - "$tmp/cmd/results.jsonl" "$tmp/tw" <<'EOF' && ok "command sweep: 4 records, workload 'command', shape names the command" || fail "command sweep records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 4, len(recs)
+shape = "command:" + sys.argv[2] + " --request-us 300 --env-out " + sys.argv[2].rsplit("/", 1)[0] + "/cmd-env"
+seen = set()
+for r in recs:
+    c = r["cell"]
+    assert r["status"] == "ok", r["status"]
+    assert c["workload"] == "command" and c["shape"] == shape, c
+    assert r["bench"]["config"]["command"][0] == sys.argv[2], r["bench"]["config"]
+    assert r["bench"]["config"]["command_mode"] == "request"
+    assert r["bench"]["results"][0]["aggregate"]["requests"] > 50, r["bench"]["results"][0]["aggregate"]
+    seen.add((c["strategy"], c["workers"]))
+assert seen == {("timeslice", 1), ("timeslice", 2), ("sequential", 1), ("sequential", 2)}, seen
+EOF
+	grep -q "command:$tmp/tw" "$tmp/cmd/report.md" && grep -q "^| timeslice |" "$tmp/cmd/report.md" \
+		&& ok "command sweep: the report names the command" || fail "command sweep report: $(head -30 "$tmp/cmd/report.md" 2>&1)"
+	grep -q "GPUSHARE_BATCH=3 " "$tmp/cmd-env" && ! grep -qv "GPUSHARE_BATCH=3 " "$tmp/cmd-env" \
+		&& ok "command sweep: --batch reaches the command as GPUSHARE_BATCH" || fail "GPUSHARE_BATCH: $(cat "$tmp/cmd-env")"
+	sleep 0.2
+	pgrep -f "$tmp/tw" >/dev/null && fail "commands outlived the sweep" || ok "no command left"
+fi
+
+echo "== sweep -- CMD: refusals before any run"
+bad 2 "give --workload or a command after '--', not both" sweep --workload spin --out "$tmp/w" -- /bin/true
+bad 2 "cannot run command '/no/such/program'" sweep --strategy timeslice --out "$tmp/nosuch" -- /no/such/program
+[[ ! -e "$tmp/nosuch/results.jsonl" ]] && ok "missing program: no results file written" || fail "missing program: results file written"
+bad 2 "the streams strategy cannot run a command" sweep --strategy timeslice,streams --out "$tmp/w" -- /bin/true
+bad 2 "--jobs needs --mode job" sweep --jobs 2 --out "$tmp/w" -- /bin/true
+bad 2 "--mode and --jobs apply to a command" sweep --workload spin --mode job --out "$tmp/w"
+bad 2 "invalid --metrics-listen" sweep --workload spin --metrics-listen 127.0.0.1:99999 --out "$tmp/w"
+bad 2 "invalid --metrics-buckets" sweep --workload spin --metrics-buckets 0.2,0.1 --out "$tmp/w"
+[[ ! -e "$tmp/w" ]] && ok "refusals: --out not created" || fail "a refused sweep created --out"
+
+echo "== --metrics-listen: one server for the whole sweep, scraped mid-run"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$GPUSHARE" "${SPIN[@]}" --strategy timeslice --workers 1,2 --repeats 1 --duration 700ms --out "$tmp/met" -q \
+	--metrics-listen "127.0.0.1:$port" >"$tmp/met.out" 2>"$tmp/met.err" &
+pid=$!
+scraped=0
+for _ in $(seq 1 300); do
+	# Once the first run is recorded the second is under way: scrape then,
+	# so the first run's series show the server outlived that run.
+	n=$( [[ -f "$tmp/met/results.jsonl" ]] && wc -l <"$tmp/met/results.jsonl" || echo 0)
+	if [[ $n -ge 1 ]] && kill -0 "$pid" 2>/dev/null; then
+		sleep 0.3
+		curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/live" && scraped=1
+		break
+	fi
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.05
+done
+set +e; wait "$pid"; mrc=$?; set -e
+[[ $mrc -eq 0 ]] && ok "metrics sweep: exit 0" || fail "metrics sweep exited $mrc: $(cat "$tmp/met.err")"
+[[ $scraped -eq 1 ]] && ok "served /metrics while the sweep ran" || fail "no scrape while the sweep ran"
+if [[ $scraped -eq 1 ]]; then
+	grep -q '^gpushare_request_duration_seconds_count{' "$tmp/live" \
+		&& ok "gpushare_request_duration_seconds_count present" || fail "no duration histogram: $(head -20 "$tmp/live")"
+	grep -q '^gpushare_requests_total{strategy="timeslice",workload="spin",worker="0",shape="spin",workers="1",batch="1",repeat="0"} [1-9]' "$tmp/live" \
+		&& grep -q '^gpushare_requests_total{strategy="timeslice",workload="spin",worker="1",shape="spin",workers="2",batch="1",repeat="0"} ' "$tmp/live" \
+		&& ok "the finished run's series and the live run's, told apart by workers" \
+		|| fail "series of both runs: $(grep requests_total "$tmp/live")"
+	if command -v promtool >/dev/null 2>&1; then
+		promtool check metrics <"$tmp/live" >"$tmp/promtool.out" 2>&1 \
+			&& ok "promtool accepts the exposition" || fail "promtool: $(cat "$tmp/promtool.out")"
+	else
+		echo "SKIP: promtool not installed; the exposition was not linted"
+	fi
+fi
+curl -sf "http://127.0.0.1:$port/metrics" >/dev/null 2>&1 && fail "the server outlived the sweep" || ok "server stopped with the sweep"
+python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(5)' \
+	>"$tmp/holder.port" &
+holder=$!
+for _ in $(seq 1 100); do [[ -s "$tmp/holder.port" ]] && break; sleep 0.05; done
+port=$(cat "$tmp/holder.port")
+bad 13 "cannot listen on 127.0.0.1:$port" "${SPIN[@]}" --strategy timeslice --workers 1 --repeats 1 --out "$tmp/taken" \
+	--metrics-listen "127.0.0.1:$port"
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+[[ ! -e "$tmp/taken/results.jsonl" ]] && ok "taken port: no results file written" || fail "taken port: results file written"
 
 if [[ $fails -ne 0 ]]; then
 	echo "$fails check(s) failed"

@@ -175,6 +175,66 @@ static void test_record_round_trip(void **state)
 	gpushare_bench_report_release(&r);
 }
 
+/* Command mode: one shape named after the command, workloads refused, the
+ * bench's checks (program found, no streams) run before any run, and the
+ * record's workload is "command". */
+static void test_command(void **state)
+{
+	static char long_arg[300];
+	char *argv[] = { "/bin/true", "--flag", NULL };
+	char *missing[] = { "/no/such/program", NULL };
+	char *longv[] = { "/bin/true", long_arg, NULL };
+	struct gpushare_bench_config c;
+	struct gpushare_bench_report r;
+	struct gpushare_sweep_cell cell = { .shape = 0, .strategy = GPUSHARE_STRATEGY_TIMESLICE, .workers = 1, .batch = 2 };
+	char *line;
+
+	(void)state;
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_set_command(&cfg, argv, GPUSHARE_CMD_REQUEST), GPUSHARE_OK);
+	assert_int_equal(cfg.n_shapes, 1);
+	assert_string_equal(cfg.shapes[0].label, "command:/bin/true --flag");
+	assert_true(cfg.shapes[0].command);
+	assert_ptr_equal(cfg.bench.command, argv);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin"), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "not both"));
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "size", "256"), GPUSHARE_E_NOT_FOUND);
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_OK);
+	cfg.strategies[1] = GPUSHARE_STRATEGY_STREAMS;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "streams strategy cannot run a command"));
+	cfg.strategies[1] = GPUSHARE_STRATEGY_MPS;
+
+	/* The record of a command run. */
+	snprintf(cell.key, sizeof(cell.key), "%s|timeslice|w1|b2", cfg.shapes[0].label);
+	c = cfg.bench;
+	gpushare_bench_report_init(&r, &c);
+	assert_int_equal(gpushare_sweep_record(&cell, cfg.shapes[0].label, 0, &r, GPUSHARE_E_WORKER, "x", -1, &line),
+			 GPUSHARE_OK);
+	assert_non_null(strstr(line, "\"workload\":\"command\""));
+	assert_non_null(strstr(line, "\"shape\":\"command:/bin/true --flag\""));
+	free(line);
+	gpushare_bench_report_release(&r);
+
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_set_command(&cfg, missing, GPUSHARE_CMD_JOB), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "/no/such/program"));
+
+	/* A long command line is cut to fit, visibly. */
+	memset(long_arg, 'a', sizeof(long_arg) - 1);
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_set_command(&cfg, longv, GPUSHARE_CMD_REQUEST), GPUSHARE_OK);
+	assert_int_equal(strlen(cfg.shapes[0].label), sizeof(cfg.shapes[0].label) - 1);
+	assert_string_equal(cfg.shapes[0].label + sizeof(cfg.shapes[0].label) - 4, "...");
+	assert_int_equal(gpushare_sweep_set_command(&cfg, longv, GPUSHARE_CMD_REQUEST), GPUSHARE_E_INVAL);
+
+	/* Workloads first, then a command: refused too. */
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin"), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_set_command(&cfg, argv, GPUSHARE_CMD_REQUEST), GPUSHARE_E_INVAL);
+}
+
 static void test_results_file_refused_without_resume(void **state)
 {
 	struct gpushare_sweep_summary sum;
@@ -208,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_shapes),
 		cmocka_unit_test(test_cells_and_check),
 		cmocka_unit_test(test_record_round_trip),
+		cmocka_unit_test(test_command),
 		cmocka_unit_test(test_results_file_refused_without_resume),
 	};
 
