@@ -122,6 +122,12 @@ run mps stop
 check "stop without a daemon: exit 0, says there is none (got $rc)" \
 	test "$rc" -eq 0 -a -n "$(grep -F "no MPS control daemon running at $PIPE" "$tmp/out")"
 
+echo "== compute mode Prohibited: refused, nothing started"
+export FAKE_NVML_PROHIBITED=GPU-8e4a3c1d-1f2b-4c5d-9e6f-0a1b2c3d4e5f
+bad 7 "GPU 0 is in compute mode Prohibited" mps start --gpus 0
+bad 7 "compute mode Prohibited" mps start
+unset FAKE_NVML_PROHIBITED
+
 echo "== start"
 run mps start --gpus 1
 check "start: exit 0 (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 0

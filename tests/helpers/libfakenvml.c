@@ -246,8 +246,12 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, int *mode)
 {
 	nvmlReturn_t r = check_dev(__func__, device);
 
+	/* FAKE_NVML_PROHIBITED=<uuid> puts that GPU in compute mode
+	 * Prohibited (2), for the refusal of `gpushare mps start`. */
+	const char *prohibited = getenv("FAKE_NVML_PROHIBITED");
+
 	if (!r)
-		*mode = device->compute_mode;
+		*mode = prohibited && !strcmp(prohibited, device->uuid) ? 2 : device->compute_mode;
 	return r;
 }
 
