@@ -68,11 +68,20 @@ int cmd_report(int argc, char **argv);
  * ("abc", which strtol() would read as 0). GPUSHARE_E_INVAL with a detail. */
 int cli_parse_whole(const char *s, long min, long max, long *out);
 
-/* The bring-your-own-command options shared by bench and sweep
- * (cli/util.c): "-- CMD [ARGS...]", --mode request|job, --jobs K
- * (docs/protocol.md). Usage: cli_command_scan() before getopt_long (hand it
- * o.opt_argc so options stop at "--"), cli_command_parse_mode/_jobs() for
- * the two options, cli_command_apply() after the options. */
+/* The options bench and sweep share (cli/util.c): the bring-your-own-command
+ * ones, "-- CMD [ARGS...]", --mode request|job, --jobs K (docs/protocol.md),
+ * and --warmup D, --gpu IDX|UUID, --mps-pipe-dir DIR, --metrics-listen
+ * [ADDR:]PORT, --metrics-buckets LIST (docs/metrics.md). Usage:
+ * cli_command_scan() before getopt_long (hand it o.opt_argc so options stop
+ * at "--"; it also resets getopt), the CLI_OPT_* values in the option table
+ * and cli_command_option() for them, cli_command_apply() after the options.
+ * The commands number their own options from 256. */
+enum {
+	CLI_OPT_FIRST = 512,
+	CLI_OPT_MODE = CLI_OPT_FIRST, CLI_OPT_JOBS, CLI_OPT_WARMUP, CLI_OPT_GPU, CLI_OPT_MPS_PIPE_DIR,
+	CLI_OPT_METRICS_LISTEN, CLI_OPT_METRICS_BUCKETS,
+	CLI_OPT_END,
+};
 struct gpushare_bench_config;
 struct cli_command_opts {
 	int cmd_at;                /* index of the first "--" in argv, -1 none */
@@ -80,24 +89,58 @@ struct cli_command_opts {
 	bool mode_given;
 	int mode;                  /* enum gpushare_cmd_mode */
 	uint64_t jobs;             /* --jobs K; 0 none */
+	bool warmup_given;
 };
 void cli_command_scan(struct cli_command_opts *o, int argc, char **argv);
-/* Each returns an exit status; messages start with "<cmd>: ". */
-int cli_command_parse_mode(struct cli_command_opts *o, const char *cmd, const char *arg);
-int cli_command_parse_jobs(struct cli_command_opts *o, const char *cmd, const char *arg);
+/* Option opt (CLI_OPT_FIRST <= opt < CLI_OPT_END) with value arg into o or c.
+ * Returns an exit status; messages start with "<cmd>: ". */
+int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, const char *arg,
+		       struct gpushare_bench_config *c);
 /* After the options: check the combination (a command after "--", not with
  * --workload; --jobs only in job mode, not with --duration; --requests not in
  * job mode; --mode/--jobs only with a command) and point c->command at the
  * tail of argv (argv[argc] must be NULL, as main's is), set c->command_mode,
- * and in job mode c->requests = jobs and, unless warmup_given, no warm-up.
- * Whether the program can run is gpushare_bench_command_check()'s job. */
+ * and in job mode c->requests = jobs and, unless --warmup was given, no
+ * warm-up. Whether the program can run is gpushare_bench_command_check()'s job. */
 int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
-		      bool duration_given, bool warmup_given, struct gpushare_bench_config *c);
+		      bool duration_given, struct gpushare_bench_config *c);
 
-/* --metrics-listen [ADDR:]PORT and --metrics-buckets LIST into c (docs/metrics.md);
- * exit statuses, messages start with "<cmd>: ". */
-int cli_parse_metrics_listen(const char *cmd, const char *arg, struct gpushare_bench_config *c);
-int cli_parse_metrics_buckets(const char *cmd, const char *arg, struct gpushare_bench_config *c);
+/* More of what bench and sweep share (cli/util.c). */
+
+/* Whether one of the n options of table t is called name. */
+struct option;
+bool cli_option_named(const struct option *t, size_t n, const char *name);
+/* The table for getopt_long in out (room for n_own + n_extra + 1): the
+ * command's own options, then each extra name (workload options) as an
+ * option with a value of value first + its index, except where an own option
+ * has that name (the command's option wins), then the zero entry. */
+void cli_options_table(struct option *out, const struct option *own, size_t n_own, const char *const *extra,
+		       size_t n_extra, int first);
+
+/* "<cmd>: invalid <opt> '<value>': <gpushare_errdetail()>", EXIT_USAGE. */
+int cli_bad_value(const char *cmd, const char *opt, const char *value);
+/* getopt_long's ':' or '?' (its opt) for the option in arg. An unknown long
+ * option is "neither a <cmd> option nor an option of <whose>", whose naming
+ * the workloads whose options joined the table. */
+int cli_option_error(const char *cmd, int opt, const char *arg, const char *whose);
+/* A word left after the options: "<cmd>: unexpected argument '<arg>' (see
+ * 'gpushare <cmd> --help')", EXIT_USAGE. */
+int cli_unexpected_argument(const char *cmd, const char *arg);
+/* The value of a --workload option at argv[*i] ("--workload V", advancing *i
+ * past V, or "--workload=V"); NULL when argv[*i] is another word. For the
+ * scans that find the workloads before getopt_long. */
+const char *cli_workload_arg(int argc, char **argv, int *i);
+/* A copy of the argv array with "gpushare" in front, for the record of the
+ * command line (the strings are not copied); free() it. NULL when out of memory. */
+char **cli_command_line(int argc, char **argv);
+/* SIGINT and SIGTERM stop the running benchmark (gpushare_bench_interrupt());
+ * SIGPIPE is ignored. */
+void cli_catch_interrupts(void);
+/* After a failed run: the library's detail when it has one, else
+ * cli_fail(rc, cmd). Returns the exit status for rc. */
+int cli_run_failed(const char *cmd, int rc);
+/* Warn that `workers` exceed the MPS clients a GPU accepts (CUDA error 808). */
+void cli_warn_mps_clients(int workers);
 
 /* Shared by sweep and report (cli/cmd_report.c): write the report of the
  * sweep in dir into out_dir, warning about corrupt lines; mode says what goes

@@ -6,7 +6,6 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +17,11 @@
 #include "gpushare/mps.h"
 #include "gpushare/workload.h"
 
+/* Options shared with sweep have CLI_OPT_* values (cli/cli.h). */
 enum {
-	OPT_WORKLOAD = 256, OPT_BATCH, OPT_WORKERS, OPT_STRATEGY, OPT_DURATION, OPT_REQUESTS, OPT_WARMUP,
-	OPT_WARMUP_REQUESTS, OPT_GPU, OPT_MPS_PIPE_DIR, OPT_THREAD_PCT, OPT_MEM_LIMIT, OPT_PRIORITY, OPT_CEILING,
+	OPT_WORKLOAD = 256, OPT_BATCH, OPT_WORKERS, OPT_STRATEGY, OPT_DURATION, OPT_REQUESTS,
+	OPT_WARMUP_REQUESTS, OPT_THREAD_PCT, OPT_MEM_LIMIT, OPT_PRIORITY, OPT_CEILING,
 	OPT_JSON, OPT_CSV, OPT_OUT, OPT_START_TIMEOUT,
-	OPT_METRICS_LISTEN, OPT_METRICS_BUCKETS,
-	OPT_MODE, OPT_JOBS,
 	OPT_WL_FIRST = 1000, /* workload options: OPT_WL_FIRST + index in its table */
 };
 
@@ -34,10 +32,10 @@ static const struct option bench_options[] = {
 	{ "strategy", required_argument, NULL, OPT_STRATEGY },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "requests", required_argument, NULL, OPT_REQUESTS },
-	{ "warmup", required_argument, NULL, OPT_WARMUP },
+	{ "warmup", required_argument, NULL, CLI_OPT_WARMUP },
 	{ "warmup-requests", required_argument, NULL, OPT_WARMUP_REQUESTS },
-	{ "gpu", required_argument, NULL, OPT_GPU },
-	{ "mps-pipe-dir", required_argument, NULL, OPT_MPS_PIPE_DIR },
+	{ "gpu", required_argument, NULL, CLI_OPT_GPU },
+	{ "mps-pipe-dir", required_argument, NULL, CLI_OPT_MPS_PIPE_DIR },
 	{ "thread-percentage", required_argument, NULL, OPT_THREAD_PCT },
 	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
 	{ "priority", required_argument, NULL, OPT_PRIORITY },
@@ -46,10 +44,10 @@ static const struct option bench_options[] = {
 	{ "csv", no_argument, NULL, OPT_CSV },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
-	{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
-	{ "metrics-buckets", required_argument, NULL, OPT_METRICS_BUCKETS },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "jobs", required_argument, NULL, OPT_JOBS },
+	{ "metrics-listen", required_argument, NULL, CLI_OPT_METRICS_LISTEN },
+	{ "metrics-buckets", required_argument, NULL, CLI_OPT_METRICS_BUCKETS },
+	{ "mode", required_argument, NULL, CLI_OPT_MODE },
+	{ "jobs", required_argument, NULL, CLI_OPT_JOBS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -164,12 +162,6 @@ static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 	ps->last_run = p->run;
 }
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	gpushare_bench_interrupt();
-}
-
 /* ---- options ---- */
 
 /* The workload named by --workload, looked up before the real parse so its
@@ -179,28 +171,19 @@ static const char *prescan_workload(int argc, char **argv)
 	const char *name = NULL;
 
 	for (int i = 1; i < argc; i++) {
+		const char *v;
+
 		if (!strcmp(argv[i], "--"))
 			break;
-		if (!strcmp(argv[i], "--workload") && i + 1 < argc)
-			name = argv[++i];
-		else if (!strncmp(argv[i], "--workload=", 11))
-			name = argv[i] + 11;
+		if ((v = cli_workload_arg(argc, argv, &i)))
+			name = v;
 	}
 	return name;
 }
 
-static bool is_bench_option(const char *name)
-{
-	for (size_t i = 0; i < N_BENCH_OPTIONS; i++) {
-		if (!strcmp(bench_options[i].name, name))
-			return true;
-	}
-	return false;
-}
-
 static int bad_value(const char *opt, const char *value)
 {
-	return cli_error(EXIT_USAGE, "bench: invalid %s '%s': %s", opt, value, gpushare_errdetail());
+	return cli_bad_value("bench", opt, value);
 }
 
 struct raw_lists {
@@ -247,17 +230,15 @@ int cmd_bench(int argc, char **argv)
 	struct option longopts[N_BENCH_OPTIONS + GPUSHARE_WL_MAX_OPTS + 1];
 	const struct gpushare_wl_desc *wl;
 	const char *wl_name = prescan_workload(argc, argv);
-	const char *wl_values[GPUSHARE_WL_MAX_OPTS] = { 0 };
+	const char *wl_names[GPUSHARE_WL_MAX_OPTS], *wl_values[GPUSHARE_WL_MAX_OPTS] = { 0 };
 	struct raw_lists raw = { 0 };
 	bool json = false, csv = false, quiet = false, verbose = false, duration_given = false;
-	bool warmup_given = false;
 	struct cli_command_opts co;
 	const char *out = NULL;
 	struct progress_state ps = { .last_strategy = -1, .last_phase = -1, .last_run = -1 };
 	struct gpushare_bench_report report;
-	struct sigaction sa;
 	char **cmdline;
-	size_t nl = 0;
+	size_t n_wl = 0;
 	int opt, rc, code;
 
 	if (gpushare_bench_config_init(&c))
@@ -274,19 +255,13 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (gpushare_wl_params_init(&c.wl, wl))
 		return cli_fail(GPUSHARE_E_INVAL, "bench");
-	for (size_t i = 0; i < N_BENCH_OPTIONS; i++)
-		longopts[nl++] = bench_options[i];
-	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
-		if (is_bench_option(wl->opts[i].name))
-			continue; /* a bench option of the same name wins */
-		longopts[nl++] = (struct option){ wl->opts[i].name, required_argument, NULL, OPT_WL_FIRST + (int)i };
-	}
-	longopts[nl] = (struct option){ 0 };
+	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++)
+		wl_names[n_wl++] = wl->opts[i].name;
+	/* A bench option of the same name as a workload option wins. */
+	cli_options_table(longopts, bench_options, N_BENCH_OPTIONS, wl_names, n_wl, OPT_WL_FIRST);
 
 	/* Everything after the first "--" is the command; options stop there. */
 	cli_command_scan(&co, argc, argv);
-	opterr = 0;
-	optind = 1;
 	while ((opt = getopt_long(co.opt_argc, argv, ":hqv", longopts, NULL)) != -1) {
 		long v;
 		uint64_t ns;
@@ -326,40 +301,17 @@ int cmd_bench(int argc, char **argv)
 				return bad_value("--requests", optarg);
 			c.requests = (uint64_t)v;
 			break;
-		case OPT_WARMUP:
-			if (gpushare_parse_duration(optarg, &ns))
-				return bad_value("--warmup", optarg);
-			c.warmup_ns = ns;
-			warmup_given = true;
-			break;
-		case OPT_MODE:
-			if ((code = cli_command_parse_mode(&co, "bench", optarg)))
-				return code;
-			break;
-		case OPT_JOBS:
-			if ((code = cli_command_parse_jobs(&co, "bench", optarg)))
-				return code;
-			break;
 		case OPT_WARMUP_REQUESTS:
 			if (cli_parse_whole(optarg, 0, 1000000000L, &v))
 				return bad_value("--warmup-requests", optarg);
 			c.warmup_requests = (uint64_t)v;
 			break;
 		case OPT_START_TIMEOUT:
-			if (gpushare_parse_duration(optarg, &ns) || ns == 0)
-				return ns == 0 ? cli_error(EXIT_USAGE, "bench: invalid --start-timeout '%s': must be longer than zero", optarg)
-					       : bad_value("--start-timeout", optarg);
+			if (gpushare_parse_duration(optarg, &ns))
+				return bad_value("--start-timeout", optarg);
+			if (ns == 0)
+				return cli_error(EXIT_USAGE, "bench: invalid --start-timeout '%s': must be longer than zero", optarg);
 			c.start_timeout_ns = ns;
-			break;
-		case OPT_GPU:
-			if (!*optarg || strlen(optarg) >= sizeof(c.gpu))
-				return cli_error(EXIT_USAGE, "bench: invalid --gpu '%s' (expected an index or a UUID)", optarg);
-			snprintf(c.gpu, sizeof(c.gpu), "%s", optarg);
-			break;
-		case OPT_MPS_PIPE_DIR:
-			if (optarg[0] != '/' || strlen(optarg) >= sizeof(c.mps_pipe_dir))
-				return cli_error(EXIT_USAGE, "bench: invalid --mps-pipe-dir '%s' (expected an absolute path)", optarg);
-			snprintf(c.mps_pipe_dir, sizeof(c.mps_pipe_dir), "%s", optarg);
 			break;
 		case OPT_THREAD_PCT: raw.thread_pct = optarg; break;
 		case OPT_MEM_LIMIT: raw.mem_limit = optarg; break;
@@ -368,21 +320,19 @@ int cmd_bench(int argc, char **argv)
 		case OPT_JSON: json = true; break;
 		case OPT_CSV: csv = true; break;
 		case OPT_OUT: out = optarg; break;
-		case OPT_METRICS_LISTEN:
-			if ((code = cli_parse_metrics_listen("bench", optarg, &c)))
-				return code;
-			break;
-		case OPT_METRICS_BUCKETS:
-			if ((code = cli_parse_metrics_buckets("bench", optarg, &c)))
-				return code;
-			break;
 		case ':':
-		case '?':
-			if (opt == '?' && argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
-				return cli_error(EXIT_USAGE, "bench: unknown option '%s' (not a bench option nor an option of workload '%s'; see 'gpushare bench --help')",
-						 argv[optind - 1], wl->name);
-			return cli_usage_error("bench", opt, optopt, argv[optind - 1]);
+		case '?': {
+			char whose[96];
+
+			snprintf(whose, sizeof(whose), "workload '%s'", wl->name);
+			return cli_option_error("bench", opt, argv[optind - 1], whose);
+		}
 		default:
+			if (opt >= CLI_OPT_FIRST && opt < CLI_OPT_END) {
+				if ((code = cli_command_option(&co, "bench", opt, optarg, &c)))
+					return code;
+				break;
+			}
 			if (opt >= OPT_WL_FIRST && opt < OPT_WL_FIRST + GPUSHARE_WL_MAX_OPTS) {
 				wl_values[opt - OPT_WL_FIRST] = optarg;
 				break;
@@ -391,8 +341,8 @@ int cmd_bench(int argc, char **argv)
 		}
 	}
 	if (optind < co.opt_argc)
-		return cli_error(EXIT_USAGE, "bench: unexpected argument '%s' (see 'gpushare bench --help')", argv[optind]);
-	if ((code = cli_command_apply(&co, "bench", argc, argv, wl_name != NULL, duration_given, warmup_given, &c)))
+		return cli_unexpected_argument("bench", argv[optind]);
+	if ((code = cli_command_apply(&co, "bench", argc, argv, wl_name != NULL, duration_given, &c)))
 		return code;
 	if (c.command) {
 		for (size_t i = 0; i < GPUSHARE_WL_MAX_OPTS; i++) {
@@ -442,16 +392,12 @@ int cmd_bench(int argc, char **argv)
 		if (!split && (raw.thread_pct || raw.mem_limit || raw.priority))
 			cli_warn("--thread-percentage, --mem-limit and --priority only affect the mps-split strategy");
 		if (mps && c.workers > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU)
-			cli_warn("%d workers exceed the %d MPS clients a GPU accepts; expect CUDA error 808",
-				 c.workers, GPUSHARE_MPS_MAX_CLIENTS_PER_GPU);
+			cli_warn_mps_clients(c.workers);
 	}
 	/* The command line for the report, with the program name first. */
-	cmdline = calloc((size_t)argc + 2, sizeof(*cmdline));
+	cmdline = cli_command_line(argc, argv);
 	if (!cmdline)
 		return cli_fail(GPUSHARE_E_NOMEM, "bench");
-	cmdline[0] = "gpushare";
-	for (int i = 0; i < argc; i++)
-		cmdline[i + 1] = argv[i];
 	c.argc = argc + 1;
 	c.argv = cmdline;
 	if (!quiet) {
@@ -459,25 +405,13 @@ int cmd_bench(int argc, char **argv)
 		c.progress = show_progress;
 		c.progress_arg = &ps;
 	}
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	cli_catch_interrupts();
 
 	rc = gpushare_bench_run(&c, &report);
 	if (ps.line_open)
 		fputs("\r\033[K", stderr);
-	if (rc != GPUSHARE_OK && rc != GPUSHARE_E_INTERRUPTED) {
-		const char *d = gpushare_errdetail();
-
-		if (*d)
-			cli_error(cli_exit_for(rc), "bench: %s", d);
-		else
-			cli_fail(rc, "bench");
-	}
+	if (rc != GPUSHARE_OK && rc != GPUSHARE_E_INTERRUPTED)
+		cli_run_failed("bench", rc);
 	code = EXIT_OK;
 	if (report.n_results > 0 || report.ceiling)
 		code = output_report(&report, json, csv, verbose, out);

@@ -173,8 +173,7 @@ int cmd_exporter(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cli_error(EXIT_USAGE, "exporter: unexpected argument '%s' (see 'gpushare exporter --help')",
-				 argv[optind]);
+		return cli_unexpected_argument("exporter", argv[optind]);
 	if (once)
 		return run_once(&e);
 	pthread_mutex_init(&e.lock, NULL);

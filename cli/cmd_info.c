@@ -465,7 +465,7 @@ int cmd_info(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cli_error(EXIT_USAGE, "info: unexpected argument '%s' (see 'gpushare info --help')", argv[optind]);
+		return cli_unexpected_argument("info", argv[optind]);
 	rc = gpushare_system_query(&sys);
 	if (rc)
 		return cli_fail(rc, NULL);

@@ -5,12 +5,12 @@
  * report. Parses options, shows progress (a bar with elapsed time and ETA on
  * a terminal, plain lines otherwise) and hands the work to
  * gpushare_sweep_run(). The options it shares with bench (a command after
- * "--", --mode, --jobs, --metrics-*) are parsed by cli/util.c for both.
+ * "--", --mode, --jobs, --metrics-*, --warmup, --gpu, --mps-pipe-dir) are
+ * parsed by cli/util.c for both.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +24,11 @@
 #include "gpushare/sweep.h"
 #include "gpushare/workload.h"
 
+/* Options shared with bench have CLI_OPT_* values (cli/cli.h). */
 enum {
 	OPT_WORKLOAD = 256, OPT_STRATEGY, OPT_WORKERS, OPT_BATCH, OPT_REPEATS, OPT_TARGET_NOISE, OPT_MAX_REPEATS,
-	OPT_DURATION, OPT_REQUESTS, OPT_WARMUP, OPT_WARMUP_REQUESTS, OPT_START_TIMEOUT, OPT_GPU, OPT_MPS_PIPE_DIR,
-	OPT_OUT, OPT_RESUME, OPT_SLO, OPT_NO_REPORT, OPT_MODE, OPT_JOBS, OPT_METRICS_LISTEN, OPT_METRICS_BUCKETS,
+	OPT_DURATION, OPT_REQUESTS, OPT_WARMUP_REQUESTS, OPT_START_TIMEOUT,
+	OPT_OUT, OPT_RESUME, OPT_SLO, OPT_NO_REPORT,
 	OPT_WL_FIRST = 1000,
 };
 
@@ -41,19 +42,19 @@ static const struct option sweep_options[] = {
 	{ "max-repeats", required_argument, NULL, OPT_MAX_REPEATS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "requests", required_argument, NULL, OPT_REQUESTS },
-	{ "warmup", required_argument, NULL, OPT_WARMUP },
+	{ "warmup", required_argument, NULL, CLI_OPT_WARMUP },
 	{ "warmup-requests", required_argument, NULL, OPT_WARMUP_REQUESTS },
 	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
-	{ "gpu", required_argument, NULL, OPT_GPU },
-	{ "mps-pipe-dir", required_argument, NULL, OPT_MPS_PIPE_DIR },
+	{ "gpu", required_argument, NULL, CLI_OPT_GPU },
+	{ "mps-pipe-dir", required_argument, NULL, CLI_OPT_MPS_PIPE_DIR },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "resume", no_argument, NULL, OPT_RESUME },
 	{ "slo-p99", required_argument, NULL, OPT_SLO },
 	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "jobs", required_argument, NULL, OPT_JOBS },
-	{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
-	{ "metrics-buckets", required_argument, NULL, OPT_METRICS_BUCKETS },
+	{ "mode", required_argument, NULL, CLI_OPT_MODE },
+	{ "jobs", required_argument, NULL, CLI_OPT_JOBS },
+	{ "metrics-listen", required_argument, NULL, CLI_OPT_METRICS_LISTEN },
+	{ "metrics-buckets", required_argument, NULL, CLI_OPT_METRICS_BUCKETS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 };
@@ -158,12 +159,6 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 	fflush(stderr);
 }
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	gpushare_bench_interrupt();
-}
-
 /* ---- options ---- */
 
 /* Workload options of every workload named in --workload, so they join the
@@ -173,16 +168,12 @@ static size_t prescan_options(int argc, char **argv, const char **names, size_t 
 	size_t n = 0;
 
 	for (int i = 1; i < argc; i++) {
-		const char *v = NULL;
+		const char *v;
 		char buf[512], *save = NULL, *item;
 
 		if (!strcmp(argv[i], "--"))
 			break;
-		if (!strcmp(argv[i], "--workload") && i + 1 < argc)
-			v = argv[++i];
-		else if (!strncmp(argv[i], "--workload=", 11))
-			v = argv[i] + 11;
-		if (!v)
+		if (!(v = cli_workload_arg(argc, argv, &i)))
 			continue;
 		snprintf(buf, sizeof(buf), "%s", v);
 		for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
@@ -193,8 +184,7 @@ static size_t prescan_options(int argc, char **argv, const char **names, size_t 
 			for (size_t j = 0; d && j < d->n_opts; j++) {
 				bool seen = false;
 
-				for (size_t k = 0; k < N_SWEEP_OPTIONS; k++)
-					seen |= !strcmp(sweep_options[k].name, d->opts[j].name);
+				seen |= cli_option_named(sweep_options, N_SWEEP_OPTIONS, d->opts[j].name);
 				for (size_t k = 0; k < n; k++)
 					seen |= !strcmp(names[k], d->opts[j].name);
 				if (!seen && n < max)
@@ -207,14 +197,15 @@ static size_t prescan_options(int argc, char **argv, const char **names, size_t 
 
 static int bad_value(const char *opt, const char *value)
 {
-	return cli_error(EXIT_USAGE, "sweep: invalid %s '%s': %s", opt, value, gpushare_errdetail());
+	return cli_bad_value("sweep", opt, value);
 }
 
+/* cli_parse_whole() without the sign it accepts. */
 static int parse_whole(const char *s, long min, long max, long *out)
 {
-	if (!*s || strspn(s, "0123456789") != strlen(s))
+	if (*s == '-' || *s == '+')
 		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a whole number", s);
-	return gpushare_parse_int(s, min, max, out);
+	return cli_parse_whole(s, min, max, out);
 }
 
 /* "2%", "2" (percent) or "0.02"? Only percent forms: "2%" and "2" both mean 2 %. */
@@ -258,30 +249,23 @@ int cmd_sweep(int argc, char **argv)
 	struct option longopts[N_SWEEP_OPTIONS + MAX_WL_OPTS + 1];
 	const char *wl_names[MAX_WL_OPTS];
 	const char *wl_values[MAX_WL_OPTS] = { 0 };
-	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nl = 0, nv;
+	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nv;
 	const char *workloads = "matmul", *out = NULL;
 	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
-	bool quiet = false, no_report = false, duration_given = false, warmup_given = false, workload_given = false;
+	bool quiet = false, no_report = false, duration_given = false, workload_given = false;
 	struct cli_command_opts co;
 	struct progress_state ps = { 0 };
 	struct gpushare_sweep_summary sum;
-	struct sigaction sa;
 	double slo = 0;
 	long vals[GPUSHARE_SWEEP_MAX_VALUES];
 	int opt, rc, code;
 
 	if (gpushare_sweep_config_init(&s))
 		return cli_fail(GPUSHARE_E_NOT_FOUND, "sweep");
-	for (size_t i = 0; i < N_SWEEP_OPTIONS; i++)
-		longopts[nl++] = sweep_options[i];
-	for (size_t i = 0; i < n_wl; i++)
-		longopts[nl++] = (struct option){ wl_names[i], required_argument, NULL, OPT_WL_FIRST + (int)i };
-	longopts[nl] = (struct option){ 0 };
+	cli_options_table(longopts, sweep_options, N_SWEEP_OPTIONS, wl_names, n_wl, OPT_WL_FIRST);
 
 	/* Everything after the first "--" is the command; options stop there. */
 	cli_command_scan(&co, argc, argv);
-	opterr = 0;
-	optind = 1;
 	while ((opt = getopt_long(co.opt_argc, argv, ":hq", longopts, NULL)) != -1) {
 		long v;
 		uint64_t ns;
@@ -338,12 +322,6 @@ int cmd_sweep(int argc, char **argv)
 				return bad_value("--requests", optarg);
 			s.bench.requests = (uint64_t)v;
 			break;
-		case OPT_WARMUP:
-			if (gpushare_parse_duration(optarg, &ns))
-				return bad_value("--warmup", optarg);
-			s.bench.warmup_ns = ns;
-			warmup_given = true;
-			break;
 		case OPT_WARMUP_REQUESTS:
 			if (parse_whole(optarg, 0, 1000000000L, &v))
 				return bad_value("--warmup-requests", optarg);
@@ -354,16 +332,6 @@ int cmd_sweep(int argc, char **argv)
 				return cli_error(EXIT_USAGE, "sweep: invalid --start-timeout '%s'", optarg);
 			s.bench.start_timeout_ns = ns;
 			break;
-		case OPT_GPU:
-			if (!*optarg || strlen(optarg) >= sizeof(s.bench.gpu))
-				return cli_error(EXIT_USAGE, "sweep: invalid --gpu '%s' (expected an index or a UUID)", optarg);
-			snprintf(s.bench.gpu, sizeof(s.bench.gpu), "%s", optarg);
-			break;
-		case OPT_MPS_PIPE_DIR:
-			if (optarg[0] != '/' || strlen(optarg) >= sizeof(s.bench.mps_pipe_dir))
-				return cli_error(EXIT_USAGE, "sweep: invalid --mps-pipe-dir '%s' (expected an absolute path)", optarg);
-			snprintf(s.bench.mps_pipe_dir, sizeof(s.bench.mps_pipe_dir), "%s", optarg);
-			break;
 		case OPT_OUT: out = optarg; break;
 		case OPT_RESUME: s.resume = true; break;
 		case OPT_SLO:
@@ -372,29 +340,15 @@ int cmd_sweep(int argc, char **argv)
 						 optarg);
 			break;
 		case OPT_NO_REPORT: no_report = true; break;
-		case OPT_MODE:
-			if ((code = cli_command_parse_mode(&co, "sweep", optarg)))
-				return code;
-			break;
-		case OPT_JOBS:
-			if ((code = cli_command_parse_jobs(&co, "sweep", optarg)))
-				return code;
-			break;
-		case OPT_METRICS_LISTEN:
-			if ((code = cli_parse_metrics_listen("sweep", optarg, &s.bench)))
-				return code;
-			break;
-		case OPT_METRICS_BUCKETS:
-			if ((code = cli_parse_metrics_buckets("sweep", optarg, &s.bench)))
-				return code;
-			break;
 		case ':':
 		case '?':
-			if (opt == '?' && argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
-				return cli_error(EXIT_USAGE, "sweep: unknown option '%s' (not a sweep option nor an option of the workloads; see 'gpushare sweep --help')",
-						 argv[optind - 1]);
-			return cli_usage_error("sweep", opt, optopt, argv[optind - 1]);
+			return cli_option_error("sweep", opt, argv[optind - 1], "the workloads");
 		default:
+			if (opt >= CLI_OPT_FIRST && opt < CLI_OPT_END) {
+				if ((code = cli_command_option(&co, "sweep", opt, optarg, &s.bench)))
+					return code;
+				break;
+			}
 			if (opt >= OPT_WL_FIRST && opt < OPT_WL_FIRST + (int)n_wl) {
 				wl_values[opt - OPT_WL_FIRST] = optarg;
 				break;
@@ -403,10 +357,10 @@ int cmd_sweep(int argc, char **argv)
 		}
 	}
 	if (optind < co.opt_argc)
-		return cli_error(EXIT_USAGE, "sweep: unexpected argument '%s' (see 'gpushare sweep --help')", argv[optind]);
+		return cli_unexpected_argument("sweep", argv[optind]);
 	if (!out)
 		return cli_error(EXIT_USAGE, "sweep: --out DIR is required (where results and report go)");
-	if ((code = cli_command_apply(&co, "sweep", argc, argv, workload_given, duration_given, warmup_given, &s.bench)))
+	if ((code = cli_command_apply(&co, "sweep", argc, argv, workload_given, duration_given, &s.bench)))
 		return code;
 	if (duration_given && s.bench.requests)
 		return cli_error(EXIT_USAGE, "sweep: give --duration or --requests, not both");
@@ -443,8 +397,7 @@ int cmd_sweep(int argc, char **argv)
 			continue;
 		for (size_t w = 0; w < s.n_workers; w++) {
 			if (s.workers[w] > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU) {
-				cli_warn("%d workers exceed the %d MPS clients a GPU accepts; expect CUDA error 808",
-					 s.workers[w], GPUSHARE_MPS_MAX_CLIENTS_PER_GPU);
+				cli_warn_mps_clients(s.workers[w]);
 				break;
 			}
 		}
@@ -464,12 +417,9 @@ int cmd_sweep(int argc, char **argv)
 			cli_warn("--resume: no results file '%s' yet; starting a new sweep", path);
 	}
 
-	cmdline = calloc((size_t)argc + 2, sizeof(*cmdline));
+	cmdline = cli_command_line(argc, argv);
 	if (!cmdline)
 		return cli_fail(GPUSHARE_E_NOMEM, "sweep");
-	cmdline[0] = "gpushare";
-	for (int i = 0; i < argc; i++)
-		cmdline[i + 1] = argv[i];
 	s.bench.argc = argc + 1;
 	s.bench.argv = cmdline;
 	if (!quiet) {
@@ -477,12 +427,7 @@ int cmd_sweep(int argc, char **argv)
 		s.progress = show_progress;
 		s.progress_arg = &ps;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	cli_catch_interrupts();
 
 	rc = gpushare_sweep_run(&s, path, &sum);
 	if (ps.line_open)
@@ -492,9 +437,7 @@ int cmd_sweep(int argc, char **argv)
 		code = cli_error(EXIT_INTERRUPTED, "sweep: interrupted; %u runs recorded in '%s' (continue with --resume)",
 				 sum.runs_done, path);
 	} else if (rc) {
-		const char *d = gpushare_errdetail();
-
-		code = *d ? cli_error(cli_exit_for(rc), "sweep: %s", d) : cli_fail(rc, "sweep");
+		code = cli_run_failed("sweep", rc);
 	} else if (!quiet) {
 		fprintf(stderr, "gpushare: sweep: %u runs recorded in '%s'%s", sum.runs_done, path,
 			sum.runs_skipped ? "" : "\n");

@@ -1,9 +1,13 @@
 /*
- * Error printing and exit statuses for the command line, and the option
- * parsing that bench and sweep share (a command after "--", --mode, --jobs,
- * --metrics-listen, --metrics-buckets).
+ * Error printing and exit statuses for the command line, and what bench and
+ * sweep share: the option parsing (a command after "--", --mode, --jobs,
+ * --metrics-listen, --metrics-buckets, --warmup, --gpu, --mps-pipe-dir, the
+ * --workload scan, option errors), the recorded command line, the signal
+ * handling and the messages after a run.
  */
 #include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
+#include "gpushare/mps.h"
 
 int cli_exit_for(int err)
 {
@@ -108,7 +113,7 @@ int cli_parse_whole(const char *s, long min, long max, long *out)
 	return gpushare_parse_int(s, min, max, out);
 }
 
-static int bad_value(const char *cmd, const char *opt, const char *value)
+int cli_bad_value(const char *cmd, const char *opt, const char *value)
 {
 	return cli_error(EXIT_USAGE, "%s: invalid %s '%s': %s", cmd, opt, value, gpushare_errdetail());
 }
@@ -119,6 +124,8 @@ void cli_command_scan(struct cli_command_opts *o, int argc, char **argv)
 	o->cmd_at = -1;
 	o->opt_argc = argc;
 	o->mode = GPUSHARE_CMD_REQUEST;
+	opterr = 0;
+	optind = 1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			o->cmd_at = i;
@@ -128,7 +135,7 @@ void cli_command_scan(struct cli_command_opts *o, int argc, char **argv)
 	}
 }
 
-int cli_command_parse_mode(struct cli_command_opts *o, const char *cmd, const char *arg)
+static int parse_mode(struct cli_command_opts *o, const char *cmd, const char *arg)
 {
 	if (!strcmp(arg, "request"))
 		o->mode = GPUSHARE_CMD_REQUEST;
@@ -140,18 +147,18 @@ int cli_command_parse_mode(struct cli_command_opts *o, const char *cmd, const ch
 	return EXIT_OK;
 }
 
-int cli_command_parse_jobs(struct cli_command_opts *o, const char *cmd, const char *arg)
+static int parse_jobs(struct cli_command_opts *o, const char *cmd, const char *arg)
 {
 	long v;
 
 	if (cli_parse_whole(arg, 1, 1000000000L, &v))
-		return bad_value(cmd, "--jobs", arg);
+		return cli_bad_value(cmd, "--jobs", arg);
 	o->jobs = (uint64_t)v;
 	return EXIT_OK;
 }
 
 int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
-		      bool duration_given, bool warmup_given, struct gpushare_bench_config *c)
+		      bool duration_given, struct gpushare_bench_config *c)
 {
 	if (o->cmd_at < 0) {
 		if (o->mode_given || o->jobs)
@@ -168,7 +175,7 @@ int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int arg
 		if (o->jobs && duration_given)
 			return cli_error(EXIT_USAGE, "%s: give --duration or --jobs, not both", cmd);
 		c->requests = o->jobs;
-		if (!warmup_given)
+		if (!o->warmup_given)
 			c->warmup_ns = 0;
 	} else if (o->jobs) {
 		return cli_error(EXIT_USAGE, "%s: --jobs needs --mode job", cmd);
@@ -178,20 +185,150 @@ int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int arg
 	return EXIT_OK;
 }
 
-int cli_parse_metrics_listen(const char *cmd, const char *arg, struct gpushare_bench_config *c)
+static int parse_metrics_listen(const char *cmd, const char *arg, struct gpushare_bench_config *c)
 {
 	char addr[GPUSHARE_METRICS_ADDR_MAX];
 	uint16_t port;
 
 	if (gpushare_metrics_parse_listen(arg, addr, sizeof(addr), &port))
-		return bad_value(cmd, "--metrics-listen", arg);
+		return cli_bad_value(cmd, "--metrics-listen", arg);
 	snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", arg);
 	return EXIT_OK;
 }
 
-int cli_parse_metrics_buckets(const char *cmd, const char *arg, struct gpushare_bench_config *c)
+static int parse_metrics_buckets(const char *cmd, const char *arg, struct gpushare_bench_config *c)
 {
 	if (gpushare_metrics_parse_buckets(arg, c->metrics_buckets, &c->n_metrics_buckets))
-		return bad_value(cmd, "--metrics-buckets", arg);
+		return cli_bad_value(cmd, "--metrics-buckets", arg);
 	return EXIT_OK;
+}
+
+static int parse_warmup(struct cli_command_opts *o, const char *cmd, const char *arg, struct gpushare_bench_config *c)
+{
+	uint64_t ns;
+
+	if (gpushare_parse_duration(arg, &ns))
+		return cli_bad_value(cmd, "--warmup", arg);
+	c->warmup_ns = ns;
+	o->warmup_given = true;
+	return EXIT_OK;
+}
+
+static int parse_gpu(const char *cmd, const char *arg, struct gpushare_bench_config *c)
+{
+	if (!*arg || strlen(arg) >= sizeof(c->gpu))
+		return cli_error(EXIT_USAGE, "%s: invalid --gpu '%s' (expected an index or a UUID)", cmd, arg);
+	snprintf(c->gpu, sizeof(c->gpu), "%s", arg);
+	return EXIT_OK;
+}
+
+static int parse_mps_pipe_dir(const char *cmd, const char *arg, struct gpushare_bench_config *c)
+{
+	if (arg[0] != '/' || strlen(arg) >= sizeof(c->mps_pipe_dir))
+		return cli_error(EXIT_USAGE, "%s: invalid --mps-pipe-dir '%s' (expected an absolute path)", cmd, arg);
+	snprintf(c->mps_pipe_dir, sizeof(c->mps_pipe_dir), "%s", arg);
+	return EXIT_OK;
+}
+
+int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, const char *arg,
+		       struct gpushare_bench_config *c)
+{
+	switch (opt) {
+	case CLI_OPT_MODE: return parse_mode(o, cmd, arg);
+	case CLI_OPT_JOBS: return parse_jobs(o, cmd, arg);
+	case CLI_OPT_WARMUP: return parse_warmup(o, cmd, arg, c);
+	case CLI_OPT_GPU: return parse_gpu(cmd, arg, c);
+	case CLI_OPT_MPS_PIPE_DIR: return parse_mps_pipe_dir(cmd, arg, c);
+	case CLI_OPT_METRICS_LISTEN: return parse_metrics_listen(cmd, arg, c);
+	case CLI_OPT_METRICS_BUCKETS: return parse_metrics_buckets(cmd, arg, c);
+	default: return cli_error(EXIT_FAILURE_GENERIC, "%s: internal error: option %d", cmd, opt);
+	}
+}
+
+bool cli_option_named(const struct option *t, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(t[i].name, name))
+			return true;
+	}
+	return false;
+}
+
+void cli_options_table(struct option *out, const struct option *own, size_t n_own, const char *const *extra,
+		       size_t n_extra, int first)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < n_own; i++)
+		out[n++] = own[i];
+	for (size_t i = 0; i < n_extra; i++) {
+		if (!cli_option_named(own, n_own, extra[i]))
+			out[n++] = (struct option){ extra[i], required_argument, NULL, first + (int)i };
+	}
+	out[n] = (struct option){ 0 };
+}
+
+int cli_option_error(const char *cmd, int opt, const char *arg, const char *whose)
+{
+	if (opt == '?' && arg[0] == '-' && arg[1] == '-')
+		return cli_error(EXIT_USAGE, "%s: unknown option '%s' (not a %s option nor an option of %s; see 'gpushare %s --help')",
+				 cmd, arg, cmd, whose, cmd);
+	return cli_usage_error(cmd, opt, optopt, arg);
+}
+
+int cli_unexpected_argument(const char *cmd, const char *arg)
+{
+	return cli_error(EXIT_USAGE, "%s: unexpected argument '%s' (see 'gpushare %s --help')", cmd, arg, cmd);
+}
+
+const char *cli_workload_arg(int argc, char **argv, int *i)
+{
+	if (!strcmp(argv[*i], "--workload") && *i + 1 < argc)
+		return argv[++*i];
+	if (!strncmp(argv[*i], "--workload=", 11))
+		return argv[*i] + 11;
+	return NULL;
+}
+
+char **cli_command_line(int argc, char **argv)
+{
+	char **cmdline = calloc((size_t)argc + 2, sizeof(*cmdline));
+
+	if (!cmdline)
+		return NULL;
+	cmdline[0] = "gpushare";
+	for (int i = 0; i < argc; i++)
+		cmdline[i + 1] = argv[i];
+	return cmdline;
+}
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	gpushare_bench_interrupt();
+}
+
+void cli_catch_interrupts(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_interrupt;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int cli_run_failed(const char *cmd, int rc)
+{
+	const char *d = gpushare_errdetail();
+
+	return *d ? cli_error(cli_exit_for(rc), "%s: %s", cmd, d) : cli_fail(rc, cmd);
+}
+
+void cli_warn_mps_clients(int workers)
+{
+	cli_warn("%d workers exceed the %d MPS clients a GPU accepts; expect CUDA error 808", workers,
+		 GPUSHARE_MPS_MAX_CLIENTS_PER_GPU);
 }

@@ -23,6 +23,8 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
 
+#include "csv.h"
+
 #define SCHEMA_ID "https://gpushare.dev/schemas/bench-1.json"
 
 static const char *state_name(int st)
@@ -295,22 +297,6 @@ static const char csv_header[] =
 	"mean_seconds,stddev_seconds,p50_seconds,p90_seconds,p99_seconds,p999_seconds,max_seconds,"
 	"sm_count,mem_free_bytes,thread_percentage,mem_limit,fairness,efficiency,tflops,partial,failed\n";
 
-/* A field quoted when it holds a comma, quote or line break (RFC 4180). */
-static void csv_str(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 {
 	const char *name = gpushare_strategy_name(res->strategy);
@@ -331,7 +317,7 @@ static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 		if (w->thread_percentage_seen >= 0)
 			fprintf(f, "%g", w->thread_percentage_seen);
 		fputc(',', f);
-		csv_str(f, w->mem_limit_seen);
+		csv_write_field(f, w->mem_limit_seen);
 		fprintf(f, ",,,,%s,%s\n", res->partial ? "true" : "false", w->failed ? "true" : "false");
 	}
 	fprintf(f, "%s,aggregate,,,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,,,,,%.6g,",

@@ -218,58 +218,52 @@ static int cmp_long(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-size_t report_shape_workers(const struct gpushare_report *r, const char *shape, int *out, size_t max)
+enum shape_key { KEY_WORKERS, KEY_BATCH, KEY_STRATEGY };
+
+/* The sorted distinct values of one key over the cells of a shape, at most
+ * max, into iout (the int keys, workers and strategy) or lout (batch). */
+static size_t shape_distinct(const struct gpushare_report *r, const char *shape, enum shape_key key, int *iout,
+			     long *lout, size_t max)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct gpushare_report_cell *c = &r->cells[i];
+		long v = key == KEY_WORKERS ? c->workers : key == KEY_BATCH ? c->batch : c->strategy;
 		bool seen = false;
 
-		if (strcmp(r->cells[i].shape, shape))
+		if (strcmp(c->shape, shape))
 			continue;
 		for (size_t j = 0; j < n; j++)
-			seen |= out[j] == r->cells[i].workers;
-		if (!seen && n < max)
-			out[n++] = r->cells[i].workers;
+			seen |= (iout ? iout[j] : lout[j]) == v;
+		if (!seen && n < max) {
+			if (iout)
+				iout[n] = (int)v;
+			else
+				lout[n] = v;
+			n++;
+		}
 	}
-	qsort(out, n, sizeof(*out), cmp_int);
+	if (iout)
+		qsort(iout, n, sizeof(*iout), cmp_int);
+	else
+		qsort(lout, n, sizeof(*lout), cmp_long);
 	return n;
+}
+
+size_t report_shape_workers(const struct gpushare_report *r, const char *shape, int *out, size_t max)
+{
+	return shape_distinct(r, shape, KEY_WORKERS, out, NULL, max);
 }
 
 size_t report_shape_batches(const struct gpushare_report *r, const char *shape, long *out, size_t max)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < r->n_cells; i++) {
-		bool seen = false;
-
-		if (strcmp(r->cells[i].shape, shape))
-			continue;
-		for (size_t j = 0; j < n; j++)
-			seen |= out[j] == r->cells[i].batch;
-		if (!seen && n < max)
-			out[n++] = r->cells[i].batch;
-	}
-	qsort(out, n, sizeof(*out), cmp_long);
-	return n;
+	return shape_distinct(r, shape, KEY_BATCH, NULL, out, max);
 }
 
 size_t report_shape_strategies(const struct gpushare_report *r, const char *shape, int *out, size_t max)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < r->n_cells; i++) {
-		bool seen = false;
-
-		if (strcmp(r->cells[i].shape, shape))
-			continue;
-		for (size_t j = 0; j < n; j++)
-			seen |= out[j] == r->cells[i].strategy;
-		if (!seen && n < max)
-			out[n++] = r->cells[i].strategy;
-	}
-	qsort(out, n, sizeof(*out), cmp_int);
-	return n;
+	return shape_distinct(r, shape, KEY_STRATEGY, out, NULL, max);
 }
 
 static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, size_t n)

@@ -45,27 +45,20 @@ static void base64(struct rbuf *b, const unsigned char *d, size_t n)
 
 static void html_table(const struct gpushare_report *r, struct rbuf *b, const char *shape, long batch, int m)
 {
-	int workers[64], strategies[GPUSHARE_STRATEGY_COUNT];
-	size_t nw = report_shape_workers(r, shape, workers, 64);
-	size_t ns = report_shape_strategies(r, shape, strategies, GPUSHARE_STRATEGY_COUNT);
-	const char *unit = "items/s";
-	double scale = 1;
+	struct report_table t;
 
-	if (m != M_THROUGHPUT)
-		report_latency_unit(r, shape, batch, m, &unit, &scale);
+	report_table_init(&t, r, shape, batch, m);
 	rbuf_printf(b, "<table>\n<caption>%s (%s), median of repeats (95%% CI)</caption>\n<tr><th>strategy</th>",
-		    m == M_THROUGHPUT ? "Aggregate throughput" : m == M_MEAN ? "Mean latency" : "p99 latency", unit);
-	for (size_t w = 0; w < nw; w++)
-		rbuf_printf(b, "<th>%d %s</th>", workers[w], workers[w] == 1 ? "worker" : "workers");
+		    t.title, t.unit);
+	for (size_t w = 0; w < t.n_workers; w++)
+		rbuf_printf(b, "<th>%d %s</th>", t.workers[w], t.workers[w] == 1 ? "worker" : "workers");
 	rbuf_printf(b, "</tr>\n");
-	for (size_t s = 0; s < ns; s++) {
-		rbuf_printf(b, "<tr><th>%s</th>", gpushare_strategy_name(strategies[s]));
-		for (size_t w = 0; w < nw; w++) {
-			int k = report_find_cell(r, shape, strategies[s], workers[w], batch);
-			char cell[96] = "-";
+	for (size_t s = 0; s < t.n_strategies; s++) {
+		rbuf_printf(b, "<tr><th>%s</th>", gpushare_strategy_name(t.strategies[s]));
+		for (size_t w = 0; w < t.n_workers; w++) {
+			char cell[96];
 
-			if (k >= 0)
-				report_fmt_cell(&r->cells[k], m, scale, cell, sizeof(cell));
+			report_table_cell(&t, s, w, cell, sizeof(cell));
 			rbuf_printf(b, "<td>");
 			esc(b, cell);
 			rbuf_printf(b, "</td>");
@@ -73,6 +66,16 @@ static void html_table(const struct gpushare_report *r, struct rbuf *b, const ch
 		rbuf_printf(b, "</tr>\n");
 	}
 	rbuf_printf(b, "</table>\n");
+}
+
+/* A figure inlined as base64 PNG, with its caption. */
+static void html_figure(struct rbuf *b, const struct report_figure *fig)
+{
+	rbuf_printf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", fig->name);
+	base64(b, (const unsigned char *)fig->png.data, fig->png.len);
+	rbuf_printf(b, "\"><figcaption>");
+	esc(b, fig->caption);
+	rbuf_printf(b, "</figcaption></figure>\n");
 }
 
 static void meta_row(struct rbuf *b, const char *k, const char *v)
@@ -154,11 +157,7 @@ int report_html(const struct gpushare_report *r, const struct report_figure *fig
 		for (size_t f = 0; f < n_figs; f++) {
 			if (strncmp(figs[f].name, prefix, strlen(prefix)) || !strstr(figs[f].name, "-vs-batch"))
 				continue;
-			rbuf_printf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", figs[f].name);
-			base64(b, (const unsigned char *)figs[f].png.data, figs[f].png.len);
-			rbuf_printf(b, "\"><figcaption>");
-			esc(b, figs[f].caption);
-			rbuf_printf(b, "</figcaption></figure>\n");
+			html_figure(b, &figs[f]);
 		}
 		for (size_t k = 0; k < nb; k++) {
 			char tag[48];
@@ -171,11 +170,7 @@ int report_html(const struct gpushare_report *r, const struct report_figure *fig
 			for (size_t f = 0; f < n_figs; f++) {
 				if (strncmp(figs[f].name, tag, strlen(tag)))
 					continue;
-				rbuf_printf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", figs[f].name);
-				base64(b, (const unsigned char *)figs[f].png.data, figs[f].png.len);
-				rbuf_printf(b, "\"><figcaption>");
-				esc(b, figs[f].caption);
-				rbuf_printf(b, "</figcaption></figure>\n");
+				html_figure(b, &figs[f]);
 			}
 		}
 	}

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "gpushare/bench.h"
 #include "gpushare/report.h"
 
 /* A growable buffer (PNG/SVG bytes, HTML text). */
@@ -32,6 +33,23 @@ void report_latency_unit(const struct gpushare_report *r, const char *shape, lon
 			 double *scale);
 /* "1.23k (1.20k-1.25k) [1 failed]" or, for latency, the value times scale. */
 void report_fmt_cell(const struct gpushare_report_cell *c, int m, double scale, char *buf, size_t len);
+
+/* One table of the markdown and HTML reports: metric m of (shape, batch),
+ * strategies as rows and worker counts as columns. r and shape must outlive it. */
+struct report_table {
+	const struct gpushare_report *r;
+	const char *shape;
+	long batch;
+	int m;
+	const char *title;           /* "Aggregate throughput", "Mean latency", "p99 latency" */
+	const char *unit;            /* "items/s" or the latency unit */
+	double scale;                /* latency: seconds to unit */
+	int workers[64], strategies[GPUSHARE_STRATEGY_COUNT];
+	size_t n_workers, n_strategies;
+};
+void report_table_init(struct report_table *t, const struct gpushare_report *r, const char *shape, long batch, int m);
+/* The text of row s, column w: report_fmt_cell(), or "-" where no cell was run. */
+void report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len);
 
 /* ---- plots ---- */
 

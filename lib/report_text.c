@@ -1,7 +1,8 @@
 /*
  * Text outputs of a sweep report: the markdown report (the nos layout:
  * strategies as rows, worker counts as columns, one table per metric, shape
- * and batch), the CSV summary (one row per cell) and the JSON summary.
+ * and batch; the layout of such a table is shared with the HTML page), the
+ * CSV summary (one row per cell) and the JSON summary.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
+#include "csv.h"
 #include "report_internal.h"
 
 static const struct gpushare_ci *metric_ci(const struct gpushare_report_cell *c, int m)
@@ -73,32 +75,49 @@ void report_fmt_cell(const struct gpushare_report_cell *c, int m, double scale, 
 		snprintf(buf + l, len - l, " [%zu failed]", c->n_failed);
 }
 
+void report_table_init(struct report_table *t, const struct gpushare_report *r, const char *shape, long batch, int m)
+{
+	t->r = r;
+	t->shape = shape;
+	t->batch = batch;
+	t->m = m;
+	t->title = m == M_THROUGHPUT ? "Aggregate throughput" : m == M_MEAN ? "Mean latency" : "p99 latency";
+	t->unit = "items/s";
+	t->scale = 1;
+	t->n_workers = report_shape_workers(r, shape, t->workers, 64);
+	t->n_strategies = report_shape_strategies(r, shape, t->strategies, GPUSHARE_STRATEGY_COUNT);
+	if (m != M_THROUGHPUT)
+		report_latency_unit(r, shape, batch, m, &t->unit, &t->scale);
+}
+
+void report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len)
+{
+	int k = report_find_cell(t->r, t->shape, t->strategies[s], t->workers[w], t->batch);
+
+	if (k >= 0)
+		report_fmt_cell(&t->r->cells[k], t->m, t->scale, buf, len);
+	else
+		snprintf(buf, len, "-");
+}
+
 static void md_table(const struct gpushare_report *r, FILE *f, const char *shape, long batch, int m)
 {
-	int workers[64], strategies[GPUSHARE_STRATEGY_COUNT];
-	size_t nw = report_shape_workers(r, shape, workers, 64);
-	size_t ns = report_shape_strategies(r, shape, strategies, GPUSHARE_STRATEGY_COUNT);
-	const char *unit = "items/s";
-	double scale = 1;
+	struct report_table t;
 
-	if (m != M_THROUGHPUT)
-		report_latency_unit(r, shape, batch, m, &unit, &scale);
-	fprintf(f, "**%s (%s)**, median of repeats (95%% CI)\n\n| strategy |",
-		m == M_THROUGHPUT ? "Aggregate throughput" : m == M_MEAN ? "Mean latency" : "p99 latency", unit);
-	for (size_t w = 0; w < nw; w++)
-		fprintf(f, " %d %s |", workers[w], workers[w] == 1 ? "worker" : "workers");
+	report_table_init(&t, r, shape, batch, m);
+	fprintf(f, "**%s (%s)**, median of repeats (95%% CI)\n\n| strategy |", t.title, t.unit);
+	for (size_t w = 0; w < t.n_workers; w++)
+		fprintf(f, " %d %s |", t.workers[w], t.workers[w] == 1 ? "worker" : "workers");
 	fprintf(f, "\n| --- |");
-	for (size_t w = 0; w < nw; w++)
+	for (size_t w = 0; w < t.n_workers; w++)
 		fprintf(f, " ---: |");
 	fputc('\n', f);
-	for (size_t s = 0; s < ns; s++) {
-		fprintf(f, "| %s |", gpushare_strategy_name(strategies[s]));
-		for (size_t w = 0; w < nw; w++) {
-			int k = report_find_cell(r, shape, strategies[s], workers[w], batch);
-			char cell[96] = "-";
+	for (size_t s = 0; s < t.n_strategies; s++) {
+		fprintf(f, "| %s |", gpushare_strategy_name(t.strategies[s]));
+		for (size_t w = 0; w < t.n_workers; w++) {
+			char cell[96];
 
-			if (k >= 0)
-				report_fmt_cell(&r->cells[k], m, scale, cell, sizeof(cell));
+			report_table_cell(&t, s, w, cell, sizeof(cell));
 			fprintf(f, " %s |", cell);
 		}
 		fputc('\n', f);
@@ -164,21 +183,6 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 
 /* ---- CSV ---- */
 
-static void csv_str(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static void csv_ci(FILE *f, const struct gpushare_ci *ci)
 {
 	if (ci->n == 0)
@@ -196,9 +200,9 @@ int gpushare_report_write_csv(const struct gpushare_report *r, FILE *f)
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
 
-		csv_str(f, c->shape);
+		csv_write_field(f, c->shape);
 		fputc(',', f);
-		csv_str(f, c->workload);
+		csv_write_field(f, c->workload);
 		fprintf(f, ",%s,%d,%ld,%zu,%zu,", gpushare_strategy_name(c->strategy), c->workers, c->batch, c->n_ok,
 			c->n_failed);
 		if (c->n_ok)

@@ -6,6 +6,8 @@
 # of timeslice while an MPS daemon answers. Every case checks that no worker
 # is left behind.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE:?}" "${GPUSHARE_WORKER:?}"
 HELPERS=${GPUSHARE_TEST_HELPERS:-}
@@ -14,7 +16,7 @@ tmp=$(mktemp -d /tmp/gpushare-bench-test.XXXXXX)
 daemon_dir=
 cleanup() {
 	if [[ -n "$daemon_dir" && -n "$HELPERS" ]]; then
-		echo quit | CUDA_MPS_PIPE_DIRECTORY="$daemon_dir/pipe" "$HELPERS/fake_mps_control" >/dev/null 2>&1 || true
+		fake_mps_quit "$daemon_dir/pipe"
 	fi
 	rm -rf "$tmp"
 }
@@ -27,10 +29,6 @@ export GPUSHARE_WORKER="$tmp/gpushare-worker"
 export CUDA_MPS_PIPE_DIRECTORY="$tmp/no-daemon"
 unset GPUSHARE_MPS_CONTROL
 
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
-
 no_workers_left() {
 	local what=$1 i
 	for i in 1 2 3 4 5 6 7 8 9 10; do
@@ -38,14 +36,6 @@ no_workers_left() {
 		sleep 0.2
 	done
 	fail "$what: workers left: $(pgrep -af "$tmp/gpushare-worker" || true)"
-}
-
-# Run gpushare, keeping stdout, stderr and the exit status.
-run() {
-	set +e
-	"$GPUSHARE" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	set -e
 }
 
 SPIN=(bench --workload spin --duration 1s --warmup 200ms --request-us 200us --quiet)
@@ -211,10 +201,7 @@ no_workers_left "bad options"
 echo "== timeslice refused while an MPS daemon answers"
 if [[ -n "$HELPERS" && -x "$HELPERS/fake_mps_control" ]]; then
 	daemon_dir="$tmp/daemon"
-	mkdir -m 700 -p "$daemon_dir/pipe" "$daemon_dir/log"
-	CUDA_MPS_PIPE_DIRECTORY="$daemon_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$daemon_dir/log" \
-		"$HELPERS/fake_mps_control" -d
-	for i in $(seq 50); do [[ -S "$daemon_dir/pipe/control" ]] && break; sleep 0.1; done
+	fake_mps_start "$daemon_dir/pipe" "$daemon_dir/log"
 	export GPUSHARE_MPS_CONTROL="$HELPERS/fake_mps_control"
 	CUDA_MPS_PIPE_DIRECTORY="$daemon_dir/pipe" run "${SPIN[@]}" --strategy timeslice
 	[[ $rc -eq 5 ]] && grep -q "gpushare mps stop --pipe-dir $daemon_dir/pipe" "$tmp/err" \
@@ -250,8 +237,4 @@ else
 	[[ $rc -eq 3 ]] && ok "mig without a driver: exit 3" || fail "mig without driver: exit $rc $(cat "$tmp/err")"
 fi
 
-if [[ $fails -ne 0 ]]; then
-	echo "$fails check(s) failed"
-	exit 1
-fi
-echo "all bench checks passed"
+finish bench

@@ -8,6 +8,8 @@
 # Every case checks the exit status and the message; every run checks that
 # no command is left behind.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}" "${GPUSHARE_SOURCE_DIR:?}"
 HELPERS=$GPUSHARE_TEST_HELPERS
@@ -16,7 +18,7 @@ tmp=$(mktemp -d /tmp/gpushare-cmd-test.XXXXXX)
 daemon_dir=
 cleanup() {
 	if [[ -n "$daemon_dir" ]]; then
-		echo quit | CUDA_MPS_PIPE_DIRECTORY="$daemon_dir/pipe" "$HELPERS/fake_mps_control" >/dev/null 2>&1 || true
+		fake_mps_quit "$daemon_dir/pipe"
 	fi
 	rm -rf "$tmp"
 }
@@ -27,10 +29,6 @@ ln -s "$HELPERS/test_worker" "$tmp/tw"
 TW=$tmp/tw
 export CUDA_MPS_PIPE_DIRECTORY="$tmp/no-daemon"
 unset GPUSHARE_MPS_CONTROL
-
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
 
 none_left() {
 	local what=$1 i
@@ -230,8 +228,4 @@ if [[ -x "$HELPERS/fake_mps_control" ]]; then
 	unset GPUSHARE_MPS_CONTROL
 fi
 
-if [[ $fails -gt 0 ]]; then
-	echo "$fails check(s) failed"
-	exit 1
-fi
-echo "all command-mode checks passed"
+finish command-mode

@@ -7,6 +7,8 @@
 # must not stall a concurrent scrape and is dropped after the 10 s
 # connection timeout, a taken port, SIGTERM.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE:?set by ctest}" "${GPUSHARE_TEST_HELPERS:?set by ctest}"
 H=$GPUSHARE_TEST_HELPERS
@@ -15,26 +17,13 @@ pids=()
 exporter=
 cleanup() {
 	[[ -n $exporter ]] && kill "$exporter" 2>/dev/null || true
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	kill_pids
 	if [[ -n ${daemon_up:-} ]]; then
-		echo quit | CUDA_MPS_PIPE_DIRECTORY="$tmp/pipe" CUDA_MPS_LOG_DIRECTORY="$tmp/log" \
-			"$H/fake_mps_control" >/dev/null 2>&1 || true
+		fake_mps_quit "$tmp/pipe" "$tmp/log"
 	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-failures=0
-check() { # check <description> <command...>
-	local what=$1
-	shift
-	if "$@"; then
-		echo "ok: $what"
-	else
-		echo "FAIL: $what"
-		failures=$((failures + 1))
-	fi
-}
 
 if ! command -v promtool >/dev/null; then
 	echo "FAIL: promtool not installed (Debian package prometheus, scripts/deps.txt)"
@@ -45,8 +34,7 @@ lint() { promtool check metrics <"$1"; }
 no_duplicates() { [[ -z $(grep -v '^#' "$1" | sed 's/ [^ ]*$//' | sort | uniq -d) ]]; }
 
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY GPUSHARE_MPS_CONTROL FAKE_NVML_NOT_SUPPORTED FAKE_NVML_INIT_ERROR
-mkdir -m 700 "$tmp/xdg"
-export XDG_RUNTIME_DIR=$tmp/xdg
+private_xdg
 
 # ---- --once without a driver: exposition printed, exit 3 ----
 set +e
@@ -73,17 +61,10 @@ check "--help lists --listen, --once, the exit statuses" grep -q -- "--once" "$t
 
 # ---- the fake driver, an MPS daemon with two clients ----
 export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so GPUSHARE_CUDA_LIBRARY=/nonexistent/libcuda.so.1
-mkdir "$tmp/bin"
-cp "$(command -v sleep)" "$tmp/bin/nvidia-cuda-mps-server"
-sleep 300 & plain=$!; pids+=("$plain")
-"$tmp/bin/nvidia-cuda-mps-server" 300 & server=$!; pids+=("$server")
-sleep 300 & client=$!; pids+=("$client")
-export FAKE_NVML_PIDS="$plain,$server,$client"
-mkdir -m 700 "$tmp/pipe" "$tmp/log"
+fake_gpu_processes
 export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
-CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe CUDA_MPS_LOG_DIRECTORY=$tmp/log "$H/fake_mps_control" -d
 daemon_up=1
-for _ in $(seq 50); do [[ -S $tmp/pipe/control ]] && break; sleep 0.1; done
+fake_mps_start "$tmp/pipe" "$tmp/log"
 sleep 300 & c1=$!; pids+=("$c1")
 sleep 300 & c2=$!; pids+=("$c2")
 for c in "$c1" "$c2"; do
@@ -154,15 +135,19 @@ elif mode == "silent":
     print(int((time.monotonic() - t) * 1000))
 EOF
 http() { python3 "$tmp/http.py" "$@"; }
+# served_port <stderr file>: the port the exporter says it serves on; waits up to 5 s.
+served_port() {
+	port=
+	for _ in $(seq 100); do
+		port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "$1")
+		[[ -n $port ]] && break
+		sleep 0.05
+	done
+}
 
 "$GPUSHARE" exporter --listen 127.0.0.1:0 --pipe-dir "$tmp/pipe" 2>"$tmp/exporter.err" &
 exporter=$!
-port=
-for _ in $(seq 100); do
-	port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "$tmp/exporter.err")
-	[[ -n $port ]] && break
-	sleep 0.05
-done
+served_port "$tmp/exporter.err"
 check "server: says where it serves (port $port)" test -n "$port"
 
 http "$port" silent >"$tmp/silent" &
@@ -221,12 +206,7 @@ check "SIGTERM: says it stopped" grep -q "stopped by SIGTERM" "$tmp/exporter.err
 GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$GPUSHARE" exporter --listen 127.0.0.1:0 \
 	--pipe-dir "$tmp/pipe" 2>"$tmp/exporter2.err" &
 exporter=$!
-port=
-for _ in $(seq 100); do
-	port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "$tmp/exporter2.err")
-	[[ -n $port ]] && break
-	sleep 0.05
-done
+served_port "$tmp/exporter2.err"
 http "$port" get /metrics >"$tmp/resp"
 check "no driver, server: 200 with gpushare_nvidia_driver_up 0" \
 	bash -c "grep -q '^HTTP/1.1 200' $tmp/resp && grep -q '^gpushare_nvidia_driver_up 0' $tmp/resp"
@@ -239,8 +219,4 @@ set -e
 exporter=
 check "SIGINT: clean exit 0 (got $rc)" test "$rc" -eq 0
 
-if ((failures > 0)); then
-	echo "$failures check(s) failed"
-	exit 1
-fi
-echo "all checks passed"
+finish

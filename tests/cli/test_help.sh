@@ -6,28 +6,13 @@
 # `gpushare version`, and that docs/cli.md's exit status table and cli/cli.h's
 # enum cli_exit list the same statuses under the same names.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE:?set by ctest}" "${GPUSHARE_SOURCE_DIR:?set by ctest}"
 SRC=$GPUSHARE_SOURCE_DIR
 tmp=$(mktemp -d /tmp/gpushare-help-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-
-failures=0
-ok() { echo "ok: $1"; }
-fail() { echo "FAIL: $1"; failures=$((failures + 1)); }
-check() { # check <description> <command...>
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
-
-# run <gpushare args...>: status in $rc, output in $tmp/out and $tmp/err.
-run() {
-	set +e
-	"$GPUSHARE" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	set -e
-}
 
 # Help must not need a driver, a daemon or a private directory.
 export GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 GPUSHARE_CUDA_LIBRARY=/nonexistent/libcuda.so.1
@@ -131,8 +116,4 @@ check "every status of cli/cli.h is in docs/cli.md's table${missing_doc:+ (missi
 check "every status of docs/cli.md's table is in cli/cli.h${missing_hdr:+ (not in cli.h: $missing_hdr)}" test -z "$missing_hdr"
 check "no status number is listed twice in docs/cli.md" test -z "$(cut -d' ' -f1 "$tmp/doc" | uniq -d)"
 
-if ((failures)); then
-	echo "$failures check(s) failed"
-	exit 1
-fi
-echo "all help checks passed"
+finish help

@@ -4,38 +4,26 @@
 # GPUSHARE_CUDA_LIBRARY), sleeping processes play the GPU's compute
 # processes, and the fake MPS control program plays a daemon.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE:?set by ctest}" "${GPUSHARE_TEST_HELPERS:?set by ctest}"
 H=$GPUSHARE_TEST_HELPERS
 tmp=$(mktemp -d /tmp/gpushare-info-XXXXXX)
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	kill_pids
 	if [[ -n ${daemon_up:-} ]]; then
-		echo quit | CUDA_MPS_PIPE_DIRECTORY="$tmp/pipe" CUDA_MPS_LOG_DIRECTORY="$tmp/log" \
-			"$H/fake_mps_control" >/dev/null 2>&1 || true
+		fake_mps_quit "$tmp/pipe" "$tmp/log"
 	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-failures=0
-check() { # check <description> <command...>
-	local what=$1
-	shift
-	if "$@"; then
-		echo "ok: $what"
-	else
-		echo "FAIL: $what"
-		failures=$((failures + 1))
-	fi
-}
-
 # Keep the environment of the machine running the test out of the way.
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY GPUSHARE_MPS_CONTROL FAKE_NVML_NOT_SUPPORTED \
 	FAKE_NVML_INIT_ERROR FAKE_CUDA_HANG FAKE_CUDA_INIT_ERROR FAKE_CUDA_RECORD
-mkdir -m 700 "$tmp/xdg"
-export XDG_RUNTIME_DIR=$tmp/xdg
+private_xdg
 
 # ---- no driver ----
 set +e
@@ -72,13 +60,7 @@ check "gpushare help info: same text" cmp -s "$tmp/help" "$tmp/help2"
 
 # ---- the fake driver ----
 export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so GPUSHARE_CUDA_LIBRARY=$H/libfakecuda.so
-# The MPS server's comm is cut to "nvidia-cuda-mps" by the kernel, as on a GPU machine.
-mkdir "$tmp/bin"
-cp "$(command -v sleep)" "$tmp/bin/nvidia-cuda-mps-server"
-sleep 300 & plain=$!; pids+=("$plain")
-"$tmp/bin/nvidia-cuda-mps-server" 300 & server=$!; pids+=("$server")
-sleep 300 & client=$!; pids+=("$client")
-export FAKE_NVML_PIDS="$plain,$server,$client"
+fake_gpu_processes
 
 # A stale pid file at $CUDA_MPS_PIPE_DIRECTORY: its process is gone.
 mkdir -m 700 "$tmp/stale"
@@ -140,10 +122,8 @@ check_json "no libcuda: sm_count null, reason given" 'gpu(1)["sm_count"] is None
 
 # A daemon that answers (the fake MPS control program).
 if [[ -x $H/fake_mps_control ]]; then
-	mkdir -m 700 "$tmp/pipe" "$tmp/log"
-	CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe CUDA_MPS_LOG_DIRECTORY=$tmp/log "$H/fake_mps_control" -d
 	daemon_up=1
-	for _ in $(seq 50); do [[ -S $tmp/pipe/control ]] && break; sleep 0.1; done
+	fake_mps_start "$tmp/pipe" "$tmp/log"
 	daemon=$(cat "$tmp/pipe/nvidia-cuda-mps-control.pid")
 	CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe CUDA_MPS_LOG_DIRECTORY=$tmp/log GPUSHARE_MPS_CONTROL=$H/fake_mps_control \
 		"$GPUSHARE" info --json >"$tmp/info.json"
@@ -155,8 +135,4 @@ else
 	echo "skip: no fake_mps_control helper built; running-daemon checks not done"
 fi
 
-if ((failures > 0)); then
-	echo "$failures check(s) failed"
-	exit 1
-fi
-echo "all checks passed"
+finish

@@ -5,6 +5,8 @@
 # bench every 200 ms and whose HTTP API must agree with gpushare's own --json
 # result: the histogram's count and histogram_quantile(0.5).
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE:?set by ctest}" "${GPUSHARE_WORKER:?set by ctest}"
 tmp=$(mktemp -d /tmp/gpushare-metrics-XXXXXX)
@@ -18,17 +20,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-failures=0
-check() { # check <description> <command...>
-	local what=$1
-	shift
-	if "$@"; then
-		echo "ok: $what"
-	else
-		echo "FAIL: $what"
-		failures=$((failures + 1))
-	fi
-}
 for tool in promtool prometheus; do
 	if ! command -v "$tool" >/dev/null; then
 		echo "FAIL: $tool not installed (Debian package prometheus, scripts/deps.txt)"
@@ -37,10 +28,9 @@ for tool in promtool prometheus; do
 done
 
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY GPUSHARE_MPS_CONTROL
-mkdir -m 700 "$tmp/xdg"
-export XDG_RUNTIME_DIR=$tmp/xdg GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1
+private_xdg
+export GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1"; }
 
 # ---- option errors ----
@@ -52,11 +42,8 @@ check "decreasing --metrics-buckets: exit 2 (got $rc)" test "$rc" -eq 2 -a -n "$
 set -e
 
 # ---- a taken port: one line, exit 13, no worker started ----
-python3 -c 'import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
-print(s.getsockname()[1], flush=True); time.sleep(30)' >"$tmp/holder" &
-holder=$!
-for _ in $(seq 50); do [[ -s $tmp/holder ]] && break; sleep 0.05; done
+hold_port "$tmp/holder" 30
+wait_for 50 0.05 test -s "$tmp/holder" || true
 taken=$(cat "$tmp/holder")
 set +e
 "$GPUSHARE" bench --workload spin --strategy timeslice --workers 1 --duration 0.2s --warmup 0s -q \

@@ -11,6 +11,8 @@
 # for its exact exit status (docs/cli.md) and for exactly one line on stderr
 # that names what was wrong, with nothing on stdout and no daemon started.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE:?set by ctest}" "${GPUSHARE_TEST_HELPERS:?set by ctest}"
 H=$GPUSHARE_TEST_HELPERS
@@ -26,8 +28,8 @@ pids=()    # processes started here (stand-in MPS clients)
 # them), then each daemon through its control program, then by pid if it is
 # still there and really is the stand-in daemon.
 cleanup() {
-	local p d pid
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	local d pid
+	kill_pids
 	for d in "${pipes[@]}"; do
 		[[ -f $d/$PIDFILE ]] || continue
 		pid=$(cat "$d/$PIDFILE" 2>/dev/null || true)
@@ -44,23 +46,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-failures=0
-ok() { echo "ok: $1"; }
-fail() { echo "FAIL: $1"; failures=$((failures + 1)); }
-check() { # check <description> <command...>
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
-
-# run <gpushare args...>: status in $rc, output in $tmp/out and $tmp/err.
-run() {
-	set +e
-	"$GPUSHARE" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	set -e
-}
 
 # bad <status> <text the message must contain> <gpushare args...>: the exit
 # status, exactly one line on stderr that contains the text, nothing on
@@ -103,8 +88,7 @@ daemon_running() {
 # Keep the environment of the machine running the test out of the way.
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY CUDA_VISIBLE_DEVICES FAKE_NVML_NOT_SUPPORTED \
 	FAKE_NVML_INIT_ERROR FAKE_MPS_START_FAIL FAKE_MPS_READY_DELAY_MS FAKE_MPS_IGNORE_SET FAKE_MPS_NO_QUIT
-mkdir -m 700 "$tmp/xdg"
-export XDG_RUNTIME_DIR=$tmp/xdg
+private_xdg
 export GPUSHARE_MPS_CONTROL=$FAKE
 export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so
 PIPE=$tmp/xdg/gpushare/mps/pipe   # gpushare's private default
@@ -289,8 +273,4 @@ check "mps without a subcommand: exit 2, usage on stderr, nothing on stdout (got
 	test "$rc" -eq 2 -a ! -s "$tmp/out" -a -n "$(grep -F "usage: gpushare mps" "$tmp/err")"
 
 if daemon_running "$PIPE"; then fail "a daemon is left running in $PIPE"; else ok "no daemon left running in $PIPE"; fi
-if ((failures)); then
-	echo "$failures check(s) failed"
-	exit 1
-fi
-echo "all mps checks passed"
+finish mps

@@ -8,6 +8,8 @@
 # your own command (`sweep -- CMD`, with the C test worker) and its refusals;
 # one live --metrics-listen server for a whole sweep, scraped mid-run.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE:?}" "${GPUSHARE_WORKER:?}"
 HELPERS=${GPUSHARE_TEST_HELPERS:-}
@@ -17,7 +19,7 @@ cleanup() {
 	# A daemon left by a killed sweep lives under our XDG_RUNTIME_DIR.
 	if [[ -n "$HELPERS" ]]; then
 		for p in "$tmp"/xdg/gpushare/sweep-*/mps/pipe; do
-			[[ -d "$p" ]] && echo quit | CUDA_MPS_PIPE_DIRECTORY="$p" "$HELPERS/fake_mps_control" >/dev/null 2>&1 || true
+			[[ -d "$p" ]] && fake_mps_quit "$p" || true
 		done
 	fi
 	rm -rf "$tmp"
@@ -27,20 +29,8 @@ trap cleanup EXIT
 ln -s "$GPUSHARE_WORKER" "$tmp/gpushare-worker"
 export GPUSHARE_WORKER="$tmp/gpushare-worker"
 export CUDA_MPS_PIPE_DIRECTORY="$tmp/no-daemon"
-mkdir -m 0700 "$tmp/xdg"
-export XDG_RUNTIME_DIR="$tmp/xdg"
+private_xdg
 unset GPUSHARE_MPS_CONTROL
-
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
-
-run() {
-	set +e
-	"$GPUSHARE" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	set -e
-}
 
 SPIN=(sweep --workload spin --request-us 200us --duration 150ms --warmup 30ms --warmup-requests 1)
 
@@ -301,7 +291,7 @@ bad 2 "invalid --metrics-buckets" sweep --workload spin --metrics-buckets 0.2,0.
 [[ ! -e "$tmp/w" ]] && ok "refusals: --out not created" || fail "a refused sweep created --out"
 
 echo "== --metrics-listen: one server for the whole sweep, scraped mid-run"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$GPUSHARE" "${SPIN[@]}" --strategy timeslice --workers 1,2 --repeats 1 --duration 700ms --out "$tmp/met" -q \
 	--metrics-listen "127.0.0.1:$port" >"$tmp/met.out" 2>"$tmp/met.err" &
 pid=$!
@@ -336,11 +326,8 @@ if [[ $scraped -eq 1 ]]; then
 	fi
 fi
 curl -sf "http://127.0.0.1:$port/metrics" >/dev/null 2>&1 && fail "the server outlived the sweep" || ok "server stopped with the sweep"
-python3 -c 'import socket, time
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(5)' \
-	>"$tmp/holder.port" &
-holder=$!
-for _ in $(seq 1 100); do [[ -s "$tmp/holder.port" ]] && break; sleep 0.05; done
+hold_port "$tmp/holder.port" 5
+wait_for 100 0.05 test -s "$tmp/holder.port" || true
 port=$(cat "$tmp/holder.port")
 bad 13 "cannot listen on 127.0.0.1:$port" "${SPIN[@]}" --strategy timeslice --workers 1 --repeats 1 --out "$tmp/taken" \
 	--metrics-listen "127.0.0.1:$port"
@@ -348,8 +335,4 @@ kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
 [[ ! -e "$tmp/taken/results.jsonl" ]] && ok "taken port: no results file written" || fail "taken port: results file written"
 
-if [[ $fails -ne 0 ]]; then
-	echo "$fails check(s) failed"
-	exit 1
-fi
-echo "all sweep checks passed"
+finish sweep

@@ -5,6 +5,8 @@
 # slots as key=value lines. The spin workload needs no GPU. Timing bounds are
 # loose on purpose: the test machine may have 2 busy cores.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${GPUSHARE_WORKER:?set GPUSHARE_WORKER}"
 : "${GPUSHARE_TEST_HELPERS:?set GPUSHARE_TEST_HELPERS}"
@@ -14,11 +16,6 @@ unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
-
 # drive ARGS... : run the driver, output in $tmp/out, its stderr (and the
 # worker's) in $tmp/err.
 drive() {
@@ -29,13 +26,13 @@ get() { sed -n "s/^$1=//p" "$tmp/out" | head -n 1; }
 expect_eq() { # what key expected
 	local got
 	got=$(get "$2")
-	if [[ "$got" == "$3" ]]; then pass "$1: $2=$got"; else fail "$1: $2 is '$got', expected '$3'"; fi
+	if [[ "$got" == "$3" ]]; then ok "$1: $2=$got"; else fail "$1: $2 is '$got', expected '$3'"; fi
 }
 expect_range() { # what key lo hi
 	local got
 	got=$(get "$2")
 	if [[ "$got" =~ ^[0-9]+$ ]] && ((got >= $3 && got <= $4)); then
-		pass "$1: $2=$got in [$3, $4]"
+		ok "$1: $2=$got in [$3, $4]"
 	else
 		fail "$1: $2 is '$got', expected in [$3, $4]"
 	fi
@@ -43,10 +40,10 @@ expect_range() { # what key lo hi
 expect_match() { # what key substring
 	local got
 	got=$(get "$2")
-	if [[ "$got" == *"$3"* ]]; then pass "$1: $2 contains '$3'"; else fail "$1: $2 is '$got', expected to contain '$3'"; fi
+	if [[ "$got" == *"$3"* ]]; then ok "$1: $2 contains '$3'"; else fail "$1: $2 is '$got', expected to contain '$3'"; fi
 }
 expect_stderr() { # what substring
-	if grep -qF -- "$2" "$tmp/err"; then pass "$1: stderr names '$2'"; else fail "$1: stderr lacks '$2': $(cat "$tmp/err")"; fi
+	if grep -qF -- "$2" "$tmp/err"; then ok "$1: stderr names '$2'"; else fail "$1: stderr lacks '$2': $(cat "$tmp/err")"; fi
 }
 
 echo "== spin, one thread: requests fill the window, p50 near request-us"
@@ -66,7 +63,7 @@ expect_eq "1 thread" slot.0.device_name cpu
 expect_eq "1 thread" slot.0.sm_count -1
 expect_eq "1 thread" slot.0.thread_percentage -1
 expect_eq "1 thread" slot.0.mem_limit ""
-if [[ -s "$tmp/err" ]]; then fail "worker printed on success: $(cat "$tmp/err")"; else pass "silent on success"; fi
+if [[ -s "$tmp/err" ]]; then fail "worker printed on success: $(cat "$tmp/err")"; else ok "silent on success"; fi
 
 echo "== spin, three threads in one process"
 drive --slots 3 --window-ms 400 -- --slot 0 --threads 3 --workload spin --opt request-us=2ms
@@ -186,7 +183,7 @@ else
 	expect_match "no CUDA" slot.0.message "built without CUDA"
 	expect_stderr "no CUDA" "built without CUDA"
 fi
-"$GPUSHARE_WORKER" --list | grep -qx spin && pass "--list names spin" || fail "--list lacks spin"
+"$GPUSHARE_WORKER" --list | grep -qx spin && ok "--list names spin" || fail "--list lacks spin"
 
 echo "== region problems: exit 5"
 drive --corrupt magic -- --slot 0 --workload spin
@@ -207,7 +204,7 @@ bad_cmdline() { # expected-substring args...
 	shift
 	"$GPUSHARE_WORKER" "$@" >"$tmp/o" 2>"$tmp/e" </dev/null || rc=$?
 	if ((rc == 2)) && grep -qF -- "$want" "$tmp/e" && (($(wc -l <"$tmp/e") == 1)) && [[ ! -s "$tmp/o" ]]; then
-		pass "'$*' -> exit 2: $(cat "$tmp/e")"
+		ok "'$*' -> exit 2: $(cat "$tmp/e")"
 	else
 		fail "'$*' -> exit $rc, stderr '$(cat "$tmp/e")' (wanted exit 2 naming '$want')"
 	fi
@@ -224,8 +221,4 @@ bad_cmdline "name=value" --region-fd 3 --slot 0 --workload spin --opt request-us
 bad_cmdline "needs a value" --region-fd 3 --slot 0 --workload
 bad_cmdline "unexpected argument" --region-fd 3 --slot 0 --workload spin extra
 
-if ((failures)); then
-	echo "$failures check(s) failed"
-	exit 1
-fi
-echo "all worker checks passed"
+finish worker

@@ -105,6 +105,14 @@ static nvmlReturn_t check_dev(const char *fn, const void *dev)
 	return r == NVML_SUCCESS && !dev ? NVML_ERROR_INVALID_ARGUMENT : r;
 }
 
+/* check_dev() for the queries of MIG devices: NOT_SUPPORTED on a whole GPU. */
+static nvmlReturn_t check_mig(const char *fn, nvmlDevice_t device)
+{
+	nvmlReturn_t r = check_dev(fn, device);
+
+	return r ? r : device->is_mig ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
 static nvmlReturn_t copy_out(char *dst, unsigned len, const char *src)
 {
 	if (!dst || strlen(src) + 1 > len)
@@ -300,36 +308,28 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
 
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
 {
-	nvmlReturn_t r = check_dev(__func__, device);
+	nvmlReturn_t r = check_mig(__func__, device);
 
-	if (r)
-		return r;
-	if (!device->is_mig)
-		return NVML_ERROR_NOT_SUPPORTED;
-	*id = device->gi;
-	return NVML_SUCCESS;
+	if (!r)
+		*id = device->gi;
+	return r;
 }
 
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
 {
-	nvmlReturn_t r = check_dev(__func__, device);
+	nvmlReturn_t r = check_mig(__func__, device);
 
-	if (r)
-		return r;
-	if (!device->is_mig)
-		return NVML_ERROR_NOT_SUPPORTED;
-	*id = device->ci;
-	return NVML_SUCCESS;
+	if (!r)
+		*id = device->ci;
+	return r;
 }
 
 nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attr)
 {
-	nvmlReturn_t r = check_dev(__func__, device);
+	nvmlReturn_t r = check_mig(__func__, device);
 
 	if (r)
 		return r;
-	if (!device->is_mig)
-		return NVML_ERROR_NOT_SUPPORTED;
 	memset(attr, 0, sizeof(*attr));
 	attr->multiprocessorCount = device->sm;
 	attr->gpuInstanceSliceCount = device->sm / 16;
@@ -351,14 +351,16 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 	return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int *mhz)
+/* The current or (max) the maximum clock of type; the memory clock's maximum
+ * is its current value here. fn is the NVML function, for check(). */
+static nvmlReturn_t clock_info(const char *fn, nvmlDevice_t device, int type, bool max, unsigned int *mhz)
 {
-	nvmlReturn_t r = check_dev(__func__, device);
+	nvmlReturn_t r = check_dev(fn, device);
 
 	if (r)
 		return r;
 	if (type == NVML_CLOCK_SM || type == NVML_CLOCK_GRAPHICS)
-		*mhz = device->clock_sm;
+		*mhz = max ? device->clock_sm_max : device->clock_sm;
 	else if (type == NVML_CLOCK_MEM)
 		*mhz = device->clock_mem;
 	else
@@ -366,19 +368,14 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int 
 	return NVML_SUCCESS;
 }
 
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int *mhz)
+{
+	return clock_info(__func__, device, type, false, mhz);
+}
+
 nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, int type, unsigned int *mhz)
 {
-	nvmlReturn_t r = check_dev(__func__, device);
-
-	if (r)
-		return r;
-	if (type == NVML_CLOCK_SM || type == NVML_CLOCK_GRAPHICS)
-		*mhz = device->clock_sm_max;
-	else if (type == NVML_CLOCK_MEM)
-		*mhz = device->clock_mem;
-	else
-		return NVML_ERROR_INVALID_ARGUMENT;
-	return NVML_SUCCESS;
+	return clock_info(__func__, device, type, true, mhz);
 }
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *milliwatts)

@@ -1,0 +1,95 @@
+# shellcheck shell=bash disable=SC2034,SC2154
+# Helpers sourced by the end-to-end tests in tests/cli (not a test itself:
+# ctest runs only test_*.sh). Each test keeps its own temporary directory in
+# $tmp and its own cleanup trap; this file holds what they share:
+#   failures, ok, fail, check   count and print what is checked
+#   finish [WHAT]               the summary line; exit 1 when a check failed
+#   run ARGS...                 gpushare ARGS: status in $rc, output in $tmp/out, $tmp/err
+#   wait_for TRIES DELAY CMD... run CMD until it succeeds, at most TRIES times
+#   private_xdg                 a private XDG_RUNTIME_DIR under $tmp
+#   free_port                   a free TCP port on 127.0.0.1
+#   hold_port FILE SECONDS      a process ($holder) that holds a port, written to FILE
+#   fake_mps_start PIPE LOG     the fake MPS control daemon, started and answering
+#   fake_mps_quit PIPE [LOG]    ask it to quit; never fails
+#   fake_gpu_processes          $plain, $server, $client: processes the fake NVML reports
+#   kill_pids                   kill every process in the array pids (for cleanup traps)
+
+failures=0
+ok() { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+check() { # check <description> <command...>
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+# shellcheck disable=SC2120 # WHAT is optional
+finish() {
+	if ((failures > 0)); then
+		echo "$failures check(s) failed"
+		exit 1
+	fi
+	echo "all ${1:+$1 }checks passed"
+}
+
+run() {
+	set +e
+	"$GPUSHARE" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	set -e
+}
+
+# Returns 1 when CMD never succeeded; the waits that only bound a start-up
+# add `|| true` and let the checks after them tell.
+wait_for() {
+	local tries=$1 delay=$2 i
+	shift 2
+	for ((i = 0; i < tries; i++)); do
+		"$@" && return 0
+		sleep "$delay"
+	done
+	return 1
+}
+
+private_xdg() {
+	mkdir -m 700 "$tmp/xdg"
+	export XDG_RUNTIME_DIR=$tmp/xdg
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+hold_port() {
+	python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True); time.sleep(float(sys.argv[1]))' "$2" >"$1" &
+	holder=$!
+}
+
+fake_mps_start() {
+	mkdir -m 700 -p "$1" "$2"
+	CUDA_MPS_PIPE_DIRECTORY=$1 CUDA_MPS_LOG_DIRECTORY=$2 "$GPUSHARE_TEST_HELPERS/fake_mps_control" -d
+	wait_for 50 0.1 test -S "$1/control" || true
+}
+
+fake_mps_quit() {
+	echo quit | env CUDA_MPS_PIPE_DIRECTORY="$1" ${2:+CUDA_MPS_LOG_DIRECTORY="$2"} \
+		"$GPUSHARE_TEST_HELPERS/fake_mps_control" >/dev/null 2>&1 || true
+}
+
+# Three sleeping processes the fake NVML reports on GPU 1 (FAKE_NVML_PIDS):
+# $plain, $server and $client; they join the array pids. The server runs as
+# nvidia-cuda-mps-server, whose comm the kernel cuts to "nvidia-cuda-mps", as
+# on a GPU machine.
+fake_gpu_processes() {
+	mkdir "$tmp/bin"
+	cp "$(command -v sleep)" "$tmp/bin/nvidia-cuda-mps-server"
+	sleep 300 & plain=$!; pids+=("$plain")
+	"$tmp/bin/nvidia-cuda-mps-server" 300 & server=$!; pids+=("$server")
+	sleep 300 & client=$!; pids+=("$client")
+	export FAKE_NVML_PIDS="$plain,$server,$client"
+}
+
+kill_pids() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+}
