@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -167,13 +166,6 @@ static int find_worker(const struct gpushare_bench_config *c, char *buf, size_t 
 		return gpushare_fail(GPUSHARE_E_WORKER, "cannot execute worker '%s': %s (set GPUSHARE_WORKER)", buf,
 				     strerror(errno));
 	return GPUSHARE_OK;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
 }
 
 /* ---- starting and stopping workers ---- */
@@ -1081,21 +1073,13 @@ static int setup_gpu(struct bench_ctx *x)
 
 static int setup_dirs(struct bench_ctx *x)
 {
-	char user[GPUSHARE_PATH_MAX];
-	int rc = gpushare_user_dir(user, sizeof(user));
+	int rc;
 
-	if (!rc)
-		rc = gpushare_private_dir(user);
+	/* What a killed earlier run left (an MPS daemon above all) goes first. */
+	gpushare_rundir_reap(NULL);
+	rc = gpushare_rundir_create("bench", x->run_dir, sizeof(x->run_dir));
 	if (rc)
 		return rc;
-	if ((size_t)snprintf(x->run_dir, sizeof(x->run_dir), "%s/bench-XXXXXX", user) >= sizeof(x->run_dir))
-		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
-	if (!mkdtemp(x->run_dir)) {
-		int e = errno;
-
-		x->run_dir[0] = '\0';
-		return gpushare_fail(GPUSHARE_E_DIR, "cannot create a run directory in '%s': %s", user, strerror(e));
-	}
 	if ((size_t)snprintf(x->no_mps_dir, sizeof(x->no_mps_dir), "%s/no-mps", x->run_dir) >= sizeof(x->no_mps_dir))
 		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
 	if (mkdir(x->no_mps_dir, 0700) != 0)
@@ -1190,7 +1174,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 		if (x.metrics != c->metrics)
 			gpushare_metrics_bench_stop(x.metrics);
 		if (x.run_dir[0])
-			nftw(x.run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+			gpushare_rundir_remove(x.run_dir);
 		if (x.have_sys)
 			gpushare_system_release(&x.sys);
 		if (x.nvml)

@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,13 +342,6 @@ struct sweep_ctx {
 	int cur_repeat;
 };
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
 static double eta(const struct sweep_ctx *x)
 {
 	unsigned done = x->sum->runs_done;
@@ -514,23 +506,15 @@ static bool uses_mps(int strategy)
 
 static int start_daemon(struct sweep_ctx *x, const char *visible)
 {
-	char user[GPUSHARE_PATH_MAX], pipe[GPUSHARE_PATH_MAX + 16], log[GPUSHARE_PATH_MAX + 16];
+	char pipe[GPUSHARE_PATH_MAX + 16], log[GPUSHARE_PATH_MAX + 16];
 	struct gpushare_mps_start_opts o;
 	struct gpushare_mps_start_info info;
-	int rc = gpushare_user_dir(user, sizeof(user));
+	int rc;
 
-	if (!rc)
-		rc = gpushare_private_dir(user);
+	gpushare_rundir_reap(NULL);
+	rc = gpushare_rundir_create("sweep", x->run_dir, sizeof(x->run_dir));
 	if (rc)
 		return rc;
-	if ((size_t)snprintf(x->run_dir, sizeof(x->run_dir), "%s/sweep-XXXXXX", user) >= sizeof(x->run_dir))
-		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
-	if (!mkdtemp(x->run_dir)) {
-		int e = errno;
-
-		x->run_dir[0] = '\0';
-		return gpushare_fail(GPUSHARE_E_DIR, "cannot create a run directory in '%s': %s", user, strerror(e));
-	}
 	snprintf(pipe, sizeof(pipe), "%s/mps/pipe", x->run_dir);
 	snprintf(log, sizeof(log), "%s/mps/log", x->run_dir);
 	rc = gpushare_private_dir(pipe);
@@ -800,7 +784,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 				gpushare_fail(rc, "%s", detail);
 		}
 		if (x.run_dir[0])
-			nftw(x.run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+			gpushare_rundir_remove(x.run_dir);
 		if (x.nvml)
 			gpushare_nvml_close();
 		if (x.fd >= 0 && close(x.fd) != 0 && !rc)

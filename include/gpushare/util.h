@@ -59,6 +59,20 @@ int gpushare_private_dir(const char *path);
 /* Check that every parent of `path` is searchable by this process. */
 int gpushare_check_parents(const char *path);
 
+/* ---- run directories ---- */
+
+/* Create a private run directory <user dir>/<prefix>-XXXXXX ("bench",
+ * "sweep") holding an `owner` file that names this process. */
+int gpushare_rundir_create(const char *prefix, char *out, size_t len);
+
+/* Remove a run directory and everything in it. */
+void gpushare_rundir_remove(const char *dir);
+
+/* Clean up after killed runs: for every bench-* or sweep-* run directory
+ * whose owner process is gone, stop any MPS daemon under it (forced) and
+ * remove it. *reaped (may be NULL) counts the directories removed. */
+int gpushare_rundir_reap(size_t *reaped);
+
 /* ---- child processes ---- */
 
 struct gpushare_run_result {

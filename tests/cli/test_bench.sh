@@ -223,6 +223,25 @@ EOF
 	[[ $rc -eq 0 ]] && ok "--mps-pipe-dir: exit 0" || fail "--mps-pipe-dir: exit $rc $(cat "$tmp/err")"
 	pid=$(cat "$daemon_dir/pipe/nvidia-cuda-mps-control.pid")
 	kill -0 "$pid" && ok "--mps-pipe-dir: daemon still running" || fail "--mps-pipe-dir: daemon was stopped"
+	echo "== a SIGKILLed gpushare leaves its MPS daemon; the next run stops it"
+	private_xdg
+	"$GPUSHARE" "${SPIN[@]}" --workers 2 --strategy mps --duration 30s >/dev/null 2>&1 &
+	gpid=$!
+	pidglob="$tmp/xdg/gpushare/bench-*/mps/pipe/nvidia-cuda-mps-control.pid"
+	wait_for 100 0.1 compgen -G "$pidglob" >/dev/null || fail "killed run: no daemon appeared"
+	sleep 0.5
+	kill -KILL "$gpid"
+	wait "$gpid" 2>/dev/null || true
+	pidfile=$(compgen -G "$pidglob" | head -1)
+	left=$(cat "$pidfile" 2>/dev/null || echo 0)
+	kill -0 "$left" 2>/dev/null && ok "killed run: its daemon $left is still running" \
+		|| fail "killed run: expected its daemon to outlive it"
+	run "${SPIN[@]}" --workers 1 --strategy sequential
+	[[ $rc -eq 0 ]] || fail "run after the kill: exit $rc $(cat "$tmp/err")"
+	wait_for 50 0.1 bash -c "! kill -0 $left 2>/dev/null || grep -q '^Z' <(awk '{print \$3}' /proc/$left/stat 2>/dev/null)" \
+		&& ok "next run stopped the left-over daemon" || fail "left-over daemon $left still running"
+	compgen -G "$tmp/xdg/gpushare/bench-*" >/dev/null && fail "killed run's directory was not removed" \
+		|| ok "killed run's directory removed"
 	unset GPUSHARE_MPS_CONTROL
 	no_workers_left "mps"
 else

@@ -1,0 +1,179 @@
+/*
+ * Run directories: private per-run state under the user directory (an MPS
+ * daemon's pipe and log directories, an empty pipe directory for plain
+ * workers). Each holds an `owner` file naming the process that created it
+ * (pid and start time, so a reused pid is not mistaken for it). gpushare
+ * removes its run directory when the run ends; if it was killed first,
+ * gpushare_rundir_reap() — called at the start of every bench and sweep —
+ * stops any MPS daemon left under a dead owner's directory and removes it,
+ * so a killed run leaves nothing running for long.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/util.h"
+
+#define OWNER_FILE "owner"
+
+/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	ssize_t r;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = '\0';
+	p = strrchr(buf, ')'); /* the command may contain spaces */
+	if (!p)
+		return 0;
+	/* After ") " comes field 3; skip to field 22. */
+	for (field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		t = strtoull(p + 1, NULL, 10);
+	return t;
+}
+
+int gpushare_rundir_create(const char *prefix, char *out, size_t len)
+{
+	char user[GPUSHARE_PATH_MAX], owner[GPUSHARE_PATH_MAX + 16];
+	FILE *f;
+	int rc = gpushare_user_dir(user, sizeof(user));
+
+	if (!rc)
+		rc = gpushare_private_dir(user);
+	if (rc)
+		return rc;
+	if ((size_t)snprintf(out, len, "%s/%s-XXXXXX", user, prefix) >= len)
+		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
+	if (!mkdtemp(out)) {
+		int e = errno;
+
+		out[0] = '\0';
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create a run directory in '%s': %s", user, strerror(e));
+	}
+	snprintf(owner, sizeof(owner), "%s/" OWNER_FILE, out);
+	f = fopen(owner, "wxe");
+	if (!f || fprintf(f, "%d %llu\n", (int)getpid(), start_time(getpid())) < 0 || fclose(f) != 0) {
+		int e = errno;
+
+		gpushare_rundir_remove(out);
+		out[0] = '\0';
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot write '%s': %s", owner, strerror(e));
+	}
+	return GPUSHARE_OK;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void gpushare_rundir_remove(const char *dir)
+{
+	if (dir && dir[0])
+		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Is the process recorded in <dir>/owner still the one that wrote it? */
+static bool owner_alive(const char *dir)
+{
+	char path[GPUSHARE_PATH_MAX + 16];
+	unsigned long long t = 0;
+	int pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" OWNER_FILE, dir);
+	f = fopen(path, "re");
+	if (!f)
+		return true; /* being created, or not ours: leave it */
+	if (fscanf(f, "%d %llu", &pid, &t) != 2)
+		pid = 0;
+	fclose(f);
+	if (pid <= 0)
+		return true;
+	return gpushare_pid_alive(pid) && start_time(pid) == t;
+}
+
+/* Stop the daemon of every <run>/<sub>/pipe that has one. */
+static void stop_daemons(const char *run)
+{
+	DIR *d = opendir(run);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX];
+		struct gpushare_mps m;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(pipe, sizeof(pipe), "%s/%s/pipe", run, e->d_name) >= sizeof(pipe) ||
+		    (size_t)snprintf(log, sizeof(log), "%s/%s/log", run, e->d_name) >= sizeof(log))
+			continue;
+		if (access(pipe, F_OK) != 0 || gpushare_mps_init(&m, pipe, log) != GPUSHARE_OK)
+			continue;
+		m.timeout_ms = 5000;
+		if (gpushare_mps_state(&m, NULL) == GPUSHARE_MPS_RUNNING)
+			gpushare_mps_stop(&m, true, NULL);
+	}
+	closedir(d);
+}
+
+int gpushare_rundir_reap(size_t *reaped)
+{
+	char user[GPUSHARE_PATH_MAX];
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+	int rc = gpushare_user_dir(user, sizeof(user));
+
+	if (reaped)
+		*reaped = 0;
+	if (rc)
+		return rc;
+	d = opendir(user);
+	if (!d)
+		return GPUSHARE_OK; /* nothing was ever run here */
+	while ((e = readdir(d))) {
+		char run[GPUSHARE_PATH_MAX];
+		struct stat st;
+
+		if (strncmp(e->d_name, "bench-", 6) != 0 && strncmp(e->d_name, "sweep-", 6) != 0)
+			continue;
+		if ((size_t)snprintf(run, sizeof(run), "%s/%s", user, e->d_name) >= sizeof(run))
+			continue;
+		if (lstat(run, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || owner_alive(run))
+			continue;
+		stop_daemons(run);
+		gpushare_rundir_remove(run);
+		n++;
+	}
+	closedir(d);
+	if (reaped)
+		*reaped = n;
+	return GPUSHARE_OK;
+}
