@@ -146,47 +146,19 @@ static uint32_t phase_of(const struct relay *r)
 
 static void slot_begin(struct relay *r)
 {
-	struct gpushare_slot *s = r->slot;
 	const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-	double tp = -1.0;
+	const char *mem = NULL;
 
-	set_state(s, GPUSHARE_SLOT_STARTING);
-	__atomic_store_n(&s->pid, (int32_t)getpid(), __ATOMIC_RELAXED);
-	s->error_code = 0;
-	s->cuda_error = 0;
-	s->message[0] = '\0';
-	s->sm_count = -1;
-	s->device = -1;
-	store_u64(&s->mem_free_bytes, 0);
-	store_u64(&s->mem_total_bytes, 0);
 	/* What the command will see, as far as the environment tells. */
 	for (char *const *e = r->s->env; e && *e; e++) {
 		if (!strncmp(*e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", 34))
 			pct = *e + 34;
 		else if (!strncmp(*e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", 34))
 			pct = NULL;
+		else if (!strncmp(*e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=", 33))
+			mem = *e + 33;
 	}
-	if (pct && *pct) {
-		char *end;
-
-		tp = strtod(pct, &end);
-		if (end == pct || *end)
-			tp = -1.0;
-	}
-	__atomic_store(&s->thread_percentage, &tp, __ATOMIC_RELAXED);
-	s->mem_limit[0] = '\0';
-	for (char *const *e = r->s->env; e && *e; e++) {
-		if (!strncmp(*e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=", 33))
-			snprintf(s->mem_limit, sizeof(s->mem_limit), "%s", *e + 33);
-	}
-	snprintf(s->device_name, sizeof(s->device_name), "%s", "");
-	store_u64(&s->items_per_request, (uint64_t)r->s->batch);
-	store_u64(&s->requests, 0);
-	store_u64(&s->total_requests, 0);
-	store_u64(&s->errors, 0);
-	store_u64(&s->t_first_start_ns, 0);
-	store_u64(&s->t_last_end_ns, 0);
-	gpushare_hist_init(&s->hist);
+	gpushare_slot_begin(r->slot, (int32_t)getpid(), pct, mem, (uint64_t)r->s->batch);
 }
 
 static _Noreturn void finish(struct relay *r, uint32_t state, int exit_code, const char *fmt, ...)

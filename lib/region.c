@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -134,4 +136,42 @@ struct gpushare_slot *gpushare_region_slot(struct gpushare_region_header *r, uin
 	if (!r || i >= r->n_slots)
 		return NULL;
 	return (struct gpushare_slot *)((char *)r + r->slots_offset + (size_t)i * r->slot_size);
+}
+
+static void store_u64(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+void gpushare_slot_begin(struct gpushare_slot *s, int32_t pid, const char *thread_percentage_env,
+			 const char *mem_limit_env, uint64_t items_per_request)
+{
+	double tp = -1.0;
+
+	if (thread_percentage_env && *thread_percentage_env) {
+		char *end;
+
+		tp = strtod(thread_percentage_env, &end);
+		if (end == thread_percentage_env || *end)
+			tp = -1.0;
+	}
+	__atomic_store_n(&s->state, (uint32_t)GPUSHARE_SLOT_STARTING, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->pid, pid, __ATOMIC_RELAXED);
+	s->error_code = 0;
+	s->cuda_error = 0;
+	s->message[0] = '\0';
+	s->sm_count = -1;
+	s->device = -1;
+	store_u64(&s->mem_free_bytes, 0);
+	store_u64(&s->mem_total_bytes, 0);
+	__atomic_store(&s->thread_percentage, &tp, __ATOMIC_RELAXED);
+	snprintf(s->mem_limit, sizeof(s->mem_limit), "%s", mem_limit_env ? mem_limit_env : "");
+	s->device_name[0] = '\0';
+	store_u64(&s->items_per_request, items_per_request);
+	store_u64(&s->requests, 0);
+	store_u64(&s->total_requests, 0);
+	store_u64(&s->errors, 0);
+	store_u64(&s->t_first_start_ns, 0);
+	store_u64(&s->t_last_end_ns, 0);
+	gpushare_hist_init(&s->hist);
 }

@@ -331,35 +331,8 @@ static void *stream_main(void *arg)
 /* Reset a slot for a fresh start (a launcher may retry a worker in a slot). */
 static void slot_start(struct gpushare_slot *s, long batch)
 {
-	const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-	const char *mem = getenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
-	double tp = -1.0;
-	char *end;
-
-	if (pct && *pct) {
-		tp = strtod(pct, &end);
-		if (end == pct || *end)
-			tp = -1.0;
-	}
-	set_state(s, GPUSHARE_SLOT_STARTING);
-	__atomic_store_n(&s->pid, (int32_t)getpid(), __ATOMIC_RELAXED);
-	s->error_code = 0;
-	s->cuda_error = 0;
-	s->message[0] = '\0';
-	s->sm_count = -1;
-	s->device = -1;
-	store_u64(&s->mem_free_bytes, 0);
-	store_u64(&s->mem_total_bytes, 0);
-	__atomic_store(&s->thread_percentage, &tp, __ATOMIC_RELAXED);
-	copy_str(s->mem_limit, sizeof(s->mem_limit), mem);
-	s->device_name[0] = '\0';
-	store_u64(&s->items_per_request, (uint64_t)batch);
-	store_u64(&s->requests, 0);
-	store_u64(&s->total_requests, 0);
-	store_u64(&s->errors, 0);
-	store_u64(&s->t_first_start_ns, 0);
-	store_u64(&s->t_last_end_ns, 0);
-	gpushare_hist_init(&s->hist);
+	gpushare_slot_begin(s, (int32_t)getpid(), getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"),
+			    getenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), (uint64_t)batch);
 }
 
 /* --list: the workloads built into this worker, one name a line. */

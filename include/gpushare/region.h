@@ -122,6 +122,14 @@ void gpushare_region_unmap(struct gpushare_region_header *r);
 
 struct gpushare_slot *gpushare_region_slot(struct gpushare_region_header *r, uint32_t i);
 
+/* Writer side (a worker, or the relay of a command-mode worker): reset slot s
+ * for a fresh start by process pid: state STARTING, no error, counters and
+ * histogram zeroed, the limits in effect unknown, except the MPS limits the
+ * worker's environment names (the values of CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+ * and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT; NULL when unset). */
+void gpushare_slot_begin(struct gpushare_slot *s, int32_t pid, const char *thread_percentage_env,
+			 const char *mem_limit_env, uint64_t items_per_request);
+
 #ifdef __cplusplus
 }
 #endif
