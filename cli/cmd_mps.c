@@ -248,10 +248,9 @@ static int do_start(struct mps_args *a)
 	{
 		char path[GPUSHARE_PATH_MAX];
 
-		if (gpushare_which(m.control, path, sizeof(path)) != GPUSHARE_OK)
-			return cli_fail(gpushare_fail(GPUSHARE_E_NO_MPS_BINARY,
-						      "'%s' not found (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)",
-						      m.control), "mps start");
+		rc = gpushare_mps_find_control(&m, path, sizeof(path));
+		if (rc)
+			return cli_fail(rc, "mps start");
 	}
 	rc = gpushare_mps_check_compute_mode(a->gpus, &default_mode);
 	if (rc == GPUSHARE_E_PROHIBITED)

@@ -149,7 +149,7 @@ int gpushare_mps_client_env(const struct gpushare_mps *m, char *pipe_env, size_t
 	return control_env(m, pipe_env, plen, log_env, llen);
 }
 
-static int resolve_control(const struct gpushare_mps *m, char *path, size_t len)
+int gpushare_mps_find_control(const struct gpushare_mps *m, char *path, size_t len)
 {
 	int rc = gpushare_which(m->control, path, len);
 
@@ -171,7 +171,7 @@ int gpushare_mps_command(const struct gpushare_mps *m, const char *cmd, char **r
 	int rc;
 
 	*reply = NULL;
-	rc = resolve_control(m, path, sizeof(path));
+	rc = gpushare_mps_find_control(m, path, sizeof(path));
 	if (!rc)
 		rc = control_env(m, pipe_env, sizeof(pipe_env), log_env, sizeof(log_env));
 	if (rc)
@@ -505,7 +505,7 @@ int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_s
 	int rc;
 
 	memset(info, 0, sizeof(*info));
-	rc = resolve_control(m, path, sizeof(path));
+	rc = gpushare_mps_find_control(m, path, sizeof(path));
 	if (rc)
 		return rc;
 	rc = gpushare_private_dir(m->pipe_dir);

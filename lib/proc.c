@@ -328,20 +328,49 @@ void gpushare_run_result_release(struct gpushare_run_result *res)
 
 static size_t read_proc(pid_t pid, const char *what, char *buf, size_t len);
 
+/* Field n (3 = state, 22 = start time) of /proc/<pid>/stat, copied into
+ * buf; false when unreadable. The command (field 2) may hold spaces and
+ * parentheses, so fields are counted from its last ')'. */
+static bool stat_field(pid_t pid, int n, char *buf, size_t len)
+{
+	char stat[1024], *p;
+	size_t k;
+
+	if (!read_proc(pid, "stat", stat, sizeof(stat)) || !(p = strrchr(stat, ')')))
+		return false;
+	for (int field = 2; field < n && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return false;
+	p++;
+	k = strcspn(p, " \n");
+	if (k == 0 || k >= len)
+		return false;
+	memcpy(buf, p, k);
+	buf[k] = '\0';
+	return true;
+}
+
 /* A zombie has exited: it only waits for a parent (often an init that is
  * slow to reap, or none at all in a container) and counts as gone. */
 bool gpushare_pid_alive(pid_t pid)
 {
-	char stat[512], *p;
+	char state[8];
 
 	if (pid <= 0)
 		return false;
 	if (kill(pid, 0) != 0 && errno != EPERM)
 		return false;
-	if (read_proc(pid, "stat", stat, sizeof(stat)) && (p = strrchr(stat, ')')) && p[1] == ' ' &&
-	    (p[2] == 'Z' || p[2] == 'X'))
+	if (stat_field(pid, 3, state, sizeof(state)) && (state[0] == 'Z' || state[0] == 'X'))
 		return false;
 	return true;
+}
+
+unsigned long long gpushare_pid_start_time(pid_t pid)
+{
+	char t[32];
+
+	return stat_field(pid, 22, t, sizeof(t)) ? strtoull(t, NULL, 10) : 0;
 }
 
 static size_t read_proc(pid_t pid, const char *what, char *buf, size_t len)

@@ -10,7 +10,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,34 +22,6 @@
 #include "gpushare/util.h"
 
 #define OWNER_FILE "owner"
-
-/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot. */
-static unsigned long long start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long t = 0;
-	ssize_t r;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = '\0';
-	p = strrchr(buf, ')'); /* the command may contain spaces */
-	if (!p)
-		return 0;
-	/* After ") " comes field 3; skip to field 22. */
-	for (field = 2; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		t = strtoull(p + 1, NULL, 10);
-	return t;
-}
 
 int gpushare_rundir_create(const char *prefix, char *out, size_t len)
 {
@@ -72,7 +43,7 @@ int gpushare_rundir_create(const char *prefix, char *out, size_t len)
 	}
 	snprintf(owner, sizeof(owner), "%s/" OWNER_FILE, out);
 	f = fopen(owner, "wxe");
-	if (!f || fprintf(f, "%d %llu\n", (int)getpid(), start_time(getpid())) < 0 || fclose(f) != 0) {
+	if (!f || fprintf(f, "%d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid())) < 0 || fclose(f) != 0) {
 		int e = errno;
 
 		gpushare_rundir_remove(out);
@@ -114,7 +85,7 @@ static bool owner_alive(const char *dir)
 	fclose(f);
 	if (pid <= 0)
 		return true;
-	return gpushare_pid_alive(pid) && start_time(pid) == t;
+	return gpushare_pid_alive(pid) && gpushare_pid_start_time(pid) == t;
 }
 
 /* Stop the daemon of every <run>/<sub>/pipe that has one. */

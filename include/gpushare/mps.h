@@ -44,6 +44,10 @@ int gpushare_mps_init(struct gpushare_mps *m, const char *pipe_dir, const char *
 /* gpushare's own private pipe and log directories for this user. */
 int gpushare_mps_private_dirs(char *pipe_dir, size_t plen, char *log_dir, size_t llen);
 
+/* Resolve m->control in PATH into path. GPUSHARE_E_NO_MPS_BINARY, with a
+ * detail saying how to get it, when it is not there. */
+int gpushare_mps_find_control(const struct gpushare_mps *m, char *path, size_t len);
+
 /* What is at a pipe directory. */
 enum gpushare_mps_state {
 	GPUSHARE_MPS_ABSENT,   /* no pid file */

@@ -109,6 +109,10 @@ int gpushare_which(const char *prog, char *buf, size_t len);
 /* Whether process `pid` exists (kill(pid, 0) says yes or EPERM). */
 bool gpushare_pid_alive(pid_t pid);
 
+/* Start time of process pid in clock ticks since boot (/proc/<pid>/stat),
+ * 0 when unreadable: with the pid, it names a process even after pid reuse. */
+unsigned long long gpushare_pid_start_time(pid_t pid);
+
 /* Read /proc/<pid>/comm (without newline) into buf; "" when unreadable. */
 void gpushare_pid_comm(pid_t pid, char *buf, size_t len);
 
