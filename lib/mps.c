@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
@@ -424,16 +425,17 @@ int gpushare_mps_clean_stale(const struct gpushare_mps *m)
 
 /* Run `control -d` with the daemon's environment. Its standard streams go to
  * /dev/null: the daemon it forks would otherwise hold our pipes open. The
- * direct child exits once the daemon has forked; it is reaped here. */
+ * direct child exits once the daemon has forked; it is reaped here. It runs
+ * in a process group of its own (a Ctrl-C at gpushare's terminal must not
+ * reach the daemon) that is not killed afterwards: the daemon lives on. */
 static int spawn_daemon(const struct gpushare_mps *m, const char *path, const char *visible_devices)
 {
 	char pipe_env[GPUSHARE_PATH_MAX + 32], log_env[GPUSHARE_PATH_MAX + 32], vis_env[512];
 	char *env[4] = { NULL, NULL, NULL, NULL };
-	char *argv[3];
-	char **envp;
-	uint64_t deadline;
-	int status = 0, rc, devnull;
-	pid_t pid;
+	char *argv[3] = { (char *)path, "-d", NULL };
+	struct gpushare_child ch;
+	char how[96];
+	int rc;
 
 	rc = control_env(m, pipe_env, sizeof(pipe_env), log_env, sizeof(log_env));
 	if (rc)
@@ -445,53 +447,27 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 			return gpushare_fail(GPUSHARE_E_INVAL, "GPU list '%.40s...' is too long", visible_devices);
 		env[2] = vis_env;
 	}
-	envp = gpushare_env_build(env);
-	if (!envp)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "daemon environment");
-	argv[0] = (char *)path;
-	argv[1] = "-d";
-	argv[2] = NULL;
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0) {
-		gpushare_env_free(envp);
-		return gpushare_fail(GPUSHARE_E_SYS, "cannot open /dev/null: %s", strerror(errno));
+	gpushare_child_init(&ch);
+	ch.path = path;
+	ch.argv = argv;
+	ch.env_set = env;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	if (rc)
+		return rc;
+	if (gpushare_child_wait(&ch, (uint64_t)m->timeout_ms * 1000000ULL) != GPUSHARE_OK) {
+		/* `-d` should return at once; a control program that stays is
+		 * not daemonizing: stop it. */
+		gpushare_child_stop(&ch, 0);
+		gpushare_child_release(&ch);
+		return gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s -d' did not return within %d ms", path, m->timeout_ms);
 	}
-	pid = fork();
-	if (pid < 0) {
-		rc = errno;
-		close(devnull);
-		gpushare_env_free(envp);
-		return gpushare_fail(GPUSHARE_E_SYS, "fork: %s", strerror(rc));
+	gpushare_child_release(&ch);
+	if (!gpushare_child_ok(ch.wstatus)) {
+		gpushare_child_describe(ch.wstatus, how, sizeof(how));
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s; see %s/control.log", path, how, m->log_dir);
 	}
-	if (pid == 0) {
-		if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
-			_exit(126);
-		execve(path, argv, envp);
-		_exit(127);
-	}
-	close(devnull);
-	gpushare_env_free(envp);
-	deadline = gpushare_now_ns() + (uint64_t)m->timeout_ms * 1000000ULL;
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR)
-			return gpushare_fail(GPUSHARE_E_SYS, "waitpid: %s", strerror(errno));
-		if (gpushare_now_ns() > deadline) {
-			/* `-d` should return at once; a control program that
-			 * stays is not daemonizing: stop it. */
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s -d' did not return within %d ms", path, m->timeout_ms);
-		}
-		sleep_poll();
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' failed (%s %d); see %s/control.log", path,
-				     WIFEXITED(status) ? "exit status" : "signal",
-				     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), m->log_dir);
 	return GPUSHARE_OK;
 }
 
