@@ -112,6 +112,7 @@ struct relay {
 	char **envp;
 	int job_env;                       /* index of GPUSHARE_JOB= in envp, -1 none */
 	struct gpushare_child cmd;         /* the command (cmd.pid 0: none started) */
+	bool cmd_cleaned;                  /* reaped, and its process group emptied */
 	size_t stragglers;                 /* processes its jobs left behind, killed */
 	uint64_t grace_ns;                 /* "stop" to SIGTERM */
 	/* request mode */
@@ -174,7 +175,7 @@ static _Noreturn void finish(struct relay *r, uint32_t state, int exit_code, con
 		va_end(ap);
 	}
 	if (r->stragglers)
-		fprintf(stderr, "gpushare: worker %d: the command left %zu process%s running after it exited; "
+		fprintf(stderr, "gpushare: worker %d: the command left %zu process%s behind in its process group; "
 			"they were killed\n", r->s->worker, r->stragglers, r->stragglers == 1 ? "" : "es");
 	gpushare_slot_finish(r->slot, state, GPUSHARE_E_WORKER, 0, msg);
 	_exit(exit_code);
@@ -251,6 +252,7 @@ static int build_env(struct relay *r, const char *report_fd)
 static int start_cmd(struct relay *r, int child_fd, char *msg, size_t len)
 {
 	gpushare_child_init(&r->cmd);
+	r->cmd_cleaned = false;
 	r->cmd.path = r->s->path;
 	r->cmd.argv = r->s->c->command;
 	r->cmd.envp = r->envp;
@@ -267,12 +269,13 @@ static int start_cmd(struct relay *r, int child_fd, char *msg, size_t len)
 /* Reap the command if it has exited, and whatever its process group left. */
 static bool reap_cmd(struct relay *r)
 {
-	if (r->cmd.pid <= 0 || r->cmd.exited)
+	if (r->cmd.pid <= 0 || r->cmd_cleaned)
 		return true;
 	if (!gpushare_child_poll(&r->cmd))
 		return false;
 	gpushare_child_release(&r->cmd);
 	r->stragglers += gpushare_child_reap_group(&r->cmd);
+	r->cmd_cleaned = true;
 	return true;
 }
 
