@@ -5,7 +5,8 @@
 # so that Slurm sets CUDA_VISIBLE_DEVICES. Nothing is written under /etc.
 #
 #   slurm_available          true when munged, slurmctld, slurmd and sbatch exist
-#   slurm_start [NGPUS]      start it (default 2 GPUs, 4 CPUs); exports
+#   slurm_start [NGPUS]      start it (default 2 GPUs; SLURM_TEST_CPUS CPUs,
+#                            default 8 whatever the machine has); exports
 #                            SLURM_CONF and sets SLURM_DIR; returns 1 (with
 #                            everything it started stopped) when it is not
 #                            idle within 10 s
@@ -37,7 +38,7 @@ _slurm_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.
 
 # One attempt with the given ports; 0 when the node is idle.
 _slurm_try_start() {
-	local ngpus=$1 ctld_port=$2 slurmd_port=$3 ncpus=4 i D
+	local ngpus=$1 ctld_port=$2 slurmd_port=$3 ncpus=${SLURM_TEST_CPUS:-8} i D
 	D=$(mktemp -d /tmp/slurm-test.XXXXXX) || return 1
 	SLURM_DIR=$D
 	chmod 755 "$D" # munged wants its socket directory (and parents) executable by all

@@ -122,6 +122,70 @@ srun -n 3 --gres=gpu:1 "$H/print_binding" --bind block >"$tmp/s3.out" 2>&1 || tr
 check "three Slurm ranks of 3 on one GPU" \
 	test "$(grep -c 'launcher=slurm .*local_size=3 .*gpus=1 .*ranks_on_gpu=3' "$tmp/s3.out")" = 3
 
+echo "== examples/slurm/farm.sbatch: one task per node, each its shard, resumed on resubmission"
+EX=$GPUSHARE_SOURCE_DIR/examples/slurm
+# A stand-in for gpushare that records how it was called and makes the
+# shard directory look like a farm's, so that a second run resumes.
+cat >"$D/fake-gpushare" <<'EOF'
+#!/bin/bash
+out=$FAKE_OUT/call-${SLURM_ARRAY_TASK_ID:-x}-${SLURM_PROCID:-x}-$$
+{ echo "args=$*"; env | grep -E '^(SLURM_(PROCID|NTASKS|STEP_ID|ARRAY_TASK_ID)|CUDA_VISIBLE_DEVICES)='; } >"$out"
+while (($#)); do
+	case $1 in --dir | --resume) mkdir -p "$2" && touch "$2/journal.jsonl"; shift ;; esac
+	shift
+done
+EOF
+chmod +x "$D/fake-gpushare"
+printf 'true\n' >"$D/jobs.txt"
+mkdir "$D/calls1" "$D/calls2" "$D/calls3"
+submit_farm() { # OUTDIR SBATCH-ARGS...
+	local out=$1
+	shift
+	(cd "$D" && FAKE_OUT=$out GPUSHARE=$D/fake-gpushare sbatch --parsable -o "$out/job.out" "$@")
+}
+jid=$(submit_farm "$D/calls1" -N1 -n2 --ntasks-per-node=2 --gres=gpu:2 --cpus-per-task=1 \
+	"$EX/farm.sbatch" "$D/jobs.txt" "$D/farm")
+check "farm.sbatch job $jid completed" test "$(slurm_wait_job "$jid" 60)" = COMPLETED
+check "two tasks started gpushare farm" test "$(cat "$D"/calls1/call-x-* | grep -c '^args=farm --dir')" = 2
+for t in 0 1; do
+	check "task $t: its own shard directory" \
+		grep -q "args=farm --dir $D/farm/shard-$t --strategy mps $D/jobs.txt" "$D"/calls1/call-x-"$t"-*
+	f=$(ls "$D"/calls1/call-x-"$t"-*)
+	check "  SLURM_NTASKS=2, SLURM_STEP_ID set, both GPUs" \
+		test "$(value SLURM_NTASKS "$f") $(value SLURM_STEP_ID "$f" | grep -c .) $(value CUDA_VISIBLE_DEVICES "$f")" = "2 1 0,1"
+done
+jid=$(submit_farm "$D/calls2" -N1 -n2 --ntasks-per-node=2 --gres=gpu:2 --cpus-per-task=1 \
+	"$EX/farm.sbatch" "$D/jobs.txt" "$D/farm")
+check "resubmitted job $jid completed" test "$(slurm_wait_job "$jid" 60)" = COMPLETED
+check "both shards resumed" test "$(cat "$D"/calls2/call-x-* | grep -c "^args=farm --resume $D/farm/shard-[01] ")" = 2
+
+echo "== examples/slurm/farm-array.sbatch: one shard per element"
+ajid=$(submit_farm "$D/calls3" --array=0-2 --cpus-per-task=1 "$EX/farm-array.sbatch" "$D/jobs.txt" "$D/farma")
+for a in 0 1 2; do
+	check "element $a completed" test "$(slurm_wait_job "${ajid}_$a" 60)" = COMPLETED
+	check "element $a: farm in shard-$a" grep -q "args=farm --dir $D/farma/shard-$a " "$D"/calls3/call-"$a"-*
+	check "element $a: one GPU" grep -Eq '^CUDA_VISIBLE_DEVICES=[01]$' "$D"/calls3/call-"$a"-*
+done
+
+echo "== examples/slurm/mpi.sbatch: 8 ranks under srun --mpi=pmix, 4 per GPU"
+cat >"$D/fake-exec" <<EOF
+#!/bin/bash
+# gpushare exec stand-in: prints the binding its options ask for.
+a=()
+while ((\$#)); do
+	case \$1 in --bind | --ranks-per-gpu) a+=("\$1" "\$2"); shift ;; --) break ;; esac
+	shift
+done
+exec "$H/print_binding" "\${a[@]}"
+EOF
+chmod +x "$D/fake-exec"
+jid=$(cd "$D" && GPUSHARE=$D/fake-exec APP=/bin/true sbatch --parsable -o "$D/mpi-ex.out" "$EX/mpi.sbatch")
+check "mpi.sbatch job $jid completed" test "$(slurm_wait_job "$jid" 60)" = COMPLETED
+check "8 ranks, each seeing 8 local ranks" test "$(grep -c 'local_size=8 ' "$D/mpi-ex.out")" = 8
+check "block, 4 ranks per GPU: ranks 0-3 on GPU 0, 4-7 on GPU 1" \
+	test "$(grep -o 'local_rank=[0-9] .* gpu=[0-9]' "$D/mpi-ex.out" | sed 's/local_rank=\([0-9]\).* gpu=/\1:/' |
+		sort | tr '\n' ' ')" = "0:0 1:0 2:0 3:0 4:1 5:1 6:1 7:1 "
+
 if mpi_available; then
 	echo "== mpirun inside a Slurm allocation: Open MPI's variables win"
 	args=(--oversubscribe)
