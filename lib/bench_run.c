@@ -145,18 +145,13 @@ static int add_option(struct gpushare_strv *argv, const char *name, const char *
 
 static int add_option(struct gpushare_strv *argv, const char *name, const char *fmt, ...)
 {
-	struct gpushare_buf v = { 0 };
 	va_list ap;
-	int rc;
+	int rc = gpushare_strv_addf(argv, "%s", name);
 
 	va_start(ap, fmt);
-	rc = gpushare_buf_vaddf(&v, fmt, ap);
+	if (!rc)
+		rc = gpushare_strv_vaddf(argv, fmt, ap);
 	va_end(ap);
-	if (!rc)
-		rc = gpushare_strv_addf(argv, "%s", name);
-	if (!rc)
-		rc = gpushare_strv_addf(argv, "%s", gpushare_buf_str(&v));
-	gpushare_buf_release(&v);
 	return rc;
 }
 
