@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "report_internal.h"
@@ -78,89 +79,12 @@ void rbuf_release(struct rbuf *b)
 
 void report_fmt_seconds(double s, char *buf, size_t len)
 {
-	if (!isfinite(s) || s <= 0)
-		snprintf(buf, len, "-");
-	else if (s < 1e-3)
-		snprintf(buf, len, "%.3g us", s * 1e6);
-	else if (s < 1)
-		snprintf(buf, len, "%.3g ms", s * 1e3);
-	else
-		snprintf(buf, len, "%.3g s", s);
+	gpushare_fmt_seconds(s, buf, len);
 }
 
 void report_fmt_count(double v, char *buf, size_t len)
 {
-	if (!isfinite(v))
-		snprintf(buf, len, "-");
-	else if (v >= 1e9)
-		snprintf(buf, len, "%.3gG", v / 1e9);
-	else if (v >= 1e6)
-		snprintf(buf, len, "%.3gM", v / 1e6);
-	else if (v >= 1e4)
-		snprintf(buf, len, "%.3gk", v / 1e3);
-	else
-		snprintf(buf, len, "%.4g", v);
-}
-
-/* ---- statistics ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* P(B <= k) for B ~ Binomial(n, 1/2). */
-static double binom_half_cdf(size_t n, size_t k)
-{
-	double term = ldexp(1.0, -(int)n), sum = 0; /* C(n,0) / 2^n */
-
-	for (size_t j = 0; j <= k && j <= n; j++) {
-		sum += term;
-		term = term * (double)(n - j) / (double)(j + 1);
-	}
-	return sum;
-}
-
-void gpushare_median_ci(const double *x, size_t n, double conf, struct gpushare_ci *out)
-{
-	double *v, alpha = 1 - conf;
-	size_t l;
-
-	memset(out, 0, sizeof(*out));
-	out->median = out->lo = out->hi = NAN;
-	if (n == 0)
-		return;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		return;
-	memcpy(v, x, n * sizeof(*v));
-	qsort(v, n, sizeof(*v), cmp_double);
-	out->n = n;
-	out->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	/* The largest rank l (1-based) with P(B <= l-1) <= alpha/2; then
-	 * [x(l), x(n-l+1)] covers the median with 1 - 2 P(B <= l-1). Below
-	 * six samples even [min, max] covers less than 95%. */
-	l = 1;
-	while (l + 1 <= (n + 1) / 2 && binom_half_cdf(n, l) <= alpha / 2)
-		l++;
-	out->lo = v[l - 1];
-	out->hi = v[n - l];
-	out->coverage = n == 1 ? 0 : 1 - 2 * binom_half_cdf(n, l - 1);
-	free(v);
-}
-
-double gpushare_ci_rel_halfwidth(const struct gpushare_ci *ci)
-{
-	if (ci->n < 2 || !isfinite(ci->median) || ci->median == 0)
-		return INFINITY;
-	return (ci->hi - ci->lo) / 2 / fabs(ci->median);
-}
-
-bool gpushare_ci_overlap(const struct gpushare_ci *a, const struct gpushare_ci *b)
-{
-	return a->lo <= b->hi && b->lo <= a->hi;
+	gpushare_fmt_si(v, buf, len);
 }
 
 /* ---- grouping ---- */

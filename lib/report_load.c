@@ -97,7 +97,8 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	run->workers = (int)workers;
 	run->batch = (long)batch;
 	run->repeat = (int)repeat;
-	if (run->status == GPUSHARE_RUN_FAILED)
+	/* Only an ok run has figures (a failed or partial one has nulls). */
+	if (run->status != GPUSHARE_RUN_OK)
 		return GPUSHARE_OK;
 	bench = cJSON_GetObjectItemCaseSensitive(root, "bench");
 	results = cJSON_GetObjectItemCaseSensitive(bench, "results");

@@ -20,33 +20,13 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "gpushare/stats.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- statistics ---- */
-
-/* A median with its confidence interval. */
-struct gpushare_ci {
-	size_t n;            /* samples */
-	double median;
-	double lo, hi;       /* interval bounds (equal to the median when n == 1) */
-	double coverage;     /* confidence actually achieved, 0..1 (below the asked
-			      * level when n is too small: then lo/hi are min/max) */
-};
-
-/* Median of x[0..n-1] with the distribution-free (order statistic) CI at
- * level conf (0.95): the sorted samples x(l), x(u) with the smallest
- * symmetric rank window such that P(l <= B < u) >= conf for B ~
- * Binomial(n, 1/2). x is not modified. n == 0 gives n = 0, NaN fields. */
-void gpushare_median_ci(const double *x, size_t n, double conf, struct gpushare_ci *out);
-
-/* Relative half-width of the interval: (hi - lo) / 2 / |median|; INFINITY
- * when the median is 0 or n < 2. */
-double gpushare_ci_rel_halfwidth(const struct gpushare_ci *ci);
-
-/* Whether two intervals overlap (then "no significant difference"). */
-bool gpushare_ci_overlap(const struct gpushare_ci *a, const struct gpushare_ci *b);
+/* Statistics (median, interval, comparisons): gpushare/stats.h. */
 
 /* ---- loading ---- */
 
