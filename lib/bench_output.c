@@ -867,10 +867,11 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 	bool repeated = r->repeats >= 2 && r->n_summary;
 
 	if (c && c->command)
-		fprintf(f, "command '%s' in %s mode, batch %ld, %d workers, ", c->command[0],
-			gpushare_cmd_mode_name(c->command_mode), c->wl.batch, c->workers);
+		fprintf(f, "command '%s' in %s mode, batch %ld, %d worker%s, ", c->command[0],
+			gpushare_cmd_mode_name(c->command_mode), c->wl.batch, c->workers, c->workers == 1 ? "" : "s");
 	else if (c && c->wl.desc)
-		fprintf(f, "workload %s, batch %ld, %d workers, ", c->wl.desc->name, c->wl.batch, c->workers);
+		fprintf(f, "workload %s, batch %ld, %d worker%s, ", c->wl.desc->name, c->wl.batch, c->workers,
+			c->workers == 1 ? "" : "s");
 	if (c && (c->wl.desc || c->command)) {
 		char d[24], w[24];
 

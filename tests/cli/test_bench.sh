@@ -128,11 +128,16 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 r = doc["results"][0]
 assert doc["partial"] and r["partial"], "not marked partial"
+assert r["status"] == "failed" and "signal 11" in r["reason"], (r["status"], r["reason"])
 assert r["failure"]["worker"] in (0, 1, 2), r["failure"]
 assert any(w["failed"] and w["signal"] == 11 for w in r["workers"]), r["workers"]
-assert r["aggregate"]["requests"] > 0, "measured requests were not kept"
+# A strategy that did not finish has no aggregate figures (never a zero) ...
+assert all(r["aggregate"][k] is None for k in ("requests", "items_per_second", "p99_seconds", "fairness"))
+assert doc["summary"][0]["status"] == "failed" and doc["summary"][0]["items_per_second"] is None
+# ... and what each worker measured is kept.
+assert sum(w["requests"] for w in r["workers"]) > 0, "measured requests were not kept"
 EOF
-then ok "crash: partial results kept and marked"; else fail "crash: JSON"; fi
+then ok "crash: strategy failed, no aggregate figures, workers' measurements kept"; else fail "crash: JSON"; fi
 no_workers_left "crash"
 
 echo "== SIGINT mid-run"
@@ -153,8 +158,10 @@ if python3 - "$tmp/out" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["interrupted"], "not marked interrupted"
-assert len(doc["results"]) == 1 and doc["results"][0]["interrupted"]
-assert doc["results"][0]["aggregate"]["requests"] > 0
+t, s = doc["results"]
+assert t["interrupted"] and t["status"] == "failed" and t["aggregate"]["requests"] is None, t
+assert sum(w["requests"] for w in t["workers"]) > 0
+assert s["strategy"] == "streams" and s["status"] == "skipped" and s["reason"] == "not run: interrupted", s
 EOF
 then ok "SIGINT: what was measured is printed, marked interrupted"; else fail "SIGINT: JSON: $(head -c 300 "$tmp/out")"; fi
 no_workers_left "SIGINT"
@@ -195,8 +202,120 @@ bad 2 "unknown option '--bogus'" --bogus 3
 bad 2 "--request-us" --request-us lots
 bad 2 "unknown workload 'nope'" --workload nope
 bad 2 "not both" --requests 10 --duration 2s
+# Whole numbers are digits only, for every option alike.
+bad 2 "invalid --batch '+2'" --batch +2
+bad 2 "invalid --repeats '+2'" --repeats +2
+bad 2 "invalid --workers '+2'" --workers +2
+bad 2 "invalid --repeats '0'" --repeats 0
+bad 2 "invalid --target-noise 'x'" --target-noise x
+bad 2 "--max-repeats 2 is below --repeats 3" --repeats 3 --target-noise 5% --max-repeats 2
 bad 11 "/nonexistent-dir-$$" --out "/nonexistent-dir-$$/x.json"
 no_workers_left "bad options"
+
+echo "== no MPS control program: mps fails, what follows is skipped, nothing reads as zero"
+GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
+	--strategy timeslice,mps,sequential --json
+[[ $rc -eq 4 ]] && ok "missing control program: exit 4" || fail "missing control program: exit $rc $(cat "$tmp/err")"
+if python3 - "$tmp/out" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+t, m, q = doc["results"]
+assert t["status"] == "ok" and t["aggregate"]["requests"] > 0
+assert m["strategy"] == "mps" and m["status"] == "failed" and "not found" in m["reason"], m
+assert m["failure"]["message"] == m["reason"]
+for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
+    assert m["aggregate"][k] is None, k
+assert all(w["pid"] is None and w["requests"] is None and w["p50_seconds"] is None for w in m["workers"])
+assert q["strategy"] == "sequential" and q["status"] == "skipped" and q["reason"] == "not run: mps failed first", q
+assert [s["status"] for s in doc["summary"]] == ["ok", "failed", "skipped"]
+assert doc["relative"]["reference"] == "timeslice" and doc["relative"]["comparisons"] == []
+EOF
+then ok "missing control program: JSON has mps failed (null figures) and sequential skipped"; else fail "missing control program: JSON"; fi
+GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
+	--strategy timeslice,mps,sequential --csv
+if python3 - "$tmp/out" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+m = [r for r in rows if r["strategy"] == "mps"]
+assert m and all(r["status"] == "failed" for r in m), m
+agg = [r for r in m if r["row"] == "aggregate"][0]
+assert agg["failed"] == "true"
+for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
+    assert agg[k] == "", (k, agg[k])
+assert all(r["requests"] == "" and r["pid"] == "" for r in m)
+q = [r for r in rows if r["strategy"] == "sequential"]
+assert len(q) == 1 and q[0]["status"] == "skipped" and q[0]["requests"] == ""
+EOF
+then ok "missing control program: CSV has empty cells, not zeros"; else fail "missing control program: CSV $(cat "$tmp/out")"; fi
+GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
+	--strategy timeslice,mps,sequential
+grep -Eq '^mps +2 +failed$' "$tmp/out" && grep -Eq '^sequential +skipped$' "$tmp/out" \
+	&& grep -q '  ! not run: mps failed first' "$tmp/out" && ! grep -Eq '^mps .* 0 ' "$tmp/out" \
+	&& ok "missing control program: table shows failed and skipped rows without figures" \
+	|| fail "missing control program: table $(cat "$tmp/out")"
+
+echo "== --repeats: interleaved runs, spread, intervals that say their coverage"
+run "${SPIN[@]}" --duration 150ms --warmup 30ms --workers 1 --strategy timeslice,sequential --repeats 2 --json
+if [[ $rc -eq 0 ]] && python3 - "$tmp/out" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["repeats"] == 2
+assert [(r["strategy"], r["repeat"]) for r in doc["results"]] == \
+    [("timeslice", 0), ("sequential", 0), ("timeslice", 1), ("sequential", 1)], "not interleaved"
+for s in doc["summary"]:
+    t = s["items_per_second"]
+    runs = [r["aggregate"]["items_per_second"] for r in doc["results"] if r["strategy"] == s["strategy"]]
+    assert s["runs"] == 2 and s["runs_ok"] == 2 and t["n"] == 2
+    assert t["min"] == min(runs) and t["max"] == max(runs) and abs(t["mean"] - sum(runs) / 2) < 1e-6 * t["mean"]
+    assert t["stddev"] is not None and t["coverage"] == 0.5, t   # two runs: [min, max] covers 50%
+c = doc["relative"]["comparisons"][0]
+assert c["throughput"]["verdict"] in ("tie", "higher", "lower")
+if c["throughput"]["verdict"] != "tie":
+    assert c["throughput"]["confidence"] == 0.25 and c["throughput"]["significant"] is False
+EOF
+then ok "--repeats 2: interleaved, each repeat and the spread in JSON, 50% coverage, never significant"; else fail "--repeats 2 JSON: $(cat "$tmp/err")"; fi
+run "${SPIN[@]}" --duration 150ms --warmup 30ms --workers 1 --strategy timeslice,sequential --repeats 2
+grep -q "50% interval" "$tmp/out" && ! grep -q "95% interval" "$tmp/out" && grep -q "times the throughput of timeslice" "$tmp/out" \
+	&& ok "--repeats 2: the table states 50% intervals, never 95%" || fail "--repeats 2 table: $(cat "$tmp/out")"
+run "${SPIN[@]}" --duration 150ms --warmup 30ms --workers 1 --strategy timeslice,sequential --repeats 1 --json
+python3 - "$tmp/out" <<'EOF' && ok "--repeats 1: no interval, no stddev, no verdict (null)" || fail "--repeats 1 JSON"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+t = doc["summary"][0]["items_per_second"]
+assert t["n"] == 1 and t["stddev"] is None and t["lo"] is None and t["hi"] is None and t["coverage"] is None, t
+c = doc["relative"]["comparisons"][0]["throughput"]
+assert c["verdict"] == "unknown" and c["significant"] is None and c["confidence"] is None and c["ratio"] > 0, c
+EOF
+run "${SPIN[@]}" --duration 100ms --warmup 20ms --workers 1 --strategy timeslice,sequential --repeats 6 --csv
+if [[ $rc -eq 0 ]] && python3 - "$tmp/out" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+aggs = [r for r in rows if r["row"] == "aggregate"]
+assert sorted({int(r["repeat"]) for r in aggs}) == list(range(6)) and len(aggs) == 12
+for s in ("timeslice", "sequential"):
+    v = sorted(float(r["items_per_second"]) for r in aggs if r["strategy"] == s)
+    summ = {r["row"]: r for r in rows if r["strategy"] == s and r["repeat"] == ""}
+    assert set(summ) == {"mean", "stddev", "min", "max", "median", "lo", "hi"}, summ.keys()
+    # six runs: the interval is [min, max], coverage 1 - 2/64 (96.875%)
+    assert float(summ["lo"]["items_per_second"]) == v[0] and float(summ["hi"]["items_per_second"]) == v[-1]
+    assert abs(float(summ["median"]["items_per_second"]) - (v[2] + v[3]) / 2) <= 1e-6 * v[2]
+EOF
+then ok "--repeats 6: each repeat and the summary rows in CSV"; else fail "--repeats 6 CSV: $(cat "$tmp/err")"; fi
+run "${SPIN[@]}" --duration 100ms --warmup 20ms --workers 1 --strategy timeslice,sequential --repeats 6
+grep -q "96.8% interval" "$tmp/out" && ok "--repeats 6: 96.8% intervals stated" || fail "--repeats 6 table: $(cat "$tmp/out")"
+
+echo "== spin honours --batch: the ceiling does the work of N workers"
+run "${SPIN[@]}" --duration 400ms --workers 2 --batch 3 --strategy sequential --ceiling --json
+python3 - "$tmp/out" <<'EOF' && ok "spin --batch 3 --ceiling: sequential E_N near 1" || fail "spin --ceiling: $(head -c 600 "$tmp/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+r = doc["results"][0]
+assert r["workers"][0]["items_per_request"] == 3
+# one item costs request-us whatever the batch: the ceiling (batch 6) and
+# sequential (batch 3, one worker at a time) do items at the same rate
+assert 0.7 < r["aggregate"]["efficiency"] < 1.3, r["aggregate"]["efficiency"]
+assert 0.7 < r["aggregate"]["p50_seconds"] / 600e-6 < 1.3, r["aggregate"]["p50_seconds"]
+EOF
 
 echo "== timeslice refused while an MPS daemon answers"
 if [[ -n "$HELPERS" && -x "$HELPERS/fake_mps_control" ]]; then
