@@ -303,6 +303,15 @@ static void cat(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+static bool in_list(const int *v, size_t n, int x)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] == x)
+			return true;
+	}
+	return false;
+}
+
 static void answer_workers(const struct gpushare_report *r, struct gpushare_report_rec *rec,
 			   struct gpushare_report_at_workers *at)
 {
@@ -385,12 +394,17 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 			cat(at->throughput_text, sizeof(at->throughput_text), "; %s", t);
 		}
 	}
-	if (at->timeslice >= 0 && at->timeslice != at->best && at->timeslice != at->next) {
+	/* Timeslice, and mps against mps-split, unless said already (a tie, or
+	 * the comparison with the next best). */
+	if (at->timeslice >= 0 && !in_list(at->tied, at->n_tied, at->timeslice) &&
+	    !(at->n_tied == 1 && at->next == at->timeslice)) {
 		report_compare_text(&at->vs_timeslice, "the throughput", "timeslice", t, sizeof(t));
 		cat(at->throughput_text, sizeof(at->throughput_text), "; %s: %s", sname(r, at->best), t);
 	}
 	if (at->mps >= 0 && at->mps_split >= 0 &&
-	    !((at->best == at->mps && at->next == at->mps_split) || (at->best == at->mps_split && at->next == at->mps))) {
+	    !(in_list(at->tied, at->n_tied, at->mps) && in_list(at->tied, at->n_tied, at->mps_split)) &&
+	    !(at->n_tied == 1 && ((at->best == at->mps && at->next == at->mps_split) ||
+				  (at->best == at->mps_split && at->next == at->mps)))) {
 		report_compare_text(&at->mps_vs_split, "the throughput", "mps-split", t, sizeof(t));
 		cat(at->throughput_text, sizeof(at->throughput_text), "; mps: %s", t);
 	}

@@ -233,36 +233,37 @@ static void tick_label(const struct axis *a, double v, char *buf, size_t len)
 		snprintf(buf, len, "%g", round(v / a->div * 1e6) / 1e6);
 }
 
-/* Range of a log axis: whole decades around [min, max]. */
+/* Range of a log axis: [min, max] and a little room, at least a decade. */
 static void log_range(struct axis *a, double min, double max)
 {
 	a->base = 10;
-	if (!(min > 0) || !isfinite(min)) {
+	if (!(min > 0) || !isfinite(min) || !(max >= min)) {
 		min = 1e-6;
 		max = 1;
 	}
-	a->lo = floor(log10(min) - 0.05);
-	a->hi = ceil(log10(max) + 0.05);
-	if (a->hi <= a->lo)
-		a->hi = a->lo + 1;
+	a->lo = log10(min) - 0.08;
+	a->hi = log10(max) + 0.08;
+	if (a->hi - a->lo < 1) {
+		double mid = (a->hi + a->lo) / 2;
+
+		a->lo = mid - 0.5;
+		a->hi = mid + 0.5;
+	}
 }
 
-/* Tick values of a log axis: decades, with 2 and 5 between when the axis
- * spans at most two decades. */
+/* Tick values of a log axis inside its range: 1, 2 and 5 times the
+ * decades when it spans up to three decades, else the decades. */
 static size_t log_ticks(const struct axis *a, double *out, size_t max)
 {
-	size_t n = 0;
-	bool fine = a->hi - a->lo <= 2;
+	static const double steps[] = { 1, 2, 5 };
+	size_t n = 0, ns = a->hi - a->lo <= 3 ? 3 : 1;
 
-	for (double d = a->lo; d <= a->hi + 1e-9 && n < max; d += 1) {
-		double v = pow(10, d);
+	for (double d = floor(a->lo); d <= ceil(a->hi) && n < max; d += 1) {
+		for (size_t k = 0; k < ns && n < max; k++) {
+			double v = steps[k] * pow(10, d), l = log10(v);
 
-		out[n++] = v;
-		if (fine && d < a->hi - 1e-9) {
-			if (n < max)
-				out[n++] = 2 * v;
-			if (n < max)
-				out[n++] = 5 * v;
+			if (l >= a->lo - 1e-9 && l <= a->hi + 1e-9)
+				out[n++] = v;
 		}
 	}
 	return n;
@@ -804,7 +805,7 @@ static int batch_figures(struct shape_ctx *x, long batch)
 	if ((rc = fig(x, name, cap)))
 		return rc;
 	/* Latency percentiles vs workers, log axis. */
-	plot_init(x, "latency percentiles vs workers", extra, xl, "request latency", RPLOT_SECONDS, false);
+	plot_init(x, "latency percentiles vs workers", extra, xl, "request latency", RPLOT_SECONDS, true);
 	x->p->logy = true;
 	for (size_t k = 0; k < sizeof(pct) / sizeof(pct[0]); k++)
 		per_strategy(x, batch, pct[k].m, pct[k].name, pct[k].dash, pct[k].marker);
