@@ -231,6 +231,14 @@ assert [s["status"] for s in doc["summary"]] == ["ok", "failed", "skipped"]
 assert doc["relative"]["reference"] == "timeslice" and doc["relative"]["comparisons"] == []
 EOF
 then ok "missing control program: JSON has mps failed (null figures) and sequential skipped"; else fail "missing control program: JSON"; fi
+cp "$tmp/out" "$tmp/failed.json"
+if [[ -n "${GPUSHARE_SOURCE_DIR:-}" ]] && python3 -c 'import jsonschema' 2>/dev/null; then
+	python3 - "$GPUSHARE_SOURCE_DIR/docs/bench-schema.json" "$tmp/failed.json" <<'EOF2' \
+		&& ok "failed and skipped strategies: JSON valid against docs/bench-schema.json" || fail "failed JSON does not match the schema"
+import json, sys, jsonschema
+jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(json.load(open(sys.argv[2])))
+EOF2
+fi
 GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
 	--strategy timeslice,mps,sequential --csv
 if python3 - "$tmp/out" <<'EOF'
