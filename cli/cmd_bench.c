@@ -422,11 +422,12 @@ int cmd_bench(int argc, char **argv)
 	} else if (report.partial) {
 		for (size_t i = 0; i < report.n_results; i++) {
 			if (report.results[i].partial)
-				cli_error(EXIT_PARTIAL, "bench: %s: %s; partial results kept",
+				cli_error(EXIT_PARTIAL, "bench: %s: %s; marked failed, its workers' measurements kept",
 					  gpushare_strategy_name(report.results[i].strategy), report.results[i].failure);
 		}
 		if (report.ceiling && report.ceiling->partial)
-			cli_error(EXIT_PARTIAL, "bench: ceiling: %s; partial results kept", report.ceiling->failure);
+			cli_error(EXIT_PARTIAL, "bench: ceiling: %s; marked failed, its worker's measurements kept",
+				  report.ceiling->failure);
 		code = EXIT_PARTIAL;
 	}
 	gpushare_bench_report_release(&report);

@@ -158,10 +158,11 @@ if python3 - "$tmp/out" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["interrupted"], "not marked interrupted"
+assert len(doc["results"]) == 2, [(r["strategy"], r["status"], r["reason"]) for r in doc["results"]]
 t, s = doc["results"]
-assert t["interrupted"] and t["status"] == "failed" and t["aggregate"]["requests"] is None, t
-assert sum(w["requests"] for w in t["workers"]) > 0
-assert s["strategy"] == "streams" and s["status"] == "skipped" and s["reason"] == "not run: interrupted", s
+assert t["interrupted"] and t["status"] == "failed" and t["aggregate"]["requests"] is None, (t["status"], t["reason"])
+assert sum(w["requests"] or 0 for w in t["workers"]) > 0, [w["requests"] for w in t["workers"]]
+assert s["strategy"] == "streams" and s["status"] == "skipped" and s["reason"] == "not run: interrupted", s["reason"]
 EOF
 then ok "SIGINT: what was measured is printed, marked interrupted"; else fail "SIGINT: JSON: $(head -c 300 "$tmp/out")"; fi
 no_workers_left "SIGINT"

@@ -156,6 +156,7 @@ for rep in range(6):
         rec("mps-split", w, rep, 1000 * min(w, 6) * g(), 1e-3, 2.5e-3 * g())      # ties with mps
         rec("sequential", w, rep, 1000 * g(), 1e-3, 2e-3 * g())
 rec("mps", 8, 6, 0, 0, 0, "failed")
+rec("mig", 8, 0, 0, 0, 0, "failed")      # a strategy that never succeeded
 EOF
 run report "$fx" --slo-p99 5ms -q
 [[ $rc -eq 0 ]] && ok "report of the crafted file: exit 0" || fail "report of the crafted file: exit $rc $(cat "$tmp/err")"
@@ -179,6 +180,10 @@ at8 = s["recommendation"][0]["per_workers"][3]
 assert at8["workers"] == 8 and at8["mps_vs_mps_split"]["verdict"] == "tie"
 assert at8["vs_timeslice"]["verdict"] == "higher" and at8["vs_timeslice"]["significant"] is False  # 2 x 96.9% < 95%
 assert at8["lowest_p99"] in ("mps", "mps-split") and "sequential" in at8["references"]
+assert "| mig | - | - | - | failed (1) |" in md, md     # a failed cell reads as failed, never as a number
+assert "mig" not in at8["tied"] and at8["best"] != "mig"
+mig = [c for c in s["cells"] if c["strategy"] == "mig"][0]
+assert mig["runs_ok"] == 0 and mig["throughput_items_per_second"] is None
 EOF
 
 if command -v chromium >/dev/null 2>&1; then
