@@ -441,7 +441,7 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 		struct gpushare_report_scaling *sc = &rec->scaling[rec->n_scaling];
 		const struct gpushare_report_cell *best;
 		bool fewer;
-		char a[32];
+		char a[32], cov[16];
 
 		sc->strategy = strat[i];
 		sc->best = sc->smallest = -1;
@@ -479,8 +479,9 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s), the fewest measured.",
 				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
 		else if (sc->smallest == sc->best)
-			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s); fewer workers give less (the intervals are apart).",
-				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
+			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s); fewer workers give less (intervals of %s coverage apart).",
+				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a,
+				 gpushare_fmt_coverage(best->throughput.coverage, cov, sizeof(cov)));
 		else
 			snprintf(sc->text, sizeof(sc->text), "%s: %d %s already reach%s its best throughput within noise (%s at %d %s).",
 				 gpushare_strategy_name(sc->strategy), r->cells[sc->smallest].workers,

@@ -191,7 +191,7 @@ static void test_load_and_recommend(void **state)
 	assert_int_equal(rec->n_scaling, 4);
 	assert_int_equal(rec->scaling[1].strategy, GPUSHARE_STRATEGY_MPS);
 	assert_int_equal(r.cells[rec->scaling[1].smallest].workers, 3);
-	assert_non_null(strstr(rec->scaling[1].text, "fewer workers give less"));
+	assert_non_null(strstr(rec->scaling[1].text, "fewer workers give less (intervals of 98.4% coverage apart)"));
 	assert_non_null(strstr(rec->scaling[0].text, "timeslice: 1 worker already reaches its best throughput within noise"));
 	assert_non_null(strstr(rec->scaling[3].text, "the fewest measured. (a reference, not a way to share)"));
 	/* Under 5 ms: mps at 3 workers, tied with mps-split at 3. */
