@@ -215,29 +215,29 @@ bad 2 "--max-repeats 2 is below --repeats 3" --repeats 3 --target-noise 5% --max
 bad 11 "/nonexistent-dir-$$" --out "/nonexistent-dir-$$/x.json"
 no_workers_left "bad options"
 
-echo "== no MPS control program: mps fails, what follows is skipped, nothing reads as zero"
+echo "== no MPS control program: found before anything runs; every strategy skipped, nothing reads as zero"
 GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
 	--strategy timeslice,mps,sequential --json
 [[ $rc -eq 4 ]] && ok "missing control program: exit 4" || fail "missing control program: exit $rc $(cat "$tmp/err")"
 if python3 - "$tmp/out" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
-t, m, q = doc["results"]
-assert t["status"] == "ok" and t["aggregate"]["requests"] > 0
-assert m["strategy"] == "mps" and m["status"] == "failed" and "not found" in m["reason"], m
-assert m["failure"]["message"] == m["reason"]
-for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
-    assert m["aggregate"][k] is None, k
-assert all(w["pid"] is None and w["requests"] is None and w["p50_seconds"] is None for w in m["workers"])
-assert q["strategy"] == "sequential" and q["status"] == "skipped" and q["reason"] == "not run: mps failed first", q
-assert [s["status"] for s in doc["summary"]] == ["ok", "failed", "skipped"]
-assert doc["relative"]["reference"] == "timeslice" and doc["relative"]["comparisons"] == []
+assert [r["strategy"] for r in doc["results"]] == ["timeslice", "mps", "sequential"]
+for r in doc["results"]:
+    assert r["status"] == "skipped" and "nvidia-cuda-mps-control' not found" in r["reason"], r
+    assert r["failure"] is None
+    for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
+        assert r["aggregate"][k] is None, k
+    assert all(w["pid"] is None and w["requests"] is None for w in r["workers"])
+assert [s["status"] for s in doc["summary"]] == ["skipped"] * 3
+assert all(s["items_per_second"] is None for s in doc["summary"])
+assert doc["relative"] is None
 EOF
-then ok "missing control program: JSON has mps failed (null figures) and sequential skipped"; else fail "missing control program: JSON"; fi
+then ok "missing control program: JSON has every strategy skipped with the reason, null figures"; else fail "missing control program: JSON"; fi
 cp "$tmp/out" "$tmp/failed.json"
 if [[ -n "${GPUSHARE_SOURCE_DIR:-}" ]] && python3 -c 'import jsonschema' 2>/dev/null; then
 	python3 - "$GPUSHARE_SOURCE_DIR/docs/bench-schema.json" "$tmp/failed.json" <<'EOF2' \
-		&& ok "failed and skipped strategies: JSON valid against docs/bench-schema.json" || fail "failed JSON does not match the schema"
+		&& ok "skipped strategies: JSON valid against docs/bench-schema.json" || fail "skipped JSON does not match the schema"
 import json, sys, jsonschema
 jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(json.load(open(sys.argv[2])))
 EOF2
@@ -247,23 +247,33 @@ GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --dur
 if python3 - "$tmp/out" <<'EOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-m = [r for r in rows if r["strategy"] == "mps"]
-assert m and all(r["status"] == "failed" for r in m), m
-agg = [r for r in m if r["row"] == "aggregate"][0]
-assert agg["failed"] == "true"
-for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
-    assert agg[k] == "", (k, agg[k])
-assert all(r["requests"] == "" and r["pid"] == "" for r in m)
-q = [r for r in rows if r["strategy"] == "sequential"]
-assert len(q) == 1 and q[0]["status"] == "skipped" and q[0]["requests"] == ""
+assert [r["strategy"] for r in rows] == ["timeslice", "mps", "sequential"], rows
+for r in rows:
+    assert r["row"] == "aggregate" and r["status"] == "skipped" and r["failed"] == "true", r
+    for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
+        assert r[k] == "", (k, r[k])
 EOF
 then ok "missing control program: CSV has empty cells, not zeros"; else fail "missing control program: CSV $(cat "$tmp/out")"; fi
 GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
 	--strategy timeslice,mps,sequential
-grep -Eq '^mps +2 +failed$' "$tmp/out" && grep -Eq '^sequential +skipped$' "$tmp/out" \
-	&& grep -q '  ! not run: mps failed first' "$tmp/out" && ! grep -Eq '^mps .* 0 ' "$tmp/out" \
-	&& ok "missing control program: table shows failed and skipped rows without figures" \
+grep -Eq '^mps +skipped$' "$tmp/out" && grep -Eq '^timeslice +skipped$' "$tmp/out" \
+	&& grep -q "  ! not run: '/nonexistent/nvidia-cuda-mps-control' not found" "$tmp/out" && ! grep -Eq ' 0 .*ok$' "$tmp/out" \
+	&& ok "missing control program: table shows skipped rows with the reason, no figures" \
 	|| fail "missing control program: table $(cat "$tmp/out")"
+
+echo "== a strategy that fails mid-way: failed, the ones after it skipped"
+run "${SPIN[@]}" --duration 300ms --warmup 0s --workers 2 --strategy timeslice,streams,sequential --fail-after 50 --json
+python3 - "$tmp/out" <<'EOF' && ok "failed strategy: status failed with the reason, null aggregate; later strategies still run" \
+	|| fail "failed strategy: exit $rc $(head -c 400 "$tmp/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+st = [(r["strategy"], r["status"]) for r in doc["results"]]
+# a worker failing mid-run fails that strategy; bench goes on with the next one
+assert st[0] == ("timeslice", "failed"), st
+r = doc["results"][0]
+assert "simulated failure" in r["reason"] and r["aggregate"]["items_per_second"] is None, r["reason"]
+assert doc["summary"][0]["status"] == "failed" and doc["summary"][0]["items_per_second"] is None
+EOF
 
 echo "== --repeats: interleaved runs, spread, intervals that say their coverage"
 run "${SPIN[@]}" --duration 150ms --warmup 30ms --workers 1 --strategy timeslice,sequential --repeats 2 --json
