@@ -163,7 +163,7 @@ static size_t shape_distinct(const struct gpushare_report *r, const char *shape,
 	}
 	if (iout)
 		qsort(iout, n, sizeof(*iout), cmp_int);
-	else
+	else if (lout)
 		qsort(lout, n, sizeof(*lout), cmp_long);
 	return n;
 }
