@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "gpushare/gpu.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
@@ -276,7 +277,7 @@ static int do_start(struct mps_args *a)
 		cJSON_AddBoolToObject(j, "cleaned_stale", info.cleaned_stale);
 		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
 		cJSON_AddStringToObject(j, "log_dir", m.log_dir);
-		rc = cli_print_json_and_free(cJSON_Print(j));
+		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
 		cJSON_Delete(j);
 		return rc;
 	}
@@ -312,7 +313,7 @@ static int do_stop(struct mps_args *a)
 		cJSON_AddNumberToObject(j, "clients_terminated", (double)info.clients_terminated);
 		cJSON_AddNumberToObject(j, "clients_signalled", (double)info.clients_signalled);
 		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
-		rc = cli_print_json_and_free(cJSON_Print(j));
+		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
 		cJSON_Delete(j);
 		return rc;
 	}
@@ -415,7 +416,7 @@ static int do_status(struct mps_args *a)
 		}
 		if (log)
 			cJSON_AddStringToObject(j, "log", log);
-		code = cli_print_json_and_free(cJSON_Print(j)) == EXIT_OK ? code : EXIT_IO;
+		code = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j))) == EXIT_OK ? code : EXIT_IO;
 		cJSON_Delete(j);
 	} else if (rc) {
 		/* A failing exit says why on stderr, like every other command. */
@@ -484,7 +485,7 @@ static int do_set(struct mps_args *a)
 		cJSON_AddBoolToObject(j, "ok", true);
 		if (a->server)
 			cJSON_AddNumberToObject(j, "server_pid", (double)a->server);
-		rc = cli_print_json_and_free(cJSON_Print(j));
+		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
 		cJSON_Delete(j);
 		return rc;
 	}
