@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpushare/files.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
@@ -28,6 +29,8 @@
 #define DEFAULT_CONTROL "nvidia-cuda-mps-control"
 #define DEFAULT_TIMEOUT_MS 10000
 #define POLL_INTERVAL_NS 20000000L /* 20 ms between readiness/stop checks */
+/* In the pipe directory: held while a daemon is started or stopped there. */
+#define MPS_LOCK_FILE ".gpushare-mps.lock"
 
 static void sleep_poll(void)
 {
@@ -404,7 +407,7 @@ int gpushare_mps_clean_stale(const struct gpushare_mps *m)
 	while ((e = readdir(d))) {
 		struct stat st;
 
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, MPS_LOCK_FILE))
 			continue;
 		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
@@ -495,8 +498,10 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 	return GPUSHARE_OK;
 }
 
-int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_start_opts *o,
-		       struct gpushare_mps_start_info *info)
+static int mps_stop_locked(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info);
+
+static int mps_start_locked(const struct gpushare_mps *m, const struct gpushare_mps_start_opts *o,
+			    struct gpushare_mps_start_info *info)
 {
 	char path[GPUSHARE_PATH_MAX];
 	enum gpushare_mps_state st;
@@ -552,7 +557,7 @@ int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_s
 			char detail[512];
 
 			snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
-			gpushare_mps_stop(m, true, NULL);
+			mps_stop_locked(m, true, NULL);
 			return gpushare_fail(saved, "%s (daemon stopped again)", detail);
 		}
 	}
@@ -723,7 +728,7 @@ static bool wait_gone(const pid_t *pids, size_t n, uint64_t deadline)
  * gets SIGTERM, then SIGKILL. Then `quit`, and a bounded wait until the
  * daemon and its servers are gone.
  */
-int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info)
+static int mps_stop_locked(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info)
 {
 	struct gpushare_mps_stop_info local;
 	pid_t *servers = NULL, *clients = NULL, daemon_pid;
@@ -928,5 +933,77 @@ int gpushare_mps_check_compute_mode(const char *visible_devices, bool *default_m
 	}
 out:
 	gpushare_nvml_close();
+	return rc;
+}
+
+/* ---- one starter or stopper at a time per pipe directory ---- */
+
+/* Take the pipe directory's lock: concurrent starts would each see no
+ * daemon and start one (all but one orphaned), and concurrent stops would
+ * wait on each other's quit. A holder is bounded by its own timeout for the
+ * daemon's start-up or exit, so waiting twice that (and a second) is enough
+ * unless the holder hangs. */
+static int mps_lock(const struct gpushare_mps *m, int *fd)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+	uint64_t wait_ns = ((uint64_t)m->timeout_ms * 2 + 1000) * 1000000ULL;
+	pid_t holder;
+	int rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", m->pipe_dir, MPS_LOCK_FILE) >= sizeof(path))
+		return gpushare_fail(GPUSHARE_E_DIR, "pipe directory '%s' is too long", m->pipe_dir);
+	rc = gpushare_lock_acquire(path, wait_ns, fd, &holder);
+	if (rc == GPUSHARE_E_BUSY)
+		return gpushare_fail(GPUSHARE_E_TIMEOUT,
+				     "another gpushare (pid %ld) is still starting or stopping the MPS daemon at '%s'",
+				     (long)holder, m->pipe_dir);
+	if (rc)
+		return gpushare_fail(GPUSHARE_E_DIR, "%s", gpushare_errdetail());
+	return GPUSHARE_OK;
+}
+
+int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_start_opts *o,
+		       struct gpushare_mps_start_info *info)
+{
+	char path[GPUSHARE_PATH_MAX];
+	int fd, rc;
+
+	memset(info, 0, sizeof(*info));
+	/* The checks that need no lock first: their errors stay as they are. */
+	rc = gpushare_mps_find_control(m, path, sizeof(path));
+	if (!rc)
+		rc = gpushare_private_dir(m->pipe_dir);
+	if (!rc)
+		rc = gpushare_private_dir(m->log_dir);
+	if (!rc)
+		rc = mps_lock(m, &fd);
+	if (rc)
+		return rc;
+	rc = mps_start_locked(m, o, info);
+	gpushare_lock_release(fd);
+	return rc;
+}
+
+int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (info)
+		memset(info, 0, sizeof(*info));
+	/* No pipe directory: no daemon, and nothing to lock. */
+	if (lstat(m->pipe_dir, &st) != 0 && errno == ENOENT)
+		return GPUSHARE_OK;
+	/* A daemon in a directory this user cannot write (another user's,
+	 * stopped by root or refused by the daemon itself) is stopped unlocked. */
+	rc = mps_lock(m, &fd);
+	if (rc == GPUSHARE_E_DIR) {
+		gpushare_clear_error();
+		fd = -1;
+	} else if (rc) {
+		return rc;
+	}
+	rc = mps_stop_locked(m, force, info);
+	gpushare_lock_release(fd);
 	return rc;
 }
