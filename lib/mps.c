@@ -957,8 +957,12 @@ static int mps_lock(const struct gpushare_mps *m, int *fd)
 		return gpushare_fail(GPUSHARE_E_TIMEOUT,
 				     "another gpushare (pid %ld) is still starting or stopping the MPS daemon at '%s'",
 				     (long)holder, m->pipe_dir);
-	if (rc)
-		return gpushare_fail(GPUSHARE_E_DIR, "%s", gpushare_errdetail());
+	if (rc) {
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		return gpushare_fail(GPUSHARE_E_DIR, "%s", detail);
+	}
 	return GPUSHARE_OK;
 }
 

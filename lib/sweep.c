@@ -432,7 +432,13 @@ static int lock_results_dir(struct sweep_ctx *x)
 		return gpushare_fail(GPUSHARE_E_DIR, "results directory '%.*s' is in use by another sweep", dlen,
 				     slash ? x->path : ".");
 	}
-	return rc == GPUSHARE_OK ? rc : gpushare_fail(GPUSHARE_E_DIR, "%s", gpushare_errdetail());
+	if (rc) {
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		return gpushare_fail(GPUSHARE_E_DIR, "%s", detail);
+	}
+	return GPUSHARE_OK;
 }
 
 /* The fields of a run's bench configuration that change what is measured;
