@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,4 +261,62 @@ int gpushare_report_load(const char *path, struct gpushare_report *r)
 	free(data);
 	gpushare_clear_error();
 	return rc;
+}
+
+/* FNV-1a, for the table of shape names. */
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes)
+{
+	size_t size = 16, n_ids = 0, kept = 0;
+	const char **names;
+	size_t *ids, *run_id;
+
+	r->n_shapes_omitted = r->n_runs_omitted = 0;
+	while (size < r->n_runs * 2)
+		size *= 2;
+	/* An open-addressing table of names (slot -> id in order of first
+	 * appearance), filled before any run moves. */
+	names = calloc(size, sizeof(*names));
+	ids = calloc(size, sizeof(*ids));
+	run_id = calloc(r->n_runs ? r->n_runs : 1, sizeof(*run_id));
+	if (!names || !ids || !run_id) {
+		free(names);
+		free(ids);
+		free(run_id);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < r->n_runs; i++) {
+		size_t slot = (size_t)hash_str(r->runs[i].shape) & (size - 1);
+
+		while (names[slot] && strcmp(names[slot], r->runs[i].shape) != 0)
+			slot = (slot + 1) & (size - 1);
+		if (!names[slot]) {
+			names[slot] = r->runs[i].shape;
+			ids[slot] = n_ids++;
+		}
+		run_id[i] = ids[slot];
+	}
+	for (size_t i = 0; i < r->n_runs; i++) {
+		if (run_id[i] >= max_shapes) {
+			r->n_runs_omitted++;
+			continue;
+		}
+		if (kept != i)
+			r->runs[kept] = r->runs[i];
+		kept++;
+	}
+	r->n_shapes_omitted = n_ids > max_shapes ? n_ids - max_shapes : 0;
+	r->n_runs = kept;
+	free(names);
+	free(ids);
+	free(run_id);
+	return GPUSHARE_OK;
 }
