@@ -362,6 +362,15 @@ static const char *fmt_seconds(double s, char *buf, size_t len)
 	return buf;
 }
 
+/* v * scale, rounded, then unit; "unknown" when v is negative (not reported). */
+static const char *fmt_known(double v, double scale, const char *unit, char *buf, size_t len)
+{
+	if (!(v >= 0))
+		return "unknown";
+	snprintf(buf, len, "%.0f%s", v * scale, unit);
+	return buf;
+}
+
 static const char *fmt_bytes(uint64_t b, char *buf, size_t len)
 {
 	if (b >= (1ULL << 30))
@@ -394,9 +403,16 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 		const struct gpushare_bench_telemetry *t = &res->telemetry;
 		char mem[24];
 
-		fprintf(f, "  gpu: util %.0f%% mean, %.0f%% max; memory %s max; SM clock %.0f MHz mean; throttled %.0f%%; power %.0f W mean\n",
-			t->util_mean_pct, t->util_max_pct, fmt_bytes(t->mem_used_max_bytes, mem, sizeof(mem)),
-			t->sm_clock_mean_mhz, t->throttled_fraction * 100, t->power_mean_watts);
+		char um[16], ux[16], clk[16], thr[16], pw[16];
+
+		/* A value the driver did not give is "unknown", as JSON's null. */
+		fprintf(f, "  gpu: util %s mean, %s max; memory %s max; SM clock %s mean; throttled %s; power %s mean\n",
+			fmt_known(t->util_mean_pct, 1, "%", um, sizeof(um)),
+			fmt_known(t->util_max_pct, 1, "%", ux, sizeof(ux)),
+			t->mem_used_max_bytes > 0 ? fmt_bytes(t->mem_used_max_bytes, mem, sizeof(mem)) : "unknown",
+			fmt_known(t->sm_clock_mean_mhz, 1, " MHz", clk, sizeof(clk)),
+			fmt_known(t->throttled_fraction, 100, "%", thr, sizeof(thr)),
+			fmt_known(t->power_mean_watts, 1, " W", pw, sizeof(pw)));
 	}
 	if (!verbose)
 		return;

@@ -29,6 +29,7 @@
 #define DEFAULT_CONTROL "nvidia-cuda-mps-control"
 #define DEFAULT_TIMEOUT_MS 10000
 #define POLL_INTERVAL_NS 20000000L /* 20 ms between readiness/stop checks */
+static const char *log_last_line(const struct gpushare_mps *m, char *buf, size_t len);
 /* In the pipe directory: held while a daemon is started or stopped there. */
 #define MPS_LOCK_FILE ".gpushare-mps.lock"
 
@@ -155,7 +156,11 @@ int gpushare_mps_client_env(const struct gpushare_mps *m, char *pipe_env, size_t
 int gpushare_mps_find_control(const struct gpushare_mps *m, char *path, size_t len)
 {
 	int rc = gpushare_which(m->control, path, len);
+	struct stat st;
 
+	if (rc && strchr(m->control, '/') && stat(m->control, &st) == 0)
+		return gpushare_fail(GPUSHARE_E_NO_MPS_BINARY, "'%s' exists but cannot be executed (%s)", m->control,
+				     S_ISREG(st.st_mode) ? "no execute permission" : "not a regular file");
 	if (rc)
 		return gpushare_fail(GPUSHARE_E_NO_MPS_BINARY,
 				     "'%s' not found (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)",
@@ -261,10 +266,13 @@ int gpushare_mps_parse_mem_limits(const char *s, int ndev, struct gpushare_mps_l
 {
 	char buf[512];
 	char *save = NULL, *tok;
+	unsigned seen = 0;
 	int rc;
 
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty memory limit");
+	if (s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))
+		return gpushare_fail(GPUSHARE_E_INVAL, "memory limit '%s' has an empty item", s);
 	if (strlen(s) >= sizeof(buf))
 		return gpushare_fail(GPUSHARE_E_INVAL, "memory limit list '%.40s...' is too long", s);
 	if (!strchr(s, '=')) {
@@ -295,6 +303,9 @@ int gpushare_mps_parse_mem_limits(const char *s, int ndev, struct gpushare_mps_l
 		rc = gpushare_parse_size(eq + 1, &bytes);
 		if (rc)
 			return rc;
+		if (seen & (1u << dev))
+			return gpushare_fail(GPUSHARE_E_INVAL, "device %ld is given twice in memory limit '%s'", dev, s);
+		seen |= 1u << dev;
 		limits->mem_limit_bytes[dev] = bytes;
 		if (dev + 1 > limits->n_mem_limits)
 			limits->n_mem_limits = (int)dev + 1;
@@ -491,14 +502,36 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 		}
 		sleep_poll();
 	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' failed (%s %d); see %s/control.log", path,
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		char last[200];
+
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' failed (%s %d)%s", path,
 				     WIFEXITED(status) ? "exit status" : "signal",
-				     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), m->log_dir);
+				     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+				     log_last_line(m, last, sizeof(last)));
+	}
 	return GPUSHARE_OK;
 }
 
 static int mps_stop_locked(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info);
+
+/* "; control.log ends: '<line>'" for a message, or "": the message stays
+ * useful when the log's directory is removed afterwards (a run directory). */
+static const char *log_last_line(const struct gpushare_mps *m, char *buf, size_t len)
+{
+	char *text = NULL;
+	size_t n;
+
+	buf[0] = '\0';
+	if (gpushare_mps_log_tail(m, 1, &text) == GPUSHARE_OK && text) {
+		n = strcspn(text, "\n");
+		if (n)
+			snprintf(buf, len, "; %s/control.log ends: '%.*s'", m->log_dir, (int)(n < 120 ? n : 120), text);
+	}
+	free(text);
+	gpushare_clear_error();
+	return buf;
+}
 
 static int mps_start_locked(const struct gpushare_mps *m, const struct gpushare_mps_start_opts *o,
 			    struct gpushare_mps_start_info *info)
@@ -543,8 +576,12 @@ static int mps_start_locked(const struct gpushare_mps *m, const struct gpushare_
 		if (gpushare_mps_state(m, &pid) == GPUSHARE_MPS_RUNNING && gpushare_mps_probe(m, &pid) == GPUSHARE_OK)
 			break;
 		if (gpushare_now_ns() > deadline)
-			return gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS control daemon at '%s' not ready within %d ms; see %s/control.log",
-					     m->pipe_dir, m->timeout_ms, m->log_dir);
+		{
+			char last[200];
+
+			return gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS control daemon at '%s' not ready within %d ms%s",
+					     m->pipe_dir, m->timeout_ms, log_last_line(m, last, sizeof(last)));
+		}
 		sleep_poll();
 	}
 	info->pid = pid;
@@ -822,8 +859,10 @@ static int mps_stop_locked(const struct gpushare_mps *m, bool force, struct gpus
 		deadline = gpushare_now_ns() + 2000000000ULL;
 	while (gpushare_pid_alive(daemon_pid) || any_alive(servers, n_servers)) {
 		if (gpushare_now_ns() > deadline) {
-			rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS daemon %d did not exit within %d ms; see %s/control.log",
-					   (int)daemon_pid, m->timeout_ms, m->log_dir);
+			char last[200];
+
+			rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS daemon %d did not exit within %d ms%s", (int)daemon_pid,
+					   m->timeout_ms, log_last_line(m, last, sizeof(last)));
 			break;
 		}
 		sleep_poll();
@@ -838,38 +877,15 @@ int gpushare_mps_log_tail(const struct gpushare_mps *m, int n, char **text)
 {
 	char path[GPUSHARE_PATH_MAX + 32];
 	char *buf = NULL, *start;
-	size_t len = 0, cap = 0;
-	FILE *f;
-	int lines = 0;
+	size_t len = 0;
+	int lines = 0, rc;
 
 	*text = NULL;
 	snprintf(path, sizeof(path), "%s/control.log", m->log_dir);
-	f = fopen(path, "re");
-	if (!f)
-		return gpushare_fail(errno == ENOENT ? GPUSHARE_E_NOT_FOUND : GPUSHARE_E_IO, "cannot open '%s': %s", path,
-				     strerror(errno));
-	for (;;) {
-		size_t r;
-
-		if (len + 4096 + 1 > cap) {
-			size_t ncap = cap ? cap * 2 : 8192;
-			char *nb = realloc(buf, ncap);
-
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return gpushare_fail(GPUSHARE_E_NOMEM, "log");
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		r = fread(buf + len, 1, 4096, f);
-		len += r;
-		if (r < 4096)
-			break;
-	}
-	fclose(f);
-	buf[len] = '\0';
+	/* A log of a long-lived daemon may be large: its end is enough. */
+	rc = gpushare_read_file_tail(path, (size_t)1 << 20, &buf, &len);
+	if (rc)
+		return rc;
 	/* Walk back over n newlines (ignoring a final one). */
 	start = buf + len;
 	if (start > buf && start[-1] == '\n')

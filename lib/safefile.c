@@ -100,6 +100,53 @@ int gpushare_read_file(const char *path, size_t max_bytes, char **data, size_t *
 	return GPUSHARE_OK;
 }
 
+int gpushare_read_file_tail(const char *path, size_t max_bytes, char **data, size_t *len)
+{
+	struct stat st;
+	off_t from;
+	size_t n = 0, want;
+	char *buf;
+	int fd, e;
+
+	*data = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return gpushare_fail(errno == ENOENT ? GPUSHARE_E_NOT_FOUND : GPUSHARE_E_IO, "cannot open '%s': %s", path,
+				     strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file; refusing to read it", path);
+	}
+	from = (uint64_t)st.st_size > max_bytes ? st.st_size - (off_t)max_bytes : 0;
+	want = (size_t)(st.st_size - from);
+	buf = malloc(want + 1);
+	if (!buf) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", path);
+	}
+	while (n < want) {
+		ssize_t r = pread(fd, buf + n, want - n, from + (off_t)n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = errno;
+			free(buf);
+			close(fd);
+			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path, strerror(e));
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*data = buf;
+	*len = n;
+	return GPUSHARE_OK;
+}
+
 /* A file we are about to write into or replace must be ours: a regular
  * file owned by this user. */
 static int check_ours(const char *path, const struct stat *st)

@@ -83,8 +83,7 @@ int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
 	name = strtok_r(buf, ":", &save);
 	d = name ? gpushare_workload_find(name) : NULL;
 	if (!d || spec[0] == ':')
-		return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s' in '%s'", name && spec[0] != ':' ? name : "",
-				     spec);
+		return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s'", name && spec[0] != ':' ? name : "");
 	sh = &s->shapes[s->n_shapes];
 	memset(sh, 0, sizeof(*sh));
 	rc = gpushare_wl_params_init(&sh->wl, d);
@@ -94,14 +93,20 @@ int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
 		char *eq = strchr(item, '=');
 
 		if (!eq || eq == item || !eq[1])
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' in '%s' is not opt=value", item, spec);
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not opt=value", item);
 		*eq = '\0';
+		/* Earlier items sit in buf before this one as "opt\0value\0". */
+		for (const char *prev = buf + strlen(buf) + 1; prev < item;) {
+			if (!strcmp(prev, item))
+				return gpushare_fail(GPUSHARE_E_INVAL, "option '%s' is given twice", item);
+			prev += strlen(prev) + 1;
+			prev += strlen(prev) + 1;
+		}
 		rc = gpushare_wl_params_set(&sh->wl, item, eq + 1);
 		if (rc == GPUSHARE_E_NOT_FOUND)
-			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s' (in '%s')", d->name, item,
-					     spec);
+			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s'", d->name, item);
 		if (rc)
-			return gpushare_fail(GPUSHARE_E_INVAL, "%s (in '%s')", gpushare_errdetail(), spec);
+			return GPUSHARE_E_INVAL;
 	}
 	gpushare_utf8_copy(sh->label, sizeof(sh->label), spec);
 	s->n_shapes++;
@@ -672,8 +677,15 @@ static int start_daemon(struct sweep_ctx *x, const char *visible)
 	gpushare_mps_limits_init(&o.limits);
 	memset(&info, 0, sizeof(info));
 	rc = gpushare_mps_start(&x->mps, &o, &info);
-	if (rc)
-		return rc;
+	if (rc) {
+		char detail[512];
+
+		/* The run directory goes when the sweep ends: say so, so the
+		 * paths in the message are not looked for. */
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		return gpushare_fail(rc, "the sweep's MPS daemon: %s (its run directory '%s' is removed)", detail,
+				     x->run_dir);
+	}
 	x->mps_started = !info.already_running;
 	x->sum->mps_daemon_started = x->mps_started;
 	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->mps.pipe_dir);

@@ -25,6 +25,10 @@ extern "C" {
  * GPUSHARE_E_IO otherwise, with a detail naming the path. */
 int gpushare_read_file(const char *path, size_t max_bytes, char **data, size_t *len);
 
+/* The last max_bytes (at most) of the regular file `path`, NUL-terminated:
+ * for logs that may have grown large. Same refusals as gpushare_read_file(). */
+int gpushare_read_file_tail(const char *path, size_t max_bytes, char **data, size_t *len);
+
 /* ---- writing ---- */
 
 /* Open `path` for appending (O_APPEND), creating it with `mode` when absent.

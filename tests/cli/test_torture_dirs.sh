@@ -13,7 +13,14 @@ set -euo pipefail
 H=$GPUSHARE_TEST_HELPERS
 tmp=$(mktemp -d /tmp/gpushare-torture-dirs.XXXXXX)
 chmod 0755 "$tmp"
-trap 'rm -rf "$tmp"' EXIT
+cleanup() {
+	# Daemons a failing check may have started.
+	for d in ww ww2 theirs/x sticky xdg777/gpushare/mps; do
+		[[ -S "$tmp/$d/pipe/control" ]] && fake_mps_quit "$tmp/$d/pipe"
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY FAKE_MPS_START_FAIL
 private_xdg
 export GPUSHARE_MPS_CONTROL=$H/fake_mps_control GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so
