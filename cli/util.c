@@ -318,6 +318,10 @@ void cli_catch_interrupts(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A closed terminal or a quit key stops as cleanly as Ctrl-C: by
+	 * default they would kill gpushare and leave its MPS daemon behind. */
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

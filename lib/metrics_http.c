@@ -16,7 +16,7 @@
  *
  * The listening socket is made here, not by libmicrohttpd, so a taken port
  * gives the kernel's own reason (EADDRINUSE) and port 0 can be asked for.
- * The server's threads start with SIGINT, SIGTERM and SIGPIPE blocked: the
+ * The server's threads start with SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE blocked: the
  * caller's thread keeps its signals.
  */
 #include <errno.h>
@@ -314,6 +314,8 @@ int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metr
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGQUIT);
 	sigaddset(&block, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
