@@ -224,14 +224,25 @@ static int add_run(struct gpushare_report *r, const struct gpushare_report_run *
 int gpushare_report_load(const char *path, struct gpushare_report *r)
 {
 	char *data;
-	size_t len, pos = 0, line = 0, cap = 0;
-	bool have_meta = false;
+	size_t len;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	rc = gpushare_read_file(path, GPUSHARE_REPORT_MAX_FILE_BYTES, &data, &len);
 	if (rc)
 		return rc;
+	rc = gpushare_report_load_buffer(data, len, r);
+	free(data);
+	return rc;
+}
+
+int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_report *r)
+{
+	size_t pos = 0, line = 0, cap = 0;
+	bool have_meta = false;
+	int rc = GPUSHARE_OK;
+
+	memset(r, 0, sizeof(*r));
 	while (pos < len && !rc) {
 		const char *s = data + pos;
 		const char *nl = memchr(s, '\n', len - pos);
@@ -258,7 +269,6 @@ int gpushare_report_load(const char *path, struct gpushare_report *r)
 		}
 		cJSON_Delete(root);
 	}
-	free(data);
 	gpushare_clear_error();
 	return rc;
 }

@@ -126,6 +126,9 @@ struct gpushare_report {
  * be read; r is always initialised (release it). */
 int gpushare_report_load(const char *path, struct gpushare_report *r);
 
+/* The same over len bytes already in memory (need not be NUL-terminated). */
+int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_report *r);
+
 /* At most this many workload shapes are reported (tables, plots, HTML). */
 #define GPUSHARE_REPORT_MAX_SHAPES 64
 
