@@ -113,6 +113,20 @@ if [[ -n "${GPUSHARE_TEST_HELPERS:-}" && -x "$GPUSHARE_TEST_HELPERS/test_worker"
 	fi
 fi
 
+bad=$(printf 'x\xff\xfey')
+set +e
+"$GPUSHARE" bench --workload spin --request-us 100us --duration 50ms --warmup 10ms --workers 1 \
+	--strategy sequential --json --out "$tmp/b-$bad.json" >"$tmp/bench.json" 2>/dev/null
+set -e
+valid_utf8 "$tmp/bench.json" && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/bench.json" \
+	&& ok "bench --json with a non-UTF-8 argument: valid UTF-8 JSON" || fail "bench --json: invalid UTF-8 or JSON"
+set +e
+CUDA_MPS_PIPE_DIRECTORY="/tmp/$bad" GPUSHARE_NVML_LIBRARY=${GPUSHARE_TEST_HELPERS:-/x}/libfakenvml.so \
+	"$GPUSHARE" info --json >"$tmp/info.json" 2>/dev/null
+set -e
+valid_utf8 "$tmp/info.json" && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/info.json" \
+	&& ok "info --json with a non-UTF-8 pipe directory: valid UTF-8 JSON" || fail "info --json: invalid UTF-8 or JSON"
+
 echo "== links planted in a results directory"
 mkdir "$tmp/victim" "$tmp/planted"
 echo "precious" >"$tmp/victim/file"
