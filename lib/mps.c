@@ -163,7 +163,8 @@ int gpushare_mps_find_control(const struct gpushare_mps *m, char *path, size_t l
 				     S_ISREG(st.st_mode) ? "no execute permission" : "not a regular file");
 	if (rc)
 		return gpushare_fail(GPUSHARE_E_NO_MPS_BINARY,
-				     "'%s' not found (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)",
+				     strchr(m->control, '/') ? "no file '%s' (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)"
+							     : "no '%s' in PATH (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)",
 				     m->control);
 	return GPUSHARE_OK;
 }
@@ -528,6 +529,8 @@ static const char *log_last_line(const struct gpushare_mps *m, char *buf, size_t
 		if (n)
 			snprintf(buf, len, "; %s/control.log ends: '%.*s'", m->log_dir, (int)(n < 120 ? n : 120), text);
 	}
+	if (!buf[0])
+		snprintf(buf, len, "; see %s/control.log", m->log_dir);
 	free(text);
 	gpushare_clear_error();
 	return buf;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
@@ -205,12 +206,18 @@ static int write_stream(const struct gpushare_report *r, const char *path, strea
 	return rc;
 }
 
-static int ensure_dir(const char *path)
+/* inner: a directory gpushare names inside the output directory (plots/):
+ * never a link planted there, nor another user's directory. */
+static int ensure_dir(const char *path, bool inner)
 {
 	struct stat st;
 
 	if (mkdir(path, 0755) == 0)
 		return GPUSHARE_OK;
+	if (inner && errno == EEXIST && lstat(path, &st) == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()))
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is %s; refusing to write into it", path,
+				     S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "another user's directory"
+											: "not a directory");
 	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return GPUSHARE_OK;
 	return gpushare_fail(GPUSHARE_E_IO, "cannot create directory '%s': %s", path, strerror(errno));
@@ -223,11 +230,11 @@ int gpushare_report_write(const struct gpushare_report *r, const char *dir)
 	struct rbuf html = { 0 };
 	char *json = NULL;
 	size_t n_figs = 0;
-	int rc = ensure_dir(dir);
+	int rc = ensure_dir(dir, false);
 
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/plots", dir);
-		rc = ensure_dir(path);
+		rc = ensure_dir(path, true);
 	}
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/report.md", dir);

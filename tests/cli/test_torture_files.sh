@@ -143,6 +143,15 @@ trun report "$tmp/rl" -q
 [[ $rc -eq 11 ]] && grep -q "symbolic link" "$tmp/err" && ok "report names the planted link (exit 11)" \
 	|| fail "report with a planted link: exit $rc: $(cat "$tmp/err")"
 
+cp -r "$tmp/base" "$tmp/pl"
+mkdir "$tmp/elsewhere"
+ln -s "$tmp/elsewhere" "$tmp/pl/plots"
+trun report "$tmp/pl" -q
+[[ -z "$(ls -A "$tmp/elsewhere")" ]] && ok "report never writes plots through a planted plots/ link" \
+	|| fail "plots written through a link: $(ls "$tmp/elsewhere" | head -3)"
+[[ $rc -eq 11 ]] && grep -q "symbolic link" "$tmp/err" && ok "report names the planted plots/ link (exit 11)" \
+	|| fail "report with a planted plots/ link: exit $rc: $(cat "$tmp/err")"
+
 echo "== temporary files of a writer killed mid-write"
 cp -r "$tmp/base" "$tmp/stale"
 sleep 0.2 & dead=$!
