@@ -221,6 +221,60 @@ static int add_run(struct gpushare_report *r, const struct gpushare_report_run *
 	return GPUSHARE_OK;
 }
 
+static uint64_t hash_str(const char *s);
+
+/* A (cell, repeat) recorded twice with status ok or partial (two sweeps
+ * writing one file, a file appended to itself) would count twice: the later
+ * records are listed as bad lines and left out. A failed run recorded before
+ * its retry is not a duplicate. */
+static int drop_duplicates(struct gpushare_report *r)
+{
+	size_t size = 16, kept = 0;
+	size_t *slots;
+	int rc = GPUSHARE_OK;
+
+	while (size < r->n_runs * 2)
+		size *= 2;
+	slots = calloc(size, sizeof(*slots)); /* 1-based index of a run in the new runs[], 0 free */
+	if (!slots)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < r->n_runs && !rc; i++) {
+		struct gpushare_report_run *run = &r->runs[i];
+		uint64_t h = hash_str(run->shape) ^ ((uint64_t)run->strategy << 56) ^ ((uint64_t)run->workers << 40) ^
+			     ((uint64_t)run->batch * 0x100000001b3ull) ^ ((uint64_t)run->repeat * 0x9e3779b97f4a7c15ull);
+		size_t slot = (size_t)h & (size - 1);
+		bool dup = false;
+
+		/* The cell is its shape, strategy, workers and batch (its "key"
+		 * is only a label). */
+		while (run->status != GPUSHARE_RUN_FAILED && slots[slot]) {
+			const struct gpushare_report_run *o = &r->runs[slots[slot] - 1];
+
+			if (o->repeat == run->repeat && o->strategy == run->strategy && o->workers == run->workers &&
+			    o->batch == run->batch && !strcmp(o->shape, run->shape)) {
+				char why[200];
+
+				snprintf(why, sizeof(why), "cell %.60s|%s|w%d|b%ld repeat %d is recorded already (line %zu); left out",
+					 o->shape, gpushare_strategy_name(o->strategy), o->workers, o->batch, run->repeat, o->line);
+				rc = add_bad(r, run->line, why);
+				dup = true;
+				break;
+			}
+			slot = (slot + 1) & (size - 1);
+		}
+		if (dup)
+			continue;
+		r->runs[kept] = *run;
+		if (run->status != GPUSHARE_RUN_FAILED)
+			slots[slot] = kept + 1;
+		kept++;
+	}
+	free(slots);
+	if (!rc)
+		r->n_runs = kept;
+	return rc;
+}
+
 int gpushare_report_load(const char *path, struct gpushare_report *r)
 {
 	char *data;
@@ -269,6 +323,8 @@ int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_re
 		}
 		cJSON_Delete(root);
 	}
+	if (!rc)
+		rc = drop_duplicates(r);
 	gpushare_clear_error();
 	return rc;
 }

@@ -165,6 +165,19 @@ trun report "$tmp/stale" -q
 [[ -e "$tmp/stale/.summary.json.tmp-$$-XyZ789" ]] && ok "a live writer's temporary file is kept" \
 	|| fail "a live writer's temporary file was removed"
 
+echo "== a run recorded twice (a file appended to itself) counts once"
+mkdir "$tmp/twice"
+cat "$tmp/base/results.jsonl" "$tmp/base/results.jsonl" >"$tmp/twice/results.jsonl"
+trun report "$tmp/twice" -q
+[[ $rc -eq 0 ]] && grep -q "line 3: cell .* repeat 0 is recorded already (line 1)" "$tmp/err" \
+	&& ok "the second record is named and left out" || fail "duplicates: exit $rc: $(cat "$tmp/err")"
+python3 - "$tmp/twice/summary.json" <<'EOF' && ok "summary counts each run once" || fail "summary counts duplicates"
+import json, sys
+d = json.load(open(sys.argv[1]))
+cells = d["cells"]
+assert cells and all(c["runs_ok"] == 2 for c in cells), cells
+EOF
+
 echo "== --resume with other options than the recorded runs"
 cp -r "$tmp/base" "$tmp/res"
 trun sweep --workload spin --request-us 200us --duration 60ms --warmup 10ms --warmup-requests 1 -q --no-report \
