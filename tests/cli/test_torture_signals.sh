@@ -26,6 +26,7 @@ unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY FAKE_MPS_START_FAIL FAKE_MP
 private_xdg
 export GPUSHARE_MPS_CONTROL=$H/fake_mps_control GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so
 
+# shellcheck disable=SC2054 # commas inside option values
 SWEEP=(sweep --workload spin --request-us 100us --duration 150ms --warmup 10ms --warmup-requests 1 -q --no-report
 	--strategy timeslice,mps --workers 1,2 --repeats 2 --gpu 1)
 whole_records() {

@@ -45,6 +45,7 @@ for l in open(sys.argv[1]):
 print(n)' "$1"
 }
 
+# shellcheck disable=SC2054 # commas inside option values
 SW=(sweep --strategy timeslice,sequential --workers 2 --repeats 1 --duration 300ms --warmup 20ms
 	--start-timeout 1500ms -q)
 # "leaver" (a grandchild outliving a command that exited by itself) joins the
