@@ -49,8 +49,9 @@ int cli_fail(int err, const char *what)
 {
 	const char *detail = gpushare_errdetail();
 
-	fprintf(stderr, "gpushare: %s%s%s%s%s\n", what ? what : "", what ? ": " : "",
-		gpushare_strerror(err), *detail ? ": " : "", detail);
+	/* The detail says what failed; the code's words only when there is none
+	 * (else "no MPS control daemon running: no MPS control daemon at ..."). */
+	fprintf(stderr, "gpushare: %s%s%s\n", what ? what : "", what ? ": " : "", *detail ? detail : gpushare_strerror(err));
 	return cli_exit_for(err);
 }
 

@@ -2,7 +2,7 @@
  * Printers of benchmark results: the JSON document (docs/bench-schema.json),
  * CSV (one row per strategy x worker plus an aggregate row per strategy) and
  * the aligned table people read. They change only how results look, never
- * what was measured. Also the atomic file write used for --out.
+ * what was measured. The atomic file write used for --out is in safefile.c.
  *
  * Machine output uses base units with the unit in the name (_seconds,
  * _bytes); unknown values are JSON null and empty CSV fields.
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
 
@@ -283,7 +284,7 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 		ok = res && cJSON_AddItemToArray(results, res);
 	}
 	if (ok)
-		*text = cJSON_Print(doc);
+		*text = gpushare_utf8_fix(cJSON_Print(doc));
 	cJSON_Delete(doc);
 	if (!*text)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building the JSON document");
@@ -361,6 +362,15 @@ static const char *fmt_seconds(double s, char *buf, size_t len)
 	return buf;
 }
 
+/* v * scale, rounded, then unit; "unknown" when v is negative (not reported). */
+static const char *fmt_known(double v, double scale, const char *unit, char *buf, size_t len)
+{
+	if (!(v >= 0))
+		return "unknown";
+	snprintf(buf, len, "%.0f%s", v * scale, unit);
+	return buf;
+}
+
 static const char *fmt_bytes(uint64_t b, char *buf, size_t len)
 {
 	if (b >= (1ULL << 30))
@@ -393,9 +403,16 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 		const struct gpushare_bench_telemetry *t = &res->telemetry;
 		char mem[24];
 
-		fprintf(f, "  gpu: util %.0f%% mean, %.0f%% max; memory %s max; SM clock %.0f MHz mean; throttled %.0f%%; power %.0f W mean\n",
-			t->util_mean_pct, t->util_max_pct, fmt_bytes(t->mem_used_max_bytes, mem, sizeof(mem)),
-			t->sm_clock_mean_mhz, t->throttled_fraction * 100, t->power_mean_watts);
+		char um[16], ux[16], clk[16], thr[16], pw[16];
+
+		/* A value the driver did not give is "unknown", as JSON's null. */
+		fprintf(f, "  gpu: util %s mean, %s max; memory %s max; SM clock %s mean; throttled %s; power %s mean\n",
+			fmt_known(t->util_mean_pct, 1, "%", um, sizeof(um)),
+			fmt_known(t->util_max_pct, 1, "%", ux, sizeof(ux)),
+			t->mem_used_max_bytes > 0 ? fmt_bytes(t->mem_used_max_bytes, mem, sizeof(mem)) : "unknown",
+			fmt_known(t->sm_clock_mean_mhz, 1, " MHz", clk, sizeof(clk)),
+			fmt_known(t->throttled_fraction, 100, "%", thr, sizeof(thr)),
+			fmt_known(t->power_mean_watts, 1, " W", pw, sizeof(pw)));
 	}
 	if (!verbose)
 		return;
@@ -484,52 +501,4 @@ int gpushare_check_writable(const char *path)
 	if (access(dir, W_OK | X_OK) != 0)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
 	return GPUSHARE_OK;
-}
-
-int gpushare_write_file_atomic(const char *path, const char *data, size_t len)
-{
-	char dir[GPUSHARE_PATH_MAX], base[GPUSHARE_PATH_MAX], tmp[GPUSHARE_PATH_MAX + 32];
-	size_t off = 0;
-	int fd, dfd, rc = split_path(path, dir, sizeof(dir), base, sizeof(base));
-
-	if (rc)
-		return rc;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-XXXXXX", dir, base) >= sizeof(tmp))
-		return gpushare_fail(GPUSHARE_E_IO, "output path '%s' is too long", path);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
-	if (fchmod(fd, 0644) != 0)
-		goto fail;
-	while (off < len) {
-		ssize_t w = write(fd, data + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			goto fail;
-		off += (size_t)w;
-	}
-	if (fsync(fd) != 0)
-		goto fail;
-	if (close(fd) != 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0)
-		goto fail;
-	/* Make the rename itself durable. */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return GPUSHARE_OK;
-fail:
-	rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return rc;
 }

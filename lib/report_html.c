@@ -113,6 +113,9 @@ int report_html(const struct gpushare_report *r, const struct report_figure *fig
 	snprintf(buf, sizeof(buf), "%zu (%zu failed or partial)", r->n_runs, failed);
 	meta_row(b, "runs", buf);
 	rbuf_printf(b, "</table>\n");
+	if (r->n_shapes_omitted)
+		rbuf_printf(b, "<p class=\"warn\">Only the first %zu workload shapes are reported: %zu more workload shapes "
+			    "(%zu runs) are in the results file.</p>\n", r->n_shapes, r->n_shapes_omitted, r->n_runs_omitted);
 	if (r->n_bad) {
 		rbuf_printf(b, "<p class=\"warn\">%zu corrupt line%s of the results file skipped:", r->n_bad,
 			    r->n_bad == 1 ? "" : "s");

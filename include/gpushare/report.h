@@ -109,6 +109,8 @@ struct gpushare_report {
 	char version[32], host[256], gpu_name[96], gpu_uuid[96], driver_version[80];
 	char first_date[32], last_date[32];
 	char command_line[1024];
+	/* Left out by gpushare_report_cap_shapes(): shapes beyond the cap and their runs. */
+	size_t n_shapes_omitted, n_runs_omitted;
 	/* Filled by gpushare_report_summarise(). */
 	struct gpushare_report_cell *cells;
 	size_t n_cells;
@@ -123,6 +125,15 @@ struct gpushare_report {
  * GPUSHARE_E_NOT_FOUND when the file is absent, GPUSHARE_E_IO when it cannot
  * be read; r is always initialised (release it). */
 int gpushare_report_load(const char *path, struct gpushare_report *r);
+
+/* At most this many workload shapes are reported (tables, plots, HTML). */
+#define GPUSHARE_REPORT_MAX_SHAPES 64
+
+/* Keep only the runs of the first max_shapes shapes (in order of first
+ * appearance) and count the rest in n_shapes_omitted / n_runs_omitted, so a
+ * report over a huge file stays bounded in time, memory and output. Linear
+ * in the number of runs. */
+int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes);
 
 /* Parse one line into run (GPUSHARE_E_INVAL with a reason as detail). Used
  * by the loader; exposed for tests. */
