@@ -306,6 +306,8 @@ int cmd_exec(int argc, char **argv)
 		gpushare_exec_close(&x, NULL);
 		return code;
 	}
+	if (gpushare_exec_started(&x, ch.pgid))
+		cli_warn("exec: %s", gpushare_errdetail());
 	wait_forwarding(&ch);
 	code = gpushare_child_exit_code(ch.wstatus);
 	gpushare_child_reap_group(&ch);

@@ -1,10 +1,11 @@
 /*
  * One rank of an MPI or srun job (include/gpushare/exec.h, docs/exec.md).
  *
- * The job directory <user dir>/exec-<job key>@<node> holds:
- *   lock         the job's lock (lib/lock.c); every decision below is taken
- *                under it
- *   ranks/<r>    one file per local rank that arrived, "pid start-time",
+ * The job directory <user dir>/exec-<job key>@<node> has its lock beside it
+ * (<dir>.lock, lib/lock.c); every decision below is taken under it. It holds:
+ *   ranks/<r>    one file per local rank that arrived, "pid start-time"
+ *                and, once its program runs, the program's process group
+ *                and start time,
  *                held with an exclusive flock() by that rank for its whole
  *                life: a rank is alive exactly while its file is locked,
  *                whatever killed it (the kernel drops the lock)
@@ -12,28 +13,32 @@
  *                first rank so the others need not load it
  *   daemon       the job's MPS daemon: "pid start-time" and the GPUs it
  *                serves
+ *   keeper       the job's keeper (see keeper_main): "pid start-time"
  *   mps/pipe, mps/log   its directories
  *   no-mps       an empty pipe directory for timeslice ranks
  *   shared-gpu-warned   the marker that the once-per-job warning was given
  *
- * Whoever removes the directory holds its lock while doing so; a rank that
- * was waiting for that lock then finds the lock file gone (or another one at
- * its path) and starts over with a fresh directory.
+ * Whoever removes the directory holds its lock while doing so and unlinks
+ * the lock file last; a rank that was waiting for that lock then finds it
+ * is no longer the file at that path and starts over.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "child.h"
 #include "gpushare/bench.h"
 #include "gpushare/exec.h"
 #include "gpushare/files.h"
@@ -122,46 +127,90 @@ static int path_in(char *out, size_t len, const char *dir, const char *name)
 	return GPUSHARE_OK;
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
 /* ---- the job's lock ---- */
 
-/* Take <dir>/lock, creating dir when `create`. The lock must still be the
- * file at that path once held (a rank that removed the directory held it):
- * otherwise start over. GPUSHARE_E_NOT_FOUND when !create and dir is gone. */
+/* The lock of the job directory `dir` is the file `dir`.lock beside it, so
+ * that removing the directory never races with a rank creating the lock
+ * file inside it. Whoever removes the directory unlinks the lock file while
+ * holding it; a rank that was waiting then holds a lock on a file no longer
+ * at that path, notices, and starts over. */
+static int lock_path(const char *dir, char *out, size_t len)
+{
+	if ((size_t)snprintf(out, len, "%s.lock", dir) >= len)
+		return gpushare_fail(GPUSHARE_E_DIR, "path '%s.lock' is too long", dir);
+	return GPUSHARE_OK;
+}
+
+/* Take the job's lock, creating the directory when `create`.
+ * GPUSHARE_E_NOT_FOUND when !create and the directory is gone. */
 static int job_lock(const char *dir, bool create, uint64_t wait_ns, int *fd)
 {
 	char path[GPUSHARE_PATH_MAX];
 	uint64_t deadline = gpushare_now_ns() + wait_ns;
-	int rc = path_in(path, sizeof(path), dir, "lock");
+	int rc = lock_path(dir, path, sizeof(path));
 
 	*fd = -1;
+	if (!rc && !create && access(dir, F_OK) != 0)
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' is gone", dir);
 	while (!rc) {
 		struct stat a, b;
 		uint64_t now = gpushare_now_ns();
 		pid_t holder = 0;
 
-		if (create && (rc = gpushare_private_dir(dir)))
-			return rc;
-		if (!create && access(dir, F_OK) != 0)
-			return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' is gone", dir);
 		rc = gpushare_lock_acquire(path, deadline > now ? deadline - now : 0, fd, &holder);
 		if (rc == GPUSHARE_E_BUSY)
 			return gpushare_fail(GPUSHARE_E_TIMEOUT, "the job directory '%s' stays locked by process %ld",
 					     dir, (long)holder);
-		if (rc == GPUSHARE_E_IO && access(dir, F_OK) != 0 && gpushare_now_ns() < deadline) {
-			gpushare_clear_error();
-			rc = GPUSHARE_OK;       /* removed meanwhile */
-			continue;
-		}
 		if (rc)
 			return rc;
-		if (stat(path, &a) == 0 && fstat(*fd, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		if (!(stat(path, &a) == 0 && fstat(*fd, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)) {
+			gpushare_lock_release(*fd); /* removed while we waited */
+			*fd = -1;
+			continue;
+		}
+		if (create) {
+			rc = gpushare_private_dir(dir);
+			if (!rc)
+				return GPUSHARE_OK;
+		} else if (access(dir, F_OK) == 0) {
 			return GPUSHARE_OK;
+		} else {
+			rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' is gone", dir);
+		}
+		/* We made the lock file of a directory that is not there. */
+		unlink(path);
 		gpushare_lock_release(*fd);
 		*fd = -1;
-		if (!create)
-			return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' is gone", dir);
 	}
 	return rc;
+}
+
+/* Remove the job directory and its lock file, then release the lock. */
+static void remove_locked(const char *dir, int lock_fd)
+{
+	char path[GPUSHARE_PATH_MAX];
+
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	if (!lock_path(dir, path, sizeof(path)))
+		unlink(path);
+	gpushare_clear_error();
+	gpushare_lock_release(lock_fd);
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+
+	nanosleep(&ts, NULL);
 }
 
 /* ---- rank files ---- */
@@ -222,13 +271,41 @@ static void scan_ranks(const char *dir, const char *own, size_t *arrived, size_t
 	closedir(d);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* The process group of the program of every rank that died (its file no
+ * longer locked) is killed: a rank killed by SIGKILL could not stop it, and
+ * only the group's leader dies with it. A group id is taken as that
+ * program's only while its leader is gone or is still the recorded process
+ * (pid and start time); a group id is not reused while the group has
+ * members. */
+static void kill_orphans(const char *dir)
 {
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
+	char ranks[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX + 32];
+	struct dirent *e;
+	DIR *d;
+
+	if (path_in(ranks, sizeof(ranks), dir, "ranks") || !(d = opendir(ranks))) {
+		gpushare_clear_error();
+		return;
+	}
+	while ((e = readdir(d))) {
+		unsigned long long start = 0, app_start = 0;
+		int pid = 0, pgid = 0;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || strlen(e->d_name) > 20)
+			continue;
+		snprintf(path, sizeof(path), "%s/%.20s", ranks, e->d_name);
+		if (rank_file_state(path) != RANK_DEAD || !(f = fopen(path, "re")))
+			continue;
+		if (fscanf(f, "%d %llu %d %llu", &pid, &start, &pgid, &app_start) != 4)
+			pgid = 0;
+		fclose(f);
+		if (pgid <= 1 || (gpushare_pid_alive(pgid) && gpushare_pid_start_time(pgid) != app_start))
+			continue;
+		if (kill(-pgid, 0) == 0)
+			kill(-pgid, SIGKILL);
+	}
+	closedir(d);
 }
 
 /* Stop the daemon under dir (if one runs there). */
@@ -256,16 +333,19 @@ static int stop_daemon(const char *dir, bool *stopped)
 }
 
 /* Stop the daemon and remove the directory; the caller holds its lock
- * (released here: the lock file goes with it). */
+ * (released here). */
 static int remove_job_dir(const char *dir, int lock_fd, bool *stopped)
 {
-	int rc = stop_daemon(dir, stopped);
+	int rc;
 
-	if (!rc)
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	kill_orphans(dir);
+	rc = stop_daemon(dir, stopped);
 	/* A daemon that would not stop keeps its directory: the next reap
 	 * tries again. */
-	gpushare_lock_release(lock_fd);
+	if (!rc)
+		remove_locked(dir, lock_fd);
+	else
+		gpushare_lock_release(lock_fd);
 	return rc;
 }
 
@@ -557,6 +637,109 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 	return GPUSHARE_OK;
 }
 
+/* ---- the keeper ---- */
+
+struct keeper_arg {
+	const char *dir;
+	long local_size;
+	int rank_fd, lock_fd;
+};
+
+/* The job's keeper: a process of its own, started by the first rank, that
+ * outlives every rank (launchers send SIGKILL a second after SIGTERM when
+ * they abort a job, too soon for a rank to be sure to clean up itself).
+ * Every KEEPER_POLL_NS it looks at the rank files under the job's lock:
+ * kills what is left of a dead rank's program, and once no rank is alive
+ * and every rank of the node has arrived (or none has been alive for the
+ * grace), stops the daemon and removes the directory. It ends when the
+ * directory is gone. */
+#define KEEPER_POLL_NS (200 * NS_PER_MS)
+
+static _Noreturn void keeper_main(void *argp)
+{
+	const struct keeper_arg *a = argp;
+	uint64_t idle_since = 0;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	/* Closed, not unlocked: the rank's own descriptors keep its locks. */
+	close(a->rank_fd);
+	close(a->lock_fd);
+	for (;;) {
+		size_t arrived, alive;
+		uint64_t now;
+		int fd, rc;
+
+		sleep_ns(KEEPER_POLL_NS);
+		rc = job_lock(a->dir, false, 0, &fd);
+		if (rc == GPUSHARE_E_NOT_FOUND)
+			_exit(0);
+		if (rc)
+			continue;
+		kill_orphans(a->dir);
+		scan_ranks(a->dir, NULL, &arrived, &alive, NULL);
+		now = gpushare_now_ns();
+		if (alive) {
+			idle_since = 0;
+		} else {
+			if (!idle_since)
+				idle_since = now;
+			if ((long)arrived >= a->local_size || now - idle_since >= GPUSHARE_EXEC_GRACE_MS * NS_PER_MS)
+				_exit(remove_job_dir(a->dir, fd, NULL) ? 1 : 0);
+		}
+		gpushare_lock_release(fd);
+	}
+}
+
+static bool keeper_alive(const char *dir)
+{
+	char path[GPUSHARE_PATH_MAX];
+	unsigned long long start = 0;
+	int pid = 0;
+	FILE *f;
+
+	if (path_in(path, sizeof(path), dir, "keeper")) {
+		gpushare_clear_error();
+		return false;
+	}
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fscanf(f, "%d %llu", &pid, &start) != 2)
+		pid = 0;
+	fclose(f);
+	return pid > 0 && gpushare_pid_alive(pid) && gpushare_pid_start_time(pid) == start;
+}
+
+static void start_keeper(struct gpushare_exec *x, int lock_fd)
+{
+	struct keeper_arg a = { x->job_dir, x->local_size, x->priv->rank_fd, lock_fd };
+	struct gpushare_child ch;
+
+	gpushare_child_init(&ch);
+	ch.fn = keeper_main;
+	ch.arg = &a;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	if (gpushare_child_start(&ch) == GPUSHARE_OK) {
+		char path[GPUSHARE_PATH_MAX], text[64];
+		int n = snprintf(text, sizeof(text), "%d %llu\n", (int)ch.pid, gpushare_pid_start_time(ch.pid));
+
+		/* Not waited for: it ends after this rank (or soon after the
+		 * last rank leaves), and init reaps it. */
+		x->keeper_pid = ch.pid;
+		gpushare_child_release(&ch);
+		if (path_in(path, sizeof(path), x->job_dir, "keeper") ||
+		    gpushare_write_file_atomic(path, text, (size_t)n))
+			gpushare_clear_error();
+	} else {
+		/* Without it the ranks still stop the daemon as they leave. */
+		gpushare_clear_error();
+	}
+}
+
 /* Under MPS: use the job's daemon when it is recorded and alive, else start
  * it (cleaning up dead jobs' daemons first). */
 static int join_daemon(struct gpushare_exec *x, bool dry_run)
@@ -638,7 +821,7 @@ static int job_key(const struct launcher_info *li, char *out, size_t len)
 }
 
 static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts *o, const struct launcher_info *li,
-		       enum launcher_bind bind)
+		       enum launcher_bind bind, int lock_fd)
 {
 	struct gpushare_exec_priv *p = x->priv;
 	struct launcher_gpu *inv = NULL, *sel = NULL;
@@ -702,6 +885,8 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	}
 	if (p->ops->uses_mps && (rc = join_daemon(x, o->dry_run)))
 		return rc;
+	if (!o->dry_run && !keeper_alive(x->job_dir))
+		start_keeper(x, lock_fd);
 	x->warn_shared_gpu = shared_gpu_marker(x, o->dry_run);
 	rc = p->ops->worker_env(&p->ctx, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
 	if (rc)
@@ -758,7 +943,7 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 			rc = job_lock(x->job_dir, true, GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS, &lock_fd);
 	}
 	if (!rc)
-		rc = open_locked(x, o, &li, bind);
+		rc = open_locked(x, o, &li, bind, lock_fd);
 	if (rc && p->rank_fd >= 0) {
 		/* Leave as if this rank had exited at once. */
 		struct gpushare_errsave e;
@@ -769,19 +954,104 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		gpushare_exec_close(x, NULL);
 		return gpushare_error_restore(&e, rc);
 	}
+	if (rc && lock_fd >= 0) {
+		struct gpushare_errsave e;
+		size_t arrived, alive;
+
+		/* Refused before any rank arrived (a binding the ranks do not
+		 * fit): leave no directory behind. */
+		gpushare_error_save(&e);
+		scan_ranks(x->job_dir, NULL, &arrived, &alive, NULL);
+		if (arrived == 0) {
+			remove_locked(x->job_dir, lock_fd);
+			lock_fd = -1;
+		}
+		rc = gpushare_error_restore(&e, rc);
+	}
 	gpushare_lock_release(lock_fd);
 	if (rc)
 		release_priv(x);
 	return rc;
 }
 
+/* ---- the program ---- */
+
+int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid)
+{
+	char text[128];
+	int n;
+
+	if (!x->priv || x->priv->rank_fd < 0)
+		return GPUSHARE_OK;
+	n = snprintf(text, sizeof(text), "%d %llu %d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid()),
+		     (int)pgid, gpushare_pid_start_time(pgid));
+	if (pwrite(x->priv->rank_fd, text, (size_t)n, 0) != n)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot record the program in the rank file: %s", strerror(errno));
+	return GPUSHARE_OK;
+}
+
 /* ---- close ---- */
 
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+struct stopper_arg {
+	const char *dir;
+	int lock_fd;
+};
 
-	nanosleep(&ts, NULL);
+static _Noreturn void stopper_main(void *arg)
+{
+	const struct stopper_arg *a = arg;
+	bool stopped = false;
+	int rc;
+
+	/* A launcher that stops the job signals the whole step; the stop
+	 * finishes anyway (only SIGKILL ends it). */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	rc = remove_job_dir(a->dir, a->lock_fd, &stopped);
+	_exit(rc ? 1 : stopped ? 0 : 2);
+}
+
+/* Stop the daemon and remove the job directory in a process of its own, one
+ * that outlives this rank: a launcher that stops a job sends SIGKILL soon
+ * after SIGTERM (Open MPI one second later), and a stop cut short would
+ * leave the daemon running. It inherits the job's lock (flock() locks
+ * belong to the open file, shared across fork), which this process then
+ * closes without unlocking. */
+static int stop_detached(const char *dir, int lock_fd, bool *stopped)
+{
+	struct stopper_arg a = { dir, lock_fd };
+	struct gpushare_child ch;
+	int rc;
+
+	*stopped = false;
+	gpushare_child_init(&ch);
+	ch.fn = stopper_main;
+	ch.arg = &a;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	if (rc) {
+		/* Cannot fork: stop it here. */
+		gpushare_clear_error();
+		return remove_job_dir(dir, lock_fd, stopped);
+	}
+	close(lock_fd);
+	rc = gpushare_child_wait(&ch, (uint64_t)GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS);
+	if (rc) {
+		gpushare_child_release(&ch);
+		return gpushare_fail(GPUSHARE_E_TIMEOUT, "the stop of the job's MPS daemon under '%s' goes on in process %d",
+				     dir, (int)ch.pid);
+	}
+	gpushare_child_release(&ch);
+	if (WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 0)
+		*stopped = true;
+	else if (!(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 2))
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING,
+				     "the job's MPS daemon under '%s' could not be stopped (the next gpushare run on this "
+				     "node tries again)", dir);
+	return GPUSHARE_OK;
 }
 
 int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *info)
@@ -827,11 +1097,18 @@ int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *inf
 	if (!rc && info->last) {
 		close(p->rank_fd);
 		p->rank_fd = -1;
-		rc = remove_job_dir(x->job_dir, fd, &info->daemon_stopped);
+		rc = stop_detached(x->job_dir, fd, &info->daemon_stopped);
 		fd = -1;
 	}
 	if (p->rank_fd >= 0) {
-		/* Not the last: our file stays as the mark that we arrived. */
+		/* Not the last: our file stays as the mark that we arrived,
+		 * without a program to kill (its group is gone). */
+		char text[64];
+		int n = snprintf(text, sizeof(text), "%d %llu 0 0\n", (int)getpid(), gpushare_pid_start_time(getpid()));
+
+		if (ftruncate(p->rank_fd, 0) != 0 || pwrite(p->rank_fd, text, (size_t)n, 0) != n) {
+			/* the group is empty anyway */
+		}
 		close(p->rank_fd);
 		p->rank_fd = -1;
 	}

@@ -10,9 +10,11 @@
  * take the job's lock starts it, the others find it recorded and alive. The
  * last rank to leave stops it: a rank leaving finds no other rank alive and
  * every rank of the node arrived (or, when some never arrived, after a
- * grace of GPUSHARE_EXEC_GRACE_MS). A job whose ranks were all killed is
- * cleaned up by gpushare_exec_reap(): by the next rank of any job that
- * starts a daemon on the node, and by every bench and sweep.
+ * grace of GPUSHARE_EXEC_GRACE_MS). So does the job's keeper, a process
+ * started with the daemon that outlives the ranks, when they were killed
+ * before they could. Should the keeper be killed too, the job is cleaned up
+ * by gpushare_exec_reap(): by the next rank of any job that starts a daemon
+ * on the node, and by every bench and sweep.
  */
 #ifndef GPUSHARE_EXEC_H
 #define GPUSHARE_EXEC_H
@@ -66,6 +68,7 @@ struct gpushare_exec {
 	char pipe_dir[GPUSHARE_PATH_MAX];
 	pid_t daemon_pid;               /* 0 when none runs (dry run: yet) */
 	bool daemon_started;            /* this rank started it */
+	pid_t keeper_pid;               /* the job's keeper, when this rank started it */
 	size_t reaped;                  /* dead jobs' directories cleaned up by this rank */
 	/* this rank says, for the job, that ranks share a GPU */
 	bool warn_shared_gpu;
@@ -80,6 +83,10 @@ struct gpushare_exec {
  * variables are set; GPUSHARE_E_INVAL for a bad option or binding; the MPS
  * and directory errors otherwise. On error nothing stays registered. */
 int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts *o);
+
+/* Record the rank's program (its process group, led by pgid), so that
+ * what is left of it is killed should the rank be killed. */
+int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid);
 
 struct gpushare_exec_leave {
 	bool last;                      /* no other rank of the job is alive here */
