@@ -9,68 +9,9 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_mpi.sh"
+. "$(dirname "$0")/lib_exec.sh"
 
-tmp=$(mktemp -d)
-H=$GPUSHARE_TEST_HELPERS
-export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=2 GPUSHARE_MPS_CONTROL=$H/fake_mps_control
-export FAKE_MPS_START_LOG=$tmp/starts
-touch "$tmp/starts"
-cleanup() {
-	local p d
-	while read -r p d; do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "CUDA_MPS_PIPE_DIRECTORY=$d" && kill -KILL "$p"
-	done <"$tmp/starts" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-private_xdg
-U=$XDG_RUNTIME_DIR/gpushare
-uuid0=GPU-fa4e0000-0000-4000-8000-000000000000
-uuid1=GPU-fa4e0000-0000-4000-8000-000000000001
-
-# is_zero FN: FN prints 0 (for wait_for, which runs its command again each time)
-is_zero() { test "$("$1")" = 0; }
-# Daemons started so far (the stand-in logs each start), and those alive.
-starts() { wc -l <"$tmp/starts"; }
-alive_pid() { local s; s=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [[ $s != Z && $s != X ]]; }
-# (by pid and pipe directory: pids are reused, other tests run stand-ins too)
-daemons_alive() {
-	local p d n=0
-	while read -r p d; do
-		alive_pid "$p" && tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "CUDA_MPS_PIPE_DIRECTORY=$d" &&
-			n=$((n + 1))
-	done <"$tmp/starts"
-	echo "$n"
-}
-# The stop goes on in a process of its own when a launcher kills the ranks.
-no_daemon_left() {
-	wait_for 150 0.1 is_zero daemons_alive && return 0
-	cat "$tmp/starts"
-	ps -o pid,ppid,stat,lstart,args -p "$(cut -d' ' -f1 "$tmp/starts" | paste -sd,)" || true
-	ls -la "$U" || true
-	return 1
-}
-job_dirs() { find "$U" -maxdepth 1 -type d -name 'exec-*' 2>/dev/null | wc -l; }
-job_entries() { find "$U" -maxdepth 1 -name 'exec-*' 2>/dev/null | wc -l; }
-no_job_dir() { wait_for 100 0.1 is_zero job_dirs; }
-# Processes of this test's programs (their command lines name $tmp).
-apps_alive() {
-	local p n=0
-	for p in $(pgrep -f "$tmp/app" || true); do alive_pid "$p" && n=$((n + 1)); done
-	echo "$n"
-}
-no_app_left() {
-	wait_for 100 0.1 is_zero apps_alive && return 0
-	ps -o pid,ppid,pgid,stat,args -p "$(pgrep -d, -f "$tmp/app" || echo 1)" || true
-	return 1
-}
-
-# The test program: prints what it got.
-cat >"$tmp/app-show.sh" <<'EOF'
-#!/bin/sh
-echo "lr=${OMPI_COMM_WORLD_LOCAL_RANK:-$SLURM_LOCALID} cvd=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY pct=${CUDA_MPS_ACTIVE_THREAD_PERCENTAGE-unset}"
-EOF
-chmod +x "$tmp/app-show.sh"
+exec_setup
 
 echo "== usage and launcher errors"
 run exec -- /bin/true
