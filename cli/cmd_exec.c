@@ -22,8 +22,9 @@
 #include "gpushare/mps.h"
 
 static const char usage_text[] =
-	"usage: mpirun -np N gpushare exec [options] -- PROGRAM [ARGS...]\n"
-	"       srun -n N gpushare exec [options] -- PROGRAM [ARGS...]\n"
+	"usage: gpushare exec [options] -- PROGRAM [ARGS...]\n"
+	"  as each rank of a job: mpirun -np N gpushare exec [options] -- PROGRAM ...\n"
+	"                         srun -n N gpushare exec [options] -- PROGRAM ...\n"
 	"\n"
 	"Run one rank of an MPI or srun job: find its place on the node from the\n"
 	"launcher's environment (Open MPI, MPICH/Hydra, PMIx, Slurm), bind it to a GPU,\n"
@@ -218,7 +219,6 @@ int cmd_exec(int argc, char **argv)
 	struct gpushare_exec_leave leave;
 	struct gpushare_child ch;
 	bool json = false;
-	char *end;
 	long v;
 	int opt, rc, code;
 
@@ -248,11 +248,8 @@ int cmd_exec(int argc, char **argv)
 			o.gpus = optarg;
 			break;
 		case OPT_TPCT:
-			errno = 0;
-			o.thread_percentage = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o.thread_percentage > 0 && o.thread_percentage <= 100))
-				return cli_error(EXIT_USAGE, "exec: invalid --thread-percentage '%s': a number in (0,100]",
-						 optarg);
+			if (gpushare_parse_percent(optarg, &o.thread_percentage))
+				return cli_bad_value("exec", "--thread-percentage", optarg);
 			break;
 		case OPT_DRY:
 			o.dry_run = true;
