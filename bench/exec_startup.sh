@@ -13,14 +13,16 @@
 #     the first rank's daemon start and the last rank's stop.
 #
 # Usage: bench/exec_startup.sh BUILD_DIR [OUT_DIR]
-# Environment: RANKS (default 200), RUNS (default 7), NPS (default "8 48").
+# Environment: RANKS (default 200), RUNS (default 7), NPS (default "8 48"),
+# PARTS (default "1 2"). Each mpirun is bounded (120 s); a run that fails or
+# hangs is counted and left out of the medians.
 # Build with -DCMAKE_BUILD_TYPE=Release for numbers worth quoting.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
 O=${2:-}
 G=$B/gpushare
 H=$B/tests/helpers
-RANKS=${RANKS:-200} RUNS=${RUNS:-7} NPS=${NPS:-8 48}
+RANKS=${RANKS:-200} RUNS=${RUNS:-7} NPS=${NPS:-8 48} PARTS=${PARTS:-1 2}
 tmp=$(mktemp -d)
 holder=
 cleanup() {
@@ -37,6 +39,7 @@ fi
 now_us() { echo $(($(date +%s%N) / 1000)); }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
+part1() {
 echo "== 1. per rank, daemon already up ($RANKS ranks, one at a time)"
 job=(OMPI_COMM_WORLD_LOCAL_SIZE=$((RANKS + 1)) OMPI_MCA_orte_ess_jobid=4242)
 env "${job[@]}" OMPI_COMM_WORLD_LOCAL_RANK=0 "$G" exec -- sleep 600 2>/dev/null &
@@ -62,31 +65,47 @@ holder=
 printf 'per rank: exec /bin/true median %.1f ms (p90 %.1f ms), /bin/true %.1f ms, cost %.1f ms\n' \
 	"$(echo "$exec_med / 1000" | bc -l)" "$(echo "$exec_p90 / 1000" | bc -l)" \
 	"$(echo "$plain_med / 1000" | bc -l)" "$(echo "($exec_med - $plain_med) / 1000" | bc -l)"
+}
 
+part2() {
 echo "== 2. whole jobs under mpirun ($RUNS runs each, alternating)"
 margs=(--oversubscribe)
 ((EUID == 0)) && margs+=(--allow-run-as-root)
-printf '%-6s %12s %12s %12s %14s\n' np "plain_s" "exec_s" "diff_s" "diff_per_rank_ms"
+printf '%-6s %12s %12s %12s %17s %s\n' np "plain_s" "exec_s" "diff_s" "diff_per_rank_ms" "failed(plain/exec)"
 for np in $NPS; do
 	: >"$tmp/plain"
 	: >"$tmp/exec"
+	fp=0 fe=0
 	for ((i = 0; i < RUNS; i++)); do
 		t0=$(now_us)
-		mpirun "${margs[@]}" -np "$np" /bin/true
+		if timeout 120 mpirun "${margs[@]}" -np "$np" /bin/true; then
+			echo "$(($(now_us) - t0))" >>"$tmp/plain"
+		else
+			fp=$((fp + 1))
+		fi
 		t1=$(now_us)
-		mpirun "${margs[@]}" -np "$np" "$G" exec -- /bin/true 2>/dev/null
-		t2=$(now_us)
-		echo "$((t1 - t0))" >>"$tmp/plain"
-		echo "$((t2 - t1))" >>"$tmp/exec"
+		if timeout 120 mpirun "${margs[@]}" -np "$np" "$G" exec -- /bin/true 2>/dev/null; then
+			echo "$(($(now_us) - t1))" >>"$tmp/exec"
+		else
+			fe=$((fe + 1))
+		fi
 	done
 	p=$(median <"$tmp/plain")
 	e=$(median <"$tmp/exec")
-	printf '%-6s %12.3f %12.3f %12.3f %14.1f\n' "$np" "$(echo "$p / 1000000" | bc -l)" "$(echo "$e / 1000000" | bc -l)" \
-		"$(echo "($e - $p) / 1000000" | bc -l)" "$(echo "($e - $p) / 1000 / $np" | bc -l)"
+	if [[ -z $p || -z $e ]]; then
+		printf '%-6s no successful run (failed %d/%d)\n' "$np" "$fp" "$fe"
+		continue
+	fi
+	printf '%-6s %12.3f %12.3f %12.3f %17.1f %d/%d\n' "$np" "$(echo "$p / 1000000" | bc -l)" \
+		"$(echo "$e / 1000000" | bc -l)" "$(echo "($e - $p) / 1000000" | bc -l)" \
+		"$(echo "($e - $p) / 1000 / $np" | bc -l)" "$fp" "$fe"
 done
+}
+
+for part in $PARTS; do "part$part"; done
 left=$(find "$XDG_RUNTIME_DIR/gpushare" -maxdepth 1 -name 'exec-*' 2>/dev/null | wc -l)
 echo "job directories left: $left"
 if [[ -n $O ]]; then
 	mkdir -p "$O"
-	cp "$tmp/per-rank" "$O/exec_startup_per_rank.txt"
+	[[ -e $tmp/per-rank ]] && cp "$tmp/per-rank" "$O/exec_startup_per_rank.txt"
 fi
