@@ -588,7 +588,6 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 	snprintf(path, sizeof(path), "%s/%s", ranks, own);
 	switch (rank_file_state(path)) {
 	case RANK_ALIVE:
-		scan_ranks(x->job_dir, NULL, &arrived, &alive, &other);
 		return gpushare_fail(GPUSHARE_E_BUSY,
 				     "local rank %ld of job '%s' already runs on node %s (see '%s'): two jobs with one "
 				     "job key, or a rank started twice", x->local_rank, x->job_key, x->node, path);
@@ -605,7 +604,7 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 			return rc;
 		{
 			char sub[GPUSHARE_PATH_MAX];
-			static const char *const names[] = { "ranks", "daemon", "mps", "shared-gpu-warned" };
+			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned" };
 
 			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 				if (!path_in(sub, sizeof(sub), x->job_dir, names[i]))

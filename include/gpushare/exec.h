@@ -1,20 +1,21 @@
 /*
  * One rank of an MPI or srun job under gpushare (`gpushare exec`,
  * docs/exec.md): where the rank stands on its node, the GPU it is bound to,
- * and the job's node-local state: one directory per node and job holding a
- * lock, one file per arrived rank (held locked by that rank for its
- * lifetime, so a dead rank never counts as alive), the node's GPU list and
- * the record of the job's MPS daemon.
+ * and the job's node-local state: one directory per node and job with a
+ * lock beside it, holding one file per arrived rank (held locked by that
+ * rank for its lifetime, so a dead rank never counts as alive), the node's
+ * GPU list and the records of the job's MPS daemon and keeper.
  *
  * Under MPS exactly one daemon serves each node and job: the first rank to
  * take the job's lock starts it, the others find it recorded and alive. The
  * last rank to leave stops it: a rank leaving finds no other rank alive and
  * every rank of the node arrived (or, when some never arrived, after a
  * grace of GPUSHARE_EXEC_GRACE_MS). So does the job's keeper, a process
- * started with the daemon that outlives the ranks, when they were killed
- * before they could. Should the keeper be killed too, the job is cleaned up
- * by gpushare_exec_reap(): by the next rank of any job that starts a daemon
- * on the node, and by every bench and sweep.
+ * started by the first rank that outlives the ranks, when they were killed
+ * before they could; it also kills what is left of a killed rank's
+ * program. Should the keeper be killed too, the job is cleaned up by
+ * gpushare_exec_reap(): by the next rank of any job that starts a daemon on
+ * the node, and by every bench and sweep.
  */
 #ifndef GPUSHARE_EXEC_H
 #define GPUSHARE_EXEC_H

@@ -263,6 +263,6 @@ check "  one daemon, stopped" test "$(($(starts) - before)) $(no_daemon_left && 
 
 echo "== nothing left"
 check "no daemon of this test alive" test "$(daemons_alive)" = 0
-check "no program of this test alive" test "$(apps_alive)" = 0
+check "no program of this test alive" no_app_left
 check "no job directory, no lock file" test "$(job_entries)" = 0
 finish "exec"

@@ -70,14 +70,17 @@ if [ "$lr" = 1 ]; then
 	signal) kill -KILL $$ ;;
 	esac
 fi
-sleep 20
+sleep "${2:-20}"
 EOF
 chmod +x "$tmp/app-crash.sh"
 for how in exit signal; do
 	rm -f "$tmp"/up-*
 	before=$(starts)
 	t0=$(date +%s)
-	sr -K -n 4 --gres=gpu:2 "$GPUSHARE" exec -- "$tmp/app-crash.sh" "$how"
+	# (the others sleep 20 s, or 5 s where srun -K may not end the step)
+	secs=20
+	[[ $how == signal ]] && secs=5
+	sr -K -n 4 --gres=gpu:2 "$GPUSHARE" exec -- "$tmp/app-crash.sh" "$how" "$secs"
 	check "rank 1 $how: srun fails (rc $rc)" test "$rc" != 0
 	# srun -K ends the step at once on an exit status; a task killed by a
 	# signal lets the others finish
@@ -96,10 +99,13 @@ sleep 120
 EOF
 chmod +x "$tmp/app-long.sh"
 rm -f "$tmp"/up-*
+idle() { test -z "$(timeout 5 squeue -h 2>/dev/null)"; }
+wait_for 300 0.1 idle || true
 before=$(starts)
 jid=$(sbatch --parsable -n 4 --gres=gpu:2 -o "$tmp/job.out" --wrap "srun $GPUSHARE exec -- $tmp/app-long.sh")
 up() { test "$(find "$tmp" -maxdepth 1 -name 'up-*' | wc -l)" = 4; }
-check "job $jid: 4 ranks running" wait_for 300 0.1 up
+check "job $jid: 4 ranks running" wait_for 600 0.1 up
+up || { cat "$tmp/job.out"; timeout 5 scontrol show job "$jid" || true; }
 check "  under one daemon" test "$(($(starts) - before)) $(daemons_alive)" = "1 1"
 scancel "$jid"
 check "scancel: the job ends" test "$(slurm_wait_job "$jid" 60)" = CANCELLED
