@@ -43,68 +43,68 @@ now_us() { echo $(($(date +%s%N) / 1000)); }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 part1() {
-echo "== 1. per rank, daemon already up ($RANKS ranks, one at a time)"
-job=(OMPI_COMM_WORLD_LOCAL_SIZE=$((RANKS + 1)) OMPI_MCA_orte_ess_jobid=4242)
-env "${job[@]}" OMPI_COMM_WORLD_LOCAL_RANK=0 "$G" exec -- sleep 600 2>/dev/null &
-holder=$!
-for _ in $(seq 100); do
-	[[ -n $(find "$XDG_RUNTIME_DIR/gpushare" -name 'nvidia-cuda-mps-control.pid' 2>/dev/null) ]] && break
-	sleep 0.1
-done
-for ((r = 1; r <= RANKS; r++)); do
-	t0=$(now_us)
-	env "${job[@]}" OMPI_COMM_WORLD_LOCAL_RANK=$r "$G" exec -- /bin/true 2>/dev/null
-	t1=$(now_us)
-	env "${job[@]}" OMPI_COMM_WORLD_LOCAL_RANK=$r /bin/true
-	t2=$(now_us)
-	echo "$((t1 - t0)) $((t2 - t1))"
-done >"$tmp/per-rank"
-exec_med=$(cut -d' ' -f1 "$tmp/per-rank" | median)
-plain_med=$(cut -d' ' -f2 "$tmp/per-rank" | median)
-exec_p90=$(cut -d' ' -f1 "$tmp/per-rank" | sort -n | awk -v n="$RANKS" 'NR == int(n * 0.9 + 0.5) {print}')
-kill "$holder"
-wait "$holder" 2>/dev/null || true
-holder=
-printf 'per rank: exec /bin/true median %.1f ms (p90 %.1f ms), /bin/true %.1f ms, cost %.1f ms\n' \
-	"$(echo "$exec_med / 1000" | bc -l)" "$(echo "$exec_p90 / 1000" | bc -l)" \
-	"$(echo "$plain_med / 1000" | bc -l)" "$(echo "($exec_med - $plain_med) / 1000" | bc -l)"
+	echo "== 1. per rank, daemon already up ($RANKS ranks, one at a time)"
+	job=(OMPI_COMM_WORLD_LOCAL_SIZE=$((RANKS + 1)) OMPI_MCA_orte_ess_jobid=4242)
+	env "${job[@]}" OMPI_COMM_WORLD_LOCAL_RANK=0 "$G" exec -- sleep 600 2>/dev/null &
+	holder=$!
+	for _ in $(seq 100); do
+		[[ -n $(find "$XDG_RUNTIME_DIR/gpushare" -name 'nvidia-cuda-mps-control.pid' 2>/dev/null) ]] && break
+		sleep 0.1
+	done
+	for ((r = 1; r <= RANKS; r++)); do
+		t0=$(now_us)
+		env "${job[@]}" OMPI_COMM_WORLD_LOCAL_RANK=$r "$G" exec -- /bin/true 2>/dev/null
+		t1=$(now_us)
+		env "${job[@]}" OMPI_COMM_WORLD_LOCAL_RANK=$r /bin/true
+		t2=$(now_us)
+		echo "$((t1 - t0)) $((t2 - t1))"
+	done >"$tmp/per-rank"
+	exec_med=$(cut -d' ' -f1 "$tmp/per-rank" | median)
+	plain_med=$(cut -d' ' -f2 "$tmp/per-rank" | median)
+	exec_p90=$(cut -d' ' -f1 "$tmp/per-rank" | sort -n | awk -v n="$RANKS" 'NR == int(n * 0.9 + 0.5) {print}')
+	kill "$holder"
+	wait "$holder" 2>/dev/null || true
+	holder=
+	printf 'per rank: exec /bin/true median %.1f ms (p90 %.1f ms), /bin/true %.1f ms, cost %.1f ms\n' \
+		"$(echo "$exec_med / 1000" | bc -l)" "$(echo "$exec_p90 / 1000" | bc -l)" \
+		"$(echo "$plain_med / 1000" | bc -l)" "$(echo "($exec_med - $plain_med) / 1000" | bc -l)"
 }
 
 part2() {
-echo "== 2. whole jobs under mpirun ($RUNS runs each, alternating): gpushare exec -- $PROG against $PROG"
-margs=(--oversubscribe)
-((EUID == 0)) && margs+=(--allow-run-as-root)
-printf '%-6s %12s %12s %12s %17s %s\n' np "plain_s" "exec_s" "diff_s" "diff_per_rank_ms" "failed(plain/exec)"
-for np in $NPS; do
-	: >"$tmp/plain"
-	: >"$tmp/exec"
-	fp=0 fe=0
-	for ((i = 0; i < RUNS; i++)); do
-		t0=$(now_us)
-		# shellcheck disable=SC2086 # PROG is a command line
-		if timeout -k 5 120 mpirun "${margs[@]}" -np "$np" $PROG; then
-			echo "$(($(now_us) - t0))" >>"$tmp/plain"
-		else
-			fp=$((fp + 1))
+	echo "== 2. whole jobs under mpirun ($RUNS runs each, alternating): gpushare exec -- $PROG against $PROG"
+	margs=(--oversubscribe)
+	((EUID == 0)) && margs+=(--allow-run-as-root)
+	printf '%-6s %12s %12s %12s %17s %s\n' np "plain_s" "exec_s" "diff_s" "diff_per_rank_ms" "failed(plain/exec)"
+	for np in $NPS; do
+		: >"$tmp/plain"
+		: >"$tmp/exec"
+		fp=0 fe=0
+		for ((i = 0; i < RUNS; i++)); do
+			t0=$(now_us)
+			# shellcheck disable=SC2086 # PROG is a command line
+			if timeout -k 5 120 mpirun "${margs[@]}" -np "$np" $PROG; then
+				echo "$(($(now_us) - t0))" >>"$tmp/plain"
+			else
+				fp=$((fp + 1))
+			fi
+			t1=$(now_us)
+			# shellcheck disable=SC2086
+			if timeout -k 5 120 mpirun "${margs[@]}" -np "$np" "$G" exec -- $PROG 2>/dev/null; then
+				echo "$(($(now_us) - t1))" >>"$tmp/exec"
+			else
+				fe=$((fe + 1))
+			fi
+		done
+		p=$(median <"$tmp/plain")
+		e=$(median <"$tmp/exec")
+		if [[ -z $p || -z $e ]]; then
+			printf '%-6s no successful run (failed %d/%d)\n' "$np" "$fp" "$fe"
+			continue
 		fi
-		t1=$(now_us)
-		# shellcheck disable=SC2086
-		if timeout -k 5 120 mpirun "${margs[@]}" -np "$np" "$G" exec -- $PROG 2>/dev/null; then
-			echo "$(($(now_us) - t1))" >>"$tmp/exec"
-		else
-			fe=$((fe + 1))
-		fi
+		printf '%-6s %12.3f %12.3f %12.3f %17.1f %d/%d\n' "$np" "$(echo "$p / 1000000" | bc -l)" \
+			"$(echo "$e / 1000000" | bc -l)" "$(echo "($e - $p) / 1000000" | bc -l)" \
+			"$(echo "($e - $p) / 1000 / $np" | bc -l)" "$fp" "$fe"
 	done
-	p=$(median <"$tmp/plain")
-	e=$(median <"$tmp/exec")
-	if [[ -z $p || -z $e ]]; then
-		printf '%-6s no successful run (failed %d/%d)\n' "$np" "$fp" "$fe"
-		continue
-	fi
-	printf '%-6s %12.3f %12.3f %12.3f %17.1f %d/%d\n' "$np" "$(echo "$p / 1000000" | bc -l)" \
-		"$(echo "$e / 1000000" | bc -l)" "$(echo "($e - $p) / 1000000" | bc -l)" \
-		"$(echo "($e - $p) / 1000 / $np" | bc -l)" "$fp" "$fe"
-done
 }
 
 for part in $PARTS; do "part$part"; done
