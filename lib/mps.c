@@ -483,8 +483,9 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 		char last[200];
 
 		gpushare_child_describe(ch.wstatus, how, sizeof(how));
-		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s%s", path, how,
-				     log_last_line(m, last, sizeof(last)));
+		if (!log_last_line(m, last, sizeof(last))[0])
+			snprintf(last, sizeof(last), "; see %.150s/control.log", m->log_dir);
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s%s", path, how, last);
 	}
 	return GPUSHARE_OK;
 }
