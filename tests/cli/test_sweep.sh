@@ -141,7 +141,7 @@ EOF
 	grep -q "Uncaught" "$tmp/chromium.log" && fail "page errors: $(grep Uncaught "$tmp/chromium.log")" || ok "no page errors"
 	cp "$tmp/shot.png" "${GPUSHARE_SWEEP_SHOT:-/dev/null}" 2>/dev/null || true
 else
-	echo "SKIP: chromium not installed; the HTML screenshot was not taken"
+	missing_tool "the HTML screenshot: chromium not installed (Debian package chromium)"
 fi
 
 echo "== gpushare report: tables on stdout, corrupt lines reported and skipped"
@@ -322,7 +322,7 @@ if [[ $scraped -eq 1 ]]; then
 		promtool check metrics <"$tmp/live" >"$tmp/promtool.out" 2>&1 \
 			&& ok "promtool accepts the exposition" || fail "promtool: $(cat "$tmp/promtool.out")"
 	else
-		echo "SKIP: promtool not installed; the exposition was not linted"
+		missing_tool "linting the exposition: promtool not installed (Debian package prometheus)"
 	fi
 fi
 curl -sf "http://127.0.0.1:$port/metrics" >/dev/null 2>&1 && fail "the server outlived the sweep" || ok "server stopped with the sweep"
