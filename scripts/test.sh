@@ -9,6 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
+# The tests run the distribution's python3, whose modules (jsonschema, venv)
+# scripts/setup.sh installs, even where another python3 comes first in PATH.
+export PATH=/usr/bin:$PATH
 scripts/build.sh build-test -DCMAKE_BUILD_TYPE=Debug -DGPUSHARE_WERROR=ON -DGPUSHARE_SANITIZE=ON \
 	-DGPUSHARE_REQUIRE_TESTS=ON
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
