@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages gpushare needs: those listed in
-# scripts/deps.txt (always) and, with --test, scripts/deps-test.txt (what the
-# tests drive: cmocka, Prometheus, Chromium, clang). Only missing packages are
+# scripts/deps.txt (always), with --test scripts/deps-test.txt (what the
+# tests drive: cmocka, Prometheus, Chromium, clang) and with --ci
+# scripts/deps-ci.txt (what CI itself needs). Only missing packages are
 # installed. A test package the distribution does not offer is reported; under
 # CI=true that is an error (CI runs every test), elsewhere a warning (the tests
 # that need it then fail under CI=true or print "SKIP (missing tool)").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lists=("$here/deps.txt")
-[[ "${1:-}" == "--test" ]] && lists+=("$here/deps-test.txt")
+for arg in "$@"; do
+	case $arg in
+	--test) lists+=("$here/deps-test.txt") ;;
+	--ci) lists+=("$here/deps-ci.txt") ;;
+	*) echo "usage: scripts/setup.sh [--test] [--ci]" >&2; exit 2 ;;
+	esac
+done
 SUDO=
 if [[ $(id -u) -ne 0 ]]; then
 	command -v sudo >/dev/null || { echo "setup: not root and no sudo: cannot install packages" >&2; exit 1; }
@@ -43,7 +50,7 @@ for list in "${lists[@]}"; do
 	while read -r p; do
 		[[ -z "$p" || "$p" == \#* ]] && continue
 		installed "$p" && continue
-		if [[ "$list" == *deps-test.txt ]]; then optional+=("$p"); else missing+=("$p"); fi
+		if [[ "$list" != */deps.txt ]]; then optional+=("$p"); else missing+=("$p"); fi
 	done <"$list"
 done
 ((${#missing[@]} + ${#optional[@]})) || exit 0
