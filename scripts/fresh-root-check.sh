@@ -5,7 +5,8 @@
 #  2. in a copy of it, from a clean clone of this repository (the committed
 #     HEAD), run ./scripts/run.sh, then CI=true ./scripts/test.sh: either
 #     failing, or a test skipped for a missing tool, fails this check;
-#  3. build the .deb there (cpack -G DEB);
+#  3. build the .deb there from run.sh's build/ (cd build && cpack -G DEB, as
+#     the README says);
 #  4. in a second, untouched copy of the fresh root, `apt-get install
 #     ./gpushare_*.deb` (its Depends must bring everything) and run
 #     gpushare --version, gpushare info (no driver: exit 3 and its message)
@@ -126,9 +127,7 @@ test_summary=$(grep -E '^[0-9]+% tests passed' "$W/test.log" | head -1)
 
 begin "cpack -G DEB"
 set +e
-in_root "$R" bash -c 'cd /src && cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr >/dev/null &&
-	cmake --build build -j"$(nproc)" >build/deb-build.log 2>&1 || { cat build/deb-build.log; exit 1; }
-	cd build && cpack -G DEB' 2>&1 | tee "$W/cpack.log"
+in_root "$R" bash -c 'cd /src/build && cpack -G DEB' 2>&1 | tee "$W/cpack.log"
 rc=${PIPESTATUS[0]}
 set -e
 deb=$(find "$R/src/build" -maxdepth 1 -name 'gpushare_*.deb' | head -1)
