@@ -138,7 +138,7 @@ if ((rc != 0)) || [[ -z "$deb" ]]; then
 	exit 1
 fi
 unmount_all
-dpkg-deb --info "$deb" | sed -n '/Package:/,$p'
+dpkg-deb --field "$deb" Package Version Architecture Depends Recommends Installed-Size
 dpkg-deb --contents "$deb" | awk '{ print "  " $NF }'
 
 R=${ROOTS[1]}
