@@ -112,6 +112,33 @@ check "gpushare bench --work<TAB>: --workers --workload (got: $words)" test "$wo
 words=$(complete_words gpushare mps sta | tr '\n' ' ')
 check "gpushare mps sta<TAB>: start status (got: $words)" test "$words" = "start status "
 
+echo "== zsh completion"
+if command -v zsh >/dev/null; then
+	zcomp=$(grep -m1 '/_gpushare$' "$tmp/files")
+	# _gpushare with zsh's completion builtins replaced by printers of what
+	# they are given: the candidates for the last word.
+	cat >"$tmp/zcomplete.zsh" <<'EOZ'
+setopt extendedglob
+_call_program() { shift; "$@" }
+_describe() { print -rl -- "${(@)${(@P)4}%%:*}" }
+compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@" }
+_files() { print -r -- "<files>" }
+f=$1; shift
+words=("$@"); CURRENT=$#words; PREFIX=$words[-1]
+source $f
+EOZ
+	zcomplete() { PATH="$P/bin:$PATH" zsh -f "$tmp/zcomplete.zsh" "$P/$zcomp" "$@" | tr '\n' ' '; }
+	check "zsh: the file parses" zsh -n "$P/$zcomp"
+	words=$(zcomplete gpushare "")
+	check "zsh: gpushare <TAB>: the commands (got: $words)" bash -c "[[ '$words' == 'info mps bench '* && '$words' == *' report version ' ]]"
+	words=$(zcomplete gpushare bench --wo)
+	check "zsh: gpushare bench --<TAB>: its options, --workload among them" bash -c "[[ ' $words' == *' --workload '* && ' $words' == *' --strategy '* ]]"
+	words=$(zcomplete gpushare mps "")
+	check "zsh: gpushare mps <TAB>: start stop status set (got: $words)" test "$words" = "start stop status set "
+else
+	missing_tool "zsh completion: zsh not installed (Debian package zsh)"
+fi
+
 echo "== pip install ./python into a virtual environment"
 if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
 	missing_tool "pip install: python3 venv/ensurepip not available (Debian package python3-venv)"
