@@ -42,7 +42,7 @@ if command -v clang >/dev/null; then
 		status=1
 	fi
 else
-	missing_tool "fuzzing: clang not installed (Debian packages clang, libclang-rt-14-dev)"
+	missing_tool "fuzzing: clang not installed (Debian packages clang, libclang-rt-dev)"
 fi
 # On a machine with an NVIDIA GPU and nvcc, the `gpu` tests too.
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 &&
