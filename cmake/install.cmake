@@ -62,7 +62,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/completion/_gpushare DESTINATION ${GPUSHARE_
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
-        FILES_MATCHING PATTERN "*.md" PATTERN "*.json")
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "results" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/python/gpushare_client.py DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
 # The Debian package: cpack -G DEB in the build directory, installed under /usr.

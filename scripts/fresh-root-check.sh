@@ -139,7 +139,9 @@ if ((rc != 0)) || [[ -z "$deb" ]]; then
 fi
 unmount_all
 dpkg-deb --field "$deb" Package Version Architecture Depends Recommends Installed-Size
-dpkg-deb --contents "$deb" | awk '{ print "  " $NF }'
+# Its files (the documentation counted, not listed).
+dpkg-deb --contents "$deb" | awk '$NF !~ /\/$/ { if ($NF ~ /usr\/share\/doc\//) docs++; else print "  " $NF }
+	END { print "  and " docs " files in ./usr/share/doc/gpushare/" }'
 
 R=${ROOTS[1]}
 begin "apt-get install ./$(basename "$deb") in an untouched fresh root"
@@ -147,9 +149,16 @@ mount_root "$R"
 cp "$deb" "$R/tmp/"
 set +e
 in_root "$R" env DEBIAN_FRONTEND=noninteractive bash -c \
-	"apt-get update -qq && cd /tmp && apt-get install -y -q ./$(basename "$deb")" 2>&1 | tee "$W/install.log"
-rc=${PIPESTATUS[0]}
+	"apt-get update -qq && cd /tmp && apt-get install -y -q ./$(basename "$deb")" >"$W/install.log" 2>&1
+rc=$?
 set -e
+echo "\$ apt-get install ./$(basename "$deb")"
+if ((rc == 0)); then
+	# What apt chose to bring (the package's Depends at work), not every line.
+	sed -n '/^The following NEW packages/,/^[0-9]* upgraded/p; /^Setting up gpushare/p' "$W/install.log"
+else
+	cat "$W/install.log"
+fi
 end "apt-get install ./$(basename "$deb") (exit $rc)"
 if ((rc != 0)); then
 	report_timings
