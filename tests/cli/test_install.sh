@@ -84,7 +84,7 @@ int main(void)
 }
 EOC
 	san=()
-	grep -q '^GPUSHARE_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" && san=(-fsanitize=address,undefined)
+	grep -q '^GPUSHARE_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" && san=("-fsanitize=address,undefined")
 	# shellcheck disable=SC2046 # pkg-config's flags are words
 	if cc "${san[@]}" -o "$tmp/use" "$tmp/use.c" \
 		$(PKG_CONFIG_PATH=$(dirname "$P/${pc#./}") pkg-config --cflags --libs gpushare) \
@@ -153,8 +153,11 @@ else
 	if "$tmp/venv/bin/python" -m pip install -q --no-index --no-build-isolation "$tmp/python" >"$tmp/pip.log" 2>&1; then
 		ok "pip install ./python"
 		rm -rf "$tmp/python"
-		(cd / && "$tmp/venv/bin/python" -c 'import gpushare_client, sys; print(gpushare_client.__file__)') >"$tmp/py.out" 2>&1 \
-			&& ok "import gpushare_client from the environment ($(cat "$tmp/py.out"))" || fail "import: $(cat "$tmp/py.out")"
+		if (cd / && "$tmp/venv/bin/python" -c 'import gpushare_client; print(gpushare_client.__file__)') >"$tmp/py.out" 2>&1; then
+			ok "import gpushare_client from the environment ($(cat "$tmp/py.out"))"
+		else
+			fail "import: $(cat "$tmp/py.out")"
+		fi
 		check "it is installed in the environment's site-packages" grep -q "^$tmp/venv/.*site-packages/gpushare_client.py$" "$tmp/py.out"
 	else
 		fail "pip install ./python: $(tail -5 "$tmp/pip.log")"
