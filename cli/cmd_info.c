@@ -39,7 +39,7 @@ static const char usage_text[] =
 	"  11 writing the output failed\n";
 
 /* Where gpushare looks for MPS daemons, with why it looks there. */
-#define MPS_DIRS_MAX 3
+#define MPS_DIRS_MAX GPUSHARE_MPS_KNOWN_DIRS
 
 struct mps_dir_report {
 	char pipe_dir[GPUSHARE_PATH_MAX];
@@ -52,44 +52,21 @@ struct mps_dir_report {
 	char error[256];                   /* why answers is unknown, or init failed */
 };
 
-static void add_dir(struct mps_dir_report *dirs, int *n, const char *dir, const char *source)
-{
-	char clean[GPUSHARE_PATH_MAX];
-	size_t len;
-
-	if (!dir || !*dir || strlen(dir) >= sizeof(clean))
-		return;
-	strcpy(clean, dir);
-	len = strlen(clean);
-	while (len > 1 && clean[len - 1] == '/')
-		clean[--len] = '\0';
-	for (int i = 0; i < *n; i++) {
-		if (!strcmp(dirs[i].pipe_dir, clean)) {
-			dirs[i].sources[dirs[i].n_sources++] = source;
-			return;
-		}
-	}
-	if (*n >= MPS_DIRS_MAX)
-		return;
-	memset(&dirs[*n], 0, sizeof(dirs[*n]));
-	strcpy(dirs[*n].pipe_dir, clean);
-	dirs[*n].sources[0] = source;
-	dirs[*n].n_sources = 1;
-	dirs[*n].answers = -1;
-	(*n)++;
-}
-
 /* Look at each pipe directory; never fails (what went wrong is reported
  * per directory). */
 static int mps_survey(struct mps_dir_report *dirs)
 {
-	char pipe_dir[GPUSHARE_PATH_MAX], log_dir[GPUSHARE_PATH_MAX];
-	int n = 0;
+	struct gpushare_mps_known_dir known[GPUSHARE_MPS_KNOWN_DIRS];
+	int n = gpushare_mps_known_dirs(known);
 
-	if (gpushare_mps_private_dirs(pipe_dir, sizeof(pipe_dir), log_dir, sizeof(log_dir)) == GPUSHARE_OK)
-		add_dir(dirs, &n, pipe_dir, "gpushare");
-	add_dir(dirs, &n, getenv("CUDA_MPS_PIPE_DIRECTORY"), "env");
-	add_dir(dirs, &n, GPUSHARE_MPS_DEFAULT_PIPE_DIR, "default");
+	for (int i = 0; i < n; i++) {
+		memset(&dirs[i], 0, sizeof(dirs[i]));
+		_Static_assert(sizeof(dirs[i].pipe_dir) == sizeof(known[i].pipe_dir), "same size");
+		memcpy(dirs[i].pipe_dir, known[i].pipe_dir, sizeof(dirs[i].pipe_dir));
+		memcpy(dirs[i].sources, known[i].sources, sizeof(dirs[i].sources));
+		dirs[i].n_sources = known[i].n_sources;
+		dirs[i].answers = -1;
+	}
 	for (int i = 0; i < n; i++) {
 		struct mps_dir_report *d = &dirs[i];
 		struct gpushare_mps m;

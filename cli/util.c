@@ -315,8 +315,13 @@ void cli_catch_interrupts(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_interrupt;
 	sigemptyset(&sa.sa_mask);
+	/* A closed terminal (SIGHUP) or SIGQUIT stops the run the same way:
+	 * workers stopped, the private MPS daemon stopped, the run directory
+	 * removed, what was measured kept. */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

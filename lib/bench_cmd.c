@@ -31,15 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench_cmd.h"
+#include "child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/hist.h"
 #include "gpushare/proto.h"
@@ -49,8 +48,8 @@
 #define NS_PER_MS 1000000ULL
 #define POLL_MS 10
 #define TERM_WAIT_NS (1 * NS_PER_S)     /* SIGTERM to SIGKILL for the command */
-#define KILL_WAIT_NS (5 * NS_PER_S)     /* after SIGKILL, before giving up on it */
 #define FAIL_WAIT_NS (2 * NS_PER_S)     /* after "fail", for the command to exit */
+#define EOF_EXIT_WAIT_NS (500 * NS_PER_MS) /* report channel closed before ready: exiting? */
 #define CLOCK_SLACK_NS (1 * NS_PER_S)   /* a span may end this far ahead of our clock */
 #define READ_CHUNK 4096
 #define READ_BUDGET (256 * 1024)        /* bytes read per loop turn, so phases are still watched */
@@ -112,10 +111,9 @@ struct relay {
 	struct gpushare_slot *slot;
 	char **envp;
 	int job_env;                       /* index of GPUSHARE_JOB= in envp, -1 none */
-	pid_t pid;                         /* the command; 0 when none runs */
-	int pidfd;                         /* -1: poll on a short timeout instead */
-	int wstatus;
-	bool exited;
+	struct gpushare_child cmd;         /* the command (cmd.pid 0: none started) */
+	bool cmd_cleaned;                  /* reaped, and its process group emptied */
+	size_t stragglers;                 /* processes its jobs left behind, killed */
 	uint64_t grace_ns;                 /* "stop" to SIGTERM */
 	/* request mode */
 	int sock;                          /* our end of the report socket, -1 closed */
@@ -125,8 +123,8 @@ struct relay {
 	char proto_error[200];             /* a semantic error found by the relay */
 	uint64_t stop_deadline, kill_deadline;
 	/* window and counts */
-	uint64_t t_warm, t_start, t_end, limit;
-	uint64_t recorded, total, errors;
+	struct gpushare_slot_window win;
+	uint64_t errors;
 };
 
 static void store_u64(uint64_t *p, uint64_t v)
@@ -167,52 +165,25 @@ static _Noreturn void finish(struct relay *r, uint32_t state, int exit_code, con
 /* Last words: the slot's final state (and message), then exit. */
 static _Noreturn void finish(struct relay *r, uint32_t state, int exit_code, const char *fmt, ...)
 {
-	struct gpushare_slot *s = r->slot;
+	char msg[sizeof(r->slot->message)] = "";
 
 	if (fmt) {
 		va_list ap;
 
 		va_start(ap, fmt);
-		vsnprintf(s->message, sizeof(s->message), fmt, ap);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
 	}
-	if (state == GPUSHARE_SLOT_FAILED)
-		__atomic_store_n(&s->error_code, GPUSHARE_E_WORKER, __ATOMIC_RELAXED);
-	set_state(s, state);
+	if (r->stragglers)
+		fprintf(stderr, "gpushare: worker %d: the command left %zu process%s behind in its process group; "
+			"they were killed\n", r->s->worker, r->stragglers, r->stragglers == 1 ? "" : "es");
+	gpushare_slot_finish(r->slot, state, GPUSHARE_E_WORKER, 0, msg);
 	_exit(exit_code);
-}
-
-static void record(struct relay *r, uint64_t t0, uint64_t t1)
-{
-	struct gpushare_slot *s = r->slot;
-
-	store_u64(&s->total_requests, ++r->total);
-	if (t0 < r->t_start || t1 > r->t_end || (r->limit && r->recorded >= r->limit))
-		return;
-	gpushare_hist_record(&s->hist, t1 - t0);
-	if (r->recorded == 0)
-		store_u64(&s->t_first_start_ns, t0);
-	store_u64(&s->t_last_end_ns, t1);
-	store_u64(&s->requests, ++r->recorded);
 }
 
 static void read_window(struct relay *r)
 {
-	r->t_warm = __atomic_load_n(&r->reg->t_warmup_start_ns, __ATOMIC_RELAXED);
-	r->t_start = __atomic_load_n(&r->reg->t_measure_start_ns, __ATOMIC_RELAXED);
-	r->t_end = __atomic_load_n(&r->reg->t_measure_end_ns, __ATOMIC_RELAXED);
-	r->limit = __atomic_load_n(&r->reg->requests_per_worker, __ATOMIC_RELAXED);
-}
-
-static void describe(int wstatus, char *buf, size_t len)
-{
-	if (WIFEXITED(wstatus))
-		snprintf(buf, len, "exited with status %d", WEXITSTATUS(wstatus));
-	else if (WIFSIGNALED(wstatus))
-		snprintf(buf, len, "was killed by signal %d (SIG%s)", WTERMSIG(wstatus),
-			 sigabbrev_np(WTERMSIG(wstatus)) ? sigabbrev_np(WTERMSIG(wstatus)) : "?");
-	else
-		snprintf(buf, len, "ended with wait status %d", wstatus);
+	gpushare_slot_window_read(&r->win, r->reg, r->slot);
 }
 
 /* The relay's exit status for a command that ended badly: its own exit
@@ -275,111 +246,54 @@ static int build_env(struct relay *r, const char *report_fd)
 	return 0;
 }
 
-/* Fork and exec the command; child_fd (>= 0) stays open in it. */
+/* Start the command in a process group of its own; child_fd (>= 0) stays
+ * open in it. Its standard input is /dev/null: N workers must not fight over
+ * gpushare's terminal. */
 static int start_cmd(struct relay *r, int child_fd, char *msg, size_t len)
 {
-	int exe[2], e = 0;
-	pid_t self = getpid(), pid;
-	ssize_t got;
-
-	if (pipe2(exe, O_CLOEXEC) != 0) {
-		snprintf(msg, len, "pipe: %s", strerror(errno));
+	gpushare_child_init(&r->cmd);
+	r->cmd_cleaned = false;
+	r->cmd.path = r->s->path;
+	r->cmd.argv = r->s->c->command;
+	r->cmd.envp = r->envp;
+	r->cmd.in = GPUSHARE_CHILD_DEVNULL;
+	if (child_fd >= 0)
+		r->cmd.keep_fds[r->cmd.n_keep_fds++] = child_fd;
+	if (gpushare_child_start(&r->cmd) != GPUSHARE_OK) {
+		snprintf(msg, len, "%s", gpushare_errdetail());
 		return -1;
 	}
-	pid = fork();
-	if (pid < 0) {
-		snprintf(msg, len, "fork: %s", strerror(errno));
-		close(exe[0]);
-		close(exe[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		int null, flags;
-
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self)
-			_exit(127);
-		/* N workers must not fight over gpushare's terminal. */
-		null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (null < 0 || dup2(null, 0) < 0)
-			_exit(127);
-		if (child_fd >= 0) {
-			flags = fcntl(child_fd, F_GETFD);
-			if (flags < 0 || fcntl(child_fd, F_SETFD, flags & ~FD_CLOEXEC) < 0)
-				_exit(127);
-		}
-		execve(r->s->path, r->s->c->command, r->envp);
-		e = errno;
-		if (write(exe[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(exe[1]);
-	do
-		got = read(exe[0], &e, sizeof(e));
-	while (got < 0 && errno == EINTR);
-	close(exe[0]);
-	if (got == (ssize_t)sizeof(e)) {
-		waitpid(pid, NULL, 0);
-		snprintf(msg, len, "cannot execute '%s': %s", r->s->path, strerror(e));
-		return -1;
-	}
-	r->pid = pid;
-	r->exited = false;
-	r->wstatus = 0;
-	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	return 0;
 }
 
-static bool reap_cmd(struct relay *r, bool block)
+/* Reap the command if it has exited, and whatever its process group left. */
+static bool reap_cmd(struct relay *r)
 {
-	pid_t w;
-
-	if (r->exited || r->pid <= 0)
+	if (r->cmd.pid <= 0 || r->cmd_cleaned)
 		return true;
-	do
-		w = waitpid(r->pid, &r->wstatus, block ? 0 : WNOHANG);
-	while (w < 0 && errno == EINTR && block);
-	if (w == r->pid || (w < 0 && errno == ECHILD)) {
-		r->exited = true;
-		if (r->pidfd >= 0)
-			close(r->pidfd);
-		r->pidfd = -1;
-	}
-	return r->exited;
-}
-
-/* Wait up to ns for the command to exit (a pidfd makes this exact). */
-static bool wait_cmd(struct relay *r, uint64_t ns)
-{
-	uint64_t deadline = gpushare_now_ns() + ns;
-
-	while (!reap_cmd(r, false)) {
-		uint64_t now = gpushare_now_ns();
-
-		if (now >= deadline)
-			return false;
-		if (r->pidfd >= 0) {
-			struct pollfd p = { .fd = r->pidfd, .events = POLLIN };
-			uint64_t left = (deadline - now + NS_PER_MS - 1) / NS_PER_MS;
-
-			poll(&p, 1, left > POLL_MS ? POLL_MS : (int)left);
-		} else {
-			sleep_ns(NS_PER_MS);
-		}
-	}
+	if (!gpushare_child_poll(&r->cmd))
+		return false;
+	gpushare_child_release(&r->cmd);
+	r->stragglers += gpushare_child_reap_group(&r->cmd);
+	r->cmd_cleaned = true;
 	return true;
 }
 
-/* SIGTERM, a second, SIGKILL: the command is gone (or stuck in the kernel). */
+/* Wait up to ns for the command to exit. */
+static bool wait_cmd(struct relay *r, uint64_t ns)
+{
+	gpushare_child_wait(&r->cmd, ns);
+	return reap_cmd(r);
+}
+
+/* SIGTERM to its group, a second, SIGKILL: the command is gone (or stuck in
+ * the kernel). */
 static void stop_cmd(struct relay *r)
 {
-	if (reap_cmd(r, false))
+	if (reap_cmd(r))
 		return;
-	kill(r->pid, SIGTERM);
-	if (wait_cmd(r, TERM_WAIT_NS))
-		return;
-	kill(r->pid, SIGKILL);
-	wait_cmd(r, KILL_WAIT_NS);
+	gpushare_child_stop(&r->cmd, TERM_WAIT_NS);
+	reap_cmd(r);
 }
 
 /* ---- job mode ---- */
@@ -402,15 +316,15 @@ static _Noreturn void run_jobs(struct relay *r)
 		sleep_ns(POLL_MS * NS_PER_MS);
 	}
 	read_window(r);
-	while (gpushare_now_ns() < r->t_warm && !got_term && phase_of(r) != GPUSHARE_PHASE_STOP)
+	while (gpushare_now_ns() < r->win.t_warm && !got_term && phase_of(r) != GPUSHARE_PHASE_STOP)
 		sleep_ns(NS_PER_MS);
 	set_state(r->slot, GPUSHARE_SLOT_RUNNING);
 	for (job = 0;; job++) {
 		uint64_t t0 = gpushare_now_ns(), t1;
 		bool cut = false;
 
-		if (got_term || phase_of(r) == GPUSHARE_PHASE_STOP || (r->limit && r->recorded >= r->limit) ||
-		    t0 >= r->t_end)
+		if (got_term || phase_of(r) == GPUSHARE_PHASE_STOP || gpushare_slot_window_full(&r->win) ||
+		    t0 >= r->win.t_end)
 			break;
 		if (r->job_env >= 0) {
 			char *v = malloc(32);
@@ -424,10 +338,10 @@ static _Noreturn void run_jobs(struct relay *r)
 		t0 = gpushare_now_ns();
 		if (start_cmd(r, -1, msg, sizeof(msg)) != 0)
 			finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_REQUEST, "job %" PRIu64 ": %s", job, msg);
-		__atomic_store_n(&r->slot->pid, (int32_t)r->pid, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->slot->pid, (int32_t)r->cmd.pid, __ATOMIC_RELAXED);
 		/* Wait for the job; the window closing or a stop cuts it short. */
 		while (!wait_cmd(r, POLL_MS * NS_PER_MS)) {
-			if (got_term || phase_of(r) == GPUSHARE_PHASE_STOP || gpushare_now_ns() >= r->t_end) {
+			if (got_term || phase_of(r) == GPUSHARE_PHASE_STOP || gpushare_now_ns() >= r->win.t_end) {
 				cut = true;
 				stop_cmd(r);
 				break;
@@ -436,12 +350,12 @@ static _Noreturn void run_jobs(struct relay *r)
 		t1 = gpushare_now_ns();
 		if (cut)
 			break;
-		if (!WIFEXITED(r->wstatus) || WEXITSTATUS(r->wstatus) != 0) {
-			describe(r->wstatus, how, sizeof(how));
-			finish(r, GPUSHARE_SLOT_FAILED, exit_for(r->wstatus, GPUSHARE_WORKER_EXIT_REQUEST),
-			       "job %" PRIu64 " (pid %d) %s", job, (int)r->pid, how);
+		if (!gpushare_child_ok(r->cmd.wstatus)) {
+			gpushare_child_describe(r->cmd.wstatus, how, sizeof(how));
+			finish(r, GPUSHARE_SLOT_FAILED, exit_for(r->cmd.wstatus, GPUSHARE_WORKER_EXIT_REQUEST),
+			       "job %" PRIu64 " (pid %d) %s", job, (int)r->cmd.pid, how);
 		}
-		record(r, t0, t1);
+		gpushare_slot_record(r->slot, &r->win, t0, t1);
 	}
 	if (got_term && phase_of(r) != GPUSHARE_PHASE_STOP)
 		finish(r, GPUSHARE_SLOT_FAILED, 128 + got_term, "interrupted");
@@ -501,7 +415,7 @@ static int on_msg(void *arg, const struct gpushare_msg *m)
 		return relay_error(r, "a request ends %.3f s in the future: timestamps must be CLOCK_MONOTONIC nanoseconds",
 				   (double)(t1 - now) / 1e9);
 	if (r->go_sent)
-		record(r, t0, t1);         /* before GO: warm-up, not counted */
+		gpushare_slot_record(r->slot, &r->win, t0, t1);         /* before GO: warm-up, not counted */
 	return 0;
 }
 
@@ -541,9 +455,17 @@ static bool pump(struct relay *r)
 			rc = gpushare_proto_finish(&r->proto);
 			close(r->sock);
 			r->sock = -1;
+			/* A command that closes its report channel before it is
+			 * ready can never become ready: say so now, not at the
+			 * start timeout; unless it exits at once, in which case
+			 * how it exited is the better story. */
+			if (!r->ready && !wait_cmd(r, EOF_EXIT_WAIT_NS)) {
+				relay_error(r, "it closed its report channel (GPUSHARE_REPORT_FD) before it said ready");
+				return false;
+			}
 			/* A line cut short matters while the command runs; once it
 			 * has exited, how it exited is the better story. */
-			return rc == GPUSHARE_OK || r->exited;
+			return rc == GPUSHARE_OK || r->cmd.exited;
 		}
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		rc = gpushare_proto_feed(&r->proto, buf, (size_t)n, gpushare_now_ns(), on_msg, r);
@@ -560,7 +482,7 @@ static _Noreturn void protocol_failure(struct relay *r)
 
 	stop_cmd(r);
 	finish(r, GPUSHARE_SLOT_FAILED, was_ready ? GPUSHARE_WORKER_EXIT_REQUEST : GPUSHARE_WORKER_EXIT_INIT,
-	       "protocol error from the command (pid %d): %s; it was stopped", (int)r->pid, why);
+	       "protocol error from the command (pid %d): %s; it was stopped", (int)r->cmd.pid, why);
 }
 
 /* The command exited: drain what it wrote, then say how it went. */
@@ -570,25 +492,25 @@ static _Noreturn void request_end(struct relay *r)
 
 	if (!pump(r) && (r->proto_error[0] || r->proto.failed))
 		protocol_failure(r);
-	describe(r->wstatus, how, sizeof(how));
+	gpushare_child_describe(r->cmd.wstatus, how, sizeof(how));
 	if (r->fail_seen)
-		finish(r, GPUSHARE_SLOT_FAILED, exit_for(r->wstatus, GPUSHARE_WORKER_EXIT_REQUEST),
-		       "the command (pid %d) failed: %s", (int)r->pid, r->fail_text);
+		finish(r, GPUSHARE_SLOT_FAILED, exit_for(r->cmd.wstatus, GPUSHARE_WORKER_EXIT_REQUEST),
+		       "the command (pid %d) failed: %s", (int)r->cmd.pid, r->fail_text);
 	if (r->term_sent)
 		finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_REQUEST,
-		       "the command (pid %d) did not exit within %.1f s of 'stop'; it %s", (int)r->pid,
+		       "the command (pid %d) did not exit within %.1f s of 'stop'; it %s", (int)r->cmd.pid,
 		       (double)r->grace_ns / 1e9, how);
-	if (!WIFEXITED(r->wstatus) || WEXITSTATUS(r->wstatus) != 0)
+	if (!gpushare_child_ok(r->cmd.wstatus))
 		finish(r, GPUSHARE_SLOT_FAILED,
-		       exit_for(r->wstatus, r->ready ? GPUSHARE_WORKER_EXIT_REQUEST : GPUSHARE_WORKER_EXIT_INIT),
-		       "the command (pid %d) %s%s", (int)r->pid, how,
+		       exit_for(r->cmd.wstatus, r->ready ? GPUSHARE_WORKER_EXIT_REQUEST : GPUSHARE_WORKER_EXIT_INIT),
+		       "the command (pid %d) %s%s", (int)r->cmd.pid, how,
 		       !r->ready ? " before it said ready" : r->stop_sent ? "" : " mid-run");
 	if (!r->ready)
 		finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_INIT,
-		       "the command (pid %d) exited with status 0 before it said ready", (int)r->pid);
+		       "the command (pid %d) exited with status 0 before it said ready", (int)r->cmd.pid);
 	if (!r->stop_sent)
 		finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_REQUEST,
-		       "the command (pid %d) exited with status 0 before the end of the run", (int)r->pid);
+		       "the command (pid %d) exited with status 0 before the end of the run", (int)r->cmd.pid);
 	finish(r, GPUSHARE_SLOT_DONE, 0, NULL);
 }
 
@@ -620,9 +542,9 @@ static _Noreturn void run_requests(struct relay *r)
 		stop_cmd(r);
 		finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_INIT, "fcntl: %s", strerror(errno));
 	}
-	__atomic_store_n(&r->slot->pid, (int32_t)r->pid, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->slot->pid, (int32_t)r->cmd.pid, __ATOMIC_RELAXED);
 	gpushare_proto_init(&r->proto);
-	r->t_end = UINT64_MAX;
+	r->win.t_end = UINT64_MAX;
 	for (;;) {
 		struct pollfd p[2];
 		nfds_t n = 0;
@@ -637,37 +559,37 @@ static _Noreturn void run_requests(struct relay *r)
 		}
 		if (r->ready && !r->go_sent && phase == GPUSHARE_PHASE_GO) {
 			read_window(r);
-			snprintf(msg, sizeof(msg), "go %" PRIu64 " %" PRIu64 "\n", r->t_start,
-				 r->t_end == UINT64_MAX ? 0 : r->t_end);
+			snprintf(msg, sizeof(msg), "go %" PRIu64 " %" PRIu64 "\n", r->win.t_start,
+				 r->win.t_end == UINT64_MAX ? 0 : r->win.t_end);
 			send_line(r, msg);
 			r->go_sent = true;
 			set_state(r->slot, GPUSHARE_SLOT_RUNNING);
 		}
-		if (phase == GPUSHARE_PHASE_STOP || (r->go_sent && now >= r->t_end) ||
-		    (r->limit && r->recorded >= r->limit))
+		if (phase == GPUSHARE_PHASE_STOP || (r->go_sent && now >= r->win.t_end) ||
+		    gpushare_slot_window_full(&r->win))
 			/* Before "go" a client is not listening yet (it reads
 			 * only in ready()): SIGTERM at once then. */
 			ask_stop(r, now, r->go_sent ? r->grace_ns : 0);
 		if (r->fail_seen)
 			ask_stop(r, now, FAIL_WAIT_NS);
 		if (r->stop_deadline && now >= r->stop_deadline && !r->term_sent) {
-			kill(r->pid, SIGTERM);
+			gpushare_child_signal(&r->cmd, SIGTERM);
 			r->term_sent = true;
 			r->kill_deadline = now + TERM_WAIT_NS;
 		}
 		if (r->kill_deadline && now >= r->kill_deadline && !r->kill_sent) {
-			kill(r->pid, SIGKILL);
+			gpushare_child_signal(&r->cmd, SIGKILL);
 			r->kill_sent = true;
 		}
 		if (r->sock >= 0)
 			p[n++] = (struct pollfd){ .fd = r->sock, .events = POLLIN };
-		if (r->pidfd >= 0)
-			p[n++] = (struct pollfd){ .fd = r->pidfd, .events = POLLIN };
+		if (r->cmd.pidfd >= 0)
+			p[n++] = (struct pollfd){ .fd = r->cmd.pidfd, .events = POLLIN };
 		if (poll(p, n, POLL_MS) < 0 && errno != EINTR)
 			sleep_ns(POLL_MS * NS_PER_MS);
 		if (!pump(r))
 			protocol_failure(r);
-		if (reap_cmd(r, false))
+		if (reap_cmd(r))
 			request_end(r);
 	}
 }
@@ -681,11 +603,10 @@ _Noreturn void gpushare_cmd_relay(const struct gpushare_cmd_spec *s)
 	r.s = s;
 	r.reg = s->reg;
 	r.slot = gpushare_region_slot(s->reg, s->slot);
-	r.pidfd = -1;
+	gpushare_child_init(&r.cmd);
 	r.sock = -1;
 	r.job_env = -1;
-	r.limit = 0;
-	r.t_end = UINT64_MAX;
+	r.win.t_end = UINT64_MAX;
 	r.grace_ns = s->c->grace_ns / 4 * 3;
 	if (r.grace_ns < 100 * NS_PER_MS)
 		r.grace_ns = 100 * NS_PER_MS;

@@ -1,49 +1,46 @@
 /*
- * The benchmark launcher: the parent side of the region protocol
- * (include/gpushare/region.h). For each strategy it prepares the
- * environment (a private MPS daemon, per-client limits, MIG devices),
- * starts the gpushare-worker processes with fork+exec, holds them at the
- * start barrier, opens the measurement window, samples the GPU while they
- * run, stops them (STOP, then SIGTERM, then SIGKILL, always reaped) and
- * turns their slots into a struct gpushare_bench_result.
+ * The benchmark engine: the parent side of the region protocol
+ * (include/gpushare/region.h). For each strategy (lib/strategy.c) it checks
+ * what the strategy needs before anything runs, lets it prepare (a private
+ * MPS daemon), starts the workers (gpushare-worker processes, or relays of
+ * a command, lib/bench_cmd.c) through lib/child.c, holds them at the start
+ * barrier, opens the measurement window, samples the GPU while they run,
+ * stops them (STOP, then SIGTERM, then SIGKILL, to each worker's whole
+ * process group) and turns their slots into a struct gpushare_bench_result.
  *
- * No worker outlives the run: every child is tracked and reaped, and each
- * asks the kernel to kill it (PR_SET_PDEATHSIG) should gpushare itself die.
- * Workers ignore SIGINT so that a Ctrl-C reaches only gpushare, which then
- * stops them in order and keeps what they measured.
+ * No worker outlives the run: every child is tracked and reaped, dies with
+ * gpushare (PR_SET_PDEATHSIG), and whatever it left in its process group is
+ * killed and counted (result->stragglers). Workers ignore SIGINT and run in
+ * their own process groups, so that a Ctrl-C reaches only gpushare, which
+ * then stops them in order and keeps what they measured.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench_cmd.h"
+#include "buf.h"
+#include "child.h"
 #include "gpushare/bench.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
-#include "gpushare/mps.h"
 #include "gpushare/region.h"
+#include "strategy.h"
 
 #define NS_PER_S 1000000000ULL
 #define NS_PER_MS 1000000ULL
 #define POLL_NS (10 * NS_PER_MS)
 #define SAMPLE_NS (100 * NS_PER_MS)
 #define TERM_WAIT_NS (2 * NS_PER_S)
-#define KILL_WAIT_NS (5 * NS_PER_S)
 #define CUDA_ERROR_MPS_MAX_CLIENTS 808
-#define MAX_ENV 10
-#define ENV_LEN (GPUSHARE_PATH_MAX + 64)
 
 /* State shared by all strategies of one run. */
 struct bench_ctx {
@@ -56,9 +53,9 @@ struct bench_ctx {
 	bool nvml;                           /* telemetry available */
 	unsigned gpu_index;
 	char visible[128];                   /* CUDA_VISIBLE_DEVICES for the GPU */
-	bool visible_is_uuid;
 	struct gpushare_system_info sys;
 	bool have_sys;
+	struct gpushare_strategy_ctx sx;     /* what the strategies see */
 	struct gpushare_metrics_bench *metrics; /* --metrics-listen; NULL off */
 };
 
@@ -67,16 +64,12 @@ struct proc_spec {
 	int first_slot;
 	int threads;                         /* 0: no --threads */
 	long batch;
-	int n_env;
-	char env[MAX_ENV][ENV_LEN];
+	struct gpushare_strv env;            /* the strategy's environment changes */
 };
 
-struct child {
-	pid_t pid;
+struct worker_proc {
+	struct gpushare_child ch;
 	int first_slot, n_slots;
-	bool reaped;
-	int wstatus;
-	int signalled;                       /* SIGTERM/SIGKILL we had to send, 0 none */
 };
 
 /* One start-barrier-window-stop cycle over a region. */
@@ -87,8 +80,8 @@ struct session {
 	struct gpushare_region_header *reg;
 	int fd;
 	uint32_t n_slots;
-	struct child *children;
-	size_t n_children;
+	struct worker_proc *procs;
+	size_t n_procs;
 	struct gpushare_bench_result *res;
 	size_t offset;                       /* first result worker of slot 0 */
 	uint64_t t_go, t_measure_start, t_measure_end, t_stopped;
@@ -105,40 +98,8 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL); /* EINTR just shortens the wait; callers loop */
 }
 
-static void describe_status(int wstatus, char *buf, size_t len)
-{
-	if (WIFEXITED(wstatus))
-		snprintf(buf, len, "exited with status %d", WEXITSTATUS(wstatus));
-	else if (WIFSIGNALED(wstatus))
-		snprintf(buf, len, "was killed by signal %d (SIG%s)", WTERMSIG(wstatus),
-			 sigabbrev_np(WTERMSIG(wstatus)) ? sigabbrev_np(WTERMSIG(wstatus)) : "?");
-	else
-		snprintf(buf, len, "ended with wait status %d", wstatus);
-}
-
-static bool status_ok(int wstatus)
-{
-	return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
-}
-
-static int env_add(struct proc_spec *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int env_add(struct proc_spec *p, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (p->n_env >= MAX_ENV)
-		return gpushare_fail(GPUSHARE_E_INVAL, "too many environment entries for a worker");
-	va_start(ap, fmt);
-	n = vsnprintf(p->env[p->n_env], ENV_LEN, fmt, ap);
-	va_end(ap);
-	if (n < 0 || n >= ENV_LEN)
-		return gpushare_fail(GPUSHARE_E_INVAL, "environment entry too long for a worker");
-	p->n_env++;
-	return GPUSHARE_OK;
-}
-
+/* The worker program: the configuration's, $GPUSHARE_WORKER, next to this
+ * program (a build tree), or ../libexec/gpushare/ from it (an install). */
 static int find_worker(const struct gpushare_bench_config *c, char *buf, size_t len)
 {
 	const char *env = getenv("GPUSHARE_WORKER");
@@ -146,11 +107,11 @@ static int find_worker(const struct gpushare_bench_config *c, char *buf, size_t 
 	ssize_t n;
 	char *slash;
 
-	if (c->worker_path[0])
+	if (c->worker_path[0]) {
 		snprintf(buf, len, "%s", c->worker_path);
-	else if (env && *env)
+	} else if (env && *env) {
 		snprintf(buf, len, "%s", env);
-	else {
+	} else {
 		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		if (n < 0)
 			return gpushare_fail(GPUSHARE_E_WORKER, "cannot find gpushare-worker: readlink /proc/self/exe: %s",
@@ -161,6 +122,9 @@ static int find_worker(const struct gpushare_bench_config *c, char *buf, size_t 
 			*slash = '\0';
 		if ((size_t)snprintf(buf, len, "%s/gpushare-worker", self) >= len)
 			return gpushare_fail(GPUSHARE_E_WORKER, "path of gpushare-worker too long");
+		if (access(buf, X_OK) != 0 &&
+		    (size_t)snprintf(buf, len, "%s/../libexec/gpushare/gpushare-worker", self) >= len)
+			return gpushare_fail(GPUSHARE_E_WORKER, "path of gpushare-worker too long");
 	}
 	if (access(buf, X_OK) != 0)
 		return gpushare_fail(GPUSHARE_E_WORKER, "cannot execute worker '%s': %s (set GPUSHARE_WORKER)", buf,
@@ -170,139 +134,121 @@ static int find_worker(const struct gpushare_bench_config *c, char *buf, size_t 
 
 /* ---- starting and stopping workers ---- */
 
-static int spawn(struct session *s, const struct proc_spec *p, struct child *ch)
+static void relay_main(void *arg)
+{
+	gpushare_cmd_relay(arg);
+}
+
+/* Append "NAME" and a formatted value to argv. */
+static int add_option(struct gpushare_strv *argv, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int add_option(struct gpushare_strv *argv, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	int rc = gpushare_strv_addf(argv, "%s", name);
+
+	va_start(ap, fmt);
+	if (!rc)
+		rc = gpushare_strv_vaddf(argv, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int spawn(struct session *s, const struct proc_spec *p, struct worker_proc *wp)
 {
 	const struct gpushare_bench_config *c = s->x->c;
 	const struct gpushare_wl_desc *d = c->wl.desc;
-	char fdbuf[16], slotbuf[16], threadbuf[16], batchbuf[32], warmbuf[32];
-	char opts[GPUSHARE_WL_MAX_OPTS][160];
-	char *argv[16 + 2 * GPUSHARE_WL_MAX_OPTS];
-	char *envset[MAX_ENV + 1];
-	char **envp;
-	int argc = 0, exe[2], exec_errno = 0;
-	pid_t parent = getpid(), pid;
-	ssize_t got;
+	struct gpushare_strv argv = { 0 };
+	struct gpushare_cmd_spec cs;
+	int rc;
 
-	snprintf(fdbuf, sizeof(fdbuf), "%d", s->fd);
-	snprintf(slotbuf, sizeof(slotbuf), "%d", p->first_slot);
-	snprintf(threadbuf, sizeof(threadbuf), "%d", p->threads);
-	snprintf(batchbuf, sizeof(batchbuf), "%ld", p->batch);
-	snprintf(warmbuf, sizeof(warmbuf), "%" PRIu64, c->warmup_requests);
-	argv[argc++] = s->x->worker;
-	argv[argc++] = "--region-fd";
-	argv[argc++] = fdbuf;
-	argv[argc++] = "--slot";
-	argv[argc++] = slotbuf;
-	if (p->threads > 0) {
-		argv[argc++] = "--threads";
-		argv[argc++] = threadbuf;
+	gpushare_child_init(&wp->ch);
+	wp->first_slot = p->first_slot;
+	wp->n_slots = p->threads > 0 ? p->threads : 1;
+	wp->ch.in = GPUSHARE_CHILD_DEVNULL;
+	wp->ch.flags = GPUSHARE_CHILD_IGNORE_SIGINT | GPUSHARE_CHILD_STDOUT_TO_STDERR;
+	if (c->command) {
+		/* Command mode: the child becomes the worker's relay
+		 * (lib/bench_cmd.c) and never execs gpushare-worker. */
+		cs = (struct gpushare_cmd_spec){
+			.c = c, .path = s->x->command, .reg = s->reg, .slot = (uint32_t)p->first_slot,
+			.worker = (int)s->offset + p->first_slot, .workers = (int)s->res->n_workers,
+			.batch = p->batch, .env = gpushare_strv_list(&p->env),
+		};
+		wp->ch.fn = relay_main;
+		wp->ch.arg = &cs;
+		return gpushare_child_start(&wp->ch);
 	}
-	argv[argc++] = "--workload";
-	argv[argc++] = (char *)d->name;
-	argv[argc++] = "--batch";
-	argv[argc++] = batchbuf;
-	argv[argc++] = "--warmup-requests";
-	argv[argc++] = warmbuf;
-	for (size_t i = 0; i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
-		if (!c->wl.given[i])
-			continue;
-		snprintf(opts[i], sizeof(opts[i]), "%s=%s", d->opts[i].name, c->wl.values[i]);
-		argv[argc++] = "--opt";
-		argv[argc++] = opts[i];
+	rc = gpushare_strv_addf(&argv, "%s", s->x->worker);
+	if (!rc)
+		rc = add_option(&argv, "--region-fd", "%d", s->fd);
+	if (!rc)
+		rc = add_option(&argv, "--slot", "%d", p->first_slot);
+	if (!rc && p->threads > 0)
+		rc = add_option(&argv, "--threads", "%d", p->threads);
+	if (!rc)
+		rc = add_option(&argv, "--workload", "%s", d->name);
+	if (!rc)
+		rc = add_option(&argv, "--batch", "%ld", p->batch);
+	if (!rc)
+		rc = add_option(&argv, "--warmup-requests", "%" PRIu64, c->warmup_requests);
+	for (size_t i = 0; !rc && i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
+		if (c->wl.given[i])
+			rc = add_option(&argv, "--opt", "%s=%s", d->opts[i].name, c->wl.values[i]);
 	}
-	argv[argc] = NULL;
-	for (int i = 0; i < p->n_env; i++)
-		envset[i] = (char *)p->env[i];
-	envset[p->n_env] = NULL;
-	envp = gpushare_env_build(envset);
-	if (!envp)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot build a worker's environment");
-	if (pipe2(exe, O_CLOEXEC) != 0) {
-		gpushare_env_free(envp);
-		return gpushare_fail(GPUSHARE_E_SYS, "pipe: %s", strerror(errno));
-	}
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
+	if (!rc) {
+		wp->ch.path = s->x->worker;
+		wp->ch.argv = gpushare_strv_list(&argv);
+		wp->ch.env_set = gpushare_strv_list(&p->env);
+		wp->ch.keep_fds[wp->ch.n_keep_fds++] = s->fd;
+		rc = gpushare_child_start(&wp->ch);
+		if (rc == GPUSHARE_E_NOT_FOUND) {
+			struct gpushare_errsave e;
 
-		close(exe[0]);
-		close(exe[1]);
-		gpushare_env_free(envp);
-		return gpushare_fail(GPUSHARE_E_SYS, "fork: %s", strerror(e));
-	}
-	if (pid == 0) {
-		sigset_t none;
-		int flags, e;
-
-		/* Die with gpushare; if it already died, do not start at all. */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-			_exit(127);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		/* Workers' chatter goes to our stderr, never into JSON/CSV on stdout. */
-		if (dup2(2, 1) < 0)
-			_exit(127);
-		if (c->command) {
-			/* Command mode: this child becomes the worker's relay
-			 * (lib/bench_cmd.c) and never execs gpushare-worker. */
-			struct gpushare_cmd_spec cs = {
-				.c = c, .path = s->x->command, .reg = s->reg, .slot = (uint32_t)p->first_slot,
-				.worker = (int)s->offset + p->first_slot, .workers = (int)s->res->n_workers,
-				.batch = p->batch, .env = envset,
-			};
-
-			close(exe[1]);
-			gpushare_cmd_relay(&cs);
+			gpushare_error_save(&e);
+			rc = gpushare_fail(GPUSHARE_E_WORKER, "%s", e.detail);
 		}
-		flags = fcntl(s->fd, F_GETFD);
-		if (flags < 0 || fcntl(s->fd, F_SETFD, flags & ~FD_CLOEXEC) < 0)
-			_exit(127);
-		execve(argv[0], argv, envp);
-		e = errno;
-		if (write(exe[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
 	}
-	close(exe[1]);
-	gpushare_env_free(envp);
-	ch->pid = pid;
-	ch->first_slot = p->first_slot;
-	ch->n_slots = p->threads > 0 ? p->threads : 1;
-	ch->reaped = false;
-	do
-		got = read(exe[0], &exec_errno, sizeof(exec_errno));
-	while (got < 0 && errno == EINTR);
-	close(exe[0]);
-	if (got == (ssize_t)sizeof(exec_errno)) {
-		waitpid(pid, &ch->wstatus, 0);
-		ch->reaped = true;
-		return gpushare_fail(GPUSHARE_E_WORKER, "cannot execute worker '%s': %s", argv[0], strerror(exec_errno));
-	}
-	return GPUSHARE_OK;
+	gpushare_strv_release(&argv);
+	return rc;
 }
 
-/* Reap whatever exited; returns how many children are still running. */
+/* After a worker process has been reaped: kill what is left of its process
+ * group and, in command mode, of its command's group (a relay killed before
+ * it could clean up after its command). Counted in the result. */
+static void reap_leftovers(struct session *s, struct worker_proc *wp)
+{
+	wp->ch.stragglers = 0;
+	s->res->stragglers += gpushare_child_reap_group(&wp->ch);
+	if (s->x->c->command) {
+		const struct gpushare_slot *sl = gpushare_region_slot(s->reg, (uint32_t)wp->first_slot);
+		pid_t cmd = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
+		struct gpushare_child g;
+
+		if (cmd > 0 && cmd != wp->ch.pid) {
+			gpushare_child_init(&g);
+			g.pid = g.pgid = cmd;
+			s->res->stragglers += gpushare_child_reap_group(&g);
+		}
+	}
+	gpushare_child_release(&wp->ch);
+}
+
+/* Reap whatever exited; returns how many workers are still running. */
 static size_t reap(struct session *s)
 {
 	size_t running = 0;
 
-	for (size_t i = 0; i < s->n_children; i++) {
-		struct child *ch = &s->children[i];
-		pid_t w;
+	for (size_t i = 0; i < s->n_procs; i++) {
+		struct worker_proc *wp = &s->procs[i];
 
-		if (ch->reaped)
+		if (wp->ch.exited)
 			continue;
-		w = waitpid(ch->pid, &ch->wstatus, WNOHANG);
-		if (w == ch->pid || (w < 0 && errno == ECHILD)) {
-			ch->reaped = true;
-			if (w < 0)
-				ch->wstatus = 0;
-			continue;
-		}
-		running++;
+		if (gpushare_child_poll(&wp->ch))
+			reap_leftovers(s, wp);
+		else
+			running++;
 	}
 	return running;
 }
@@ -321,15 +267,14 @@ static bool wait_all(struct session *s, uint64_t ns)
 
 static void signal_running(struct session *s, int sig)
 {
-	for (size_t i = 0; i < s->n_children; i++) {
-		if (!s->children[i].reaped) {
-			kill(s->children[i].pid, sig);
-			s->children[i].signalled = sig;
-		}
+	for (size_t i = 0; i < s->n_procs; i++) {
+		if (!s->procs[i].ch.exited)
+			gpushare_child_signal(&s->procs[i].ch, sig);
 	}
 }
 
-/* STOP, a grace period, SIGTERM, SIGKILL: every child is reaped. */
+/* STOP, a grace period, SIGTERM, SIGKILL, each to the whole process group:
+ * every child is reaped. */
 static void stop_all(struct session *s)
 {
 	if (!s->t_stopped)
@@ -341,20 +286,20 @@ static void stop_all(struct session *s)
 	if (wait_all(s, TERM_WAIT_NS))
 		return;
 	signal_running(s, SIGKILL);
-	if (wait_all(s, KILL_WAIT_NS))
+	if (wait_all(s, 5 * NS_PER_S))
 		return;
 	/* Still there after SIGKILL: stuck in the kernel (a hung driver
 	 * call). The kill is pending; it stays tracked and unreaped rather
 	 * than blocking without bound, and the caller sees it as not ended. */
 }
 
-static struct child *child_of_slot(struct session *s, uint32_t slot)
+static struct worker_proc *proc_of_slot(struct session *s, uint32_t slot)
 {
-	for (size_t i = 0; i < s->n_children; i++) {
-		struct child *ch = &s->children[i];
+	for (size_t i = 0; i < s->n_procs; i++) {
+		struct worker_proc *wp = &s->procs[i];
 
-		if ((int)slot >= ch->first_slot && (int)slot < ch->first_slot + ch->n_slots)
-			return ch;
+		if ((int)slot >= wp->first_slot && (int)slot < wp->first_slot + wp->n_slots)
+			return wp;
 	}
 	return NULL;
 }
@@ -376,7 +321,7 @@ static int note_failure(struct session *s, uint32_t i, bool before_ready)
 {
 	const struct gpushare_slot *sl = gpushare_region_slot(s->reg, i);
 	struct gpushare_bench_result *res = s->res;
-	struct child *ch = child_of_slot(s, i);
+	struct worker_proc *wp = proc_of_slot(s, i);
 	int idx = (int)(s->offset + i);
 	int cuda = __atomic_load_n(&sl->cuda_error, __ATOMIC_RELAXED);
 	int code = __atomic_load_n(&sl->error_code, __ATOMIC_RELAXED);
@@ -384,8 +329,8 @@ static int note_failure(struct session *s, uint32_t i, bool before_ready)
 	bool failed = slot_state(s, i) == GPUSHARE_SLOT_FAILED;
 
 	slot_message(s, i, msg, sizeof(msg));
-	if (ch && ch->reaped)
-		describe_status(ch->wstatus, how, sizeof(how));
+	if (wp && wp->ch.exited)
+		gpushare_child_describe(wp->ch.wstatus, how, sizeof(how));
 	if (cuda)
 		snprintf(cudabuf, sizeof(cudabuf), " (CUDA error %d)", cuda);
 	res->failed_worker = idx;
@@ -395,11 +340,11 @@ static int note_failure(struct session *s, uint32_t i, bool before_ready)
 	}
 	if (failed && msg[0])
 		snprintf(res->failure, sizeof(res->failure), "worker %d (pid %d) %s: %s%s%s%s", idx,
-			 ch ? (int)ch->pid : -1, before_ready ? "failed to start" : "failed", msg, cudabuf,
+			 wp ? (int)wp->ch.pid : -1, before_ready ? "failed to start" : "failed", msg, cudabuf,
 			 how[0] ? "; it " : "", how);
 	else
 		snprintf(res->failure, sizeof(res->failure), "worker %d (pid %d) %s%s%s%s%s", idx,
-			 ch ? (int)ch->pid : -1, how[0] ? how : "failed", before_ready ? " before it was ready" : " mid-run",
+			 wp ? (int)wp->ch.pid : -1, how[0] ? how : "failed", before_ready ? " before it was ready" : " mid-run",
 			 msg[0] ? ": " : "", msg, cudabuf);
 	return gpushare_fail(GPUSHARE_E_WORKER, "%s", res->failure);
 }
@@ -409,14 +354,14 @@ static int note_failure(struct session *s, uint32_t i, bool before_ready)
 static int failed_slot(struct session *s, bool before_ready)
 {
 	for (uint32_t i = 0; i < s->n_slots; i++) {
-		struct child *ch;
+		struct worker_proc *wp;
 		uint32_t st = slot_state(s, i);
 
 		if (st == GPUSHARE_SLOT_FAILED)
 			return (int)i;
-		ch = child_of_slot(s, i);
-		if (ch && ch->reaped && (before_ready ? st < GPUSHARE_SLOT_READY || !status_ok(ch->wstatus)
-						      : !status_ok(ch->wstatus)))
+		wp = proc_of_slot(s, i);
+		if (wp && wp->ch.exited && (before_ready ? st < GPUSHARE_SLOT_READY || !gpushare_child_ok(wp->ch.wstatus)
+							  : !gpushare_child_ok(wp->ch.wstatus)))
 			return (int)i;
 	}
 	return -1;
@@ -575,11 +520,11 @@ static void collect(struct session *s)
 	for (uint32_t i = 0; i < s->n_slots; i++) {
 		struct gpushare_slot *sl = gpushare_region_slot(s->reg, i);
 		struct gpushare_bench_worker *w = &s->res->workers[s->offset + i];
-		struct child *ch = child_of_slot(s, i);
+		struct worker_proc *wp = proc_of_slot(s, i);
 
 		w->index = (int)(s->offset + i);
-		w->process = ch ? (int)(ch - s->children) : -1;
-		w->pid = ch ? ch->pid : 0;
+		w->process = wp ? (int)(wp - s->procs) : -1;
+		w->pid = wp ? wp->ch.pid : 0;
 		w->state = (int)slot_state(s, i);
 		w->requests = __atomic_load_n(&sl->requests, __ATOMIC_ACQUIRE);
 		w->total_requests = __atomic_load_n(&sl->total_requests, __ATOMIC_RELAXED);
@@ -599,11 +544,11 @@ static void collect(struct session *s)
 		w->cuda_error = sl->cuda_error;
 		slot_message(s, i, w->message, sizeof(w->message));
 		gpushare_hist_snapshot(&sl->hist, &w->hist);
-		if (ch && ch->reaped) {
-			w->exit_code = WIFEXITED(ch->wstatus) ? WEXITSTATUS(ch->wstatus) : -1;
-			w->signal = WIFSIGNALED(ch->wstatus) ? WTERMSIG(ch->wstatus) : 0;
+		if (wp && wp->ch.exited) {
+			w->exit_code = WIFEXITED(wp->ch.wstatus) ? WEXITSTATUS(wp->ch.wstatus) : -1;
+			w->signal = WIFSIGNALED(wp->ch.wstatus) ? WTERMSIG(wp->ch.wstatus) : 0;
 		}
-		w->failed = w->state == GPUSHARE_SLOT_FAILED || (ch && ch->reaped && !status_ok(ch->wstatus));
+		w->failed = w->state == GPUSHARE_SLOT_FAILED || (wp && wp->ch.exited && !gpushare_child_ok(wp->ch.wstatus));
 		if (!s->t_measure_start || end <= s->t_measure_start)
 			w->window_seconds = 0;
 		else if (c->requests) {
@@ -636,21 +581,21 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 	s.n_slots = n_slots;
 	s.last_util = -1;
 	s.t_measure_end = UINT64_MAX;
-	s.children = calloc(n_procs, sizeof(*s.children));
-	if (!s.children)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate %zu children", n_procs);
+	s.procs = calloc(n_procs, sizeof(*s.procs));
+	if (!s.procs)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate %zu worker processes", n_procs);
 	rc = gpushare_region_create(n_slots, &s.reg, &s.fd);
 	if (rc) {
-		free(s.children);
+		free(s.procs);
 		return rc;
 	}
 	s.reg->requests_per_worker = c->requests;
 	s.reg->warmup_requests = c->warmup_requests;
 	gpushare_metrics_bench_attach(x->metrics, strategy, s.reg, n_slots, offset, res->mps_pipe_dir);
 	for (size_t i = 0; i < n_procs && rc == GPUSHARE_OK; i++) {
-		rc = spawn(&s, &procs[i], &s.children[s.n_children]);
-		if (s.children[s.n_children].pid > 0)
-			s.n_children++;
+		rc = spawn(&s, &procs[i], &s.procs[s.n_procs]);
+		if (s.procs[s.n_procs].ch.pid > 0 && !s.procs[s.n_procs].ch.exited)
+			s.n_procs++;
 		if (rc) {
 			res->failed_worker = (int)(offset + (size_t)procs[i].first_slot);
 			snprintf(res->failure, sizeof(res->failure), "worker %d: %s", res->failed_worker,
@@ -677,9 +622,9 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 	}
 	{
 		/* Keep the failure's detail: stopping must not overwrite it. */
-		char detail[512];
+		struct gpushare_errsave e;
 
-		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		gpushare_error_save(&e);
 		stop_all(&s);
 		/* A worker that had to be killed (it hung past STOP) failed too. */
 		if (rc == GPUSHARE_OK && !res->partial && !res->interrupted) {
@@ -688,15 +633,15 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 			if (bad >= 0) {
 				res->partial = true;
 				note_failure(&s, (uint32_t)bad, false);
-				snprintf(detail, sizeof(detail), "%s", res->failure);
+				snprintf(e.detail, sizeof(e.detail), "%s", res->failure);
 			}
-			for (size_t i = 0; !res->partial && i < s.n_children; i++) {
-				struct child *ch = &s.children[i];
+			for (size_t i = 0; !res->partial && i < s.n_procs; i++) {
+				const struct gpushare_child *ch = &s.procs[i].ch;
 
 				if (!ch->signalled)
 					continue;
 				res->partial = true;
-				res->failed_worker = (int)(offset + (size_t)ch->first_slot);
+				res->failed_worker = (int)(offset + (size_t)s.procs[i].first_slot);
 				snprintf(res->failure, sizeof(res->failure),
 					 "worker %d (pid %d) did not stop within %.0f s after the window closed; sent SIG%s",
 					 res->failed_worker, (int)ch->pid, (double)c->grace_ns / 1e9,
@@ -704,300 +649,94 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 			}
 		}
 		collect(&s);
-		if (rc)
-			gpushare_fail(rc, "%s", detail);
+		gpushare_error_restore(&e, rc);
 	}
 	if (rc == GPUSHARE_OK && res->interrupted)
 		rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
 	gpushare_metrics_bench_detach(x->metrics);  /* keeps the final values; before the unmap */
 	gpushare_region_unmap(s.reg);
 	close(s.fd);
-	free(s.children);
+	free(s.procs);
 	return rc;
 }
 
 /* ---- strategies ---- */
 
-/* Environment common to workers that must not reach any MPS daemon. */
-static int env_plain(struct bench_ctx *x, struct proc_spec *p, const char *visible)
+static void procs_release(struct proc_spec *procs, size_t n)
 {
-	int rc = env_add(p, "CUDA_MPS_PIPE_DIRECTORY=%s", x->no_mps_dir);
-
-	if (!rc && visible && *visible)
-		rc = env_add(p, "CUDA_VISIBLE_DEVICES=%s", visible);
-	if (!rc)
-		rc = env_add(p, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-	if (!rc)
-		rc = env_add(p, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
-	if (!rc)
-		rc = env_add(p, "CUDA_MPS_CLIENT_PRIORITY");
-	return rc;
-}
-
-struct mps_use {
-	struct gpushare_mps m;
-	bool started;
-};
-
-static int mps_setup(struct bench_ctx *x, int strategy, struct mps_use *u, struct gpushare_bench_result *res)
-{
-	const struct gpushare_bench_config *c = x->c;
-	char base[GPUSHARE_PATH_MAX], pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX];
-	struct gpushare_mps_start_opts o;
-	struct gpushare_mps_start_info info;
-	pid_t pid = 0;
-	int rc;
-
-	memset(u, 0, sizeof(*u));
-	if (c->mps_pipe_dir[0]) {
-		rc = gpushare_mps_init(&u->m, c->mps_pipe_dir, NULL);
-		if (!rc)
-			rc = gpushare_mps_probe(&u->m, &pid);
-		if (rc == GPUSHARE_E_MPS_NOT_RUNNING)
-			return gpushare_fail(rc, "no MPS control daemon answers at '%s' (--mps-pipe-dir)", c->mps_pipe_dir);
-		if (rc)
-			return rc;
-		snprintf(res->mps_pipe_dir, sizeof(res->mps_pipe_dir), "%s", u->m.pipe_dir);
-		return GPUSHARE_OK;
-	}
-	if ((size_t)snprintf(base, sizeof(base), "%s/%s", x->run_dir, gpushare_strategy_name(strategy)) >= sizeof(base) ||
-	    (size_t)snprintf(pipe, sizeof(pipe), "%s/pipe", base) >= sizeof(pipe) ||
-	    (size_t)snprintf(log, sizeof(log), "%s/log", base) >= sizeof(log))
-		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
-	rc = gpushare_private_dir(pipe);
-	if (!rc)
-		rc = gpushare_private_dir(log);
-	if (!rc)
-		rc = gpushare_mps_init(&u->m, pipe, log);
-	if (rc)
-		return rc;
-	memset(&o, 0, sizeof(o));
-	o.visible_devices = x->visible[0] ? x->visible : NULL;
-	gpushare_mps_limits_init(&o.limits);
-	memset(&info, 0, sizeof(info));
-	rc = gpushare_mps_start(&u->m, &o, &info);
-	if (rc)
-		return rc;
-	u->started = !info.already_running;
-	res->mps_daemon_started = u->started;
-	snprintf(res->mps_pipe_dir, sizeof(res->mps_pipe_dir), "%s", u->m.pipe_dir);
-	return GPUSHARE_OK;
-}
-
-static int mps_teardown(struct mps_use *u, int rc)
-{
-	struct gpushare_mps_stop_info info;
-	char detail[512];
-	int src;
-
-	if (!u->started)
-		return rc;
-	snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
-	memset(&info, 0, sizeof(info));
-	src = gpushare_mps_stop(&u->m, true, &info);
-	u->started = false;
-	if (rc)
-		gpushare_fail(rc, "%s", detail);
-	return rc ? rc : src;
-}
-
-static int run_concurrent(struct bench_ctx *x, int strategy, struct gpushare_bench_result *res)
-{
-	const struct gpushare_bench_config *c = x->c;
-	int n = c->workers;
-	struct proc_spec *procs;
-	struct mps_use mps;
-	char pipe_env[GPUSHARE_PATH_MAX + 64], log_env[GPUSHARE_PATH_MAX + 64];
-	bool use_mps = strategy == GPUSHARE_STRATEGY_MPS || strategy == GPUSHARE_STRATEGY_MPS_SPLIT;
-	int rc = GPUSHARE_OK;
-
-	procs = calloc((size_t)n, sizeof(*procs));
-	if (!procs)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate worker specs");
-	memset(&mps, 0, sizeof(mps));
-	if (use_mps) {
-		rc = mps_setup(x, strategy, &mps, res);
-		if (!rc)
-			rc = gpushare_mps_client_env(&mps.m, pipe_env, sizeof(pipe_env), log_env, sizeof(log_env));
-	}
-	for (int i = 0; i < n && rc == GPUSHARE_OK; i++) {
-		struct proc_spec *p = &procs[i];
-		struct gpushare_bench_worker *w = &res->workers[i];
-
-		p->first_slot = i;
-		p->batch = c->wl.batch;
-		if (!use_mps) {
-			rc = env_plain(x, p, x->visible);
-			snprintf(w->visible_devices, sizeof(w->visible_devices), "%s", x->visible);
-			continue;
-		}
-		rc = env_add(p, "%s", pipe_env);
-		if (!rc && log_env[0])
-			rc = env_add(p, "%s", log_env);
-		/* With the daemon holding CUDA_VISIBLE_DEVICES, an ordinal in a
-		 * client would be remapped; only a UUID is safe to repeat. */
-		if (!rc && x->visible_is_uuid) {
-			rc = env_add(p, "CUDA_VISIBLE_DEVICES=%s", x->visible);
-			snprintf(w->visible_devices, sizeof(w->visible_devices), "%s", x->visible);
-		} else if (!rc) {
-			rc = env_add(p, "CUDA_VISIBLE_DEVICES");
-		}
-		if (rc)
-			break;
-		if (strategy == GPUSHARE_STRATEGY_MPS) {
-			rc = env_add(p, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-			if (!rc)
-				rc = env_add(p, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
-			if (!rc)
-				rc = env_add(p, "CUDA_MPS_CLIENT_PRIORITY");
-			continue;
-		}
-		/* mps-split */
-		w->thread_percentage_set = c->n_thread_percentage == 0 ? (100 / n > 1 ? 100 / n : 1)
-					   : c->thread_percentage[c->n_thread_percentage == 1 ? 0 : i];
-		rc = env_add(p, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%g", w->thread_percentage_set);
-		if (!rc && c->n_mem_limit) {
-			char size[32];
-
-			w->mem_limit_set_bytes = c->mem_limit_bytes[c->n_mem_limit == 1 ? 0 : i];
-			rc = gpushare_format_mps_size(w->mem_limit_set_bytes, size, sizeof(size));
-			if (!rc)
-				rc = env_add(p, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%s", size);
-		} else if (!rc) {
-			rc = env_add(p, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
-		}
-		if (!rc && c->n_priority) {
-			w->priority_set = c->priority[c->n_priority == 1 ? 0 : i];
-			rc = env_add(p, "CUDA_MPS_CLIENT_PRIORITY=%d", w->priority_set);
-		} else if (!rc) {
-			rc = env_add(p, "CUDA_MPS_CLIENT_PRIORITY");
-		}
-	}
-	if (rc == GPUSHARE_OK)
-		rc = session_run(x, strategy, 0, 1, procs, (size_t)n, (uint32_t)n, res, 0);
-	rc = mps_teardown(&mps, rc);
+	for (size_t i = 0; procs && i < n; i++)
+		gpushare_strv_release(&procs[i].env);
 	free(procs);
-	return rc;
 }
 
-static int run_mig(struct bench_ctx *x, struct gpushare_bench_result *res)
+static void note_placement(struct gpushare_bench_worker *w, const struct gpushare_placement *p)
 {
-	const struct gpushare_bench_config *c = x->c;
-	const struct gpushare_gpu_info *g = NULL;
-	struct proc_spec *procs;
-	size_t n_migs, n;
-	int rc = GPUSHARE_OK;
-
-	if (!x->have_sys)
-		return gpushare_fail(GPUSHARE_E_NO_DRIVER, "the mig strategy needs the NVIDIA driver (NVML)");
-	for (size_t i = 0; i < x->sys.n_gpus; i++) {
-		if (x->sys.gpus[i].index == x->gpu_index)
-			g = &x->sys.gpus[i];
-	}
-	if (!g || g->mig_current != 1 || g->n_migs == 0)
-		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
-				     "MIG is %s on GPU %u; gpushare never changes the MIG layout; see nvidia-smi mig",
-				     g && g->mig_current == 1 ? "enabled but has no instances" : "disabled", x->gpu_index);
-	n_migs = g->n_migs;
-	n = c->workers_given ? (size_t)c->workers : n_migs;
-	if (n % n_migs != 0)
-		return gpushare_fail(GPUSHARE_E_INVAL,
-				     "--workers %d is not a multiple of the %zu MIG instances of GPU %u", c->workers,
-				     n_migs, x->gpu_index);
-	if (n != res->n_workers) {
-		gpushare_bench_result_release(res);
-		rc = gpushare_bench_result_init(res, GPUSHARE_STRATEGY_MIG, n);
-		if (rc)
-			return rc;
-	}
-	procs = calloc(n, sizeof(*procs));
-	if (!procs)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate worker specs");
-	for (size_t i = 0; i < n && rc == GPUSHARE_OK; i++) {
-		const char *uuid = g->migs[i % n_migs].uuid;
-
-		procs[i].first_slot = (int)i;
-		procs[i].batch = c->wl.batch;
-		rc = env_plain(x, &procs[i], uuid);
-		snprintf(res->workers[i].visible_devices, sizeof(res->workers[i].visible_devices), "%s", uuid);
-	}
-	if (rc == GPUSHARE_OK)
-		rc = session_run(x, GPUSHARE_STRATEGY_MIG, 0, 1, procs, n, (uint32_t)n, res, 0);
-	free(procs);
-	return rc;
+	snprintf(w->visible_devices, sizeof(w->visible_devices), "%s", p->visible);
+	if (p->thread_percentage > 0)
+		w->thread_percentage_set = p->thread_percentage;
+	if (p->mem_limit_bytes)
+		w->mem_limit_set_bytes = p->mem_limit_bytes;
+	if (p->priority >= 0)
+		w->priority_set = p->priority;
 }
 
-static int run_sequential(struct bench_ctx *x, struct gpushare_bench_result *res)
+/* Run one strategy: its workers laid out as the table says. */
+static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops *st, struct gpushare_bench_result *res,
+			long batch)
 {
-	const struct gpushare_bench_config *c = x->c;
-	int rc = GPUSHARE_OK;
+	struct gpushare_placement pl;
+	struct proc_spec *procs = NULL;
+	int n = (int)res->n_workers, rc;
+	size_t n_procs;
 
-	for (int i = 0; i < c->workers && rc == GPUSHARE_OK; i++) {
-		struct proc_spec p;
-
-		memset(&p, 0, sizeof(p));
-		p.batch = c->wl.batch;
-		rc = env_plain(x, &p, x->visible);
-		snprintf(res->workers[i].visible_devices, sizeof(res->workers[i].visible_devices), "%s", x->visible);
-		if (!rc)
-			rc = session_run(x, GPUSHARE_STRATEGY_SEQUENTIAL, i, c->workers, &p, 1, 1, res, (size_t)i);
-		if (res->partial)
-			break;
-	}
-	return rc;
-}
-
-static int run_streams(struct bench_ctx *x, struct gpushare_bench_result *res)
-{
-	const struct gpushare_bench_config *c = x->c;
-	struct proc_spec p;
-	int rc;
-
-	memset(&p, 0, sizeof(p));
-	p.threads = c->workers;
-	p.batch = c->wl.batch;
-	rc = env_plain(x, &p, x->visible);
-	for (int i = 0; i < c->workers; i++)
-		snprintf(res->workers[i].visible_devices, sizeof(res->workers[i].visible_devices), "%s", x->visible);
-	if (!rc)
-		rc = session_run(x, GPUSHARE_STRATEGY_STREAMS, 0, 1, &p, 1, (uint32_t)c->workers, res, 0);
-	return rc;
-}
-
-static int run_ceiling(struct bench_ctx *x, struct gpushare_bench_result *res)
-{
-	const struct gpushare_bench_config *c = x->c;
-	struct proc_spec p;
-	int rc;
-
-	memset(&p, 0, sizeof(p));
-	p.batch = c->wl.batch * c->workers;
-	rc = env_plain(x, &p, x->visible);
-	snprintf(res->workers[0].visible_devices, sizeof(res->workers[0].visible_devices), "%s", x->visible);
-	if (!rc)
-		rc = session_run(x, GPUSHARE_STRATEGY_CEILING, 0, 1, &p, 1, 1, res, 0);
-	return rc;
-}
-
-/* Refuse timeslice while a daemon answers where plain CUDA processes look
- * by default: its server would own the GPU beside our workers. */
-static int check_no_daemon(void)
-{
-	const char *env = getenv("CUDA_MPS_PIPE_DIRECTORY");
-	struct gpushare_mps m;
-	pid_t pid = 0;
-	int rc;
-
-	rc = gpushare_mps_init(&m, env && *env ? env : GPUSHARE_MPS_DEFAULT_PIPE_DIR, NULL);
+	x->sx.workers = n;
+	rc = st->prepare(&x->sx);
 	if (rc)
 		return rc;
-	if (gpushare_mps_state(&m, &pid) != GPUSHARE_MPS_RUNNING)
-		return GPUSHARE_OK;
-	if (gpushare_mps_probe(&m, &pid) != GPUSHARE_OK)
-		return GPUSHARE_OK;
-	return gpushare_fail(GPUSHARE_E_BUSY,
-			     "an MPS control daemon (pid %d) answers at '%s'; timeslice needs the GPU without MPS; "
-			     "stop it with 'gpushare mps stop --pipe-dir %s'", (int)pid, m.pipe_dir, m.pipe_dir);
+	if (st->uses_mps) {
+		res->mps_daemon_started = x->sx.mps.started;
+		snprintf(res->mps_pipe_dir, sizeof(res->mps_pipe_dir), "%s", x->sx.mps.m.pipe_dir);
+	}
+	n_procs = st->layout == GPUSHARE_LAYOUT_CONCURRENT ? (size_t)n : 1;
+	procs = calloc(n_procs, sizeof(*procs));
+	if (!procs)
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate worker specs");
+	switch (rc ? -1 : (int)st->layout) {
+	case GPUSHARE_LAYOUT_CONCURRENT:
+		for (int i = 0; i < n && rc == GPUSHARE_OK; i++) {
+			procs[i].first_slot = i;
+			procs[i].batch = batch;
+			rc = st->worker_env(&x->sx, i, "", &procs[i].env, &pl);
+			note_placement(&res->workers[i], &pl);
+		}
+		if (rc == GPUSHARE_OK)
+			rc = session_run(x, st->id, 0, 1, procs, (size_t)n, (uint32_t)n, res, 0);
+		break;
+	case GPUSHARE_LAYOUT_ONE_AT_A_TIME:
+		for (int i = 0; i < n && rc == GPUSHARE_OK && !res->partial; i++) {
+			gpushare_strv_release(&procs[0].env);
+			memset(&procs[0], 0, sizeof(procs[0]));
+			procs[0].batch = batch;
+			rc = st->worker_env(&x->sx, i, "", &procs[0].env, &pl);
+			note_placement(&res->workers[i], &pl);
+			if (rc == GPUSHARE_OK)
+				rc = session_run(x, st->id, i, n, procs, 1, 1, res, (size_t)i);
+		}
+		break;
+	case GPUSHARE_LAYOUT_THREADS:
+		procs[0].threads = n;
+		procs[0].batch = batch;
+		rc = st->worker_env(&x->sx, 0, "", &procs[0].env, &pl);
+		for (int i = 0; i < n; i++)
+			note_placement(&res->workers[i], &pl);
+		if (rc == GPUSHARE_OK)
+			rc = session_run(x, st->id, 0, 1, procs, 1, (uint32_t)n, res, 0);
+		break;
+	default:
+		break;
+	}
+	procs_release(procs, n_procs);
+	return st->teardown(&x->sx, rc);
 }
 
 /* ---- the whole run ---- */
@@ -1025,7 +764,6 @@ static int setup_gpu(struct bench_ctx *x)
 	for (size_t i = 0; i < c->n_strategies; i++)
 		need_driver |= c->strategies[i] == GPUSHARE_STRATEGY_MIG;
 	snprintf(x->visible, sizeof(x->visible), "%s", c->gpu);
-	x->visible_is_uuid = strncmp(c->gpu, "GPU-", 4) == 0 || strncmp(c->gpu, "MIG-", 4) == 0;
 	rc = gpushare_nvml_open();
 	if (rc) {
 		if (need_driver) {
@@ -1061,10 +799,8 @@ static int setup_gpu(struct bench_ctx *x)
 			snprintf(x->r->gpu_uuid, sizeof(x->r->gpu_uuid), "%s", g->uuid);
 			/* CUDA orders devices differently from NVML; a UUID
 			 * names the same GPU for both. */
-			if (g->uuid[0]) {
+			if (g->uuid[0])
 				snprintf(x->visible, sizeof(x->visible), "%s", g->uuid);
-				x->visible_is_uuid = true;
-			}
 		}
 	}
 	gpushare_clear_error();
@@ -1102,8 +838,70 @@ static int add_result(struct gpushare_bench_report *r, int strategy, size_t n, s
 	return GPUSHARE_OK;
 }
 
+/* What the strategies see of this run. */
+static void strategy_ctx(struct bench_ctx *x)
+{
+	const struct gpushare_bench_config *c = x->c;
+	struct gpushare_strategy_ctx *sx = &x->sx;
+
+	memset(sx, 0, sizeof(*sx));
+	sx->run_dir = x->run_dir;
+	sx->no_mps_dir = x->no_mps_dir;
+	sx->visible = x->visible;
+	sx->mps_pipe_dir = c->mps_pipe_dir;
+	sx->sys = x->have_sys ? &x->sys : NULL;
+	sx->gpu_index = x->gpu_index;
+	sx->workers = c->workers;
+	sx->thread_percentage = c->thread_percentage;
+	sx->n_thread_percentage = c->n_thread_percentage;
+	sx->mem_limit_bytes = c->mem_limit_bytes;
+	sx->n_mem_limit = c->n_mem_limit;
+	sx->priority = c->priority;
+	sx->n_priority = c->n_priority;
+}
+
+/* Everything each strategy needs, before the first one runs. */
+static int check_strategies(struct bench_ctx *x)
+{
+	const struct gpushare_bench_config *c = x->c;
+	int rc = GPUSHARE_OK;
+
+	for (size_t i = 0; i < c->n_strategies && !rc; i++) {
+		const struct gpushare_strategy_ops *st = gpushare_strategy_get(c->strategies[i]);
+
+		if (!st)
+			return gpushare_fail(GPUSHARE_E_INVAL, "unknown strategy %d", c->strategies[i]);
+		if (c->command && !st->runs_commands)
+			return gpushare_fail(GPUSHARE_E_INVAL,
+					     "the %s strategy cannot run a command: it runs the workers as threads "
+					     "inside one gpushare-worker process, and a command is a process of its own "
+					     "(use timeslice, mps, mps-split, mig or sequential)", st->name);
+		rc = st->check(&x->sx);
+	}
+	return rc;
+}
+
+static int run_ceiling(struct bench_ctx *x, struct gpushare_bench_report *r)
+{
+	const struct gpushare_bench_config *c = x->c;
+	int rc;
+
+	r->ceiling = calloc(1, sizeof(*r->ceiling));
+	if (!r->ceiling)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate a result");
+	rc = gpushare_bench_result_init(r->ceiling, GPUSHARE_STRATEGY_CEILING, 1);
+	if (!rc)
+		rc = run_strategy(x, gpushare_strategy_get(GPUSHARE_STRATEGY_CEILING), r->ceiling,
+				  c->wl.batch * c->workers);
+	gpushare_bench_result_compute(r->ceiling, 0);
+	r->partial |= r->ceiling->partial;
+	r->interrupted |= r->ceiling->interrupted;
+	return rc;
+}
+
 int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_bench_report *r)
 {
+	struct gpushare_errsave e;
 	struct bench_ctx x;
 	double ceiling_ips = 0;
 	int rc;
@@ -1120,10 +918,9 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 		rc = gpushare_cmd_resolve(c, x.command, sizeof(x.command));
 	if (!rc)
 		rc = setup_gpu(&x);
-	for (size_t i = 0; i < c->n_strategies && !rc; i++) {
-		if (c->strategies[i] == GPUSHARE_STRATEGY_TIMESLICE)
-			rc = check_no_daemon();
-	}
+	strategy_ctx(&x);
+	if (!rc)
+		rc = check_strategies(&x);
 	if (!rc)
 		rc = setup_dirs(&x);
 	if (!rc && c->metrics)
@@ -1131,32 +928,20 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	else if (!rc)
 		rc = gpushare_metrics_bench_start(c, &x.metrics);
 	if (!rc && c->ceiling) {
-		r->ceiling = calloc(1, sizeof(*r->ceiling));
-		if (!r->ceiling)
-			rc = gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate a result");
-		if (!rc)
-			rc = gpushare_bench_result_init(r->ceiling, GPUSHARE_STRATEGY_CEILING, 1);
-		if (!rc) {
-			rc = run_ceiling(&x, r->ceiling);
-			gpushare_bench_result_compute(r->ceiling, 0);
-			ceiling_ips = r->ceiling->items_per_second;
-			r->partial |= r->ceiling->partial;
-			r->interrupted |= r->ceiling->interrupted;
-		}
+		rc = run_ceiling(&x, r);
+		ceiling_ips = r->ceiling->items_per_second;
 	}
 	for (size_t i = 0; i < c->n_strategies && !rc; i++) {
+		const struct gpushare_strategy_ops *st = gpushare_strategy_get(c->strategies[i]);
 		struct gpushare_bench_result *res = NULL;
-		int s = c->strategies[i];
+		int n = c->workers;
 
-		rc = add_result(r, s, (size_t)c->workers, &res);
+		rc = st->workers(&x.sx, c->workers, c->workers_given, &n);
+		if (!rc)
+			rc = add_result(r, st->id, (size_t)n, &res);
 		if (rc)
 			break;
-		switch (s) {
-		case GPUSHARE_STRATEGY_MIG: rc = run_mig(&x, res); break;
-		case GPUSHARE_STRATEGY_SEQUENTIAL: rc = run_sequential(&x, res); break;
-		case GPUSHARE_STRATEGY_STREAMS: rc = run_streams(&x, res); break;
-		default: rc = run_concurrent(&x, s, res); break;
-		}
+		rc = run_strategy(&x, st, res, c->wl.batch);
 		gpushare_bench_result_compute(res, ceiling_ips);
 		r->partial |= res->partial;
 		r->interrupted |= res->interrupted;
@@ -1167,20 +952,14 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	}
 	if (rc == GPUSHARE_E_INTERRUPTED)
 		r->interrupted = true;
-	{
-		char detail[512];
-
-		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
-		if (x.metrics != c->metrics)
-			gpushare_metrics_bench_stop(x.metrics);
-		if (x.run_dir[0])
-			gpushare_rundir_remove(x.run_dir);
-		if (x.have_sys)
-			gpushare_system_release(&x.sys);
-		if (x.nvml)
-			gpushare_nvml_close();
-		if (rc)
-			gpushare_fail(rc, "%s", detail);
-	}
-	return rc;
+	gpushare_error_save(&e);
+	if (x.metrics != c->metrics)
+		gpushare_metrics_bench_stop(x.metrics);
+	if (x.run_dir[0])
+		gpushare_rundir_remove(x.run_dir);
+	if (x.have_sys)
+		gpushare_system_release(&x.sys);
+	if (x.nvml)
+		gpushare_nvml_close();
+	return gpushare_error_restore(&e, rc);
 }

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "cuda_types.h"
 #include "gpu_internal.h"
 #include "gpushare/gpushare.h"
@@ -257,30 +258,16 @@ static ssize_t read_reply(int fd, char *buf, size_t cap, uint64_t deadline)
 	}
 }
 
-/* Reap pid, killing it when it is still running at the deadline (or
- * already, with kill_now). Returns the wait status. */
-static int reap(pid_t pid, uint64_t deadline, bool kill_now)
+struct probe {
+	int fd;
+	const char *dir;
+};
+
+static void probe_main(void *arg)
 {
-	int status = 0;
+	const struct probe *p = arg;
 
-	if (kill_now)
-		kill(pid, SIGKILL);
-	for (;;) {
-		pid_t w = waitpid(pid, &status, kill_now ? 0 : WNOHANG);
-
-		if (w == pid)
-			return status;
-		if (w < 0 && errno != EINTR)
-			return 0; /* not our child any more; nothing to reap */
-		if (w == 0 && gpushare_now_ns() >= deadline) {
-			kill(pid, SIGKILL);
-			kill_now = true;
-		} else if (w == 0) {
-			struct timespec ts = { 0, 2 * 1000 * 1000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
+	cuda_child(p->fd, p->dir);
 }
 
 int gpushare_cuda_query(struct gpushare_cuda_dev **devs, size_t *n, int timeout_ms)
@@ -289,11 +276,12 @@ int gpushare_cuda_query(struct gpushare_cuda_dev **devs, size_t *n, int timeout_
 	const char *tmp = getenv("TMPDIR");
 	char dir[GPUSHARE_PATH_MAX];
 	struct cuda_reply rep;
+	struct gpushare_child ch;
+	struct probe pr;
 	uint64_t deadline;
 	int p[2], status, rc;
 	ssize_t got;
 	char *buf;
-	pid_t pid;
 
 	*devs = NULL;
 	*n = 0;
@@ -312,21 +300,32 @@ int gpushare_cuda_query(struct gpushare_cuda_dev **devs, size_t *n, int timeout_
 		goto out;
 	}
 	deadline = gpushare_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000000u;
-	pid = fork();
-	if (pid < 0) {
-		rc = gpushare_fail(GPUSHARE_E_SYS, "fork: %s", strerror(errno));
+	gpushare_child_init(&ch);
+	pr.fd = p[1];
+	pr.dir = dir;
+	ch.fn = probe_main;
+	ch.arg = &pr;
+	ch.in = GPUSHARE_CHILD_DEVNULL;
+	rc = gpushare_child_start(&ch);
+	close(p[1]);
+	if (rc) {
 		close(p[0]);
-		close(p[1]);
 		goto out;
 	}
-	if (pid == 0) {
-		close(p[0]);
-		cuda_child(p[1], dir);
-	}
-	close(p[1]);
 	got = read_reply(p[0], buf, cap, deadline);
 	close(p[0]);
-	status = reap(pid, deadline, got < 0);
+	if (got < 0) {
+		gpushare_child_signal(&ch, SIGKILL);
+		gpushare_child_wait(&ch, UINT64_MAX);
+	} else {
+		uint64_t now = gpushare_now_ns();
+
+		if (gpushare_child_wait(&ch, now < deadline ? deadline - now : 0) != GPUSHARE_OK)
+			gpushare_child_stop(&ch, 0);
+	}
+	gpushare_clear_error();
+	gpushare_child_release(&ch);
+	status = ch.wstatus;
 	if (got < 0) {
 		rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "libcuda did not answer within %d ms", timeout_ms);
 		goto out;

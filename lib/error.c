@@ -56,6 +56,18 @@ void gpushare_clear_error(void)
 	errdetail[0] = '\0';
 }
 
+void gpushare_error_save(struct gpushare_errsave *e)
+{
+	snprintf(e->detail, sizeof(e->detail), "%s", errdetail);
+}
+
+int gpushare_error_restore(const struct gpushare_errsave *e, int rc)
+{
+	if (rc)
+		snprintf(errdetail, sizeof(errdetail), "%s", e->detail);
+	return rc;
+}
+
 const char *gpushare_version(void)
 {
 	return GPUSHARE_VERSION;

@@ -469,12 +469,11 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 	for (int i = 0; i < o->n_pipe_dirs; i++)
 		add_dir(dirs, &n, o->pipe_dirs[i]);
 	if (o->n_pipe_dirs == 0 && o->default_pipe_dirs) {
-		char pipe_dir[GPUSHARE_PATH_MAX], log_dir[GPUSHARE_PATH_MAX];
+		struct gpushare_mps_known_dir known[GPUSHARE_MPS_KNOWN_DIRS];
+		int n_known = gpushare_mps_known_dirs(known);
 
-		if (gpushare_mps_private_dirs(pipe_dir, sizeof(pipe_dir), log_dir, sizeof(log_dir)) == GPUSHARE_OK)
-			add_dir(dirs, &n, pipe_dir);
-		add_dir(dirs, &n, getenv("CUDA_MPS_PIPE_DIRECTORY"));
-		add_dir(dirs, &n, GPUSHARE_MPS_DEFAULT_PIPE_DIR);
+		for (int i = 0; i < n_known; i++)
+			add_dir(dirs, &n, known[i].pipe_dir);
 	}
 	for (int i = 0; i < n; i++)
 		query_dir(&dirs[i], ndev, o->mps_timeout_ms);

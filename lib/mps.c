@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
@@ -198,15 +199,15 @@ int gpushare_mps_command(const struct gpushare_mps *m, const char *cmd, char **r
 		return gpushare_fail(GPUSHARE_E_NO_MPS_BINARY, "%s", gpushare_errdetail());
 	if (rc)
 		return rc;
-	mps_trim(res.out);
-	mps_trim(res.err);
+	gpushare_mps_trim(res.out);
+	gpushare_mps_trim(res.err);
 	if (res.status != 0) {
 		rc = gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "no MPS control daemon answers at '%s' (%s exited %d%s%.200s)",
 				   m->pipe_dir, m->control, res.status, res.err[0] ? ": " : "", res.err);
 		gpushare_run_result_release(&res);
 		return rc;
 	}
-	if (mps_reply_is_unknown(res.out)) {
+	if (gpushare_mps_reply_is_unknown(res.out)) {
 		rc = gpushare_fail(GPUSHARE_E_MPS_REPLY, "the MPS control daemon does not know '%s': %.200s", cmd, res.out);
 		gpushare_run_result_release(&res);
 		return rc;
@@ -225,7 +226,7 @@ static int command_setter(const struct gpushare_mps *m, const char *cmd)
 
 	if (rc)
 		return rc;
-	rc = mps_check_setter_reply(reply);
+	rc = gpushare_mps_check_setter_reply(reply);
 	free(reply);
 	return rc;
 }
@@ -243,7 +244,7 @@ int gpushare_mps_probe(const struct gpushare_mps *m, pid_t *pid)
 	rc = gpushare_mps_command(m, "get_default_active_thread_percentage", &reply);
 	if (rc)
 		return rc;
-	rc = mps_parse_percentage(reply, &pct);
+	rc = gpushare_mps_parse_percentage(reply, &pct);
 	free(reply);
 	return rc;
 }
@@ -323,7 +324,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, cmd, &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_percentage(reply, &got);
+		rc = gpushare_mps_parse_percentage(reply, &got);
 		free(reply);
 		if (rc)
 			return rc;
@@ -353,7 +354,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, cmd, &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_mem_limit(reply, got, sizeof(got));
+		rc = gpushare_mps_parse_mem_limit(reply, got, sizeof(got));
 		free(reply);
 		if (rc)
 			return rc;
@@ -373,7 +374,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, "get_default_client_priority", &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_priority(reply, &got);
+		rc = gpushare_mps_parse_priority(reply, &got);
 		free(reply);
 		if (rc)
 			return rc;
@@ -424,16 +425,17 @@ int gpushare_mps_clean_stale(const struct gpushare_mps *m)
 
 /* Run `control -d` with the daemon's environment. Its standard streams go to
  * /dev/null: the daemon it forks would otherwise hold our pipes open. The
- * direct child exits once the daemon has forked; it is reaped here. */
+ * direct child exits once the daemon has forked; it is reaped here. It runs
+ * in a process group of its own (a Ctrl-C at gpushare's terminal must not
+ * reach the daemon) that is not killed afterwards: the daemon lives on. */
 static int spawn_daemon(const struct gpushare_mps *m, const char *path, const char *visible_devices)
 {
 	char pipe_env[GPUSHARE_PATH_MAX + 32], log_env[GPUSHARE_PATH_MAX + 32], vis_env[512];
 	char *env[4] = { NULL, NULL, NULL, NULL };
-	char *argv[3];
-	char **envp;
-	uint64_t deadline;
-	int status = 0, rc, devnull;
-	pid_t pid;
+	char *argv[3] = { (char *)path, "-d", NULL };
+	struct gpushare_child ch;
+	char how[96];
+	int rc;
 
 	rc = control_env(m, pipe_env, sizeof(pipe_env), log_env, sizeof(log_env));
 	if (rc)
@@ -445,53 +447,27 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 			return gpushare_fail(GPUSHARE_E_INVAL, "GPU list '%.40s...' is too long", visible_devices);
 		env[2] = vis_env;
 	}
-	envp = gpushare_env_build(env);
-	if (!envp)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "daemon environment");
-	argv[0] = (char *)path;
-	argv[1] = "-d";
-	argv[2] = NULL;
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0) {
-		gpushare_env_free(envp);
-		return gpushare_fail(GPUSHARE_E_SYS, "cannot open /dev/null: %s", strerror(errno));
+	gpushare_child_init(&ch);
+	ch.path = path;
+	ch.argv = argv;
+	ch.env_set = env;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	if (rc)
+		return rc;
+	if (gpushare_child_wait(&ch, (uint64_t)m->timeout_ms * 1000000ULL) != GPUSHARE_OK) {
+		/* `-d` should return at once; a control program that stays is
+		 * not daemonizing: stop it. */
+		gpushare_child_stop(&ch, 0);
+		gpushare_child_release(&ch);
+		return gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s -d' did not return within %d ms", path, m->timeout_ms);
 	}
-	pid = fork();
-	if (pid < 0) {
-		rc = errno;
-		close(devnull);
-		gpushare_env_free(envp);
-		return gpushare_fail(GPUSHARE_E_SYS, "fork: %s", strerror(rc));
+	gpushare_child_release(&ch);
+	if (!gpushare_child_ok(ch.wstatus)) {
+		gpushare_child_describe(ch.wstatus, how, sizeof(how));
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s; see %s/control.log", path, how, m->log_dir);
 	}
-	if (pid == 0) {
-		if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
-			_exit(126);
-		execve(path, argv, envp);
-		_exit(127);
-	}
-	close(devnull);
-	gpushare_env_free(envp);
-	deadline = gpushare_now_ns() + (uint64_t)m->timeout_ms * 1000000ULL;
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR)
-			return gpushare_fail(GPUSHARE_E_SYS, "waitpid: %s", strerror(errno));
-		if (gpushare_now_ns() > deadline) {
-			/* `-d` should return at once; a control program that
-			 * stays is not daemonizing: stop it. */
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s -d' did not return within %d ms", path, m->timeout_ms);
-		}
-		sleep_poll();
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' failed (%s %d); see %s/control.log", path,
-				     WIFEXITED(status) ? "exit status" : "signal",
-				     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), m->log_dir);
 	return GPUSHARE_OK;
 }
 
@@ -582,7 +558,7 @@ static int query_pids(const struct gpushare_mps *m, const char *cmd, pid_t **pid
 
 	if (rc)
 		return rc;
-	rc = mps_parse_pid_list(reply, pids, n);
+	rc = gpushare_mps_parse_pid_list(reply, pids, n);
 	free(reply);
 	return rc;
 }
@@ -600,13 +576,13 @@ static int query_server(const struct gpushare_mps *m, int ndev, struct gpushare_
 	rc = gpushare_mps_command(m, cmd, &reply);
 	if (rc)
 		return rc;
-	rc = mps_parse_server_status(reply, s->status, sizeof(s->status));
+	rc = gpushare_mps_parse_server_status(reply, s->status, sizeof(s->status));
 	free(reply);
 	if (rc)
 		return rc;
 	snprintf(cmd, sizeof(cmd), "get_active_thread_percentage %d", (int)s->pid);
 	if (gpushare_mps_command(m, cmd, &reply) == GPUSHARE_OK) {
-		if (mps_parse_percentage(reply, &s->thread_percentage))
+		if (gpushare_mps_parse_percentage(reply, &s->thread_percentage))
 			s->thread_percentage = -1;
 		free(reply);
 	}
@@ -614,7 +590,7 @@ static int query_server(const struct gpushare_mps *m, int ndev, struct gpushare_
 		snprintf(cmd, sizeof(cmd), "get_device_pinned_mem_limit %d %d", (int)s->pid, dev);
 		if (gpushare_mps_command(m, cmd, &reply) != GPUSHARE_OK)
 			break;
-		if (mps_parse_mem_limit(reply, s->mem_limit[dev], sizeof(s->mem_limit[dev])))
+		if (gpushare_mps_parse_mem_limit(reply, s->mem_limit[dev], sizeof(s->mem_limit[dev])))
 			s->mem_limit[dev][0] = '\0';
 		free(reply);
 		s->n_mem_limit = dev + 1;
@@ -651,12 +627,12 @@ int gpushare_mps_status(const struct gpushare_mps *m, int ndev, struct gpushare_
 	if (rc)
 		return rc;
 	if (gpushare_mps_command(m, "get_default_active_thread_percentage", &reply) == GPUSHARE_OK) {
-		if (mps_parse_percentage(reply, &st->default_thread_percentage))
+		if (gpushare_mps_parse_percentage(reply, &st->default_thread_percentage))
 			st->default_thread_percentage = -1;
 		free(reply);
 	}
 	if (gpushare_mps_command(m, "get_default_client_priority", &reply) == GPUSHARE_OK) {
-		if (mps_parse_priority(reply, &st->default_priority))
+		if (gpushare_mps_parse_priority(reply, &st->default_priority))
 			st->default_priority = -1;
 		free(reply);
 	}
@@ -664,7 +640,7 @@ int gpushare_mps_status(const struct gpushare_mps *m, int ndev, struct gpushare_
 		snprintf(cmd, sizeof(cmd), "get_default_device_pinned_mem_limit %d", dev);
 		if (gpushare_mps_command(m, cmd, &reply) != GPUSHARE_OK)
 			break;
-		if (mps_parse_mem_limit(reply, st->default_mem_limit[dev], sizeof(st->default_mem_limit[dev])))
+		if (gpushare_mps_parse_mem_limit(reply, st->default_mem_limit[dev], sizeof(st->default_mem_limit[dev])))
 			st->default_mem_limit[dev][0] = '\0';
 		free(reply);
 		st->n_default_mem_limit = dev + 1;
@@ -773,7 +749,7 @@ int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_
 				continue;
 			snprintf(cmd, sizeof(cmd), "terminate_client %d %d", (int)servers[i], (int)sc[j]);
 			if (gpushare_mps_command(m, cmd, &reply) == GPUSHARE_OK) {
-				if (mps_check_terminate_reply(reply) == GPUSHARE_OK)
+				if (gpushare_mps_check_terminate_reply(reply) == GPUSHARE_OK)
 					info->clients_terminated++;
 				free(reply);
 			}
@@ -929,4 +905,40 @@ int gpushare_mps_check_compute_mode(const char *visible_devices, bool *default_m
 out:
 	gpushare_nvml_close();
 	return rc;
+}
+
+static void add_known(struct gpushare_mps_known_dir *dirs, int *n, const char *dir, const char *source)
+{
+	size_t len;
+
+	if (!dir || !*dir || strlen(dir) >= sizeof(dirs->pipe_dir))
+		return;
+	len = strlen(dir);
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	for (int i = 0; i < *n; i++) {
+		if (strlen(dirs[i].pipe_dir) == len && !strncmp(dirs[i].pipe_dir, dir, len)) {
+			dirs[i].sources[dirs[i].n_sources++] = source;
+			return;
+		}
+	}
+	memset(&dirs[*n], 0, sizeof(dirs[*n]));
+	snprintf(dirs[*n].pipe_dir, sizeof(dirs[*n].pipe_dir), "%.*s", (int)len, dir);
+	dirs[*n].sources[0] = source;
+	dirs[*n].n_sources = 1;
+	(*n)++;
+}
+
+int gpushare_mps_known_dirs(struct gpushare_mps_known_dir dirs[GPUSHARE_MPS_KNOWN_DIRS])
+{
+	char pipe_dir[GPUSHARE_PATH_MAX], log_dir[GPUSHARE_PATH_MAX];
+	int n = 0;
+
+	if (gpushare_mps_private_dirs(pipe_dir, sizeof(pipe_dir), log_dir, sizeof(log_dir)) == GPUSHARE_OK)
+		add_known(dirs, &n, pipe_dir, "gpushare");
+	else
+		gpushare_clear_error();
+	add_known(dirs, &n, getenv("CUDA_MPS_PIPE_DIRECTORY"), "env");
+	add_known(dirs, &n, GPUSHARE_MPS_DEFAULT_PIPE_DIR, "default");
+	return n;
 }

@@ -11,9 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 
@@ -104,12 +105,13 @@ int gpushare_which(const char *prog, char *buf, size_t len)
 	return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' not found in PATH", prog);
 }
 
+/* Output of a child, kept up to CAPTURE_MAX bytes; more is read and dropped. */
 struct capture {
 	int fd;
-	char *buf;
-	size_t len, cap;
+	struct gpushare_buf b;
 };
 
+/* 0: more to come, 1: end of file, -1: error. */
 static int capture_read(struct capture *c)
 {
 	char tmp[4096];
@@ -119,109 +121,47 @@ static int capture_read(struct capture *c)
 		return errno == EINTR || errno == EAGAIN ? 0 : -1;
 	if (r == 0)
 		return 1;
-	if (c->len < CAPTURE_MAX) {
+	if (c->b.len < CAPTURE_MAX) {
 		size_t take = (size_t)r;
 
-		if (take > CAPTURE_MAX - c->len)
-			take = CAPTURE_MAX - c->len;
-		if (c->len + take + 1 > c->cap) {
-			size_t ncap = c->cap ? c->cap * 2 : 4096;
-			char *nb;
-
-			while (ncap < c->len + take + 1)
-				ncap *= 2;
-			nb = realloc(c->buf, ncap);
-			if (!nb)
-				return -1;
-			c->buf = nb;
-			c->cap = ncap;
-		}
-		memcpy(c->buf + c->len, tmp, take);
-		c->len += take;
-		c->buf[c->len] = '\0';
+		if (take > CAPTURE_MAX - c->b.len)
+			take = CAPTURE_MAX - c->b.len;
+		if (gpushare_buf_add(&c->b, tmp, take) != GPUSHARE_OK)
+			return -1;
 	}
 	return 0;
 }
 
 static char *capture_take(struct capture *c, size_t *len)
 {
-	char *b = c->buf;
-
-	if (!b)
-		b = calloc(1, 1);
-	*len = c->len;
-	c->buf = NULL;
-	return b;
-}
-
-static int status_code(int wstatus)
-{
-	if (WIFEXITED(wstatus))
-		return WEXITSTATUS(wstatus);
-	if (WIFSIGNALED(wstatus))
-		return 128 + WTERMSIG(wstatus);
-	return 255;
+	*len = c->b.len;
+	return gpushare_buf_take(&c->b);
 }
 
 int gpushare_run(char *const argv[], char *const env[], const char *input,
 		 int timeout_ms, struct gpushare_run_result *res)
 {
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 }, exe[2] = { -1, -1 };
+	struct gpushare_child ch;
 	struct capture co = { .fd = -1 }, ce = { .fd = -1 };
 	size_t in_off = 0, in_len = input ? strlen(input) : 0;
-	char path[GPUSHARE_PATH_MAX];
-	char **envp = NULL;
+	int in_fd = -1, rc;
 	uint64_t deadline;
-	int rc = GPUSHARE_OK, wstatus = 0, exec_errno = 0;
-	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
-	rc = gpushare_which(argv[0], path, sizeof(path));
+	gpushare_child_init(&ch);
+	ch.argv = argv;
+	ch.env_set = env;
+	ch.in = in_len ? GPUSHARE_CHILD_PIPE : GPUSHARE_CHILD_DEVNULL;
+	ch.out = GPUSHARE_CHILD_PIPE;
+	ch.err = GPUSHARE_CHILD_PIPE;
+	rc = gpushare_child_start(&ch);
 	if (rc)
 		return rc;
-	envp = gpushare_env_build(env);
-	if (!envp)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot build environment");
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(exe, O_CLOEXEC)) {
-		rc = gpushare_fail(GPUSHARE_E_SYS, "pipe: %s", strerror(errno));
-		goto done;
-	}
-	pid = fork();
-	if (pid < 0) {
-		rc = gpushare_fail(GPUSHARE_E_SYS, "fork: %s", strerror(errno));
-		goto done;
-	}
-	if (pid == 0) {
-		int e;
-
-		signal(SIGPIPE, SIG_DFL);
-		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0)
-			_exit(127);
-		execve(path, argv, envp);
-		e = errno;
-		if (write(exe[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(in[0]); in[0] = -1;
-	close(out[1]); out[1] = -1;
-	close(errp[1]); errp[1] = -1;
-	close(exe[1]); exe[1] = -1;
-	if (read(exe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno)) {
-		waitpid(pid, NULL, 0);
-		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "cannot execute '%s': %s", path, strerror(exec_errno));
-		goto done;
-	}
-	if (in_len == 0) {
-		close(in[1]);
-		in[1] = -1;
-	} else {
-		fcntl(in[1], F_SETFL, O_NONBLOCK);
-	}
-	co.fd = out[0];
-	out[0] = -1;
-	ce.fd = errp[0];
-	errp[0] = -1;
+	in_fd = ch.in_fd;
+	if (in_fd >= 0)
+		fcntl(in_fd, F_SETFL, O_NONBLOCK);
+	co.fd = ch.out_fd;
+	ce.fd = ch.err_fd;
 	deadline = gpushare_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ULL;
 	while (co.fd >= 0 || ce.fd >= 0) {
 		struct pollfd pf[3];
@@ -230,7 +170,6 @@ int gpushare_run(char *const argv[], char *const env[], const char *input,
 
 		if (timeout_ms > 0 && now >= deadline) {
 			res->timed_out = true;
-			kill(pid, SIGKILL);
 			break;
 		}
 		wait_ms = timeout_ms > 0 ? (int)((deadline - now) / 1000000ULL) + 1 : -1;
@@ -238,63 +177,56 @@ int gpushare_run(char *const argv[], char *const env[], const char *input,
 			pf[np++] = (struct pollfd){ .fd = co.fd, .events = POLLIN };
 		if (ce.fd >= 0)
 			pf[np++] = (struct pollfd){ .fd = ce.fd, .events = POLLIN };
-		if (in[1] >= 0)
-			pf[np++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
+		if (in_fd >= 0)
+			pf[np++] = (struct pollfd){ .fd = in_fd, .events = POLLOUT };
 		if (poll(pf, (nfds_t)np, wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
-			kill(pid, SIGKILL);
 			rc = gpushare_fail(GPUSHARE_E_SYS, "poll: %s", strerror(errno));
 			break;
 		}
 		for (int i = 0; i < np; i++) {
 			if (!pf[i].revents)
 				continue;
-			if (pf[i].fd == in[1]) {
-				ssize_t w = write(in[1], input + in_off, in_len - in_off);
+			if (pf[i].fd == in_fd) {
+				ssize_t w = write(in_fd, input + in_off, in_len - in_off);
 
 				if (w > 0)
 					in_off += (size_t)w;
 				if ((w < 0 && errno != EAGAIN && errno != EINTR) || in_off == in_len) {
-					close(in[1]);
-					in[1] = -1;
+					close(in_fd);
+					in_fd = ch.in_fd = -1;
 				}
 				continue;
 			}
 			struct capture *c = pf[i].fd == co.fd ? &co : &ce;
-			int r = capture_read(c);
 
-			if (r != 0) {
+			if (capture_read(c) != 0) {
 				close(c->fd);
 				c->fd = -1;
 			}
 		}
 	}
-	if (in[1] >= 0) {
-		close(in[1]);
-		in[1] = -1;
-	}
-	/* Output closed (or timeout): reap, still bounded by the deadline. */
-	for (;;) {
-		pid_t w = waitpid(pid, &wstatus, timeout_ms > 0 ? WNOHANG : 0);
+	ch.out_fd = co.fd;
+	ch.err_fd = ce.fd;
+	/* Output closed (or timeout, or a failed poll): reap, still bounded by
+	 * the deadline; whatever is left of its process group goes too. */
+	if (rc == GPUSHARE_OK && !res->timed_out && timeout_ms > 0) {
+		uint64_t now = gpushare_now_ns();
 
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR) {
-			wstatus = 0;
-			break;
-		}
-		if (w == 0) {
-			if (gpushare_now_ns() >= deadline) {
-				res->timed_out = true;
-				kill(pid, SIGKILL);
-				waitpid(pid, &wstatus, 0);
-				break;
-			}
-			usleep(1000);
-		}
+		if (gpushare_child_wait(&ch, now < deadline ? deadline - now : 0) != GPUSHARE_OK)
+			res->timed_out = true;
+	} else if (rc == GPUSHARE_OK && !res->timed_out) {
+		gpushare_child_wait(&ch, UINT64_MAX);
 	}
-	res->status = status_code(wstatus);
+	if (!ch.exited) {
+		gpushare_child_signal(&ch, SIGKILL);
+		gpushare_child_wait(&ch, UINT64_MAX);
+	}
+	gpushare_clear_error();
+	gpushare_child_reap_group(&ch);
+	gpushare_child_release(&ch);
+	res->status = gpushare_child_exit_code(ch.wstatus);
 	res->out = capture_take(&co, &res->out_len);
 	res->err = capture_take(&ce, &res->err_len);
 	if (!res->out || !res->err) {
@@ -303,18 +235,8 @@ int gpushare_run(char *const argv[], char *const env[], const char *input,
 	} else if (rc == GPUSHARE_OK && res->timed_out) {
 		rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s' did not finish within %d ms", argv[0], timeout_ms);
 	}
-done:
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0) close(in[i]);
-		if (out[i] >= 0) close(out[i]);
-		if (errp[i] >= 0) close(errp[i]);
-		if (exe[i] >= 0) close(exe[i]);
-	}
-	if (co.fd >= 0) close(co.fd);
-	if (ce.fd >= 0) close(ce.fd);
-	free(co.buf);
-	free(ce.buf);
-	gpushare_env_free(envp);
+	gpushare_buf_release(&co.b);
+	gpushare_buf_release(&ce.b);
 	return rc;
 }
 

@@ -175,3 +175,43 @@ void gpushare_slot_begin(struct gpushare_slot *s, int32_t pid, const char *threa
 	store_u64(&s->t_last_end_ns, 0);
 	gpushare_hist_init(&s->hist);
 }
+
+void gpushare_slot_window_read(struct gpushare_slot_window *w, const struct gpushare_region_header *r,
+			       const struct gpushare_slot *s)
+{
+	w->t_warm = __atomic_load_n(&r->t_warmup_start_ns, __ATOMIC_RELAXED);
+	w->t_start = __atomic_load_n(&r->t_measure_start_ns, __ATOMIC_RELAXED);
+	w->t_end = __atomic_load_n(&r->t_measure_end_ns, __ATOMIC_RELAXED);
+	w->limit = __atomic_load_n(&r->requests_per_worker, __ATOMIC_RELAXED);
+	w->recorded = __atomic_load_n(&s->requests, __ATOMIC_RELAXED);
+	w->total = __atomic_load_n(&s->total_requests, __ATOMIC_RELAXED);
+}
+
+bool gpushare_slot_window_full(const struct gpushare_slot_window *w)
+{
+	return w->limit && w->recorded >= w->limit;
+}
+
+bool gpushare_slot_record(struct gpushare_slot *s, struct gpushare_slot_window *w, uint64_t t0, uint64_t t1)
+{
+	store_u64(&s->total_requests, ++w->total);
+	if (t0 < w->t_start || t1 > w->t_end || gpushare_slot_window_full(w))
+		return false;
+	gpushare_hist_record(&s->hist, t1 - t0);
+	if (w->recorded == 0)
+		store_u64(&s->t_first_start_ns, t0);
+	store_u64(&s->t_last_end_ns, t1);
+	store_u64(&s->requests, ++w->recorded);
+	return true;
+}
+
+void gpushare_slot_finish(struct gpushare_slot *s, uint32_t state, int32_t error_code, int32_t cuda_error,
+			  const char *message)
+{
+	if (state == GPUSHARE_SLOT_FAILED) {
+		__atomic_store_n(&s->error_code, error_code, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->cuda_error, cuda_error, __ATOMIC_RELAXED);
+		snprintf(s->message, sizeof(s->message), "%s", message ? message : "");
+	}
+	__atomic_store_n(&s->state, state, __ATOMIC_RELEASE);
+}

@@ -26,6 +26,7 @@
 #include "gpushare/mps.h"
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
+#include "mps_session.h"
 
 /* ---- configuration ---- */
 
@@ -333,8 +334,7 @@ struct sweep_ctx {
 	int cuda_version;
 	bool nvml;
 	char run_dir[GPUSHARE_PATH_MAX];
-	struct gpushare_mps mps;
-	bool mps_started;
+	struct gpushare_mps_session mps;
 	struct gpushare_metrics_bench *metrics;   /* --metrics-listen: one view for every run; NULL off */
 	bool metrics_owned;            /* started here (not the caller's bench.metrics) */
 	/* The run in progress, for progress callbacks. */
@@ -506,34 +506,19 @@ static bool uses_mps(int strategy)
 
 static int start_daemon(struct sweep_ctx *x, const char *visible)
 {
-	char pipe[GPUSHARE_PATH_MAX + 16], log[GPUSHARE_PATH_MAX + 16];
-	struct gpushare_mps_start_opts o;
-	struct gpushare_mps_start_info info;
+	char base[GPUSHARE_PATH_MAX + 16];
 	int rc;
 
 	gpushare_rundir_reap(NULL);
 	rc = gpushare_rundir_create("sweep", x->run_dir, sizeof(x->run_dir));
 	if (rc)
 		return rc;
-	snprintf(pipe, sizeof(pipe), "%s/mps/pipe", x->run_dir);
-	snprintf(log, sizeof(log), "%s/mps/log", x->run_dir);
-	rc = gpushare_private_dir(pipe);
-	if (!rc)
-		rc = gpushare_private_dir(log);
-	if (!rc)
-		rc = gpushare_mps_init(&x->mps, pipe, log);
+	snprintf(base, sizeof(base), "%s/mps", x->run_dir);
+	rc = gpushare_mps_session_open(&x->mps, base, NULL, visible, NULL);
 	if (rc)
 		return rc;
-	memset(&o, 0, sizeof(o));
-	o.visible_devices = visible && *visible ? visible : NULL;
-	gpushare_mps_limits_init(&o.limits);
-	memset(&info, 0, sizeof(info));
-	rc = gpushare_mps_start(&x->mps, &o, &info);
-	if (rc)
-		return rc;
-	x->mps_started = !info.already_running;
-	x->sum->mps_daemon_started = x->mps_started;
-	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->mps.pipe_dir);
+	x->sum->mps_daemon_started = x->mps.started;
+	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->mps.m.pipe_dir);
 	return GPUSHARE_OK;
 }
 
@@ -624,8 +609,8 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	int rc, wrc;
 
 	cell_config(x->s, cell, x->c);
-	if (uses_mps(cell->strategy) && x->mps.pipe_dir[0] && !x->s->bench.mps_pipe_dir[0])
-		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->mps.pipe_dir);
+	if (uses_mps(cell->strategy) && x->mps.open && !x->s->bench.mps_pipe_dir[0])
+		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->mps.m.pipe_dir);
 	x->c->progress = bench_progress;
 	x->c->progress_arg = x;
 	x->c->metrics = x->metrics;
@@ -767,22 +752,13 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 
 	/* Always: stop the daemon we started, keep the first error's detail. */
 	{
-		char detail[512];
+		struct gpushare_errsave e;
 
-		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		gpushare_error_save(&e);
 		if (x.metrics_owned)
 			gpushare_metrics_bench_stop(x.metrics);
-		if (x.mps_started) {
-			struct gpushare_mps_stop_info info;
-			int src;
-
-			memset(&info, 0, sizeof(info));
-			src = gpushare_mps_stop(&x.mps, true, &info);
-			if (!rc && src)
-				rc = src;
-			else if (rc)
-				gpushare_fail(rc, "%s", detail);
-		}
+		gpushare_error_restore(&e, rc);
+		rc = gpushare_mps_session_close(&x.mps, rc);
 		if (x.run_dir[0])
 			gpushare_rundir_remove(x.run_dir);
 		if (x.nvml)

@@ -126,12 +126,7 @@ static bool slot_finish(struct stream *st, enum gpushare_slot_state state, int c
 
 	if (!__atomic_compare_exchange_n(&st->claimed, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return false;
-	if (state == GPUSHARE_SLOT_FAILED) {
-		st->slot->error_code = code;
-		st->slot->cuda_error = cuda_error;
-		copy_str(st->slot->message, sizeof(st->slot->message), msg);
-	}
-	set_state(st->slot, state);
+	gpushare_slot_finish(st->slot, (uint32_t)state, code, cuda_error, msg);
 	return true;
 }
 
@@ -230,31 +225,26 @@ static int measure(struct stream *st, void *state)
 	struct worker *w = st->w;
 	struct gpushare_region_header *r = w->region;
 	struct gpushare_slot *s = st->slot;
-	uint64_t t_warm = __atomic_load_n(&r->t_warmup_start_ns, __ATOMIC_RELAXED);
-	uint64_t t_start = __atomic_load_n(&r->t_measure_start_ns, __ATOMIC_RELAXED);
-	uint64_t t_end = __atomic_load_n(&r->t_measure_end_ns, __ATOMIC_RELAXED);
-	uint64_t limit = __atomic_load_n(&r->requests_per_worker, __ATOMIC_RELAXED);
-	uint64_t recorded = 0, total = __atomic_load_n(&s->total_requests, __ATOMIC_RELAXED);
+	struct gpushare_slot_window win;
 	uint64_t next_check, t0, t1;
 	struct wl_error err;
 	int rc;
 
+	gpushare_slot_window_read(&win, r, s);
 	/* Every worker starts at the same moment: the window's warm-up start. */
-	while ((t0 = gpushare_now_ns()) < t_warm) {
+	while ((t0 = gpushare_now_ns()) < win.t_warm) {
 		if (phase_of(r) == GPUSHARE_PHASE_STOP || interrupted())
 			return finish_stopped(st);
-		sleep_ns(t_warm - t0 < POLL_NS ? t_warm - t0 : POLL_NS);
+		sleep_ns(win.t_warm - t0 < POLL_NS ? win.t_warm - t0 : POLL_NS);
 	}
 	__atomic_store_n(&st->measuring, 1, __ATOMIC_RELAXED);
 	set_state(s, GPUSHARE_SLOT_RUNNING);
 	next_check = gpushare_now_ns() + PARENT_CHECK_NS;
 	for (;;) {
-		if (phase_of(r) == GPUSHARE_PHASE_STOP || interrupted())
-			break;
-		if (limit && recorded >= limit)
+		if (phase_of(r) == GPUSHARE_PHASE_STOP || interrupted() || gpushare_slot_window_full(&win))
 			break;
 		t0 = gpushare_now_ns();
-		if (t0 >= t_end)
+		if (t0 >= win.t_end)
 			break;
 		if (t0 >= next_check) {
 			if (parent_gone(w))
@@ -266,14 +256,7 @@ static int measure(struct stream *st, void *state)
 		t1 = gpushare_now_ns();
 		if (rc)
 			return fail_wl(st, GPUSHARE_WORKER_EXIT_REQUEST, rc, &err, "request");
-		store_u64(&s->total_requests, ++total);
-		if (t0 >= t_start && t1 <= t_end) {
-			gpushare_hist_record(&s->hist, t1 - t0);
-			if (recorded == 0)
-				store_u64(&s->t_first_start_ns, t0);
-			store_u64(&s->t_last_end_ns, t1);
-			store_u64(&s->requests, ++recorded);
-		}
+		gpushare_slot_record(s, &win, t0, t1);
 	}
 	return finish_stopped(st);
 }

@@ -212,6 +212,7 @@ struct gpushare_bench_result {
 	char failure[512];             /* one line, "" none */
 	char mps_pipe_dir[GPUSHARE_PATH_MAX]; /* daemon used, "" none */
 	bool mps_daemon_started;
+	unsigned stragglers;           /* processes left in workers' process groups, killed */
 	size_t n_workers;
 	struct gpushare_bench_worker *workers;
 	/* Aggregate (gpushare_bench_result_compute). */

@@ -53,6 +53,15 @@ int gpushare_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2
 /* Clear the detail of the last failure. */
 void gpushare_clear_error(void);
 
+/* Keep a failure's detail across clean-up that may fail too:
+ *   gpushare_error_save(&e); cleanup(); return gpushare_error_restore(&e, rc);
+ * restore sets the saved detail again when rc is an error and returns rc. */
+struct gpushare_errsave {
+	char detail[512];
+};
+void gpushare_error_save(struct gpushare_errsave *e);
+int gpushare_error_restore(const struct gpushare_errsave *e, int rc);
+
 /* The library's version string ("0.1.0"). */
 const char *gpushare_version(void);
 

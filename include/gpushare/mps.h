@@ -44,6 +44,19 @@ int gpushare_mps_init(struct gpushare_mps *m, const char *pipe_dir, const char *
 /* gpushare's own private pipe and log directories for this user. */
 int gpushare_mps_private_dirs(char *pipe_dir, size_t plen, char *log_dir, size_t llen);
 
+/* The pipe directories where daemons are looked for (by `info` and the
+ * exporter), in this order and each once (trailing '/' removed): gpushare's
+ * private one ("gpushare"), $CUDA_MPS_PIPE_DIRECTORY ("env"), and
+ * /tmp/nvidia-mps ("default"); a directory found by several names lists
+ * them all in `sources`. Returns how many were filled. */
+#define GPUSHARE_MPS_KNOWN_DIRS 3
+struct gpushare_mps_known_dir {
+	char pipe_dir[GPUSHARE_PATH_MAX];
+	const char *sources[GPUSHARE_MPS_KNOWN_DIRS];
+	int n_sources;
+};
+int gpushare_mps_known_dirs(struct gpushare_mps_known_dir dirs[GPUSHARE_MPS_KNOWN_DIRS]);
+
 /* Resolve m->control in PATH into path. GPUSHARE_E_NO_MPS_BINARY, with a
  * detail saying how to get it, when it is not there. */
 int gpushare_mps_find_control(const struct gpushare_mps *m, char *path, size_t len);

@@ -28,6 +28,7 @@
 #ifndef GPUSHARE_REGION_H
 #define GPUSHARE_REGION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -129,6 +130,33 @@ struct gpushare_slot *gpushare_region_slot(struct gpushare_region_header *r, uin
  * and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT; NULL when unset). */
 void gpushare_slot_begin(struct gpushare_slot *s, int32_t pid, const char *thread_percentage_env,
 			 const char *mem_limit_env, uint64_t items_per_request);
+
+/* The window a writer measures in, read once after GO, and its counts. */
+struct gpushare_slot_window {
+	uint64_t t_warm, t_start, t_end;  /* as in the header */
+	uint64_t limit;                   /* requests to record; 0: no limit */
+	uint64_t recorded, total;         /* this writer's counts so far */
+};
+
+/* Read the window the parent published with GO (and the slot's count of
+ * requests completed so far, warm-up included). */
+void gpushare_slot_window_read(struct gpushare_slot_window *w, const struct gpushare_region_header *r,
+			       const struct gpushare_slot *s);
+
+/* The one rule for recording: count a request that ran from t0 to t1 among
+ * all completed requests, and record it (histogram, requests, first start,
+ * last end) iff it started at or after t_start, ended at or before t_end,
+ * and fewer than `limit` were recorded. Returns whether it was recorded. */
+bool gpushare_slot_record(struct gpushare_slot *s, struct gpushare_slot_window *w, uint64_t t0, uint64_t t1);
+
+/* Whether the writer has recorded all the requests asked of it. */
+bool gpushare_slot_window_full(const struct gpushare_slot_window *w);
+
+/* Last words of a writer: for FAILED the error code, CUDA error and message
+ * (one line, cut to fit), then the state (release store, so a reader that
+ * sees the state sees the rest). */
+void gpushare_slot_finish(struct gpushare_slot *s, uint32_t state, int32_t error_code, int32_t cuda_error,
+			  const char *message);
 
 #ifdef __cplusplus
 }

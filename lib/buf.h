@@ -1,0 +1,40 @@
+/*
+ * Growable buffers: bytes (struct gpushare_buf, always NUL-terminated) and
+ * lists of strings (struct gpushare_strv, always NULL-terminated, e.g. an
+ * argv or a list of environment changes). Zero-initialised structs are empty
+ * and ready; _release frees the contents.
+ */
+#ifndef GPUSHARE_BUF_H
+#define GPUSHARE_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct gpushare_buf {
+	char *s;        /* NULL while empty and never grown */
+	size_t len, cap;
+};
+
+/* Append n bytes; GPUSHARE_E_NOMEM on failure (the buffer is unchanged). */
+int gpushare_buf_add(struct gpushare_buf *b, const void *data, size_t n);
+int gpushare_buf_addf(struct gpushare_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int gpushare_buf_vaddf(struct gpushare_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* The contents ("" when empty), owned by the buffer. */
+const char *gpushare_buf_str(const struct gpushare_buf *b);
+/* Hand the contents over (malloc'ed, never NULL unless out of memory). */
+char *gpushare_buf_take(struct gpushare_buf *b);
+void gpushare_buf_release(struct gpushare_buf *b);
+
+struct gpushare_strv {
+	char **v;       /* NULL-terminated once anything was added */
+	size_t n, cap;
+};
+
+/* Append a formatted string. */
+int gpushare_strv_addf(struct gpushare_strv *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int gpushare_strv_vaddf(struct gpushare_strv *l, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* The NULL-terminated list; an empty list gives a pointer to NULL. */
+char *const *gpushare_strv_list(const struct gpushare_strv *l);
+void gpushare_strv_release(struct gpushare_strv *l);
+
+#endif

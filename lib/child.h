@@ -1,0 +1,129 @@
+/*
+ * Child processes: the one place in gpushare that forks.
+ *
+ * A struct gpushare_child describes what to start (a program, or a function
+ * to run in a forked copy of this process), which descriptors it gets and how
+ * it may be stopped. gpushare_child_start() forks it into a process group of
+ * its own (unless asked not to), so that gpushare_child_stop() reaches
+ * everything it started: a shell's `cmd &`, a Python program's helpers. The
+ * child dies with its parent (PR_SET_PDEATHSIG) and, should exec fail, the
+ * parent learns why before start returns. Waiting uses a pidfd where the
+ * kernel has one, and a short poll otherwise.
+ *
+ * Every started child must be finished: gpushare_child_wait() until it has
+ * exited, or gpushare_child_stop(); then gpushare_child_release().
+ * After the leader has been reaped, gpushare_child_reap_group() kills what
+ * is left of its process group and says how many it found.
+ */
+#ifndef GPUSHARE_CHILD_H
+#define GPUSHARE_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Descriptor choices for stdin/stdout/stderr. */
+#define GPUSHARE_CHILD_INHERIT (-1)   /* keep ours */
+#define GPUSHARE_CHILD_DEVNULL (-2)   /* /dev/null */
+#define GPUSHARE_CHILD_PIPE (-3)      /* a pipe; our end in in_fd/out_fd/err_fd */
+
+enum gpushare_child_flags {
+	/* Stay in gpushare's process group (a daemonizing program such as
+	 * the MPS control program, whose daemon must outlive the group). */
+	GPUSHARE_CHILD_SAME_PGROUP = 1u << 0,
+	/* Do not die with gpushare (the MPS control program's `-d`). */
+	GPUSHARE_CHILD_NO_PDEATHSIG = 1u << 1,
+	/* Ignore SIGINT, so that a Ctrl-C reaches only gpushare, which then
+	 * stops its children in order and keeps what they measured. */
+	GPUSHARE_CHILD_IGNORE_SIGINT = 1u << 2,
+	/* The stdout the child would get is gpushare's stderr (workers'
+	 * chatter never reaches JSON or CSV on stdout). */
+	GPUSHARE_CHILD_STDOUT_TO_STDERR = 1u << 3,
+};
+
+struct gpushare_child {
+	/* ---- what to start (filled by the caller) ---- */
+	/* The program and its arguments. `path` is executed as it is when set;
+	 * otherwise argv[0] is looked up in PATH. Ignored when `fn` is set. */
+	const char *path;
+	char *const *argv;
+	/* The whole environment of the child (NULL: build one from ours with
+	 * `env_set` applied, see gpushare_env_build()). */
+	char *const *envp;
+	char *const *env_set;
+	/* Run fn(arg) in the forked child instead of exec; it must not return
+	 * (it ends with _exit()). For a relay that plays a protocol on behalf
+	 * of another program. */
+	void (*fn)(void *arg);
+	void *arg;
+	/* stdin, stdout, stderr: a descriptor of ours to give it, or one of
+	 * GPUSHARE_CHILD_INHERIT (default when 0 is meant, set explicitly),
+	 * _DEVNULL, _PIPE. */
+	int in, out, err;
+	/* Descriptors that stay open in the child (their close-on-exec flag is
+	 * cleared there), at most 8. */
+	int keep_fds[8];
+	size_t n_keep_fds;
+	unsigned flags;                /* enum gpushare_child_flags */
+
+	/* ---- filled by gpushare_child_start() ---- */
+	pid_t pid;                     /* 0 before start */
+	pid_t pgid;                    /* its process group (== pid unless SAME_PGROUP) */
+	int pidfd;                     /* -1 when the kernel has none */
+	int in_fd, out_fd, err_fd;     /* our ends of _PIPE descriptors, else -1 */
+
+	/* ---- filled as it ends ---- */
+	bool exited;                   /* reaped */
+	int wstatus;                   /* as from waitpid() */
+	int signalled;                 /* the last signal stop sent, 0 none */
+	size_t stragglers;             /* group members killed after the leader exited */
+};
+
+/* Set defaults: INHERIT for the three streams, no flags, no fds kept. */
+void gpushare_child_init(struct gpushare_child *ch);
+
+/* Fork (and exec) the child. GPUSHARE_E_NOT_FOUND when the program cannot
+ * be executed (the detail says why: not found, not executable, exec's
+ * errno); the child is then already reaped. */
+int gpushare_child_start(struct gpushare_child *ch);
+
+/* Reap the child if it has exited; true once it has been reaped. */
+bool gpushare_child_poll(struct gpushare_child *ch);
+
+/* Wait up to timeout_ns (UINT64_MAX: no bound) for the child to exit.
+ * GPUSHARE_E_TIMEOUT when it is still running then. */
+int gpushare_child_wait(struct gpushare_child *ch, uint64_t timeout_ns);
+
+/* Send sig to the child's process group (to the child alone when it shares
+ * ours). Records the signal in ch->signalled. */
+void gpushare_child_signal(struct gpushare_child *ch, int sig);
+
+/* Stop the child: SIGTERM to its group, up to term_ns for it to exit, then
+ * SIGKILL to the group and up to 5 s more. Returns GPUSHARE_OK once it has
+ * been reaped, GPUSHARE_E_TIMEOUT when even SIGKILL did not end it (stuck in
+ * the kernel: it stays tracked). Also kills what is left of its group. */
+int gpushare_child_stop(struct gpushare_child *ch, uint64_t term_ns);
+
+/* Kill (SIGKILL) every process left in the child's process group after the
+ * leader was reaped; returns how many there were (also added to
+ * ch->stragglers). A no-op for SAME_PGROUP children. */
+size_t gpushare_child_reap_group(struct gpushare_child *ch);
+
+/* Close our descriptors of the child (pipes, pidfd). Does not wait. */
+void gpushare_child_release(struct gpushare_child *ch);
+
+/* exit status, or 128 + signal for a child killed by a signal */
+int gpushare_child_exit_code(int wstatus);
+
+/* true when the child exited with status 0 */
+bool gpushare_child_ok(int wstatus);
+
+/* "exited with status 3", "was killed by signal 9 (SIGKILL)" */
+void gpushare_child_describe(int wstatus, char *buf, size_t len);
+
+/* How many processes are in process group pgid (by /proc), excluding
+ * zombies. */
+size_t gpushare_pgroup_count(pid_t pgid);
+
+#endif

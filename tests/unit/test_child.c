@@ -1,0 +1,241 @@
+/*
+ * Unit tests: the child-process module (lib/child.c): exec failure reported
+ * back, exit statuses and signals, a bounded wait, stop of a whole process
+ * group (a child that ignores SIGTERM, grandchildren), stragglers left by a
+ * leader that exited, a forked function, pipes.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "child.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+
+#define MS 1000000ULL
+
+static int start_sh(struct gpushare_child *ch, const char *script)
+{
+	static char *argv[4];
+
+	argv[0] = "/bin/sh";
+	argv[1] = "-c";
+	argv[2] = (char *)script;
+	argv[3] = NULL;
+	gpushare_child_init(ch);
+	ch->argv = argv;
+	return gpushare_child_start(ch);
+}
+
+static void test_exec_failure(void **state)
+{
+	char *argv[] = { "/nonexistent/program", NULL };
+	char path[] = "/tmp/gschildXXXXXX";
+	struct gpushare_child ch;
+	int fd;
+
+	(void)state;
+	gpushare_child_init(&ch);
+	ch.argv = argv;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_E_NOT_FOUND);
+	assert_non_null(strstr(gpushare_errdetail(), "/nonexistent/program"));
+	/* A file that exists but cannot be executed: exec's own reason. */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	chmod(path, 0600);
+	argv[0] = path;
+	gpushare_child_init(&ch);
+	ch.argv = argv;
+	ch.path = path;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_E_NOT_FOUND);
+	assert_non_null(strstr(gpushare_errdetail(), "Permission denied"));
+	assert_true(ch.exited);
+	unlink(path);
+}
+
+static void test_exit_status_and_signal(void **state)
+{
+	struct gpushare_child ch;
+	char how[96];
+
+	(void)state;
+	assert_int_equal(start_sh(&ch, "exit 3"), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 5000 * MS), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_exit_code(ch.wstatus), 3);
+	assert_false(gpushare_child_ok(ch.wstatus));
+	gpushare_child_describe(ch.wstatus, how, sizeof(how));
+	assert_string_equal(how, "exited with status 3");
+	gpushare_child_release(&ch);
+
+	assert_int_equal(start_sh(&ch, "kill -9 $$"), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 5000 * MS), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_exit_code(ch.wstatus), 128 + 9);
+	gpushare_child_describe(ch.wstatus, how, sizeof(how));
+	assert_string_equal(how, "was killed by signal 9 (SIGKILL)");
+	gpushare_child_release(&ch);
+
+	assert_int_equal(start_sh(&ch, "exit 0"), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 5000 * MS), GPUSHARE_OK);
+	assert_true(gpushare_child_ok(ch.wstatus));
+	gpushare_child_release(&ch);
+}
+
+static void test_wait_deadline_and_stop(void **state)
+{
+	struct gpushare_child ch;
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(start_sh(&ch, "exec sleep 30"), GPUSHARE_OK);
+	assert_true(ch.pidfd >= 0);
+	assert_int_equal(ch.pgid, ch.pid);
+	assert_int_equal(getpgid(ch.pid), ch.pid);
+	t0 = gpushare_now_ns();
+	assert_int_equal(gpushare_child_wait(&ch, 100 * MS), GPUSHARE_E_TIMEOUT);
+	assert_true(gpushare_now_ns() - t0 >= 100 * MS);
+	assert_true(gpushare_now_ns() - t0 < 2000 * MS);
+	assert_false(ch.exited);
+	assert_int_equal(gpushare_child_stop(&ch, 2000 * MS), GPUSHARE_OK);
+	assert_true(ch.exited);
+	assert_int_equal(ch.signalled, SIGTERM);
+	assert_true(WIFSIGNALED(ch.wstatus) && WTERMSIG(ch.wstatus) == SIGTERM);
+	gpushare_child_release(&ch);
+}
+
+static void test_stop_escalates_to_sigkill(void **state)
+{
+	struct gpushare_child ch;
+	uint64_t t0;
+
+	(void)state;
+	/* Ignores SIGTERM, as do its two grandchildren (the shell's trap is
+	 * inherited as SIG_IGN). */
+	assert_int_equal(start_sh(&ch, "trap '' TERM; sleep 30 & sleep 30 & wait"), GPUSHARE_OK);
+	usleep(200 * 1000);
+	assert_int_equal(gpushare_pgroup_count(ch.pgid), 3);
+	t0 = gpushare_now_ns();
+	assert_int_equal(gpushare_child_stop(&ch, 300 * MS), GPUSHARE_OK);
+	assert_true(gpushare_now_ns() - t0 >= 300 * MS);
+	assert_int_equal(ch.signalled, SIGKILL);
+	assert_true(WIFSIGNALED(ch.wstatus) && WTERMSIG(ch.wstatus) == SIGKILL);
+	/* The whole group went, grandchildren included. */
+	assert_int_equal(gpushare_pgroup_count(ch.pgid), 0);
+	gpushare_child_release(&ch);
+}
+
+static void test_stragglers_killed(void **state)
+{
+	struct gpushare_child ch;
+	size_t n;
+
+	(void)state;
+	/* The leader exits 0 and leaves two background jobs behind. */
+	assert_int_equal(start_sh(&ch, "sleep 30 & sleep 30 & exit 0"), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 5000 * MS), GPUSHARE_OK);
+	assert_true(gpushare_child_ok(ch.wstatus));
+	n = gpushare_child_reap_group(&ch);
+	assert_int_equal(n, 2);
+	assert_int_equal(ch.stragglers, 2);
+	assert_int_equal(gpushare_pgroup_count(ch.pgid), 0);
+	/* A second look finds nothing more. */
+	assert_int_equal(gpushare_child_reap_group(&ch), 0);
+	gpushare_child_release(&ch);
+}
+
+static void forked(void *arg)
+{
+	_exit(*(int *)arg);
+}
+
+static void test_function_child_and_pipes(void **state)
+{
+	char *argv[] = { "cat", NULL };
+	struct gpushare_child ch;
+	char buf[16] = "";
+	int code = 7;
+	ssize_t n;
+
+	(void)state;
+	gpushare_child_init(&ch);
+	ch.fn = forked;
+	ch.arg = &code;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 5000 * MS), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_exit_code(ch.wstatus), 7);
+	gpushare_child_release(&ch);
+
+	gpushare_child_init(&ch);
+	ch.argv = argv;
+	ch.in = ch.out = GPUSHARE_CHILD_PIPE;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_true(ch.in_fd >= 0 && ch.out_fd >= 0);
+	assert_int_equal(write(ch.in_fd, "hello", 5), 5);
+	close(ch.in_fd);
+	ch.in_fd = -1;
+	n = read(ch.out_fd, buf, sizeof(buf) - 1);
+	assert_int_equal(n, 5);
+	assert_string_equal(buf, "hello");
+	assert_int_equal(gpushare_child_wait(&ch, 5000 * MS), GPUSHARE_OK);
+	assert_true(gpushare_child_ok(ch.wstatus));
+	gpushare_child_release(&ch);
+}
+
+static void test_environment(void **state)
+{
+	char *argv[] = { "/bin/sh", "-c", "test \"$GS_A\" = one && test -z \"${GS_B+set}\"", NULL };
+	char *env[] = { "GS_A=one", "GS_B", NULL };
+	struct gpushare_child ch;
+
+	(void)state;
+	setenv("GS_B", "inherited", 1);
+	gpushare_child_init(&ch);
+	ch.argv = argv;
+	ch.env_set = env;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 5000 * MS), GPUSHARE_OK);
+	assert_true(gpushare_child_ok(ch.wstatus));
+	gpushare_child_release(&ch);
+	unsetenv("GS_B");
+}
+
+static void test_run_kills_stragglers(void **state)
+{
+	char *argv[] = { "/bin/sh", "-c", "sleep 30 & echo out; echo err >&2", NULL };
+	struct gpushare_run_result res;
+
+	(void)state;
+	/* gpushare_run reads until the output closes: the background sleep
+	 * keeps stdout open, so the deadline ends it, and the group goes. */
+	assert_int_equal(gpushare_run(argv, NULL, NULL, 300, &res), GPUSHARE_E_TIMEOUT);
+	assert_true(res.timed_out);
+	assert_string_equal(res.out, "out\n");
+	assert_string_equal(res.err, "err\n");
+	gpushare_run_result_release(&res);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exec_failure),
+		cmocka_unit_test(test_exit_status_and_signal),
+		cmocka_unit_test(test_wait_deadline_and_stop),
+		cmocka_unit_test(test_stop_escalates_to_sigkill),
+		cmocka_unit_test(test_stragglers_killed),
+		cmocka_unit_test(test_function_child_and_pipes),
+		cmocka_unit_test(test_environment),
+		cmocka_unit_test(test_run_kills_stragglers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
