@@ -2,13 +2,20 @@
 #   bin/gpushare                         the command line (cli/CMakeLists.txt)
 #   libexec/gpushare/gpushare-worker     found by gpushare relative to itself
 #   include/gpushare/*.h                 the public API, client.h included
-#   lib/libgpushare.a, lib/pkgconfig/gpushare.pc
+#   lib/libgpushare.a (+ libgpushare-core.a), lib/pkgconfig/gpushare.pc
 #   share/man/man1/gpushare*.1           generated from --help (see below)
 #   share/bash-completion/completions/gpushare, zsh: _gpushare
 #   share/doc/gpushare/                  the documentation (docs/*.md)
 
 install(TARGETS gpushare-worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpushare)
+# libgpushare.a and, when the library is split, the core it links
+# (libgpushare-core.a: what a worker process needs).
+set(GPUSHARE_PC_LIBS "-lgpushare")
 install(TARGETS gpushare ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(TARGET gpushare-core)
+  install(TARGETS gpushare-core ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  string(APPEND GPUSHARE_PC_LIBS " -lgpushare-core")
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpushare DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 
