@@ -85,9 +85,13 @@ report_timings() {
 
 begin "mmdebstrap --variant=apt $SUITE"
 mmdebstrap --quiet --variant=apt --include=ca-certificates "$SUITE" "$W/root.tar"
+# mmdebstrap writes no /etc/hosts; a machine has the one the Debian
+# installer writes (localhost and the host's own name).
 for r in "${ROOTS[@]}"; do
 	mkdir "$r"
 	tar -C "$r" -xf "$W/root.tar"
+	printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
+		"$(cat "$r/etc/hostname" 2>/dev/null || hostname)" >"$r/etc/hosts"
 done
 rm -f "$W/root.tar"
 end "create the fresh $SUITE root (mmdebstrap, two copies)"
