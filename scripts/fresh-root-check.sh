@@ -48,9 +48,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mount_root() { # /proc, /dev, /dev/pts and a private /dev/shm inside root $1
+mount_root() { # /proc, /sys, /dev, /dev/pts and a private /dev/shm inside root $1
 	mount -t proc proc "$1/proc"
 	mounted+=("$1/proc")
+	mount -t sysfs sysfs "$1/sys" # hwloc (slurmd, Open MPI) reads the CPU topology there
+	mounted+=("$1/sys")
 	mount --bind /dev "$1/dev"
 	mounted+=("$1/dev")
 	mount --bind /dev/pts "$1/dev/pts"
