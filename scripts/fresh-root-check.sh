@@ -48,11 +48,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mount_root() { # /proc, /sys, /dev, /dev/pts and a private /dev/shm inside root $1
+mount_root() { # /proc, /sys (with the cgroups), /dev, /dev/pts and a private /dev/shm inside root $1
 	mount -t proc proc "$1/proc"
 	mounted+=("$1/proc")
 	mount -t sysfs sysfs "$1/sys" # hwloc (slurmd, Open MPI) reads the CPU topology there
 	mounted+=("$1/sys")
+	# slurmd needs the cgroup file systems. A slave copy: nothing done
+	# under the root (the lazy unmount at the end) reaches the host's.
+	mount --rbind /sys/fs/cgroup "$1/sys/fs/cgroup"
+	mount --make-rslave "$1/sys/fs/cgroup"
+	mounted+=("$1/sys/fs/cgroup")
 	mount --bind /dev "$1/dev"
 	mounted+=("$1/dev")
 	mount --bind /dev/pts "$1/dev/pts"
