@@ -63,6 +63,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_farm(int argc, char **argv);
 
 /* gpushare_parse_int() that first refuses text that is not a whole number
  * ("abc", which strtol() would read as 0). GPUSHARE_E_INVAL with a detail. */
