@@ -970,12 +970,8 @@ static int run_loop(struct farm *f)
 		rc = dispatch(f);
 		if (rc)
 			break;
-		if (ended) {
-			update_metrics(f);
-			progress(f, true);
-		} else {
-			progress(f, false);
-		}
+		update_metrics(f);
+		progress(f, ended);
 		if (!f->running && (!f->queued || farm_stop_level > 0))
 			break;
 		wait_some(f, gpushare_now_ns());
@@ -1325,7 +1321,7 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 					r->calibration[i].jobs_per_s);
 			fprintf(f, ")\n");
 		} else {
-			fprintf(f, ", %u slots per GPU\n", r->slots);
+			fprintf(f, ", %u slot%s per GPU\n", r->slots, r->slots == 1 ? "" : "s");
 		}
 		duration_text(r->run_s, span, sizeof(span));
 		fprintf(f, "this run: %" PRIu64 " attempts in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
