@@ -593,8 +593,9 @@ void farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t 
 {
 	const struct farm_job_entry *e;
 	const char *s;
-	size_t o = 0;
+	size_t o = 0, cap = 0;
 	uint32_t k = 0;
+	char *out;
 
 	if (!len)
 		return;
@@ -607,31 +608,42 @@ void farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t 
 		s += sizeof(sh_prefix);     /* show the line itself */
 		k = 2;
 	}
+	/* The job's bytes run to the next job's (or the arena's end). Worst
+	 * case: every byte a quote (4 bytes), 3 more per word. */
+	cap = (i + 1 < list->n_jobs ? list->jobs[i + 1].offset : list->arena_len) - (size_t)(s - list->arena);
+	out = malloc(4 * cap + 3 * (size_t)e->argc + 1);
+	if (!out)
+		return;
 	for (; k < e->argc; k++) {
 		size_t n = strlen(s);
 		bool plain = list->mode == FARM_JOBS_SHELL || sh_safe(s, n);
-		char piece[8];
 
-		if (o && o + 1 < len)
-			buf[o++] = ' ';
-		if (!plain && o + 1 < len)
-			buf[o++] = '\'';
-		for (const char *p = s; *p && o + 1 < len; p++) {
-			size_t m = (!plain && *p == '\'') ? 4 : 1;
-
-			memcpy(piece, (!plain && *p == '\'') ? "'\\''" : p, m);
-			if (o + m >= len)
-				break;
-			memcpy(buf + o, piece, m);
-			o += m;
+		if (o)
+			out[o++] = ' ';
+		if (!plain)
+			out[o++] = '\'';
+		for (const char *p = s; *p; p++) {
+			if (!plain && *p == '\'') {
+				memcpy(out + o, "'\\''", 4);
+				o += 4;
+			} else {
+				out[o++] = *p;
+			}
 		}
-		if (!plain && o + 1 < len)
-			buf[o++] = '\'';
+		if (!plain)
+			out[o++] = '\'';
 		s += n + 1;
 	}
-	buf[o < len ? o : len - 1] = '\0';
-	if (o + 1 >= len && len > 4)
-		memcpy(buf + len - 4, "...", 4);
+	out[o] = '\0';
+	if (o < len) {
+		memcpy(buf, out, o + 1);
+	} else {
+		memcpy(buf, out, len - 1);
+		buf[len - 1] = '\0';
+		if (len > 4)
+			memcpy(buf + len - 4, "...", 4);
+	}
+	free(out);
 }
 
 uint64_t farm_jobs_list_hash(const struct farm_jobs *list)

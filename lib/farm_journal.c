@@ -638,6 +638,7 @@ void farm_resume_release(struct farm_resume *r)
 {
 	free(r->state);
 	free(r->attempts);
+	free(r->last_attempt);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -678,7 +679,8 @@ int farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const st
 	memset(out, 0, sizeof(*out));
 	out->state = calloc(n_jobs ? n_jobs : 1, 1);
 	out->attempts = calloc(n_jobs ? n_jobs : 1, sizeof(*out->attempts));
-	if (!out->state || !out->attempts) {
+	out->last_attempt = calloc(n_jobs ? n_jobs : 1, sizeof(*out->last_attempt));
+	if (!out->state || !out->attempts || !out->last_attempt) {
 		farm_resume_release(out);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory for %zu jobs", n_jobs);
 	}
@@ -686,6 +688,12 @@ int farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const st
 	if (d && (rc = apply_records(d, n_jobs, out->state, out->attempts))) {
 		farm_resume_release(out);
 		return rc;
+	}
+	for (size_t i = 0; d && i < d->n_records; i++) {
+		const struct farm_record *r = &d->records[i];
+
+		if (r->attempt > out->last_attempt[r->job])
+			out->last_attempt[r->job] = r->attempt;
 	}
 	for (size_t i = 0; i < n_jobs; i++) {
 		if (!farm_shard_has(shard, i)) {

@@ -163,6 +163,9 @@ enum farm_job_state {
 struct farm_resume {
 	uint8_t *state;          /* enum farm_job_state per job index */
 	uint32_t *attempts;      /* attempts that count against --retries so far */
+	uint32_t *last_attempt;  /* highest attempt number recorded, any outcome
+	                          * (0 none): the next attempt is this + 1, so
+	                          * output file names never repeat */
 	size_t n_jobs;
 	size_t pending, done, failed;   /* in this shard */
 };

@@ -105,8 +105,8 @@ EOF
 }
 
 slurm_start() {
-	local ngpus=${1:-2} try
-	for try in 1 2 3; do
+	local ngpus=${1:-2}
+	for _ in 1 2 3; do
 		# Free ports, picked now; another fixture may take one first, so a
 		# failed start is retried on new ones.
 		if _slurm_try_start "$ngpus" "$(_slurm_free_port)" "$(_slurm_free_port)"; then

@@ -13,7 +13,6 @@ tmp=$(mktemp -d)
 trap 'slurm_stop; rm -rf "$tmp"' EXIT
 H=$GPUSHARE_TEST_HELPERS
 export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=2
-uuid0=GPU-fa4e0000-0000-4000-8000-000000000000
 uuid1=GPU-fa4e0000-0000-4000-8000-000000000001
 VARS='SLURM_(PROCID|NTASKS|ARRAY_TASK_ID|LOCALID|JOB_ID)|CUDA_VISIBLE_DEVICES'
 
@@ -80,6 +79,8 @@ srun bash -c 'env | grep -E "$VARS" >$D/two-task-\$SLURM_PROCID.env'
 # The batch script itself is no rank of a launcher:
 "$H/print_binding" >$D/two-batch.pb 2>&1 || echo "rc=\$?" >>$D/two-batch.pb
 srun "$H/print_binding" >$D/two-srun.pb 2>&1
+"$H/print_binding" --shard >$D/two-batch.shard 2>&1
+srun bash -c '"$H/print_binding" --shard >$D/two-step-\$SLURM_PROCID.shard 2>&1'
 EOF
 jid=$(sbatch --parsable "$D/two.sbatch")
 check "job $jid completed" test "$(slurm_wait_job "$jid" 60)" = COMPLETED
@@ -100,6 +101,9 @@ check "  round-robin: rank 0 on GPU 0, rank 1 on GPU 1" \
 		sort | tr '\n' ' ')" = "0:0 1:1 "
 check "  job key slurm-$jid.<step>" test "$(grep -c "job_key=slurm-$jid\.[0-9]" "$D/two-srun.pb")" = 2
 check "  one rank per GPU: max_ranks_per_gpu=1" test "$(grep -c 'max_ranks_per_gpu=1' "$D/two-srun.pb")" = 2
+check "farm shard in the batch script of 2 tasks: all jobs (0/1)" grep -q "shard=0/1 from_env=0" "$D/two-batch.shard"
+check "farm shard of step task 0 and 1: 0/2 and 1/2" \
+	test "$(cat "$D/two-step-0.shard" "$D/two-step-1.shard" | tr '\n' ' ')" = "shard=0/2 from_env=1 shard=1/2 from_env=1 "
 
 echo "== a 3-element array, one fake GPU each"
 cat >"$D/array.sbatch" <<EOF
@@ -108,6 +112,7 @@ cat >"$D/array.sbatch" <<EOF
 #SBATCH --gres=gpu:1
 #SBATCH -o $D/array-%a.out
 env | grep -E "$VARS" >$D/array-\$SLURM_ARRAY_TASK_ID.env
+"$H/print_binding" --shard >$D/array-\$SLURM_ARRAY_TASK_ID.shard 2>&1
 EOF
 ajid=$(sbatch --parsable "$D/array.sbatch")
 for a in 0 1 2; do
@@ -115,6 +120,7 @@ for a in 0 1 2; do
 	f=$D/array-$a.env
 	check "element $a: SLURM_ARRAY_TASK_ID=$a" test "$(value SLURM_ARRAY_TASK_ID "$f")" = "$a"
 	check "element $a: one GPU in CUDA_VISIBLE_DEVICES" grep -Eq '^CUDA_VISIBLE_DEVICES=[01]$' "$f"
+	check "element $a: farm shard $a/3" grep -q "shard=$a/3 from_env=1" "$D/array-$a.shard"
 done
 
 echo "== srun: 3 ranks on the node's one allowed GPU, block binding"

@@ -4,6 +4,7 @@
  * launcher, the ranks, the job key and the GPU this rank would be bound to
  * (GPUs from NVML, the stand-in one in tests). Usage:
  *   print_binding [--gpus SPEC] [--bind round-robin|block] [--ranks-per-gpu K]
+ *   print_binding --shard     (only the farm shard the Slurm variables give)
  * Output: key=value pairs separated by spaces; exit 2 with "print_binding:
  * ..." on stderr when the rules refuse the environment.
  */
@@ -14,6 +15,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/gpu.h"
 #include "gpushare/util.h"
+#include "../../lib/farm_jobs.h"
 #include "../../lib/launcher.h"
 
 static int die(const char *what, int rc)
@@ -35,6 +37,15 @@ int main(int argc, char **argv)
 	size_t n_sel;
 	int rc;
 
+	if (argc == 2 && !strcmp(argv[1], "--shard")) {
+		struct farm_shard sh;
+		bool from_env;
+
+		if ((rc = farm_shard_from_env(gpushare_getenv_process, NULL, &sh, &from_env)))
+			return die("shard", rc);
+		printf("shard=%lu/%lu from_env=%d\n", sh.index, sh.count, from_env);
+		return 0;
+	}
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 

@@ -135,6 +135,25 @@ static void test_shell_mode(void **state)
 	farm_jobs_release(&list);
 }
 
+static void test_format(void **state)
+{
+	struct farm_jobs list;
+	char buf[64], small[12];
+
+	(void)state;
+	farm_jobs_init(&list, FARM_JOBS_ARGV);
+	assert_int_equal(load_text(&list, "./sim --name 'two words' \"it's\" ''\n"), 0);
+	farm_jobs_format(&list, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "./sim --name 'two words' 'it'\\''s' ''");
+	/* Too long: cut, and marked with "...". */
+	farm_jobs_format(&list, 0, small, sizeof(small));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_string_equal(small + sizeof(small) - 4, "...");
+	farm_jobs_format(&list, 5, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	farm_jobs_release(&list);
+}
+
 static void test_hashes(void **state)
 {
 	struct farm_jobs a, b, c;
@@ -351,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_errors_name_the_line),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_shell_mode),
+		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_hashes),
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_template_range),

@@ -318,6 +318,9 @@ static void test_resume_set(void **state)
 	assert_int_equal(r.state[3], FARM_JOB_FAILED);
 	assert_int_equal(r.state[4], FARM_JOB_PENDING);
 	assert_int_equal(r.attempts[4], 0);
+	assert_int_equal(r.last_attempt[4], 1);      /* next attempt is 2 */
+	assert_int_equal(r.last_attempt[2], 2);
+	assert_int_equal(r.last_attempt[0], 1);
 	assert_int_equal(r.state[5], FARM_JOB_DONE);
 	assert_true(r.done == 2 && r.failed == 2 && r.pending == 2);
 	farm_resume_release(&r);
