@@ -107,7 +107,6 @@ struct farm {
 	struct farm_journal journal;
 	bool journal_open;
 	struct farm_resume rs;
-	uint32_t *last_attempt;            /* resume: highest attempt number recorded per job */
 	char dir[GPUSHARE_PATH_MAX];
 
 	/* GPUs and slots */
@@ -382,17 +381,6 @@ static int open_dir(struct farm *f)
 		rc = farm_journal_check_resume(&d, &f->cfg, &f->jobs);
 	if (!rc)
 		rc = farm_resume_build(&d, f->jobs.n_jobs, &f->shard, c->retries, &f->rs);
-	if (!rc && d.n_records) {
-		f->last_attempt = calloc(f->jobs.n_jobs ? f->jobs.n_jobs : 1, sizeof(*f->last_attempt));
-		if (!f->last_attempt)
-			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory for %zu jobs", f->jobs.n_jobs);
-		for (size_t i = 0; !rc && i < d.n_records; i++) {
-			const struct farm_record *rec = &d.records[i];
-
-			if (rec->job < f->jobs.n_jobs && rec->attempt > f->last_attempt[rec->job])
-				f->last_attempt[rec->job] = rec->attempt;
-		}
-	}
 	farm_journal_data_release(&d);
 	return rc;
 }
@@ -649,11 +637,7 @@ static int start_job(struct farm *f, struct slot *s, size_t job)
 	int out = -1, err = -1, rc;
 
 	s->job = job;
-	s->attempt = f->rs.attempts[job] + 1;
-	if (f->last_attempt && f->last_attempt[job] >= s->attempt)
-		s->attempt = f->last_attempt[job] + 1;
-	if (f->last_attempt)
-		f->last_attempt[job] = s->attempt;
+	s->attempt = ++f->rs.last_attempt[job];
 	s->timed_out = s->stopped = false;
 	s->kill_ns = 0;
 	snprintf(s->out_rel, sizeof(s->out_rel), "out/%zu.%u.out", job, s->attempt);
@@ -757,9 +741,7 @@ static int refuse_for_memory(struct farm *f, size_t job)
 
 	memset(&s, 0, sizeof(s));
 	s.job = job;
-	s.attempt = f->rs.attempts[job] + 1;
-	if (f->last_attempt && f->last_attempt[job] >= s.attempt)
-		s.attempt = f->last_attempt[job] + 1;
+	s.attempt = ++f->rs.last_attempt[job];
 	s.start_unix_s = unix_now();
 	snprintf(s.err_rel, sizeof(s.err_rel), "out/%zu.%u.err", job, s.attempt);
 	rc = open_output(f, s.err_rel, &fd);
@@ -1187,7 +1169,6 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	free(f.slots);
 	free(f.gpus);
 	free(f.retry);
-	free(f.last_attempt);
 	farm_resume_release(&f.rs);
 	farm_jobs_release(&f.jobs);
 	if (f.nvml)
