@@ -71,7 +71,7 @@ int cli_parse_whole(const char *s, long min, long max, long *out);
 
 /* The options bench and sweep share (cli/util.c): the bring-your-own-command
  * ones, "-- CMD [ARGS...]", --mode request|job, --jobs K (docs/protocol.md),
- * and --warmup D, --gpu IDX|UUID, --mps-pipe-dir DIR, --metrics-listen
+ * and --warmup D, --gpu IDX|UUID, --gpus all|LIST, --mps-pipe-dir DIR, --metrics-listen
  * [ADDR:]PORT, --metrics-buckets LIST (docs/metrics.md). Usage:
  * cli_command_scan() before getopt_long (hand it o.opt_argc so options stop
  * at "--"; it also resets getopt), the CLI_OPT_* values in the option table
@@ -80,7 +80,7 @@ int cli_parse_whole(const char *s, long min, long max, long *out);
 enum {
 	CLI_OPT_FIRST = 512,
 	CLI_OPT_MODE = CLI_OPT_FIRST, CLI_OPT_JOBS, CLI_OPT_WARMUP, CLI_OPT_GPU, CLI_OPT_MPS_PIPE_DIR,
-	CLI_OPT_METRICS_LISTEN, CLI_OPT_METRICS_BUCKETS,
+	CLI_OPT_METRICS_LISTEN, CLI_OPT_METRICS_BUCKETS, CLI_OPT_GPUS,
 	CLI_OPT_END,
 };
 struct gpushare_bench_config;

@@ -35,6 +35,7 @@ static const struct option bench_options[] = {
 	{ "warmup", required_argument, NULL, CLI_OPT_WARMUP },
 	{ "warmup-requests", required_argument, NULL, OPT_WARMUP_REQUESTS },
 	{ "gpu", required_argument, NULL, CLI_OPT_GPU },
+	{ "gpus", required_argument, NULL, CLI_OPT_GPUS },
 	{ "mps-pipe-dir", required_argument, NULL, CLI_OPT_MPS_PIPE_DIR },
 	{ "thread-percentage", required_argument, NULL, OPT_THREAD_PCT },
 	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
@@ -74,6 +75,8 @@ static void usage(FILE *f)
 		"  --warmup D                 window after the start barrier, not recorded (default 2s)\n"
 		"  --warmup-requests W        requests per worker before it reports ready (default 3)\n"
 		"  --gpu IDX|UUID             GPU to use (default 0)\n"
+		"  --gpus all|LIST            several GPUs (indices or UUIDs): worker i on GPU i mod G,\n"
+		"                             one MPS daemon for all; results per GPU and in total\n"
 		"  --mps-pipe-dir DIR         use the MPS daemon running there (left running)\n"
 		"  --thread-percentage LIST   mps-split: SM share per worker, one value or one per worker\n"
 		"                             (default 100/N)\n"

@@ -243,6 +243,41 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	return o;
 }
 
+/* --gpus: the workers pinned to GPU g (by the UUID they were given). */
+static void per_gpu(const struct gpushare_bench_report *r, const struct gpushare_bench_result *res, size_t g,
+		    size_t *workers, double *rps, double *ips)
+{
+	*workers = 0;
+	*rps = *ips = 0;
+	for (size_t i = 0; i < res->n_workers; i++) {
+		if (strcmp(res->workers[i].visible_devices, r->gpu_uuids[g]) != 0)
+			continue;
+		(*workers)++;
+		*rps += res->workers[i].requests_per_second;
+		*ips += res->workers[i].items_per_second;
+	}
+}
+
+/* "gpus": per GPU of --gpus, its workers and their summed throughput (the
+ * aggregate is the total). */
+static bool json_gpus(cJSON *o, const struct gpushare_bench_report *r, const struct gpushare_bench_result *res)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "gpus");
+	bool ok = arr != NULL;
+
+	for (size_t g = 0; ok && g < r->n_gpus; g++) {
+		cJSON *e = cJSON_CreateObject();
+		size_t n;
+		double rps, ips;
+
+		per_gpu(r, res, g, &n, &rps, &ips);
+		ok = e && cJSON_AddItemToArray(arr, e) && jnum(e, "index", r->gpu_indices[g]) &&
+		     cJSON_AddStringToObject(e, "uuid", r->gpu_uuids[g]) && jnum(e, "workers", (double)n) &&
+		     jnum(e, "requests_per_second", rps) && jnum(e, "items_per_second", ips);
+	}
+	return ok;
+}
+
 int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **text)
 {
 	cJSON *doc = cJSON_CreateObject(), *meta, *gpu, *cmd, *cfg, *results, *ceil;
@@ -280,7 +315,7 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 	for (size_t i = 0; ok && i < r->n_results; i++) {
 		cJSON *res = json_result(&r->results[i]);
 
-		ok = res && cJSON_AddItemToArray(results, res);
+		ok = res && cJSON_AddItemToArray(results, res) && (!r->n_gpus || json_gpus(res, r, &r->results[i]));
 	}
 	if (ok)
 		*text = cJSON_Print(doc);
@@ -442,6 +477,14 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 		table_row(f, r->ceiling, verbose);
 	for (size_t i = 0; i < r->n_results; i++) {
 		table_row(f, &r->results[i], verbose);
+		for (size_t g = 0; r->n_gpus > 1 && g < r->n_gpus; g++) {
+			size_t n;
+			double rps, ips;
+
+			per_gpu(r, &r->results[i], g, &n, &rps, &ips);
+			fprintf(f, "  GPU %d %s: %zu workers, %.4g req/s, %.4g items/s\n", r->gpu_indices[g], r->gpu_uuids[g],
+				n, rps, ips);
+		}
 		/* Job mode: "requests" are jobs and the window of K jobs is the makespan. */
 		if (jobs && c->requests)
 			fprintf(f, "  jobs: %" PRIu64 " in a makespan of %.3f s, %.2f jobs/s\n", r->results[i].requests,
