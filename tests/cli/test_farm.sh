@@ -172,10 +172,10 @@ check "--gpus 0,0: exit 2" test "$rc" = 2
 
 echo "== templates"
 printf 'a b\nc\n' >"$tmp/args"
-run farm --dir "$tmp/t1" --strategy timeslice --slots 2 --args "$tmp/args" -- sh -c 'echo "[$1] $2" >"$3"' x {} {#} "$tmp/t1-{#}"
+run farm --dir "$tmp/t1" --strategy timeslice --slots 2 --args "$tmp/args" -- sh -c 'echo "[$1] $2" >"$3"' x '{}' '{#}' "$tmp/t1-{#}"
 check "--args: one job per line, {} and {#}" \
 	bash -c "test \"\$(cat '$tmp/t1-1')\" = '[a b] 1' && test \"\$(cat '$tmp/t1-2')\" = '[c] 2'"
-run farm --dir "$tmp/t2" --strategy timeslice --slots 4 --range 3..12:3 -- sh -c 'echo $0 >>'"$tmp/t2.out" {}
+run farm --dir "$tmp/t2" --strategy timeslice --slots 4 --range 3..12:3 -- sh -c 'echo "$0" >>'"$tmp/t2.out" '{}' 
 check "--range 3..12:3" test "$(sort -n "$tmp/t2.out" | tr '\n' ' ')" = "3 6 9 12 "
 echo "$tmp/job.sh 0 0 0" | "$GPUSHARE" farm --dir "$tmp/t3" --strategy timeslice --slots 1 - >/dev/null 2>&1
 check "job file on stdin" grep -q '"outcome":"ok"' "$tmp/t3/journal.jsonl"
