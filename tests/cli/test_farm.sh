@@ -120,6 +120,12 @@ assert [r["outcome"] for r in by(3)] == ["refused"] and by(3)[0]["gpu"] is None'
 check "the refused job's .err says why" grep -q "cannot execute job 3" "$tmp/f3/out/3.1.err"
 check "summary: 1 done, 3 failed" grep -q "jobs: 1 done, 3 failed" "$tmp/out"
 
+echo "== a job that leaves a background process behind"
+printf '%s\n' "sh -c '$tmp/job.sh 98 60 0 & exit 0'" >"$tmp/jbg"
+run farm --dir "$tmp/fbg" --strategy timeslice --slots 1 "$tmp/jbg"
+check "exit 0" test "$rc" = 0
+no_jobs_left "background process"
+
 echo "== hanging jobs and --timeout"
 printf '%s\n' "$tmp/job.sh 0 60 0" "sh -c 'trap \"\" TERM; $tmp/job.sh 1 60 0'" "$tmp/job.sh 2 0 0" >"$tmp/jh"
 start=$(date +%s)
