@@ -5,8 +5,9 @@
  * One thread does everything: it starts jobs through lib/child.c (each in a
  * process group of its own, dying with gpushare), sleeps in poll() on the
  * running jobs' pidfds (or a short tick without them), records each ended
- * attempt in the journal (lib/farm_journal.c: one fsync'ed line per attempt)
- * before it starts anything else, and times out, retries and stops jobs.
+ * attempt in the journal (lib/farm_journal.c: one line per attempt; the
+ * attempts that ended together are written with one fsync) before it starts
+ * anything else, and times out, retries and stops jobs.
  * Memory is flat in the number of jobs: the job list itself (one arena of
  * argv strings, lib/farm_jobs.c) and two small per-job arrays (state and
  * attempt counts); no per-job allocation lives past the job's attempt.
@@ -55,6 +56,7 @@
 #define TERM_GRACE_NS (2 * NS_PER_S)      /* SIGTERM, then SIGKILL this much later */
 #define DEFAULT_MAX_SLOTS 16
 #define CALIBRATION_GAIN 1.05             /* a larger K must beat the best by 5 % */
+#define PENDING_MAX 64                    /* attempt records written with one fsync */
 
 /* ---- stop requests (async-signal-safe) ---- */
 
@@ -106,6 +108,8 @@ struct farm {
 	struct farm_config cfg;
 	struct farm_journal journal;
 	bool journal_open;
+	struct farm_attempt *pending;      /* ended attempts not written yet */
+	size_t n_pending;
 	struct farm_resume rs;
 	char dir[GPUSHARE_PATH_MAX];
 
@@ -511,11 +515,27 @@ static void update_metrics(struct farm *f)
 	gpushare_metrics_farm_totals(f->metrics, f->queued, f->running, f->rs.done, f->rs.failed, f->cur_k);
 }
 
+/* Write the pending records: one write, one fsync. */
+static int flush_journal(struct farm *f)
+{
+	int rc;
+
+	if (!f->n_pending)
+		return GPUSHARE_OK;
+	rc = farm_journal_write_attempts(&f->journal, f->pending, f->n_pending);
+	f->n_pending = 0;
+	return rc;
+}
+
 static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
 {
-	struct farm_attempt a;
+	struct farm_attempt *ap, a;
 	const struct farm_gpu *g = &f->gpus[s->gpu];
+	int rc;
 
+	if (f->n_pending == PENDING_MAX && (rc = flush_journal(f)) != GPUSHARE_OK)
+		return rc;
+	ap = &f->pending[f->n_pending];
 	memset(&a, 0, sizeof(a));
 	a.job = s->job;
 	a.hash = f->jobs.jobs[s->job].hash;
@@ -537,7 +557,9 @@ static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int
 	a.end_unix_s = s->start_unix_s + a.duration_s;
 	snprintf(a.stdout_path, sizeof(a.stdout_path), "%s", s->out_rel);
 	snprintf(a.stderr_path, sizeof(a.stderr_path), "%s", s->err_rel);
-	return farm_journal_write_attempt(&f->journal, &a);
+	*ap = a;
+	f->n_pending++;
+	return GPUSHARE_OK;
 }
 
 /* An attempt ended with outcome o: record it, then decide what is next for
@@ -948,12 +970,16 @@ static int run_loop(struct farm *f)
 				ended = true;
 			}
 		}
+		if (!rc)
+			rc = flush_journal(f); /* before anything else starts */
 		if (rc)
 			break;
 		if (f->calibrating && f->running == 0 &&
 		    (f->round_started >= f->round_quota || (!f->queued && f->round_started)))
 			calibration_step(f);
 		rc = dispatch(f);
+		if (!rc)
+			rc = flush_journal(f); /* jobs refused while dispatching */
 		if (rc)
 			break;
 		update_metrics(f);
@@ -1112,6 +1138,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		rc = memory_caps(&f);
 	if (!rc)
 		rc = alloc_slots(&f);
+	if (!rc && !(f.pending = calloc(PENDING_MAX, sizeof(*f.pending))))
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	if (!rc)
 		rc = open_dir(&f);
 	if (!rc) {
@@ -1171,6 +1199,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	gpushare_metrics_farm_stop(f.metrics);
 	failed = f.rs.failed;
 	free(f.slots);
+	free(f.pending);
 	free(f.gpus);
 	free(f.retry);
 	farm_resume_release(&f.rs);

@@ -20,6 +20,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/farm.h"
 #include "gpushare/gpushare.h"
+#include "farm_journal.h"
 #include "metrics_farm.h"
 
 static char dir[64], fdir[96], jobs[96], side[96];
@@ -291,6 +292,48 @@ static void test_bad_config(void **state)
 	gpushare_farm_result_release(&r);
 }
 
+/* Group commit: three attempts in one write read back as three records. */
+static void test_journal_group_commit(void **state)
+{
+	struct farm_journal j;
+	struct farm_journal_data d;
+	struct farm_attempt a[3];
+	struct farm_config cfg;
+	bool existing = true;
+
+	(void)state;
+	memset(a, 0, sizeof(a));
+	for (int i = 0; i < 3; i++) {
+		a[i].job = (uint64_t)i;
+		a[i].hash = 0x1234 + (uint64_t)i;
+		a[i].attempt = 1;
+		a[i].outcome = i == 1 ? FARM_FAILED : FARM_OK;
+		a[i].exit_code = i == 1 ? 2 : 0;
+		a[i].gpu = -1;
+		a[i].slot = -1;
+		snprintf(a[i].stdout_path, sizeof(a[i].stdout_path), "out/%d.1.out", i);
+	}
+	assert_int_equal(farm_journal_open(&j, dir, &existing), GPUSHARE_OK);
+	assert_false(existing);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.n_jobs = 3;
+	cfg.shard.count = 1;
+	snprintf(cfg.strategy, sizeof(cfg.strategy), "timeslice");
+	snprintf(cfg.hostname, sizeof(cfg.hostname), "h");
+	assert_int_equal(farm_journal_write_header(&j, &cfg), GPUSHARE_OK);
+	assert_int_equal(farm_journal_write_attempts(&j, a, 3), GPUSHARE_OK);
+	assert_int_equal(farm_journal_write_attempts(&j, a, 0), GPUSHARE_OK);
+	farm_journal_close(&j);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_OK);
+	assert_int_equal(d.n_records, 3);
+	assert_int_equal(d.records[1].outcome, FARM_FAILED);
+	assert_int_equal(d.records[1].exit_code, 2);
+	assert_int_equal(d.records[2].hash, 0x1236);
+	assert_false(d.torn_tail);
+	farm_journal_data_release(&d);
+}
+
 static void test_metrics_text(void **state)
 {
 	struct gpushare_metrics_farm *m = NULL;
@@ -326,6 +369,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_calibration_with_few_jobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_summary_json_and_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_group_commit, setup, teardown),
 		cmocka_unit_test(test_metrics_text),
 	};
 
