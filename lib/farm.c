@@ -357,6 +357,9 @@ static int open_dir(struct farm *f)
 	} else if (st.st_uid != geteuid()) {
 		return gpushare_fail(GPUSHARE_E_DIR, "the farm directory '%s' belongs to another user", f->dir);
 	}
+	/* Jobs get it absolute (GPUSHARE_FARM_DIR), wherever they chdir. */
+	if (!realpath(c->dir, f->dir))
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot resolve '%s': %s", c->dir, strerror(errno));
 	snprintf(out, sizeof(out), "%s/out", f->dir);
 	if (mkdir(out, 0777) != 0 && errno != EEXIST)
 		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", out, strerror(errno));
@@ -1156,7 +1159,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		r->slots = f.cur_k;
 		if (f.calibrating)
 			calibration_round(&f);
-		rc = setup_strategy(&f);
+		/* Nothing left to run (a finished farm resumed): no daemon either. */
+		rc = f.queued ? setup_strategy(&f) : GPUSHARE_OK;
 	}
 	if (!rc && c->metrics_listen)
 		rc = gpushare_metrics_farm_start(c->metrics_listen, f.gpus ? f.n_gpus : 0, &f.metrics);
