@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU benchmarks of `gpushare farm`. Usage: bench/gpu/farm.sh BUILD_DIR OUT_DIR
-#  1. grid: examples/farm_job x JOBS (default 200) on GPU 0 with K = 1, 2, 4, 8
+#  1. grid: farm_job (examples/farm_job.cu, built as BUILD_DIR/farm_job) x JOBS (default 200) on GPU 0 with K = 1, 2, 4, 8
 #     slots under timeslice and mps: makespan and jobs/s, against the same
 #     jobs one after another (K = 1 under timeslice);
 #  2. calibration: the same farm without --slots (mps): the K it picks and
@@ -20,7 +20,7 @@ O=${2:?out dir}
 mkdir -p "$O"
 O=$(cd "$O" && pwd)
 G=$B/gpushare
-JOB=${JOB:-$B/examples/farm_job}
+JOB=${JOB:-$B/farm_job}
 JOBS=${JOBS:-200}
 KS=${KS:-1 2 4 8}
 PHASES=${PHASES:-grid,calibrate,two,torch}
