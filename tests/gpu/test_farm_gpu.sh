@@ -10,7 +10,7 @@ JOB=$(dirname "$G")/farm_job
 [[ -x $JOB ]] || { echo "SKIP: no $JOB (built with CUDA)"; exit 0; }
 D=$(mktemp -d /tmp/gsfarm.XXXXXX)
 trap 'rm -rf "$D"' EXIT
-for i in $(seq 0 23); do echo "$JOB --n 128 --steps 500"; done >"$D/jobs.txt"
+for _ in $(seq 0 23); do echo "$JOB --n 128 --steps 500"; done >"$D/jobs.txt"
 "$G" farm --dir "$D/mps" --slots 3 --json -q "$D/jobs.txt" >"$D/mps.json"
 "$G" farm --dir "$D/ts" --strategy timeslice --slots 2 --gpus 0 --json -q "$D/jobs.txt" >"$D/ts.json"
 "$G" farm --dir "$D/cal" --gpus 0 --max-slots 4 --json -q "$D/jobs.txt" >"$D/cal.json"
