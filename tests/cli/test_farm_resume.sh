@@ -107,6 +107,26 @@ run farm --resume "$tmp/f2" --strategy timeslice --slots 2 "$tmp/j8"
 check "resume after Ctrl-C: exit 0, every job exactly once" \
 	bash -c "test $rc = 0 && $(declare -f exactly_once); exactly_once '$tmp/f2' '$tmp/side2' 8"
 
+echo "== Ctrl-C twice: the running jobs are stopped too"
+jobs_file "$tmp/j4" 4 30 "$tmp/side4"
+"$GPUSHARE" farm --dir "$tmp/f4" --strategy timeslice --slots 1 "$tmp/j4" >"$tmp/f4.out" 2>"$tmp/f4.err" &
+fpid=$!
+wait_for 100 0.05 running_jobs 2 || true
+kill -INT "$fpid"
+sleep 0.3
+kill -INT "$fpid"
+set +e
+wait "$fpid"
+rc=$?
+set -e
+fpid=
+check "exit 130" test "$rc" = 130
+check "both running jobs recorded as stopped" python3 -c "
+import json; recs = [json.loads(l) for l in open('$tmp/f4/journal.jsonl')][1:]
+assert sorted(r['job'] for r in recs) == [0, 1] and all(r['outcome'] == 'stopped' for r in recs), recs"
+check "it said it stops the running jobs" grep -q "stopping the running jobs" "$tmp/f4.err"
+check "no job left" wait_for 30 0.1 no_jobs
+
 echo "== SIGTERM: running jobs are stopped, and run again on resume"
 jobs_file "$tmp/j6" 6 30 "$tmp/side3"
 "$GPUSHARE" farm --dir "$tmp/f3" --strategy timeslice --slots 1 "$tmp/j6" >"$tmp/f3.out" 2>&1 &
