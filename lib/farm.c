@@ -1335,8 +1335,8 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		if (r->calibrated && r->n_calibration) {
 			fprintf(f, ", %u slots per GPU by calibration (", r->slots);
 			for (size_t i = 0; i < r->n_calibration; i++)
-				fprintf(f, "%sK=%u: %.3g jobs/s", i ? ", " : "", r->calibration[i].slots,
-					r->calibration[i].jobs_per_s);
+				fprintf(f, "%sK=%u: %.3g jobs/s over %" PRIu64 " jobs", i ? ", " : "",
+					r->calibration[i].slots, r->calibration[i].jobs_per_s, r->calibration[i].jobs);
 			fprintf(f, ")\n");
 		} else {
 			fprintf(f, ", %u slot%s per GPU\n", r->slots, r->slots == 1 ? "" : "s");
