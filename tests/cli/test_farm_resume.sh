@@ -64,6 +64,10 @@ fpid=$!
 wait_for 100 0.05 bash -c "[ \"\$(grep -c '\"type\":\"attempt\"' '$tmp/f1/journal.jsonl' 2>/dev/null)\" -ge 6 ]" || true
 sleep 0.3 # the middle of the second wave of jobs
 check "a private MPS daemon serves the farm" test -n "$(our_daemons)"
+d=$(our_daemons | head -1)
+check "  for both GPUs: its CUDA_VISIBLE_DEVICES holds their UUIDs" \
+	test "$(tr '\0' '\n' <"/proc/$d/environ" | sed -n 's/^CUDA_VISIBLE_DEVICES=//p')" = \
+	"GPU-fa4e0000-0000-4000-8000-000000000000,GPU-fa4e0000-0000-4000-8000-000000000001"
 kill -KILL "$fpid"
 wait "$fpid" 2>/dev/null || true
 fpid=
