@@ -287,7 +287,6 @@ out:
 static int memory_caps(struct farm *f)
 {
 	uint64_t m = f->c->mem_per_job_bytes;
-	bool any = false;
 
 	if (!m)
 		return GPUSHARE_OK;
@@ -298,9 +297,7 @@ static int memory_caps(struct farm *f)
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "--mem-per-job: NVML does not report the memory of GPU %d",
 					     g->id.index);
 		g->mem_cap = (unsigned)(g->free_bytes / m > UINT32_MAX ? UINT32_MAX : g->free_bytes / m);
-		any |= g->mem_cap > 0;
 	}
-	(void)any;
 	return GPUSHARE_OK;
 }
 
