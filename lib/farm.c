@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "buf.h"
 #include "child.h"
 #include "farm_jobs.h"
@@ -57,6 +59,7 @@
 #define DEFAULT_MAX_SLOTS 16
 #define CALIBRATION_GAIN 1.05             /* a larger K must beat the best by 5 % */
 #define PENDING_MAX 64                    /* attempt records written with one fsync */
+#define LIVE_NAME "running.json"          /* what runs now, for farm status */
 
 /* ---- stop requests (async-signal-safe) ---- */
 
@@ -146,7 +149,7 @@ struct farm {
 	unsigned best_k;
 
 	/* timing */
-	uint64_t t0_ns, last_progress_ns;
+	uint64_t t0_ns, last_progress_ns, last_live_ns;
 	double t0_unix_s;
 	struct gpushare_metrics_farm *metrics;
 };
@@ -504,6 +507,68 @@ static void progress(struct farm *f, bool force)
 	p.calibrating = f->calibrating;
 	p.stopping = farm_stop_level > 0;
 	f->c->progress(&p, f->c->progress_arg);
+}
+
+/* DIR/running.json: the jobs running now, written about once a second
+ * (a temporary file renamed over it, so a reader never sees half of it)
+ * and removed at the end, so that `farm status` can tell a running farm,
+ * and one that was killed, from a stopped one. Best effort: the journal is
+ * the record; a failure here changes nothing else. */
+static void write_live(struct farm *f)
+{
+	char path[GPUSHARE_PATH_MAX + 32], tmp[GPUSHARE_PATH_MAX + 32];
+	cJSON *o = cJSON_CreateObject(), *jobs;
+	char *text = NULL;
+	int fd;
+
+	if (!o)
+		return;
+	cJSON_AddNumberToObject(o, "pid", (double)getpid());
+	cJSON_AddStringToObject(o, "host", f->cfg.hostname);
+	cJSON_AddNumberToObject(o, "started_unix_s", f->t0_unix_s);
+	cJSON_AddNumberToObject(o, "updated_unix_s", unix_now());
+	cJSON_AddNumberToObject(o, "slots", f->cur_k);
+	cJSON_AddNumberToObject(o, "queued", (double)f->queued);
+	cJSON_AddNumberToObject(o, "running", f->running);
+	jobs = cJSON_AddArrayToObject(o, "jobs");
+	for (size_t i = 0; jobs && i < f->n_gpus * f->max_k; i++) {
+		const struct slot *s = &f->slots[i];
+		cJSON *j;
+
+		if (!s->busy || !(j = cJSON_CreateObject()))
+			continue;
+		cJSON_AddNumberToObject(j, "job", (double)s->job);
+		cJSON_AddNumberToObject(j, "attempt", s->attempt);
+		cJSON_AddNumberToObject(j, "gpu", f->gpus[s->gpu].id.index);
+		cJSON_AddNumberToObject(j, "slot", s->k);
+		cJSON_AddNumberToObject(j, "start_unix_s", s->start_unix_s);
+		cJSON_AddItemToArray(jobs, j);
+	}
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!text)
+		return;
+	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);
+	snprintf(tmp, sizeof(tmp), "%s/." LIVE_NAME ".tmp", f->dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd >= 0) {
+		size_t len = strlen(text);
+		bool ok = write(fd, text, len) == (ssize_t)len;
+
+		if (close(fd) == 0 && ok)
+			rename(tmp, path);
+		else
+			unlink(tmp);
+	}
+	free(text);
+}
+
+static void remove_live(struct farm *f)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);
+	unlink(path);
 }
 
 static void update_metrics(struct farm *f)
@@ -984,6 +1049,10 @@ static int run_loop(struct farm *f)
 			break;
 		update_metrics(f);
 		progress(f, ended);
+		if (gpushare_now_ns() - f->last_live_ns >= PROGRESS_NS) {
+			write_live(f);
+			f->last_live_ns = gpushare_now_ns();
+		}
 		if (!f->running && (!f->queued || farm_stop_level > 0))
 			break;
 		wait_some(f, gpushare_now_ns());
@@ -1045,6 +1114,51 @@ static void summary_from(struct gpushare_farm_summary *out, const struct farm_su
 	}
 }
 
+/* DIR/running.json, when a farm wrote one (lib: write_live). */
+static bool read_live(const char *dir, struct gpushare_farm_live *l)
+{
+	char path[GPUSHARE_PATH_MAX + 32], chunk[4096], host[256];
+	struct gpushare_buf text = { 0 };
+	const cJSON *v;
+	cJSON *o;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" LIVE_NAME, dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len < (16u << 20)) {
+		if (gpushare_buf_add(&text, chunk, (size_t)n) != GPUSHARE_OK)
+			break;
+	}
+	close(fd);
+	o = cJSON_Parse(gpushare_buf_str(&text));
+	gpushare_buf_release(&text);
+	if (!o)
+		return false;
+	memset(l, 0, sizeof(*l));
+	snprintf(l->dir, sizeof(l->dir), "%s", dir);
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "pid")))
+		l->pid = (long)v->valuedouble;
+	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "host")))
+		snprintf(l->host, sizeof(l->host), "%s", v->valuestring);
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "running")))
+		l->running = (uint64_t)v->valuedouble;
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "queued")))
+		l->queued = (uint64_t)v->valuedouble;
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "slots")))
+		l->slots = (unsigned)v->valuedouble;
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "updated_unix_s")))
+		l->updated_unix_s = v->valuedouble;
+	cJSON_Delete(o);
+	if (gethostname(host, sizeof(host)) == 0) {
+		host[sizeof(host) - 1] = '\0';
+		l->stale = strcmp(host, l->host) == 0 && (l->pid <= 0 || !gpushare_pid_alive((pid_t)l->pid));
+	}
+	return true;
+}
+
 int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm_summary *out)
 {
 	struct farm_journal_data *d = calloc(n ? n : 1, sizeof(*d));
@@ -1070,6 +1184,12 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 		if (s.n_gpus && !out->gpus)
 			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
+	if (!rc && !(out->live = calloc(n ? n : 1, sizeof(*out->live))))
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (read_live(dirs[i], &out->live[out->n_live]))
+			out->n_live++;
+	}
 	farm_summary_release(&s);
 	for (size_t i = 0; i < n; i++)
 		farm_journal_data_release(&d[i]);
@@ -1081,6 +1201,7 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 void gpushare_farm_summary_release(struct gpushare_farm_summary *s)
 {
 	free(s->gpus);
+	free(s->live);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -1179,6 +1300,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		r->not_started += f.queued;
 		update_metrics(&f);
 		progress(&f, true);
+		remove_live(&f);
 	}
 	gpushare_error_save(&e);
 	stop_all(&f);
@@ -1219,11 +1341,9 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 
 /* ---- output ---- */
 
-#include <cjson/cJSON.h>
-
 static cJSON *summary_obj(const struct gpushare_farm_summary *s)
 {
-	cJSON *o = cJSON_CreateObject(), *gpus;
+	cJSON *o = cJSON_CreateObject(), *gpus, *live;
 
 	if (!o)
 		return NULL;
@@ -1249,6 +1369,23 @@ static cJSON *summary_obj(const struct gpushare_farm_summary *s)
 		cJSON_AddNumberToObject(g, "busy_seconds", s->gpus[i].busy_s);
 		cJSON_AddNumberToObject(g, "busy_fraction", s->gpus[i].busy_fraction);
 		cJSON_AddItemToArray(gpus, g);
+	}
+	live = cJSON_AddArrayToObject(o, "running");
+	for (size_t i = 0; live && i < s->n_live; i++) {
+		const struct gpushare_farm_live *l = &s->live[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (!e)
+			break;
+		cJSON_AddStringToObject(e, "dir", l->dir);
+		cJSON_AddNumberToObject(e, "pid", (double)l->pid);
+		cJSON_AddStringToObject(e, "host", l->host);
+		cJSON_AddNumberToObject(e, "running", (double)l->running);
+		cJSON_AddNumberToObject(e, "queued", (double)l->queued);
+		cJSON_AddNumberToObject(e, "slots", l->slots);
+		cJSON_AddNumberToObject(e, "updated_unix_s", l->updated_unix_s);
+		cJSON_AddBoolToObject(e, "stale", l->stale);
+		cJSON_AddItemToArray(live, e);
 	}
 	return o;
 }
@@ -1362,6 +1499,17 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 	for (size_t i = 0; i < s->n_gpus; i++)
 		fprintf(f, "  GPU %-42s %6" PRIu64 " attempts, busy %5.1f %% of the makespan\n", s->gpus[i].id,
 			s->gpus[i].attempts, 100 * s->gpus[i].busy_fraction);
+	for (size_t i = 0; i < s->n_live; i++) {
+		const struct gpushare_farm_live *l = &s->live[i];
+
+		if (l->stale)
+			fprintf(f, "%s: its farm (pid %ld on %s) is gone; --resume %s runs what it left\n", l->dir, l->pid,
+				l->host, l->dir);
+		else
+			fprintf(f, "%s: running now: %" PRIu64 " jobs, %" PRIu64 " queued, %u slots per GPU (pid %ld on %s, "
+				   "%.1f s ago)\n", l->dir, l->running, l->queued, l->slots, l->pid, l->host,
+				unix_now() - l->updated_unix_s);
+	}
 	if (s->torn_tail)
 		fprintf(f, "note: a journal's last line was torn (a farm was killed while writing it) and was ignored\n");
 	if (fflush(f) != 0 || ferror(f))

@@ -88,6 +88,17 @@ struct gpushare_farm_gpu {
 	double busy_fraction;       /* busy_s / makespan_s */
 };
 
+/* A farm running on a directory, as its live file (DIR/running.json) says. */
+struct gpushare_farm_live {
+	char dir[512];
+	long pid;
+	char host[256];
+	uint64_t running, queued;
+	unsigned slots;
+	double updated_unix_s;      /* when the farm last wrote it (about every second) */
+	bool stale;                 /* the farm is gone (its pid is dead on this host) */
+};
+
 /* What a farm (one run, or the journals of a farm and its shards) did. */
 struct gpushare_farm_summary {
 	uint64_t jobs;              /* in the whole job list */
@@ -100,6 +111,10 @@ struct gpushare_farm_summary {
 	struct gpushare_farm_gpu *gpus;
 	size_t n_gpus;
 	bool torn_tail;             /* a journal's last line was torn and ignored */
+	/* farm status: the farms still running on the directories (or killed
+	 * while running: stale). */
+	struct gpushare_farm_live *live;
+	size_t n_live;
 };
 
 struct gpushare_farm_result {

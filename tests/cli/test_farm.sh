@@ -187,7 +187,7 @@ echo "$tmp/job.sh 0 0 0" | "$GPUSHARE" farm --dir "$tmp/t3" --strategy timeslice
 check "job file on stdin" grep -q '"outcome":"ok"' "$tmp/t3/journal.jsonl"
 
 echo "== calibration of K"
-jobs_file "$tmp/j40" 40 0.25
+jobs_file "$tmp/j40" 40 0.4
 run farm --dir "$tmp/c1" --strategy timeslice --gpus 0 --max-slots 4 --json "$tmp/j40"
 check "calibrated: K = 1, 2, 4 tried, sleeping jobs scale, 4 kept" python3 -c "
 import json; r = json.load(open('$tmp/out'))['run']
@@ -226,7 +226,10 @@ check "metrics: queued, running, per-GPU running" bash -c "
 grep -q '^gpushare_farm_jobs_queued 0' '$tmp/metrics' &&
 grep -q '^gpushare_farm_jobs_running 4' '$tmp/metrics' &&
 grep -q '^gpushare_farm_gpu_jobs_running{gpu=\"1\",uuid=\"$(uuid 1)\"} 2' '$tmp/metrics'"
+run farm status "$tmp/m1"
+check "farm status of the running farm: 4 jobs running now" grep -q "m1: running now: 4 jobs, 0 queued, 2 slots per GPU (pid $fpid on" "$tmp/out"
 wait "$fpid" || true
+check "the live file is removed at the end" test ! -e "$tmp/m1/running.json"
 run farm --dir "$tmp/m2" --strategy timeslice --metrics-listen "127.0.0.1:$port" --metrics-listen x "$tmp/j8"
 check "a bad --metrics-listen: exit 2" test "$rc" = 2
 

@@ -77,6 +77,9 @@ check "no job outlives gpushare" wait_for 30 0.1 no_jobs
 check "each recorded job left its side effect, no other job did" \
 	test "$(sort -n "$tmp/side1" | tr '\n' ' ')" = "$(python3 -c "
 import json; print(' '.join(str(j) for j in sorted(json.loads(l)['job'] for l in open('$tmp/f1/journal.jsonl') if '\"attempt\"' in l)) + ' ')")"
+run farm status "$tmp/f1"
+check "farm status: the killed farm is gone, its jobs wait for --resume" \
+	grep -q "f1: its farm (pid [0-9]* on .*) is gone; --resume $tmp/f1 runs what it left" "$tmp/out"
 printf '{"type":"attempt","job":' >>"$tmp/f1/journal.jsonl" # a torn last line, as a crash mid-write leaves
 run farm --resume "$tmp/f1" --slots 3 "$tmp/j24"
 check "resume: exit 0" test "$rc" = 0

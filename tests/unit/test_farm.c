@@ -189,7 +189,7 @@ static void test_calibration_keeps_the_best(void **state)
 
 	(void)state;
 	/* Sleeping jobs scale with K: K = 1, 2, 4 tried, 4 kept. */
-	write_jobs(24, "0.2", 0);
+	write_jobs(24, "0.4", 0);
 	config(&c, 0);
 	c.max_slots = 4;
 	assert_int_equal(gpushare_farm_run(&c, &r), GPUSHARE_OK);
