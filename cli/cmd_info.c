@@ -61,7 +61,8 @@ static int mps_survey(struct mps_dir_report *dirs)
 
 	for (int i = 0; i < n; i++) {
 		memset(&dirs[i], 0, sizeof(dirs[i]));
-		snprintf(dirs[i].pipe_dir, sizeof(dirs[i].pipe_dir), "%s", known[i].pipe_dir);
+		_Static_assert(sizeof(dirs[i].pipe_dir) == sizeof(known[i].pipe_dir), "same size");
+		memcpy(dirs[i].pipe_dir, known[i].pipe_dir, sizeof(dirs[i].pipe_dir));
 		memcpy(dirs[i].sources, known[i].sources, sizeof(dirs[i].sources));
 		dirs[i].n_sources = known[i].n_sources;
 		dirs[i].answers = -1;

@@ -878,11 +878,8 @@ static int finish_slot(struct farm *f, struct slot *s)
 	int ws = s->ch.wstatus;
 	enum farm_outcome o;
 
-	/* What the job left in its process group (a shell's `cmd &`) is
-	 * killed. The kernel's answer for an empty group is cheap; the scan of
-	 * /proc that counts the stragglers is not, so it runs only then. */
-	if (kill(-s->ch.pgid, 0) == 0 || errno != ESRCH)
-		gpushare_child_reap_group(&s->ch);
+	/* What the job left in its process group (a shell's `cmd &`) is killed. */
+	gpushare_child_reap_group(&s->ch);
 	gpushare_child_release(&s->ch);
 	s->busy = false;
 	free(s->argv);

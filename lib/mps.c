@@ -199,15 +199,15 @@ int gpushare_mps_command(const struct gpushare_mps *m, const char *cmd, char **r
 		return gpushare_fail(GPUSHARE_E_NO_MPS_BINARY, "%s", gpushare_errdetail());
 	if (rc)
 		return rc;
-	mps_trim(res.out);
-	mps_trim(res.err);
+	gpushare_mps_trim(res.out);
+	gpushare_mps_trim(res.err);
 	if (res.status != 0) {
 		rc = gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "no MPS control daemon answers at '%s' (%s exited %d%s%.200s)",
 				   m->pipe_dir, m->control, res.status, res.err[0] ? ": " : "", res.err);
 		gpushare_run_result_release(&res);
 		return rc;
 	}
-	if (mps_reply_is_unknown(res.out)) {
+	if (gpushare_mps_reply_is_unknown(res.out)) {
 		rc = gpushare_fail(GPUSHARE_E_MPS_REPLY, "the MPS control daemon does not know '%s': %.200s", cmd, res.out);
 		gpushare_run_result_release(&res);
 		return rc;
@@ -226,7 +226,7 @@ static int command_setter(const struct gpushare_mps *m, const char *cmd)
 
 	if (rc)
 		return rc;
-	rc = mps_check_setter_reply(reply);
+	rc = gpushare_mps_check_setter_reply(reply);
 	free(reply);
 	return rc;
 }
@@ -244,7 +244,7 @@ int gpushare_mps_probe(const struct gpushare_mps *m, pid_t *pid)
 	rc = gpushare_mps_command(m, "get_default_active_thread_percentage", &reply);
 	if (rc)
 		return rc;
-	rc = mps_parse_percentage(reply, &pct);
+	rc = gpushare_mps_parse_percentage(reply, &pct);
 	free(reply);
 	return rc;
 }
@@ -324,7 +324,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, cmd, &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_percentage(reply, &got);
+		rc = gpushare_mps_parse_percentage(reply, &got);
 		free(reply);
 		if (rc)
 			return rc;
@@ -354,7 +354,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, cmd, &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_mem_limit(reply, got, sizeof(got));
+		rc = gpushare_mps_parse_mem_limit(reply, got, sizeof(got));
 		free(reply);
 		if (rc)
 			return rc;
@@ -374,7 +374,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, "get_default_client_priority", &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_priority(reply, &got);
+		rc = gpushare_mps_parse_priority(reply, &got);
 		free(reply);
 		if (rc)
 			return rc;
@@ -558,7 +558,7 @@ static int query_pids(const struct gpushare_mps *m, const char *cmd, pid_t **pid
 
 	if (rc)
 		return rc;
-	rc = mps_parse_pid_list(reply, pids, n);
+	rc = gpushare_mps_parse_pid_list(reply, pids, n);
 	free(reply);
 	return rc;
 }
@@ -576,13 +576,13 @@ static int query_server(const struct gpushare_mps *m, int ndev, struct gpushare_
 	rc = gpushare_mps_command(m, cmd, &reply);
 	if (rc)
 		return rc;
-	rc = mps_parse_server_status(reply, s->status, sizeof(s->status));
+	rc = gpushare_mps_parse_server_status(reply, s->status, sizeof(s->status));
 	free(reply);
 	if (rc)
 		return rc;
 	snprintf(cmd, sizeof(cmd), "get_active_thread_percentage %d", (int)s->pid);
 	if (gpushare_mps_command(m, cmd, &reply) == GPUSHARE_OK) {
-		if (mps_parse_percentage(reply, &s->thread_percentage))
+		if (gpushare_mps_parse_percentage(reply, &s->thread_percentage))
 			s->thread_percentage = -1;
 		free(reply);
 	}
@@ -590,7 +590,7 @@ static int query_server(const struct gpushare_mps *m, int ndev, struct gpushare_
 		snprintf(cmd, sizeof(cmd), "get_device_pinned_mem_limit %d %d", (int)s->pid, dev);
 		if (gpushare_mps_command(m, cmd, &reply) != GPUSHARE_OK)
 			break;
-		if (mps_parse_mem_limit(reply, s->mem_limit[dev], sizeof(s->mem_limit[dev])))
+		if (gpushare_mps_parse_mem_limit(reply, s->mem_limit[dev], sizeof(s->mem_limit[dev])))
 			s->mem_limit[dev][0] = '\0';
 		free(reply);
 		s->n_mem_limit = dev + 1;
@@ -627,12 +627,12 @@ int gpushare_mps_status(const struct gpushare_mps *m, int ndev, struct gpushare_
 	if (rc)
 		return rc;
 	if (gpushare_mps_command(m, "get_default_active_thread_percentage", &reply) == GPUSHARE_OK) {
-		if (mps_parse_percentage(reply, &st->default_thread_percentage))
+		if (gpushare_mps_parse_percentage(reply, &st->default_thread_percentage))
 			st->default_thread_percentage = -1;
 		free(reply);
 	}
 	if (gpushare_mps_command(m, "get_default_client_priority", &reply) == GPUSHARE_OK) {
-		if (mps_parse_priority(reply, &st->default_priority))
+		if (gpushare_mps_parse_priority(reply, &st->default_priority))
 			st->default_priority = -1;
 		free(reply);
 	}
@@ -640,7 +640,7 @@ int gpushare_mps_status(const struct gpushare_mps *m, int ndev, struct gpushare_
 		snprintf(cmd, sizeof(cmd), "get_default_device_pinned_mem_limit %d", dev);
 		if (gpushare_mps_command(m, cmd, &reply) != GPUSHARE_OK)
 			break;
-		if (mps_parse_mem_limit(reply, st->default_mem_limit[dev], sizeof(st->default_mem_limit[dev])))
+		if (gpushare_mps_parse_mem_limit(reply, st->default_mem_limit[dev], sizeof(st->default_mem_limit[dev])))
 			st->default_mem_limit[dev][0] = '\0';
 		free(reply);
 		st->n_default_mem_limit = dev + 1;
@@ -749,7 +749,7 @@ int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_
 				continue;
 			snprintf(cmd, sizeof(cmd), "terminate_client %d %d", (int)servers[i], (int)sc[j]);
 			if (gpushare_mps_command(m, cmd, &reply) == GPUSHARE_OK) {
-				if (mps_check_terminate_reply(reply) == GPUSHARE_OK)
+				if (gpushare_mps_check_terminate_reply(reply) == GPUSHARE_OK)
 					info->clients_terminated++;
 				free(reply);
 			}

@@ -45,9 +45,62 @@ static bool get_num(const cJSON *o, const char *k, double *out)
 	return true;
 }
 
+/* A number in [lo, hi], else NaN. */
+static double get_opt(const cJSON *o, const char *k, double lo, double hi)
+{
+	double v;
+
+	if (!o || !get_num(o, k, &v) || v < lo || v > hi)
+		return NAN;
+	return v;
+}
+
+/* aggregate.histogram: {"le_seconds": [...], "counts": [...]}, equal
+ * lengths, bounds ascending. Absent or null: none. */
+static int parse_hist(const cJSON *h, struct gpushare_report_run *run)
+{
+	const cJSON *le = cJSON_GetObjectItemCaseSensitive(h, "le_seconds");
+	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(h, "counts"), *a, *b;
+	int n;
+	size_t i = 0;
+	double prev = 0;
+
+	run->hist_le_ns = run->hist_counts = NULL;
+	run->hist_n = 0;
+	if (!h || cJSON_IsNull(h))
+		return GPUSHARE_OK;
+	if (!cJSON_IsArray(le) || !cJSON_IsArray(counts) || (n = cJSON_GetArraySize(le)) != cJSON_GetArraySize(counts) ||
+	    n > (int)GPUSHARE_HIST_BUCKETS)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'aggregate.histogram' is not two arrays of the same length");
+	if (n == 0)
+		return GPUSHARE_OK;
+	run->hist_le_ns = malloc((size_t)n * sizeof(uint64_t));
+	run->hist_counts = malloc((size_t)n * sizeof(uint64_t));
+	if (!run->hist_le_ns || !run->hist_counts) {
+		free(run->hist_le_ns);
+		free(run->hist_counts);
+		run->hist_le_ns = run->hist_counts = NULL;
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	for (a = le->child, b = counts->child; a && b; a = a->next, b = b->next, i++) {
+		if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b) || !(a->valuedouble > prev) || a->valuedouble > 1e4 ||
+		    !(b->valuedouble >= 0) || b->valuedouble > 1e15) {
+			free(run->hist_le_ns);
+			free(run->hist_counts);
+			run->hist_le_ns = run->hist_counts = NULL;
+			return gpushare_fail(GPUSHARE_E_INVAL, "'aggregate.histogram' has a bad bucket");
+		}
+		prev = a->valuedouble;
+		run->hist_le_ns[i] = (uint64_t)llround(a->valuedouble * 1e9);
+		run->hist_counts[i] = (uint64_t)b->valuedouble;
+	}
+	run->hist_n = i;
+	return GPUSHARE_OK;
+}
+
 static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 {
-	const cJSON *cell, *bench, *results, *res, *agg;
+	const cJSON *cell, *bench, *results, *res, *agg, *tel;
 	const char *shape, *wl, *strat, *status, *key;
 	double workers, batch, repeat, version;
 
@@ -97,7 +150,8 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	run->workers = (int)workers;
 	run->batch = (long)batch;
 	run->repeat = (int)repeat;
-	if (run->status == GPUSHARE_RUN_FAILED)
+	/* Only an ok run has figures (a failed or partial one has nulls). */
+	if (run->status != GPUSHARE_RUN_OK)
 		return GPUSHARE_OK;
 	bench = cJSON_GetObjectItemCaseSensitive(root, "bench");
 	results = cJSON_GetObjectItemCaseSensitive(bench, "results");
@@ -112,7 +166,14 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 		return gpushare_fail(GPUSHARE_E_INVAL, "'bench.results[0].aggregate' lacks a throughput or latency");
 	if (run->items_per_second < 0 || run->mean_seconds < 0 || run->p99_seconds < 0)
 		return gpushare_fail(GPUSHARE_E_INVAL, "negative throughput or latency");
-	return GPUSHARE_OK;
+	/* Optional figures: unknown (NaN) when absent or null. */
+	run->p90_seconds = get_opt(agg, "p90_seconds", 0, INFINITY);
+	run->p999_seconds = get_opt(agg, "p999_seconds", 0, INFINITY);
+	run->fairness = get_opt(agg, "fairness", 0, 1);
+	tel = cJSON_GetObjectItemCaseSensitive(res, "telemetry");
+	run->util_mean_pct = get_opt(tel, "util_mean_percent", 0, 100);
+	run->mem_used_max_bytes = get_opt(tel, "mem_used_max_bytes", 0, INFINITY);
+	return parse_hist(cJSON_GetObjectItemCaseSensitive(agg, "histogram"), run);
 }
 
 int gpushare_report_parse_line(const char *text, size_t len, struct gpushare_report_run *run)

@@ -621,6 +621,7 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	x->cur_repeat = repeat;
 	report_progress(x, false, false, 0, NULL);
 	rc = gpushare_bench_run(x->c, &r);
+	gpushare_bench_report_settle(&r, rc);
 	if (rc == GPUSHARE_E_INTERRUPTED || r.interrupted || gpushare_bench_interrupted()) {
 		gpushare_bench_report_release(&r);
 		return gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
@@ -631,14 +632,14 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	}
 	if (rc)
 		snprintf(error, sizeof(error), "%s", gpushare_errdetail());
-	ok = rc == GPUSHARE_OK && !r.partial && r.n_results == 1;
+	ok = rc == GPUSHARE_OK && !r.partial && r.n_results == 1 && r.results[0].status == GPUSHARE_RESULT_OK;
 	wrc = gpushare_sweep_record(cell, x->s->shapes[cell->shape].label, repeat, &r, rc, error, x->cuda_version,
 				    &line);
 	if (!wrc)
 		wrc = append_line(x, line);
 	free(line);
 	if (!wrc) {
-		double ips = r.n_results ? r.results[0].items_per_second : 0;
+		double ips = ok ? r.results[0].items_per_second : NAN;
 
 		x->sum->runs_done++;
 		if (!ok)

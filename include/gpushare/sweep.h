@@ -91,8 +91,8 @@ struct gpushare_sweep_config {
 	long batches[GPUSHARE_SWEEP_MAX_VALUES];
 	size_t n_batches;
 	int repeats;                    /* fixed repeats per cell (default 5) */
-	double target_noise;            /* adaptive: relative half-width of the 95% CI of the
-					 * median throughput, e.g. 0.02; 0 = off */
+	double target_noise;            /* adaptive: relative half-width of the interval of the
+					 * median throughput (at >= 95% coverage), e.g. 0.02; 0 = off */
 	int max_repeats;                /* adaptive: at most this many per cell (default 20) */
 	bool resume;                    /* skip (cell, repeat) pairs already recorded */
 	/* Window, GPU, timeouts, worker path, command line: as for bench. The
