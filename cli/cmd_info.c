@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "gpushare/gpu.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
@@ -410,7 +411,7 @@ static char *json_report(const struct gpushare_system_info *sys, const struct mp
 	if (ok)
 		json_mps(mps, dirs, n_dirs, &ok);
 	if (ok)
-		out = cJSON_Print(root);
+		out = gpushare_utf8_fix(cJSON_Print(root));
 	cJSON_Delete(root);
 	return out;
 }

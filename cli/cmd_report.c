@@ -77,7 +77,13 @@ int cli_report_run(const char *dir, const char *out_dir, double slo_p99_seconds,
 		gpushare_report_release(&r);
 		return cli_error(EXIT_IO, "report: '%s' holds no usable run", path);
 	}
-	rc = gpushare_report_summarise(&r, slo_p99_seconds);
+	rc = gpushare_report_cap_shapes(&r, GPUSHARE_REPORT_MAX_SHAPES);
+	if (!rc && r.n_shapes_omitted)
+		cli_warn("%s holds %zu workload shapes; the report covers the first %d (%zu runs of %zu more shapes left out)",
+			 path, r.n_shapes_omitted + GPUSHARE_REPORT_MAX_SHAPES, GPUSHARE_REPORT_MAX_SHAPES, r.n_runs_omitted,
+			 r.n_shapes_omitted);
+	if (!rc)
+		rc = gpushare_report_summarise(&r, slo_p99_seconds);
 	if (!rc)
 		rc = gpushare_report_write(&r, out_dir);
 	if (rc) {

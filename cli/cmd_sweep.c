@@ -308,7 +308,7 @@ int cmd_sweep(int argc, char **argv)
 		snprintf(buf, sizeof(buf), "%s", workloads);
 		for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 			if (gpushare_sweep_add_shape(&s, item))
-				return bad_value("--workload", workloads);
+				return bad_value("--workload", item); /* the shape at fault, not the whole list */
 		}
 	}
 	for (size_t i = 0; i < n_wl; i++) {

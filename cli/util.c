@@ -49,8 +49,16 @@ int cli_fail(int err, const char *what)
 {
 	const char *detail = gpushare_errdetail();
 
-	fprintf(stderr, "gpushare: %s%s%s%s%s\n", what ? what : "", what ? ": " : "",
-		gpushare_strerror(err), *detail ? ": " : "", detail);
+	const char *words = gpushare_strerror(err);
+	const char *second = strchr(words, ' ');
+	size_t n = second ? (size_t)(strchr(second + 1, ' ') ? strchr(second + 1, ' ') - words : 0) : 0;
+
+	/* The code's words, then the detail; not both when the detail starts
+	 * the same way ("no MPS control daemon running: no MPS control daemon at"). */
+	if (n && !strncmp(words, detail, n))
+		words = "";
+	fprintf(stderr, "gpushare: %s%s%s%s%s\n", what ? what : "", what ? ": " : "", words, *words && *detail ? ": " : "",
+		detail);
 	return cli_exit_for(err);
 }
 

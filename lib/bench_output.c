@@ -2,7 +2,7 @@
  * Printers of benchmark results: the JSON document (docs/bench-schema.json),
  * CSV (one row per strategy x worker plus an aggregate row per strategy) and
  * the aligned table people read. They change only how results look, never
- * what was measured. Also the atomic file write used for --out.
+ * what was measured. The atomic file write used for --out is in safefile.c.
  *
  * Machine output uses base units with the unit in the name (_seconds,
  * _bytes); unknown values are JSON null and empty CSV fields. Only a
@@ -23,6 +23,7 @@
 
 #include "gpushare/bench.h"
 #include "gpushare/format.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
 
@@ -497,7 +498,7 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 		ok = cJSON_AddNullToObject(doc, "summary") && cJSON_AddNullToObject(doc, "relative");
 	}
 	if (ok)
-		*text = cJSON_Print(doc);
+		*text = gpushare_utf8_fix(cJSON_Print(doc));
 	cJSON_Delete(doc);
 	if (!*text)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building the JSON document");
@@ -673,17 +674,29 @@ static const char *cell_sig(double v, bool known, char *buf, size_t len)
 
 #define ROW_FMT "%-11s %7s %10s %9s %9s %9s %9s %9s %8s %6s  %s\n"
 
+/* A telemetry value the driver did not give (negative) reads "unknown",
+ * as JSON's null. */
+static const char *known_or(double v, const char *text)
+{
+	return v >= 0 ? text : "unknown";
+}
+
 static void table_telemetry(FILE *f, const struct gpushare_bench_telemetry *t)
 {
-	char mem[24], util[16], umax[16];
+	char mem[24], util[16], umax[16], clk[24], thr[16], pw[24];
 
 	if (!t->samples)
 		return;
-	fprintf(f, "  gpu: util %s mean, %s max; memory %s max; SM clock %.0f MHz mean; throttled %.0f%%; power %.0f W mean\n",
-		gpushare_fmt_percent(t->util_mean_pct / 100, util, sizeof(util)),
-		gpushare_fmt_percent(t->util_max_pct / 100, umax, sizeof(umax)),
-		gpushare_fmt_bytes((double)t->mem_used_max_bytes, mem, sizeof(mem)), t->sm_clock_mean_mhz,
-		t->throttled_fraction * 100, t->power_mean_watts);
+	gpushare_fmt_percent(t->util_mean_pct / 100, util, sizeof(util));
+	gpushare_fmt_percent(t->util_max_pct / 100, umax, sizeof(umax));
+	gpushare_fmt_bytes((double)t->mem_used_max_bytes, mem, sizeof(mem));
+	snprintf(clk, sizeof(clk), "%.0f MHz", t->sm_clock_mean_mhz);
+	gpushare_fmt_percent(t->throttled_fraction, thr, sizeof(thr));
+	snprintf(pw, sizeof(pw), "%.0f W", t->power_mean_watts);
+	fprintf(f, "  gpu: util %s mean, %s max; memory %s max; SM clock %s mean; throttled %s; power %s mean\n",
+		known_or(t->util_mean_pct, util), known_or(t->util_max_pct, umax),
+		t->mem_used_max_bytes > 0 ? mem : "unknown", known_or(t->sm_clock_mean_mhz, clk),
+		known_or(t->throttled_fraction, thr), known_or(t->power_mean_watts, pw));
 }
 
 static void table_workers(FILE *f, const struct gpushare_bench_result *res, const char *indent)
@@ -985,52 +998,4 @@ int gpushare_check_writable(const char *path)
 	if (access(dir, W_OK | X_OK) != 0)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
 	return GPUSHARE_OK;
-}
-
-int gpushare_write_file_atomic(const char *path, const char *data, size_t len)
-{
-	char dir[GPUSHARE_PATH_MAX], base[GPUSHARE_PATH_MAX], tmp[GPUSHARE_PATH_MAX + 32];
-	size_t off = 0;
-	int fd, dfd, rc = split_path(path, dir, sizeof(dir), base, sizeof(base));
-
-	if (rc)
-		return rc;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-XXXXXX", dir, base) >= sizeof(tmp))
-		return gpushare_fail(GPUSHARE_E_IO, "output path '%s' is too long", path);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
-	if (fchmod(fd, 0644) != 0)
-		goto fail;
-	while (off < len) {
-		ssize_t w = write(fd, data + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			goto fail;
-		off += (size_t)w;
-	}
-	if (fsync(fd) != 0)
-		goto fail;
-	if (close(fd) != 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0)
-		goto fail;
-	/* Make the rename itself durable. */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return GPUSHARE_OK;
-fail:
-	rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return rc;
 }

@@ -646,13 +646,19 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 	return recommend(r);
 }
 
+void gpushare_report_run_release(struct gpushare_report_run *run)
+{
+	free(run->hist_le_ns);
+	free(run->hist_counts);
+	run->hist_le_ns = run->hist_counts = NULL;
+	run->hist_n = 0;
+}
+
 void gpushare_report_release(struct gpushare_report *r)
 {
 	free_summary(r);
-	for (size_t i = 0; r->runs && i < r->n_runs; i++) {
-		free(r->runs[i].hist_le_ns);
-		free(r->runs[i].hist_counts);
-	}
+	for (size_t i = 0; r->runs && i < r->n_runs; i++)
+		gpushare_report_run_release(&r->runs[i]);
 	free(r->runs);
 	free(r->bad);
 	memset(r, 0, sizeof(*r));

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpushare/bench.h"
 #include "gpushare/format.h"
@@ -118,6 +119,9 @@ int report_html(const struct gpushare_report *r, const struct report_figure *fig
 	snprintf(buf, sizeof(buf), "%zu (%zu failed or partial)", r->n_runs, failed);
 	meta_row(b, "runs", buf);
 	rbuf_printf(b, "</table>\n");
+	if (r->n_shapes_omitted)
+		rbuf_printf(b, "<p class=\"warn\">Only the first %zu workload shapes are reported: %zu more workload shapes "
+			    "(%zu runs) are in the results file.</p>\n", r->n_shapes, r->n_shapes_omitted, r->n_runs_omitted);
 	if (r->n_bad) {
 		rbuf_printf(b, "<p class=\"warn\">%zu corrupt line%s of the results file skipped:", r->n_bad,
 			    r->n_bad == 1 ? "" : "s");
@@ -232,12 +236,18 @@ static int write_stream(const struct gpushare_report *r, const char *path, strea
 	return rc;
 }
 
-static int ensure_dir(const char *path)
+/* inner: a directory gpushare names inside the output directory (plots/):
+ * never a link planted there, nor another user's directory. */
+static int ensure_dir(const char *path, bool inner)
 {
 	struct stat st;
 
 	if (mkdir(path, 0755) == 0)
 		return GPUSHARE_OK;
+	if (inner && errno == EEXIST && lstat(path, &st) == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()))
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is %s; refusing to write into it", path,
+				     S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "another user's directory"
+											: "not a directory");
 	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return GPUSHARE_OK;
 	return gpushare_fail(GPUSHARE_E_IO, "cannot create directory '%s': %s", path, strerror(errno));
@@ -250,11 +260,11 @@ int gpushare_report_write(const struct gpushare_report *r, const char *dir)
 	struct rbuf html = { 0 };
 	char *json = NULL;
 	size_t n_figs = 0;
-	int rc = ensure_dir(dir);
+	int rc = ensure_dir(dir, false);
 
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/plots", dir);
-		rc = ensure_dir(path);
+		rc = ensure_dir(path, true);
 	}
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/report.md", dir);

@@ -249,6 +249,9 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 	fprintf(f, "- %zu runs recorded, %zu failed or partial (left out of the statistics)\n", r->n_runs, failed);
 	if (r->command_line[0])
 		fprintf(f, "- Command: `%s`\n", r->command_line);
+	if (r->n_shapes_omitted)
+		fprintf(f, "- Only the first %zu workload shapes are reported: %zu more workload shapes (%zu runs) are in the results file\n",
+			r->n_shapes, r->n_shapes_omitted, r->n_runs_omitted);
 	if (r->n_bad) {
 		fprintf(f, "- %zu corrupt line%s skipped:", r->n_bad, r->n_bad == 1 ? "" : "s");
 		for (size_t i = 0; i < r->n_bad_kept && i < 10; i++)

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "gpushare/files.h"
 #include "gpushare/hist.h"
 #include "gpushare/metrics.h"
 #include "gpushare/stats.h"
@@ -383,10 +384,7 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
  * when the intervals overlap, no verdict without intervals. */
 int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f);
 
-/* Write data to path atomically: a temporary file in the same directory,
- * fsync, rename, fsync of the directory. Never leaves a half-written file.
- * GPUSHARE_E_IO naming the path. */
-int gpushare_write_file_atomic(const char *path, const char *data, size_t len);
+/* gpushare_write_file_atomic(): see gpushare/files.h. */
 
 /* Check that a file can be created at path (its directory exists and is
  * writable), so a long run does not end in a failed write. */

@@ -140,6 +140,8 @@ struct gpushare_report {
 	char version[32], host[256], gpu_name[96], gpu_uuid[96], driver_version[80];
 	char first_date[32], last_date[32];
 	char command_line[1024];
+	/* Left out by gpushare_report_cap_shapes(): shapes beyond the cap and their runs. */
+	size_t n_shapes_omitted, n_runs_omitted;
 	/* Filled by gpushare_report_summarise(). */
 	struct gpushare_report_cell *cells;
 	size_t n_cells;
@@ -156,10 +158,25 @@ struct gpushare_report {
  * be read; r is always initialised (release it). */
 int gpushare_report_load(const char *path, struct gpushare_report *r);
 
+/* The same over len bytes already in memory (need not be NUL-terminated). */
+int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_report *r);
+
+/* At most this many workload shapes are reported (tables, plots, HTML). */
+#define GPUSHARE_REPORT_MAX_SHAPES 64
+
+/* Keep only the runs of the first max_shapes shapes (in order of first
+ * appearance) and count the rest in n_shapes_omitted / n_runs_omitted, so a
+ * report over a huge file stays bounded in time, memory and output. Linear
+ * in the number of runs. */
+int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes);
+
 /* Parse one line into run (GPUSHARE_E_INVAL with a reason as detail). Used
- * by the loader; exposed for tests. On success the caller frees
- * run->hist_le_ns and run->hist_counts. */
+ * by the loader and by sweep --resume. On success release the run with
+ * gpushare_report_run_release(). */
 int gpushare_report_parse_line(const char *text, size_t len, struct gpushare_report_run *run);
+
+/* Free what gpushare_report_parse_line() allocated in run (its histogram). */
+void gpushare_report_run_release(struct gpushare_report_run *run);
 
 /* Group runs into cells, compute the statistics and the recommendation.
  * slo_p99_seconds > 0 adds the pick under that p99. */

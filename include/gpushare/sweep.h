@@ -44,6 +44,8 @@ extern "C" {
 #define GPUSHARE_SWEEP_MAX_VALUES 32   /* entries of --workers and --batch */
 #define GPUSHARE_SWEEP_RECORD_VERSION 1
 #define GPUSHARE_SWEEP_RESULTS_FILE "results.jsonl"
+/* Beside it: the lock a running sweep holds on its results directory. */
+#define GPUSHARE_SWEEP_LOCK_FILE ".gpushare-sweep.lock"
 
 /* One workload shape: a workload with its option values, or the command. */
 struct gpushare_sweep_shape {

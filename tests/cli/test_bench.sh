@@ -224,7 +224,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 assert [r["strategy"] for r in doc["results"]] == ["timeslice", "mps", "sequential"]
 for r in doc["results"]:
-    assert r["status"] == "skipped" and "nvidia-cuda-mps-control' not found" in r["reason"], r
+    assert r["status"] == "skipped" and "no file '/nonexistent/nvidia-cuda-mps-control'" in r["reason"], r
     assert r["failure"] is None
     for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
         assert r["aggregate"][k] is None, k
@@ -257,7 +257,7 @@ then ok "missing control program: CSV has empty cells, not zeros"; else fail "mi
 GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
 	--strategy timeslice,mps,sequential
 grep -Eq '^mps +skipped$' "$tmp/out" && grep -Eq '^timeslice +skipped$' "$tmp/out" \
-	&& grep -q "  ! not run: '/nonexistent/nvidia-cuda-mps-control' not found" "$tmp/out" && ! grep -Eq ' 0 .*ok$' "$tmp/out" \
+	&& grep -q "  ! not run: no file '/nonexistent/nvidia-cuda-mps-control'" "$tmp/out" && ! grep -Eq ' 0 .*ok$' "$tmp/out" \
 	&& ok "missing control program: table shows skipped rows with the reason, no figures" \
 	|| fail "missing control program: table $(cat "$tmp/out")"
 
