@@ -64,6 +64,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_farm(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 
 /* gpushare_parse_int() that first refuses text that is not a whole number
@@ -76,7 +77,7 @@ int cli_parse_whole(const char *s, long min, long max, long *out);
  * bring-your-own-command ones, "-- CMD [ARGS...]", --mode request|job,
  * --jobs K (docs/protocol.md); the run's --strategy LIST, --duration D,
  * --requests R, --warmup D, --warmup-requests W, --start-timeout D, --gpu
- * IDX|UUID, --mps-pipe-dir DIR, --metrics-listen [ADDR:]PORT,
+ * IDX|UUID, --gpus all|LIST, --mps-pipe-dir DIR, --metrics-listen [ADDR:]PORT,
  * --metrics-buckets LIST (docs/metrics.md); the repeats --repeats K,
  * --target-noise P, --max-repeats M. Whole numbers are digits only (no
  * sign), durations need a unit or are microseconds as gpushare_parse_duration()
@@ -91,10 +92,11 @@ enum {
 	CLI_OPT_MODE = CLI_OPT_FIRST, CLI_OPT_JOBS, CLI_OPT_WARMUP, CLI_OPT_GPU, CLI_OPT_MPS_PIPE_DIR,
 	CLI_OPT_METRICS_LISTEN, CLI_OPT_METRICS_BUCKETS, CLI_OPT_STRATEGY, CLI_OPT_DURATION, CLI_OPT_REQUESTS,
 	CLI_OPT_WARMUP_REQUESTS, CLI_OPT_START_TIMEOUT, CLI_OPT_REPEATS, CLI_OPT_TARGET_NOISE, CLI_OPT_MAX_REPEATS,
+	CLI_OPT_GPUS,
 	CLI_OPT_END,
 };
 struct option;
-#define CLI_MAX_SHARED_OPTIONS 16  /* room for cli_shared_options in a table */
+#define CLI_MAX_SHARED_OPTIONS 20  /* room for cli_shared_options in a table */
 extern const struct option cli_shared_options[];
 extern const size_t cli_n_shared_options;
 struct gpushare_bench_config;

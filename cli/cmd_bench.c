@@ -63,6 +63,8 @@ static void usage(FILE *f)
 		"  --warmup D                 window after the start barrier, not recorded (default 2s)\n"
 		"  --warmup-requests W        requests per worker before it reports ready (default 3)\n"
 		"  --gpu IDX|UUID             GPU to use (default 0)\n"
+		"  --gpus all|LIST            several GPUs (indices or UUIDs): worker i on GPU i mod G,\n"
+		"                             one MPS daemon for all; results per GPU and in total\n"
 		"  --mps-pipe-dir DIR         use the MPS daemon running there (left running)\n"
 		"  --thread-percentage LIST   mps-split: SM share per worker, one value or one per worker\n"
 		"                             (default 100/N)\n"

@@ -67,7 +67,7 @@ static void usage(FILE *f)
 		"  --max-repeats M        bound of --target-noise (default 20)\n"
 		"  --resume               continue the sweep recorded in DIR: recorded runs are skipped\n"
 		"  --duration D | --requests R | --warmup D | --warmup-requests W | --start-timeout D\n"
-		"  --gpu IDX|UUID | --mps-pipe-dir DIR\n"
+		"  --gpu IDX|UUID | --gpus all|LIST | --mps-pipe-dir DIR\n"
 		"                         per run, as for gpushare bench\n"
 		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics at /metrics for the\n"
 		"                         whole sweep, one server; each run's series are labelled\n"

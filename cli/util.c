@@ -290,6 +290,7 @@ const struct option cli_shared_options[] = {
 	{ "warmup-requests", required_argument, NULL, CLI_OPT_WARMUP_REQUESTS },
 	{ "start-timeout", required_argument, NULL, CLI_OPT_START_TIMEOUT },
 	{ "gpu", required_argument, NULL, CLI_OPT_GPU },
+	{ "gpus", required_argument, NULL, CLI_OPT_GPUS },
 	{ "mps-pipe-dir", required_argument, NULL, CLI_OPT_MPS_PIPE_DIR },
 	{ "mode", required_argument, NULL, CLI_OPT_MODE },
 	{ "jobs", required_argument, NULL, CLI_OPT_JOBS },
@@ -345,6 +346,12 @@ int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, con
 	case CLI_OPT_JOBS: return parse_jobs(o, cmd, arg);
 	case CLI_OPT_WARMUP: return parse_warmup(o, cmd, arg, c);
 	case CLI_OPT_GPU: return parse_gpu(cmd, arg, c);
+	case CLI_OPT_GPUS:
+		if (!*arg || strlen(arg) >= sizeof(c->gpus))
+			return cli_error(EXIT_USAGE, "%s: invalid --gpus '%s' (expected all or a list of indices and UUIDs)",
+					 cmd, arg);
+		snprintf(c->gpus, sizeof(c->gpus), "%s", arg);
+		return EXIT_OK;
 	case CLI_OPT_MPS_PIPE_DIR: return parse_mps_pipe_dir(cmd, arg, c);
 	case CLI_OPT_METRICS_LISTEN: return parse_metrics_listen(cmd, arg, c);
 	case CLI_OPT_METRICS_BUCKETS: return parse_metrics_buckets(cmd, arg, c);

@@ -297,6 +297,41 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	return o;
 }
 
+/* --gpus: the workers pinned to GPU g (by the UUID they were given). */
+static void per_gpu(const struct gpushare_bench_report *r, const struct gpushare_bench_result *res, size_t g,
+		    size_t *workers, double *rps, double *ips)
+{
+	*workers = 0;
+	*rps = *ips = 0;
+	for (size_t i = 0; i < res->n_workers; i++) {
+		if (strcmp(res->workers[i].visible_devices, r->gpu_uuids[g]) != 0)
+			continue;
+		(*workers)++;
+		*rps += res->workers[i].requests_per_second;
+		*ips += res->workers[i].items_per_second;
+	}
+}
+
+/* "gpus": per GPU of --gpus, its workers and their summed throughput (the
+ * aggregate is the total). */
+static bool json_gpus(cJSON *o, const struct gpushare_bench_report *r, const struct gpushare_bench_result *res)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "gpus");
+	bool ok = arr != NULL;
+
+	for (size_t g = 0; ok && g < r->n_gpus; g++) {
+		cJSON *e = cJSON_CreateObject();
+		size_t n;
+		double rps, ips;
+
+		per_gpu(r, res, g, &n, &rps, &ips);
+		ok = e && cJSON_AddItemToArray(arr, e) && jnum(e, "index", r->gpu_indices[g]) &&
+		     cJSON_AddStringToObject(e, "uuid", r->gpu_uuids[g]) && jnum(e, "workers", (double)n) &&
+		     jnum(e, "requests_per_second", rps) && jnum(e, "items_per_second", ips);
+	}
+	return ok;
+}
+
 /* {n, mean, stddev, min, max, cv, median, lo, hi, coverage}; null when n == 0. */
 static cJSON *json_stats(const struct gpushare_sample_stats *st)
 {
@@ -445,7 +480,7 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 	for (size_t i = 0; ok && i < r->n_results; i++) {
 		cJSON *res = json_result(&r->results[i]);
 
-		ok = res && cJSON_AddItemToArray(results, res);
+		ok = res && cJSON_AddItemToArray(results, res) && (!r->n_gpus || json_gpus(res, r, &r->results[i]));
 	}
 	if (ok && r->n_summary) {
 		cJSON *sum = cJSON_AddArrayToObject(doc, "summary");
@@ -909,6 +944,14 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 	} else {
 		for (size_t i = 0; i < r->n_results; i++) {
 			table_row(f, &r->results[i], verbose);
+			for (size_t g = 0; r->n_gpus > 1 && g < r->n_gpus; g++) {
+				size_t n;
+				double rps, ips;
+
+				per_gpu(r, &r->results[i], g, &n, &rps, &ips);
+				fprintf(f, "  GPU %d %s: %zu workers, %.4g req/s, %.4g items/s\n", r->gpu_indices[g],
+					r->gpu_uuids[g], n, rps, ips);
+			}
 			/* Job mode: "requests" are jobs and the window of K jobs is the makespan. */
 			if (jobs && c->requests && r->results[i].status == GPUSHARE_RESULT_OK)
 				fprintf(f, "  jobs: %" PRIu64 " in a makespan of %.3f s, %.2f jobs/s\n",

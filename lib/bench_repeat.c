@@ -72,6 +72,9 @@ static int gather(struct gpushare_bench_report *r, struct gpushare_bench_report 
 		memcpy(r->gpu_name, one->gpu_name, sizeof(r->gpu_name));
 		memcpy(r->gpu_uuid, one->gpu_uuid, sizeof(r->gpu_uuid));
 		memcpy(r->driver_version, one->driver_version, sizeof(r->driver_version));
+		r->n_gpus = one->n_gpus; /* --gpus */
+		memcpy(r->gpu_indices, one->gpu_indices, sizeof(r->gpu_indices));
+		memcpy(r->gpu_uuids, one->gpu_uuids, sizeof(r->gpu_uuids));
 	}
 	r->partial |= one->partial;
 	r->interrupted |= one->interrupted;

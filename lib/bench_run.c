@@ -33,6 +33,7 @@
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
+#include "launcher.h"
 #include "strategy.h"
 
 #define NS_PER_S 1000000000ULL
@@ -52,7 +53,7 @@ struct bench_ctx {
 	char no_mps_dir[GPUSHARE_PATH_MAX];  /* empty pipe dir: no daemon can answer */
 	bool nvml;                           /* telemetry available */
 	unsigned gpu_index;
-	char visible[128];                   /* CUDA_VISIBLE_DEVICES for the GPU */
+	char visible[GPUSHARE_BENCH_MAX_GPUS * 100]; /* CUDA_VISIBLE_DEVICES for the GPU(s) */
 	struct gpushare_system_info sys;
 	bool have_sys;
 	struct gpushare_strategy_ctx sx;     /* what the strategies see */
@@ -662,6 +663,13 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 
 /* ---- strategies ---- */
 
+/* The GPU worker i is pinned to: with --gpus, GPU i mod G by UUID; else ""
+ * (the run's GPU). */
+static const char *worker_device(const struct bench_ctx *x, int i)
+{
+	return x->r->n_gpus ? x->r->gpu_uuids[(size_t)i % x->r->n_gpus] : "";
+}
+
 static void procs_release(struct proc_spec *procs, size_t n)
 {
 	for (size_t i = 0; procs && i < n; i++)
@@ -706,7 +714,7 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
 		for (int i = 0; i < n && rc == GPUSHARE_OK; i++) {
 			procs[i].first_slot = i;
 			procs[i].batch = batch;
-			rc = st->worker_env(&x->sx, i, "", &procs[i].env, &pl);
+			rc = st->worker_env(&x->sx, i, worker_device(x, i), &procs[i].env, &pl);
 			note_placement(&res->workers[i], &pl);
 		}
 		if (rc == GPUSHARE_OK)
@@ -717,7 +725,7 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
 			gpushare_strv_release(&procs[0].env);
 			memset(&procs[0], 0, sizeof(procs[0]));
 			procs[0].batch = batch;
-			rc = st->worker_env(&x->sx, i, "", &procs[0].env, &pl);
+			rc = st->worker_env(&x->sx, i, worker_device(x, i), &procs[0].env, &pl);
 			note_placement(&res->workers[i], &pl);
 			if (rc == GPUSHARE_OK)
 				rc = session_run(x, st->id, i, n, procs, 1, 1, res, (size_t)i);
@@ -755,6 +763,42 @@ static void fill_metadata(struct bench_ctx *x)
 		snprintf(r->host, sizeof(r->host), "%s", u.nodename);
 }
 
+/* --gpus: the GPUs (lib/launcher.c's rules), the first one's index as the
+ * run's GPU (telemetry, mig), all their UUIDs for the MPS daemon. */
+static int select_gpus(struct bench_ctx *x)
+{
+	struct gpushare_system_info sys;
+	struct launcher_gpu inv[GPUSHARE_BENCH_MAX_GPUS], sel[GPUSHARE_BENCH_MAX_GPUS];
+	size_t n_inv, n_sel = 0, len = 0;
+	int rc = gpushare_system_query_nvml(&sys);
+
+	if (rc)
+		return rc;
+	n_inv = sys.n_gpus < GPUSHARE_BENCH_MAX_GPUS ? sys.n_gpus : GPUSHARE_BENCH_MAX_GPUS;
+	for (size_t i = 0; i < n_inv; i++) {
+		inv[i].index = sys.gpus[i].index;
+		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
+	}
+	gpushare_system_release(&sys);
+	rc = launcher_select_gpus(inv, n_inv, x->c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	if (rc) {
+		char detail[400];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		return gpushare_fail(rc, "--gpus %s: %s", x->c->gpus, detail);
+	}
+	x->visible[0] = '\0';
+	for (size_t i = 0; i < n_sel; i++) {
+		x->r->gpu_indices[i] = (int)sel[i].index;
+		snprintf(x->r->gpu_uuids[i], sizeof(x->r->gpu_uuids[i]), "%s", sel[i].uuid);
+		len += (size_t)snprintf(x->visible + len, sizeof(x->visible) - len, "%s%s", i ? "," : "", sel[i].uuid);
+	}
+	x->r->n_gpus = n_sel;
+	x->gpu_index = sel[0].index;
+	x->r->gpu_index = (int)sel[0].index;
+	return GPUSHARE_OK;
+}
+
 static int setup_gpu(struct bench_ctx *x)
 {
 	const struct gpushare_bench_config *c = x->c;
@@ -765,6 +809,12 @@ static int setup_gpu(struct bench_ctx *x)
 		need_driver |= c->strategies[i] == GPUSHARE_STRATEGY_MIG;
 	snprintf(x->visible, sizeof(x->visible), "%s", c->gpu);
 	rc = gpushare_nvml_open();
+	if (rc && c->gpus[0]) {
+		char detail[400];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		return gpushare_fail(GPUSHARE_E_NO_DRIVER, "--gpus needs the NVIDIA driver (NVML): %s", detail);
+	}
 	if (rc) {
 		if (need_driver) {
 			char detail[400];
@@ -787,6 +837,8 @@ static int setup_gpu(struct bench_ctx *x)
 				     detail);
 	}
 	x->r->gpu_index = (int)x->gpu_index;
+	if (c->gpus[0] && (rc = select_gpus(x)) != GPUSHARE_OK)
+		return rc;
 	if (gpushare_system_query(&x->sys) == GPUSHARE_OK) {
 		x->have_sys = true;
 		snprintf(x->r->driver_version, sizeof(x->r->driver_version), "%s", x->sys.driver_version);
@@ -799,7 +851,7 @@ static int setup_gpu(struct bench_ctx *x)
 			snprintf(x->r->gpu_uuid, sizeof(x->r->gpu_uuid), "%s", g->uuid);
 			/* CUDA orders devices differently from NVML; a UUID
 			 * names the same GPU for both. */
-			if (g->uuid[0])
+			if (g->uuid[0] && !x->r->n_gpus)
 				snprintf(x->visible, sizeof(x->visible), "%s", g->uuid);
 		}
 	}

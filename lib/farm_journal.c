@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "gpushare/gpushare.h"
+#include "buf.h"
 #include "farm_journal.h"
 
 static const char *const outcome_names[] = {
@@ -268,6 +269,40 @@ int farm_journal_write_header(struct farm_journal *j, const struct farm_config *
 int farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a)
 {
 	return write_record(j, farm_journal_attempt_json(a));
+}
+
+int farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n)
+{
+	struct gpushare_buf b = { 0 };
+	ssize_t w;
+	int rc = GPUSHARE_OK;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		char *json = farm_journal_attempt_json(&a[i]);
+		size_t len = json ? strlen(json) + 1 : 0;
+
+		if (!json)
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "cannot build a journal record");
+		else if (len > FARM_JOURNAL_LINE_MAX)
+			rc = gpushare_fail(GPUSHARE_E_INVAL, "journal record of %zu bytes is longer than %d", len,
+					   FARM_JOURNAL_LINE_MAX);
+		else if (!(rc = gpushare_buf_add(&b, json, len - 1)))
+			rc = gpushare_buf_add(&b, "\n", 1);
+		free(json);
+	}
+	if (rc || !b.len) {
+		gpushare_buf_release(&b);
+		return rc;
+	}
+	do
+		w = write(j->fd, b.s, b.len);
+	while (w < 0 && errno == EINTR);
+	if (w != (ssize_t)b.len)
+		rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", j->path, w < 0 ? strerror(errno) : "short write");
+	else if (fsync(j->fd))
+		rc = gpushare_fail(GPUSHARE_E_IO, "cannot sync '%s': %s", j->path, strerror(errno));
+	gpushare_buf_release(&b);
+	return rc;
 }
 
 /* ---- reading ---- */

@@ -107,6 +107,11 @@ void farm_journal_close(struct farm_journal *j);
 int farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg);
 int farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a);
 
+/* Append n attempt records with one write() and one fsync() (group
+ * commit: a farm records the attempts that ended together at once). A
+ * crash mid-write can leave only the last line torn, as for one record. */
+int farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n);
+
 /* The JSON of a record (for --json output and tests); caller frees. */
 char *farm_journal_header_json(const struct farm_config *cfg);
 char *farm_journal_attempt_json(const struct farm_attempt *a);

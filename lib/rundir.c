@@ -4,7 +4,7 @@
  * workers). Each holds an `owner` file naming the process that created it
  * (pid and start time, so a reused pid is not mistaken for it). gpushare
  * removes its run directory when the run ends; if it was killed first,
- * gpushare_rundir_reap() — called at the start of every bench and sweep —
+ * gpushare_rundir_reap() — called at the start of every bench, sweep and farm —
  * stops any MPS daemon left under a dead owner's directory and removes it,
  * so a killed run leaves nothing running for long. It also cleans up after
  * `gpushare exec` jobs whose ranks on this node were all killed
@@ -136,7 +136,8 @@ int gpushare_rundir_reap(size_t *reaped)
 		char run[GPUSHARE_PATH_MAX];
 		struct stat st;
 
-		if (strncmp(e->d_name, "bench-", 6) != 0 && strncmp(e->d_name, "sweep-", 6) != 0)
+		if (strncmp(e->d_name, "bench-", 6) != 0 && strncmp(e->d_name, "sweep-", 6) != 0 &&
+		    strncmp(e->d_name, "farm-", 5) != 0)
 			continue;
 		if ((size_t)snprintf(run, sizeof(run), "%s/%s", user, e->d_name) >= sizeof(run))
 			continue;

@@ -42,6 +42,7 @@ extern "C" {
 
 /* Workers of one run, all strategies (MPS itself allows 48 clients per GPU). */
 #define GPUSHARE_BENCH_MAX_WORKERS 64
+#define GPUSHARE_BENCH_MAX_GPUS 64
 
 enum gpushare_strategy {
 	GPUSHARE_STRATEGY_TIMESLICE = 0,  /* N plain processes, the driver time-slices */
@@ -100,6 +101,10 @@ struct gpushare_bench_config {
 	uint64_t run_timeout_ns;               /* bound of a requests-mode run */
 	uint64_t grace_ns;                     /* after STOP, before SIGTERM */
 	char gpu[128];                         /* NVML index or UUID as given */
+	/* --gpus "all" or a list of NVML indices and UUIDs (docs/cli.md): one
+	 * MPS daemon serves them all and worker i is pinned to GPU i mod G by
+	 * UUID; "" the one GPU of `gpu`. */
+	char gpus[512];
 	char mps_pipe_dir[GPUSHARE_PATH_MAX];  /* a running daemon to use; "" = start one */
 	/* mps-split: one value for every worker (n == 1) or one per worker. */
 	double thread_percentage[GPUSHARE_BENCH_MAX_WORKERS];
@@ -272,6 +277,10 @@ struct gpushare_bench_report {
 	char host[256];
 	int gpu_index;                 /* -1 unknown */
 	char gpu_name[96], gpu_uuid[96], driver_version[80];
+	/* --gpus: the GPUs the workers were placed on, in order (0: --gpu). */
+	size_t n_gpus;
+	int gpu_indices[GPUSHARE_BENCH_MAX_GPUS];
+	char gpu_uuids[GPUSHARE_BENCH_MAX_GPUS][96];
 	const struct gpushare_bench_config *config;
 	struct gpushare_bench_result *results;   /* in the order run */
 	size_t n_results;

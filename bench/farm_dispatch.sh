@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# What does gpushare farm cost per job, and does its memory stay flat in the
+# number of jobs? Runs farms of N `/bin/true` jobs on the CPU (no GPU, no
+# MPS: --strategy timeslice), so that the makespan is almost all dispatch:
+# fork + exec through lib/child.c, the job's output files, one fsync'ed
+# journal record per job, the wait.
+#
+#   dispatch  N jobs (default 10000) at K = 1, 2 and 4 slots: makespan / N
+#   baseline  the same N `/bin/true` from a shell loop (fork + exec + wait only)
+#   memory    peak RSS (/usr/bin/time -v) of farms of 1,000 and 10,000 jobs
+#
+# Usage: bench/farm_dispatch.sh BUILD_DIR OUT_DIR
+# Environment: N (default 10000), SLOTS (default "1 2 4"), FARM_TMP (where the
+# farm directories go; default OUT_DIR/farms: the journal's fsync cost depends
+# on that file system). Writes OUT_DIR/farm_dispatch.md and prints it.
+set -euo pipefail
+B=$(cd "${1:?build dir}" && pwd)
+O=${2:?out dir}
+mkdir -p "$O"
+O=$(cd "$O" && pwd)
+G=$B/gpushare
+N=${N:-10000}
+SLOTS=${SLOTS:-1 2 4}
+T=${FARM_TMP:-$O/farms}
+mkdir -p "$T"
+# No GPU: with a driver present the jobs would be placed on GPUs, which
+# changes nothing here but the environment they get.
+unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_ARRAY_TASK_ID
+
+jobs_file() { # jobs_file FILE COUNT
+	awk -v n="$2" 'BEGIN { for (i = 0; i < n; i++) print "/bin/true" }' >"$1"
+}
+json_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d$2)" "$1"; }
+
+jobs_file "$T/jobs-$N.txt" "$N"
+jobs_file "$T/jobs-1000.txt" 1000
+res=$O/farm_dispatch.md
+{
+	echo "# gpushare farm dispatch cost"
+	echo
+	echo "- machine: $(uname -srm), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ), gpushare $("$G" version | cut -d' ' -f2)"
+	echo "- farm directories on: $(df -T "$T" | awk 'NR==2 {print $2}') ($T)"
+	echo "- command: bench/farm_dispatch.sh $1 $2 (N=$N, SLOTS=\"$SLOTS\")"
+	echo
+	echo "| what | jobs | slots | makespan (s) | per job (ms) | jobs/s |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+} >"$res"
+
+start=$(date +%s.%N)
+for ((i = 0; i < N; i++)); do /bin/true; done
+end=$(date +%s.%N)
+python3 -c "
+s = $end - $start; n = $N
+print(f'| shell loop, fork + exec + wait only | {n} | 1 | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
+
+for k in $SLOTS; do
+	d=$T/farm-$N-k$k
+	rm -rf "$d"
+	"$G" farm --dir "$d" --strategy timeslice --slots "$k" --json -q "$T/jobs-$N.txt" >"$T/farm-$N-k$k.json"
+	s=$(json_field "$T/farm-$N-k$k.json" "['run']['seconds']")
+	done_=$(json_field "$T/farm-$N-k$k.json" "['summary']['done']")
+	[[ $done_ == "$N" ]] || { echo "farm at K=$k did only $done_ of $N jobs" >&2; exit 1; }
+	python3 -c "
+s = $s; n = $N
+print(f'| gpushare farm | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
+	rm -rf "$d"
+done
+
+{
+	echo
+	echo "| peak RSS | jobs | max resident set (KiB) |"
+	echo "| --- | ---: | ---: |"
+} >>"$res"
+for n in 1000 "$N"; do
+	d=$T/farm-rss-$n
+	rm -rf "$d"
+	/usr/bin/time -v "$G" farm --dir "$d" --strategy timeslice --slots 2 -q "$T/jobs-$n.txt" \
+		>/dev/null 2>"$T/time-$n.txt"
+	kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$T/time-$n.txt")
+	echo "| gpushare farm --slots 2 | $n | $kb |" >>"$res"
+	rm -rf "$d"
+done
+cat "$res"

@@ -1,0 +1,163 @@
+/*
+ * gpushare farm: a queue of jobs (command lines) run on K slots per GPU
+ * across the chosen GPUs of a node, under MPS (default), MPS with limits
+ * per client, or time-slicing; with a journal that lets a stopped farm
+ * resume with nothing lost and nothing repeated (docs/farm.md).
+ *
+ *   struct gpushare_farm_config c;
+ *   gpushare_farm_config_init(&c);           defaults
+ *   ... fill c (jobs source, dir, slots, strategy ...)
+ *   struct gpushare_farm_result r;
+ *   rc = gpushare_farm_run(&c, &r);          runs the farm; r says what happened
+ *   gpushare_farm_summary_json / _write     print the summary
+ *   gpushare_farm_result_release(&r);
+ *
+ * Signals: the library installs no handler. The caller's SIGINT handler
+ * calls gpushare_farm_stop(false) the first time (no new jobs start; the
+ * running ones finish) and gpushare_farm_stop(true) the second time, or on
+ * SIGTERM (the running jobs are stopped: SIGTERM to their process groups,
+ * SIGKILL 2 s later, recorded as "stopped" so that --resume runs them again).
+ * Both are async-signal-safe.
+ */
+#ifndef GPUSHARE_FARM_H
+#define GPUSHARE_FARM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUSHARE_FARM_MAX_SLOTS 48   /* MPS clients per GPU (Volta and later) */
+
+struct gpushare_farm_progress {
+	uint64_t total;             /* jobs of this shard */
+	uint64_t done, failed;      /* ended for good (also in earlier runs) */
+	uint64_t running, queued;
+	uint64_t ended_this_run;    /* attempts ended since this run started */
+	double elapsed_s;           /* since this run started */
+	double eta_s;               /* < 0: not known yet */
+	unsigned slots;             /* slots per GPU now */
+	bool calibrating;
+	bool stopping;              /* a stop was asked: no new jobs */
+};
+
+struct gpushare_farm_config {
+	/* The jobs: a job file ("-" = standard input), or a template (words
+	 * with {} and {#}) over args_file or range ("START..END[:STEP]"). */
+	const char *jobfile;
+	char *const *tmpl;
+	size_t n_tmpl;
+	const char *args_file;
+	const char *range;
+	bool shell;                 /* run each job as /bin/sh -c LINE */
+	/* The farm directory: created when absent; with resume it must hold a
+	 * journal of the same job list, and only the unfinished jobs run. */
+	const char *dir;
+	bool resume;
+	const char *shard;          /* "I/N"; NULL: from Slurm's variables, else 0/1 */
+	unsigned slots;             /* per GPU; 0: calibrate */
+	unsigned max_slots;         /* calibration's largest K (0: 16) */
+	int strategy;               /* GPUSHARE_STRATEGY_MPS, _MPS_SPLIT or _TIMESLICE */
+	const char *gpus;           /* "all" or a list; NULL: CUDA_VISIBLE_DEVICES allows, else all */
+	uint64_t mem_per_job_bytes; /* 0: no admission by memory */
+	unsigned retries;           /* attempts after the first for a failed or timed-out job */
+	uint64_t timeout_ns;        /* per attempt; 0: none */
+	const char *mps_pipe_dir;   /* use this daemon (never stopped); NULL: a private one */
+	const char *metrics_listen; /* [ADDR:]PORT; NULL: none */
+	/* Called by the farm's thread after each batch of ended attempts and
+	 * about once a second; NULL: none. */
+	void (*progress)(const struct gpushare_farm_progress *p, void *arg);
+	void *progress_arg;
+};
+
+void gpushare_farm_config_init(struct gpushare_farm_config *c);
+
+/* Stop the farm: no new jobs; `now` also stops the running ones. */
+void gpushare_farm_stop(bool now);
+
+struct gpushare_farm_gpu {
+	char id[128];               /* UUID, or "INDEX@HOST" without one */
+	int index;                  /* NVML index, -1 in a merged summary */
+	uint64_t attempts;
+	double job_s;               /* sum of attempt durations */
+	double busy_s;              /* time with at least one job running */
+	double busy_fraction;       /* busy_s / makespan_s */
+};
+
+/* A farm running on a directory, as its live file (DIR/running.json) says. */
+struct gpushare_farm_live {
+	char dir[512];
+	long pid;
+	char host[256];
+	uint64_t running, queued;
+	unsigned slots;
+	double updated_unix_s;      /* when the farm last wrote it (about every second) */
+	bool stale;                 /* the farm is gone (its pid is dead on this host) */
+};
+
+/* What a farm (one run, or the journals of a farm and its shards) did. */
+struct gpushare_farm_summary {
+	uint64_t jobs;              /* in the whole job list */
+	unsigned long shard_count;  /* N of the shards, 1 unsharded */
+	size_t shards_seen;         /* journals read */
+	uint64_t done, failed, unfinished;
+	uint64_t attempts;
+	double makespan_s;          /* first start to last end over the journals */
+	double jobs_per_s;          /* (done + failed) / makespan_s */
+	struct gpushare_farm_gpu *gpus;
+	size_t n_gpus;
+	bool torn_tail;             /* a journal's last line was torn and ignored */
+	/* farm status: the farms still running on the directories (or killed
+	 * while running: stale). */
+	struct gpushare_farm_live *live;
+	size_t n_live;
+};
+
+struct gpushare_farm_result {
+	struct gpushare_farm_summary summary;   /* over the farm's journal */
+	char dir[4096];
+	char strategy[32];
+	unsigned long shard_index, shard_count;
+	uint64_t shard_jobs;        /* jobs of this shard */
+	uint64_t skipped;           /* finished in earlier runs (resume) */
+	/* This run only. */
+	uint64_t ended, ok, failed_attempts, timeouts, refused, stopped;
+	double run_s;               /* this run's wall time, start to end */
+	double run_jobs_per_s;      /* attempts ended / run_s */
+	unsigned slots;             /* slots per GPU used after calibration */
+	bool calibrated;            /* slots came from a calibration */
+	size_t n_calibration;
+	struct { unsigned slots; double jobs_per_s; uint64_t jobs; } calibration[8];
+	bool interrupted;           /* a stop was asked */
+	uint64_t not_started;       /* jobs left queued by a stop */
+	bool have_summary;
+};
+
+/* Run the farm. GPUSHARE_OK when every job of the shard is done;
+ * GPUSHARE_E_WORKER when some job failed for good (failed, timed out or
+ * refused); GPUSHARE_E_INTERRUPTED after a stop. Any other error stops the
+ * farm before (or, for a journal write, while) it runs; the result then
+ * holds what happened so far. */
+int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm_result *r);
+void gpushare_farm_result_release(struct gpushare_farm_result *r);
+
+/* The summary of one farm directory or of several shard directories of one
+ * farm, also while a farm writes them (`gpushare farm status`). */
+int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm_summary *s);
+void gpushare_farm_summary_release(struct gpushare_farm_summary *s);
+
+/* The summary (and, when r is not NULL, the run) as a JSON document;
+ * caller frees. */
+int gpushare_farm_summary_json(const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r,
+			       char **out);
+/* The same as text for people; checks the writes. */
+int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# `gpushare farm` stopped in every way, then `--resume`: SIGKILL of gpushare
+# mid-farm (under MPS, with a torn last journal line), one Ctrl-C (running
+# jobs finish, no new ones start), SIGTERM (running jobs are stopped and run
+# again on resume). After each resume every job has run exactly once: one
+# "ok" record per job in the journal, and each job's own side effect (its
+# index appended to a file) exactly once. No job process or MPS daemon is
+# left behind.
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}"
+H=$GPUSHARE_TEST_HELPERS
+tmp=$(mktemp -d /tmp/gpushare-farm-resume.XXXXXX)
+fpid=
+trap '[[ -n "$fpid" ]] && kill -KILL "$fpid" 2>/dev/null; pkill -KILL -f "$tmp/job.sh" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+private_xdg
+export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=2
+export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
+export CUDA_MPS_PIPE_DIRECTORY=$tmp/no-daemon
+unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
+
+# job.sh INDEX SLEEP SIDE: sleeps, then appends INDEX to SIDE (its side effect).
+cat >"$tmp/job.sh" <<'EOF'
+#!/bin/sh
+sleep "$2"
+echo "$1" >>"$3"
+EOF
+chmod +x "$tmp/job.sh"
+jobs_file() { # jobs_file FILE N SLEEP SIDE
+	local i
+	: >"$1"
+	for ((i = 0; i < $2; i++)); do echo "$tmp/job.sh $i $3 $4" >>"$1"; done
+}
+attempts() { grep -c '"type":"attempt"' "$1/journal.jsonl" 2>/dev/null || true; }
+no_jobs() { ! pgrep -f "$tmp/job.sh" >/dev/null; }
+running_jobs() { [ "$(pgrep -f "$tmp/job.sh" | wc -l)" -ge "$1" ]; }
+our_daemons() {
+	local p
+	for p in $(pgrep -f fake_mps_control || true); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/" && echo "$p"
+	done
+	return 0
+}
+# exactly_once DIR SIDE N: the journal has one ok attempt per job 0..N-1 and
+# the side file each index once.
+exactly_once() {
+	python3 - "$1/journal.jsonl" "$2" "$3" <<'EOF'
+import collections, json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+n = int(sys.argv[3])
+ok = collections.Counter(r["job"] for r in recs if r["type"] == "attempt" and r["outcome"] == "ok")
+assert sorted(ok) == list(range(n)) and set(ok.values()) == {1}, ok
+side = collections.Counter(int(l) for l in open(sys.argv[2]))
+assert sorted(side) == list(range(n)) and set(side.values()) == {1}, side
+EOF
+}
+
+echo "== SIGKILL of gpushare mid-farm under MPS, then --resume"
+jobs_file "$tmp/j24" 24 0.6 "$tmp/side1"
+"$GPUSHARE" farm --dir "$tmp/f1" --slots 3 -q "$tmp/j24" >"$tmp/f1.out" 2>&1 &
+fpid=$!
+wait_for 100 0.05 bash -c "[ \"\$(grep -c '\"type\":\"attempt\"' '$tmp/f1/journal.jsonl' 2>/dev/null)\" -ge 6 ]" || true
+sleep 0.3 # the middle of the second wave of jobs
+check "a private MPS daemon serves the farm" test -n "$(our_daemons)"
+d=$(our_daemons | head -1)
+check "  for both GPUs: its CUDA_VISIBLE_DEVICES holds their UUIDs" \
+	test "$(tr '\0' '\n' <"/proc/$d/environ" | sed -n 's/^CUDA_VISIBLE_DEVICES=//p')" = \
+	"GPU-fa4e0000-0000-4000-8000-000000000000,GPU-fa4e0000-0000-4000-8000-000000000001"
+kill -KILL "$fpid"
+wait "$fpid" 2>/dev/null || true
+fpid=
+recorded=$(attempts "$tmp/f1")
+check "killed after the first wave: $recorded attempts recorded" test "$recorded" -ge 6 -a "$recorded" -lt 24
+check "no job outlives gpushare" wait_for 30 0.1 no_jobs
+check "each recorded job left its side effect, no other job did" \
+	test "$(sort -n "$tmp/side1" | tr '\n' ' ')" = "$(python3 -c "
+import json; print(' '.join(str(j) for j in sorted(json.loads(l)['job'] for l in open('$tmp/f1/journal.jsonl') if '\"attempt\"' in l)) + ' ')")"
+run farm status "$tmp/f1"
+check "farm status: the killed farm is gone, its jobs wait for --resume" \
+	grep -q "f1: its farm (pid [0-9]* on .*) is gone; --resume $tmp/f1 runs what it left" "$tmp/out"
+printf '{"type":"attempt","job":' >>"$tmp/f1/journal.jsonl" # a torn last line, as a crash mid-write leaves
+run farm --resume "$tmp/f1" --slots 3 "$tmp/j24"
+check "resume: exit 0" test "$rc" = 0
+check "resume: $((24 - recorded)) jobs run, $recorded finished earlier" \
+	grep -q "this run: $((24 - recorded)) attempts .* $recorded finished earlier" "$tmp/out"
+check "every job exactly once (journal and side effects)" exactly_once "$tmp/f1" "$tmp/side1" 24
+check "two headers in the journal" test "$(grep -c '"type":"header"' "$tmp/f1/journal.jsonl")" = 2
+check "the killed farm's MPS daemon was stopped" test -z "$(our_daemons)"
+check "no run directory left" bash -c "! ls -d '$XDG_RUNTIME_DIR'/gpushare/farm-* 2>/dev/null"
+run farm --resume "$tmp/f1" --slots 3 "$tmp/j24"
+check "resuming a finished farm runs nothing: exit 0" \
+	bash -c "test $rc = 0 && grep -q 'this run: 0 attempts' '$tmp/out'"
+
+echo "== one Ctrl-C: running jobs finish, no new ones start"
+jobs_file "$tmp/j8" 8 1 "$tmp/side2"
+"$GPUSHARE" farm --dir "$tmp/f2" --strategy timeslice --slots 1 "$tmp/j8" >"$tmp/f2.out" 2>"$tmp/f2.err" &
+fpid=$!
+wait_for 100 0.05 running_jobs 2 || true
+kill -INT "$fpid"
+set +e
+wait "$fpid"
+rc=$?
+set -e
+fpid=
+check "exit 130" test "$rc" = 130
+check "the two running jobs finished ok, nothing else ran" python3 -c "
+import json; recs = [json.loads(l) for l in open('$tmp/f2/journal.jsonl')][1:]
+assert sorted(r['job'] for r in recs) == [0, 1] and all(r['outcome'] == 'ok' for r in recs), recs"
+check "it says how to continue" grep -q -- "--resume $tmp/f2" "$tmp/f2.out"
+check "it said what a second Ctrl-C does" grep -q "Ctrl-C again stops them" "$tmp/f2.err"
+run farm --resume "$tmp/f2" --strategy timeslice --slots 2 "$tmp/j8"
+check "resume after Ctrl-C: exit 0, every job exactly once" \
+	bash -c "test $rc = 0 && $(declare -f exactly_once); exactly_once '$tmp/f2' '$tmp/side2' 8"
+
+echo "== Ctrl-C twice: the running jobs are stopped too"
+jobs_file "$tmp/j4" 4 30 "$tmp/side4"
+"$GPUSHARE" farm --dir "$tmp/f4" --strategy timeslice --slots 1 "$tmp/j4" >"$tmp/f4.out" 2>"$tmp/f4.err" &
+fpid=$!
+wait_for 100 0.05 running_jobs 2 || true
+kill -INT "$fpid"
+sleep 0.3
+kill -INT "$fpid"
+set +e
+wait "$fpid"
+rc=$?
+set -e
+fpid=
+check "exit 130" test "$rc" = 130
+check "both running jobs recorded as stopped" python3 -c "
+import json; recs = [json.loads(l) for l in open('$tmp/f4/journal.jsonl')][1:]
+assert sorted(r['job'] for r in recs) == [0, 1] and all(r['outcome'] == 'stopped' for r in recs), recs"
+check "it said it stops the running jobs" grep -q "stopping the running jobs" "$tmp/f4.err"
+check "no job left" wait_for 30 0.1 no_jobs
+
+echo "== SIGTERM: running jobs are stopped, and run again on resume"
+jobs_file "$tmp/j6" 6 30 "$tmp/side3"
+"$GPUSHARE" farm --dir "$tmp/f3" --strategy timeslice --slots 1 "$tmp/j6" >"$tmp/f3.out" 2>&1 &
+fpid=$!
+wait_for 100 0.05 running_jobs 2 || true
+start=$(date +%s)
+kill -TERM "$fpid"
+set +e
+wait "$fpid"
+rc=$?
+set -e
+fpid=
+check "exit 130 within seconds ($(($(date +%s) - start)) s)" test "$rc" = 130 -a $(($(date +%s) - start)) -lt 10
+check "two attempts recorded as stopped by SIGTERM" python3 -c "
+import json; recs = [json.loads(l) for l in open('$tmp/f3/journal.jsonl')][1:]
+assert len(recs) == 2 and all(r['outcome'] == 'stopped' and r['signal'] == 15 for r in recs), recs"
+check "no job left" wait_for 30 0.1 no_jobs
+sed "s/ 30 / 0 /" "$tmp/j6" >"$tmp/j6-short" # shorter jobs would be a different list:
+run farm --resume "$tmp/f3" --strategy timeslice --slots 2 "$tmp/j6-short"
+check "a changed job list is refused on resume: exit 2" test "$rc" = 2
+# Same list; the jobs are made quick through the environment they share.
+cat >"$tmp/job.sh" <<'EOF'
+#!/bin/sh
+echo "$1" >>"$3"
+EOF
+run farm --resume "$tmp/f3" --strategy timeslice --slots 2 "$tmp/j6"
+check "resume after SIGTERM: exit 0, stopped jobs ran again, every job exactly once" \
+	bash -c "test $rc = 0 && $(declare -f exactly_once); exactly_once '$tmp/f3' '$tmp/side3' 6"
+check "stopped attempts do not count as failures: attempt 2 of the stopped jobs is ok" python3 -c "
+import json; recs = [json.loads(l) for l in open('$tmp/f3/journal.jsonl') if '\"attempt\"' in l]
+st = {r['job'] for r in recs if r['outcome'] == 'stopped'}
+assert all(any(r['job'] == j and r['attempt'] == 2 and r['outcome'] == 'ok' for r in recs) for j in st)"
+check "no job left" wait_for 30 0.1 no_jobs
+check "no daemon left" test -z "$(our_daemons)"
+
+finish "farm resume"
