@@ -24,6 +24,7 @@
 #include "gpushare/region.h"
 
 #include "csv.h"
+#include "openloop.h"
 
 #define SCHEMA_ID "https://gpushare.dev/schemas/bench-1.json"
 
@@ -128,7 +129,7 @@ static cJSON *json_telemetry(const struct gpushare_bench_telemetry *t)
 	return o;
 }
 
-static cJSON *json_result(const struct gpushare_bench_result *res)
+static cJSON *json_result(const struct gpushare_bench_result *res, const struct gpushare_bench_config *c)
 {
 	cJSON *o = cJSON_CreateObject(), *agg, *fail, *mps, *tel, *workers;
 	bool ok = o != NULL;
@@ -158,6 +159,7 @@ static cJSON *json_result(const struct gpushare_bench_result *res)
 	     jnum(agg, "items_per_second", res->items_per_second) &&
 	     json_latency(agg, res->mean_seconds, res->stddev_seconds, res->p50_seconds, res->p90_seconds,
 			  res->p99_seconds, res->p999_seconds, res->max_seconds) &&
+	     gpushare_openloop_json_result(o, res, c) &&
 	     jnum(agg, "fairness", res->fairness) &&
 	     jnum_or_null(agg, "efficiency", res->efficiency, res->efficiency >= 0) &&
 	     jnum_or_null(agg, "tflops", res->tflops, res->tflops >= 0);
@@ -217,7 +219,7 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	     jnum(o, "warmup_requests", (double)c->warmup_requests) &&
 	     jnum(o, "start_timeout_seconds", (double)c->start_timeout_ns / 1e9) &&
 	     cJSON_AddStringToObject(o, "gpu", c->gpu) && jstr_or_null(o, "mps_pipe_dir", c->mps_pipe_dir) &&
-	     cJSON_AddBoolToObject(o, "ceiling", c->ceiling);
+	     cJSON_AddBoolToObject(o, "ceiling", c->ceiling) && gpushare_openloop_json_config(o, c);
 	ok = ok && (arr = cJSON_AddArrayToObject(o, "thread_percentage")) != NULL;
 	for (int i = 0; ok && i < c->n_thread_percentage; i++) {
 		cJSON *v = cJSON_CreateNumber(c->thread_percentage[i]);
@@ -271,14 +273,14 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 	ok = ok && cJSON_AddBoolToObject(doc, "partial", r->partial) &&
 	     cJSON_AddBoolToObject(doc, "interrupted", r->interrupted);
 	if (ok) {
-		ceil = r->ceiling ? json_result(r->ceiling) : cJSON_CreateNull();
+		ceil = r->ceiling ? json_result(r->ceiling, r->config) : cJSON_CreateNull();
 		ok = ceil && cJSON_AddItemToObject(doc, "ceiling", ceil);
 		if (!ok)
 			cJSON_Delete(ceil);
 	}
 	ok = ok && (results = cJSON_AddArrayToObject(doc, "results")) != NULL;
 	for (size_t i = 0; ok && i < r->n_results; i++) {
-		cJSON *res = json_result(&r->results[i]);
+		cJSON *res = json_result(&r->results[i], r->config);
 
 		ok = res && cJSON_AddItemToArray(results, res);
 	}
@@ -370,7 +372,8 @@ static const char *fmt_bytes(uint64_t b, char *buf, size_t len)
 	return buf;
 }
 
-static void table_row(FILE *f, const struct gpushare_bench_result *res, bool verbose)
+static void table_row(FILE *f, const struct gpushare_bench_result *res, bool verbose,
+		      const struct gpushare_bench_config *cfg)
 {
 	char p50[16], p99[16], p999[16], en[16], status[16];
 
@@ -389,6 +392,7 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 		fprintf(f, "  ! %s\n", res->failure);
 	if (res->tflops >= 0)
 		fprintf(f, "  %.2f TFLOP/s\n", res->tflops);
+	gpushare_openloop_table(f, res, cfg);
 	if (res->telemetry.samples) {
 		const struct gpushare_bench_telemetry *t = &res->telemetry;
 		char mem[24];
@@ -427,6 +431,9 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 	else if (c && c->wl.desc)
 		fprintf(f, "workload %s, batch %ld, %d workers, ", c->wl.desc->name, c->wl.batch, c->workers);
 	if (c && (c->wl.desc || c->command)) {
+		if (c->load == GPUSHARE_LOAD_OPEN)
+			fprintf(f, "open loop, %s arrivals at %.6g/s, %s dispatch%s, ", gpushare_arrival_name(c->arrival),
+				c->rate, gpushare_dispatch_name(c->dispatch), c->find_peak ? " (first step of --find-peak)" : "");
 		if (c->requests)
 			fprintf(f, "%" PRIu64 " %s per worker", c->requests, jobs ? "jobs" : "requests");
 		else
@@ -439,9 +446,9 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 	fprintf(f, "%-11s %7s %10s %11s %11s %9s %9s %9s %8s %6s  %s\n", "strategy", "workers", "requests", "req/s",
 		"items/s", "p50", "p99", "p99.9", "fairness", "E_N", "status");
 	if (r->ceiling)
-		table_row(f, r->ceiling, verbose);
+		table_row(f, r->ceiling, verbose, c);
 	for (size_t i = 0; i < r->n_results; i++) {
-		table_row(f, &r->results[i], verbose);
+		table_row(f, &r->results[i], verbose, c);
 		/* Job mode: "requests" are jobs and the window of K jobs is the makespan. */
 		if (jobs && c->requests)
 			fprintf(f, "  jobs: %" PRIu64 " in a makespan of %.3f s, %.2f jobs/s\n", r->results[i].requests,
