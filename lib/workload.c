@@ -36,6 +36,8 @@ static const struct gpushare_wl_option spin_opts[] = {
 	  .help = "request length of worker slow-worker instead of request-us (0: no slow worker)" },
 	{ .name = "slow-worker", .type = GPUSHARE_WL_INT, .def = "0", .min = 0, .max = 65535,
 	  .help = "the worker (its index) that runs slow-us requests" },
+	{ .name = "sleep", .type = GPUSHARE_WL_BOOL, .def = "off",
+	  .help = "sleep through each request instead of spinning (a worker waiting on a device)" },
 };
 
 static const struct gpushare_wl_option matmul_opts[] = {

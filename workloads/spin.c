@@ -32,6 +32,7 @@ struct spin {
 	long fail_after;       /* 0: never */
 	enum fail_mode mode;
 	long done;             /* requests completed, warm-up included */
+	bool sleep;            /* sleep through requests instead of spinning */
 	long stall_after;      /* 0: never */
 	uint64_t stall_ns;
 };
@@ -65,6 +66,7 @@ static int spin_init(const struct gpushare_wl_params *p, int thread_index, void 
 		s->stall_after = gpushare_wl_get_int(p, "stall-after");
 		s->stall_ns = gpushare_wl_get_duration_ns(p, "stall");
 	}
+	s->sleep = gpushare_wl_get_bool(p, "sleep");
 	s->fail_after = gpushare_wl_get_int(p, "fail-after");
 	s->mode = strcmp(mode, "crash") == 0 ? FAIL_CRASH : strcmp(mode, "hang") == 0 ? FAIL_HANG : FAIL_ERROR;
 	info->sm_count = -1;
@@ -118,6 +120,13 @@ static int spin_request(void *state, struct wl_error *err)
 			;
 	}
 	t0 = gpushare_now_ns();
+	if (s->sleep && s->request_ns) {
+		uint64_t end = t0 + s->request_ns;
+		struct timespec ts = { (time_t)(end / 1000000000ULL), (long)(end % 1000000000ULL) };
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+			;
+	}
 	while (gpushare_now_ns() - t0 < s->request_ns)
 		;
 	s->done++;
