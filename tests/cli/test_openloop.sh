@@ -144,6 +144,20 @@ print(json.load(open(sys.argv[1]))["results"][0]["peak"]["rate_per_second"])
 EOF2
 no_workers_left "find-peak"
 
+echo "== the documents match docs/bench-schema.json"
+if [[ -n "${GPUSHARE_SOURCE_DIR:-}" ]] && python3 -c 'import jsonschema' 2>/dev/null; then
+	for f in below stall peak; do
+		python3 - "$GPUSHARE_SOURCE_DIR/docs/bench-schema.json" "$tmp/$f.json" <<'EOF2' \
+			&& ok "$f: valid against the schema" || fail "$f: does not match the schema"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
+EOF2
+	done
+else
+	echo "SKIP: schema validation (python3 jsonschema missing)"
+fi
+
 echo "== mps with the stand-in control program"
 if [[ -n "$HELPERS" && -x "$HELPERS/fake_mps_control" ]]; then
 	export GPUSHARE_MPS_CONTROL="$HELPERS/fake_mps_control"
