@@ -131,6 +131,8 @@ extern const char cli_openloop_help[];
 int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpushare_bench_config *c);
 /* --rate R: a number of arrivals per second above 0. Returns an exit status. */
 int cli_openloop_rate(const char *cmd, const char *arg, double *rate);
+/* sweep --rate LIST: at most max distinct rates into out. An exit status. */
+int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t max, size_t *n);
 
 /* More of what bench and sweep share (cli/util.c). */
 

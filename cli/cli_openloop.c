@@ -54,6 +54,33 @@ int cli_openloop_rate(const char *cmd, const char *arg, double *rate)
 	return EXIT_OK;
 }
 
+int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t max, size_t *n)
+{
+	char buf[1024], *save = NULL, *item;
+	size_t len = arg ? strlen(arg) : 0;
+
+	*n = 0;
+	if (len == 0 || len >= sizeof(buf) || arg[0] == ',' || arg[len - 1] == ',' || strstr(arg, ",,"))
+		return cli_error(EXIT_USAGE, "%s: invalid --rate '%s': expected a comma list of arrivals per second", cmd,
+				 arg ? arg : "");
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		double v;
+
+		if (*n == max)
+			return cli_error(EXIT_USAGE, "%s: --rate '%s' has more than %zu rates", cmd, arg, max);
+		if (parse_positive(item, 1e9, &v))
+			return cli_error(EXIT_USAGE, "%s: invalid --rate '%s': '%s' is not a number of arrivals per second above 0",
+					 cmd, arg, item);
+		for (size_t i = 0; i < *n; i++) {
+			if (out[i] == v)
+				return cli_error(EXIT_USAGE, "%s: invalid --rate '%s': %s is listed twice", cmd, arg, item);
+		}
+		out[(*n)++] = v;
+	}
+	return EXIT_OK;
+}
+
 int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpushare_bench_config *c)
 {
 	long v;

@@ -16,6 +16,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
+#include "report_load_curve.h"
 
 #define MAX_BAD_KEPT 1000
 
@@ -97,6 +98,8 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	run->workers = (int)workers;
 	run->batch = (long)batch;
 	run->repeat = (int)repeat;
+	if (get_num(cell, "rate_per_second", &run->rate) && !(run->rate > 0 && run->rate <= 1e9))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'cell.rate_per_second' is not a rate");
 	if (run->status == GPUSHARE_RUN_FAILED)
 		return GPUSHARE_OK;
 	bench = cJSON_GetObjectItemCaseSensitive(root, "bench");
@@ -112,6 +115,8 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 		return gpushare_fail(GPUSHARE_E_INVAL, "'bench.results[0].aggregate' lacks a throughput or latency");
 	if (run->items_per_second < 0 || run->mean_seconds < 0 || run->p99_seconds < 0)
 		return gpushare_fail(GPUSHARE_E_INVAL, "negative throughput or latency");
+	if (run->rate > 0 && gpushare_report_load_open(res, run))
+		return GPUSHARE_E_INVAL;
 	return GPUSHARE_OK;
 }
 

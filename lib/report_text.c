@@ -16,6 +16,7 @@
 #include "gpushare/report.h"
 #include "csv.h"
 #include "report_internal.h"
+#include "report_load_curve.h"
 
 static const struct gpushare_ci *metric_ci(const struct gpushare_report_cell *c, int m)
 {
@@ -155,8 +156,14 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 		const struct gpushare_report_shape_rec *rec = &r->recs[i];
 
 		fprintf(f, "### %s\n\n", rec->shape);
+		if (report_load_curve_only(r, rec->shape)) {
+			report_load_curve_recommend(r, rec->shape, f);
+			fputc('\n', f);
+			continue;
+		}
 		fprintf(f, "- **Maximum throughput:** %s\n", rec->best_throughput.cell >= 0 ? rec->best_throughput.why : "no successful run.");
 		fprintf(f, "- **Minimum p99 latency:** %s\n", rec->best_p99.cell >= 0 ? rec->best_p99.why : "no successful run.");
+		report_load_curve_recommend(r, rec->shape, f);
 		if (r->slo_p99_seconds > 0) {
 			char slo[32];
 
@@ -176,6 +183,8 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 			md_table(r, f, r->shapes[i], batches[b], M_P99);
 		}
 	}
+	if (report_load_curve_markdown(r, f))
+		return GPUSHARE_E_IO;
 	if (ferror(f))
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write the markdown report: %s", strerror(errno));
 	return GPUSHARE_OK;

@@ -65,6 +65,11 @@ struct gpushare_report_run {
 	size_t line;                 /* 1-based line in the file */
 	double items_per_second, requests_per_second;
 	double mean_seconds, p50_seconds, p99_seconds;
+	/* Open loop (cell.rate_per_second; 0 closed loop): the latency above
+	 * counts from the scheduled arrival. */
+	double rate;
+	double offered_per_second, achieved_per_second;
+	double unfinished;
 };
 
 /* A line that could not be used. */
