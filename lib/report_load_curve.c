@@ -264,16 +264,17 @@ int report_load_curve_recommend(const struct gpushare_report *r, const char *sha
 	fprintf(f, "%s at %.6g requests/s offered", ties > 1 ? ", a tie," : "", cv[best].pts[cv[best].peak].rate);
 	if ((size_t)cv[best].peak + 1 == cv[best].n_pts)
 		fprintf(f, " (the highest rate measured: the peak may be higher)");
-	fprintf(f, ". Others:");
-	for (size_t k = 0; k < n; k++) {
+	fputc('.', f);
+	for (size_t k = 0, others = 0; k < n; k++) {
 		if (strcmp(cv[k].shape, shape) ||
 		    (cv[k].peak >= 0 && cv[k].pts[cv[k].peak].rate == cv[best].pts[cv[best].peak].rate))
 			continue;
 		curve_name(&cv[k], name, sizeof(name));
+		fprintf(f, "%s %s ", others++ ? ";" : " Others:", name);
 		if (cv[k].peak >= 0)
-			fprintf(f, " %s %.6g/s;", name, cv[k].pts[cv[k].peak].rate);
+			fprintf(f, "%.6g/s", cv[k].pts[cv[k].peak].rate);
 		else
-			fprintf(f, " %s none;", name);
+			fprintf(f, "none");
 	}
 	fputc('\n', f);
 	curves_free(cv, n);
