@@ -809,7 +809,7 @@ static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st
 		if (rc == GPUSHARE_OK && gpushare_bench_interrupted())
 			rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
 		/* The result shown is the best passing step, or else the last. */
-		if (!kept || (ps_step->pass && (!pk->found || rate > pk->rate)) || (!pk->found && rc)) {
+		if (!kept || !pk->found || (ps_step->pass && rate > pk->rate)) {
 			gpushare_bench_result_release(res);
 			*res = step;
 			kept = true;

@@ -38,8 +38,19 @@ sys.exit(0 if ok else 1)' "$1" "$2"
 OPEN=(bench --strategy timeslice --workers 2 --load open --rate 300 --arrival uniform --duration 2s --warmup 300ms -q --json)
 
 echo "== a version-2 C worker under open loop"
-run "${OPEN[@]}" -- "$tmp/tw" --v2 --request-us 1000
-cp "$tmp/out" "$tmp/c2.json"
+# A test machine that freezes every process for a fraction of a second
+# (other suites run beside this one) upsets the rate check: a run whose own
+# dispatcher was held up that long (hand-over p99.9 over 100 ms) is measured
+# once more.
+frozen() { python3 -c 'import json,sys
+o = json.load(open(sys.argv[1]))["results"][0]["open_loop"]
+sys.exit(0 if o["lateness"]["p999_seconds"] > 0.1 else 1)' "$1"; }
+for try in 1 2 3; do
+	run "${OPEN[@]}" -- "$tmp/tw" --v2 --request-us 1000
+	cp "$tmp/out" "$tmp/c2.json"
+	[[ $rc -eq 0 ]] && frozen "$tmp/c2.json" || break
+	echo "note: the machine froze the run (try $try); once more"
+done
 [[ $rc -eq 0 ]] && ok "exit 0" || fail "exit $rc: $(cat "$tmp/err")"
 check "every arrival of the window served and recorded" jq_py "$tmp/c2.json" \
 	'r["open_loop"]["offered"] == r["aggregate"]["requests"] and r["open_loop"]["unfinished"] == 0 and r["open_loop"]["offered"] >= 590'
