@@ -782,7 +782,9 @@ static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st
 	*c = *c0;
 	pk->searched = true;
 	pk->min_requests = min_requests;
-	gpushare_peak_search_init(&ps, c0->rate, c0->resolution, c0->rate / 1024, c0->rate_max);
+	/* Halving stops where a step would need more than 10 minutes. */
+	gpushare_peak_search_init(&ps, c0->rate, c0->resolution, fmax(c0->rate / 1024, (double)min_requests / 600.0),
+				  c0->rate_max);
 	while (rc == GPUSHARE_OK && pk->n_steps < GPUSHARE_PEAK_MAX_STEPS && gpushare_peak_search_next(&ps, &rate)) {
 		struct gpushare_bench_result step;
 		struct gpushare_peak_step *ps_step = &pk->steps[pk->n_steps++];

@@ -387,8 +387,7 @@ bool gpushare_peak_search_next(struct gpushare_peak_search *s, double *rate)
 		*rate = s->pass * 2 < s->rate_max ? s->pass * 2 : s->rate_max;
 	} else if (s->pass == 0) {
 		if (s->fail <= s->rate_min) {
-			snprintf(s->why, sizeof(s->why), "misses the bound even at the lowest rate allowed (%.6g/s)",
-				 s->rate_min);
+			snprintf(s->why, sizeof(s->why), "misses the bound even at the lowest rate tried (%.6g/s)", s->fail);
 			s->done = true;
 			return false;
 		}
