@@ -127,8 +127,8 @@ void gpushare_openloop_table(FILE *f, const struct gpushare_bench_result *res, c
 	const struct gpushare_bench_peak *p = &res->peak;
 	char a[16], b[16], d[16], e[16], g[16], h[16];
 
-	if (!o->on)
-		return;
+	if (!o->on || (o->offered == 0 && res->failed_worker >= 0))
+		return;                 /* nothing was offered: the failure line says why */
 	fprintf(f, "  open loop: offered %.1f/s (asked %.6g/s), achieved %.1f/s; queued at the end %" PRIu64
 		", unserved %" PRIu64 ", deepest queue %" PRIu64 "\n",
 		o->offered_rate, o->rate, o->achieved_rate, o->queued_at_end, o->unfinished, o->queue_max);
