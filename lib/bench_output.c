@@ -297,7 +297,21 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 static const char csv_header[] =
 	"strategy,row,worker,pid,requests,items,errors,window_seconds,requests_per_second,items_per_second,"
 	"mean_seconds,stddev_seconds,p50_seconds,p90_seconds,p99_seconds,p999_seconds,max_seconds,"
-	"sm_count,mem_free_bytes,thread_percentage,mem_limit,fairness,efficiency,tflops,partial,failed\n";
+	"sm_count,mem_free_bytes,thread_percentage,mem_limit,fairness,efficiency,tflops,partial,failed,"
+	"offered_per_second,achieved_per_second,queued_at_end,unfinished,queue_p99_seconds,service_p99_seconds\n";
+
+/* The open-loop columns (aggregate rows; empty in closed loop and on worker rows). */
+static void csv_open(FILE *f, const struct gpushare_bench_result *res, bool aggregate)
+{
+	const struct gpushare_bench_openloop *o = &res->open;
+
+	if (!aggregate || !o->on)
+		fputs(",,,,,", f);
+	else
+		fprintf(f, "%.9g,%.9g,%" PRIu64 ",%" PRIu64 ",%.9g,%.9g", o->offered_rate, o->achieved_rate,
+			o->queued_at_end, o->unfinished, o->queue_p99_seconds, o->service_p99_seconds);
+	fputc('\n', f);
+}
 
 static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 {
@@ -320,7 +334,8 @@ static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 			fprintf(f, "%g", w->thread_percentage_seen);
 		fputc(',', f);
 		csv_write_field(f, w->mem_limit_seen);
-		fprintf(f, ",,,,%s,%s\n", res->partial ? "true" : "false", w->failed ? "true" : "false");
+		fprintf(f, ",,,,%s,%s,", res->partial ? "true" : "false", w->failed ? "true" : "false");
+		csv_open(f, res, false);
 	}
 	fprintf(f, "%s,aggregate,,,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,,,,,%.6g,",
 		name, res->requests, res->items, res->errors, res->window_seconds, res->requests_per_second,
@@ -331,7 +346,8 @@ static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 	fputc(',', f);
 	if (res->tflops >= 0)
 		fprintf(f, "%.6g", res->tflops);
-	fprintf(f, ",%s,%s\n", res->partial ? "true" : "false", res->failed_worker >= 0 ? "true" : "false");
+	fprintf(f, ",%s,%s,", res->partial ? "true" : "false", res->failed_worker >= 0 ? "true" : "false");
+	csv_open(f, res, true);
 }
 
 int gpushare_bench_write_csv(const struct gpushare_bench_report *r, FILE *f)

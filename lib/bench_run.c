@@ -42,6 +42,7 @@
 #define SAMPLE_NS (100 * NS_PER_MS)
 #define TERM_WAIT_NS (2 * NS_PER_S)
 #define CUDA_ERROR_MPS_MAX_CLIENTS 808
+#define PEAK_RETRIES 4                 /* find-peak: steps run again when gpushare ran late */
 
 /* State shared by all strategies of one run. */
 struct bench_ctx {
@@ -810,6 +811,17 @@ static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st
 		ps_step->pass = !ps_step->failed_run && q != UINT64_MAX && q <= c0->slo_ns;
 		if (rc == GPUSHARE_OK && gpushare_bench_interrupted())
 			rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
+		/* gpushare could not keep the schedule (its dispatcher handed
+		 * arrivals over later than a tenth of the bound at p99: the
+		 * machine held it up): the step measured gpushare, not the
+		 * strategy. Run it again, at most PEAK_RETRIES times in all. */
+		if (rc == GPUSHARE_OK && !ps_step->failed_run &&
+		    step.open.lateness_p99_seconds * 1e9 > (double)c0->slo_ns / 10 && pk->repeated < PEAK_RETRIES) {
+			pk->repeated++;
+			pk->n_steps--;
+			gpushare_bench_result_release(&step);
+			continue;
+		}
 		/* The result shown is the best passing step, or else the last. */
 		if (!kept || !pk->found || (ps_step->pass && rate > pk->rate)) {
 			gpushare_bench_result_release(res);

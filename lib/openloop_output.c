@@ -54,6 +54,7 @@ static cJSON *peak_json(const struct gpushare_bench_peak *p, const struct gpusha
 		  (p->upper > 0 ? num(j, "missed_at_per_second", p->upper)
 				: cJSON_AddNullToObject(j, "missed_at_per_second") != NULL) &&
 		  num(j, "resolution", c ? c->resolution : 0) && num(j, "min_requests_per_step", (double)p->min_requests) &&
+		  num(j, "repeated_steps", p->repeated) &&
 		  (p->note[0] ? cJSON_AddStringToObject(j, "note", p->note) != NULL
 			      : cJSON_AddNullToObject(j, "note") != NULL) &&
 		  (steps = cJSON_AddArrayToObject(j, "steps")) != NULL;
@@ -147,6 +148,8 @@ void gpushare_openloop_table(FILE *f, const struct gpushare_bench_result *res, c
 			fmt_s((double)c->slo_ns / 1e9, a, sizeof(a)));
 	if (p->upper > 0)
 		fprintf(f, " (missed at %.6g/s)", p->upper);
-	fprintf(f, "; %d steps of >= %" PRIu64 " requests%s%s\n", p->n_steps, p->min_requests, p->note[0] ? "; " : "",
-		p->note);
+	fprintf(f, "; %d steps of >= %" PRIu64 " requests", p->n_steps, p->min_requests);
+	if (p->repeated)
+		fprintf(f, " (%d run again: gpushare handed arrivals over late)", p->repeated);
+	fprintf(f, "%s%s\n", p->note[0] ? "; " : "", p->note);
 }

@@ -278,6 +278,8 @@ struct gpushare_bench_peak {
 	double rate;                   /* highest rate that met the bound (0: none) */
 	double upper;                  /* lowest rate that missed it (0: none found) */
 	uint64_t min_requests;         /* per step, the rule's minimum */
+	int repeated;                  /* steps run again: gpushare's own hand-over was late
+					* (p99 above a tenth of the bound) */
 	int n_steps;
 	struct gpushare_peak_step steps[GPUSHARE_PEAK_MAX_STEPS];
 	char note[160];                /* how the search ended, "" when bracketed */

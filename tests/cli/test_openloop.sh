@@ -77,6 +77,13 @@ run bench --workload spin --sleep on --strategy timeslice --warmup 100ms -q --re
 grep -q "open loop, poisson arrivals at 100/s, shared dispatch" "$tmp/out" && grep -q "open loop: offered" "$tmp/out" \
 	&& grep -q "latency from the scheduled arrival = queueing" "$tmp/out" && ok "table shows the open loop" \
 	|| fail "table: $(cat "$tmp/out")"
+run bench --workload spin --sleep on --strategy timeslice --warmup 100ms -q --request-us 1ms --workers 2 \
+	--load open --rate 100 --arrival uniform --duration 500ms --csv
+check "CSV: the aggregate row has the open-loop figures" python3 -c 'import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+agg = [r for r in rows if r["row"] == "aggregate"][0]
+assert abs(float(agg["offered_per_second"]) - 100) <= 2 and agg["unfinished"] == "0", agg
+assert all(r["offered_per_second"] == "" for r in rows if r["row"] == "worker")' "$tmp/out"
 no_workers_left "below saturation"
 
 echo "== Poisson arrivals: the same seed gives the same schedule"
