@@ -9,8 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpushare/gpushare.h"
@@ -211,8 +214,28 @@ bool gpushare_ring_push(struct gpushare_ring *q, uint32_t entries, uint64_t t_sc
 	e = &q->entry[head & (entries - 1)];
 	__atomic_store_n(&e->t_sched_ns, t_sched_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->seq, seq, __ATOMIC_RELAXED);
-	__atomic_store_n(&q->head, head + 1, __ATOMIC_RELEASE);
+	/* Sequentially consistent, paired with the waiter's: either it sees
+	 * the new head, or we see it waiting and wake it. */
+	__atomic_store_n(&q->head, head + 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&q->waiters, __ATOMIC_SEQ_CST)) {
+		__atomic_add_fetch(&q->wake, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &q->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
 	return true;
+}
+
+void gpushare_ring_wait(struct gpushare_ring *q, uint64_t timeout_ns)
+{
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ULL), (long)(timeout_ns % 1000000000ULL) };
+	uint32_t v;
+
+	__atomic_add_fetch(&q->waiters, 1, __ATOMIC_SEQ_CST);
+	v = __atomic_load_n(&q->wake, __ATOMIC_SEQ_CST);
+	/* Not a shared-private futex: the word lives in memory other
+	 * processes map. The kernel sleeps only while wake still equals v. */
+	if (__atomic_load_n(&q->head, __ATOMIC_SEQ_CST) <= __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &q->wake, FUTEX_WAIT, v, &ts, NULL, 0);
+	__atomic_sub_fetch(&q->waiters, 1, __ATOMIC_SEQ_CST);
 }
 
 bool gpushare_ring_claim(struct gpushare_ring *q, uint32_t entries, struct gpushare_ring_entry *e)

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,8 +39,8 @@
 #define GO_TIMEOUT_NS (600ULL * 1000000000ULL)       /* give up waiting for GO */
 #define PARENT_CHECK_NS (100ULL * 1000000ULL)        /* how often to look for the parent */
 #define SIGNAL_GRACE_NS (500ULL * 1000000ULL)        /* let a request finish after SIGTERM */
-#define IDLE_SPINS 4000                              /* open loop: busy polls before napping */
-#define IDLE_NAP_NS (20 * 1000)                      /* open loop: a nap between polls when idle */
+#define IDLE_SPINS 4000                              /* open loop: busy polls before sleeping */
+#define IDLE_WAIT_NS (10ULL * 1000000ULL)            /* open loop: longest sleep on the ring */
 
 struct worker {
 	struct gpushare_region_header *region;
@@ -235,7 +234,7 @@ static inline void cpu_relax(void)
  * request until STOP (the window's end does not stop it: what is queued
  * then is still served and counted). Latency counts from the arrival's
  * scheduled time. An idle worker polls its ring, busily for a few
- * microseconds, then with short naps. */
+ * microseconds, then sleeps on it until the dispatcher publishes. */
 static int serve_arrivals(struct stream *st, void *state, struct gpushare_slot_window *win)
 {
 	struct worker *w = st->w;
@@ -251,8 +250,6 @@ static int serve_arrivals(struct stream *st, void *state, struct gpushare_slot_w
 
 	if (!q)
 		return fail_stream(st, GPUSHARE_WORKER_EXIT_REGION, GPUSHARE_E_INVAL, 0, "open-loop region without a ring for this slot");
-	/* Naps of 20 us, not of 20 us plus the default 50 us of slack. */
-	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	for (;;) {
 		uint64_t t0, t1;
 
@@ -269,7 +266,9 @@ static int serve_arrivals(struct stream *st, void *state, struct gpushare_slot_w
 					return fail_stream(st, GPUSHARE_WORKER_EXIT_REGION, GPUSHARE_E_WORKER, 0, "the parent exited during the run");
 				next_check = t0 + PARENT_CHECK_NS;
 			}
-			sleep_ns(IDLE_NAP_NS);
+			/* Asleep until the dispatcher publishes (a futex), or
+			 * 10 ms to look at the phase and the parent. */
+			gpushare_ring_wait(q, IDLE_WAIT_NS);
 			continue;
 		}
 		idle = 0;

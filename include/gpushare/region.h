@@ -118,7 +118,9 @@ struct gpushare_ring_entry {
  * (so several workers may share a ring). head and tail only grow. */
 struct gpushare_ring {
 	uint64_t head;                 /* entries published */
-	uint8_t pad0[56];
+	uint32_t waiters;              /* consumers asleep in gpushare_ring_wait() */
+	uint32_t wake;                 /* futex word: bumped by a publish that found waiters */
+	uint8_t pad0[48];
 	uint64_t tail;                 /* entries claimed */
 	uint8_t pad1[56];
 	struct gpushare_ring_entry entry[]; /* ring_entries of them */
@@ -198,6 +200,12 @@ bool gpushare_ring_claim(struct gpushare_ring *q, uint32_t entries, struct gpush
 
 /* Published and not yet claimed. */
 uint64_t gpushare_ring_depth(const struct gpushare_ring *q);
+
+/* Consumer side: sleep until an arrival is published or timeout_ns passed
+ * (a futex on the shared `wake` word, so an idle worker burns no CPU and
+ * wakes within the scheduler's latency). Returns at once when the ring is
+ * not empty. Spurious returns are possible: claim, and wait again. */
+void gpushare_ring_wait(struct gpushare_ring *q, uint64_t timeout_ns);
 
 /* Writer side (a worker, or the relay of a command-mode worker): reset slot s
  * for a fresh start by process pid: state STARTING, no error, counters and

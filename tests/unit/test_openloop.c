@@ -177,6 +177,55 @@ static void test_ring_concurrent_claims(void **state)
 	close(fd);
 }
 
+struct sleeper {
+	struct gpushare_ring *q;
+	uint64_t woke_after_ns;
+	bool claimed;
+};
+
+static void *sleep_on_ring(void *arg)
+{
+	struct sleeper *sl = arg;
+	struct gpushare_ring_entry e;
+	uint64_t t0 = gpushare_now_ns();
+
+	while (!gpushare_ring_claim(sl->q, 16, &e) && gpushare_now_ns() - t0 < 5000000000ULL)
+		gpushare_ring_wait(sl->q, 5000000000ULL);
+	sl->woke_after_ns = gpushare_now_ns() - t0;
+	sl->claimed = e.seq == 7;
+	return NULL;
+}
+
+/* A consumer asleep on an empty ring is woken by the publish (a futex),
+ * long before its 5 s timeout; on a non-empty ring it does not sleep. */
+static void test_ring_wait(void **state)
+{
+	struct gpushare_region_header *r;
+	struct gpushare_ring *q;
+	struct sleeper sl = { 0 };
+	pthread_t tid;
+	uint64_t t0;
+	int fd;
+
+	(void)state;
+	r = open_region(1, 1, 16, &fd);
+	q = gpushare_region_ring(r, 0);
+	sl.q = q;
+	assert_int_equal(pthread_create(&tid, NULL, sleep_on_ring, &sl), 0);
+	usleep(100000);
+	assert_true(gpushare_ring_push(q, 16, 1, 7));
+	pthread_join(tid, NULL);
+	assert_true(sl.claimed);
+	assert_true(sl.woke_after_ns < 3000000000ULL);
+	assert_int_equal(q->waiters, 0);
+	assert_true(gpushare_ring_push(q, 16, 2, 8));
+	t0 = gpushare_now_ns();
+	gpushare_ring_wait(q, 5000000000ULL);
+	assert_true(gpushare_now_ns() - t0 < 1000000000ULL);
+	gpushare_region_unmap(r);
+	close(fd);
+}
+
 static void test_record_open(void **state)
 {
 	struct gpushare_region_header *r;
@@ -373,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_poisson_schedule),
 		cmocka_unit_test(test_ring_order_and_full),
 		cmocka_unit_test(test_ring_concurrent_claims),
+		cmocka_unit_test(test_ring_wait),
 		cmocka_unit_test(test_record_open),
 		cmocka_unit_test(test_quantile_with_unfinished),
 		cmocka_unit_test(test_min_requests_rule),
