@@ -82,9 +82,10 @@ if ! python3 -c "import sys; sys.exit(0 if float('$cap') > 0 else 1)"; then
 	log "no closed-loop capacity measured; stopping (see $O/closed.err)"
 	exit 1
 fi
+read -r -a fractions <<<"$FRACTIONS"
 rates=$(python3 -c 'import sys
 cap = float(sys.argv[1])
-print(",".join("%.6g" % round(cap * float(f), 1) for f in sys.argv[2:]))' "$cap" $FRACTIONS)
+print(",".join("%.6g" % round(cap * float(f), 1) for f in sys.argv[2:]))' "$cap" "${fractions[@]}")
 log "largest closed-loop capacity $cap req/s; offered rates $rates"
 
 if has curves; then

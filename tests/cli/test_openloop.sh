@@ -212,6 +212,7 @@ echo "== sweep --load open --rate LIST: the load curve and its peak in the repor
 # One worker serving in 2 ms (capacity 500/s): 50/s and 100/s stay near
 # 2 ms, 1000/s queues without bound (about 1 s by the end). The peak within
 # p99 < 100 ms is 100/s.
+# shellcheck disable=SC2054 # the rate list is one argument
 SW=(sweep --out "$tmp/sweep" --workload spin --request-us 2ms --sleep on --strategy timeslice --workers 1
 	--load open --rate 50,100,1000 --arrival uniform --duration 1s --warmup 200ms --repeats 1 --slo-p99 100 -q)
 run "${SW[@]}"
