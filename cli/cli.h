@@ -6,6 +6,7 @@
 #ifndef GPUSHARE_CLI_H
 #define GPUSHARE_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,25 +64,39 @@ int cmd_bench(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
 
 /* gpushare_parse_int() that first refuses text that is not a whole number
- * ("abc", which strtol() would read as 0). GPUSHARE_E_INVAL with a detail. */
+ * written as digits only ("abc", which strtol() would read as 0, "+2",
+ * "-1", " 3"). GPUSHARE_E_INVAL with a detail. */
 int cli_parse_whole(const char *s, long min, long max, long *out);
 
-/* The options bench and sweep share (cli/util.c): the bring-your-own-command
- * ones, "-- CMD [ARGS...]", --mode request|job, --jobs K (docs/protocol.md),
- * and --warmup D, --gpu IDX|UUID, --mps-pipe-dir DIR, --metrics-listen
- * [ADDR:]PORT, --metrics-buckets LIST (docs/metrics.md). Usage:
- * cli_command_scan() before getopt_long (hand it o.opt_argc so options stop
- * at "--"; it also resets getopt), the CLI_OPT_* values in the option table
- * and cli_command_option() for them, cli_command_apply() after the options.
- * The commands number their own options from 256. */
+/* The options bench and sweep share (cli/util.c), in one table
+ * (cli_shared_options) and parsed one way by cli_command_option(): the
+ * bring-your-own-command ones, "-- CMD [ARGS...]", --mode request|job,
+ * --jobs K (docs/protocol.md); the run's --strategy LIST, --duration D,
+ * --requests R, --warmup D, --warmup-requests W, --start-timeout D, --gpu
+ * IDX|UUID, --mps-pipe-dir DIR, --metrics-listen [ADDR:]PORT,
+ * --metrics-buckets LIST (docs/metrics.md); the repeats --repeats K,
+ * --target-noise P, --max-repeats M. Whole numbers are digits only (no
+ * sign), durations need a unit or are microseconds as gpushare_parse_duration()
+ * says, and every bad value gives "<cmd>: invalid <opt> '<value>': <why>".
+ * Usage: cli_command_scan() before getopt_long (hand it o.opt_argc so
+ * options stop at "--"; it also resets getopt), cli_options_table() to join
+ * the tables, cli_command_option() for the CLI_OPT_* values,
+ * cli_command_apply() after the options. The commands number their own
+ * options from 256. */
 enum {
 	CLI_OPT_FIRST = 512,
 	CLI_OPT_MODE = CLI_OPT_FIRST, CLI_OPT_JOBS, CLI_OPT_WARMUP, CLI_OPT_GPU, CLI_OPT_MPS_PIPE_DIR,
-	CLI_OPT_METRICS_LISTEN, CLI_OPT_METRICS_BUCKETS,
+	CLI_OPT_METRICS_LISTEN, CLI_OPT_METRICS_BUCKETS, CLI_OPT_STRATEGY, CLI_OPT_DURATION, CLI_OPT_REQUESTS,
+	CLI_OPT_WARMUP_REQUESTS, CLI_OPT_START_TIMEOUT, CLI_OPT_REPEATS, CLI_OPT_TARGET_NOISE, CLI_OPT_MAX_REPEATS,
 	CLI_OPT_END,
 };
+struct option;
+#define CLI_MAX_SHARED_OPTIONS 16  /* room for cli_shared_options in a table */
+extern const struct option cli_shared_options[];
+extern const size_t cli_n_shared_options;
 struct gpushare_bench_config;
 struct cli_command_opts {
 	int cmd_at;                /* index of the first "--" in argv, -1 none */
@@ -90,6 +105,11 @@ struct cli_command_opts {
 	int mode;                  /* enum gpushare_cmd_mode */
 	uint64_t jobs;             /* --jobs K; 0 none */
 	bool warmup_given;
+	bool duration_given;
+	bool strategy_given;       /* --strategy went into c->strategies */
+	int repeats;               /* --repeats K; 0 not given */
+	double target_noise;       /* --target-noise P as a fraction; 0 not given */
+	int max_repeats;           /* --max-repeats M; 0 not given */
 };
 void cli_command_scan(struct cli_command_opts *o, int argc, char **argv);
 /* Option opt (CLI_OPT_FIRST <= opt < CLI_OPT_END) with value arg into o or c.
@@ -98,12 +118,13 @@ int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, con
 		       struct gpushare_bench_config *c);
 /* After the options: check the combination (a command after "--", not with
  * --workload; --jobs only in job mode, not with --duration; --requests not in
- * job mode; --mode/--jobs only with a command) and point c->command at the
- * tail of argv (argv[argc] must be NULL, as main's is), set c->command_mode,
- * and in job mode c->requests = jobs and, unless --warmup was given, no
- * warm-up. Whether the program can run is gpushare_bench_command_check()'s job. */
+ * job mode; --mode/--jobs only with a command; --duration or --requests, not
+ * both; --max-repeats not below --repeats) and point c->command at the tail
+ * of argv (argv[argc] must be NULL, as main's is), set c->command_mode, and
+ * in job mode c->requests = jobs and, unless --warmup was given, no warm-up.
+ * Whether the program can run is gpushare_bench_command_check()'s job. */
 int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
-		      bool duration_given, struct gpushare_bench_config *c);
+		      struct gpushare_bench_config *c);
 
 /* The open-loop options bench and sweep share (cli/cli_openloop.c): the
  * CLI_OPEN_* values in the option table (CLI_OPENLOOP_OPTIONS spliced in),
@@ -136,13 +157,13 @@ int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t
 
 /* More of what bench and sweep share (cli/util.c). */
 
-/* Whether one of the n options of table t is called name. */
-struct option;
+/* Whether one of the n options of table t, or a shared option, is called name. */
 bool cli_option_named(const struct option *t, size_t n, const char *name);
-/* The table for getopt_long in out (room for n_own + n_extra + 1): the
- * command's own options, then each extra name (workload options) as an
- * option with a value of value first + its index, except where an own option
- * has that name (the command's option wins), then the zero entry. */
+/* The table for getopt_long in out (room for n_own + cli_n_shared_options +
+ * n_extra + 1): the command's own options, the shared ones, then each extra
+ * name (workload options) as an option with a value of value first + its
+ * index, except where an own or shared option has that name (the command's
+ * option wins), then the zero entry. */
 void cli_options_table(struct option *out, const struct option *own, size_t n_own, const char *const *extra,
 		       size_t n_extra, int first);
 

@@ -13,29 +13,23 @@
 
 #include "cli.h"
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/workload.h"
 
 /* Options shared with sweep have CLI_OPT_* values (cli/cli.h). */
 enum {
-	OPT_WORKLOAD = 256, OPT_BATCH, OPT_WORKERS, OPT_STRATEGY, OPT_DURATION, OPT_REQUESTS,
-	OPT_WARMUP_REQUESTS, OPT_THREAD_PCT, OPT_MEM_LIMIT, OPT_PRIORITY, OPT_CEILING,
-	OPT_JSON, OPT_CSV, OPT_OUT, OPT_START_TIMEOUT,
+	OPT_WORKLOAD = 256, OPT_BATCH, OPT_WORKERS, OPT_THREAD_PCT, OPT_MEM_LIMIT, OPT_PRIORITY, OPT_CEILING,
+	OPT_JSON, OPT_CSV, OPT_OUT,
 	OPT_WL_FIRST = 1000, /* workload options: OPT_WL_FIRST + index in its table */
 };
 
+/* Its own options; those shared with sweep come from cli_shared_options. */
 static const struct option bench_options[] = {
 	{ "workload", required_argument, NULL, OPT_WORKLOAD },
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "strategy", required_argument, NULL, OPT_STRATEGY },
-	{ "duration", required_argument, NULL, OPT_DURATION },
-	{ "requests", required_argument, NULL, OPT_REQUESTS },
-	{ "warmup", required_argument, NULL, CLI_OPT_WARMUP },
-	{ "warmup-requests", required_argument, NULL, OPT_WARMUP_REQUESTS },
-	{ "gpu", required_argument, NULL, CLI_OPT_GPU },
-	{ "mps-pipe-dir", required_argument, NULL, CLI_OPT_MPS_PIPE_DIR },
 	{ "thread-percentage", required_argument, NULL, OPT_THREAD_PCT },
 	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
 	{ "priority", required_argument, NULL, OPT_PRIORITY },
@@ -43,11 +37,7 @@ static const struct option bench_options[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "csv", no_argument, NULL, OPT_CSV },
 	{ "out", required_argument, NULL, OPT_OUT },
-	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
-	{ "metrics-listen", required_argument, NULL, CLI_OPT_METRICS_LISTEN },
-	{ "metrics-buckets", required_argument, NULL, CLI_OPT_METRICS_BUCKETS },
-	{ "mode", required_argument, NULL, CLI_OPT_MODE },
-	{ "jobs", required_argument, NULL, CLI_OPT_JOBS },
+	/* The open-loop options (cli/cli_openloop.c), bench and sweep alike. */
 	CLI_OPENLOOP_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -82,6 +72,11 @@ static void usage(FILE *f)
 		"  --priority LIST            mps-split: client priority per worker (0 normal, 1 below)\n"
 		"  --ceiling                  also run one process with batch x N and report E_N\n"
 		"  --start-timeout D          bound of the start barrier (default 120s)\n"
+		"  --repeats K                run every strategy K times, interleaved (default 1);\n"
+		"                             prints mean +- sd, min...max and a relative summary\n"
+		"  --target-noise P           after K, repeat until each median items/s is known to\n"
+		"                             +-P (e.g. 2%%) at >= 95%% coverage (at least 6 runs)\n"
+		"  --max-repeats M            bound of --target-noise (default 20)\n"
 		"  --json | --csv             machine-readable output on stdout\n"
 		"  --out FILE                 also write the JSON document to FILE (atomically)\n"
 		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics at /metrics while it\n"
@@ -115,7 +110,7 @@ static void usage(FILE *f)
 
 struct progress_state {
 	bool tty;
-	int last_strategy, last_phase, last_run;
+	int last_strategy, last_phase, last_run, last_repeat;
 	double last_plain;                  /* elapsed of the last plain line */
 	bool line_open;                     /* a \r line is on the terminal */
 };
@@ -133,10 +128,15 @@ static const char *phase_name(int phase)
 static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 {
 	struct progress_state *ps = arg;
-	char run[32] = "", what[96], util[24] = "";
-	bool changed = p->strategy != ps->last_strategy || p->phase != ps->last_phase || p->run != ps->last_run;
+	char run[64] = "", what[96], util[24] = "";
+	bool changed = p->strategy != ps->last_strategy || p->phase != ps->last_phase || p->run != ps->last_run ||
+		       p->repeat != ps->last_repeat;
 
-	if (p->n_runs > 1)
+	if (p->n_repeats > 1 && p->n_runs > 1)
+		snprintf(run, sizeof(run), " #%d/%d worker %d/%d", p->repeat + 1, p->n_repeats, p->run + 1, p->n_runs);
+	else if (p->n_repeats > 1)
+		snprintf(run, sizeof(run), " #%d/%d", p->repeat + 1, p->n_repeats);
+	else if (p->n_runs > 1)
 		snprintf(run, sizeof(run), " worker %d/%d", p->run + 1, p->n_runs);
 	if (p->phase == GPUSHARE_BENCH_STARTING)
 		snprintf(what, sizeof(what), "%u/%u ready", p->ready, p->n_slots);
@@ -162,6 +162,31 @@ static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 	ps->last_strategy = p->strategy;
 	ps->last_phase = p->phase;
 	ps->last_run = p->run;
+	ps->last_repeat = p->repeat;
+}
+
+/* A run-to-run spread above this coefficient of variation is warned about. */
+#define SPREAD_WARN_CV 0.05
+
+/* Warn about strategies whose throughput varied much between repeats. */
+static void warn_spread(const struct gpushare_bench_report *r, double target_noise)
+{
+	for (size_t i = 0; i < r->n_summary; i++) {
+		const struct gpushare_bench_summary *s = &r->summary[i];
+		const struct gpushare_sample_stats *t = &s->items_per_second;
+		char cv[16];
+
+		if (t->n < 2 || !(t->cv > SPREAD_WARN_CV))
+			continue;
+		gpushare_fmt_percent(t->cv, cv, sizeof(cv));
+		if (target_noise > 0)
+			cli_warn("%s: throughput varies %s run to run (coefficient of variation over %zu runs); "
+				 "the machine may be busy", gpushare_strategy_name(s->strategy), cv, t->n);
+		else
+			cli_warn("%s: throughput varies %s run to run (coefficient of variation over %zu runs); "
+				 "more --repeats, or --target-noise 2%%, give a narrower interval",
+				 gpushare_strategy_name(s->strategy), cv, t->n);
+	}
 }
 
 /* ---- options ---- */
@@ -229,16 +254,17 @@ static int output_report(const struct gpushare_bench_report *r, bool json, bool 
 int cmd_bench(int argc, char **argv)
 {
 	static struct gpushare_bench_config c;  /* large: kept off the stack */
-	struct option longopts[N_BENCH_OPTIONS + GPUSHARE_WL_MAX_OPTS + 1];
+	struct option longopts[N_BENCH_OPTIONS + CLI_MAX_SHARED_OPTIONS + GPUSHARE_WL_MAX_OPTS + 1];
 	const struct gpushare_wl_desc *wl;
 	const char *wl_name = prescan_workload(argc, argv);
 	const char *wl_names[GPUSHARE_WL_MAX_OPTS], *wl_values[GPUSHARE_WL_MAX_OPTS] = { 0 };
 	struct raw_lists raw = { 0 };
-	bool json = false, csv = false, quiet = false, verbose = false, duration_given = false;
+	bool json = false, csv = false, quiet = false, verbose = false;
 	struct cli_command_opts co;
 	const char *out = NULL;
 	struct progress_state ps = { .last_strategy = -1, .last_phase = -1, .last_run = -1 };
 	struct gpushare_bench_report report;
+	struct gpushare_bench_repeat_opts rep;
 	char **cmdline;
 	size_t n_wl = 0;
 	int opt, rc, code;
@@ -266,7 +292,6 @@ int cmd_bench(int argc, char **argv)
 	cli_command_scan(&co, argc, argv);
 	while ((opt = getopt_long(co.opt_argc, argv, ":hqv", longopts, NULL)) != -1) {
 		long v;
-		uint64_t ns;
 
 		switch (opt) {
 		case 'h':
@@ -285,35 +310,6 @@ int cmd_bench(int argc, char **argv)
 				return bad_value("--workers", optarg);
 			c.workers = (int)v;
 			c.workers_given = true;
-			break;
-		case OPT_STRATEGY:
-			if (gpushare_strategy_parse_list(optarg, c.strategies, &c.n_strategies))
-				return bad_value("--strategy", optarg);
-			break;
-		case OPT_DURATION:
-			if (gpushare_parse_duration(optarg, &ns))
-				return bad_value("--duration", optarg);
-			if (ns == 0)
-				return cli_error(EXIT_USAGE, "bench: invalid --duration '%s': the window must be longer than zero", optarg);
-			c.duration_ns = ns;
-			duration_given = true;
-			break;
-		case OPT_REQUESTS:
-			if (cli_parse_whole(optarg, 1, 1000000000000L, &v))
-				return bad_value("--requests", optarg);
-			c.requests = (uint64_t)v;
-			break;
-		case OPT_WARMUP_REQUESTS:
-			if (cli_parse_whole(optarg, 0, 1000000000L, &v))
-				return bad_value("--warmup-requests", optarg);
-			c.warmup_requests = (uint64_t)v;
-			break;
-		case OPT_START_TIMEOUT:
-			if (gpushare_parse_duration(optarg, &ns))
-				return bad_value("--start-timeout", optarg);
-			if (ns == 0)
-				return cli_error(EXIT_USAGE, "bench: invalid --start-timeout '%s': must be longer than zero", optarg);
-			c.start_timeout_ns = ns;
 			break;
 		case OPT_THREAD_PCT: raw.thread_pct = optarg; break;
 		case OPT_MEM_LIMIT: raw.mem_limit = optarg; break;
@@ -349,7 +345,7 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (optind < co.opt_argc)
 		return cli_unexpected_argument("bench", argv[optind]);
-	if ((code = cli_command_apply(&co, "bench", argc, argv, wl_name != NULL, duration_given, &c)))
+	if ((code = cli_command_apply(&co, "bench", argc, argv, wl_name != NULL, &c)))
 		return code;
 	if (c.command) {
 		for (size_t i = 0; i < GPUSHARE_WL_MAX_OPTS; i++) {
@@ -374,8 +370,6 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (gpushare_wl_params_check(&c.wl))
 		return cli_error(EXIT_USAGE, "bench: invalid options of workload '%s': %s", wl->name, gpushare_errdetail());
-	if (duration_given && c.requests)
-		return cli_error(EXIT_USAGE, "bench: give --duration or --requests, not both");
 	if (json && csv)
 		return cli_error(EXIT_USAGE, "bench: give --json or --csv, not both");
 	if (raw.thread_pct && gpushare_bench_parse_percent_list(raw.thread_pct, c.workers, c.thread_percentage,
@@ -414,11 +408,17 @@ int cmd_bench(int argc, char **argv)
 	}
 	cli_catch_interrupts();
 
-	rc = gpushare_bench_run(&c, &report);
+	rep.repeats = co.repeats ? co.repeats : 1;
+	rep.target_noise = co.target_noise;
+	rep.max_repeats = co.max_repeats ? co.max_repeats : 20;
+	if (rep.max_repeats < rep.repeats)
+		rep.max_repeats = rep.repeats;
+	rc = gpushare_bench_run_repeats(&c, &rep, &report);
 	if (ps.line_open)
 		fputs("\r\033[K", stderr);
 	if (rc != GPUSHARE_OK && rc != GPUSHARE_E_INTERRUPTED)
 		cli_run_failed("bench", rc);
+	warn_spread(&report, rep.target_noise);
 	code = EXIT_OK;
 	if (report.n_results > 0 || report.ceiling)
 		code = output_report(&report, json, csv, verbose, out);
@@ -430,11 +430,12 @@ int cmd_bench(int argc, char **argv)
 	} else if (report.partial) {
 		for (size_t i = 0; i < report.n_results; i++) {
 			if (report.results[i].partial)
-				cli_error(EXIT_PARTIAL, "bench: %s: %s; partial results kept",
+				cli_error(EXIT_PARTIAL, "bench: %s: %s; marked failed, its workers' measurements kept",
 					  gpushare_strategy_name(report.results[i].strategy), report.results[i].failure);
 		}
 		if (report.ceiling && report.ceiling->partial)
-			cli_error(EXIT_PARTIAL, "bench: ceiling: %s; partial results kept", report.ceiling->failure);
+			cli_error(EXIT_PARTIAL, "bench: ceiling: %s; marked failed, its worker's measurements kept",
+				  report.ceiling->failure);
 		code = EXIT_PARTIAL;
 	}
 	gpushare_bench_report_release(&report);

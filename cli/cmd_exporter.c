@@ -1,7 +1,7 @@
 /*
  * `gpushare exporter`: a standalone Prometheus exporter of GPU, MIG, process
- * and MPS state (docs/metrics.md). Serves GET /metrics until SIGTERM or
- * SIGINT, or with --once prints one exposition and exits.
+ * and MPS state (docs/metrics.md). Serves GET /metrics until SIGTERM,
+ * SIGINT, SIGHUP or SIGQUIT, or with --once prints one exposition and exits.
  *
  * Signals are blocked before the server's threads start and taken
  * synchronously with sigwait(), so shutdown is an ordinary code path: stop
@@ -36,7 +36,7 @@ static const char usage_text[] =
 	"\n"
 	"Without an NVIDIA driver the server keeps running and exports\n"
 	"gpushare_nvidia_driver_up 0; --once prints the exposition and exits 3.\n"
-	"SIGTERM or SIGINT stops the server cleanly (exit 0).\n"
+	"SIGTERM, SIGINT, SIGHUP or SIGQUIT stops the server cleanly (exit 0).\n"
 	"\n"
 	"Exit statuses:\n"
 	"  0  success\n"
@@ -123,6 +123,8 @@ static int serve(struct exporter *e, const char *addr, uint16_t port)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	rc = gpushare_metrics_server_start(addr, port, produce, e, &srv);
@@ -134,7 +136,8 @@ static int serve(struct exporter *e, const char *addr, uint16_t port)
 	while (sigwait(&set, &sig) != 0)
 		;
 	gpushare_metrics_server_stop(srv);
-	fprintf(stderr, "gpushare: exporter: stopped by SIG%s\n", sig == SIGTERM ? "TERM" : "INT");
+	fprintf(stderr, "gpushare: exporter: stopped by SIG%s\n",
+		sig == SIGTERM ? "TERM" : sig == SIGHUP ? "HUP" : sig == SIGQUIT ? "QUIT" : "INT");
 	return EXIT_OK;
 }
 

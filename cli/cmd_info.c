@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "gpushare/gpu.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
@@ -61,7 +62,8 @@ static int mps_survey(struct mps_dir_report *dirs)
 
 	for (int i = 0; i < n; i++) {
 		memset(&dirs[i], 0, sizeof(dirs[i]));
-		snprintf(dirs[i].pipe_dir, sizeof(dirs[i].pipe_dir), "%s", known[i].pipe_dir);
+		_Static_assert(sizeof(dirs[i].pipe_dir) == sizeof(known[i].pipe_dir), "same size");
+		memcpy(dirs[i].pipe_dir, known[i].pipe_dir, sizeof(dirs[i].pipe_dir));
 		memcpy(dirs[i].sources, known[i].sources, sizeof(dirs[i].sources));
 		dirs[i].n_sources = known[i].n_sources;
 		dirs[i].answers = -1;
@@ -409,7 +411,7 @@ static char *json_report(const struct gpushare_system_info *sys, const struct mp
 	if (ok)
 		json_mps(mps, dirs, n_dirs, &ok);
 	if (ok)
-		out = cJSON_Print(root);
+		out = gpushare_utf8_fix(cJSON_Print(root));
 	cJSON_Delete(root);
 	return out;
 }

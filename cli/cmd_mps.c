@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "gpushare/gpu.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
@@ -155,6 +156,8 @@ static int parse_args(int argc, char **argv, struct mps_args *a)
 		case OPT_GPUS:
 			if (!*optarg)
 				return cli_error(EXIT_USAGE, "mps start: --gpus needs a list of GPU indices or UUIDs");
+			if (optarg[0] == ',' || optarg[strlen(optarg) - 1] == ',' || strstr(optarg, ",,"))
+				return cli_error(EXIT_USAGE, "mps start: --gpus '%s' has an empty item", optarg);
 			a->gpus = optarg;
 			break;
 		case OPT_TIMEOUT:
@@ -276,7 +279,7 @@ static int do_start(struct mps_args *a)
 		cJSON_AddBoolToObject(j, "cleaned_stale", info.cleaned_stale);
 		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
 		cJSON_AddStringToObject(j, "log_dir", m.log_dir);
-		rc = cli_print_json_and_free(cJSON_Print(j));
+		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
 		cJSON_Delete(j);
 		return rc;
 	}
@@ -312,7 +315,7 @@ static int do_stop(struct mps_args *a)
 		cJSON_AddNumberToObject(j, "clients_terminated", (double)info.clients_terminated);
 		cJSON_AddNumberToObject(j, "clients_signalled", (double)info.clients_signalled);
 		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
-		rc = cli_print_json_and_free(cJSON_Print(j));
+		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
 		cJSON_Delete(j);
 		return rc;
 	}
@@ -356,31 +359,67 @@ static void print_limits(const char *indent, char lim[][16], int n)
 	printf("\n");
 }
 
+/* The log directory of daemon pid, from its environment
+ * (CUDA_MPS_LOG_DIRECTORY, readable for this user's own processes), into
+ * m->log_dir; false when unknown (m->log_dir is then emptied). */
+static bool daemon_log_dir(pid_t pid, struct gpushare_mps *m)
+{
+	char path[64], *env = NULL;
+	size_t len = 0;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if (pid > 0 && gpushare_read_file(path, (size_t)1 << 20, &env, &len) == GPUSHARE_OK) {
+		for (size_t off = 0; off < len && !found; off += strlen(env + off) + 1) {
+			const char *v = env + off;
+
+			if (!strncmp(v, "CUDA_MPS_LOG_DIRECTORY=", 23) && v[23] == '/' &&
+			    strlen(v + 23) < sizeof(m->log_dir)) {
+				snprintf(m->log_dir, sizeof(m->log_dir), "%s", v + 23);
+				found = true;
+			}
+		}
+	}
+	free(env);
+	gpushare_clear_error();
+	if (!found)
+		m->log_dir[0] = '\0';
+	return found;
+}
+
 static int do_status(struct mps_args *a)
 {
 	struct gpushare_mps m;
 	struct gpushare_mps_status st;
 	enum gpushare_mps_state state;
 	char *log = NULL;
+	bool log_known = true;
 	pid_t pid;
 	int rc, code = EXIT_OK;
 
 	if ((rc = open_mps(a, &m)))
 		return rc;
 	state = gpushare_mps_state(&m, &pid);
+	/* --pipe-dir without --log-dir: the default log directory is another
+	 * daemon's; the log is this daemon's own (from its environment) or none. */
+	if (a->pipe_dir && !a->log_dir && !daemon_log_dir(state == GPUSHARE_MPS_RUNNING ? pid : 0, &m))
+		log_known = false;
 	rc = state == GPUSHARE_MPS_RUNNING ? gpushare_mps_status(&m, device_count(NULL), &st)
 					   : gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "no daemon");
 	if (rc && rc != GPUSHARE_E_MPS_NOT_RUNNING)
 		return cli_fail(rc, "mps status");
 	if (rc)
 		code = EXIT_MPS;
-	if (a->log_lines > 0 && gpushare_mps_log_tail(&m, (int)a->log_lines, &log) != GPUSHARE_OK)
+	if (log_known && a->log_lines > 0 && gpushare_mps_log_tail(&m, (int)a->log_lines, &log) != GPUSHARE_OK)
 		log = NULL;
 	if (a->json) {
 		cJSON *j = cJSON_CreateObject(), *servers;
 
 		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
-		cJSON_AddStringToObject(j, "log_dir", m.log_dir);
+		if (m.log_dir[0])
+			cJSON_AddStringToObject(j, "log_dir", m.log_dir);
+		else
+			cJSON_AddNullToObject(j, "log_dir");
 		cJSON_AddStringToObject(j, "state", state == GPUSHARE_MPS_RUNNING ? "running"
 						    : state == GPUSHARE_MPS_STALE ? "stale" : "absent");
 		cJSON_AddBoolToObject(j, "running", rc == GPUSHARE_OK);
@@ -415,7 +454,7 @@ static int do_status(struct mps_args *a)
 		}
 		if (log)
 			cJSON_AddStringToObject(j, "log", log);
-		code = cli_print_json_and_free(cJSON_Print(j)) == EXIT_OK ? code : EXIT_IO;
+		code = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j))) == EXIT_OK ? code : EXIT_IO;
 		cJSON_Delete(j);
 	} else if (rc) {
 		/* A failing exit says why on stderr, like every other command. */
@@ -425,7 +464,8 @@ static int do_status(struct mps_args *a)
 		else
 			cli_error(code, "mps status: no MPS control daemon at '%s'", m.pipe_dir);
 	} else {
-		printf("MPS control daemon: pid %d\n  pipe dir %s\n  log dir  %s\n", (int)st.daemon_pid, m.pipe_dir, m.log_dir);
+		printf("MPS control daemon: pid %d\n  pipe dir %s\n  log dir  %s\n", (int)st.daemon_pid, m.pipe_dir,
+		       m.log_dir[0] ? m.log_dir : "unknown (give --log-dir)");
 		printf("defaults (for servers started later):\n");
 		if (st.default_thread_percentage >= 0)
 			printf("  active thread percentage: %g\n", st.default_thread_percentage);
@@ -484,7 +524,7 @@ static int do_set(struct mps_args *a)
 		cJSON_AddBoolToObject(j, "ok", true);
 		if (a->server)
 			cJSON_AddNumberToObject(j, "server_pid", (double)a->server);
-		rc = cli_print_json_and_free(cJSON_Print(j));
+		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
 		cJSON_Delete(j);
 		return rc;
 	}

@@ -77,7 +77,13 @@ int cli_report_run(const char *dir, const char *out_dir, double slo_p99_seconds,
 		gpushare_report_release(&r);
 		return cli_error(EXIT_IO, "report: '%s' holds no usable run", path);
 	}
-	rc = gpushare_report_summarise(&r, slo_p99_seconds);
+	rc = gpushare_report_cap_shapes(&r, GPUSHARE_REPORT_MAX_SHAPES);
+	if (!rc && r.n_shapes_omitted)
+		cli_warn("%s holds %zu workload shapes; the report covers the first %d (%zu runs of %zu more shapes left out)",
+			 path, r.n_shapes_omitted + GPUSHARE_REPORT_MAX_SHAPES, GPUSHARE_REPORT_MAX_SHAPES, r.n_runs_omitted,
+			 r.n_shapes_omitted);
+	if (!rc)
+		rc = gpushare_report_summarise(&r, slo_p99_seconds);
 	if (!rc)
 		rc = gpushare_report_write(&r, out_dir);
 	if (rc) {
@@ -91,15 +97,8 @@ int cli_report_run(const char *dir, const char *out_dir, double slo_p99_seconds,
 		if (gpushare_report_write_markdown(&r, stdout))
 			rc = GPUSHARE_E_IO;
 	} else if (mode == CLI_REPORT_RECOMMENDATION) {
-		for (size_t i = 0; i < r.n_shapes; i++) {
-			const struct gpushare_report_shape_rec *rec = &r.recs[i];
-
-			printf("%s\n  max throughput: %s\n  min p99:        %s\n", rec->shape,
-			       rec->best_throughput.cell >= 0 ? rec->best_throughput.why : "no successful run.",
-			       rec->best_p99.cell >= 0 ? rec->best_p99.why : "no successful run.");
-			if (slo_p99_seconds > 0)
-				printf("  under p99 SLO:  %s\n", rec->best_slo.why);
-		}
+		if (gpushare_report_write_recommendation(&r, stdout))
+			rc = GPUSHARE_E_IO;
 	}
 	if (mode != CLI_REPORT_SILENT)
 		printf("report: %s/report.md, report.html, summary.csv, summary.json, plots/\n", out_dir);

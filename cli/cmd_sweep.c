@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/sweep.h"
@@ -26,35 +27,20 @@
 
 /* Options shared with bench have CLI_OPT_* values (cli/cli.h). */
 enum {
-	OPT_WORKLOAD = 256, OPT_STRATEGY, OPT_WORKERS, OPT_BATCH, OPT_REPEATS, OPT_TARGET_NOISE, OPT_MAX_REPEATS,
-	OPT_DURATION, OPT_REQUESTS, OPT_WARMUP_REQUESTS, OPT_START_TIMEOUT,
-	OPT_OUT, OPT_RESUME, OPT_SLO, OPT_NO_REPORT,
+	OPT_WORKLOAD = 256, OPT_WORKERS, OPT_BATCH, OPT_OUT, OPT_RESUME, OPT_SLO, OPT_NO_REPORT,
 	OPT_WL_FIRST = 1000,
 };
 
+/* Its own options; those shared with bench come from cli_shared_options. */
 static const struct option sweep_options[] = {
 	{ "workload", required_argument, NULL, OPT_WORKLOAD },
-	{ "strategy", required_argument, NULL, OPT_STRATEGY },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "repeats", required_argument, NULL, OPT_REPEATS },
-	{ "target-noise", required_argument, NULL, OPT_TARGET_NOISE },
-	{ "max-repeats", required_argument, NULL, OPT_MAX_REPEATS },
-	{ "duration", required_argument, NULL, OPT_DURATION },
-	{ "requests", required_argument, NULL, OPT_REQUESTS },
-	{ "warmup", required_argument, NULL, CLI_OPT_WARMUP },
-	{ "warmup-requests", required_argument, NULL, OPT_WARMUP_REQUESTS },
-	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
-	{ "gpu", required_argument, NULL, CLI_OPT_GPU },
-	{ "mps-pipe-dir", required_argument, NULL, CLI_OPT_MPS_PIPE_DIR },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "resume", no_argument, NULL, OPT_RESUME },
 	{ "slo-p99", required_argument, NULL, OPT_SLO },
 	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
-	{ "mode", required_argument, NULL, CLI_OPT_MODE },
-	{ "jobs", required_argument, NULL, CLI_OPT_JOBS },
-	{ "metrics-listen", required_argument, NULL, CLI_OPT_METRICS_LISTEN },
-	{ "metrics-buckets", required_argument, NULL, CLI_OPT_METRICS_BUCKETS },
+	/* The open-loop options (cli/cli_openloop.c), bench and sweep alike. */
 	CLI_OPENLOOP_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -77,8 +63,9 @@ static void usage(FILE *f)
 		"  --workers LIST         worker counts, e.g. 1,3,5,7 (default 1,2,4)\n"
 		"  --batch LIST           batch sizes, e.g. 1,2,4,8 (default 1)\n"
 		"  --repeats R            runs per cell (default 5); the median is reported\n"
-		"  --target-noise P       repeat a cell until the 95%% CI of its median throughput is\n"
-		"                         within +-P (e.g. 2%%); at least 6 runs, at most --max-repeats\n"
+		"  --target-noise P       repeat a cell until the interval of its median throughput,\n"
+		"                         at >= 95%% coverage, is within +-P (e.g. 2%%); at least 6\n"
+		"                         runs, at most --max-repeats\n"
 		"  --max-repeats M        bound of --target-noise (default 20)\n"
 		"  --resume               continue the sweep recorded in DIR: recorded runs are skipped\n"
 		"  --duration D | --requests R | --warmup D | --warmup-requests W | --start-timeout D\n"
@@ -158,8 +145,15 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 	}
 	if (!p->run_done)
 		return;
-	fprintf(stderr, "gpushare: sweep: %u/%u %s: %s%.1f items/s; elapsed %s, ETA %s\n", p->runs_done,
-		p->runs_planned, what, p->run_ok ? "" : "FAILED or partial, ", p->items_per_second, el, eta);
+	if (p->run_ok) {
+		char ips[32];
+
+		fprintf(stderr, "gpushare: sweep: %u/%u %s: %s; elapsed %s, ETA %s\n", p->runs_done, p->runs_planned, what,
+			gpushare_fmt_rate(p->items_per_second, "items/s", ips, sizeof(ips)), el, eta);
+	} else {
+		fprintf(stderr, "gpushare: sweep: %u/%u %s: failed or partial; elapsed %s, ETA %s\n", p->runs_done,
+			p->runs_planned, what, el, eta);
+	}
 	fflush(stderr);
 }
 
@@ -204,34 +198,6 @@ static int bad_value(const char *opt, const char *value)
 	return cli_bad_value("sweep", opt, value);
 }
 
-/* cli_parse_whole() without the sign it accepts. */
-static int parse_whole(const char *s, long min, long max, long *out)
-{
-	if (*s == '-' || *s == '+')
-		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a whole number", s);
-	return cli_parse_whole(s, min, max, out);
-}
-
-/* "2%", "2" (percent) or "0.02"? Only percent forms: "2%" and "2" both mean 2 %. */
-static int parse_noise(const char *s, double *out)
-{
-	char buf[32];
-	size_t len = strlen(s);
-	double v;
-	char *end;
-
-	if (!len || len >= sizeof(buf))
-		return -1;
-	snprintf(buf, sizeof(buf), "%s", s);
-	if (buf[len - 1] == '%')
-		buf[len - 1] = '\0';
-	v = strtod(buf, &end);
-	if (end == buf || *end || !(v > 0) || v >= 100)
-		return -1;
-	*out = v / 100;
-	return 0;
-}
-
 static int make_out_dir(const char *out)
 {
 	struct stat st;
@@ -250,13 +216,13 @@ static int make_out_dir(const char *out)
 int cmd_sweep(int argc, char **argv)
 {
 	static struct gpushare_sweep_config s;  /* large: kept off the stack */
-	struct option longopts[N_SWEEP_OPTIONS + MAX_WL_OPTS + 1];
+	struct option longopts[N_SWEEP_OPTIONS + CLI_MAX_SHARED_OPTIONS + MAX_WL_OPTS + 1];
 	const char *wl_names[MAX_WL_OPTS];
 	const char *wl_values[MAX_WL_OPTS] = { 0 };
 	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nv;
 	const char *workloads = "matmul", *out = NULL;
 	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
-	bool quiet = false, no_report = false, duration_given = false, workload_given = false;
+	bool quiet = false, no_report = false, workload_given = false;
 	struct cli_command_opts co;
 	struct progress_state ps = { 0 };
 	struct gpushare_sweep_summary sum;
@@ -271,9 +237,6 @@ int cmd_sweep(int argc, char **argv)
 	/* Everything after the first "--" is the command; options stop there. */
 	cli_command_scan(&co, argc, argv);
 	while ((opt = getopt_long(co.opt_argc, argv, ":hq", longopts, NULL)) != -1) {
-		long v;
-		uint64_t ns;
-
 		switch (opt) {
 		case 'h':
 			usage(stdout);
@@ -285,10 +248,6 @@ int cmd_sweep(int argc, char **argv)
 			workloads = optarg;
 			workload_given = true;
 			break;
-		case OPT_STRATEGY:
-			if (gpushare_strategy_parse_list(optarg, s.strategies, &s.n_strategies))
-				return bad_value("--strategy", optarg);
-			break;
 		case OPT_WORKERS:
 			if (gpushare_sweep_parse_int_list(optarg, 1, GPUSHARE_BENCH_MAX_WORKERS, vals, &nv))
 				return bad_value("--workers", optarg);
@@ -299,42 +258,6 @@ int cmd_sweep(int argc, char **argv)
 		case OPT_BATCH:
 			if (gpushare_sweep_parse_int_list(optarg, 1, 1L << 30, s.batches, &s.n_batches))
 				return bad_value("--batch", optarg);
-			break;
-		case OPT_REPEATS:
-			if (parse_whole(optarg, 1, 10000, &v))
-				return bad_value("--repeats", optarg);
-			s.repeats = (int)v;
-			break;
-		case OPT_MAX_REPEATS:
-			if (parse_whole(optarg, 1, 10000, &v))
-				return bad_value("--max-repeats", optarg);
-			s.max_repeats = (int)v;
-			break;
-		case OPT_TARGET_NOISE:
-			if (parse_noise(optarg, &s.target_noise))
-				return cli_error(EXIT_USAGE, "sweep: invalid --target-noise '%s' (expected a percentage such as 2%%)",
-						 optarg);
-			break;
-		case OPT_DURATION:
-			if (gpushare_parse_duration(optarg, &ns) || ns == 0)
-				return cli_error(EXIT_USAGE, "sweep: invalid --duration '%s' (expected a window such as 2s)", optarg);
-			s.bench.duration_ns = ns;
-			duration_given = true;
-			break;
-		case OPT_REQUESTS:
-			if (parse_whole(optarg, 1, 1000000000000L, &v))
-				return bad_value("--requests", optarg);
-			s.bench.requests = (uint64_t)v;
-			break;
-		case OPT_WARMUP_REQUESTS:
-			if (parse_whole(optarg, 0, 1000000000L, &v))
-				return bad_value("--warmup-requests", optarg);
-			s.bench.warmup_requests = (uint64_t)v;
-			break;
-		case OPT_START_TIMEOUT:
-			if (gpushare_parse_duration(optarg, &ns) || ns == 0)
-				return cli_error(EXIT_USAGE, "sweep: invalid --start-timeout '%s'", optarg);
-			s.bench.start_timeout_ns = ns;
 			break;
 		case OPT_OUT: out = optarg; break;
 		case OPT_RESUME: s.resume = true; break;
@@ -374,10 +297,18 @@ int cmd_sweep(int argc, char **argv)
 		return cli_unexpected_argument("sweep", argv[optind]);
 	if (!out)
 		return cli_error(EXIT_USAGE, "sweep: --out DIR is required (where results and report go)");
-	if ((code = cli_command_apply(&co, "sweep", argc, argv, workload_given, duration_given, &s.bench)))
+	if ((code = cli_command_apply(&co, "sweep", argc, argv, workload_given, &s.bench)))
 		return code;
-	if (duration_given && s.bench.requests)
-		return cli_error(EXIT_USAGE, "sweep: give --duration or --requests, not both");
+	if (co.strategy_given) {
+		memcpy(s.strategies, s.bench.strategies, s.bench.n_strategies * sizeof(s.strategies[0]));
+		s.n_strategies = s.bench.n_strategies;
+	}
+	if (co.repeats)
+		s.repeats = co.repeats;
+	if (co.target_noise > 0)
+		s.target_noise = co.target_noise;
+	if (co.max_repeats)
+		s.max_repeats = co.max_repeats;
 	if (s.bench.command) {
 		if (gpushare_sweep_set_command(&s, s.bench.command, s.bench.command_mode))
 			return cli_error(EXIT_USAGE, "sweep: %s", gpushare_errdetail());
@@ -392,7 +323,7 @@ int cmd_sweep(int argc, char **argv)
 		snprintf(buf, sizeof(buf), "%s", workloads);
 		for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 			if (gpushare_sweep_add_shape(&s, item))
-				return bad_value("--workload", workloads);
+				return bad_value("--workload", item); /* the shape at fault, not the whole list */
 		}
 	}
 	for (size_t i = 0; i < n_wl; i++) {

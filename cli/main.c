@@ -21,6 +21,7 @@ static const struct cmd commands[] = {
 	{ "exporter", cmd_exporter, "serve GPU, MIG, process and MPS metrics to Prometheus" },
 	{ "sweep", cmd_sweep, "run a grid of strategies x workers x batch sizes, repeated" },
 	{ "report", cmd_report, "tables, plots and a recommendation from a sweep's results" },
+	{ "exec", cmd_exec, "run one rank of an MPI or srun job on its GPU, one MPS daemon per node and job" },
 	{ "version", cmd_version, "print the gpushare version" },
 };
 

@@ -49,8 +49,16 @@ int cli_fail(int err, const char *what)
 {
 	const char *detail = gpushare_errdetail();
 
-	fprintf(stderr, "gpushare: %s%s%s%s%s\n", what ? what : "", what ? ": " : "",
-		gpushare_strerror(err), *detail ? ": " : "", detail);
+	const char *words = gpushare_strerror(err);
+	const char *second = strchr(words, ' ');
+	size_t n = second ? (size_t)(strchr(second + 1, ' ') ? strchr(second + 1, ' ') - words : 0) : 0;
+
+	/* The code's words, then the detail; not both when the detail starts
+	 * the same way ("no MPS control daemon running: no MPS control daemon at"). */
+	if (n && !strncmp(words, detail, n))
+		words = "";
+	fprintf(stderr, "gpushare: %s%s%s%s%s\n", what ? what : "", what ? ": " : "", words, *words && *detail ? ": " : "",
+		detail);
 	return cli_exit_for(err);
 }
 
@@ -106,10 +114,8 @@ int cli_finish_stdout(int code)
 
 int cli_parse_whole(const char *s, long min, long max, long *out)
 {
-	const char *p = s + (*s == '-' || *s == '+');
-
-	if (!*p || strspn(p, "0123456789") != strlen(p))
-		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a whole number", s);
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a whole number (digits only)", s);
 	return gpushare_parse_int(s, min, max, out);
 }
 
@@ -158,8 +164,17 @@ static int parse_jobs(struct cli_command_opts *o, const char *cmd, const char *a
 }
 
 int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
-		      bool duration_given, struct gpushare_bench_config *c)
+		      struct gpushare_bench_config *c)
 {
+	bool duration_given = o->duration_given;
+
+	if (duration_given && c->requests)
+		return cli_error(EXIT_USAGE, "%s: give --duration or --requests, not both", cmd);
+	if (o->max_repeats && o->max_repeats < (o->repeats ? o->repeats : 1))
+		return cli_error(EXIT_USAGE, "%s: --max-repeats %d is below --repeats %d", cmd, o->max_repeats,
+				 o->repeats ? o->repeats : 1);
+	if (o->max_repeats && !(o->target_noise > 0))
+		return cli_error(EXIT_USAGE, "%s: --max-repeats bounds --target-noise; give both", cmd);
 	if (o->cmd_at < 0) {
 		if (o->mode_given || o->jobs)
 			return cli_error(EXIT_USAGE, "%s: --mode and --jobs apply to a command given after '--'", cmd);
@@ -230,10 +245,102 @@ static int parse_mps_pipe_dir(const char *cmd, const char *arg, struct gpushare_
 	return EXIT_OK;
 }
 
+/* A duration longer than zero. */
+static int parse_window(const char *cmd, const char *opt, const char *arg, uint64_t *ns)
+{
+	if (gpushare_parse_duration(arg, ns))
+		return cli_bad_value(cmd, opt, arg);
+	if (*ns == 0)
+		return cli_error(EXIT_USAGE, "%s: invalid %s '%s': must be longer than zero", cmd, opt, arg);
+	return EXIT_OK;
+}
+
+static int parse_count(const char *cmd, const char *opt, const char *arg, long min, long max, long *v)
+{
+	if (cli_parse_whole(arg, min, max, v))
+		return cli_bad_value(cmd, opt, arg);
+	return EXIT_OK;
+}
+
+/* "2%" or "2" (both 2 percent), in (0, 100). */
+static int parse_noise(const char *cmd, const char *arg, double *out)
+{
+	char buf[32], *end;
+	size_t len = strlen(arg);
+	double v;
+
+	if (len && len < sizeof(buf)) {
+		snprintf(buf, sizeof(buf), "%s", arg);
+		if (buf[len - 1] == '%')
+			buf[len - 1] = '\0';
+		v = strtod(buf, &end);
+		if (end != buf && !*end && buf[0] != '+' && buf[0] != '-' && v > 0 && v < 100) {
+			*out = v / 100;
+			return EXIT_OK;
+		}
+	}
+	return cli_error(EXIT_USAGE, "%s: invalid --target-noise '%s' (expected a percentage such as 2%%)", cmd, arg);
+}
+
+const struct option cli_shared_options[] = {
+	{ "strategy", required_argument, NULL, CLI_OPT_STRATEGY },
+	{ "duration", required_argument, NULL, CLI_OPT_DURATION },
+	{ "requests", required_argument, NULL, CLI_OPT_REQUESTS },
+	{ "warmup", required_argument, NULL, CLI_OPT_WARMUP },
+	{ "warmup-requests", required_argument, NULL, CLI_OPT_WARMUP_REQUESTS },
+	{ "start-timeout", required_argument, NULL, CLI_OPT_START_TIMEOUT },
+	{ "gpu", required_argument, NULL, CLI_OPT_GPU },
+	{ "mps-pipe-dir", required_argument, NULL, CLI_OPT_MPS_PIPE_DIR },
+	{ "mode", required_argument, NULL, CLI_OPT_MODE },
+	{ "jobs", required_argument, NULL, CLI_OPT_JOBS },
+	{ "metrics-listen", required_argument, NULL, CLI_OPT_METRICS_LISTEN },
+	{ "metrics-buckets", required_argument, NULL, CLI_OPT_METRICS_BUCKETS },
+	{ "repeats", required_argument, NULL, CLI_OPT_REPEATS },
+	{ "target-noise", required_argument, NULL, CLI_OPT_TARGET_NOISE },
+	{ "max-repeats", required_argument, NULL, CLI_OPT_MAX_REPEATS },
+};
+const size_t cli_n_shared_options = sizeof(cli_shared_options) / sizeof(cli_shared_options[0]);
+_Static_assert(sizeof(cli_shared_options) / sizeof(cli_shared_options[0]) <= CLI_MAX_SHARED_OPTIONS,
+	       "CLI_MAX_SHARED_OPTIONS is too small");
+
 int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, const char *arg,
 		       struct gpushare_bench_config *c)
 {
+	long v;
+	int code;
+
 	switch (opt) {
+	case CLI_OPT_STRATEGY:
+		if (gpushare_strategy_parse_list(arg, c->strategies, &c->n_strategies))
+			return cli_bad_value(cmd, "--strategy", arg);
+		o->strategy_given = true;
+		return EXIT_OK;
+	case CLI_OPT_DURATION:
+		code = parse_window(cmd, "--duration", arg, &c->duration_ns);
+		o->duration_given = code == EXIT_OK;
+		return code;
+	case CLI_OPT_START_TIMEOUT: return parse_window(cmd, "--start-timeout", arg, &c->start_timeout_ns);
+	case CLI_OPT_REQUESTS:
+		if ((code = parse_count(cmd, "--requests", arg, 1, 1000000000000L, &v)))
+			return code;
+		c->requests = (uint64_t)v;
+		return EXIT_OK;
+	case CLI_OPT_WARMUP_REQUESTS:
+		if ((code = parse_count(cmd, "--warmup-requests", arg, 0, 1000000000L, &v)))
+			return code;
+		c->warmup_requests = (uint64_t)v;
+		return EXIT_OK;
+	case CLI_OPT_REPEATS:
+		if ((code = parse_count(cmd, "--repeats", arg, 1, 10000, &v)))
+			return code;
+		o->repeats = (int)v;
+		return EXIT_OK;
+	case CLI_OPT_MAX_REPEATS:
+		if ((code = parse_count(cmd, "--max-repeats", arg, 1, 10000, &v)))
+			return code;
+		o->max_repeats = (int)v;
+		return EXIT_OK;
+	case CLI_OPT_TARGET_NOISE: return parse_noise(cmd, arg, &o->target_noise);
 	case CLI_OPT_MODE: return parse_mode(o, cmd, arg);
 	case CLI_OPT_JOBS: return parse_jobs(o, cmd, arg);
 	case CLI_OPT_WARMUP: return parse_warmup(o, cmd, arg, c);
@@ -251,6 +358,10 @@ bool cli_option_named(const struct option *t, size_t n, const char *name)
 		if (!strcmp(t[i].name, name))
 			return true;
 	}
+	for (size_t i = 0; i < cli_n_shared_options; i++) {
+		if (!strcmp(cli_shared_options[i].name, name))
+			return true;
+	}
 	return false;
 }
 
@@ -261,6 +372,8 @@ void cli_options_table(struct option *out, const struct option *own, size_t n_ow
 
 	for (size_t i = 0; i < n_own; i++)
 		out[n++] = own[i];
+	for (size_t i = 0; i < cli_n_shared_options; i++)
+		out[n++] = cli_shared_options[i];
 	for (size_t i = 0; i < n_extra; i++) {
 		if (!cli_option_named(own, n_own, extra[i]))
 			out[n++] = (struct option){ extra[i], required_argument, NULL, first + (int)i };

@@ -24,6 +24,16 @@ static const char *const strategy_names[GPUSHARE_STRATEGY_COUNT] = {
 	[GPUSHARE_STRATEGY_STREAMS] = "streams",
 };
 
+const char *gpushare_result_status_name(int status)
+{
+	switch (status) {
+	case GPUSHARE_RESULT_OK: return "ok";
+	case GPUSHARE_RESULT_FAILED: return "failed";
+	case GPUSHARE_RESULT_SKIPPED: return "skipped";
+	}
+	return "unknown";
+}
+
 const char *gpushare_strategy_name(int strategy)
 {
 	if (strategy == GPUSHARE_STRATEGY_CEILING)
@@ -489,4 +499,74 @@ void gpushare_bench_report_release(struct gpushare_bench_report *r)
 		free(r->ceiling);
 		r->ceiling = NULL;
 	}
+	free(r->summary);
+	r->summary = NULL;
+	r->n_summary = 0;
+}
+
+/* ---- how each strategy ended ---- */
+
+static void settle_one(struct gpushare_bench_result *res)
+{
+	if (res->status == GPUSHARE_RESULT_SKIPPED)
+		return;
+	if (res->interrupted && !res->failure[0])
+		snprintf(res->failure, sizeof(res->failure), "interrupted before the window ended");
+	if (res->partial || res->interrupted || res->failed_worker >= 0 || res->failure[0])
+		res->status = GPUSHARE_RESULT_FAILED;
+}
+
+int gpushare_bench_report_settle(struct gpushare_bench_report *r, int rc)
+{
+	const struct gpushare_bench_config *c = r->config;
+	char detail[512];
+	const char *failed_name = NULL;
+
+	snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+	if (r->ceiling)
+		settle_one(r->ceiling);
+	for (size_t i = 0; i < r->n_results; i++)
+		settle_one(&r->results[i]);
+	if (rc == GPUSHARE_OK)
+		return GPUSHARE_OK;
+	if (rc != GPUSHARE_E_INTERRUPTED) {
+		/* The strategy being set up when the error came (or the ceiling
+		 * run, which comes first) did not run. */
+		struct gpushare_bench_result *res = r->n_results ? &r->results[r->n_results - 1] : r->ceiling;
+
+		if (res && res->status != GPUSHARE_RESULT_SKIPPED) {
+			res->status = GPUSHARE_RESULT_FAILED;
+			if (!res->failure[0])
+				snprintf(res->failure, sizeof(res->failure), "%s",
+					 detail[0] ? detail : gpushare_strerror(rc));
+			failed_name = gpushare_strategy_name(res->strategy);
+		}
+	}
+	if (!c)
+		return GPUSHARE_OK;
+	for (size_t i = r->n_results; i < c->n_strategies; i++) {
+		struct gpushare_bench_result *nr = realloc(r->results, (r->n_results + 1) * sizeof(*nr));
+		struct gpushare_bench_result *res;
+		int erc;
+
+		if (!nr)
+			return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate a result");
+		r->results = nr;
+		res = &nr[r->n_results];
+		erc = gpushare_bench_result_init(res, c->strategies[i], 0);
+		if (erc)
+			return erc;
+		r->n_results++;
+		res->status = GPUSHARE_RESULT_SKIPPED;
+		if (rc == GPUSHARE_E_INTERRUPTED)
+			snprintf(res->failure, sizeof(res->failure), "not run: interrupted");
+		else if (failed_name)
+			snprintf(res->failure, sizeof(res->failure), "not run: %s failed first", failed_name);
+		else
+			snprintf(res->failure, sizeof(res->failure), "not run: %.480s",
+				 detail[0] ? detail : gpushare_strerror(rc));
+	}
+	/* Keep the run's error for the caller. */
+	gpushare_fail(rc, "%s", detail);
+	return GPUSHARE_OK;
 }

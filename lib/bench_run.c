@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,22 @@ static void relay_main(void *arg)
 	gpushare_cmd_relay(arg);
 }
 
+/* Append "NAME" and a formatted value to argv. */
+static int add_option(struct gpushare_strv *argv, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int add_option(struct gpushare_strv *argv, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	int rc = gpushare_strv_addf(argv, "%s", name);
+
+	va_start(ap, fmt);
+	if (!rc)
+		rc = gpushare_strv_vaddf(argv, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 static int spawn(struct session *s, const struct proc_spec *p, struct worker_proc *wp)
 {
 	const struct gpushare_bench_config *c = s->x->c;
@@ -169,35 +186,20 @@ static int spawn(struct session *s, const struct proc_spec *p, struct worker_pro
 	}
 	rc = gpushare_strv_addf(&argv, "%s", s->x->worker);
 	if (!rc)
-		rc = gpushare_strv_addf(&argv, "--region-fd");
+		rc = add_option(&argv, "--region-fd", "%d", s->fd);
 	if (!rc)
-		rc = gpushare_strv_addf(&argv, "%d", s->fd);
-	if (!rc)
-		rc = gpushare_strv_addf(&argv, "--slot");
-	if (!rc)
-		rc = gpushare_strv_addf(&argv, "%d", p->first_slot);
+		rc = add_option(&argv, "--slot", "%d", p->first_slot);
 	if (!rc && p->threads > 0)
-		rc = gpushare_strv_addf(&argv, "--threads");
-	if (!rc && p->threads > 0)
-		rc = gpushare_strv_addf(&argv, "%d", p->threads);
+		rc = add_option(&argv, "--threads", "%d", p->threads);
 	if (!rc)
-		rc = gpushare_strv_addf(&argv, "--workload");
+		rc = add_option(&argv, "--workload", "%s", d->name);
 	if (!rc)
-		rc = gpushare_strv_addf(&argv, "%s", d->name);
+		rc = add_option(&argv, "--batch", "%ld", p->batch);
 	if (!rc)
-		rc = gpushare_strv_addf(&argv, "--batch");
-	if (!rc)
-		rc = gpushare_strv_addf(&argv, "%ld", p->batch);
-	if (!rc)
-		rc = gpushare_strv_addf(&argv, "--warmup-requests");
-	if (!rc)
-		rc = gpushare_strv_addf(&argv, "%" PRIu64, c->warmup_requests);
+		rc = add_option(&argv, "--warmup-requests", "%" PRIu64, c->warmup_requests);
 	for (size_t i = 0; !rc && i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
-		if (!c->wl.given[i])
-			continue;
-		rc = gpushare_strv_addf(&argv, "--opt");
-		if (!rc)
-			rc = gpushare_strv_addf(&argv, "%s=%s", d->opts[i].name, c->wl.values[i]);
+		if (c->wl.given[i])
+			rc = add_option(&argv, "--opt", "%s=%s", d->opts[i].name, c->wl.values[i]);
 	}
 	if (!rc) {
 		wp->ch.path = s->x->worker;

@@ -91,13 +91,20 @@ void gpushare_buf_release(struct gpushare_buf *b)
 
 int gpushare_strv_addf(struct gpushare_strv *l, const char *fmt, ...)
 {
-	struct gpushare_buf b = { 0 };
 	va_list ap;
 	int rc;
 
 	va_start(ap, fmt);
-	rc = gpushare_buf_vaddf(&b, fmt, ap);
+	rc = gpushare_strv_vaddf(l, fmt, ap);
 	va_end(ap);
+	return rc;
+}
+
+int gpushare_strv_vaddf(struct gpushare_strv *l, const char *fmt, va_list ap)
+{
+	struct gpushare_buf b = { 0 };
+	int rc = gpushare_buf_vaddf(&b, fmt, ap);
+
 	if (!rc)
 		rc = grow((void **)&l->v, &l->cap, l->n + 2, sizeof(*l->v));
 	if (rc) {

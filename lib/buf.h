@@ -32,6 +32,7 @@ struct gpushare_strv {
 
 /* Append a formatted string. */
 int gpushare_strv_addf(struct gpushare_strv *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int gpushare_strv_vaddf(struct gpushare_strv *l, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* The NULL-terminated list; an empty list gives a pointer to NULL. */
 char *const *gpushare_strv_list(const struct gpushare_strv *l);
 void gpushare_strv_release(struct gpushare_strv *l);

@@ -333,6 +333,10 @@ size_t gpushare_child_reap_group(struct gpushare_child *ch)
 
 	if (ch->pid <= 0 || (ch->flags & GPUSHARE_CHILD_SAME_PGROUP))
 		return 0;
+	/* The common case, an empty group, costs one system call; only a
+	 * group with members is counted through /proc. */
+	if (kill(-ch->pgid, 0) != 0 && errno == ESRCH)
+		return 0;
 	n = gpushare_pgroup_count(ch->pgid);
 	if (n == 0)
 		return 0;

@@ -2,7 +2,10 @@
  * Private per-user directories. MPS pipe and log directories hold sockets
  * that any process able to reach them can use to join the daemon, so they are
  * created 0700 and an existing one is trusted only when this user owns it and
- * nobody else can write to it.
+ * nobody else can write to it. Its parents matter as much: whoever may
+ * rename entries of a parent can swap the directory for one of their own, so
+ * every parent must belong to root or this user, and one that others may
+ * write must be sticky and belong to root or this user (as /tmp).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -74,6 +77,39 @@ static int mkdir_parents(char *path)
 	return GPUSHARE_OK;
 }
 
+/* Whether another user could replace path's entry in its parents. */
+static int parents_safe(const char *path)
+{
+	char buf[GPUSHARE_PATH_MAX];
+	char *slash;
+	uid_t me = geteuid();
+
+	if (strlen(path) >= sizeof(buf))
+		return gpushare_fail(GPUSHARE_E_DIR, "path '%s' is too long", path);
+	strcpy(buf, path);
+	/* Every proper prefix, "/" included: "/", "/a", "/a/b". */
+	for (slash = strchr(buf, '/'); slash; slash = strchr(slash + 1, '/')) {
+		struct stat st;
+		char keep = slash[1];
+
+		slash[1] = '\0';
+		if (stat(buf, &st) != 0) {
+			slash[1] = keep;
+			continue;
+		}
+		if (st.st_uid != 0 && st.st_uid != me)
+			return gpushare_fail(GPUSHARE_E_DIR,
+					     "parent directory '%s' of '%s' is owned by uid %u, neither root nor this user (uid %u)",
+					     buf, path, (unsigned)st.st_uid, (unsigned)me);
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+			return gpushare_fail(GPUSHARE_E_DIR,
+					     "parent directory '%s' of '%s' is writable by group or others and not sticky (mode %04o)",
+					     buf, path, (unsigned)(st.st_mode & 07777));
+		slash[1] = keep;
+	}
+	return GPUSHARE_OK;
+}
+
 int gpushare_private_dir(const char *path)
 {
 	char buf[GPUSHARE_PATH_MAX];
@@ -90,6 +126,9 @@ int gpushare_private_dir(const char *path)
 	while (n > 1 && buf[n - 1] == '/')
 		buf[--n] = '\0';
 
+	rc = parents_safe(buf);
+	if (rc)
+		return rc;
 	if (lstat(buf, &st) != 0) {
 		if (errno != ENOENT)
 			return gpushare_fail(GPUSHARE_E_DIR, "cannot inspect '%s': %s", buf, strerror(errno));

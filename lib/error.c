@@ -3,6 +3,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "gpushare/gpushare.h"
 
@@ -45,9 +46,13 @@ int gpushare_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* Through a copy: an argument may be gpushare_errdetail() itself. */
+	char buf[sizeof(errdetail)];
+
 	va_start(ap, fmt);
-	vsnprintf(errdetail, sizeof(errdetail), fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	memcpy(errdetail, buf, sizeof(buf));
 	return err;
 }
 

@@ -10,6 +10,7 @@
  * newline; a family's samples follow its HELP/TYPE lines together; buckets
  * are cumulative with le ascending and a final le="+Inf" equal to _count.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -293,6 +294,17 @@ int gpushare_metrics_parse_listen(const char *s, char *addr, size_t addr_len, ui
 		return gpushare_fail(GPUSHARE_E_INVAL, "'%s': the port must be a number 0..65535", s);
 	if (strlen(host) >= addr_len)
 		return gpushare_fail(GPUSHARE_E_INVAL, "listen address too long");
+	/* Only an address (or localhost): a name would be looked up, and a
+	 * malformed one must be refused here, not by a resolver. */
+	{
+		unsigned char buf[sizeof(struct in6_addr)];
+
+		if (strcmp(host, "localhost") != 0 && inet_pton(AF_INET, host, buf) != 1 &&
+		    inet_pton(AF_INET6, host, buf) != 1)
+			return gpushare_fail(GPUSHARE_E_INVAL,
+					     "'%s': '%s' is not an IP address (e.g. 127.0.0.1, 0.0.0.0, [::1]) or localhost", s,
+					     host);
+	}
 	snprintf(addr, addr_len, "%s", host);
 	*port = (uint16_t)v;
 	return GPUSHARE_OK;

@@ -3,15 +3,20 @@
  *
  * One thread per connection (MHD_USE_THREAD_PER_CONNECTION), so a slow
  * producer or a silent client never holds up another scrape. Bounded:
- * at most GPUSHARE_METRICS_MAX_CONNECTIONS connections, each dropped after
+ * at most GPUSHARE_METRICS_MAX_CONNECTIONS connections in all and
+ * GPUSHARE_METRICS_MAX_PER_IP from one address, each dropped after
  * GPUSHARE_METRICS_CONN_TIMEOUT_S seconds without progress, with a request
  * buffer of GPUSHARE_METRICS_CONN_MEMORY_BYTES (a larger request head is
- * refused by libmicrohttpd with 431/414). A request body is never read: other
- * methods get 405 and a GET or HEAD announcing a body gets 413.
+ * refused by libmicrohttpd with 431/414). libmicrohttpd's timeout restarts
+ * with every byte, so a client trickling its request head a byte at a time
+ * would keep its connection forever: a watchdog thread closes a connection
+ * whose request head is not complete GPUSHARE_METRICS_HEADER_TIMEOUT_S
+ * seconds after it began. A request body is never read: other methods get
+ * 405 and a GET or HEAD announcing a body gets 413.
  *
  * The listening socket is made here, not by libmicrohttpd, so a taken port
  * gives the kernel's own reason (EADDRINUSE) and port 0 can be asked for.
- * The server's threads start with SIGINT, SIGTERM and SIGPIPE blocked: the
+ * The server's threads start with SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE blocked: the
  * caller's thread keeps its signals.
  */
 #include <errno.h>
@@ -23,19 +28,124 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "gpushare/gpushare.h"
+#include "gpushare/files.h"
 #include "gpushare/metrics.h"
+#include "gpushare/util.h"
+
+/* One open connection, for the header deadline. */
+struct conn_watch {
+	struct conn_watch *prev, *next;
+	int fd;
+	uint64_t head_start_ns;       /* when the request head began */
+	bool in_request;              /* the head is complete; the answer is under way */
+	bool closed;                  /* shut down by the watchdog */
+};
 
 struct gpushare_metrics_server {
 	struct MHD_Daemon *daemon;
 	uint16_t port;
 	gpushare_metrics_produce_fn fn;
 	void *arg;
+	pthread_mutex_t lock;         /* guards conns and stop */
+	pthread_cond_t wake;
+	struct conn_watch conns;      /* list head */
+	bool stop;
+	bool watchdog_started;
+	pthread_t watchdog;
 };
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct gpushare_metrics_server *s = cls;
+	struct conn_watch *w = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		w = calloc(1, sizeof(*w));
+		if (!w || !ci) {
+			free(w);
+			return;  /* unwatched: still bounded by the idle timeout */
+		}
+		w->fd = ci->connect_fd;
+		w->head_start_ns = gpushare_now_ns();
+		pthread_mutex_lock(&s->lock);
+		w->next = s->conns.next;
+		w->prev = &s->conns;
+		s->conns.next->prev = w;
+		s->conns.next = w;
+		pthread_mutex_unlock(&s->lock);
+		*socket_context = w;
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && w) {
+		pthread_mutex_lock(&s->lock);
+		w->prev->next = w->next;
+		w->next->prev = w->prev;
+		pthread_mutex_unlock(&s->lock);
+		free(w);
+		*socket_context = NULL;
+	}
+}
+
+static struct conn_watch *watch_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* A request answered: a kept-alive connection's next head has its own deadline. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct gpushare_metrics_server *s = cls;
+	struct conn_watch *w = watch_of(conn);
+
+	(void)con_cls;
+	(void)toe;
+	if (!w)
+		return;
+	pthread_mutex_lock(&s->lock);
+	w->in_request = false;
+	w->head_start_ns = gpushare_now_ns();
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Close connections whose request head is overdue. shutdown() wakes the
+ * connection's thread with end-of-file and libmicrohttpd closes it. */
+static void *watchdog_main(void *arg)
+{
+	struct gpushare_metrics_server *s = arg;
+	uint64_t limit = (uint64_t)GPUSHARE_METRICS_HEADER_TIMEOUT_S * 1000000000ull;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		struct timespec ts;
+		uint64_t now = gpushare_now_ns();
+
+		for (struct conn_watch *w = s->conns.next; w != &s->conns; w = w->next) {
+			if (!w->in_request && !w->closed && now - w->head_start_ns > limit) {
+				shutdown(w->fd, SHUT_RDWR);
+				w->closed = true;
+			}
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
 
 static const char not_found[] = "not found; metrics are at /metrics\n";
 static const char not_allowed[] = "method not allowed; use GET\n";
@@ -78,6 +188,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	(void)upload_data;
 	(void)con_cls;
+	{
+		struct conn_watch *w = watch_of(conn);
+
+		if (w) {
+			pthread_mutex_lock(&s->lock);
+			w->in_request = true;
+			pthread_mutex_unlock(&s->lock);
+		}
+	}
 	/* Every answer is decided on the first call, before any body is read:
 	 * libmicrohttpd then closes the connection instead of reading it. */
 	if (*upload_data_size) {
@@ -92,6 +211,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return reply_static(conn, MHD_HTTP_NOT_FOUND, not_found, false);
 	if (s->fn(s->arg, &text, &len) != GPUSHARE_OK || !text)
 		return reply_static(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, failed, false);
+	/* Label values (process names, workload labels) may hold any bytes;
+	 * the exposition format is UTF-8. */
+	{
+		char *fixed;
+
+		if (memchr(text, '\0', len) == NULL && (fixed = malloc(len + 1)) != NULL) {
+			memcpy(fixed, text, len);
+			fixed[len] = '\0';
+			free(text);
+			text = gpushare_utf8_fix(fixed);
+			if (!text)
+				return reply_static(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, failed, false);
+			len = strlen(text);
+		}
+	}
 	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(text);
@@ -101,6 +235,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static void server_free(struct gpushare_metrics_server *s)
+{
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->wake);
+	free(s);
 }
 
 static int listen_socket(const char *addr, uint16_t port, int *fd_out, uint16_t *bound)
@@ -114,7 +255,8 @@ static int listen_socket(const char *addr, uint16_t port, int *fd_out, uint16_t 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	/* Addresses only: a name would need a lookup (docs/metrics.md). */
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | (strcmp(addr, "localhost") ? AI_NUMERICHOST : 0);
 	snprintf(portbuf, sizeof(portbuf), "%u", (unsigned)port);
 	g = getaddrinfo(addr, portbuf, &hints, &res);
 	if (g != 0)
@@ -161,27 +303,40 @@ int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metr
 	s->fn = fn;
 	s->arg = arg;
 	s->port = port;
+	s->conns.next = s->conns.prev = &s->conns;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->wake, NULL);
 	rc = listen_socket(addr, port, &fd, &s->port);
 	if (rc) {
-		free(s);
+		server_free(s);
 		return rc;
 	}
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGQUIT);
 	sigaddset(&block, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
 				     on_request, s,
 				     MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)GPUSHARE_METRICS_MAX_CONNECTIONS,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)GPUSHARE_METRICS_MAX_PER_IP,
+				     MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)GPUSHARE_METRICS_CONN_TIMEOUT_S,
 				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GPUSHARE_METRICS_CONN_MEMORY_BYTES,
 				     MHD_OPTION_END);
+	if (s->daemon)
+		s->watchdog_started = pthread_create(&s->watchdog, NULL, watchdog_main, s) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!s->daemon) {
-		close(fd);
-		free(s);
+	if (!s->daemon || !s->watchdog_started) {
+		if (s->daemon)
+			MHD_stop_daemon(s->daemon);
+		else
+			close(fd);
+		server_free(s);
 		return gpushare_fail(GPUSHARE_E_SYS, "cannot start the HTTP server on %s:%u (libmicrohttpd)", addr,
 				     (unsigned)port);
 	}
@@ -198,6 +353,11 @@ void gpushare_metrics_server_stop(struct gpushare_metrics_server *s)
 {
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->watchdog, NULL);
 	MHD_stop_daemon(s->daemon);  /* joins the threads, closes the socket */
-	free(s);
+	server_free(s);
 }

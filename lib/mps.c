@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "gpushare/files.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
@@ -29,6 +30,9 @@
 #define DEFAULT_CONTROL "nvidia-cuda-mps-control"
 #define DEFAULT_TIMEOUT_MS 10000
 #define POLL_INTERVAL_NS 20000000L /* 20 ms between readiness/stop checks */
+static const char *log_last_line(const struct gpushare_mps *m, char *buf, size_t len);
+/* In the pipe directory: held while a daemon is started or stopped there. */
+#define MPS_LOCK_FILE ".gpushare-mps.lock"
 
 static void sleep_poll(void)
 {
@@ -153,10 +157,15 @@ int gpushare_mps_client_env(const struct gpushare_mps *m, char *pipe_env, size_t
 int gpushare_mps_find_control(const struct gpushare_mps *m, char *path, size_t len)
 {
 	int rc = gpushare_which(m->control, path, len);
+	struct stat st;
 
+	if (rc && strchr(m->control, '/') && stat(m->control, &st) == 0)
+		return gpushare_fail(GPUSHARE_E_NO_MPS_BINARY, "'%s' exists but cannot be executed (%s)", m->control,
+				     S_ISREG(st.st_mode) ? "no execute permission" : "not a regular file");
 	if (rc)
 		return gpushare_fail(GPUSHARE_E_NO_MPS_BINARY,
-				     "'%s' not found (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)",
+				     strchr(m->control, '/') ? "no file '%s' (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)"
+							     : "no '%s' in PATH (install the NVIDIA driver's MPS tools or set GPUSHARE_MPS_CONTROL)",
 				     m->control);
 	return GPUSHARE_OK;
 }
@@ -199,15 +208,15 @@ int gpushare_mps_command(const struct gpushare_mps *m, const char *cmd, char **r
 		return gpushare_fail(GPUSHARE_E_NO_MPS_BINARY, "%s", gpushare_errdetail());
 	if (rc)
 		return rc;
-	mps_trim(res.out);
-	mps_trim(res.err);
+	gpushare_mps_trim(res.out);
+	gpushare_mps_trim(res.err);
 	if (res.status != 0) {
 		rc = gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "no MPS control daemon answers at '%s' (%s exited %d%s%.200s)",
 				   m->pipe_dir, m->control, res.status, res.err[0] ? ": " : "", res.err);
 		gpushare_run_result_release(&res);
 		return rc;
 	}
-	if (mps_reply_is_unknown(res.out)) {
+	if (gpushare_mps_reply_is_unknown(res.out)) {
 		rc = gpushare_fail(GPUSHARE_E_MPS_REPLY, "the MPS control daemon does not know '%s': %.200s", cmd, res.out);
 		gpushare_run_result_release(&res);
 		return rc;
@@ -226,7 +235,7 @@ static int command_setter(const struct gpushare_mps *m, const char *cmd)
 
 	if (rc)
 		return rc;
-	rc = mps_check_setter_reply(reply);
+	rc = gpushare_mps_check_setter_reply(reply);
 	free(reply);
 	return rc;
 }
@@ -244,7 +253,7 @@ int gpushare_mps_probe(const struct gpushare_mps *m, pid_t *pid)
 	rc = gpushare_mps_command(m, "get_default_active_thread_percentage", &reply);
 	if (rc)
 		return rc;
-	rc = mps_parse_percentage(reply, &pct);
+	rc = gpushare_mps_parse_percentage(reply, &pct);
 	free(reply);
 	return rc;
 }
@@ -259,10 +268,13 @@ int gpushare_mps_parse_mem_limits(const char *s, int ndev, struct gpushare_mps_l
 {
 	char buf[512];
 	char *save = NULL, *tok;
+	unsigned seen = 0;
 	int rc;
 
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty memory limit");
+	if (s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))
+		return gpushare_fail(GPUSHARE_E_INVAL, "memory limit '%s' has an empty item", s);
 	if (strlen(s) >= sizeof(buf))
 		return gpushare_fail(GPUSHARE_E_INVAL, "memory limit list '%.40s...' is too long", s);
 	if (!strchr(s, '=')) {
@@ -293,6 +305,9 @@ int gpushare_mps_parse_mem_limits(const char *s, int ndev, struct gpushare_mps_l
 		rc = gpushare_parse_size(eq + 1, &bytes);
 		if (rc)
 			return rc;
+		if (seen & (1u << dev))
+			return gpushare_fail(GPUSHARE_E_INVAL, "device %ld is given twice in memory limit '%s'", dev, s);
+		seen |= 1u << dev;
 		limits->mem_limit_bytes[dev] = bytes;
 		if (dev + 1 > limits->n_mem_limits)
 			limits->n_mem_limits = (int)dev + 1;
@@ -324,7 +339,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, cmd, &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_percentage(reply, &got);
+		rc = gpushare_mps_parse_percentage(reply, &got);
 		free(reply);
 		if (rc)
 			return rc;
@@ -354,7 +369,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, cmd, &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_mem_limit(reply, got, sizeof(got));
+		rc = gpushare_mps_parse_mem_limit(reply, got, sizeof(got));
 		free(reply);
 		if (rc)
 			return rc;
@@ -374,7 +389,7 @@ int gpushare_mps_set(const struct gpushare_mps *m, pid_t server_pid, const struc
 		rc = gpushare_mps_command(m, "get_default_client_priority", &reply);
 		if (rc)
 			return rc;
-		rc = mps_parse_priority(reply, &got);
+		rc = gpushare_mps_parse_priority(reply, &got);
 		free(reply);
 		if (rc)
 			return rc;
@@ -405,7 +420,7 @@ int gpushare_mps_clean_stale(const struct gpushare_mps *m)
 	while ((e = readdir(d))) {
 		struct stat st;
 
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, MPS_LOCK_FILE))
 			continue;
 		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
@@ -465,14 +480,40 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 	}
 	gpushare_child_release(&ch);
 	if (!gpushare_child_ok(ch.wstatus)) {
+		char last[200];
+
 		gpushare_child_describe(ch.wstatus, how, sizeof(how));
-		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s; see %s/control.log", path, how, m->log_dir);
+		if (!log_last_line(m, last, sizeof(last))[0])
+			snprintf(last, sizeof(last), "; see %.150s/control.log", m->log_dir);
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s%s", path, how, last);
 	}
 	return GPUSHARE_OK;
 }
 
-int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_start_opts *o,
-		       struct gpushare_mps_start_info *info)
+static int mps_stop_locked(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info);
+
+/* "; control.log ends: '<line>'" for a message, or "": the message stays
+ * useful when the log's directory is removed afterwards (a run directory). */
+static const char *log_last_line(const struct gpushare_mps *m, char *buf, size_t len)
+{
+	char *text = NULL;
+	size_t n;
+
+	buf[0] = '\0';
+	if (gpushare_mps_log_tail(m, 1, &text) == GPUSHARE_OK && text) {
+		n = strcspn(text, "\n");
+		if (n)
+			snprintf(buf, len, "; %s/control.log ends: '%.*s'", m->log_dir, (int)(n < 120 ? n : 120), text);
+	}
+	if (!buf[0])
+		snprintf(buf, len, "; see %s/control.log", m->log_dir);
+	free(text);
+	gpushare_clear_error();
+	return buf;
+}
+
+static int mps_start_locked(const struct gpushare_mps *m, const struct gpushare_mps_start_opts *o,
+			    struct gpushare_mps_start_info *info)
 {
 	char path[GPUSHARE_PATH_MAX];
 	enum gpushare_mps_state st;
@@ -514,8 +555,12 @@ int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_s
 		if (gpushare_mps_state(m, &pid) == GPUSHARE_MPS_RUNNING && gpushare_mps_probe(m, &pid) == GPUSHARE_OK)
 			break;
 		if (gpushare_now_ns() > deadline)
-			return gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS control daemon at '%s' not ready within %d ms; see %s/control.log",
-					     m->pipe_dir, m->timeout_ms, m->log_dir);
+		{
+			char last[200];
+
+			return gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS control daemon at '%s' not ready within %d ms%s",
+					     m->pipe_dir, m->timeout_ms, log_last_line(m, last, sizeof(last)));
+		}
 		sleep_poll();
 	}
 	info->pid = pid;
@@ -528,7 +573,7 @@ int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_s
 			char detail[512];
 
 			snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
-			gpushare_mps_stop(m, true, NULL);
+			mps_stop_locked(m, true, NULL);
 			return gpushare_fail(saved, "%s (daemon stopped again)", detail);
 		}
 	}
@@ -558,7 +603,7 @@ static int query_pids(const struct gpushare_mps *m, const char *cmd, pid_t **pid
 
 	if (rc)
 		return rc;
-	rc = mps_parse_pid_list(reply, pids, n);
+	rc = gpushare_mps_parse_pid_list(reply, pids, n);
 	free(reply);
 	return rc;
 }
@@ -576,13 +621,13 @@ static int query_server(const struct gpushare_mps *m, int ndev, struct gpushare_
 	rc = gpushare_mps_command(m, cmd, &reply);
 	if (rc)
 		return rc;
-	rc = mps_parse_server_status(reply, s->status, sizeof(s->status));
+	rc = gpushare_mps_parse_server_status(reply, s->status, sizeof(s->status));
 	free(reply);
 	if (rc)
 		return rc;
 	snprintf(cmd, sizeof(cmd), "get_active_thread_percentage %d", (int)s->pid);
 	if (gpushare_mps_command(m, cmd, &reply) == GPUSHARE_OK) {
-		if (mps_parse_percentage(reply, &s->thread_percentage))
+		if (gpushare_mps_parse_percentage(reply, &s->thread_percentage))
 			s->thread_percentage = -1;
 		free(reply);
 	}
@@ -590,7 +635,7 @@ static int query_server(const struct gpushare_mps *m, int ndev, struct gpushare_
 		snprintf(cmd, sizeof(cmd), "get_device_pinned_mem_limit %d %d", (int)s->pid, dev);
 		if (gpushare_mps_command(m, cmd, &reply) != GPUSHARE_OK)
 			break;
-		if (mps_parse_mem_limit(reply, s->mem_limit[dev], sizeof(s->mem_limit[dev])))
+		if (gpushare_mps_parse_mem_limit(reply, s->mem_limit[dev], sizeof(s->mem_limit[dev])))
 			s->mem_limit[dev][0] = '\0';
 		free(reply);
 		s->n_mem_limit = dev + 1;
@@ -627,12 +672,12 @@ int gpushare_mps_status(const struct gpushare_mps *m, int ndev, struct gpushare_
 	if (rc)
 		return rc;
 	if (gpushare_mps_command(m, "get_default_active_thread_percentage", &reply) == GPUSHARE_OK) {
-		if (mps_parse_percentage(reply, &st->default_thread_percentage))
+		if (gpushare_mps_parse_percentage(reply, &st->default_thread_percentage))
 			st->default_thread_percentage = -1;
 		free(reply);
 	}
 	if (gpushare_mps_command(m, "get_default_client_priority", &reply) == GPUSHARE_OK) {
-		if (mps_parse_priority(reply, &st->default_priority))
+		if (gpushare_mps_parse_priority(reply, &st->default_priority))
 			st->default_priority = -1;
 		free(reply);
 	}
@@ -640,7 +685,7 @@ int gpushare_mps_status(const struct gpushare_mps *m, int ndev, struct gpushare_
 		snprintf(cmd, sizeof(cmd), "get_default_device_pinned_mem_limit %d", dev);
 		if (gpushare_mps_command(m, cmd, &reply) != GPUSHARE_OK)
 			break;
-		if (mps_parse_mem_limit(reply, st->default_mem_limit[dev], sizeof(st->default_mem_limit[dev])))
+		if (gpushare_mps_parse_mem_limit(reply, st->default_mem_limit[dev], sizeof(st->default_mem_limit[dev])))
 			st->default_mem_limit[dev][0] = '\0';
 		free(reply);
 		st->n_default_mem_limit = dev + 1;
@@ -699,7 +744,7 @@ static bool wait_gone(const pid_t *pids, size_t n, uint64_t deadline)
  * gets SIGTERM, then SIGKILL. Then `quit`, and a bounded wait until the
  * daemon and its servers are gone.
  */
-int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info)
+static int mps_stop_locked(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info)
 {
 	struct gpushare_mps_stop_info local;
 	pid_t *servers = NULL, *clients = NULL, daemon_pid;
@@ -749,7 +794,7 @@ int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_
 				continue;
 			snprintf(cmd, sizeof(cmd), "terminate_client %d %d", (int)servers[i], (int)sc[j]);
 			if (gpushare_mps_command(m, cmd, &reply) == GPUSHARE_OK) {
-				if (mps_check_terminate_reply(reply) == GPUSHARE_OK)
+				if (gpushare_mps_check_terminate_reply(reply) == GPUSHARE_OK)
 					info->clients_terminated++;
 				free(reply);
 			}
@@ -793,8 +838,10 @@ int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_
 		deadline = gpushare_now_ns() + 2000000000ULL;
 	while (gpushare_pid_alive(daemon_pid) || any_alive(servers, n_servers)) {
 		if (gpushare_now_ns() > deadline) {
-			rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS daemon %d did not exit within %d ms; see %s/control.log",
-					   (int)daemon_pid, m->timeout_ms, m->log_dir);
+			char last[200];
+
+			rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS daemon %d did not exit within %d ms%s", (int)daemon_pid,
+					   m->timeout_ms, log_last_line(m, last, sizeof(last)));
 			break;
 		}
 		sleep_poll();
@@ -809,38 +856,15 @@ int gpushare_mps_log_tail(const struct gpushare_mps *m, int n, char **text)
 {
 	char path[GPUSHARE_PATH_MAX + 32];
 	char *buf = NULL, *start;
-	size_t len = 0, cap = 0;
-	FILE *f;
-	int lines = 0;
+	size_t len = 0;
+	int lines = 0, rc;
 
 	*text = NULL;
 	snprintf(path, sizeof(path), "%s/control.log", m->log_dir);
-	f = fopen(path, "re");
-	if (!f)
-		return gpushare_fail(errno == ENOENT ? GPUSHARE_E_NOT_FOUND : GPUSHARE_E_IO, "cannot open '%s': %s", path,
-				     strerror(errno));
-	for (;;) {
-		size_t r;
-
-		if (len + 4096 + 1 > cap) {
-			size_t ncap = cap ? cap * 2 : 8192;
-			char *nb = realloc(buf, ncap);
-
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return gpushare_fail(GPUSHARE_E_NOMEM, "log");
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		r = fread(buf + len, 1, 4096, f);
-		len += r;
-		if (r < 4096)
-			break;
-	}
-	fclose(f);
-	buf[len] = '\0';
+	/* A log of a long-lived daemon may be large: its end is enough. */
+	rc = gpushare_read_file_tail(path, (size_t)1 << 20, &buf, &len);
+	if (rc)
+		return rc;
 	/* Walk back over n newlines (ignoring a final one). */
 	start = buf + len;
 	if (start > buf && start[-1] == '\n')
@@ -941,4 +965,80 @@ int gpushare_mps_known_dirs(struct gpushare_mps_known_dir dirs[GPUSHARE_MPS_KNOW
 	add_known(dirs, &n, getenv("CUDA_MPS_PIPE_DIRECTORY"), "env");
 	add_known(dirs, &n, GPUSHARE_MPS_DEFAULT_PIPE_DIR, "default");
 	return n;
+}
+
+/* ---- one starter or stopper at a time per pipe directory ---- */
+
+/* Take the pipe directory's lock: concurrent starts would each see no
+ * daemon and start one (all but one orphaned), and concurrent stops would
+ * wait on each other's quit. A holder is bounded by its own timeout for the
+ * daemon's start-up or exit, so waiting twice that (and a second) is enough
+ * unless the holder hangs. */
+static int mps_lock(const struct gpushare_mps *m, int *fd)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+	uint64_t wait_ns = ((uint64_t)m->timeout_ms * 2 + 1000) * 1000000ULL;
+	pid_t holder;
+	int rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", m->pipe_dir, MPS_LOCK_FILE) >= sizeof(path))
+		return gpushare_fail(GPUSHARE_E_DIR, "pipe directory '%s' is too long", m->pipe_dir);
+	rc = gpushare_lock_acquire(path, wait_ns, fd, &holder);
+	if (rc == GPUSHARE_E_BUSY)
+		return gpushare_fail(GPUSHARE_E_TIMEOUT,
+				     "another gpushare (pid %ld) is still starting or stopping the MPS daemon at '%s'",
+				     (long)holder, m->pipe_dir);
+	if (rc) {
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		return gpushare_fail(GPUSHARE_E_DIR, "%s", detail);
+	}
+	return GPUSHARE_OK;
+}
+
+int gpushare_mps_start(const struct gpushare_mps *m, const struct gpushare_mps_start_opts *o,
+		       struct gpushare_mps_start_info *info)
+{
+	char path[GPUSHARE_PATH_MAX];
+	int fd, rc;
+
+	memset(info, 0, sizeof(*info));
+	/* The checks that need no lock first: their errors stay as they are. */
+	rc = gpushare_mps_find_control(m, path, sizeof(path));
+	if (!rc)
+		rc = gpushare_private_dir(m->pipe_dir);
+	if (!rc)
+		rc = gpushare_private_dir(m->log_dir);
+	if (!rc)
+		rc = mps_lock(m, &fd);
+	if (rc)
+		return rc;
+	rc = mps_start_locked(m, o, info);
+	gpushare_lock_release(fd);
+	return rc;
+}
+
+int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (info)
+		memset(info, 0, sizeof(*info));
+	/* No pipe directory: no daemon, and nothing to lock. */
+	if (lstat(m->pipe_dir, &st) != 0 && errno == ENOENT)
+		return GPUSHARE_OK;
+	/* A daemon in a directory this user cannot write (another user's,
+	 * stopped by root or refused by the daemon itself) is stopped unlocked. */
+	rc = mps_lock(m, &fd);
+	if (rc == GPUSHARE_E_DIR) {
+		gpushare_clear_error();
+		fd = -1;
+	} else if (rc) {
+		return rc;
+	}
+	rc = mps_stop_locked(m, force, info);
+	gpushare_lock_release(fd);
+	return rc;
 }

@@ -12,7 +12,7 @@
 #include "gpushare/gpushare.h"
 #include "mps_parse.h"
 
-char *mps_trim(char *s)
+char *gpushare_mps_trim(char *s)
 {
 	size_t n = strlen(s);
 
@@ -28,7 +28,7 @@ static const char *skip_space(const char *s)
 	return s;
 }
 
-int mps_reply_is_unknown(const char *reply)
+int gpushare_mps_reply_is_unknown(const char *reply)
 {
 	return strstr(reply, "Unknown command") != NULL;
 }
@@ -38,7 +38,7 @@ static int bad_reply(const char *what, const char *reply)
 	return gpushare_fail(GPUSHARE_E_MPS_REPLY, "unexpected reply to %s: '%.120s'", what, reply);
 }
 
-int mps_parse_pid_list(const char *reply, pid_t **pids, size_t *n)
+int gpushare_mps_parse_pid_list(const char *reply, pid_t **pids, size_t *n)
 {
 	const char *p = reply;
 	pid_t *out = NULL;
@@ -46,7 +46,7 @@ int mps_parse_pid_list(const char *reply, pid_t **pids, size_t *n)
 
 	*pids = NULL;
 	*n = 0;
-	if (mps_reply_is_unknown(reply))
+	if (gpushare_mps_reply_is_unknown(reply))
 		return bad_reply("a pid list query", reply);
 	while (*(p = skip_space(p))) {
 		char *end;
@@ -77,7 +77,7 @@ int mps_parse_pid_list(const char *reply, pid_t **pids, size_t *n)
 	return GPUSHARE_OK;
 }
 
-int mps_parse_percentage(const char *reply, double *pct)
+int gpushare_mps_parse_percentage(const char *reply, double *pct)
 {
 	const char *p = skip_space(reply);
 	char *end;
@@ -91,12 +91,12 @@ int mps_parse_percentage(const char *reply, double *pct)
 	return GPUSHARE_OK;
 }
 
-int mps_parse_mem_limit(const char *reply, char *buf, size_t len)
+int gpushare_mps_parse_mem_limit(const char *reply, char *buf, size_t len)
 {
 	const char *p = skip_space(reply);
 	size_t i = 0;
 
-	if (mps_reply_is_unknown(reply))
+	if (gpushare_mps_reply_is_unknown(reply))
 		return bad_reply("a memory limit query", reply);
 	if (!*p) {
 		buf[0] = '\0';
@@ -117,7 +117,7 @@ int mps_parse_mem_limit(const char *reply, char *buf, size_t len)
 	return GPUSHARE_OK;
 }
 
-int mps_parse_priority(const char *reply, int *prio)
+int gpushare_mps_parse_priority(const char *reply, int *prio)
 {
 	const char *p = skip_space(reply);
 
@@ -128,7 +128,7 @@ int mps_parse_priority(const char *reply, int *prio)
 	return bad_reply("a client priority query", reply);
 }
 
-int mps_parse_server_status(const char *reply, char *buf, size_t len)
+int gpushare_mps_parse_server_status(const char *reply, char *buf, size_t len)
 {
 	const char *p = skip_space(reply);
 	size_t i = 0;
@@ -142,13 +142,13 @@ int mps_parse_server_status(const char *reply, char *buf, size_t len)
 	return GPUSHARE_OK;
 }
 
-int mps_check_setter_reply(const char *reply)
+int gpushare_mps_check_setter_reply(const char *reply)
 {
 	const char *p = skip_space(reply);
 
 	if (!*p)
 		return GPUSHARE_OK;
-	if (mps_reply_is_unknown(reply))
+	if (gpushare_mps_reply_is_unknown(reply))
 		return bad_reply("a setter", reply);
 	/* An echo of the value: a number, optionally with a unit. */
 	while (isdigit((unsigned char)*p) || *p == '.')
@@ -160,7 +160,7 @@ int mps_check_setter_reply(const char *reply)
 	return bad_reply("a setter", reply);
 }
 
-int mps_check_terminate_reply(const char *reply)
+int gpushare_mps_check_terminate_reply(const char *reply)
 {
 	const char *p = skip_space(reply);
 

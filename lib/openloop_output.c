@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "openloop.h"
 
 static bool num(cJSON *o, const char *k, double v)
@@ -80,7 +81,8 @@ static cJSON *peak_json(const struct gpushare_bench_peak *p, const struct gpusha
 bool gpushare_openloop_json_result(struct cJSON *o, const struct gpushare_bench_result *res,
 				   const struct gpushare_bench_config *c)
 {
-	cJSON *open = res->open.on ? open_json(&res->open) : cJSON_CreateNull();
+	/* Only an ok result has figures: a failed or skipped one has null. */
+	cJSON *open = res->open.on && res->status == GPUSHARE_RESULT_OK ? open_json(&res->open) : cJSON_CreateNull();
 	cJSON *peak;
 
 	if (!open || !cJSON_AddItemToObject(o, "open_loop", open)) {
@@ -111,43 +113,44 @@ bool gpushare_openloop_json_config(struct cJSON *o, const struct gpushare_bench_
 
 static const char *fmt_s(double s, char *buf, size_t len)
 {
-	if (s <= 0)
-		snprintf(buf, len, "0");
-	else if (s < 1e-3)
-		snprintf(buf, len, "%.1fus", s * 1e6);
-	else if (s < 1)
-		snprintf(buf, len, "%.2fms", s * 1e3);
-	else
-		snprintf(buf, len, "%.2fs", s);
-	return buf;
+	return gpushare_fmt_seconds(s > 0 ? s : 0, buf, len);
+}
+
+static const char *fmt_r(double v, char *buf, size_t len)
+{
+	return gpushare_fmt_si(v > 0 ? v : 0, buf, len);
 }
 
 void gpushare_openloop_table(FILE *f, const struct gpushare_bench_result *res, const struct gpushare_bench_config *c)
 {
 	const struct gpushare_bench_openloop *o = &res->open;
 	const struct gpushare_bench_peak *p = &res->peak;
-	char a[16], b[16], d[16], e[16], g[16], h[16];
+	char a[24], b[24], d[24], e[24], g[24], h[24];
 
-	if (!o->on || (o->offered == 0 && res->failed_worker >= 0))
-		return;                 /* nothing was offered: the failure line says why */
-	fprintf(f, "  open loop: offered %.1f/s (asked %.6g/s), achieved %.1f/s; queued at the end %" PRIu64
-		", unserved %" PRIu64 ", deepest queue %" PRIu64 "\n",
-		o->offered_rate, o->rate, o->achieved_rate, o->queued_at_end, o->unfinished, o->queue_max);
-	fprintf(f, "  latency from the scheduled arrival = queueing p50 %s p99 %s + service p50 %s p99 %s; "
-		"hand-over late p99 %s p99.9 %s\n",
-		fmt_s(o->queue_p50_seconds, a, sizeof(a)), fmt_s(o->queue_p99_seconds, b, sizeof(b)),
-		fmt_s(o->service_p50_seconds, d, sizeof(d)), fmt_s(o->service_p99_seconds, e, sizeof(e)),
-		fmt_s(o->lateness_p99_seconds, g, sizeof(g)), fmt_s(o->lateness_p999_seconds, h, sizeof(h)));
+	if (!o->on)
+		return;
+	/* Only an ok result has figures; the failure line says why not. */
+	if (res->status == GPUSHARE_RESULT_OK) {
+		fprintf(f, "  open loop: offered %s/s (asked %s/s), achieved %s/s; queued at the end %" PRIu64
+			", unserved %" PRIu64 ", deepest queue %" PRIu64 "\n",
+			fmt_r(o->offered_rate, a, sizeof(a)), fmt_r(o->rate, b, sizeof(b)),
+			fmt_r(o->achieved_rate, d, sizeof(d)), o->queued_at_end, o->unfinished, o->queue_max);
+		fprintf(f, "  latency from the scheduled arrival = queueing p50 %s p99 %s + service p50 %s p99 %s; "
+			"hand-over late p99 %s p99.9 %s\n",
+			fmt_s(o->queue_p50_seconds, a, sizeof(a)), fmt_s(o->queue_p99_seconds, b, sizeof(b)),
+			fmt_s(o->service_p50_seconds, d, sizeof(d)), fmt_s(o->service_p99_seconds, e, sizeof(e)),
+			fmt_s(o->lateness_p99_seconds, g, sizeof(g)), fmt_s(o->lateness_p999_seconds, h, sizeof(h)));
+	}
 	if (!p->searched || !c)
 		return;
 	if (p->found)
-		fprintf(f, "  peak within p%g <= %s: %.6g/s", c->slo_quantile * 100, fmt_s((double)c->slo_ns / 1e9, a, sizeof(a)),
-			p->rate);
+		fprintf(f, "  peak within p%g <= %s: %s/s", c->slo_quantile * 100, fmt_s((double)c->slo_ns / 1e9, a, sizeof(a)),
+			fmt_r(p->rate, b, sizeof(b)));
 	else
 		fprintf(f, "  peak within p%g <= %s: none found", c->slo_quantile * 100,
 			fmt_s((double)c->slo_ns / 1e9, a, sizeof(a)));
 	if (p->upper > 0)
-		fprintf(f, " (missed at %.6g/s)", p->upper);
+		fprintf(f, " (missed at %s/s)", fmt_r(p->upper, a, sizeof(a)));
 	fprintf(f, "; %d steps of >= %" PRIu64 " requests", p->n_steps, p->min_requests);
 	if (p->repeated)
 		fprintf(f, " (%d run again: gpushare handed arrivals over late)", p->repeated);

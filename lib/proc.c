@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
@@ -104,12 +105,13 @@ int gpushare_which(const char *prog, char *buf, size_t len)
 	return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' not found in PATH", prog);
 }
 
+/* Output of a child, kept up to CAPTURE_MAX bytes; more is read and dropped. */
 struct capture {
 	int fd;
-	char *buf;
-	size_t len, cap;
+	struct gpushare_buf b;
 };
 
+/* 0: more to come, 1: end of file, -1: error. */
 static int capture_read(struct capture *c)
 {
 	char tmp[4096];
@@ -119,39 +121,21 @@ static int capture_read(struct capture *c)
 		return errno == EINTR || errno == EAGAIN ? 0 : -1;
 	if (r == 0)
 		return 1;
-	if (c->len < CAPTURE_MAX) {
+	if (c->b.len < CAPTURE_MAX) {
 		size_t take = (size_t)r;
 
-		if (take > CAPTURE_MAX - c->len)
-			take = CAPTURE_MAX - c->len;
-		if (c->len + take + 1 > c->cap) {
-			size_t ncap = c->cap ? c->cap * 2 : 4096;
-			char *nb;
-
-			while (ncap < c->len + take + 1)
-				ncap *= 2;
-			nb = realloc(c->buf, ncap);
-			if (!nb)
-				return -1;
-			c->buf = nb;
-			c->cap = ncap;
-		}
-		memcpy(c->buf + c->len, tmp, take);
-		c->len += take;
-		c->buf[c->len] = '\0';
+		if (take > CAPTURE_MAX - c->b.len)
+			take = CAPTURE_MAX - c->b.len;
+		if (gpushare_buf_add(&c->b, tmp, take) != GPUSHARE_OK)
+			return -1;
 	}
 	return 0;
 }
 
 static char *capture_take(struct capture *c, size_t *len)
 {
-	char *b = c->buf;
-
-	if (!b)
-		b = calloc(1, 1);
-	*len = c->len;
-	c->buf = NULL;
-	return b;
+	*len = c->b.len;
+	return gpushare_buf_take(&c->b);
 }
 
 int gpushare_run(char *const argv[], char *const env[], const char *input,
@@ -251,8 +235,8 @@ int gpushare_run(char *const argv[], char *const env[], const char *input,
 	} else if (rc == GPUSHARE_OK && res->timed_out) {
 		rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s' did not finish within %d ms", argv[0], timeout_ms);
 	}
-	free(co.buf);
-	free(ce.buf);
+	gpushare_buf_release(&co.b);
+	gpushare_buf_release(&ce.b);
 	return rc;
 }
 

@@ -1,6 +1,9 @@
 /*
- * Sweep reports: the statistics (median with an order-statistic confidence
- * interval), grouping recorded runs into cells, and the recommendation.
+ * Sweep reports: grouping recorded runs into cells, their statistics
+ * (medians with order-statistic intervals, lib/stats.c), and the
+ * recommendation: per (shape, batch) and worker count the best way to share
+ * with its gains and ties, per strategy the worker count that is enough,
+ * and the best throughput under a p99 target.
  * Loading lives in report_load.c, the text outputs in report_text.c, the
  * plots in report_plot.c and the HTML page in report_html.c.
  */
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "report_internal.h"
@@ -74,93 +78,6 @@ void rbuf_release(struct rbuf *b)
 {
 	free(b->data);
 	memset(b, 0, sizeof(*b));
-}
-
-void report_fmt_seconds(double s, char *buf, size_t len)
-{
-	if (!isfinite(s) || s <= 0)
-		snprintf(buf, len, "-");
-	else if (s < 1e-3)
-		snprintf(buf, len, "%.3g us", s * 1e6);
-	else if (s < 1)
-		snprintf(buf, len, "%.3g ms", s * 1e3);
-	else
-		snprintf(buf, len, "%.3g s", s);
-}
-
-void report_fmt_count(double v, char *buf, size_t len)
-{
-	if (!isfinite(v))
-		snprintf(buf, len, "-");
-	else if (v >= 1e9)
-		snprintf(buf, len, "%.3gG", v / 1e9);
-	else if (v >= 1e6)
-		snprintf(buf, len, "%.3gM", v / 1e6);
-	else if (v >= 1e4)
-		snprintf(buf, len, "%.3gk", v / 1e3);
-	else
-		snprintf(buf, len, "%.4g", v);
-}
-
-/* ---- statistics ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* P(B <= k) for B ~ Binomial(n, 1/2). */
-static double binom_half_cdf(size_t n, size_t k)
-{
-	double term = ldexp(1.0, -(int)n), sum = 0; /* C(n,0) / 2^n */
-
-	for (size_t j = 0; j <= k && j <= n; j++) {
-		sum += term;
-		term = term * (double)(n - j) / (double)(j + 1);
-	}
-	return sum;
-}
-
-void gpushare_median_ci(const double *x, size_t n, double conf, struct gpushare_ci *out)
-{
-	double *v, alpha = 1 - conf;
-	size_t l;
-
-	memset(out, 0, sizeof(*out));
-	out->median = out->lo = out->hi = NAN;
-	if (n == 0)
-		return;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		return;
-	memcpy(v, x, n * sizeof(*v));
-	qsort(v, n, sizeof(*v), cmp_double);
-	out->n = n;
-	out->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	/* The largest rank l (1-based) with P(B <= l-1) <= alpha/2; then
-	 * [x(l), x(n-l+1)] covers the median with 1 - 2 P(B <= l-1). Below
-	 * six samples even [min, max] covers less than 95%. */
-	l = 1;
-	while (l + 1 <= (n + 1) / 2 && binom_half_cdf(n, l) <= alpha / 2)
-		l++;
-	out->lo = v[l - 1];
-	out->hi = v[n - l];
-	out->coverage = n == 1 ? 0 : 1 - 2 * binom_half_cdf(n, l - 1);
-	free(v);
-}
-
-double gpushare_ci_rel_halfwidth(const struct gpushare_ci *ci)
-{
-	if (ci->n < 2 || !isfinite(ci->median) || ci->median == 0)
-		return INFINITY;
-	return (ci->hi - ci->lo) / 2 / fabs(ci->median);
-}
-
-bool gpushare_ci_overlap(const struct gpushare_ci *a, const struct gpushare_ci *b)
-{
-	return a->lo <= b->hi && b->lo <= a->hi;
 }
 
 /* ---- grouping ---- */
@@ -246,7 +163,7 @@ static size_t shape_distinct(const struct gpushare_report *r, const char *shape,
 	}
 	if (iout)
 		qsort(iout, n, sizeof(*iout), cmp_int);
-	else
+	else if (lout)
 		qsort(lout, n, sizeof(*lout), cmp_long);
 	return n;
 }
@@ -268,141 +185,417 @@ size_t report_shape_strategies(const struct gpushare_report *r, const char *shap
 
 static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, size_t n)
 {
-	double *t = malloc((n ? n : 1) * 3 * sizeof(double));
-	size_t k = 0;
+	enum { T, MEAN, P50, P90, P99, P999, FAIR, UTIL, MEM, NF };
+	double *t = malloc((n ? n : 1) * NF * sizeof(double));
+	size_t k = 0, kn[NF] = { 0 };
 
 	if (!t)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const struct gpushare_report_run *run = refs[i].run;
+		const double v[NF] = { run->items_per_second, run->mean_seconds, run->p50_seconds, run->p90_seconds,
+				       run->p99_seconds, run->p999_seconds, run->fairness, run->util_mean_pct,
+				       run->mem_used_max_bytes };
 
 		if (run->status != GPUSHARE_RUN_OK) {
 			c->n_failed++;
 			continue;
 		}
-		t[k] = run->items_per_second;
-		t[n + k] = run->mean_seconds;
-		t[2 * n + k] = run->p99_seconds;
 		k++;
+		for (int f = 0; f < NF; f++) {
+			if (isfinite(v[f]))
+				t[f * n + kn[f]++] = v[f];
+		}
+		if (run->hist_n) {
+			if (!c->hist) {
+				c->hist = malloc(sizeof(*c->hist));
+				if (!c->hist) {
+					free(t);
+					return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+				}
+				gpushare_hist_init(c->hist);
+			}
+			for (size_t b = 0; b < run->hist_n; b++) {
+				size_t bucket = gpushare_hist_bucket(run->hist_le_ns[b]);
+
+				c->hist->buckets[bucket] += run->hist_counts[b];
+				c->hist->count += run->hist_counts[b];
+			}
+		}
 	}
 	c->n_ok = k;
-	gpushare_median_ci(t, k, 0.95, &c->throughput);
-	gpushare_median_ci(t + n, k, 0.95, &c->mean_latency);
-	gpushare_median_ci(t + 2 * n, k, 0.95, &c->p99_latency);
+	gpushare_median_ci(t + T * n, kn[T], 0.95, &c->throughput);
+	gpushare_median_ci(t + MEAN * n, kn[MEAN], 0.95, &c->mean_latency);
+	gpushare_median_ci(t + P50 * n, kn[P50], 0.95, &c->p50_latency);
+	gpushare_median_ci(t + P90 * n, kn[P90], 0.95, &c->p90_latency);
+	gpushare_median_ci(t + P99 * n, kn[P99], 0.95, &c->p99_latency);
+	gpushare_median_ci(t + P999 * n, kn[P999], 0.95, &c->p999_latency);
+	gpushare_median_ci(t + FAIR * n, kn[FAIR], 0.95, &c->fairness);
+	gpushare_median_ci(t + UTIL * n, kn[UTIL], 0.95, &c->util_pct);
+	gpushare_median_ci(t + MEM * n, kn[MEM], 0.95, &c->mem_used_bytes);
 	free(t);
 	return GPUSHARE_OK;
 }
 
 /* ---- recommendation ---- */
 
+bool report_sharing(int strategy)
+{
+	return strategy == GPUSHARE_STRATEGY_TIMESLICE || strategy == GPUSHARE_STRATEGY_MPS ||
+	       strategy == GPUSHARE_STRATEGY_MPS_SPLIT || strategy == GPUSHARE_STRATEGY_MIG;
+}
+
 static const char *workers_word(int n)
 {
 	return n == 1 ? "worker" : "workers";
 }
 
-/* "2.6x (2.4x-2.8x)" of a over b, or "no significant difference". */
-static void gain_text(const struct gpushare_ci *a, const struct gpushare_ci *b, char *buf, size_t len)
+static const char *sname(const struct gpushare_report *r, int cell)
 {
-	double ratio = a->median / b->median, lo = b->hi > 0 ? a->lo / b->hi : NAN, hi = b->lo > 0 ? a->hi / b->lo : NAN;
-
-	if (gpushare_ci_overlap(a, b))
-		snprintf(buf, len, "no significant difference (%.2fx, range %.2fx-%.2fx)", ratio, lo, hi);
-	else
-		snprintf(buf, len, "%.2fx (%.2fx-%.2fx)", ratio, lo, hi);
+	return gpushare_strategy_name(r->cells[cell].strategy);
 }
 
-static void compare_text(const struct gpushare_report *r, const struct gpushare_report_cell *p, int base,
-			 bool latency, char *buf, size_t len)
+/* How a compares with b, in words, for a throughput ("the throughput of")
+ * or a latency ("the p99 of"):
+ *   "2.16x the throughput of timeslice (1.90x-2.40x; significant, 98.4% confidence)"
+ *   "2.16x the throughput of timeslice (1.90x-2.40x; apart at 56.2% confidence, below 95%: not significant)"
+ *   "tie with timeslice (1.02x; the intervals overlap)"
+ *   "2.16x the throughput of timeslice (one run: no interval, no verdict)" */
+void report_compare_text(const struct gpushare_comparison *c, const char *what, const char *b_name, char *buf,
+			 size_t len)
 {
-	const struct gpushare_report_cell *b;
-	char g[128], x[32], y[32];
+	char ratio[24], lo[24], hi[24], conf[16];
 
-	buf[0] = '\0';
-	if (base < 0)
+	gpushare_fmt_ratio(c->ratio, ratio, sizeof(ratio));
+	switch (c->verdict) {
+	case GPUSHARE_VERDICT_TIE:
+		snprintf(buf, len, "tie with %s (%s; the intervals overlap)", b_name, ratio);
 		return;
-	b = &r->cells[base];
-	if (b->n_ok == 0)
-		return;
-	if (latency) {
-		report_fmt_seconds(p->p99_latency.median, x, sizeof(x));
-		report_fmt_seconds(b->p99_latency.median, y, sizeof(y));
-		if (gpushare_ci_overlap(&p->p99_latency, &b->p99_latency))
-			snprintf(buf, len, "; vs %s: no significant difference in p99 (%s vs %s)",
-				 gpushare_strategy_name(b->strategy), x, y);
+	case GPUSHARE_VERDICT_HIGHER:
+	case GPUSHARE_VERDICT_LOWER:
+		gpushare_fmt_ratio(c->ratio_lo, lo, sizeof(lo));
+		gpushare_fmt_ratio(c->ratio_hi, hi, sizeof(hi));
+		gpushare_fmt_coverage(c->confidence, conf, sizeof(conf));
+		if (c->significant)
+			snprintf(buf, len, "%s %s of %s (%s-%s; significant, %s confidence)", ratio, what, b_name, lo, hi,
+				 conf);
 		else
-			snprintf(buf, len, "; %s has p99 %s", gpushare_strategy_name(b->strategy), y);
+			snprintf(buf, len, "%s %s of %s (%s-%s; apart at %s confidence, below 95%%: not significant)",
+				 ratio, what, b_name, lo, hi, conf);
+		return;
+	default:
+		snprintf(buf, len, "%s %s of %s (too few runs for an interval: no verdict)", ratio, what, b_name);
 		return;
 	}
-	gain_text(&p->throughput, &b->throughput, g, sizeof(g));
-	report_fmt_seconds(p->p99_latency.median, x, sizeof(x));
-	report_fmt_seconds(b->p99_latency.median, y, sizeof(y));
-	if (gpushare_ci_overlap(&p->throughput, &b->throughput))
-		snprintf(buf, len, "; vs %s: %s, p99 %s vs %s", gpushare_strategy_name(b->strategy), g, x, y);
-	else
-		snprintf(buf, len, "; %s the throughput of %s, p99 %s vs %s", g, gpushare_strategy_name(b->strategy), x,
-			 y);
 }
 
-static void make_pick(const struct gpushare_report *r, struct gpushare_report_pick *pk, int cell, const char *what)
+/* Append to buf (len bytes). */
+static void cat(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t len, const char *fmt, ...)
 {
-	const struct gpushare_report_cell *p;
-	char tp[32], tlo[32], thi[32], p99[32], a[320], b[320];
+	size_t l = strlen(buf);
+	va_list ap;
 
-	pk->cell = cell;
-	pk->vs_timeslice = pk->vs_sequential = -1;
-	if (cell < 0)
+	if (l + 1 >= len)
 		return;
-	p = &r->cells[cell];
-	if (p->strategy != GPUSHARE_STRATEGY_TIMESLICE)
-		pk->vs_timeslice = report_find_cell(r, p->shape, GPUSHARE_STRATEGY_TIMESLICE, p->workers, p->batch);
-	if (p->strategy != GPUSHARE_STRATEGY_SEQUENTIAL)
-		pk->vs_sequential = report_find_cell(r, p->shape, GPUSHARE_STRATEGY_SEQUENTIAL, p->workers, p->batch);
-	report_fmt_count(p->throughput.median, tp, sizeof(tp));
-	report_fmt_count(p->throughput.lo, tlo, sizeof(tlo));
-	report_fmt_count(p->throughput.hi, thi, sizeof(thi));
-	report_fmt_seconds(p->p99_latency.median, p99, sizeof(p99));
-	compare_text(r, p, pk->vs_timeslice, !strcmp(what, "p99"), a, sizeof(a));
-	compare_text(r, p, pk->vs_sequential, !strcmp(what, "p99"), b, sizeof(b));
-	snprintf(pk->why, sizeof(pk->why), "%s at %d %s, batch %ld: %s items/s (%s-%s), p99 %s%s%s.",
-		 gpushare_strategy_name(p->strategy), p->workers, workers_word(p->workers), p->batch, tp, tlo, thi, p99,
-		 a, b);
+	va_start(ap, fmt);
+	vsnprintf(buf + l, len - l, fmt, ap);
+	va_end(ap);
 }
 
-static void recommend(struct gpushare_report *r, size_t si)
+static bool in_list(const int *v, size_t n, int x)
 {
-	struct gpushare_report_shape_rec *rec = &r->recs[si];
-	const char *shape = r->shapes[si];
-	int bt = -1, bp = -1, bs = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] == x)
+			return true;
+	}
+	return false;
+}
 
-	snprintf(rec->shape, sizeof(rec->shape), "%s", shape);
+static void answer_workers(const struct gpushare_report *r, struct gpushare_report_rec *rec,
+			   struct gpushare_report_at_workers *at)
+{
+	int strat[GPUSHARE_STRATEGY_COUNT];
+	size_t ns = report_shape_strategies(r, rec->shape, strat, GPUSHARE_STRATEGY_COUNT);
+	char a[32], b[32], t[384];
+
+	at->best = at->next = at->timeslice = at->mps = at->mps_split = at->lowest_p99 = -1;
+	for (size_t i = 0; i < ns; i++) {
+		int k = report_find_cell(r, rec->shape, strat[i], at->workers, rec->batch);
+		const struct gpushare_report_cell *c;
+
+		if (k < 0 || r->cells[k].n_ok == 0)
+			continue;
+		c = &r->cells[k];
+		if (!report_sharing(c->strategy)) {
+			if (at->n_references < GPUSHARE_REPORT_MAX_STRATEGIES)
+				at->references[at->n_references++] = k;
+			continue;
+		}
+		if (c->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+			at->timeslice = k;
+		if (c->strategy == GPUSHARE_STRATEGY_MPS)
+			at->mps = k;
+		if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
+			at->mps_split = k;
+		if (at->best < 0 || c->throughput.median > r->cells[at->best].throughput.median)
+			at->best = k;
+		if (at->lowest_p99 < 0 || c->p99_latency.median < r->cells[at->lowest_p99].p99_latency.median)
+			at->lowest_p99 = k;
+	}
+	at->throughput_text[0] = at->latency_text[0] = '\0';
+	if (at->best < 0) {
+		snprintf(at->throughput_text, sizeof(at->throughput_text), "no sharing strategy has a successful run.");
+		return;
+	}
+	/* Ties with the best, and the next best. */
+	at->tied[at->n_tied++] = at->best;
+	at->p99_tied[at->n_p99_tied++] = at->lowest_p99;
+	for (size_t i = 0; i < ns; i++) {
+		int k = report_find_cell(r, rec->shape, strat[i], at->workers, rec->batch);
+		struct gpushare_comparison c;
+
+		if (k < 0 || r->cells[k].n_ok == 0 || !report_sharing(r->cells[k].strategy))
+			continue;
+		if (k != at->best) {
+			if (at->next < 0 || r->cells[k].throughput.median > r->cells[at->next].throughput.median)
+				at->next = k;
+			gpushare_compare(&r->cells[k].throughput, &r->cells[at->best].throughput, &c);
+			if (c.verdict == GPUSHARE_VERDICT_TIE && at->n_tied < GPUSHARE_REPORT_MAX_STRATEGIES)
+				at->tied[at->n_tied++] = k;
+		}
+		if (k != at->lowest_p99) {
+			gpushare_compare(&r->cells[k].p99_latency, &r->cells[at->lowest_p99].p99_latency, &c);
+			if (c.verdict == GPUSHARE_VERDICT_TIE && at->n_p99_tied < GPUSHARE_REPORT_MAX_STRATEGIES)
+				at->p99_tied[at->n_p99_tied++] = k;
+		}
+	}
+	if (at->next >= 0)
+		gpushare_compare(&r->cells[at->best].throughput, &r->cells[at->next].throughput, &at->vs_next);
+	if (at->timeslice >= 0 && at->timeslice != at->best)
+		gpushare_compare(&r->cells[at->best].throughput, &r->cells[at->timeslice].throughput, &at->vs_timeslice);
+	if (at->mps >= 0 && at->mps_split >= 0)
+		gpushare_compare(&r->cells[at->mps].throughput, &r->cells[at->mps_split].throughput, &at->mps_vs_split);
+
+	/* The sentence: the winner (or the tie), its gain over timeslice and
+	 * over the next best, mps against mps-split, the references. */
+	if (at->n_tied > 1) {
+		snprintf(at->throughput_text, sizeof(at->throughput_text), "tie between ");
+		for (size_t i = 0; i < at->n_tied; i++)
+			cat(at->throughput_text, sizeof(at->throughput_text), "%s%s", i ? (i + 1 == at->n_tied ? " and " : ", ") : "",
+			    sname(r, at->tied[i]));
+		cat(at->throughput_text, sizeof(at->throughput_text), " (highest median: %s, %s)", sname(r, at->best),
+		    gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
+	} else {
+		snprintf(at->throughput_text, sizeof(at->throughput_text), "%s, %s", sname(r, at->best),
+			 gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
+		if (at->next >= 0) {
+			report_compare_text(&at->vs_next, "the throughput", sname(r, at->next), t, sizeof(t));
+			cat(at->throughput_text, sizeof(at->throughput_text), "; %s", t);
+		}
+	}
+	/* Timeslice, and mps against mps-split, unless said already (a tie, or
+	 * the comparison with the next best). */
+	if (at->timeslice >= 0 && !in_list(at->tied, at->n_tied, at->timeslice) &&
+	    !(at->n_tied == 1 && at->next == at->timeslice)) {
+		report_compare_text(&at->vs_timeslice, "the throughput", "timeslice", t, sizeof(t));
+		cat(at->throughput_text, sizeof(at->throughput_text), "; %s: %s", sname(r, at->best), t);
+	}
+	if (at->mps >= 0 && at->mps_split >= 0 &&
+	    !(in_list(at->tied, at->n_tied, at->mps) && in_list(at->tied, at->n_tied, at->mps_split)) &&
+	    !(at->n_tied == 1 && ((at->best == at->mps && at->next == at->mps_split) ||
+				  (at->best == at->mps_split && at->next == at->mps)))) {
+		report_compare_text(&at->mps_vs_split, "the throughput", "mps-split", t, sizeof(t));
+		cat(at->throughput_text, sizeof(at->throughput_text), "; mps: %s", t);
+	}
+	cat(at->throughput_text, sizeof(at->throughput_text), ".");
+	for (size_t i = 0; i < at->n_references; i++)
+		cat(at->throughput_text, sizeof(at->throughput_text), "%s%s %s", i ? ", " : " Reference: ",
+		    sname(r, at->references[i]),
+		    gpushare_fmt_rate(r->cells[at->references[i]].throughput.median, "items/s", a, sizeof(a)));
+	if (at->n_references)
+		cat(at->throughput_text, sizeof(at->throughput_text), ".");
+
+	snprintf(at->latency_text, sizeof(at->latency_text), "%s, p99 %s", sname(r, at->lowest_p99),
+		 gpushare_fmt_seconds(r->cells[at->lowest_p99].p99_latency.median, b, sizeof(b)));
+	if (at->n_p99_tied > 1) {
+		cat(at->latency_text, sizeof(at->latency_text), " (tie with ");
+		for (size_t i = 1; i < at->n_p99_tied; i++)
+			cat(at->latency_text, sizeof(at->latency_text), "%s%s %s", i > 1 ? ", " : "",
+			    sname(r, at->p99_tied[i]),
+			    gpushare_fmt_seconds(r->cells[at->p99_tied[i]].p99_latency.median, b, sizeof(b)));
+		cat(at->latency_text, sizeof(at->latency_text), ")");
+	}
+	cat(at->latency_text, sizeof(at->latency_text), ".");
+}
+
+/* For each strategy: its best worker count and the smallest one within the
+ * noise of it (the intervals overlap). */
+static void answer_scaling(const struct gpushare_report *r, struct gpushare_report_rec *rec)
+{
+	int strat[GPUSHARE_STRATEGY_COUNT], workers[64];
+	size_t ns = report_shape_strategies(r, rec->shape, strat, GPUSHARE_STRATEGY_COUNT);
+	size_t nw = report_shape_workers(r, rec->shape, workers, 64);
+
+	for (size_t i = 0; i < ns && rec->n_scaling < GPUSHARE_REPORT_MAX_STRATEGIES; i++) {
+		struct gpushare_report_scaling *sc = &rec->scaling[rec->n_scaling];
+		const struct gpushare_report_cell *best;
+		bool fewer;
+		char a[32], cov[16];
+
+		sc->strategy = strat[i];
+		sc->best = sc->smallest = -1;
+		for (size_t w = 0; w < nw; w++) {
+			int k = report_find_cell(r, rec->shape, strat[i], workers[w], rec->batch);
+
+			if (k >= 0 && r->cells[k].n_ok &&
+			    (sc->best < 0 || r->cells[k].throughput.median > r->cells[sc->best].throughput.median))
+				sc->best = k;
+		}
+		if (sc->best < 0)
+			continue;
+		rec->n_scaling++;
+		best = &r->cells[sc->best];
+		sc->smallest = sc->best;
+		fewer = false;
+		for (size_t w = 0; w < nw && workers[w] < best->workers; w++) {
+			int k = report_find_cell(r, rec->shape, strat[i], workers[w], rec->batch);
+			struct gpushare_comparison c;
+
+			if (k < 0 || !r->cells[k].n_ok)
+				continue;
+			fewer = true;
+			gpushare_compare(&r->cells[k].throughput, &best->throughput, &c);
+			if (c.verdict == GPUSHARE_VERDICT_TIE) {
+				sc->smallest = k;
+				break;
+			}
+		}
+		gpushare_fmt_rate(best->throughput.median, "items/s", a, sizeof(a));
+		if (!gpushare_ci_has_interval(&best->throughput))
+			snprintf(sc->text, sizeof(sc->text), "%s: most throughput at %d %s (%s); one run per cell: no noise estimate.",
+				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
+		else if (sc->smallest == sc->best && !fewer)
+			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s), the fewest measured.",
+				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
+		else if (sc->smallest == sc->best)
+			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s); fewer workers give less (intervals of %s coverage apart).",
+				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a,
+				 gpushare_fmt_coverage(best->throughput.coverage, cov, sizeof(cov)));
+		else
+			snprintf(sc->text, sizeof(sc->text), "%s: %d %s already reach%s its best throughput within noise (%s at %d %s).",
+				 gpushare_strategy_name(sc->strategy), r->cells[sc->smallest].workers,
+				 workers_word(r->cells[sc->smallest].workers), r->cells[sc->smallest].workers == 1 ? "es" : "",
+				 a, best->workers, workers_word(best->workers));
+		if (!report_sharing(sc->strategy))
+			cat(sc->text, sizeof(sc->text), " (a reference, not a way to share)");
+	}
+}
+
+/* The highest throughput with the median p99 under the target. */
+static void answer_slo(const struct gpushare_report *r, struct gpushare_report_rec *rec)
+{
+	char slo[32], a[32], b[32];
+
+	rec->slo = -1;
+	rec->slo_text[0] = '\0';
+	if (r->slo_p99_seconds <= 0)
+		return;
+	gpushare_fmt_seconds(r->slo_p99_seconds, slo, sizeof(slo));
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
 
-		if (strcmp(c->shape, shape) || c->n_ok == 0)
+		if (strcmp(c->shape, rec->shape) || c->batch != rec->batch || !c->n_ok || !report_sharing(c->strategy) ||
+		    !(c->p99_latency.median <= r->slo_p99_seconds))
 			continue;
-		if (bt < 0 || c->throughput.median > r->cells[bt].throughput.median)
-			bt = (int)i;
-		if (bp < 0 || c->p99_latency.median < r->cells[bp].p99_latency.median)
-			bp = (int)i;
-		if (r->slo_p99_seconds > 0 && c->p99_latency.median <= r->slo_p99_seconds &&
-		    (bs < 0 || c->throughput.median > r->cells[bs].throughput.median))
-			bs = (int)i;
+		if (rec->slo < 0 || c->throughput.median > r->cells[rec->slo].throughput.median)
+			rec->slo = (int)i;
 	}
-	make_pick(r, &rec->best_throughput, bt, "throughput");
-	make_pick(r, &rec->best_p99, bp, "p99");
-	make_pick(r, &rec->best_slo, bs, "slo");
-	if (r->slo_p99_seconds > 0 && bs < 0) {
-		char slo[32];
-
-		report_fmt_seconds(r->slo_p99_seconds, slo, sizeof(slo));
-		snprintf(rec->best_slo.why, sizeof(rec->best_slo.why),
-			 "no configuration kept the median p99 under %s.", slo);
-	} else if (bs >= 0 && r->cells[bs].p99_latency.hi > r->slo_p99_seconds) {
-		size_t l = strlen(rec->best_slo.why);
-
-		snprintf(rec->best_slo.why + l, sizeof(rec->best_slo.why) - l,
-			 " Its p99 interval reaches above the target: a repeat may miss it.");
+	if (rec->slo < 0) {
+		snprintf(rec->slo_text, sizeof(rec->slo_text), "no sharing configuration kept the median p99 under %s.", slo);
+		return;
 	}
+	rec->slo_tied[rec->n_slo_tied++] = rec->slo;
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct gpushare_report_cell *c = &r->cells[i];
+		struct gpushare_comparison cmp;
+
+		if ((int)i == rec->slo || strcmp(c->shape, rec->shape) || c->batch != rec->batch || !c->n_ok ||
+		    !report_sharing(c->strategy) || !(c->p99_latency.median <= r->slo_p99_seconds))
+			continue;
+		gpushare_compare(&c->throughput, &r->cells[rec->slo].throughput, &cmp);
+		if (cmp.verdict == GPUSHARE_VERDICT_TIE && rec->n_slo_tied < sizeof(rec->slo_tied) / sizeof(rec->slo_tied[0]))
+			rec->slo_tied[rec->n_slo_tied++] = (int)i;
+	}
+	{
+		const struct gpushare_report_cell *p = &r->cells[rec->slo];
+
+		snprintf(rec->slo_text, sizeof(rec->slo_text), "%s at %d %s: %s, p99 %s", sname(r, rec->slo), p->workers,
+			 workers_word(p->workers), gpushare_fmt_rate(p->throughput.median, "items/s", a, sizeof(a)),
+			 gpushare_fmt_seconds(p->p99_latency.median, b, sizeof(b)));
+		if (rec->n_slo_tied > 1) {
+			cat(rec->slo_text, sizeof(rec->slo_text), "; ties in throughput with");
+			for (size_t i = 1; i < rec->n_slo_tied; i++)
+				cat(rec->slo_text, sizeof(rec->slo_text), "%s %s at %d", i > 1 ? "," : "",
+				    sname(r, rec->slo_tied[i]), r->cells[rec->slo_tied[i]].workers);
+		}
+		cat(rec->slo_text, sizeof(rec->slo_text), ".");
+		if (gpushare_ci_has_interval(&p->p99_latency) && p->p99_latency.hi > r->slo_p99_seconds)
+			cat(rec->slo_text, sizeof(rec->slo_text),
+			    " Its p99 interval reaches above the target: a repeat may miss it.");
+	}
+}
+
+static int recommend(struct gpushare_report *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n_shapes; i++) {
+		long batches[64];
+
+		n += report_shape_batches(r, r->shapes[i], batches, 64);
+	}
+	r->recs = calloc(n ? n : 1, sizeof(*r->recs));
+	if (!r->recs)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < r->n_shapes; i++) {
+		long batches[64];
+		int workers[64];
+		size_t nb = report_shape_batches(r, r->shapes[i], batches, 64);
+		size_t nw = report_shape_workers(r, r->shapes[i], workers, 64);
+
+		for (size_t b = 0; b < nb; b++) {
+			struct gpushare_report_rec *rec = &r->recs[r->n_recs++];
+
+			snprintf(rec->shape, sizeof(rec->shape), "%s", r->shapes[i]);
+			rec->batch = batches[b];
+			rec->at = calloc(nw ? nw : 1, sizeof(*rec->at));
+			if (!rec->at)
+				return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+			for (size_t w = 0; w < nw; w++) {
+				rec->at[rec->n_at].workers = workers[w];
+				answer_workers(r, rec, &rec->at[rec->n_at++]);
+			}
+			answer_scaling(r, rec);
+			answer_slo(r, rec);
+		}
+	}
+	return GPUSHARE_OK;
+}
+
+static void free_summary(struct gpushare_report *r)
+{
+	for (size_t i = 0; r->cells && i < r->n_cells; i++)
+		free(r->cells[i].hist);
+	for (size_t i = 0; r->recs && i < r->n_recs; i++)
+		free(r->recs[i].at);
+	free(r->cells);
+	free(r->shapes);
+	free(r->recs);
+	r->cells = NULL;
+	r->shapes = NULL;
+	r->recs = NULL;
+	r->n_cells = r->n_shapes = r->n_recs = 0;
 }
 
 int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
@@ -411,13 +604,7 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 	size_t n = 0, m = 0;
 	int rc = GPUSHARE_OK;
 
-	free(r->cells);
-	free(r->shapes);
-	free(r->recs);
-	r->cells = NULL;
-	r->shapes = NULL;
-	r->recs = NULL;
-	r->n_cells = r->n_shapes = 0;
+	free_summary(r);
 	r->slo_p99_seconds = slo_p99_seconds;
 	refs = calloc(r->n_runs ? r->n_runs : 1, sizeof(*refs));
 	r->shapes = calloc(r->n_runs ? r->n_runs : 1, sizeof(*r->shapes));
@@ -459,20 +646,23 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 	free(refs);
 	if (rc)
 		return rc;
-	r->recs = calloc(r->n_shapes ? r->n_shapes : 1, sizeof(*r->recs));
-	if (!r->recs)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < r->n_shapes; i++)
-		recommend(r, i);
-	return GPUSHARE_OK;
+	return recommend(r);
+}
+
+void gpushare_report_run_release(struct gpushare_report_run *run)
+{
+	free(run->hist_le_ns);
+	free(run->hist_counts);
+	run->hist_le_ns = run->hist_counts = NULL;
+	run->hist_n = 0;
 }
 
 void gpushare_report_release(struct gpushare_report *r)
 {
+	free_summary(r);
+	for (size_t i = 0; r->runs && i < r->n_runs; i++)
+		gpushare_report_run_release(&r->runs[i]);
 	free(r->runs);
 	free(r->bad);
-	free(r->cells);
-	free(r->shapes);
-	free(r->recs);
 	memset(r, 0, sizeof(*r));
 }

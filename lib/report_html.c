@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "report_internal.h"
@@ -49,18 +51,19 @@ static void html_table(const struct gpushare_report *r, struct rbuf *b, const ch
 	struct report_table t;
 
 	report_table_init(&t, r, shape, batch, m);
-	rbuf_printf(b, "<table>\n<caption>%s (%s), median of repeats (95%% CI)</caption>\n<tr><th>strategy</th>",
-		    t.title, t.unit);
+	rbuf_printf(b, "<table>\n<caption>%s (%s), %s</caption>\n<tr><th>strategy</th>", t.title, t.unit, t.caption);
 	for (size_t w = 0; w < t.n_workers; w++)
 		rbuf_printf(b, "<th>%d %s</th>", t.workers[w], t.workers[w] == 1 ? "worker" : "workers");
 	rbuf_printf(b, "</tr>\n");
 	for (size_t s = 0; s < t.n_strategies; s++) {
-		rbuf_printf(b, "<tr><th>%s</th>", gpushare_strategy_name(t.strategies[s]));
+		rbuf_printf(b, "<tr><th>%s%s</th>", gpushare_strategy_name(t.strategies[s]),
+			    report_sharing(t.strategies[s]) ? "" : " <span class=\"ref\">(reference)</span>");
 		for (size_t w = 0; w < t.n_workers; w++) {
-			char cell[96];
+			char cell[128];
+			bool win;
 
-			report_table_cell(&t, s, w, cell, sizeof(cell));
-			rbuf_printf(b, "<td>");
+			report_table_cell(&t, s, w, cell, sizeof(cell), &win);
+			rbuf_printf(b, win ? "<td class=\"win\">" : "<td>");
 			esc(b, cell);
 			rbuf_printf(b, "</td>");
 		}
@@ -101,6 +104,9 @@ int report_html(const struct gpushare_report *r, const struct report_figure *fig
 		       "th,td{border:1px solid #ccc;padding:4px 9px;font-size:13px}td{text-align:right;font-variant-numeric:tabular-nums}\n"
 		       "th{background:#f3f3f3;text-align:left}.rec li{margin:6px 0}.warn{color:#a33}\n"
 		       "figure{margin:14px 0}figure img{max-width:100%%;border:1px solid #ddd}figcaption{font-size:13px;color:#555}\n"
+		       "td.win{background:#e3f4e3;font-weight:bold}.ref{color:#777;font-weight:normal}\n"
+		       ".answers td{text-align:left;font-variant-numeric:normal;max-width:520px}\n"
+		       ".grid{display:grid;grid-template-columns:1fr 1fr;gap:8px}.grid figure{margin:4px 0}\n"
 		       ".meta td{text-align:left}code{background:#f5f5f5;padding:1px 4px}\n</style>\n</head>\n<body>\n"
 		       "<h1>gpushare sweep report</h1>\n<table class=\"meta\">\n");
 	meta_row(b, "GPU", r->gpu_name[0] ? r->gpu_name : "none (CPU-only workload)");
@@ -114,6 +120,9 @@ int report_html(const struct gpushare_report *r, const struct report_figure *fig
 	snprintf(buf, sizeof(buf), "%zu (%zu failed or partial)", r->n_runs, failed);
 	meta_row(b, "runs", buf);
 	rbuf_printf(b, "</table>\n");
+	if (r->n_shapes_omitted)
+		rbuf_printf(b, "<p class=\"warn\">Only the first %zu workload shapes are reported: %zu more workload shapes "
+			    "(%zu runs) are in the results file.</p>\n", r->n_shapes, r->n_shapes_omitted, r->n_runs_omitted);
 	if (r->n_bad) {
 		rbuf_printf(b, "<p class=\"warn\">%zu corrupt line%s of the results file skipped:", r->n_bad,
 			    r->n_bad == 1 ? "" : "s");
@@ -124,27 +133,44 @@ int report_html(const struct gpushare_report *r, const struct report_figure *fig
 		}
 		rbuf_printf(b, "%s</p>\n", r->n_bad > 10 ? "; ..." : "");
 	}
-	rbuf_printf(b, "<p>Each figure is the median over repeats; in parentheses and as error bars the "
-		       "distribution-free 95%% confidence interval of the median (order statistics). With fewer "
-		       "than 6 repeats the interval is the min-max range, whose coverage is below 95%%.</p>\n");
+	rbuf_printf(b, "<p>Each figure is the median over a cell's successful runs. Its interval (in parentheses "
+		       "and as error bars) is the distribution-free interval of the median from order statistics, with "
+		       "its exact coverage: with one run there is none, with 2 runs it is [min, max] at 50%%, with 5 at "
+		       "93.7%%, from 6 runs on at least 95%%. Overlapping intervals are a tie; when they are apart, a "
+		       "difference is called significant only when both intervals together cover at least 95%%. "
+		       "Highlighted: the best sharing strategy of a column, or tied with it.</p>\n");
 	rbuf_printf(b, "<h2>Recommendation</h2>\n");
-	for (size_t i = 0; i < r->n_shapes; i++) {
-		const struct gpushare_report_shape_rec *rec = &r->recs[i];
+	for (size_t i = 0; i < r->n_recs; i++) {
+		const struct gpushare_report_rec *rec = &r->recs[i];
 
 		rbuf_printf(b, "<h3>");
 		esc(b, rec->shape);
-		rbuf_printf(b, "</h3>\n<ul class=\"rec\">\n<li><b>Maximum throughput:</b> ");
-		esc(b, rec->best_throughput.cell >= 0 ? rec->best_throughput.why : "no successful run.");
-		rbuf_printf(b, "</li>\n<li><b>Minimum p99 latency:</b> ");
-		esc(b, rec->best_p99.cell >= 0 ? rec->best_p99.why : "no successful run.");
-		rbuf_printf(b, "</li>\n");
-		if (r->slo_p99_seconds > 0) {
-			report_fmt_seconds(r->slo_p99_seconds, buf, sizeof(buf));
-			rbuf_printf(b, "<li><b>Maximum throughput with p99 under %s:</b> ", buf);
-			esc(b, rec->best_slo.why);
+		rbuf_printf(b, ", batch %ld</h3>\n<p><b>I have N processes: how should they share the GPU?</b> "
+			       "Highest median throughput among timeslice, mps, mps-split and mig (sequential and "
+			       "streams are references), and the lowest p99 latency.</p>\n"
+			       "<table class=\"answers\">\n<tr><th>workers</th><th>highest throughput</th>"
+			       "<th>lowest p99 latency</th></tr>\n", rec->batch);
+		for (size_t w = 0; w < rec->n_at; w++) {
+			rbuf_printf(b, "<tr><th>%d</th><td>", rec->at[w].workers);
+			esc(b, rec->at[w].throughput_text);
+			rbuf_printf(b, "</td><td>");
+			esc(b, rec->at[w].latency_text[0] ? rec->at[w].latency_text : "-");
+			rbuf_printf(b, "</td></tr>\n");
+		}
+		rbuf_printf(b, "</table>\n<p><b>How many processes per GPU?</b> The fewest workers within noise of "
+			       "each strategy's best throughput:</p>\n<ul class=\"rec\">\n");
+		for (size_t k = 0; k < rec->n_scaling; k++) {
+			rbuf_printf(b, "<li>");
+			esc(b, rec->scaling[k].text);
 			rbuf_printf(b, "</li>\n");
 		}
 		rbuf_printf(b, "</ul>\n");
+		if (r->slo_p99_seconds > 0) {
+			gpushare_fmt_seconds(r->slo_p99_seconds, buf, sizeof(buf));
+			rbuf_printf(b, "<p><b>Highest throughput with p99 under %s:</b> ", buf);
+			esc(b, rec->slo_text);
+			rbuf_printf(b, "</p>\n");
+		}
 	}
 	for (size_t i = 0; i < r->n_shapes; i++) {
 		long batches[64];
@@ -169,10 +195,18 @@ int report_html(const struct gpushare_report *r, const struct report_figure *fig
 			html_table(r, b, r->shapes[i], batches[k], M_P99);
 			snprintf(tag, sizeof(tag), "%sbatch%ld-", prefix, batches[k]);
 			for (size_t f = 0; f < n_figs; f++) {
-				if (strncmp(figs[f].name, tag, strlen(tag)))
+				if (strncmp(figs[f].name, tag, strlen(tag)) || strstr(figs[f].name, "-cdf-"))
 					continue;
 				html_figure(b, &figs[f]);
 			}
+			/* The latency CDFs, one per worker count, two abreast. */
+			rbuf_printf(b, "<div class=\"grid\">\n");
+			for (size_t f = 0; f < n_figs; f++) {
+				if (strncmp(figs[f].name, tag, strlen(tag)) || !strstr(figs[f].name, "-cdf-"))
+					continue;
+				html_figure(b, &figs[f]);
+			}
+			rbuf_printf(b, "</div>\n");
 		}
 	}
 	rbuf_printf(b, "</body>\n</html>\n");
@@ -203,12 +237,18 @@ static int write_stream(const struct gpushare_report *r, const char *path, strea
 	return rc;
 }
 
-static int ensure_dir(const char *path)
+/* inner: a directory gpushare names inside the output directory (plots/):
+ * never a link planted there, nor another user's directory. */
+static int ensure_dir(const char *path, bool inner)
 {
 	struct stat st;
 
 	if (mkdir(path, 0755) == 0)
 		return GPUSHARE_OK;
+	if (inner && errno == EEXIST && lstat(path, &st) == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()))
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is %s; refusing to write into it", path,
+				     S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "another user's directory"
+											: "not a directory");
 	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return GPUSHARE_OK;
 	return gpushare_fail(GPUSHARE_E_IO, "cannot create directory '%s': %s", path, strerror(errno));
@@ -221,11 +261,11 @@ int gpushare_report_write(const struct gpushare_report *r, const char *dir)
 	struct rbuf html = { 0 };
 	char *json = NULL;
 	size_t n_figs = 0;
-	int rc = ensure_dir(dir);
+	int rc = ensure_dir(dir, false);
 
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/plots", dir);
-		rc = ensure_dir(path);
+		rc = ensure_dir(path, true);
 	}
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/report.md", dir);

@@ -1,6 +1,8 @@
 /*
- * Internals shared by the report modules: number formatting, the plot
- * description drawn by report_plot.c (cairo) and growable byte buffers.
+ * Internals shared by the report modules: the table model of the markdown
+ * and HTML reports, comparison sentences, the plot description drawn by
+ * report_plot.c (cairo) and growable byte buffers. Numbers are formatted by
+ * gpushare/format.h throughout.
  */
 #ifndef GPUSHARE_REPORT_INTERNAL_H
 #define GPUSHARE_REPORT_INTERNAL_H
@@ -22,17 +24,19 @@ void rbuf_add(struct rbuf *b, const void *data, size_t len);
 void rbuf_printf(struct rbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rbuf_release(struct rbuf *b);
 
-/* Human numbers: "3.91 ms", "812 us"; "12.3k". */
-void report_fmt_seconds(double s, char *buf, size_t len);
-void report_fmt_count(double v, char *buf, size_t len);
+/* Sharing strategies answer "how should N processes share"; sequential and
+ * streams are references. */
+bool report_sharing(int strategy);
 
-/* Table cells: metric M_THROUGHPUT, M_MEAN or M_P99. The latency unit of
- * a table (shape, batch) comes from its largest median. */
+/* c (a against b_name) in words: "2.16x <what> of <b_name> (1.90x-2.40x;
+ * significant, 98.4% confidence)", "tie with <b_name> (...)", or no verdict
+ * without intervals. what: "the throughput", "the p99". */
+void report_compare_text(const struct gpushare_comparison *c, const char *what, const char *b_name, char *buf,
+			 size_t len);
+
+/* Table cells: metric M_THROUGHPUT, M_MEAN or M_P99. */
 enum report_metric { M_THROUGHPUT, M_MEAN, M_P99 };
-void report_latency_unit(const struct gpushare_report *r, const char *shape, long batch, int m, const char **name,
-			 double *scale);
-/* "1.23k (1.20k-1.25k) [1 failed]" or, for latency, the value times scale. */
-void report_fmt_cell(const struct gpushare_report_cell *c, int m, double scale, char *buf, size_t len);
+const struct gpushare_ci *report_metric_ci(const struct gpushare_report_cell *c, int m);
 
 /* One table of the markdown and HTML reports: metric m of (shape, batch),
  * strategies as rows and worker counts as columns. r and shape must outlive it. */
@@ -46,21 +50,37 @@ struct report_table {
 	double scale;                /* latency: seconds to unit */
 	int workers[64], strategies[GPUSHARE_STRATEGY_COUNT];
 	size_t n_workers, n_strategies;
+	double coverage;             /* the coverage most cells have; 0: no intervals */
+	size_t runs;                 /* the ok runs most cells have */
+	char caption[256];           /* "median of 5 runs; in parentheses the 93.7% interval ..." */
 };
 void report_table_init(struct report_table *t, const struct gpushare_report *r, const char *shape, long batch, int m);
-/* The text of row s, column w: report_fmt_cell(), or "-" where no cell was run. */
-void report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len);
+/* The text of row s, column w: "1.23k (1.20k-1.25k)", a coverage of its own
+ * when it differs from the caption's, " [1 failed]"; "failed (2)" when no
+ * run succeeded; "-" where no cell was run. *win: the cell is the best
+ * sharing strategy of its column (highest throughput, lowest latency) or
+ * ties with it. */
+void report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len, bool *win);
 
 /* ---- plots ---- */
 
 #define RPLOT_MAX_SERIES 48
-#define RPLOT_MAX_POINTS 32
+#define RPLOT_MAX_POINTS 400
+
+enum rplot_unit {
+	RPLOT_NUMBER = 0,            /* plain numbers (workers, batch) */
+	RPLOT_RATE,                  /* items/s: k, M suffixes */
+	RPLOT_SECONDS,               /* ns, us, ms, s */
+	RPLOT_FRACTION,              /* 0..1 */
+	RPLOT_PERCENT,               /* 0..100 */
+	RPLOT_BYTES,                 /* MiB, GiB */
+};
 
 struct rplot_series {
 	char label[96];
 	int color;                   /* index in the palette */
-	bool dashed;
-	int marker;                  /* 0 circle, 1 square, 2 triangle, 3 diamond */
+	int dashed;                  /* 0 solid, 1 dashed, 2 dotted, 3 dash-dot */
+	int marker;                  /* 0 circle, 1 square, 2 triangle, 3 diamond; -1 none */
 	size_t n;
 	double x[RPLOT_MAX_POINTS], y[RPLOT_MAX_POINTS];
 	double lo[RPLOT_MAX_POINTS], hi[RPLOT_MAX_POINTS];   /* error bar; NaN none */
@@ -69,15 +89,18 @@ struct rplot_series {
 struct rplot {
 	char title[160];
 	char subtitle[320];
-	char xlabel[64];             /* with unit */
+	char xlabel[64];             /* without unit when xunit is not RPLOT_NUMBER */
 	char ylabel[64];             /* without unit; the unit is chosen from the data */
-	int yunit;                   /* 0 items/s, 1 seconds (latency) */
-	bool logx;                   /* log2 axis (batch sizes) */
+	int xunit, yunit;            /* enum rplot_unit */
+	bool logx;                   /* log axis: base 2 for numbers (batch sizes), 10 otherwise */
+	bool logy;                   /* log10 axis */
+	bool xticks_at_points;       /* ticks at the x values of the points (workers, batches) */
 	size_t n_series;
 	struct rplot_series series[RPLOT_MAX_SERIES];
 };
 
-/* Render p as PNG and SVG into memory. GPUSHARE_E_IO on a cairo error. */
+/* Render p as PNG and SVG into memory. The SVG keeps its text as <text>
+ * elements (searchable, selectable). GPUSHARE_E_IO on a cairo error. */
 int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg);
 
 /* One rendered plot of the report. */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "report_load_curve.h"
 
@@ -183,16 +184,23 @@ static int build(const struct gpushare_report *r, struct curve **out, size_t *n_
 	return GPUSHARE_OK;
 }
 
-static void fmt_s(double s, char *buf, size_t len)
+/* A duration or a rate through lib/format.c; "-" when nothing measured it. */
+static const char *fmt_s(double s, bool known, char *buf, size_t len)
 {
-	if (s <= 0)
+	if (!known || !isfinite(s)) {
 		snprintf(buf, len, "-");
-	else if (s < 1e-3)
-		snprintf(buf, len, "%.1f us", s * 1e6);
-	else if (s < 1)
-		snprintf(buf, len, "%.2f ms", s * 1e3);
-	else
-		snprintf(buf, len, "%.2f s", s);
+		return buf;
+	}
+	return gpushare_fmt_seconds(s, buf, len);
+}
+
+static const char *fmt_rate(double v, bool known, char *buf, size_t len)
+{
+	if (!known || !isfinite(v)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	return gpushare_fmt_si(v, buf, len);
 }
 
 static void curve_name(const struct curve *c, char *buf, size_t len)
@@ -224,7 +232,7 @@ int report_load_curve_recommend(const struct gpushare_report *r, const char *sha
 {
 	struct curve *cv;
 	size_t n, ties = 0;
-	char slo[32], name[96];
+	char slo[32], name[96], t[32];
 	int best = -1, rc;
 	bool any = false;
 
@@ -239,7 +247,7 @@ int report_load_curve_recommend(const struct gpushare_report *r, const char *sha
 	rc = build(r, &cv, &n);
 	if (rc)
 		return rc;
-	fmt_s(r->slo_p99_seconds, slo, sizeof(slo));
+	fmt_s(r->slo_p99_seconds, true, slo, sizeof(slo));
 	for (size_t k = 0; k < n; k++) {
 		if (strcmp(cv[k].shape, shape) || cv[k].peak < 0)
 			continue;
@@ -258,10 +266,12 @@ int report_load_curve_recommend(const struct gpushare_report *r, const char *sha
 		    cv[k].pts[cv[k].peak].rate != cv[best].pts[cv[best].peak].rate)
 			continue;
 		curve_name(&cv[k], name, sizeof(name));
-		fprintf(f, "%s%s (p99 %.2f ms)", ties ? " and " : "", name, cv[k].pts[cv[k].peak].p99 * 1e3);
+		fprintf(f, "%s%s (p99 %s)", ties ? " and " : "", name,
+			fmt_s(cv[k].pts[cv[k].peak].p99, true, t, sizeof(t)));
 		ties++;
 	}
-	fprintf(f, "%s at %.6g requests/s offered", ties > 1 ? ", a tie," : "", cv[best].pts[cv[best].peak].rate);
+	fprintf(f, "%s at %s requests/s offered", ties > 1 ? ", a tie," : "",
+		fmt_rate(cv[best].pts[cv[best].peak].rate, true, t, sizeof(t)));
 	if ((size_t)cv[best].peak + 1 == cv[best].n_pts)
 		fprintf(f, " (the highest rate measured: the peak may be higher)");
 	fputc('.', f);
@@ -272,7 +282,7 @@ int report_load_curve_recommend(const struct gpushare_report *r, const char *sha
 		curve_name(&cv[k], name, sizeof(name));
 		fprintf(f, "%s %s ", others++ ? ";" : " Others:", name);
 		if (cv[k].peak >= 0)
-			fprintf(f, "%.6g/s", cv[k].pts[cv[k].peak].rate);
+			fprintf(f, "%s/s", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
 		else
 			fprintf(f, "none");
 	}
@@ -303,13 +313,17 @@ int report_load_curve_markdown(const struct gpushare_report *r, FILE *f)
 	for (size_t k = 0; k < n; k++) {
 		for (size_t j = 0; j < cv[k].n_pts; j++) {
 			const struct point *p = &cv[k].pts[j];
-			char a[24], b[24];
+			char a[24], b[24], off[24], rate[24], ach[24], unf[24];
 
-			fmt_s(p->p50, a, sizeof(a));
-			fmt_s(p->p99, b, sizeof(b));
-			fprintf(f, "| %s | %s | %d | %ld | %.1f (%.6g) | %.1f | %s | %s%s | %.0f | %zu |\n", cv[k].shape,
-				gpushare_strategy_name(cv[k].strategy), cv[k].workers, cv[k].batch, p->offered, p->rate,
-				p->achieved, a, b, (int)j == cv[k].peak ? " **peak**" : "", p->unfinished, p->n);
+			if (p->n)
+				snprintf(unf, sizeof(unf), "%.0f", p->unfinished);
+			else
+				snprintf(unf, sizeof(unf), "-");
+			fprintf(f, "| %s | %s | %d | %ld | %s (%s) | %s | %s | %s%s | %s | %zu |\n", cv[k].shape,
+				gpushare_strategy_name(cv[k].strategy), cv[k].workers, cv[k].batch,
+				fmt_rate(p->offered, p->n > 0, off, sizeof(off)), fmt_rate(p->rate, true, rate, sizeof(rate)),
+				fmt_rate(p->achieved, p->n > 0, ach, sizeof(ach)), fmt_s(p->p50, p->n > 0, a, sizeof(a)),
+				fmt_s(p->p99, p->n > 0, b, sizeof(b)), (int)j == cv[k].peak ? " **peak**" : "", unf, p->n);
 		}
 	}
 	fputc('\n', f);
@@ -430,29 +444,31 @@ static void svg_shape(struct sbuf *b, const struct gpushare_report *r, const str
 		double v = pow(10, e);
 		char t[24];
 
-		fmt_s(v, t, sizeof(t));
+		fmt_s(v, true, t, sizeof(t));
 		sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
 			     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
 			  ML, Y(v), W - MR, Y(v), ML - 6, Y(v) + 4, t);
 	}
 	for (int i = 0; i <= 5; i++) {
 		double v = xmax / 1.05 * i / 5;
+		char t[24];
 
-		sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.4g</text>\n", X(v), H - MB + 16, v);
+		sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(v), H - MB + 16,
+			  fmt_rate(v, true, t, sizeof(t)));
 	}
 	sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">offered requests/s</text>\n",
 		  (ML + W - MR) / 2, H - 10);
 	if (r->slo_p99_seconds > 0) {
 		char t[24];
 
-		fmt_s(r->slo_p99_seconds, t, sizeof(t));
+		fmt_s(r->slo_p99_seconds, true, t, sizeof(t));
 		sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"gray\" stroke-dasharray=\"6,4\"/>"
 			     "<text x=\"%.1f\" y=\"%.1f\" fill=\"gray\">bound %s</text>\n",
 			  ML, Y(r->slo_p99_seconds), W - MR, Y(r->slo_p99_seconds), ML + 4, Y(r->slo_p99_seconds) - 4, t);
 	}
 	for (size_t k = 0; k < n; k++) {
 		const char *col = palette[shown % (sizeof(palette) / sizeof(palette[0]))];
-		char name[96];
+		char name[96], t[24];
 		bool first = true;
 
 		if (strcmp(cv[k].shape, shape))
@@ -482,7 +498,7 @@ static void svg_shape(struct sbuf *b, const struct gpushare_report *r, const str
 			  W - MR + 12, MT + 18.0 * (double)shown + 2, col, W - MR + 30, MT + 18.0 * (double)shown + 6);
 		sb_xml(b, name);
 		if (cv[k].peak >= 0)
-			sb_printf(b, " (peak %.4g/s)", cv[k].pts[cv[k].peak].rate);
+			sb_printf(b, " (peak %s/s)", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
 		sb_printf(b, "</text>\n");
 		shown++;
 	}
@@ -513,9 +529,15 @@ int report_load_curve_write(const struct gpushare_report *r, const char *dir)
 			sb_printf(&b, "\"");
 			for (const char *c = cv[k].shape; *c; c++)
 				sb_printf(&b, *c == '"' ? "\"\"" : "%c", *c);
-			sb_printf(&b, "\",%s,%d,%ld,%.9g,%.9g,%.9g,%.9g,%.9g,%.0f,%zu,%s\n",
-				  gpushare_strategy_name(cv[k].strategy), cv[k].workers, cv[k].batch, p->rate, p->offered,
-				  p->achieved, p->p50, p->p99, p->unfinished, p->n, (int)j == cv[k].peak ? "true" : "false");
+			sb_printf(&b, "\",%s,%d,%ld,%.9g", gpushare_strategy_name(cv[k].strategy), cv[k].workers,
+				  cv[k].batch, p->rate);
+			/* No ok run at this rate: its figures are unknown, empty fields. */
+			if (p->n)
+				sb_printf(&b, ",%.9g,%.9g,%.9g,%.9g,%.0f", p->offered, p->achieved, p->p50, p->p99,
+					  p->unfinished);
+			else
+				sb_printf(&b, ",,,,,");
+			sb_printf(&b, ",%zu,%s\n", p->n, (int)j == cv[k].peak ? "true" : "false");
 		}
 	}
 	snprintf(path, sizeof(path), "%s/load_curve.csv", dir);

@@ -1,10 +1,15 @@
 /*
- * Plots of a sweep report, drawn with cairo into PNG and SVG: throughput
- * against batch size per strategy and worker count (the TorchServe figures),
- * mean and p99 latency against workers per strategy, and aggregate
- * throughput against workers per strategy. Points are medians over repeats,
- * error bars the 95% CI of the median. Axes carry units; the y unit is
- * chosen from the data (items/s, k items/s; us, ms, s).
+ * Plots of a sweep report, drawn with cairo into PNG and SVG. Per shape:
+ * throughput against batch size (only when the sweep has several), and per
+ * batch: aggregate throughput against workers, latency percentiles (p50,
+ * p90, p99, p99.9) against workers on a log axis, fairness (slowest ÷
+ * fastest worker) against workers, GPU utilisation and memory against
+ * workers when NVML telemetry was recorded, and per worker count the
+ * latency CDF of each strategy from the merged histograms. Points are
+ * medians over repeats, error bars the interval of the median with the
+ * coverage the subtitle states. Axes carry units chosen from the data;
+ * numbers are formatted by gpushare/format.h. In the SVG, text stays text
+ * (<text> elements), so it can be searched and read by tools.
  */
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -15,6 +20,7 @@
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "report_internal.h"
@@ -35,22 +41,45 @@ static const double palette[][3] = {
 };
 #define N_PALETTE (sizeof(palette) / sizeof(palette[0]))
 
-struct frame {
-	double x0, x1, y0, y1;      /* data range */
-	double px0, px1, py0, py1;  /* plot area in pixels (py0 bottom) */
-	bool logx;
+/* Line styles: solid, dashed, dotted, dash-dot. */
+static const double dash_on[][4] = { { 0 }, { 7, 4 }, { 2, 3 }, { 8, 3, 2, 3 } };
+static const int dash_n[] = { 0, 2, 2, 4 };
+
+/* The drawing of one plot; svg_text collects the text of the SVG pass. */
+struct canvas {
+	cairo_t *cr;
+	struct rbuf *svg_text;       /* NULL: draw text as glyphs (PNG) */
+	double font_size;
+	bool bold;
 };
 
-static double map_x(const struct frame *f, double x)
-{
-	double v = f->logx ? log2(x) : x;
+struct axis {
+	bool log;
+	double base;                 /* 2 or 10 */
+	double lo, hi;               /* in axis space (log of the value when log) */
+	int unit;                    /* enum rplot_unit */
+	const char *uname;           /* unit for the label ("k items/s"); "" none */
+	double div;                  /* value / div is printed */
+};
 
-	return f->px0 + (v - f->x0) / (f->x1 - f->x0) * (f->px1 - f->px0);
+struct frame {
+	struct axis x, y;
+	double px0, px1, py0, py1;   /* plot area in pixels (py0 bottom) */
+};
+
+static double to_axis(const struct axis *a, double v)
+{
+	return a->log ? log(v) / log(a->base) : v;
 }
 
-static double map_y(const struct frame *f, double y)
+static double map_x(const struct frame *f, double v)
 {
-	return f->py0 - (y - f->y0) / (f->y1 - f->y0) * (f->py0 - f->py1);
+	return f->px0 + (to_axis(&f->x, v) - f->x.lo) / (f->x.hi - f->x.lo) * (f->px1 - f->px0);
+}
+
+static double map_y(const struct frame *f, double v)
+{
+	return f->py0 - (to_axis(&f->y, v) - f->y.lo) / (f->y.hi - f->y.lo) * (f->py0 - f->py1);
 }
 
 static double nice_step(double range)
@@ -60,17 +89,67 @@ static double nice_step(double range)
 	return (n < 1.5 ? 1 : n < 3 ? 2 : n < 7 ? 5 : 10) * mag;
 }
 
-static void text_at(cairo_t *cr, double x, double y, const char *s, double ax, double ay)
+static void font(struct canvas *cv, double size, bool bold)
 {
+	cv->font_size = size;
+	cv->bold = bold;
+	cairo_select_font_face(cv->cr, FONT, CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+	cairo_set_font_size(cv->cr, size);
+}
+
+static void xml_esc(struct rbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': rbuf_add(b, "&lt;", 4); break;
+		case '>': rbuf_add(b, "&gt;", 4); break;
+		case '&': rbuf_add(b, "&amp;", 5); break;
+		case '"': rbuf_add(b, "&quot;", 6); break;
+		default: rbuf_add(b, s, 1); break;
+		}
+	}
+}
+
+/* Text anchored at (x, y): ax, ay in 0..1 (0 left/top, 0.5 centre, 1
+ * right/bottom). PNG: glyphs; SVG: a <text> element at the same place. */
+static void text_at(struct canvas *cv, double x, double y, const char *s, double ax, double ay)
+{
+	cairo_t *cr = cv->cr;
 	cairo_text_extents_t e;
+	double bx, by;
 
 	cairo_text_extents(cr, s, &e);
-	cairo_move_to(cr, x - e.width * ax - e.x_bearing, y + e.height * ay - (e.height + e.y_bearing));
-	cairo_show_text(cr, s);
+	bx = x - e.width * ax - e.x_bearing;
+	by = y + e.height * ay - (e.height + e.y_bearing);
+	if (!cv->svg_text) {
+		cairo_move_to(cr, bx, by);
+		cairo_show_text(cr, s);
+		return;
+	}
+	{
+		cairo_matrix_t m;
+		double r = 0, g = 0, b = 0, a = 1, dx = bx, dy = by, angle;
+
+		cairo_pattern_get_rgba(cairo_get_source(cr), &r, &g, &b, &a);
+		cairo_get_matrix(cr, &m);
+		cairo_user_to_device(cr, &dx, &dy);
+		angle = atan2(m.yx, m.xx) * 180 / M_PI;
+		rbuf_printf(cv->svg_text,
+			    "<text x=\"%.2f\" y=\"%.2f\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"%.1f\"%s "
+			    "fill=\"rgb(%d,%d,%d)\"", dx, dy, cv->font_size, cv->bold ? " font-weight=\"bold\"" : "",
+			    (int)lround(r * 255), (int)lround(g * 255), (int)lround(b * 255));
+		if (fabs(angle) > 0.01)
+			rbuf_printf(cv->svg_text, " transform=\"rotate(%.1f %.2f %.2f)\"", angle, dx, dy);
+		rbuf_printf(cv->svg_text, ">");
+		xml_esc(cv->svg_text, s);
+		rbuf_printf(cv->svg_text, "</text>\n");
+	}
 }
 
 static void marker(cairo_t *cr, int kind, double x, double y, double r)
 {
+	if (kind < 0)
+		return;
 	switch (kind % 4) {
 	case 0: cairo_arc(cr, x, y, r, 0, 2 * M_PI); break;
 	case 1: cairo_rectangle(cr, x - r, y - r, 2 * r, 2 * r); break;
@@ -91,34 +170,6 @@ static void marker(cairo_t *cr, int kind, double x, double y, double r)
 	cairo_fill(cr);
 }
 
-/* The y unit from the largest value: name and divisor. */
-static void y_unit(const struct rplot *p, double max, const char **unit, double *div)
-{
-	if (p->yunit == 1) {
-		if (max < 1e-3) {
-			*unit = "us";
-			*div = 1e-6;
-		} else if (max < 2) {
-			*unit = "ms";
-			*div = 1e-3;
-		} else {
-			*unit = "s";
-			*div = 1;
-		}
-		return;
-	}
-	if (max >= 2e6) {
-		*unit = "M items/s";
-		*div = 1e6;
-	} else if (max >= 2e3) {
-		*unit = "k items/s";
-		*div = 1e3;
-	} else {
-		*unit = "items/s";
-		*div = 1;
-	}
-}
-
 static void set_color(cairo_t *cr, int c, double alpha)
 {
 	const double *rgb = palette[(size_t)c % N_PALETTE];
@@ -126,23 +177,119 @@ static void set_color(cairo_t *cr, int c, double alpha)
 	cairo_set_source_rgba(cr, rgb[0], rgb[1], rgb[2], alpha);
 }
 
-static void draw(cairo_t *cr, const struct rplot *p)
+static void set_dash(cairo_t *cr, int dash)
 {
-	struct frame f = { .logx = p->logx };
-	double xmin = INFINITY, xmax = -INFINITY, ymax = 0, div, step, xs[64];
-	const char *unit;
-	char buf[128];
-	size_t nxs = 0;
+	int d = dash < 0 || dash > 3 ? 0 : dash;
+
+	cairo_set_dash(cr, dash_on[d], dash_n[d], 0);
+}
+
+/* Unit name and divisor of an axis from its largest value. */
+static void axis_unit(struct axis *a, double max)
+{
+	const char *suffix;
+	static char rate[32];
+
+	a->uname = "";
+	a->div = 1;
+	switch (a->unit) {
+	case RPLOT_RATE:
+		gpushare_si_unit(max, &suffix, &a->div);
+		snprintf(rate, sizeof(rate), "%s%sitems/s", suffix, *suffix ? " " : "");
+		a->uname = rate;
+		break;
+	case RPLOT_SECONDS: {
+		double scale;
+
+		gpushare_seconds_unit(max, &a->uname, &scale);
+		a->div = 1 / scale;
+		break;
+	}
+	case RPLOT_PERCENT:
+		a->uname = "%";
+		break;
+	case RPLOT_BYTES:
+		if (max >= 1073741824.0) {
+			a->uname = "GiB";
+			a->div = 1073741824.0;
+		} else {
+			a->uname = "MiB";
+			a->div = 1048576.0;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* A tick label: on a log axis of seconds each tick carries its unit. */
+static void tick_label(const struct axis *a, double v, char *buf, size_t len)
+{
+	if (a->log && a->unit == RPLOT_SECONDS)
+		gpushare_fmt_seconds(v, buf, len);
+	else if (a->log)
+		gpushare_fmt_si(v, buf, len);
+	else
+		snprintf(buf, len, "%g", round(v / a->div * 1e6) / 1e6);
+}
+
+/* Range of a log axis: [min, max] and a little room, at least a decade. */
+static void log_range(struct axis *a, double min, double max)
+{
+	a->base = 10;
+	if (!(min > 0) || !isfinite(min) || !(max >= min)) {
+		min = 1e-6;
+		max = 1;
+	}
+	a->lo = log10(min) - 0.08;
+	a->hi = log10(max) + 0.08;
+	if (a->hi - a->lo < 1) {
+		double mid = (a->hi + a->lo) / 2;
+
+		a->lo = mid - 0.5;
+		a->hi = mid + 0.5;
+	}
+}
+
+/* Tick values of a log axis inside its range: 1, 2 and 5 times the
+ * decades when it spans up to three decades, else the decades. */
+static size_t log_ticks(const struct axis *a, double *out, size_t max)
+{
+	static const double steps[] = { 1, 2, 5 };
+	size_t n = 0, ns = a->hi - a->lo <= 3 ? 3 : 1;
+
+	for (double d = floor(a->lo); d <= ceil(a->hi) && n < max; d += 1) {
+		for (size_t k = 0; k < ns && n < max; k++) {
+			double v = steps[k] * pow(10, d), l = log10(v);
+
+			if (l >= a->lo - 1e-9 && l <= a->hi + 1e-9)
+				out[n++] = v;
+		}
+	}
+	return n;
+}
+
+static void draw(struct canvas *cv, const struct rplot *p)
+{
+	cairo_t *cr = cv->cr;
+	struct frame f = { 0 };
+	double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = 0, xs[64], ticks[64];
+	char buf[160];
+	size_t nxs = 0, nt;
 
 	for (size_t s = 0; s < p->n_series; s++) {
 		const struct rplot_series *se = &p->series[s];
 
 		for (size_t i = 0; i < se->n; i++) {
 			bool seen = false;
+			double top = isfinite(se->hi[i]) ? fmax(se->hi[i], se->y[i]) : se->y[i];
+			double bot = isfinite(se->lo[i]) ? fmin(se->lo[i], se->y[i]) : se->y[i];
 
 			xmin = fmin(xmin, se->x[i]);
 			xmax = fmax(xmax, se->x[i]);
-			ymax = fmax(ymax, isfinite(se->hi[i]) ? fmax(se->hi[i], se->y[i]) : se->y[i]);
+			ymax = fmax(ymax, top);
+			if (bot > 0)
+				ymin = fmin(ymin, bot);
 			for (size_t j = 0; j < nxs; j++)
 				seen |= xs[j] == se->x[i];
 			if (!seen && nxs < 64)
@@ -150,58 +297,104 @@ static void draw(cairo_t *cr, const struct rplot *p)
 		}
 	}
 	if (!isfinite(xmin)) {
-		xmin = 0;
-		xmax = 1;
+		xmin = 1;
+		xmax = 2;
 	}
-	y_unit(p, ymax, &unit, &div);
 	f.px0 = ML;
 	f.px1 = W - MR;
 	f.py0 = H - MB;
 	f.py1 = MT;
-	if (f.logx) {
-		f.x0 = log2(xmin) - 0.35;
-		f.x1 = log2(xmax) + 0.35;
+	/* x axis */
+	f.x.unit = p->xunit;
+	f.x.log = p->logx;
+	if (f.x.log && p->xunit == RPLOT_NUMBER) {
+		f.x.base = 2;
+		f.x.lo = log2(xmin) - 0.35;
+		f.x.hi = log2(xmax) + 0.35;
+	} else if (f.x.log) {
+		log_range(&f.x, xmin, xmax);
 	} else {
 		double pad = xmax > xmin ? (xmax - xmin) * 0.06 : 0.5;
 
-		f.x0 = xmin - pad;
-		f.x1 = xmax + pad;
+		f.x.lo = xmin - pad;
+		f.x.hi = xmax + pad;
 	}
-	f.y0 = 0;
-	step = nice_step(ymax > 0 ? ymax * 1.05 / div : 1) * div;
-	f.y1 = ceil(ymax * 1.05 / step) * step;
-	if (f.y1 <= 0)
-		f.y1 = step;
+	axis_unit(&f.x, xmax);
+	/* y axis */
+	f.y.unit = p->yunit;
+	f.y.log = p->logy;
+	axis_unit(&f.y, ymax);
+	if (f.y.log) {
+		log_range(&f.y, ymin, ymax);
+	} else if (p->yunit == RPLOT_FRACTION) {
+		f.y.lo = 0;
+		f.y.hi = 1.05;
+	} else if (p->yunit == RPLOT_PERCENT) {
+		f.y.lo = 0;
+		f.y.hi = 105;
+	} else {
+		double step = nice_step(ymax > 0 ? ymax * 1.05 / f.y.div : 1) * f.y.div;
+
+		f.y.lo = 0;
+		f.y.hi = ceil(ymax * 1.05 / step) * step;
+		if (f.y.hi <= 0)
+			f.y.hi = step;
+	}
 
 	/* Background, title. */
 	cairo_set_source_rgb(cr, 1, 1, 1);
 	cairo_paint(cr);
-	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-	cairo_set_font_size(cr, 19);
+	font(cv, 19, true);
 	cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-	text_at(cr, ML, 30, p->title, 0, 0.5);
-	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-	cairo_set_font_size(cr, 12.5);
+	text_at(cv, ML, 30, p->title, 0, 0.5);
+	font(cv, 12.5, false);
 	cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
-	text_at(cr, ML, 54, p->subtitle, 0, 0.5);
+	text_at(cv, ML, 54, p->subtitle, 0, 0.5);
 
-	/* Grid and ticks. */
-	cairo_set_font_size(cr, 12);
+	/* Horizontal grid and y ticks. */
+	font(cv, 12, false);
 	cairo_set_line_width(cr, 1);
-	for (double y = 0; y <= f.y1 + step / 2; y += step) {
-		double py = map_y(&f, y);
+	if (f.y.log) {
+		nt = log_ticks(&f.y, ticks, 64);
+	} else {
+		double step = p->yunit == RPLOT_FRACTION ? 0.2 : p->yunit == RPLOT_PERCENT ? 20
+				: nice_step(f.y.hi / f.y.div) * f.y.div;
+
+		nt = 0;
+		for (double y = 0; y <= f.y.hi + step / 2 && nt < 64; y += step) {
+			if (y <= f.y.hi + 1e-9 * f.y.hi)
+				ticks[nt++] = y;
+		}
+	}
+	for (size_t i = 0; i < nt; i++) {
+		double py = map_y(&f, ticks[i]);
 
 		cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
 		cairo_move_to(cr, f.px0, floor(py) + 0.5);
 		cairo_line_to(cr, f.px1, floor(py) + 0.5);
 		cairo_stroke(cr);
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-		snprintf(buf, sizeof(buf), "%g", round(y / div * 1e6) / 1e6);
-		text_at(cr, f.px0 - 8, py, buf, 1, 0.5);
+		tick_label(&f.y, ticks[i], buf, sizeof(buf));
+		text_at(cv, f.px0 - 8, py, buf, 1, 0.5);
 	}
-	for (size_t i = 0; i < nxs; i++) {
-		double px = map_x(&f, xs[i]);
+	/* Vertical grid and x ticks: at the points, or decades. */
+	if (p->xticks_at_points) {
+		memcpy(ticks, xs, nxs * sizeof(double));
+		nt = nxs;
+	} else if (f.x.log) {
+		nt = log_ticks(&f.x, ticks, 64);
+	} else {
+		double step = nice_step(f.x.hi - f.x.lo);
 
+		nt = 0;
+		for (double x = ceil(f.x.lo / step) * step; x <= f.x.hi && nt < 64; x += step)
+			ticks[nt++] = x;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		double px = map_x(&f, ticks[i]);
+
+		if (px < f.px0 - 0.5 || px > f.px1 + 0.5)
+			continue;
 		cairo_set_source_rgb(cr, 0.93, 0.93, 0.93);
 		cairo_move_to(cr, floor(px) + 0.5, f.py0);
 		cairo_line_to(cr, floor(px) + 0.5, f.py1);
@@ -210,21 +403,31 @@ static void draw(cairo_t *cr, const struct rplot *p)
 		cairo_move_to(cr, floor(px) + 0.5, f.py0);
 		cairo_line_to(cr, floor(px) + 0.5, f.py0 + 5);
 		cairo_stroke(cr);
-		snprintf(buf, sizeof(buf), "%g", xs[i]);
-		text_at(cr, px, f.py0 + 10, buf, 0.5, 1);
+		if (p->xunit == RPLOT_NUMBER)
+			snprintf(buf, sizeof(buf), "%g", ticks[i]);
+		else
+			tick_label(&f.x, ticks[i], buf, sizeof(buf));
+		text_at(cv, px, f.py0 + 10, buf, 0.5, 1);
 	}
 	cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
 	cairo_rectangle(cr, f.px0 + 0.5, f.py1 + 0.5, f.px1 - f.px0, f.py0 - f.py1);
 	cairo_stroke(cr);
 
-	/* Axis labels. */
-	cairo_set_font_size(cr, 14);
-	text_at(cr, (f.px0 + f.px1) / 2, H - 22, p->xlabel, 0.5, 0.5);
-	snprintf(buf, sizeof(buf), "%s (%s)", p->ylabel, unit);
+	/* Axis labels, with the unit unless every tick has its own. */
+	font(cv, 14, false);
+	if (*f.x.uname && !(f.x.log && f.x.unit == RPLOT_SECONDS))
+		snprintf(buf, sizeof(buf), "%s (%s)", p->xlabel, f.x.uname);
+	else
+		snprintf(buf, sizeof(buf), "%s", p->xlabel);
+	text_at(cv, (f.px0 + f.px1) / 2, H - 22, buf, 0.5, 0.5);
+	if (*f.y.uname && !(f.y.log && f.y.unit == RPLOT_SECONDS))
+		snprintf(buf, sizeof(buf), "%s (%s)", p->ylabel, f.y.uname);
+	else
+		snprintf(buf, sizeof(buf), "%s", p->ylabel);
 	cairo_save(cr);
 	cairo_translate(cr, 26, (f.py0 + f.py1) / 2);
 	cairo_rotate(cr, -M_PI / 2);
-	text_at(cr, 0, 0, buf, 0.5, 0.5);
+	text_at(cv, 0, 0, buf, 0.5, 0.5);
 	cairo_restore(cr);
 
 	/* Series: error bars, lines, markers. Points at the same x are spread
@@ -234,14 +437,16 @@ static void draw(cairo_t *cr, const struct rplot *p)
 	cairo_clip(cr);
 	for (size_t s = 0; s < p->n_series; s++) {
 		const struct rplot_series *se = &p->series[s];
-		double off = p->n_series > 1 ? ((double)s - (double)(p->n_series - 1) / 2) * (14.0 / (double)p->n_series) : 0;
+		double off = p->xticks_at_points && p->n_series > 1
+				     ? ((double)s - (double)(p->n_series - 1) / 2) * (14.0 / (double)p->n_series) : 0;
 
 		set_color(cr, se->color, 0.75);
 		cairo_set_line_width(cr, 1.3);
 		for (size_t i = 0; i < se->n; i++) {
 			double px = map_x(&f, se->x[i]) + off;
 
-			if (!isfinite(se->lo[i]) || !isfinite(se->hi[i]) || se->hi[i] <= se->lo[i])
+			if (!isfinite(se->lo[i]) || !isfinite(se->hi[i]) || se->hi[i] <= se->lo[i] ||
+			    (f.y.log && se->lo[i] <= 0))
 				continue;
 			cairo_move_to(cr, px, map_y(&f, se->lo[i]));
 			cairo_line_to(cr, px, map_y(&f, se->hi[i]));
@@ -252,24 +457,25 @@ static void draw(cairo_t *cr, const struct rplot *p)
 			cairo_stroke(cr);
 		}
 		set_color(cr, se->color, 1);
-		cairo_set_line_width(cr, 2.2);
-		if (se->dashed) {
-			double d[] = { 7, 4 };
+		cairo_set_line_width(cr, se->marker < 0 ? 1.8 : 2.2);
+		set_dash(cr, se->dashed);
+		for (size_t i = 0, drawn = 0; i < se->n; i++) {
+			double px = map_x(&f, se->x[i]) + off, py;
 
-			cairo_set_dash(cr, d, 2, 0);
-		}
-		for (size_t i = 0; i < se->n; i++) {
-			double px = map_x(&f, se->x[i]) + off, py = map_y(&f, se->y[i]);
-
-			if (i == 0)
+			if (f.y.log && !(se->y[i] > 0))
+				continue;
+			py = map_y(&f, se->y[i]);
+			if (drawn++ == 0)
 				cairo_move_to(cr, px, py);
 			else
 				cairo_line_to(cr, px, py);
 		}
 		cairo_stroke(cr);
 		cairo_set_dash(cr, NULL, 0, 0);
-		for (size_t i = 0; i < se->n; i++)
-			marker(cr, se->marker, map_x(&f, se->x[i]) + off, map_y(&f, se->y[i]), 4.2);
+		for (size_t i = 0; i < se->n; i++) {
+			if (!(f.y.log && !(se->y[i] > 0)))
+				marker(cr, se->marker, map_x(&f, se->x[i]) + off, map_y(&f, se->y[i]), 4.2);
+		}
 	}
 	cairo_restore(cr);
 
@@ -277,25 +483,21 @@ static void draw(cairo_t *cr, const struct rplot *p)
 	{
 		double lx = f.px1 + 18, ly = f.py1 + 8, lh = p->n_series > 20 ? 15 : 20;
 
-		cairo_set_font_size(cr, p->n_series > 20 ? 11 : 12.5);
+		font(cv, p->n_series > 20 ? 11 : 12.5, false);
 		for (size_t s = 0; s < p->n_series; s++) {
 			const struct rplot_series *se = &p->series[s];
 			double y = ly + (double)s * lh;
 
 			set_color(cr, se->color, 1);
 			cairo_set_line_width(cr, 2.2);
-			if (se->dashed) {
-				double d[] = { 7, 4 };
-
-				cairo_set_dash(cr, d, 2, 0);
-			}
+			set_dash(cr, se->dashed);
 			cairo_move_to(cr, lx, y);
 			cairo_line_to(cr, lx + 30, y);
 			cairo_stroke(cr);
 			cairo_set_dash(cr, NULL, 0, 0);
 			marker(cr, se->marker, lx + 15, y, 4.2);
 			cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-			text_at(cr, lx + 38, y, se->label, 0, 0.5);
+			text_at(cv, lx + 38, y, se->label, 0, 0.5);
 		}
 	}
 }
@@ -308,15 +510,42 @@ static cairo_status_t to_rbuf(void *closure, const unsigned char *data, unsigned
 	return b->oom ? CAIRO_STATUS_NO_MEMORY : CAIRO_STATUS_SUCCESS;
 }
 
+/* Put the collected <text> elements before the closing </svg>. */
+static int splice_text(struct rbuf *svg, const struct rbuf *text)
+{
+	const char *end = NULL;
+	struct rbuf out = { 0 };
+
+	for (const char *q = svg->data; q && (q = strstr(q, "</svg>")); q++)
+		end = q;
+	if (!end || svg->oom || text->oom)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot add the text to the SVG");
+	rbuf_add(&out, svg->data, (size_t)(end - svg->data));
+	rbuf_add(&out, "<g class=\"text\">\n", 17);
+	if (text->len)
+		rbuf_add(&out, text->data, text->len);
+	rbuf_add(&out, "</g>\n", 5);
+	rbuf_add(&out, end, strlen(end));
+	if (out.oom) {
+		rbuf_release(&out);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	rbuf_release(svg);
+	*svg = out;
+	return GPUSHARE_OK;
+}
+
 int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg)
 {
 	cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, W, H);
-	cairo_t *cr = cairo_create(s);
+	struct canvas cv = { .cr = cairo_create(s) };
+	struct rbuf text = { 0 };
 	cairo_status_t st;
+	int rc;
 
-	draw(cr, p);
-	st = cairo_status(cr);
-	cairo_destroy(cr);
+	draw(&cv, p);
+	st = cairo_status(cv.cr);
+	cairo_destroy(cv.cr);
 	if (st == CAIRO_STATUS_SUCCESS)
 		st = cairo_surface_write_to_png_stream(s, to_rbuf, png);
 	cairo_surface_destroy(s);
@@ -324,29 +553,36 @@ int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg
 		return gpushare_fail(GPUSHARE_E_IO, "cannot draw '%s' as PNG: %s", p->title, cairo_status_to_string(st));
 
 	s = cairo_svg_surface_create_for_stream(to_rbuf, svg, W, H);
-	cr = cairo_create(s);
-	draw(cr, p);
-	st = cairo_status(cr);
-	cairo_destroy(cr);
+	cv.cr = cairo_create(s);
+	cv.svg_text = &text;
+	draw(&cv, p);
+	st = cairo_status(cv.cr);
+	cairo_destroy(cv.cr);
 	cairo_surface_finish(s);
 	if (st == CAIRO_STATUS_SUCCESS)
 		st = cairo_surface_status(s);
 	cairo_surface_destroy(s);
-	if (st != CAIRO_STATUS_SUCCESS || svg->oom)
+	if (st != CAIRO_STATUS_SUCCESS || svg->oom) {
+		rbuf_release(&text);
 		return gpushare_fail(GPUSHARE_E_IO, "cannot draw '%s' as SVG: %s", p->title, cairo_status_to_string(st));
-	return GPUSHARE_OK;
+	}
+	rc = splice_text(svg, &text);
+	rbuf_release(&text);
+	return rc;
 }
 
 /* ---- the figures of a report ---- */
 
-static void add_point(struct rplot_series *se, double x, const struct gpushare_ci *ci)
+static void add_point(struct rplot_series *se, double x, const struct gpushare_ci *ci, double scale)
 {
-	if (se->n >= RPLOT_MAX_POINTS || ci->n == 0)
+	bool iv = gpushare_ci_has_interval(ci);
+
+	if (se->n >= RPLOT_MAX_POINTS || ci->n == 0 || !isfinite(ci->median))
 		return;
 	se->x[se->n] = x;
-	se->y[se->n] = ci->median;
-	se->lo[se->n] = ci->n > 1 ? ci->lo : NAN;
-	se->hi[se->n] = ci->n > 1 ? ci->hi : NAN;
+	se->y[se->n] = ci->median * scale;
+	se->lo[se->n] = iv ? ci->lo * scale : NAN;
+	se->hi[se->n] = iv ? ci->hi * scale : NAN;
 	se->n++;
 }
 
@@ -361,10 +597,52 @@ static struct rplot_series *new_series(struct rplot *p)
 	return se;
 }
 
-static void subtitle(const struct gpushare_report *r, struct rplot *p, const char *extra)
+/* Drop the last series when it got no point. */
+static void keep_series(struct rplot *p)
 {
-	snprintf(p->subtitle, sizeof(p->subtitle), "%s%smedian of repeats; bars: 95%% CI of the median%s%s", extra,
-		 *extra ? "; " : "", r->gpu_name[0] ? "; " : "", r->gpu_name);
+	if (p->n_series && p->series[p->n_series - 1].n == 0)
+		p->n_series--;
+}
+
+/* What the error bars are, from the coverage most cells of the shape have. */
+static void subtitle(const struct gpushare_report *r, const char *shape, struct rplot *p, const char *extra,
+		     bool bars)
+{
+	double covs[64];
+	size_t counts[64] = { 0 }, runs[64], nc = 0, best = 0;
+	char what[128], cov[16];
+
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct gpushare_report_cell *c = &r->cells[i];
+		double cv = gpushare_ci_has_interval(&c->throughput) ? c->throughput.coverage : 0;
+		size_t j;
+
+		if (strcmp(c->shape, shape) || !c->n_ok)
+			continue;
+		for (j = 0; j < nc && covs[j] != cv; j++)
+			;
+		if (j == nc && nc < 64) {
+			covs[nc] = cv;
+			runs[nc++] = c->throughput.n;
+		}
+		if (j < 64)
+			counts[j]++;
+	}
+	for (size_t j = 1; j < nc; j++) {
+		if (counts[j] > counts[best])
+			best = j;
+	}
+	if (!nc)
+		snprintf(what, sizeof(what), "no run");
+	else if (covs[best] > 0 && bars)
+		snprintf(what, sizeof(what), "median of %zu runs; bars: interval of the median, %s coverage", runs[best],
+			 gpushare_fmt_coverage(covs[best], cov, sizeof(cov)));
+	else if (covs[best] > 0)
+		snprintf(what, sizeof(what), "median of %zu runs", runs[best]);
+	else
+		snprintf(what, sizeof(what), "one run per cell: no interval");
+	snprintf(p->subtitle, sizeof(p->subtitle), "%s%s%s%s%s", extra, *extra ? "; " : "", what,
+		 r->gpu_name[0] ? "; " : "", r->gpu_name);
 }
 
 static int add_figure(struct report_figure **figs, size_t *n, const struct rplot *p, const char *name,
@@ -372,7 +650,6 @@ static int add_figure(struct report_figure **figs, size_t *n, const struct rplot
 {
 	struct report_figure *nf = realloc(*figs, (*n + 1) * sizeof(*nf));
 	struct report_figure *f;
-	int rc;
 
 	if (!nf)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
@@ -382,118 +659,239 @@ static int add_figure(struct report_figure **figs, size_t *n, const struct rplot
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	snprintf(f->caption, sizeof(f->caption), "%s", caption);
 	(*n)++;
-	rc = report_plot_render(p, &f->png, &f->svg);
-	return rc;
+	return report_plot_render(p, &f->png, &f->svg);
+}
+
+struct shape_ctx {
+	const struct gpushare_report *r;
+	size_t si;
+	const char *shape;
+	int workers[64], strat[GPUSHARE_STRATEGY_COUNT];
+	long batches[64];
+	size_t nw, nb, ns;
+	struct rplot *p;
+	struct report_figure **figs;
+	size_t *nf;
+};
+
+static void plot_init(struct shape_ctx *x, const char *title, const char *extra, const char *xlabel,
+		      const char *ylabel, int yunit, bool bars)
+{
+	struct rplot *p = x->p;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->title, sizeof(p->title), "%s: %s", x->shape, title);
+	subtitle(x->r, x->shape, p, extra, bars);
+	snprintf(p->xlabel, sizeof(p->xlabel), "%s", xlabel);
+	snprintf(p->ylabel, sizeof(p->ylabel), "%s", ylabel);
+	p->yunit = yunit;
+	p->xticks_at_points = true;
+}
+
+/* One series per strategy of the cells' metric against workers. */
+typedef const struct gpushare_ci *(*cell_metric)(const struct gpushare_report_cell *c);
+
+static const struct gpushare_ci *m_tput(const struct gpushare_report_cell *c) { return &c->throughput; }
+static const struct gpushare_ci *m_fair(const struct gpushare_report_cell *c) { return &c->fairness; }
+static const struct gpushare_ci *m_util(const struct gpushare_report_cell *c) { return &c->util_pct; }
+static const struct gpushare_ci *m_mem(const struct gpushare_report_cell *c) { return &c->mem_used_bytes; }
+static const struct gpushare_ci *m_p50(const struct gpushare_report_cell *c) { return &c->p50_latency; }
+static const struct gpushare_ci *m_p90(const struct gpushare_report_cell *c) { return &c->p90_latency; }
+static const struct gpushare_ci *m_p99(const struct gpushare_report_cell *c) { return &c->p99_latency; }
+static const struct gpushare_ci *m_p999(const struct gpushare_report_cell *c) { return &c->p999_latency; }
+
+static size_t per_strategy(struct shape_ctx *x, long batch, cell_metric m, const char *suffix, int dash, int mark)
+{
+	size_t points = 0;
+
+	for (size_t s = 0; s < x->ns; s++) {
+		struct rplot_series *se = new_series(x->p);
+
+		if (!se)
+			break;
+		snprintf(se->label, sizeof(se->label), "%s%s%s", gpushare_strategy_name(x->strat[s]), *suffix ? " " : "",
+			 suffix);
+		se->color = x->strat[s];
+		se->dashed = dash;
+		se->marker = mark >= 0 ? mark : x->strat[s];
+		for (size_t w = 0; w < x->nw; w++) {
+			int k = report_find_cell(x->r, x->shape, x->strat[s], x->workers[w], batch);
+
+			if (k >= 0)
+				add_point(se, x->workers[w], m(&x->r->cells[k]), 1);
+		}
+		points += se->n;
+		keep_series(x->p);
+	}
+	return points;
+}
+
+static int fig(struct shape_ctx *x, const char *name, const char *caption)
+{
+	return add_figure(x->figs, x->nf, x->p, name, caption);
+}
+
+/* The latency CDF of each strategy at one worker count. */
+static int cdf_figure(struct shape_ctx *x, long batch, int workers)
+{
+	char name[96], cap[256], extra[64];
+	size_t drawn = 0;
+
+	snprintf(extra, sizeof(extra), "batch %ld, %d %s", batch, workers, workers == 1 ? "worker" : "workers");
+	plot_init(x, "latency distribution", extra, "request latency", "fraction of requests at or below", RPLOT_FRACTION,
+		  false);
+	snprintf(x->p->subtitle, sizeof(x->p->subtitle), "%s; all successful runs' requests merged%s%s", extra,
+		 x->r->gpu_name[0] ? "; " : "", x->r->gpu_name);
+	x->p->xunit = RPLOT_SECONDS;
+	x->p->logx = true;
+	x->p->xticks_at_points = false;
+	for (size_t s = 0; s < x->ns; s++) {
+		int k = report_find_cell(x->r, x->shape, x->strat[s], workers, batch);
+		const struct gpushare_hist *h;
+		struct rplot_series *se;
+		size_t nonempty = 0, every, seen = 0;
+		uint64_t cum = 0;
+
+		if (k < 0 || !(h = x->r->cells[k].hist) || !h->count || !(se = new_series(x->p)))
+			continue;
+		snprintf(se->label, sizeof(se->label), "%s", gpushare_strategy_name(x->strat[s]));
+		se->color = x->strat[s];
+		se->marker = -1;
+		for (size_t b = 0; b < GPUSHARE_HIST_BUCKETS; b++)
+			nonempty += h->buckets[b] != 0;
+		every = nonempty / RPLOT_MAX_POINTS + 1;
+		for (size_t b = 0; b < GPUSHARE_HIST_BUCKETS; b++) {
+			if (!h->buckets[b])
+				continue;
+			cum += h->buckets[b];
+			if (++seen % every && cum != h->count)
+				continue;
+			if (se->n < RPLOT_MAX_POINTS) {
+				se->x[se->n] = (double)gpushare_hist_bucket_high(b) / 1e9;
+				se->y[se->n] = (double)cum / (double)h->count;
+				se->lo[se->n] = se->hi[se->n] = NAN;
+				se->n++;
+			}
+		}
+		drawn++;
+		keep_series(x->p);
+	}
+	if (!drawn)
+		return GPUSHARE_OK;
+	snprintf(name, sizeof(name), "shape%zu-batch%ld-cdf-w%d", x->si + 1, batch, workers);
+	snprintf(cap, sizeof(cap), "%s, %s: the fraction of requests that finished within a latency, per strategy "
+				   "(from the runs' histograms).", x->shape, extra);
+	return fig(x, name, cap);
+}
+
+static int batch_figures(struct shape_ctx *x, long batch)
+{
+	static const struct {
+		cell_metric m;
+		const char *name;
+		int dash, marker;
+	} pct[] = { { m_p50, "p50", 0, 0 }, { m_p90, "p90", 3, 2 }, { m_p99, "p99", 1, 1 }, { m_p999, "p99.9", 2, 3 } };
+	char name[96], cap[256], extra[64];
+	const char *xl = "workers (processes sharing the GPU)";
+	int rc;
+
+	snprintf(extra, sizeof(extra), "batch %ld", batch);
+	/* Aggregate throughput vs workers. */
+	plot_init(x, "throughput vs workers", extra, xl, "aggregate throughput", RPLOT_RATE, true);
+	per_strategy(x, batch, m_tput, "", 0, -1);
+	snprintf(name, sizeof(name), "shape%zu-batch%ld-throughput-vs-workers", x->si + 1, batch);
+	snprintf(cap, sizeof(cap), "%s, batch %ld: aggregate throughput of all workers against worker count.", x->shape,
+		 batch);
+	if ((rc = fig(x, name, cap)))
+		return rc;
+	/* Latency percentiles vs workers, log axis. */
+	plot_init(x, "latency percentiles vs workers", extra, xl, "request latency", RPLOT_SECONDS, true);
+	x->p->logy = true;
+	for (size_t k = 0; k < sizeof(pct) / sizeof(pct[0]); k++)
+		per_strategy(x, batch, pct[k].m, pct[k].name, pct[k].dash, pct[k].marker);
+	snprintf(name, sizeof(name), "shape%zu-batch%ld-latency-vs-workers", x->si + 1, batch);
+	snprintf(cap, sizeof(cap), "%s, batch %ld: p50 (solid), p90 (dash-dot), p99 (dashed) and p99.9 (dotted) latency "
+				   "against worker count, log scale.", x->shape, batch);
+	if ((rc = fig(x, name, cap)))
+		return rc;
+	/* Fairness vs workers. */
+	plot_init(x, "fairness vs workers", extra, xl, "slowest / fastest worker throughput", RPLOT_FRACTION, true);
+	per_strategy(x, batch, m_fair, "", 0, -1);
+	snprintf(name, sizeof(name), "shape%zu-batch%ld-fairness-vs-workers", x->si + 1, batch);
+	snprintf(cap, sizeof(cap), "%s, batch %ld: fairness, the slowest worker's throughput over the fastest's "
+				   "(1: all equal).", x->shape, batch);
+	if (x->p->n_series && (rc = fig(x, name, cap)))
+		return rc;
+	/* NVML telemetry, when recorded. */
+	plot_init(x, "GPU utilisation vs workers", extra, xl, "GPU utilisation, mean over the window", RPLOT_PERCENT, true);
+	if (per_strategy(x, batch, m_util, "", 0, -1)) {
+		snprintf(name, sizeof(name), "shape%zu-batch%ld-gpu-util-vs-workers", x->si + 1, batch);
+		snprintf(cap, sizeof(cap), "%s, batch %ld: GPU utilisation (NVML, share of time a kernel ran) against "
+					   "worker count.", x->shape, batch);
+		if ((rc = fig(x, name, cap)))
+			return rc;
+	}
+	plot_init(x, "GPU memory vs workers", extra, xl, "GPU memory used, max over the window", RPLOT_BYTES, true);
+	if (per_strategy(x, batch, m_mem, "", 0, -1)) {
+		snprintf(name, sizeof(name), "shape%zu-batch%ld-gpu-memory-vs-workers", x->si + 1, batch);
+		snprintf(cap, sizeof(cap), "%s, batch %ld: GPU memory used (NVML) against worker count.", x->shape, batch);
+		if ((rc = fig(x, name, cap)))
+			return rc;
+	}
+	for (size_t w = 0; w < x->nw; w++) {
+		if ((rc = cdf_figure(x, batch, x->workers[w])))
+			return rc;
+	}
+	return GPUSHARE_OK;
 }
 
 static int shape_figures(const struct gpushare_report *r, size_t si, struct rplot *p, struct report_figure **figs,
 			 size_t *nf)
 {
-	const char *shape = r->shapes[si];
-	int workers[64], strat[GPUSHARE_STRATEGY_COUNT];
-	long batches[64];
-	size_t nw = report_shape_workers(r, shape, workers, 64), nb = report_shape_batches(r, shape, batches, 64);
-	size_t ns = report_shape_strategies(r, shape, strat, GPUSHARE_STRATEGY_COUNT);
-	char name[96], cap[256], extra[64];
+	struct shape_ctx x = { .r = r, .si = si, .shape = r->shapes[si], .p = p, .figs = figs, .nf = nf };
+	char name[96], cap[256];
 	int rc;
 
-	/* Throughput vs batch, one line per strategy and worker count. */
-	memset(p, 0, sizeof(*p));
-	snprintf(p->title, sizeof(p->title), "%s: throughput vs batch size", shape);
-	subtitle(r, p, "");
-	snprintf(p->xlabel, sizeof(p->xlabel), "batch size (items per request)");
-	snprintf(p->ylabel, sizeof(p->ylabel), "aggregate throughput");
-	p->logx = nb > 1 && batches[nb - 1] >= 4 * batches[0];
-	for (size_t s = 0; s < ns; s++) {
-		for (size_t w = 0; w < nw; w++) {
-			struct rplot_series *se = new_series(p);
-
-			if (!se)
-				break;
-			snprintf(se->label, sizeof(se->label), "%s, %d %s", gpushare_strategy_name(strat[s]), workers[w],
-				 workers[w] == 1 ? "worker" : "workers");
-			se->color = strat[s];
-			se->marker = (int)w;
-			se->dashed = w % 2 == 1;
-			for (size_t b = 0; b < nb; b++) {
-				int k = report_find_cell(r, shape, strat[s], workers[w], batches[b]);
-
-				if (k >= 0)
-					add_point(se, (double)batches[b], &r->cells[k].throughput);
-			}
-			if (se->n == 0)
-				p->n_series--;
-		}
-	}
-	snprintf(name, sizeof(name), "shape%zu-throughput-vs-batch", si + 1);
-	snprintf(cap, sizeof(cap), "%s: aggregate throughput against batch size, per strategy and worker count.", shape);
-	rc = add_figure(figs, nf, p, name, cap);
-
-	for (size_t b = 0; b < nb && !rc; b++) {
-		snprintf(extra, sizeof(extra), "batch %ld", batches[b]);
-		/* Mean and p99 latency vs workers. */
-		memset(p, 0, sizeof(*p));
-		snprintf(p->title, sizeof(p->title), "%s: latency vs workers", shape);
-		subtitle(r, p, extra);
-		snprintf(p->xlabel, sizeof(p->xlabel), "workers (processes sharing the GPU)");
-		snprintf(p->ylabel, sizeof(p->ylabel), "request latency");
-		p->yunit = 1;
-		for (size_t s = 0; s < ns; s++) {
-			for (int kind = 0; kind < 2; kind++) {
+	x.nw = report_shape_workers(r, x.shape, x.workers, 64);
+	x.nb = report_shape_batches(r, x.shape, x.batches, 64);
+	x.ns = report_shape_strategies(r, x.shape, x.strat, GPUSHARE_STRATEGY_COUNT);
+	/* Throughput vs batch, one line per strategy and worker count: only
+	 * when there is more than one batch size. */
+	if (x.nb > 1) {
+		plot_init(&x, "throughput vs batch size", "", "batch size (items per request)", "aggregate throughput",
+			  RPLOT_RATE, true);
+		p->logx = x.batches[x.nb - 1] >= 4 * x.batches[0];
+		for (size_t s = 0; s < x.ns; s++) {
+			for (size_t w = 0; w < x.nw; w++) {
 				struct rplot_series *se = new_series(p);
 
 				if (!se)
 					break;
-				snprintf(se->label, sizeof(se->label), "%s %s", gpushare_strategy_name(strat[s]),
-					 kind ? "p99" : "mean");
-				se->color = strat[s];
-				se->dashed = kind == 1;
-				se->marker = kind ? 1 : 0;
-				for (size_t w = 0; w < nw; w++) {
-					int k = report_find_cell(r, shape, strat[s], workers[w], batches[b]);
+				snprintf(se->label, sizeof(se->label), "%s, %d %s", gpushare_strategy_name(x.strat[s]),
+					 x.workers[w], x.workers[w] == 1 ? "worker" : "workers");
+				se->color = x.strat[s];
+				se->marker = (int)w;
+				se->dashed = w % 2 == 1;
+				for (size_t b = 0; b < x.nb; b++) {
+					int k = report_find_cell(r, x.shape, x.strat[s], x.workers[w], x.batches[b]);
 
 					if (k >= 0)
-						add_point(se, workers[w], kind ? &r->cells[k].p99_latency : &r->cells[k].mean_latency);
+						add_point(se, (double)x.batches[b], &r->cells[k].throughput, 1);
 				}
-				if (se->n == 0)
-					p->n_series--;
+				keep_series(p);
 			}
 		}
-		snprintf(name, sizeof(name), "shape%zu-batch%ld-latency-vs-workers", si + 1, batches[b]);
-		snprintf(cap, sizeof(cap), "%s, batch %ld: mean (solid) and p99 (dashed) latency against worker count.",
-			 shape, batches[b]);
-		rc = add_figure(figs, nf, p, name, cap);
-		if (rc)
-			break;
-		/* Aggregate throughput vs workers. */
-		memset(p, 0, sizeof(*p));
-		snprintf(p->title, sizeof(p->title), "%s: throughput vs workers", shape);
-		subtitle(r, p, extra);
-		snprintf(p->xlabel, sizeof(p->xlabel), "workers (processes sharing the GPU)");
-		snprintf(p->ylabel, sizeof(p->ylabel), "aggregate throughput");
-		for (size_t s = 0; s < ns; s++) {
-			struct rplot_series *se = new_series(p);
-
-			if (!se)
-				break;
-			snprintf(se->label, sizeof(se->label), "%s", gpushare_strategy_name(strat[s]));
-			se->color = strat[s];
-			se->marker = strat[s];
-			for (size_t w = 0; w < nw; w++) {
-				int k = report_find_cell(r, shape, strat[s], workers[w], batches[b]);
-
-				if (k >= 0)
-					add_point(se, workers[w], &r->cells[k].throughput);
-			}
-			if (se->n == 0)
-				p->n_series--;
-		}
-		snprintf(name, sizeof(name), "shape%zu-batch%ld-throughput-vs-workers", si + 1, batches[b]);
-		snprintf(cap, sizeof(cap), "%s, batch %ld: aggregate throughput of all workers against worker count.",
-			 shape, batches[b]);
-		rc = add_figure(figs, nf, p, name, cap);
+		snprintf(name, sizeof(name), "shape%zu-throughput-vs-batch", si + 1);
+		snprintf(cap, sizeof(cap), "%s: aggregate throughput against batch size, per strategy and worker count.",
+			 x.shape);
+		if ((rc = fig(&x, name, cap)))
+			return rc;
 	}
-	return rc;
+	for (size_t b = 0; b < x.nb; b++) {
+		if ((rc = batch_figures(&x, x.batches[b])))
+			return rc;
+	}
+	return GPUSHARE_OK;
 }
 
 int report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)

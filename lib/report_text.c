@@ -1,8 +1,11 @@
 /*
  * Text outputs of a sweep report: the markdown report (the nos layout:
  * strategies as rows, worker counts as columns, one table per metric, shape
- * and batch; the layout of such a table is shared with the HTML page), the
- * CSV summary (one row per cell) and the JSON summary.
+ * and batch, the winners of each column in bold; the layout of such a table
+ * is shared with the HTML page), the recommendation as text, the CSV
+ * summary (one row per cell) and the JSON summary. Every interval is
+ * printed with its own coverage; "95%" appears only where it is at least
+ * that.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,72 +15,51 @@
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "csv.h"
 #include "report_internal.h"
 #include "report_load_curve.h"
 
-static const struct gpushare_ci *metric_ci(const struct gpushare_report_cell *c, int m)
+const struct gpushare_ci *report_metric_ci(const struct gpushare_report_cell *c, int m)
 {
 	return m == M_THROUGHPUT ? &c->throughput : m == M_MEAN ? &c->mean_latency : &c->p99_latency;
 }
 
 /* Latency unit of a table from its largest median. */
-void report_latency_unit(const struct gpushare_report *r, const char *shape, long batch, int m, const char **name,
+static void latency_unit(const struct gpushare_report *r, const char *shape, long batch, int m, const char **name,
 			 double *scale)
 {
 	double max = 0;
 
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
-		const struct gpushare_ci *ci = metric_ci(c, m);
+		const struct gpushare_ci *ci = report_metric_ci(c, m);
 
 		if (c->batch == batch && !strcmp(c->shape, shape) && c->n_ok && ci->median > max)
 			max = ci->median;
 	}
-	if (max < 1e-3) {
-		*name = "us";
-		*scale = 1e6;
-	} else if (max < 10) {
-		*name = "ms";
-		*scale = 1e3;
-	} else {
-		*name = "s";
-		*scale = 1;
-	}
+	gpushare_seconds_unit(max, name, scale);
 }
 
-void report_fmt_cell(const struct gpushare_report_cell *c, int m, double scale, char *buf, size_t len)
+/* A value of the table: items/s with a k/M suffix, latencies in the
+ * table's unit, three significant digits. */
+static void fmt_value(const struct report_table *t, double v, char *buf, size_t len)
 {
-	const struct gpushare_ci *ci = metric_ci(c, m);
-	char a[24], b[24], d[24];
-	size_t l;
-
-	if (c->n_ok == 0) {
-		snprintf(buf, len, "failed (%zu)", c->n_failed);
-		return;
-	}
-	if (m == M_THROUGHPUT) {
-		report_fmt_count(ci->median, a, sizeof(a));
-		report_fmt_count(ci->lo, b, sizeof(b));
-		report_fmt_count(ci->hi, d, sizeof(d));
-	} else {
-		snprintf(a, sizeof(a), "%.4g", ci->median * scale);
-		snprintf(b, sizeof(b), "%.4g", ci->lo * scale);
-		snprintf(d, sizeof(d), "%.4g", ci->hi * scale);
-	}
-	if (ci->n > 1)
-		snprintf(buf, len, "%s (%s-%s)", a, b, d);
+	if (t->m == M_THROUGHPUT)
+		gpushare_fmt_si(v, buf, len);
 	else
-		snprintf(buf, len, "%s", a);
-	l = strlen(buf);
-	if (c->n_failed && l < len)
-		snprintf(buf + l, len - l, " [%zu failed]", c->n_failed);
+		gpushare_fmt_sig(v * t->scale, buf, len);
 }
 
 void report_table_init(struct report_table *t, const struct gpushare_report *r, const char *shape, long batch, int m)
 {
+	size_t counts[64] = { 0 }, runs[64] = { 0 };
+	double covs[64];
+	size_t nc = 0, best = 0;
+	char cov[16];
+
 	t->r = r;
 	t->shape = shape;
 	t->batch = batch;
@@ -88,17 +70,106 @@ void report_table_init(struct report_table *t, const struct gpushare_report *r, 
 	t->n_workers = report_shape_workers(r, shape, t->workers, 64);
 	t->n_strategies = report_shape_strategies(r, shape, t->strategies, GPUSHARE_STRATEGY_COUNT);
 	if (m != M_THROUGHPUT)
-		report_latency_unit(r, shape, batch, m, &t->unit, &t->scale);
+		latency_unit(r, shape, batch, m, &t->unit, &t->scale);
+	/* The caption states the coverage most cells have; a cell with
+	 * another one states its own. */
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct gpushare_report_cell *c = &r->cells[i];
+		double cv = gpushare_ci_has_interval(report_metric_ci(c, m)) ? report_metric_ci(c, m)->coverage : 0;
+		size_t j;
+
+		if (c->batch != batch || strcmp(c->shape, shape) || !c->n_ok)
+			continue;
+		for (j = 0; j < nc && covs[j] != cv; j++)
+			;
+		if (j == nc && nc < 64) {
+			covs[nc] = cv;
+			runs[nc] = report_metric_ci(c, m)->n;
+			nc++;
+		}
+		if (j < 64)
+			counts[j]++;
+	}
+	for (size_t j = 1; j < nc; j++) {
+		if (counts[j] > counts[best])
+			best = j;
+	}
+	t->coverage = nc ? covs[best] : 0;
+	t->runs = nc ? runs[best] : 0;
+	if (t->coverage > 0)
+		snprintf(t->caption, sizeof(t->caption),
+			 "median of %zu runs; in parentheses the interval of the median, coverage %s%s", t->runs,
+			 gpushare_fmt_coverage(t->coverage, cov, sizeof(cov)),
+			 t->coverage < GPUSHARE_SIGNIFICANCE ? " (below 95%: more repeats narrow it)" : "");
+	else
+		snprintf(t->caption, sizeof(t->caption), "%s", t->runs == 1 ? "one run per cell: no interval" : "no run");
 }
 
-void report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len)
+/* Whether cell k is (or ties with) the best sharing cell of its column. */
+static bool column_winner(const struct report_table *t, size_t w, int k)
+{
+	const struct gpushare_report *r = t->r;
+	int best = -1;
+
+	if (!report_sharing(r->cells[k].strategy))
+		return false;
+	for (size_t s = 0; s < t->n_strategies; s++) {
+		int c = report_find_cell(r, t->shape, t->strategies[s], t->workers[w], t->batch);
+		double v, b;
+
+		if (c < 0 || !r->cells[c].n_ok || !report_sharing(r->cells[c].strategy))
+			continue;
+		v = report_metric_ci(&r->cells[c], t->m)->median;
+		b = best >= 0 ? report_metric_ci(&r->cells[best], t->m)->median : 0;
+		if (best < 0 || (t->m == M_THROUGHPUT ? v > b : v < b))
+			best = c;
+	}
+	if (best < 0)
+		return false;
+	if (best == k)
+		return true;
+	{
+		struct gpushare_comparison cmp;
+
+		gpushare_compare(report_metric_ci(&r->cells[k], t->m), report_metric_ci(&r->cells[best], t->m), &cmp);
+		return cmp.verdict == GPUSHARE_VERDICT_TIE;
+	}
+}
+
+void report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len, bool *win)
 {
 	int k = report_find_cell(t->r, t->shape, t->strategies[s], t->workers[w], t->batch);
+	const struct gpushare_report_cell *c;
+	const struct gpushare_ci *ci;
+	char a[24], b[24], d[24], cov[16];
+	size_t l;
 
-	if (k >= 0)
-		report_fmt_cell(&t->r->cells[k], t->m, t->scale, buf, len);
-	else
+	*win = false;
+	if (k < 0) {
 		snprintf(buf, len, "-");
+		return;
+	}
+	c = &t->r->cells[k];
+	if (c->n_ok == 0) {
+		snprintf(buf, len, "failed (%zu)", c->n_failed);
+		return;
+	}
+	ci = report_metric_ci(c, t->m);
+	*win = column_winner(t, w, k);
+	fmt_value(t, ci->median, a, sizeof(a));
+	if (gpushare_ci_has_interval(ci)) {
+		fmt_value(t, ci->lo, b, sizeof(b));
+		fmt_value(t, ci->hi, d, sizeof(d));
+		if (ci->coverage == t->coverage)
+			snprintf(buf, len, "%s (%s-%s)", a, b, d);
+		else
+			snprintf(buf, len, "%s (%s-%s, %s)", a, b, d, gpushare_fmt_coverage(ci->coverage, cov, sizeof(cov)));
+	} else {
+		snprintf(buf, len, "%s%s", a, t->coverage > 0 ? " (1 run)" : "");
+	}
+	l = strlen(buf);
+	if (c->n_failed && l < len)
+		snprintf(buf + l, len - l, " [%zu failed]", c->n_failed);
 }
 
 static void md_table(const struct gpushare_report *r, FILE *f, const char *shape, long batch, int m)
@@ -106,7 +177,8 @@ static void md_table(const struct gpushare_report *r, FILE *f, const char *shape
 	struct report_table t;
 
 	report_table_init(&t, r, shape, batch, m);
-	fprintf(f, "**%s (%s)**, median of repeats (95%% CI)\n\n| strategy |", t.title, t.unit);
+	fprintf(f, "**%s (%s)**, %s; bold: the best sharing strategy of the column, or tied with it\n\n| strategy |",
+		t.title, t.unit, t.caption);
 	for (size_t w = 0; w < t.n_workers; w++)
 		fprintf(f, " %d %s |", t.workers[w], t.workers[w] == 1 ? "worker" : "workers");
 	fprintf(f, "\n| --- |");
@@ -114,16 +186,52 @@ static void md_table(const struct gpushare_report *r, FILE *f, const char *shape
 		fprintf(f, " ---: |");
 	fputc('\n', f);
 	for (size_t s = 0; s < t.n_strategies; s++) {
-		fprintf(f, "| %s |", gpushare_strategy_name(t.strategies[s]));
+		fprintf(f, "| %s%s |", gpushare_strategy_name(t.strategies[s]),
+			report_sharing(t.strategies[s]) ? "" : " (reference)");
 		for (size_t w = 0; w < t.n_workers; w++) {
-			char cell[96];
+			char cell[128];
+			bool win;
 
-			report_table_cell(&t, s, w, cell, sizeof(cell));
-			fprintf(f, " %s |", cell);
+			report_table_cell(&t, s, w, cell, sizeof(cell), &win);
+			fprintf(f, win ? " **%s** |" : " %s |", cell);
 		}
 		fputc('\n', f);
 	}
 	fputc('\n', f);
+}
+
+static const char stats_note[] =
+	"Each figure is the median over a cell's successful runs. Its interval is the distribution-free\n"
+	"interval of the median from order statistics, with its exact coverage (with one run there is\n"
+	"none; with 2 runs it is [min, max] at 50%, with 5 at 93.7%, from 6 runs on at least 95%). Two\n"
+	"strategies whose intervals overlap are a tie; when they are apart, the difference is called\n"
+	"significant only when both intervals together cover at least 95% (7 or more runs each).\n";
+
+static void md_recommendation(const struct gpushare_report *r, FILE *f)
+{
+	char slo[32];
+
+	fprintf(f, "## Recommendation\n\n");
+	for (size_t i = 0; i < r->n_recs; i++) {
+		const struct gpushare_report_rec *rec = &r->recs[i];
+
+		fprintf(f, "### %s, batch %ld\n\n", rec->shape, rec->batch);
+		fprintf(f, "**I have N processes: how should they share the GPU?** Highest median throughput among "
+			   "timeslice, mps, mps-split and mig (sequential and streams are references), and the lowest "
+			   "p99 latency.\n\n");
+		fprintf(f, "| workers | highest throughput | lowest p99 latency |\n| ---: | --- | --- |\n");
+		for (size_t w = 0; w < rec->n_at; w++)
+			fprintf(f, "| %d | %s | %s |\n", rec->at[w].workers, rec->at[w].throughput_text,
+				rec->at[w].latency_text[0] ? rec->at[w].latency_text : "-");
+		fprintf(f, "\n**How many processes per GPU?** The fewest workers within noise of each strategy's "
+			   "best throughput:\n\n");
+		for (size_t k = 0; k < rec->n_scaling; k++)
+			fprintf(f, "- %s\n", rec->scaling[k].text);
+		if (r->slo_p99_seconds > 0)
+			fprintf(f, "\n**Highest throughput with p99 under %s:** %s\n",
+				gpushare_fmt_seconds(r->slo_p99_seconds, slo, sizeof(slo)), rec->slo_text);
+		fputc('\n', f);
+	}
 }
 
 int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
@@ -142,34 +250,26 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 	fprintf(f, "- %zu runs recorded, %zu failed or partial (left out of the statistics)\n", r->n_runs, failed);
 	if (r->command_line[0])
 		fprintf(f, "- Command: `%s`\n", r->command_line);
+	if (r->n_shapes_omitted)
+		fprintf(f, "- Only the first %zu workload shapes are reported: %zu more workload shapes (%zu runs) are in the results file\n",
+			r->n_shapes, r->n_shapes_omitted, r->n_runs_omitted);
 	if (r->n_bad) {
 		fprintf(f, "- %zu corrupt line%s skipped:", r->n_bad, r->n_bad == 1 ? "" : "s");
 		for (size_t i = 0; i < r->n_bad_kept && i < 10; i++)
 			fprintf(f, "%s line %zu (%s)", i ? ";" : "", r->bad[i].line, r->bad[i].reason);
 		fprintf(f, "%s\n", r->n_bad > 10 ? "; ..." : "");
 	}
-	fprintf(f, "\nEach figure is the median over repeats; in parentheses the distribution-free 95%% confidence\n"
-		   "interval of the median (order statistics). With fewer than 6 repeats the interval is the\n"
-		   "min-max range, whose coverage is below 95%% (5 repeats: 94%%, 3 repeats: 75%%).\n\n");
-	fprintf(f, "## Recommendation\n\n");
+	fprintf(f, "\n%s\n", stats_note);
+	md_recommendation(r, f);
 	for (size_t i = 0; i < r->n_shapes; i++) {
-		const struct gpushare_report_shape_rec *rec = &r->recs[i];
+		bool open = false;
 
-		fprintf(f, "### %s\n\n", rec->shape);
-		if (report_load_curve_only(r, rec->shape)) {
-			report_load_curve_recommend(r, rec->shape, f);
-			fputc('\n', f);
+		for (size_t k = 0; k < r->n_runs && !open; k++)
+			open = r->runs[k].rate > 0 && !strcmp(r->runs[k].shape, r->shapes[i]);
+		if (!open)
 			continue;
-		}
-		fprintf(f, "- **Maximum throughput:** %s\n", rec->best_throughput.cell >= 0 ? rec->best_throughput.why : "no successful run.");
-		fprintf(f, "- **Minimum p99 latency:** %s\n", rec->best_p99.cell >= 0 ? rec->best_p99.why : "no successful run.");
-		report_load_curve_recommend(r, rec->shape, f);
-		if (r->slo_p99_seconds > 0) {
-			char slo[32];
-
-			report_fmt_seconds(r->slo_p99_seconds, slo, sizeof(slo));
-			fprintf(f, "- **Maximum throughput with p99 under %s:** %s\n", slo, rec->best_slo.why);
-		}
+		fprintf(f, "### %s, open loop\n\n", r->shapes[i]);
+		report_load_curve_recommend(r, r->shapes[i], f);
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < r->n_shapes; i++) {
@@ -190,14 +290,49 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 	return GPUSHARE_OK;
 }
 
+int gpushare_report_write_recommendation(const struct gpushare_report *r, FILE *f)
+{
+	char slo[32];
+
+	for (size_t i = 0; i < r->n_recs; i++) {
+		const struct gpushare_report_rec *rec = &r->recs[i];
+
+		fprintf(f, "%s, batch %ld\n", rec->shape, rec->batch);
+		for (size_t w = 0; w < rec->n_at; w++)
+			fprintf(f, "  %d %s: max throughput: %s\n  %*s  lowest p99: %s\n", rec->at[w].workers,
+				rec->at[w].workers == 1 ? "worker " : "workers", rec->at[w].throughput_text,
+				rec->at[w].workers >= 10 ? 10 : 9, "",
+				rec->at[w].latency_text[0] ? rec->at[w].latency_text : "-");
+		for (size_t k = 0; k < rec->n_scaling; k++)
+			fprintf(f, "  enough workers: %s\n", rec->scaling[k].text);
+		if (r->slo_p99_seconds > 0)
+			fprintf(f, "  under p99 %s: %s\n", gpushare_fmt_seconds(r->slo_p99_seconds, slo, sizeof(slo)),
+				rec->slo_text);
+	}
+	if (ferror(f))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write the recommendation: %s", strerror(errno));
+	return GPUSHARE_OK;
+}
+
 /* ---- CSV ---- */
 
+/* ",median,lo,hi": lo and hi empty without an interval, all empty without a sample. */
 static void csv_ci(FILE *f, const struct gpushare_ci *ci)
 {
 	if (ci->n == 0)
 		fputs(",,,", f);
+	else if (!gpushare_ci_has_interval(ci))
+		fprintf(f, ",%.9g,,", ci->median);
 	else
 		fprintf(f, ",%.9g,%.9g,%.9g", ci->median, ci->lo, ci->hi);
+}
+
+static void csv_median(FILE *f, const struct gpushare_ci *ci)
+{
+	if (ci->n == 0)
+		fputc(',', f);
+	else
+		fprintf(f, ",%.9g", ci->median);
 }
 
 int gpushare_report_write_csv(const struct gpushare_report *r, FILE *f)
@@ -205,7 +340,9 @@ int gpushare_report_write_csv(const struct gpushare_report *r, FILE *f)
 	fputs("shape,workload,strategy,workers,batch,runs_ok,runs_failed,ci_coverage,"
 	      "throughput_items_per_second_median,throughput_items_per_second_lo,throughput_items_per_second_hi,"
 	      "mean_latency_seconds_median,mean_latency_seconds_lo,mean_latency_seconds_hi,"
-	      "p99_latency_seconds_median,p99_latency_seconds_lo,p99_latency_seconds_hi\n", f);
+	      "p99_latency_seconds_median,p99_latency_seconds_lo,p99_latency_seconds_hi,"
+	      "p50_latency_seconds_median,p90_latency_seconds_median,p999_latency_seconds_median,fairness_median,"
+	      "gpu_util_percent_median,gpu_mem_used_bytes_median\n", f);
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
 
@@ -214,11 +351,17 @@ int gpushare_report_write_csv(const struct gpushare_report *r, FILE *f)
 		csv_write_field(f, c->workload);
 		fprintf(f, ",%s,%d,%ld,%zu,%zu,", gpushare_strategy_name(c->strategy), c->workers, c->batch, c->n_ok,
 			c->n_failed);
-		if (c->n_ok)
-			fprintf(f, "%.4f", c->throughput.coverage);
+		if (gpushare_ci_has_interval(&c->throughput))
+			fprintf(f, "%.6f", c->throughput.coverage);
 		csv_ci(f, &c->throughput);
 		csv_ci(f, &c->mean_latency);
 		csv_ci(f, &c->p99_latency);
+		csv_median(f, &c->p50_latency);
+		csv_median(f, &c->p90_latency);
+		csv_median(f, &c->p999_latency);
+		csv_median(f, &c->fairness);
+		csv_median(f, &c->util_pct);
+		csv_median(f, &c->mem_used_bytes);
 		fputc('\n', f);
 	}
 	if (ferror(f))
@@ -228,16 +371,24 @@ int gpushare_report_write_csv(const struct gpushare_report *r, FILE *f)
 
 /* ---- JSON ---- */
 
+static bool jnum_or_null(cJSON *o, const char *k, double v, bool known)
+{
+	return known && isfinite(v) ? cJSON_AddNumberToObject(o, k, v) != NULL : cJSON_AddNullToObject(o, k) != NULL;
+}
+
+/* {median, lo, hi, n, coverage}: lo, hi and coverage null without an
+ * interval; null without a sample. */
 static cJSON *json_ci(const struct gpushare_ci *ci)
 {
 	cJSON *o;
+	bool iv = gpushare_ci_has_interval(ci);
 
 	if (ci->n == 0)
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
-	if (o && (!cJSON_AddNumberToObject(o, "median", ci->median) || !cJSON_AddNumberToObject(o, "lo", ci->lo) ||
-		  !cJSON_AddNumberToObject(o, "hi", ci->hi) || !cJSON_AddNumberToObject(o, "n", (double)ci->n) ||
-		  !cJSON_AddNumberToObject(o, "coverage", ci->coverage))) {
+	if (o && (!cJSON_AddNumberToObject(o, "median", ci->median) || !jnum_or_null(o, "lo", ci->lo, iv) ||
+		  !jnum_or_null(o, "hi", ci->hi, iv) || !cJSON_AddNumberToObject(o, "n", (double)ci->n) ||
+		  !jnum_or_null(o, "coverage", ci->coverage, iv))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -267,7 +418,13 @@ static cJSON *json_cell(const struct gpushare_report_cell *c)
 		  cJSON_AddNumberToObject(o, "runs_failed", (double)c->n_failed) &&
 		  add_item(o, "throughput_items_per_second", json_ci(&c->throughput)) &&
 		  add_item(o, "mean_latency_seconds", json_ci(&c->mean_latency)) &&
-		  add_item(o, "p99_latency_seconds", json_ci(&c->p99_latency));
+		  add_item(o, "p50_latency_seconds", json_ci(&c->p50_latency)) &&
+		  add_item(o, "p90_latency_seconds", json_ci(&c->p90_latency)) &&
+		  add_item(o, "p99_latency_seconds", json_ci(&c->p99_latency)) &&
+		  add_item(o, "p999_latency_seconds", json_ci(&c->p999_latency)) &&
+		  add_item(o, "fairness", json_ci(&c->fairness)) &&
+		  add_item(o, "gpu_util_percent", json_ci(&c->util_pct)) &&
+		  add_item(o, "gpu_mem_used_bytes", json_ci(&c->mem_used_bytes));
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -276,44 +433,116 @@ static cJSON *json_cell(const struct gpushare_report_cell *c)
 	return o;
 }
 
-static cJSON *json_vs(const struct gpushare_report *r, int pick, int base)
+/* {ratio, ratio_lo, ratio_hi, verdict, confidence, significant}; null when not compared. */
+static cJSON *json_comparison(const struct gpushare_comparison *c, bool compared)
 {
-	const struct gpushare_ci *a, *b;
 	cJSON *o;
+	bool apart = c->verdict == GPUSHARE_VERDICT_HIGHER || c->verdict == GPUSHARE_VERDICT_LOWER;
 
-	if (pick < 0 || base < 0 || r->cells[base].n_ok == 0)
+	if (!compared)
 		return cJSON_CreateNull();
-	a = &r->cells[pick].throughput;
-	b = &r->cells[base].throughput;
 	o = cJSON_CreateObject();
-	if (o && (!cJSON_AddNumberToObject(o, "throughput_ratio", a->median / b->median) ||
-		  !cJSON_AddNumberToObject(o, "throughput_ratio_lo", b->hi > 0 ? a->lo / b->hi : 0) ||
-		  !cJSON_AddNumberToObject(o, "throughput_ratio_hi", b->lo > 0 ? a->hi / b->lo : 0) ||
-		  !cJSON_AddBoolToObject(o, "throughput_significant", !gpushare_ci_overlap(a, b)) ||
-		  !cJSON_AddNumberToObject(o, "p99_seconds", r->cells[base].p99_latency.median) ||
-		  !cJSON_AddBoolToObject(o, "p99_significant",
-					 !gpushare_ci_overlap(&r->cells[pick].p99_latency, &r->cells[base].p99_latency)))) {
+	if (o && (!jnum_or_null(o, "ratio", c->ratio, true) || !jnum_or_null(o, "ratio_lo", c->ratio_lo, true) ||
+		  !jnum_or_null(o, "ratio_hi", c->ratio_hi, true) ||
+		  !cJSON_AddStringToObject(o, "verdict", gpushare_verdict_name(c->verdict)) ||
+		  !jnum_or_null(o, "confidence", c->confidence, apart) ||
+		  !(c->verdict == GPUSHARE_VERDICT_UNKNOWN ? cJSON_AddNullToObject(o, "significant")
+							   : cJSON_AddBoolToObject(o, "significant", c->significant)))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
 	return o;
 }
 
-static cJSON *json_pick(const struct gpushare_report *r, const struct gpushare_report_pick *p, bool asked)
+static cJSON *json_strategy_or_null(const struct gpushare_report *r, int cell)
 {
-	cJSON *o;
+	return cell >= 0 ? cJSON_CreateString(gpushare_strategy_name(r->cells[cell].strategy)) : cJSON_CreateNull();
+}
 
-	if (!asked)
-		return cJSON_CreateNull();
-	o = cJSON_CreateObject();
-	if (o && (!add_item(o, "cell", p->cell >= 0 ? json_cell(&r->cells[p->cell]) : cJSON_CreateNull()) ||
-		  !add_item(o, "vs_timeslice", json_vs(r, p->cell, p->vs_timeslice)) ||
-		  !add_item(o, "vs_sequential", json_vs(r, p->cell, p->vs_sequential)) ||
-		  !cJSON_AddStringToObject(o, "why", p->why))) {
+static cJSON *json_names(const struct gpushare_report *r, const int *cells, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a && i < n; i++) {
+		cJSON *s = cJSON_CreateString(gpushare_strategy_name(r->cells[cells[i]].strategy));
+
+		if (!s || !cJSON_AddItemToArray(a, s)) {
+			cJSON_Delete(s);
+			cJSON_Delete(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static cJSON *json_at(const struct gpushare_report *r, const struct gpushare_report_at_workers *at)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o && cJSON_AddNumberToObject(o, "workers", at->workers) &&
+		  add_item(o, "best", json_strategy_or_null(r, at->best)) &&
+		  add_item(o, "best_cell", at->best >= 0 ? json_cell(&r->cells[at->best]) : cJSON_CreateNull()) &&
+		  add_item(o, "tied", json_names(r, at->tied, at->n_tied)) &&
+		  add_item(o, "next", json_strategy_or_null(r, at->next)) &&
+		  add_item(o, "vs_next", json_comparison(&at->vs_next, at->best >= 0 && at->next >= 0)) &&
+		  add_item(o, "vs_timeslice",
+			   json_comparison(&at->vs_timeslice, at->best >= 0 && at->timeslice >= 0 && at->timeslice != at->best)) &&
+		  add_item(o, "mps_vs_mps_split", json_comparison(&at->mps_vs_split, at->mps >= 0 && at->mps_split >= 0)) &&
+		  add_item(o, "lowest_p99", json_strategy_or_null(r, at->lowest_p99)) &&
+		  add_item(o, "lowest_p99_tied", json_names(r, at->p99_tied, at->n_p99_tied)) &&
+		  add_item(o, "references", json_names(r, at->references, at->n_references)) &&
+		  cJSON_AddStringToObject(o, "throughput_text", at->throughput_text) &&
+		  cJSON_AddStringToObject(o, "latency_text", at->latency_text);
+
+	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
 	}
 	return o;
+}
+
+static cJSON *json_rec(const struct gpushare_report *r, const struct gpushare_report_rec *rec)
+{
+	cJSON *o = cJSON_CreateObject(), *at, *sc;
+	bool ok = o && cJSON_AddStringToObject(o, "shape", rec->shape) &&
+		  cJSON_AddNumberToObject(o, "batch", (double)rec->batch) &&
+		  (at = cJSON_AddArrayToObject(o, "per_workers")) != NULL &&
+		  (sc = cJSON_AddArrayToObject(o, "scaling")) != NULL;
+
+	for (size_t i = 0; ok && i < rec->n_at; i++) {
+		cJSON *x = json_at(r, &rec->at[i]);
+
+		ok = x && cJSON_AddItemToArray(at, x);
+	}
+	for (size_t i = 0; ok && i < rec->n_scaling; i++) {
+		const struct gpushare_report_scaling *s = &rec->scaling[i];
+		cJSON *x = cJSON_CreateObject();
+
+		ok = x && cJSON_AddItemToArray(sc, x) &&
+		     cJSON_AddStringToObject(x, "strategy", gpushare_strategy_name(s->strategy)) &&
+		     cJSON_AddNumberToObject(x, "best_workers", r->cells[s->best].workers) &&
+		     cJSON_AddNumberToObject(x, "smallest_workers_within_noise", r->cells[s->smallest].workers) &&
+		     cJSON_AddBoolToObject(x, "reference", !report_sharing(s->strategy)) &&
+		     cJSON_AddStringToObject(x, "text", s->text);
+	}
+	if (ok && r->slo_p99_seconds > 0) {
+		cJSON *x = cJSON_AddObjectToObject(o, "under_slo");
+
+		ok = x && add_item(x, "cell", rec->slo >= 0 ? json_cell(&r->cells[rec->slo]) : cJSON_CreateNull()) &&
+		     add_item(x, "tied", json_names(r, rec->slo_tied, rec->n_slo_tied)) &&
+		     cJSON_AddStringToObject(x, "text", rec->slo_text);
+	} else if (ok) {
+		ok = cJSON_AddNullToObject(o, "under_slo") != NULL;
+	}
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static bool jstr_or_null(cJSON *o, const char *k, const char *s)
+{
+	return *s ? cJSON_AddStringToObject(o, k, s) != NULL : cJSON_AddNullToObject(o, k) != NULL;
 }
 
 int gpushare_report_json(const struct gpushare_report *r, char **text)
@@ -323,17 +552,16 @@ int gpushare_report_json(const struct gpushare_report *r, char **text)
 
 	*text = NULL;
 	ok = ok && (m = cJSON_AddObjectToObject(doc, "metadata")) != NULL &&
-	     cJSON_AddStringToObject(m, "gpushare_version", r->version) && cJSON_AddStringToObject(m, "host", r->host) &&
-	     cJSON_AddStringToObject(m, "gpu_name", r->gpu_name) && cJSON_AddStringToObject(m, "gpu_uuid", r->gpu_uuid) &&
-	     cJSON_AddStringToObject(m, "driver_version", r->driver_version) &&
-	     cJSON_AddStringToObject(m, "first_date", r->first_date) &&
-	     cJSON_AddStringToObject(m, "last_date", r->last_date) &&
-	     cJSON_AddStringToObject(m, "command_line", r->command_line) &&
+	     jstr_or_null(m, "gpushare_version", r->version) && jstr_or_null(m, "host", r->host) &&
+	     jstr_or_null(m, "gpu_name", r->gpu_name) && jstr_or_null(m, "gpu_uuid", r->gpu_uuid) &&
+	     jstr_or_null(m, "driver_version", r->driver_version) && jstr_or_null(m, "first_date", r->first_date) &&
+	     jstr_or_null(m, "last_date", r->last_date) && jstr_or_null(m, "command_line", r->command_line) &&
 	     cJSON_AddNumberToObject(doc, "runs", (double)r->n_runs) &&
 	     cJSON_AddStringToObject(doc, "statistic",
-				     "median over repeats; 95% distribution-free (order statistic) CI of the median") &&
-	     (r->slo_p99_seconds > 0 ? cJSON_AddNumberToObject(doc, "slo_p99_seconds", r->slo_p99_seconds) != NULL
-				     : cJSON_AddNullToObject(doc, "slo_p99_seconds") != NULL) &&
+				     "median over a cell's ok runs; interval: order statistics of the median, "
+				     "with its exact coverage (null with one run); a difference is significant "
+				     "when the intervals are apart with joint coverage >= 0.95, a tie when they overlap") &&
+	     jnum_or_null(doc, "slo_p99_seconds", r->slo_p99_seconds, r->slo_p99_seconds > 0) &&
 	     (cells = cJSON_AddArrayToObject(doc, "cells")) != NULL;
 	for (size_t i = 0; ok && i < r->n_cells; i++) {
 		cJSON *c = json_cell(&r->cells[i]);
@@ -341,15 +569,10 @@ int gpushare_report_json(const struct gpushare_report *r, char **text)
 		ok = c && cJSON_AddItemToArray(cells, c);
 	}
 	ok = ok && (recs = cJSON_AddArrayToObject(doc, "recommendation")) != NULL;
-	for (size_t i = 0; ok && i < r->n_shapes; i++) {
-		const struct gpushare_report_shape_rec *rec = &r->recs[i];
-		cJSON *o = cJSON_CreateObject();
+	for (size_t i = 0; ok && i < r->n_recs; i++) {
+		cJSON *o = json_rec(r, &r->recs[i]);
 
 		ok = o && cJSON_AddItemToArray(recs, o);
-		ok = ok && cJSON_AddStringToObject(o, "shape", rec->shape) &&
-		     add_item(o, "max_throughput", json_pick(r, &rec->best_throughput, true)) &&
-		     add_item(o, "min_p99", json_pick(r, &rec->best_p99, true)) &&
-		     add_item(o, "max_throughput_under_slo", json_pick(r, &rec->best_slo, r->slo_p99_seconds > 0));
 	}
 	ok = ok && cJSON_AddNumberToObject(doc, "corrupt_lines", (double)r->n_bad) &&
 	     (bad = cJSON_AddArrayToObject(doc, "corrupt_line_list")) != NULL;

@@ -6,7 +6,9 @@
  * removes its run directory when the run ends; if it was killed first,
  * gpushare_rundir_reap() — called at the start of every bench and sweep —
  * stops any MPS daemon left under a dead owner's directory and removes it,
- * so a killed run leaves nothing running for long.
+ * so a killed run leaves nothing running for long. It also cleans up after
+ * `gpushare exec` jobs whose ranks on this node were all killed
+ * (gpushare_exec_reap()).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpushare/exec.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/util.h"
@@ -144,6 +147,14 @@ int gpushare_rundir_reap(size_t *reaped)
 		n++;
 	}
 	closedir(d);
+	/* Jobs of gpushare exec whose ranks here were all killed. */
+	{
+		size_t jobs = 0;
+
+		if (gpushare_exec_reap(NULL, &jobs) == GPUSHARE_OK)
+			n += jobs;
+		gpushare_clear_error();
+	}
 	if (reaped)
 		*reaped = n;
 	return GPUSHARE_OK;

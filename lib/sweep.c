@@ -10,6 +10,7 @@
  * series labelled with its cell and repeat. The record format lives in
  * sweep_record.c; reading the file back is report_load.c's job.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/files.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
@@ -82,8 +84,7 @@ int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
 	name = strtok_r(buf, ":", &save);
 	d = name ? gpushare_workload_find(name) : NULL;
 	if (!d || spec[0] == ':')
-		return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s' in '%s'", name && spec[0] != ':' ? name : "",
-				     spec);
+		return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s'", name && spec[0] != ':' ? name : "");
 	sh = &s->shapes[s->n_shapes];
 	memset(sh, 0, sizeof(*sh));
 	rc = gpushare_wl_params_init(&sh->wl, d);
@@ -93,30 +94,40 @@ int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
 		char *eq = strchr(item, '=');
 
 		if (!eq || eq == item || !eq[1])
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' in '%s' is not opt=value", item, spec);
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not opt=value", item);
 		*eq = '\0';
+		/* Earlier items sit in buf before this one as "opt\0value\0". */
+		for (const char *prev = buf + strlen(buf) + 1; prev < item;) {
+			if (!strcmp(prev, item))
+				return gpushare_fail(GPUSHARE_E_INVAL, "option '%s' is given twice", item);
+			prev += strlen(prev) + 1;
+			prev += strlen(prev) + 1;
+		}
 		rc = gpushare_wl_params_set(&sh->wl, item, eq + 1);
 		if (rc == GPUSHARE_E_NOT_FOUND)
-			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s' (in '%s')", d->name, item,
-					     spec);
+			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s'", d->name, item);
 		if (rc)
-			return gpushare_fail(GPUSHARE_E_INVAL, "%s (in '%s')", gpushare_errdetail(), spec);
+			return GPUSHARE_E_INVAL;
 	}
-	snprintf(sh->label, sizeof(sh->label), "%s", spec);
+	gpushare_utf8_copy(sh->label, sizeof(sh->label), spec);
 	s->n_shapes++;
 	return GPUSHARE_OK;
 }
 
-/* Append text to buf (size bytes, *len used); false when it did not all fit. */
+/* Append text to buf (size bytes, *len used), as valid UTF-8 and cut only
+ * between characters; false when it did not all fit. */
 static bool label_append(char *buf, size_t size, size_t *len, const char *text)
 {
-	size_t n = strlen(text), room = size - 1 - *len;
-	bool fits = n <= room;
+	char *fixed = gpushare_utf8_dup(text);
+	size_t want, got;
 
-	memcpy(buf + *len, text, fits ? n : room);
-	*len += fits ? n : room;
-	buf[*len] = '\0';
-	return fits;
+	if (!fixed)
+		return false;
+	want = strlen(fixed);
+	got = gpushare_utf8_copy(buf + *len, size - *len, fixed);
+	*len += got;
+	free(fixed);
+	return got == want;
 }
 
 int gpushare_sweep_set_command(struct gpushare_sweep_config *s, char **argv, int mode)
@@ -140,7 +151,7 @@ int gpushare_sweep_set_command(struct gpushare_sweep_config *s, char **argv, int
 		fits = (i == 0 || label_append(sh->label, sizeof(sh->label), &len, " ")) &&
 		       label_append(sh->label, sizeof(sh->label), &len, argv[i]);
 	if (!fits)
-		memcpy(sh->label + len - 3, "...", 3);
+		memcpy(sh->label + gpushare_utf8_cut(sh->label, len > 3 ? len - 3 : 0), "...", 4);
 	s->bench.command = argv;
 	s->bench.command_mode = mode;
 	s->n_shapes = 1;
@@ -340,6 +351,7 @@ struct sweep_ctx {
 	struct cell_state *st;
 	int rounds;                    /* max repeats per cell */
 	int fd;                        /* results file, O_APPEND */
+	int lock_fd;                   /* the results directory's lock, -1 none */
 	const char *path;
 	struct gpushare_bench_config *c;   /* the run's configuration (large, on the heap) */
 	uint64_t t0_ns;
@@ -416,6 +428,138 @@ static int add_sample(struct cell_state *st, double v)
 	return GPUSHARE_OK;
 }
 
+/* ---- the results directory: one writer, and resume only what matches ---- */
+
+/* The lock file beside the results file: one sweep writes a results
+ * directory at a time, and a sweep that died holds nothing (flock). */
+static int lock_results_dir(struct sweep_ctx *x)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+	const char *slash = strrchr(x->path, '/');
+	int dlen = slash ? (int)(slash - x->path) : 1;
+	pid_t holder;
+	int rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%.*s/%s", dlen, slash ? x->path : ".",
+			     GPUSHARE_SWEEP_LOCK_FILE) >= sizeof(path))
+		return gpushare_fail(GPUSHARE_E_INVAL, "results path '%s' is too long", x->path);
+	rc = gpushare_lock_acquire(path, 0, &x->lock_fd, &holder);
+	if (rc == GPUSHARE_E_BUSY) {
+		if (holder)
+			return gpushare_fail(GPUSHARE_E_DIR, "results directory '%.*s' is in use by another sweep (pid %ld)",
+					     dlen, slash ? x->path : ".", (long)holder);
+		return gpushare_fail(GPUSHARE_E_DIR, "results directory '%.*s' is in use by another sweep", dlen,
+				     slash ? x->path : ".");
+	}
+	if (rc) {
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		return gpushare_fail(GPUSHARE_E_DIR, "%s", detail);
+	}
+	return GPUSHARE_OK;
+}
+
+/* The fields of a run's bench configuration that change what is measured;
+ * a resumed sweep must ask for the same ones (strategy, workers and batch
+ * are the cell itself; the start timeout and the MPS pipe directory are not
+ * part of the measurement). */
+static const char *const resume_fields[] = {
+	"workload", "workload_options", "command", "command_mode", "batch", "workers", "mode",
+	"duration_seconds", "requests_per_worker", "warmup_seconds", "warmup_requests", "gpu",
+	"thread_percentage", "mem_limit_bytes", "priority",
+};
+
+/* The configuration object a run of cell k records (bench.config). */
+static cJSON *expected_config(struct sweep_ctx *x, size_t k)
+{
+	struct gpushare_bench_report r;
+	cJSON *doc, *cfg;
+	char *text = NULL;
+
+	cell_config(x->s, &x->cells[k], x->c);
+	memset(&r, 0, sizeof(r));
+	r.gpu_index = -1;
+	r.config = x->c;
+	if (gpushare_bench_report_json(&r, &text))
+		return NULL;
+	doc = cJSON_Parse(text);
+	free(text);
+	cfg = cJSON_DetachItemFromObjectCaseSensitive(doc, "config");
+	cJSON_Delete(doc);
+	return cfg;
+}
+
+static void short_json(const cJSON *v, char *buf, size_t len)
+{
+	char *t = v ? cJSON_PrintUnformatted(v) : NULL;
+
+	snprintf(buf, len, "%s", t ? t : "(absent)");
+	if (t && strlen(t) >= len && len > 4)
+		memcpy(buf + gpushare_utf8_cut(buf, len - 4), "...", 4);
+	free(t);
+}
+
+/* Refuse to resume when a recorded run of a cell of this grid was measured
+ * with another configuration: its samples would be merged with the new ones. */
+static int check_resume_config(struct sweep_ctx *x)
+{
+	cJSON **want = calloc(x->n_cells, sizeof(*want));
+	size_t len = 0, pos = 0, line = 0;
+	char *data = NULL;
+	int rc = want ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+
+	if (!rc)
+		rc = gpushare_read_file(x->path, (size_t)1 << 30, &data, &len);
+	while (!rc && pos < len) {
+		const char *s = data + pos, *nl = memchr(s, '\n', len - pos);
+		size_t l = nl ? (size_t)(nl - s) : len - pos;
+		struct gpushare_report_run run;
+		cJSON *root;
+		const cJSON *got;
+		int k;
+
+		pos += l + (nl ? 1 : 0);
+		line++;
+		root = cJSON_ParseWithLength(s, l);
+		if (!root)
+			continue;
+		got = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "bench"), "config");
+		k = -1;
+		if (cJSON_IsObject(got)) {
+			char *t = cJSON_PrintUnformatted(root);
+
+			if (t && gpushare_report_parse_line(t, strlen(t), &run) == GPUSHARE_OK) {
+				k = find_cell(x, &run);
+				gpushare_report_run_release(&run);
+			}
+			free(t);
+		}
+		if (k >= 0 && !want[k] && !(want[k] = expected_config(x, (size_t)k)))
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		for (size_t f = 0; !rc && k >= 0 && f < sizeof(resume_fields) / sizeof(resume_fields[0]); f++) {
+			const cJSON *a = cJSON_GetObjectItemCaseSensitive(got, resume_fields[f]);
+			const cJSON *b = cJSON_GetObjectItemCaseSensitive(want[k], resume_fields[f]);
+			char ra[96], rb[96];
+
+			if ((!a && !b) || (a && b && cJSON_Compare(a, b, true)))
+				continue;
+			short_json(a, ra, sizeof(ra));
+			short_json(b, rb, sizeof(rb));
+			rc = gpushare_fail(GPUSHARE_E_INVAL,
+					   "--resume: line %zu of '%s' was measured with %s %s, this sweep asks for %s; "
+					   "resume with the options of that sweep, or give another --out",
+					   line, x->path, resume_fields[f], ra, rb);
+		}
+		cJSON_Delete(root);
+	}
+	for (size_t k = 0; want && k < x->n_cells; k++)
+		cJSON_Delete(want[k]);
+	free(want);
+	free(data);
+	return rc;
+}
+
 /* Read what is recorded already. Without resume the file must be empty. */
 static int load_existing(struct sweep_ctx *x)
 {
@@ -423,11 +567,13 @@ static int load_existing(struct sweep_ctx *x)
 	struct stat sb;
 	int rc;
 
-	if (stat(x->path, &sb) != 0) {
+	if (lstat(x->path, &sb) != 0) {
 		if (errno == ENOENT)
 			return GPUSHARE_OK;
 		return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", x->path, strerror(errno));
 	}
+	if (S_ISLNK(sb.st_mode))
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is a symbolic link; refusing to write through it", x->path);
 	if (!S_ISREG(sb.st_mode))
 		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file", x->path);
 	if (sb.st_size == 0)
@@ -436,6 +582,9 @@ static int load_existing(struct sweep_ctx *x)
 		return gpushare_fail(GPUSHARE_E_BUSY,
 				     "results file '%s' already holds runs; give --resume to continue that sweep, or another --out",
 				     x->path);
+	rc = check_resume_config(x);
+	if (rc)
+		return rc;
 	rc = gpushare_report_load(x->path, &rep);
 	if (rc) {
 		gpushare_report_release(&rep);
@@ -464,14 +613,15 @@ static int open_results(struct sweep_ctx *x)
 {
 	struct stat sb;
 
-	x->fd = open(x->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (x->fd < 0)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", x->path, strerror(errno));
+	int rc = gpushare_open_append(x->path, 0644, &x->fd);
+
+	if (rc)
+		return rc;
 	/* A torn last line (a sweep killed mid-write) stays a corrupt line of
 	 * its own instead of swallowing the next record. */
 	if (fstat(x->fd, &sb) == 0 && sb.st_size > 0) {
 		char last = '\n';
-		int rfd = open(x->path, O_RDONLY | O_CLOEXEC);
+		int rfd = open(x->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 
 		if (rfd >= 0) {
 			if (pread(rfd, &last, 1, sb.st_size - 1) != 1)
@@ -529,8 +679,15 @@ static int start_daemon(struct sweep_ctx *x, const char *visible)
 		return rc;
 	snprintf(base, sizeof(base), "%s/mps", x->run_dir);
 	rc = gpushare_mps_session_open(&x->mps, base, NULL, visible, NULL);
-	if (rc)
-		return rc;
+	if (rc) {
+		struct gpushare_errsave e;
+
+		/* The run directory goes when the sweep ends: say so, so the
+		 * paths in the message are not looked for. */
+		gpushare_error_save(&e);
+		return gpushare_fail(rc, "the sweep's MPS daemon: %s (its run directory '%s' is removed)", e.detail,
+				     x->run_dir);
+	}
 	x->sum->mps_daemon_started = x->mps.started;
 	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->mps.m.pipe_dir);
 	return GPUSHARE_OK;
@@ -635,6 +792,7 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	x->cur_repeat = repeat;
 	report_progress(x, false, false, 0, NULL);
 	rc = gpushare_bench_run(x->c, &r);
+	gpushare_bench_report_settle(&r, rc);
 	if (rc == GPUSHARE_E_INTERRUPTED || r.interrupted || gpushare_bench_interrupted()) {
 		gpushare_bench_report_release(&r);
 		return gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
@@ -645,14 +803,14 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	}
 	if (rc)
 		snprintf(error, sizeof(error), "%s", gpushare_errdetail());
-	ok = rc == GPUSHARE_OK && !r.partial && r.n_results == 1;
+	ok = rc == GPUSHARE_OK && !r.partial && r.n_results == 1 && r.results[0].status == GPUSHARE_RESULT_OK;
 	wrc = gpushare_sweep_record(cell, x->s->shapes[cell->shape].label, repeat, &r, rc, error, x->cuda_version,
 				    &line);
 	if (!wrc)
 		wrc = append_line(x, line);
 	free(line);
 	if (!wrc) {
-		double ips = r.n_results ? r.results[0].items_per_second : 0;
+		double ips = ok ? r.results[0].items_per_second : NAN;
 
 		x->sum->runs_done++;
 		if (!ok)
@@ -725,6 +883,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 	x.s = s;
 	x.sum = sum;
 	x.fd = -1;
+	x.lock_fd = -1;
 	x.path = results_path;
 	x.t0_ns = gpushare_now_ns();
 	x.rounds = s->target_noise > 0 ? s->max_repeats : s->repeats;
@@ -742,6 +901,8 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		if (!x.st[k].recorded)
 			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
+	if (!rc)
+		rc = lock_results_dir(&x);
 	if (!rc)
 		rc = load_existing(&x);
 	if (!rc)
@@ -779,6 +940,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 			gpushare_nvml_close();
 		if (x.fd >= 0 && close(x.fd) != 0 && !rc)
 			rc = gpushare_fail(GPUSHARE_E_IO, "cannot close '%s': %s", results_path, strerror(errno));
+		gpushare_lock_release(x.lock_fd);
 	}
 	for (size_t k = 0; x.st && k < x.n_cells; k++) {
 		free(x.st[k].recorded);

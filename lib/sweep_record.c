@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/sweep.h"
 
@@ -73,7 +74,7 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 		}
 	}
 	if (ok)
-		*line = cJSON_PrintUnformatted(doc);
+		*line = gpushare_utf8_fix(cJSON_PrintUnformatted(doc));
 	cJSON_Delete(doc);
 	if (!*line)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building a results record");

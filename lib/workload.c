@@ -18,7 +18,7 @@
 
 static const struct gpushare_wl_option spin_opts[] = {
 	{ .name = "request-us", .type = GPUSHARE_WL_DURATION, .def = "100us", .min = 0, .max = US_PER_MIN,
-	  .help = "length of the CPU busy loop of one request" },
+	  .help = "length of the CPU busy loop of one item (batch B: B times as long)" },
 	{ .name = "fail-after", .type = GPUSHARE_WL_INT, .def = "0", .min = 0, .max = 1000000000L,
 	  .help = "fail after this many requests, warm-up included (0: never); for tests" },
 	{ .name = "fail-mode", .type = GPUSHARE_WL_CHOICE, .def = "error", .choices = "error,crash,hang",

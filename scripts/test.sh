@@ -10,10 +10,11 @@ scripts/build.sh build-test -DCMAKE_BUILD_TYPE=Debug -DGPUSHARE_WERROR=ON -DGPUS
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir build-test -LE gpu -j"$(nproc)" --output-on-failure
-# A short libFuzzer run of the worker-message parser when clang offers it.
+# Short libFuzzer runs of the worker-message parser and the results loader
+# when clang offers it.
 if command -v clang >/dev/null &&
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGPUSHARE_FUZZ=ON -DGPUSHARE_CUDA=OFF >/dev/null 2>&1 &&
-	cmake --build build-fuzz --target fuzz_proto >/dev/null 2>&1; then
+	cmake --build build-fuzz -j"$(nproc)" --target fuzz_proto fuzz_results >/dev/null 2>&1; then
 	ctest --test-dir build-fuzz -L fuzz --output-on-failure
 else
 	echo "SKIP: fuzzing (clang with libFuzzer not available)"

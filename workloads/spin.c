@@ -1,5 +1,8 @@
 /*
- * The `spin` workload: a CPU busy loop of request-us per request, no GPU.
+ * The `spin` workload: a CPU busy loop of request-us per item, no GPU: a
+ * request of batch B spins B x request-us, so a batch costs what B
+ * requests cost (and `--ceiling`, one process with batch x N, measures the
+ * same work rate as N processes: E_N near 1).
  * It exercises the worker harness, the shared region and the launcher on
  * machines without a GPU, and simulates the ways a real worker fails:
  * init-fail (CUDA error 808, too many MPS clients) and fail-after with
@@ -28,7 +31,7 @@
 enum fail_mode { FAIL_ERROR, FAIL_CRASH, FAIL_HANG };
 
 struct spin {
-	uint64_t request_ns;
+	uint64_t request_ns;   /* per request: request-us x batch */
 	long fail_after;       /* 0: never */
 	enum fail_mode mode;
 	long done;             /* requests completed, warm-up included */
@@ -48,6 +51,7 @@ static int spin_init(const struct gpushare_wl_params *p, int thread_index, void 
 		     struct wl_info *info, struct wl_error *err)
 {
 	const char *mode = gpushare_wl_get(p, "fail-mode");
+	uint64_t batch = (uint64_t)(p->batch > 0 ? p->batch : 1);
 	struct spin *s;
 
 	if (gpushare_wl_get_bool(p, "init-fail")) {
@@ -59,9 +63,9 @@ static int spin_init(const struct gpushare_wl_params *p, int thread_index, void 
 		set_error(err, GPUSHARE_E_NOMEM, 0, "spin: out of memory");
 		return GPUSHARE_E_NOMEM;
 	}
-	s->request_ns = gpushare_wl_get_duration_ns(p, "request-us");
+	s->request_ns = gpushare_wl_get_duration_ns(p, "request-us") * batch;
 	if (gpushare_wl_get_duration_ns(p, "slow-us") > 0 && gpushare_wl_get_int(p, "slow-worker") == thread_index)
-		s->request_ns = gpushare_wl_get_duration_ns(p, "slow-us");
+		s->request_ns = gpushare_wl_get_duration_ns(p, "slow-us") * batch;
 	if (gpushare_wl_get_int(p, "stall-worker") == thread_index) {
 		s->stall_after = gpushare_wl_get_int(p, "stall-after");
 		s->stall_ns = gpushare_wl_get_duration_ns(p, "stall");

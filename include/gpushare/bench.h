@@ -29,8 +29,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "gpushare/files.h"
 #include "gpushare/hist.h"
 #include "gpushare/metrics.h"
+#include "gpushare/stats.h"
 #include "gpushare/util.h"
 #include "gpushare/workload.h"
 
@@ -101,6 +103,8 @@ struct gpushare_bench_progress {
 	uint64_t requests;         /* recorded so far, all slots */
 	uint64_t requests_target;  /* requests mode: all slots together; 0 otherwise */
 	int util_gpu_pct;          /* last NVML sample, -1 none */
+	int repeat, n_repeats;     /* gpushare_bench_run_repeats(): which repeat (0-based) of
+				    * how many planned; else 0 / 0 */
 };
 
 typedef void (*gpushare_bench_progress_fn)(void *arg, const struct gpushare_bench_progress *p);
@@ -298,12 +302,26 @@ struct gpushare_bench_telemetry {
 	double sum_util, sum_clock, sum_power_w;
 };
 
+/* How a strategy's run ended. Only OK results carry figures: a FAILED or
+ * SKIPPED one prints as null (JSON), empty fields (CSV) and "failed" /
+ * "skipped" (table), and is left out of every summary and comparison. */
+enum gpushare_result_status {
+	GPUSHARE_RESULT_OK = 0,        /* ran and finished */
+	GPUSHARE_RESULT_FAILED,        /* did not start, or did not finish (partial, interrupted) */
+	GPUSHARE_RESULT_SKIPPED,       /* not run; `failure` says why */
+};
+
+/* "ok", "failed", "skipped". */
+const char *gpushare_result_status_name(int status);
+
 struct gpushare_bench_result {
 	int strategy;                  /* enum gpushare_strategy */
+	int status;                    /* enum gpushare_result_status (gpushare_bench_report_settle) */
+	int repeat;                    /* 0-based repeat (gpushare_bench_run_repeats); else 0 */
 	bool partial;                  /* a worker failed mid-run; the rest was stopped */
 	bool interrupted;              /* SIGINT/SIGTERM */
 	int failed_worker;             /* slot index, -1 none */
-	char failure[512];             /* one line, "" none */
+	char failure[512];             /* one line, "" none; FAILED / SKIPPED: the reason */
 	char mps_pipe_dir[GPUSHARE_PATH_MAX]; /* daemon used, "" none */
 	bool mps_daemon_started;
 	unsigned stragglers;           /* processes left in workers' process groups, killed */
@@ -324,6 +342,26 @@ struct gpushare_bench_result {
 	struct gpushare_bench_peak peak;     /* --find-peak: the search (the rest is its best step) */
 };
 
+/* The spread of one strategy over the repeats of gpushare_bench_run_repeats(),
+ * over its OK runs only. */
+struct gpushare_bench_summary {
+	int strategy;
+	size_t n_runs, n_ok;           /* runs made, runs with status OK */
+	int status;                    /* OK when at least one run is OK, else FAILED or SKIPPED */
+	char reason[512];              /* no OK run: the last run's reason */
+	struct gpushare_sample_stats items_per_second, requests_per_second, mean_seconds, p50_seconds,
+		p90_seconds, p99_seconds, p999_seconds, fairness, efficiency;
+};
+
+/* How two strategies' summaries compare (a against the reference b):
+ * throughput (medians of items/s) and p99 latency. */
+struct gpushare_bench_relative {
+	int strategy, reference;
+	double ratio_mean, ratio_stddev;  /* mean items/s ratio and its propagated
+					   * standard deviation (hyperfine's); stddev NaN < 2 runs */
+	struct gpushare_comparison throughput, p99;
+};
+
 struct gpushare_bench_report {
 	char version[32];
 	char date[32];                 /* ISO-8601 UTC */
@@ -333,8 +371,15 @@ struct gpushare_bench_report {
 	const struct gpushare_bench_config *config;
 	struct gpushare_bench_result *results;   /* in the order run */
 	size_t n_results;
-	struct gpushare_bench_result *ceiling;   /* NULL unless config->ceiling */
+	struct gpushare_bench_result *ceiling;   /* NULL unless config->ceiling (with
+						  * repeats: the first repeat's) */
 	bool partial, interrupted;
+	/* gpushare_bench_run_repeats(): results[] holds every run, in the order
+	 * run (repeat 0 of each strategy, then repeat 1 ...), and summary[] one
+	 * entry per configured strategy. repeats 0: a single gpushare_bench_run(). */
+	int repeats;
+	struct gpushare_bench_summary *summary;
+	size_t n_summary;
 };
 
 /* Run every configured strategy. r is always filled (release it), holding
@@ -343,6 +388,45 @@ struct gpushare_bench_report {
  * GPUSHARE_E_WORKER / GPUSHARE_E_MPS_MAX_CLIENTS when a worker failed to
  * start, or the error of a setup step (MPS daemon, MIG, no driver). */
 int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_bench_report *r);
+
+/* After gpushare_bench_run() returned rc: give every result its status.
+ * A result with a failure, partial or interrupted is FAILED; when rc is an
+ * error (not GPUSHARE_E_INTERRUPTED) the last result (the strategy that was
+ * being set up) is FAILED with the error's detail as its reason, and each
+ * configured strategy that has no result gets a SKIPPED one ("not run: ...").
+ * Results already marked SKIPPED keep their reason. Call before another
+ * library call replaces gpushare_errdetail(). Returns GPUSHARE_E_NOMEM or OK. */
+int gpushare_bench_report_settle(struct gpushare_bench_report *r, int rc);
+
+/* Repeated runs (`gpushare bench --repeats K`). */
+struct gpushare_bench_repeat_opts {
+	int repeats;                   /* K >= 1 */
+	double target_noise;           /* > 0: after K, repeat while some strategy's
+					* median items/s is not known to +-target_noise
+					* at >= 95% coverage (so at least 6 runs) */
+	int max_repeats;               /* bound of target_noise (>= repeats) */
+};
+
+/* Run every configured strategy K times, interleaved: repeat 0 of all
+ * strategies in order, then repeat 1, ... (one gpushare_bench_run() per
+ * repeat), settle each run, gather every result into r (with its repeat)
+ * and summarise (gpushare_bench_summarise). A run error that would repeat
+ * (no driver, MPS, a directory) or an interrupt ends the repeats; a worker
+ * failure does not. Returns the first error, as gpushare_bench_run() does. */
+int gpushare_bench_run_repeats(const struct gpushare_bench_config *c, const struct gpushare_bench_repeat_opts *o,
+			       struct gpushare_bench_report *r);
+
+/* Fill r->summary from r->results: one entry per configured strategy (per
+ * strategy met in results when r has no config). */
+int gpushare_bench_summarise(struct gpushare_bench_report *r);
+
+/* The comparison of summary a with summary b (same report). */
+void gpushare_bench_relative(const struct gpushare_bench_summary *a, const struct gpushare_bench_summary *b,
+			     struct gpushare_bench_relative *out);
+
+/* The reference of the relative summary: timeslice when it has an OK run,
+ * else the first strategy with one; -1 none. Index into r->summary. */
+int gpushare_bench_reference(const struct gpushare_bench_report *r);
 
 /* Async-signal-safe: ask a running gpushare_bench_run() to stop. */
 void gpushare_bench_interrupt(void);
@@ -375,13 +459,19 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
  * after a header line. */
 int gpushare_bench_write_csv(const struct gpushare_bench_report *r, FILE *f);
 
-/* An aligned table, one row per strategy; verbose adds a line per worker. */
+/* An aligned table, one row per strategy (with repeats: the means over its
+ * OK runs, then its spread: mean +- sd, min...max, the median and its
+ * interval), then the relative summary; verbose adds a line per worker (and
+ * per repeat). Failed and skipped strategies have blank figures. */
 int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, bool verbose);
 
-/* Write data to path atomically: a temporary file in the same directory,
- * fsync, rename, fsync of the directory. Never leaves a half-written file.
- * GPUSHARE_E_IO naming the path. */
-int gpushare_write_file_atomic(const char *path, const char *data, size_t len);
+/* The relative summary alone, one line per strategy against the reference
+ * (gpushare_bench_reference): "mps: 17.5 ± 0.3 times the throughput of
+ * timeslice, p99 50.0 us vs 430 us (higher at 98.4% confidence)"; "tie"
+ * when the intervals overlap, no verdict without intervals. */
+int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f);
+
+/* gpushare_write_file_atomic(): see gpushare/files.h. */
 
 /* Check that a file can be created at path (its directory exists and is
  * writable), so a long run does not end in a failed write. */

@@ -49,9 +49,11 @@ extern "C" {
 /* Default port of `gpushare exporter`. */
 #define GPUSHARE_METRICS_EXPORTER_PORT 9400
 /* Per-connection bounds of the HTTP server. */
-#define GPUSHARE_METRICS_CONN_TIMEOUT_S 10
+#define GPUSHARE_METRICS_CONN_TIMEOUT_S 10        /* silence (libmicrohttpd's timeout) */
+#define GPUSHARE_METRICS_HEADER_TIMEOUT_S 5       /* a request head must be complete by then */
 #define GPUSHARE_METRICS_CONN_MEMORY_BYTES (32 * 1024)
-#define GPUSHARE_METRICS_MAX_CONNECTIONS 32
+#define GPUSHARE_METRICS_MAX_CONNECTIONS 256      /* in all */
+#define GPUSHARE_METRICS_MAX_PER_IP 128           /* from one client address */
 /* Content type of the exposition. */
 #define GPUSHARE_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -168,8 +170,10 @@ typedef int (*gpushare_metrics_produce_fn)(void *arg, char **text, size_t *len);
 
 /* Bind addr:port (GPUSHARE_E_ADDR_IN_USE with "cannot listen on ...: ..."
  * when taken or not bindable) and serve GET/HEAD /metrics from a thread per
- * connection (at most GPUSHARE_METRICS_MAX_CONNECTIONS, each dropped after
- * GPUSHARE_METRICS_CONN_TIMEOUT_S of silence, its header buffer bounded by
+ * connection (at most GPUSHARE_METRICS_MAX_CONNECTIONS, GPUSHARE_METRICS_MAX_PER_IP
+ * from one address, each dropped after GPUSHARE_METRICS_CONN_TIMEOUT_S of
+ * silence or when its request head is not complete after
+ * GPUSHARE_METRICS_HEADER_TIMEOUT_S, its header buffer bounded by
  * GPUSHARE_METRICS_CONN_MEMORY_BYTES). Other paths: 404; other methods: 405
  * with Allow; a request with a body: 413. */
 int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metrics_produce_fn fn, void *arg,

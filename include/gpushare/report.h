@@ -1,7 +1,8 @@
 /*
  * Reports of sweeps (`gpushare report DIR`): reads the JSON Lines results
  * file a sweep wrote, groups runs by cell, summarises the repeats of each
- * cell (median with a distribution-free 95% confidence interval), and writes
+ * cell (median with its order-statistic interval and that interval's exact
+ * coverage), and writes
  * markdown tables (strategies as rows, worker counts as columns), CSV and
  * JSON summaries, PNG and SVG plots (cairo), one self-contained HTML page and
  * a recommendation. The statistics are described in docs/sweep.md.
@@ -18,41 +19,26 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "gpushare/hist.h"
+#include "gpushare/stats.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- statistics ---- */
-
-/* A median with its confidence interval. */
-struct gpushare_ci {
-	size_t n;            /* samples */
-	double median;
-	double lo, hi;       /* interval bounds (equal to the median when n == 1) */
-	double coverage;     /* confidence actually achieved, 0..1 (below the asked
-			      * level when n is too small: then lo/hi are min/max) */
-};
-
-/* Median of x[0..n-1] with the distribution-free (order statistic) CI at
- * level conf (0.95): the sorted samples x(l), x(u) with the smallest
- * symmetric rank window such that P(l <= B < u) >= conf for B ~
- * Binomial(n, 1/2). x is not modified. n == 0 gives n = 0, NaN fields. */
-void gpushare_median_ci(const double *x, size_t n, double conf, struct gpushare_ci *out);
-
-/* Relative half-width of the interval: (hi - lo) / 2 / |median|; INFINITY
- * when the median is 0 or n < 2. */
-double gpushare_ci_rel_halfwidth(const struct gpushare_ci *ci);
-
-/* Whether two intervals overlap (then "no significant difference"). */
-bool gpushare_ci_overlap(const struct gpushare_ci *a, const struct gpushare_ci *b);
+/* Statistics (median, interval, comparisons): gpushare/stats.h. */
 
 /* ---- loading ---- */
 
+#define GPUSHARE_REPORT_MAX_STRATEGIES 8
+
 enum gpushare_run_status { GPUSHARE_RUN_OK, GPUSHARE_RUN_PARTIAL, GPUSHARE_RUN_FAILED };
 
-/* One recorded run (one line of the results file). */
+/* One recorded run (one line of the results file). Figures are those of
+ * bench.results[0].aggregate; only runs with status ok carry them. */
 struct gpushare_report_run {
 	char shape[128];
 	char workload[32];
@@ -64,7 +50,15 @@ struct gpushare_report_run {
 	int status;                  /* enum gpushare_run_status */
 	size_t line;                 /* 1-based line in the file */
 	double items_per_second, requests_per_second;
-	double mean_seconds, p50_seconds, p99_seconds;
+	double mean_seconds, p50_seconds, p90_seconds, p99_seconds, p999_seconds;
+	double fairness;             /* slowest / fastest worker; NaN unknown */
+	double util_mean_pct;        /* NVML telemetry of the run; NaN unknown */
+	double mem_used_max_bytes;   /* NaN unknown */
+	/* The merged latency histogram (aggregate.histogram): non-empty buckets
+	 * as upper bounds in ns and counts; NULL when the record has none. Owned
+	 * by the report (gpushare_report_release). */
+	uint64_t *hist_le_ns, *hist_counts;
+	size_t hist_n;
 	/* Open loop (cell.rate_per_second; 0 closed loop): the latency above
 	 * counts from the scheduled arrival. */
 	double rate;
@@ -78,7 +72,7 @@ struct gpushare_report_bad_line {
 	char reason[160];
 };
 
-/* All repeats of one cell, summarised. */
+/* All repeats of one cell, summarised over its ok runs. */
 struct gpushare_report_cell {
 	char shape[128];
 	char workload[32];
@@ -88,20 +82,57 @@ struct gpushare_report_cell {
 	size_t n_ok, n_failed;       /* runs with status ok / partial or failed */
 	struct gpushare_ci throughput;   /* items/s (aggregate of the workers) */
 	struct gpushare_ci mean_latency; /* seconds */
-	struct gpushare_ci p99_latency;  /* seconds */
+	struct gpushare_ci p50_latency, p90_latency, p99_latency, p999_latency;  /* seconds */
+	struct gpushare_ci fairness;     /* 0..1 */
+	struct gpushare_ci util_pct;     /* NVML GPU utilisation, mean over the window; n 0: none */
+	struct gpushare_ci mem_used_bytes; /* NVML memory used, max over the window; n 0: none */
+	struct gpushare_hist *hist;      /* the ok runs' histograms merged; NULL none */
 };
 
-/* A pick of the recommendation, with comparisons against the baselines. */
-struct gpushare_report_pick {
-	int cell;                    /* index in cells[], -1 none */
-	int vs_timeslice;            /* same shape, workers, batch under timeslice; -1 none */
-	int vs_sequential;           /* same under sequential; -1 none */
-	char why[1024];              /* one sentence */
+/* The answers for one worker count N of a (shape, batch): how should N
+ * processes share the GPU? Only sharing strategies (timeslice, mps,
+ * mps-split, mig) answer; sequential and streams are references. Cells
+ * are indices into cells[], -1 when absent. */
+struct gpushare_report_at_workers {
+	int workers;
+	int best;                        /* highest median throughput among sharing cells */
+	int tied[GPUSHARE_REPORT_MAX_STRATEGIES];  /* cells whose throughput ties with best (best first) */
+	size_t n_tied;
+	int next;                        /* the highest of the others */
+	int timeslice;                   /* timeslice's cell at N */
+	struct gpushare_comparison vs_next, vs_timeslice;   /* best against next / timeslice */
+	int mps, mps_split;              /* both present: always compared */
+	struct gpushare_comparison mps_vs_split;
+	int lowest_p99;                  /* lowest median p99 among sharing cells */
+	int p99_tied[GPUSHARE_REPORT_MAX_STRATEGIES];
+	size_t n_p99_tied;
+	int references[GPUSHARE_REPORT_MAX_STRATEGIES];  /* sequential, streams cells at N */
+	size_t n_references;
+	char throughput_text[768];       /* "mps: 34.5k items/s, 2.16x the throughput of timeslice (...)" */
+	char latency_text[384];          /* "mps: p99 3.91 ms (tie with mps-split)" */
 };
 
-struct gpushare_report_shape_rec {
+/* For one strategy: how many processes per GPU? */
+struct gpushare_report_scaling {
+	int strategy;
+	int best;                        /* cell of its highest median throughput */
+	int smallest;                    /* the smallest N whose throughput ties with best's */
+	char text[384];
+};
+
+/* The recommendation of one (shape, batch). */
+struct gpushare_report_rec {
 	char shape[128];
-	struct gpushare_report_pick best_throughput, best_p99, best_slo;
+	long batch;
+	struct gpushare_report_at_workers *at;   /* one per worker count, ascending */
+	size_t n_at;
+	struct gpushare_report_scaling scaling[GPUSHARE_REPORT_MAX_STRATEGIES];
+	size_t n_scaling;
+	int slo;                         /* highest median throughput with median p99 under the
+					  * target (sharing strategies); -1 none or no target */
+	int slo_tied[GPUSHARE_REPORT_MAX_STRATEGIES * 8];
+	size_t n_slo_tied;
+	char slo_text[768];
 };
 
 struct gpushare_report {
@@ -114,12 +145,15 @@ struct gpushare_report {
 	char version[32], host[256], gpu_name[96], gpu_uuid[96], driver_version[80];
 	char first_date[32], last_date[32];
 	char command_line[1024];
+	/* Left out by gpushare_report_cap_shapes(): shapes beyond the cap and their runs. */
+	size_t n_shapes_omitted, n_runs_omitted;
 	/* Filled by gpushare_report_summarise(). */
 	struct gpushare_report_cell *cells;
 	size_t n_cells;
 	char (*shapes)[128];         /* distinct shapes, in order of first appearance */
 	size_t n_shapes;
-	struct gpushare_report_shape_rec *recs;   /* one per shape */
+	struct gpushare_report_rec *recs;   /* one per (shape, batch), shapes in order */
+	size_t n_recs;
 	double slo_p99_seconds;      /* 0: none */
 };
 
@@ -129,9 +163,25 @@ struct gpushare_report {
  * be read; r is always initialised (release it). */
 int gpushare_report_load(const char *path, struct gpushare_report *r);
 
+/* The same over len bytes already in memory (need not be NUL-terminated). */
+int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_report *r);
+
+/* At most this many workload shapes are reported (tables, plots, HTML). */
+#define GPUSHARE_REPORT_MAX_SHAPES 64
+
+/* Keep only the runs of the first max_shapes shapes (in order of first
+ * appearance) and count the rest in n_shapes_omitted / n_runs_omitted, so a
+ * report over a huge file stays bounded in time, memory and output. Linear
+ * in the number of runs. */
+int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes);
+
 /* Parse one line into run (GPUSHARE_E_INVAL with a reason as detail). Used
- * by the loader; exposed for tests. */
+ * by the loader and by sweep --resume. On success release the run with
+ * gpushare_report_run_release(). */
 int gpushare_report_parse_line(const char *text, size_t len, struct gpushare_report_run *run);
+
+/* Free what gpushare_report_parse_line() allocated in run (its histogram). */
+void gpushare_report_run_release(struct gpushare_report_run *run);
 
 /* Group runs into cells, compute the statistics and the recommendation.
  * slo_p99_seconds > 0 adds the pick under that p99. */
@@ -148,6 +198,8 @@ int gpushare_report_write(const struct gpushare_report *r, const char *dir);
 
 /* The markdown report (tables and recommendation) on f. */
 int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f);
+/* The recommendation alone, as plain text (what a sweep prints at its end). */
+int gpushare_report_write_recommendation(const struct gpushare_report *r, FILE *f);
 int gpushare_report_write_csv(const struct gpushare_report *r, FILE *f);
 /* The JSON summary; caller frees *text. */
 int gpushare_report_json(const struct gpushare_report *r, char **text);

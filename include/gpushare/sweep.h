@@ -44,6 +44,8 @@ extern "C" {
 #define GPUSHARE_SWEEP_MAX_VALUES 32   /* entries of --workers and --batch */
 #define GPUSHARE_SWEEP_RECORD_VERSION 1
 #define GPUSHARE_SWEEP_RESULTS_FILE "results.jsonl"
+/* Beside it: the lock a running sweep holds on its results directory. */
+#define GPUSHARE_SWEEP_LOCK_FILE ".gpushare-sweep.lock"
 
 /* One workload shape: a workload with its option values, or the command. */
 struct gpushare_sweep_shape {
@@ -97,8 +99,8 @@ struct gpushare_sweep_config {
 	double rates[GPUSHARE_SWEEP_MAX_VALUES];
 	size_t n_rates;
 	int repeats;                    /* fixed repeats per cell (default 5) */
-	double target_noise;            /* adaptive: relative half-width of the 95% CI of the
-					 * median throughput, e.g. 0.02; 0 = off */
+	double target_noise;            /* adaptive: relative half-width of the interval of the
+					 * median throughput (at >= 95% coverage), e.g. 0.02; 0 = off */
 	int max_repeats;                /* adaptive: at most this many per cell (default 20) */
 	bool resume;                    /* skip (cell, repeat) pairs already recorded */
 	/* Window, GPU, timeouts, worker path, command line: as for bench. The

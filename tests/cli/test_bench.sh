@@ -128,11 +128,16 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 r = doc["results"][0]
 assert doc["partial"] and r["partial"], "not marked partial"
+assert r["status"] == "failed" and "signal 11" in r["reason"], (r["status"], r["reason"])
 assert r["failure"]["worker"] in (0, 1, 2), r["failure"]
 assert any(w["failed"] and w["signal"] == 11 for w in r["workers"]), r["workers"]
-assert r["aggregate"]["requests"] > 0, "measured requests were not kept"
+# A strategy that did not finish has no aggregate figures (never a zero) ...
+assert all(r["aggregate"][k] is None for k in ("requests", "items_per_second", "p99_seconds", "fairness"))
+assert doc["summary"][0]["status"] == "failed" and doc["summary"][0]["items_per_second"] is None
+# ... and what each worker measured is kept.
+assert sum(w["requests"] for w in r["workers"]) > 0, "measured requests were not kept"
 EOF
-then ok "crash: partial results kept and marked"; else fail "crash: JSON"; fi
+then ok "crash: strategy failed, no aggregate figures, workers' measurements kept"; else fail "crash: JSON"; fi
 no_workers_left "crash"
 
 echo "== SIGINT mid-run"
@@ -153,8 +158,13 @@ if python3 - "$tmp/out" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["interrupted"], "not marked interrupted"
-assert len(doc["results"]) == 1 and doc["results"][0]["interrupted"]
-assert doc["results"][0]["aggregate"]["requests"] > 0
+assert len(doc["results"]) == 2, [(r["strategy"], r["status"], r["reason"]) for r in doc["results"]]
+t, s = doc["results"]
+assert t["interrupted"] and t["status"] == "failed" and t["aggregate"]["requests"] is None, (t["status"], t["reason"])
+# what each worker measured is kept (on a loaded machine the window may not have begun yet)
+assert all(isinstance(w["requests"], int) for w in t["workers"]), [w["requests"] for w in t["workers"]]
+assert sum(w["total_requests"] for w in t["workers"]) > 0, [w["total_requests"] for w in t["workers"]]
+assert s["strategy"] == "streams" and s["status"] == "skipped" and s["reason"] == "not run: interrupted", s["reason"]
 EOF
 then ok "SIGINT: what was measured is printed, marked interrupted"; else fail "SIGINT: JSON: $(head -c 300 "$tmp/out")"; fi
 no_workers_left "SIGINT"
@@ -195,8 +205,150 @@ bad 2 "unknown option '--bogus'" --bogus 3
 bad 2 "--request-us" --request-us lots
 bad 2 "unknown workload 'nope'" --workload nope
 bad 2 "not both" --requests 10 --duration 2s
+# Whole numbers are digits only, for every option alike.
+bad 2 "invalid --batch '+2'" --batch +2
+bad 2 "invalid --repeats '+2'" --repeats +2
+bad 2 "invalid --workers '+2'" --workers +2
+bad 2 "invalid --repeats '0'" --repeats 0
+bad 2 "invalid --target-noise 'x'" --target-noise x
+bad 2 "--max-repeats 2 is below --repeats 3" --repeats 3 --target-noise 5% --max-repeats 2
 bad 11 "/nonexistent-dir-$$" --out "/nonexistent-dir-$$/x.json"
 no_workers_left "bad options"
+
+echo "== no MPS control program: found before anything runs; every strategy skipped, nothing reads as zero"
+GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
+	--strategy timeslice,mps,sequential --json
+[[ $rc -eq 4 ]] && ok "missing control program: exit 4" || fail "missing control program: exit $rc $(cat "$tmp/err")"
+if python3 - "$tmp/out" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert [r["strategy"] for r in doc["results"]] == ["timeslice", "mps", "sequential"]
+for r in doc["results"]:
+    assert r["status"] == "skipped" and "no file '/nonexistent/nvidia-cuda-mps-control'" in r["reason"], r
+    assert r["failure"] is None
+    for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
+        assert r["aggregate"][k] is None, k
+    assert all(w["pid"] is None and w["requests"] is None for w in r["workers"])
+assert [s["status"] for s in doc["summary"]] == ["skipped"] * 3
+assert all(s["items_per_second"] is None for s in doc["summary"])
+assert doc["relative"] is None
+EOF
+then ok "missing control program: JSON has every strategy skipped with the reason, null figures"; else fail "missing control program: JSON"; fi
+cp "$tmp/out" "$tmp/failed.json"
+if [[ -n "${GPUSHARE_SOURCE_DIR:-}" ]] && python3 -c 'import jsonschema' 2>/dev/null; then
+	python3 - "$GPUSHARE_SOURCE_DIR/docs/bench-schema.json" "$tmp/failed.json" <<'EOF2' \
+		&& ok "skipped strategies: JSON valid against docs/bench-schema.json" || fail "skipped JSON does not match the schema"
+import json, sys, jsonschema
+jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(json.load(open(sys.argv[2])))
+EOF2
+fi
+GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
+	--strategy timeslice,mps,sequential --csv
+if python3 - "$tmp/out" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["strategy"] for r in rows] == ["timeslice", "mps", "sequential"], rows
+for r in rows:
+    assert r["row"] == "aggregate" and r["status"] == "skipped" and r["failed"] == "true", r
+    for k in ("requests", "requests_per_second", "items_per_second", "p50_seconds", "p99_seconds", "fairness"):
+        assert r[k] == "", (k, r[k])
+EOF
+then ok "missing control program: CSV has empty cells, not zeros"; else fail "missing control program: CSV $(cat "$tmp/out")"; fi
+GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control run "${SPIN[@]}" --duration 300ms --workers 2 \
+	--strategy timeslice,mps,sequential
+grep -Eq '^mps +skipped$' "$tmp/out" && grep -Eq '^timeslice +skipped$' "$tmp/out" \
+	&& grep -q "  ! not run: no file '/nonexistent/nvidia-cuda-mps-control'" "$tmp/out" && ! grep -Eq ' 0 .*ok$' "$tmp/out" \
+	&& ok "missing control program: table shows skipped rows with the reason, no figures" \
+	|| fail "missing control program: table $(cat "$tmp/out")"
+
+echo "== a strategy that fails mid-way: failed, the ones after it skipped"
+run "${SPIN[@]}" --duration 300ms --warmup 0s --workers 2 --strategy timeslice,streams,sequential --fail-after 50 --json
+python3 - "$tmp/out" <<'EOF' && ok "failed strategy: status failed with the reason, null aggregate; later strategies still run" \
+	|| fail "failed strategy: exit $rc $(head -c 400 "$tmp/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+st = [(r["strategy"], r["status"]) for r in doc["results"]]
+# a worker failing mid-run fails that strategy; bench goes on with the next one
+assert st[0] == ("timeslice", "failed"), st
+r = doc["results"][0]
+assert "simulated failure" in r["reason"] and r["aggregate"]["items_per_second"] is None, r["reason"]
+assert doc["summary"][0]["status"] == "failed" and doc["summary"][0]["items_per_second"] is None
+EOF
+
+echo "== --repeats: interleaved runs, spread, intervals that say their coverage"
+run "${SPIN[@]}" --duration 150ms --warmup 30ms --workers 1 --strategy timeslice,sequential --repeats 2 --json
+if [[ $rc -eq 0 ]] && python3 - "$tmp/out" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["repeats"] == 2
+assert [(r["strategy"], r["repeat"]) for r in doc["results"]] == \
+    [("timeslice", 0), ("sequential", 0), ("timeslice", 1), ("sequential", 1)], "not interleaved"
+for s in doc["summary"]:
+    t = s["items_per_second"]
+    runs = [r["aggregate"]["items_per_second"] for r in doc["results"] if r["strategy"] == s["strategy"]]
+    assert s["runs"] == 2 and s["runs_ok"] == 2 and t["n"] == 2
+    assert t["min"] == min(runs) and t["max"] == max(runs) and abs(t["mean"] - sum(runs) / 2) < 1e-6 * t["mean"]
+    assert t["stddev"] is not None and t["coverage"] == 0.5, t   # two runs: [min, max] covers 50%
+c = doc["relative"]["comparisons"][0]
+assert c["throughput"]["verdict"] in ("tie", "higher", "lower")
+if c["throughput"]["verdict"] != "tie":
+    assert c["throughput"]["confidence"] == 0.25 and c["throughput"]["significant"] is False
+EOF
+then ok "--repeats 2: interleaved, each repeat and the spread in JSON, 50% coverage, never significant"; else fail "--repeats 2 JSON: $(cat "$tmp/err")"; fi
+run "${SPIN[@]}" --duration 150ms --warmup 30ms --workers 1 --strategy timeslice,sequential --repeats 2
+grep -q "50% interval" "$tmp/out" && ! grep -q "95% interval" "$tmp/out" && grep -q "times the throughput of timeslice" "$tmp/out" \
+	&& ok "--repeats 2: the table states 50% intervals, never 95%" || fail "--repeats 2 table: $(cat "$tmp/out")"
+run "${SPIN[@]}" --duration 150ms --warmup 30ms --workers 1 --strategy timeslice,sequential --repeats 1 --json
+python3 - "$tmp/out" <<'EOF' && ok "--repeats 1: no interval, no stddev, no verdict (null)" || fail "--repeats 1 JSON"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+t = doc["summary"][0]["items_per_second"]
+assert t["n"] == 1 and t["stddev"] is None and t["lo"] is None and t["hi"] is None and t["coverage"] is None, t
+c = doc["relative"]["comparisons"][0]["throughput"]
+assert c["verdict"] == "unknown" and c["significant"] is None and c["confidence"] is None and c["ratio"] > 0, c
+EOF
+run "${SPIN[@]}" --duration 100ms --warmup 20ms --workers 1 --strategy timeslice,sequential --repeats 6 --csv
+if [[ $rc -eq 0 ]] && python3 - "$tmp/out" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+aggs = [r for r in rows if r["row"] == "aggregate"]
+assert sorted({int(r["repeat"]) for r in aggs}) == list(range(6)) and len(aggs) == 12
+for s in ("timeslice", "sequential"):
+    v = sorted(float(r["items_per_second"]) for r in aggs if r["strategy"] == s)
+    summ = {r["row"]: r for r in rows if r["strategy"] == s and r["repeat"] == ""}
+    assert set(summ) == {"mean", "stddev", "min", "max", "median", "lo", "hi"}, summ.keys()
+    # six runs: the interval is [min, max], coverage 1 - 2/64 (96.875%)
+    assert float(summ["lo"]["items_per_second"]) == v[0] and float(summ["hi"]["items_per_second"]) == v[-1]
+    assert abs(float(summ["median"]["items_per_second"]) - (v[2] + v[3]) / 2) <= 1e-6 * v[2]
+EOF
+then ok "--repeats 6: each repeat and the summary rows in CSV"; else fail "--repeats 6 CSV: $(cat "$tmp/err")"; fi
+run "${SPIN[@]}" --duration 100ms --warmup 20ms --workers 1 --strategy timeslice,sequential --repeats 6
+grep -q "96.8% interval" "$tmp/out" && ok "--repeats 6: 96.8% intervals stated" || fail "--repeats 6 table: $(cat "$tmp/out")"
+
+run "${SPIN[@]}" --duration 100ms --warmup 20ms --workers 1 --strategy sequential --repeats 2 --target-noise 50% \
+	--max-repeats 8 --json
+python3 - "$tmp/out" <<'EOF' && ok "--target-noise: repeats until a >= 95% interval is within the target (6..8 runs)" \
+	|| fail "--target-noise: exit $rc $(head -c 300 "$tmp/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+t = doc["summary"][0]["items_per_second"]
+assert 6 <= doc["repeats"] <= 8 and t["n"] == doc["repeats"], (doc["repeats"], t["n"])
+if doc["repeats"] < 8:
+    assert t["coverage"] >= 0.95 and (t["hi"] - t["lo"]) / 2 / t["median"] <= 0.5, t
+EOF
+
+echo "== spin honours --batch: the ceiling does the work of N workers"
+run "${SPIN[@]}" --duration 400ms --workers 2 --batch 3 --strategy sequential --ceiling --json
+python3 - "$tmp/out" <<'EOF' && ok "spin --batch 3 --ceiling: sequential E_N near 1" || fail "spin --ceiling: $(head -c 600 "$tmp/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+r = doc["results"][0]
+assert r["workers"][0]["items_per_request"] == 3
+# one item costs request-us whatever the batch: the ceiling (batch 6) and
+# sequential (batch 3, one worker at a time) do items at the same rate
+assert 0.7 < r["aggregate"]["efficiency"] < 1.3, r["aggregate"]["efficiency"]
+assert 0.7 < r["aggregate"]["p50_seconds"] / 600e-6 < 1.3, r["aggregate"]["p50_seconds"]
+EOF
 
 echo "== timeslice refused while an MPS daemon answers"
 if [[ -n "$HELPERS" && -x "$HELPERS/fake_mps_control" ]]; then

@@ -265,7 +265,7 @@ if [[ $(id -u) -eq 0 ]]; then
 else
 	echo "skip: a pipe directory of another user (needs root to chown)"
 fi
-GPUSHARE_MPS_CONTROL=/nonexistent bad 4 "'/nonexistent' not found" mps start --gpus 1
+GPUSHARE_MPS_CONTROL=/nonexistent bad 4 "no file '/nonexistent'" mps start --gpus 1
 check "a missing control program: the message says how to name another" grep -qF GPUSHARE_MPS_CONTROL "$tmp/err"
 
 run mps

@@ -217,7 +217,7 @@ SW=(sweep --out "$tmp/sweep" --workload spin --request-us 2ms --sleep on --strat
 	--load open --rate 50,100,1000 --arrival uniform --duration 1s --warmup 200ms --repeats 1 --slo-p99 100 -q)
 run "${SW[@]}"
 [[ $rc -eq 0 ]] && ok "sweep: exit 0" || fail "sweep: exit $rc: $(cat "$tmp/err")"
-grep -q "Highest rate within p99 under 100.00 ms:\*\* timeslice, 1 worker (p99 [0-9.]* ms) at 100 requests/s" \
+grep -q "Highest rate within p99 under 100 ms:\*\* timeslice, 1 worker (p99 [0-9.]* [mu]*s) at 100 requests/s" \
 	"$tmp/sweep/report.md" && ok "report: highest rate within the bound is 100/s" \
 	|| fail "report: $(grep -A2 Recommendation "$tmp/sweep/report.md")"
 check "load_curve.csv: three points, the peak at 100/s" python3 -c 'import csv, sys

@@ -106,7 +106,8 @@ import os, sys, struct, xml.etree.ElementTree as ET
 d = sys.argv[1]
 pngs = [f for f in os.listdir(d) if f.endswith(".png")]
 svgs = [f for f in os.listdir(d) if f.endswith(".svg")]
-assert len(pngs) == 5 and len(svgs) == 5, (pngs, svgs)  # vs batch + 2 batches x 2
+# vs batch + per batch (2): throughput, latency percentiles, fairness, a CDF per worker count (2)
+assert len(pngs) == 11 and len(svgs) == 11, (pngs, svgs)
 for f in pngs:
     data = open(os.path.join(d, f), "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", f
@@ -115,33 +116,103 @@ for f in pngs:
 for f in svgs:
     root = ET.parse(os.path.join(d, f)).getroot()
     assert root.tag.endswith("svg"), f
-    assert len(list(root.iter())) > 50, f
+    assert len(list(root.iter())) > 20, f
+    texts = [t.text for t in root.iter() if t.tag.endswith("}text")]
+    assert any(t and t.startswith("spin: ") for t in texts), (f, texts[:5])   # text stays text
 EOF
 grep -q "| strategy | 1 worker | 2 workers |" "$out/report.md" && grep -q "^| timeslice |" "$out/report.md" \
 	&& ok "markdown: strategies as rows, worker counts as columns" || fail "markdown layout: $(head -40 "$out/report.md")"
-grep -q "Maximum throughput with p99 under 5 ms" "$out/report.md" && ok "markdown: the --slo-p99 pick" || fail "no SLO pick"
+grep -q "Highest throughput with p99 under 5.00 ms" "$out/report.md" && ok "markdown: the --slo-p99 pick" || fail "no SLO pick"
+
+echo "== a crafted results file: every figure (percentiles, CDFs, fairness, GPU telemetry), ties, a failed cell"
+fx=$tmp/fx
+mkdir -p "$fx"
+python3 - "$fx/results.jsonl" <<'EOF'
+import json, random, sys
+random.seed(7)
+out = open(sys.argv[1], "w")
+def rec(strategy, workers, repeat, ips, mean, p99, status="ok"):
+    agg = None
+    if status == "ok":
+        agg = {"items_per_second": ips, "requests_per_second": ips, "mean_seconds": mean, "p50_seconds": mean,
+               "p90_seconds": mean * 1.5, "p99_seconds": p99, "p999_seconds": p99 * 1.3, "fairness": 0.8 + 0.04 * repeat,
+               "histogram": {"le_seconds": [mean * 0.5, mean * 0.9, mean, mean * 1.5, p99, p99 * 1.3],
+                             "counts": [10, 40, 30, 15, 4, 1]}}
+    r = {"gpushare_sweep_record": 1,
+         "cell": {"key": "k", "shape": "matmul:size=1024", "workload": "matmul", "strategy": strategy,
+                  "workers": workers, "batch": 1},
+         "repeat": repeat, "status": status, "error": None if status == "ok" else {"code": "worker failed", "message": "x"},
+         "metadata": {"gpushare_version": "0.1.0", "date": "2026-01-01T00:00:%02dZ" % repeat, "host": "box",
+                      "gpu": {"index": 0, "name": "Test GPU", "uuid": "GPU-1"}, "driver_version": "580",
+                      "command_line": ["gpushare", "sweep"]},
+         "bench": {"results": [{"aggregate": agg, "telemetry": {"samples": 10, "util_mean_percent": min(99, 25 * workers),
+                                                              "mem_used_max_bytes": workers << 29}}]}}
+    out.write(json.dumps(r) + "\n")
+for rep in range(6):
+    for w in (1, 2, 4, 8):
+        g = lambda: 1 + random.gauss(0, 0.01)
+        rec("timeslice", w, rep, 1000 * min(w, 2) * g(), 1e-3 * w, 2e-3 * w * g())
+        rec("mps", w, rep, 1000 * min(w, 6) * g(), 1e-3, 3e-3 * g())
+        rec("mps-split", w, rep, 1000 * min(w, 6) * g(), 1e-3, 2.5e-3 * g())      # ties with mps
+        rec("sequential", w, rep, 1000 * g(), 1e-3, 2e-3 * g())
+rec("mps", 8, 6, 0, 0, 0, "failed")
+rec("mig", 8, 0, 0, 0, 0, "failed")      # a strategy that never succeeded
+EOF
+run report "$fx" --slo-p99 5ms -q
+[[ $rc -eq 0 ]] && ok "report of the crafted file: exit 0" || fail "report of the crafted file: exit $rc $(cat "$tmp/err")"
+python3 - "$fx" <<'EOF' && ok "crafted report: every figure, ties called ties, 96.8% intervals, nulls not zeros" || fail "crafted report"
+import json, os, sys
+d = sys.argv[1]
+names = sorted(f[:-4] for f in os.listdir(d + "/plots") if f.endswith(".png"))
+want = ["shape1-batch1-throughput-vs-workers", "shape1-batch1-latency-vs-workers", "shape1-batch1-fairness-vs-workers",
+        "shape1-batch1-gpu-util-vs-workers", "shape1-batch1-gpu-memory-vs-workers"] + \
+       ["shape1-batch1-cdf-w%d" % w for w in (1, 2, 4, 8)]
+assert sorted(want) == names, names          # no throughput-vs-batch with one batch size
+html = open(d + "/report.html").read()
+for n in want:
+    assert 'alt="%s"' % n in html, n
+assert '<td class="win">' in html
+md = open(d + "/report.md").read()
+assert "tie between mps and mps-split" in md or "tie between mps-split and mps" in md, md
+assert "coverage 96.8%" in md and "coverage 95%" not in md
+s = json.load(open(d + "/summary.json"))
+at8 = s["recommendation"][0]["per_workers"][3]
+assert at8["workers"] == 8 and at8["mps_vs_mps_split"]["verdict"] == "tie"
+assert at8["vs_timeslice"]["verdict"] == "higher" and at8["vs_timeslice"]["significant"] is False  # 2 x 96.9% < 95%
+assert at8["lowest_p99"] in ("mps", "mps-split") and "sequential" in at8["references"]
+assert "| mig | - | - | - | failed (1) |" in md, md     # a failed cell reads as failed, never as a number
+assert "mig" not in at8["tied"] and at8["best"] != "mig"
+mig = [c for c in s["cells"] if c["strategy"] == "mig"][0]
+assert mig["runs_ok"] == 0 and mig["throughput_items_per_second"] is None
+EOF
 
 if command -v chromium >/dev/null 2>&1; then
-	echo "== the HTML report in headless Chromium"
-	set +e
-	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-		--disable-background-networking --disable-component-update --disable-sync \
-		--user-data-dir="$(mktemp -d "$tmp/chromium.XXXXXX")" --enable-logging=stderr --v=0 \
-		--screenshot="$tmp/shot.png" --window-size=1280,2000 "file://$out/report.html" >"$tmp/chromium.log" 2>&1
-	crc=$?
-	set -e
-	python3 - "$tmp/shot.png" <<'EOF' && ok "screenshot is a non-trivial PNG" || fail "screenshot bad (chromium exit $crc): $(tail -5 "$tmp/chromium.log")"
-import sys, struct, zlib
+	echo "== the HTML reports in headless Chromium"
+	shot() { # shot PAGE PNG HEIGHT
+		set +e
+		timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+			--disable-background-networking --disable-component-update --disable-sync \
+			--user-data-dir="$(mktemp -d "$tmp/chromium.XXXXXX")" --enable-logging=stderr --v=0 \
+			--screenshot="$2" --window-size="1280,$3" "file://$1" >"$tmp/chromium.log" 2>&1
+		crc=$?
+		set -e
+	}
+	for page in "$out" "$fx"; do
+		shot "$page/report.html" "$page-shot.png" 9000
+		python3 - "$page-shot.png" <<'EOF' && ok "screenshot of $page/report.html is a non-trivial PNG" || fail "screenshot bad (chromium exit $crc): $(tail -5 "$tmp/chromium.log")"
+import sys, struct
 data = open(sys.argv[1], "rb").read()
 assert data[:8] == b"\x89PNG\r\n\x1a\n"
 w, h = struct.unpack(">II", data[16:24])
 assert w >= 1000 and h >= 1000, (w, h)
-assert len(data) > 50000, len(data)
+assert len(data) > 100000, len(data)
 EOF
-	grep -q "Uncaught" "$tmp/chromium.log" && fail "page errors: $(grep Uncaught "$tmp/chromium.log")" || ok "no page errors"
-	cp "$tmp/shot.png" "${GPUSHARE_SWEEP_SHOT:-/dev/null}" 2>/dev/null || true
+		grep -q "Uncaught" "$tmp/chromium.log" && fail "page errors: $(grep Uncaught "$tmp/chromium.log")" || ok "no page errors"
+	done
+	cp "$out-shot.png" "${GPUSHARE_SWEEP_SHOT:-/dev/null}" 2>/dev/null || true
+	cp "$fx-shot.png" "${GPUSHARE_REPORT_SHOT:-/dev/null}" 2>/dev/null || true
 else
-	echo "SKIP: chromium not installed; the HTML screenshot was not taken"
+	echo "SKIP: chromium not installed; the HTML screenshots were not taken"
 fi
 
 echo "== gpushare report: tables on stdout, corrupt lines reported and skipped"

@@ -46,9 +46,9 @@ expect_stderr() { # what substring
 	if grep -qF -- "$2" "$tmp/err"; then ok "$1: stderr names '$2'"; else fail "$1: stderr lacks '$2': $(cat "$tmp/err")"; fi
 }
 
-echo "== spin, one thread: requests fill the window, p50 near request-us"
+echo "== spin, one thread: requests fill the window, p50 near request-us x batch"
 # window 400 ms of 1 ms requests: at most 401 recorded; at least 10% on a busy machine.
-drive --window-ms 400 --warmup-ms 50 -- --slot 0 --workload spin --opt request-us=1ms --batch 8
+drive --window-ms 400 --warmup-ms 50 -- --slot 0 --workload spin --opt request-us=125us --batch 8
 expect_eq "1 thread" exit 0
 expect_eq "1 thread" barrier ready
 expect_eq "1 thread" slot.0.state DONE

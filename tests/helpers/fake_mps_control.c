@@ -16,7 +16,9 @@
  * (starting a server process first if none runs).
  * Knobs (environment of the daemon): FAKE_MPS_START_FAIL=1 makes -d fail;
  * FAKE_MPS_READY_DELAY_MS delays the socket; FAKE_MPS_IGNORE_SET=1 makes
- * setters accept but not apply values; FAKE_MPS_NO_QUIT=1 ignores quit.
+ * setters accept but not apply values; FAKE_MPS_NO_QUIT=1 ignores quit;
+ * FAKE_MPS_START_LOG=FILE appends "<daemon pid> <pipe dir>" to FILE at each
+ * daemon start.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -352,6 +354,14 @@ static int daemon_main(void)
 	dprintf(fd, "%d\n", (int)getpid());
 	close(fd);
 	logf_("Starting control daemon");
+	if (getenv("FAKE_MPS_START_LOG")) {
+		/* Count starts across daemons whose directories are gone. */
+		fd = open(getenv("FAKE_MPS_START_LOG"), O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dprintf(fd, "%d %s\n", (int)getpid(), st.pipe_dir);
+			close(fd);
+		}
+	}
 	c = 1;
 	if (write(ready[1], &c, 1) != 1)
 		_exit(1);

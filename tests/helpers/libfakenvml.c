@@ -11,6 +11,11 @@
  *    compute processes named by FAKE_NVML_PIDS="plain,server,client[,mps]":
  *    plain, server and client in the compute list, client (and the optional
  *    fourth pid) in the MPS compute list.
+ * FAKE_NVML_GPUS=N (1..64) replaces that layout by N plain GPUs for tests of
+ * several GPUs: "NVIDIA H100 80GB HBM3", MIG disabled, compute mode Default,
+ * UUID GPU-fa4e0000-0000-4000-8000-<12 hex digits of the index>, bus
+ * 00000000:<0x10+i>:00.0, 81559 MiB of which 512 + 256*i MiB used (so each
+ * has a distinct free memory), and no compute processes.
  * Knobs: FAKE_NVML_INIT_ERROR=<nvmlReturn_t> makes nvmlInit_v2 fail;
  * FAKE_NVML_NOT_SUPPORTED=<fn>,<fn>... makes those entry points answer
  * NVML_ERROR_NOT_SUPPORTED.
@@ -68,7 +73,41 @@ static struct nvmlDevice_st gpus[2] = {
 	},
 };
 
+/* The FAKE_NVML_GPUS layout, filled on first use. */
+#define PLAIN_MAX 64
+static struct nvmlDevice_st plain[PLAIN_MAX];
+static char plain_uuid[PLAIN_MAX][48], plain_bus[PLAIN_MAX][32];
+static unsigned n_plain;
+
 static int init_count;
+
+/* The devices shown: the default pair, or FAKE_NVML_GPUS plain ones. */
+static struct nvmlDevice_st *devices(unsigned *count)
+{
+	const char *e = getenv("FAKE_NVML_GPUS");
+	long n = e && *e ? strtol(e, NULL, 10) : 0;
+
+	if (n < 1 || n > PLAIN_MAX) {
+		*count = 2;
+		return gpus;
+	}
+	if (n_plain != (unsigned)n) {
+		for (unsigned i = 0; i < (unsigned)n; i++) {
+			snprintf(plain_uuid[i], sizeof(plain_uuid[i]), "GPU-fa4e0000-0000-4000-8000-%012x", i);
+			snprintf(plain_bus[i], sizeof(plain_bus[i]), "00000000:%02X:00.0", 0x10 + i);
+			plain[i] = (struct nvmlDevice_st){
+				.name = "NVIDIA H100 80GB HBM3", .uuid = plain_uuid[i], .bus_id = plain_bus[i],
+				.mem_total = 81559 * MIB, .mem_used = (512 + 256ULL * i) * MIB,
+				.compute_mode = 0, .persistence = 1, .util_supported = true, .util_gpu = 5 * i % 100,
+				.util_mem = 2 * i % 100, .clock_sm = 1755, .clock_mem = 2619, .clock_sm_max = 1980,
+				.power_mw = 90000 + 1000 * i, .temp_c = 40 + i % 40,
+			};
+		}
+		n_plain = (unsigned)n;
+	}
+	*count = n_plain;
+	return plain;
+}
 
 static bool not_supported(const char *fn)
 {
@@ -192,19 +231,22 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
 	nvmlReturn_t r = check(__func__);
 
 	if (!r)
-		*count = 2;
+		devices(count);
 	return r;
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
 	nvmlReturn_t r = check(__func__);
+	struct nvmlDevice_st *list;
+	unsigned n;
 
 	if (r)
 		return r;
-	if (index >= 2)
+	list = devices(&n);
+	if (index >= n)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*device = &gpus[index];
+	*device = &list[index];
 	return NVML_SUCCESS;
 }
 

@@ -104,6 +104,7 @@ static void fill(struct gpushare_bench_result *r, const uint64_t *reqs, uint64_t
 		struct gpushare_bench_worker *w = &r->workers[i];
 
 		w->requests = reqs[i];
+		w->pid = 100 + (pid_t)i;
 		w->items_per_request = 2;
 		w->window_seconds = window;
 		for (uint64_t k = 0; k < reqs[i]; k++)
@@ -205,6 +206,7 @@ static void make_report(struct gpushare_bench_report *r, struct gpushare_bench_c
 	r->partial = true;
 	gpushare_bench_result_compute(&r->results[0], 0);
 	gpushare_bench_result_compute(&r->results[1], 0);
+	assert_int_equal(gpushare_bench_report_settle(r, GPUSHARE_OK), GPUSHARE_OK);
 }
 
 static void test_json(void **state)
@@ -228,11 +230,24 @@ static void test_json(void **state)
 	res = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "results"), 1);
 	assert_string_equal(cJSON_GetObjectItem(res, "strategy")->valuestring, "streams");
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "failure"), "worker")->valueint, 1);
+	/* A strategy that did not finish: failed, no aggregate figures (never 0). */
+	assert_string_equal(cJSON_GetObjectItem(res, "status")->valuestring, "failed");
+	assert_string_equal(cJSON_GetObjectItem(res, "reason")->valuestring, "worker 1 (pid 7) was killed by signal 11");
 	agg = cJSON_GetObjectItem(res, "aggregate");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(agg, "requests")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(agg, "requests_per_second")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(agg, "p50_seconds")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(agg, "fairness")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(agg, "histogram")));
+	/* What its workers measured stays, per worker. */
+	assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(res, "workers"), 0), "requests")->valuedouble == 10);
+	/* The ok strategy has its figures and its histogram. */
+	agg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "results"), 0), "aggregate");
 	assert_true(cJSON_GetObjectItem(agg, "requests")->valuedouble == 30);
 	assert_true(cJSON_GetObjectItem(agg, "requests_per_second")->valuedouble == 30);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(agg, "efficiency")));
 	assert_true(cJSON_GetObjectItem(agg, "p50_seconds")->valuedouble > 0.0004);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(agg, "histogram"), "counts")), 2);
 	w = cJSON_GetArrayItem(cJSON_GetObjectItem(res, "workers"), 1);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(w, "failed")));
 	assert_int_equal(cJSON_GetObjectItem(w, "signal")->valueint, 11);
@@ -275,8 +290,108 @@ static void test_csv_and_table(void **state)
 	assert_int_equal(gpushare_bench_write_table(&r, f, true), GPUSHARE_OK);
 	fclose(f);
 	assert_non_null(strstr(buf, "timeslice "));
-	assert_non_null(strstr(buf, "partial"));
-	assert_non_null(strstr(buf, "worker 1 (pid 7)"));
+	/* The failed row has no figures, only its status and reason. */
+	assert_non_null(strstr(buf, "streams           2                                                                               failed\n"));
+	assert_non_null(strstr(buf, "  ! worker 1 (pid 7)"));
+	free(buf);
+	gpushare_bench_report_release(&r);
+}
+
+/* A run that stopped at mps (its control program missing): mps failed with
+ * the error's detail, the strategy after it skipped, nothing summed. */
+static void test_settle_error(void **state)
+{
+	static struct gpushare_bench_config c;
+	struct gpushare_bench_report r;
+	const uint64_t reqs[2] = { 10, 20 };
+	char *text;
+	cJSON *doc, *res;
+
+	(void)state;
+	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
+	c.workers = 2;
+	c.strategies[0] = GPUSHARE_STRATEGY_TIMESLICE;
+	c.strategies[1] = GPUSHARE_STRATEGY_MPS;
+	c.strategies[2] = GPUSHARE_STRATEGY_SEQUENTIAL;
+	c.n_strategies = 3;
+	gpushare_bench_report_init(&r, &c);
+	r.results = calloc(2, sizeof(*r.results));
+	assert_non_null(r.results);
+	r.n_results = 2;
+	assert_int_equal(gpushare_bench_result_init(&r.results[0], GPUSHARE_STRATEGY_TIMESLICE, 2), GPUSHARE_OK);
+	assert_int_equal(gpushare_bench_result_init(&r.results[1], GPUSHARE_STRATEGY_MPS, 2), GPUSHARE_OK);
+	fill(&r.results[0], reqs, 500000, 1.0);
+	gpushare_bench_result_compute(&r.results[0], 0);
+	gpushare_bench_result_compute(&r.results[1], 0);
+	gpushare_fail(GPUSHARE_E_NO_MPS_BINARY, "'nvidia-cuda-mps-control' not found");
+	assert_int_equal(gpushare_bench_report_settle(&r, GPUSHARE_E_NO_MPS_BINARY), GPUSHARE_OK);
+	assert_int_equal(r.n_results, 3);
+	assert_int_equal(r.results[0].status, GPUSHARE_RESULT_OK);
+	assert_int_equal(r.results[1].status, GPUSHARE_RESULT_FAILED);
+	assert_string_equal(r.results[1].failure, "'nvidia-cuda-mps-control' not found");
+	assert_int_equal(r.results[2].status, GPUSHARE_RESULT_SKIPPED);
+	assert_string_equal(r.results[2].failure, "not run: mps failed first");
+	assert_int_equal(gpushare_bench_summarise(&r), GPUSHARE_OK);
+	assert_int_equal(r.n_summary, 3);
+	assert_int_equal(r.summary[1].n_ok, 0);
+	assert_int_equal(r.summary[1].status, GPUSHARE_RESULT_FAILED);
+	assert_int_equal(gpushare_bench_reference(&r), 0);
+	assert_int_equal(gpushare_bench_report_json(&r, &text), GPUSHARE_OK);
+	doc = cJSON_Parse(text);
+	res = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "results"), 1);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "aggregate"), "p99_seconds")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(res, "workers"), 0), "requests")));
+	res = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "summary"), 1);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(res, "items_per_second")));
+	assert_string_equal(cJSON_GetObjectItem(res, "status")->valuestring, "failed");
+	/* No comparison with a strategy that has no ok run. */
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "relative"), "comparisons")), 0);
+	cJSON_Delete(doc);
+	free(text);
+	gpushare_bench_report_release(&r);
+}
+
+/* Six repeats of two strategies: the spread and the relative summary. */
+static void test_summary(void **state)
+{
+	static struct gpushare_bench_config c;
+	struct gpushare_bench_report r;
+	const double tput[2][6] = { { 100, 102, 98, 101, 99, 100 }, { 200, 210, 190, 205, 195, 200 } };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
+	gpushare_bench_report_init(&r, &c);
+	r.results = calloc(12, sizeof(*r.results));
+	assert_non_null(r.results);
+	for (int k = 0; k < 6; k++) {
+		for (int s = 0; s < 2; s++) {
+			struct gpushare_bench_result *res = &r.results[r.n_results++];
+
+			assert_int_equal(gpushare_bench_result_init(res, c.strategies[s], 1), GPUSHARE_OK);
+			res->repeat = k;
+			res->items_per_second = tput[s][k];
+			res->p99_seconds = s ? 0.001 : 0.004;
+			gpushare_hist_record(&res->hist, 1000);
+		}
+	}
+	r.repeats = 6;
+	assert_int_equal(gpushare_bench_summarise(&r), GPUSHARE_OK);
+	assert_int_equal(r.n_summary, 2);
+	assert_int_equal(r.summary[1].n_ok, 6);
+	assert_true(r.summary[1].items_per_second.mean == 200);
+	assert_true(r.summary[1].items_per_second.min == 190 && r.summary[1].items_per_second.max == 210);
+	assert_true(fabs(r.summary[1].items_per_second.median.coverage - 0.96875) < 1e-12);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(gpushare_bench_write_table(&r, f, false), GPUSHARE_OK);
+	fclose(f);
+	/* Apart, but two 96.8% intervals give 93.8% together: not significant. */
+	assert_non_null(strstr(buf, "mps: 2.00 \u00b1 0.0"));
+	assert_non_null(strstr(buf, "times the throughput of timeslice, p99 1.00 ms vs 4.00 ms (higher at 93.8% confidence, below 95%: not significant)"));
+	assert_non_null(strstr(buf, "median 200, 96.8% interval 190-210"));
 	free(buf);
 	gpushare_bench_report_release(&r);
 }
@@ -330,6 +445,8 @@ int main(void)
 		cmocka_unit_test(test_telemetry),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_csv_and_table),
+		cmocka_unit_test(test_settle_error),
+		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_atomic_write),
 	};
 

@@ -360,7 +360,7 @@ static void test_mem_limit_parse(void **state)
 	assert_int_equal(gpushare_mps_parse_mem_limits("x=1G", 2, &l), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_mps_parse_mem_limits("0=1Q", 2, &l), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_mps_parse_mem_limits("16=1G", 2, &l), GPUSHARE_E_INVAL);
-	assert_int_equal(gpushare_mps_parse_mem_limits("0=1G,", 2, &l), GPUSHARE_OK);
+	assert_int_equal(gpushare_mps_parse_mem_limits("0=1G,", 2, &l), GPUSHARE_E_INVAL); /* an empty item */
 	assert_int_equal(gpushare_mps_parse_mem_limits("", 2, &l), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_mps_parse_mem_limits("abc", 2, &l), GPUSHARE_E_INVAL);
 }

@@ -41,7 +41,7 @@ static void test_median_ci(void **state)
 	assert_true(fabs(ci.coverage - (1 - 2 * 11.0 / 1024)) < 1e-9);
 	assert_true(fabs(gpushare_ci_rel_halfwidth(&ci) - 3.5 / 5.5) < 1e-9);
 	gpushare_median_ci(x1, 1, 0.95, &ci);
-	assert_true(ci.median == 7 && ci.lo == 7 && ci.hi == 7);
+	assert_true(ci.median == 7 && isnan(ci.lo) && isnan(ci.hi) && ci.coverage == 0);
 	assert_true(isinf(gpushare_ci_rel_halfwidth(&ci)));
 	gpushare_median_ci(NULL, 0, 0.95, &ci);
 	assert_int_equal(ci.n, 0);
@@ -66,14 +66,23 @@ static void record(FILE *f, const char *strategy, int workers, int repeat, doubl
 		"\"gpu\":{\"index\":0,\"name\":\"Test GPU\",\"uuid\":\"GPU-1\"},\"driver_version\":\"580\","
 		"\"command_line\":[\"gpushare\",\"sweep\"]},"
 		"\"bench\":{\"results\":[{\"aggregate\":{\"items_per_second\":%g,\"requests_per_second\":%g,"
-		"\"mean_seconds\":%g,\"p50_seconds\":%g,\"p99_seconds\":%g}}]}}\n",
-		strategy, workers, repeat, status, repeat, ips, ips, mean, mean, p99);
+		"\"mean_seconds\":%g,\"p50_seconds\":%g,\"p90_seconds\":%g,\"p99_seconds\":%g,\"p999_seconds\":%g,"
+		"\"fairness\":%g,\"histogram\":{\"le_seconds\":[%g,%g,%g],\"counts\":[50,40,10]}},"
+		"\"telemetry\":{\"samples\":10,\"util_mean_percent\":%d,\"mem_used_max_bytes\":%d}}]}}\n",
+		strategy, workers, repeat, status, repeat, ips, ips, mean, mean, mean * 1.5, p99, p99 * 1.2,
+		0.9 + 0.01 * repeat, mean * 0.9, mean, p99, 30 * workers, workers << 28);
 }
 
 static char dir[64];
 static char path[128];
 
-static void write_fixture(void)
+/* Runs of 5 cells (timeslice, mps, mps-split at 3 workers, timeslice and
+ * mps at 1 worker, sequential at 3 as a reference), `repeats` each:
+ * - at 3 workers mps beats timeslice by far, and ties with mps-split;
+ * - at 1 worker timeslice and mps tie;
+ * after round 3 two corrupt lines and a blank one; at the end a failed mps
+ * run and a torn line. */
+static void write_fixture(int repeats)
 {
 	FILE *f;
 
@@ -82,12 +91,12 @@ static void write_fixture(void)
 	snprintf(path, sizeof(path), "%s/results.jsonl", dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
-	for (int r = 0; r < 6; r++) {
-		/* mps clearly beats timeslice at 3 workers; at 1 worker they tie. */
+	for (int r = 0; r < repeats; r++) {
 		record(f, "timeslice", 1, r, 1000 + r, 1e-3, 2e-3, "ok");
 		record(f, "mps", 1, r, 1002 + r, 1e-3, 2e-3, "ok");
 		record(f, "timeslice", 3, r, 1000 + r * 2, 3e-3, 9.7e-3, "ok");
 		record(f, "mps", 3, r, 2600 + r * 3, 1.1e-3, 3.9e-3, "ok");
+		record(f, "mps-split", 3, r, 2598 + r * 3, 1.1e-3, 4.0e-3, "ok");
 		record(f, "sequential", 3, r, 990 + r, 1e-3, 1.5e-3, "ok");
 		if (r == 2) {
 			fputs("this is not json\n", f);
@@ -95,7 +104,7 @@ static void write_fixture(void)
 			fputs("\n", f);
 		}
 	}
-	record(f, "mps", 3, 6, 0, 0, 0, "failed");
+	record(f, "mps", 3, repeats, 0, 0, 0, "failed");
 	fputs("{\"gpushare_sweep_record\":1,\"cell\":{\"key\":\"k\",\"sha", f); /* torn last line */
 	fclose(f);
 }
@@ -108,58 +117,149 @@ static void remove_fixture(void)
 	assert_int_equal(system(cmd), 0);
 }
 
+static int cell_of(const struct gpushare_report *r, int strategy, int workers)
+{
+	for (size_t i = 0; i < r->n_cells; i++) {
+		if (r->cells[i].workers == workers && r->cells[i].strategy == strategy)
+			return (int)i;
+	}
+	return -1;
+}
+
 static void test_load_and_recommend(void **state)
 {
 	struct gpushare_report r;
-	const struct gpushare_report_shape_rec *rec;
-	int ts3 = -1, mps3 = -1;
+	const struct gpushare_report_rec *rec;
+	const struct gpushare_report_at_workers *at1, *at3;
+	int ts3, mps3, split3, seq3;
 
 	(void)state;
-	write_fixture();
+	write_fixture(7);
 	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
-	assert_int_equal(r.n_runs, 31);
+	assert_int_equal(r.n_runs, 43);
 	assert_int_equal(r.n_bad, 3);
-	assert_int_equal(r.bad[0].line, 16);  /* "this is not json" after 3 rounds of 5 */
-	assert_int_equal(r.bad[1].line, 17);
+	assert_int_equal(r.bad[0].line, 19);  /* "this is not json" after 3 rounds of 6 */
+	assert_int_equal(r.bad[1].line, 20);
 	assert_non_null(strstr(r.bad[1].reason, "cell"));
-	assert_int_equal(r.bad[2].line, 35);
+	assert_int_equal(r.bad[2].line, 47);
 	assert_non_null(strstr(r.bad[2].reason, "torn"));
 	assert_string_equal(r.gpu_name, "Test GPU");
 	assert_string_equal(r.first_date, "2025-01-01T00:00:00Z");
-	assert_string_equal(r.last_date, "2025-01-01T00:00:06Z");
+	assert_string_equal(r.last_date, "2025-01-01T00:00:07Z");
 	assert_int_equal(gpushare_report_summarise(&r, 5e-3), GPUSHARE_OK);
-	assert_int_equal(r.n_cells, 5);
+	assert_int_equal(r.n_cells, 6);
 	assert_int_equal(r.n_shapes, 1);
-	for (size_t i = 0; i < r.n_cells; i++) {
-		if (r.cells[i].workers == 3 && r.cells[i].strategy == GPUSHARE_STRATEGY_TIMESLICE)
-			ts3 = (int)i;
-		if (r.cells[i].workers == 3 && r.cells[i].strategy == GPUSHARE_STRATEGY_MPS)
-			mps3 = (int)i;
-	}
-	assert_true(ts3 >= 0 && mps3 >= 0);
-	assert_int_equal(r.cells[mps3].n_ok, 6);
+	assert_int_equal(r.n_recs, 1);
+	ts3 = cell_of(&r, GPUSHARE_STRATEGY_TIMESLICE, 3);
+	mps3 = cell_of(&r, GPUSHARE_STRATEGY_MPS, 3);
+	split3 = cell_of(&r, GPUSHARE_STRATEGY_MPS_SPLIT, 3);
+	seq3 = cell_of(&r, GPUSHARE_STRATEGY_SEQUENTIAL, 3);
+	assert_true(ts3 >= 0 && mps3 >= 0 && split3 >= 0 && seq3 >= 0);
+	assert_int_equal(r.cells[mps3].n_ok, 7);
 	assert_int_equal(r.cells[mps3].n_failed, 1);
-	assert_true(r.cells[mps3].throughput.median == 2607.5);
+	assert_true(r.cells[mps3].throughput.median == 2609);
+	assert_true(fabs(r.cells[mps3].throughput.coverage - (1 - 2.0 / 128)) < 1e-12);
+	assert_true(fabs(r.cells[mps3].p999_latency.median - 3.9e-3 * 1.2) < 1e-12);
+	assert_true(fabs(r.cells[mps3].util_pct.median - 90) < 1e-12);
+	assert_non_null(r.cells[mps3].hist);
+	assert_true(r.cells[mps3].hist->count == 7 * 100);
+
 	rec = &r.recs[0];
-	assert_int_equal(rec->best_throughput.cell, mps3);
-	assert_int_equal(rec->best_throughput.vs_timeslice, ts3);
-	assert_non_null(strstr(rec->best_throughput.why, "mps at 3 workers, batch 1"));
-	assert_non_null(strstr(rec->best_throughput.why, "the throughput of timeslice"));
-	assert_non_null(strstr(rec->best_throughput.why, "p99 3.9 ms vs 9.7 ms"));
-	assert_null(strstr(rec->best_throughput.why, "no significant"));
-	/* Lowest p99: 1 worker (timeslice and mps tie at 2 ms) or sequential 1.5 ms. */
-	assert_int_equal(r.cells[rec->best_p99.cell].strategy, GPUSHARE_STRATEGY_SEQUENTIAL);
-	/* Under 5 ms: mps at 3 workers again; timeslice at 3 (9.7 ms) is out. */
-	assert_int_equal(rec->best_slo.cell, mps3);
-	/* Tie at one worker: no significant difference. */
+	assert_int_equal(rec->n_at, 2);
+	at1 = &rec->at[0];
+	at3 = &rec->at[1];
+	/* One worker: timeslice and mps tie; no winner is claimed. */
+	assert_int_equal(at1->workers, 1);
+	assert_int_equal(at1->n_tied, 2);
+	assert_non_null(strstr(at1->throughput_text, "tie between mps and timeslice"));
+	/* Three workers: mps and mps-split tie (always compared), both far above
+	 * timeslice, significant at 96.9% (7 runs each). Sequential is only a
+	 * reference, never the lowest-p99 answer. */
+	assert_int_equal(at3->best, mps3);
+	assert_int_equal(at3->n_tied, 2);
+	assert_int_equal(at3->tied[1], split3);
+	assert_int_equal(at3->mps_vs_split.verdict, GPUSHARE_VERDICT_TIE);
+	assert_int_equal(at3->vs_timeslice.verdict, GPUSHARE_VERDICT_HIGHER);
+	assert_true(at3->vs_timeslice.significant);
+	assert_non_null(strstr(at3->throughput_text, "tie between mps and mps-split"));
+	assert_non_null(strstr(at3->throughput_text, "the throughput of timeslice (2.57x-2.62x; significant, 96.8% confidence)"));
+	assert_non_null(strstr(at3->throughput_text, "Reference: sequential 993 items/s."));
+	assert_int_equal(at3->lowest_p99, mps3);
+	assert_string_equal(at3->latency_text, "mps, p99 3.90 ms.");
+	assert_non_null(strstr(at1->latency_text, "(tie with mps 2.00 ms)"));
+	/* How many workers: mps needs 3 (1 gives significantly less). */
+	assert_int_equal(rec->n_scaling, 4);
+	assert_int_equal(rec->scaling[1].strategy, GPUSHARE_STRATEGY_MPS);
+	assert_int_equal(r.cells[rec->scaling[1].smallest].workers, 3);
+	assert_non_null(strstr(rec->scaling[1].text, "fewer workers give less (intervals of 98.4% coverage apart)"));
+	assert_non_null(strstr(rec->scaling[0].text, "timeslice: 1 worker already reaches its best throughput within noise"));
+	assert_non_null(strstr(rec->scaling[3].text, "the fewest measured. (a reference, not a way to share)"));
+	/* Under 5 ms: mps at 3 workers, tied with mps-split at 3. */
+	assert_int_equal(rec->slo, mps3);
+	assert_non_null(strstr(rec->slo_text, "ties in throughput with mps-split at 3"));
+	/* Under 2.5 ms: one worker, mps and timeslice tie. */
 	assert_int_equal(gpushare_report_summarise(&r, 2.5e-3), GPUSHARE_OK);
 	rec = &r.recs[0];
-	assert_int_equal(r.cells[rec->best_slo.cell].workers, 1);
-	assert_int_equal(r.cells[rec->best_slo.cell].strategy, GPUSHARE_STRATEGY_MPS);
-	assert_non_null(strstr(rec->best_slo.why, "no significant difference"));
+	assert_int_equal(r.cells[rec->slo].workers, 1);
+	assert_int_equal(r.cells[rec->slo].strategy, GPUSHARE_STRATEGY_MPS);
+	assert_non_null(strstr(rec->slo_text, "ties in throughput with timeslice at 1"));
 	assert_int_equal(gpushare_report_summarise(&r, 1e-3), GPUSHARE_OK);
-	assert_int_equal(r.recs[0].best_slo.cell, -1);
-	assert_non_null(strstr(r.recs[0].best_slo.why, "no configuration"));
+	assert_int_equal(r.recs[0].slo, -1);
+	assert_non_null(strstr(r.recs[0].slo_text, "no sharing configuration"));
+	gpushare_report_release(&r);
+	remove_fixture();
+}
+
+/* One and two runs per cell: no interval, then 50% ones; never "95%" and
+ * never "significant". */
+static void test_few_repeats(void **state)
+{
+	struct gpushare_report r;
+	char *buf = NULL, *json;
+	size_t len = 0;
+	FILE *f;
+	cJSON *doc, *at, *c;
+
+	(void)state;
+	write_fixture(1);
+	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
+	assert_int_equal(gpushare_report_summarise(&r, 0), GPUSHARE_OK);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(gpushare_report_write_markdown(&r, f), GPUSHARE_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, "one run per cell: no interval"));
+	assert_non_null(strstr(buf, "too few runs for an interval: no verdict"));
+	assert_null(strstr(buf, "coverage 95%"));
+	assert_null(strstr(buf, "; significant"));
+	free(buf);
+	assert_int_equal(gpushare_report_json(&r, &json), GPUSHARE_OK);
+	doc = cJSON_Parse(json);
+	c = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "cells"), 0), "throughput_items_per_second");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "lo")) && cJSON_IsNull(cJSON_GetObjectItem(c, "coverage")));
+	at = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "recommendation"), 0),
+						  "per_workers"), 1);
+	c = cJSON_GetObjectItem(at, "vs_timeslice");
+	assert_string_equal(cJSON_GetObjectItem(c, "verdict")->valuestring, "unknown");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "significant")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "ratio_lo")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "recommendation")->child, "under_slo")));
+	cJSON_Delete(doc);
+	free(json);
+	gpushare_report_release(&r);
+	remove_fixture();
+
+	write_fixture(2);
+	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
+	assert_int_equal(gpushare_report_summarise(&r, 0), GPUSHARE_OK);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(gpushare_report_write_markdown(&r, f), GPUSHARE_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, "median of 2 runs; in parentheses the interval of the median, coverage 50% (below 95%"));
+	/* mps at 3 is far above timeslice, but two 50% intervals are 25% together. */
+	assert_non_null(strstr(buf, "apart at 25% confidence, below 95%: not significant"));
+	assert_null(strstr(buf, "; significant"));
+	free(buf);
 	gpushare_report_release(&r);
 	remove_fixture();
 }
@@ -196,7 +296,7 @@ static void test_outputs(void **state)
 	cJSON *doc;
 
 	(void)state;
-	write_fixture();
+	write_fixture(7);
 	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
 	assert_int_equal(gpushare_report_summarise(&r, 5e-3), GPUSHARE_OK);
 	assert_int_equal(gpushare_report_write(&r, dir), GPUSHARE_OK);
@@ -207,27 +307,47 @@ static void test_outputs(void **state)
 	assert_true(len > 5000);
 	assert_memory_equal(data, "\x89PNG\r\n\x1a\n", 8);
 	free(data);
+	/* SVG text stays text. */
 	snprintf(p, sizeof(p), "%s/plots/shape1-batch1-latency-vs-workers.svg", dir);
 	data = slurp(p, &len);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "<svg"));
+	assert_non_null(strstr(data, ">spin: latency percentiles vs workers</text>"));
+	assert_non_null(strstr(data, ">mps p99.9</text>"));
+	assert_non_null(strstr(data, "transform=\"rotate(-90"));
 	free(data);
-	snprintf(p, sizeof(p), "%s/plots/shape1-throughput-vs-batch.png", dir);
+	/* The new figures; none against batch size with one batch size. */
+	snprintf(p, sizeof(p), "%s/plots/shape1-batch1-fairness-vs-workers.png", dir);
 	assert_int_equal(access(p, R_OK), 0);
+	snprintf(p, sizeof(p), "%s/plots/shape1-batch1-gpu-util-vs-workers.png", dir);
+	assert_int_equal(access(p, R_OK), 0);
+	snprintf(p, sizeof(p), "%s/plots/shape1-batch1-gpu-memory-vs-workers.svg", dir);
+	assert_int_equal(access(p, R_OK), 0);
+	snprintf(p, sizeof(p), "%s/plots/shape1-batch1-cdf-w3.png", dir);
+	assert_int_equal(access(p, R_OK), 0);
+	snprintf(p, sizeof(p), "%s/plots/shape1-throughput-vs-batch.png", dir);
+	assert_int_equal(access(p, R_OK), -1);
 
 	snprintf(p, sizeof(p), "%s/report.md", dir);
 	data = slurp(p, &len);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "| strategy | 1 worker | 3 workers |"));
 	assert_non_null(strstr(data, "| mps |"));
-	assert_non_null(strstr(data, "3 corrupt lines skipped: line 16"));
+	assert_non_null(strstr(data, "| sequential (reference) |"));
+	assert_non_null(strstr(data, "3 corrupt lines skipped: line 19"));
 	assert_non_null(strstr(data, "[1 failed]"));
+	assert_non_null(strstr(data, "median of 7 runs; in parentheses the interval of the median, coverage 98.4%"));
+	/* The winners of a column in bold: mps and mps-split tie at 3 workers. */
+	assert_non_null(strstr(data, "| **2.61k (2.60k-2.62k) [1 failed]** |"));
+	assert_non_null(strstr(data, "| **2.61k (2.60k-2.62k)** |"));
+	assert_non_null(strstr(data, "| 3 | tie between mps and mps-split"));
 	free(data);
 
 	snprintf(p, sizeof(p), "%s/report.html", dir);
 	data = slurp(p, &len);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "data:image/png;base64,iVBORw0KGgo"));
+	assert_non_null(strstr(data, "<td class=\"win\">"));
 	assert_non_null(strstr(data, "</html>"));
 	assert_null(strstr(data, "http://"));
 	free(data);
@@ -235,7 +355,7 @@ static void test_outputs(void **state)
 	snprintf(p, sizeof(p), "%s/summary.csv", dir);
 	data = slurp(p, &len);
 	assert_non_null(data);
-	assert_non_null(strstr(data, "spin,spin,mps,3,1,6,1,"));
+	assert_non_null(strstr(data, "spin,spin,mps,3,1,7,1,0.984375,2609,2600,2618,"));
 	free(data);
 
 	snprintf(p, sizeof(p), "%s/summary.json", dir);
@@ -243,14 +363,20 @@ static void test_outputs(void **state)
 	assert_non_null(data);
 	doc = cJSON_Parse(data);
 	assert_non_null(doc);
-	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "cells")), 5);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "cells")), 6);
 	assert_int_equal(cJSON_GetObjectItem(doc, "corrupt_lines")->valueint, 3);
 	{
 		cJSON *rec = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "recommendation"), 0);
-		cJSON *vs = cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "max_throughput"), "vs_timeslice");
+		cJSON *at = cJSON_GetArrayItem(cJSON_GetObjectItem(rec, "per_workers"), 1);
+		cJSON *vs = cJSON_GetObjectItem(at, "vs_timeslice");
 
-		assert_true(cJSON_IsTrue(cJSON_GetObjectItem(vs, "throughput_significant")));
-		assert_true(cJSON_GetObjectItem(vs, "throughput_ratio")->valuedouble > 2.5);
+		assert_true(cJSON_IsTrue(cJSON_GetObjectItem(vs, "significant")));
+		assert_true(cJSON_GetObjectItem(vs, "ratio")->valuedouble > 2.5);
+		assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(at, "mps_vs_mps_split"), "verdict")->valuestring,
+				    "tie");
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(at, "tied")), 2);
+		assert_string_equal(cJSON_GetObjectItem(at, "lowest_p99")->valuestring, "mps");
+		assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "under_slo"), "cell"));
 	}
 	cJSON_Delete(doc);
 	free(data);
@@ -272,6 +398,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_median_ci),
 		cmocka_unit_test(test_load_and_recommend),
+		cmocka_unit_test(test_few_repeats),
 		cmocka_unit_test(test_outputs),
 		cmocka_unit_test(test_missing_file),
 	};

@@ -160,6 +160,10 @@ static void test_record_round_trip(void **state)
 	assert_int_equal(run.status, GPUSHARE_RUN_OK);
 	assert_true(run.items_per_second > 7999 && run.items_per_second < 8001);
 	assert_true(run.p99_seconds > 1.9e-3 && run.p99_seconds < 2.1e-3);
+	/* The merged histogram travels with the record, for the report's CDFs. */
+	assert_true(run.hist_n > 0 && run.hist_counts != NULL);
+	free(run.hist_le_ns);
+	free(run.hist_counts);
 	free(line);
 	/* A failed run is recorded with its error and read back as failed. */
 	r.partial = false;

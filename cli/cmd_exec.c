@@ -1,0 +1,321 @@
+/*
+ * gpushare exec: run one rank of an MPI or srun job on its GPU, with one MPS
+ * daemon per node and job (docs/exec.md).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../lib/child.h"
+#include "cli.h"
+#include "gpushare/bench.h"
+#include "gpushare/exec.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+
+static const char usage_text[] =
+	"usage: gpushare exec [options] -- PROGRAM [ARGS...]\n"
+	"  as each rank of a job: mpirun -np N gpushare exec [options] -- PROGRAM ...\n"
+	"                         srun -n N gpushare exec [options] -- PROGRAM ...\n"
+	"\n"
+	"Run one rank of an MPI or srun job: find its place on the node from the\n"
+	"launcher's environment (Open MPI, MPICH/Hydra, PMIx, Slurm), bind it to a GPU,\n"
+	"make sure one MPS daemon serves the node for the whole job (started by the\n"
+	"first rank, stopped after the last rank has exited or died), and run PROGRAM\n"
+	"as a child with the launcher's environment plus the binding. Signals (INT,\n"
+	"TERM, HUP, QUIT) are passed on to PROGRAM; its exit status is gpushare's.\n"
+	"\n"
+	"Options:\n"
+	"  --strategy S          mps (default), mps-split or timeslice\n"
+	"  --bind round-robin|block\n"
+	"                        local rank r on GPU r mod G (default), or contiguous\n"
+	"                        groups of ranks per GPU\n"
+	"  --ranks-per-gpu K     check that every GPU used gets exactly K ranks (the\n"
+	"                        node's rank count must be a multiple of K and need at\n"
+	"                        most as many GPUs as are usable)\n"
+	"  --gpus all|LIST       GPUs to bind to: NVML indices and UUIDs (or unique\n"
+	"                        UUID prefixes of 8+ characters), within\n"
+	"                        CUDA_VISIBLE_DEVICES when it is set (default all)\n"
+	"  --thread-percentage P mps-split: each rank's active thread percentage,\n"
+	"                        (0,100] (default 100 / the ranks sharing its GPU)\n"
+	"  --dry-run             print, per rank, its GPU, the environment it would get\n"
+	"                        and the daemon it would use; run nothing\n"
+	"  --json                with --dry-run: one JSON object per rank and line\n"
+	"  -h, --help            this help\n"
+	"\n"
+	"With more than one rank on a GPU, one warning per job says that NCCL cannot\n"
+	"put two ranks of one communicator on one GPU.\n"
+	"\n"
+	"Exit status: PROGRAM's (128+N when it was killed by signal N); before it\n"
+	"runs: 2 usage or no launcher found or a binding the ranks do not fit,\n"
+	"3 no NVIDIA driver, 4 MPS control program missing, 5 MPS daemon failed,\n"
+	"6 unsafe directory, 7 no such GPU, 12 the job's lock or daemon timed out,\n"
+	"127 PROGRAM could not be started, 128+N a signal N arrived before it ran.\n"
+	"See docs/exec.md.\n";
+
+enum { OPT_STRATEGY = 256, OPT_BIND, OPT_RPG, OPT_GPUS, OPT_TPCT, OPT_DRY, OPT_JSON };
+
+static volatile sig_atomic_t pending_signal;
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	unsigned char b = (unsigned char)sig;
+	int e = errno;
+
+	pending_signal = sig;
+	if (sig_pipe[1] >= 0 && write(sig_pipe[1], &b, 1) < 0) {
+		/* full: the flag still says it */
+	}
+	errno = e;
+}
+
+static int catch_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa;
+
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	return 0;
+}
+
+static int parse_strategy(const char *s, int *out)
+{
+	if (!strcmp(s, "mps"))
+		*out = GPUSHARE_STRATEGY_MPS;
+	else if (!strcmp(s, "mps-split"))
+		*out = GPUSHARE_STRATEGY_MPS_SPLIT;
+	else if (!strcmp(s, "timeslice"))
+		*out = GPUSHARE_STRATEGY_TIMESLICE;
+	else
+		return -1;
+	return 0;
+}
+
+static const char *strategy_name(int s)
+{
+	return s == GPUSHARE_STRATEGY_MPS ? "mps" : s == GPUSHARE_STRATEGY_MPS_SPLIT ? "mps-split" : "timeslice";
+}
+
+static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
+{
+	if (json) {
+		cJSON *o = cJSON_CreateObject(), *gpu, *set, *unset, *d;
+		char *s;
+
+		if (!o)
+			return cli_error(EXIT_FAILURE_GENERIC, "exec: out of memory");
+		cJSON_AddStringToObject(o, "launcher", x->launcher);
+		cJSON_AddNumberToObject(o, "rank", (double)x->rank);
+		cJSON_AddNumberToObject(o, "size", (double)x->size);
+		cJSON_AddNumberToObject(o, "local_rank", (double)x->local_rank);
+		cJSON_AddNumberToObject(o, "local_size", (double)x->local_size);
+		cJSON_AddStringToObject(o, "node", x->node);
+		cJSON_AddStringToObject(o, "job_key", x->job_key);
+		cJSON_AddStringToObject(o, "strategy", strategy_name(strategy));
+		gpu = cJSON_AddObjectToObject(o, "gpu");
+		if (gpu) {
+			cJSON_AddNumberToObject(gpu, "index", x->gpu_index);
+			cJSON_AddStringToObject(gpu, "uuid", x->gpu_uuid);
+		}
+		cJSON_AddNumberToObject(o, "usable_gpus", (double)x->n_gpus);
+		cJSON_AddNumberToObject(o, "ranks_on_gpu", x->ranks_on_gpu);
+		cJSON_AddNumberToObject(o, "max_ranks_per_gpu", x->max_ranks_per_gpu);
+		if (x->uses_mps) {
+			d = cJSON_AddObjectToObject(o, "daemon");
+			if (d) {
+				cJSON_AddStringToObject(d, "pipe_dir", x->pipe_dir);
+				cJSON_AddBoolToObject(d, "running", x->daemon_pid > 0);
+				if (x->daemon_pid > 0)
+					cJSON_AddNumberToObject(d, "pid", x->daemon_pid);
+				else
+					cJSON_AddNullToObject(d, "pid");
+			}
+		} else {
+			cJSON_AddNullToObject(o, "daemon");
+		}
+		set = cJSON_AddObjectToObject(o, "set");
+		unset = cJSON_AddArrayToObject(o, "unset");
+		for (char *const *e = x->env; e && *e; e++) {
+			const char *eq = strchr(*e, '=');
+
+			if (eq) {
+				char name[256];
+
+				snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+				cJSON_AddStringToObject(set, name, eq + 1);
+			} else {
+				cJSON_AddItemToArray(unset, cJSON_CreateString(*e));
+			}
+		}
+		s = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		if (!s)
+			return cli_error(EXIT_FAILURE_GENERIC, "exec: out of memory");
+		return cli_print_json_and_free(s);
+	}
+	printf("rank %ld/%ld local %ld/%ld node %s job %s: GPU %u %s (%u rank%s on it), strategy %s", x->rank,
+	       x->size, x->local_rank, x->local_size, x->node, x->job_key, x->gpu_index, x->gpu_uuid, x->ranks_on_gpu,
+	       x->ranks_on_gpu == 1 ? "" : "s", strategy_name(strategy));
+	if (x->uses_mps) {
+		if (x->daemon_pid > 0)
+			printf(", daemon %s (running, pid %d)", x->pipe_dir, (int)x->daemon_pid);
+		else
+			printf(", daemon %s (started by the first rank)", x->pipe_dir);
+	}
+	printf("; env:");
+	for (char *const *e = x->env; e && *e; e++)
+		printf(strchr(*e, '=') ? " %s" : " -%s", *e);
+	printf("\n");
+	return cli_finish_stdout(EXIT_OK);
+}
+
+/* Wait for the program, passing on the signals gpushare receives. */
+static void wait_forwarding(struct gpushare_child *ch)
+{
+	while (!gpushare_child_poll(ch)) {
+		struct pollfd pf[2] = { { .fd = sig_pipe[0], .events = POLLIN }, { .fd = ch->pidfd, .events = POLLIN } };
+		unsigned char sigs[16];
+		ssize_t n;
+
+		poll(pf, ch->pidfd >= 0 ? 2 : 1, ch->pidfd >= 0 ? 1000 : 50);
+		while ((n = read(sig_pipe[0], sigs, sizeof(sigs))) > 0) {
+			for (ssize_t i = 0; i < n; i++)
+				gpushare_child_signal(ch, sigs[i]);
+		}
+	}
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "strategy", required_argument, NULL, OPT_STRATEGY },
+		{ "bind", required_argument, NULL, OPT_BIND },
+		{ "ranks-per-gpu", required_argument, NULL, OPT_RPG },
+		{ "gpus", required_argument, NULL, OPT_GPUS },
+		{ "thread-percentage", required_argument, NULL, OPT_TPCT },
+		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct gpushare_exec_opts o = { .strategy = GPUSHARE_STRATEGY_MPS };
+	struct gpushare_exec x;
+	struct gpushare_exec_leave leave;
+	struct gpushare_child ch;
+	bool json = false;
+	long v;
+	int opt, rc, code;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return cli_finish_stdout(EXIT_OK);
+		case OPT_STRATEGY:
+			if (parse_strategy(optarg, &o.strategy))
+				return cli_error(EXIT_USAGE, "exec: invalid --strategy '%s': exec runs ranks under mps, "
+							     "mps-split or timeslice", optarg);
+			break;
+		case OPT_BIND:
+			if (strcmp(optarg, "round-robin") != 0 && strcmp(optarg, "block") != 0)
+				return cli_error(EXIT_USAGE, "exec: invalid --bind '%s': round-robin or block", optarg);
+			o.bind = optarg;
+			break;
+		case OPT_RPG:
+			if (cli_parse_whole(optarg, 1, 4096, &v))
+				return cli_bad_value("exec", "--ranks-per-gpu", optarg);
+			o.ranks_per_gpu = (unsigned)v;
+			break;
+		case OPT_GPUS:
+			o.gpus = optarg;
+			break;
+		case OPT_TPCT:
+			if (gpushare_parse_percent(optarg, &o.thread_percentage))
+				return cli_bad_value("exec", "--thread-percentage", optarg);
+			break;
+		case OPT_DRY:
+			o.dry_run = true;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		default:
+			return cli_usage_error("exec", opt, optopt, argv[optind - 1]);
+		}
+	}
+	if (json && !o.dry_run)
+		return cli_error(EXIT_USAGE, "exec: --json goes with --dry-run");
+	if (o.thread_percentage > 0 && o.strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
+		return cli_error(EXIT_USAGE, "exec: --thread-percentage goes with --strategy mps-split");
+	if (optind >= argc && !o.dry_run)
+		return cli_error(EXIT_USAGE, "exec: no program given (usage: gpushare exec [options] -- PROGRAM [ARGS...])");
+
+	if (catch_signals() != 0)
+		return cli_error(EXIT_FAILURE_GENERIC, "exec: pipe: %s", strerror(errno));
+	o.interrupted = &pending_signal;
+	rc = gpushare_exec_open(&x, &o);
+	if (rc == GPUSHARE_E_NOT_FOUND && !x.launcher)
+		return cli_error(EXIT_USAGE, "%s", gpushare_errdetail());
+	if (rc)
+		return cli_run_failed("exec", rc);
+	if (x.warn_shared_gpu) {
+		cli_warn("up to %u ranks share a GPU (job %s, node %s): NCCL cannot put two ranks of one "
+			 "communicator on one GPU; use MPI or host collectives between them, or one rank per GPU",
+			 x.max_ranks_per_gpu, x.job_key, x.node);
+		if (x.uses_mps && x.max_ranks_per_gpu > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU)
+			cli_warn_mps_clients((int)x.max_ranks_per_gpu);
+	}
+	if (o.dry_run) {
+		code = print_dry_run(&x, o.strategy, json);
+		gpushare_exec_close(&x, NULL);
+		return code;
+	}
+	if (pending_signal) {
+		code = 128 + pending_signal;
+		gpushare_exec_close(&x, NULL);
+		return code;
+	}
+
+	gpushare_child_init(&ch);
+	ch.argv = argv + optind;
+	ch.env_set = x.env;
+	rc = gpushare_child_start(&ch);
+	if (rc) {
+		code = cli_error(127, "exec: cannot run '%s': %s", argv[optind], gpushare_errdetail());
+		gpushare_exec_close(&x, NULL);
+		return code;
+	}
+	if (gpushare_exec_started(&x, ch.pgid))
+		cli_warn("exec: %s", gpushare_errdetail());
+	wait_forwarding(&ch);
+	code = gpushare_child_exit_code(ch.wstatus);
+	gpushare_child_reap_group(&ch);
+	gpushare_child_release(&ch);
+
+	rc = gpushare_exec_close(&x, &leave);
+	if (rc)
+		cli_warn("exec: the job's MPS daemon on this node: %s", *gpushare_errdetail() ? gpushare_errdetail()
+												: gpushare_strerror(rc));
+	else if (leave.last && leave.missing)
+		cli_warn("exec: %zu rank(s) of this node never arrived within %d ms; the job's daemon was stopped",
+			 leave.missing, GPUSHARE_EXEC_GRACE_MS);
+	return code;
+}

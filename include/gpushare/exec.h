@@ -1,0 +1,114 @@
+/*
+ * One rank of an MPI or srun job under gpushare (`gpushare exec`,
+ * docs/exec.md): where the rank stands on its node, the GPU it is bound to,
+ * and the job's node-local state: one directory per node and job with a
+ * lock beside it, holding one file per arrived rank (held locked by that
+ * rank for its lifetime, so a dead rank never counts as alive), the node's
+ * GPU list and the records of the job's MPS daemon and keeper.
+ *
+ * Under MPS exactly one daemon serves each node and job: the first rank to
+ * take the job's lock starts it, the others find it recorded and alive. The
+ * last rank to leave stops it: a rank leaving finds no other rank alive and
+ * every rank of the node arrived (or, when some never arrived, after a
+ * grace of GPUSHARE_EXEC_GRACE_MS). So does the job's keeper, a process
+ * started by the first rank that outlives the ranks, when they were killed
+ * before they could; it also kills what is left of a killed rank's
+ * program. Should the keeper be killed too, the job is cleaned up by
+ * gpushare_exec_reap(): by the next rank of any job that starts a daemon on
+ * the node, and by every bench and sweep.
+ */
+#ifndef GPUSHARE_EXEC_H
+#define GPUSHARE_EXEC_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "gpushare/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How long the last rank to leave waits for ranks that never arrived. */
+#define GPUSHARE_EXEC_GRACE_MS 5000
+/* Bound for taking the job's lock (the holder's work is bounded too). */
+#define GPUSHARE_EXEC_LOCK_WAIT_MS 60000
+
+struct gpushare_exec_opts {
+	int strategy;                   /* GPUSHARE_STRATEGY_MPS, _MPS_SPLIT or _TIMESLICE */
+	const char *bind;               /* "round-robin" (NULL) or "block" */
+	unsigned ranks_per_gpu;         /* 0: no check */
+	const char *gpus;               /* NULL or "all", or a list of indices and UUIDs */
+	double thread_percentage;       /* mps-split: 0 = 100 / ranks on the GPU */
+	bool dry_run;                   /* compute and report; create and start nothing */
+	/* Non-zero ends the bounded waits early (a signal arrived). */
+	const volatile sig_atomic_t *interrupted;
+};
+
+struct gpushare_exec_priv;
+
+struct gpushare_exec {
+	/* the rank */
+	const char *launcher;           /* "openmpi", "mpich", "pmix", "slurm" */
+	long rank, size;                /* in the job; -1 when unknown */
+	long local_rank, local_size;    /* on this node */
+	char job_key[128];
+	char node[64];
+	char job_dir[GPUSHARE_PATH_MAX];
+	/* its GPU */
+	unsigned gpu_index;             /* NVML index */
+	char gpu_uuid[96];
+	size_t n_gpus;                  /* usable GPUs */
+	size_t gpus_used;
+	unsigned ranks_on_gpu, max_ranks_per_gpu;
+	double thread_percentage;       /* set for the app; 0 none */
+	/* the job's MPS daemon on this node */
+	bool uses_mps;
+	char pipe_dir[GPUSHARE_PATH_MAX];
+	pid_t daemon_pid;               /* 0 when none runs (dry run: yet) */
+	bool daemon_started;            /* this rank started it */
+	pid_t keeper_pid;               /* the job's keeper, when this rank started it */
+	size_t reaped;                  /* dead jobs' directories cleaned up by this rank */
+	/* this rank says, for the job, that ranks share a GPU */
+	bool warn_shared_gpu;
+	/* environment changes for the app: "NAME=VALUE" sets, "NAME" unsets */
+	char *const *env;
+	struct gpushare_exec_priv *priv;
+};
+
+/* Find the rank, bind it and (unless dry_run) join the job on this node:
+ * register the rank and, under MPS, start or find the job's daemon.
+ * GPUSHARE_E_NOT_FOUND (with the launcher message) when no launcher's
+ * variables are set; GPUSHARE_E_INVAL for a bad option or binding; the MPS
+ * and directory errors otherwise. On error nothing stays registered. */
+int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts *o);
+
+/* Record the rank's program (its process group, led by pgid), so that
+ * what is left of it is killed should the rank be killed. */
+int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid);
+
+struct gpushare_exec_leave {
+	bool last;                      /* no other rank of the job is alive here */
+	size_t missing;                 /* ranks that never arrived (the grace ran out) */
+	bool daemon_stopped;
+};
+
+/* Leave the job: the last rank stops the daemon and removes the job's
+ * directory. Always releases everything; returns the stop's result. */
+int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *info);
+
+/* Clean up after jobs whose ranks on this node are all gone (killed before
+ * they could leave): stop their daemons, remove their directories. A job
+ * directory named `skip` (a file name, may be NULL) is left alone. */
+int gpushare_exec_reap(const char *skip, size_t *reaped);
+
+/* The job directory's name for a job key and node: "exec-<key>@<node>",
+ * shortened with a hash when long (pipe paths must fit a socket address). */
+int gpushare_exec_dir_name(const char *job_key, const char *node, char *out, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1122 @@
+/*
+ * One rank of an MPI or srun job (include/gpushare/exec.h, docs/exec.md).
+ *
+ * The job directory <user dir>/exec-<job key>@<node> has its lock beside it
+ * (<dir>.lock, lib/lock.c); every decision below is taken under it. It holds:
+ *   ranks/<r>    one file per local rank that arrived, "pid start-time"
+ *                and, once its program runs, the program's process group
+ *                and start time,
+ *                held with an exclusive flock() by that rank for its whole
+ *                life: a rank is alive exactly while its file is locked,
+ *                whatever killed it (the kernel drops the lock)
+ *   gpus         the node's GPUs ("index uuid" lines), read from NVML by the
+ *                first rank so the others need not load it
+ *   daemon       the job's MPS daemon: "pid start-time" and the GPUs it
+ *                serves
+ *   keeper       the job's keeper (see keeper_main): "pid start-time"
+ *   mps/pipe, mps/log   its directories
+ *   no-mps       an empty pipe directory for timeslice ranks
+ *   shared-gpu-warned   the marker that the once-per-job warning was given
+ *
+ * Whoever removes the directory holds its lock while doing so and unlinks
+ * the lock file last; a rank that was waiting for that lock then finds it
+ * is no longer the file at that path and starts over.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "child.h"
+#include "gpushare/bench.h"
+#include "gpushare/exec.h"
+#include "gpushare/files.h"
+#include "gpushare/gpu.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/util.h"
+#include "launcher.h"
+#include "strategy.h"
+
+#define NS_PER_MS 1000000ULL
+#define POLL_NS (50 * NS_PER_MS)
+/* A job directory with no rank file yet is being created: leave it. */
+#define YOUNG_DIR_S 10
+
+struct gpushare_exec_priv {
+	const struct gpushare_strategy_ops *ops;
+	struct gpushare_strategy_ctx ctx;
+	struct gpushare_strv env;
+	char no_mps_dir[GPUSHARE_PATH_MAX];
+	char visible[1024];             /* the selected GPUs' UUIDs, comma-separated */
+	int rank_fd;                    /* our ranks/<r>, locked; -1 none */
+	bool dry_run;
+	const volatile sig_atomic_t *interrupted;
+};
+
+/* ---- names ---- */
+
+static void sanitize(char *s)
+{
+	for (; *s; s++) {
+		char c = *s;
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '_' || c == '-'))
+			*s = '_';
+	}
+}
+
+int gpushare_exec_dir_name(const char *job_key, const char *node, char *out, size_t len)
+{
+	char name[256], key[128], host[96];
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	if (!job_key || !*job_key || !node || !*node)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty job key or node name");
+	snprintf(key, sizeof(key), "%s", job_key);
+	snprintf(host, sizeof(host), "%s", node);
+	sanitize(key);
+	sanitize(host);
+	snprintf(name, sizeof(name), "%s@%s", key, host);
+	if (strlen(name) > 48) {
+		for (const char *p = name; *p; p++) {
+			h ^= (unsigned char)*p;
+			h *= 1099511628211ULL;
+		}
+		name[31] = '\0';
+		snprintf(name + 31, sizeof(name) - 31, "-%016llx", (unsigned long long)h);
+	}
+	if ((size_t)snprintf(out, len, "exec-%s", name) >= len)
+		return gpushare_fail(GPUSHARE_E_INVAL, "job directory name too long");
+	return GPUSHARE_OK;
+}
+
+static void node_name(char *out, size_t len)
+{
+	const char *s = getenv("SLURMD_NODENAME");
+	char host[256];
+
+	if (s && *s) {
+		snprintf(out, len, "%s", s);
+	} else if (gethostname(host, sizeof(host)) == 0) {
+		host[sizeof(host) - 1] = '\0';
+		host[strcspn(host, ".")] = '\0';
+		snprintf(out, len, "%s", host[0] ? host : "localhost");
+	} else {
+		snprintf(out, len, "localhost");
+	}
+	sanitize(out);
+}
+
+static int path_in(char *out, size_t len, const char *dir, const char *name)
+{
+	if ((size_t)snprintf(out, len, "%s/%s", dir, name) >= len)
+		return gpushare_fail(GPUSHARE_E_DIR, "path '%s/%s' is too long", dir, name);
+	return GPUSHARE_OK;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* ---- the job's lock ---- */
+
+/* The lock of the job directory `dir` is the file `dir`.lock beside it, so
+ * that removing the directory never races with a rank creating the lock
+ * file inside it. Whoever removes the directory unlinks the lock file while
+ * holding it; a rank that was waiting then holds a lock on a file no longer
+ * at that path, notices, and starts over. */
+static int lock_path(const char *dir, char *out, size_t len)
+{
+	if ((size_t)snprintf(out, len, "%s.lock", dir) >= len)
+		return gpushare_fail(GPUSHARE_E_DIR, "path '%s.lock' is too long", dir);
+	return GPUSHARE_OK;
+}
+
+/* Take the job's lock, creating the directory when `create`.
+ * GPUSHARE_E_NOT_FOUND when !create and the directory is gone. */
+static int job_lock(const char *dir, bool create, uint64_t wait_ns, int *fd)
+{
+	char path[GPUSHARE_PATH_MAX];
+	uint64_t deadline = gpushare_now_ns() + wait_ns;
+	int rc = lock_path(dir, path, sizeof(path));
+
+	*fd = -1;
+	if (!rc && !create && access(dir, F_OK) != 0)
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' is gone", dir);
+	while (!rc) {
+		struct stat a, b;
+		uint64_t now = gpushare_now_ns();
+		pid_t holder = 0;
+
+		rc = gpushare_lock_acquire(path, deadline > now ? deadline - now : 0, fd, &holder);
+		if (rc == GPUSHARE_E_BUSY)
+			return gpushare_fail(GPUSHARE_E_TIMEOUT, "the job directory '%s' stays locked by process %ld",
+					     dir, (long)holder);
+		if (rc)
+			return rc;
+		if (!(stat(path, &a) == 0 && fstat(*fd, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)) {
+			gpushare_lock_release(*fd); /* removed while we waited */
+			*fd = -1;
+			continue;
+		}
+		if (create) {
+			rc = gpushare_private_dir(dir);
+			if (!rc)
+				return GPUSHARE_OK;
+		} else if (access(dir, F_OK) == 0) {
+			return GPUSHARE_OK;
+		} else {
+			rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' is gone", dir);
+		}
+		/* We made the lock file of a directory that is not there. */
+		unlink(path);
+		gpushare_lock_release(*fd);
+		*fd = -1;
+	}
+	return rc;
+}
+
+/* Remove the job directory and its lock file, then release the lock. */
+static void remove_locked(const char *dir, int lock_fd)
+{
+	char path[GPUSHARE_PATH_MAX];
+
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	if (!lock_path(dir, path, sizeof(path)))
+		unlink(path);
+	gpushare_clear_error();
+	gpushare_lock_release(lock_fd);
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- rank files ---- */
+
+enum rank_state { RANK_ABSENT, RANK_DEAD, RANK_ALIVE };
+
+static enum rank_state rank_file_state(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	enum rank_state s = RANK_DEAD;
+
+	if (fd < 0)
+		return errno == ENOENT ? RANK_ABSENT : RANK_DEAD;
+	if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+		s = RANK_ALIVE;
+	close(fd);
+	return s;
+}
+
+/* Count the rank files in <dir>/ranks and those alive, leaving out the
+ * one named `own` (our own, which we hold). *alive_pid: one live rank. */
+static void scan_ranks(const char *dir, const char *own, size_t *arrived, size_t *alive, pid_t *alive_pid)
+{
+	char ranks[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX + 32];
+	struct dirent *e;
+	DIR *d;
+
+	*arrived = *alive = 0;
+	if (alive_pid)
+		*alive_pid = 0;
+	if (path_in(ranks, sizeof(ranks), dir, "ranks") || !(d = opendir(ranks))) {
+		gpushare_clear_error();
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		(*arrived)++;
+		if (own && !strcmp(e->d_name, own))
+			continue;
+		if (strlen(e->d_name) > 20 || (size_t)snprintf(path, sizeof(path), "%s/%.20s", ranks, e->d_name) >= sizeof(path))
+			continue;
+		if (rank_file_state(path) == RANK_ALIVE) {
+			(*alive)++;
+			if (alive_pid && !*alive_pid) {
+				FILE *f = fopen(path, "re");
+				int pid = 0;
+
+				if (f) {
+					if (fscanf(f, "%d", &pid) != 1)
+						pid = 0;
+					fclose(f);
+				}
+				*alive_pid = pid;
+			}
+		}
+	}
+	closedir(d);
+}
+
+/* The process group of the program of every rank that died (its file no
+ * longer locked) is killed: a rank killed by SIGKILL could not stop it, and
+ * only the group's leader dies with it. A group id is taken as that
+ * program's only while its leader is gone or is still the recorded process
+ * (pid and start time); a group id is not reused while the group has
+ * members. */
+static void kill_orphans(const char *dir)
+{
+	char ranks[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX + 32];
+	struct dirent *e;
+	DIR *d;
+
+	if (path_in(ranks, sizeof(ranks), dir, "ranks") || !(d = opendir(ranks))) {
+		gpushare_clear_error();
+		return;
+	}
+	while ((e = readdir(d))) {
+		unsigned long long start = 0, app_start = 0;
+		int pid = 0, pgid = 0;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || strlen(e->d_name) > 20)
+			continue;
+		snprintf(path, sizeof(path), "%s/%.20s", ranks, e->d_name);
+		if (rank_file_state(path) != RANK_DEAD || !(f = fopen(path, "re")))
+			continue;
+		if (fscanf(f, "%d %llu %d %llu", &pid, &start, &pgid, &app_start) != 4)
+			pgid = 0;
+		fclose(f);
+		if (pgid <= 1 || (gpushare_pid_alive(pgid) && gpushare_pid_start_time(pgid) != app_start))
+			continue;
+		if (kill(-pgid, 0) == 0)
+			kill(-pgid, SIGKILL);
+	}
+	closedir(d);
+}
+
+/* Stop the daemon under dir (if one runs there). */
+static int stop_daemon(const char *dir, bool *stopped)
+{
+	char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX];
+	struct gpushare_mps m;
+	int rc;
+
+	if (stopped)
+		*stopped = false;
+	if (path_in(pipe, sizeof(pipe), dir, "mps/pipe") || path_in(log, sizeof(log), dir, "mps/log"))
+		return gpushare_fail(GPUSHARE_E_DIR, "path too long");
+	if (access(pipe, F_OK) != 0)
+		return GPUSHARE_OK;
+	rc = gpushare_mps_init(&m, pipe, log);
+	if (rc)
+		return rc;
+	if (gpushare_mps_state(&m, NULL) != GPUSHARE_MPS_RUNNING)
+		return GPUSHARE_OK;
+	rc = gpushare_mps_stop(&m, true, NULL);
+	if (!rc && stopped)
+		*stopped = true;
+	return rc;
+}
+
+/* Stop the daemon and remove the directory; the caller holds its lock
+ * (released here). */
+static int remove_job_dir(const char *dir, int lock_fd, bool *stopped)
+{
+	int rc;
+
+	kill_orphans(dir);
+	rc = stop_daemon(dir, stopped);
+	/* A daemon that would not stop keeps its directory: the next reap
+	 * tries again. */
+	if (!rc)
+		remove_locked(dir, lock_fd);
+	else
+		gpushare_lock_release(lock_fd);
+	return rc;
+}
+
+/* ---- reaping dead jobs ---- */
+
+static bool reap_one(const char *dir)
+{
+	size_t arrived, alive;
+	struct stat st;
+	int fd;
+
+	if (job_lock(dir, false, 0, &fd)) {
+		gpushare_clear_error();
+		return false;
+	}
+	scan_ranks(dir, NULL, &arrived, &alive, NULL);
+	if (alive || (arrived == 0 && (stat(dir, &st) != 0 || time(NULL) - st.st_mtime < YOUNG_DIR_S))) {
+		gpushare_clear_error();
+		gpushare_lock_release(fd);
+		return false;
+	}
+	if (remove_job_dir(dir, fd, NULL)) {
+		gpushare_clear_error();
+		return false;
+	}
+	return true;
+}
+
+int gpushare_exec_reap(const char *skip, size_t *reaped)
+{
+	char user[GPUSHARE_PATH_MAX];
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+	int rc = gpushare_user_dir(user, sizeof(user));
+
+	if (reaped)
+		*reaped = 0;
+	if (rc)
+		return rc;
+	d = opendir(user);
+	if (!d)
+		return GPUSHARE_OK;
+	while ((e = readdir(d))) {
+		char dir[GPUSHARE_PATH_MAX];
+		struct stat st;
+
+		if (strncmp(e->d_name, "exec-", 5) != 0 || (skip && !strcmp(e->d_name, skip)))
+			continue;
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", user, e->d_name) >= sizeof(dir))
+			continue;
+		if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (reap_one(dir))
+			n++;
+	}
+	closedir(d);
+	if (reaped)
+		*reaped = n;
+	return GPUSHARE_OK;
+}
+
+/* ---- the node's GPUs ---- */
+
+static int inventory_nvml(struct launcher_gpu **inv, size_t *n)
+{
+	struct gpushare_system_info sys;
+	int rc = gpushare_system_query_nvml(&sys);
+
+	if (rc)
+		return rc;
+	*inv = calloc(sys.n_gpus + 1, sizeof(**inv));
+	if (!*inv) {
+		gpushare_system_release(&sys);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
+	}
+	for (size_t i = 0; i < sys.n_gpus; i++) {
+		(*inv)[i].index = sys.gpus[i].index;
+		snprintf((*inv)[i].uuid, sizeof((*inv)[i].uuid), "%s", sys.gpus[i].uuid);
+	}
+	*n = sys.n_gpus;
+	gpushare_system_release(&sys);
+	return GPUSHARE_OK;
+}
+
+/* The cached list, GPUSHARE_E_NOT_FOUND when there is none (or it does not
+ * parse: then NVML is asked again). */
+static int inventory_cached(const char *path, struct launcher_gpu **inv, size_t *n)
+{
+	char *data = NULL, *line, *save = NULL;
+	size_t len, cap = 0;
+	int rc = gpushare_read_file(path, 1 << 20, &data, &len);
+
+	*inv = NULL;
+	*n = 0;
+	if (rc) {
+		gpushare_clear_error();
+		return GPUSHARE_E_NOT_FOUND;
+	}
+	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct launcher_gpu g;
+		char uuid[96];
+
+		if (sscanf(line, "%u %95s", &g.index, uuid) != 2)
+			goto bad;
+		snprintf(g.uuid, sizeof(g.uuid), "%s", uuid);
+		if (*n == cap) {
+			struct launcher_gpu *p = realloc(*inv, (cap = cap ? cap * 2 : 8) * sizeof(*p));
+
+			if (!p)
+				goto bad;
+			*inv = p;
+		}
+		(*inv)[(*n)++] = g;
+	}
+	free(data);
+	if (*n == 0)
+		return GPUSHARE_E_NOT_FOUND;
+	return GPUSHARE_OK;
+bad:
+	free(data);
+	free(*inv);
+	*inv = NULL;
+	*n = 0;
+	return GPUSHARE_E_NOT_FOUND;
+}
+
+static int inventory(const char *dir, bool write_cache, struct launcher_gpu **inv, size_t *n)
+{
+	char path[GPUSHARE_PATH_MAX];
+	struct gpushare_buf b = { 0 };
+	int rc = path_in(path, sizeof(path), dir, "gpus");
+
+	if (rc)
+		return rc;
+	if (inventory_cached(path, inv, n) == GPUSHARE_OK)
+		return GPUSHARE_OK;
+	rc = inventory_nvml(inv, n);
+	if (rc || !write_cache)
+		return rc;
+	for (size_t i = 0; i < *n && !rc; i++)
+		rc = gpushare_buf_addf(&b, "%u %s\n", (*inv)[i].index, (*inv)[i].uuid);
+	if (!rc && *n)
+		rc = gpushare_write_file_atomic(path, gpushare_buf_str(&b), strlen(gpushare_buf_str(&b)));
+	gpushare_buf_release(&b);
+	if (rc) /* only a cache */
+		gpushare_clear_error();
+	return GPUSHARE_OK;
+}
+
+/* ---- the daemon record ---- */
+
+struct daemon_record {
+	pid_t pid;
+	unsigned long long start;
+	char gpus[1024];
+};
+
+static bool record_read(const char *dir, struct daemon_record *r)
+{
+	char path[GPUSHARE_PATH_MAX];
+	char *data = NULL;
+	size_t len;
+	int pid = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (path_in(path, sizeof(path), dir, "daemon") || gpushare_read_file(path, 4096, &data, &len)) {
+		gpushare_clear_error();
+		return false;
+	}
+	if (sscanf(data, "%d %llu %1023s", &pid, &r->start, r->gpus) < 2 || pid <= 0) {
+		free(data);
+		return false;
+	}
+	free(data);
+	r->pid = (pid_t)pid;
+	return gpushare_pid_alive(r->pid) && gpushare_pid_start_time(r->pid) == r->start;
+}
+
+static int record_write(const char *dir, pid_t pid, const char *gpus)
+{
+	char path[GPUSHARE_PATH_MAX], text[1200];
+	int n = snprintf(text, sizeof(text), "%d %llu %s\n", (int)pid, gpushare_pid_start_time(pid),
+			 gpus && *gpus ? gpus : "all");
+	int rc = path_in(path, sizeof(path), dir, "daemon");
+
+	if (!rc)
+		rc = gpushare_write_file_atomic(path, text, (size_t)n);
+	return rc;
+}
+
+static bool list_has(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+
+	if (!strcmp(list, "all"))
+		return true;
+	for (const char *p = list; *p;) {
+		size_t l = strcspn(p, ",");
+
+		if (l == n && !strncmp(p, item, n))
+			return true;
+		p += l;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/* ---- open ---- */
+
+static void release_priv(struct gpushare_exec *x)
+{
+	struct gpushare_exec_priv *p = x->priv;
+
+	if (!p)
+		return;
+	if (p->rank_fd >= 0)
+		close(p->rank_fd);
+	gpushare_strv_release(&p->env);
+	free(p);
+	x->priv = NULL;
+	x->env = NULL;
+}
+
+/* Register local rank r: ranks/<r>, created and locked. A file of the same
+ * rank already there means a previous job of the same key whose ranks all
+ * died (it is cleaned up first), or a second copy of this rank (refused). */
+static int register_rank(struct gpushare_exec *x, const char *own)
+{
+	char ranks[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX + 32], text[64];
+	size_t arrived, alive;
+	pid_t other;
+	int rc = path_in(ranks, sizeof(ranks), x->job_dir, "ranks"), fd, n;
+
+	if (!rc)
+		rc = gpushare_private_dir(ranks);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s", ranks, own);
+	switch (rank_file_state(path)) {
+	case RANK_ALIVE:
+		return gpushare_fail(GPUSHARE_E_BUSY,
+				     "local rank %ld of job '%s' already runs on node %s (see '%s'): two jobs with one "
+				     "job key, or a rank started twice", x->local_rank, x->job_key, x->node, path);
+	case RANK_DEAD:
+		scan_ranks(x->job_dir, own, &arrived, &alive, &other);
+		if (alive)
+			return gpushare_fail(GPUSHARE_E_BUSY,
+					     "local rank %ld of job '%s' already arrived on node %s while rank pid %d "
+					     "of that job still runs: two jobs with one job key?",
+					     x->local_rank, x->job_key, x->node, (int)other);
+		/* A killed job of the same key: its daemon and records go. */
+		rc = stop_daemon(x->job_dir, NULL);
+		if (rc)
+			return rc;
+		{
+			char sub[GPUSHARE_PATH_MAX];
+			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned" };
+
+			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+				if (!path_in(sub, sizeof(sub), x->job_dir, names[i]))
+					nftw(sub, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+			}
+			gpushare_clear_error();
+		}
+		rc = gpushare_private_dir(ranks);
+		if (rc)
+			return rc;
+		break;
+	case RANK_ABSENT:
+		break;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0)
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_BUSY, "cannot lock '%s': %s", path, strerror(e));
+	}
+	n = snprintf(text, sizeof(text), "%d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid()));
+	if (ftruncate(fd, 0) != 0 || write(fd, text, (size_t)n) != n) {
+		/* only informative */
+	}
+	x->priv->rank_fd = fd;
+	return GPUSHARE_OK;
+}
+
+/* ---- the keeper ---- */
+
+struct keeper_arg {
+	const char *dir;
+	long local_size;
+	int rank_fd, lock_fd;
+};
+
+/* The job's keeper: a process of its own, started by the first rank, that
+ * outlives every rank (launchers send SIGKILL a second after SIGTERM when
+ * they abort a job, too soon for a rank to be sure to clean up itself).
+ * Every KEEPER_POLL_NS it looks at the rank files under the job's lock:
+ * kills what is left of a dead rank's program, and once no rank is alive
+ * and every rank of the node has arrived (or none has been alive for the
+ * grace), stops the daemon and removes the directory. It ends when the
+ * directory is gone. */
+#define KEEPER_POLL_NS (200 * NS_PER_MS)
+
+static _Noreturn void keeper_main(void *argp)
+{
+	const struct keeper_arg *a = argp;
+	uint64_t idle_since = 0;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	/* Closed, not unlocked: the rank's own descriptors keep its locks. */
+	close(a->rank_fd);
+	close(a->lock_fd);
+	for (;;) {
+		size_t arrived, alive;
+		uint64_t now;
+		int fd, rc;
+
+		sleep_ns(KEEPER_POLL_NS);
+		rc = job_lock(a->dir, false, 0, &fd);
+		if (rc == GPUSHARE_E_NOT_FOUND)
+			_exit(0);
+		if (rc)
+			continue;
+		kill_orphans(a->dir);
+		scan_ranks(a->dir, NULL, &arrived, &alive, NULL);
+		now = gpushare_now_ns();
+		if (alive) {
+			idle_since = 0;
+		} else {
+			if (!idle_since)
+				idle_since = now;
+			if ((long)arrived >= a->local_size || now - idle_since >= GPUSHARE_EXEC_GRACE_MS * NS_PER_MS)
+				_exit(remove_job_dir(a->dir, fd, NULL) ? 1 : 0);
+		}
+		gpushare_lock_release(fd);
+	}
+}
+
+static bool keeper_alive(const char *dir)
+{
+	char path[GPUSHARE_PATH_MAX];
+	unsigned long long start = 0;
+	int pid = 0;
+	FILE *f;
+
+	if (path_in(path, sizeof(path), dir, "keeper")) {
+		gpushare_clear_error();
+		return false;
+	}
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fscanf(f, "%d %llu", &pid, &start) != 2)
+		pid = 0;
+	fclose(f);
+	return pid > 0 && gpushare_pid_alive(pid) && gpushare_pid_start_time(pid) == start;
+}
+
+static void start_keeper(struct gpushare_exec *x, int lock_fd)
+{
+	struct keeper_arg a = { x->job_dir, x->local_size, x->priv->rank_fd, lock_fd };
+	struct gpushare_child ch;
+
+	gpushare_child_init(&ch);
+	ch.fn = keeper_main;
+	ch.arg = &a;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	if (gpushare_child_start(&ch) == GPUSHARE_OK) {
+		char path[GPUSHARE_PATH_MAX], text[64];
+		int n = snprintf(text, sizeof(text), "%d %llu\n", (int)ch.pid, gpushare_pid_start_time(ch.pid));
+
+		/* Not waited for: it ends after this rank (or soon after the
+		 * last rank leaves), and init reaps it. */
+		x->keeper_pid = ch.pid;
+		gpushare_child_release(&ch);
+		if (path_in(path, sizeof(path), x->job_dir, "keeper") ||
+		    gpushare_write_file_atomic(path, text, (size_t)n))
+			gpushare_clear_error();
+	} else {
+		/* Without it the ranks still stop the daemon as they leave. */
+		gpushare_clear_error();
+	}
+}
+
+/* Under MPS: use the job's daemon when it is recorded and alive, else start
+ * it (cleaning up dead jobs' daemons first). */
+static int join_daemon(struct gpushare_exec *x, bool dry_run)
+{
+	struct gpushare_exec_priv *p = x->priv;
+	char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
+	struct daemon_record r;
+	bool alive;
+	pid_t pid = 0;
+	int rc;
+
+	if ((rc = path_in(pipe, sizeof(pipe), x->job_dir, "mps/pipe")) ||
+	    (rc = path_in(log, sizeof(log), x->job_dir, "mps/log")))
+		return rc;
+	snprintf(x->pipe_dir, sizeof(x->pipe_dir), "%s", pipe);
+	alive = record_read(x->job_dir, &r);
+	if (alive && !list_has(r.gpus, x->gpu_uuid))
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "GPU %s of local rank %ld is not served by the job's MPS daemon on node %s (it serves "
+				     "%s): the ranks of one job on one node must see the same GPUs",
+				     x->gpu_uuid, x->local_rank, x->node, r.gpus);
+	if (alive || dry_run) {
+		rc = gpushare_mps_init(&p->ctx.mps.m, pipe, log);
+		if (rc)
+			return rc;
+		p->ctx.mps.open = alive;
+		p->ctx.mps.started = false;
+		x->daemon_pid = alive ? r.pid : 0;
+		return GPUSHARE_OK;
+	}
+	if (!gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name)))
+		gpushare_exec_reap(name, &x->reaped);
+	gpushare_clear_error();
+	rc = p->ops->prepare(&p->ctx);
+	if (rc)
+		return rc;
+	x->daemon_started = p->ctx.mps.started;
+	if (gpushare_mps_state(&p->ctx.mps.m, &pid) != GPUSHARE_MPS_RUNNING || pid <= 0)
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "the MPS daemon at '%s' started but records no pid", pipe);
+	x->daemon_pid = pid;
+	return record_write(x->job_dir, pid, p->visible);
+}
+
+/* The once-per-job warning: on the job's first node (SLURM_NODEID 0 when
+ * Slurm says), by the first rank to take the marker. */
+static bool shared_gpu_marker(struct gpushare_exec *x, bool dry_run)
+{
+	const char *nodeid = getenv("SLURM_NODEID");
+	char path[GPUSHARE_PATH_MAX];
+	int fd;
+
+	if (x->max_ranks_per_gpu <= 1 || (nodeid && *nodeid && strcmp(nodeid, "0") != 0))
+		return false;
+	if (dry_run)
+		return x->local_rank == 0;
+	if (path_in(path, sizeof(path), x->job_dir, "shared-gpu-warned")) {
+		gpushare_clear_error();
+		return false;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static int job_key(const struct launcher_info *li, char *out, size_t len)
+{
+	pid_t pp = getppid();
+
+	if (li->job_key[0]) {
+		snprintf(out, len, "%s", li->job_key);
+		return GPUSHARE_OK;
+	}
+	/* No job id: the ranks of one node share the launcher's process that
+	 * started them (orted, hydra_pmi_proxy, slurmstepd). */
+	snprintf(out, len, "ppid-%d.%llu", (int)pp, gpushare_pid_start_time(pp));
+	return GPUSHARE_OK;
+}
+
+static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts *o, const struct launcher_info *li,
+		       enum launcher_bind bind, int lock_fd)
+{
+	struct gpushare_exec_priv *p = x->priv;
+	struct launcher_gpu *inv = NULL, *sel = NULL;
+	struct launcher_binding b;
+	struct gpushare_placement pl;
+	size_t n_inv = 0, n_sel = 0;
+	char own[32];
+	int rc;
+
+	rc = inventory(x->job_dir, !o->dry_run, &inv, &n_inv);
+	if (rc)
+		return rc;
+	sel = calloc(n_inv + 1, sizeof(*sel));
+	if (!sel) {
+		free(inv);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
+	}
+	rc = launcher_select_gpus(inv, n_inv, o->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	if (!rc && n_sel == 0)
+		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "no GPU to bind the ranks to");
+	if (!rc)
+		rc = launcher_bind(bind, li->local_rank, li->local_size, n_sel, o->ranks_per_gpu, &b);
+	if (!rc) {
+		x->gpu_index = sel[b.gpu].index;
+		snprintf(x->gpu_uuid, sizeof(x->gpu_uuid), "%s", sel[b.gpu].uuid);
+		x->n_gpus = n_sel;
+		x->gpus_used = b.gpus_used;
+		x->ranks_on_gpu = b.ranks_on_gpu;
+		x->max_ranks_per_gpu = b.max_ranks_per_gpu;
+		p->visible[0] = '\0';
+		for (size_t i = 0; i < n_sel; i++) {
+			size_t l = strlen(p->visible);
+
+			snprintf(p->visible + l, sizeof(p->visible) - l, "%s%s", i ? "," : "", sel[i].uuid);
+		}
+	}
+	free(inv);
+	free(sel);
+	if (rc)
+		return rc;
+
+	p->ctx.run_dir = x->job_dir;
+	p->ctx.visible = p->visible;
+	p->ctx.mps_pipe_dir = "";
+	p->ctx.workers = (int)x->ranks_on_gpu;
+	if (o->thread_percentage > 0) {
+		p->ctx.thread_percentage = &o->thread_percentage;
+		p->ctx.n_thread_percentage = 1;
+	}
+	if ((rc = path_in(p->no_mps_dir, sizeof(p->no_mps_dir), x->job_dir, "no-mps")))
+		return rc;
+	p->ctx.no_mps_dir = p->no_mps_dir;
+
+	snprintf(own, sizeof(own), "%ld", x->local_rank);
+	if (!o->dry_run) {
+		rc = register_rank(x, own);
+		if (!rc && !p->ops->uses_mps)
+			rc = gpushare_private_dir(p->no_mps_dir);
+		if (rc)
+			return rc;
+	}
+	if (p->ops->uses_mps && (rc = join_daemon(x, o->dry_run)))
+		return rc;
+	if (!o->dry_run && !keeper_alive(x->job_dir))
+		start_keeper(x, lock_fd);
+	x->warn_shared_gpu = shared_gpu_marker(x, o->dry_run);
+	rc = p->ops->worker_env(&p->ctx, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
+	if (rc)
+		return rc;
+	x->thread_percentage = pl.thread_percentage;
+	x->env = gpushare_strv_list(&p->env);
+	return GPUSHARE_OK;
+}
+
+int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts *o)
+{
+	struct launcher_info li;
+	enum launcher_bind bind = LAUNCHER_BIND_ROUND_ROBIN;
+	char user[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
+	struct gpushare_exec_priv *p;
+	int rc, lock_fd = -1;
+
+	memset(x, 0, sizeof(*x));
+	x->rank = x->size = -1;
+	if (o->strategy != GPUSHARE_STRATEGY_MPS && o->strategy != GPUSHARE_STRATEGY_MPS_SPLIT &&
+	    o->strategy != GPUSHARE_STRATEGY_TIMESLICE)
+		return gpushare_fail(GPUSHARE_E_INVAL, "exec runs ranks under mps, mps-split or timeslice only");
+	if (o->bind && (rc = launcher_bind_parse(o->bind, &bind)))
+		return rc;
+	if (o->thread_percentage < 0 || o->thread_percentage > 100)
+		return gpushare_fail(GPUSHARE_E_INVAL, "thread percentage %g is not in (0,100]", o->thread_percentage);
+	rc = launcher_detect(gpushare_getenv_process, NULL, &li);
+	if (rc)
+		return rc;
+	x->launcher = launcher_kind_name(li.kind);
+	x->rank = li.rank;
+	x->size = li.size;
+	x->local_rank = li.local_rank;
+	x->local_size = li.local_size;
+	job_key(&li, x->job_key, sizeof(x->job_key));
+	node_name(x->node, sizeof(x->node));
+	if ((rc = gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name))) ||
+	    (rc = gpushare_user_dir(user, sizeof(user))) || (rc = path_in(x->job_dir, sizeof(x->job_dir), user, name)))
+		return rc;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "exec state");
+	x->priv = p;
+	p->rank_fd = -1;
+	p->dry_run = o->dry_run;
+	p->interrupted = o->interrupted;
+	p->ops = gpushare_strategy_get(o->strategy);
+	x->uses_mps = p->ops->uses_mps;
+	rc = p->ops->check(&p->ctx);
+	if (!rc && !o->dry_run) {
+		rc = gpushare_private_dir(user);
+		if (!rc)
+			rc = job_lock(x->job_dir, true, GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS, &lock_fd);
+	}
+	if (!rc)
+		rc = open_locked(x, o, &li, bind, lock_fd);
+	if (rc && p->rank_fd >= 0) {
+		/* Leave as if this rank had exited at once. */
+		struct gpushare_errsave e;
+
+		gpushare_error_save(&e);
+		gpushare_lock_release(lock_fd);
+		lock_fd = -1;
+		gpushare_exec_close(x, NULL);
+		return gpushare_error_restore(&e, rc);
+	}
+	if (rc && lock_fd >= 0) {
+		struct gpushare_errsave e;
+		size_t arrived, alive;
+
+		/* Refused before any rank arrived (a binding the ranks do not
+		 * fit): leave no directory behind. */
+		gpushare_error_save(&e);
+		scan_ranks(x->job_dir, NULL, &arrived, &alive, NULL);
+		if (arrived == 0) {
+			remove_locked(x->job_dir, lock_fd);
+			lock_fd = -1;
+		}
+		rc = gpushare_error_restore(&e, rc);
+	}
+	gpushare_lock_release(lock_fd);
+	if (rc)
+		release_priv(x);
+	return rc;
+}
+
+/* ---- the program ---- */
+
+int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid)
+{
+	char text[128];
+	int n;
+
+	if (!x->priv || x->priv->rank_fd < 0)
+		return GPUSHARE_OK;
+	n = snprintf(text, sizeof(text), "%d %llu %d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid()),
+		     (int)pgid, gpushare_pid_start_time(pgid));
+	if (pwrite(x->priv->rank_fd, text, (size_t)n, 0) != n)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot record the program in the rank file: %s", strerror(errno));
+	return GPUSHARE_OK;
+}
+
+/* ---- close ---- */
+
+struct stopper_arg {
+	const char *dir;
+	int lock_fd;
+};
+
+static _Noreturn void stopper_main(void *arg)
+{
+	const struct stopper_arg *a = arg;
+	bool stopped = false;
+	int rc;
+
+	/* A launcher that stops the job signals the whole step; the stop
+	 * finishes anyway (only SIGKILL ends it). */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	rc = remove_job_dir(a->dir, a->lock_fd, &stopped);
+	_exit(rc ? 1 : stopped ? 0 : 2);
+}
+
+/* Stop the daemon and remove the job directory in a process of its own, one
+ * that outlives this rank: a launcher that stops a job sends SIGKILL soon
+ * after SIGTERM (Open MPI one second later), and a stop cut short would
+ * leave the daemon running. It inherits the job's lock (flock() locks
+ * belong to the open file, shared across fork), which this process then
+ * closes without unlocking. */
+static int stop_detached(const char *dir, int lock_fd, bool *stopped)
+{
+	struct stopper_arg a = { dir, lock_fd };
+	struct gpushare_child ch;
+	int rc;
+
+	*stopped = false;
+	gpushare_child_init(&ch);
+	ch.fn = stopper_main;
+	ch.arg = &a;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	if (rc) {
+		/* Cannot fork: stop it here. */
+		gpushare_clear_error();
+		return remove_job_dir(dir, lock_fd, stopped);
+	}
+	close(lock_fd);
+	rc = gpushare_child_wait(&ch, (uint64_t)GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS);
+	if (rc) {
+		gpushare_child_release(&ch);
+		return gpushare_fail(GPUSHARE_E_TIMEOUT, "the stop of the job's MPS daemon under '%s' goes on in process %d",
+				     dir, (int)ch.pid);
+	}
+	gpushare_child_release(&ch);
+	if (WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 0)
+		*stopped = true;
+	else if (!(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 2))
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING,
+				     "the job's MPS daemon under '%s' could not be stopped (the next gpushare run on this "
+				     "node tries again)", dir);
+	return GPUSHARE_OK;
+}
+
+int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *info)
+{
+	struct gpushare_exec_priv *p = x->priv;
+	struct gpushare_exec_leave dummy;
+	uint64_t grace_end;
+	char own[32];
+	int fd = -1, rc = GPUSHARE_OK;
+
+	if (!info)
+		info = &dummy;
+	memset(info, 0, sizeof(*info));
+	if (!p)
+		return GPUSHARE_OK;
+	if (p->dry_run || p->rank_fd < 0) {
+		release_priv(x);
+		return GPUSHARE_OK;
+	}
+	snprintf(own, sizeof(own), "%ld", x->local_rank);
+	grace_end = gpushare_now_ns() + GPUSHARE_EXEC_GRACE_MS * NS_PER_MS;
+	for (;;) {
+		size_t arrived, alive;
+
+		rc = job_lock(x->job_dir, false, GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS, &fd);
+		if (rc)
+			break;
+		scan_ranks(x->job_dir, own, &arrived, &alive, NULL);
+		if (alive)
+			break;
+		if ((long)arrived >= x->local_size || gpushare_now_ns() >= grace_end ||
+		    (p->interrupted && *p->interrupted)) {
+			info->last = true;
+			info->missing = (long)arrived < x->local_size ? (size_t)(x->local_size - (long)arrived) : 0;
+			break;
+		}
+		/* Some rank of this node has not arrived yet: hold on (as a
+		 * live rank) so that it finds the daemon, or the grace ends. */
+		gpushare_lock_release(fd);
+		fd = -1;
+		sleep_ns(POLL_NS);
+	}
+	if (!rc && info->last) {
+		close(p->rank_fd);
+		p->rank_fd = -1;
+		rc = stop_detached(x->job_dir, fd, &info->daemon_stopped);
+		fd = -1;
+	}
+	if (p->rank_fd >= 0) {
+		/* Not the last: our file stays as the mark that we arrived,
+		 * without a program to kill (its group is gone). */
+		char text[64];
+		int n = snprintf(text, sizeof(text), "%d %llu 0 0\n", (int)getpid(), gpushare_pid_start_time(getpid()));
+
+		if (ftruncate(p->rank_fd, 0) != 0 || pwrite(p->rank_fd, text, (size_t)n, 0) != n) {
+			/* the group is empty anyway */
+		}
+		close(p->rank_fd);
+		p->rank_fd = -1;
+	}
+	gpushare_lock_release(fd);
+	release_priv(x);
+	if (rc == GPUSHARE_E_NOT_FOUND) {
+		/* Our directory went away under a live rank: nothing left to stop. */
+		gpushare_clear_error();
+		rc = GPUSHARE_OK;
+	}
+	return rc;
+}

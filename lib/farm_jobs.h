@@ -1,0 +1,159 @@
+/*
+ * The job list of `gpushare farm`: what to run, parsed once, stored compactly.
+ *
+ * Jobs come from one of three sources (docs/farm.md, "Job files"):
+ *  - a job file, one command line per line, split into argv WITHOUT a shell
+ *    (single quotes, double quotes with backslash escapes, backslash; lines
+ *    that are blank or start with '#' are skipped);
+ *  - the same file in shell mode: each line kept as one string, run as
+ *    `/bin/sh -c LINE`;
+ *  - a template `CMD ARGS...` whose words may hold the placeholders `{}` (the
+ *    argument) and `{#}` (the 1-based job number), expanded over the lines of
+ *    an argument file or over an integer range START..END[:STEP].
+ *
+ * Each job has a stable index (0-based, in the order of the source; skipped
+ * lines do not count) and a content hash (FNV-1a 64 over its argv strings,
+ * each with its terminating NUL), so a resumed farm can tell that a job file
+ * changed. All strings live in one growing arena and each job costs one small
+ * table entry, so a list of millions of jobs stays a few bytes per job above
+ * the text itself. Lines can be added one at a time (farm_jobs_add_line), so
+ * a reader of standard input can feed the list as the lines arrive.
+ */
+#ifndef GPUSHARE_FARM_JOBS_H
+#define GPUSHARE_FARM_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "getenv_fn.h"
+
+/* The longest job line accepted (bytes, without the newline). */
+#define FARM_JOB_LINE_MAX (1024 * 1024)
+/* The most jobs a list may hold (a range larger than this is refused). */
+#define FARM_JOBS_MAX 100000000UL
+
+enum farm_jobs_mode {
+	FARM_JOBS_ARGV,      /* each line split into argv, no shell */
+	FARM_JOBS_SHELL,     /* each line run as /bin/sh -c LINE */
+};
+
+struct farm_job_entry {
+	uint64_t hash;       /* FNV-1a 64 of the argv strings with their NULs */
+	size_t offset;       /* first byte of the job's strings in the arena */
+	uint32_t argc;       /* number of strings */
+	uint32_t line;       /* 1-based source line (argument line or range
+	                      * position for templates), for messages */
+};
+
+struct farm_jobs {
+	enum farm_jobs_mode mode;
+	char *arena;         /* argv strings of every job, each NUL-terminated */
+	size_t arena_len, arena_cap;
+	struct farm_job_entry *jobs;
+	size_t n_jobs, jobs_cap;
+	char source[256];    /* file name for messages ("-" shown as "stdin") */
+};
+
+/* An empty list; no allocation. */
+void farm_jobs_init(struct farm_jobs *list, enum farm_jobs_mode mode);
+/* Free what the list holds; it is empty (and reusable) afterwards. */
+void farm_jobs_release(struct farm_jobs *list);
+
+/* Add one line of a job file (without its newline; a trailing CR is
+ * dropped). `lineno` is its 1-based line number, used in messages. Blank
+ * lines and lines whose first non-blank character is '#' add nothing.
+ * GPUSHARE_E_INVAL with "FILE:LINE: unterminated double quote" etc. */
+int farm_jobs_add_line(struct farm_jobs *list, const char *line, size_t len, size_t lineno);
+
+/* Read a whole job file ("-" = standard input), line by line. */
+int farm_jobs_load_file(struct farm_jobs *list, const char *path);
+/* The same from an open stream; `name` is used in messages. */
+int farm_jobs_load_stream(struct farm_jobs *list, FILE *f, const char *name);
+
+/* Split one command line into words with the job-file quoting rules. On
+ * success *argv is a malloc'ed NULL-terminated array whose strings are in
+ * the same allocation (free(*argv) frees all). The error detail has no file
+ * or line prefix. Exposed for tests and for the `-- CMD` form. */
+int farm_jobs_split(const char *line, size_t len, char ***argv, size_t *argc);
+
+/* ---- templates ---- */
+
+/* An integer range START..END[:STEP], both ends inclusive, STEP >= 1
+ * (default 1), START <= END; numbers may be negative. */
+struct farm_range {
+	long long start, end, step;
+};
+int farm_range_parse(const char *s, struct farm_range *out);
+/* Number of values in the range. */
+uint64_t farm_range_count(const struct farm_range *r);
+
+/* Add one job per value: the template words with `{}` replaced by the value
+ * and `{#}` by the 1-based job number. A template holding no `{}` gets the
+ * value appended as one more word, as GNU parallel does. In shell mode the
+ * words are joined with spaces into one line for /bin/sh -c, and the
+ * argument is single-quoted there so that it stays one word. */
+int farm_jobs_add_template_arg(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
+			       const char *arg, size_t lineno);
+int farm_jobs_template_range(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
+			     const struct farm_range *range);
+/* Arguments from a file ("-" = stdin), one per line taken verbatim (no
+ * quoting; a trailing CR is dropped); empty lines are skipped. */
+int farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
+			    const char *path);
+
+/* ---- using the list ---- */
+
+/* The argv of job i as a malloc'ed NULL-terminated array of pointers into
+ * the arena (free only the array; valid while the list is not changed). In
+ * shell mode: { "/bin/sh", "-c", LINE, NULL }. */
+int farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv);
+
+/* Job i as one readable line (words shell-quoted where needed), truncated
+ * with "..." to fit buf. For messages and `--dry-run`. */
+void farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len);
+
+/* FNV-1a 64 over a byte string, continuing from `h` (start with
+ * FARM_FNV_OFFSET). */
+#define FARM_FNV_OFFSET 0xcbf29ce484222325ULL
+uint64_t farm_fnv1a(uint64_t h, const void *data, size_t len);
+
+/* The hash of the whole list: its mode, its count and every job's hash in
+ * order. Two lists with the same value hold the same jobs. */
+uint64_t farm_jobs_list_hash(const struct farm_jobs *list);
+
+/* ---- sharding ---- */
+
+/* Shard I of N: the jobs whose index mod N == I. {0, 1} is all jobs. */
+struct farm_shard {
+	unsigned long index, count;
+};
+
+/* "I/N" with 0 <= I < N. */
+int farm_shard_parse(const char *s, struct farm_shard *out);
+
+/* The default shard from a Slurm environment (docs/farm.md, "Sharding"):
+ *  - in an array job (SLURM_ARRAY_TASK_ID set): the element's position
+ *    (ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP among
+ *    SLURM_ARRAY_TASK_COUNT elements (or (MAX - MIN) / STEP + 1 without COUNT);
+ *  - in a job step of several tasks (SLURM_STEP_ID set and SLURM_NTASKS > 1):
+ *    SLURM_PROCID of SLURM_NTASKS;
+ *  - both: shard (array position) * NTASKS + PROCID of COUNT * NTASKS;
+ *  - otherwise {0, 1}, and *from_env is false.
+ * A batch script itself (no job step) never splits by SLURM_PROCID: it is
+ * one process however many tasks the job has. Inconsistent values (a task
+ * id outside MIN..MAX, a sparse array without a step that fits) are
+ * GPUSHARE_E_INVAL naming the variables; pass --shard explicitly then. */
+int farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct farm_shard *out,
+			bool *from_env);
+
+static inline bool farm_shard_has(const struct farm_shard *s, size_t index)
+{
+	return index % s->count == s->index;
+}
+
+/* Number of jobs of a list of n that shard s selects. */
+size_t farm_shard_size(const struct farm_shard *s, size_t n);
+
+#endif

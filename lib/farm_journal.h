@@ -1,0 +1,213 @@
+/*
+ * The journal of a farm: what happened to every job, kept so that a farm
+ * stopped in any way (Ctrl-C, SIGTERM, SIGKILL, a reboot) can be resumed
+ * with nothing lost and nothing repeated, and so that `farm status` can
+ * summarise one farm directory or several shard directories.
+ *
+ * Format (docs/farm.md, "The journal"): DIR/journal.jsonl, JSON Lines. The
+ * first record is a header ("type":"header") with the farm's configuration;
+ * a resumed farm appends another header. Then one record per ended attempt
+ * ("type":"attempt"). Each record is written with one write() of the whole
+ * line and fsync'ed, to a file opened O_APPEND | O_NOFOLLOW | O_CLOEXEC and
+ * locked (flock) by its one writer. A crash can leave only the last line
+ * torn (without its newline); readers ignore such a line, and the next
+ * writer cuts it off before appending.
+ *
+ * A job whose attempt was running when the farm was killed has no record
+ * and runs again on resume (attempts are recorded when they end).
+ */
+#ifndef GPUSHARE_FARM_JOURNAL_H
+#define GPUSHARE_FARM_JOURNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "farm_jobs.h"
+
+#define FARM_JOURNAL_NAME "journal.jsonl"
+#define FARM_JOURNAL_VERSION 1
+/* The longest record a reader accepts (bytes, with the newline). */
+#define FARM_JOURNAL_LINE_MAX (64 * 1024)
+#define FARM_MAX_GPUS 64
+
+enum farm_outcome {
+	FARM_OK,        /* exit status 0 */
+	FARM_FAILED,    /* non-zero exit status or killed by a signal */
+	FARM_TIMEOUT,   /* killed by gpushare when --timeout ran out */
+	FARM_REFUSED,   /* never started: cannot be executed, or can never fit */
+	FARM_STOPPED,   /* killed by gpushare on a stop (second Ctrl-C, SIGTERM):
+	                 * runs again on resume, not counted against --retries */
+};
+
+/* "ok", "failed", "timeout", "refused", "stopped". */
+const char *farm_outcome_name(enum farm_outcome o);
+/* The inverse; -1 when unknown. */
+int farm_outcome_parse(const char *s);
+
+struct farm_gpu_id {
+	int index;                     /* NVML index */
+	char uuid[96];                 /* "GPU-..." ("" unknown) */
+};
+
+/* The configuration a header records. Resuming requires the same jobs
+ * (count, list hash, mode) and the same shard; the other fields may change
+ * from one run to the next and are recorded for the reader. */
+struct farm_config {
+	uint64_t n_jobs;               /* jobs in the whole list (all shards) */
+	uint64_t jobs_hash;            /* farm_jobs_list_hash() */
+	enum farm_jobs_mode mode;
+	char jobs_source[256];         /* job file or template source, informative */
+	struct farm_shard shard;
+	unsigned retries;              /* attempts after the first that a failed
+	                                * or timed-out job gets */
+	unsigned slots;                /* jobs at once per GPU */
+	char strategy[32];             /* "mps", "mps-split", "timeslice" */
+	uint64_t timeout_ns;           /* 0 = none */
+	uint64_t mem_per_job_bytes;    /* 0 = not set */
+	char hostname[256];
+	struct farm_gpu_id gpus[FARM_MAX_GPUS];
+	size_t n_gpus;
+};
+
+/* One ended attempt. */
+struct farm_attempt {
+	uint64_t job;                  /* job index, 0-based */
+	uint64_t hash;                 /* the job's hash */
+	unsigned attempt;              /* 1-based */
+	enum farm_outcome outcome;
+	int exit_code;                 /* -1 when killed by a signal or never started */
+	int signal;                    /* 0 when none */
+	int gpu;                       /* NVML index, -1 when never placed */
+	char gpu_uuid[96];
+	int slot;                      /* slot on that GPU, -1 when none */
+	double start_unix_s, end_unix_s;  /* wall clock, seconds since the epoch */
+	double duration_s;             /* measured on the monotonic clock */
+	char stdout_path[256];         /* relative to the farm directory */
+	char stderr_path[256];
+};
+
+/* ---- writing ---- */
+
+struct farm_journal {
+	int fd;
+	char path[4096];
+};
+
+/* Open (creating when absent) DIR/journal.jsonl for appending, refusing a
+ * symlink or anything but a regular file of this user, and take an
+ * exclusive lock: GPUSHARE_E_BUSY when another process writes it. A torn
+ * last line left by a crash is cut off. *existing tells whether the file
+ * already held records. */
+int farm_journal_open(struct farm_journal *j, const char *dir, bool *existing);
+/* Release the lock and close. */
+void farm_journal_close(struct farm_journal *j);
+
+/* Append a header / an attempt record: one write(), then fsync(). */
+int farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg);
+int farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a);
+
+/* The JSON of a record (for --json output and tests); caller frees. */
+char *farm_journal_header_json(const struct farm_config *cfg);
+char *farm_journal_attempt_json(const struct farm_attempt *a);
+
+/* ---- reading ---- */
+
+/* A compact attempt as the reader keeps it (no paths). */
+struct farm_record {
+	uint64_t job, hash;
+	double start_unix_s, end_unix_s, duration_s;
+	uint32_t attempt;
+	int16_t gpu_ref;               /* index into farm_journal_data.gpus, -1 none */
+	uint8_t outcome;
+	int exit_code, signal, slot;
+};
+
+struct farm_journal_data {
+	struct farm_config config;     /* from the first header */
+	size_t n_headers;
+	struct farm_record *records;
+	size_t n_records, cap;
+	/* The GPUs records name (by uuid, or "index@host" without one). */
+	char (*gpus)[128];
+	size_t n_gpus;
+	unsigned retries_last;         /* --retries of the last header */
+	bool torn_tail;                /* the last line had no newline: ignored */
+	char path[4096];
+};
+
+/* Read DIR/journal.jsonl. A torn last line is ignored (torn_tail); any other
+ * line that is not a valid record is GPUSHARE_E_INVAL with
+ * "PATH:LINE: ...". A missing file is GPUSHARE_E_NOT_FOUND. */
+int farm_journal_load(const char *dir, struct farm_journal_data *out);
+/* The same from a path to the journal file itself. */
+int farm_journal_load_path(const char *path, struct farm_journal_data *out);
+void farm_journal_data_release(struct farm_journal_data *d);
+
+/* Check that a journal belongs to this farm before resuming: same job
+ * count, mode and shard, and every recorded job's hash equal to the job's
+ * hash in `jobs`. GPUSHARE_E_INVAL naming the first differing job
+ * ("job 17 (line 18) differs from the journal's: ...") otherwise. */
+int farm_journal_check_resume(const struct farm_journal_data *d, const struct farm_config *cfg,
+			      const struct farm_jobs *jobs);
+
+/* ---- resuming ---- */
+
+enum farm_job_state {
+	FARM_JOB_PENDING = 0,   /* must run (again) */
+	FARM_JOB_DONE = 1,      /* finished with exit status 0 */
+	FARM_JOB_FAILED = 2,    /* failed, timed out or refused, retries used up */
+	FARM_JOB_OTHER_SHARD = 3,
+};
+
+struct farm_resume {
+	uint8_t *state;          /* enum farm_job_state per job index */
+	uint32_t *attempts;      /* attempts that count against --retries so far */
+	uint32_t *last_attempt;  /* highest attempt number recorded, any outcome
+	                          * (0 none): the next attempt is this + 1, so
+	                          * output file names never repeat */
+	size_t n_jobs;
+	size_t pending, done, failed;   /* in this shard */
+};
+
+/* Which jobs of the shard still have to run: those with no ok record and,
+ * when they failed or timed out, fewer than 1 + retries such attempts. A
+ * refused job is final. A job with an ok record is never run again, even
+ * if it also has failed records. */
+int farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const struct farm_shard *shard,
+		      unsigned retries, struct farm_resume *out);
+void farm_resume_release(struct farm_resume *r);
+
+/* ---- status ---- */
+
+struct farm_gpu_summary {
+	char id[128];            /* uuid, or "index@host" */
+	uint64_t attempts;
+	double busy_s;           /* time with at least one job running on it */
+	double job_s;            /* sum of attempt durations on it */
+	double busy_fraction;    /* busy_s / makespan_s */
+};
+
+struct farm_summary {
+	uint64_t n_jobs;         /* jobs in the whole list */
+	unsigned long shard_count;   /* N of the shards (1 unsharded) */
+	size_t shards_seen;      /* distinct shards among the journals */
+	uint64_t done, failed;   /* jobs, each counted once */
+	uint64_t unfinished;     /* running, queued, or in a shard not given */
+	uint64_t attempts;       /* records read */
+	double first_start_unix_s, last_end_unix_s;
+	double makespan_s;       /* last end - first start, 0 without records */
+	double jobs_per_s;       /* (done + failed) / makespan_s, 0 when undefined */
+	struct farm_gpu_summary *gpus;
+	size_t n_gpus;
+	bool torn_tail;          /* some journal had a torn last line */
+};
+
+/* Summarise one or more journals of the same job list (shards of one farm,
+ * or one farm). Journals of different job lists are GPUSHARE_E_INVAL. A job
+ * counts as failed once its journal's last --retries are used up; until then
+ * it is unfinished. Each job is counted once, whichever journals name it. */
+int farm_summary_build(const struct farm_journal_data *const *d, size_t n, struct farm_summary *out);
+void farm_summary_release(struct farm_summary *s);
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * UTF-8 checks and repair. Everything that reaches JSON, HTML, the plots'
+ * labels or Prometheus labels passes through here: command lines, workload
+ * labels and names read back from a results file may hold any bytes, and a
+ * single invalid byte would make the document invalid (cJSON writes bytes as
+ * they are; a browser, Prometheus or cairo then refuses the whole output).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushare/files.h"
+
+static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+
+/* Length of the valid character at s (n bytes available), 0 when invalid. */
+static size_t char_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	unsigned cp, min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF) {
+		len = 2;
+		cp = c & 0x1F;
+		min = 0x80;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		len = 3;
+		cp = c & 0x0F;
+		min = 0x800;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		len = 4;
+		cp = c & 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+bool gpushare_utf8_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i < n;) {
+		size_t l = char_len((const unsigned char *)s + i, n - i);
+
+		if (!l)
+			return false;
+		i += l;
+	}
+	return true;
+}
+
+size_t gpushare_utf8_copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src), out = 0;
+
+	for (size_t i = 0; i < n;) {
+		size_t l = char_len((const unsigned char *)src + i, n - i);
+		const char *piece = l ? src + i : replacement;
+		size_t plen = l ? l : sizeof(replacement) - 1;
+
+		if (out + plen > size - 1)
+			break;
+		memcpy(dst + out, piece, plen);
+		out += plen;
+		i += l ? l : 1;
+	}
+	dst[out] = '\0';
+	return out;
+}
+
+char *gpushare_utf8_dup(const char *src)
+{
+	/* Each invalid byte becomes at most three bytes. */
+	size_t size = strlen(src) * 3 + 1;
+	char *d = malloc(size);
+
+	if (d)
+		gpushare_utf8_copy(d, size, src);
+	return d;
+}
+
+char *gpushare_utf8_fix(char *s)
+{
+	char *d;
+
+	if (!s || gpushare_utf8_valid(s))
+		return s;
+	d = gpushare_utf8_dup(s);
+	free(s);
+	return d;
+}
+
+size_t gpushare_utf8_cut(const char *s, size_t len)
+{
+	size_t i = len;
+
+	/* Step back over continuation bytes to the lead byte of the last
+	 * character; keep it only when the whole character fits. */
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80 && len - i < 3)
+		i--;
+	if (i > 0 && (unsigned char)s[i - 1] >= 0xC0) {
+		size_t l = char_len((const unsigned char *)s + i - 1, len - (i - 1));
+
+		return l && i - 1 + l == len ? len : i - 1;
+	}
+	return len;
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Torture, class "slow and idle HTTP clients": the exporter's /metrics must
+# be served within a second while 100 idle connections and 10 connections
+# trickling a header byte at a time are open, from one address (127.0.0.2)
+# and from the scraper's own (127.0.0.1); a trickler is dropped once the
+# header deadline passes however steadily it sends; a malformed --listen
+# address is refused (exit 2) without a name lookup.
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}"
+tmp=$(mktemp -d /tmp/gpushare-torture-http.XXXXXX)
+pids=()
+exporter=
+cleanup() {
+	[[ -n $exporter ]] && kill "$exporter" 2>/dev/null || true
+	kill_pids
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY GPUSHARE_MPS_CONTROL
+private_xdg
+export GPUSHARE_NVML_LIBRARY=$GPUSHARE_TEST_HELPERS/libfakenvml.so GPUSHARE_CUDA_LIBRARY=/nonexistent/libcuda.so.1
+
+cat >"$tmp/hostile.py" <<'EOF'
+# hostile.py PORT SRC IDLE TRICKLE SECONDS: open IDLE silent connections and
+# TRICKLE connections sending one header byte every 0.2 s, from address SRC;
+# keep them for SECONDS, then print how many tricklers the server dropped.
+import socket, sys, time
+port, src, idle, trickle, secs = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+def conn():
+    s = socket.socket()
+    s.bind((src, 0))
+    s.settimeout(2)
+    try:
+        s.connect(("127.0.0.1", port))
+    except OSError:
+        return None
+    return s
+idles = [conn() for _ in range(idle)]
+trick = [conn() for _ in range(trickle)]
+print("open", sum(1 for s in idles + trick if s), flush=True)
+hdr = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 100000
+pos, dropped, when, t0 = 0, set(), [], time.monotonic()
+while time.monotonic() - t0 < secs:
+    for i, s in enumerate(trick):
+        if s is None or i in dropped:
+            continue
+        try:
+            s.send(hdr[pos:pos + 1])
+        except OSError:
+            dropped.add(i)
+            when.append(time.monotonic() - t0)
+    pos += 1
+    time.sleep(0.2)
+print("dropped", len(dropped), "%.1f %.1f" % (min(when, default=0), max(when, default=0)), flush=True)
+EOF
+
+# A scrape from 127.0.0.1: prints the HTTP status and the seconds it took.
+scrape() {
+	curl -s -o /dev/null --max-time 10 -w '%{http_code} %{time_total}\n' "http://127.0.0.1:$1/metrics" || echo "000 10"
+}
+served_port() {
+	port=
+	for _ in $(seq 100); do
+		port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "$1")
+		[[ -n $port ]] && break
+		sleep 0.05
+	done
+}
+
+"$GPUSHARE" exporter --listen 127.0.0.1:0 2>"$tmp/exporter.err" &
+exporter=$!
+served_port "$tmp/exporter.err"
+check "exporter serves (port $port)" test -n "$port"
+
+echo "== 100 idle + 10 trickling connections from another address"
+python3 "$tmp/hostile.py" "$port" 127.0.0.2 100 10 16 >"$tmp/h1" &
+pids+=($!)
+sleep 2
+read -r code took < <(scrape "$port")
+echo "   scrape: $code in ${took}s ($(head -n 1 "$tmp/h1"))"
+check "a scrape is served within 1 s beside 110 hostile connections" \
+	python3 -c "import sys; sys.exit(0 if '$code' == '200' and float('$took') < 1 else 1)"
+sleep 7
+read -r code took < <(scrape "$port")
+check "and still after the header deadline passed (${took}s)" \
+	python3 -c "import sys; sys.exit(0 if '$code' == '200' and float('$took') < 1 else 1)"
+wait "${pids[-1]}" || true
+read -r n_dropped first last < <(sed -n 's/^dropped //p' "$tmp/h1")
+# Sending steadily, each one is dropped once its head is 5 s old (the send
+# that notices comes a little later).
+check "tricklers are dropped at the 5 s header deadline (${n_dropped:-0} of 10, after ${first:-?} to ${last:-?} s)" \
+	python3 -c "import sys; sys.exit(0 if '${n_dropped:-0}' == '10' and 4.5 <= float('${first:-0}') and float('${last:-0}') <= 8 else 1)"
+
+echo "== the same from the scraper's own address"
+python3 "$tmp/hostile.py" "$port" 127.0.0.1 100 10 4 >"$tmp/h2" &
+pids+=($!)
+sleep 2
+read -r code took < <(scrape "$port")
+echo "   scrape: $code in ${took}s ($(head -n 1 "$tmp/h2"))"
+check "a scrape from the same address is served within 1 s" \
+	python3 -c "import sys; sys.exit(0 if '$code' == '200' and float('$took') < 1 else 1)"
+wait "${pids[-1]}" || true
+kill "$exporter" 2>/dev/null || true
+wait "$exporter" 2>/dev/null || true
+exporter=
+
+echo "== malformed --listen: exit 2, no name lookup"
+for bad in "not an address:9100" "999.1.1.1:9100" "[::1:9100" "127.0.0.1:" ":9100x"; do
+	set +e
+	if command -v strace >/dev/null; then
+		ASAN_OPTIONS=detect_leaks=0 timeout 10 strace -f -e trace=connect -o "$tmp/strace" \
+			"$GPUSHARE" exporter --listen "$bad" >/dev/null 2>"$tmp/err"
+	else
+		: >"$tmp/strace"
+		timeout 10 "$GPUSHARE" exporter --listen "$bad" >/dev/null 2>"$tmp/err"
+	fi
+	rc=$?
+	set -e
+	[[ $rc -eq 2 ]] && ok "--listen '$bad': exit 2" || fail "--listen '$bad': exit $rc: $(cat "$tmp/err")"
+	if grep -q "sin_port=htons(53)\|/run/systemd/resolve\|nscd" "$tmp/strace"; then
+		fail "--listen '$bad' made a name lookup"
+	fi
+done
+
+finish "torture (http)"

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Torture, class "signals at each phase": SIGHUP and SIGQUIT (besides SIGINT
+# and SIGTERM) for sweep, report and exporter. A sweep stopped by any of them,
+# right at its start or mid-run, ends with exit 130, stops the private MPS
+# daemon it started, removes its run directory, leaves only whole records,
+# and --resume carries on. A report killed mid-write leaves no half file, and
+# the next report removes its temporary files. The exporter stops cleanly.
+# (bench's own SIGHUP handling is tested with bench.)
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${GPUSHARE:?}" "${GPUSHARE_WORKER:?}" "${GPUSHARE_TEST_HELPERS:?}"
+H=$GPUSHARE_TEST_HELPERS
+tmp=$(mktemp -d /tmp/gpushare-torture-sig.XXXXXX)
+pids=()
+cleanup() {
+	kill_pids
+	for p in "$tmp"/xdg/gpushare/sweep-*/mps/pipe; do [[ -S "$p/control" ]] && fake_mps_quit "$p"; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+ln -s "$GPUSHARE_WORKER" "$tmp/gpushare-worker"
+export GPUSHARE_WORKER="$tmp/gpushare-worker"
+unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY FAKE_MPS_START_FAIL FAKE_MPS_READY_DELAY_MS
+private_xdg
+export GPUSHARE_MPS_CONTROL=$H/fake_mps_control GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so
+
+# shellcheck disable=SC2054 # commas inside option values
+SWEEP=(sweep --workload spin --request-us 100us --duration 150ms --warmup 10ms --warmup-requests 1 -q --no-report
+	--strategy timeslice,mps --workers 1,2 --repeats 2 --gpu 1)
+whole_records() {
+	python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    json.loads(l)' "$1" 2>/dev/null
+}
+fake_daemons() {
+	local p n=0
+	for p in /proc/[0-9]*; do
+		[[ "$(cat "$p/comm" 2>/dev/null)" == fake_mps_contro* ]] || continue
+		{ tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -q "CUDA_MPS_PIPE_DIRECTORY=$tmp/" && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+for sig in HUP QUIT INT TERM; do
+	for phase in start mid; do
+		out=$tmp/o-$sig-$phase
+		"$GPUSHARE" "${SWEEP[@]}" --out "$out" >"$tmp/s.out" 2>"$tmp/s.err" &
+		pid=$!
+		if [[ $phase == start ]]; then
+			sleep 0.15
+		else
+			wait_for 300 0.05 test -s "$out/results.jsonl" || true
+		fi
+		kill -"$sig" "$pid"
+		set +e
+		wait "$pid"
+		rc=$?
+		set -e
+		check "SIG$sig at $phase: exit 130 (got $rc: $(head -c 200 "$tmp/s.err"))" test "$rc" -eq 130
+		sleep 0.3
+		check "SIG$sig at $phase: no MPS daemon left ($(fake_daemons))" test "$(fake_daemons)" -eq 0
+		check "SIG$sig at $phase: no run directory left" test -z "$(ls -d "$tmp"/xdg/gpushare/sweep-* 2>/dev/null)"
+		if [[ -s "$out/results.jsonl" ]]; then
+			check "SIG$sig at $phase: only whole records" whole_records "$out/results.jsonl"
+		fi
+		if [[ $phase == mid ]]; then
+			run "${SWEEP[@]}" --out "$out" --resume
+			check "SIG$sig at $phase: --resume completes (exit $rc)" test "$rc" -eq 0
+			n=$(wc -l <"$out/results.jsonl")
+			check "SIG$sig at $phase: 8 records after resume ($n)" test "$n" -eq 8
+		fi
+	done
+done
+
+echo "== report stopped mid-write"
+mkdir "$tmp/big"
+python3 - "$tmp/o-HUP-mid/results.jsonl" "$tmp/big/results.jsonl" <<'EOF'
+import json, sys
+base = json.loads(open(sys.argv[1]).readline())
+with open(sys.argv[2], "w") as out:
+    for s in range(64):
+        for w in (1, 2, 3, 4, 5, 6, 7, 8):
+            r = json.loads(json.dumps(base))
+            r["cell"]["shape"] = "spin:request-us=%dus" % (s + 1)
+            r["cell"]["workers"] = w
+            out.write(json.dumps(r) + "\n")
+EOF
+for sig in HUP QUIT; do
+	rm -f "$tmp/big"/report.* "$tmp/big"/summary.*
+	"$GPUSHARE" report "$tmp/big" -q >/dev/null 2>&1 &
+	pid=$!
+	sleep 1
+	kill -"$sig" "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	for f in report.md summary.json report.html; do
+		if [[ -e "$tmp/big/$f" ]]; then
+			case $f in
+			summary.json) python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/big/$f" ;;
+			report.html) tail -c 20 "$tmp/big/$f" | grep -q "</html>" ;;
+			report.md) test -s "$tmp/big/$f" ;;
+			esac && ok "SIG$sig during report: $f is whole" || fail "SIG$sig during report: $f is half written"
+		fi
+	done
+done
+run report "$tmp/big" -q
+check "the next report succeeds (exit $rc)" test "$rc" -eq 0
+check "and removes the temporary files of the killed ones" test -z "$(find "$tmp/big" -name '.*.tmp-*')"
+
+echo "== exporter"
+for sig in HUP QUIT INT TERM; do
+	"$GPUSHARE" exporter --listen 127.0.0.1:0 >/dev/null 2>"$tmp/e.err" &
+	pid=$!
+	wait_for 100 0.05 grep -q serving "$tmp/e.err" || true
+	kill -"$sig" "$pid"
+	set +e
+	wait "$pid"
+	rc=$?
+	set -e
+	[[ $rc -eq 0 ]] && grep -q "stopped by SIG$sig" "$tmp/e.err" && ok "exporter: SIG$sig stops it cleanly (exit 0)" \
+		|| fail "exporter SIG$sig: exit $rc: $(cat "$tmp/e.err")"
+done
+
+finish "torture (signals)"

@@ -1,0 +1,111 @@
+/* Unit tests of lib/stats.c: median intervals with their exact coverage,
+ * spread, and comparisons (tie, significance at the stated level). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gpushare/stats.h"
+
+static void test_one_run_no_interval(void **state)
+{
+	const double x[] = { 5 };
+	struct gpushare_ci ci;
+
+	(void)state;
+	gpushare_median_ci(x, 1, 0.95, &ci);
+	assert_true(ci.n == 1 && ci.median == 5);
+	assert_false(gpushare_ci_has_interval(&ci));
+	assert_true(isnan(ci.lo) && isnan(ci.hi) && ci.coverage == 0);
+	assert_true(isinf(gpushare_ci_rel_halfwidth(&ci)));
+}
+
+static void test_coverage_exact(void **state)
+{
+	const double two[] = { 3, 1 }, six[] = { 6, 1, 5, 2, 4, 3 };
+	double many[20];
+	struct gpushare_ci ci;
+
+	(void)state;
+	/* Two runs: [min, max] covers the median half the time. */
+	gpushare_median_ci(two, 2, 0.95, &ci);
+	assert_true(ci.lo == 1 && ci.hi == 3 && ci.median == 2);
+	assert_true(fabs(ci.coverage - 0.5) < 1e-12);
+	/* Five runs: 1 - 2^-4. Six: 1 - 2/64, the first at or above 95%. */
+	assert_true(fabs(gpushare_median_ci_coverage(5, 1) - 0.9375) < 1e-12);
+	gpushare_median_ci(six, 6, 0.95, &ci);
+	assert_true(ci.lo == 1 && ci.hi == 6 && ci.median == 3.5);
+	assert_true(fabs(ci.coverage - 0.96875) < 1e-12);
+	/* Twenty runs: rank 6 (P(B <= 5) = 0.0207), coverage 1 - 2 x 0.020695. */
+	for (int i = 0; i < 20; i++)
+		many[i] = i + 1;
+	gpushare_median_ci(many, 20, 0.95, &ci);
+	assert_true(ci.lo == 6 && ci.hi == 15);
+	assert_true(fabs(ci.coverage - (1 - 2 * 21700.0 / 1048576.0)) < 1e-9);
+	assert_true(ci.coverage >= 0.95);
+}
+
+static void test_sample_stats(void **state)
+{
+	const double x[] = { 10445, 6141, 4478 };
+	struct gpushare_sample_stats st;
+
+	(void)state;
+	gpushare_sample_stats(x, 3, &st);
+	assert_true(st.n == 3 && st.min == 4478 && st.max == 10445);
+	assert_true(fabs(st.mean - 7021.333333) < 1e-3);
+	assert_true(fabs(st.stddev - 3079.4) < 1);
+	assert_true(st.cv > 0.4);
+	gpushare_sample_stats(x, 1, &st);
+	assert_true(isnan(st.stddev) && isnan(st.cv));
+}
+
+static void test_compare(void **state)
+{
+	const double a[] = { 10, 11, 12, 10.5, 11.5, 10.8, 11.2 }, b[] = { 5, 5.5, 6, 5.2, 5.8, 5.4, 5.6 };
+	const double c[] = { 5.9, 6.5, 7 }, one[] = { 9 };
+	struct gpushare_ci ca, cb, cc, c1;
+	struct gpushare_comparison cmp;
+
+	(void)state;
+	gpushare_median_ci(a, 7, 0.95, &ca);
+	gpushare_median_ci(b, 7, 0.95, &cb);
+	gpushare_median_ci(c, 3, 0.95, &cc);
+	gpushare_median_ci(one, 1, 0.95, &c1);
+	/* Seven runs each, apart: confidence (1 - 2/128)^2 >= 95%: significant. */
+	gpushare_compare(&ca, &cb, &cmp);
+	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_HIGHER);
+	assert_true(cmp.significant);
+	assert_true(fabs(cmp.confidence - pow(1 - 2.0 / 128, 2)) < 1e-12);
+	assert_true(fabs(cmp.ratio - 11.0 / 5.5) < 1e-12 && cmp.ratio_lo == 10.0 / 6 && cmp.ratio_hi == 12.0 / 5);
+	/* Overlapping intervals: a tie, never significant. */
+	gpushare_compare(&cc, &cb, &cmp);
+	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_TIE);
+	assert_false(cmp.significant);
+	assert_string_equal(gpushare_verdict_name(cmp.verdict), "tie");
+	/* Apart, but three runs (75%) x seven runs: below 95%, not significant. */
+	gpushare_compare(&ca, &cc, &cmp);
+	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_HIGHER);
+	assert_false(cmp.significant);
+	assert_true(cmp.confidence < 0.95);
+	/* One run: a ratio, no verdict. */
+	gpushare_compare(&c1, &cb, &cmp);
+	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_UNKNOWN);
+	assert_true(fabs(cmp.ratio - 9 / 5.5) < 1e-12);
+	assert_true(isnan(cmp.ratio_lo) && isnan(cmp.confidence));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_run_no_interval),
+		cmocka_unit_test(test_coverage_exact),
+		cmocka_unit_test(test_sample_stats),
+		cmocka_unit_test(test_compare),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
