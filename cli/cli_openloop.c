@@ -15,7 +15,7 @@
 #include "gpushare/util.h"
 
 const char cli_openloop_help[] =
-	"Open-loop load (docs/bench.md, \"Open-loop load\"):\n"
+	"Open-loop load:\n"
 	"  --load closed|open         closed (default): each worker runs requests back to back;\n"
 	"                             open: gpushare schedules arrivals and hands them out;\n"
 	"                             latency counts from the scheduled arrival\n"

@@ -80,15 +80,15 @@ static void usage(FILE *f)
 		"  --json | --csv             machine-readable output on stdout\n"
 		"  --out FILE                 also write the JSON document to FILE (atomically)\n"
 		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics at /metrics while it\n"
-		"                             runs (address default 127.0.0.1; docs/metrics.md)\n"
+		"                             runs (address default 127.0.0.1)\n"
 		"  --metrics-buckets LIST     histogram bounds in seconds (0.001,0.005,...)\n"
 		"  -q, --quiet                no progress on stderr\n"
 		"  -v, --verbose              one line per worker in the table\n"
 		"  -h, --help                 this help\n\n"
-		"Your own program as the worker (after '--'; run without a shell; docs/protocol.md):\n"
+		"Your own program as the worker (after '--'; run without a shell):\n"
 		"  --mode request             (default) it reports ready and each request through\n"
-		"                             GPUSHARE_REPORT_FD (include/gpushare/client.h,\n"
-		"                             python/gpushare_client.py)\n"
+		"                             GPUSHARE_REPORT_FD (<gpushare/client.h> in C,\n"
+		"                             the gpushare_client module in Python)\n"
 		"  --mode job                 each run to completion is one job: wall time per job,\n"
 		"                             jobs/s, makespan; no warm-up unless --warmup is given\n"
 		"  --jobs K                   job mode: K jobs per worker (else jobs for --duration)\n\n"
@@ -103,7 +103,7 @@ static void usage(FILE *f)
 	fprintf(f, "\nExit statuses: 0 ok, 2 bad option, 5 MPS, 7 GPU/MIG, 8 worker failed to start,\n"
 		   "9 too many MPS clients, 10 partial results, 11 output not writable,\n"
 		   "13 --metrics-listen address in use, 130 interrupted.\n"
-		   "See docs/bench.md.\n");
+		   "See gpushare-bench(1).\n");
 }
 
 /* ---- progress on stderr ---- */

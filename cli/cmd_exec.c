@@ -59,7 +59,7 @@ static const char usage_text[] =
 	"3 no NVIDIA driver, 4 MPS control program missing, 5 MPS daemon failed,\n"
 	"6 unsafe directory, 7 no such GPU, 12 the job's lock or daemon timed out,\n"
 	"127 PROGRAM could not be started, 128+N a signal N arrived before it ran.\n"
-	"See docs/exec.md.\n";
+	"See gpushare-exec(1).\n";
 
 enum { OPT_STRATEGY = 256, OPT_BIND, OPT_RPG, OPT_GPUS, OPT_TPCT, OPT_DRY, OPT_JSON };
 

@@ -23,7 +23,7 @@ static const char usage_text[] =
 	"                         [--no-processes]\n"
 	"\n"
 	"Export GPU, MIG instance, compute process and MPS metrics in the Prometheus\n"
-	"text format at http://ADDR:PORT/metrics (docs/metrics.md).\n"
+	"text format at http://ADDR:PORT/metrics.\n"
 	"\n"
 	"Options:\n"
 	"  --listen [ADDR:]PORT  where to serve (default 127.0.0.1:9400; ADDR defaults to\n"

@@ -395,6 +395,7 @@ static char *json_report(const struct gpushare_system_info *sys, const struct mp
 
 	if (!ok)
 		return NULL;
+	j_str(root, "gpushare_version", gpushare_version(), &ok);
 	j_str(root, "driver_version", sys->driver_version, &ok);
 	j_int(root, "cuda_driver_version", sys->cuda_driver_version, &ok);
 	j_str(root, "nvml_version", sys->nvml_version, &ok);

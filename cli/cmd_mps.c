@@ -58,7 +58,7 @@ static const char usage_text[] =
 	"Exit status: 0 ok, 1 unexpected failure, 2 usage, 4 control program missing,\n"
 	"5 daemon not running / not answering / clients still attached, 6 unsafe\n"
 	"directory, 7 GPU compute mode Prohibited or --gpus not found, 11 output not\n"
-	"writable, 12 timeout. See docs/cli.md.\n";
+	"writable, 12 timeout. See gpushare-mps(1).\n";
 
 enum {
 	OPT_PIPE = 1000, OPT_LOG, OPT_TIMEOUT, OPT_JSON, OPT_GPUS, OPT_PCT, OPT_MEM, OPT_PRIO, OPT_FORCE,

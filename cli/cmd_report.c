@@ -28,7 +28,7 @@ static void usage(FILE *f)
 		   "  -h, --help       this help\n\n"
 		   "Corrupt lines of the results file are reported with their line numbers and skipped.\n"
 		   "Exit statuses: 0 ok, 2 bad option, 11 results missing, unreadable or empty, or the\n"
-		   "report cannot be written. See docs/sweep.md.\n");
+		   "report cannot be written. See gpushare-report(1).\n");
 }
 
 /* "5" (milliseconds) or a duration with its unit ("500us"). */

@@ -73,14 +73,14 @@ static void usage(FILE *f)
 		"                         per run, as for gpushare bench\n"
 		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics at /metrics for the\n"
 		"                         whole sweep, one server; each run's series are labelled\n"
-		"                         shape, workers, batch, repeat (docs/metrics.md)\n"
+		"                         shape, workers, batch, repeat\n"
 		"  --metrics-buckets LIST histogram bounds in seconds (0.001,0.005,...)\n"
 		"  --slo-p99 MS           the report also picks the best throughput with p99 under MS\n"
 		"  --no-report            do not write the report at the end\n"
 		"  -q, --quiet            no progress on stderr\n"
 		"  -h, --help             this help\n\n"
 		"Your own program as the worker of every run (after '--'; no --workload; as for\n"
-		"gpushare bench, docs/protocol.md; not with the streams strategy):\n"
+		"gpushare bench; not with the streams strategy):\n"
 		"  --mode request         (default) it reports each request through GPUSHARE_REPORT_FD;\n"
 		"                         each --batch value reaches it as GPUSHARE_BATCH\n"
 		"  --mode job             each run to completion is one job (wall time per job)\n"
@@ -95,7 +95,7 @@ static void usage(FILE *f)
 		"Exit statuses: 0 ok, 2 bad option, 3 no driver, 4/5 MPS, 6 directory, 10 some runs\n"
 		"failed (recorded), 11 DIR or its results file unusable, 13 --metrics-listen address\n"
 		"in use, 130 interrupted.\n"
-		"See docs/sweep.md.\n");
+		"See gpushare-sweep(1).\n");
 }
 
 /* ---- progress ---- */

@@ -25,6 +25,29 @@ static const struct cmd commands[] = {
 	{ "version", cmd_version, "print the gpushare version" },
 };
 
+/* The exit statuses every command shares (enum cli_exit in cli.h). */
+static const struct {
+	int status;
+	const char *meaning;
+} exit_statuses[] = {
+	{ EXIT_OK, "success" },
+	{ EXIT_FAILURE_GENERIC, "unexpected failure (a system call, out of memory)" },
+	{ EXIT_USAGE, "unknown command or option, bad option value" },
+	{ EXIT_NO_DRIVER, "no NVIDIA driver found" },
+	{ EXIT_NO_MPS_BINARY, "nvidia-cuda-mps-control not found" },
+	{ EXIT_MPS, "MPS daemon not running, not ready, bad reply, clients left" },
+	{ EXIT_DIR, "unsafe or unusable directory" },
+	{ EXIT_GPU, "the GPU refuses (compute mode Prohibited, unsupported, not found)" },
+	{ EXIT_WORKER, "a worker failed to start or run" },
+	{ EXIT_MPS_MAX_CLIENTS, "too many MPS clients" },
+	{ EXIT_PARTIAL, "a worker failed mid-run; partial results were kept" },
+	{ EXIT_IO, "reading or writing a file failed" },
+	{ EXIT_TIMEOUT, "a bounded wait ran out" },
+	{ EXIT_LISTEN, "the listen address is in use or cannot be bound" },
+	{ EXIT_INTERRUPTED, "interrupted (SIGINT or SIGTERM)" },
+};
+
+/* The man page gpushare(1) is generated from this text (man/help2man.py). */
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpushare [--help] [--version] <command> [<args>]\n\n"
@@ -32,8 +55,14 @@ static void usage(FILE *f)
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nRun 'gpushare <command> --help' for a command's options.\n"
-		   "Exit statuses are listed in docs/cli.md.\n");
+	fprintf(f, "\nRun 'gpushare <command> --help' for a command's options; its manual is\n"
+		   "gpushare-<command>(1).\n\n"
+		   "Options:\n"
+		   "  --version   print the gpushare version (as 'gpushare version')\n"
+		   "  -h, --help  this help\n\n"
+		   "Exit statuses (every command):\n");
+	for (size_t i = 0; i < sizeof(exit_statuses) / sizeof(exit_statuses[0]); i++)
+		fprintf(f, "  %-4d %s\n", exit_statuses[i].status, exit_statuses[i].meaning);
 }
 
 int cmd_version(int argc, char **argv)

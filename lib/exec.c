@@ -113,7 +113,9 @@ static void node_name(char *out, size_t len)
 	} else if (gethostname(host, sizeof(host)) == 0) {
 		host[sizeof(host) - 1] = '\0';
 		host[strcspn(host, ".")] = '\0';
-		snprintf(out, len, "%s", host[0] ? host : "localhost");
+		/* A name longer than out is cut; it only names a directory. */
+		if (snprintf(out, len, "%s", host[0] ? host : "localhost") >= (int)len)
+			out[len - 1] = '\0';
 	} else {
 		snprintf(out, len, "localhost");
 	}

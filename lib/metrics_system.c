@@ -443,6 +443,9 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 	gpushare_clear_error();
 	if (driver_up)
 		*driver_up = up;
+	gpushare_metrics_family(b, "gpushare_build_info", "gauge", "Always 1; the label version is gpushare's version.");
+	gpushare_metrics_sample(b, "gpushare_build_info",
+				&(struct gpushare_metrics_label){ "version", gpushare_version() }, 1, 1);
 	gpushare_metrics_family(b, "gpushare_nvidia_driver_up", "gauge",
 				"1 when the NVIDIA driver (NVML) answered this scrape, else 0.");
 	gpushare_metrics_sample(b, "gpushare_nvidia_driver_up", NULL, 0, up);

@@ -483,9 +483,8 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 		char last[200];
 
 		gpushare_child_describe(ch.wstatus, how, sizeof(how));
-		if (!log_last_line(m, last, sizeof(last))[0])
-			snprintf(last, sizeof(last), "; see %.150s/control.log", m->log_dir);
-		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s%s", path, how, last);
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s%s", path, how,
+				     log_last_line(m, last, sizeof(last)));
 	}
 	return GPUSHARE_OK;
 }
@@ -502,11 +501,13 @@ static const char *log_last_line(const struct gpushare_mps *m, char *buf, size_t
 	buf[0] = '\0';
 	if (gpushare_mps_log_tail(m, 1, &text) == GPUSHARE_OK && text) {
 		n = strcspn(text, "\n");
-		if (n)
-			snprintf(buf, len, "; %s/control.log ends: '%.*s'", m->log_dir, (int)(n < 120 ? n : 120), text);
+		/* A long directory may cut the line: the message stays one line. */
+		if (n && snprintf(buf, len, "; %s/control.log ends: '%.*s'", m->log_dir, (int)(n < 120 ? n : 120),
+				  text) >= (int)len)
+			buf[len - 1] = '\0';
 	}
-	if (!buf[0])
-		snprintf(buf, len, "; see %s/control.log", m->log_dir);
+	if (!buf[0] && snprintf(buf, len, "; see %s/control.log", m->log_dir) >= (int)len)
+		buf[len - 1] = '\0';
 	free(text);
 	gpushare_clear_error();
 	return buf;

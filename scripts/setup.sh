@@ -1,36 +1,72 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages gpushare needs: those listed in
-# scripts/deps.txt (always) and, with --test, scripts/deps-test.txt (what the
-# tests drive: Prometheus, Chromium). Only missing packages are installed; a
-# test package the distribution does not offer is skipped with a warning (the
-# tests that need it then print SKIP).
+# scripts/deps.txt (always), with --test scripts/deps-test.txt (what the
+# tests drive: cmocka, Prometheus, Chromium, clang) and with --ci
+# scripts/deps-ci.txt (what CI itself needs). Only missing packages are
+# installed. A test package the distribution does not offer is reported; under
+# CI=true that is an error (CI runs every test), elsewhere a warning (the tests
+# that need it then fail under CI=true or print "SKIP (missing tool)").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lists=("$here/deps.txt")
-[[ "${1:-}" == "--test" ]] && lists+=("$here/deps-test.txt")
+for arg in "$@"; do
+	case $arg in
+	--test) lists+=("$here/deps-test.txt") ;;
+	--ci) lists+=("$here/deps-ci.txt") ;;
+	*) echo "usage: scripts/setup.sh [--test] [--ci]" >&2; exit 2 ;;
+	esac
+done
 SUDO=
-[[ $(id -u) -eq 0 ]] || SUDO=sudo
+if [[ $(id -u) -ne 0 ]]; then
+	command -v sudo >/dev/null || { echo "setup: not root and no sudo: cannot install packages" >&2; exit 1; }
+	SUDO=sudo
+fi
 export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp /tmp/gpushare-setup.XXXXXX)
+trap 'rm -f "$log"' EXIT
+# Run a command quietly; on failure print its output and what failed.
+quiet() {
+	if ! "$@" >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "setup: failed: $*" >&2
+		exit 1
+	fi
+}
+# Command output is captured in variables, never piped into `grep -q`: under
+# pipefail, grep -q exits at its first match and the writer then dies of
+# SIGPIPE, which fails the pipeline although the text matched.
+installed() {
+	local st
+	st=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
+	[[ "$st" == *"ok installed"* ]]
+}
+available() {
+	local policy re='Candidate: [^(]'
+	policy=$(apt-cache policy "$1" 2>/dev/null) || return 1
+	[[ "$policy" =~ $re ]]
+}
 missing=() optional=()
 for list in "${lists[@]}"; do
 	while read -r p; do
 		[[ -z "$p" || "$p" == \#* ]] && continue
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" && continue
-		if [[ "$list" == *deps-test.txt ]]; then optional+=("$p"); else missing+=("$p"); fi
+		installed "$p" && continue
+		if [[ "$list" != */deps.txt ]]; then optional+=("$p"); else missing+=("$p"); fi
 	done <"$list"
 done
-if ((${#missing[@]} + ${#optional[@]})); then
-	$SUDO apt-get update -qq
-fi
+((${#missing[@]} + ${#optional[@]})) || exit 0
+quiet $SUDO apt-get update -q
+unavailable=()
+for p in "${optional[@]}"; do
+	if available "$p"; then missing+=("$p"); else unavailable+=("$p"); fi
+done
 if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}"
-	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	quiet $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-for p in "${optional[@]}"; do
-	if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-		echo "setup: installing $p"
-		$SUDO apt-get install -y -qq --no-install-recommends "$p" >/dev/null
-	else
-		echo "setup: warning: package '$p' is not available here; tests that need it will be skipped" >&2
+if ((${#unavailable[@]})); then
+	if [[ "${CI:-}" == true ]]; then
+		echo "setup: test package(s) not available here: ${unavailable[*]} (CI=true: every test must run)" >&2
+		exit 1
 	fi
-done
+	echo "setup: warning: test package(s) not available here: ${unavailable[*]}; the tests that need them will print SKIP" >&2
+fi

@@ -2,27 +2,61 @@
 # Every test that runs without a GPU: install what the build and the tests
 # need, build with warnings as errors under AddressSanitizer and
 # UndefinedBehaviorSanitizer (CUDA files are compiled too when nvcc is
-# present), and run ctest without the `gpu` label. GPU tests: tests/gpu/run.sh.
+# present), run ctest without the `gpu` label, then a short libFuzzer run.
+# GPU tests: tests/gpu/run.sh (run here too on a machine with a GPU and nvcc).
+# A test tool that is missing prints "SKIP (missing tool): ..."; under CI=true
+# it is a failure instead. The SKIP lines of every test are listed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
-scripts/build.sh build-test -DCMAKE_BUILD_TYPE=Debug -DGPUSHARE_WERROR=ON -DGPUSHARE_SANITIZE=ON
+# The tests run the distribution's python3, whose modules (jsonschema, venv)
+# scripts/setup.sh installs, even where another python3 comes first in PATH.
+export PATH=/usr/bin:$PATH
+scripts/build.sh build-test -DCMAKE_BUILD_TYPE=Debug -DGPUSHARE_WERROR=ON -DGPUSHARE_SANITIZE=ON \
+	-DGPUSHARE_REQUIRE_TESTS=ON
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-ctest --test-dir build-test -LE gpu -j"$(nproc)" --output-on-failure
-# Short libFuzzer runs of the worker-message parser and the results loader
-# when clang offers it.
-if command -v clang >/dev/null &&
-	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGPUSHARE_FUZZ=ON -DGPUSHARE_CUDA=OFF >/dev/null 2>&1 &&
-	cmake --build build-fuzz -j"$(nproc)" --target fuzz_proto fuzz_results >/dev/null 2>&1; then
-	ctest --test-dir build-fuzz -L fuzz --output-on-failure
+status=0
+ctest --test-dir build-test -LE gpu -j"$(nproc)" --output-on-failure --no-tests=error || status=1
+# ctest shows only the output of failed tests; the SKIP lines of passing ones
+# are in its log.
+skips=$(grep -h '^SKIP' build-test/Testing/Temporary/LastTest.log 2>/dev/null || true)
+missing_tool() {
+	if [[ "${CI:-}" == true ]]; then
+		echo "FAIL: $1 (CI=true: every test tool must be installed)"
+		status=1
+	else
+		echo "SKIP (missing tool): $1"
+	fi
+}
+# Short libFuzzer runs of the worker-message parser and the results loader (clang).
+if command -v clang >/dev/null; then
+	mkdir -p build-fuzz
+	if cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGPUSHARE_FUZZ=ON -DGPUSHARE_CUDA=OFF \
+		-DGPUSHARE_REQUIRE_TESTS=ON >build-fuzz/build.log 2>&1 &&
+		cmake --build build-fuzz --target fuzz_proto fuzz_results -j"$(nproc)" >>build-fuzz/build.log 2>&1; then
+		ctest --test-dir build-fuzz -L fuzz --output-on-failure --no-tests=error || status=1
+	else
+		cat build-fuzz/build.log
+		echo "FAIL: the fuzzing build failed (log above, kept in build-fuzz/build.log)"
+		status=1
+	fi
 else
-	echo "SKIP: fuzzing (clang with libFuzzer not available)"
+	missing_tool "fuzzing: clang not installed (Debian packages clang, libclang-rt-dev)"
 fi
 # On a machine with an NVIDIA GPU and nvcc, the `gpu` tests too.
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 &&
 	{ command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; }; then
-	tests/gpu/run.sh build-gpu
+	tests/gpu/run.sh build-gpu || status=1
 else
 	echo "SKIP: gpu tests (no NVIDIA GPU here; run tests/gpu/run.sh on a GPU machine)"
 fi
+if [[ -n "$skips" ]]; then
+	echo "== skipped inside the tests:"
+	echo "$skips"
+fi
+if [[ "${CI:-}" == true && "$skips" == *"SKIP (missing tool)"* ]]; then
+	echo "FAIL: a test skipped for a missing tool (CI=true)"
+	status=1
+fi
+exit "$status"

@@ -4,6 +4,8 @@
 # $tmp and its own cleanup trap; this file holds what they share:
 #   failures, ok, fail, check   count and print what is checked
 #   finish [WHAT]               the summary line; exit 1 when a check failed
+#   missing_tool WHAT           a test tool is absent: a failure under CI=true,
+#                               else a "SKIP (missing tool): WHAT" line
 #   run ARGS...                 gpushare ARGS: status in $rc, output in $tmp/out, $tmp/err
 #   wait_for TRIES DELAY CMD... run CMD until it succeeds, at most TRIES times
 #   private_xdg                 a private XDG_RUNTIME_DIR under $tmp
@@ -21,6 +23,16 @@ check() { # check <description> <command...>
 	local what=$1
 	shift
 	if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+# CI must run every test: there a missing tool is a failure, not a skip.
+# scripts/test.sh lists the SKIP lines and fails under CI=true on this one.
+missing_tool() {
+	if [[ "${CI:-}" == true ]]; then
+		fail "$1 (CI=true: every test tool must be installed)"
+	else
+		echo "SKIP (missing tool): $1"
+	fi
 }
 
 # shellcheck disable=SC2120 # WHAT is optional

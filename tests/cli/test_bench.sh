@@ -91,7 +91,7 @@ jsonschema.Draft202012Validator.check_schema(schema)
 jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
 EOF2
 else
-	echo "SKIP: schema validation (python3 jsonschema missing)"
+	missing_tool "schema validation: python3 jsonschema not installed (Debian package python3-jsonschema)"
 fi
 
 echo "== CSV: header and N+1 rows per strategy"
@@ -397,7 +397,7 @@ EOF
 	unset GPUSHARE_MPS_CONTROL
 	no_workers_left "mps"
 else
-	echo "SKIP: no fake_mps_control in GPUSHARE_TEST_HELPERS"
+	missing_tool "MPS checks: no fake_mps_control in GPUSHARE_TEST_HELPERS"
 fi
 
 echo "== mig needs a driver"

@@ -117,7 +117,7 @@ assert "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" in d["unset"], d
 ' "$tmp/out" "$uuid1"
 
 if ! mpi_available; then
-	echo "SKIP: Open MPI's mpirun not installed"
+	missing_tool "Open MPI's mpirun not installed (Debian package openmpi-bin)"
 	finish "exec"
 	exit 0
 fi

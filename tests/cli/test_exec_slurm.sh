@@ -14,7 +14,7 @@ EXEC_CLEANUP_MORE=slurm_stop
 exec_setup
 
 if ! slurm_available; then
-	echo "SKIP: slurm-wlm or munge not installed (scripts/deps-test.txt)"
+	missing_tool "slurm-wlm or munge not installed (scripts/deps-test.txt)"
 	finish "exec under Slurm"
 	exit 0
 fi

@@ -52,12 +52,12 @@ EOF
 	check "3 ranks at --ranks-per-gpu 2 are refused" test "$rc" -ne 0
 	check "  with the rule named" grep -q "not a multiple of --ranks-per-gpu 2" "$tmp/pb.err"
 else
-	echo "SKIP: Open MPI's mpirun not installed"
+	missing_tool "Open MPI's mpirun not installed (Debian package openmpi-bin)"
 fi
 
 echo "== private Slurm with two fake GPUs"
 if ! slurm_available; then
-	echo "SKIP: slurm-wlm or munge not installed (scripts/deps-test.txt)"
+	missing_tool "slurm-wlm or munge not installed (scripts/deps-test.txt)"
 	finish "scale-out fixture"
 	exit 0
 fi

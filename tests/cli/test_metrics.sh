@@ -98,6 +98,9 @@ for _ in $(seq 60); do  # bounded: 6 s
 done
 check "mid-run: phase measuring" test "$seen" -eq 1
 check "mid-run: promtool accepts the exposition" promtool check metrics <"$tmp/live"
+version=$(sed -n 's/^project(gpushare VERSION \([0-9.]*\).*/\1/p' "$GPUSHARE_SOURCE_DIR/CMakeLists.txt")
+check "mid-run: gpushare_build_info{version=\"$version\"} 1 (the version of CMakeLists.txt)" \
+	grep -qx "gpushare_build_info{version=\"$version\"} 1" "$tmp/live"
 check "mid-run: a histogram per worker with the given buckets" \
 	bash -c "grep -q 'gpushare_request_duration_seconds_bucket{strategy=\"timeslice\",workload=\"spin\",worker=\"1\",le=\"0.00101\"}' $tmp/live"
 check "mid-run: requests counters" grep -q '^gpushare_requests_total{strategy="timeslice",workload="spin",worker="0"} [0-9]' "$tmp/live"

@@ -212,7 +212,7 @@ EOF
 	cp "$out-shot.png" "${GPUSHARE_SWEEP_SHOT:-/dev/null}" 2>/dev/null || true
 	cp "$fx-shot.png" "${GPUSHARE_REPORT_SHOT:-/dev/null}" 2>/dev/null || true
 else
-	echo "SKIP: chromium not installed; the HTML screenshots were not taken"
+	missing_tool "the HTML screenshot: chromium not installed (Debian package chromium)"
 fi
 
 echo "== gpushare report: tables on stdout, corrupt lines reported and skipped"
@@ -393,7 +393,7 @@ if [[ $scraped -eq 1 ]]; then
 		promtool check metrics <"$tmp/live" >"$tmp/promtool.out" 2>&1 \
 			&& ok "promtool accepts the exposition" || fail "promtool: $(cat "$tmp/promtool.out")"
 	else
-		echo "SKIP: promtool not installed; the exposition was not linted"
+		missing_tool "linting the exposition: promtool not installed (Debian package prometheus)"
 	fi
 fi
 curl -sf "http://127.0.0.1:$port/metrics" >/dev/null 2>&1 && fail "the server outlived the sweep" || ok "server stopped with the sweep"

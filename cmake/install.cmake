@@ -1,0 +1,93 @@
+# Installation layout (cmake --install) and the Debian package (cpack -G DEB).
+#   bin/gpushare                         the command line (cli/CMakeLists.txt)
+#   libexec/gpushare/gpushare-worker     found by gpushare relative to itself
+#   include/gpushare/*.h                 the public API, client.h included
+#   lib/libgpushare.a (+ libgpushare-core.a), lib/pkgconfig/gpushare.pc
+#   share/man/man1/gpushare*.1           generated from --help (see below)
+#   share/bash-completion/completions/gpushare, zsh: _gpushare
+#   share/doc/gpushare/                  the documentation (docs/*.md)
+
+install(TARGETS gpushare-worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpushare)
+# libgpushare.a and, when the library is split, the core it links
+# (libgpushare-core.a: what a worker process needs).
+set(GPUSHARE_PC_LIBS "-lgpushare")
+install(TARGETS gpushare ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(TARGET gpushare-core)
+  install(TARGETS gpushare-core ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  string(APPEND GPUSHARE_PC_LIBS " -lgpushare-core")
+endif()
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpushare DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h")
+
+# pkg-config: what libgpushare.a needs comes from the modules it was built with.
+set(GPUSHARE_PC_REQUIRES "libcjson libmicrohttpd")
+if(CAIRO_FOUND)
+  string(APPEND GPUSHARE_PC_REQUIRES " cairo fontconfig")
+endif()
+# The prefix is found from the .pc file's own place, so the file stays right
+# wherever the tree is installed (cmake --install --prefix, the package).
+file(RELATIVE_PATH GPUSHARE_PC_UP /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+set(GPUSHARE_PC_PREFIX "\${pcfiledir}/${GPUSHARE_PC_UP}")
+string(REGEX REPLACE "/$" "" GPUSHARE_PC_PREFIX "${GPUSHARE_PC_PREFIX}")
+set(GPUSHARE_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+set(GPUSHARE_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/gpushare.pc.in ${PROJECT_BINARY_DIR}/gpushare.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/gpushare.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# Man pages: gpushare(1) and gpushare-<command>(1) for every command of the
+# dispatch table. They are generated at build time from the built binary's
+# own `--help` output (man/help2man.py turns that text into roff), so the
+# help text in cli/ is the single source of both: a line added to a
+# command's help appears in its man page at the next build, and neither can
+# drift from the other. (Keeping the text in separate files, generated into
+# C strings, would make every help edit a two-language change; running the
+# binary keeps the help where the options are parsed.)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+set(GPUSHARE_MAN_DIR ${PROJECT_BINARY_DIR}/man)
+add_custom_command(OUTPUT ${GPUSHARE_MAN_DIR}/gpushare.1
+  COMMAND ${CMAKE_COMMAND} -E rm -rf ${GPUSHARE_MAN_DIR}
+  COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
+          ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/man/help2man.py
+          --gpushare $<TARGET_FILE:gpushare-cli> --version ${PROJECT_VERSION}
+          --docdir ${CMAKE_INSTALL_FULL_DOCDIR} --out ${GPUSHARE_MAN_DIR}
+  DEPENDS gpushare-cli ${PROJECT_SOURCE_DIR}/man/help2man.py
+  COMMENT "Generating the man pages from gpushare --help"
+  VERBATIM)
+add_custom_target(gpushare-man ALL DEPENDS ${GPUSHARE_MAN_DIR}/gpushare.1)
+install(DIRECTORY ${GPUSHARE_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1")
+
+# Shell completion. zsh looks in vendor-completions for packages of the
+# distribution (prefix /usr) and in site-functions elsewhere.
+install(FILES ${PROJECT_SOURCE_DIR}/completion/gpushare.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME gpushare)
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(GPUSHARE_ZSH_DIR ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+else()
+  set(GPUSHARE_ZSH_DIR ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/completion/_gpushare DESTINATION ${GPUSHARE_ZSH_DIR})
+
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "results" EXCLUDE)
+install(FILES ${PROJECT_SOURCE_DIR}/python/gpushare_client.py DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+
+# The Debian package: cpack -G DEB in the build directory, installed under /usr.
+# Its runtime dependencies are read from the binaries by dpkg-shlibdeps.
+set(CPACK_PACKAGE_NAME gpushare)
+set(CPACK_PACKAGE_VENDOR "gpushare")
+set(CPACK_PACKAGE_CONTACT "gpushare maintainers <gpushare@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "share NVIDIA GPUs among processes and measure which way wins")
+set(CPACK_PACKAGE_DESCRIPTION "gpushare runs workers under time-slicing, MPS, MPS with limits, MIG\n\
+or streams, everything else equal, and reports throughput, latency and\n\
+fairness with confidence intervals; it manages MPS daemons and exports\n\
+Prometheus metrics. The NVIDIA driver is loaded at run time when present.")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION utils)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "fonts-dejavu-core")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nvidia-cuda-mps")
+set(CPACK_STRIP_FILES ON)
+include(CPack)
