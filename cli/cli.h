@@ -128,6 +128,35 @@ int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, con
 int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
 		      struct gpushare_bench_config *c);
 
+/* The open-loop options bench and sweep share (cli/cli_openloop.c): the
+ * CLI_OPEN_* values in the option table (CLI_OPENLOOP_OPTIONS spliced in),
+ * cli_openloop_option() for each, cli_openloop_help in --help. */
+enum {
+	CLI_OPEN_FIRST = 640,
+	CLI_OPEN_LOAD = CLI_OPEN_FIRST, CLI_OPEN_RATE, CLI_OPEN_ARRIVAL, CLI_OPEN_SEED, CLI_OPEN_DISPATCH,
+	CLI_OPEN_DRAIN, CLI_OPEN_FIND_PEAK, CLI_OPEN_SLO, CLI_OPEN_RESOLUTION, CLI_OPEN_TAIL_SAMPLES,
+	CLI_OPEN_RATE_MAX,
+	CLI_OPEN_END,
+};
+#define CLI_OPENLOOP_OPTIONS \
+	{ "load", required_argument, NULL, CLI_OPEN_LOAD }, \
+	{ "rate", required_argument, NULL, CLI_OPEN_RATE }, \
+	{ "arrival", required_argument, NULL, CLI_OPEN_ARRIVAL }, \
+	{ "seed", required_argument, NULL, CLI_OPEN_SEED }, \
+	{ "dispatch", required_argument, NULL, CLI_OPEN_DISPATCH }, \
+	{ "drain", required_argument, NULL, CLI_OPEN_DRAIN }, \
+	{ "find-peak", no_argument, NULL, CLI_OPEN_FIND_PEAK }, \
+	{ "slo", required_argument, NULL, CLI_OPEN_SLO }, \
+	{ "resolution", required_argument, NULL, CLI_OPEN_RESOLUTION }, \
+	{ "tail-samples", required_argument, NULL, CLI_OPEN_TAIL_SAMPLES }, \
+	{ "rate-max", required_argument, NULL, CLI_OPEN_RATE_MAX }
+extern const char cli_openloop_help[];
+int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpushare_bench_config *c);
+/* --rate R: a number of arrivals per second above 0. Returns an exit status. */
+int cli_openloop_rate(const char *cmd, const char *arg, double *rate);
+/* sweep --rate LIST: at most max distinct rates into out. An exit status. */
+int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t max, size_t *n);
+
 /* More of what bench and sweep share (cli/util.c). */
 
 /* Whether one of the n options of table t, or a shared option, is called name. */

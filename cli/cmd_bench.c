@@ -37,6 +37,8 @@ static const struct option bench_options[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "csv", no_argument, NULL, OPT_CSV },
 	{ "out", required_argument, NULL, OPT_OUT },
+	/* The open-loop options (cli/cli_openloop.c), bench and sweep alike. */
+	CLI_OPENLOOP_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -92,7 +94,8 @@ static void usage(FILE *f)
 		"  --mode job                 each run to completion is one job: wall time per job,\n"
 		"                             jobs/s, makespan; no warm-up unless --warmup is given\n"
 		"  --jobs K                   job mode: K jobs per worker (else jobs for --duration)\n\n"
-		"Workloads and their options:\n", GPUSHARE_BENCH_MAX_WORKERS);
+		"%s\n"
+		"Workloads and their options:\n", GPUSHARE_BENCH_MAX_WORKERS, cli_openloop_help);
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "  %-12s %s\n", list[i].name, list[i].summary);
 		for (size_t j = 0; j < list[i].n_opts; j++)
@@ -327,6 +330,11 @@ int cmd_bench(int argc, char **argv)
 		default:
 			if (opt >= CLI_OPT_FIRST && opt < CLI_OPT_END) {
 				if ((code = cli_command_option(&co, "bench", opt, optarg, &c)))
+					return code;
+				break;
+			}
+			if (opt >= CLI_OPEN_FIRST && opt < CLI_OPEN_END) {
+				if ((code = cli_openloop_option("bench", opt, optarg, &c)))
 					return code;
 				break;
 			}

@@ -40,6 +40,8 @@ static const struct option sweep_options[] = {
 	{ "resume", no_argument, NULL, OPT_RESUME },
 	{ "slo-p99", required_argument, NULL, OPT_SLO },
 	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
+	/* The open-loop options (cli/cli_openloop.c), bench and sweep alike. */
+	CLI_OPENLOOP_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 };
@@ -84,6 +86,9 @@ static void usage(FILE *f)
 		"  --mode job             each run to completion is one job (wall time per job)\n"
 		"  --jobs K               job mode: K jobs per worker and run (else for --duration)\n"
 		"The report names the shape \"command:CMD ARGS\".\n\n"
+		"Open-loop load: --load open --rate LIST (rates per second, an axis of the grid) with\n"
+		"--arrival, --seed, --dispatch, --drain as for gpushare bench; the report draws p99 against\n"
+		"the offered rate per strategy and marks the highest rate within --slo-p99.\n\n"
 		"Workload options (gpushare bench --help lists them) apply to every shape whose\n"
 		"workload has them. mps and mps-split cells share one private MPS daemon, started\n"
 		"once and stopped at the end (or on Ctrl-C).\n\n"
@@ -268,6 +273,16 @@ int cmd_sweep(int argc, char **argv)
 		default:
 			if (opt >= CLI_OPT_FIRST && opt < CLI_OPT_END) {
 				if ((code = cli_command_option(&co, "sweep", opt, optarg, &s.bench)))
+					return code;
+				break;
+			}
+			if (opt == CLI_OPEN_RATE) {
+				if ((code = cli_openloop_rate_list("sweep", optarg, s.rates, GPUSHARE_SWEEP_MAX_VALUES, &s.n_rates)))
+					return code;
+				break;
+			}
+			if (opt >= CLI_OPEN_FIRST && opt < CLI_OPEN_END) {
+				if ((code = cli_openloop_option("sweep", opt, optarg, &s.bench)))
 					return code;
 				break;
 			}

@@ -75,6 +75,54 @@ int gpushare_strategy_parse_list(const char *s, int *out, size_t *n)
 	return GPUSHARE_OK;
 }
 
+/* ---- open loop: names ---- */
+
+static const char *const load_names[] = { "closed", "open" };
+static const char *const arrival_names[] = { "poisson", "uniform" };
+static const char *const dispatch_names[] = { "shared", "round-robin" };
+
+static const char *name_of(const char *const *names, size_t n, int v)
+{
+	return v >= 0 && (size_t)v < n ? names[v] : "unknown";
+}
+
+static int parse_name(const char *const *names, size_t n, const char *what, const char *s, int *out)
+{
+	for (size_t i = 0; s && i < n; i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*out = (int)i;
+			return GPUSHARE_OK;
+		}
+	}
+	return gpushare_fail(GPUSHARE_E_INVAL, "unknown %s '%s' (expected %s or %s)", what, s ? s : "", names[0], names[1]);
+}
+
+const char *gpushare_load_name(int load) { return name_of(load_names, 2, load); }
+const char *gpushare_arrival_name(int arrival) { return name_of(arrival_names, 2, arrival); }
+const char *gpushare_dispatch_name(int dispatch) { return name_of(dispatch_names, 2, dispatch); }
+int gpushare_load_parse(const char *s, int *out) { return parse_name(load_names, 2, "load", s, out); }
+int gpushare_arrival_parse(const char *s, int *out) { return parse_name(arrival_names, 2, "arrival process", s, out); }
+int gpushare_dispatch_parse(const char *s, int *out) { return parse_name(dispatch_names, 2, "dispatch", s, out); }
+
+int gpushare_slo_parse(const char *s, double *quantile, uint64_t *bound_ns)
+{
+	const char *eq = s ? strchr(s, '=') : NULL;
+	char pct[32], *end;
+	double q;
+
+	if (!s || (s[0] != 'p' && s[0] != 'P') || !eq || (size_t)(eq - s - 1) >= sizeof(pct) || eq == s + 1)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a latency bound (expected e.g. p99=50ms)", s ? s : "");
+	memcpy(pct, s + 1, (size_t)(eq - s - 1));
+	pct[eq - s - 1] = '\0';
+	q = strtod(pct, &end);
+	if (*end || end == pct || !(q > 0 && q < 100) || strspn(pct, "0123456789.") != strlen(pct))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s': the percentile must be a number above 0 and below 100 (p50, p99, p99.9)", s);
+	if (gpushare_parse_duration(eq + 1, bound_ns) || *bound_ns == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s': the bound must be a positive duration (50ms, 1s)", s);
+	*quantile = q / 100;
+	return GPUSHARE_OK;
+}
+
 int gpushare_bench_config_init(struct gpushare_bench_config *c)
 {
 	const struct gpushare_wl_desc *d;
@@ -98,6 +146,13 @@ int gpushare_bench_config_init(struct gpushare_bench_config *c)
 	c->run_timeout_ns = 3600ULL * 1000000000ULL;
 	c->grace_ns = 5ULL * 1000000000ULL;
 	snprintf(c->gpu, sizeof(c->gpu), "0");
+	c->load = GPUSHARE_LOAD_CLOSED;
+	c->arrival = GPUSHARE_ARRIVAL_POISSON;
+	c->seed = 1;
+	c->dispatch = GPUSHARE_DISPATCH_SHARED;
+	c->resolution = 0.05;
+	c->tail_samples = 100;
+	c->rate_max = 1e7;
 	return GPUSHARE_OK;
 }
 
@@ -125,6 +180,33 @@ int gpushare_bench_config_check(const struct gpushare_bench_config *c)
 	if (c->n_priority > 1 && c->n_priority != c->workers)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--priority has %d values for %d workers (give one or %d)",
 				     c->n_priority, c->workers, c->workers);
+	return gpushare_bench_open_check(c);
+}
+
+int gpushare_bench_open_check(const struct gpushare_bench_config *c)
+{
+	if (c->load != GPUSHARE_LOAD_OPEN) {
+		if (c->find_peak)
+			return gpushare_fail(GPUSHARE_E_INVAL, "--find-peak needs --load open");
+		return GPUSHARE_OK;
+	}
+	if (!(c->rate > 0) || c->rate > c->rate_max)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--load open needs --rate R, above 0 and at most %.6g per second",
+				     c->rate_max);
+	if (c->requests)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--load open measures a window: give --duration, not --requests");
+	if (c->ceiling)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--ceiling compares closed-loop throughput; it does not apply to --load open");
+	if (c->command && c->command_mode == GPUSHARE_CMD_JOB)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--load open hands requests to a worker: it needs --mode request, not job");
+	if (c->find_peak) {
+		if (!(c->slo_quantile > 0 && c->slo_quantile < 1) || c->slo_ns == 0)
+			return gpushare_fail(GPUSHARE_E_INVAL, "--find-peak needs --slo (e.g. p99=50ms)");
+		if (!(c->resolution >= 0.001 && c->resolution <= 1))
+			return gpushare_fail(GPUSHARE_E_INVAL, "--resolution must be from 0.1%% to 100%%");
+		if (c->tail_samples < 1)
+			return gpushare_fail(GPUSHARE_E_INVAL, "--tail-samples must be at least 1");
+	}
 	return GPUSHARE_OK;
 }
 
@@ -233,6 +315,9 @@ int gpushare_bench_result_init(struct gpushare_bench_result *res, int strategy, 
 	res->tflops = -1;
 	gpushare_bench_telemetry_init(&res->telemetry);
 	gpushare_hist_init(&res->hist);
+	gpushare_hist_init(&res->open.queue_hist);
+	gpushare_hist_init(&res->open.service_hist);
+	gpushare_hist_init(&res->open.lateness);
 	res->workers = calloc(n ? n : 1, sizeof(*res->workers));
 	if (!res->workers)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate results for %zu workers", n);
@@ -248,6 +333,8 @@ int gpushare_bench_result_init(struct gpushare_bench_result *res, int strategy, 
 		w->priority_set = -1;
 		w->exit_code = -1;
 		gpushare_hist_init(&w->hist);
+		gpushare_hist_init(&w->queue_hist);
+		gpushare_hist_init(&w->service_hist);
 	}
 	return GPUSHARE_OK;
 }
@@ -273,6 +360,40 @@ static void hist_stats(const struct gpushare_hist *h, double *mean, double *stdd
 	*p99 = (double)gpushare_hist_quantile(h, 0.99) / 1e9;
 	*p999 = (double)gpushare_hist_quantile(h, 0.999) / 1e9;
 	*max = (double)h->max_ns / 1e9;
+}
+
+static double q_seconds(const struct gpushare_hist *h, double q)
+{
+	return h->count ? (double)gpushare_hist_quantile(h, q) / 1e9 : 0;
+}
+
+/* The open-loop figures from the workers' histograms and counts; the
+ * dispatcher's (offered, queued, lateness) were added by the run. */
+static void openloop_compute(struct gpushare_bench_result *res)
+{
+	struct gpushare_bench_openloop *o = &res->open;
+
+	o->completed = 0;
+	gpushare_hist_init(&o->queue_hist);
+	gpushare_hist_init(&o->service_hist);
+	for (size_t i = 0; i < res->n_workers; i++) {
+		o->completed += res->workers[i].completed_in_window;
+		gpushare_hist_merge(&o->queue_hist, &res->workers[i].queue_hist);
+		gpushare_hist_merge(&o->service_hist, &res->workers[i].service_hist);
+	}
+	o->unfinished = o->offered > res->requests + res->errors ? o->offered - res->requests - res->errors : 0;
+	o->offered_rate = res->window_seconds > 0 ? (double)o->offered / res->window_seconds : 0;
+	o->achieved_rate = res->window_seconds > 0 ? (double)o->completed / res->window_seconds : 0;
+	o->queue_p50_seconds = q_seconds(&o->queue_hist, 0.5);
+	o->queue_p99_seconds = q_seconds(&o->queue_hist, 0.99);
+	o->queue_max_seconds = (double)o->queue_hist.max_ns / 1e9;
+	o->service_p50_seconds = q_seconds(&o->service_hist, 0.5);
+	o->service_p99_seconds = q_seconds(&o->service_hist, 0.99);
+	o->service_max_seconds = (double)o->service_hist.max_ns / 1e9;
+	o->lateness_p50_seconds = q_seconds(&o->lateness, 0.5);
+	o->lateness_p99_seconds = q_seconds(&o->lateness, 0.99);
+	o->lateness_p999_seconds = q_seconds(&o->lateness, 0.999);
+	o->lateness_max_seconds = (double)o->lateness.max_ns / 1e9;
 }
 
 void gpushare_bench_result_compute(struct gpushare_bench_result *res, double ceiling_items_per_second)
@@ -315,6 +436,8 @@ void gpushare_bench_result_compute(struct gpushare_bench_result *res, double cei
 	res->efficiency = ceiling_items_per_second > 0 ? res->items_per_second / ceiling_items_per_second : -1;
 	res->tflops = flops > 0 && res->window_seconds > 0 ? flops / res->window_seconds / 1e12 : -1;
 	gpushare_bench_telemetry_finish(&res->telemetry);
+	if (res->open.on)
+		openloop_compute(res);
 }
 
 void gpushare_bench_telemetry_init(struct gpushare_bench_telemetry *t)

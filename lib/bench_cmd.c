@@ -9,7 +9,12 @@
  *    GPUSHARE_REPORT_FD, and reads what it writes (docs/protocol.md,
  *    lib/proto.c). "ready" turns the slot READY; at GO the relay writes "go";
  *    each reported request inside the window goes into the slot's histogram;
- *    at the end it writes "stop" and waits for the command to exit.
+ *    at the end it writes "stop" and waits for the command to exit. A
+ *    version-2 command is handed its requests instead ("req ID", answered
+ *    by "done ID"), one at a time: under open-loop load the relay claims
+ *    each from the region's ring like gpushare-worker does, and latency
+ *    counts from the arrival's scheduled time; under closed loop the next
+ *    request follows each "done" at once.
  *  - job mode: the relay runs the command to completion again and again, K
  *    times or until the window closes; each run is one "request" whose
  *    latency is the job's wall time.
@@ -31,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -54,6 +60,7 @@
 #define READ_CHUNK 4096
 #define READ_BUDGET (256 * 1024)        /* bytes read per loop turn, so phases are still watched */
 #define N_CMD_ENV 8
+#define IDLE_POLL_NS (20 * 1000ULL)      /* v2, waiting for an arrival: how often to look */
 
 static volatile sig_atomic_t got_term;
 
@@ -125,6 +132,11 @@ struct relay {
 	/* window and counts */
 	struct gpushare_slot_window win;
 	uint64_t errors;
+	/* version 2: the request handed over and not yet done */
+	bool in_hand;
+	uint64_t hand_id, hand_sched, hand_t0;
+	uint64_t next_id;                  /* closed loop: ids count from 0 */
+	struct gpushare_ring *ring;        /* open loop: where arrivals come from */
 };
 
 static void store_u64(uint64_t *p, uint64_t v)
@@ -382,6 +394,20 @@ static int on_msg(void *arg, const struct gpushare_msg *m)
 	uint64_t now = gpushare_now_ns(), t0, t1;
 
 	switch (m->type) {
+	case GPUSHARE_MSG_HELLO:
+		if (r->reg->load == GPUSHARE_LOAD_OPEN && m->a < 2)
+			return relay_error(r, "it speaks protocol version 1, and --load open hands each request to the "
+					   "worker, which needs version 2 (docs/protocol.md)");
+		return 0;
+	case GPUSHARE_MSG_DONE:
+		if (!r->in_hand || m->a != r->hand_id)
+			return relay_error(r, "'done %" PRIu64 "' for a request it does not have", m->a);
+		r->in_hand = false;
+		if (r->reg->load == GPUSHARE_LOAD_OPEN)
+			gpushare_slot_record_open(r->slot, &r->win, r->hand_sched, r->hand_t0, now);
+		else
+			gpushare_slot_record(r->slot, &r->win, r->hand_t0, now);
+		return 0;
 	case GPUSHARE_MSG_READY:
 		if (!r->ready) {
 			r->ready = true;
@@ -391,6 +417,7 @@ static int on_msg(void *arg, const struct gpushare_msg *m)
 	case GPUSHARE_MSG_ERROR:
 		if (r->go_sent)
 			store_u64(&r->slot->errors, ++r->errors);
+		r->in_hand = false;            /* v2: the request in hand failed */
 		return 0;
 	case GPUSHARE_MSG_FAIL:
 		if (!r->fail_seen) {
@@ -409,7 +436,7 @@ static int on_msg(void *arg, const struct gpushare_msg *m)
 		t1 = now;
 		break;
 	default:
-		return 0;                  /* hello: checked by the parser */
+		return 0;
 	}
 	if (t1 > now + CLOCK_SLACK_NS)
 		return relay_error(r, "a request ends %.3f s in the future: timestamps must be CLOCK_MONOTONIC nanoseconds",
@@ -523,6 +550,35 @@ static void ask_stop(struct relay *r, uint64_t now, uint64_t wait_ns)
 	r->stop_deadline = now + wait_ns;
 }
 
+/* Version 2: hand the command its next request when it has none. Open
+ * loop: the next arrival from the ring (none yet: try again soon); closed
+ * loop: at once. Returns whether the command now has a request. */
+static bool hand_over(struct relay *r)
+{
+	struct gpushare_ring_entry e;
+	char line[48];
+
+	if (r->in_hand || !r->go_sent || r->stop_sent || r->proto.version < 2)
+		return r->in_hand;
+	if (r->reg->load == GPUSHARE_LOAD_OPEN) {
+		if (!r->ring || !gpushare_ring_claim(r->ring, r->reg->ring_entries, &e))
+			return false;
+		r->hand_id = e.seq;
+		r->hand_sched = e.t_sched_ns;
+	} else {
+		if (gpushare_slot_window_full(&r->win))
+			return false;
+		r->hand_id = r->next_id++;
+	}
+	snprintf(line, sizeof(line), "req %" PRIu64 "\n", r->hand_id);
+	r->hand_t0 = gpushare_now_ns();
+	if (r->reg->load != GPUSHARE_LOAD_OPEN)
+		r->hand_sched = r->hand_t0;
+	r->in_hand = true;
+	send_line(r, line);
+	return true;
+}
+
 static _Noreturn void run_requests(struct relay *r)
 {
 	char msg[256], fdtext[16];
@@ -564,8 +620,11 @@ static _Noreturn void run_requests(struct relay *r)
 			send_line(r, msg);
 			r->go_sent = true;
 			set_state(r->slot, GPUSHARE_SLOT_RUNNING);
+			r->ring = gpushare_region_ring_of_slot(r->reg, r->s->slot);
 		}
-		if (phase == GPUSHARE_PHASE_STOP || (r->go_sent && now >= r->win.t_end) ||
+		/* Open loop: past the window the backlog is still served, until STOP. */
+		if (phase == GPUSHARE_PHASE_STOP ||
+		    (r->go_sent && now >= r->win.t_end && r->reg->load != GPUSHARE_LOAD_OPEN) ||
 		    gpushare_slot_window_full(&r->win))
 			/* Before "go" a client is not listening yet (it reads
 			 * only in ready()): SIGTERM at once then. */
@@ -585,10 +644,19 @@ static _Noreturn void run_requests(struct relay *r)
 			p[n++] = (struct pollfd){ .fd = r->sock, .events = POLLIN };
 		if (r->cmd.pidfd >= 0)
 			p[n++] = (struct pollfd){ .fd = r->cmd.pidfd, .events = POLLIN };
-		if (poll(p, n, POLL_MS) < 0 && errno != EINTR)
-			sleep_ns(POLL_MS * NS_PER_MS);
+		{
+			/* A version-2 command waiting for an open-loop arrival:
+			 * look at the ring often; otherwise wake for the socket. */
+			bool waiting = r->proto.version >= 2 && r->go_sent && !r->stop_sent && !hand_over(r) &&
+				       r->reg->load == GPUSHARE_LOAD_OPEN;
+			struct timespec ts = { 0, waiting ? (long)IDLE_POLL_NS : POLL_MS * (long)NS_PER_MS };
+
+			if (ppoll(p, n, &ts, NULL) < 0 && errno != EINTR)
+				sleep_ns(POLL_MS * NS_PER_MS);
+		}
 		if (!pump(r))
 			protocol_failure(r);
+		hand_over(r);
 		if (reap_cmd(r))
 			request_end(r);
 	}
@@ -606,6 +674,8 @@ _Noreturn void gpushare_cmd_relay(const struct gpushare_cmd_spec *s)
 	gpushare_child_init(&r.cmd);
 	r.sock = -1;
 	r.job_env = -1;
+	/* Naps of 20 us between looks at the ring, not 70. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	r.win.t_end = UINT64_MAX;
 	r.grace_ns = s->c->grace_ns / 4 * 3;
 	if (r.grace_ns < 100 * NS_PER_MS)

@@ -28,6 +28,7 @@
 #include "gpushare/region.h"
 
 #include "csv.h"
+#include "openloop.h"
 
 #define SCHEMA_ID "https://gpushare.dev/schemas/bench-1.json"
 
@@ -170,7 +171,7 @@ static cJSON *json_telemetry(const struct gpushare_bench_telemetry *t)
 	return o;
 }
 
-static cJSON *json_result(const struct gpushare_bench_result *res)
+static cJSON *json_result(const struct gpushare_bench_result *res, const struct gpushare_bench_config *c)
 {
 	cJSON *o = cJSON_CreateObject(), *agg, *fail, *mps, *tel, *workers;
 	bool ok = o != NULL;
@@ -205,6 +206,7 @@ static cJSON *json_result(const struct gpushare_bench_result *res)
 	     jnum_or_null(agg, "items_per_second", res->items_per_second, fig) &&
 	     json_latency(agg, lat, res->mean_seconds, res->stddev_seconds, res->p50_seconds, res->p90_seconds,
 			  res->p99_seconds, res->p999_seconds, res->max_seconds) &&
+	     gpushare_openloop_json_result(o, res, c) &&
 	     jnum_or_null(agg, "fairness", res->fairness, fig && res->n_workers > 0) &&
 	     jnum_or_null(agg, "efficiency", res->efficiency, fig && res->efficiency >= 0) &&
 	     jnum_or_null(agg, "tflops", res->tflops, fig && res->tflops >= 0);
@@ -271,7 +273,7 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	     jnum(o, "warmup_requests", (double)c->warmup_requests) &&
 	     jnum(o, "start_timeout_seconds", (double)c->start_timeout_ns / 1e9) &&
 	     cJSON_AddStringToObject(o, "gpu", c->gpu) && jstr_or_null(o, "mps_pipe_dir", c->mps_pipe_dir) &&
-	     cJSON_AddBoolToObject(o, "ceiling", c->ceiling);
+	     cJSON_AddBoolToObject(o, "ceiling", c->ceiling) && gpushare_openloop_json_config(o, c);
 	ok = ok && (arr = cJSON_AddArrayToObject(o, "thread_percentage")) != NULL;
 	for (int i = 0; ok && i < c->n_thread_percentage; i++) {
 		cJSON *v = cJSON_CreateNumber(c->thread_percentage[i]);
@@ -470,7 +472,7 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 	ok = ok && cJSON_AddBoolToObject(doc, "partial", r->partial) &&
 	     cJSON_AddBoolToObject(doc, "interrupted", r->interrupted);
 	if (ok) {
-		ceil = r->ceiling ? json_result(r->ceiling) : cJSON_CreateNull();
+		ceil = r->ceiling ? json_result(r->ceiling, r->config) : cJSON_CreateNull();
 		ok = ceil && cJSON_AddItemToObject(doc, "ceiling", ceil);
 		if (!ok)
 			cJSON_Delete(ceil);
@@ -478,7 +480,7 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 	ok = ok && jnum(doc, "repeats", r->repeats > 0 ? r->repeats : 1) &&
 	     (results = cJSON_AddArrayToObject(doc, "results")) != NULL;
 	for (size_t i = 0; ok && i < r->n_results; i++) {
-		cJSON *res = json_result(&r->results[i]);
+		cJSON *res = json_result(&r->results[i], r->config);
 
 		ok = res && cJSON_AddItemToArray(results, res) && (!r->n_gpus || json_gpus(res, r, &r->results[i]));
 	}
@@ -511,7 +513,8 @@ static const char csv_header[] =
 	"strategy,row,worker,pid,requests,items,errors,window_seconds,requests_per_second,items_per_second,"
 	"mean_seconds,stddev_seconds,p50_seconds,p90_seconds,p99_seconds,p999_seconds,max_seconds,"
 	"sm_count,mem_free_bytes,thread_percentage,mem_limit,fairness,efficiency,tflops,partial,failed,"
-	"repeat,status\n";
+	"repeat,status,"
+	"offered_per_second,achieved_per_second,queued_at_end,unfinished,queue_p99_seconds,service_p99_seconds\n";
 
 /* ",v" or "," when unknown. */
 static void csv_num(FILE *f, double v, bool known)
@@ -528,6 +531,23 @@ static void csv_u64(FILE *f, uint64_t v, bool known)
 		fprintf(f, ",%" PRIu64, v);
 	else
 		fputc(',', f);
+}
+
+/* The open-loop columns and the end of the line: known on the aggregate
+ * row of an ok open-loop result, empty otherwise. */
+static void csv_open(FILE *f, const struct gpushare_bench_result *res, bool aggregate)
+{
+	static const struct gpushare_bench_openloop none;
+	const struct gpushare_bench_openloop *o = res ? &res->open : &none;
+	bool known = res && aggregate && o->on && res->status == GPUSHARE_RESULT_OK;
+
+	csv_num(f, o->offered_rate, known);
+	csv_num(f, o->achieved_rate, known);
+	csv_u64(f, o->queued_at_end, known);
+	csv_u64(f, o->unfinished, known);
+	csv_num(f, o->queue_p99_seconds, known);
+	csv_num(f, o->service_p99_seconds, known);
+	fputc('\n', f);
 }
 
 static void csv_result(FILE *f, const struct gpushare_bench_result *res)
@@ -566,8 +586,9 @@ static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 			fprintf(f, "%g", w->thread_percentage_seen);
 		fputc(',', f);
 		csv_write_field(f, w->mem_limit_seen);
-		fprintf(f, ",,,,%s,%s,%d,%s\n", res->partial ? "true" : "false", w->failed ? "true" : "false",
+		fprintf(f, ",,,,%s,%s,%d,%s", res->partial ? "true" : "false", w->failed ? "true" : "false",
 			res->repeat, gpushare_result_status_name(res->status));
+		csv_open(f, res, false);
 	}
 	fprintf(f, "%s,aggregate,,", name);
 	csv_u64(f, res->requests, fig);
@@ -587,8 +608,9 @@ static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 	csv_num(f, res->fairness, fig && res->n_workers > 0);
 	csv_num(f, res->efficiency, fig && res->efficiency >= 0);
 	csv_num(f, res->tflops, fig && res->tflops >= 0);
-	fprintf(f, ",%s,%s,%d,%s\n", res->partial ? "true" : "false", fig ? "false" : "true", res->repeat,
+	fprintf(f, ",%s,%s,%d,%s", res->partial ? "true" : "false", fig ? "false" : "true", res->repeat,
 		gpushare_result_status_name(res->status));
+	csv_open(f, res, true);
 }
 
 /* Figure k (mean, stddev, min, max, median, lo, hi) of st; NaN unknown. */
@@ -624,7 +646,8 @@ static void csv_summary(FILE *f, const struct gpushare_bench_summary *s)
 		fputs(",,,,", f);
 		csv_num(f, stat_value(&s->fairness, k), true);
 		csv_num(f, stat_value(&s->efficiency, k), true);
-		fprintf(f, ",,,%s,,%s\n", s->n_ok ? "false" : "true", gpushare_result_status_name(s->status));
+		fprintf(f, ",,,%s,,%s", s->n_ok ? "false" : "true", gpushare_result_status_name(s->status));
+		csv_open(f, NULL, false);
 	}
 }
 
@@ -724,7 +747,8 @@ static void table_workers(FILE *f, const struct gpushare_bench_result *res, cons
 	}
 }
 
-static void table_row(FILE *f, const struct gpushare_bench_result *res, bool verbose)
+static void table_row(FILE *f, const struct gpushare_bench_result *res, bool verbose,
+		      const struct gpushare_bench_config *cfg)
 {
 	char workers[16], req[24], rps[24], ips[24], p50[24], p99[24], p999[24], fair[16], en[16];
 	bool fig = res->status == GPUSHARE_RESULT_OK, lat = fig && res->hist.count > 0;
@@ -751,6 +775,7 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 		fprintf(f, "  ! %s\n", res->failure);
 	if (fig && res->tflops >= 0)
 		fprintf(f, "  %.2f TFLOP/s\n", res->tflops);
+	gpushare_openloop_table(f, res, cfg);
 	table_telemetry(f, &res->telemetry);
 	if (verbose && res->status != GPUSHARE_RESULT_SKIPPED)
 		table_workers(f, res, "  ");
@@ -921,8 +946,12 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 		fprintf(f, "workload %s, batch %ld, %d worker%s, ", c->wl.desc->name, c->wl.batch, c->workers,
 			c->workers == 1 ? "" : "s");
 	if (c && (c->wl.desc || c->command)) {
-		char d[24], w[24];
+		char d[24], w[24], rate[32];
 
+		if (c->load == GPUSHARE_LOAD_OPEN)
+			fprintf(f, "open loop, %s arrivals at %s/s, %s dispatch%s, ", gpushare_arrival_name(c->arrival),
+				gpushare_fmt_si(c->rate, rate, sizeof(rate)), gpushare_dispatch_name(c->dispatch),
+				c->find_peak ? " (first step of --find-peak)" : "");
 		if (c->requests)
 			fprintf(f, "%" PRIu64 " %s per worker", c->requests, jobs ? "jobs" : "requests");
 		else
@@ -937,13 +966,13 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 	fprintf(f, ROW_FMT, "strategy", "workers", repeated ? "runs" : "requests", "req/s", "items/s", "p50", "p99",
 		"p99.9", "fairness", "E_N", "status");
 	if (r->ceiling)
-		table_row(f, r->ceiling, verbose);
+		table_row(f, r->ceiling, verbose, c);
 	if (repeated) {
 		for (size_t i = 0; i < r->n_summary; i++)
 			summary_row(f, r, &r->summary[i], verbose);
 	} else {
 		for (size_t i = 0; i < r->n_results; i++) {
-			table_row(f, &r->results[i], verbose);
+			table_row(f, &r->results[i], verbose, c);
 			for (size_t g = 0; r->n_gpus > 1 && g < r->n_gpus; g++) {
 				size_t n;
 				double rps, ips;

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
 #include "launcher.h"
+#include "openloop.h"
 #include "strategy.h"
 
 #define NS_PER_S 1000000000ULL
@@ -42,6 +44,7 @@
 #define SAMPLE_NS (100 * NS_PER_MS)
 #define TERM_WAIT_NS (2 * NS_PER_S)
 #define CUDA_ERROR_MPS_MAX_CLIENTS 808
+#define PEAK_RETRIES 4                 /* find-peak: steps run again when gpushare ran late */
 
 /* State shared by all strategies of one run. */
 struct bench_ctx {
@@ -88,6 +91,7 @@ struct session {
 	uint64_t t_go, t_measure_start, t_measure_end, t_stopped;
 	uint64_t last_progress, last_sample;
 	int last_util;
+	struct gpushare_dispatcher disp;     /* open loop: hands out the arrivals */
 };
 
 /* ---- small helpers ---- */
@@ -461,7 +465,12 @@ static void wait_run(struct session *s)
 {
 	const struct gpushare_bench_config *c = s->x->c;
 	uint64_t deadline = c->requests ? s->t_measure_start + c->run_timeout_ns : s->t_measure_end;
+	bool open = c->load == GPUSHARE_LOAD_OPEN;
 
+	/* Open loop: the workers serve what is still queued after the window,
+	 * so every arrival of the window is counted, served or not. */
+	if (open)
+		deadline += gpushare_openloop_drain_ns(c);
 	for (;;) {
 		uint64_t now = gpushare_now_ns();
 		size_t running;
@@ -491,6 +500,10 @@ static void wait_run(struct session *s)
 		}
 		if (running == 0)
 			return;
+		if (open && now >= s->t_measure_end && gpushare_openloop_drained(&s->disp, s->reg)) {
+			s->t_stopped = gpushare_now_ns();
+			return;
+		}
 		if (now >= deadline) {
 			if (c->requests) {
 				s->t_stopped = now;
@@ -545,6 +558,9 @@ static void collect(struct session *s)
 		w->cuda_error = sl->cuda_error;
 		slot_message(s, i, w->message, sizeof(w->message));
 		gpushare_hist_snapshot(&sl->hist, &w->hist);
+		w->completed_in_window = __atomic_load_n(&sl->completed_in_window, __ATOMIC_RELAXED);
+		gpushare_hist_snapshot(&sl->queue_hist, &w->queue_hist);
+		gpushare_hist_snapshot(&sl->service_hist, &w->service_hist);
 		if (wp && wp->ch.exited) {
 			w->exit_code = WIFEXITED(wp->ch.wstatus) ? WEXITSTATUS(wp->ch.wstatus) : -1;
 			w->signal = WIFSIGNALED(wp->ch.wstatus) ? WTERMSIG(wp->ch.wstatus) : 0;
@@ -585,7 +601,7 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 	s.procs = calloc(n_procs, sizeof(*s.procs));
 	if (!s.procs)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate %zu worker processes", n_procs);
-	rc = gpushare_region_create(n_slots, &s.reg, &s.fd);
+	rc = gpushare_openloop_region(c, n_slots, &s.reg, &s.fd);
 	if (rc) {
 		free(s.procs);
 		return rc;
@@ -615,7 +631,10 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 		__atomic_store_n(&s.reg->t_measure_start_ns, s.t_measure_start, __ATOMIC_RELAXED);
 		__atomic_store_n(&s.reg->t_measure_end_ns, s.t_measure_end, __ATOMIC_RELAXED);
 		__atomic_store_n(&s.reg->phase, GPUSHARE_PHASE_GO, __ATOMIC_RELEASE);
-		wait_run(&s);
+		rc = gpushare_openloop_go(&s.disp, c, s.reg, s.t_go, s.t_measure_start, s.t_measure_end);
+		if (rc == GPUSHARE_OK)
+			wait_run(&s);
+		gpushare_dispatcher_stop(&s.disp);
 		if (c->progress) {
 			s.last_progress = 0;
 			progress(&s, GPUSHARE_BENCH_STOPPING, gpushare_now_ns(), 0, s.n_slots);
@@ -650,6 +669,7 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 			}
 		}
 		collect(&s);
+		gpushare_openloop_collect(&s.disp, c, res, s.t_measure_end, s.t_stopped);
 		gpushare_error_restore(&e, rc);
 	}
 	if (rc == GPUSHARE_OK && res->interrupted)
@@ -745,6 +765,102 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
 	}
 	procs_release(procs, n_procs);
 	return st->teardown(&x->sx, rc);
+}
+
+/* --find-peak: run the strategy at the rates the search asks for, each step
+ * a full run of its own, and keep the best passing step as the result. A
+ * step passes when it ran without a failed worker and its quantile, with
+ * the requests left unserved counted as longer than any, is within the
+ * bound. Each step's window offers at least min_requests arrivals on
+ * average (lib/openloop.c: gpushare_peak_min_requests). */
+static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st, struct gpushare_bench_result *res)
+{
+	const struct gpushare_bench_config *c0 = x->c;
+	struct gpushare_bench_config *c = malloc(sizeof(*c));
+	struct gpushare_bench_peak *pk;
+	struct gpushare_peak_search ps;
+	uint64_t min_requests = gpushare_peak_min_requests(c0->slo_quantile, c0->tail_samples);
+	bool kept = false;
+	double rate;
+	int rc = GPUSHARE_OK;
+
+	pk = calloc(1, sizeof(*pk));
+	if (!c || !pk) {
+		free(c);
+		free(pk);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate the peak search");
+	}
+	*c = *c0;
+	pk->searched = true;
+	pk->min_requests = min_requests;
+	/* Halving stops where a step would need more than 10 minutes. */
+	gpushare_peak_search_init(&ps, c0->rate, c0->resolution, fmax(c0->rate / 1024, (double)min_requests / 600.0),
+				  c0->rate_max);
+	while (rc == GPUSHARE_OK && pk->n_steps < GPUSHARE_PEAK_MAX_STEPS && gpushare_peak_search_next(&ps, &rate)) {
+		struct gpushare_bench_result step;
+		struct gpushare_peak_step *ps_step = &pk->steps[pk->n_steps++];
+		double need_s = (double)min_requests / rate;
+		uint64_t q;
+
+		c->rate = rate;
+		c->duration_ns = need_s * 1e9 > (double)c0->duration_ns ? (uint64_t)ceil(need_s * 1e9) : c0->duration_ns;
+		rc = gpushare_bench_result_init(&step, st->id, res->n_workers);
+		if (rc)
+			break;
+		x->c = c;
+		rc = run_strategy(x, st, &step, c->wl.batch);
+		x->c = c0;
+		gpushare_bench_result_compute(&step, 0);
+		q = gpushare_openloop_quantile(&step.hist, step.open.unfinished, c0->slo_quantile);
+		ps_step->rate = rate;
+		ps_step->failed_run = step.partial || step.interrupted || rc != GPUSHARE_OK;
+		ps_step->quantile_seconds = q == UINT64_MAX ? -1 : (double)q / 1e9;
+		ps_step->achieved_rate = step.open.achieved_rate;
+		ps_step->offered = step.open.offered;
+		ps_step->unfinished = step.open.unfinished;
+		ps_step->pass = !ps_step->failed_run && q != UINT64_MAX && q <= c0->slo_ns;
+		if (rc == GPUSHARE_OK && gpushare_bench_interrupted())
+			rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
+		/* gpushare could not keep the schedule (its dispatcher handed
+		 * arrivals over later than a tenth of the bound at p99: the
+		 * machine held it up): the step measured gpushare, not the
+		 * strategy. Run it again, at most PEAK_RETRIES times in all. */
+		if (rc == GPUSHARE_OK && !ps_step->failed_run &&
+		    step.open.lateness_p99_seconds * 1e9 > (double)c0->slo_ns / 10 && pk->repeated < PEAK_RETRIES) {
+			pk->repeated++;
+			pk->n_steps--;
+			gpushare_bench_result_release(&step);
+			continue;
+		}
+		/* The result shown is the best passing step, or else the last. */
+		if (!kept || !pk->found || (ps_step->pass && rate > pk->rate)) {
+			gpushare_bench_result_release(res);
+			*res = step;
+			kept = true;
+		} else {
+			gpushare_bench_result_release(&step);
+		}
+		if (ps_step->pass && rate > pk->rate) {
+			pk->found = true;
+			pk->rate = rate;
+		}
+		if (!ps_step->pass && (pk->upper == 0 || rate < pk->upper))
+			pk->upper = rate;
+		if (ps_step->failed_run && rc == GPUSHARE_OK) {
+			/* A worker failed mid-run: the search cannot trust more steps. */
+			snprintf(pk->note, sizeof(pk->note), "stopped: a worker failed at %.6g/s: %.100s", rate, res->failure);
+			break;
+		}
+		gpushare_peak_search_result(&ps, rate, ps_step->pass);
+	}
+	if (!pk->note[0] && ps.why[0])
+		snprintf(pk->note, sizeof(pk->note), "%s", ps.why);
+	else if (!pk->note[0] && pk->n_steps >= GPUSHARE_PEAK_MAX_STEPS && !ps.done)
+		snprintf(pk->note, sizeof(pk->note), "stopped after %d steps", GPUSHARE_PEAK_MAX_STEPS);
+	res->peak = *pk;
+	free(pk);
+	free(c);
+	return rc;
 }
 
 /* ---- the whole run ---- */
@@ -993,7 +1109,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 			rc = add_result(r, st->id, (size_t)n, &res);
 		if (rc)
 			break;
-		rc = run_strategy(&x, st, res, c->wl.batch);
+		rc = c->find_peak ? find_peak(&x, st, res) : run_strategy(&x, st, res, c->wl.batch);
 		gpushare_bench_result_compute(res, ceiling_ips);
 		r->partial |= res->partial;
 		r->interrupted |= res->interrupted;

@@ -129,6 +129,12 @@ int gpushare_proto_parse_line(const char *line, size_t len, struct gpushare_msg 
 		m->type = GPUSHARE_MSG_REQ;
 		return parse_numbers(line, len, pos, "req", 1, &m->a, NULL);
 	}
+	if (field_is(f, n, "done")) {
+		m->type = GPUSHARE_MSG_DONE;
+		if (parse_numbers(line, len, pos, "done", 1, &m->a, NULL))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'done' needs the request's id, a whole number");
+		return GPUSHARE_OK;
+	}
 	if (field_is(f, n, "error") || field_is(f, n, "fail")) {
 		m->type = f[0] == 'e' ? GPUSHARE_MSG_ERROR : GPUSHARE_MSG_FAIL;
 		while (pos < len && (line[pos] == ' ' || line[pos] == '\t'))
@@ -164,13 +170,18 @@ static int take_line(struct gpushare_proto *p, const char *line, size_t len, uin
 	p->messages++;
 	if (!p->hello) {
 		if (m.type != GPUSHARE_MSG_HELLO)
-			return proto_error(p, "the first message must be 'hello %u'", GPUSHARE_PROTO_VERSION);
-		if (m.a != GPUSHARE_PROTO_VERSION)
-			return proto_error(p, "protocol version %" PRIu64 " is not supported (gpushare speaks %u)", m.a,
-					   GPUSHARE_PROTO_VERSION);
+			return proto_error(p, "the first message must be 'hello 1' or 'hello 2'");
+		if (m.a < GPUSHARE_PROTO_VERSION_MIN || m.a > GPUSHARE_PROTO_VERSION)
+			return proto_error(p, "protocol version %" PRIu64 " is not supported (gpushare speaks 1 and 2)", m.a);
 		p->hello = true;
+		p->version = (unsigned)m.a;
 	} else if (m.type == GPUSHARE_MSG_HELLO) {
 		return proto_error(p, "line %" PRIu64 ": a second 'hello'", p->messages);
+	} else if (p->version < 2 && m.type == GPUSHARE_MSG_DONE) {
+		return proto_error(p, "line %" PRIu64 ": 'done' is a version 2 message; the worker said 'hello 1'", p->messages);
+	} else if (p->version >= 2 && (m.type == GPUSHARE_MSG_SPAN || m.type == GPUSHARE_MSG_REQ)) {
+		return proto_error(p, "line %" PRIu64 ": a version 2 worker reports with 'done ID', not '%s'", p->messages,
+				   m.type == GPUSHARE_MSG_SPAN ? "span" : "req");
 	}
 	return fn ? fn(arg, &m) : GPUSHARE_OK;
 }

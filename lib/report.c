@@ -601,7 +601,7 @@ static void free_summary(struct gpushare_report *r)
 int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 {
 	struct run_ref *refs;
-	size_t n = 0;
+	size_t n = 0, m = 0;
 	int rc = GPUSHARE_OK;
 
 	free_summary(r);
@@ -620,16 +620,19 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 			s = (int)r->n_shapes++;
 			snprintf(r->shapes[s], sizeof(r->shapes[s]), "%s", r->runs[i].shape);
 		}
-		refs[i].run = &r->runs[i];
-		refs[i].shape = s;
+		/* Open-loop runs form load curves (report_load_curve.c), not cells. */
+		if (r->runs[i].rate > 0)
+			continue;
+		refs[m].run = &r->runs[i];
+		refs[m++].shape = s;
 	}
-	qsort(refs, r->n_runs, sizeof(*refs), cmp_run);
-	while (n < r->n_runs && !rc) {
+	qsort(refs, m, sizeof(*refs), cmp_run);
+	while (n < m && !rc) {
 		size_t e = n + 1;
 		struct gpushare_report_cell *c = &r->cells[r->n_cells++];
 		const struct gpushare_report_run *first = refs[n].run;
 
-		while (e < r->n_runs && refs[e].shape == refs[n].shape && refs[e].run->strategy == first->strategy &&
+		while (e < m && refs[e].shape == refs[n].shape && refs[e].run->strategy == first->strategy &&
 		       refs[e].run->workers == first->workers && refs[e].run->batch == first->batch)
 			e++;
 		snprintf(c->shape, sizeof(c->shape), "%s", first->shape);

@@ -15,6 +15,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "report_internal.h"
+#include "report_load_curve.h"
 
 static void esc(struct rbuf *b, const char *s)
 {
@@ -291,6 +292,8 @@ int gpushare_report_write(const struct gpushare_report *r, const char *dir)
 			rc = gpushare_write_file_atomic(path, figs[i].svg.data, figs[i].svg.len);
 		}
 	}
+	if (!rc)
+		rc = report_load_curve_write(r, dir);
 	if (!rc)
 		rc = report_html(r, figs, n_figs, &html);
 	if (!rc) {

@@ -18,6 +18,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
+#include "report_load_curve.h"
 
 #define MAX_BAD_KEPT 1000
 /* A results file larger than this is refused rather than read into memory
@@ -156,6 +157,8 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	run->workers = (int)workers;
 	run->batch = (long)batch;
 	run->repeat = (int)repeat;
+	if (get_num(cell, "rate_per_second", &run->rate) && !(run->rate > 0 && run->rate <= 1e9))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'cell.rate_per_second' is not a rate");
 	/* Only an ok run has figures (a failed or partial one has nulls). */
 	if (run->status != GPUSHARE_RUN_OK)
 		return GPUSHARE_OK;
@@ -179,6 +182,8 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	tel = cJSON_GetObjectItemCaseSensitive(res, "telemetry");
 	run->util_mean_pct = get_opt(tel, "util_mean_percent", 0, 100);
 	run->mem_used_max_bytes = get_opt(tel, "mem_used_max_bytes", 0, INFINITY);
+	if (run->rate > 0 && gpushare_report_load_open(res, run))
+		return GPUSHARE_E_INVAL;
 	return parse_hist(cJSON_GetObjectItemCaseSensitive(agg, "histogram"), run);
 }
 
@@ -301,22 +306,29 @@ static int drop_duplicates(struct gpushare_report *r)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < r->n_runs && !rc; i++) {
 		struct gpushare_report_run *run = &r->runs[i];
-		uint64_t h = hash_str(run->shape) ^ ((uint64_t)run->strategy << 56) ^ ((uint64_t)run->workers << 40) ^
-			     ((uint64_t)run->batch * 0x100000001b3ull) ^ ((uint64_t)run->repeat * 0x9e3779b97f4a7c15ull);
-		size_t slot = (size_t)h & (size - 1);
+		uint64_t rate_bits, h;
+		size_t slot;
 		bool dup = false;
 
-		/* The cell is its shape, strategy, workers and batch (its "key"
-		 * is only a label). */
+		memcpy(&rate_bits, &run->rate, sizeof(rate_bits));
+		h = hash_str(run->shape) ^ ((uint64_t)run->strategy << 56) ^ ((uint64_t)run->workers << 40) ^
+		    ((uint64_t)run->batch * 0x100000001b3ull) ^ ((uint64_t)run->repeat * 0x9e3779b97f4a7c15ull) ^
+		    (rate_bits * 0xff51afd7ed558ccdull);
+		slot = (size_t)h & (size - 1);
+		/* The cell is its shape, strategy, workers, batch and, under open
+		 * loop, offered rate (its "key" is only a label). */
 		while (run->status != GPUSHARE_RUN_FAILED && slots[slot]) {
 			const struct gpushare_report_run *o = &r->runs[slots[slot] - 1];
 
 			if (o->repeat == run->repeat && o->strategy == run->strategy && o->workers == run->workers &&
-			    o->batch == run->batch && !strcmp(o->shape, run->shape)) {
-				char why[200];
+			    o->batch == run->batch && o->rate == run->rate && !strcmp(o->shape, run->shape)) {
+				char why[200], rate[40] = "";
 
-				snprintf(why, sizeof(why), "cell %.60s|%s|w%d|b%ld repeat %d is recorded already (line %zu); left out",
-					 o->shape, gpushare_strategy_name(o->strategy), o->workers, o->batch, run->repeat, o->line);
+				if (o->rate > 0)
+					snprintf(rate, sizeof(rate), "|r%.9g", o->rate);
+				snprintf(why, sizeof(why), "cell %.60s|%s|w%d|b%ld%s repeat %d is recorded already (line %zu); left out",
+					 o->shape, gpushare_strategy_name(o->strategy), o->workers, o->batch, rate, run->repeat,
+					 o->line);
 				rc = add_bad(r, run->line, why);
 				dup = true;
 				break;

@@ -20,6 +20,7 @@
 #include "gpushare/report.h"
 #include "csv.h"
 #include "report_internal.h"
+#include "report_load_curve.h"
 
 const struct gpushare_ci *report_metric_ci(const struct gpushare_report_cell *c, int m)
 {
@@ -261,6 +262,17 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 	fprintf(f, "\n%s\n", stats_note);
 	md_recommendation(r, f);
 	for (size_t i = 0; i < r->n_shapes; i++) {
+		bool open = false;
+
+		for (size_t k = 0; k < r->n_runs && !open; k++)
+			open = r->runs[k].rate > 0 && !strcmp(r->runs[k].shape, r->shapes[i]);
+		if (!open)
+			continue;
+		fprintf(f, "### %s, open loop\n\n", r->shapes[i]);
+		report_load_curve_recommend(r, r->shapes[i], f);
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < r->n_shapes; i++) {
 		long batches[64];
 		size_t nb = report_shape_batches(r, r->shapes[i], batches, 64);
 
@@ -271,6 +283,8 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 			md_table(r, f, r->shapes[i], batches[b], M_P99);
 		}
 	}
+	if (report_load_curve_markdown(r, f))
+		return GPUSHARE_E_IO;
 	if (ferror(f))
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write the markdown report: %s", strerror(errno));
 	return GPUSHARE_OK;

@@ -231,11 +231,14 @@ static void cell_config(const struct gpushare_sweep_config *s, const struct gpus
 	c->strategies[0] = cell->strategy;
 	c->n_strategies = 1;
 	c->ceiling = false;
+	if (cell->rate > 0)
+		c->rate = cell->rate;
 }
 
 int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_sweep_cell **cells, size_t *n)
 {
-	size_t total = s->n_shapes * s->n_strategies * s->n_workers * s->n_batches, k = 0;
+	size_t n_rates = s->n_rates ? s->n_rates : 1;
+	size_t total = s->n_shapes * s->n_strategies * s->n_workers * s->n_batches * n_rates, k = 0;
 	struct gpushare_sweep_cell *v;
 
 	*cells = NULL;
@@ -248,16 +251,22 @@ int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_
 	for (size_t a = 0; a < s->n_shapes; a++)
 		for (size_t b = 0; b < s->n_strategies; b++)
 			for (size_t w = 0; w < s->n_workers; w++)
-				for (size_t t = 0; t < s->n_batches; t++) {
-					struct gpushare_sweep_cell *c = &v[k++];
+				for (size_t t = 0; t < s->n_batches; t++)
+					for (size_t q = 0; q < n_rates; q++) {
+						struct gpushare_sweep_cell *c = &v[k++];
+						size_t len;
 
-					c->shape = (int)a;
-					c->strategy = s->strategies[b];
-					c->workers = s->workers[w];
-					c->batch = s->batches[t];
-					snprintf(c->key, sizeof(c->key), "%s|%s|w%d|b%ld", s->shapes[a].label,
-						 gpushare_strategy_name(c->strategy), c->workers, c->batch);
-				}
+						c->shape = (int)a;
+						c->strategy = s->strategies[b];
+						c->workers = s->workers[w];
+						c->batch = s->batches[t];
+						c->rate = s->n_rates ? s->rates[q] : 0;
+						snprintf(c->key, sizeof(c->key), "%s|%s|w%d|b%ld", s->shapes[a].label,
+							 gpushare_strategy_name(c->strategy), c->workers, c->batch);
+						len = strlen(c->key);
+						if (c->rate > 0)
+							snprintf(c->key + len, sizeof(c->key) - len, "|r%.9g", c->rate);
+					}
 	*cells = v;
 	*n = total;
 	return GPUSHARE_OK;
@@ -280,6 +289,11 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no batch size given");
 	if (s->repeats < 1)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--repeats must be at least 1");
+	if (s->n_rates && s->bench.load != GPUSHARE_LOAD_OPEN)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--rate needs --load open");
+	if (s->bench.find_peak)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--find-peak searches one rate at a time: use gpushare bench; a sweep "
+				     "measures the rates of --rate LIST and its report marks the highest within --slo-p99");
 	if (s->target_noise < 0 || s->target_noise >= 1)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--target-noise must be in (0%%, 100%%)");
 	if (s->target_noise > 0 && s->max_repeats < s->repeats)
@@ -397,7 +411,7 @@ static int find_cell(const struct sweep_ctx *x, const struct gpushare_report_run
 		const struct gpushare_sweep_cell *c = &x->cells[i];
 
 		if (c->strategy == run->strategy && c->workers == run->workers && c->batch == run->batch &&
-		    !strcmp(x->s->shapes[c->shape].label, run->shape))
+		    c->rate == run->rate && !strcmp(x->s->shapes[c->shape].label, run->shape))
 			return (int)i;
 	}
 	return -1;

@@ -37,6 +37,7 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 	     cJSON_AddStringToObject(c, "strategy", gpushare_strategy_name(cell->strategy)) &&
 	     cJSON_AddNumberToObject(c, "workers", cell->workers) &&
 	     cJSON_AddNumberToObject(c, "batch", (double)cell->batch) &&
+	     (cell->rate <= 0 || cJSON_AddNumberToObject(c, "rate_per_second", cell->rate)) &&
 	     cJSON_AddNumberToObject(doc, "repeat", repeat) && cJSON_AddStringToObject(doc, "status", status);
 	if (ok && rc != GPUSHARE_OK) {
 		ok = (err = cJSON_AddObjectToObject(doc, "error")) != NULL &&

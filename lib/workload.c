@@ -25,6 +25,19 @@ static const struct gpushare_wl_option spin_opts[] = {
 	  .help = "how fail-after fails: report an error, crash (SIGSEGV) or hang" },
 	{ .name = "init-fail", .type = GPUSHARE_WL_BOOL, .def = "off",
 	  .help = "fail init as CUDA error 808 (too many MPS clients) would; for tests" },
+	/* Slow and stalling workers, for the open-loop tests. */
+	{ .name = "stall-after", .type = GPUSHARE_WL_INT, .def = "0", .min = 0, .max = 1000000000L,
+	  .help = "worker stall-worker stalls once after this many requests, warm-up included (0: never)" },
+	{ .name = "stall", .type = GPUSHARE_WL_DURATION, .def = "1s", .min = 0, .max = US_PER_MIN,
+	  .help = "how long that one stall lasts (asleep, not spinning)" },
+	{ .name = "stall-worker", .type = GPUSHARE_WL_INT, .def = "0", .min = 0, .max = 65535,
+	  .help = "the worker (its index) that stalls" },
+	{ .name = "slow-us", .type = GPUSHARE_WL_DURATION, .def = "0", .min = 0, .max = US_PER_MIN,
+	  .help = "request length of worker slow-worker instead of request-us (0: no slow worker)" },
+	{ .name = "slow-worker", .type = GPUSHARE_WL_INT, .def = "0", .min = 0, .max = 65535,
+	  .help = "the worker (its index) that runs slow-us requests" },
+	{ .name = "sleep", .type = GPUSHARE_WL_BOOL, .def = "off",
+	  .help = "sleep through each request instead of spinning (a worker waiting on a device)" },
 };
 
 static const struct gpushare_wl_option matmul_opts[] = {

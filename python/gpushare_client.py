@@ -10,6 +10,21 @@ needs three added lines::
         with gs.request():           # 3: times one request (synchronize GPU work inside)
             model(batch)
 
+Protocol version 2 (gpushare hands each request over; needed for open-loop
+load, `gpushare bench --load open`)::
+
+    import gpushare_client as gs
+    gs.init(version=2)
+    ... load the model, warm up ...
+    gs.ready()
+    for rid in gs.requests():        # waits for "req ID"; ends at stop
+        model(batch)
+        gs.done(rid)
+
+When gpushare speaks only version 1 (GPUSHARE_PROTOCOL), the client falls
+back to it: requests() then runs the loop itself and done() reports the
+time since the request was handed out.
+
 Outside gpushare (no GPUSHARE_REPORT_FD) everything is a no-op and
 running() stays True: bound the loop yourself then (gs.active() tells).
 
@@ -23,9 +38,10 @@ import select
 import socket
 import time
 
-PROTOCOL = 1
+PROTOCOL = 2  # the highest version this client speaks
 
-__all__ = ["Client", "ready", "running", "request", "report", "error", "fail",
+__all__ = ["Client", "init", "ready", "running", "request", "report", "error", "fail", "requests", "next_request",
+           "done",
            "active", "worker", "workers", "batch", "warmup_requests", "now_ns", "measure_start_ns"]
 
 
@@ -44,7 +60,7 @@ def _env_int(name, default):
 class Client:
     """One process's connection to gpushare (an inherited socket)."""
 
-    def __init__(self, environ=None):
+    def __init__(self, environ=None, version=1):
         env = os.environ if environ is None else environ
         self.worker = _env_int("GPUSHARE_WORKER", 0) if "GPUSHARE_REPORT_FD" in env else 0
         self.workers = _env_int("GPUSHARE_WORKERS", 1)
@@ -56,12 +72,17 @@ class Client:
         self.measure_end_ns = 0
         self._in = b""
         self._sock = None
+        self._reqs = []           # v2: ids handed over and not taken yet
+        self._next_id = 0         # v1 fallback
+        self._t0 = 0
+        # The highest version both sides speak; 1 unless asked for 2.
+        self.version = 2 if version >= 2 and _env_int("GPUSHARE_PROTOCOL", 1) >= 2 else 1
         fd = env.get("GPUSHARE_REPORT_FD", "")
         if fd == "":
             return
         # socket.socket(fileno=) takes the descriptor over; closing it is ours.
         self._sock = socket.socket(fileno=int(fd))
-        self._send("hello %d\n" % PROTOCOL)
+        self._send("hello %d\n" % self.version)
 
     @property
     def active(self):
@@ -102,6 +123,8 @@ class Client:
                 self.started = True
             elif words[0] == "stop":
                 self.stopped = True
+            elif words[0] == "req" and len(words) == 2 and words[1].isdigit():
+                self._reqs.append(int(words[1]))
         if len(self._in) > 4096:
             self._in = b""
 
@@ -137,6 +160,39 @@ class Client:
             raise
         self.report(t0, time.monotonic_ns())
 
+    def next_request(self):
+        """The next request's id, or None once gpushare said stop. Version 2
+        waits for gpushare to hand one over; version 1 (and outside
+        gpushare) numbers them itself while running()."""
+        if self._sock is not None and self.version >= 2:
+            while not self._reqs and not self.stopped:
+                self._poll(None)
+            if not self._reqs:
+                return None
+            rid = self._reqs.pop(0)
+        else:
+            if not self.running():
+                return None
+            rid = self._next_id
+            self._next_id += 1
+        self._t0 = time.monotonic_ns()
+        return rid
+
+    def requests(self):
+        """Iterate over request ids until stop; answer each with done(id)."""
+        while True:
+            rid = self.next_request()
+            if rid is None:
+                return
+            yield rid
+
+    def done(self, rid):
+        """Request rid is finished (version 1: its span since it was handed out)."""
+        if self.version >= 2:
+            self._send("done %d\n" % rid)
+        else:
+            self.report(self._t0, time.monotonic_ns())
+
     @staticmethod
     def _text(text):
         text = "".join(c if " " <= c <= "~" else "?" for c in str(text))
@@ -164,6 +220,28 @@ def _get():
     if _client is None:
         _client = Client()
     return _client
+
+
+def init(version=1):
+    """Start the process-wide client speaking up to `version` (2: gpushare
+    hands requests over). Call before any other function; later calls
+    return the client already started."""
+    global _client
+    if _client is None:
+        _client = Client(version=version)
+    return _client
+
+
+def requests():
+    return _get().requests()
+
+
+def next_request():
+    return _get().next_request()
+
+
+def done(rid):
+    _get().done(rid)
 
 
 # Module-level shortcuts over one process-wide client.

@@ -7,6 +7,11 @@
  * machines without a GPU, and simulates the ways a real worker fails:
  * init-fail (CUDA error 808, too many MPS clients) and fail-after with
  * fail-mode error, crash or hang.
+ *
+ * For open-loop tests one worker can be slower than the others (slow-us for
+ * worker slow-worker) and one can stall once (stall-after, stall,
+ * stall-worker): a single request that sleeps for `stall` on top of its
+ * busy loop, as a worker held up by a page fault storm or a GC would.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +35,9 @@ struct spin {
 	long fail_after;       /* 0: never */
 	enum fail_mode mode;
 	long done;             /* requests completed, warm-up included */
+	bool sleep;            /* sleep through requests instead of spinning */
+	long stall_after;      /* 0: never */
+	uint64_t stall_ns;
 };
 
 static void set_error(struct wl_error *err, int code, int cuda_error, const char *msg)
@@ -43,9 +51,9 @@ static int spin_init(const struct gpushare_wl_params *p, int thread_index, void 
 		     struct wl_info *info, struct wl_error *err)
 {
 	const char *mode = gpushare_wl_get(p, "fail-mode");
+	uint64_t batch = (uint64_t)(p->batch > 0 ? p->batch : 1);
 	struct spin *s;
 
-	(void)thread_index;
 	if (gpushare_wl_get_bool(p, "init-fail")) {
 		set_error(err, GPUSHARE_E_MPS_MAX_CLIENTS, CUDA_ERROR_MPS_MAX_CLIENTS_REACHED, "too many MPS clients");
 		return GPUSHARE_E_MPS_MAX_CLIENTS;
@@ -55,7 +63,14 @@ static int spin_init(const struct gpushare_wl_params *p, int thread_index, void 
 		set_error(err, GPUSHARE_E_NOMEM, 0, "spin: out of memory");
 		return GPUSHARE_E_NOMEM;
 	}
-	s->request_ns = gpushare_wl_get_duration_ns(p, "request-us") * (uint64_t)(p->batch > 0 ? p->batch : 1);
+	s->request_ns = gpushare_wl_get_duration_ns(p, "request-us") * batch;
+	if (gpushare_wl_get_duration_ns(p, "slow-us") > 0 && gpushare_wl_get_int(p, "slow-worker") == thread_index)
+		s->request_ns = gpushare_wl_get_duration_ns(p, "slow-us") * batch;
+	if (gpushare_wl_get_int(p, "stall-worker") == thread_index) {
+		s->stall_after = gpushare_wl_get_int(p, "stall-after");
+		s->stall_ns = gpushare_wl_get_duration_ns(p, "stall");
+	}
+	s->sleep = gpushare_wl_get_bool(p, "sleep");
 	s->fail_after = gpushare_wl_get_int(p, "fail-after");
 	s->mode = strcmp(mode, "crash") == 0 ? FAIL_CRASH : strcmp(mode, "hang") == 0 ? FAIL_HANG : FAIL_ERROR;
 	info->sm_count = -1;
@@ -102,7 +117,20 @@ static int spin_request(void *state, struct wl_error *err)
 
 	if (s->fail_after > 0 && s->done >= s->fail_after)
 		return spin_fail(s, err);
+	if (s->stall_after > 0 && s->done == s->stall_after) {
+		struct timespec ts = { (time_t)(s->stall_ns / 1000000000ULL), (long)(s->stall_ns % 1000000000ULL) };
+
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
 	t0 = gpushare_now_ns();
+	if (s->sleep && s->request_ns) {
+		uint64_t end = t0 + s->request_ns;
+		struct timespec ts = { (time_t)(end / 1000000000ULL), (long)(end % 1000000000ULL) };
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+			;
+	}
 	while (gpushare_now_ns() - t0 < s->request_ns)
 		;
 	s->done++;

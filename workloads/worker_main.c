@@ -39,6 +39,8 @@
 #define GO_TIMEOUT_NS (600ULL * 1000000000ULL)       /* give up waiting for GO */
 #define PARENT_CHECK_NS (100ULL * 1000000ULL)        /* how often to look for the parent */
 #define SIGNAL_GRACE_NS (500ULL * 1000000ULL)        /* let a request finish after SIGTERM */
+#define IDLE_SPINS 4000                              /* open loop: busy polls before sleeping */
+#define IDLE_WAIT_NS (10ULL * 1000000ULL)            /* open loop: longest sleep on the ring */
 
 struct worker {
 	struct gpushare_region_header *region;
@@ -219,6 +221,72 @@ static int wait_for_go(struct stream *st)
 	}
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Open loop: claim arrivals from the stream's ring and serve each with one
+ * request until STOP (the window's end does not stop it: what is queued
+ * then is still served and counted). Latency counts from the arrival's
+ * scheduled time. An idle worker polls its ring, busily for a few
+ * microseconds, then sleeps on it until the dispatcher publishes. */
+static int serve_arrivals(struct stream *st, void *state, struct gpushare_slot_window *win)
+{
+	struct worker *w = st->w;
+	struct gpushare_region_header *r = w->region;
+	struct gpushare_slot *s = st->slot;
+	struct gpushare_ring *q = gpushare_region_ring_of_slot(r, st->slot_no);
+	uint32_t entries = r->ring_entries;
+	uint64_t next_check = gpushare_now_ns() + PARENT_CHECK_NS;
+	struct gpushare_ring_entry e;
+	struct wl_error err;
+	unsigned idle = 0;
+	int rc;
+
+	if (!q)
+		return fail_stream(st, GPUSHARE_WORKER_EXIT_REGION, GPUSHARE_E_INVAL, 0, "open-loop region without a ring for this slot");
+	for (;;) {
+		uint64_t t0, t1;
+
+		if (!gpushare_ring_claim(q, entries, &e)) {
+			if (phase_of(r) == GPUSHARE_PHASE_STOP || interrupted())
+				break;
+			if (++idle < IDLE_SPINS) {
+				cpu_relax();
+				continue;
+			}
+			t0 = gpushare_now_ns();
+			if (t0 >= next_check) {
+				if (parent_gone(w))
+					return fail_stream(st, GPUSHARE_WORKER_EXIT_REGION, GPUSHARE_E_WORKER, 0, "the parent exited during the run");
+				next_check = t0 + PARENT_CHECK_NS;
+			}
+			/* Asleep until the dispatcher publishes (a futex), or
+			 * 10 ms to look at the phase and the parent. */
+			gpushare_ring_wait(q, IDLE_WAIT_NS);
+			continue;
+		}
+		idle = 0;
+		store_u64(&s->busy, 1);
+		t0 = gpushare_now_ns();
+		memset(&err, 0, sizeof(err));
+		rc = w->ops->request(state, &err);
+		t1 = gpushare_now_ns();
+		if (rc)
+			return fail_wl(st, GPUSHARE_WORKER_EXIT_REQUEST, rc, &err, "request");
+		gpushare_slot_record_open(s, win, e.t_sched_ns, t0, t1);
+		store_u64(&s->busy, 0);
+		if (phase_of(r) == GPUSHARE_PHASE_STOP || interrupted())
+			break;
+	}
+	return finish_stopped(st);
+}
+
 /* Run requests inside the window until a stop rule applies. */
 static int measure(struct stream *st, void *state)
 {
@@ -239,6 +307,8 @@ static int measure(struct stream *st, void *state)
 	}
 	__atomic_store_n(&st->measuring, 1, __ATOMIC_RELAXED);
 	set_state(s, GPUSHARE_SLOT_RUNNING);
+	if (r->load == GPUSHARE_LOAD_OPEN)
+		return serve_arrivals(st, state, &win);
 	next_check = gpushare_now_ns() + PARENT_CHECK_NS;
 	for (;;) {
 		if (phase_of(r) == GPUSHARE_PHASE_STOP || interrupted() || gpushare_slot_window_full(&win))

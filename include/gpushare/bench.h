@@ -62,6 +62,30 @@ const char *gpushare_strategy_name(int strategy);
  * entries, no duplicates). GPUSHARE_E_INVAL naming the bad item. */
 int gpushare_strategy_parse_list(const char *s, int *out, size_t *n);
 
+/* Open loop (docs/bench.md, "Open-loop load"). The load kinds and the
+ * dispatch of arrivals to workers are enum gpushare_load and enum
+ * gpushare_dispatch of gpushare/region.h. */
+enum gpushare_arrival {
+	GPUSHARE_ARRIVAL_POISSON = 0,  /* exponential gaps: independent clients */
+	GPUSHARE_ARRIVAL_UNIFORM = 1,  /* one every 1/rate */
+};
+
+/* "closed"/"open", "poisson"/"uniform", "shared"/"round-robin". */
+const char *gpushare_load_name(int load);
+const char *gpushare_arrival_name(int arrival);
+const char *gpushare_dispatch_name(int dispatch);
+/* Parse those names; GPUSHARE_E_INVAL naming the choices. */
+int gpushare_load_parse(const char *s, int *out);
+int gpushare_arrival_parse(const char *s, int *out);
+int gpushare_dispatch_parse(const char *s, int *out);
+
+/* Parse a latency bound "p99=50ms" (pNN, pNN.N...: the quantile in percent,
+ * then a duration). GPUSHARE_E_INVAL naming the problem. */
+int gpushare_slo_parse(const char *s, double *quantile, uint64_t *bound_ns);
+
+/* Most steps of one --find-peak search per strategy. */
+#define GPUSHARE_PEAK_MAX_STEPS 40
+
 /* Progress of a run, handed to the caller's callback about every 100 ms. */
 enum gpushare_bench_phase {
 	GPUSHARE_BENCH_STARTING,   /* workers initialising, waiting at the barrier */
@@ -134,6 +158,23 @@ struct gpushare_bench_config {
 	 * to it and leaves it running. NULL: the run serves metrics_listen
 	 * itself. */
 	struct gpushare_metrics_bench *metrics;
+	/* Open loop: gpushare schedules arrivals at `rate` per second (all
+	 * workers together) and hands each to a worker; latency counts from
+	 * the scheduled arrival. Duration mode only. */
+	int load;                              /* enum gpushare_load; CLOSED by default */
+	double rate;                           /* arrivals per second; find-peak: the first rate tried */
+	int arrival;                           /* enum gpushare_arrival */
+	uint64_t seed;                         /* of the Poisson schedule */
+	int dispatch;                          /* enum gpushare_dispatch */
+	uint64_t drain_ns;                     /* after the window: serve what is queued; 0 = default */
+	/* --find-peak: the highest rate per strategy whose quantile slo_quantile
+	 * of latency is at most slo_ns, to a relative resolution. */
+	bool find_peak;
+	double slo_quantile;                   /* 0.99 */
+	uint64_t slo_ns;
+	double resolution;                     /* 0.05: stop when fail / pass <= 1.05 */
+	unsigned tail_samples;                 /* requests beyond the quantile per step (100) */
+	double rate_max;                       /* bracketing never goes above (1e7) */
 };
 
 /* How a command reports (docs/protocol.md). */
@@ -151,12 +192,18 @@ const char *gpushare_cmd_mode_name(int mode);
 int gpushare_bench_command_check(const struct gpushare_bench_config *c);
 
 /* Defaults: matmul, 4 workers, timeslice,mps, 10 s window, 2 s warm-up,
- * 3 warm-up requests, GPU 0, start timeout 120 s, run timeout 1 h, grace 5 s. */
+ * 3 warm-up requests, GPU 0, start timeout 120 s, run timeout 1 h, grace 5 s;
+ * closed loop (open loop: Poisson arrivals, seed 1, shared dispatch,
+ * find-peak resolution 5%, 100 tail samples, rate at most 1e7/s). */
 int gpushare_bench_config_init(struct gpushare_bench_config *c);
 
 /* Check the configuration as a whole (mode, list lengths against workers).
  * GPUSHARE_E_INVAL with a detail naming the option. */
 int gpushare_bench_config_check(const struct gpushare_bench_config *c);
+
+/* The open-loop part of that check (also used by sweep): --rate, duration
+ * mode, request-mode commands, --find-peak's --slo. */
+int gpushare_bench_open_check(const struct gpushare_bench_config *c);
 
 /* Parse per-worker lists: one value or exactly `workers` values, comma
  * separated. GPUSHARE_E_INVAL naming the bad item or the count. */
@@ -198,6 +245,53 @@ struct gpushare_bench_worker {
 	int cuda_error;
 	char message[256];
 	struct gpushare_hist hist;
+	/* Open loop. */
+	uint64_t completed_in_window;  /* requests that ended inside the window */
+	struct gpushare_hist queue_hist, service_hist;
+};
+
+/* One run under open-loop load, all workers of a strategy together. */
+struct gpushare_bench_openloop {
+	bool on;                       /* the result was measured under open loop */
+	double rate;                   /* asked for, per second */
+	uint64_t offered;              /* arrivals scheduled inside the window */
+	uint64_t completed;            /* requests that ended inside the window */
+	double offered_rate, achieved_rate; /* per second of window */
+	uint64_t queued_at_end;        /* waiting when the window closed (not yet started) */
+	uint64_t unfinished;           /* offered, but not served when the run stopped */
+	uint64_t queue_max;            /* deepest queue seen by the dispatcher */
+	uint64_t ring_full;            /* arrivals that waited for room in a full queue */
+	double drain_seconds;          /* how long the backlog was served after the window */
+	/* Latency parts, seconds: queueing (scheduled arrival to start of
+	 * service) and service; lateness: dispatcher hand-over behind schedule. */
+	double queue_p50_seconds, queue_p99_seconds, queue_max_seconds;
+	double service_p50_seconds, service_p99_seconds, service_max_seconds;
+	double lateness_p50_seconds, lateness_p99_seconds, lateness_p999_seconds, lateness_max_seconds;
+	struct gpushare_hist queue_hist, service_hist, lateness;
+};
+
+/* One step of a --find-peak search. */
+struct gpushare_peak_step {
+	double rate;                   /* offered, asked for */
+	bool pass;
+	double quantile_seconds;       /* the bound's quantile, unfinished requests counted as longer;
+					* -1 when it falls among them */
+	double achieved_rate;
+	uint64_t offered, unfinished;
+	bool failed_run;               /* a worker failed: counted as a miss */
+};
+
+struct gpushare_bench_peak {
+	bool searched;
+	bool found;                    /* a passing rate is known */
+	double rate;                   /* highest rate that met the bound (0: none) */
+	double upper;                  /* lowest rate that missed it (0: none found) */
+	uint64_t min_requests;         /* per step, the rule's minimum */
+	int repeated;                  /* steps run again: gpushare's own hand-over was late
+					* (p99 above a tenth of the bound) */
+	int n_steps;
+	struct gpushare_peak_step steps[GPUSHARE_PEAK_MAX_STEPS];
+	char note[160];                /* how the search ended, "" when bracketed */
 };
 
 struct gpushare_bench_telemetry {
@@ -249,6 +343,8 @@ struct gpushare_bench_result {
 	double tflops;                 /* -1 when the workload has no FLOP count */
 	struct gpushare_bench_telemetry telemetry;
 	struct gpushare_hist hist;     /* all workers merged */
+	struct gpushare_bench_openloop open; /* open loop; open.on false otherwise */
+	struct gpushare_bench_peak peak;     /* --find-peak: the search (the rest is its best step) */
 };
 
 /* The spread of one strategy over the repeats of gpushare_bench_run_repeats(),

@@ -14,6 +14,23 @@
  *       gpushare_client_report(&gs, t0, gpushare_client_now_ns());
  *   }
  *
+ * Version 2 (gpushare hands each request over; needed for open-loop load,
+ * `gpushare bench --load open`, and fine under closed loop too):
+ *
+ *   gpushare_client_init_version(&gs, 2);
+ *   ... load, warm up ...
+ *   gpushare_client_ready(&gs);
+ *   uint64_t id;
+ *   while (gpushare_client_next(&gs, &id)) {     waits for "req ID"; false at stop
+ *       serve_one_request();
+ *       gpushare_client_done(&gs, id);
+ *   }
+ *
+ * It says "hello 2" when gpushare speaks version 2 (GPUSHARE_PROTOCOL >= 2)
+ * and falls back to version 1 otherwise: next() then runs the loop itself
+ * and done() reports the span since next(). gpushare_client_init() stays
+ * version 1, for programs written with running() and report().
+ *
  * Outside gpushare (no GPUSHARE_REPORT_FD) every call succeeds and does
  * nothing, and gpushare_client_running() stays true: bound the loop
  * yourself then (gs.active tells which case holds).
@@ -40,7 +57,7 @@
 extern "C" {
 #endif
 
-#define GPUSHARE_CLIENT_PROTOCOL 1
+#define GPUSHARE_CLIENT_PROTOCOL 2   /* the highest version this client speaks */
 
 struct gpushare_client {
 	bool active;                   /* run by gpushare with a report endpoint */
@@ -54,6 +71,11 @@ struct gpushare_client {
 	uint64_t measure_end_ns;       /* from "go"; 0 when the window has no fixed end */
 	char in[128];                  /* a partial line from gpushare */
 	size_t in_len;
+	int version;                   /* protocol spoken: 1, or 2 when gpushare offers it */
+	bool has_req;                  /* v2: a "req ID" arrived and was not taken yet */
+	uint64_t req_id;
+	uint64_t next_id;              /* v1 fallback: ids of next() */
+	uint64_t req_start_ns;         /* when next() handed the request out */
 };
 
 static inline uint64_t gpushare_client_now_ns(void)
@@ -139,15 +161,26 @@ static inline void gpushare_client_poll(struct gpushare_client *c, int timeout_m
 			c->started = true;
 		} else if (!strcmp(line, "stop")) {
 			c->stopped = true;
+		} else if (!strncmp(line, "req ", 4)) {
+			char *end;
+			unsigned long long id;
+
+			errno = 0;
+			id = strtoull(line + 4, &end, 10);
+			if (!errno && end != line + 4 && *end == '\0') {
+				c->req_id = id;
+				c->has_req = true;
+			}
 		}
 		/* Anything else: a later protocol version; ignored. */
 	}
 }
 
-/* Read the environment and say hello. Returns 0 (also when not run by
+/* Read the environment and say hello, in the highest version up to `want`
+ * that gpushare speaks (GPUSHARE_PROTOCOL). Returns 0 (also when not run by
  * gpushare: then inactive), or -1 when GPUSHARE_REPORT_FD is set but not
  * usable. */
-static inline int gpushare_client_init(struct gpushare_client *c)
+static inline int gpushare_client_init_version(struct gpushare_client *c, int want)
 {
 	char hello[32];
 
@@ -162,8 +195,16 @@ static inline int gpushare_client_init(struct gpushare_client *c)
 		return getenv("GPUSHARE_REPORT_FD") && *getenv("GPUSHARE_REPORT_FD") ? -1 : 0;
 	}
 	c->active = true;
-	snprintf(hello, sizeof(hello), "hello %d\n", GPUSHARE_CLIENT_PROTOCOL);
+	/* Speak the highest version both sides know. */
+	c->version = want >= 2 && gpushare_client_env_long("GPUSHARE_PROTOCOL", 1) >= 2 ? 2 : 1;
+	snprintf(hello, sizeof(hello), "hello %d\n", c->version);
 	return gpushare_client_send(c, hello, strlen(hello)) ? 0 : -1;
+}
+
+/* Version 1: the program runs its own loop (running(), report()). */
+static inline int gpushare_client_init(struct gpushare_client *c)
+{
+	return gpushare_client_init_version(c, 1);
 }
 
 /* Warm-up is done: tell gpushare, then wait for every worker to be ready
@@ -199,6 +240,42 @@ static inline int gpushare_client_report(struct gpushare_client *c, uint64_t sta
 	if (!c->active)
 		return 0;
 	n = snprintf(line, sizeof(line), "span %llu %llu\n", (unsigned long long)start_ns, (unsigned long long)end_ns);
+	return gpushare_client_send(c, line, (size_t)n) ? 0 : -1;
+}
+
+/* The next request: true with its id in *id, false once gpushare said
+ * stop (or is gone). Version 2 waits for gpushare to hand one over; version
+ * 1 (and inactive) hands out the next number at once while running(). */
+static inline bool gpushare_client_next(struct gpushare_client *c, uint64_t *id)
+{
+	if (c->active && c->version >= 2) {
+		while (!c->has_req && !c->stopped)
+			gpushare_client_poll(c, -1);
+		if (!c->has_req)
+			return false;
+		c->has_req = false;
+		*id = c->req_id;
+	} else {
+		if (!gpushare_client_running(c))
+			return false;
+		*id = c->next_id++;
+	}
+	c->req_start_ns = gpushare_client_now_ns();
+	return true;
+}
+
+/* Request id is finished: "done ID" (version 2), or its span since next()
+ * (version 1). */
+static inline int gpushare_client_done(struct gpushare_client *c, uint64_t id)
+{
+	char line[48];
+	int n;
+
+	if (!c->active)
+		return 0;
+	if (c->version < 2)
+		return gpushare_client_report(c, c->req_start_ns, gpushare_client_now_ns());
+	n = snprintf(line, sizeof(line), "done %llu\n", (unsigned long long)id);
 	return gpushare_client_send(c, line, (size_t)n) ? 0 : -1;
 }
 

@@ -1,5 +1,5 @@
 /*
- * The worker reporting protocol (version 1): how a program run with
+ * The worker reporting protocol (versions 1 and 2): how a program run with
  * `gpushare bench -- CMD` tells gpushare that it is ready and how long each
  * of its requests took. This header is the parser gpushare runs over what a
  * worker writes; docs/protocol.md is the specification, and the clients are
@@ -9,15 +9,22 @@
  * dropped), at most GPUSHARE_PROTO_MAX_LINE bytes each, newline included;
  * printable ASCII and tab only. Worker to gpushare:
  *
- *   hello <version>        first line, always; version 1
+ *   hello <version>        first line, always; version 1 or 2
  *   ready                  warm-up done; wait for "go"
- *   span <start> <end>     one request: CLOCK_MONOTONIC start and end, ns
- *   req <latency>          one request that just ended, latency in ns
- *   error [text]           one request failed; the run goes on
+ *   span <start> <end>     v1: one request: CLOCK_MONOTONIC start and end, ns
+ *   req <latency>          v1: one request that just ended, latency in ns
+ *   done <id>              v2: request <id> (as gpushare sent it) is finished
+ *   error [text]           one request failed (v2: the one in hand); the run goes on
  *   fail [text]            the worker gives up; it should exit next
  *
  * gpushare to worker: "go <measure_start_ns> <measure_end_ns>" after the
- * start barrier (end 0 when the window has no fixed end) and "stop".
+ * start barrier (end 0 when the window has no fixed end), v2: "req <id>"
+ * for each request it hands over, one at a time, and "stop".
+ *
+ * Version 1 workers run their own loop and say how long each request took;
+ * version 2 workers are handed their requests, which open-loop load needs
+ * (gpushare decides when a request arrives). gpushare speaks both and
+ * follows the worker's hello.
  *
  * The parser holds at most one line: memory is bounded whatever the worker
  * writes. It stops at the first error (a line too long, a byte that is not
@@ -36,7 +43,8 @@
 extern "C" {
 #endif
 
-#define GPUSHARE_PROTO_VERSION 1u
+#define GPUSHARE_PROTO_VERSION 2u       /* the highest version gpushare speaks */
+#define GPUSHARE_PROTO_VERSION_MIN 1u
 #define GPUSHARE_PROTO_MAX_LINE 256      /* bytes, newline included */
 #define GPUSHARE_PROTO_MAX_RATE 1000000u /* messages per second before it counts as a flood */
 #define GPUSHARE_PROTO_MAX_TEXT 200      /* error/fail text kept, bytes */
@@ -48,12 +56,13 @@ enum gpushare_msg_type {
 	GPUSHARE_MSG_REQ,
 	GPUSHARE_MSG_ERROR,
 	GPUSHARE_MSG_FAIL,
+	GPUSHARE_MSG_DONE,             /* version 2 */
 };
 
 struct gpushare_msg {
 	int type;                      /* enum gpushare_msg_type */
 	uint64_t a, b;                 /* hello: a = version; span: a = start, b = end (ns);
-					* req: a = latency (ns) */
+					* req: a = latency (ns); done: a = request id */
 	char text[GPUSHARE_PROTO_MAX_TEXT + 1]; /* error/fail: the text, "" none */
 };
 
@@ -65,6 +74,7 @@ struct gpushare_proto {
 	char line[GPUSHARE_PROTO_MAX_LINE];
 	size_t len;                    /* bytes of the current, unfinished line */
 	bool hello;                    /* a valid hello was seen */
+	unsigned version;              /* the version it said, once hello was seen */
 	bool failed;                   /* sticky: the first error ends parsing */
 	char error[160];               /* that error, one line */
 	uint64_t messages, bytes;      /* totals, for reports */

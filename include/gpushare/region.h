@@ -23,6 +23,15 @@
  *  4. parent: phase STOP at the end or on any failure/interrupt; workers that
  *     do not exit within a grace period get SIGTERM, then SIGKILL.
  *
+ * Open loop (load OPEN, version 2): the parent's dispatcher thread publishes
+ * each arrival (its scheduled time and sequence number) at its scheduled
+ * time into a ring in the region: one ring that every worker claims from
+ * (dispatch SHARED) or one ring per slot (ROUND_ROBIN). Instead of running
+ * requests back to back, a worker claims the next arrival, runs one request
+ * for it and records latency from the scheduled time (queueing + service);
+ * it keeps serving until STOP, so the backlog left at the window's end is
+ * drained and counted, never dropped.
+ *
  * Field by field, memory ordering, signals and exit statuses: docs/region.md.
  */
 #ifndef GPUSHARE_REGION_H
@@ -39,12 +48,22 @@ extern "C" {
 #endif
 
 #define GPUSHARE_REGION_MAGIC 0x3130485350475047ULL /* "GPGPSH01" little-endian */
-#define GPUSHARE_REGION_VERSION 1u
+#define GPUSHARE_REGION_VERSION 2u
 
 enum gpushare_phase {
 	GPUSHARE_PHASE_INIT = 0,
 	GPUSHARE_PHASE_GO = 1,
 	GPUSHARE_PHASE_STOP = 2,
+};
+
+enum gpushare_load {
+	GPUSHARE_LOAD_CLOSED = 0,      /* each worker runs requests back to back */
+	GPUSHARE_LOAD_OPEN = 1,        /* arrivals come from the rings */
+};
+
+enum gpushare_dispatch {
+	GPUSHARE_DISPATCH_SHARED = 0,      /* one ring, any idle worker claims the next arrival */
+	GPUSHARE_DISPATCH_ROUND_ROBIN = 1, /* ring i belongs to slot i; arrivals dealt in turn */
 };
 
 enum gpushare_slot_state {
@@ -79,7 +98,32 @@ struct gpushare_slot {
 	uint64_t errors;               /* requests that failed without ending the run */
 	uint64_t t_first_start_ns;     /* start of the first recorded request */
 	uint64_t t_last_end_ns;        /* end of the last recorded request */
-	struct gpushare_hist hist;
+	struct gpushare_hist hist;     /* latency; open loop: from the scheduled arrival */
+	/* Open loop only (zero otherwise). */
+	uint64_t completed_in_window;  /* requests that ended inside the window, whatever their arrival */
+	uint64_t busy;                 /* 1 while a claimed arrival is being served */
+	struct gpushare_hist queue_hist;   /* scheduled arrival to start of service */
+	struct gpushare_hist service_hist; /* start of service to completion */
+};
+
+/* One arrival handed to the workers. */
+struct gpushare_ring_entry {
+	uint64_t t_sched_ns;           /* scheduled arrival, CLOCK_MONOTONIC */
+	uint64_t seq;                  /* arrival number from 0, in schedule order */
+};
+
+/* A single-producer ring of arrivals: the dispatcher writes entry
+ * head % entries, then publishes head + 1 (release); a consumer reads entry
+ * tail % entries and claims it by a compare-and-swap of tail to tail + 1
+ * (so several workers may share a ring). head and tail only grow. */
+struct gpushare_ring {
+	uint64_t head;                 /* entries published */
+	uint32_t waiters;              /* consumers asleep in gpushare_ring_wait() */
+	uint32_t wake;                 /* futex word: bumped by a publish that found waiters */
+	uint8_t pad0[48];
+	uint64_t tail;                 /* entries claimed */
+	uint8_t pad1[56];
+	struct gpushare_ring_entry entry[]; /* ring_entries of them */
 };
 
 struct gpushare_region_header {
@@ -95,6 +139,13 @@ struct gpushare_region_header {
 	uint64_t t_measure_end_ns;
 	uint64_t requests_per_worker;  /* 0: duration mode */
 	uint64_t warmup_requests;      /* per worker, before READY */
+	/* Version 2: open loop. */
+	uint32_t load;                 /* enum gpushare_load */
+	uint32_t dispatch;             /* enum gpushare_dispatch */
+	uint32_t n_rings;              /* 0 (closed loop), 1 (shared) or n_slots (round-robin) */
+	uint32_t ring_entries;         /* entries per ring, a power of two */
+	uint64_t rings_offset;         /* from the start of the region; 0 without rings */
+	uint64_t ring_size;            /* bytes per ring */
 };
 
 /* Exit statuses of gpushare-worker (the slot says more: error_code,
@@ -108,13 +159,22 @@ enum gpushare_worker_exit {
 	/* 128 + signal number: stopped by SIGTERM/SIGINT before it was done */
 };
 
-/* Bytes needed for n slots. */
+/* Bytes needed for n slots (and no rings). */
 size_t gpushare_region_size(uint32_t n_slots);
+
+/* Most entries a ring may have. */
+#define GPUSHARE_RING_MAX_ENTRIES (1u << 20)
 
 /* Create an anonymous shared region (memfd, sealed against shrinking) for
  * n slots; returns the mapping and its descriptor (close-on-exec cleared by
  * the launcher for the workers it spawns). */
 int gpushare_region_create(uint32_t n_slots, struct gpushare_region_header **out, int *fd);
+
+/* The same with n_rings rings of ring_entries entries each (a power of two,
+ * at most GPUSHARE_RING_MAX_ENTRIES) after the slots, for the open loop;
+ * load, dispatch are left for the caller to set before GO. */
+int gpushare_region_create_rings(uint32_t n_slots, uint32_t n_rings, uint32_t ring_entries,
+				 struct gpushare_region_header **out, int *fd);
 
 /* Map a region from a descriptor and check magic, version and size. */
 int gpushare_region_attach(int fd, struct gpushare_region_header **out);
@@ -122,6 +182,30 @@ int gpushare_region_attach(int fd, struct gpushare_region_header **out);
 void gpushare_region_unmap(struct gpushare_region_header *r);
 
 struct gpushare_slot *gpushare_region_slot(struct gpushare_region_header *r, uint32_t i);
+
+/* Ring i, NULL when out of range or the region has none. */
+struct gpushare_ring *gpushare_region_ring(struct gpushare_region_header *r, uint32_t i);
+
+/* The ring slot i claims its arrivals from (shared: ring 0; round-robin:
+ * ring i); NULL in a closed-loop region. */
+struct gpushare_ring *gpushare_region_ring_of_slot(struct gpushare_region_header *r, uint32_t slot);
+
+/* Producer side (one thread only): publish an arrival. false when the ring
+ * is full (entries arrivals published and not yet claimed); try again. */
+bool gpushare_ring_push(struct gpushare_ring *q, uint32_t entries, uint64_t t_sched_ns, uint64_t seq);
+
+/* Consumer side (any number of threads and processes): claim the oldest
+ * published arrival into *e. false when the ring is empty. */
+bool gpushare_ring_claim(struct gpushare_ring *q, uint32_t entries, struct gpushare_ring_entry *e);
+
+/* Published and not yet claimed. */
+uint64_t gpushare_ring_depth(const struct gpushare_ring *q);
+
+/* Consumer side: sleep until an arrival is published or timeout_ns passed
+ * (a futex on the shared `wake` word, so an idle worker burns no CPU and
+ * wakes within the scheduler's latency). Returns at once when the ring is
+ * not empty. Spurious returns are possible: claim, and wait again. */
+void gpushare_ring_wait(struct gpushare_ring *q, uint64_t timeout_ns);
 
 /* Writer side (a worker, or the relay of a command-mode worker): reset slot s
  * for a fresh start by process pid: state STARTING, no error, counters and
@@ -148,6 +232,17 @@ void gpushare_slot_window_read(struct gpushare_slot_window *w, const struct gpus
  * last end) iff it started at or after t_start, ended at or before t_end,
  * and fewer than `limit` were recorded. Returns whether it was recorded. */
 bool gpushare_slot_record(struct gpushare_slot *s, struct gpushare_slot_window *w, uint64_t t0, uint64_t t1);
+
+/* The open-loop rule: a request for the arrival scheduled at t_sched,
+ * served from t0 to t1, counts among all completed requests; among
+ * `completed_in_window` iff it ended inside the window; and is recorded
+ * (latency t1 - t_sched in hist, t0 - t_sched in queue_hist, t1 - t0 in
+ * service_hist, requests, first start, last end) iff its arrival was
+ * scheduled inside the window, [t_start, t_end). Its end does not matter:
+ * an arrival of the window served late still counts, with its whole wait.
+ * Returns whether it was recorded. */
+bool gpushare_slot_record_open(struct gpushare_slot *s, struct gpushare_slot_window *w, uint64_t t_sched,
+			       uint64_t t0, uint64_t t1);
 
 /* Whether the writer has recorded all the requests asked of it. */
 bool gpushare_slot_window_full(const struct gpushare_slot_window *w);

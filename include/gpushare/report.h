@@ -59,6 +59,11 @@ struct gpushare_report_run {
 	 * by the report (gpushare_report_release). */
 	uint64_t *hist_le_ns, *hist_counts;
 	size_t hist_n;
+	/* Open loop (cell.rate_per_second; 0 closed loop): the latency above
+	 * counts from the scheduled arrival. */
+	double rate;
+	double offered_per_second, achieved_per_second;
+	double unfinished;
 };
 
 /* A line that could not be used. */

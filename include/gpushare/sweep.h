@@ -61,7 +61,9 @@ struct gpushare_sweep_cell {
 	int strategy;                   /* enum gpushare_strategy */
 	int workers;
 	long batch;
-	char key[192];                  /* "<shape label>|<strategy>|w<workers>|b<batch>" */
+	double rate;                    /* open loop: arrivals per second; 0 closed loop */
+	char key[192];                  /* "<shape label>|<strategy>|w<workers>|b<batch>",
+					 * then "|r<rate>" under open loop */
 };
 
 /* Progress handed to the caller: after each finished run (run_done true)
@@ -92,6 +94,10 @@ struct gpushare_sweep_config {
 	size_t n_workers;
 	long batches[GPUSHARE_SWEEP_MAX_VALUES];
 	size_t n_batches;
+	/* Open loop (bench.load OPEN): the offered rates, innermost axis of the
+	 * grid (a latency-vs-load curve per cell); 0 rates in closed loop. */
+	double rates[GPUSHARE_SWEEP_MAX_VALUES];
+	size_t n_rates;
 	int repeats;                    /* fixed repeats per cell (default 5) */
 	double target_noise;            /* adaptive: relative half-width of the interval of the
 					 * median throughput (at >= 95% coverage), e.g. 0.02; 0 = off */

@@ -130,8 +130,9 @@ EOZ
 	zcomplete() { PATH="$P/bin:$PATH" zsh -f "$tmp/zcomplete.zsh" "$P/$zcomp" "$@" | tr '\n' ' '; }
 	check "zsh: the file parses" zsh -n "$P/$zcomp"
 	words=$(zcomplete gpushare "")
-	# Every command of the table, in any order.
-	check "zsh: gpushare <TAB>: the commands (got: $words)" bash -c 'for c in info mps bench sweep report exporter exec farm version; do [[ " $1 " == *" $c "* ]] || exit 1; done' _ "$words"
+	# Every command that the installed gpushare's --help lists, in any order.
+	cmds=$("$P/bin/gpushare" --help | awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on { print $1 }' | tr '\n' ' ')
+	check "zsh: gpushare <TAB>: the commands ($cmds) (got: $words)" bash -c '[[ $2 == *bench* ]] || exit 1; for c in $2; do [[ " $1 " == *" $c "* ]] || exit 1; done' _ "$words" "$cmds"
 	words=$(zcomplete gpushare bench --wo)
 	check "zsh: gpushare bench --<TAB>: its options, --workload among them" bash -c "[[ ' $words' == *' --workload '* && ' $words' == *' --strategy '* ]]"
 	words=$(zcomplete gpushare mps "")

@@ -4,7 +4,8 @@
  * writes them, and checks the parser's promises: it never reads or writes
  * out of bounds (the sanitizers watch), it never holds more than one line,
  * every message it delivers is well-formed, and once it fails it stays
- * failed. Built with clang and -DGPUSHARE_FUZZ=ON (tests/CMakeLists.txt);
+ * failed; a version-2 stream never delivers a version-1 report and a
+ * version-1 stream never delivers "done". Built with clang and -DGPUSHARE_FUZZ=ON (tests/CMakeLists.txt);
  * seeds in tests/fuzz/corpus_proto/.
  *
  *   build-fuzz/tests/fuzz_proto -max_total_time=20 tests/fuzz/corpus_proto
@@ -21,8 +22,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int check_msg(void *arg, const struct gpushare_msg *m)
 {
-	(void)arg;
-	if (m->type < GPUSHARE_MSG_HELLO || m->type > GPUSHARE_MSG_FAIL)
+	const struct gpushare_proto *p = arg;
+
+	if (m->type < GPUSHARE_MSG_HELLO || m->type > GPUSHARE_MSG_DONE)
+		abort();
+	if (m->type == GPUSHARE_MSG_HELLO && (m->a < 1 || m->a > GPUSHARE_PROTO_VERSION))
+		abort();
+	if (m->type != GPUSHARE_MSG_HELLO && p->version == 1 && m->type == GPUSHARE_MSG_DONE)
+		abort();
+	if (p->version == 2 && (m->type == GPUSHARE_MSG_SPAN || m->type == GPUSHARE_MSG_REQ))
 		abort();
 	if (m->type == GPUSHARE_MSG_SPAN && m->b < m->a)
 		abort();
@@ -49,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size--;
 		while (off < size) {
 			size_t n = size - off < piece ? size - off : piece;
-			int rc = gpushare_proto_feed(&p, (const char *)data + off, n, now, check_msg, NULL);
+			int rc = gpushare_proto_feed(&p, (const char *)data + off, n, now, check_msg, &p);
 
 			if (failed && rc == GPUSHARE_OK)
 				abort(); /* a failure must be final */

@@ -20,6 +20,9 @@
  *   --job              job mode: sleep --request-us, exit 0 (or --exit-code
  *                      when GPUSHARE_JOB equals --fail-job)
  *   --fail-job J
+ *   --v2               protocol version 2: take requests with next(), answer done()
+ *   --slow-worker I    with --slow-us U: worker I's requests take U microseconds
+ *   --bad-done         v2: answer every request with the wrong id
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -69,7 +72,7 @@ static void env_out(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_REQ = 256, O_WARM, O_NEVER, O_NOHELLO, O_EXIT_AFTER, O_EXIT_CODE, O_FAIL, O_GARBAGE, O_FLOOD,
-	       O_IGNORE, O_ONLY, O_ENV, O_JOB, O_FAIL_JOB, O_EXIT_NOW };
+	       O_IGNORE, O_ONLY, O_ENV, O_JOB, O_FAIL_JOB, O_EXIT_NOW, O_V2, O_SLOW_WORKER, O_SLOW_US, O_BAD_DONE };
 	static const struct option opts[] = {
 		{ "request-us", required_argument, NULL, O_REQ },
 		{ "warmup", required_argument, NULL, O_WARM },
@@ -86,9 +89,15 @@ int main(int argc, char **argv)
 		{ "job", no_argument, NULL, O_JOB },
 		{ "fail-job", required_argument, NULL, O_FAIL_JOB },
 		{ "exit-now", no_argument, NULL, O_EXIT_NOW },
+		{ "v2", no_argument, NULL, O_V2 },
+		{ "slow-worker", required_argument, NULL, O_SLOW_WORKER },
+		{ "slow-us", required_argument, NULL, O_SLOW_US },
+		{ "bad-done", no_argument, NULL, O_BAD_DONE },
 		{ NULL, 0, NULL, 0 },
 	};
 	long request_us = 1000, warmup = 2, exit_after = -1, exit_code = 0, only = -1, fail_job = -1;
+	long slow_worker = -1, slow_us = 0;
+	bool v2 = false, bad_done = false;
 	bool exit_now = false, never = false, no_hello = false, garbage = false, flood = false, ignore = false, job = false;
 	const char *fail_text = NULL, *env_path = NULL;
 	struct gpushare_client gs;
@@ -112,6 +121,10 @@ int main(int argc, char **argv)
 		case O_JOB: job = true; break;
 		case O_FAIL_JOB: fail_job = atol(optarg); break;
 		case O_EXIT_NOW: exit_now = true; break;
+		case O_V2: v2 = true; break;
+		case O_SLOW_WORKER: slow_worker = atol(optarg); break;
+		case O_SLOW_US: slow_us = atol(optarg); break;
+		case O_BAD_DONE: bad_done = true; break;
 		default:
 			fprintf(stderr, "test_worker: bad option\n");
 			return 2;
@@ -126,7 +139,7 @@ int main(int argc, char **argv)
 		return j && fail_job >= 0 && atol(j) == fail_job ? (int)exit_code : 0;
 	}
 	if (only >= 0 && gpushare_client_env_long("GPUSHARE_WORKER", -1) != only) {
-		exit_now = never = no_hello = garbage = flood = ignore = false;
+		exit_now = never = no_hello = garbage = flood = ignore = bad_done = false;
 		exit_after = -1;
 		fail_text = NULL;
 	}
@@ -138,7 +151,9 @@ int main(int argc, char **argv)
 		sleep_us(5000000);
 		return 0;
 	}
-	if (gpushare_client_init(&gs) != 0) {
+	if (slow_worker >= 0 && slow_us > 0 && gpushare_client_env_long("GPUSHARE_WORKER", -1) == slow_worker)
+		request_us = slow_us;
+	if (gpushare_client_init_version(&gs, v2 ? 2 : 1) != 0) {
 		fprintf(stderr, "test_worker: GPUSHARE_REPORT_FD unusable\n");
 		return 3;
 	}
@@ -152,6 +167,18 @@ int main(int argc, char **argv)
 	}
 	if (gpushare_client_ready(&gs) != 0)
 		return 0;
+	if (v2) {
+		uint64_t id;
+
+		while (gpushare_client_next(&gs, &id)) {
+			sleep_us(request_us);
+			gpushare_client_done(&gs, bad_done ? id + 1000 : id);
+			if (++n == exit_after)
+				return (int)exit_code;
+		}
+		gpushare_client_close(&gs);
+		return 0;
+	}
 	while (gpushare_client_running(&gs) || ignore) {
 		uint64_t t0 = gpushare_client_now_ns();
 

@@ -132,11 +132,48 @@ static void test_order_and_version(void **state)
 	assert_non_null(strstr(p.error, "first message must be 'hello 1'"));
 	assert_int_equal(s.n, 0);
 	gpushare_proto_init(&p);
-	assert_int_equal(feed_str(&p, &s, "hello 2\n"), GPUSHARE_E_INVAL);
-	assert_non_null(strstr(p.error, "version 2 is not supported"));
+	assert_int_equal(feed_str(&p, &s, "hello 3\n"), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(p.error, "version 3 is not supported"));
 	gpushare_proto_init(&p);
 	assert_int_equal(feed_str(&p, &s, "hello 1\nhello 1\n"), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(p.error, "second 'hello'"));
+}
+
+/* Version 2: requests are handed over and answered with "done ID"; the
+ * version-1 reports are refused from a version-2 worker and vice versa. */
+static void test_version_2(void **state)
+{
+	struct gpushare_proto p;
+	struct seen s = { 0 };
+
+	(void)state;
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 2\nready\ndone 0\ndone 18446744073709551615\nerror bad input\n"),
+			 GPUSHARE_OK);
+	assert_int_equal(p.version, 2);
+	assert_int_equal(s.n, 5);
+	assert_int_equal(s.m[2].type, GPUSHARE_MSG_DONE);
+	assert_int_equal(s.m[2].a, 0);
+	assert_true(s.m[3].a == UINT64_MAX);
+	assert_int_equal(s.m[4].type, GPUSHARE_MSG_ERROR);
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 2\nspan 1 2\n"), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(p.error, "not 'span'"));
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 2\nreq 5\n"), GPUSHARE_E_INVAL);
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 1\ndone 3\n"), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(p.error, "version 2 message"));
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 0\n"), GPUSHARE_E_INVAL);
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 2\ndone\n"), GPUSHARE_E_INVAL);
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 2\ndone x\n"), GPUSHARE_E_INVAL);
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 2\ndone 1 2\n"), GPUSHARE_E_INVAL);
+	gpushare_proto_init(&p);
+	assert_int_equal(feed_str(&p, &s, "hello 2\ndone 18446744073709551616\n"), GPUSHARE_E_INVAL);
 }
 
 static void test_failure_is_final(void **state)
@@ -229,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_line_bound),
 		cmocka_unit_test(test_flood_bound),
 		cmocka_unit_test(test_callback_stops),
+		cmocka_unit_test(test_version_2),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,139 @@
+/*
+ * Open-loop load (internal to libgpushare): the arrival schedule, the
+ * dispatcher thread that hands arrivals to the workers through the region's
+ * rings at their scheduled times, and the search for the highest rate that
+ * meets a latency bound. lib/bench_run.c drives them; the rings and the
+ * workers' side are in gpushare/region.h.
+ */
+#ifndef GPUSHARE_OPENLOOP_H
+#define GPUSHARE_OPENLOOP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/hist.h"
+#include "gpushare/region.h"
+
+/* ---- the arrival schedule ---- */
+
+struct gpushare_arrivals {
+	int kind;                  /* enum gpushare_arrival */
+	double interval_ns;        /* 1e9 / rate */
+	uint64_t t0;               /* first arrival (uniform: exactly; poisson: t0 + first gap) */
+	uint64_t n;                /* arrivals generated */
+	double t_ns;               /* poisson: last arrival, relative to t0 */
+	uint64_t rng[4];           /* xoshiro256** state */
+};
+
+/* Arrivals at `rate` per second from t0: uniform (every 1/rate, the first at
+ * t0) or poisson (exponential gaps of mean 1/rate, seeded: the same seed
+ * gives the same schedule). */
+void gpushare_arrivals_init(struct gpushare_arrivals *a, int kind, double rate, uint64_t seed, uint64_t t0);
+
+/* Scheduled time of the next arrival (CLOCK_MONOTONIC ns), in order. */
+uint64_t gpushare_arrivals_next(struct gpushare_arrivals *a);
+
+/* A uniform double in [0, 1) from the generator (for tests). */
+double gpushare_arrivals_uniform(struct gpushare_arrivals *a);
+
+/* ---- the dispatcher ---- */
+
+struct gpushare_dispatcher {
+	/* Set by the caller before start. */
+	struct gpushare_region_header *reg;
+	int arrival;               /* enum gpushare_arrival */
+	double rate;               /* per second, all workers together */
+	uint64_t seed;
+	uint64_t t_go, t_start, t_end; /* arrivals from t_go until t_end; the window is [t_start, t_end) */
+	/* Owned by the thread until stop() returns. */
+	pthread_t tid;
+	bool running;
+	int stop;                  /* atomic: stop() asks the thread to end */
+	int finished;              /* atomic: every arrival up to t_end handed over */
+	uint64_t issued;           /* arrivals published */
+	uint64_t offered;          /* of them, scheduled inside the window */
+	uint64_t queue_max;        /* deepest ring seen right after a publish */
+	uint64_t queued_at_end;    /* published and unclaimed, or due and unpublished, at t_end */
+	uint64_t ring_full;        /* arrivals that found their ring full and waited */
+	struct gpushare_hist lateness; /* publish time - scheduled time, arrivals that found room */
+};
+
+/* Start the thread (after GO). GPUSHARE_E_SYS when it cannot. */
+int gpushare_dispatcher_start(struct gpushare_dispatcher *d);
+
+/* Whether every arrival of the schedule has been handed over. */
+bool gpushare_dispatcher_finished(const struct gpushare_dispatcher *d);
+
+/* Ask the thread to end and join it; its counters are final afterwards. */
+void gpushare_dispatcher_stop(struct gpushare_dispatcher *d);
+
+/* ---- the session's hooks (lib/bench_run.c) ---- */
+
+/* Create the region for a run of n_slots slots: with the rings the
+ * configuration's dispatch needs under open loop, plain otherwise. */
+int gpushare_openloop_region(const struct gpushare_bench_config *c, uint32_t n_slots,
+			     struct gpushare_region_header **reg, int *fd);
+
+/* After GO: start handing arrivals out over [t_go, t_end) (no-op in closed
+ * loop). */
+int gpushare_openloop_go(struct gpushare_dispatcher *d, const struct gpushare_bench_config *c,
+			 struct gpushare_region_header *reg, uint64_t t_go, uint64_t t_start, uint64_t t_end);
+
+/* How long after the window the workers may serve the backlog. */
+uint64_t gpushare_openloop_drain_ns(const struct gpushare_bench_config *c);
+
+/* Every arrival of the window handed out and served (none left to wait for). */
+bool gpushare_openloop_drained(const struct gpushare_dispatcher *d, struct gpushare_region_header *reg);
+
+/* After the workers stopped: add the dispatcher's counts to res->open. */
+void gpushare_openloop_collect(struct gpushare_dispatcher *d, const struct gpushare_bench_config *c,
+			       struct gpushare_bench_result *res, uint64_t t_end, uint64_t t_stopped);
+
+/* ---- reading a step ---- */
+
+/* Quantile q of the latencies in h with `unfinished` more requests counted
+ * as longer than any: UINT64_MAX when the quantile falls among them. */
+uint64_t gpushare_openloop_quantile(const struct gpushare_hist *h, uint64_t unfinished, double q);
+
+/* Arrivals a find-peak step needs so that its quantile q rests on at least
+ * tail_samples requests beyond it: ceil(tail_samples / (1 - q)). */
+uint64_t gpushare_peak_min_requests(double q, unsigned tail_samples);
+
+/* ---- the search for the peak rate ---- */
+
+/* The search state: exponential bracketing from a start rate (doubling
+ * after a pass, halving after a failure) until a passing and a failing rate
+ * are known, then bisection (at the geometric middle) until
+ * fail / pass <= 1 + resolution. */
+struct gpushare_peak_search {
+	double start, resolution, rate_min, rate_max;
+	double pass, fail;         /* best passing, lowest failing rate; 0 unknown */
+	int steps;
+	bool done;
+	char why[160];             /* how it ended, when not by bracketing a peak */
+};
+
+void gpushare_peak_search_init(struct gpushare_peak_search *s, double start, double resolution, double rate_min,
+			       double rate_max);
+
+/* The next rate to try; false when the search is over (s->done). */
+bool gpushare_peak_search_next(struct gpushare_peak_search *s, double *rate);
+
+/* The outcome of the step at `rate`. */
+void gpushare_peak_search_result(struct gpushare_peak_search *s, double rate, bool pass);
+
+/* ---- printing (lib/openloop_output.c, called by lib/bench_output.c) ---- */
+
+struct cJSON;
+/* Add "open_loop" and "peak" (objects or null) to a result object. */
+bool gpushare_openloop_json_result(struct cJSON *o, const struct gpushare_bench_result *res,
+				   const struct gpushare_bench_config *c);
+/* Add the configuration's load, rate, arrival, seed, dispatch, find_peak. */
+bool gpushare_openloop_json_config(struct cJSON *o, const struct gpushare_bench_config *c);
+/* The lines under a strategy's row of the table (nothing in closed loop). */
+void gpushare_openloop_table(FILE *f, const struct gpushare_bench_result *res, const struct gpushare_bench_config *c);
+
+#endif

@@ -1,0 +1,560 @@
+/*
+ * The latency-vs-offered-load curves of an open-loop sweep: each curve is
+ * one shape x strategy x workers x batch, a point per offered rate (the
+ * median over repeats of p50, p99 and the achieved rate), and the curve's
+ * peak: the highest offered rate whose median p99 is within the report's
+ * bound (--slo-p99). Written as a section of report.md, as load_curve.csv
+ * and as one SVG figure per shape (p99 on a log scale against the offered
+ * rate, the bound as a dashed line, the peaks as rings).
+ *
+ * A peak here is known to the grid's resolution only: the true peak lies
+ * between the marked rate and the next rate of the list. `gpushare bench
+ * --find-peak` searches it to a stated resolution.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/format.h"
+#include "gpushare/gpushare.h"
+#include "report_load_curve.h"
+
+#define MAX_REPEATS_KEPT 256
+
+struct point {
+	double rate;
+	double p50, p99, achieved, offered;
+	double unfinished;           /* the most of any repeat */
+	size_t n;                    /* ok runs */
+};
+
+struct curve {
+	const char *shape;
+	int strategy, workers;
+	long batch;
+	struct point *pts;
+	size_t n_pts;
+	int peak;                    /* index in pts, -1 none within the bound */
+};
+
+static bool get_num(const cJSON *o, const char *k, double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (!cJSON_IsNumber(v))
+		return false;
+	*out = v->valuedouble;
+	return true;
+}
+
+int gpushare_report_load_open(const struct cJSON *res, struct gpushare_report_run *run)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(res, "open_loop");
+
+	if (!cJSON_IsObject(o) || !get_num(o, "offered_per_second", &run->offered_per_second) ||
+	    !get_num(o, "achieved_per_second", &run->achieved_per_second) || !get_num(o, "unfinished", &run->unfinished))
+		return gpushare_fail(GPUSHARE_E_INVAL, "an open-loop run lacks 'open_loop' rates");
+	if (run->offered_per_second < 0 || run->achieved_per_second < 0 || run->unfinished < 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "negative open-loop rate or count");
+	return GPUSHARE_OK;
+}
+
+bool report_load_curve_any(const struct gpushare_report *r)
+{
+	for (size_t i = 0; i < r->n_runs; i++) {
+		if (r->runs[i].rate > 0)
+			return true;
+	}
+	return false;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static bool same_curve(const struct curve *c, const struct gpushare_report_run *run)
+{
+	return c->strategy == run->strategy && c->workers == run->workers && c->batch == run->batch &&
+	       !strcmp(c->shape, run->shape);
+}
+
+static void curves_free(struct curve *cv, size_t n)
+{
+	for (size_t i = 0; cv && i < n; i++)
+		free(cv[i].pts);
+	free(cv);
+}
+
+/* One point from the ok runs of a curve at one rate. */
+static void make_point(const struct gpushare_report *r, const struct curve *c, double rate, struct point *p)
+{
+	double p50[MAX_REPEATS_KEPT], p99[MAX_REPEATS_KEPT], ach[MAX_REPEATS_KEPT], off[MAX_REPEATS_KEPT];
+	size_t n = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->rate = rate;
+	for (size_t i = 0; i < r->n_runs && n < MAX_REPEATS_KEPT; i++) {
+		const struct gpushare_report_run *run = &r->runs[i];
+
+		if (run->rate != rate || run->status != GPUSHARE_RUN_OK || !same_curve(c, run))
+			continue;
+		p50[n] = run->p50_seconds;
+		p99[n] = run->p99_seconds;
+		ach[n] = run->achieved_per_second;
+		off[n] = run->offered_per_second;
+		if (run->unfinished > p->unfinished)
+			p->unfinished = run->unfinished;
+		n++;
+	}
+	p->n = n;
+	p->p50 = median(p50, n);
+	p->p99 = median(p99, n);
+	p->achieved = median(ach, n);
+	p->offered = median(off, n);
+}
+
+/* The curves, in order of first appearance, points by rising rate. */
+static int build(const struct gpushare_report *r, struct curve **out, size_t *n_out)
+{
+	struct curve *cv = calloc(r->n_runs ? r->n_runs : 1, sizeof(*cv));
+	size_t n = 0;
+
+	*out = NULL;
+	*n_out = 0;
+	if (!cv)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < r->n_runs; i++) {
+		const struct gpushare_report_run *run = &r->runs[i];
+		struct curve *c = NULL;
+		bool have = false;
+
+		if (run->rate <= 0)
+			continue;
+		for (size_t k = 0; k < n && !c; k++) {
+			if (same_curve(&cv[k], run))
+				c = &cv[k];
+		}
+		if (!c) {
+			c = &cv[n++];
+			c->shape = run->shape;
+			c->strategy = run->strategy;
+			c->workers = run->workers;
+			c->batch = run->batch;
+			c->pts = calloc(r->n_runs, sizeof(*c->pts));
+			if (!c->pts) {
+				curves_free(cv, n);
+				return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+			}
+		}
+		for (size_t k = 0; k < c->n_pts && !have; k++)
+			have = c->pts[k].rate == run->rate;
+		if (!have)
+			c->pts[c->n_pts++].rate = run->rate;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct curve *c = &cv[k];
+
+		qsort(c->pts, c->n_pts, sizeof(*c->pts), cmp_double); /* rate is the first member */
+		c->peak = -1;
+		for (size_t j = 0; j < c->n_pts; j++) {
+			make_point(r, c, c->pts[j].rate, &c->pts[j]);
+			if (r->slo_p99_seconds > 0 && c->pts[j].n && c->pts[j].unfinished == 0 &&
+			    c->pts[j].p99 <= r->slo_p99_seconds)
+				c->peak = (int)j;
+		}
+	}
+	*out = cv;
+	*n_out = n;
+	return GPUSHARE_OK;
+}
+
+/* A duration or a rate through lib/format.c; "-" when nothing measured it. */
+static const char *fmt_s(double s, bool known, char *buf, size_t len)
+{
+	if (!known || !isfinite(s)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	return gpushare_fmt_seconds(s, buf, len);
+}
+
+static const char *fmt_rate(double v, bool known, char *buf, size_t len)
+{
+	if (!known || !isfinite(v)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	return gpushare_fmt_si(v, buf, len);
+}
+
+static void curve_name(const struct curve *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s, %d worker%s%s", gpushare_strategy_name(c->strategy), c->workers,
+		 c->workers == 1 ? "" : "s", "");
+	if (c->batch != 1) {
+		size_t l = strlen(buf);
+
+		snprintf(buf + l, len - l, ", batch %ld", c->batch);
+	}
+}
+
+bool report_load_curve_only(const struct gpushare_report *r, const char *shape)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < r->n_runs; i++) {
+		if (strcmp(r->runs[i].shape, shape))
+			continue;
+		if (r->runs[i].rate <= 0)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+int report_load_curve_recommend(const struct gpushare_report *r, const char *shape, FILE *f)
+{
+	struct curve *cv;
+	size_t n, ties = 0;
+	char slo[32], name[96], t[32];
+	int best = -1, rc;
+	bool any = false;
+
+	for (size_t i = 0; i < r->n_runs && !any; i++)
+		any = r->runs[i].rate > 0 && !strcmp(r->runs[i].shape, shape);
+	if (!any)
+		return GPUSHARE_OK;
+	if (r->slo_p99_seconds <= 0) {
+		fprintf(f, "- **Highest rate within a latency bound:** give --slo-p99 to mark it on the load curves.\n");
+		return GPUSHARE_OK;
+	}
+	rc = build(r, &cv, &n);
+	if (rc)
+		return rc;
+	fmt_s(r->slo_p99_seconds, true, slo, sizeof(slo));
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(cv[k].shape, shape) || cv[k].peak < 0)
+			continue;
+		if (best < 0 || cv[k].pts[cv[k].peak].rate > cv[best].pts[cv[best].peak].rate)
+			best = (int)k;
+	}
+	if (best < 0) {
+		fprintf(f, "- **Highest rate within p99 under %s:** none of the offered rates measured meets the bound.\n", slo);
+		curves_free(cv, n);
+		return GPUSHARE_OK;
+	}
+	fprintf(f, "- **Highest rate within p99 under %s:** ", slo);
+	/* Every curve that reaches the same rate: a tie is called a tie. */
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(cv[k].shape, shape) || cv[k].peak < 0 ||
+		    cv[k].pts[cv[k].peak].rate != cv[best].pts[cv[best].peak].rate)
+			continue;
+		curve_name(&cv[k], name, sizeof(name));
+		fprintf(f, "%s%s (p99 %s)", ties ? " and " : "", name,
+			fmt_s(cv[k].pts[cv[k].peak].p99, true, t, sizeof(t)));
+		ties++;
+	}
+	fprintf(f, "%s at %s requests/s offered", ties > 1 ? ", a tie," : "",
+		fmt_rate(cv[best].pts[cv[best].peak].rate, true, t, sizeof(t)));
+	if ((size_t)cv[best].peak + 1 == cv[best].n_pts)
+		fprintf(f, " (the highest rate measured: the peak may be higher)");
+	fputc('.', f);
+	for (size_t k = 0, others = 0; k < n; k++) {
+		if (strcmp(cv[k].shape, shape) ||
+		    (cv[k].peak >= 0 && cv[k].pts[cv[k].peak].rate == cv[best].pts[cv[best].peak].rate))
+			continue;
+		curve_name(&cv[k], name, sizeof(name));
+		fprintf(f, "%s %s ", others++ ? ";" : " Others:", name);
+		if (cv[k].peak >= 0)
+			fprintf(f, "%s/s", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
+		else
+			fprintf(f, "none");
+	}
+	fputc('\n', f);
+	curves_free(cv, n);
+	return GPUSHARE_OK;
+}
+
+int report_load_curve_markdown(const struct gpushare_report *r, FILE *f)
+{
+	struct curve *cv;
+	size_t n;
+	int rc;
+
+	if (!report_load_curve_any(r))
+		return GPUSHARE_OK;
+	rc = build(r, &cv, &n);
+	if (rc)
+		return rc;
+	fprintf(f, "## Latency under offered load\n\n"
+		   "Open-loop runs: gpushare scheduled arrivals at each offered rate and latency counts from the\n"
+		   "scheduled arrival (queueing + service; docs/bench.md). Medians over repeats.%s\n\n",
+		r->slo_p99_seconds > 0 ? " A peak is the highest offered rate of the list whose p99 is within the bound\n"
+					 "(and nothing was left unserved); the true peak lies between it and the next rate."
+				       : " Give --slo-p99 to mark the peak rates.");
+	fprintf(f, "| shape | strategy | workers | batch | offered /s (asked) | achieved /s | p50 | p99 | unserved | runs |\n"
+		   "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+	for (size_t k = 0; k < n; k++) {
+		for (size_t j = 0; j < cv[k].n_pts; j++) {
+			const struct point *p = &cv[k].pts[j];
+			char a[24], b[24], off[24], rate[24], ach[24], unf[24];
+
+			if (p->n)
+				snprintf(unf, sizeof(unf), "%.0f", p->unfinished);
+			else
+				snprintf(unf, sizeof(unf), "-");
+			fprintf(f, "| %s | %s | %d | %ld | %s (%s) | %s | %s | %s%s | %s | %zu |\n", cv[k].shape,
+				gpushare_strategy_name(cv[k].strategy), cv[k].workers, cv[k].batch,
+				fmt_rate(p->offered, p->n > 0, off, sizeof(off)), fmt_rate(p->rate, true, rate, sizeof(rate)),
+				fmt_rate(p->achieved, p->n > 0, ach, sizeof(ach)), fmt_s(p->p50, p->n > 0, a, sizeof(a)),
+				fmt_s(p->p99, p->n > 0, b, sizeof(b)), (int)j == cv[k].peak ? " **peak**" : "", unf, p->n);
+		}
+	}
+	fputc('\n', f);
+	curves_free(cv, n);
+	if (ferror(f))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write the load curves: %s", strerror(errno));
+	return GPUSHARE_OK;
+}
+
+/* ---- files ---- */
+
+struct sbuf {
+	char *data;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if (b->data && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		{
+			size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+			char *d = realloc(b->data, cap);
+
+			if (!d) {
+				b->oom = true;
+				return;
+			}
+			b->data = d;
+			b->cap = cap;
+		}
+	}
+}
+
+/* Text for SVG: the few characters XML reserves, escaped. */
+static void sb_xml(struct sbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': sb_printf(b, "&lt;"); break;
+		case '>': sb_printf(b, "&gt;"); break;
+		case '&': sb_printf(b, "&amp;"); break;
+		case '"': sb_printf(b, "&quot;"); break;
+		default: sb_printf(b, "%c", *s);
+		}
+	}
+}
+
+static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+				       "#e377c2", "#17becf" };
+
+#define W 720.0
+#define H 440.0
+#define ML 70.0
+#define MR 200.0
+#define MT 40.0
+#define MB 50.0
+
+/* p99 against offered rate for the curves of one shape; log-scaled p99. */
+static void svg_shape(struct sbuf *b, const struct gpushare_report *r, const struct curve *cv, size_t n,
+		      const char *shape)
+{
+	double xmax = 0, ymin = INFINITY, ymax = 0, lmin, lmax;
+	size_t shown = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(cv[k].shape, shape))
+			continue;
+		for (size_t j = 0; j < cv[k].n_pts; j++) {
+			const struct point *p = &cv[k].pts[j];
+
+			if (!p->n || p->p99 <= 0)
+				continue;
+			xmax = fmax(xmax, p->rate);
+			ymin = fmin(ymin, p->p99);
+			ymax = fmax(ymax, p->p99);
+		}
+	}
+	if (r->slo_p99_seconds > 0) {
+		ymin = fmin(ymin, r->slo_p99_seconds);
+		ymax = fmax(ymax, r->slo_p99_seconds);
+	}
+	if (!(xmax > 0) || !(ymax > 0))
+		return;
+	lmin = floor(log10(ymin));
+	lmax = ceil(log10(ymax));
+	if (lmax <= lmin)
+		lmax = lmin + 1;
+	xmax *= 1.05;
+#define X(v) (ML + (v) / xmax * (W - ML - MR))
+#define Y(v) (H - MB - (log10(v) - lmin) / (lmax - lmin) * (H - MT - MB))
+	sb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+		     "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+	sb_printf(b, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">p99 latency vs offered load: ", ML);
+	sb_xml(b, shape);
+	sb_printf(b, "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, H - MB,
+		  W - MR, H - MB);
+	sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, MT, ML, H - MB);
+	for (double e = lmin; e <= lmax; e++) {
+		double v = pow(10, e);
+		char t[24];
+
+		fmt_s(v, true, t, sizeof(t));
+		sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+			     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+			  ML, Y(v), W - MR, Y(v), ML - 6, Y(v) + 4, t);
+	}
+	for (int i = 0; i <= 5; i++) {
+		double v = xmax / 1.05 * i / 5;
+		char t[24];
+
+		sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(v), H - MB + 16,
+			  fmt_rate(v, true, t, sizeof(t)));
+	}
+	sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">offered requests/s</text>\n",
+		  (ML + W - MR) / 2, H - 10);
+	if (r->slo_p99_seconds > 0) {
+		char t[24];
+
+		fmt_s(r->slo_p99_seconds, true, t, sizeof(t));
+		sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"gray\" stroke-dasharray=\"6,4\"/>"
+			     "<text x=\"%.1f\" y=\"%.1f\" fill=\"gray\">bound %s</text>\n",
+			  ML, Y(r->slo_p99_seconds), W - MR, Y(r->slo_p99_seconds), ML + 4, Y(r->slo_p99_seconds) - 4, t);
+	}
+	for (size_t k = 0; k < n; k++) {
+		const char *col = palette[shown % (sizeof(palette) / sizeof(palette[0]))];
+		char name[96], t[24];
+		bool first = true;
+
+		if (strcmp(cv[k].shape, shape))
+			continue;
+		sb_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+		for (size_t j = 0; j < cv[k].n_pts; j++) {
+			const struct point *p = &cv[k].pts[j];
+
+			if (!p->n || p->p99 <= 0)
+				continue;
+			sb_printf(b, "%s%.1f,%.1f", first ? "" : " ", X(p->rate), Y(p->p99));
+			first = false;
+		}
+		sb_printf(b, "\"/>\n");
+		for (size_t j = 0; j < cv[k].n_pts; j++) {
+			const struct point *p = &cv[k].pts[j];
+
+			if (!p->n || p->p99 <= 0)
+				continue;
+			sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X(p->rate), Y(p->p99), col);
+			if ((int)j == cv[k].peak)
+				sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+					  X(p->rate), Y(p->p99), col);
+		}
+		curve_name(&cv[k], name, sizeof(name));
+		sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
+			  W - MR + 12, MT + 18.0 * (double)shown + 2, col, W - MR + 30, MT + 18.0 * (double)shown + 6);
+		sb_xml(b, name);
+		if (cv[k].peak >= 0)
+			sb_printf(b, " (peak %s/s)", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
+		sb_printf(b, "</text>\n");
+		shown++;
+	}
+	sb_printf(b, "</svg>\n");
+#undef X
+#undef Y
+}
+
+int report_load_curve_write(const struct gpushare_report *r, const char *dir)
+{
+	char path[GPUSHARE_PATH_MAX + 64];
+	struct curve *cv;
+	struct sbuf b = { 0 };
+	size_t n;
+	int rc;
+
+	if (!report_load_curve_any(r))
+		return GPUSHARE_OK;
+	rc = build(r, &cv, &n);
+	if (rc)
+		return rc;
+	sb_printf(&b, "shape,strategy,workers,batch,rate_per_second,offered_per_second,achieved_per_second,"
+		      "p50_seconds,p99_seconds,unfinished,runs,peak\n");
+	for (size_t k = 0; k < n; k++) {
+		for (size_t j = 0; j < cv[k].n_pts; j++) {
+			const struct point *p = &cv[k].pts[j];
+
+			sb_printf(&b, "\"");
+			for (const char *c = cv[k].shape; *c; c++)
+				sb_printf(&b, *c == '"' ? "\"\"" : "%c", *c);
+			sb_printf(&b, "\",%s,%d,%ld,%.9g", gpushare_strategy_name(cv[k].strategy), cv[k].workers,
+				  cv[k].batch, p->rate);
+			/* No ok run at this rate: its figures are unknown, empty fields. */
+			if (p->n)
+				sb_printf(&b, ",%.9g,%.9g,%.9g,%.9g,%.0f", p->offered, p->achieved, p->p50, p->p99,
+					  p->unfinished);
+			else
+				sb_printf(&b, ",,,,,");
+			sb_printf(&b, ",%zu,%s\n", p->n, (int)j == cv[k].peak ? "true" : "false");
+		}
+	}
+	snprintf(path, sizeof(path), "%s/load_curve.csv", dir);
+	rc = b.oom ? gpushare_fail(GPUSHARE_E_NOMEM, "out of memory") : gpushare_write_file_atomic(path, b.data, b.len);
+	for (size_t s = 0; s < r->n_shapes && !rc; s++) {
+		b.len = 0;
+		svg_shape(&b, r, cv, n, r->shapes[s]);
+		if (b.oom) {
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+			break;
+		}
+		if (b.len == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/plots/load_curve-%zu.svg", dir, s + 1);
+		rc = gpushare_write_file_atomic(path, b.data, b.len);
+	}
+	free(b.data);
+	curves_free(cv, n);
+	return rc;
+}

@@ -1,0 +1,436 @@
+/*
+ * Unit tests of open-loop load (lib/openloop.c and the rings of
+ * lib/region.c): the arrival schedules, the rings under concurrent
+ * consumers, the open-loop recording rule, quantiles with unserved
+ * requests, the per-step request rule, the peak search against analytic
+ * capacities, the --slo parser, and the dispatcher handing out a schedule.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/region.h"
+#include "openloop.h"
+
+static void test_uniform_schedule(void **state)
+{
+	struct gpushare_arrivals a;
+
+	(void)state;
+	gpushare_arrivals_init(&a, GPUSHARE_ARRIVAL_UNIFORM, 3.0, 1, 1000);
+	assert_int_equal(gpushare_arrivals_next(&a), 1000);
+	assert_int_equal(gpushare_arrivals_next(&a), 1000 + 333333333);
+	assert_int_equal(gpushare_arrivals_next(&a), 1000 + 666666667);
+	/* No drift: arrival n is at n / rate, to the nanosecond. */
+	for (int i = 3; i < 3000000; i++)
+		gpushare_arrivals_next(&a);
+	assert_int_equal(gpushare_arrivals_next(&a), 1000 + 1000000000ULL * 1000000ULL);
+}
+
+static void test_poisson_schedule(void **state)
+{
+	struct gpushare_arrivals a, b;
+	uint64_t t = 0, prev = 0, n = 200000, gaps_below_mean = 0;
+	double rate = 1000;
+
+	(void)state;
+	gpushare_arrivals_init(&a, GPUSHARE_ARRIVAL_POISSON, rate, 42, 0);
+	gpushare_arrivals_init(&b, GPUSHARE_ARRIVAL_POISSON, rate, 42, 0);
+	for (uint64_t i = 0; i < n; i++) {
+		t = gpushare_arrivals_next(&a);
+		assert_true(t >= prev);
+		assert_int_equal(t, gpushare_arrivals_next(&b));   /* same seed, same schedule */
+		gaps_below_mean += (t - prev) < 1000000;
+		prev = t;
+	}
+	/* Mean gap 1 ms within 1% (n = 200000: sd of the mean 0.22%). */
+	assert_true(fabs((double)t / (double)n - 1e6) < 1e4);
+	/* Exponential: P(gap < mean) = 1 - 1/e = 0.632. */
+	assert_true(fabs((double)gaps_below_mean / (double)n - (1 - exp(-1))) < 0.01);
+	gpushare_arrivals_init(&b, GPUSHARE_ARRIVAL_POISSON, rate, 43, 0);
+	gpushare_arrivals_init(&a, GPUSHARE_ARRIVAL_POISSON, rate, 42, 0);
+	assert_true(gpushare_arrivals_next(&a) != gpushare_arrivals_next(&b));
+}
+
+static struct gpushare_region_header *open_region(uint32_t slots, uint32_t rings, uint32_t entries, int *fd)
+{
+	struct gpushare_region_header *r = NULL;
+
+	assert_int_equal(gpushare_region_create_rings(slots, rings, entries, &r, fd), GPUSHARE_OK);
+	r->load = GPUSHARE_LOAD_OPEN;
+	r->dispatch = rings > 1 ? GPUSHARE_DISPATCH_ROUND_ROBIN : GPUSHARE_DISPATCH_SHARED;
+	return r;
+}
+
+static void test_ring_order_and_full(void **state)
+{
+	struct gpushare_ring_entry e;
+	struct gpushare_region_header *r, *r2;
+	struct gpushare_ring *q;
+	int fd;
+
+	(void)state;
+	r = open_region(2, 1, 4, &fd);
+	q = gpushare_region_ring(r, 0);
+	assert_non_null(q);
+	assert_null(gpushare_region_ring(r, 1));
+	assert_ptr_equal(gpushare_region_ring_of_slot(r, 1), q);   /* shared: every slot, ring 0 */
+	assert_false(gpushare_ring_claim(q, 4, &e));
+	for (uint64_t i = 0; i < 4; i++)
+		assert_true(gpushare_ring_push(q, 4, 100 + i, i));
+	assert_false(gpushare_ring_push(q, 4, 999, 4));             /* full */
+	assert_int_equal(gpushare_ring_depth(q), 4);
+	assert_true(gpushare_ring_claim(q, 4, &e));
+	assert_int_equal(e.seq, 0);
+	assert_int_equal(e.t_sched_ns, 100);
+	assert_true(gpushare_ring_push(q, 4, 104, 4));              /* room again, wraps */
+	for (uint64_t i = 1; i <= 4; i++) {
+		assert_true(gpushare_ring_claim(q, 4, &e));
+		assert_int_equal(e.seq, i);
+		assert_int_equal(e.t_sched_ns, 100 + i);
+	}
+	assert_false(gpushare_ring_claim(q, 4, &e));
+	/* A worker attaching sees the same layout. */
+	assert_int_equal(gpushare_region_attach(fd, &r2), GPUSHARE_OK);
+	assert_int_equal(r2->n_rings, 1);
+	assert_int_equal(r2->ring_entries, 4);
+	gpushare_region_unmap(r2);
+	gpushare_region_unmap(r);
+	close(fd);
+	/* Bad layouts are refused. */
+	assert_int_equal(gpushare_region_create_rings(2, 1, 6, &r, &fd), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_region_create_rings(2, 3, 8, &r, &fd), GPUSHARE_E_INVAL);
+}
+
+struct consumer {
+	struct gpushare_ring *q;
+	uint32_t entries;
+	uint64_t total;
+	int *seen;
+	int *stop;
+	uint64_t count;
+};
+
+static void *consume(void *arg)
+{
+	struct consumer *c = arg;
+	struct gpushare_ring_entry e;
+
+	for (;;) {
+		if (gpushare_ring_claim(c->q, c->entries, &e)) {
+			assert_true(e.seq < c->total);
+			assert_int_equal(e.t_sched_ns, e.seq * 3);
+			__atomic_add_fetch(&c->seen[e.seq], 1, __ATOMIC_RELAXED);
+			c->count++;
+		} else if (__atomic_load_n(c->stop, __ATOMIC_ACQUIRE)) {
+			if (!gpushare_ring_claim(c->q, c->entries, &e))
+				break;
+			__atomic_add_fetch(&c->seen[e.seq], 1, __ATOMIC_RELAXED);
+			c->count++;
+		}
+	}
+	return NULL;
+}
+
+/* Three consumers race for one small ring: every arrival is claimed exactly
+ * once, with the values the producer wrote. */
+static void test_ring_concurrent_claims(void **state)
+{
+	enum { N = 200000, C = 3 };
+	struct gpushare_region_header *r;
+	struct consumer cs[C];
+	pthread_t tid[C];
+	int fd, stop = 0, *seen = calloc(N, sizeof(int));
+	uint64_t sum = 0;
+
+	(void)state;
+	assert_non_null(seen);
+	r = open_region(C, 1, 64, &fd);
+	for (int i = 0; i < C; i++) {
+		cs[i] = (struct consumer){ gpushare_region_ring(r, 0), 64, N, seen, &stop, 0 };
+		assert_int_equal(pthread_create(&tid[i], NULL, consume, &cs[i]), 0);
+	}
+	for (uint64_t i = 0; i < N; i++) {
+		while (!gpushare_ring_push(gpushare_region_ring(r, 0), 64, i * 3, i))
+			;
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < C; i++) {
+		pthread_join(tid[i], NULL);
+		sum += cs[i].count;
+	}
+	assert_int_equal(sum, N);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(seen[i], 1);
+	free(seen);
+	gpushare_region_unmap(r);
+	close(fd);
+}
+
+struct sleeper {
+	struct gpushare_ring *q;
+	uint64_t woke_after_ns;
+	bool claimed;
+};
+
+static void *sleep_on_ring(void *arg)
+{
+	struct sleeper *sl = arg;
+	struct gpushare_ring_entry e;
+	uint64_t t0 = gpushare_now_ns();
+
+	while (!gpushare_ring_claim(sl->q, 16, &e) && gpushare_now_ns() - t0 < 5000000000ULL)
+		gpushare_ring_wait(sl->q, 5000000000ULL);
+	sl->woke_after_ns = gpushare_now_ns() - t0;
+	sl->claimed = e.seq == 7;
+	return NULL;
+}
+
+/* A consumer asleep on an empty ring is woken by the publish (a futex),
+ * long before its 5 s timeout; on a non-empty ring it does not sleep. */
+static void test_ring_wait(void **state)
+{
+	struct gpushare_region_header *r;
+	struct gpushare_ring *q;
+	struct sleeper sl = { 0 };
+	pthread_t tid;
+	uint64_t t0;
+	int fd;
+
+	(void)state;
+	r = open_region(1, 1, 16, &fd);
+	q = gpushare_region_ring(r, 0);
+	sl.q = q;
+	assert_int_equal(pthread_create(&tid, NULL, sleep_on_ring, &sl), 0);
+	usleep(100000);
+	assert_true(gpushare_ring_push(q, 16, 1, 7));
+	pthread_join(tid, NULL);
+	assert_true(sl.claimed);
+	assert_true(sl.woke_after_ns < 3000000000ULL);
+	assert_int_equal(q->waiters, 0);
+	assert_true(gpushare_ring_push(q, 16, 2, 8));
+	t0 = gpushare_now_ns();
+	gpushare_ring_wait(q, 5000000000ULL);
+	assert_true(gpushare_now_ns() - t0 < 1000000000ULL);
+	gpushare_region_unmap(r);
+	close(fd);
+}
+
+static void test_record_open(void **state)
+{
+	struct gpushare_region_header *r;
+	struct gpushare_slot *s;
+	struct gpushare_slot_window w;
+	int fd;
+
+	(void)state;
+	r = open_region(1, 1, 16, &fd);
+	r->t_warmup_start_ns = 1000;
+	r->t_measure_start_ns = 2000;
+	r->t_measure_end_ns = 3000;
+	s = gpushare_region_slot(r, 0);
+	gpushare_slot_begin(s, 1, NULL, NULL, 1);
+	gpushare_slot_window_read(&w, r, s);
+	/* Arrived before the window, ended in it: completed, not recorded. */
+	assert_false(gpushare_slot_record_open(s, &w, 1500, 1900, 2100));
+	assert_int_equal(s->completed_in_window, 1);
+	/* Arrived in the window, waited 300, served 100. */
+	assert_true(gpushare_slot_record_open(s, &w, 2200, 2500, 2600));
+	/* Arrived in the window, served after it: recorded with its whole wait. */
+	assert_true(gpushare_slot_record_open(s, &w, 2900, 3500, 4000));
+	assert_int_equal(s->completed_in_window, 2);
+	assert_int_equal(s->requests, 2);
+	assert_int_equal(s->total_requests, 3);
+	assert_int_equal(s->hist.max_ns, 1100);          /* 4000 - 2900 */
+	assert_int_equal(s->queue_hist.max_ns, 600);     /* 3500 - 2900 */
+	assert_int_equal(s->service_hist.max_ns, 500);
+	assert_int_equal(s->hist.min_ns, 400);
+	/* Arrived at the end: not in the window. */
+	assert_false(gpushare_slot_record_open(s, &w, 3000, 3000, 3100));
+	gpushare_region_unmap(r);
+	close(fd);
+}
+
+static void test_quantile_with_unfinished(void **state)
+{
+	struct gpushare_hist h;
+
+	(void)state;
+	gpushare_hist_init(&h);
+	for (uint64_t v = 1; v <= 100; v++)
+		gpushare_hist_record(&h, v);
+	assert_int_equal(gpushare_openloop_quantile(&h, 0, 0.99), 99);
+	assert_int_equal(gpushare_openloop_quantile(&h, 0, 0.50), 50);
+	/* 2 more that never finished: 102 in all; p99 is rank 101, unfinished. */
+	assert_int_equal(gpushare_openloop_quantile(&h, 2, 0.99), UINT64_MAX);
+	/* 1 unfinished: rank ceil(0.99 * 101) = 100, the largest finished. */
+	assert_int_equal(gpushare_openloop_quantile(&h, 1, 0.99), 100);
+	assert_int_equal(gpushare_openloop_quantile(&h, 100, 0.50), 100);
+	assert_int_equal(gpushare_openloop_quantile(&h, 101, 0.50), UINT64_MAX);
+}
+
+static void test_min_requests_rule(void **state)
+{
+	(void)state;
+	assert_int_equal(gpushare_peak_min_requests(0.99, 100), 10000);
+	assert_int_equal(gpushare_peak_min_requests(0.999, 100), 100000);
+	assert_int_equal(gpushare_peak_min_requests(0.9, 20), 200);
+	assert_int_equal(gpushare_peak_min_requests(0.5, 1), 2);
+}
+
+/* The search against a service of known capacity: a step passes iff its
+ * rate is at most the capacity. */
+static double search(double capacity, double start, double resolution, int *steps)
+{
+	struct gpushare_peak_search s;
+	double rate;
+
+	gpushare_peak_search_init(&s, start, resolution, start / 1024, 1e7);
+	while (gpushare_peak_search_next(&s, &rate))
+		gpushare_peak_search_result(&s, rate, rate <= capacity);
+	*steps = s.steps;
+	assert_true(s.fail > 0 && s.fail <= s.pass * (1 + resolution) * (1 + 1e-12));
+	assert_true(s.pass <= capacity && capacity < s.fail);
+	return s.pass;
+}
+
+static void test_peak_search(void **state)
+{
+	const double caps[] = { 1, 37, 500, 1234.5, 99999 };
+	int steps;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		double got = search(caps[i], 100, 0.05, &steps);
+
+		assert_true(got >= caps[i] / 1.05 && got <= caps[i]);
+		assert_true(steps < GPUSHARE_PEAK_MAX_STEPS);
+	}
+	/* Finer resolution, more steps, a tighter answer. */
+	assert_true(search(500, 100, 0.01, &steps) >= 500 / 1.01);
+}
+
+static void test_peak_search_ends(void **state)
+{
+	struct gpushare_peak_search s;
+	double rate;
+	int n = 0;
+
+	(void)state;
+	/* Always passes: stops at rate_max and says so. */
+	gpushare_peak_search_init(&s, 10, 0.05, 10.0 / 1024, 1000);
+	while (gpushare_peak_search_next(&s, &rate) && n++ < 100)
+		gpushare_peak_search_result(&s, rate, true);
+	assert_true(s.done);
+	assert_true(s.pass == 1000);
+	assert_non_null(strstr(s.why, "highest rate"));
+	/* Never passes: stops at rate_min. */
+	gpushare_peak_search_init(&s, 10, 0.05, 10.0 / 1024, 1000);
+	n = 0;
+	while (gpushare_peak_search_next(&s, &rate) && n++ < 100)
+		gpushare_peak_search_result(&s, rate, false);
+	assert_true(s.done);
+	assert_true(s.pass == 0);
+	assert_non_null(strstr(s.why, "lowest rate"));
+}
+
+static void test_slo_parse(void **state)
+{
+	double q;
+	uint64_t ns;
+
+	(void)state;
+	assert_int_equal(gpushare_slo_parse("p99=50ms", &q, &ns), GPUSHARE_OK);
+	assert_true(fabs(q - 0.99) < 1e-12);
+	assert_int_equal(ns, 50000000);
+	assert_int_equal(gpushare_slo_parse("p99.9=1s", &q, &ns), GPUSHARE_OK);
+	assert_true(fabs(q - 0.999) < 1e-12);
+	assert_int_equal(gpushare_slo_parse("p50=250us", &q, &ns), GPUSHARE_OK);
+	assert_int_equal(ns, 250000);
+	assert_int_equal(gpushare_slo_parse("99=50ms", &q, &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slo_parse("p100=50ms", &q, &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slo_parse("p0=50ms", &q, &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slo_parse("p99=0ms", &q, &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slo_parse("p99=", &q, &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slo_parse("p=5ms", &q, &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slo_parse("p-5=5ms", &q, &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slo_parse("p1e1=5ms", &q, &ns), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slo_parse(NULL, &q, &ns), GPUSHARE_E_INVAL);
+}
+
+/* The dispatcher hands out a whole uniform schedule, in order, counting
+ * the arrivals of the window, and says when it is done. */
+static void test_dispatcher(void **state)
+{
+	struct gpushare_region_header *r;
+	struct gpushare_dispatcher d;
+	struct gpushare_ring_entry e;
+	uint64_t t0, n = 0, in_window = 0, last = 0;
+	int fd;
+
+	(void)state;
+	r = open_region(2, 2, 4096, &fd);
+	memset(&d, 0, sizeof(d));
+	t0 = gpushare_now_ns() + 5000000;
+	d.reg = r;
+	d.arrival = GPUSHARE_ARRIVAL_UNIFORM;
+	d.rate = 10000;
+	d.t_go = t0;
+	d.t_start = t0 + 50000000;
+	d.t_end = t0 + 150000000;                    /* 1500 arrivals, 1000 in the window */
+	assert_int_equal(gpushare_dispatcher_start(&d), GPUSHARE_OK);
+	while (!gpushare_dispatcher_finished(&d))
+		usleep(1000);
+	gpushare_dispatcher_stop(&d);
+	assert_int_equal(d.issued, 1500);
+	assert_int_equal(d.offered, 1000);
+	assert_int_equal(d.lateness.count, 1500);
+	assert_int_equal(d.queued_at_end, 1500);     /* nobody claimed anything */
+	/* Round-robin: even arrivals in ring 0, odd in ring 1. */
+	for (uint32_t ring = 0; ring < 2; ring++) {
+		while (gpushare_ring_claim(gpushare_region_ring(r, ring), 4096, &e)) {
+			assert_int_equal(e.seq % 2, ring);
+			assert_true(e.t_sched_ns >= t0 && e.t_sched_ns < d.t_end);
+			in_window += e.t_sched_ns >= d.t_start;
+			if (ring == 0) {
+				assert_true(e.t_sched_ns >= last);
+				last = e.t_sched_ns;
+			}
+			n++;
+		}
+	}
+	assert_int_equal(n, 1500);
+	assert_int_equal(in_window, 1000);
+	gpushare_region_unmap(r);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_uniform_schedule),
+		cmocka_unit_test(test_poisson_schedule),
+		cmocka_unit_test(test_ring_order_and_full),
+		cmocka_unit_test(test_ring_concurrent_claims),
+		cmocka_unit_test(test_ring_wait),
+		cmocka_unit_test(test_record_open),
+		cmocka_unit_test(test_quantile_with_unfinished),
+		cmocka_unit_test(test_min_requests_rule),
+		cmocka_unit_test(test_peak_search),
+		cmocka_unit_test(test_peak_search_ends),
+		cmocka_unit_test(test_slo_parse),
+		cmocka_unit_test(test_dispatcher),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
