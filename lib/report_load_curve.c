@@ -393,10 +393,10 @@ static void sb_xml(struct sbuf *b, const char *s)
 static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 				       "#e377c2", "#17becf" };
 
-#define W 720.0
+#define W 840.0
 #define H 440.0
 #define ML 70.0
-#define MR 200.0
+#define MR 290.0
 #define MT 40.0
 #define MB 50.0
 
