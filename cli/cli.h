@@ -188,6 +188,10 @@ char **cli_command_line(int argc, char **argv);
 /* SIGINT and SIGTERM stop the running benchmark (gpushare_bench_interrupt());
  * SIGPIPE is ignored. */
 void cli_catch_interrupts(void);
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT to handler (sigaction flags), SIGPIPE ignored. */
+void cli_catch_stop_signals(void (*handler)(int), int flags);
+/* "mps", "mps-split" or "timeslice" (the strategies farm and exec run): 0, or -1. */
+int cli_parse_sharing_strategy(const char *s, int *out);
 /* After a failed run: the library's detail when it has one, else
  * cli_fail(rc, cmd). Returns the exit status for rc. */
 int cli_run_failed(const char *cmd, int rc);

@@ -80,36 +80,10 @@ static void on_signal(int sig)
 
 static int catch_signals(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	struct sigaction sa;
-
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
 		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+	cli_catch_stop_signals(on_signal, SA_RESTART);
 	return 0;
-}
-
-static int parse_strategy(const char *s, int *out)
-{
-	if (!strcmp(s, "mps"))
-		*out = GPUSHARE_STRATEGY_MPS;
-	else if (!strcmp(s, "mps-split"))
-		*out = GPUSHARE_STRATEGY_MPS_SPLIT;
-	else if (!strcmp(s, "timeslice"))
-		*out = GPUSHARE_STRATEGY_TIMESLICE;
-	else
-		return -1;
-	return 0;
-}
-
-static const char *strategy_name(int s)
-{
-	return s == GPUSHARE_STRATEGY_MPS ? "mps" : s == GPUSHARE_STRATEGY_MPS_SPLIT ? "mps-split" : "timeslice";
 }
 
 static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
@@ -127,7 +101,7 @@ static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 		cJSON_AddNumberToObject(o, "local_size", (double)x->local_size);
 		cJSON_AddStringToObject(o, "node", x->node);
 		cJSON_AddStringToObject(o, "job_key", x->job_key);
-		cJSON_AddStringToObject(o, "strategy", strategy_name(strategy));
+		cJSON_AddStringToObject(o, "strategy", gpushare_strategy_name(strategy));
 		gpu = cJSON_AddObjectToObject(o, "gpu");
 		if (gpu) {
 			cJSON_AddNumberToObject(gpu, "index", x->gpu_index);
@@ -171,7 +145,7 @@ static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 	}
 	printf("rank %ld/%ld local %ld/%ld node %s job %s: GPU %u %s (%u rank%s on it), strategy %s", x->rank,
 	       x->size, x->local_rank, x->local_size, x->node, x->job_key, x->gpu_index, x->gpu_uuid, x->ranks_on_gpu,
-	       x->ranks_on_gpu == 1 ? "" : "s", strategy_name(strategy));
+	       x->ranks_on_gpu == 1 ? "" : "s", gpushare_strategy_name(strategy));
 	if (x->uses_mps) {
 		if (x->daemon_pid > 0)
 			printf(", daemon %s (running, pid %d)", x->pipe_dir, (int)x->daemon_pid);
@@ -230,7 +204,7 @@ int cmd_exec(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return cli_finish_stdout(EXIT_OK);
 		case OPT_STRATEGY:
-			if (parse_strategy(optarg, &o.strategy))
+			if (cli_parse_sharing_strategy(optarg, &o.strategy))
 				return cli_error(EXIT_USAGE, "exec: invalid --strategy '%s': exec runs ranks under mps, "
 							     "mps-split or timeslice", optarg);
 			break;

@@ -94,20 +94,6 @@ static void on_signal(int sig)
 		return;
 }
 
-static void catch_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGQUIT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 /* ---- progress ---- */
 
 struct progress_state {
@@ -223,19 +209,6 @@ enum {
 	OPT_SHARD, OPT_ARGS, OPT_RANGE, OPT_SHELL, OPT_PIPE, OPT_METRICS, OPT_JSON,
 };
 
-static int parse_strategy(const char *s, int *out)
-{
-	if (!strcmp(s, "mps"))
-		*out = GPUSHARE_STRATEGY_MPS;
-	else if (!strcmp(s, "mps-split"))
-		*out = GPUSHARE_STRATEGY_MPS_SPLIT;
-	else if (!strcmp(s, "timeslice"))
-		*out = GPUSHARE_STRATEGY_TIMESLICE;
-	else
-		return -1;
-	return 0;
-}
-
 static int exit_for(int rc)
 {
 	switch (rc) {
@@ -310,7 +283,7 @@ int cmd_farm(int argc, char **argv)
 				c.max_slots = (unsigned)v;
 			break;
 		case OPT_STRATEGY:
-			if (parse_strategy(optarg, &c.strategy))
+			if (cli_parse_sharing_strategy(optarg, &c.strategy))
 				return cli_error(EXIT_USAGE, "farm: invalid --strategy '%s' (expected mps, mps-split or timeslice)",
 						 optarg);
 			break;
@@ -367,7 +340,7 @@ int cmd_farm(int argc, char **argv)
 	ps.tty = isatty(STDERR_FILENO);
 	c.progress = on_progress;
 	c.progress_arg = &ps;
-	catch_signals();
+	cli_catch_stop_signals(on_signal, 0);
 	rc = gpushare_farm_run(&c, &r);
 	if (ps.open_line)
 		fputc('\n', stderr);

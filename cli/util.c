@@ -428,21 +428,39 @@ static void on_interrupt(int sig)
 	gpushare_bench_interrupt();
 }
 
-void cli_catch_interrupts(void)
+void cli_catch_stop_signals(void (*handler)(int), int flags)
 {
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_interrupt;
+	sa.sa_handler = handler;
+	sa.sa_flags = flags;
 	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+void cli_catch_interrupts(void)
+{
 	/* A closed terminal (SIGHUP) or SIGQUIT stops the run the same way:
 	 * workers stopped, the private MPS daemon stopped, the run directory
 	 * removed, what was measured kept. */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGQUIT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	cli_catch_stop_signals(on_interrupt, 0);
+}
+
+int cli_parse_sharing_strategy(const char *s, int *out)
+{
+	static const int allowed[] = { GPUSHARE_STRATEGY_MPS, GPUSHARE_STRATEGY_MPS_SPLIT, GPUSHARE_STRATEGY_TIMESLICE };
+
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+		if (!strcmp(s, gpushare_strategy_name(allowed[i]))) {
+			*out = allowed[i];
+			return 0;
+		}
+	}
+	return -1;
 }
 
 int cli_run_failed(const char *cmd, int rc)

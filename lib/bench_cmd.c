@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "bench_cmd.h"
 #include "child.h"
 #include "gpushare/gpushare.h"

@@ -585,7 +585,7 @@ static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 		if (w->thread_percentage_seen >= 0)
 			fprintf(f, "%g", w->thread_percentage_seen);
 		fputc(',', f);
-		csv_write_field(f, w->mem_limit_seen);
+		gpushare_csv_write_field(f, w->mem_limit_seen);
 		fprintf(f, ",,,,%s,%s,%d,%s", res->partial ? "true" : "false", w->failed ? "true" : "false",
 			res->repeat, gpushare_result_status_name(res->status));
 		csv_open(f, res, false);

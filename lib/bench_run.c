@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "bench_cmd.h"
 #include "buf.h"
 #include "child.h"
@@ -896,7 +897,7 @@ static int select_gpus(struct bench_ctx *x)
 		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
 	}
 	gpushare_system_release(&sys);
-	rc = launcher_select_gpus(inv, n_inv, x->c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	rc = gpushare_launcher_select_gpus(inv, n_inv, x->c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
 	if (rc) {
 		char detail[400];
 

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"

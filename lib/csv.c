@@ -6,7 +6,7 @@
 
 #include "csv.h"
 
-void csv_write_field(FILE *f, const char *s)
+void gpushare_csv_write_field(FILE *f, const char *s)
 {
 	if (!strpbrk(s, ",\"\r\n")) {
 		fputs(s, f);

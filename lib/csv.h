@@ -9,6 +9,6 @@
 
 /* Write s as one CSV field: quoted when it holds a comma, quote or line
  * break, with quotes doubled (RFC 4180). Errors show in ferror(f). */
-void csv_write_field(FILE *f, const char *s);
+void gpushare_csv_write_field(FILE *f, const char *s);
 
 #endif

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 

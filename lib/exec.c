@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "buf.h"
 #include "child.h"
 #include "gpushare/bench.h"
@@ -822,7 +823,7 @@ static int job_key(const struct launcher_info *li, char *out, size_t len)
 }
 
 static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts *o, const struct launcher_info *li,
-		       enum launcher_bind bind, int lock_fd)
+		       enum gpushare_launcher_bind bind, int lock_fd)
 {
 	struct gpushare_exec_priv *p = x->priv;
 	struct launcher_gpu *inv = NULL, *sel = NULL;
@@ -840,11 +841,11 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		free(inv);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
 	}
-	rc = launcher_select_gpus(inv, n_inv, o->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	rc = gpushare_launcher_select_gpus(inv, n_inv, o->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
 	if (!rc && n_sel == 0)
 		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "no GPU to bind the ranks to");
 	if (!rc)
-		rc = launcher_bind(bind, li->local_rank, li->local_size, n_sel, o->ranks_per_gpu, &b);
+		rc = gpushare_launcher_bind(bind, li->local_rank, li->local_size, n_sel, o->ranks_per_gpu, &b);
 	if (!rc) {
 		x->gpu_index = sel[b.gpu].index;
 		snprintf(x->gpu_uuid, sizeof(x->gpu_uuid), "%s", sel[b.gpu].uuid);
@@ -900,7 +901,7 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts *o)
 {
 	struct launcher_info li;
-	enum launcher_bind bind = LAUNCHER_BIND_ROUND_ROBIN;
+	enum gpushare_launcher_bind bind = LAUNCHER_BIND_ROUND_ROBIN;
 	char user[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
 	struct gpushare_exec_priv *p;
 	int rc, lock_fd = -1;
@@ -910,14 +911,14 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	if (o->strategy != GPUSHARE_STRATEGY_MPS && o->strategy != GPUSHARE_STRATEGY_MPS_SPLIT &&
 	    o->strategy != GPUSHARE_STRATEGY_TIMESLICE)
 		return gpushare_fail(GPUSHARE_E_INVAL, "exec runs ranks under mps, mps-split or timeslice only");
-	if (o->bind && (rc = launcher_bind_parse(o->bind, &bind)))
+	if (o->bind && (rc = gpushare_launcher_bind_parse(o->bind, &bind)))
 		return rc;
 	if (o->thread_percentage < 0 || o->thread_percentage > 100)
 		return gpushare_fail(GPUSHARE_E_INVAL, "thread percentage %g is not in (0,100]", o->thread_percentage);
-	rc = launcher_detect(gpushare_getenv_process, NULL, &li);
+	rc = gpushare_launcher_detect(gpushare_getenv_process, NULL, &li);
 	if (rc)
 		return rc;
-	x->launcher = launcher_kind_name(li.kind);
+	x->launcher = gpushare_launcher_kind_name(li.kind);
 	x->rank = li.rank;
 	x->size = li.size;
 	x->local_rank = li.local_rank;

@@ -37,6 +37,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sys.h"
 #include "buf.h"
 #include "child.h"
 #include "farm_jobs.h"
@@ -100,7 +101,7 @@ struct slot {
 	double start_unix_s;
 	bool timed_out, stopped;
 	char out_rel[64], err_rel[64];
-	char **argv;                       /* farm_jobs_argv() array */
+	char **argv;                       /* gpushare_farm_jobs_argv() array */
 };
 
 struct farm {
@@ -169,26 +170,26 @@ static int load_jobs(struct farm *f)
 	const struct gpushare_farm_config *c = f->c;
 	int rc;
 
-	farm_jobs_init(&f->jobs, c->shell ? FARM_JOBS_SHELL : FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&f->jobs, c->shell ? FARM_JOBS_SHELL : FARM_JOBS_ARGV);
 	if (c->n_tmpl) {
 		if (c->jobfile)
 			return gpushare_fail(GPUSHARE_E_INVAL, "a job file and a command after '--' do not go together");
 		if (!!c->args_file == !!c->range)
 			return gpushare_fail(GPUSHARE_E_INVAL, "a command after '--' needs one of --args FILE or --range");
 		if (c->args_file)
-			return farm_jobs_template_file(&f->jobs, c->tmpl, c->n_tmpl, c->args_file);
+			return gpushare_farm_jobs_template_file(&f->jobs, c->tmpl, c->n_tmpl, c->args_file);
 		struct farm_range range;
 
-		rc = farm_range_parse(c->range, &range);
+		rc = gpushare_farm_range_parse(c->range, &range);
 		if (!rc)
-			rc = farm_jobs_template_range(&f->jobs, c->tmpl, c->n_tmpl, &range);
+			rc = gpushare_farm_jobs_template_range(&f->jobs, c->tmpl, c->n_tmpl, &range);
 		return rc;
 	}
 	if (c->args_file || c->range)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--args and --range need a command after '--'");
 	if (!c->jobfile)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no jobs: give a job file, '-' for standard input, or -- CMD");
-	return farm_jobs_load_file(&f->jobs, c->jobfile);
+	return gpushare_farm_jobs_load_file(&f->jobs, c->jobfile);
 }
 
 static int pick_shard(struct farm *f)
@@ -196,8 +197,8 @@ static int pick_shard(struct farm *f)
 	bool from_env = false;
 
 	if (f->c->shard)
-		return farm_shard_parse(f->c->shard, &f->shard);
-	return farm_shard_from_env(gpushare_getenv_process, NULL, &f->shard, &from_env);
+		return gpushare_farm_shard_parse(f->c->shard, &f->shard);
+	return gpushare_farm_shard_from_env(gpushare_getenv_process, NULL, &f->shard, &from_env);
 }
 
 /* The GPUs the jobs run on, from NVML and --gpus / CUDA_VISIBLE_DEVICES. */
@@ -246,7 +247,7 @@ static int pick_gpus(struct farm *f)
 		inv[i].index = sys.gpus[i].index;
 		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
 	}
-	rc = launcher_select_gpus(inv, sys.n_gpus, c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	rc = gpushare_launcher_select_gpus(inv, sys.n_gpus, c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
 	if (rc)
 		goto out;
 	if (n_sel > FARM_MAX_GPUS) {
@@ -312,7 +313,7 @@ static void header_config(struct farm *f)
 
 	memset(h, 0, sizeof(*h));
 	h->n_jobs = f->jobs.n_jobs;
-	h->jobs_hash = farm_jobs_list_hash(&f->jobs);
+	h->jobs_hash = gpushare_farm_jobs_list_hash(&f->jobs);
 	h->mode = f->jobs.mode;
 	snprintf(h->jobs_source, sizeof(h->jobs_source), "%s", f->jobs.source);
 	h->shard = f->shard;
@@ -366,7 +367,7 @@ static int open_dir(struct farm *f)
 	if (lstat(out, &st) != 0 || !S_ISDIR(st.st_mode))
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is not a directory", out);
 
-	rc = farm_journal_open(&f->journal, f->dir, &existing);
+	rc = gpushare_farm_journal_open(&f->journal, f->dir, &existing);
 	if (rc == GPUSHARE_E_BUSY)
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is in use by another gpushare farm", f->dir);
 	if (rc)
@@ -380,15 +381,15 @@ static int open_dir(struct farm *f)
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' holds no farm journal to resume", f->dir);
 	header_config(f);
 	if (!existing)
-		return farm_resume_build(NULL, f->jobs.n_jobs, &f->shard, c->retries, &f->rs);
+		return gpushare_farm_resume_build(NULL, f->jobs.n_jobs, &f->shard, c->retries, &f->rs);
 
 	memset(&d, 0, sizeof(d));
-	rc = farm_journal_load(f->dir, &d);
+	rc = gpushare_farm_journal_load(f->dir, &d);
 	if (!rc)
-		rc = farm_journal_check_resume(&d, &f->cfg, &f->jobs);
+		rc = gpushare_farm_journal_check_resume(&d, &f->cfg, &f->jobs);
 	if (!rc)
-		rc = farm_resume_build(&d, f->jobs.n_jobs, &f->shard, c->retries, &f->rs);
-	farm_journal_data_release(&d);
+		rc = gpushare_farm_resume_build(&d, f->jobs.n_jobs, &f->shard, c->retries, &f->rs);
+	gpushare_farm_journal_data_release(&d);
 	return rc;
 }
 
@@ -587,7 +588,7 @@ static int flush_journal(struct farm *f)
 
 	if (!f->n_pending)
 		return GPUSHARE_OK;
-	rc = farm_journal_write_attempts(&f->journal, f->pending, f->n_pending);
+	rc = gpushare_farm_journal_write_attempts(&f->journal, f->pending, f->n_pending);
 	f->n_pending = 0;
 	return rc;
 }
@@ -733,7 +734,7 @@ static int start_job(struct farm *f, struct slot *s, size_t job)
 	if (!rc)
 		rc = open_output(f, s->err_rel, &err);
 	if (!rc)
-		rc = farm_jobs_argv(&f->jobs, job, &s->argv);
+		rc = gpushare_farm_jobs_argv(&f->jobs, job, &s->argv);
 	if (!rc)
 		rc = job_env(f, s, &env);
 	if (rc)
@@ -1170,12 +1171,12 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n && !rc; i++) {
-		rc = farm_journal_load(dirs[i], &d[i]);
+		rc = gpushare_farm_journal_load(dirs[i], &d[i]);
 		pd[i] = &d[i];
 	}
 	memset(&s, 0, sizeof(s));
 	if (!rc)
-		rc = farm_summary_build(pd, n, &s);
+		rc = gpushare_journal_summary_build(pd, n, &s);
 	if (!rc) {
 		summary_from(out, &s);
 		if (s.n_gpus && !out->gpus)
@@ -1187,9 +1188,9 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 		if (read_live(dirs[i], &out->live[out->n_live]))
 			out->n_live++;
 	}
-	farm_summary_release(&s);
+	gpushare_journal_summary_release(&s);
 	for (size_t i = 0; i < n; i++)
-		farm_journal_data_release(&d[i]);
+		gpushare_farm_journal_data_release(&d[i]);
 	free(d);
 	free(pd);
 	return rc;
@@ -1244,7 +1245,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	f.r = r;
 	f.journal.fd = -1;
 	farm_stop_level = 0;
-	farm_jobs_init(&f.jobs, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&f.jobs, FARM_JOBS_ARGV);
 	rc = load_jobs(&f);
 	if (rc == GPUSHARE_E_NOT_FOUND)
 		rc = GPUSHARE_E_IO; /* a job or argument file is missing: the detail names it */
@@ -1266,7 +1267,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		snprintf(r->strategy, sizeof(r->strategy), "%s", st ? st->name : "?");
 		r->shard_index = f.shard.index;
 		r->shard_count = f.shard.count;
-		r->shard_jobs = farm_shard_size(&f.shard, f.jobs.n_jobs);
+		r->shard_jobs = gpushare_farm_shard_size(&f.shard, f.jobs.n_jobs);
 		r->skipped = f.rs.done + f.rs.failed;
 		f.queued = f.rs.pending;
 		f.calibrating = c->slots == 0 && f.queued > 0;
@@ -1283,7 +1284,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		for (size_t i = 0; f.metrics && i < f.n_gpus; i++)
 			gpushare_metrics_farm_gpu_name(f.metrics, i, f.gpus[i].id.uuid, f.gpus[i].id.index);
 		f.cfg.slots = c->slots;
-		rc = farm_journal_write_header(&f.journal, &f.cfg);
+		rc = gpushare_farm_journal_write_header(&f.journal, &f.cfg);
 	}
 	if (!rc) {
 		f.t0_ns = f.last_progress_ns = gpushare_now_ns();
@@ -1306,7 +1307,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	if (f.run_dir[0])
 		gpushare_rundir_remove(f.run_dir);
 	if (f.journal_open)
-		farm_journal_close(&f.journal);
+		gpushare_farm_journal_close(&f.journal);
 	if (f.r->dir[0] && f.journal_open) {
 		const char *dirs[1] = { f.dir };
 		struct gpushare_errsave e2;
@@ -1322,8 +1323,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	free(f.pending);
 	free(f.gpus);
 	free(f.retry);
-	farm_resume_release(&f.rs);
-	farm_jobs_release(&f.jobs);
+	gpushare_farm_resume_release(&f.rs);
+	gpushare_farm_jobs_release(&f.jobs);
 	if (f.nvml)
 		gpushare_nvml_close();
 	rc = gpushare_error_restore(&e, rc);

@@ -18,7 +18,7 @@ const char *gpushare_getenv_process(void *ctx, const char *name)
 	return getenv(name);
 }
 
-uint64_t farm_fnv1a(uint64_t h, const void *data, size_t len)
+uint64_t gpushare_farm_fnv1a(uint64_t h, const void *data, size_t len)
 {
 	const unsigned char *p = data;
 
@@ -29,14 +29,14 @@ uint64_t farm_fnv1a(uint64_t h, const void *data, size_t len)
 	return h;
 }
 
-void farm_jobs_init(struct farm_jobs *list, enum farm_jobs_mode mode)
+void gpushare_farm_jobs_init(struct farm_jobs *list, enum farm_jobs_mode mode)
 {
 	memset(list, 0, sizeof(*list));
 	list->mode = mode;
 	snprintf(list->source, sizeof(list->source), "jobs");
 }
 
-void farm_jobs_release(struct farm_jobs *list)
+void gpushare_farm_jobs_release(struct farm_jobs *list)
 {
 	enum farm_jobs_mode mode = list->mode;
 	char source[sizeof(list->source)];
@@ -103,7 +103,7 @@ static int job_commit(struct farm_jobs *list, size_t offset, size_t argc, size_t
 	e->offset = offset;
 	e->argc = (uint32_t)argc;
 	e->line = lineno > UINT32_MAX ? UINT32_MAX : (uint32_t)lineno;
-	e->hash = farm_fnv1a(FARM_FNV_OFFSET, list->arena + offset, list->arena_len - offset);
+	e->hash = gpushare_farm_fnv1a(FARM_FNV_OFFSET, list->arena + offset, list->arena_len - offset);
 	return GPUSHARE_OK;
 }
 
@@ -208,7 +208,7 @@ static int split_into(const char *line, size_t len, char *out, size_t *out_len, 
 	return GPUSHARE_OK;
 }
 
-int farm_jobs_split(const char *line, size_t len, char ***argv, size_t *argc)
+int gpushare_farm_jobs_split(const char *line, size_t len, char ***argv, size_t *argc)
 {
 	char err[256];
 	size_t n, used;
@@ -246,7 +246,7 @@ int farm_jobs_split(const char *line, size_t len, char ***argv, size_t *argc)
 
 static const char sh_prefix[] = "/bin/sh\0-c";   /* two strings, with the final NUL */
 
-int farm_jobs_add_line(struct farm_jobs *list, const char *line, size_t len, size_t lineno)
+int gpushare_farm_jobs_add_line(struct farm_jobs *list, const char *line, size_t len, size_t lineno)
 {
 	size_t i = 0, start = list->arena_len, used, argc;
 	char err[256];
@@ -319,10 +319,10 @@ static int read_lines(FILE *f, const char *name,
 
 static int add_line_cb(void *ctx, const char *line, size_t len, size_t lineno)
 {
-	return farm_jobs_add_line(ctx, line, len, lineno);
+	return gpushare_farm_jobs_add_line(ctx, line, len, lineno);
 }
 
-int farm_jobs_load_stream(struct farm_jobs *list, FILE *f, const char *name)
+int gpushare_farm_jobs_load_stream(struct farm_jobs *list, FILE *f, const char *name)
 {
 	snprintf(list->source, sizeof(list->source), "%s", name);
 	return read_lines(f, name, add_line_cb, list);
@@ -344,7 +344,7 @@ static int open_input(const char *path, FILE **f, const char **name)
 	return GPUSHARE_OK;
 }
 
-int farm_jobs_load_file(struct farm_jobs *list, const char *path)
+int gpushare_farm_jobs_load_file(struct farm_jobs *list, const char *path)
 {
 	const char *name;
 	FILE *f;
@@ -352,7 +352,7 @@ int farm_jobs_load_file(struct farm_jobs *list, const char *path)
 
 	if (rc)
 		return rc;
-	rc = farm_jobs_load_stream(list, f, name);
+	rc = gpushare_farm_jobs_load_stream(list, f, name);
 	if (f != stdin)
 		fclose(f);
 	return rc;
@@ -414,7 +414,7 @@ static int put_expanded(struct farm_jobs *list, const char *w, const char *arg, 
 	return rc;
 }
 
-int farm_jobs_add_template_arg(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
+int gpushare_farm_jobs_add_template_arg(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
 			       const char *arg, size_t lineno)
 {
 	size_t start = list->arena_len, argc = 0;
@@ -476,7 +476,7 @@ static int parse_ll(const char *s, const char *end, long long *out)
 	return errno || *e ? -1 : 0;
 }
 
-int farm_range_parse(const char *s, struct farm_range *out)
+int gpushare_farm_range_parse(const char *s, struct farm_range *out)
 {
 	const char *dots = s ? strstr(s, "..") : NULL, *colon;
 	struct farm_range r = { 0, 0, 1 };
@@ -493,23 +493,23 @@ int farm_range_parse(const char *s, struct farm_range *out)
 		return gpushare_fail(GPUSHARE_E_INVAL, "range '%s': the step must be at least 1", s);
 	if (r.start > r.end)
 		return gpushare_fail(GPUSHARE_E_INVAL, "range '%s': START is larger than END", s);
-	if (farm_range_count(&r) > FARM_JOBS_MAX)
+	if (gpushare_farm_range_count(&r) > FARM_JOBS_MAX)
 		return gpushare_fail(GPUSHARE_E_INVAL, "range '%s' has more than %lu values", s, FARM_JOBS_MAX);
 	*out = r;
 	return GPUSHARE_OK;
 }
 
-uint64_t farm_range_count(const struct farm_range *r)
+uint64_t gpushare_farm_range_count(const struct farm_range *r)
 {
 	uint64_t span = (uint64_t)r->end - (uint64_t)r->start;
 
 	return span / (uint64_t)r->step + 1;
 }
 
-int farm_jobs_template_range(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
+int gpushare_farm_jobs_template_range(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
 			     const struct farm_range *range)
 {
-	uint64_t n = farm_range_count(range);
+	uint64_t n = gpushare_farm_range_count(range);
 
 	snprintf(list->source, sizeof(list->source), "range %lld..%lld:%lld", range->start, range->end,
 		 range->step);
@@ -518,7 +518,7 @@ int farm_jobs_template_range(struct farm_jobs *list, char *const tmpl[], size_t 
 		int rc;
 
 		snprintf(arg, sizeof(arg), "%lld", (long long)((uint64_t)range->start + k * (uint64_t)range->step));
-		if ((rc = farm_jobs_add_template_arg(list, tmpl, n_tmpl, arg, (size_t)k + 1)))
+		if ((rc = gpushare_farm_jobs_add_template_arg(list, tmpl, n_tmpl, arg, (size_t)k + 1)))
 			return rc;
 	}
 	return GPUSHARE_OK;
@@ -546,12 +546,12 @@ static int add_arg_cb(void *ctx, const char *line, size_t len, size_t lineno)
 	arg = strndup(line, len);
 	if (!arg)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	rc = farm_jobs_add_template_arg(t->list, t->tmpl, t->n_tmpl, arg, lineno);
+	rc = gpushare_farm_jobs_add_template_arg(t->list, t->tmpl, t->n_tmpl, arg, lineno);
 	free(arg);
 	return rc;
 }
 
-int farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl, const char *path)
+int gpushare_farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl, const char *path)
 {
 	struct tmpl_ctx t = { list, tmpl, n_tmpl, NULL };
 	FILE *f;
@@ -568,7 +568,7 @@ int farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n
 
 /* ---- using the list ---- */
 
-int farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv)
+int gpushare_farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv)
 {
 	const struct farm_job_entry *e;
 	char **v, *s;
@@ -589,7 +589,7 @@ int farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv)
 	return GPUSHARE_OK;
 }
 
-void farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len)
+void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len)
 {
 	const struct farm_job_entry *e;
 	const char *s;
@@ -646,27 +646,27 @@ void farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t 
 	free(out);
 }
 
-uint64_t farm_jobs_list_hash(const struct farm_jobs *list)
+uint64_t gpushare_farm_jobs_list_hash(const struct farm_jobs *list)
 {
 	unsigned char b[8];
 	uint64_t h = FARM_FNV_OFFSET, n = list->n_jobs;
 
 	b[0] = (unsigned char)list->mode;
-	h = farm_fnv1a(h, b, 1);
+	h = gpushare_farm_fnv1a(h, b, 1);
 	for (int k = 0; k < 8; k++)
 		b[k] = (unsigned char)(n >> (8 * k));
-	h = farm_fnv1a(h, b, 8);
+	h = gpushare_farm_fnv1a(h, b, 8);
 	for (size_t i = 0; i < list->n_jobs; i++) {
 		for (int k = 0; k < 8; k++)
 			b[k] = (unsigned char)(list->jobs[i].hash >> (8 * k));
-		h = farm_fnv1a(h, b, 8);
+		h = gpushare_farm_fnv1a(h, b, 8);
 	}
 	return h;
 }
 
 /* ---- sharding ---- */
 
-int farm_shard_parse(const char *s, struct farm_shard *out)
+int gpushare_farm_shard_parse(const char *s, struct farm_shard *out)
 {
 	unsigned long long i, n;
 	char *end;
@@ -706,7 +706,7 @@ static int env_long(gpushare_getenv_fn getenv_fn, void *ctx, const char *name, l
 	return 1;
 }
 
-int farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct farm_shard *out, bool *from_env)
+int gpushare_farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct farm_shard *out, bool *from_env)
 {
 	long id = 0, min = 0, max = 0, step = 1, count = 0, procid = 0, ntasks = 1;
 	unsigned long a_index = 0, a_count = 1;
@@ -762,7 +762,7 @@ int farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct farm_sha
 	return GPUSHARE_OK;
 }
 
-size_t farm_shard_size(const struct farm_shard *s, size_t n)
+size_t gpushare_farm_shard_size(const struct farm_shard *s, size_t n)
 {
 	return n / s->count + (s->index < n % s->count ? 1 : 0);
 }

@@ -16,7 +16,7 @@
  * each with its terminating NUL), so a resumed farm can tell that a job file
  * changed. All strings live in one growing arena and each job costs one small
  * table entry, so a list of millions of jobs stays a few bytes per job above
- * the text itself. Lines can be added one at a time (farm_jobs_add_line), so
+ * the text itself. Lines can be added one at a time (gpushare_farm_jobs_add_line), so
  * a reader of standard input can feed the list as the lines arrive.
  */
 #ifndef GPUSHARE_FARM_JOBS_H
@@ -57,26 +57,26 @@ struct farm_jobs {
 };
 
 /* An empty list; no allocation. */
-void farm_jobs_init(struct farm_jobs *list, enum farm_jobs_mode mode);
+void gpushare_farm_jobs_init(struct farm_jobs *list, enum farm_jobs_mode mode);
 /* Free what the list holds; it is empty (and reusable) afterwards. */
-void farm_jobs_release(struct farm_jobs *list);
+void gpushare_farm_jobs_release(struct farm_jobs *list);
 
 /* Add one line of a job file (without its newline; a trailing CR is
  * dropped). `lineno` is its 1-based line number, used in messages. Blank
  * lines and lines whose first non-blank character is '#' add nothing.
  * GPUSHARE_E_INVAL with "FILE:LINE: unterminated double quote" etc. */
-int farm_jobs_add_line(struct farm_jobs *list, const char *line, size_t len, size_t lineno);
+int gpushare_farm_jobs_add_line(struct farm_jobs *list, const char *line, size_t len, size_t lineno);
 
 /* Read a whole job file ("-" = standard input), line by line. */
-int farm_jobs_load_file(struct farm_jobs *list, const char *path);
+int gpushare_farm_jobs_load_file(struct farm_jobs *list, const char *path);
 /* The same from an open stream; `name` is used in messages. */
-int farm_jobs_load_stream(struct farm_jobs *list, FILE *f, const char *name);
+int gpushare_farm_jobs_load_stream(struct farm_jobs *list, FILE *f, const char *name);
 
 /* Split one command line into words with the job-file quoting rules. On
  * success *argv is a malloc'ed NULL-terminated array whose strings are in
  * the same allocation (free(*argv) frees all). The error detail has no file
  * or line prefix. Exposed for tests and for the `-- CMD` form. */
-int farm_jobs_split(const char *line, size_t len, char ***argv, size_t *argc);
+int gpushare_farm_jobs_split(const char *line, size_t len, char ***argv, size_t *argc);
 
 /* ---- templates ---- */
 
@@ -85,22 +85,22 @@ int farm_jobs_split(const char *line, size_t len, char ***argv, size_t *argc);
 struct farm_range {
 	long long start, end, step;
 };
-int farm_range_parse(const char *s, struct farm_range *out);
+int gpushare_farm_range_parse(const char *s, struct farm_range *out);
 /* Number of values in the range. */
-uint64_t farm_range_count(const struct farm_range *r);
+uint64_t gpushare_farm_range_count(const struct farm_range *r);
 
 /* Add one job per value: the template words with `{}` replaced by the value
  * and `{#}` by the 1-based job number. A template holding no `{}` gets the
  * value appended as one more word, as GNU parallel does. In shell mode the
  * words are joined with spaces into one line for /bin/sh -c, and the
  * argument is single-quoted there so that it stays one word. */
-int farm_jobs_add_template_arg(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
+int gpushare_farm_jobs_add_template_arg(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
 			       const char *arg, size_t lineno);
-int farm_jobs_template_range(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
+int gpushare_farm_jobs_template_range(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
 			     const struct farm_range *range);
 /* Arguments from a file ("-" = stdin), one per line taken verbatim (no
  * quoting; a trailing CR is dropped); empty lines are skipped. */
-int farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
+int gpushare_farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
 			    const char *path);
 
 /* ---- using the list ---- */
@@ -108,20 +108,20 @@ int farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n
 /* The argv of job i as a malloc'ed NULL-terminated array of pointers into
  * the arena (free only the array; valid while the list is not changed). In
  * shell mode: { "/bin/sh", "-c", LINE, NULL }. */
-int farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv);
+int gpushare_farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv);
 
 /* Job i as one readable line (words shell-quoted where needed), truncated
  * with "..." to fit buf. For messages and `--dry-run`. */
-void farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len);
+void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len);
 
 /* FNV-1a 64 over a byte string, continuing from `h` (start with
  * FARM_FNV_OFFSET). */
 #define FARM_FNV_OFFSET 0xcbf29ce484222325ULL
-uint64_t farm_fnv1a(uint64_t h, const void *data, size_t len);
+uint64_t gpushare_farm_fnv1a(uint64_t h, const void *data, size_t len);
 
 /* The hash of the whole list: its mode, its count and every job's hash in
  * order. Two lists with the same value hold the same jobs. */
-uint64_t farm_jobs_list_hash(const struct farm_jobs *list);
+uint64_t gpushare_farm_jobs_list_hash(const struct farm_jobs *list);
 
 /* ---- sharding ---- */
 
@@ -131,7 +131,7 @@ struct farm_shard {
 };
 
 /* "I/N" with 0 <= I < N. */
-int farm_shard_parse(const char *s, struct farm_shard *out);
+int gpushare_farm_shard_parse(const char *s, struct farm_shard *out);
 
 /* The default shard from a Slurm environment (docs/farm.md, "Sharding"):
  *  - in an array job (SLURM_ARRAY_TASK_ID set): the element's position
@@ -145,7 +145,7 @@ int farm_shard_parse(const char *s, struct farm_shard *out);
  * one process however many tasks the job has. Inconsistent values (a task
  * id outside MIN..MAX, a sparse array without a step that fits) are
  * GPUSHARE_E_INVAL naming the variables; pass --shard explicitly then. */
-int farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct farm_shard *out,
+int gpushare_farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct farm_shard *out,
 			bool *from_env);
 
 static inline bool farm_shard_has(const struct farm_shard *s, size_t index)
@@ -154,6 +154,6 @@ static inline bool farm_shard_has(const struct farm_shard *s, size_t index)
 }
 
 /* Number of jobs of a list of n that shard s selects. */
-size_t farm_shard_size(const struct farm_shard *s, size_t n);
+size_t gpushare_farm_shard_size(const struct farm_shard *s, size_t n);
 
 #endif

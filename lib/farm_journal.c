@@ -27,12 +27,12 @@ static const char *const outcome_names[] = {
 	[FARM_REFUSED] = "refused", [FARM_STOPPED] = "stopped",
 };
 
-const char *farm_outcome_name(enum farm_outcome o)
+const char *gpushare_farm_outcome_name(enum farm_outcome o)
 {
 	return (unsigned)o < sizeof(outcome_names) / sizeof(outcome_names[0]) ? outcome_names[o] : "unknown";
 }
 
-int farm_outcome_parse(const char *s)
+int gpushare_farm_outcome_parse(const char *s)
 {
 	for (size_t i = 0; s && i < sizeof(outcome_names) / sizeof(outcome_names[0]); i++)
 		if (!strcmp(s, outcome_names[i]))
@@ -82,7 +82,7 @@ static char *finish(cJSON *o, bool ok)
 	return s;
 }
 
-char *farm_journal_header_json(const struct farm_config *cfg)
+char *gpushare_farm_journal_header_json(const struct farm_config *cfg)
 {
 	cJSON *o = cJSON_CreateObject(), *shard, *gpus;
 	bool ok = o != NULL;
@@ -114,7 +114,7 @@ char *farm_journal_header_json(const struct farm_config *cfg)
 	return finish(o, ok);
 }
 
-char *farm_journal_attempt_json(const struct farm_attempt *a)
+char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a)
 {
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
@@ -123,7 +123,7 @@ char *farm_journal_attempt_json(const struct farm_attempt *a)
 	     cJSON_AddNumberToObject(o, "job", (double)a->job) &&
 	     add_hash(o, "hash", a->hash) &&
 	     cJSON_AddNumberToObject(o, "attempt", a->attempt) &&
-	     cJSON_AddStringToObject(o, "outcome", farm_outcome_name(a->outcome)) &&
+	     cJSON_AddStringToObject(o, "outcome", gpushare_farm_outcome_name(a->outcome)) &&
 	     add_int_or_null(o, "exit_code", a->exit_code >= 0, a->exit_code) &&
 	     add_int_or_null(o, "signal", a->signal > 0, a->signal) &&
 	     add_int_or_null(o, "gpu", a->gpu >= 0, a->gpu) &&
@@ -174,7 +174,7 @@ static int cut_torn_tail(int fd, const char *path, off_t size, bool *existing)
 	return GPUSHARE_OK;
 }
 
-int farm_journal_open(struct farm_journal *j, const char *dir, bool *existing)
+int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *existing)
 {
 	struct stat st;
 	int fd, rc;
@@ -220,7 +220,7 @@ fail:
 	return rc;
 }
 
-void farm_journal_close(struct farm_journal *j)
+void gpushare_farm_journal_close(struct farm_journal *j)
 {
 	if (j->fd >= 0)
 		close(j->fd);      /* also drops the flock */
@@ -261,24 +261,24 @@ static int write_record(struct farm_journal *j, char *json)
 	return GPUSHARE_OK;
 }
 
-int farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg)
+int gpushare_farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg)
 {
-	return write_record(j, farm_journal_header_json(cfg));
+	return write_record(j, gpushare_farm_journal_header_json(cfg));
 }
 
-int farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a)
+int gpushare_farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a)
 {
-	return write_record(j, farm_journal_attempt_json(a));
+	return write_record(j, gpushare_farm_journal_attempt_json(a));
 }
 
-int farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n)
+int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n)
 {
 	struct gpushare_buf b = { 0 };
 	ssize_t w;
 	int rc = GPUSHARE_OK;
 
 	for (size_t i = 0; i < n && !rc; i++) {
-		char *json = farm_journal_attempt_json(&a[i]);
+		char *json = gpushare_farm_journal_attempt_json(&a[i]);
 		size_t len = json ? strlen(json) + 1 : 0;
 
 		if (!json)
@@ -307,7 +307,7 @@ int farm_journal_write_attempts(struct farm_journal *j, const struct farm_attemp
 
 /* ---- reading ---- */
 
-void farm_journal_data_release(struct farm_journal_data *d)
+void gpushare_farm_journal_data_release(struct farm_journal_data *d)
 {
 	free(d->records);
 	free(d->gpus);
@@ -464,7 +464,7 @@ static const char *parse_attempt(struct farm_journal_data *d, const cJSON *o, st
 	if (!get_uint(o, "attempt", UINT32_MAX, &attempt) || attempt == 0)
 		return "attempt without a valid attempt number";
 	r->attempt = (uint32_t)attempt;
-	outcome = cJSON_IsString(out) ? farm_outcome_parse(out->valuestring) : -1;
+	outcome = cJSON_IsString(out) ? gpushare_farm_outcome_parse(out->valuestring) : -1;
 	if (outcome < 0)
 		return "attempt without a valid outcome";
 	r->outcome = (uint8_t)outcome;
@@ -549,7 +549,7 @@ static int parse_line(struct farm_journal_data *d, const char *line, size_t len,
 	return rc;
 }
 
-int farm_journal_load_path(const char *path, struct farm_journal_data *out)
+int gpushare_farm_journal_load_path(const char *path, struct farm_journal_data *out)
 {
 	size_t cap = 2 * FARM_JOURNAL_LINE_MAX, have = 0, lineno = 0;
 	char *buf;
@@ -611,20 +611,20 @@ int farm_journal_load_path(const char *path, struct farm_journal_data *out)
 	if (!rc && !out->n_headers)
 		rc = gpushare_fail(GPUSHARE_E_INVAL, "%s: no header record (not a farm journal, or empty)", path);
 	if (rc)
-		farm_journal_data_release(out);
+		gpushare_farm_journal_data_release(out);
 	return rc;
 }
 
-int farm_journal_load(const char *dir, struct farm_journal_data *out)
+int gpushare_farm_journal_load(const char *dir, struct farm_journal_data *out)
 {
 	char path[4096];
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, FARM_JOURNAL_NAME) >= sizeof(path))
 		return gpushare_fail(GPUSHARE_E_INVAL, "farm directory path too long: '%s'", dir);
-	return farm_journal_load_path(path, out);
+	return gpushare_farm_journal_load_path(path, out);
 }
 
-int farm_journal_check_resume(const struct farm_journal_data *d, const struct farm_config *cfg,
+int gpushare_farm_journal_check_resume(const struct farm_journal_data *d, const struct farm_config *cfg,
 			      const struct farm_jobs *jobs)
 {
 	const struct farm_config *old = &d->config;
@@ -643,7 +643,7 @@ int farm_journal_check_resume(const struct farm_journal_data *d, const struct fa
 			return gpushare_fail(GPUSHARE_E_INVAL,
 					     "the journal in '%s' records job %" PRIu64 ", but the job list has only %zu jobs; "
 					     "refusing to resume a different job list", d->path, first, jobs->n_jobs);
-		farm_jobs_format(jobs, (size_t)first, cmd, sizeof(cmd));
+		gpushare_farm_jobs_format(jobs, (size_t)first, cmd, sizeof(cmd));
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "job %" PRIu64 " (%s:%" PRIu32 ", now '%s') differs from the job the journal in '%s' "
 				     "recorded; refusing to resume a changed job list", first, jobs->source,
@@ -669,7 +669,7 @@ int farm_journal_check_resume(const struct farm_journal_data *d, const struct fa
 
 /* ---- resuming ---- */
 
-void farm_resume_release(struct farm_resume *r)
+void gpushare_farm_resume_release(struct farm_resume *r)
 {
 	free(r->state);
 	free(r->attempts);
@@ -706,7 +706,7 @@ static int apply_records(const struct farm_journal_data *d, size_t n_jobs, uint8
 	return GPUSHARE_OK;
 }
 
-int farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const struct farm_shard *shard,
+int gpushare_farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const struct farm_shard *shard,
 		      unsigned retries, struct farm_resume *out)
 {
 	int rc;
@@ -716,12 +716,12 @@ int farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const st
 	out->attempts = calloc(n_jobs ? n_jobs : 1, sizeof(*out->attempts));
 	out->last_attempt = calloc(n_jobs ? n_jobs : 1, sizeof(*out->last_attempt));
 	if (!out->state || !out->attempts || !out->last_attempt) {
-		farm_resume_release(out);
+		gpushare_farm_resume_release(out);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory for %zu jobs", n_jobs);
 	}
 	out->n_jobs = n_jobs;
 	if (d && (rc = apply_records(d, n_jobs, out->state, out->attempts))) {
-		farm_resume_release(out);
+		gpushare_farm_resume_release(out);
 		return rc;
 	}
 	for (size_t i = 0; d && i < d->n_records; i++) {
@@ -760,7 +760,7 @@ static int cmp_interval(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-void farm_summary_release(struct farm_summary *s)
+void gpushare_journal_summary_release(struct farm_summary *s)
 {
 	free(s->gpus);
 	memset(s, 0, sizeof(*s));
@@ -820,7 +820,7 @@ static struct farm_gpu_summary *summary_gpu(struct farm_summary *s, const char *
 	return p;
 }
 
-int farm_summary_build(const struct farm_journal_data *const *d, size_t n, struct farm_summary *s)
+int gpushare_journal_summary_build(const struct farm_journal_data *const *d, size_t n, struct farm_summary *s)
 {
 	uint8_t *state = NULL;
 	struct farm_shard *seen = NULL;
@@ -919,6 +919,6 @@ out:
 	free(state);
 	free(seen);
 	if (rc)
-		farm_summary_release(s);
+		gpushare_journal_summary_release(s);
 	return rc;
 }

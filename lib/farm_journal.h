@@ -41,9 +41,9 @@ enum farm_outcome {
 };
 
 /* "ok", "failed", "timeout", "refused", "stopped". */
-const char *farm_outcome_name(enum farm_outcome o);
+const char *gpushare_farm_outcome_name(enum farm_outcome o);
 /* The inverse; -1 when unknown. */
-int farm_outcome_parse(const char *s);
+int gpushare_farm_outcome_parse(const char *s);
 
 struct farm_gpu_id {
 	int index;                     /* NVML index */
@@ -55,7 +55,7 @@ struct farm_gpu_id {
  * from one run to the next and are recorded for the reader. */
 struct farm_config {
 	uint64_t n_jobs;               /* jobs in the whole list (all shards) */
-	uint64_t jobs_hash;            /* farm_jobs_list_hash() */
+	uint64_t jobs_hash;            /* gpushare_farm_jobs_list_hash() */
 	enum farm_jobs_mode mode;
 	char jobs_source[256];         /* job file or template source, informative */
 	struct farm_shard shard;
@@ -99,22 +99,22 @@ struct farm_journal {
  * exclusive lock: GPUSHARE_E_BUSY when another process writes it. A torn
  * last line left by a crash is cut off. *existing tells whether the file
  * already held records. */
-int farm_journal_open(struct farm_journal *j, const char *dir, bool *existing);
+int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *existing);
 /* Release the lock and close. */
-void farm_journal_close(struct farm_journal *j);
+void gpushare_farm_journal_close(struct farm_journal *j);
 
 /* Append a header / an attempt record: one write(), then fsync(). */
-int farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg);
-int farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a);
+int gpushare_farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg);
+int gpushare_farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a);
 
 /* Append n attempt records with one write() and one fsync() (group
  * commit: a farm records the attempts that ended together at once). A
  * crash mid-write can leave only the last line torn, as for one record. */
-int farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n);
+int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n);
 
 /* The JSON of a record (for --json output and tests); caller frees. */
-char *farm_journal_header_json(const struct farm_config *cfg);
-char *farm_journal_attempt_json(const struct farm_attempt *a);
+char *gpushare_farm_journal_header_json(const struct farm_config *cfg);
+char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a);
 
 /* ---- reading ---- */
 
@@ -144,16 +144,16 @@ struct farm_journal_data {
 /* Read DIR/journal.jsonl. A torn last line is ignored (torn_tail); any other
  * line that is not a valid record is GPUSHARE_E_INVAL with
  * "PATH:LINE: ...". A missing file is GPUSHARE_E_NOT_FOUND. */
-int farm_journal_load(const char *dir, struct farm_journal_data *out);
+int gpushare_farm_journal_load(const char *dir, struct farm_journal_data *out);
 /* The same from a path to the journal file itself. */
-int farm_journal_load_path(const char *path, struct farm_journal_data *out);
-void farm_journal_data_release(struct farm_journal_data *d);
+int gpushare_farm_journal_load_path(const char *path, struct farm_journal_data *out);
+void gpushare_farm_journal_data_release(struct farm_journal_data *d);
 
 /* Check that a journal belongs to this farm before resuming: same job
  * count, mode and shard, and every recorded job's hash equal to the job's
  * hash in `jobs`. GPUSHARE_E_INVAL naming the first differing job
  * ("job 17 (line 18) differs from the journal's: ...") otherwise. */
-int farm_journal_check_resume(const struct farm_journal_data *d, const struct farm_config *cfg,
+int gpushare_farm_journal_check_resume(const struct farm_journal_data *d, const struct farm_config *cfg,
 			      const struct farm_jobs *jobs);
 
 /* ---- resuming ---- */
@@ -179,9 +179,9 @@ struct farm_resume {
  * when they failed or timed out, fewer than 1 + retries such attempts. A
  * refused job is final. A job with an ok record is never run again, even
  * if it also has failed records. */
-int farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const struct farm_shard *shard,
+int gpushare_farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const struct farm_shard *shard,
 		      unsigned retries, struct farm_resume *out);
-void farm_resume_release(struct farm_resume *r);
+void gpushare_farm_resume_release(struct farm_resume *r);
 
 /* ---- status ---- */
 
@@ -212,7 +212,7 @@ struct farm_summary {
  * or one farm). Journals of different job lists are GPUSHARE_E_INVAL. A job
  * counts as failed once its journal's last --retries are used up; until then
  * it is unfinished. Each job is counted once, whichever journals name it. */
-int farm_summary_build(const struct farm_journal_data *const *d, size_t n, struct farm_summary *out);
-void farm_summary_release(struct farm_summary *s);
+int gpushare_journal_summary_build(const struct farm_journal_data *const *d, size_t n, struct farm_summary *out);
+void gpushare_journal_summary_release(struct farm_summary *s);
 
 #endif

@@ -10,7 +10,7 @@
 #include "gpushare/gpushare.h"
 #include "launcher.h"
 
-const char *launcher_kind_name(enum launcher_kind k)
+const char *gpushare_launcher_kind_name(enum launcher_kind k)
 {
 	switch (k) {
 	case LAUNCHER_OPENMPI: return "openmpi";
@@ -38,7 +38,7 @@ static int env_long(gpushare_getenv_fn getenv_fn, void *ctx, const char *name, l
 	return 1;
 }
 
-int launcher_parse_tasks_per_node(const char *s, long node, long *count)
+int gpushare_launcher_parse_tasks_per_node(const char *s, long node, long *count)
 {
 	const char *p = s;
 	long seen = 0;
@@ -140,7 +140,7 @@ static int read_slurm(gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_i
 	if ((tpn = nonempty(getenv_fn, ctx, "SLURM_STEP_TASKS_PER_NODE"))) {
 		if ((rc = env_long(getenv_fn, ctx, "SLURM_NODEID", &node)) < 0)
 			return rc;
-		if ((rc = launcher_parse_tasks_per_node(tpn, node, &out->local_size)))
+		if ((rc = gpushare_launcher_parse_tasks_per_node(tpn, node, &out->local_size)))
 			return gpushare_fail(rc, "SLURM_STEP_TASKS_PER_NODE: %s", gpushare_errdetail());
 		out->size_var = "SLURM_STEP_TASKS_PER_NODE";
 		return 1;
@@ -154,7 +154,7 @@ static int read_slurm(gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_i
 	return 1;
 }
 
-int launcher_detect(gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_info *out)
+int gpushare_launcher_detect(gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_info *out)
 {
 	const char *slurm_job = nonempty(getenv_fn, ctx, "SLURM_JOB_ID");
 	const char *slurm_step = nonempty(getenv_fn, ctx, "SLURM_STEP_ID");
@@ -280,7 +280,7 @@ static int parse_list(const struct launcher_gpu *inv, size_t n_inv, const char *
 	return GPUSHARE_OK;
 }
 
-int launcher_select_gpus(const struct launcher_gpu *inv, size_t n_inv, const char *spec,
+int gpushare_launcher_select_gpus(const struct launcher_gpu *inv, size_t n_inv, const char *spec,
 			 gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_gpu *out, size_t *n_out)
 {
 	const char *cvd = getenv_fn(ctx, "CUDA_VISIBLE_DEVICES");
@@ -342,7 +342,7 @@ out:
 
 /* ---- binding ---- */
 
-int launcher_bind_parse(const char *s, enum launcher_bind *out)
+int gpushare_launcher_bind_parse(const char *s, enum gpushare_launcher_bind *out)
 {
 	if (s && !strcmp(s, "round-robin"))
 		*out = LAUNCHER_BIND_ROUND_ROBIN;
@@ -354,12 +354,12 @@ int launcher_bind_parse(const char *s, enum launcher_bind *out)
 	return GPUSHARE_OK;
 }
 
-const char *launcher_bind_name(enum launcher_bind b)
+const char *gpushare_launcher_bind_name(enum gpushare_launcher_bind b)
 {
 	return b == LAUNCHER_BIND_BLOCK ? "block" : "round-robin";
 }
 
-int launcher_bind(enum launcher_bind policy, long local_rank, long local_size, size_t n_gpus,
+int gpushare_launcher_bind(enum gpushare_launcher_bind policy, long local_rank, long local_size, size_t n_gpus,
 		  unsigned ranks_per_gpu, struct launcher_binding *out)
 {
 	size_t n, g, r, used, q, rem;

@@ -21,7 +21,7 @@ enum launcher_kind {
 };
 
 /* "openmpi", "mpich", "pmix", "slurm". */
-const char *launcher_kind_name(enum launcher_kind k);
+const char *gpushare_launcher_kind_name(enum launcher_kind k);
 
 struct launcher_info {
 	enum launcher_kind kind;
@@ -53,11 +53,11 @@ struct launcher_info {
  * GPUSHARE_E_NOT_FOUND when no launcher's variables are set;
  * GPUSHARE_E_INVAL naming the variables when they are inconsistent.
  */
-int launcher_detect(gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_info *out);
+int gpushare_launcher_detect(gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_info *out);
 
 /* This node's count in a Slurm tasks-per-node list such as "4(x2),3,1":
  * node 0 and 1 have 4, node 2 has 3, node 3 has 1. */
-int launcher_parse_tasks_per_node(const char *s, long node, long *count);
+int gpushare_launcher_parse_tasks_per_node(const char *s, long node, long *count);
 
 /* ---- which GPUs ---- */
 
@@ -79,19 +79,19 @@ struct launcher_gpu {
  * unknown GPUs and a CUDA_VISIBLE_DEVICES that allows nothing ("", "-1",
  * "NoDevFiles") are errors. `out` has room for n_inv entries.
  */
-int launcher_select_gpus(const struct launcher_gpu *inv, size_t n_inv, const char *spec,
+int gpushare_launcher_select_gpus(const struct launcher_gpu *inv, size_t n_inv, const char *spec,
 			 gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_gpu *out, size_t *n_out);
 
 /* ---- binding ranks to GPUs ---- */
 
-enum launcher_bind {
+enum gpushare_launcher_bind {
 	LAUNCHER_BIND_ROUND_ROBIN,   /* local rank r -> GPU r mod G */
 	LAUNCHER_BIND_BLOCK,         /* contiguous groups, sizes differing by at most one */
 };
 
 /* "round-robin" or "block". */
-int launcher_bind_parse(const char *s, enum launcher_bind *out);
-const char *launcher_bind_name(enum launcher_bind b);
+int gpushare_launcher_bind_parse(const char *s, enum gpushare_launcher_bind *out);
+const char *gpushare_launcher_bind_name(enum gpushare_launcher_bind b);
 
 struct launcher_binding {
 	size_t gpu;                  /* position in the selected GPU list */
@@ -111,7 +111,7 @@ struct launcher_binding {
  *    ranks K*i .. K*i+K-1 on GPU i; round-robin: r mod (n / K)).
  * GPUSHARE_E_INVAL with the numbers otherwise.
  */
-int launcher_bind(enum launcher_bind policy, long local_rank, long local_size, size_t n_gpus,
+int gpushare_launcher_bind(enum gpushare_launcher_bind policy, long local_rank, long local_size, size_t n_gpus,
 		  unsigned ranks_per_gpu, struct launcher_binding *out);
 
 #endif

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "child.h"
 #include "gpushare/files.h"
 #include "gpushare/gpu.h"

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sys.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 #include "mps_session.h"

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sys.h"
 #include "gpu_internal.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/gpu.h"

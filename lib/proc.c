@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "buf.h"
 #include "child.h"
 #include "gpushare/gpushare.h"

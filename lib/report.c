@@ -21,7 +21,7 @@
 
 /* ---- buffers and formatting ---- */
 
-void rbuf_add(struct rbuf *b, const void *data, size_t len)
+void gpushare_rbuf_add(struct rbuf *b, const void *data, size_t len)
 {
 	if (b->oom)
 		return;
@@ -44,7 +44,7 @@ void rbuf_add(struct rbuf *b, const void *data, size_t len)
 	b->data[b->len] = '\0';
 }
 
-void rbuf_printf(struct rbuf *b, const char *fmt, ...)
+void gpushare_rbuf_printf(struct rbuf *b, const char *fmt, ...)
 {
 	char small[512];
 	va_list ap;
@@ -56,7 +56,7 @@ void rbuf_printf(struct rbuf *b, const char *fmt, ...)
 	if (n < 0)
 		return;
 	if ((size_t)n < sizeof(small)) {
-		rbuf_add(b, small, (size_t)n);
+		gpushare_rbuf_add(b, small, (size_t)n);
 		return;
 	}
 	{
@@ -69,12 +69,12 @@ void rbuf_printf(struct rbuf *b, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(big, (size_t)n + 1, fmt, ap);
 		va_end(ap);
-		rbuf_add(b, big, (size_t)n);
+		gpushare_rbuf_add(b, big, (size_t)n);
 		free(big);
 	}
 }
 
-void rbuf_release(struct rbuf *b)
+void gpushare_rbuf_release(struct rbuf *b)
 {
 	free(b->data);
 	memset(b, 0, sizeof(*b));
@@ -112,7 +112,7 @@ static int cmp_run(const void *a, const void *b)
 	return (x->run->line > y->run->line) - (x->run->line < y->run->line);
 }
 
-int report_find_cell(const struct gpushare_report *r, const char *shape, int strategy, int workers, long batch)
+int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, int strategy, int workers, long batch)
 {
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
@@ -168,17 +168,17 @@ static size_t shape_distinct(const struct gpushare_report *r, const char *shape,
 	return n;
 }
 
-size_t report_shape_workers(const struct gpushare_report *r, const char *shape, int *out, size_t max)
+size_t gpushare_report_shape_workers(const struct gpushare_report *r, const char *shape, int *out, size_t max)
 {
 	return shape_distinct(r, shape, KEY_WORKERS, out, NULL, max);
 }
 
-size_t report_shape_batches(const struct gpushare_report *r, const char *shape, long *out, size_t max)
+size_t gpushare_report_shape_batches(const struct gpushare_report *r, const char *shape, long *out, size_t max)
 {
 	return shape_distinct(r, shape, KEY_BATCH, NULL, out, max);
 }
 
-size_t report_shape_strategies(const struct gpushare_report *r, const char *shape, int *out, size_t max)
+size_t gpushare_report_shape_strategies(const struct gpushare_report *r, const char *shape, int *out, size_t max)
 {
 	return shape_distinct(r, shape, KEY_STRATEGY, out, NULL, max);
 }
@@ -239,7 +239,7 @@ static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, 
 
 /* ---- recommendation ---- */
 
-bool report_sharing(int strategy)
+bool gpushare_report_sharing(int strategy)
 {
 	return strategy == GPUSHARE_STRATEGY_TIMESLICE || strategy == GPUSHARE_STRATEGY_MPS ||
 	       strategy == GPUSHARE_STRATEGY_MPS_SPLIT || strategy == GPUSHARE_STRATEGY_MIG;
@@ -261,7 +261,7 @@ static const char *sname(const struct gpushare_report *r, int cell)
  *   "2.16x the throughput of timeslice (1.90x-2.40x; apart at 56.2% confidence, below 95%: not significant)"
  *   "tie with timeslice (1.02x; the intervals overlap)"
  *   "2.16x the throughput of timeslice (one run: no interval, no verdict)" */
-void report_compare_text(const struct gpushare_comparison *c, const char *what, const char *b_name, char *buf,
+void gpushare_report_compare_text(const struct gpushare_comparison *c, const char *what, const char *b_name, char *buf,
 			 size_t len)
 {
 	char ratio[24], lo[24], hi[24], conf[16];
@@ -316,18 +316,18 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 			   struct gpushare_report_at_workers *at)
 {
 	int strat[GPUSHARE_STRATEGY_COUNT];
-	size_t ns = report_shape_strategies(r, rec->shape, strat, GPUSHARE_STRATEGY_COUNT);
+	size_t ns = gpushare_report_shape_strategies(r, rec->shape, strat, GPUSHARE_STRATEGY_COUNT);
 	char a[32], b[32], t[384];
 
 	at->best = at->next = at->timeslice = at->mps = at->mps_split = at->lowest_p99 = -1;
 	for (size_t i = 0; i < ns; i++) {
-		int k = report_find_cell(r, rec->shape, strat[i], at->workers, rec->batch);
+		int k = gpushare_report_find_cell(r, rec->shape, strat[i], at->workers, rec->batch);
 		const struct gpushare_report_cell *c;
 
 		if (k < 0 || r->cells[k].n_ok == 0)
 			continue;
 		c = &r->cells[k];
-		if (!report_sharing(c->strategy)) {
+		if (!gpushare_report_sharing(c->strategy)) {
 			if (at->n_references < GPUSHARE_REPORT_MAX_STRATEGIES)
 				at->references[at->n_references++] = k;
 			continue;
@@ -352,10 +352,10 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 	at->tied[at->n_tied++] = at->best;
 	at->p99_tied[at->n_p99_tied++] = at->lowest_p99;
 	for (size_t i = 0; i < ns; i++) {
-		int k = report_find_cell(r, rec->shape, strat[i], at->workers, rec->batch);
+		int k = gpushare_report_find_cell(r, rec->shape, strat[i], at->workers, rec->batch);
 		struct gpushare_comparison c;
 
-		if (k < 0 || r->cells[k].n_ok == 0 || !report_sharing(r->cells[k].strategy))
+		if (k < 0 || r->cells[k].n_ok == 0 || !gpushare_report_sharing(r->cells[k].strategy))
 			continue;
 		if (k != at->best) {
 			if (at->next < 0 || r->cells[k].throughput.median > r->cells[at->next].throughput.median)
@@ -390,7 +390,7 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 		snprintf(at->throughput_text, sizeof(at->throughput_text), "%s, %s", sname(r, at->best),
 			 gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
 		if (at->next >= 0) {
-			report_compare_text(&at->vs_next, "the throughput", sname(r, at->next), t, sizeof(t));
+			gpushare_report_compare_text(&at->vs_next, "the throughput", sname(r, at->next), t, sizeof(t));
 			cat(at->throughput_text, sizeof(at->throughput_text), "; %s", t);
 		}
 	}
@@ -398,14 +398,14 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 	 * the comparison with the next best). */
 	if (at->timeslice >= 0 && !in_list(at->tied, at->n_tied, at->timeslice) &&
 	    !(at->n_tied == 1 && at->next == at->timeslice)) {
-		report_compare_text(&at->vs_timeslice, "the throughput", "timeslice", t, sizeof(t));
+		gpushare_report_compare_text(&at->vs_timeslice, "the throughput", "timeslice", t, sizeof(t));
 		cat(at->throughput_text, sizeof(at->throughput_text), "; %s: %s", sname(r, at->best), t);
 	}
 	if (at->mps >= 0 && at->mps_split >= 0 &&
 	    !(in_list(at->tied, at->n_tied, at->mps) && in_list(at->tied, at->n_tied, at->mps_split)) &&
 	    !(at->n_tied == 1 && ((at->best == at->mps && at->next == at->mps_split) ||
 				  (at->best == at->mps_split && at->next == at->mps)))) {
-		report_compare_text(&at->mps_vs_split, "the throughput", "mps-split", t, sizeof(t));
+		gpushare_report_compare_text(&at->mps_vs_split, "the throughput", "mps-split", t, sizeof(t));
 		cat(at->throughput_text, sizeof(at->throughput_text), "; mps: %s", t);
 	}
 	cat(at->throughput_text, sizeof(at->throughput_text), ".");
@@ -434,8 +434,8 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 static void answer_scaling(const struct gpushare_report *r, struct gpushare_report_rec *rec)
 {
 	int strat[GPUSHARE_STRATEGY_COUNT], workers[64];
-	size_t ns = report_shape_strategies(r, rec->shape, strat, GPUSHARE_STRATEGY_COUNT);
-	size_t nw = report_shape_workers(r, rec->shape, workers, 64);
+	size_t ns = gpushare_report_shape_strategies(r, rec->shape, strat, GPUSHARE_STRATEGY_COUNT);
+	size_t nw = gpushare_report_shape_workers(r, rec->shape, workers, 64);
 
 	for (size_t i = 0; i < ns && rec->n_scaling < GPUSHARE_REPORT_MAX_STRATEGIES; i++) {
 		struct gpushare_report_scaling *sc = &rec->scaling[rec->n_scaling];
@@ -446,7 +446,7 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 		sc->strategy = strat[i];
 		sc->best = sc->smallest = -1;
 		for (size_t w = 0; w < nw; w++) {
-			int k = report_find_cell(r, rec->shape, strat[i], workers[w], rec->batch);
+			int k = gpushare_report_find_cell(r, rec->shape, strat[i], workers[w], rec->batch);
 
 			if (k >= 0 && r->cells[k].n_ok &&
 			    (sc->best < 0 || r->cells[k].throughput.median > r->cells[sc->best].throughput.median))
@@ -459,7 +459,7 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 		sc->smallest = sc->best;
 		fewer = false;
 		for (size_t w = 0; w < nw && workers[w] < best->workers; w++) {
-			int k = report_find_cell(r, rec->shape, strat[i], workers[w], rec->batch);
+			int k = gpushare_report_find_cell(r, rec->shape, strat[i], workers[w], rec->batch);
 			struct gpushare_comparison c;
 
 			if (k < 0 || !r->cells[k].n_ok)
@@ -487,7 +487,7 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 				 gpushare_strategy_name(sc->strategy), r->cells[sc->smallest].workers,
 				 workers_word(r->cells[sc->smallest].workers), r->cells[sc->smallest].workers == 1 ? "es" : "",
 				 a, best->workers, workers_word(best->workers));
-		if (!report_sharing(sc->strategy))
+		if (!gpushare_report_sharing(sc->strategy))
 			cat(sc->text, sizeof(sc->text), " (a reference, not a way to share)");
 	}
 }
@@ -505,7 +505,7 @@ static void answer_slo(const struct gpushare_report *r, struct gpushare_report_r
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
 
-		if (strcmp(c->shape, rec->shape) || c->batch != rec->batch || !c->n_ok || !report_sharing(c->strategy) ||
+		if (strcmp(c->shape, rec->shape) || c->batch != rec->batch || !c->n_ok || !gpushare_report_sharing(c->strategy) ||
 		    !(c->p99_latency.median <= r->slo_p99_seconds))
 			continue;
 		if (rec->slo < 0 || c->throughput.median > r->cells[rec->slo].throughput.median)
@@ -521,7 +521,7 @@ static void answer_slo(const struct gpushare_report *r, struct gpushare_report_r
 		struct gpushare_comparison cmp;
 
 		if ((int)i == rec->slo || strcmp(c->shape, rec->shape) || c->batch != rec->batch || !c->n_ok ||
-		    !report_sharing(c->strategy) || !(c->p99_latency.median <= r->slo_p99_seconds))
+		    !gpushare_report_sharing(c->strategy) || !(c->p99_latency.median <= r->slo_p99_seconds))
 			continue;
 		gpushare_compare(&c->throughput, &r->cells[rec->slo].throughput, &cmp);
 		if (cmp.verdict == GPUSHARE_VERDICT_TIE && rec->n_slo_tied < sizeof(rec->slo_tied) / sizeof(rec->slo_tied[0]))
@@ -553,7 +553,7 @@ static int recommend(struct gpushare_report *r)
 	for (size_t i = 0; i < r->n_shapes; i++) {
 		long batches[64];
 
-		n += report_shape_batches(r, r->shapes[i], batches, 64);
+		n += gpushare_report_shape_batches(r, r->shapes[i], batches, 64);
 	}
 	r->recs = calloc(n ? n : 1, sizeof(*r->recs));
 	if (!r->recs)
@@ -561,8 +561,8 @@ static int recommend(struct gpushare_report *r)
 	for (size_t i = 0; i < r->n_shapes; i++) {
 		long batches[64];
 		int workers[64];
-		size_t nb = report_shape_batches(r, r->shapes[i], batches, 64);
-		size_t nw = report_shape_workers(r, r->shapes[i], workers, 64);
+		size_t nb = gpushare_report_shape_batches(r, r->shapes[i], batches, 64);
+		size_t nw = gpushare_report_shape_workers(r, r->shapes[i], workers, 64);
 
 		for (size_t b = 0; b < nb; b++) {
 			struct gpushare_report_rec *rec = &r->recs[r->n_recs++];

@@ -20,23 +20,23 @@ struct rbuf {
 	bool oom;
 };
 
-void rbuf_add(struct rbuf *b, const void *data, size_t len);
-void rbuf_printf(struct rbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void rbuf_release(struct rbuf *b);
+void gpushare_rbuf_add(struct rbuf *b, const void *data, size_t len);
+void gpushare_rbuf_printf(struct rbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gpushare_rbuf_release(struct rbuf *b);
 
 /* Sharing strategies answer "how should N processes share"; sequential and
  * streams are references. */
-bool report_sharing(int strategy);
+bool gpushare_report_sharing(int strategy);
 
 /* c (a against b_name) in words: "2.16x <what> of <b_name> (1.90x-2.40x;
  * significant, 98.4% confidence)", "tie with <b_name> (...)", or no verdict
  * without intervals. what: "the throughput", "the p99". */
-void report_compare_text(const struct gpushare_comparison *c, const char *what, const char *b_name, char *buf,
+void gpushare_report_compare_text(const struct gpushare_comparison *c, const char *what, const char *b_name, char *buf,
 			 size_t len);
 
 /* Table cells: metric M_THROUGHPUT, M_MEAN or M_P99. */
 enum report_metric { M_THROUGHPUT, M_MEAN, M_P99 };
-const struct gpushare_ci *report_metric_ci(const struct gpushare_report_cell *c, int m);
+const struct gpushare_ci *gpushare_report_metric_ci(const struct gpushare_report_cell *c, int m);
 
 /* One table of the markdown and HTML reports: metric m of (shape, batch),
  * strategies as rows and worker counts as columns. r and shape must outlive it. */
@@ -54,13 +54,13 @@ struct report_table {
 	size_t runs;                 /* the ok runs most cells have */
 	char caption[256];           /* "median of 5 runs; in parentheses the 93.7% interval ..." */
 };
-void report_table_init(struct report_table *t, const struct gpushare_report *r, const char *shape, long batch, int m);
+void gpushare_report_table_init(struct report_table *t, const struct gpushare_report *r, const char *shape, long batch, int m);
 /* The text of row s, column w: "1.23k (1.20k-1.25k)", a coverage of its own
  * when it differs from the caption's, " [1 failed]"; "failed (2)" when no
  * run succeeded; "-" where no cell was run. *win: the cell is the best
  * sharing strategy of its column (highest throughput, lowest latency) or
  * ties with it. */
-void report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len, bool *win);
+void gpushare_report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len, bool *win);
 
 /* ---- plots ---- */
 
@@ -101,7 +101,7 @@ struct rplot {
 
 /* Render p as PNG and SVG into memory. The SVG keeps its text as <text>
  * elements (searchable, selectable). GPUSHARE_E_IO on a cairo error. */
-int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg);
+int gpushare_report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg);
 
 /* One rendered plot of the report. */
 struct report_figure {
@@ -111,20 +111,20 @@ struct report_figure {
 };
 
 /* Build and render every figure of the report. Caller releases with
- * report_figures_free(). */
-int report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n);
-void report_figures_free(struct report_figure *figs, size_t n);
+ * gpushare_report_figures_free(). */
+int gpushare_report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n);
+void gpushare_report_figures_free(struct report_figure *figs, size_t n);
 
 /* The HTML page (tables, figures as inline PNG, metadata, recommendation). */
-int report_html(const struct gpushare_report *r, const struct report_figure *figs, size_t n_figs,
+int gpushare_report_html(const struct gpushare_report *r, const struct report_figure *figs, size_t n_figs,
 		struct rbuf *out);
 
 /* Lookup: cell of (shape, strategy, workers, batch), -1 when absent. */
-int report_find_cell(const struct gpushare_report *r, const char *shape, int strategy, int workers, long batch);
+int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, int strategy, int workers, long batch);
 
 /* Sorted distinct worker counts / batches / strategies of a shape. */
-size_t report_shape_workers(const struct gpushare_report *r, const char *shape, int *out, size_t max);
-size_t report_shape_batches(const struct gpushare_report *r, const char *shape, long *out, size_t max);
-size_t report_shape_strategies(const struct gpushare_report *r, const char *shape, int *out, size_t max);
+size_t gpushare_report_shape_workers(const struct gpushare_report *r, const char *shape, int *out, size_t max);
+size_t gpushare_report_shape_batches(const struct gpushare_report *r, const char *shape, long *out, size_t max);
+size_t gpushare_report_shape_strategies(const struct gpushare_report *r, const char *shape, int *out, size_t max);
 
 #endif

@@ -64,7 +64,7 @@ int gpushare_report_load_open(const struct cJSON *res, struct gpushare_report_ru
 	return GPUSHARE_OK;
 }
 
-bool report_load_curve_any(const struct gpushare_report *r)
+bool gpushare_report_load_curve_any(const struct gpushare_report *r)
 {
 	for (size_t i = 0; i < r->n_runs; i++) {
 		if (r->runs[i].rate > 0)
@@ -214,7 +214,7 @@ static void curve_name(const struct curve *c, char *buf, size_t len)
 	}
 }
 
-bool report_load_curve_only(const struct gpushare_report *r, const char *shape)
+bool gpushare_report_load_curve_only(const struct gpushare_report *r, const char *shape)
 {
 	bool any = false;
 
@@ -228,7 +228,7 @@ bool report_load_curve_only(const struct gpushare_report *r, const char *shape)
 	return any;
 }
 
-int report_load_curve_recommend(const struct gpushare_report *r, const char *shape, FILE *f)
+int gpushare_report_load_curve_recommend(const struct gpushare_report *r, const char *shape, FILE *f)
 {
 	struct curve *cv;
 	size_t n, ties = 0;
@@ -291,13 +291,13 @@ int report_load_curve_recommend(const struct gpushare_report *r, const char *sha
 	return GPUSHARE_OK;
 }
 
-int report_load_curve_markdown(const struct gpushare_report *r, FILE *f)
+int gpushare_report_load_curve_markdown(const struct gpushare_report *r, FILE *f)
 {
 	struct curve *cv;
 	size_t n;
 	int rc;
 
-	if (!report_load_curve_any(r))
+	if (!gpushare_report_load_curve_any(r))
 		return GPUSHARE_OK;
 	rc = build(r, &cv, &n);
 	if (rc)
@@ -507,7 +507,7 @@ static void svg_shape(struct sbuf *b, const struct gpushare_report *r, const str
 #undef Y
 }
 
-int report_load_curve_write(const struct gpushare_report *r, const char *dir)
+int gpushare_report_load_curve_write(const struct gpushare_report *r, const char *dir)
 {
 	char path[GPUSHARE_PATH_MAX + 64];
 	struct curve *cv;
@@ -515,7 +515,7 @@ int report_load_curve_write(const struct gpushare_report *r, const char *dir)
 	size_t n;
 	int rc;
 
-	if (!report_load_curve_any(r))
+	if (!gpushare_report_load_curve_any(r))
 		return GPUSHARE_OK;
 	rc = build(r, &cv, &n);
 	if (rc)

@@ -21,21 +21,21 @@ struct cJSON;
 int gpushare_report_load_open(const struct cJSON *res, struct gpushare_report_run *run);
 
 /* Whether the report holds open-loop runs. */
-bool report_load_curve_any(const struct gpushare_report *r);
+bool gpushare_report_load_curve_any(const struct gpushare_report *r);
 
 /* Whether every run of the shape is open-loop (no closed-loop cells). */
-bool report_load_curve_only(const struct gpushare_report *r, const char *shape);
+bool gpushare_report_load_curve_only(const struct gpushare_report *r, const char *shape);
 
 /* The recommendation's line for the shape: the highest offered rate whose
  * p99 is within the bound, and which strategy reaches it (nothing when the
  * shape has no open-loop runs). */
-int report_load_curve_recommend(const struct gpushare_report *r, const char *shape, FILE *f);
+int gpushare_report_load_curve_recommend(const struct gpushare_report *r, const char *shape, FILE *f);
 
 /* The "Latency under offered load" section of report.md. */
-int report_load_curve_markdown(const struct gpushare_report *r, FILE *f);
+int gpushare_report_load_curve_markdown(const struct gpushare_report *r, FILE *f);
 
 /* load_curve.csv and plots/load_curve-<n>.svg in dir (nothing without
  * open-loop runs). */
-int report_load_curve_write(const struct gpushare_report *r, const char *dir);
+int gpushare_report_load_curve_write(const struct gpushare_report *r, const char *dir);
 
 #endif

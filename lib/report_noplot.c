@@ -9,7 +9,7 @@
 #include "gpushare/report.h"
 #include "report_internal.h"
 
-int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg)
+int gpushare_report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg)
 {
 	(void)p;
 	(void)png;
@@ -17,7 +17,7 @@ int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg
 	return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "gpushare was built without cairo: no plots");
 }
 
-int report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)
+int gpushare_report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)
 {
 	(void)r;
 	*figs = NULL;
@@ -25,7 +25,7 @@ int report_figures(const struct gpushare_report *r, struct report_figure **figs,
 	return GPUSHARE_OK;
 }
 
-void report_figures_free(struct report_figure *figs, size_t n)
+void gpushare_report_figures_free(struct report_figure *figs, size_t n)
 {
 	(void)figs;
 	(void)n;

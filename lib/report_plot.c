@@ -101,11 +101,11 @@ static void xml_esc(struct rbuf *b, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': rbuf_add(b, "&lt;", 4); break;
-		case '>': rbuf_add(b, "&gt;", 4); break;
-		case '&': rbuf_add(b, "&amp;", 5); break;
-		case '"': rbuf_add(b, "&quot;", 6); break;
-		default: rbuf_add(b, s, 1); break;
+		case '<': gpushare_rbuf_add(b, "&lt;", 4); break;
+		case '>': gpushare_rbuf_add(b, "&gt;", 4); break;
+		case '&': gpushare_rbuf_add(b, "&amp;", 5); break;
+		case '"': gpushare_rbuf_add(b, "&quot;", 6); break;
+		default: gpushare_rbuf_add(b, s, 1); break;
 		}
 	}
 }
@@ -134,15 +134,15 @@ static void text_at(struct canvas *cv, double x, double y, const char *s, double
 		cairo_get_matrix(cr, &m);
 		cairo_user_to_device(cr, &dx, &dy);
 		angle = atan2(m.yx, m.xx) * 180 / M_PI;
-		rbuf_printf(cv->svg_text,
+		gpushare_rbuf_printf(cv->svg_text,
 			    "<text x=\"%.2f\" y=\"%.2f\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"%.1f\"%s "
 			    "fill=\"rgb(%d,%d,%d)\"", dx, dy, cv->font_size, cv->bold ? " font-weight=\"bold\"" : "",
 			    (int)lround(r * 255), (int)lround(g * 255), (int)lround(b * 255));
 		if (fabs(angle) > 0.01)
-			rbuf_printf(cv->svg_text, " transform=\"rotate(%.1f %.2f %.2f)\"", angle, dx, dy);
-		rbuf_printf(cv->svg_text, ">");
+			gpushare_rbuf_printf(cv->svg_text, " transform=\"rotate(%.1f %.2f %.2f)\"", angle, dx, dy);
+		gpushare_rbuf_printf(cv->svg_text, ">");
 		xml_esc(cv->svg_text, s);
-		rbuf_printf(cv->svg_text, "</text>\n");
+		gpushare_rbuf_printf(cv->svg_text, "</text>\n");
 	}
 }
 
@@ -506,7 +506,7 @@ static cairo_status_t to_rbuf(void *closure, const unsigned char *data, unsigned
 {
 	struct rbuf *b = closure;
 
-	rbuf_add(b, data, len);
+	gpushare_rbuf_add(b, data, len);
 	return b->oom ? CAIRO_STATUS_NO_MEMORY : CAIRO_STATUS_SUCCESS;
 }
 
@@ -520,22 +520,22 @@ static int splice_text(struct rbuf *svg, const struct rbuf *text)
 		end = q;
 	if (!end || svg->oom || text->oom)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot add the text to the SVG");
-	rbuf_add(&out, svg->data, (size_t)(end - svg->data));
-	rbuf_add(&out, "<g class=\"text\">\n", 17);
+	gpushare_rbuf_add(&out, svg->data, (size_t)(end - svg->data));
+	gpushare_rbuf_add(&out, "<g class=\"text\">\n", 17);
 	if (text->len)
-		rbuf_add(&out, text->data, text->len);
-	rbuf_add(&out, "</g>\n", 5);
-	rbuf_add(&out, end, strlen(end));
+		gpushare_rbuf_add(&out, text->data, text->len);
+	gpushare_rbuf_add(&out, "</g>\n", 5);
+	gpushare_rbuf_add(&out, end, strlen(end));
 	if (out.oom) {
-		rbuf_release(&out);
+		gpushare_rbuf_release(&out);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
-	rbuf_release(svg);
+	gpushare_rbuf_release(svg);
 	*svg = out;
 	return GPUSHARE_OK;
 }
 
-int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg)
+int gpushare_report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg)
 {
 	cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, W, H);
 	struct canvas cv = { .cr = cairo_create(s) };
@@ -563,11 +563,11 @@ int report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg
 		st = cairo_surface_status(s);
 	cairo_surface_destroy(s);
 	if (st != CAIRO_STATUS_SUCCESS || svg->oom) {
-		rbuf_release(&text);
+		gpushare_rbuf_release(&text);
 		return gpushare_fail(GPUSHARE_E_IO, "cannot draw '%s' as SVG: %s", p->title, cairo_status_to_string(st));
 	}
 	rc = splice_text(svg, &text);
-	rbuf_release(&text);
+	gpushare_rbuf_release(&text);
 	return rc;
 }
 
@@ -659,7 +659,7 @@ static int add_figure(struct report_figure **figs, size_t *n, const struct rplot
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	snprintf(f->caption, sizeof(f->caption), "%s", caption);
 	(*n)++;
-	return report_plot_render(p, &f->png, &f->svg);
+	return gpushare_report_plot_render(p, &f->png, &f->svg);
 }
 
 struct shape_ctx {
@@ -715,7 +715,7 @@ static size_t per_strategy(struct shape_ctx *x, long batch, cell_metric m, const
 		se->dashed = dash;
 		se->marker = mark >= 0 ? mark : x->strat[s];
 		for (size_t w = 0; w < x->nw; w++) {
-			int k = report_find_cell(x->r, x->shape, x->strat[s], x->workers[w], batch);
+			int k = gpushare_report_find_cell(x->r, x->shape, x->strat[s], x->workers[w], batch);
 
 			if (k >= 0)
 				add_point(se, x->workers[w], m(&x->r->cells[k]), 1);
@@ -746,7 +746,7 @@ static int cdf_figure(struct shape_ctx *x, long batch, int workers)
 	x->p->logx = true;
 	x->p->xticks_at_points = false;
 	for (size_t s = 0; s < x->ns; s++) {
-		int k = report_find_cell(x->r, x->shape, x->strat[s], workers, batch);
+		int k = gpushare_report_find_cell(x->r, x->shape, x->strat[s], workers, batch);
 		const struct gpushare_hist *h;
 		struct rplot_series *se;
 		size_t nonempty = 0, every, seen = 0;
@@ -852,9 +852,9 @@ static int shape_figures(const struct gpushare_report *r, size_t si, struct rplo
 	char name[96], cap[256];
 	int rc;
 
-	x.nw = report_shape_workers(r, x.shape, x.workers, 64);
-	x.nb = report_shape_batches(r, x.shape, x.batches, 64);
-	x.ns = report_shape_strategies(r, x.shape, x.strat, GPUSHARE_STRATEGY_COUNT);
+	x.nw = gpushare_report_shape_workers(r, x.shape, x.workers, 64);
+	x.nb = gpushare_report_shape_batches(r, x.shape, x.batches, 64);
+	x.ns = gpushare_report_shape_strategies(r, x.shape, x.strat, GPUSHARE_STRATEGY_COUNT);
 	/* Throughput vs batch, one line per strategy and worker count: only
 	 * when there is more than one batch size. */
 	if (x.nb > 1) {
@@ -873,7 +873,7 @@ static int shape_figures(const struct gpushare_report *r, size_t si, struct rplo
 				se->marker = (int)w;
 				se->dashed = w % 2 == 1;
 				for (size_t b = 0; b < x.nb; b++) {
-					int k = report_find_cell(r, x.shape, x.strat[s], x.workers[w], x.batches[b]);
+					int k = gpushare_report_find_cell(r, x.shape, x.strat[s], x.workers[w], x.batches[b]);
 
 					if (k >= 0)
 						add_point(se, (double)x.batches[b], &r->cells[k].throughput, 1);
@@ -894,7 +894,7 @@ static int shape_figures(const struct gpushare_report *r, size_t si, struct rplo
 	return GPUSHARE_OK;
 }
 
-int report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)
+int gpushare_report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)
 {
 	struct rplot *p = malloc(sizeof(*p));
 	int rc = GPUSHARE_OK;
@@ -913,11 +913,11 @@ int report_figures(const struct gpushare_report *r, struct report_figure **figs,
 	return rc;
 }
 
-void report_figures_free(struct report_figure *figs, size_t n)
+void gpushare_report_figures_free(struct report_figure *figs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		rbuf_release(&figs[i].png);
-		rbuf_release(&figs[i].svg);
+		gpushare_rbuf_release(&figs[i].png);
+		gpushare_rbuf_release(&figs[i].svg);
 	}
 	free(figs);
 }

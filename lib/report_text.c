@@ -22,7 +22,7 @@
 #include "report_internal.h"
 #include "report_load_curve.h"
 
-const struct gpushare_ci *report_metric_ci(const struct gpushare_report_cell *c, int m)
+const struct gpushare_ci *gpushare_report_metric_ci(const struct gpushare_report_cell *c, int m)
 {
 	return m == M_THROUGHPUT ? &c->throughput : m == M_MEAN ? &c->mean_latency : &c->p99_latency;
 }
@@ -35,7 +35,7 @@ static void latency_unit(const struct gpushare_report *r, const char *shape, lon
 
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
-		const struct gpushare_ci *ci = report_metric_ci(c, m);
+		const struct gpushare_ci *ci = gpushare_report_metric_ci(c, m);
 
 		if (c->batch == batch && !strcmp(c->shape, shape) && c->n_ok && ci->median > max)
 			max = ci->median;
@@ -53,7 +53,7 @@ static void fmt_value(const struct report_table *t, double v, char *buf, size_t 
 		gpushare_fmt_sig(v * t->scale, buf, len);
 }
 
-void report_table_init(struct report_table *t, const struct gpushare_report *r, const char *shape, long batch, int m)
+void gpushare_report_table_init(struct report_table *t, const struct gpushare_report *r, const char *shape, long batch, int m)
 {
 	size_t counts[64] = { 0 }, runs[64] = { 0 };
 	double covs[64];
@@ -67,15 +67,15 @@ void report_table_init(struct report_table *t, const struct gpushare_report *r, 
 	t->title = m == M_THROUGHPUT ? "Aggregate throughput" : m == M_MEAN ? "Mean latency" : "p99 latency";
 	t->unit = "items/s";
 	t->scale = 1;
-	t->n_workers = report_shape_workers(r, shape, t->workers, 64);
-	t->n_strategies = report_shape_strategies(r, shape, t->strategies, GPUSHARE_STRATEGY_COUNT);
+	t->n_workers = gpushare_report_shape_workers(r, shape, t->workers, 64);
+	t->n_strategies = gpushare_report_shape_strategies(r, shape, t->strategies, GPUSHARE_STRATEGY_COUNT);
 	if (m != M_THROUGHPUT)
 		latency_unit(r, shape, batch, m, &t->unit, &t->scale);
 	/* The caption states the coverage most cells have; a cell with
 	 * another one states its own. */
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
-		double cv = gpushare_ci_has_interval(report_metric_ci(c, m)) ? report_metric_ci(c, m)->coverage : 0;
+		double cv = gpushare_ci_has_interval(gpushare_report_metric_ci(c, m)) ? gpushare_report_metric_ci(c, m)->coverage : 0;
 		size_t j;
 
 		if (c->batch != batch || strcmp(c->shape, shape) || !c->n_ok)
@@ -84,7 +84,7 @@ void report_table_init(struct report_table *t, const struct gpushare_report *r, 
 			;
 		if (j == nc && nc < 64) {
 			covs[nc] = cv;
-			runs[nc] = report_metric_ci(c, m)->n;
+			runs[nc] = gpushare_report_metric_ci(c, m)->n;
 			nc++;
 		}
 		if (j < 64)
@@ -111,16 +111,16 @@ static bool column_winner(const struct report_table *t, size_t w, int k)
 	const struct gpushare_report *r = t->r;
 	int best = -1;
 
-	if (!report_sharing(r->cells[k].strategy))
+	if (!gpushare_report_sharing(r->cells[k].strategy))
 		return false;
 	for (size_t s = 0; s < t->n_strategies; s++) {
-		int c = report_find_cell(r, t->shape, t->strategies[s], t->workers[w], t->batch);
+		int c = gpushare_report_find_cell(r, t->shape, t->strategies[s], t->workers[w], t->batch);
 		double v, b;
 
-		if (c < 0 || !r->cells[c].n_ok || !report_sharing(r->cells[c].strategy))
+		if (c < 0 || !r->cells[c].n_ok || !gpushare_report_sharing(r->cells[c].strategy))
 			continue;
-		v = report_metric_ci(&r->cells[c], t->m)->median;
-		b = best >= 0 ? report_metric_ci(&r->cells[best], t->m)->median : 0;
+		v = gpushare_report_metric_ci(&r->cells[c], t->m)->median;
+		b = best >= 0 ? gpushare_report_metric_ci(&r->cells[best], t->m)->median : 0;
 		if (best < 0 || (t->m == M_THROUGHPUT ? v > b : v < b))
 			best = c;
 	}
@@ -131,14 +131,14 @@ static bool column_winner(const struct report_table *t, size_t w, int k)
 	{
 		struct gpushare_comparison cmp;
 
-		gpushare_compare(report_metric_ci(&r->cells[k], t->m), report_metric_ci(&r->cells[best], t->m), &cmp);
+		gpushare_compare(gpushare_report_metric_ci(&r->cells[k], t->m), gpushare_report_metric_ci(&r->cells[best], t->m), &cmp);
 		return cmp.verdict == GPUSHARE_VERDICT_TIE;
 	}
 }
 
-void report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len, bool *win)
+void gpushare_report_table_cell(const struct report_table *t, size_t s, size_t w, char *buf, size_t len, bool *win)
 {
-	int k = report_find_cell(t->r, t->shape, t->strategies[s], t->workers[w], t->batch);
+	int k = gpushare_report_find_cell(t->r, t->shape, t->strategies[s], t->workers[w], t->batch);
 	const struct gpushare_report_cell *c;
 	const struct gpushare_ci *ci;
 	char a[24], b[24], d[24], cov[16];
@@ -154,7 +154,7 @@ void report_table_cell(const struct report_table *t, size_t s, size_t w, char *b
 		snprintf(buf, len, "failed (%zu)", c->n_failed);
 		return;
 	}
-	ci = report_metric_ci(c, t->m);
+	ci = gpushare_report_metric_ci(c, t->m);
 	*win = column_winner(t, w, k);
 	fmt_value(t, ci->median, a, sizeof(a));
 	if (gpushare_ci_has_interval(ci)) {
@@ -176,7 +176,7 @@ static void md_table(const struct gpushare_report *r, FILE *f, const char *shape
 {
 	struct report_table t;
 
-	report_table_init(&t, r, shape, batch, m);
+	gpushare_report_table_init(&t, r, shape, batch, m);
 	fprintf(f, "**%s (%s)**, %s; bold: the best sharing strategy of the column, or tied with it\n\n| strategy |",
 		t.title, t.unit, t.caption);
 	for (size_t w = 0; w < t.n_workers; w++)
@@ -187,12 +187,12 @@ static void md_table(const struct gpushare_report *r, FILE *f, const char *shape
 	fputc('\n', f);
 	for (size_t s = 0; s < t.n_strategies; s++) {
 		fprintf(f, "| %s%s |", gpushare_strategy_name(t.strategies[s]),
-			report_sharing(t.strategies[s]) ? "" : " (reference)");
+			gpushare_report_sharing(t.strategies[s]) ? "" : " (reference)");
 		for (size_t w = 0; w < t.n_workers; w++) {
 			char cell[128];
 			bool win;
 
-			report_table_cell(&t, s, w, cell, sizeof(cell), &win);
+			gpushare_report_table_cell(&t, s, w, cell, sizeof(cell), &win);
 			fprintf(f, win ? " **%s** |" : " %s |", cell);
 		}
 		fputc('\n', f);
@@ -269,12 +269,12 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 		if (!open)
 			continue;
 		fprintf(f, "### %s, open loop\n\n", r->shapes[i]);
-		report_load_curve_recommend(r, r->shapes[i], f);
+		gpushare_report_load_curve_recommend(r, r->shapes[i], f);
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < r->n_shapes; i++) {
 		long batches[64];
-		size_t nb = report_shape_batches(r, r->shapes[i], batches, 64);
+		size_t nb = gpushare_report_shape_batches(r, r->shapes[i], batches, 64);
 
 		for (size_t b = 0; b < nb; b++) {
 			fprintf(f, "## %s, batch %ld\n\n", r->shapes[i], batches[b]);
@@ -283,7 +283,7 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 			md_table(r, f, r->shapes[i], batches[b], M_P99);
 		}
 	}
-	if (report_load_curve_markdown(r, f))
+	if (gpushare_report_load_curve_markdown(r, f))
 		return GPUSHARE_E_IO;
 	if (ferror(f))
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write the markdown report: %s", strerror(errno));
@@ -346,9 +346,9 @@ int gpushare_report_write_csv(const struct gpushare_report *r, FILE *f)
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
 
-		csv_write_field(f, c->shape);
+		gpushare_csv_write_field(f, c->shape);
 		fputc(',', f);
-		csv_write_field(f, c->workload);
+		gpushare_csv_write_field(f, c->workload);
 		fprintf(f, ",%s,%d,%ld,%zu,%zu,", gpushare_strategy_name(c->strategy), c->workers, c->batch, c->n_ok,
 			c->n_failed);
 		if (gpushare_ci_has_interval(&c->throughput))
@@ -521,7 +521,7 @@ static cJSON *json_rec(const struct gpushare_report *r, const struct gpushare_re
 		     cJSON_AddStringToObject(x, "strategy", gpushare_strategy_name(s->strategy)) &&
 		     cJSON_AddNumberToObject(x, "best_workers", r->cells[s->best].workers) &&
 		     cJSON_AddNumberToObject(x, "smallest_workers_within_noise", r->cells[s->smallest].workers) &&
-		     cJSON_AddBoolToObject(x, "reference", !report_sharing(s->strategy)) &&
+		     cJSON_AddBoolToObject(x, "reference", !gpushare_report_sharing(s->strategy)) &&
 		     cJSON_AddStringToObject(x, "text", s->text);
 	}
 	if (ok && r->slo_p99_seconds > 0) {

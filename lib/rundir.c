@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "gpushare/exec.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "gpushare/bench.h"
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"

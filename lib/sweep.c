@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "gpushare/bench.h"
 #include "gpushare/files.h"
 #include "gpushare/gpu.h"

@@ -28,7 +28,7 @@ static int die(const char *what, int rc)
 int main(int argc, char **argv)
 {
 	const char *spec = NULL;
-	enum launcher_bind bind = LAUNCHER_BIND_ROUND_ROBIN;
+	enum gpushare_launcher_bind bind = LAUNCHER_BIND_ROUND_ROBIN;
 	long rpg = 0;
 	struct launcher_info li;
 	struct gpushare_system_info sys;
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 		struct farm_shard sh;
 		bool from_env;
 
-		if ((rc = farm_shard_from_env(gpushare_getenv_process, NULL, &sh, &from_env)))
+		if ((rc = gpushare_farm_shard_from_env(gpushare_getenv_process, NULL, &sh, &from_env)))
 			return die("shard", rc);
 		printf("shard=%lu/%lu from_env=%d\n", sh.index, sh.count, from_env);
 		return 0;
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 
 		if (!strcmp(argv[i], "--gpus") && v)
 			spec = v;
-		else if (!strcmp(argv[i], "--bind") && v && !(rc = launcher_bind_parse(v, &bind)))
+		else if (!strcmp(argv[i], "--bind") && v && !(rc = gpushare_launcher_bind_parse(v, &bind)))
 			;
 		else if (!strcmp(argv[i], "--ranks-per-gpu") && v && !(rc = gpushare_parse_int(v, 1, 1024, &rpg)))
 			;
@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 		}
 		i++;
 	}
-	if ((rc = launcher_detect(gpushare_getenv_process, NULL, &li)))
+	if ((rc = gpushare_launcher_detect(gpushare_getenv_process, NULL, &li)))
 		return die("launcher", rc);
 	if ((rc = gpushare_system_query_nvml(&sys)))
 		return die("gpus", rc);
@@ -73,15 +73,15 @@ int main(int argc, char **argv)
 		inv[i].index = sys.gpus[i].index;
 		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
 	}
-	rc = launcher_select_gpus(inv, sys.n_gpus, spec, gpushare_getenv_process, NULL, sel, &n_sel);
+	rc = gpushare_launcher_select_gpus(inv, sys.n_gpus, spec, gpushare_getenv_process, NULL, sel, &n_sel);
 	gpushare_system_release(&sys);
 	if (rc)
 		return die("gpus", rc);
-	if ((rc = launcher_bind(bind, li.local_rank, li.local_size, n_sel, (unsigned)rpg, &b)))
+	if ((rc = gpushare_launcher_bind(bind, li.local_rank, li.local_size, n_sel, (unsigned)rpg, &b)))
 		return die("binding", rc);
 	printf("launcher=%s rank=%ld size=%ld local_rank=%ld local_size=%ld job_key=%s gpus=%zu "
 	       "gpu=%u uuid=%s ranks_on_gpu=%u max_ranks_per_gpu=%u\n",
-	       launcher_kind_name(li.kind), li.rank, li.size, li.local_rank, li.local_size,
+	       gpushare_launcher_kind_name(li.kind), li.rank, li.size, li.local_rank, li.local_size,
 	       li.job_key[0] ? li.job_key : "-", n_sel, sel[b.gpu].index, sel[b.gpu].uuid, b.ranks_on_gpu,
 	       b.max_ranks_per_gpu);
 	free(inv);

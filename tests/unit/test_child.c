@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sys.h"
 #include "child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"

@@ -313,25 +313,25 @@ static void test_journal_group_commit(void **state)
 		a[i].slot = -1;
 		snprintf(a[i].stdout_path, sizeof(a[i].stdout_path), "out/%d.1.out", i);
 	}
-	assert_int_equal(farm_journal_open(&j, dir, &existing), GPUSHARE_OK);
+	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), GPUSHARE_OK);
 	assert_false(existing);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.n_jobs = 3;
 	cfg.shard.count = 1;
 	snprintf(cfg.strategy, sizeof(cfg.strategy), "timeslice");
 	snprintf(cfg.hostname, sizeof(cfg.hostname), "h");
-	assert_int_equal(farm_journal_write_header(&j, &cfg), GPUSHARE_OK);
-	assert_int_equal(farm_journal_write_attempts(&j, a, 3), GPUSHARE_OK);
-	assert_int_equal(farm_journal_write_attempts(&j, a, 0), GPUSHARE_OK);
-	farm_journal_close(&j);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, &cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_farm_journal_write_attempts(&j, a, 3), GPUSHARE_OK);
+	assert_int_equal(gpushare_farm_journal_write_attempts(&j, a, 0), GPUSHARE_OK);
+	gpushare_farm_journal_close(&j);
 	memset(&d, 0, sizeof(d));
-	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_OK);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_OK);
 	assert_int_equal(d.n_records, 3);
 	assert_int_equal(d.records[1].outcome, FARM_FAILED);
 	assert_int_equal(d.records[1].exit_code, 2);
 	assert_int_equal(d.records[2].hash, 0x1236);
 	assert_false(d.torn_tail);
-	farm_journal_data_release(&d);
+	gpushare_farm_journal_data_release(&d);
 }
 
 static void test_metrics_text(void **state)

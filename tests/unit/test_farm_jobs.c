@@ -25,7 +25,7 @@ static int load_text(struct farm_jobs *list, const char *text)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-	rc = farm_jobs_load_file(list, path);
+	rc = gpushare_farm_jobs_load_file(list, path);
 	unlink(path);
 	return rc;
 }
@@ -35,7 +35,7 @@ static void assert_argv(const struct farm_jobs *list, size_t i, const char *cons
 	char **argv;
 	size_t n = 0;
 
-	assert_int_equal(farm_jobs_argv(list, i, &argv), 0);
+	assert_int_equal(gpushare_farm_jobs_argv(list, i, &argv), 0);
 	while (want[n]) {
 		assert_non_null(argv[n]);
 		assert_string_equal(argv[n], want[n]);
@@ -50,7 +50,7 @@ static void test_quoting(void **state)
 	struct farm_jobs list;
 
 	(void)state;
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
 	assert_int_equal(load_text(&list,
 		"# a comment\n"
 		"\n"
@@ -68,7 +68,7 @@ static void test_quoting(void **state)
 	/* Index is the ordinal among jobs; line is the source line. */
 	assert_int_equal(list.jobs[0].line, 5);
 	assert_int_equal(list.jobs[3].line, 8);
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_errors_name_the_line(void **state)
@@ -76,31 +76,31 @@ static void test_errors_name_the_line(void **state)
 	struct farm_jobs list;
 
 	(void)state;
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
 	assert_int_equal(load_text(&list, "ok 1\nok 2\necho 'open\n"), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":3: unterminated single quote"));
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
 	assert_int_equal(load_text(&list, "echo \"open \\\"\n"), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":1: unterminated double quote"));
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
 	assert_int_equal(load_text(&list, "a\nb\\\n"), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":2: line ends with a backslash"));
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 
 	/* Unquoted shell syntax without --shell is refused, quoted is fine. */
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
 	assert_int_equal(load_text(&list, "echo '|' ok\necho hi > out\n"), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":2: '>' is shell syntax"));
 	assert_int_equal(list.n_jobs, 1);
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
-	assert_int_equal(farm_jobs_load_file(&list, "/nonexistent/jobs.txt"), GPUSHARE_E_NOT_FOUND);
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
+	assert_int_equal(gpushare_farm_jobs_load_file(&list, "/nonexistent/jobs.txt"), GPUSHARE_E_NOT_FOUND);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_split(void **state)
@@ -110,14 +110,14 @@ static void test_split(void **state)
 	const char *line = "  a 'b c'  \"d\\\\e\" ";
 
 	(void)state;
-	assert_int_equal(farm_jobs_split(line, strlen(line), &argv, &argc), 0);
+	assert_int_equal(gpushare_farm_jobs_split(line, strlen(line), &argv, &argc), 0);
 	assert_int_equal(argc, 3);
 	assert_string_equal(argv[0], "a");
 	assert_string_equal(argv[1], "b c");
 	assert_string_equal(argv[2], "d\\e");
 	assert_null(argv[3]);
 	free(argv);
-	assert_int_equal(farm_jobs_split("a 'b", 4, &argv, &argc), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_jobs_split("a 'b", 4, &argv, &argc), GPUSHARE_E_INVAL);
 }
 
 static void test_shell_mode(void **state)
@@ -126,13 +126,13 @@ static void test_shell_mode(void **state)
 	char buf[64];
 
 	(void)state;
-	farm_jobs_init(&list, FARM_JOBS_SHELL);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_SHELL);
 	assert_int_equal(load_text(&list, "# c\necho a | wc -c > 'out file'  \n"), 0);
 	assert_int_equal(list.n_jobs, 1);
 	assert_argv(&list, 0, (const char *[]){ "/bin/sh", "-c", "echo a | wc -c > 'out file'", NULL });
-	farm_jobs_format(&list, 0, buf, sizeof(buf));
+	gpushare_farm_jobs_format(&list, 0, buf, sizeof(buf));
 	assert_string_equal(buf, "echo a | wc -c > 'out file'");
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_format(void **state)
@@ -141,17 +141,17 @@ static void test_format(void **state)
 	char buf[64], small[12];
 
 	(void)state;
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
 	assert_int_equal(load_text(&list, "./sim --name 'two words' \"it's\" ''\n"), 0);
-	farm_jobs_format(&list, 0, buf, sizeof(buf));
+	gpushare_farm_jobs_format(&list, 0, buf, sizeof(buf));
 	assert_string_equal(buf, "./sim --name 'two words' 'it'\\''s' ''");
 	/* Too long: cut, and marked with "...". */
-	farm_jobs_format(&list, 0, small, sizeof(small));
+	gpushare_farm_jobs_format(&list, 0, small, sizeof(small));
 	assert_int_equal(strlen(small), sizeof(small) - 1);
 	assert_string_equal(small + sizeof(small) - 4, "...");
-	farm_jobs_format(&list, 5, buf, sizeof(buf));
+	gpushare_farm_jobs_format(&list, 5, buf, sizeof(buf));
 	assert_string_equal(buf, "");
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_hashes(void **state)
@@ -159,9 +159,9 @@ static void test_hashes(void **state)
 	struct farm_jobs a, b, c;
 
 	(void)state;
-	farm_jobs_init(&a, FARM_JOBS_ARGV);
-	farm_jobs_init(&b, FARM_JOBS_ARGV);
-	farm_jobs_init(&c, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&a, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&b, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&c, FARM_JOBS_ARGV);
 	assert_int_equal(load_text(&a, "x 1\ny 2\n"), 0);
 	/* Same words, other quoting and comments: same jobs. */
 	assert_int_equal(load_text(&b, "# header\n'x' \"1\"\n\ny   2\n"), 0);
@@ -169,15 +169,15 @@ static void test_hashes(void **state)
 	assert_int_equal(load_text(&c, "'x 1'\ny 2\n"), 0);
 	assert_true(a.jobs[0].hash == b.jobs[0].hash);
 	assert_true(a.jobs[1].hash == b.jobs[1].hash);
-	assert_true(farm_jobs_list_hash(&a) == farm_jobs_list_hash(&b));
+	assert_true(gpushare_farm_jobs_list_hash(&a) == gpushare_farm_jobs_list_hash(&b));
 	assert_true(a.jobs[0].hash != c.jobs[0].hash);
 	assert_true(a.jobs[1].hash == c.jobs[1].hash);
-	assert_true(farm_jobs_list_hash(&a) != farm_jobs_list_hash(&c));
+	assert_true(gpushare_farm_jobs_list_hash(&a) != gpushare_farm_jobs_list_hash(&c));
 	/* FNV-1a 64 reference value of "a". */
-	assert_true(farm_fnv1a(FARM_FNV_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cULL);
-	farm_jobs_release(&a);
-	farm_jobs_release(&b);
-	farm_jobs_release(&c);
+	assert_true(gpushare_farm_fnv1a(FARM_FNV_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cULL);
+	gpushare_farm_jobs_release(&a);
+	gpushare_farm_jobs_release(&b);
+	gpushare_farm_jobs_release(&c);
 }
 
 static void test_range(void **state)
@@ -185,22 +185,22 @@ static void test_range(void **state)
 	struct farm_range r;
 
 	(void)state;
-	assert_int_equal(farm_range_parse("1..1000", &r), 0);
+	assert_int_equal(gpushare_farm_range_parse("1..1000", &r), 0);
 	assert_true(r.start == 1 && r.end == 1000 && r.step == 1);
-	assert_true(farm_range_count(&r) == 1000);
-	assert_int_equal(farm_range_parse("-5..5:5", &r), 0);
-	assert_true(farm_range_count(&r) == 3);
-	assert_int_equal(farm_range_parse("0..10:3", &r), 0);
-	assert_true(farm_range_count(&r) == 4);      /* 0 3 6 9 */
-	assert_int_equal(farm_range_parse("7..7", &r), 0);
-	assert_true(farm_range_count(&r) == 1);
-	assert_int_equal(farm_range_parse("5..1", &r), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_range_parse("1..5:0", &r), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_range_parse("1-5", &r), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_range_parse("a..5", &r), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_range_parse("1..", &r), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_range_parse("1..5:", &r), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_range_parse("0..999999999999", &r), GPUSHARE_E_INVAL);
+	assert_true(gpushare_farm_range_count(&r) == 1000);
+	assert_int_equal(gpushare_farm_range_parse("-5..5:5", &r), 0);
+	assert_true(gpushare_farm_range_count(&r) == 3);
+	assert_int_equal(gpushare_farm_range_parse("0..10:3", &r), 0);
+	assert_true(gpushare_farm_range_count(&r) == 4);      /* 0 3 6 9 */
+	assert_int_equal(gpushare_farm_range_parse("7..7", &r), 0);
+	assert_true(gpushare_farm_range_count(&r) == 1);
+	assert_int_equal(gpushare_farm_range_parse("5..1", &r), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_range_parse("1..5:0", &r), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_range_parse("1-5", &r), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_range_parse("a..5", &r), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_range_parse("1..", &r), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_range_parse("1..5:", &r), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_range_parse("0..999999999999", &r), GPUSHARE_E_INVAL);
 }
 
 static void test_template_range(void **state)
@@ -211,20 +211,20 @@ static void test_template_range(void **state)
 	char *bare[] = { "echo", "n" };
 
 	(void)state;
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
-	assert_int_equal(farm_range_parse("10..30:10", &r), 0);
-	assert_int_equal(farm_jobs_template_range(&list, tmpl, 4, &r), 0);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
+	assert_int_equal(gpushare_farm_range_parse("10..30:10", &r), 0);
+	assert_int_equal(gpushare_farm_jobs_template_range(&list, tmpl, 4, &r), 0);
 	assert_int_equal(list.n_jobs, 3);
 	assert_argv(&list, 0, (const char *[]){ "./sim", "--seed=10", "--out", "run1.dat", NULL });
 	assert_argv(&list, 2, (const char *[]){ "./sim", "--seed=30", "--out", "run3.dat", NULL });
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 
 	/* No {}: the argument is appended, as GNU parallel does. */
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
-	assert_int_equal(farm_range_parse("1..2", &r), 0);
-	assert_int_equal(farm_jobs_template_range(&list, bare, 2, &r), 0);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
+	assert_int_equal(gpushare_farm_range_parse("1..2", &r), 0);
+	assert_int_equal(gpushare_farm_jobs_template_range(&list, bare, 2, &r), 0);
 	assert_argv(&list, 1, (const char *[]){ "echo", "n", "2", NULL });
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_template_file(void **state)
@@ -240,22 +240,22 @@ static void test_template_file(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
-	assert_int_equal(farm_jobs_template_file(&list, tmpl, 3, path), 0);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
+	assert_int_equal(gpushare_farm_jobs_template_file(&list, tmpl, 3, path), 0);
 	assert_int_equal(list.n_jobs, 3);
 	assert_argv(&list, 0, (const char *[]){ "convert", "a file.txt", "a file.txt.1", NULL });
 	assert_argv(&list, 1, (const char *[]){ "convert", "it's", "it's.2", NULL });
 	/* An argument holding "{}" is not expanded again. */
 	assert_argv(&list, 2, (const char *[]){ "convert", "{}", "{}.3", NULL });
 	assert_int_equal(list.jobs[1].line, 3);
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 
 	/* Shell mode: the argument is quoted so that it stays one word. */
-	farm_jobs_init(&list, FARM_JOBS_SHELL);
-	assert_int_equal(farm_jobs_template_file(&list, sh, 1, path), 0);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_SHELL);
+	assert_int_equal(gpushare_farm_jobs_template_file(&list, sh, 1, path), 0);
 	assert_argv(&list, 0, (const char *[]){ "/bin/sh", "-c", "wc -c < 'a file.txt' > out.1", NULL });
 	assert_argv(&list, 1, (const char *[]){ "/bin/sh", "-c", "wc -c < 'it'\\''s' > out.2", NULL });
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 	unlink(path);
 }
 
@@ -265,18 +265,18 @@ static void test_many_jobs_compact(void **state)
 	char line[64];
 
 	(void)state;
-	farm_jobs_init(&list, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(&list, FARM_JOBS_ARGV);
 	for (size_t i = 0; i < 200000; i++) {
 		int n = snprintf(line, sizeof(line), "./job --index %zu", i);
 
-		assert_int_equal(farm_jobs_add_line(&list, line, (size_t)n, i + 1), 0);
+		assert_int_equal(gpushare_farm_jobs_add_line(&list, line, (size_t)n, i + 1), 0);
 	}
 	assert_int_equal(list.n_jobs, 200000);
 	/* Text (about 21 bytes a job) plus the table: well under 64 bytes a job
 	 * of arena (growth doubles, so at most twice the text). */
 	assert_true(list.arena_cap < 200000 * 48);
 	assert_argv(&list, 123456, (const char *[]){ "./job", "--index", "123456", NULL });
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_shard_parse(void **state)
@@ -284,19 +284,19 @@ static void test_shard_parse(void **state)
 	struct farm_shard s;
 
 	(void)state;
-	assert_int_equal(farm_shard_parse("1/4", &s), 0);
+	assert_int_equal(gpushare_farm_shard_parse("1/4", &s), 0);
 	assert_true(s.index == 1 && s.count == 4);
 	assert_true(farm_shard_has(&s, 5) && !farm_shard_has(&s, 4));
-	assert_int_equal(farm_shard_size(&s, 10), 3);   /* 1 5 9 */
+	assert_int_equal(gpushare_farm_shard_size(&s, 10), 3);   /* 1 5 9 */
 	s.index = 3;
-	assert_int_equal(farm_shard_size(&s, 10), 2);   /* 3 7 */
-	assert_int_equal(farm_shard_parse("0/1", &s), 0);
-	assert_int_equal(farm_shard_parse("4/4", &s), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_shard_parse("0/0", &s), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_shard_parse("-1/4", &s), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_shard_parse("1/", &s), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_shard_parse("1", &s), GPUSHARE_E_INVAL);
-	assert_int_equal(farm_shard_parse("1/4x", &s), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_shard_size(&s, 10), 2);   /* 3 7 */
+	assert_int_equal(gpushare_farm_shard_parse("0/1", &s), 0);
+	assert_int_equal(gpushare_farm_shard_parse("4/4", &s), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_shard_parse("0/0", &s), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_shard_parse("-1/4", &s), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_shard_parse("1/", &s), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_shard_parse("1", &s), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_shard_parse("1/4x", &s), GPUSHARE_E_INVAL);
 }
 
 /* A NULL-terminated table of NAME, VALUE pairs as an environment. */
@@ -313,7 +313,7 @@ static const char *table_env(void *ctx, const char *name)
 static int shard_env(const char *const *env, unsigned long *i, unsigned long *n, bool *from)
 {
 	struct farm_shard s;
-	int rc = farm_shard_from_env(table_env, (void *)env, &s, from);
+	int rc = gpushare_farm_shard_from_env(table_env, (void *)env, &s, from);
 
 	*i = s.index;
 	*n = s.count;

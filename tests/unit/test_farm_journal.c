@@ -41,11 +41,11 @@ static void make_jobs(struct farm_jobs *list, size_t n_jobs)
 {
 	char line[32];
 
-	farm_jobs_init(list, FARM_JOBS_ARGV);
+	gpushare_farm_jobs_init(list, FARM_JOBS_ARGV);
 	for (size_t i = 0; i < n_jobs; i++) {
 		int n = snprintf(line, sizeof(line), "job %zu", i);
 
-		assert_int_equal(farm_jobs_add_line(list, line, (size_t)n, i + 1), 0);
+		assert_int_equal(gpushare_farm_jobs_add_line(list, line, (size_t)n, i + 1), 0);
 	}
 }
 
@@ -54,7 +54,7 @@ static void make_config(struct farm_config *cfg, const struct farm_jobs *list, u
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->n_jobs = list->n_jobs;
-	cfg->jobs_hash = farm_jobs_list_hash(list);
+	cfg->jobs_hash = gpushare_farm_jobs_list_hash(list);
 	cfg->mode = list->mode;
 	snprintf(cfg->jobs_source, sizeof(cfg->jobs_source), "jobs.txt");
 	cfg->shard.index = shard;
@@ -115,22 +115,22 @@ static void test_round_trip(void **state)
 	(void)state;
 	make_jobs(&list, 5);
 	make_config(&cfg, &list, 0, 1, 1);
-	assert_int_equal(farm_journal_open(&j, dir, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), 0);
 	assert_false(existing);
-	assert_int_equal(farm_journal_write_header(&j, &cfg), 0);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, &cfg), 0);
 	a = attempt(&list, 3, 1, FARM_TIMEOUT, "GPU-bbbb", 100.5, 102.25);
-	assert_int_equal(farm_journal_write_attempt(&j, &a), 0);
-	farm_journal_close(&j);
+	assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a), 0);
+	gpushare_farm_journal_close(&j);
 
 	/* The record is JSON with the documented names. */
-	json = farm_journal_attempt_json(&a);
+	json = gpushare_farm_journal_attempt_json(&a);
 	assert_non_null(strstr(json, "\"outcome\":\"timeout\""));
 	assert_non_null(strstr(json, "\"exit_code\":null"));
 	assert_non_null(strstr(json, "\"signal\":9"));
 	assert_non_null(strstr(json, "\"stdout\":\"out/3.1.out\""));
 	free(json);
 
-	assert_int_equal(farm_journal_load(dir, &d), 0);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), 0);
 	assert_int_equal(d.n_headers, 1);
 	assert_true(d.config.n_jobs == 5 && d.config.jobs_hash == cfg.jobs_hash);
 	assert_string_equal(d.config.strategy, "mps");
@@ -144,14 +144,14 @@ static void test_round_trip(void **state)
 	assert_string_equal(d.gpus[d.records[0].gpu_ref], "GPU-bbbb");
 	assert_true(d.records[0].duration_s == 1.75);
 	assert_false(d.torn_tail);
-	assert_int_equal(farm_journal_check_resume(&d, &cfg, &list), 0);
-	farm_journal_data_release(&d);
+	assert_int_equal(gpushare_farm_journal_check_resume(&d, &cfg, &list), 0);
+	gpushare_farm_journal_data_release(&d);
 
 	/* Reopened: it holds records already, a resumed farm appends. */
-	assert_int_equal(farm_journal_open(&j, dir, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), 0);
 	assert_true(existing);
-	farm_journal_close(&j);
-	farm_jobs_release(&list);
+	gpushare_farm_journal_close(&j);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_torn_line(void **state)
@@ -168,32 +168,32 @@ static void test_torn_line(void **state)
 	(void)state;
 	make_jobs(&list, 4);
 	make_config(&cfg, &list, 0, 1, 0);
-	assert_int_equal(farm_journal_open(&j, dir, &existing), 0);
-	assert_int_equal(farm_journal_write_header(&j, &cfg), 0);
+	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, &cfg), 0);
 	a = attempt(&list, 0, 1, FARM_OK, "GPU-aaaa", 10, 11);
-	assert_int_equal(farm_journal_write_attempt(&j, &a), 0);
-	farm_journal_close(&j);
+	assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a), 0);
+	gpushare_farm_journal_close(&j);
 	/* A SIGKILL in the middle of a write leaves half a record. */
 	snprintf(path, sizeof(path), "%s/%s", dir, FARM_JOURNAL_NAME);
 	write_text(path, "{\"type\":\"attempt\",\"job\":1,\"ha", O_APPEND);
-	assert_int_equal(farm_journal_load(dir, &d), 0);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), 0);
 	assert_true(d.torn_tail);
 	assert_int_equal(d.n_records, 1);
-	farm_journal_data_release(&d);
+	gpushare_farm_journal_data_release(&d);
 
 	/* The next writer cuts the torn line off before appending. */
-	assert_int_equal(farm_journal_open(&j, dir, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), 0);
 	assert_true(existing);
 	a = attempt(&list, 1, 1, FARM_OK, "GPU-aaaa", 11, 12);
-	assert_int_equal(farm_journal_write_attempt(&j, &a), 0);
-	farm_journal_close(&j);
-	assert_int_equal(farm_journal_load(dir, &d), 0);
+	assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a), 0);
+	gpushare_farm_journal_close(&j);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), 0);
 	assert_false(d.torn_tail);
 	assert_int_equal(d.n_records, 2);
 	assert_true(d.records[1].job == 1);
-	farm_journal_data_release(&d);
+	gpushare_farm_journal_data_release(&d);
 	assert_int_equal(stat(path, &st), 0);
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_garbage_rejected(void **state)
@@ -206,21 +206,21 @@ static void test_garbage_rejected(void **state)
 	(void)state;
 	make_jobs(&list, 3);
 	make_config(&cfg, &list, 0, 1, 0);
-	hdr = farm_journal_header_json(&cfg);
+	hdr = gpushare_farm_journal_header_json(&cfg);
 	snprintf(path, sizeof(path), "%s/%s", dir, FARM_JOURNAL_NAME);
 
 	snprintf(text, sizeof(text), "%s\n{\"type\":\"attempt\"}\n", hdr);
 	write_text(path, text, O_TRUNC);
-	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":2: attempt without a valid job"));
 
 	snprintf(text, sizeof(text), "%s\n\nnot json at all\n", hdr);
 	write_text(path, text, O_TRUNC);
-	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":3: not a journal record"));
 
 	write_text(path, "{\"type\":\"attempt\",\"job\":0}\n", O_TRUNC);
-	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":1: attempt record before the header"));
 
 	/* A job index beyond the header's count. */
@@ -228,7 +228,7 @@ static void test_garbage_rejected(void **state)
 		 "\"attempt\":1,\"outcome\":\"ok\",\"exit_code\":0,\"signal\":null,\"gpu\":null,"
 		 "\"gpu_uuid\":null,\"slot\":null,\"start_unix_s\":1,\"end_unix_s\":2,\"duration_seconds\":1}\n", hdr);
 	write_text(path, text, O_TRUNC);
-	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":2: attempt of a job beyond"));
 
 	/* A line longer than the bound, even a complete one. */
@@ -238,16 +238,16 @@ static void test_garbage_rejected(void **state)
 	snprintf(text, sizeof(text), "%s\n", hdr);
 	write_text(path, text, O_TRUNC);
 	write_text(path, big, O_APPEND);
-	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":2: line longer than"));
 
 	write_text(path, "", O_TRUNC);
-	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "no header record"));
 	unlink(path);
-	assert_int_equal(farm_journal_load(dir, &d), GPUSHARE_E_NOT_FOUND);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_NOT_FOUND);
 	free(hdr);
-	farm_jobs_release(&list);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_open_refuses(void **state)
@@ -260,16 +260,16 @@ static void test_open_refuses(void **state)
 	snprintf(path, sizeof(path), "%s/%s", dir, FARM_JOURNAL_NAME);
 	/* A symlink planted where the journal goes is not followed. */
 	assert_int_equal(symlink("/tmp/gs-elsewhere-journal", path), 0);
-	assert_int_equal(farm_journal_open(&j, dir, &existing), GPUSHARE_E_DIR);
+	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), GPUSHARE_E_DIR);
 	assert_non_null(strstr(gpushare_errdetail(), "symbolic link"));
 	assert_int_equal(access("/tmp/gs-elsewhere-journal", F_OK), -1);
 	unlink(path);
 	/* One writer at a time. */
-	assert_int_equal(farm_journal_open(&j, dir, &existing), 0);
-	assert_int_equal(farm_journal_open(&k, dir, &existing), GPUSHARE_E_BUSY);
-	farm_journal_close(&j);
-	assert_int_equal(farm_journal_open(&k, dir, &existing), 0);
-	farm_journal_close(&k);
+	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_open(&k, dir, &existing), GPUSHARE_E_BUSY);
+	gpushare_farm_journal_close(&j);
+	assert_int_equal(gpushare_farm_journal_open(&k, dir, &existing), 0);
+	gpushare_farm_journal_close(&k);
 }
 
 /* Write a journal for cfg with the given attempts into d. */
@@ -279,11 +279,11 @@ static void write_journal(const char *d, const struct farm_config *cfg, const st
 	bool existing;
 
 	assert_int_equal(mkdir(d, 0700), 0);
-	assert_int_equal(farm_journal_open(&j, d, &existing), 0);
-	assert_int_equal(farm_journal_write_header(&j, cfg), 0);
+	assert_int_equal(gpushare_farm_journal_open(&j, d, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, cfg), 0);
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(farm_journal_write_attempt(&j, &a[i]), 0);
-	farm_journal_close(&j);
+		assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a[i]), 0);
+	gpushare_farm_journal_close(&j);
 }
 
 static void test_resume_set(void **state)
@@ -309,8 +309,8 @@ static void test_resume_set(void **state)
 	};
 	snprintf(sub, sizeof(sub), "%s/farm", dir);
 	write_journal(sub, &cfg, a, sizeof(a) / sizeof(a[0]));
-	assert_int_equal(farm_journal_load(sub, &d), 0);
-	assert_int_equal(farm_resume_build(&d, list.n_jobs, &cfg.shard, cfg.retries, &r), 0);
+	assert_int_equal(gpushare_farm_journal_load(sub, &d), 0);
+	assert_int_equal(gpushare_farm_resume_build(&d, list.n_jobs, &cfg.shard, cfg.retries, &r), 0);
 	assert_int_equal(r.state[0], FARM_JOB_DONE);
 	assert_int_equal(r.state[1], FARM_JOB_PENDING);
 	assert_int_equal(r.attempts[1], 1);
@@ -323,17 +323,17 @@ static void test_resume_set(void **state)
 	assert_int_equal(r.last_attempt[0], 1);
 	assert_int_equal(r.state[5], FARM_JOB_DONE);
 	assert_true(r.done == 2 && r.failed == 2 && r.pending == 2);
-	farm_resume_release(&r);
+	gpushare_farm_resume_release(&r);
 
 	/* With shard 1/2 only odd jobs are this farm's. */
 	struct farm_shard odd = { 1, 2 };
 
-	assert_int_equal(farm_resume_build(&d, list.n_jobs, &odd, cfg.retries, &r), 0);
+	assert_int_equal(gpushare_farm_resume_build(&d, list.n_jobs, &odd, cfg.retries, &r), 0);
 	assert_int_equal(r.state[0], FARM_JOB_OTHER_SHARD);
 	assert_true(r.done == 1 && r.failed == 1 && r.pending == 1);
-	farm_resume_release(&r);
-	farm_journal_data_release(&d);
-	farm_jobs_release(&list);
+	gpushare_farm_resume_release(&r);
+	gpushare_farm_journal_data_release(&d);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_resume_refuses_changed_jobs(void **state)
@@ -352,36 +352,36 @@ static void test_resume_refuses_changed_jobs(void **state)
 	};
 	snprintf(sub, sizeof(sub), "%s/farm", dir);
 	write_journal(sub, &cfg, a, 2);
-	assert_int_equal(farm_journal_load(sub, &d), 0);
+	assert_int_equal(gpushare_farm_journal_load(sub, &d), 0);
 
 	/* Job 2 edited: named. */
-	farm_jobs_init(&changed, FARM_JOBS_ARGV);
-	assert_int_equal(farm_jobs_add_line(&changed, "job 0", 5, 1), 0);
-	assert_int_equal(farm_jobs_add_line(&changed, "job 1", 5, 2), 0);
-	assert_int_equal(farm_jobs_add_line(&changed, "job 2b", 6, 3), 0);
-	assert_int_equal(farm_jobs_add_line(&changed, "job 3", 5, 4), 0);
+	gpushare_farm_jobs_init(&changed, FARM_JOBS_ARGV);
+	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 0", 5, 1), 0);
+	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 1", 5, 2), 0);
+	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 2b", 6, 3), 0);
+	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 3", 5, 4), 0);
 	make_config(&cfg2, &changed, 0, 1, 0);
-	assert_int_equal(farm_journal_check_resume(&d, &cfg2, &changed), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_check_resume(&d, &cfg2, &changed), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "job 2 (jobs:3, now 'job 2b')"));
-	farm_jobs_release(&changed);
+	gpushare_farm_jobs_release(&changed);
 
 	/* Job 3 (not run yet) edited: refused too. */
-	farm_jobs_init(&changed, FARM_JOBS_ARGV);
-	assert_int_equal(farm_jobs_add_line(&changed, "job 0", 5, 1), 0);
-	assert_int_equal(farm_jobs_add_line(&changed, "job 1", 5, 2), 0);
-	assert_int_equal(farm_jobs_add_line(&changed, "job 2", 5, 3), 0);
-	assert_int_equal(farm_jobs_add_line(&changed, "job 3x", 6, 4), 0);
+	gpushare_farm_jobs_init(&changed, FARM_JOBS_ARGV);
+	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 0", 5, 1), 0);
+	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 1", 5, 2), 0);
+	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 2", 5, 3), 0);
+	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 3x", 6, 4), 0);
 	make_config(&cfg2, &changed, 0, 1, 0);
-	assert_int_equal(farm_journal_check_resume(&d, &cfg2, &changed), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_check_resume(&d, &cfg2, &changed), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "not run yet differs"));
-	farm_jobs_release(&changed);
+	gpushare_farm_jobs_release(&changed);
 
 	/* Another shard. */
 	make_config(&cfg2, &list, 1, 2, 0);
-	assert_int_equal(farm_journal_check_resume(&d, &cfg2, &list), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_journal_check_resume(&d, &cfg2, &list), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "shard 1/2"));
-	farm_journal_data_release(&d);
-	farm_jobs_release(&list);
+	gpushare_farm_journal_data_release(&d);
+	gpushare_farm_jobs_release(&list);
 }
 
 static void test_merge_two_shards(void **state)
@@ -414,11 +414,11 @@ static void test_merge_two_shards(void **state)
 	snprintf(p1, sizeof(p1), "%s/shard1", dir);
 	write_journal(p0, &c0, a0, 3);
 	write_journal(p1, &c1, a1, 4);
-	assert_int_equal(farm_journal_load(p0, &d0), 0);
-	assert_int_equal(farm_journal_load(p1, &d1), 0);
+	assert_int_equal(gpushare_farm_journal_load(p0, &d0), 0);
+	assert_int_equal(gpushare_farm_journal_load(p1, &d1), 0);
 	const struct farm_journal_data *both[] = { &d0, &d1 };
 
-	assert_int_equal(farm_summary_build(both, 2, &s), 0);
+	assert_int_equal(gpushare_journal_summary_build(both, 2, &s), 0);
 	assert_int_equal(s.n_jobs, 8);
 	assert_int_equal(s.shard_count, 2);
 	assert_int_equal(s.shards_seen, 2);
@@ -436,22 +436,22 @@ static void test_merge_two_shards(void **state)
 	assert_string_equal(s.gpus[1].id, "GPU-bbbb");
 	assert_true(s.gpus[1].busy_s == 6.0);
 	assert_true(s.gpus[1].busy_fraction == 0.6);
-	farm_summary_release(&s);
+	gpushare_journal_summary_release(&s);
 
 	/* Only one shard given: the other's jobs are unfinished, not done. */
-	assert_int_equal(farm_summary_build(both, 1, &s), 0);
+	assert_int_equal(gpushare_journal_summary_build(both, 1, &s), 0);
 	assert_int_equal(s.shards_seen, 1);
 	assert_int_equal(s.done, 2);
 	assert_int_equal(s.unfinished, 5);
-	farm_summary_release(&s);
+	gpushare_journal_summary_release(&s);
 
 	/* A journal of another job list is refused. */
 	d1.config.jobs_hash ^= 1;
-	assert_int_equal(farm_summary_build(both, 2, &s), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_journal_summary_build(both, 2, &s), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "different job lists"));
-	farm_journal_data_release(&d0);
-	farm_journal_data_release(&d1);
-	farm_jobs_release(&list);
+	gpushare_farm_journal_data_release(&d0);
+	gpushare_farm_journal_data_release(&d1);
+	gpushare_farm_jobs_release(&list);
 }
 
 int main(void)

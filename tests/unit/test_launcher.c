@@ -28,7 +28,7 @@ static const char *table_env(void *ctx, const char *name)
 
 static int detect(const char *const *env, struct launcher_info *info)
 {
-	return launcher_detect(table_env, (void *)env, info);
+	return gpushare_launcher_detect(table_env, (void *)env, info);
 }
 
 static void test_openmpi(void **state)
@@ -116,25 +116,25 @@ static void test_tasks_per_node(void **state)
 	long n;
 
 	(void)state;
-	assert_int_equal(launcher_parse_tasks_per_node("4(x2),3,1", 0, &n), 0);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x2),3,1", 0, &n), 0);
 	assert_int_equal(n, 4);
-	assert_int_equal(launcher_parse_tasks_per_node("4(x2),3,1", 1, &n), 0);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x2),3,1", 1, &n), 0);
 	assert_int_equal(n, 4);
-	assert_int_equal(launcher_parse_tasks_per_node("4(x2),3,1", 2, &n), 0);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x2),3,1", 2, &n), 0);
 	assert_int_equal(n, 3);
-	assert_int_equal(launcher_parse_tasks_per_node("4(x2),3,1", 3, &n), 0);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x2),3,1", 3, &n), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(launcher_parse_tasks_per_node("4(x2),3,1", 4, &n), GPUSHARE_E_INVAL);
-	assert_int_equal(launcher_parse_tasks_per_node("16", 0, &n), 0);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x2),3,1", 4, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("16", 0, &n), 0);
 	assert_int_equal(n, 16);
-	assert_int_equal(launcher_parse_tasks_per_node("2(x1000)", 999, &n), 0);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("2(x1000)", 999, &n), 0);
 	assert_int_equal(n, 2);
-	assert_int_equal(launcher_parse_tasks_per_node("4(2)", 0, &n), GPUSHARE_E_INVAL);
-	assert_int_equal(launcher_parse_tasks_per_node("4(x0)", 0, &n), GPUSHARE_E_INVAL);
-	assert_int_equal(launcher_parse_tasks_per_node("4(x2", 0, &n), GPUSHARE_E_INVAL);
-	assert_int_equal(launcher_parse_tasks_per_node("", 0, &n), GPUSHARE_E_INVAL);
-	assert_int_equal(launcher_parse_tasks_per_node("a", 0, &n), GPUSHARE_E_INVAL);
-	assert_int_equal(launcher_parse_tasks_per_node("4;3", 1, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(2)", 0, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x0)", 0, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x2", 0, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("", 0, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("a", 0, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4;3", 1, &n), GPUSHARE_E_INVAL);
 }
 
 static const struct launcher_gpu inv[] = {
@@ -149,7 +149,7 @@ static int sel(const char *spec, const char *const *env, char *got)
 {
 	struct launcher_gpu out[4];
 	size_t n;
-	int rc = launcher_select_gpus(inv, 4, spec, table_env, (void *)env, out, &n);
+	int rc = gpushare_launcher_select_gpus(inv, 4, spec, table_env, (void *)env, out, &n);
 
 	got[0] = '\0';
 	for (size_t i = 0; !rc && i < n; i++)
@@ -205,14 +205,14 @@ static void test_select_gpus(void **state)
 }
 
 /* The GPU positions of all n ranks as "a,b,c". */
-static int bind_all(enum launcher_bind b, long n, size_t g, unsigned k, char *got, unsigned *max)
+static int bind_all(enum gpushare_launcher_bind b, long n, size_t g, unsigned k, char *got, unsigned *max)
 {
 	struct launcher_binding lb;
 	int rc = 0;
 
 	got[0] = '\0';
 	for (long r = 0; r < n && !rc; r++) {
-		rc = launcher_bind(b, r, n, g, k, &lb);
+		rc = gpushare_launcher_bind(b, r, n, g, k, &lb);
 		if (!rc)
 			sprintf(got + strlen(got), "%s%zu", r ? "," : "", lb.gpu);
 	}
@@ -226,7 +226,7 @@ static void test_bind(void **state)
 	char got[128];
 	unsigned max;
 	struct launcher_binding lb;
-	enum launcher_bind b;
+	enum gpushare_launcher_bind b;
 
 	(void)state;
 	assert_int_equal(bind_all(LAUNCHER_BIND_ROUND_ROBIN, 5, 2, 0, got, &max), 0);
@@ -241,11 +241,11 @@ static void test_bind(void **state)
 	assert_int_equal(bind_all(LAUNCHER_BIND_BLOCK, 3, 4, 0, got, &max), 0);
 	assert_string_equal(got, "0,1,2");
 	assert_int_equal(max, 1);
-	assert_int_equal(launcher_bind(LAUNCHER_BIND_BLOCK, 2, 3, 4, 0, &lb), 0);
+	assert_int_equal(gpushare_launcher_bind(LAUNCHER_BIND_BLOCK, 2, 3, 4, 0, &lb), 0);
 	assert_true(lb.gpus_used == 3 && lb.ranks_on_gpu == 1);
-	assert_int_equal(launcher_bind(LAUNCHER_BIND_ROUND_ROBIN, 4, 5, 2, 0, &lb), 0);
+	assert_int_equal(gpushare_launcher_bind(LAUNCHER_BIND_ROUND_ROBIN, 4, 5, 2, 0, &lb), 0);
 	assert_true(lb.gpu == 0 && lb.ranks_on_gpu == 3 && lb.gpus_used == 2);
-	assert_int_equal(launcher_bind(LAUNCHER_BIND_ROUND_ROBIN, 3, 5, 2, 0, &lb), 0);
+	assert_int_equal(gpushare_launcher_bind(LAUNCHER_BIND_ROUND_ROBIN, 3, 5, 2, 0, &lb), 0);
 	assert_true(lb.gpu == 1 && lb.ranks_on_gpu == 2);
 
 	/* --ranks-per-gpu K: exactly K on each GPU used. */
@@ -260,13 +260,13 @@ static void test_bind(void **state)
 	assert_non_null(strstr(gpushare_errdetail(), "need 5 GPUs, but 4 are usable"));
 	assert_int_equal(bind_all(LAUNCHER_BIND_BLOCK, 8, 4, 2, got, &max), 0);
 
-	assert_int_equal(launcher_bind(LAUNCHER_BIND_BLOCK, 0, 1, 0, 0, &lb), GPUSHARE_E_INVAL);
-	assert_int_equal(launcher_bind(LAUNCHER_BIND_BLOCK, 1, 1, 1, 0, &lb), GPUSHARE_E_INVAL);
-	assert_int_equal(launcher_bind_parse("block", &b), 0);
+	assert_int_equal(gpushare_launcher_bind(LAUNCHER_BIND_BLOCK, 0, 1, 0, 0, &lb), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_bind(LAUNCHER_BIND_BLOCK, 1, 1, 1, 0, &lb), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_bind_parse("block", &b), 0);
 	assert_int_equal(b, LAUNCHER_BIND_BLOCK);
-	assert_int_equal(launcher_bind_parse("round-robin", &b), 0);
+	assert_int_equal(gpushare_launcher_bind_parse("round-robin", &b), 0);
 	assert_int_equal(b, LAUNCHER_BIND_ROUND_ROBIN);
-	assert_int_equal(launcher_bind_parse("scatter", &b), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_bind_parse("scatter", &b), GPUSHARE_E_INVAL);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sys.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "sys.h"
 #include "gpu_internal.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sys.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/util.h"
