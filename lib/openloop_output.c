@@ -13,9 +13,12 @@
 #include "gpushare/format.h"
 #include "openloop.h"
 
+/* A figure that could not be computed is null, never a zero. */
 static bool num(cJSON *o, const char *k, double v)
 {
-	return cJSON_AddNumberToObject(o, k, isfinite(v) ? v : 0) != NULL;
+	if (!isfinite(v))
+		return cJSON_AddNullToObject(o, k) != NULL;
+	return cJSON_AddNumberToObject(o, k, v) != NULL;
 }
 
 static bool quantiles(cJSON *parent, const char *k, double p50, double p99, double p999, double max, bool with_p999)
