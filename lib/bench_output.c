@@ -29,6 +29,7 @@
 
 #include "csv.h"
 #include "openloop.h"
+#include "json_util.h"
 
 #define SCHEMA_ID "https://gpushare.dev/schemas/bench-1.json"
 
@@ -355,17 +356,6 @@ static cJSON *json_stats(const struct gpushare_sample_stats *st)
 	return o;
 }
 
-static bool add_item(cJSON *o, const char *k, cJSON *v)
-{
-	if (!v)
-		return false;
-	if (!cJSON_AddItemToObject(o, k, v)) {
-		cJSON_Delete(v);
-		return false;
-	}
-	return true;
-}
-
 static cJSON *json_summary(const struct gpushare_bench_summary *s)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -373,15 +363,15 @@ static cJSON *json_summary(const struct gpushare_bench_summary *s)
 		  cJSON_AddStringToObject(o, "status", gpushare_result_status_name(s->status)) &&
 		  jstr_or_null(o, "reason", s->reason) && jnum(o, "runs", (double)s->n_runs) &&
 		  jnum(o, "runs_ok", (double)s->n_ok) &&
-		  add_item(o, "items_per_second", json_stats(&s->items_per_second)) &&
-		  add_item(o, "requests_per_second", json_stats(&s->requests_per_second)) &&
-		  add_item(o, "mean_seconds", json_stats(&s->mean_seconds)) &&
-		  add_item(o, "p50_seconds", json_stats(&s->p50_seconds)) &&
-		  add_item(o, "p90_seconds", json_stats(&s->p90_seconds)) &&
-		  add_item(o, "p99_seconds", json_stats(&s->p99_seconds)) &&
-		  add_item(o, "p999_seconds", json_stats(&s->p999_seconds)) &&
-		  add_item(o, "fairness", json_stats(&s->fairness)) &&
-		  add_item(o, "efficiency", json_stats(&s->efficiency));
+		  gpushare_json_add(o, "items_per_second", json_stats(&s->items_per_second)) &&
+		  gpushare_json_add(o, "requests_per_second", json_stats(&s->requests_per_second)) &&
+		  gpushare_json_add(o, "mean_seconds", json_stats(&s->mean_seconds)) &&
+		  gpushare_json_add(o, "p50_seconds", json_stats(&s->p50_seconds)) &&
+		  gpushare_json_add(o, "p90_seconds", json_stats(&s->p90_seconds)) &&
+		  gpushare_json_add(o, "p99_seconds", json_stats(&s->p99_seconds)) &&
+		  gpushare_json_add(o, "p999_seconds", json_stats(&s->p999_seconds)) &&
+		  gpushare_json_add(o, "fairness", json_stats(&s->fairness)) &&
+		  gpushare_json_add(o, "efficiency", json_stats(&s->efficiency));
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -434,8 +424,8 @@ static cJSON *json_relative(const struct gpushare_bench_report *r)
 		     cJSON_AddStringToObject(c, "strategy", gpushare_strategy_name(rel.strategy)) &&
 		     jnum_or_null(c, "throughput_ratio_mean", rel.ratio_mean, isfinite(rel.ratio_mean)) &&
 		     jnum_or_null(c, "throughput_ratio_stddev", rel.ratio_stddev, isfinite(rel.ratio_stddev)) &&
-		     add_item(c, "throughput", json_comparison(&rel.throughput)) &&
-		     add_item(c, "p99", json_comparison(&rel.p99));
+		     gpushare_json_add(c, "throughput", json_comparison(&rel.throughput)) &&
+		     gpushare_json_add(c, "p99", json_comparison(&rel.p99));
 	}
 	if (!ok) {
 		cJSON_Delete(o);
@@ -495,7 +485,7 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 			if (!ok)
 				cJSON_Delete(one);
 		}
-		ok = ok && add_item(doc, "relative", json_relative(r));
+		ok = ok && gpushare_json_add(doc, "relative", json_relative(r));
 	} else if (ok) {
 		ok = cJSON_AddNullToObject(doc, "summary") && cJSON_AddNullToObject(doc, "relative");
 	}

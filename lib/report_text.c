@@ -21,6 +21,7 @@
 #include "csv.h"
 #include "report_internal.h"
 #include "report_load_curve.h"
+#include "json_util.h"
 
 const struct gpushare_ci *gpushare_report_metric_ci(const struct gpushare_report_cell *c, int m)
 {
@@ -395,17 +396,6 @@ static cJSON *json_ci(const struct gpushare_ci *ci)
 	return o;
 }
 
-static bool add_item(cJSON *o, const char *k, cJSON *v)
-{
-	if (!v)
-		return false;
-	if (!cJSON_AddItemToObject(o, k, v)) {
-		cJSON_Delete(v);
-		return false;
-	}
-	return true;
-}
-
 static cJSON *json_cell(const struct gpushare_report_cell *c)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -416,15 +406,15 @@ static cJSON *json_cell(const struct gpushare_report_cell *c)
 		  cJSON_AddNumberToObject(o, "batch", (double)c->batch) &&
 		  cJSON_AddNumberToObject(o, "runs_ok", (double)c->n_ok) &&
 		  cJSON_AddNumberToObject(o, "runs_failed", (double)c->n_failed) &&
-		  add_item(o, "throughput_items_per_second", json_ci(&c->throughput)) &&
-		  add_item(o, "mean_latency_seconds", json_ci(&c->mean_latency)) &&
-		  add_item(o, "p50_latency_seconds", json_ci(&c->p50_latency)) &&
-		  add_item(o, "p90_latency_seconds", json_ci(&c->p90_latency)) &&
-		  add_item(o, "p99_latency_seconds", json_ci(&c->p99_latency)) &&
-		  add_item(o, "p999_latency_seconds", json_ci(&c->p999_latency)) &&
-		  add_item(o, "fairness", json_ci(&c->fairness)) &&
-		  add_item(o, "gpu_util_percent", json_ci(&c->util_pct)) &&
-		  add_item(o, "gpu_mem_used_bytes", json_ci(&c->mem_used_bytes));
+		  gpushare_json_add(o, "throughput_items_per_second", json_ci(&c->throughput)) &&
+		  gpushare_json_add(o, "mean_latency_seconds", json_ci(&c->mean_latency)) &&
+		  gpushare_json_add(o, "p50_latency_seconds", json_ci(&c->p50_latency)) &&
+		  gpushare_json_add(o, "p90_latency_seconds", json_ci(&c->p90_latency)) &&
+		  gpushare_json_add(o, "p99_latency_seconds", json_ci(&c->p99_latency)) &&
+		  gpushare_json_add(o, "p999_latency_seconds", json_ci(&c->p999_latency)) &&
+		  gpushare_json_add(o, "fairness", json_ci(&c->fairness)) &&
+		  gpushare_json_add(o, "gpu_util_percent", json_ci(&c->util_pct)) &&
+		  gpushare_json_add(o, "gpu_mem_used_bytes", json_ci(&c->mem_used_bytes));
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -479,17 +469,17 @@ static cJSON *json_at(const struct gpushare_report *r, const struct gpushare_rep
 {
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o && cJSON_AddNumberToObject(o, "workers", at->workers) &&
-		  add_item(o, "best", json_strategy_or_null(r, at->best)) &&
-		  add_item(o, "best_cell", at->best >= 0 ? json_cell(&r->cells[at->best]) : cJSON_CreateNull()) &&
-		  add_item(o, "tied", json_names(r, at->tied, at->n_tied)) &&
-		  add_item(o, "next", json_strategy_or_null(r, at->next)) &&
-		  add_item(o, "vs_next", json_comparison(&at->vs_next, at->best >= 0 && at->next >= 0)) &&
-		  add_item(o, "vs_timeslice",
+		  gpushare_json_add(o, "best", json_strategy_or_null(r, at->best)) &&
+		  gpushare_json_add(o, "best_cell", at->best >= 0 ? json_cell(&r->cells[at->best]) : cJSON_CreateNull()) &&
+		  gpushare_json_add(o, "tied", json_names(r, at->tied, at->n_tied)) &&
+		  gpushare_json_add(o, "next", json_strategy_or_null(r, at->next)) &&
+		  gpushare_json_add(o, "vs_next", json_comparison(&at->vs_next, at->best >= 0 && at->next >= 0)) &&
+		  gpushare_json_add(o, "vs_timeslice",
 			   json_comparison(&at->vs_timeslice, at->best >= 0 && at->timeslice >= 0 && at->timeslice != at->best)) &&
-		  add_item(o, "mps_vs_mps_split", json_comparison(&at->mps_vs_split, at->mps >= 0 && at->mps_split >= 0)) &&
-		  add_item(o, "lowest_p99", json_strategy_or_null(r, at->lowest_p99)) &&
-		  add_item(o, "lowest_p99_tied", json_names(r, at->p99_tied, at->n_p99_tied)) &&
-		  add_item(o, "references", json_names(r, at->references, at->n_references)) &&
+		  gpushare_json_add(o, "mps_vs_mps_split", json_comparison(&at->mps_vs_split, at->mps >= 0 && at->mps_split >= 0)) &&
+		  gpushare_json_add(o, "lowest_p99", json_strategy_or_null(r, at->lowest_p99)) &&
+		  gpushare_json_add(o, "lowest_p99_tied", json_names(r, at->p99_tied, at->n_p99_tied)) &&
+		  gpushare_json_add(o, "references", json_names(r, at->references, at->n_references)) &&
 		  cJSON_AddStringToObject(o, "throughput_text", at->throughput_text) &&
 		  cJSON_AddStringToObject(o, "latency_text", at->latency_text);
 
@@ -527,8 +517,8 @@ static cJSON *json_rec(const struct gpushare_report *r, const struct gpushare_re
 	if (ok && r->slo_p99_seconds > 0) {
 		cJSON *x = cJSON_AddObjectToObject(o, "under_slo");
 
-		ok = x && add_item(x, "cell", rec->slo >= 0 ? json_cell(&r->cells[rec->slo]) : cJSON_CreateNull()) &&
-		     add_item(x, "tied", json_names(r, rec->slo_tied, rec->n_slo_tied)) &&
+		ok = x && gpushare_json_add(x, "cell", rec->slo >= 0 ? json_cell(&r->cells[rec->slo]) : cJSON_CreateNull()) &&
+		     gpushare_json_add(x, "tied", json_names(r, rec->slo_tied, rec->n_slo_tied)) &&
 		     cJSON_AddStringToObject(x, "text", rec->slo_text);
 	} else if (ok) {
 		ok = cJSON_AddNullToObject(o, "under_slo") != NULL;
