@@ -230,13 +230,10 @@ static void reap_leftovers(struct session *s, struct worker_proc *wp)
 	if (s->x->c->command) {
 		const struct gpushare_slot *sl = gpushare_region_slot(s->reg, (uint32_t)wp->first_slot);
 		pid_t cmd = __atomic_load_n(&sl->pid, __ATOMIC_RELAXED);
-		struct gpushare_child g;
 
-		if (cmd > 0 && cmd != wp->ch.pid) {
-			gpushare_child_init(&g);
-			g.pid = g.pgid = cmd;
-			s->res->stragglers += gpushare_child_reap_group(&g);
-		}
+		/* The relay starts its command as a group leader. */
+		if (cmd > 0 && cmd != wp->ch.pid)
+			s->res->stragglers += gpushare_pgroup_kill(cmd);
 	}
 	gpushare_child_release(&wp->ch);
 }

@@ -328,28 +328,38 @@ size_t gpushare_pgroup_count(pid_t pgid)
 	return n;
 }
 
+size_t gpushare_pgroup_kill(pid_t pgid)
+{
+	size_t n;
+
+	if (pgid <= 1)
+		return 0;
+	/* The common case, an empty group, costs one system call; only a
+	 * group with members is counted through /proc. */
+	if (kill(-pgid, 0) != 0 && errno == ESRCH)
+		return 0;
+	n = gpushare_pgroup_count(pgid);
+	if (n == 0)
+		return 0;
+	kill(-pgid, SIGKILL);
+	/* They are not our children (their parent was the leader, now gone):
+	 * init reaps them. Wait, bounded, until the kernel has ended them. */
+	for (int i = 0; i < 500 && gpushare_pgroup_count(pgid) > 0; i++) {
+		struct timespec ts = { 0, 2 * NS_PER_MS };
+
+		nanosleep(&ts, NULL);
+	}
+	return n;
+}
+
 size_t gpushare_child_reap_group(struct gpushare_child *ch)
 {
 	size_t n;
 
 	if (ch->pid <= 0 || (ch->flags & GPUSHARE_CHILD_SAME_PGROUP))
 		return 0;
-	/* The common case, an empty group, costs one system call; only a
-	 * group with members is counted through /proc. */
-	if (kill(-ch->pgid, 0) != 0 && errno == ESRCH)
-		return 0;
-	n = gpushare_pgroup_count(ch->pgid);
-	if (n == 0)
-		return 0;
-	kill(-ch->pgid, SIGKILL);
+	n = gpushare_pgroup_kill(ch->pgid);
 	ch->stragglers += n;
-	/* They are not our children (their parent was the leader, now gone):
-	 * init reaps them. Wait, bounded, until the kernel has ended them. */
-	for (int i = 0; i < 500 && gpushare_pgroup_count(ch->pgid) > 0; i++) {
-		struct timespec ts = { 0, 2 * NS_PER_MS };
-
-		nanosleep(&ts, NULL);
-	}
 	return n;
 }
 

@@ -126,4 +126,10 @@ void gpushare_child_describe(int wstatus, char *buf, size_t len);
  * zombies. */
 size_t gpushare_pgroup_count(pid_t pgid);
 
+/* Kill (SIGKILL) every process in process group pgid and wait, bounded,
+ * until they are gone; returns how many there were. For a group whose
+ * leader is not a struct gpushare_child of ours (a command started by a
+ * relay that was itself killed). */
+size_t gpushare_pgroup_kill(pid_t pgid);
+
 #endif

@@ -305,8 +305,7 @@ static void kill_orphans(const char *dir)
 		fclose(f);
 		if (pgid <= 1 || (gpushare_pid_alive(pgid) && gpushare_pid_start_time(pgid) != app_start))
 			continue;
-		if (kill(-pgid, 0) == 0)
-			kill(-pgid, SIGKILL);
+		gpushare_pgroup_kill(pgid);
 	}
 	closedir(d);
 }
