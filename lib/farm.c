@@ -5,9 +5,12 @@
  * One thread does everything: it starts jobs through lib/child.c (each in a
  * process group of its own, dying with gpushare), sleeps in poll() on the
  * running jobs' pidfds (or a short tick without them), records each ended
- * attempt in the journal (lib/farm_journal.c: one line per attempt; the
- * attempts that ended together are written with one fsync) before it starts
- * anything else, and times out, retries and stops jobs.
+ * attempt in the journal (lib/farm_journal.c: one line per attempt, the
+ * attempts that ended together in one write) before it starts anything
+ * else, and times out, retries and stops jobs. The journal's fsyncs run in
+ * a thread of their own (records written during one fsync share the next),
+ * so that a disk's sync latency is not added to every job; the farm waits
+ * for the last fsync before it reports.
  * Memory is flat in the number of jobs: the job list itself (one arena of
  * argv strings, lib/farm_jobs.c) and two small per-job arrays (state and
  * attempt counts); no per-job allocation lives past the job's attempt.
@@ -1285,6 +1288,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 			gpushare_metrics_farm_gpu_name(f.metrics, i, f.gpus[i].id.uuid, f.gpus[i].id.index);
 		f.cfg.slots = c->slots;
 		rc = gpushare_farm_journal_write_header(&f.journal, &f.cfg);
+		if (!rc)
+			rc = gpushare_farm_journal_sync_in_background(&f.journal);
 	}
 	if (!rc) {
 		f.t0_ns = f.last_progress_ns = gpushare_now_ns();
@@ -1292,6 +1297,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		update_metrics(&f);
 		progress(&f, true);
 		rc = run_loop(&f);
+		if (!rc)
+			rc = gpushare_farm_journal_sync(&f.journal); /* every record durable */
 		r->run_s = (double)(gpushare_now_ns() - f.t0_ns) / 1e9;
 		r->run_jobs_per_s = r->run_s > 0 ? (double)r->ended / r->run_s : 0;
 		r->interrupted = farm_stop_level > 0;

@@ -8,6 +8,9 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +183,7 @@ int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *ex
 	int fd, rc;
 
 	j->fd = -1;
+	j->syncer = NULL;
 	if ((size_t)snprintf(j->path, sizeof(j->path), "%s/%s", dir, FARM_JOURNAL_NAME) >= sizeof(j->path))
 		return gpushare_fail(GPUSHARE_E_INVAL, "farm directory path too long: '%s'", dir);
 	fd = open(j->path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -220,8 +224,133 @@ fail:
 	return rc;
 }
 
+/* ---- durable in the background ---- */
+
+struct farm_journal_syncer {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work;        /* to the thread: written moved, or quit */
+	pthread_cond_t done;        /* from the thread: synced moved */
+	int fd;
+	uint64_t written;           /* writes handed over */
+	uint64_t synced;            /* writes covered by a finished fsync */
+	int err;                    /* errno of the first failed fsync, 0 */
+	bool quit;
+};
+
+static void *syncer_main(void *arg)
+{
+	struct farm_journal_syncer *y = arg;
+
+	pthread_mutex_lock(&y->mu);
+	for (;;) {
+		uint64_t target;
+		int err = 0;
+
+		while (y->synced == y->written && !y->quit)
+			pthread_cond_wait(&y->work, &y->mu);
+		if (y->synced == y->written)
+			break; /* quit, nothing left */
+		target = y->written;
+		pthread_mutex_unlock(&y->mu);
+		if (fsync(y->fd))
+			err = errno;
+		pthread_mutex_lock(&y->mu);
+		if (err && !y->err)
+			y->err = err;
+		y->synced = target;
+		pthread_cond_broadcast(&y->done);
+	}
+	pthread_mutex_unlock(&y->mu);
+	return NULL;
+}
+
+int gpushare_farm_journal_sync_in_background(struct farm_journal *j)
+{
+	struct farm_journal_syncer *y;
+	sigset_t all, old;
+	int e;
+
+	if (j->syncer)
+		return GPUSHARE_OK;
+	if (!(y = calloc(1, sizeof(*y))))
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	y->fd = j->fd;
+	pthread_mutex_init(&y->mu, NULL);
+	pthread_cond_init(&y->work, NULL);
+	pthread_cond_init(&y->done, NULL);
+	/* Signals stay with the thread that handles them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	e = pthread_create(&y->thread, NULL, syncer_main, y);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		pthread_cond_destroy(&y->done);
+		pthread_cond_destroy(&y->work);
+		pthread_mutex_destroy(&y->mu);
+		free(y);
+		return gpushare_fail(GPUSHARE_E_SYS, "cannot start the journal's sync thread: %s", strerror(e));
+	}
+	j->syncer = y;
+	return GPUSHARE_OK;
+}
+
+/* After a write of records: fsync now, or hand it to the thread. */
+static int after_write(struct farm_journal *j)
+{
+	struct farm_journal_syncer *y = j->syncer;
+	int err;
+
+	if (!y)
+		return fsync(j->fd) ? gpushare_fail(GPUSHARE_E_IO, "cannot sync '%s': %s", j->path, strerror(errno))
+				    : GPUSHARE_OK;
+	pthread_mutex_lock(&y->mu);
+	err = y->err;
+	y->written++;
+	pthread_cond_signal(&y->work);
+	pthread_mutex_unlock(&y->mu);
+	return err ? gpushare_fail(GPUSHARE_E_IO, "cannot sync '%s': %s", j->path, strerror(err)) : GPUSHARE_OK;
+}
+
+int gpushare_farm_journal_sync(struct farm_journal *j)
+{
+	struct farm_journal_syncer *y = j->syncer;
+	int err;
+
+	if (j->fd < 0)
+		return GPUSHARE_OK;
+	if (!y)
+		return fsync(j->fd) ? gpushare_fail(GPUSHARE_E_IO, "cannot sync '%s': %s", j->path, strerror(errno))
+				    : GPUSHARE_OK;
+	pthread_mutex_lock(&y->mu);
+	while (y->synced != y->written)
+		pthread_cond_wait(&y->done, &y->mu);
+	err = y->err;
+	pthread_mutex_unlock(&y->mu);
+	return err ? gpushare_fail(GPUSHARE_E_IO, "cannot sync '%s': %s", j->path, strerror(err)) : GPUSHARE_OK;
+}
+
+static void syncer_stop(struct farm_journal *j)
+{
+	struct farm_journal_syncer *y = j->syncer;
+
+	if (!y)
+		return;
+	pthread_mutex_lock(&y->mu);
+	y->quit = true;
+	pthread_cond_signal(&y->work);
+	pthread_mutex_unlock(&y->mu);
+	pthread_join(y->thread, NULL); /* it syncs what is left first */
+	pthread_cond_destroy(&y->done);
+	pthread_cond_destroy(&y->work);
+	pthread_mutex_destroy(&y->mu);
+	free(y);
+	j->syncer = NULL;
+}
+
 void gpushare_farm_journal_close(struct farm_journal *j)
 {
+	syncer_stop(j);
 	if (j->fd >= 0)
 		close(j->fd);      /* also drops the flock */
 	j->fd = -1;
@@ -256,9 +385,7 @@ static int write_record(struct farm_journal *j, char *json)
 	if (w != (ssize_t)n)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", j->path,
 				     w < 0 ? strerror(errno) : "short write");
-	if (fsync(j->fd))
-		return gpushare_fail(GPUSHARE_E_IO, "cannot sync '%s': %s", j->path, strerror(errno));
-	return GPUSHARE_OK;
+	return after_write(j);
 }
 
 int gpushare_farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg)
@@ -299,8 +426,8 @@ int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct fa
 	while (w < 0 && errno == EINTR);
 	if (w != (ssize_t)b.len)
 		rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", j->path, w < 0 ? strerror(errno) : "short write");
-	else if (fsync(j->fd))
-		rc = gpushare_fail(GPUSHARE_E_IO, "cannot sync '%s': %s", j->path, strerror(errno));
+	else
+		rc = after_write(j);
 	gpushare_buf_release(&b);
 	return rc;
 }

@@ -8,7 +8,9 @@
  * first record is a header ("type":"header") with the farm's configuration;
  * a resumed farm appends another header. Then one record per ended attempt
  * ("type":"attempt"). Each record is written with one write() of the whole
- * line and fsync'ed, to a file opened O_APPEND | O_NOFOLLOW | O_CLOEXEC and
+ * line and fsync'ed (a running farm fsyncs in a background thread, so that
+ * a slow disk does not hold back the next job; records written during one
+ * fsync share the next), to a file opened O_APPEND | O_NOFOLLOW | O_CLOEXEC and
  * locked (flock) by its one writer. A crash can leave only the last line
  * torn (without its newline); readers ignore such a line, and the next
  * writer cuts it off before appending.
@@ -89,9 +91,12 @@ struct farm_attempt {
 
 /* ---- writing ---- */
 
+struct farm_journal_syncer;
+
 struct farm_journal {
 	int fd;
 	char path[4096];
+	struct farm_journal_syncer *syncer;  /* NULL: each write fsyncs itself */
 };
 
 /* Open (creating when absent) DIR/journal.jsonl for appending, refusing a
@@ -100,15 +105,27 @@ struct farm_journal {
  * last line left by a crash is cut off. *existing tells whether the file
  * already held records. */
 int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *existing);
-/* Release the lock and close. */
+/* Make the journal's writes durable in the background from now on: a
+ * thread fsyncs whenever records were written since its last fsync, so a
+ * write returns once its record is in the file (safe against a kill of
+ * gpushare at once; against a crash of the machine once the fsync that
+ * started after it has finished) and the records written during one fsync
+ * share the next one (group commit). A failed fsync is returned by the next
+ * write or gpushare_farm_journal_sync(). */
+int gpushare_farm_journal_sync_in_background(struct farm_journal *j);
+/* Wait until every record written so far is fsync'ed (with or without the
+ * background thread). GPUSHARE_E_IO when an fsync failed. */
+int gpushare_farm_journal_sync(struct farm_journal *j);
+/* Wait for the last fsync, stop the thread, release the lock and close. */
 void gpushare_farm_journal_close(struct farm_journal *j);
 
-/* Append a header / an attempt record: one write(), then fsync(). */
+/* Append a header / an attempt record: one write(), then fsync() (or, in
+ * the background, an fsync that starts after the write). */
 int gpushare_farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg);
 int gpushare_farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a);
 
-/* Append n attempt records with one write() and one fsync() (group
- * commit: a farm records the attempts that ended together at once). A
+/* Append n attempt records with one write() and one fsync() (a farm
+ * records the attempts that ended together at once). A
  * crash mid-write can leave only the last line torn, as for one record. */
 int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n);
 

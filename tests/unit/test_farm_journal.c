@@ -1,6 +1,7 @@
 /*
  * Unit tests: the farm journal (records written and read back, a torn last
- * line, garbage with line numbers, refusing symlinks and a second writer,
+ * line, fsyncs in a background thread and a failed one reported, garbage
+ * with line numbers, refusing symlinks and a second writer,
  * the resume set and the summary of two shards).
  */
 #include <fcntl.h>
@@ -151,6 +152,76 @@ static void test_round_trip(void **state)
 	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), 0);
 	assert_true(existing);
 	gpushare_farm_journal_close(&j);
+	gpushare_farm_jobs_release(&list);
+}
+
+/* With the fsyncs in a background thread: every record written before
+ * gpushare_farm_journal_sync() is in the file afterwards, in order. */
+static void test_background_sync(void **state)
+{
+	struct farm_jobs list;
+	struct farm_config cfg;
+	struct farm_journal j;
+	struct farm_journal_data d;
+	struct farm_attempt a[3];
+	bool existing;
+
+	(void)state;
+	make_jobs(&list, 300);
+	make_config(&cfg, &list, 0, 1, 0);
+	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, &cfg), 0);
+	assert_int_equal(gpushare_farm_journal_sync_in_background(&j), 0);
+	assert_non_null(j.syncer);
+	for (size_t i = 0; i < 300; i += 3) {
+		for (size_t k = 0; k < 3; k++)
+			a[k] = attempt(&list, i + k, 1, FARM_OK, "GPU-aaaa", 10.0 + (double)i, 11.0 + (double)i);
+		assert_int_equal(gpushare_farm_journal_write_attempts(&j, a, i % 2 ? 3 : 1), 0);
+		if (i % 2 == 0)
+			for (size_t k = 1; k < 3; k++)
+				assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a[k]), 0);
+	}
+	assert_int_equal(gpushare_farm_journal_sync(&j), 0);
+	gpushare_farm_journal_close(&j);
+	assert_null(j.syncer);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), 0);
+	assert_int_equal(d.n_records, 300);
+	for (size_t i = 0; i < 300; i++)
+		assert_int_equal(d.records[i].job, i);
+	assert_false(d.torn_tail);
+	gpushare_farm_journal_data_release(&d);
+	gpushare_farm_jobs_release(&list);
+}
+
+/* A failed fsync in the background is not lost: the next sync and the next
+ * write report it. (fsync on a pipe fails with EINVAL.) */
+static void test_background_sync_failure(void **state)
+{
+	struct farm_jobs list;
+	struct farm_journal j;
+	struct farm_attempt a;
+	int p[2];
+	char buf[4096];
+
+	(void)state;
+	make_jobs(&list, 2);
+	assert_int_equal(pipe(p), 0);
+	memset(&j, 0, sizeof(j));
+	j.fd = p[1];
+	snprintf(j.path, sizeof(j.path), "a pipe");
+	a = attempt(&list, 1, 1, FARM_OK, "GPU-aaaa", 1.0, 2.0);
+	/* Without the thread the write itself reports it. */
+	assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a), GPUSHARE_E_IO);
+	assert_non_null(strstr(gpushare_errdetail(), "cannot sync 'a pipe'"));
+	assert_int_equal(gpushare_farm_journal_sync_in_background(&j), 0);
+	assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a), 0);
+	assert_int_equal(gpushare_farm_journal_sync(&j), GPUSHARE_E_IO);
+	assert_non_null(strstr(gpushare_errdetail(), "cannot sync 'a pipe'"));
+	assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a), GPUSHARE_E_IO);
+	assert_true(read(p[0], buf, sizeof(buf)) > 0);
+	gpushare_farm_journal_close(&j);
+	assert_int_equal(j.fd, -1);
+	close(p[0]);
 	gpushare_farm_jobs_release(&list);
 }
 
@@ -458,6 +529,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_background_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_background_sync_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_refuses, setup, teardown),
