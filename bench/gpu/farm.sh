@@ -7,13 +7,16 @@
 #     its jobs/s, against the best K of the grid;
 #  3. two GPUs (when the machine has two): the farm on GPUs 0,1 against GPU 0
 #     alone, at the best K of the grid, under mps;
-#  4. a PyTorch job (when python3 has torch with CUDA): JOBS/4 small matmul
-#     jobs at K = 1 and 4 under mps against timeslice.
+#  4. a PyTorch job (when python3 has torch with CUDA): TORCH_JOBS (default
+#     32) small fp16 matmul jobs, each its own Python process as a per-file
+#     inference job would be, at K = TORCH_KS (default "1 2 4 8") under
+#     timeslice and mps, against the same jobs one after another.
 # Everything is written under OUT_DIR (each farm's directory, its --json
 # summary, summary.md). Every MPS daemon is gpushare's own private one,
 # stopped by the farm that started it; the script checks at the end that none
 # is left. Environment: JOBS (200), KS ("1 2 4 8"), PHASES
-# (grid,calibrate,two,torch), JOB_ARGS (farm_job options, "--n 256 --steps 2000").
+# (grid,calibrate,two,torch), JOB_ARGS (farm_job options, "--n 256 --steps 2000"),
+# TORCH_JOBS, TORCH_KS.
 set -uo pipefail
 B=$(cd "${1:?build dir}" && pwd)
 O=${2:?out dir}
@@ -24,6 +27,8 @@ JOB=${JOB:-$B/farm_job}
 JOBS=${JOBS:-200}
 KS=${KS:-1 2 4 8}
 PHASES=${PHASES:-grid,calibrate,two,torch}
+TORCH_JOBS=${TORCH_JOBS:-32}
+TORCH_KS=${TORCH_KS:-1 2 4 8}
 JOB_ARGS=${JOB_ARGS:---n 256 --steps 2000}
 S=$O/summary.md
 has() { case ",$PHASES," in *",$1,"*) return 0 ;; esac; return 1; }
@@ -125,19 +130,25 @@ for _ in range(200):
 torch.cuda.synchronize()
 print(float(a.float().mean()))
 EOF
-	n=$((JOBS / 4))
+	n=$TORCH_JOBS
 	for ((i = 0; i < n; i++)); do echo "python3 $O/torch_job.py"; done >"$O/torch_jobs.txt"
 	log "## PyTorch jobs ($n x torch_job.py)"
 	log ""
-	log "| strategy | K | makespan (s) | jobs/s | done |"
-	log "| --- | ---: | ---: | ---: | ---: |"
+	log "| strategy | K | makespan (s) | jobs/s | vs one after another | done |"
+	log "| --- | ---: | ---: | ---: | ---: | ---: |"
+	read -r tb_s tb_r _ tb_done < <(farm torch-seq --gpus 0 --strategy timeslice --slots 1 "$O/torch_jobs.txt")
+	log "| one after another (timeslice, K=1) | 1 | $tb_s | $tb_r | 1.00x | $tb_done |"
 	for st in timeslice mps; do
-		for k in 1 4; do
+		for k in $TORCH_KS; do
+			[[ $st == timeslice && $k == 1 ]] && continue
 			read -r s r _ done_ < <(farm "torch-$st-k$k" --gpus 0 --strategy "$st" --slots "$k" "$O/torch_jobs.txt")
-			log "| $st | $k | $s | $r | $done_ |"
+			x=$(python3 -c "print('%.2fx' % ($r / $tb_r))" 2>/dev/null || echo "?")
+			log "| $st | $k | $s | $r | $x | $done_ |"
 		done
 	done
 	log ""
+elif has torch; then
+	log "(PyTorch phase skipped: python3 has no torch with CUDA)"
 fi
 
 left=$(our_daemons)
