@@ -170,6 +170,7 @@ static void *dispatch_main(void *arg)
 	while (next < d->t_end) {
 		struct gpushare_ring *q = ring_for(d, seq);
 		uint64_t now = gpushare_now_ns(), t;
+		int pub;
 
 		if (!snapshot && now >= d->t_end) {
 			/* The window closed while arrivals waited for room. */
@@ -178,7 +179,8 @@ static void *dispatch_main(void *arg)
 		}
 		if (now < next && !wait_until(d, next))
 			break;
-		if (!gpushare_ring_push(q, entries, next, seq)) {
+		pub = gpushare_ring_publish(q, entries, next, seq);
+		if (pub == GPUSHARE_RING_FULL) {
 			if (!blocked)
 				d->ring_full++;
 			blocked = true;
@@ -187,7 +189,9 @@ static void *dispatch_main(void *arg)
 			sleep_ns(FULL_WAIT_NS);
 			continue;
 		}
-		t = gpushare_now_ns();
+		t = gpushare_now_ns(); /* visible to a claiming worker from now */
+		if (pub == GPUSHARE_RING_WAKE)
+			gpushare_ring_wake(q); /* the wake's cost lands in the queueing time */
 		if (!blocked)
 			gpushare_hist_record(&d->lateness, t > next ? t - next : 0);
 		blocked = false;

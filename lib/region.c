@@ -201,7 +201,7 @@ struct gpushare_ring *gpushare_region_ring_of_slot(struct gpushare_region_header
 	return gpushare_region_ring(r, r->dispatch == GPUSHARE_DISPATCH_SHARED ? 0 : slot);
 }
 
-bool gpushare_ring_push(struct gpushare_ring *q, uint32_t entries, uint64_t t_sched_ns, uint64_t seq)
+int gpushare_ring_publish(struct gpushare_ring *q, uint32_t entries, uint64_t t_sched_ns, uint64_t seq)
 {
 	uint64_t head = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
 	uint64_t tail = __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE);
@@ -210,18 +210,29 @@ bool gpushare_ring_push(struct gpushare_ring *q, uint32_t entries, uint64_t t_sc
 	/* The acquire load of tail orders our overwrite of the oldest entry
 	 * after the claim that freed it (and after its reader's load). */
 	if (head - tail >= entries)
-		return false;
+		return GPUSHARE_RING_FULL;
 	e = &q->entry[head & (entries - 1)];
 	__atomic_store_n(&e->t_sched_ns, t_sched_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->seq, seq, __ATOMIC_RELAXED);
 	/* Sequentially consistent, paired with the waiter's: either it sees
 	 * the new head, or we see it waiting and wake it. */
 	__atomic_store_n(&q->head, head + 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&q->waiters, __ATOMIC_SEQ_CST)) {
-		__atomic_add_fetch(&q->wake, 1, __ATOMIC_SEQ_CST);
-		syscall(SYS_futex, &q->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
-	}
-	return true;
+	return __atomic_load_n(&q->waiters, __ATOMIC_SEQ_CST) ? GPUSHARE_RING_WAKE : GPUSHARE_RING_PUBLISHED;
+}
+
+void gpushare_ring_wake(struct gpushare_ring *q)
+{
+	__atomic_add_fetch(&q->wake, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &q->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+bool gpushare_ring_push(struct gpushare_ring *q, uint32_t entries, uint64_t t_sched_ns, uint64_t seq)
+{
+	int r = gpushare_ring_publish(q, entries, t_sched_ns, seq);
+
+	if (r == GPUSHARE_RING_WAKE)
+		gpushare_ring_wake(q);
+	return r != GPUSHARE_RING_FULL;
 }
 
 void gpushare_ring_wait(struct gpushare_ring *q, uint64_t timeout_ns)

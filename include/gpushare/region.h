@@ -194,6 +194,14 @@ struct gpushare_ring *gpushare_region_ring_of_slot(struct gpushare_region_header
  * is full (entries arrivals published and not yet claimed); try again. */
 bool gpushare_ring_push(struct gpushare_ring *q, uint32_t entries, uint64_t t_sched_ns, uint64_t seq);
 
+/* The same in two steps, so that a producer can note the moment an arrival
+ * became visible apart from the cost of waking a sleeping consumer:
+ * GPUSHARE_RING_FULL, GPUSHARE_RING_PUBLISHED, or GPUSHARE_RING_WAKE
+ * (published, and a consumer sleeps: call gpushare_ring_wake()). */
+enum { GPUSHARE_RING_FULL = 0, GPUSHARE_RING_PUBLISHED = 1, GPUSHARE_RING_WAKE = 2 };
+int gpushare_ring_publish(struct gpushare_ring *q, uint32_t entries, uint64_t t_sched_ns, uint64_t seq);
+void gpushare_ring_wake(struct gpushare_ring *q);
+
 /* Consumer side (any number of threads and processes): claim the oldest
  * published arrival into *e. false when the ring is empty. */
 bool gpushare_ring_claim(struct gpushare_ring *q, uint32_t entries, struct gpushare_ring_entry *e);

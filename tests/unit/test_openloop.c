@@ -212,13 +212,20 @@ static void test_ring_wait(void **state)
 	q = gpushare_region_ring(r, 0);
 	sl.q = q;
 	assert_int_equal(pthread_create(&tid, NULL, sleep_on_ring, &sl), 0);
+	/* The sleeper is registered before it sleeps: publishing says so, and
+	 * the arrival is claimable before the wake (the dispatcher notes its
+	 * hand-over time in between). */
+	while (!__atomic_load_n(&q->waiters, __ATOMIC_SEQ_CST))
+		usleep(1000);
 	usleep(100000);
-	assert_true(gpushare_ring_push(q, 16, 1, 7));
+	assert_int_equal(gpushare_ring_publish(q, 16, 1, 7), GPUSHARE_RING_WAKE);
+	assert_int_equal(gpushare_ring_depth(q), 1);
+	gpushare_ring_wake(q);
 	pthread_join(tid, NULL);
 	assert_true(sl.claimed);
 	assert_true(sl.woke_after_ns < 3000000000ULL);
 	assert_int_equal(q->waiters, 0);
-	assert_true(gpushare_ring_push(q, 16, 2, 8));
+	assert_int_equal(gpushare_ring_publish(q, 16, 2, 8), GPUSHARE_RING_PUBLISHED); /* nobody sleeps */
 	t0 = gpushare_now_ns();
 	gpushare_ring_wait(q, 5000000000ULL);
 	assert_true(gpushare_now_ns() - t0 < 1000000000ULL);
