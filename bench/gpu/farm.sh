@@ -6,7 +6,8 @@
 #  2. calibration: the same farm without --slots (mps): the K it picks and
 #     its jobs/s, against the best K of the grid;
 #  3. two GPUs (when the machine has two): the farm on GPUs 0,1 against GPU 0
-#     alone, at the best K of the grid, under mps;
+#     alone, at the best K of the grid, under TWO_STRATEGIES (default "mps
+#     timeslice"), with each farm's mean job duration;
 #  4. a PyTorch job (when python3 has torch with CUDA): TORCH_JOBS (default
 #     32) small fp16 matmul jobs, each its own Python process as a per-file
 #     inference job would be, at K = TORCH_KS (default "1 2 4 8") under
@@ -28,6 +29,7 @@ JOBS=${JOBS:-200}
 KS=${KS:-1 2 4 8}
 PHASES=${PHASES:-grid,calibrate,two,torch}
 TORCH_JOBS=${TORCH_JOBS:-32}
+TWO_STRATEGIES=${TWO_STRATEGIES:-mps timeslice}
 TORCH_KS=${TORCH_KS:-1 2 4 8}
 JOB_ARGS=${JOB_ARGS:---n 256 --steps 2000}
 S=$O/summary.md
@@ -62,6 +64,14 @@ farm() {
 	jq_py "$O/$name.json" "r = d['run']; s = d['summary']
 print('%.2f %.3f %d %d' % (r['seconds'], r['attempts_per_second'], r['slots'], s['done']))" 2>/dev/null ||
 		echo "nan nan 0 0"
+}
+
+# mean_job FARM_DIR: the mean duration of the attempts in its journal
+mean_job() {
+	python3 -c "
+import json, sys
+d = [r['duration_seconds'] for r in map(json.loads, open(sys.argv[1] + '/journal.jsonl')) if r.get('type') == 'attempt']
+print('%.3f' % (sum(d) / len(d)) if d else 'nan')" "$1" 2>/dev/null || echo nan
 }
 
 if has grid; then
@@ -103,18 +113,20 @@ if has two; then
 	n=$(nvidia-smi -L | grep -c '^GPU ')
 	if ((n >= 2)); then
 		k=${best_k:-4}
-		read -r s1 r1 _ d1 < <(farm one-gpu --gpus 0 --strategy mps --slots "$k" "$O/jobs.txt")
-		read -r s2 r2 _ d2 < <(farm two-gpus --gpus 0,1 --strategy mps --slots "$k" "$O/jobs.txt")
-		busy=$(jq_py "$O/two-gpus.json" "print(', '.join('%.0f%%' % (100 * g['busy_fraction']) for g in d['summary']['gpus']))" 2>/dev/null)
-		log "## Two GPUs (mps, K=$k per GPU)"
-		log ""
-		log "| GPUs | makespan (s) | jobs/s | done | busy |"
-		log "| --- | ---: | ---: | ---: | --- |"
-		log "| 0 | $s1 | $r1 | $d1 | |"
-		log "| 0,1 | $s2 | $r2 | $d2 | $busy |"
-		log ""
-		log "speed-up on two GPUs: $(python3 -c "print('%.2fx' % ($r2 / $r1))" 2>/dev/null || echo '?')"
-		log ""
+		for st in $TWO_STRATEGIES; do
+			read -r s1 r1 _ d1 < <(farm "one-gpu-$st" --gpus 0 --strategy "$st" --slots "$k" "$O/jobs.txt")
+			read -r s2 r2 _ d2 < <(farm "two-gpus-$st" --gpus 0,1 --strategy "$st" --slots "$k" "$O/jobs.txt")
+			busy=$(jq_py "$O/two-gpus-$st.json" "print(', '.join('%.0f%%' % (100 * g['busy_fraction']) for g in d['summary']['gpus']))" 2>/dev/null)
+			log "## Two GPUs ($st, K=$k per GPU)"
+			log ""
+			log "| GPUs | makespan (s) | jobs/s | done | mean job (s) | busy |"
+			log "| --- | ---: | ---: | ---: | ---: | --- |"
+			log "| 0 | $s1 | $r1 | $d1 | $(mean_job "$O/one-gpu-$st") | |"
+			log "| 0,1 | $s2 | $r2 | $d2 | $(mean_job "$O/two-gpus-$st") | $busy |"
+			log ""
+			log "speed-up on two GPUs: $(python3 -c "print('%.2fx' % ($r2 / $r1))" 2>/dev/null || echo '?')"
+			log ""
+		done
 	else
 		log "(two-GPU phase skipped: $n GPU)"
 	fi
