@@ -310,19 +310,25 @@ static void test_resume_set(void **state)
 	snprintf(sub, sizeof(sub), "%s/farm", dir);
 	write_journal(sub, &cfg, a, sizeof(a) / sizeof(a[0]));
 	assert_int_equal(gpushare_farm_journal_load(sub, &d), 0);
+	uint32_t att, last;
+
 	assert_int_equal(gpushare_farm_resume_build(&d, list.n_jobs, &cfg.shard, cfg.retries, &r), 0);
 	assert_int_equal(r.state[0], FARM_JOB_DONE);
 	assert_int_equal(r.state[1], FARM_JOB_PENDING);
-	assert_int_equal(r.attempts[1], 1);
+	gpushare_farm_resume_lookup(&r, 1, &att, &last);
+	assert_true(att == 1 && last == 1);
 	assert_int_equal(r.state[2], FARM_JOB_FAILED);
 	assert_int_equal(r.state[3], FARM_JOB_FAILED);
 	assert_int_equal(r.state[4], FARM_JOB_PENDING);
-	assert_int_equal(r.attempts[4], 0);
-	assert_int_equal(r.last_attempt[4], 1);      /* next attempt is 2 */
-	assert_int_equal(r.last_attempt[2], 2);
-	assert_int_equal(r.last_attempt[0], 1);
+	gpushare_farm_resume_lookup(&r, 4, &att, &last);
+	assert_int_equal(att, 0);                    /* stopped does not count */
+	assert_int_equal(last, 1);                   /* next attempt is 2 */
 	assert_int_equal(r.state[5], FARM_JOB_DONE);
 	assert_true(r.done == 2 && r.failed == 2 && r.pending == 2);
+	/* Attempt counts are kept only for the pending jobs that ran before. */
+	assert_int_equal(r.n_entries, 2);
+	gpushare_farm_resume_lookup(&r, 0, &att, &last);
+	assert_true(att == 0 && last == 0);
 	gpushare_farm_resume_release(&r);
 
 	/* With shard 1/2 only odd jobs are this farm's. */
@@ -388,7 +394,6 @@ static void test_merge_two_shards(void **state)
 {
 	struct farm_jobs list;
 	struct farm_config c0, c1;
-	struct farm_journal_data d0, d1;
 	struct farm_summary s;
 	char p0[128], p1[128];
 
@@ -414,9 +419,11 @@ static void test_merge_two_shards(void **state)
 	snprintf(p1, sizeof(p1), "%s/shard1", dir);
 	write_journal(p0, &c0, a0, 3);
 	write_journal(p1, &c1, a1, 4);
-	assert_int_equal(gpushare_farm_journal_load(p0, &d0), 0);
-	assert_int_equal(gpushare_farm_journal_load(p1, &d1), 0);
-	const struct farm_journal_data *both[] = { &d0, &d1 };
+	char j0[160], j1[160], j2[160];
+
+	snprintf(j0, sizeof(j0), "%s/journal.jsonl", p0);
+	snprintf(j1, sizeof(j1), "%s/journal.jsonl", p1);
+	const char *both[] = { j0, j1 };
 
 	assert_int_equal(gpushare_journal_summary_build(both, 2, &s), 0);
 	assert_int_equal(s.n_jobs, 8);
@@ -446,11 +453,13 @@ static void test_merge_two_shards(void **state)
 	gpushare_journal_summary_release(&s);
 
 	/* A journal of another job list is refused. */
-	d1.config.jobs_hash ^= 1;
+	c1.jobs_hash ^= 1;
+	snprintf(p1, sizeof(p1), "%s/other", dir);
+	write_journal(p1, &c1, a1, 4);
+	snprintf(j2, sizeof(j2), "%s/journal.jsonl", p1);
+	both[1] = j2;
 	assert_int_equal(gpushare_journal_summary_build(both, 2, &s), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "different job lists"));
-	gpushare_farm_journal_data_release(&d0);
-	gpushare_farm_journal_data_release(&d1);
 	gpushare_farm_jobs_release(&list);
 }
 
