@@ -463,6 +463,107 @@ static void test_merge_two_shards(void **state)
 	gpushare_farm_jobs_release(&list);
 }
 
+/* Busy time from the busy periods the records close (gpu_busy_s), equal to
+ * the union of the intervals that an older journal falls back to; a period
+ * no record closes (a killed run) counts from its first start to its last
+ * end; a GPU that two journals name is merged, not summed. */
+static void test_busy_periods(void **state)
+{
+	struct farm_jobs list;
+	struct farm_config cfg, cfg_old;
+	struct farm_journal j;
+	struct farm_summary s;
+	bool existing;
+	char p_new[128], p_old[128], p_two[128], jn[160], jo[160], jt[160];
+	char *json;
+
+	(void)state;
+	make_jobs(&list, 8);
+	make_config(&cfg, &list, 0, 1, 0);
+	cfg.busy_periods = true;
+	make_config(&cfg_old, &list, 0, 1, 0);
+	/* GPU-aaaa: 100..104 (two overlapping jobs; the second closes 4 s),
+	 * 106..107 (one job closing 1 s); then a resumed run that was killed:
+	 * 110..111 and 110.5..112 with no closing record: 2 s. Total 7 s. */
+	struct farm_attempt a[] = {
+		attempt(&list, 0, 1, FARM_OK, "GPU-aaaa", 100, 102),
+		attempt(&list, 1, 1, FARM_OK, "GPU-aaaa", 101, 104),
+		attempt(&list, 2, 1, FARM_FAILED, "GPU-aaaa", 106, 107),
+		attempt(&list, 3, 1, FARM_OK, "GPU-aaaa", 110, 111),
+		attempt(&list, 4, 1, FARM_OK, "GPU-aaaa", 110.5, 112),
+	};
+	a[1].has_gpu_busy = true;
+	a[1].gpu_busy_s = 4;
+	a[2].has_gpu_busy = true;
+	a[2].gpu_busy_s = 1;
+	json = gpushare_farm_journal_attempt_json(&a[1]);
+	assert_non_null(strstr(json, "\"gpu_busy_s\":4"));
+	free(json);
+	json = gpushare_farm_journal_attempt_json(&a[0]);
+	assert_null(strstr(json, "gpu_busy_s"));      /* absent unless it closes a period */
+	free(json);
+	json = gpushare_farm_journal_header_json(&cfg);
+	assert_non_null(strstr(json, "\"busy_periods\":true"));
+	free(json);
+
+	snprintf(p_new, sizeof(p_new), "%s/new", dir);
+	assert_int_equal(mkdir(p_new, 0700), 0);
+	assert_int_equal(gpushare_farm_journal_open(&j, p_new, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, &cfg), 0);
+	assert_int_equal(gpushare_farm_journal_write_attempts(&j, a, 3), 0);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, &cfg), 0);   /* resumed, then killed */
+	assert_int_equal(gpushare_farm_journal_write_attempts(&j, a + 3, 2), 0);
+	gpushare_farm_journal_close(&j);
+	snprintf(jn, sizeof(jn), "%s/journal.jsonl", p_new);
+	const char *one[] = { jn };
+
+	assert_int_equal(gpushare_journal_summary_build(one, 1, &s), 0);
+	assert_int_equal(s.n_gpus, 1);
+	assert_true(s.gpus[0].busy_s == 7.0);
+	assert_true(s.makespan_s == 12.0);
+	assert_int_equal(s.done, 4);
+	gpushare_journal_summary_release(&s);
+
+	/* The same attempts in an older journal (no busy periods): the union. */
+	for (size_t i = 0; i < 5; i++)
+		a[i].has_gpu_busy = false;
+	snprintf(p_old, sizeof(p_old), "%s/old", dir);
+	write_journal(p_old, &cfg_old, a, 5);
+	snprintf(jo, sizeof(jo), "%s/journal.jsonl", p_old);
+	one[0] = jo;
+	assert_int_equal(gpushare_journal_summary_build(one, 1, &s), 0);
+	assert_true(s.gpus[0].busy_s == 7.0);
+	gpushare_journal_summary_release(&s);
+
+	/* A second journal (another shard) on the same GPU, 103..105 closed:
+	 * merged with the first, 100..105 + 106..107 + 110..112 = 8 s. */
+	struct farm_config cfg1;
+	struct farm_attempt b = attempt(&list, 5, 1, FARM_OK, "GPU-aaaa", 103, 105);
+
+	make_config(&cfg1, &list, 1, 2, 0);
+	cfg1.busy_periods = true;
+	make_config(&cfg, &list, 0, 2, 0);
+	cfg.busy_periods = true;
+	a[1].has_gpu_busy = a[2].has_gpu_busy = true;
+	b.has_gpu_busy = true;
+	b.gpu_busy_s = 2;
+	snprintf(p_two, sizeof(p_two), "%s/two", dir);
+	write_journal(p_two, &cfg1, &b, 1);
+	snprintf(p_new, sizeof(p_new), "%s/new0", dir);
+	write_journal(p_new, &cfg, a, 5);
+	snprintf(jn, sizeof(jn), "%s/journal.jsonl", p_new);
+	snprintf(jt, sizeof(jt), "%s/journal.jsonl", p_two);
+	const char *two[] = { jn, jt };
+
+	assert_int_equal(gpushare_journal_summary_build(two, 2, &s), 0);
+	assert_int_equal(s.n_gpus, 1);
+	assert_true(s.gpus[0].busy_s == 8.0);
+	assert_true(s.gpus[0].job_s == 2 + 3 + 1 + 1 + 1.5 + 2);
+	assert_int_equal(s.attempts, 6);
+	gpushare_journal_summary_release(&s);
+	gpushare_farm_jobs_release(&list);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -473,6 +574,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_resume_set, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resume_refuses_changed_jobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_two_shards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_periods, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
