@@ -15,7 +15,7 @@
  * retry. Per job the farm keeps one byte (its state); attempt counts only
  * for the jobs that failed before (a sorted array). The end summary reads
  * the journal in one pass (lib/farm_journal.c) and takes each GPU's busy
- * time from the busy periods the attempts close (gpu_busy_s).
+ * time from the busy periods the attempts close (gpu_busy_seconds).
  *
  * Placement: the strategy table (lib/strategy.c) gives each job the
  * environment of its slot, pinned to its GPU by UUID; under mps and

@@ -137,7 +137,7 @@ char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a)
 	     add_str_or_null(o, "stdout", a->stdout_path) &&
 	     add_str_or_null(o, "stderr", a->stderr_path);
 	if (ok && a->has_gpu_busy)
-		ok = cJSON_AddNumberToObject(o, "gpu_busy_s", a->gpu_busy_s) != NULL;
+		ok = cJSON_AddNumberToObject(o, "gpu_busy_seconds", a->gpu_busy_s) != NULL;
 	return finish(o, ok);
 }
 
@@ -485,9 +485,9 @@ static const char *parse_attempt(struct farm_journal_data *d, const cJSON *o, st
 	if (!get_str(o, "gpu_uuid", uuid, sizeof(uuid)))
 		return "attempt with an invalid gpu_uuid";
 	r->gpu_busy_s = -1;
-	if (cJSON_GetObjectItemCaseSensitive(o, "gpu_busy_s") &&
-	    (!get_double(o, "gpu_busy_s", &r->gpu_busy_s) || r->gpu_busy_s < 0))
-		return "attempt with an invalid gpu_busy_s";
+	if (cJSON_GetObjectItemCaseSensitive(o, "gpu_busy_seconds") &&
+	    (!get_double(o, "gpu_busy_seconds", &r->gpu_busy_s) || r->gpu_busy_s < 0))
+		return "attempt with an invalid gpu_busy_seconds";
 	r->gpu_ref = -1;
 	if (uuid[0] || gpu >= 0) {
 		int ref;

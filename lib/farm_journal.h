@@ -68,7 +68,7 @@ struct farm_config {
 	char hostname[256];
 	struct farm_gpu_id gpus[FARM_MAX_GPUS];
 	size_t n_gpus;
-	bool busy_periods;             /* the attempts of this run carry gpu_busy_s
+	bool busy_periods;             /* the attempts of this run carry gpu_busy_seconds
 	                                * where they close a GPU's busy period */
 };
 
@@ -259,7 +259,7 @@ struct farm_summary {
  * unfinished. Each job is counted once, whichever journals name it.
  *
  * Busy time per GPU: the sum of the busy periods the records close
- * (gpu_busy_s); a period no record closes (a farm running now, or killed)
+ * (gpu_busy_seconds); a period no record closes (a farm running now, or killed)
  * counts from its first recorded start to its last recorded end. Runs of
  * older journals without busy periods fall back to the union of their
  * attempts' intervals (memory per attempt). A GPU that several journals

@@ -463,7 +463,7 @@ static void test_merge_two_shards(void **state)
 	gpushare_farm_jobs_release(&list);
 }
 
-/* Busy time from the busy periods the records close (gpu_busy_s), equal to
+/* Busy time from the busy periods the records close (gpu_busy_seconds), equal to
  * the union of the intervals that an older journal falls back to; a period
  * no record closes (a killed run) counts from its first start to its last
  * end; a GPU that two journals name is merged, not summed. */
@@ -497,10 +497,10 @@ static void test_busy_periods(void **state)
 	a[2].has_gpu_busy = true;
 	a[2].gpu_busy_s = 1;
 	json = gpushare_farm_journal_attempt_json(&a[1]);
-	assert_non_null(strstr(json, "\"gpu_busy_s\":4"));
+	assert_non_null(strstr(json, "\"gpu_busy_seconds\":4"));
 	free(json);
 	json = gpushare_farm_journal_attempt_json(&a[0]);
-	assert_null(strstr(json, "gpu_busy_s"));      /* absent unless it closes a period */
+	assert_null(strstr(json, "gpu_busy_seconds"));      /* absent unless it closes a period */
 	free(json);
 	json = gpushare_farm_journal_header_json(&cfg);
 	assert_non_null(strstr(json, "\"busy_periods\":true"));
