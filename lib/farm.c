@@ -1693,7 +1693,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	if (f.journal_open)
 		gpushare_farm_journal_close(&f.journal);
 	undo_new_dir(&f);
-	if (f.r->dir[0] && f.journal_open) {
+	if (f.r->dir[0] && f.header_written) { /* a farm that never started has no summary */
 		const char *dirs[1] = { f.dir };
 		struct gpushare_errsave e2;
 
