@@ -18,11 +18,16 @@ private_xdg
 export GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 # no driver: jobs run unplaced
 unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
 
-# job.sh INDEX SLEEP SIDE: sleeps, then appends INDEX to SIDE (its side effect).
-cat >"$tmp/job.sh" <<'EOF'
+# job.sh INDEX SLEEP SIDE: sleeps, then appends INDEX to SIDE (its side
+# effect). Jobs from number 6 on first wait until $tmp/go exists, so that a
+# farm killed while they wait has recorded exactly jobs 0 to 5.
+cat >"$tmp/job.sh" <<EOF
 #!/bin/sh
-sleep "$2"
-echo "$1" >>"$3"
+if [ "\$1" -ge 6 ]; then
+	while [ ! -e "$tmp/go" ]; do sleep 0.05; done
+fi
+sleep "\$2"
+echo "\$1" >>"\$3"
 EOF
 chmod +x "$tmp/job.sh"
 jobs_file() { # jobs_file FILE N SLEEP SIDE
@@ -46,15 +51,18 @@ EOF
 }
 
 echo "== a farm fed on stdin, SIGKILL mid-farm, then --resume DIR alone"
-jobs_file "$tmp/j20" 20 0.4 "$tmp/side1"
+jobs_file "$tmp/j20" 20 0.1 "$tmp/side1"
 "$GPUSHARE" farm --dir "$tmp/f1" --strategy timeslice --slots 3 -q - <"$tmp/j20" >"$tmp/f1.out" 2>&1 &
 fpid=$!
-wait_for 100 0.05 at_least "$tmp/f1" 4 || true
+# Jobs 0..5 end; 6, 7 and 8 wait for $tmp/go.
+waiting() { [ "$(pgrep -f "$tmp/job.sh [678] " | wc -l)" -ge 3 ]; }
+wait_for 300 0.05 waiting || true
+wait_for 100 0.05 at_least "$tmp/f1" 6 || true
 kill -KILL "$fpid"
 wait "$fpid" 2>/dev/null || true
 fpid=
 recorded=$(attempts "$tmp/f1")
-check "killed mid-farm: $recorded of 20 attempts recorded" test "$recorded" -ge 4 -a "$recorded" -lt 20
+check "killed mid-farm: the 6 attempts that ended are recorded" test "$recorded" = 6
 check "no job outlives gpushare" wait_for 30 0.1 no_jobs
 check "the copy holds the 20 jobs, each its argv" python3 -c "
 import json, shlex
@@ -62,6 +70,7 @@ lines = open('$tmp/f1/jobs.jsonl').read().splitlines()
 want = [shlex.split(l) for l in open('$tmp/j20')]
 assert [json.loads(l) for l in lines] == want, lines[:2]"
 check "no temporary file left beside it" bash -c "! ls -A '$tmp/f1' | grep -q tmp"
+touch "$tmp/go"
 run farm --resume "$tmp/f1" --strategy timeslice --slots 3 -q
 check "resume without a job list: exit 0" test "$rc" = 0
 check "  $((20 - recorded)) jobs run, $recorded finished earlier" \
@@ -77,7 +86,7 @@ echo "== a changed job list is refused, naming the job"
 sed '4s/ 3 / 33 /' "$tmp/j20" >"$tmp/j20-changed"
 run farm --resume "$tmp/f1" --strategy timeslice -q - <"$tmp/j20-changed"
 check "changed on stdin: exit 2, job 3 and its line named" \
-	bash -c "test $rc = 2 && grep -q 'job 3 (stdin:4, now .*job.sh 33 0.4 .*) differs from the job the journal' '$tmp/err'"
+	bash -c "test $rc = 2 && grep -q 'job 3 (stdin:4, now .*job.sh 33 0.1 .*) differs from the job the journal' '$tmp/err'"
 run farm --resume "$tmp/f1" --strategy timeslice -q "$tmp/j20-changed"
 check "changed in a file: exit 2, the file's line named" \
 	bash -c "test $rc = 2 && grep -q 'job 3 (.*j20-changed:4, now' '$tmp/err'"
