@@ -7,10 +7,13 @@
 #
 #   dispatch  N jobs (default 10000) at K = 1, 2 and 4 slots: makespan / N
 #   baseline  the same N `/bin/true` from a shell loop (fork + exec + wait only)
-#   memory    peak RSS (/usr/bin/time -v) of farms of 1,000 and 10,000 jobs
+#   memory    peak RSS (/usr/bin/time -v) of farms of 1,000, N and 100,000 jobs
+#             (MEM_SIZES), of `farm status` and of `--resume DIR` on each, and
+#             the bytes per job between the sizes
 #
 # Usage: bench/farm_dispatch.sh BUILD_DIR OUT_DIR
-# Environment: N (default 10000), SLOTS (default "1 2 4"), FARM_TMP (where the
+# Environment: N (default 10000), SLOTS (default "1 2 4"), MEM_SIZES (default
+# "1000 N 100000"), FARM_TMP (where the
 # farm directories go; default OUT_DIR/farms: the journal's fsync cost depends
 # on that file system). Writes OUT_DIR/farm_dispatch.md and prints it.
 set -euo pipefail
@@ -21,6 +24,7 @@ O=$(cd "$O" && pwd)
 G=$B/gpushare
 N=${N:-10000}
 SLOTS=${SLOTS:-1 2 4}
+MEM_SIZES=${MEM_SIZES:-1000 $N 100000}
 T=${FARM_TMP:-$O/farms}
 mkdir -p "$T"
 # No GPU: with a driver present the jobs would be placed on GPUs, which
@@ -33,7 +37,7 @@ jobs_file() { # jobs_file FILE COUNT
 json_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d$2)" "$1"; }
 
 jobs_file "$T/jobs-$N.txt" "$N"
-jobs_file "$T/jobs-1000.txt" 1000
+for n in $MEM_SIZES; do jobs_file "$T/jobs-$n.txt" "$n"; done
 res=$O/farm_dispatch.md
 {
 	echo "# gpushare farm dispatch cost"
@@ -69,16 +73,29 @@ done
 
 {
 	echo
-	echo "| peak RSS | jobs | max resident set (KiB) |"
-	echo "| --- | ---: | ---: |"
+	echo "| peak RSS (KiB) | jobs | farm --slots 4 | farm status | farm --resume DIR |"
+	echo "| --- | ---: | ---: | ---: | ---: |"
 } >>"$res"
-for n in 1000 "$N"; do
+rss() { sed -n 's/.*Maximum resident set size (kbytes): //p' "$1"; }
+prev_n= prev_kb=
+per_job=
+for n in $(printf '%s\n' $MEM_SIZES | sort -n | uniq); do
 	d=$T/farm-rss-$n
 	rm -rf "$d"
-	/usr/bin/time -v "$G" farm --dir "$d" --strategy timeslice --slots 2 -q "$T/jobs-$n.txt" \
+	/usr/bin/time -v "$G" farm --dir "$d" --strategy timeslice --slots 4 -q "$T/jobs-$n.txt" \
 		>/dev/null 2>"$T/time-$n.txt"
-	kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$T/time-$n.txt")
-	echo "| gpushare farm --slots 2 | $n | $kb |" >>"$res"
+	/usr/bin/time -v "$G" farm status "$d" >/dev/null 2>"$T/time-status-$n.txt"
+	/usr/bin/time -v "$G" farm --resume "$d" --strategy timeslice --slots 4 -q >/dev/null 2>"$T/time-resume-$n.txt"
+	kb=$(rss "$T/time-$n.txt")
+	echo "| gpushare farm | $n | $kb | $(rss "$T/time-status-$n.txt") | $(rss "$T/time-resume-$n.txt") |" >>"$res"
+	if [[ -n $prev_n ]]; then
+		per_job+="$(python3 -c "print(f'{$prev_n} to {$n} jobs: {1024 * ($kb - $prev_kb) / ($n - $prev_n):+.2f} bytes per job')"); "
+	fi
+	prev_n=$n prev_kb=$kb
 	rm -rf "$d"
 done
+{
+	echo
+	echo "Farm peak RSS growth: ${per_job%; }."
+} >>"$res"
 cat "$res"

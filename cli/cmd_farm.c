@@ -20,16 +20,18 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: gpushare farm [OPTIONS] --dir DIR JOBFILE|-\n"
 		"       gpushare farm [OPTIONS] --dir DIR --args FILE|--range START..END[:STEP] -- CMD [ARGS...]\n"
-		"       gpushare farm [OPTIONS] --resume DIR [JOBFILE|-|-- CMD ...]\n"
+		"       gpushare farm [OPTIONS] --resume DIR [JOBFILE|-|(--args ...|--range ...) -- CMD ...]\n"
 		"       gpushare farm status [--json] DIR [DIR...]\n\n"
 		"Run a queue of jobs, K at once on each chosen GPU, under MPS by default. A job file has\n"
 		"one command line per line, run without a shell (quotes and backslashes as in a shell;\n"
 		"'#' lines skipped). A template after -- runs once per line of --args FILE or per number\n"
 		"of --range, with {} replaced by the argument and {#} by the job number (from 1).\n"
 		"Every attempt is recorded in DIR/journal.jsonl; its output goes to DIR/out/JOB.ATTEMPT.out\n"
-		"and .err. --resume DIR runs exactly the jobs that did not finish.\n\n"
+		"and .err; DIR/jobs.jsonl keeps the job list. --resume DIR runs exactly the jobs that\n"
+		"did not finish.\n\n"
 		"  --dir DIR              the farm directory (created; must not hold a journal yet)\n"
-		"  --resume DIR           continue the farm in DIR (the same job list must be given again)\n"
+		"  --resume DIR           continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or\n"
+		"                         from a job list given again, which must be the same\n"
 		"  --slots K              jobs at once per GPU (1..%d); default: a short calibration\n"
 		"                         at K = 1, 2, 4, ... keeping the best jobs/s (stated in the output)\n"
 		"  --max-slots K          the largest K the calibration tries (default 16)\n"
@@ -329,11 +331,11 @@ int cmd_farm(int argc, char **argv)
 		c.tmpl = argv + opt_argc + 1;
 		c.n_tmpl = (size_t)(argc - opt_argc - 1);
 	} else {
-		if (optind >= argc)
+		if (optind >= argc && !c.resume)
 			return cli_error(EXIT_USAGE, "farm: no jobs: give a job file, '-' for standard input, or -- CMD");
 		if (optind + 1 < argc)
 			return cli_error(EXIT_USAGE, "farm: unexpected argument '%s' (one job file)", argv[optind + 1]);
-		c.jobfile = argv[optind];
+		c.jobfile = optind < argc ? argv[optind] : NULL;
 	}
 	if (c.slots && c.max_slots)
 		return cli_error(EXIT_USAGE, "farm: --max-slots bounds the calibration; it does not go with --slots");

@@ -11,9 +11,14 @@
  * a thread of their own (records written during one fsync share the next),
  * so that a disk's sync latency is not added to every job; the farm waits
  * for the last fsync before it reports.
- * Memory is flat in the number of jobs: the job list itself (one arena of
- * argv strings, lib/farm_jobs.c) and two small per-job arrays (state and
- * attempt counts); no per-job allocation lives past the job's attempt.
+ * Memory is flat in the number of jobs: the job list is never held. When a
+ * farm starts, its job source is parsed once into the farm directory's copy
+ * (DIR/jobs.jsonl, lib/farm_jobs.c), and a cursor reads that copy in job
+ * order; argv is kept only for the jobs running and those waiting for a
+ * retry. Per job the farm keeps one byte (its state); attempt counts only
+ * for the jobs that failed before (a sorted array). The end summary reads
+ * the journal in one pass (lib/farm_journal.c) and takes each GPU's busy
+ * time from the busy periods the attempts close (gpu_busy_seconds).
  *
  * Placement: the strategy table (lib/strategy.c) gives each job the
  * environment of its slot, pinned to its GPU by UUID; under mps and
@@ -91,6 +96,7 @@ struct farm_gpu {
 	unsigned mem_cap;                  /* jobs that fit at once (UINT_MAX: no limit) */
 	unsigned running;
 	uint64_t done, failed, attempts;
+	double busy_start_unix_s;          /* when its current busy period began */
 };
 
 struct slot {
@@ -99,18 +105,35 @@ struct slot {
 	size_t gpu;
 	unsigned k;                        /* slot number on its GPU */
 	size_t job;
+	uint64_t hash;                     /* the job's hash */
 	unsigned attempt;
+	unsigned attempts;                 /* attempts that count against --retries, this one not yet */
 	uint64_t start_ns, deadline_ns, kill_ns;
 	double start_unix_s;
 	bool timed_out, stopped;
 	char out_rel[64], err_rel[64];
-	char **argv;                       /* gpushare_farm_jobs_argv() array */
+	char **argv;                       /* from the cursor, owned */
+};
+
+/* A job taken from the queue: from the copy, or waiting for a retry. */
+struct job_ref {
+	size_t job;
+	uint64_t hash;
+	char **argv;                       /* owned */
+	unsigned attempts, last_attempt;
 };
 
 struct farm {
 	const struct gpushare_farm_config *c;
 	struct gpushare_farm_result *r;
-	struct farm_jobs jobs;
+	/* the job list: DIR/jobs.jsonl, read in order */
+	struct farm_cursor cur;
+	uint64_t n_jobs;
+	enum farm_jobs_mode mode;
+	char jobs_source[256];
+	char stdin_spool[GPUSHARE_PATH_MAX + 32];  /* resume: standard input kept here to read twice */
+	bool created_dir, header_written;
+	bool close_busy;                   /* the attempt being recorded left its GPU idle */
 	struct farm_shard shard;
 	struct farm_config cfg;
 	struct farm_journal journal;
@@ -140,8 +163,7 @@ struct farm {
 	uint64_t mem_limit;                /* mps-split: pinned memory per client */
 
 	/* queue */
-	size_t cursor;                     /* next job index to look at */
-	size_t *retry;                     /* jobs to try again, a FIFO */
+	struct job_ref *retry;             /* jobs to try again, a FIFO */
 	size_t n_retry, retry_head, retry_cap;
 	uint64_t queued;                   /* jobs of the shard waiting */
 
@@ -168,31 +190,91 @@ static double unix_now(void)
 
 /* ---- setting up ---- */
 
-static int load_jobs(struct farm *f)
+static bool has_source(const struct gpushare_farm_config *c)
+{
+	return c->jobfile || c->n_tmpl || c->args_file || c->range;
+}
+
+/* The job source before anything is created: the options go together, the
+ * range parses, the files can be opened. */
+static int check_source(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
-	int rc;
+	const char *path = NULL;
+	FILE *fp;
 
-	gpushare_farm_jobs_init(&f->jobs, c->shell ? FARM_JOBS_SHELL : FARM_JOBS_ARGV);
 	if (c->n_tmpl) {
 		if (c->jobfile)
 			return gpushare_fail(GPUSHARE_E_INVAL, "a job file and a command after '--' do not go together");
 		if (!!c->args_file == !!c->range)
 			return gpushare_fail(GPUSHARE_E_INVAL, "a command after '--' needs one of --args FILE or --range");
-		if (c->args_file)
-			return gpushare_farm_jobs_template_file(&f->jobs, c->tmpl, c->n_tmpl, c->args_file);
+		if (c->range) {
+			struct farm_range range;
+
+			return gpushare_farm_range_parse(c->range, &range);
+		}
+		path = c->args_file;
+	} else if (c->args_file || c->range) {
+		return gpushare_fail(GPUSHARE_E_INVAL, "--args and --range need a command after '--'");
+	} else if (!c->jobfile) {
+		if (c->resume)
+			return GPUSHARE_OK; /* the farm directory's copy */
+		return gpushare_fail(GPUSHARE_E_INVAL, "no jobs: give a job file, '-' for standard input, or -- CMD");
+	} else {
+		path = c->jobfile;
+	}
+	if (!strcmp(path, "-"))
+		return GPUSHARE_OK;
+	fp = fopen(path, "re");
+	if (!fp)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	fclose(fp);
+	return GPUSHARE_OK;
+}
+
+/* Open a source file ("-": standard input, or its spooled copy). */
+static int open_src(struct farm *f, const char *path, FILE **fp, const char **name)
+{
+	if (!strcmp(path, "-")) {
+		*name = "stdin";
+		if (!f->stdin_spool[0]) {
+			*fp = stdin;
+			return GPUSHARE_OK;
+		}
+		path = f->stdin_spool;
+	} else {
+		*name = path;
+	}
+	*fp = fopen(path, "re");
+	if (!*fp)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	return GPUSHARE_OK;
+}
+
+/* Parse the job source into list (which may have a sink). */
+static int load_source(struct farm *f, struct farm_jobs *list)
+{
+	const struct gpushare_farm_config *c = f->c;
+	const char *name;
+	FILE *fp;
+	int rc;
+
+	if (c->n_tmpl && c->range) {
 		struct farm_range range;
 
 		rc = gpushare_farm_range_parse(c->range, &range);
-		if (!rc)
-			rc = gpushare_farm_jobs_template_range(&f->jobs, c->tmpl, c->n_tmpl, &range);
-		return rc;
+		return rc ? rc : gpushare_farm_jobs_template_range(list, c->tmpl, c->n_tmpl, &range);
 	}
-	if (c->args_file || c->range)
-		return gpushare_fail(GPUSHARE_E_INVAL, "--args and --range need a command after '--'");
-	if (!c->jobfile)
-		return gpushare_fail(GPUSHARE_E_INVAL, "no jobs: give a job file, '-' for standard input, or -- CMD");
-	return gpushare_farm_jobs_load_file(&f->jobs, c->jobfile);
+	rc = open_src(f, c->n_tmpl ? c->args_file : c->jobfile, &fp, &name);
+	if (rc)
+		return rc;
+	if (c->n_tmpl)
+		rc = gpushare_farm_jobs_template_stream(list, c->tmpl, c->n_tmpl, fp, name);
+	else
+		rc = gpushare_farm_jobs_load_stream(list, fp, name);
+	if (fp != stdin)
+		fclose(fp);
+	return rc;
 }
 
 static int pick_shard(struct farm *f)
@@ -308,17 +390,17 @@ static int memory_caps(struct farm *f)
 	return GPUSHARE_OK;
 }
 
-static void header_config(struct farm *f)
+static void header_config(struct farm *f, uint64_t jobs_hash)
 {
 	const struct gpushare_farm_config *c = f->c;
 	struct farm_config *h = &f->cfg;
 	const struct gpushare_strategy_ops *st = gpushare_strategy_get(c->strategy);
 
 	memset(h, 0, sizeof(*h));
-	h->n_jobs = f->jobs.n_jobs;
-	h->jobs_hash = gpushare_farm_jobs_list_hash(&f->jobs);
-	h->mode = f->jobs.mode;
-	snprintf(h->jobs_source, sizeof(h->jobs_source), "%s", f->jobs.source);
+	h->n_jobs = f->n_jobs;
+	h->jobs_hash = jobs_hash;
+	h->mode = f->mode;
+	snprintf(h->jobs_source, sizeof(h->jobs_source), "%s", f->jobs_source);
 	h->shard = f->shard;
 	h->retries = c->retries;
 	h->slots = c->slots;
@@ -331,6 +413,247 @@ static void header_config(struct farm *f)
 	for (size_t i = 0; i < f->n_gpus && i < FARM_MAX_GPUS; i++)
 		h->gpus[i] = f->gpus[i].id;
 	h->n_gpus = f->n_gpus;
+	h->busy_periods = true;
+}
+
+/* DIR/NAME into buf. */
+static void dir_path(const struct farm *f, const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", f->dir, name);
+}
+
+#define COPY_TMP_NAME "." FARM_JOBS_COPY_NAME ".tmp"
+#define STDIN_SPOOL_NAME ".stdin.tmp"
+
+/* A fresh file for writing in the farm directory, never through a link
+ * (the farm holds the journal's lock, so nobody else writes there). */
+static int create_private(const char *path, FILE **out)
+{
+	int fd;
+
+	if (unlink(path) != 0 && errno != ENOENT)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot remove '%s': %s", path, strerror(errno));
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot create '%s': %s", path, strerror(errno));
+	*out = fdopen(fd, "w");
+	if (!*out) {
+		close(fd);
+		unlink(path);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	return GPUSHARE_OK;
+}
+
+/* Close a file written by create_private, synced; removed on failure. */
+static int close_private(const char *path, FILE *out, int rc)
+{
+	int e = 0;
+
+	if (!rc && (fflush(out) != 0 || fsync(fileno(out)) != 0))
+		e = errno;
+	if (fclose(out) != 0 && !e)
+		e = errno;
+	if (!rc && e)
+		rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", path, strerror(e));
+	if (rc)
+		unlink(path);
+	return rc;
+}
+
+/* Resuming from standard input: keep it in the directory, so that a
+ * changed list can be read again to name the job that differs. */
+static int spool_stdin(struct farm *f)
+{
+	char buf[65536];
+	size_t n;
+	FILE *out;
+	int rc;
+
+	dir_path(f, STDIN_SPOOL_NAME, f->stdin_spool, sizeof(f->stdin_spool));
+	if ((rc = create_private(f->stdin_spool, &out))) {
+		f->stdin_spool[0] = '\0';
+		return rc;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0) {
+		if (fwrite(buf, 1, n, out) != n) {
+			rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", f->stdin_spool, strerror(errno));
+			break;
+		}
+	}
+	if (!rc && ferror(stdin))
+		rc = gpushare_fail(GPUSHARE_E_IO, "cannot read standard input: %s", strerror(errno));
+	rc = close_private(f->stdin_spool, out, rc);
+	if (rc)
+		f->stdin_spool[0] = '\0';
+	return rc;
+}
+
+/* Parse the job source into DIR/.jobs.jsonl.tmp, one job at a time; open
+ * the cursor on it and take the count and list hash. */
+static int write_copy(struct farm *f, uint64_t *list_hash)
+{
+	char tmp[GPUSHARE_PATH_MAX + 32];
+	struct farm_jobs list;
+	FILE *out;
+	int rc;
+
+	dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
+	if ((rc = create_private(tmp, &out)))
+		return rc;
+	gpushare_farm_jobs_init(&list, f->mode);
+	list.sink = gpushare_farm_jobs_copy_sink;
+	list.sink_arg = out;
+	rc = load_source(f, &list);
+	snprintf(f->jobs_source, sizeof(f->jobs_source), "%s", list.source);
+	gpushare_farm_jobs_release(&list);
+	if ((rc = close_private(tmp, out, rc)))
+		return rc;
+	rc = gpushare_farm_cursor_open(&f->cur, tmp);
+	if (!rc)
+		rc = gpushare_farm_cursor_scan(&f->cur, f->mode, &f->n_jobs, list_hash);
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/* Move the new copy to DIR/jobs.jsonl (the cursor stays on it), refusing
+ * to replace anything but a regular file of this user. */
+static int install_copy(struct farm *f)
+{
+	char tmp[GPUSHARE_PATH_MAX + 32], path[GPUSHARE_PATH_MAX + 32];
+	struct stat st;
+	int dfd;
+
+	dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
+	dir_path(f, FARM_JOBS_COPY_NAME, path, sizeof(path));
+	snprintf(f->cur.path, sizeof(f->cur.path), "%s", path);
+	if (lstat(path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+		unlink(tmp);
+		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is %s; refusing to replace it", path,
+				     S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file of this user");
+	}
+	if (rename(tmp, path) != 0) {
+		int e = errno;
+
+		unlink(tmp);
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", path, strerror(e));
+	}
+	dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return GPUSHARE_OK;
+}
+
+/* The job list given again differs from the journal's: read it whole (an
+ * error path) to name the first recorded job that differs. */
+static int changed_list(struct farm *f, uint64_t list_hash)
+{
+	struct farm_journal_data d;
+	struct farm_jobs list;
+	struct farm_config cfg = f->cfg;
+	int rc;
+
+	gpushare_farm_jobs_init(&list, f->mode);
+	rc = load_source(f, &list);
+	if (!rc)
+		rc = gpushare_farm_journal_load(f->dir, &d);
+	if (!rc) {
+		cfg.n_jobs = list.n_jobs;
+		cfg.jobs_hash = list_hash;
+		cfg.mode = f->mode;
+		rc = gpushare_farm_journal_check_resume(&d, &cfg, &list);
+		gpushare_farm_journal_data_release(&d);
+	}
+	gpushare_farm_jobs_release(&list);
+	return rc ? rc : gpushare_fail(GPUSHARE_E_INVAL, "the job list differs from the journal's; refusing to resume a "
+				       "changed job list");
+}
+
+struct resume_scan {
+	struct farm_resume *rs;
+	int rc;
+};
+
+static int resume_header(void *arg, struct farm_journal_data *d, const struct farm_config *cfg)
+{
+	struct resume_scan *r = arg;
+
+	(void)cfg;
+	if (d->n_headers == 1)
+		return gpushare_farm_resume_begin(r->rs, (size_t)d->config.n_jobs);
+	return GPUSHARE_OK;
+}
+
+static int resume_record(void *arg, struct farm_journal_data *d, const struct farm_record *rec)
+{
+	struct resume_scan *r = arg;
+
+	(void)d;
+	return gpushare_farm_resume_add(r->rs, rec);
+}
+
+/* Resuming: the journal read in one pass into the resume state; the job
+ * list (given again, or the directory's copy) checked against it. */
+static int open_resume(struct farm *f)
+{
+	const struct gpushare_farm_config *c = f->c;
+	struct resume_scan rsc = { &f->rs, 0 };
+	const struct farm_journal_scan scan = { resume_header, resume_record, &rsc };
+	struct farm_journal_data d;
+	char path[GPUSHARE_PATH_MAX + 32];
+	const struct farm_config *old;
+	uint64_t hash = 0;
+	int rc;
+
+	dir_path(f, FARM_JOURNAL_NAME, path, sizeof(path));
+	rc = gpushare_farm_journal_scan_path(path, &d, &scan);
+	if (rc)
+		return rc;
+	old = &d.config;
+	if (has_source(c)) {
+		if ((c->jobfile && !strcmp(c->jobfile, "-")) || (c->args_file && !strcmp(c->args_file, "-")))
+			rc = spool_stdin(f);
+		if (!rc)
+			rc = write_copy(f, &hash);
+		header_config(f, hash);
+		if (!rc && (f->n_jobs != old->n_jobs || f->mode != old->mode || hash != old->jobs_hash)) {
+			char tmp[GPUSHARE_PATH_MAX + 32];
+
+			gpushare_farm_cursor_close(&f->cur);
+			dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
+			unlink(tmp);
+			rc = changed_list(f, hash);
+		}
+		if (!rc)
+			rc = install_copy(f);
+	} else {
+		f->mode = old->mode;
+		snprintf(f->jobs_source, sizeof(f->jobs_source), "%s", old->jobs_source);
+		dir_path(f, FARM_JOBS_COPY_NAME, path, sizeof(path));
+		rc = gpushare_farm_cursor_open(&f->cur, path);
+		if (rc == GPUSHARE_E_NOT_FOUND)
+			rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' holds no copy of the job list (a farm of an older gpushare?); "
+					   "give the job list again", f->dir);
+		if (!rc)
+			rc = gpushare_farm_cursor_scan(&f->cur, f->mode, &f->n_jobs, &hash);
+		if (!rc && (f->n_jobs != old->n_jobs || hash != old->jobs_hash))
+			rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' holds %" PRIu64 " jobs (list hash %016" PRIx64 ") but the journal's "
+					   "farm had %" PRIu64 " (%016" PRIx64 "); refusing to resume: give the job list again",
+					   path, f->n_jobs, hash, old->n_jobs, old->jobs_hash);
+		header_config(f, hash);
+	}
+	if (!rc && (old->shard.index != f->shard.index || old->shard.count != f->shard.count))
+		rc = gpushare_fail(GPUSHARE_E_INVAL,
+				   "this is shard %lu/%lu but the journal's farm was shard %lu/%lu; "
+				   "resume each shard in its own directory", f->shard.index, f->shard.count,
+				   old->shard.index, old->shard.count);
+	if (!rc)
+		rc = gpushare_farm_resume_end(&f->rs, &f->shard, c->retries);
+	gpushare_farm_journal_data_release(&d);
+	return rc;
 }
 
 /* The farm directory: created for a new farm (refused when it already
@@ -338,10 +661,10 @@ static void header_config(struct farm *f)
 static int open_dir(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
-	struct farm_journal_data d;
 	char out[GPUSHARE_PATH_MAX + 8];
 	struct stat st;
 	bool existing = false;
+	uint64_t hash = 0;
 	int rc;
 
 	if (!c->dir || !c->dir[0])
@@ -355,6 +678,7 @@ static int open_dir(struct farm *f)
 		if (mkdir(f->dir, 0777) != 0)
 			return gpushare_fail(GPUSHARE_E_DIR, "cannot create the farm directory '%s': %s", f->dir,
 					     strerror(errno));
+		f->created_dir = true;
 	} else if (!S_ISDIR(st.st_mode)) {
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is not a directory%s", f->dir,
 				     S_ISLNK(st.st_mode) ? " (a symbolic link)" : "");
@@ -382,18 +706,36 @@ static int open_dir(struct farm *f)
 				     f->dir, f->dir);
 	if (!existing && c->resume)
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' holds no farm journal to resume", f->dir);
-	header_config(f);
-	if (!existing)
-		return gpushare_farm_resume_build(NULL, f->jobs.n_jobs, &f->shard, c->retries, &f->rs);
-
-	memset(&d, 0, sizeof(d));
-	rc = gpushare_farm_journal_load(f->dir, &d);
+	f->mode = c->shell ? FARM_JOBS_SHELL : FARM_JOBS_ARGV;
+	if (existing)
+		return open_resume(f);
+	rc = write_copy(f, &hash);
 	if (!rc)
-		rc = gpushare_farm_journal_check_resume(&d, &f->cfg, &f->jobs);
+		rc = install_copy(f);
+	header_config(f, hash);
 	if (!rc)
-		rc = gpushare_farm_resume_build(&d, f->jobs.n_jobs, &f->shard, c->retries, &f->rs);
-	gpushare_farm_journal_data_release(&d);
+		rc = gpushare_farm_resume_begin(&f->rs, (size_t)f->n_jobs);
+	if (!rc)
+		rc = gpushare_farm_resume_end(&f->rs, &f->shard, c->retries);
 	return rc;
+}
+
+/* A farm that failed before its first header in a directory it created
+ * leaves nothing behind. */
+static void undo_new_dir(struct farm *f)
+{
+	static const char *const names[] = { FARM_JOURNAL_NAME, FARM_JOBS_COPY_NAME, COPY_TMP_NAME, STDIN_SPOOL_NAME };
+	char path[GPUSHARE_PATH_MAX + 32];
+
+	if (!f->created_dir || f->header_written || !f->dir[0])
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		dir_path(f, names[i], path, sizeof(path));
+		unlink(path);
+	}
+	dir_path(f, "out", path, sizeof(path));
+	rmdir(path);
+	rmdir(f->dir);
 }
 
 static int setup_strategy(struct farm *f)
@@ -446,11 +788,11 @@ static int setup_strategy(struct farm *f)
 
 /* ---- the queue ---- */
 
-static int retry_push(struct farm *f, size_t job)
+static int retry_push(struct farm *f, const struct job_ref *j)
 {
 	if (f->n_retry == f->retry_cap) {
 		size_t cap = f->retry_cap ? f->retry_cap * 2 : 16;
-		size_t *nr = malloc(cap * sizeof(*nr));
+		struct job_ref *nr = malloc(cap * sizeof(*nr));
 
 		if (!nr)
 			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
@@ -461,29 +803,51 @@ static int retry_push(struct farm *f, size_t job)
 		f->retry_cap = cap;
 		f->retry_head = 0;
 	}
-	f->retry[(f->retry_head + f->n_retry) % f->retry_cap] = job;
+	f->retry[(f->retry_head + f->n_retry) % f->retry_cap] = *j;
 	f->n_retry++;
 	return GPUSHARE_OK;
 }
 
-/* The next job to start; false when none is waiting. */
-static bool next_job(struct farm *f, size_t *job)
+/* The next job to start: 1 and *j (its argv is the caller's); 0 when none
+ * is waiting; < 0 when the copy cannot be read. */
+static int next_job(struct farm *f, struct job_ref *j)
 {
+	memset(j, 0, sizeof(*j));
 	if (f->n_retry) {
-		*job = f->retry[f->retry_head];
+		*j = f->retry[f->retry_head];
 		f->retry_head = (f->retry_head + 1) % f->retry_cap;
 		f->n_retry--;
-		return true;
+		return 1;
 	}
-	while (f->cursor < f->jobs.n_jobs) {
-		size_t i = f->cursor++;
+	while (f->cur.index < f->n_jobs) {
+		uint64_t i = f->cur.index;
+		bool pending = f->rs.state[i] == FARM_JOB_PENDING;
+		uint32_t attempts, last;
+		int rc = gpushare_farm_cursor_next(&f->cur, pending, &j->argv, &j->hash);
 
-		if (f->rs.state[i] == FARM_JOB_PENDING) {
-			*job = i;
-			return true;
-		}
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			return gpushare_fail(GPUSHARE_E_IO, "'%s' ends after %" PRIu64 " of its %" PRIu64 " jobs",
+					     f->cur.path, i, f->n_jobs);
+		if (!pending)
+			continue;
+		gpushare_farm_resume_lookup(&f->rs, i, &attempts, &last);
+		j->job = (size_t)i;
+		j->attempts = attempts;
+		j->last_attempt = last;
+		return 1;
 	}
-	return false;
+	return 0;
+}
+
+static void free_retries(struct farm *f)
+{
+	for (size_t i = 0; i < f->n_retry; i++)
+		free(f->retry[(f->retry_head + i) % f->retry_cap].argv);
+	free(f->retry);
+	f->retry = NULL;
+	f->n_retry = 0;
 }
 
 /* ---- recording ---- */
@@ -607,7 +971,7 @@ static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int
 	ap = &f->pending[f->n_pending];
 	memset(&a, 0, sizeof(a));
 	a.job = s->job;
-	a.hash = f->jobs.jobs[s->job].hash;
+	a.hash = s->hash;
 	a.attempt = s->attempt;
 	a.outcome = o;
 	a.exit_code = -1;
@@ -626,13 +990,19 @@ static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int
 	a.end_unix_s = s->start_unix_s + a.duration_s;
 	snprintf(a.stdout_path, sizeof(a.stdout_path), "%s", s->out_rel);
 	snprintf(a.stderr_path, sizeof(a.stderr_path), "%s", s->err_rel);
+	if (f->close_busy && a.gpu >= 0) {
+		a.has_gpu_busy = true;
+		a.gpu_busy_s = a.end_unix_s > g->busy_start_unix_s ? a.end_unix_s - g->busy_start_unix_s : 0;
+	}
+	f->close_busy = false;
 	*ap = a;
 	f->n_pending++;
 	return GPUSHARE_OK;
 }
 
 /* An attempt ended with outcome o: record it, then decide what is next for
- * its job (done, failed for good, again, or again on resume). */
+ * its job (done, failed for good, again, or again on resume). A retry takes
+ * the slot's argv (s->argv is NULL then). */
 static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
 {
 	struct farm_gpu *g = &f->gpus[s->gpu];
@@ -670,11 +1040,15 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 			f->r->timeouts++;
 		else
 			f->r->failed_attempts++;
-		f->rs.attempts[job]++;
-		if (f->rs.attempts[job] < f->c->retries + 1 && farm_stop_level == 0) {
-			rc = retry_push(f, job);
+		s->attempts++;
+		if (s->attempts < f->c->retries + 1 && farm_stop_level == 0) {
+			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt };
+
+			rc = retry_push(f, &j);
+			if (!rc)
+				s->argv = NULL;
 			f->queued++;
-		} else if (f->rs.attempts[job] < f->c->retries + 1) {
+		} else if (s->attempts < f->c->retries + 1) {
 			f->r->not_started++;
 		} else {
 			f->rs.state[job] = FARM_JOB_FAILED;
@@ -720,15 +1094,20 @@ static int job_env(struct farm *f, struct slot *s, struct gpushare_strv *env)
 	return rc;
 }
 
-/* Start `job` in slot s. A job that cannot be executed is recorded as
- * refused (its .err file says why), which is not an error of the farm. */
-static int start_job(struct farm *f, struct slot *s, size_t job)
+/* Start job j in slot s (which takes its argv). A job that cannot be
+ * executed is recorded as refused (its .err file says why), which is not an
+ * error of the farm. */
+static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 {
 	struct gpushare_strv env = { 0 };
+	size_t job = j->job;
 	int out = -1, err = -1, rc;
 
 	s->job = job;
-	s->attempt = ++f->rs.last_attempt[job];
+	s->hash = j->hash;
+	s->argv = j->argv;
+	s->attempts = j->attempts;
+	s->attempt = j->last_attempt + 1;
 	s->timed_out = s->stopped = false;
 	s->kill_ns = 0;
 	snprintf(s->out_rel, sizeof(s->out_rel), "out/%zu.%u.out", job, s->attempt);
@@ -736,8 +1115,6 @@ static int start_job(struct farm *f, struct slot *s, size_t job)
 	rc = open_output(f, s->out_rel, &out);
 	if (!rc)
 		rc = open_output(f, s->err_rel, &err);
-	if (!rc)
-		rc = gpushare_farm_jobs_argv(&f->jobs, job, &s->argv);
 	if (!rc)
 		rc = job_env(f, s, &env);
 	if (rc)
@@ -769,7 +1146,8 @@ static int start_job(struct farm *f, struct slot *s, size_t job)
 	s->busy = true;
 	s->deadline_ns = f->c->timeout_ns ? s->start_ns + f->c->timeout_ns : 0;
 	f->running++;
-	f->gpus[s->gpu].running++;
+	if (f->gpus[s->gpu].running++ == 0)
+		f->gpus[s->gpu].busy_start_unix_s = s->start_unix_s;
 	f->queued--;
 	if (f->calibrating) {
 		if (!f->round_started)
@@ -824,15 +1202,19 @@ static bool never_fits(const struct farm *f)
 	return true;
 }
 
-static int refuse_for_memory(struct farm *f, size_t job)
+static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 {
 	struct slot s;
 	char size[32], line[512];
+	size_t job = j->job;
 	int fd, rc, n;
 
 	memset(&s, 0, sizeof(s));
 	s.job = job;
-	s.attempt = ++f->rs.last_attempt[job];
+	s.hash = j->hash;
+	s.attempts = j->attempts;
+	s.attempt = j->last_attempt + 1;
+	free(j->argv);
 	s.start_unix_s = unix_now();
 	snprintf(s.err_rel, sizeof(s.err_rel), "out/%zu.%u.err", job, s.attempt);
 	rc = open_output(f, s.err_rel, &fd);
@@ -855,21 +1237,17 @@ static int dispatch(struct farm *f)
 	int rc = GPUSHARE_OK;
 
 	while (!rc && farm_stop_level == 0 && f->queued) {
-		struct slot *s;
-		size_t job;
+		struct slot *s = NULL;
+		struct job_ref j;
+		int got;
 
 		if (f->calibrating && f->round_started >= f->round_quota)
 			break;
-		if (f->c->mem_per_job_bytes && never_fits(f)) {
-			if (!next_job(f, &job))
-				break;
-			rc = refuse_for_memory(f, job);
-			continue;
-		}
-		s = free_slot(f);
-		if (!s || !next_job(f, &job))
+		if (!(f->c->mem_per_job_bytes && never_fits(f)) && !(s = free_slot(f)))
 			break;
-		rc = start_job(f, s, job);
+		if ((got = next_job(f, &j)) <= 0)
+			return got;
+		rc = s ? start_job(f, s, &j) : refuse_for_memory(f, &j);
 	}
 	return rc;
 }
@@ -881,22 +1259,25 @@ static int finish_slot(struct farm *f, struct slot *s)
 	uint64_t end = gpushare_now_ns();
 	int ws = s->ch.wstatus;
 	enum farm_outcome o;
+	int rc;
 
 	/* What the job left in its process group (a shell's `cmd &`) is killed. */
 	gpushare_child_reap_group(&s->ch);
 	gpushare_child_release(&s->ch);
 	s->busy = false;
-	free(s->argv);
-	s->argv = NULL;
 	f->running--;
 	f->gpus[s->gpu].running--;
+	f->close_busy = f->gpus[s->gpu].running == 0; /* this attempt ends the GPU's busy period */
 	if (s->timed_out)
 		o = FARM_TIMEOUT;
 	else if (s->stopped)
 		o = FARM_STOPPED;
 	else
 		o = gpushare_child_ok(ws) ? FARM_OK : FARM_FAILED;
-	return attempt_ended(f, s, o, ws, end);
+	rc = attempt_ended(f, s, o, ws, end);
+	free(s->argv);
+	s->argv = NULL;
+	return rc;
 }
 
 /* Timeouts and stops: SIGTERM to the job's group, SIGKILL after a grace. */
@@ -1162,24 +1543,24 @@ static bool read_live(const char *dir, struct gpushare_farm_live *l)
 
 int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm_summary *out)
 {
-	struct farm_journal_data *d = calloc(n ? n : 1, sizeof(*d));
-	const struct farm_journal_data **pd = calloc(n ? n : 1, sizeof(*pd));
+	char **paths = calloc(n ? n : 1, sizeof(*paths));
 	struct farm_summary s;
 	int rc = GPUSHARE_OK;
 
 	memset(out, 0, sizeof(*out));
-	if (!d || !pd) {
-		free(d);
-		free(pd);
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < n && !rc; i++) {
-		rc = gpushare_farm_journal_load(dirs[i], &d[i]);
-		pd[i] = &d[i];
-	}
 	memset(&s, 0, sizeof(s));
+	if (!paths)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t len = strlen(dirs[i]) + sizeof(FARM_JOURNAL_NAME) + 1;
+
+		if (!(paths[i] = malloc(len)))
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		else
+			snprintf(paths[i], len, "%s/%s", dirs[i], FARM_JOURNAL_NAME);
+	}
 	if (!rc)
-		rc = gpushare_journal_summary_build(pd, n, &s);
+		rc = gpushare_journal_summary_build((const char *const *)paths, n, &s);
 	if (!rc) {
 		summary_from(out, &s);
 		if (s.n_gpus && !out->gpus)
@@ -1193,9 +1574,8 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 	}
 	gpushare_journal_summary_release(&s);
 	for (size_t i = 0; i < n; i++)
-		gpushare_farm_journal_data_release(&d[i]);
-	free(d);
-	free(pd);
+		free(paths[i]);
+	free(paths);
 	return rc;
 }
 
@@ -1248,10 +1628,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	f.r = r;
 	f.journal.fd = -1;
 	farm_stop_level = 0;
-	gpushare_farm_jobs_init(&f.jobs, FARM_JOBS_ARGV);
-	rc = load_jobs(&f);
-	if (rc == GPUSHARE_E_NOT_FOUND)
-		rc = GPUSHARE_E_IO; /* a job or argument file is missing: the detail names it */
+	rc = check_source(&f);
 	if (!rc)
 		rc = pick_shard(&f);
 	if (!rc)
@@ -1262,15 +1639,17 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		rc = alloc_slots(&f);
 	if (!rc && !(f.pending = calloc(PENDING_MAX, sizeof(*f.pending))))
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	if (!rc)
-		rc = open_dir(&f);
+	if (!rc && (rc = open_dir(&f)) == GPUSHARE_E_NOT_FOUND)
+		rc = GPUSHARE_E_IO; /* a file is missing: the detail names it */
+	if (f.stdin_spool[0])
+		unlink(f.stdin_spool);
 	if (!rc) {
 		const struct gpushare_strategy_ops *st = gpushare_strategy_get(c->strategy);
 
 		snprintf(r->strategy, sizeof(r->strategy), "%s", st ? st->name : "?");
 		r->shard_index = f.shard.index;
 		r->shard_count = f.shard.count;
-		r->shard_jobs = gpushare_farm_shard_size(&f.shard, f.jobs.n_jobs);
+		r->shard_jobs = gpushare_farm_shard_size(&f.shard, (size_t)f.n_jobs);
 		r->skipped = f.rs.done + f.rs.failed;
 		f.queued = f.rs.pending;
 		f.calibrating = c->slots == 0 && f.queued > 0;
@@ -1288,6 +1667,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 			gpushare_metrics_farm_gpu_name(f.metrics, i, f.gpus[i].id.uuid, f.gpus[i].id.index);
 		f.cfg.slots = c->slots;
 		rc = gpushare_farm_journal_write_header(&f.journal, &f.cfg);
+		f.header_written = !rc;
 		if (!rc)
 			rc = gpushare_farm_journal_sync_in_background(&f.journal);
 	}
@@ -1313,9 +1693,14 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		rc = f.st->teardown(&f.sx, rc);
 	if (f.run_dir[0])
 		gpushare_rundir_remove(f.run_dir);
+	free_retries(&f);
+	gpushare_farm_cursor_close(&f.cur);
+	failed = f.rs.failed;
+	gpushare_farm_resume_release(&f.rs);   /* before the summary: one per-job array at a time */
 	if (f.journal_open)
 		gpushare_farm_journal_close(&f.journal);
-	if (f.r->dir[0] && f.journal_open) {
+	undo_new_dir(&f);
+	if (f.r->dir[0] && f.header_written) { /* a farm that never started has no summary */
 		const char *dirs[1] = { f.dir };
 		struct gpushare_errsave e2;
 
@@ -1325,13 +1710,9 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		gpushare_error_restore(&e2, GPUSHARE_E_SYS);
 	}
 	gpushare_metrics_farm_stop(f.metrics);
-	failed = f.rs.failed;
 	free(f.slots);
 	free(f.pending);
 	free(f.gpus);
-	free(f.retry);
-	gpushare_farm_resume_release(&f.rs);
-	gpushare_farm_jobs_release(&f.jobs);
 	if (f.nvml)
 		gpushare_nvml_close();
 	rc = gpushare_error_restore(&e, rc);
@@ -1488,7 +1869,7 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 			fprintf(f, "; %" PRIu64 " finished earlier", r->skipped);
 		fprintf(f, "\n");
 		if (r->interrupted)
-			fprintf(f, "stopped: %" PRIu64 " jobs not run; continue with: gpushare farm --resume %s ...\n",
+			fprintf(f, "stopped: %" PRIu64 " jobs not run; continue with: gpushare farm --resume %s\n",
 				r->not_started, r->dir);
 	}
 	duration_text(s->makespan_s, span, sizeof(span));

@@ -4,10 +4,15 @@
  * the choice of a shard.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "gpushare/gpushare.h"
 #include "farm_jobs.h"
@@ -86,7 +91,7 @@ static int job_commit(struct farm_jobs *list, size_t offset, size_t argc, size_t
 {
 	struct farm_job_entry *e;
 
-	if (list->n_jobs >= FARM_JOBS_MAX)
+	if (farm_jobs_count(list) >= FARM_JOBS_MAX)
 		return gpushare_fail(GPUSHARE_E_INVAL, "%s: more than %lu jobs", list->source, FARM_JOBS_MAX);
 	if (argc > UINT32_MAX)
 		return gpushare_fail(GPUSHARE_E_INVAL, "%s:%zu: too many words", list->source, lineno);
@@ -104,6 +109,15 @@ static int job_commit(struct farm_jobs *list, size_t offset, size_t argc, size_t
 	e->argc = (uint32_t)argc;
 	e->line = lineno > UINT32_MAX ? UINT32_MAX : (uint32_t)lineno;
 	e->hash = gpushare_farm_fnv1a(FARM_FNV_OFFSET, list->arena + offset, list->arena_len - offset);
+	if (list->sink) {
+		/* Hand the job on and drop it: the list holds one job at a time. */
+		int rc = list->sink(list->sink_arg, list);
+
+		list->n_jobs = 0;
+		list->arena_len = 0;
+		list->n_passed++;
+		return rc;
+	}
 	return GPUSHARE_OK;
 }
 
@@ -424,7 +438,7 @@ int gpushare_farm_jobs_add_template_arg(struct farm_jobs *list, char *const tmpl
 
 	if (!n_tmpl)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty command template");
-	snprintf(num, sizeof(num), "%zu", list->n_jobs + 1);
+	snprintf(num, sizeof(num), "%zu", farm_jobs_count(list) + 1);
 	if (shell) {
 		rc = arena_put(list, sh_prefix, sizeof(sh_prefix));
 		argc = 2;
@@ -551,16 +565,24 @@ static int add_arg_cb(void *ctx, const char *line, size_t len, size_t lineno)
 	return rc;
 }
 
+int gpushare_farm_jobs_template_stream(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl, FILE *f,
+				       const char *name)
+{
+	struct tmpl_ctx t = { list, tmpl, n_tmpl, name };
+
+	snprintf(list->source, sizeof(list->source), "%s", name);
+	return read_lines(f, name, add_arg_cb, &t);
+}
+
 int gpushare_farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl, const char *path)
 {
-	struct tmpl_ctx t = { list, tmpl, n_tmpl, NULL };
+	const char *name;
 	FILE *f;
-	int rc = open_input(path, &f, &t.name);
+	int rc = open_input(path, &f, &name);
 
 	if (rc)
 		return rc;
-	snprintf(list->source, sizeof(list->source), "%s", t.name);
-	rc = read_lines(f, t.name, add_arg_cb, &t);
+	rc = gpushare_farm_jobs_template_stream(list, tmpl, n_tmpl, f, name);
 	if (f != stdin)
 		fclose(f);
 	return rc;
@@ -646,22 +668,219 @@ void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf
 	free(out);
 }
 
-uint64_t gpushare_farm_jobs_list_hash(const struct farm_jobs *list)
+uint64_t gpushare_farm_list_hash_begin(enum farm_jobs_mode mode, uint64_t n_jobs)
 {
 	unsigned char b[8];
-	uint64_t h = FARM_FNV_OFFSET, n = list->n_jobs;
+	uint64_t h = FARM_FNV_OFFSET;
 
-	b[0] = (unsigned char)list->mode;
+	b[0] = (unsigned char)mode;
 	h = gpushare_farm_fnv1a(h, b, 1);
 	for (int k = 0; k < 8; k++)
-		b[k] = (unsigned char)(n >> (8 * k));
-	h = gpushare_farm_fnv1a(h, b, 8);
-	for (size_t i = 0; i < list->n_jobs; i++) {
-		for (int k = 0; k < 8; k++)
-			b[k] = (unsigned char)(list->jobs[i].hash >> (8 * k));
-		h = gpushare_farm_fnv1a(h, b, 8);
-	}
+		b[k] = (unsigned char)(n_jobs >> (8 * k));
+	return gpushare_farm_fnv1a(h, b, 8);
+}
+
+uint64_t gpushare_farm_list_hash_add(uint64_t h, uint64_t job_hash)
+{
+	unsigned char b[8];
+
+	for (int k = 0; k < 8; k++)
+		b[k] = (unsigned char)(job_hash >> (8 * k));
+	return gpushare_farm_fnv1a(h, b, 8);
+}
+
+uint64_t gpushare_farm_jobs_list_hash(const struct farm_jobs *list)
+{
+	uint64_t h = gpushare_farm_list_hash_begin(list->mode, list->n_jobs);
+
+	for (size_t i = 0; i < list->n_jobs; i++)
+		h = gpushare_farm_list_hash_add(h, list->jobs[i].hash);
 	return h;
+}
+
+uint64_t gpushare_farm_argv_hash(char *const *argv)
+{
+	uint64_t h = FARM_FNV_OFFSET;
+
+	for (size_t k = 0; argv[k]; k++)
+		h = gpushare_farm_fnv1a(h, argv[k], strlen(argv[k]) + 1);
+	return h;
+}
+
+/* ---- the copy in the farm directory ---- */
+
+int gpushare_farm_jobs_copy_sink(void *arg, const struct farm_jobs *list)
+{
+	FILE *out = arg;
+	const struct farm_job_entry *e = &list->jobs[list->n_jobs - 1];
+	const char *s = list->arena + e->offset;
+	cJSON *a = cJSON_CreateArray();
+	bool ok = a != NULL;
+	char *text;
+
+	for (uint32_t k = 0; ok && k < e->argc; k++) {
+		cJSON *v = cJSON_CreateString(s);
+
+		ok = v && cJSON_AddItemToArray(a, v);
+		s += strlen(s) + 1;
+	}
+	text = ok ? cJSON_PrintUnformatted(a) : NULL;
+	cJSON_Delete(a);
+	if (!text)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory writing the job list");
+	ok = fputs(text, out) >= 0 && fputc('\n', out) != EOF;
+	free(text);
+	if (!ok)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write the farm's copy of the job list: %s", strerror(errno));
+	return GPUSHARE_OK;
+}
+
+int gpushare_farm_cursor_open(struct farm_cursor *c, const char *path)
+{
+	struct stat st;
+	int fd;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' does not exist", path);
+		if (errno == ELOOP)
+			return gpushare_fail(GPUSHARE_E_DIR, "'%s' is a symbolic link; refusing to read through it", path);
+		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is not a regular file of this user; refusing it", path);
+	}
+	c->f = fdopen(fd, "r");
+	if (!c->f) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	return GPUSHARE_OK;
+}
+
+/* argv from one line of a copy; NULL with *why when it is not one. */
+static char **argv_from_json(const char *line, size_t len, const char **why)
+{
+	cJSON *a = cJSON_ParseWithLength(line, len), *v;
+	size_t n = 0, bytes = 0;
+	char **argv = NULL, *s;
+
+	*why = "not a JSON array of strings";
+	if (!cJSON_IsArray(a))
+		goto out;
+	cJSON_ArrayForEach(v, a) {
+		if (!cJSON_IsString(v))
+			goto out;
+		n++;
+		bytes += strlen(v->valuestring) + 1;
+	}
+	if (!n) {
+		*why = "an empty job";
+		goto out;
+	}
+	argv = malloc((n + 1) * sizeof(*argv) + bytes);
+	if (!argv) {
+		*why = "out of memory";
+		goto out;
+	}
+	s = (char *)(argv + n + 1);
+	n = 0;
+	cJSON_ArrayForEach(v, a) {
+		size_t l = strlen(v->valuestring) + 1;
+
+		memcpy(s, v->valuestring, l);
+		argv[n++] = s;
+		s += l;
+	}
+	argv[n] = NULL;
+out:
+	cJSON_Delete(a);
+	return argv;
+}
+
+int gpushare_farm_cursor_next(struct farm_cursor *c, bool parse, char ***argv, uint64_t *hash)
+{
+	ssize_t n;
+	size_t len;
+	const char *why;
+	char **v;
+
+	if (argv)
+		*argv = NULL;
+	errno = 0;
+	n = getline(&c->line, &c->cap, c->f);
+	if (n < 0) {
+		if (ferror(c->f))
+			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", c->path, strerror(errno ? errno : EIO));
+		return 0;
+	}
+	len = (size_t)n;
+	if (!len || c->line[len - 1] != '\n')
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s:%" PRIu64 ": the last line is cut short", c->path,
+				     c->index + 1);
+	c->index++;
+	if (!parse)
+		return 1;
+	v = argv_from_json(c->line, len - 1, &why);
+	if (!v)
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s:%" PRIu64 ": %s", c->path, c->index, why);
+	if (hash)
+		*hash = gpushare_farm_argv_hash(v);
+	if (argv)
+		*argv = v;
+	else
+		free(v);
+	return 1;
+}
+
+int gpushare_farm_cursor_rewind(struct farm_cursor *c)
+{
+	if (fseeko(c->f, 0, SEEK_SET) != 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot rewind '%s': %s", c->path, strerror(errno));
+	clearerr(c->f);
+	c->index = 0;
+	return GPUSHARE_OK;
+}
+
+int gpushare_farm_cursor_scan(struct farm_cursor *c, enum farm_jobs_mode mode, uint64_t *n_jobs,
+			      uint64_t *list_hash)
+{
+	uint64_t n = 0, h;
+	int rc;
+
+	/* The list hash starts with the count: count first, then hash. */
+	if ((rc = gpushare_farm_cursor_rewind(c)))
+		return rc;
+	while ((rc = gpushare_farm_cursor_next(c, false, NULL, NULL)) == 1)
+		n++;
+	if (rc < 0 || (rc = gpushare_farm_cursor_rewind(c)))
+		return rc;
+	h = gpushare_farm_list_hash_begin(mode, n);
+	for (;;) {
+		uint64_t jh;
+
+		rc = gpushare_farm_cursor_next(c, true, NULL, &jh);
+		if (rc <= 0)
+			break;
+		h = gpushare_farm_list_hash_add(h, jh);
+	}
+	if (rc < 0 || (rc = gpushare_farm_cursor_rewind(c)))
+		return rc;
+	*n_jobs = n;
+	*list_hash = h;
+	return GPUSHARE_OK;
+}
+
+void gpushare_farm_cursor_close(struct farm_cursor *c)
+{
+	if (c->f)
+		fclose(c->f);
+	free(c->line);
+	memset(c, 0, sizeof(*c));
 }
 
 /* ---- sharding ---- */

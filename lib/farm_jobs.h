@@ -15,9 +15,13 @@
  * lines do not count) and a content hash (FNV-1a 64 over its argv strings,
  * each with its terminating NUL), so a resumed farm can tell that a job file
  * changed. All strings live in one growing arena and each job costs one small
- * table entry, so a list of millions of jobs stays a few bytes per job above
- * the text itself. Lines can be added one at a time (gpushare_farm_jobs_add_line), so
+ * table entry. Lines can be added one at a time (gpushare_farm_jobs_add_line), so
  * a reader of standard input can feed the list as the lines arrive.
+ *
+ * A farm never holds its whole list: with a sink set, each job is handed on
+ * as soon as it is parsed and dropped from the list, and the farm keeps the
+ * list in its directory instead (DIR/jobs.jsonl, one JSON array of argv
+ * strings per line), read back in order by a cursor.
  */
 #ifndef GPUSHARE_FARM_JOBS_H
 #define GPUSHARE_FARM_JOBS_H
@@ -54,6 +58,13 @@ struct farm_jobs {
 	struct farm_job_entry *jobs;
 	size_t n_jobs, jobs_cap;
 	char source[256];    /* file name for messages ("-" shown as "stdin") */
+	/* When set, each job is handed to sink(sink_arg, list) as job 0 of the
+	 * list right after it is added, then dropped (n_passed counts them):
+	 * the list holds at most one job at a time. A non-zero return stops
+	 * the loading with that code. */
+	int (*sink)(void *arg, const struct farm_jobs *list);
+	void *sink_arg;
+	size_t n_passed;
 };
 
 /* An empty list; no allocation. */
@@ -71,6 +82,12 @@ int gpushare_farm_jobs_add_line(struct farm_jobs *list, const char *line, size_t
 int gpushare_farm_jobs_load_file(struct farm_jobs *list, const char *path);
 /* The same from an open stream; `name` is used in messages. */
 int gpushare_farm_jobs_load_stream(struct farm_jobs *list, FILE *f, const char *name);
+
+/* Jobs added so far, including those handed to a sink. */
+static inline size_t farm_jobs_count(const struct farm_jobs *list)
+{
+	return list->n_passed + list->n_jobs;
+}
 
 /* Split one command line into words with the job-file quoting rules. On
  * success *argv is a malloc'ed NULL-terminated array whose strings are in
@@ -102,6 +119,9 @@ int gpushare_farm_jobs_template_range(struct farm_jobs *list, char *const tmpl[]
  * quoting; a trailing CR is dropped); empty lines are skipped. */
 int gpushare_farm_jobs_template_file(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
 			    const char *path);
+/* The same from an open stream; `name` is used in messages. */
+int gpushare_farm_jobs_template_stream(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl, FILE *f,
+				       const char *name);
 
 /* ---- using the list ---- */
 
@@ -122,6 +142,45 @@ uint64_t gpushare_farm_fnv1a(uint64_t h, const void *data, size_t len);
 /* The hash of the whole list: its mode, its count and every job's hash in
  * order. Two lists with the same value hold the same jobs. */
 uint64_t gpushare_farm_jobs_list_hash(const struct farm_jobs *list);
+/* The same computed as the jobs go by: begin with the mode and the count,
+ * then add every job's hash in order. */
+uint64_t gpushare_farm_list_hash_begin(enum farm_jobs_mode mode, uint64_t n_jobs);
+uint64_t gpushare_farm_list_hash_add(uint64_t h, uint64_t job_hash);
+/* The hash of one job from its argv (NULL-terminated). */
+uint64_t gpushare_farm_argv_hash(char *const *argv);
+
+/* ---- the farm directory's copy of the list: DIR/jobs.jsonl ---- */
+
+#define FARM_JOBS_COPY_NAME "jobs.jsonl"
+
+/* A sink (struct farm_jobs.sink) that writes each job as one line of JSON,
+ * an array of its argv strings, to the stdio stream `arg` (a FILE *). */
+int gpushare_farm_jobs_copy_sink(void *arg, const struct farm_jobs *list);
+
+/* Reads a copy in job order, one job at a time. */
+struct farm_cursor {
+	FILE *f;
+	char *line;
+	size_t cap;
+	uint64_t index;          /* the number of the next job */
+	char path[4096 + 64];
+};
+
+/* Open a copy for reading: a symbolic link, anything but a regular file,
+ * or a file of another user is refused (GPUSHARE_E_DIR); a missing file is
+ * GPUSHARE_E_NOT_FOUND. */
+int gpushare_farm_cursor_open(struct farm_cursor *c, const char *path);
+/* The next job: 1 and its argv (malloc'ed, NULL-terminated, the strings in
+ * the same allocation: free(*argv) frees all; argv may be NULL) and hash
+ * (may be NULL); 0 at the end; GPUSHARE_E_INVAL naming the line when it is
+ * not an array of strings. With parse false the job is skipped unread. */
+int gpushare_farm_cursor_next(struct farm_cursor *c, bool parse, char ***argv, uint64_t *hash);
+/* Back to job 0. */
+int gpushare_farm_cursor_rewind(struct farm_cursor *c);
+/* Read the whole copy for its count and list hash, then rewind. */
+int gpushare_farm_cursor_scan(struct farm_cursor *c, enum farm_jobs_mode mode, uint64_t *n_jobs,
+			      uint64_t *list_hash);
+void gpushare_farm_cursor_close(struct farm_cursor *c);
 
 /* ---- sharding ---- */
 

@@ -114,6 +114,8 @@ char *gpushare_farm_journal_header_json(const struct farm_config *cfg)
 		     cJSON_AddNumberToObject(g, "index", cfg->gpus[i].index) &&
 		     add_str_or_null(g, "uuid", cfg->gpus[i].uuid);
 	}
+	if (ok && cfg->busy_periods)
+		ok = cJSON_AddBoolToObject(o, "busy_periods", true) != NULL;
 	return finish(o, ok);
 }
 
@@ -137,6 +139,8 @@ char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a)
 	     cJSON_AddNumberToObject(o, "duration_seconds", a->duration_s) &&
 	     add_str_or_null(o, "stdout", a->stdout_path) &&
 	     add_str_or_null(o, "stderr", a->stderr_path);
+	if (ok && a->has_gpu_busy)
+		ok = cJSON_AddNumberToObject(o, "gpu_busy_seconds", a->gpu_busy_s) != NULL;
 	return finish(o, ok);
 }
 
@@ -542,6 +546,7 @@ static const char *parse_header(const cJSON *o, struct farm_config *cfg)
 		cfg->timeout_ns = (uint64_t)(t * 1e9);
 	if (get_uint(o, "mem_per_job_bytes", UINT64_MAX, &v))
 		cfg->mem_per_job_bytes = v;
+	cfg->busy_periods = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "busy_periods"));
 	if (gpus && !cJSON_IsArray(gpus))
 		return "header with an invalid gpus list";
 	cJSON_ArrayForEach(g, gpus) {
@@ -606,6 +611,10 @@ static const char *parse_attempt(struct farm_journal_data *d, const cJSON *o, st
 		return "attempt without valid start_unix_s, end_unix_s and duration_seconds";
 	if (!get_str(o, "gpu_uuid", uuid, sizeof(uuid)))
 		return "attempt with an invalid gpu_uuid";
+	r->gpu_busy_s = -1;
+	if (cJSON_GetObjectItemCaseSensitive(o, "gpu_busy_seconds") &&
+	    (!get_double(o, "gpu_busy_seconds", &r->gpu_busy_s) || r->gpu_busy_s < 0))
+		return "attempt with an invalid gpu_busy_seconds";
 	r->gpu_ref = -1;
 	if (uuid[0] || gpu >= 0) {
 		int ref;
@@ -637,7 +646,8 @@ static int add_record(struct farm_journal_data *d, const struct farm_record *r)
 }
 
 /* Handle one complete line (without its newline). */
-static int parse_line(struct farm_journal_data *d, const char *line, size_t len, size_t lineno)
+static int parse_line(struct farm_journal_data *d, const char *line, size_t len, size_t lineno,
+		      const struct farm_journal_scan *scan)
 {
 	cJSON *o = cJSON_ParseWithLength(line, len);
 	const cJSON *type = o ? cJSON_GetObjectItemCaseSensitive(o, "type") : NULL;
@@ -661,12 +671,14 @@ static int parse_line(struct farm_journal_data *d, const char *line, size_t len,
 		if (!why) {
 			d->n_headers++;
 			d->retries_last = cfg.retries;
+			if (scan->header)
+				rc = scan->header(scan->arg, d, &cfg);
 		}
 	} else if (!strcmp(type->valuestring, "attempt")) {
 		if (!d->n_headers)
 			why = "attempt record before the header";
-		else if (!(why = parse_attempt(d, o, &r)))
-			rc = add_record(d, &r);
+		else if (!(why = parse_attempt(d, o, &r)) && scan->record)
+			rc = scan->record(scan->arg, d, &r);
 	} else {
 		why = "unknown record type";
 	}
@@ -676,7 +688,8 @@ static int parse_line(struct farm_journal_data *d, const char *line, size_t len,
 	return rc;
 }
 
-int gpushare_farm_journal_load_path(const char *path, struct farm_journal_data *out)
+int gpushare_farm_journal_scan_path(const char *path, struct farm_journal_data *out,
+				    const struct farm_journal_scan *scan)
 {
 	size_t cap = 2 * FARM_JOURNAL_LINE_MAX, have = 0, lineno = 0;
 	char *buf;
@@ -714,7 +727,7 @@ int gpushare_farm_journal_load_path(const char *path, struct farm_journal_data *
 						   lineno, FARM_JOURNAL_LINE_MAX);
 				break;
 			}
-			if (len && (rc = parse_line(out, buf + start, len, lineno)))
+			if (len && (rc = parse_line(out, buf + start, len, lineno, scan)))
 				break;
 			start += len + 1;
 		}
@@ -740,6 +753,19 @@ int gpushare_farm_journal_load_path(const char *path, struct farm_journal_data *
 	if (rc)
 		gpushare_farm_journal_data_release(out);
 	return rc;
+}
+
+static int keep_record(void *arg, struct farm_journal_data *d, const struct farm_record *r)
+{
+	(void)arg;
+	return add_record(d, r);
+}
+
+int gpushare_farm_journal_load_path(const char *path, struct farm_journal_data *out)
+{
+	const struct farm_journal_scan keep = { NULL, keep_record, NULL };
+
+	return gpushare_farm_journal_scan_path(path, out, &keep);
 }
 
 int gpushare_farm_journal_load(const char *dir, struct farm_journal_data *out)
@@ -799,79 +825,149 @@ int gpushare_farm_journal_check_resume(const struct farm_journal_data *d, const 
 void gpushare_farm_resume_release(struct farm_resume *r)
 {
 	free(r->state);
-	free(r->attempts);
-	free(r->last_attempt);
+	free(r->entries);
+	free(r->notes);
 	memset(r, 0, sizeof(*r));
 }
 
-/* Apply records to state/attempts; refused jobs are marked FAILED at once. */
-static int apply_records(const struct farm_journal_data *d, size_t n_jobs, uint8_t *state, uint32_t *attempts)
+int gpushare_farm_resume_begin(struct farm_resume *r, size_t n_jobs)
 {
-	for (size_t i = 0; i < d->n_records; i++) {
-		const struct farm_record *r = &d->records[i];
+	memset(r, 0, sizeof(*r));
+	r->state = calloc(n_jobs ? n_jobs : 1, 1);
+	if (!r->state)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory for %zu jobs", n_jobs);
+	r->n_jobs = n_jobs;
+	return GPUSHARE_OK;
+}
 
-		if (r->job >= n_jobs)
-			return gpushare_fail(GPUSHARE_E_INVAL, "%s records job %" PRIu64 " of a list of %zu",
-					     d->path, r->job, n_jobs);
-		switch (r->outcome) {
-		case FARM_OK:
-			state[r->job] = FARM_JOB_DONE;
-			break;
-		case FARM_REFUSED:
-			if (state[r->job] != FARM_JOB_DONE)
-				state[r->job] = FARM_JOB_FAILED;
-			break;
-		case FARM_FAILED:
-		case FARM_TIMEOUT:
-			if (attempts[r->job] < UINT32_MAX)
-				attempts[r->job]++;
-			break;
-		default:
-			break;
+int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *rec)
+{
+	struct farm_resume_entry *e;
+
+	if (rec->job >= r->n_jobs)
+		return gpushare_fail(GPUSHARE_E_INVAL, "the journal records job %" PRIu64 " of a list of %zu",
+				     rec->job, r->n_jobs);
+	switch (rec->outcome) {
+	case FARM_OK:
+		r->state[rec->job] = FARM_JOB_DONE;
+		return GPUSHARE_OK;
+	case FARM_REFUSED:
+		if (r->state[rec->job] != FARM_JOB_DONE)
+			r->state[rec->job] = FARM_JOB_FAILED;
+		return GPUSHARE_OK;
+	default:
+		break;
+	}
+	/* failed, timeout, stopped: kept until the end decides. */
+	if (r->n_notes == r->cap_notes) {
+		size_t cap = r->cap_notes ? r->cap_notes * 2 : 64;
+
+		e = realloc(r->notes, cap * sizeof(*e));
+		if (!e)
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		r->notes = e;
+		r->cap_notes = cap;
+	}
+	e = &r->notes[r->n_notes++];
+	e->job = rec->job;
+	e->attempts = rec->outcome == FARM_STOPPED ? 0 : 1;
+	e->last_attempt = rec->attempt;
+	return GPUSHARE_OK;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct farm_resume_entry *x = a, *y = b;
+
+	return x->job < y->job ? -1 : x->job > y->job;
+}
+
+int gpushare_farm_resume_end(struct farm_resume *r, const struct farm_shard *shard, unsigned retries)
+{
+	size_t out = 0;
+
+	/* Merge the notes of each job into one entry (in place, sorted). */
+	if (r->n_notes)
+		qsort(r->notes, r->n_notes, sizeof(*r->notes), cmp_entry);
+	for (size_t i = 0; i < r->n_notes;) {
+		struct farm_resume_entry e = r->notes[i];
+		size_t k = i + 1;
+
+		for (; k < r->n_notes && r->notes[k].job == e.job; k++) {
+			if (e.attempts < UINT32_MAX)
+				e.attempts += r->notes[k].attempts;
+			if (r->notes[k].last_attempt > e.last_attempt)
+				e.last_attempt = r->notes[k].last_attempt;
 		}
+		i = k;
+		if (r->state[e.job] != FARM_JOB_PENDING || !farm_shard_has(shard, (size_t)e.job))
+			continue;
+		if (e.attempts >= (uint64_t)retries + 1) {
+			r->state[e.job] = FARM_JOB_FAILED;
+			continue;
+		}
+		r->notes[out++] = e;
+	}
+	free(r->entries);
+	r->entries = r->notes;
+	r->n_entries = out;
+	r->notes = NULL;
+	r->n_notes = r->cap_notes = 0;
+	if (out) {
+		struct farm_resume_entry *p = realloc(r->entries, out * sizeof(*p));
+
+		if (p)
+			r->entries = p;
+	}
+	r->pending = r->done = r->failed = 0;
+	for (size_t i = 0; i < r->n_jobs; i++) {
+		if (!farm_shard_has(shard, i)) {
+			r->state[i] = FARM_JOB_OTHER_SHARD;
+			continue;
+		}
+		if (r->state[i] == FARM_JOB_DONE)
+			r->done++;
+		else if (r->state[i] == FARM_JOB_FAILED)
+			r->failed++;
+		else
+			r->pending++;
 	}
 	return GPUSHARE_OK;
+}
+
+void gpushare_farm_resume_lookup(const struct farm_resume *r, uint64_t job, uint32_t *attempts,
+				 uint32_t *last_attempt)
+{
+	size_t lo = 0, hi = r->n_entries;
+
+	*attempts = *last_attempt = 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->entries[mid].job < job) {
+			lo = mid + 1;
+		} else if (r->entries[mid].job > job) {
+			hi = mid;
+		} else {
+			*attempts = r->entries[mid].attempts;
+			*last_attempt = r->entries[mid].last_attempt;
+			return;
+		}
+	}
 }
 
 int gpushare_farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const struct farm_shard *shard,
 		      unsigned retries, struct farm_resume *out)
 {
-	int rc;
+	int rc = gpushare_farm_resume_begin(out, n_jobs);
 
-	memset(out, 0, sizeof(*out));
-	out->state = calloc(n_jobs ? n_jobs : 1, 1);
-	out->attempts = calloc(n_jobs ? n_jobs : 1, sizeof(*out->attempts));
-	out->last_attempt = calloc(n_jobs ? n_jobs : 1, sizeof(*out->last_attempt));
-	if (!out->state || !out->attempts || !out->last_attempt) {
+	for (size_t i = 0; !rc && d && i < d->n_records; i++)
+		rc = gpushare_farm_resume_add(out, &d->records[i]);
+	if (!rc)
+		rc = gpushare_farm_resume_end(out, shard, retries);
+	if (rc)
 		gpushare_farm_resume_release(out);
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory for %zu jobs", n_jobs);
-	}
-	out->n_jobs = n_jobs;
-	if (d && (rc = apply_records(d, n_jobs, out->state, out->attempts))) {
-		gpushare_farm_resume_release(out);
-		return rc;
-	}
-	for (size_t i = 0; d && i < d->n_records; i++) {
-		const struct farm_record *r = &d->records[i];
-
-		if (r->attempt > out->last_attempt[r->job])
-			out->last_attempt[r->job] = r->attempt;
-	}
-	for (size_t i = 0; i < n_jobs; i++) {
-		if (!farm_shard_has(shard, i)) {
-			out->state[i] = FARM_JOB_OTHER_SHARD;
-			continue;
-		}
-		if (out->state[i] == FARM_JOB_PENDING && out->attempts[i] >= (uint64_t)retries + 1)
-			out->state[i] = FARM_JOB_FAILED;
-		if (out->state[i] == FARM_JOB_DONE)
-			out->done++;
-		else if (out->state[i] == FARM_JOB_FAILED)
-			out->failed++;
-		else
-			out->pending++;
-	}
-	return GPUSHARE_OK;
+	return rc;
 }
 
 /* ---- status ---- */
@@ -893,147 +989,300 @@ void gpushare_journal_summary_release(struct farm_summary *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Busy time (union of intervals) of each GPU in s->gpus. */
-static int gpu_busy(const struct farm_journal_data *const *d, size_t n, struct farm_summary *s)
+/* What the status keeps per GPU beside its summary entry. */
+struct gpu_acc {
+	double busy;                 /* the busy periods summed */
+	struct interval *iv;         /* to merge: attempts of runs without busy
+	                              * periods, and the periods of a shared GPU */
+	size_t n_iv, cap_iv;
+	double open_start, open_end; /* the period no record has closed yet */
+	uint64_t open_n;
+	size_t last_journal;         /* 1 + the last journal that named it */
+	unsigned n_journals;
+	bool shared;                 /* several journals name it: merged */
+};
+
+struct status_ctx {
+	struct farm_summary *s;
+	struct gpu_acc *g;           /* parallel to s->gpus */
+	uint8_t *state;              /* enum farm_job_state per job, over all journals */
+	size_t n_jobs;
+	char first_path[4096];
+	struct farm_config first;
+	size_t journal;              /* the journal read now */
+	struct farm_shard *seen;
+	bool seg_busy;               /* this run writes busy periods */
+	int phase;                   /* 1: everything; 2: the shared GPUs' periods */
+	uint64_t *fails;             /* failed and timed-out jobs of this journal */
+	size_t n_fails, cap_fails;
+};
+
+static int add_interval(struct gpu_acc *g, double start, double end)
 {
-	for (size_t g = 0; g < s->n_gpus; g++) {
-		struct interval *iv = malloc((s->gpus[g].attempts ? s->gpus[g].attempts : 1) * sizeof(*iv));
-		size_t m = 0;
-		double busy = 0, cur_s = 0, cur_e = 0;
+	if (g->n_iv == g->cap_iv) {
+		size_t cap = g->cap_iv ? g->cap_iv * 2 : 64;
+		struct interval *p = realloc(g->iv, cap * sizeof(*p));
 
-		if (!iv)
+		if (!p)
 			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		for (size_t k = 0; k < n; k++)
-			for (size_t i = 0; i < d[k]->n_records; i++) {
-				const struct farm_record *r = &d[k]->records[i];
+		g->iv = p;
+		g->cap_iv = cap;
+	}
+	g->iv[g->n_iv++] = (struct interval){ start, end };
+	return GPUSHARE_OK;
+}
 
-				if (r->gpu_ref >= 0 && !strcmp(d[k]->gpus[r->gpu_ref], s->gpus[g].id))
-					iv[m++] = (struct interval){ r->start_unix_s, r->end_unix_s };
+static int add_period(struct gpu_acc *g, double start, double end)
+{
+	if (g->shared)
+		return add_interval(g, start, end);
+	g->busy += end - start;
+	return GPUSHARE_OK;
+}
+
+/* The periods still open at the end of a run (a header or the end of a
+ * journal): counted from their first start to their last end. */
+static int close_open_periods(struct status_ctx *c)
+{
+	int rc = GPUSHARE_OK;
+
+	for (size_t i = 0; !rc && i < c->s->n_gpus; i++) {
+		struct gpu_acc *g = &c->g[i];
+
+		if (g->open_n && (c->phase == 1 || g->shared))
+			rc = add_period(g, g->open_start, g->open_end);
+		g->open_n = 0;
+	}
+	return rc;
+}
+
+/* The summary entry of GPU id, added when new; -1 on no memory. */
+static ssize_t status_gpu(struct status_ctx *c, const char *id)
+{
+	struct farm_summary *s = c->s;
+	struct farm_gpu_summary *p;
+	struct gpu_acc *g;
+
+	for (size_t i = 0; i < s->n_gpus; i++)
+		if (!strcmp(s->gpus[i].id, id))
+			return (ssize_t)i;
+	p = realloc(s->gpus, (s->n_gpus + 1) * sizeof(*p));
+	if (!p)
+		return -1;
+	s->gpus = p;
+	g = realloc(c->g, (s->n_gpus + 1) * sizeof(*g));
+	if (!g)
+		return -1;
+	c->g = g;
+	memset(&c->g[s->n_gpus], 0, sizeof(*g));
+	p = &s->gpus[s->n_gpus];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->id, sizeof(p->id), "%s", id);
+	return (ssize_t)s->n_gpus++;
+}
+
+static int status_header(void *arg, struct farm_journal_data *d, const struct farm_config *cfg)
+{
+	struct status_ctx *c = arg;
+	struct farm_summary *s = c->s;
+	int rc = close_open_periods(c);
+
+	if (rc)
+		return rc;
+	c->seg_busy = cfg->busy_periods;
+	if (d->n_headers != 1 || c->phase != 1)
+		return GPUSHARE_OK;
+	/* The first header of a journal. */
+	if (!c->state) {
+		c->first = *cfg;
+		snprintf(c->first_path, sizeof(c->first_path), "%s", d->path);
+		c->n_jobs = (size_t)cfg->n_jobs;
+		c->state = calloc(c->n_jobs ? c->n_jobs : 1, 1);
+		if (!c->state)
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory for %zu jobs", c->n_jobs);
+		s->n_jobs = cfg->n_jobs;
+		s->shard_count = cfg->shard.count;
+	} else if (cfg->jobs_hash != c->first.jobs_hash || cfg->n_jobs != c->first.n_jobs ||
+		   cfg->mode != c->first.mode) {
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' and '%s' are journals of different job lists",
+				     c->first_path, d->path);
+	}
+	bool dup = false;
+
+	for (size_t m = 0; m < s->shards_seen; m++)
+		dup = dup || (c->seen[m].index == cfg->shard.index && c->seen[m].count == cfg->shard.count);
+	if (!dup)
+		c->seen[s->shards_seen++] = cfg->shard;
+	if (cfg->shard.count > s->shard_count)
+		s->shard_count = cfg->shard.count;
+	return GPUSHARE_OK;
+}
+
+static int status_record(void *arg, struct farm_journal_data *d, const struct farm_record *r)
+{
+	struct status_ctx *c = arg;
+	struct farm_summary *s = c->s;
+	struct gpu_acc *g = NULL;
+	ssize_t gi = -1;
+
+	if (r->gpu_ref >= 0) {
+		if ((gi = status_gpu(c, d->gpus[r->gpu_ref])) < 0)
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		g = &c->g[gi];
+	}
+	if (c->phase == 1) {
+		s->attempts++;
+		if (r->start_unix_s < s->first_start_unix_s)
+			s->first_start_unix_s = r->start_unix_s;
+		if (r->end_unix_s > s->last_end_unix_s)
+			s->last_end_unix_s = r->end_unix_s;
+		if (r->outcome == FARM_OK) {
+			c->state[r->job] = FARM_JOB_DONE;
+		} else if (r->outcome == FARM_REFUSED) {
+			if (c->state[r->job] != FARM_JOB_DONE)
+				c->state[r->job] = FARM_JOB_FAILED;
+		} else if (r->outcome == FARM_FAILED || r->outcome == FARM_TIMEOUT) {
+			if (c->n_fails == c->cap_fails) {
+				size_t cap = c->cap_fails ? c->cap_fails * 2 : 64;
+				uint64_t *p = realloc(c->fails, cap * sizeof(*p));
+
+				if (!p)
+					return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+				c->fails = p;
+				c->cap_fails = cap;
 			}
-		qsort(iv, m, sizeof(*iv), cmp_interval);
-		for (size_t i = 0; i < m; i++) {
-			if (i == 0 || iv[i].start > cur_e) {
-				busy += cur_e - cur_s;
-				cur_s = iv[i].start;
-				cur_e = iv[i].end;
-			} else if (iv[i].end > cur_e) {
-				cur_e = iv[i].end;
+			c->fails[c->n_fails++] = r->job;
+		}
+		if (g) {
+			s->gpus[gi].attempts++;
+			s->gpus[gi].job_s += r->duration_s;
+			if (g->last_journal != c->journal + 1) {
+				g->last_journal = c->journal + 1;
+				g->n_journals++;
 			}
 		}
-		if (m)
-			busy += cur_e - cur_s;
-		free(iv);
-		s->gpus[g].busy_s = busy;
-		s->gpus[g].busy_fraction = s->makespan_s > 0 ? busy / s->makespan_s : 0;
+	}
+	if (!g || (c->phase == 2 && !g->shared))
+		return GPUSHARE_OK;
+	if (!c->seg_busy)
+		return add_interval(g, r->start_unix_s, r->end_unix_s);
+	if (!g->open_n || r->start_unix_s < g->open_start)
+		g->open_start = r->start_unix_s;
+	if (!g->open_n || r->end_unix_s > g->open_end)
+		g->open_end = r->end_unix_s;
+	g->open_n++;
+	if (r->gpu_busy_s >= 0) {
+		g->open_n = 0;
+		return add_period(g, r->end_unix_s - r->gpu_busy_s, r->end_unix_s);
 	}
 	return GPUSHARE_OK;
 }
 
-/* The summary entry of GPU id, added when new; NULL on no memory. */
-static struct farm_gpu_summary *summary_gpu(struct farm_summary *s, const char *id)
+static int cmp_u64(const void *a, const void *b)
 {
-	struct farm_gpu_summary *p;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
-	for (size_t i = 0; i < s->n_gpus; i++)
-		if (!strcmp(s->gpus[i].id, id))
-			return &s->gpus[i];
-	p = realloc(s->gpus, (s->n_gpus + 1) * sizeof(*p));
-	if (!p)
-		return NULL;
-	s->gpus = p;
-	p = &s->gpus[s->n_gpus++];
-	memset(p, 0, sizeof(*p));
-	snprintf(p->id, sizeof(p->id), "%s", id);
-	return p;
+	return x < y ? -1 : x > y;
 }
 
-int gpushare_journal_summary_build(const struct farm_journal_data *const *d, size_t n, struct farm_summary *s)
+/* The end of a journal: its failed jobs whose retries are used up. */
+static void status_journal_end(struct status_ctx *c, unsigned retries_last)
 {
-	uint8_t *state = NULL;
-	struct farm_shard *seen = NULL;
-	size_t n_jobs;
+	if (c->n_fails)
+		qsort(c->fails, c->n_fails, sizeof(*c->fails), cmp_u64);
+	for (size_t i = 0; i < c->n_fails;) {
+		size_t k = i;
+
+		while (k < c->n_fails && c->fails[k] == c->fails[i])
+			k++;
+		if (k - i >= (size_t)retries_last + 1 && c->state[c->fails[i]] != FARM_JOB_DONE)
+			c->state[c->fails[i]] = FARM_JOB_FAILED;
+		i = k;
+	}
+	c->n_fails = 0;
+}
+
+static double union_length(struct interval *iv, size_t m)
+{
+	double busy = 0, cur_s = 0, cur_e = 0;
+
+	if (!m)
+		return 0;
+	qsort(iv, m, sizeof(*iv), cmp_interval);
+	for (size_t i = 0; i < m; i++) {
+		if (i == 0 || iv[i].start > cur_e) {
+			busy += cur_e - cur_s;
+			cur_s = iv[i].start;
+			cur_e = iv[i].end;
+		} else if (iv[i].end > cur_e) {
+			cur_e = iv[i].end;
+		}
+	}
+	return m ? busy + cur_e - cur_s : 0;
+}
+
+static int status_pass(struct status_ctx *c, const char *const *paths, size_t n)
+{
+	const struct farm_journal_scan scan = { status_header, status_record, c };
 	int rc = GPUSHARE_OK;
 
+	for (size_t k = 0; k < n && !rc; k++) {
+		struct farm_journal_data d;
+
+		c->journal = k;
+		c->seg_busy = false;
+		rc = gpushare_farm_journal_scan_path(paths[k], &d, &scan);
+		if (!rc)
+			rc = close_open_periods(c);
+		if (!rc && c->phase == 1) {
+			c->s->torn_tail = c->s->torn_tail || d.torn_tail;
+			status_journal_end(c, d.retries_last);
+		}
+		gpushare_farm_journal_data_release(&d);
+	}
+	return rc;
+}
+
+int gpushare_journal_summary_build(const char *const *paths, size_t n, struct farm_summary *s)
+{
+	struct status_ctx c;
+	bool shared = false;
+	int rc;
+
 	memset(s, 0, sizeof(*s));
+	memset(&c, 0, sizeof(c));
 	if (!n)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no farm journal to summarise");
-	n_jobs = (size_t)d[0]->config.n_jobs;
-	for (size_t k = 1; k < n; k++)
-		if (d[k]->config.jobs_hash != d[0]->config.jobs_hash || d[k]->config.n_jobs != n_jobs ||
-		    d[k]->config.mode != d[0]->config.mode)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' and '%s' are journals of different job lists",
-					     d[0]->path, d[k]->path);
-	s->n_jobs = n_jobs;
-	s->shard_count = d[0]->config.shard.count;
-	state = calloc(n_jobs ? n_jobs : 1, 1);
-	seen = calloc(n, sizeof(*seen));
-	if (!state || !seen) {
-		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory for %zu jobs", n_jobs);
-		goto out;
-	}
+	c.s = s;
+	c.phase = 1;
+	c.seen = calloc(n, sizeof(*c.seen));
+	if (!c.seen)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	s->first_start_unix_s = INFINITY;
 	s->last_end_unix_s = -INFINITY;
-	for (size_t k = 0; k < n; k++) {
-		const struct farm_journal_data *j = d[k];
-		bool dup = false;
-
-		for (size_t m = 0; m < s->shards_seen; m++)
-			dup = dup || (seen[m].index == j->config.shard.index && seen[m].count == j->config.shard.count);
-		if (!dup)
-			seen[s->shards_seen++] = j->config.shard;
-		if (j->config.shard.count > s->shard_count)
-			s->shard_count = j->config.shard.count;
-		s->torn_tail = s->torn_tail || j->torn_tail;
-		/* Attempts count per journal, against that journal's retries. */
-		uint32_t *local = calloc(n_jobs ? n_jobs : 1, sizeof(*local));
-		uint8_t *lstate = calloc(n_jobs ? n_jobs : 1, 1);
-
-		if (!local || !lstate) {
-			free(local);
-			free(lstate);
-			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory for %zu jobs", n_jobs);
-			goto out;
-		}
-		rc = apply_records(j, n_jobs, lstate, local);
-		for (size_t i = 0; !rc && i < n_jobs; i++) {
-			if (lstate[i] == FARM_JOB_PENDING && local[i] >= (uint64_t)j->retries_last + 1)
-				lstate[i] = FARM_JOB_FAILED;
-			if (lstate[i] == FARM_JOB_DONE)
-				state[i] = FARM_JOB_DONE;
-			else if (lstate[i] == FARM_JOB_FAILED && state[i] != FARM_JOB_DONE)
-				state[i] = FARM_JOB_FAILED;
-		}
-		free(local);
-		free(lstate);
-		if (rc)
-			goto out;
-		for (size_t i = 0; i < j->n_records; i++) {
-			const struct farm_record *r = &j->records[i];
-
-			s->attempts++;
-			if (r->start_unix_s < s->first_start_unix_s)
-				s->first_start_unix_s = r->start_unix_s;
-			if (r->end_unix_s > s->last_end_unix_s)
-				s->last_end_unix_s = r->end_unix_s;
-			if (r->gpu_ref >= 0) {
-				struct farm_gpu_summary *g = summary_gpu(s, j->gpus[r->gpu_ref]);
-
-				if (!g) {
-					rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-					goto out;
-				}
-				g->attempts++;
-				g->job_s += r->duration_s;
-			}
+	rc = status_pass(&c, paths, n);
+	/* A GPU that several journals name: its periods may overlap; read
+	 * them again and merge them. */
+	for (size_t i = 0; !rc && i < s->n_gpus; i++) {
+		if (c.g[i].n_journals > 1) {
+			c.g[i].shared = shared = true;
+			c.g[i].busy = 0;
+			c.g[i].n_iv = 0;
 		}
 	}
-	for (size_t i = 0; i < n_jobs; i++) {
-		if (state[i] == FARM_JOB_DONE)
+	if (!rc && shared) {
+		c.phase = 2;
+		rc = status_pass(&c, paths, n);
+	}
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < c.n_jobs; i++) {
+		if (c.state[i] == FARM_JOB_DONE)
 			s->done++;
-		else if (state[i] == FARM_JOB_FAILED)
+		else if (c.state[i] == FARM_JOB_FAILED)
 			s->failed++;
 	}
-	s->unfinished = n_jobs - s->done - s->failed;
+	s->unfinished = s->n_jobs - s->done - s->failed;
 	if (s->attempts) {
 		s->makespan_s = s->last_end_unix_s - s->first_start_unix_s;
 		if (s->makespan_s > 0)
@@ -1041,10 +1290,17 @@ int gpushare_journal_summary_build(const struct farm_journal_data *const *d, siz
 	} else {
 		s->first_start_unix_s = s->last_end_unix_s = 0;
 	}
-	rc = gpu_busy(d, n, s);
+	for (size_t i = 0; i < s->n_gpus; i++) {
+		s->gpus[i].busy_s = c.g[i].busy + union_length(c.g[i].iv, c.g[i].n_iv);
+		s->gpus[i].busy_fraction = s->makespan_s > 0 ? s->gpus[i].busy_s / s->makespan_s : 0;
+	}
 out:
-	free(state);
-	free(seen);
+	for (size_t i = 0; c.g && i < s->n_gpus; i++)
+		free(c.g[i].iv);
+	free(c.g);
+	free(c.state);
+	free(c.seen);
+	free(c.fails);
 	if (rc)
 		gpushare_journal_summary_release(s);
 	return rc;

@@ -70,6 +70,8 @@ struct farm_config {
 	char hostname[256];
 	struct farm_gpu_id gpus[FARM_MAX_GPUS];
 	size_t n_gpus;
+	bool busy_periods;             /* the attempts of this run carry gpu_busy_seconds
+	                                * where they close a GPU's busy period */
 };
 
 /* One ended attempt. */
@@ -87,6 +89,10 @@ struct farm_attempt {
 	double duration_s;             /* measured on the monotonic clock */
 	char stdout_path[256];         /* relative to the farm directory */
 	char stderr_path[256];
+	/* The attempt left its GPU idle: gpu_busy_s is the length of the busy
+	 * period it closed (first start on the idle GPU to this end). */
+	bool has_gpu_busy;
+	double gpu_busy_s;
 };
 
 /* ---- writing ---- */
@@ -143,6 +149,7 @@ struct farm_record {
 	int16_t gpu_ref;               /* index into farm_journal_data.gpus, -1 none */
 	uint8_t outcome;
 	int exit_code, signal, slot;
+	double gpu_busy_s;             /* < 0: the record closes no busy period */
 };
 
 struct farm_journal_data {
@@ -157,6 +164,21 @@ struct farm_journal_data {
 	bool torn_tail;                /* the last line had no newline: ignored */
 	char path[4096];
 };
+
+/* What a reader does with each record as it goes (a scan): `header` for
+ * every header (d->config holds the first one), `record` for every attempt;
+ * either may be NULL. A non-zero return stops the scan with that code. */
+struct farm_journal_scan {
+	int (*header)(void *arg, struct farm_journal_data *d, const struct farm_config *cfg);
+	int (*record)(void *arg, struct farm_journal_data *d, const struct farm_record *r);
+	void *arg;
+};
+
+/* Read the journal file at path in one pass, keeping no record (d->records
+ * stays empty): memory does not grow with the journal. Errors as for
+ * gpushare_farm_journal_load. `d` is filled as by a load; release it. */
+int gpushare_farm_journal_scan_path(const char *path, struct farm_journal_data *d,
+				    const struct farm_journal_scan *scan);
 
 /* Read DIR/journal.jsonl. A torn last line is ignored (torn_tail); any other
  * line that is not a valid record is GPUSHARE_E_INVAL with
@@ -182,22 +204,44 @@ enum farm_job_state {
 	FARM_JOB_OTHER_SHARD = 3,
 };
 
+/* A job still to run that has earlier attempts. */
+struct farm_resume_entry {
+	uint64_t job;
+	uint32_t attempts;       /* attempts that count against --retries so far */
+	uint32_t last_attempt;   /* highest attempt number recorded, any outcome:
+	                          * the next attempt is this + 1, so output file
+	                          * names never repeat */
+};
+
+/* What a resumed farm still has to run: one byte per job, and attempt
+ * counts only for the pending jobs that have failed, timed-out or stopped
+ * attempts (sorted by job). */
 struct farm_resume {
 	uint8_t *state;          /* enum farm_job_state per job index */
-	uint32_t *attempts;      /* attempts that count against --retries so far */
-	uint32_t *last_attempt;  /* highest attempt number recorded, any outcome
-	                          * (0 none): the next attempt is this + 1, so
-	                          * output file names never repeat */
+	struct farm_resume_entry *entries;
+	size_t n_entries;
 	size_t n_jobs;
 	size_t pending, done, failed;   /* in this shard */
+	/* while records are added: the failed, timed-out and stopped ones */
+	struct farm_resume_entry *notes;
+	size_t n_notes, cap_notes;
 };
 
 /* Which jobs of the shard still have to run: those with no ok record and,
  * when they failed or timed out, fewer than 1 + retries such attempts. A
  * refused job is final. A job with an ok record is never run again, even
- * if it also has failed records. */
+ * if it also has failed records. Built as records go by: begin, add each
+ * record, end. */
+int gpushare_farm_resume_begin(struct farm_resume *r, size_t n_jobs);
+int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *rec);
+int gpushare_farm_resume_end(struct farm_resume *r, const struct farm_shard *shard, unsigned retries);
+/* The same from a loaded journal (d NULL: no records). */
 int gpushare_farm_resume_build(const struct farm_journal_data *d, size_t n_jobs, const struct farm_shard *shard,
 		      unsigned retries, struct farm_resume *out);
+/* Attempts so far and the last attempt number of a pending job (0, 0 when
+ * it has none). */
+void gpushare_farm_resume_lookup(const struct farm_resume *r, uint64_t job, uint32_t *attempts,
+				 uint32_t *last_attempt);
 void gpushare_farm_resume_release(struct farm_resume *r);
 
 /* ---- status ---- */
@@ -225,11 +269,19 @@ struct farm_summary {
 	bool torn_tail;          /* some journal had a torn last line */
 };
 
-/* Summarise one or more journals of the same job list (shards of one farm,
- * or one farm). Journals of different job lists are GPUSHARE_E_INVAL. A job
- * counts as failed once its journal's last --retries are used up; until then
- * it is unfinished. Each job is counted once, whichever journals name it. */
-int gpushare_journal_summary_build(const struct farm_journal_data *const *d, size_t n, struct farm_summary *out);
+/* Summarise one or more journal files of the same job list (shards of one
+ * farm, or one farm), reading each in one pass: one byte per job, sums per
+ * GPU. Journals of different job lists are GPUSHARE_E_INVAL. A job counts
+ * as failed once its journal's last --retries are used up; until then it is
+ * unfinished. Each job is counted once, whichever journals name it.
+ *
+ * Busy time per GPU: the sum of the busy periods the records close
+ * (gpu_busy_seconds); a period no record closes (a farm running now, or killed)
+ * counts from its first recorded start to its last recorded end. Runs of
+ * older journals without busy periods fall back to the union of their
+ * attempts' intervals (memory per attempt). A GPU that several journals
+ * name (shards sharing a GPU) is read again, its periods merged. */
+int gpushare_journal_summary_build(const char *const *paths, size_t n, struct farm_summary *out);
 void gpushare_journal_summary_release(struct farm_summary *s);
 
 #endif

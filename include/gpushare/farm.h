@@ -47,7 +47,10 @@ struct gpushare_farm_progress {
 
 struct gpushare_farm_config {
 	/* The jobs: a job file ("-" = standard input), or a template (words
-	 * with {} and {#}) over args_file or range ("START..END[:STEP]"). */
+	 * with {} and {#}) over args_file or range ("START..END[:STEP]").
+	 * Copied into DIR/jobs.jsonl when the farm starts; with resume all may
+	 * be NULL (the farm runs its copy), and a source given must hold the
+	 * same jobs. */
 	const char *jobfile;
 	char *const *tmpl;
 	size_t n_tmpl;
@@ -55,7 +58,8 @@ struct gpushare_farm_config {
 	const char *range;
 	bool shell;                 /* run each job as /bin/sh -c LINE */
 	/* The farm directory: created when absent; with resume it must hold a
-	 * journal of the same job list, and only the unfinished jobs run. */
+	 * journal (and the copy of its job list, unless the list is given
+	 * again), and only the unfinished jobs run. */
 	const char *dir;
 	bool resume;
 	const char *shard;          /* "I/N"; NULL: from Slurm's variables, else 0/1 */

@@ -5,6 +5,8 @@
  * choice, the summary as JSON and text, and the live metrics text
  * (lib/metrics_farm.c).
  */
+#include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,6 +294,110 @@ static void test_bad_config(void **state)
 	gpushare_farm_result_release(&r);
 }
 
+/* Retries across resumes, without giving the job list again: attempt
+ * numbers continue (no output file is written twice); a resume without a
+ * job list needs the directory's copy, and never reads it through a link. */
+static void test_resume_from_copy_numbers_attempts(void **state)
+{
+	struct gpushare_farm_config c;
+	struct gpushare_farm_result r;
+	struct farm_journal_data d;
+	char path[160], copy[160];
+	unsigned seen[2] = { 0, 0 };
+
+	(void)state;
+	write_jobs(2, "0", 4);
+	config(&c, 2);
+	assert_int_equal(gpushare_farm_run(&c, &r), GPUSHARE_E_WORKER);   /* attempt 1 each */
+	gpushare_farm_result_release(&r);
+	unlink(jobs);                     /* the job file is gone: the copy is the list */
+	c.jobfile = NULL;
+	c.resume = true;
+	c.retries = 2;
+	assert_int_equal(gpushare_farm_run(&c, &r), GPUSHARE_E_WORKER);   /* attempts 2 and 3 */
+	assert_int_equal(r.ended, 4);
+	assert_int_equal(r.skipped, 0);
+	gpushare_farm_result_release(&r);
+	c.retries = 3;
+	assert_int_equal(gpushare_farm_run(&c, &r), GPUSHARE_E_WORKER);   /* attempt 4 */
+	assert_int_equal(r.ended, 2);
+	assert_int_equal(r.summary.failed, 2);
+	gpushare_farm_result_release(&r);
+	assert_int_equal(gpushare_farm_journal_load(fdir, &d), 0);
+	assert_int_equal(d.n_records, 8);
+	for (size_t i = 0; i < d.n_records; i++) {
+		unsigned bit = 1u << d.records[i].attempt;
+
+		assert_true(d.records[i].attempt >= 1 && d.records[i].attempt <= 4);
+		assert_false(seen[d.records[i].job] & bit);   /* never twice */
+		seen[d.records[i].job] |= bit;
+		snprintf(path, sizeof(path), "%s/out/%" PRIu64 ".%u.out", fdir, d.records[i].job, d.records[i].attempt);
+		assert_int_equal(access(path, F_OK), 0);
+	}
+	gpushare_farm_journal_data_release(&d);
+	assert_int_equal(side_lines(), 8);
+
+	/* The copy replaced by a link: refused, not read. */
+	snprintf(copy, sizeof(copy), "%s/jobs.jsonl", fdir);
+	assert_int_equal(unlink(copy), 0);
+	assert_int_equal(symlink("/etc/passwd", copy), 0);
+	assert_int_equal(gpushare_farm_run(&c, &r), GPUSHARE_E_DIR);
+	gpushare_farm_result_release(&r);
+	/* No copy at all (a farm of an older gpushare): give the list again. */
+	assert_int_equal(unlink(copy), 0);
+	assert_int_equal(gpushare_farm_run(&c, &r), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "give the job list again"));
+	gpushare_farm_result_release(&r);
+}
+
+/* The busy periods the farm records: per GPU their sum equals the union of
+ * the attempts' intervals, and is what the summary reports. */
+static void test_busy_periods_match_the_union(void **state)
+{
+	struct gpushare_farm_config c;
+	struct gpushare_farm_result r;
+	struct farm_journal_data d;
+	double sum = 0, uni = 0, cur_s = 0, cur_e = -1;
+	size_t closing = 0;
+
+	(void)state;
+	write_jobs(7, "0.05", 0);
+	config(&c, 3);
+	assert_int_equal(gpushare_farm_run(&c, &r), GPUSHARE_OK);
+	assert_int_equal(r.summary.n_gpus, 1);
+	assert_int_equal(gpushare_farm_journal_load(fdir, &d), 0);
+	assert_true(d.config.busy_periods);
+	/* Records are in end order; the union of [start, end] by start. */
+	for (size_t i = 0; i < d.n_records; i++) {
+		if (d.records[i].gpu_busy_s >= 0) {
+			sum += d.records[i].gpu_busy_s;
+			closing++;
+		}
+	}
+	assert_true(closing >= 1);
+	assert_true(d.records[d.n_records - 1].gpu_busy_s >= 0);   /* the last end leaves the GPU idle */
+	for (size_t done = 0; done < d.n_records; done++) {
+		size_t k = SIZE_MAX;
+
+		for (size_t i = 0; i < d.n_records; i++)   /* the next by start, not yet taken */
+			if (d.records[i].start_unix_s > -1 && (k == SIZE_MAX || d.records[i].start_unix_s < d.records[k].start_unix_s))
+				k = i;
+		if (d.records[k].start_unix_s > cur_e) {
+			uni += cur_e > cur_s ? cur_e - cur_s : 0;
+			cur_s = d.records[k].start_unix_s;
+			cur_e = d.records[k].end_unix_s;
+		} else if (d.records[k].end_unix_s > cur_e) {
+			cur_e = d.records[k].end_unix_s;
+		}
+		d.records[k].start_unix_s = -2;
+	}
+	uni += cur_e - cur_s;
+	assert_true(fabs(sum - uni) < 1e-3 * (double)closing);
+	assert_true(fabs(r.summary.gpus[0].busy_s - sum) < 1e-6);
+	gpushare_farm_journal_data_release(&d);
+	gpushare_farm_result_release(&r);
+}
+
 /* Group commit: three attempts in one write read back as three records. */
 static void test_journal_group_commit(void **state)
 {
@@ -370,6 +476,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_summary_json_and_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_group_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resume_from_copy_numbers_attempts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_periods_match_the_union, setup, teardown),
 		cmocka_unit_test(test_metrics_text),
 	};
 

@@ -279,6 +279,99 @@ static void test_many_jobs_compact(void **state)
 	gpushare_farm_jobs_release(&list);
 }
 
+/* The farm directory's copy: every job written as it is parsed (the list
+ * holding one job at a time), read back by the cursor with the same argv
+ * bytes, hashes and list hash. */
+static void test_copy_round_trip(void **state)
+{
+	static const char text[] =
+		"./sim --name 'two words' \"q\\\"uote\" back\\\\slash\n"
+		"# a comment\n"
+		"printf '\x01\xff\xc3\xa9 \\t'\n"
+		"./x {} '' end\n";
+	char path[] = "/tmp/gsfcXXXXXX", tmpl_num[32];
+	char *const tmpl[] = { "./run", "--n={#}", NULL };
+	struct farm_jobs whole, streamed;
+	struct farm_cursor cur;
+	uint64_t n, h, jh;
+	char **argv;
+	FILE *out;
+	int fd;
+
+	(void)state;
+	gpushare_farm_jobs_init(&whole, FARM_JOBS_ARGV);
+	assert_int_equal(load_text(&whole, text), 0);
+	assert_int_equal(whole.n_jobs, 3);
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	out = fdopen(fd, "w");
+	assert_non_null(out);
+	gpushare_farm_jobs_init(&streamed, FARM_JOBS_ARGV);
+	streamed.sink = gpushare_farm_jobs_copy_sink;
+	streamed.sink_arg = out;
+	assert_int_equal(load_text(&streamed, text), 0);
+	assert_int_equal(streamed.n_jobs, 0);       /* nothing held */
+	assert_int_equal(farm_jobs_count(&streamed), 3);
+	/* Templates count their {#} across the jobs handed on. */
+	streamed.mode = FARM_JOBS_ARGV;
+	assert_int_equal(gpushare_farm_jobs_add_template_arg(&streamed, tmpl, 2, "a", 1), 0);
+	assert_int_equal(farm_jobs_count(&streamed), 4);
+	assert_int_equal(fclose(out), 0);
+	gpushare_farm_jobs_release(&streamed);
+
+	assert_int_equal(gpushare_farm_cursor_open(&cur, path), 0);
+	for (size_t i = 0; i < 3; i++) {
+		char **want;
+
+		assert_int_equal(gpushare_farm_cursor_next(&cur, true, &argv, &jh), 1);
+		assert_int_equal(gpushare_farm_jobs_argv(&whole, i, &want), 0);
+		for (size_t k = 0; want[k] || argv[k]; k++) {
+			assert_non_null(argv[k]);
+			assert_non_null(want[k]);
+			assert_string_equal(argv[k], want[k]);
+		}
+		assert_true(jh == whole.jobs[i].hash);
+		free(want);
+		free(argv);
+	}
+	assert_int_equal(gpushare_farm_cursor_next(&cur, true, &argv, NULL), 1);
+	snprintf(tmpl_num, sizeof(tmpl_num), "--n=%d", 4);
+	assert_string_equal(argv[1], tmpl_num);
+	assert_string_equal(argv[2], "a");
+	free(argv);
+	assert_int_equal(gpushare_farm_cursor_next(&cur, true, &argv, NULL), 0);
+	/* Scanning gives the count and the same list hash as the whole list. */
+	assert_int_equal(gpushare_farm_cursor_scan(&cur, FARM_JOBS_ARGV, &n, &h), 0);
+	assert_true(n == 4);
+	assert_int_equal(gpushare_farm_jobs_add_template_arg(&whole, tmpl, 2, "a", 1), 0);
+	assert_true(h == gpushare_farm_jobs_list_hash(&whole));
+	/* Skipping jobs unread keeps the numbering. */
+	assert_int_equal(gpushare_farm_cursor_next(&cur, false, NULL, NULL), 1);
+	assert_int_equal(gpushare_farm_cursor_next(&cur, true, NULL, &jh), 1);
+	assert_true(cur.index == 2 && jh == whole.jobs[1].hash);
+	gpushare_farm_cursor_close(&cur);
+	gpushare_farm_jobs_release(&whole);
+
+	/* A line that is not an array of strings is an error naming it. */
+	out = fopen(path, "w");
+	assert_non_null(out);
+	fputs("[\"ok\"]\n[1, 2]\n", out);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(gpushare_farm_cursor_open(&cur, path), 0);
+	assert_int_equal(gpushare_farm_cursor_next(&cur, true, &argv, NULL), 1);
+	free(argv);
+	assert_int_equal(gpushare_farm_cursor_next(&cur, true, &argv, NULL), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), ":2: not a JSON array of strings"));
+	gpushare_farm_cursor_close(&cur);
+	unlink(path);
+
+	/* A symbolic link is not read through. */
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_int_equal(gpushare_farm_cursor_open(&cur, path), GPUSHARE_E_DIR);
+	unlink(path);
+}
+
 static void test_shard_parse(void **state)
 {
 	struct farm_shard s;
@@ -376,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_template_range),
 		cmocka_unit_test(test_template_file),
 		cmocka_unit_test(test_many_jobs_compact),
+		cmocka_unit_test(test_copy_round_trip),
 		cmocka_unit_test(test_shard_parse),
 		cmocka_unit_test(test_shard_env),
 	};

@@ -381,19 +381,25 @@ static void test_resume_set(void **state)
 	snprintf(sub, sizeof(sub), "%s/farm", dir);
 	write_journal(sub, &cfg, a, sizeof(a) / sizeof(a[0]));
 	assert_int_equal(gpushare_farm_journal_load(sub, &d), 0);
+	uint32_t att, last;
+
 	assert_int_equal(gpushare_farm_resume_build(&d, list.n_jobs, &cfg.shard, cfg.retries, &r), 0);
 	assert_int_equal(r.state[0], FARM_JOB_DONE);
 	assert_int_equal(r.state[1], FARM_JOB_PENDING);
-	assert_int_equal(r.attempts[1], 1);
+	gpushare_farm_resume_lookup(&r, 1, &att, &last);
+	assert_true(att == 1 && last == 1);
 	assert_int_equal(r.state[2], FARM_JOB_FAILED);
 	assert_int_equal(r.state[3], FARM_JOB_FAILED);
 	assert_int_equal(r.state[4], FARM_JOB_PENDING);
-	assert_int_equal(r.attempts[4], 0);
-	assert_int_equal(r.last_attempt[4], 1);      /* next attempt is 2 */
-	assert_int_equal(r.last_attempt[2], 2);
-	assert_int_equal(r.last_attempt[0], 1);
+	gpushare_farm_resume_lookup(&r, 4, &att, &last);
+	assert_int_equal(att, 0);                    /* stopped does not count */
+	assert_int_equal(last, 1);                   /* next attempt is 2 */
 	assert_int_equal(r.state[5], FARM_JOB_DONE);
 	assert_true(r.done == 2 && r.failed == 2 && r.pending == 2);
+	/* Attempt counts are kept only for the pending jobs that ran before. */
+	assert_int_equal(r.n_entries, 2);
+	gpushare_farm_resume_lookup(&r, 0, &att, &last);
+	assert_true(att == 0 && last == 0);
 	gpushare_farm_resume_release(&r);
 
 	/* With shard 1/2 only odd jobs are this farm's. */
@@ -459,7 +465,6 @@ static void test_merge_two_shards(void **state)
 {
 	struct farm_jobs list;
 	struct farm_config c0, c1;
-	struct farm_journal_data d0, d1;
 	struct farm_summary s;
 	char p0[128], p1[128];
 
@@ -485,9 +490,11 @@ static void test_merge_two_shards(void **state)
 	snprintf(p1, sizeof(p1), "%s/shard1", dir);
 	write_journal(p0, &c0, a0, 3);
 	write_journal(p1, &c1, a1, 4);
-	assert_int_equal(gpushare_farm_journal_load(p0, &d0), 0);
-	assert_int_equal(gpushare_farm_journal_load(p1, &d1), 0);
-	const struct farm_journal_data *both[] = { &d0, &d1 };
+	char j0[160], j1[160], j2[160];
+
+	snprintf(j0, sizeof(j0), "%s/journal.jsonl", p0);
+	snprintf(j1, sizeof(j1), "%s/journal.jsonl", p1);
+	const char *both[] = { j0, j1 };
 
 	assert_int_equal(gpushare_journal_summary_build(both, 2, &s), 0);
 	assert_int_equal(s.n_jobs, 8);
@@ -517,11 +524,114 @@ static void test_merge_two_shards(void **state)
 	gpushare_journal_summary_release(&s);
 
 	/* A journal of another job list is refused. */
-	d1.config.jobs_hash ^= 1;
+	c1.jobs_hash ^= 1;
+	snprintf(p1, sizeof(p1), "%s/other", dir);
+	write_journal(p1, &c1, a1, 4);
+	snprintf(j2, sizeof(j2), "%s/journal.jsonl", p1);
+	both[1] = j2;
 	assert_int_equal(gpushare_journal_summary_build(both, 2, &s), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "different job lists"));
-	gpushare_farm_journal_data_release(&d0);
-	gpushare_farm_journal_data_release(&d1);
+	gpushare_farm_jobs_release(&list);
+}
+
+/* Busy time from the busy periods the records close (gpu_busy_seconds), equal to
+ * the union of the intervals that an older journal falls back to; a period
+ * no record closes (a killed run) counts from its first start to its last
+ * end; a GPU that two journals name is merged, not summed. */
+static void test_busy_periods(void **state)
+{
+	struct farm_jobs list;
+	struct farm_config cfg, cfg_old;
+	struct farm_journal j;
+	struct farm_summary s;
+	bool existing;
+	char p_new[128], p_old[128], p_two[128], jn[160], jo[160], jt[160];
+	char *json;
+
+	(void)state;
+	make_jobs(&list, 8);
+	make_config(&cfg, &list, 0, 1, 0);
+	cfg.busy_periods = true;
+	make_config(&cfg_old, &list, 0, 1, 0);
+	/* GPU-aaaa: 100..104 (two overlapping jobs; the second closes 4 s),
+	 * 106..107 (one job closing 1 s); then a resumed run that was killed:
+	 * 110..111 and 110.5..112 with no closing record: 2 s. Total 7 s. */
+	struct farm_attempt a[] = {
+		attempt(&list, 0, 1, FARM_OK, "GPU-aaaa", 100, 102),
+		attempt(&list, 1, 1, FARM_OK, "GPU-aaaa", 101, 104),
+		attempt(&list, 2, 1, FARM_FAILED, "GPU-aaaa", 106, 107),
+		attempt(&list, 3, 1, FARM_OK, "GPU-aaaa", 110, 111),
+		attempt(&list, 4, 1, FARM_OK, "GPU-aaaa", 110.5, 112),
+	};
+	a[1].has_gpu_busy = true;
+	a[1].gpu_busy_s = 4;
+	a[2].has_gpu_busy = true;
+	a[2].gpu_busy_s = 1;
+	json = gpushare_farm_journal_attempt_json(&a[1]);
+	assert_non_null(strstr(json, "\"gpu_busy_seconds\":4"));
+	free(json);
+	json = gpushare_farm_journal_attempt_json(&a[0]);
+	assert_null(strstr(json, "gpu_busy_seconds"));      /* absent unless it closes a period */
+	free(json);
+	json = gpushare_farm_journal_header_json(&cfg);
+	assert_non_null(strstr(json, "\"busy_periods\":true"));
+	free(json);
+
+	snprintf(p_new, sizeof(p_new), "%s/new", dir);
+	assert_int_equal(mkdir(p_new, 0700), 0);
+	assert_int_equal(gpushare_farm_journal_open(&j, p_new, &existing), 0);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, &cfg), 0);
+	assert_int_equal(gpushare_farm_journal_write_attempts(&j, a, 3), 0);
+	assert_int_equal(gpushare_farm_journal_write_header(&j, &cfg), 0);   /* resumed, then killed */
+	assert_int_equal(gpushare_farm_journal_write_attempts(&j, a + 3, 2), 0);
+	gpushare_farm_journal_close(&j);
+	snprintf(jn, sizeof(jn), "%s/journal.jsonl", p_new);
+	const char *one[] = { jn };
+
+	assert_int_equal(gpushare_journal_summary_build(one, 1, &s), 0);
+	assert_int_equal(s.n_gpus, 1);
+	assert_true(s.gpus[0].busy_s == 7.0);
+	assert_true(s.makespan_s == 12.0);
+	assert_int_equal(s.done, 4);
+	gpushare_journal_summary_release(&s);
+
+	/* The same attempts in an older journal (no busy periods): the union. */
+	for (size_t i = 0; i < 5; i++)
+		a[i].has_gpu_busy = false;
+	snprintf(p_old, sizeof(p_old), "%s/old", dir);
+	write_journal(p_old, &cfg_old, a, 5);
+	snprintf(jo, sizeof(jo), "%s/journal.jsonl", p_old);
+	one[0] = jo;
+	assert_int_equal(gpushare_journal_summary_build(one, 1, &s), 0);
+	assert_true(s.gpus[0].busy_s == 7.0);
+	gpushare_journal_summary_release(&s);
+
+	/* A second journal (another shard) on the same GPU, 103..105 closed:
+	 * merged with the first, 100..105 + 106..107 + 110..112 = 8 s. */
+	struct farm_config cfg1;
+	struct farm_attempt b = attempt(&list, 5, 1, FARM_OK, "GPU-aaaa", 103, 105);
+
+	make_config(&cfg1, &list, 1, 2, 0);
+	cfg1.busy_periods = true;
+	make_config(&cfg, &list, 0, 2, 0);
+	cfg.busy_periods = true;
+	a[1].has_gpu_busy = a[2].has_gpu_busy = true;
+	b.has_gpu_busy = true;
+	b.gpu_busy_s = 2;
+	snprintf(p_two, sizeof(p_two), "%s/two", dir);
+	write_journal(p_two, &cfg1, &b, 1);
+	snprintf(p_new, sizeof(p_new), "%s/new0", dir);
+	write_journal(p_new, &cfg, a, 5);
+	snprintf(jn, sizeof(jn), "%s/journal.jsonl", p_new);
+	snprintf(jt, sizeof(jt), "%s/journal.jsonl", p_two);
+	const char *two[] = { jn, jt };
+
+	assert_int_equal(gpushare_journal_summary_build(two, 2, &s), 0);
+	assert_int_equal(s.n_gpus, 1);
+	assert_true(s.gpus[0].busy_s == 8.0);
+	assert_true(s.gpus[0].job_s == 2 + 3 + 1 + 1 + 1.5 + 2);
+	assert_int_equal(s.attempts, 6);
+	gpushare_journal_summary_release(&s);
 	gpushare_farm_jobs_release(&list);
 }
 
@@ -537,6 +647,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_resume_set, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resume_refuses_changed_jobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_two_shards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_periods, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
