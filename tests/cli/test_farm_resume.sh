@@ -21,17 +21,25 @@ export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
 export CUDA_MPS_PIPE_DIRECTORY=$tmp/no-daemon
 unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
 
-# job.sh INDEX SLEEP SIDE: sleeps, then appends INDEX to SIDE (its side effect).
+# job.sh INDEX SLEEP SIDE [GATE]: waits for the file GATE when given, sleeps,
+# then appends INDEX to SIDE (its side effect).
 cat >"$tmp/job.sh" <<'EOF'
 #!/bin/sh
+if [ -n "$4" ]; then while [ ! -e "$4" ]; do sleep 0.05; done; fi
 sleep "$2"
 echo "$1" >>"$3"
 EOF
 chmod +x "$tmp/job.sh"
-jobs_file() { # jobs_file FILE N SLEEP SIDE
+jobs_file() { # jobs_file FILE N SLEEP SIDE [GATE FROM]: jobs FROM.. wait for GATE
 	local i
 	: >"$1"
-	for ((i = 0; i < $2; i++)); do echo "$tmp/job.sh $i $3 $4" >>"$1"; done
+	for ((i = 0; i < $2; i++)); do
+		if [[ -n "${5:-}" ]] && ((i >= ${6:-0})); then
+			echo "$tmp/job.sh $i $3 $4 $5" >>"$1"
+		else
+			echo "$tmp/job.sh $i $3 $4" >>"$1"
+		fi
+	done
 }
 attempts() { grep -c '"type":"attempt"' "$1/journal.jsonl" 2>/dev/null || true; }
 no_jobs() { ! pgrep -f "$tmp/job.sh" >/dev/null; }
@@ -58,11 +66,14 @@ EOF
 }
 
 echo "== SIGKILL of gpushare mid-farm under MPS, then --resume"
-jobs_file "$tmp/j24" 24 0.6 "$tmp/side1"
+# Jobs 6.. wait for a gate, so that gpushare is killed while no job can be
+# ending (a job that ends in the instant before its record is written runs
+# again on resume, which would make these checks race).
+jobs_file "$tmp/j24" 24 0.6 "$tmp/side1" "$tmp/gate1" 6
 "$GPUSHARE" farm --dir "$tmp/f1" --slots 3 -q "$tmp/j24" >"$tmp/f1.out" 2>&1 &
 fpid=$!
-wait_for 100 0.05 bash -c "[ \"\$(grep -c '\"type\":\"attempt\"' '$tmp/f1/journal.jsonl' 2>/dev/null)\" -ge 6 ]" || true
-sleep 0.3 # the middle of the second wave of jobs
+wait_for 200 0.05 bash -c "[ \"\$(grep -c '\"type\":\"attempt\"' '$tmp/f1/journal.jsonl' 2>/dev/null)\" -ge 6 ]" || true
+wait_for 200 0.05 running_jobs 6 || true # the second wave, at the gate
 check "a private MPS daemon serves the farm" test -n "$(our_daemons)"
 d=$(our_daemons | head -1)
 check "  for both GPUs: its CUDA_VISIBLE_DEVICES holds their UUIDs" \
@@ -81,6 +92,7 @@ run farm status "$tmp/f1"
 check "farm status: the killed farm is gone, its jobs wait for --resume" \
 	grep -q "f1: its farm (pid [0-9]* on .*) is gone; --resume $tmp/f1 runs what it left" "$tmp/out"
 printf '{"type":"attempt","job":' >>"$tmp/f1/journal.jsonl" # a torn last line, as a crash mid-write leaves
+touch "$tmp/gate1"
 run farm --resume "$tmp/f1" --slots 3 "$tmp/j24"
 check "resume: exit 0" test "$rc" = 0
 check "resume: $((24 - recorded)) jobs run, $recorded finished earlier" \
