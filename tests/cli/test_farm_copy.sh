@@ -18,40 +18,12 @@ private_xdg
 export GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 # no driver: jobs run unplaced
 unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
 
-# job.sh INDEX SLEEP SIDE: sleeps, then appends INDEX to SIDE (its side
-# effect). Jobs from number 6 on first wait until $tmp/go exists, so that a
-# farm killed while they wait has recorded exactly jobs 0 to 5.
-cat >"$tmp/job.sh" <<EOF
-#!/bin/sh
-if [ "\$1" -ge 6 ]; then
-	while [ ! -e "$tmp/go" ]; do sleep 0.05; done
-fi
-sleep "\$2"
-echo "\$1" >>"\$3"
-EOF
-chmod +x "$tmp/job.sh"
-jobs_file() { # jobs_file FILE N SLEEP SIDE
-	local i
-	: >"$1"
-	for ((i = 0; i < $2; i++)); do echo "$tmp/job.sh $i $3 $4" >>"$1"; done
-}
-attempts() { grep -c '"type":"attempt"' "$1/journal.jsonl" 2>/dev/null || true; }
+# shellcheck source=tests/cli/lib_farm.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_farm.sh"
 at_least() { [ "$(attempts "$1")" -ge "$2" ] 2>/dev/null; } # at_least DIR N: N attempts recorded
-no_jobs() { ! pgrep -f "$tmp/job.sh" >/dev/null; }
-exactly_once() { # exactly_once DIR SIDE N
-	python3 - "$1/journal.jsonl" "$2" "$3" <<'EOF'
-import collections, json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-n = int(sys.argv[3])
-ok = collections.Counter(r["job"] for r in recs if r["type"] == "attempt" and r["outcome"] == "ok")
-assert sorted(ok) == list(range(n)) and set(ok.values()) == {1}, ok
-side = collections.Counter(int(l) for l in open(sys.argv[2]))
-assert sorted(side) == list(range(n)) and set(side.values()) == {1}, side
-EOF
-}
 
 echo "== a farm fed on stdin, SIGKILL mid-farm, then --resume DIR alone"
-jobs_file "$tmp/j20" 20 0.1 "$tmp/side1"
+jobs_file "$tmp/j20" 20 0.1 "$tmp/side1" "$tmp/go" 6
 "$GPUSHARE" farm --dir "$tmp/f1" --strategy timeslice --slots 3 -q - <"$tmp/j20" >"$tmp/f1.out" 2>&1 &
 fpid=$!
 # Jobs 0..5 end; 6, 7 and 8 wait for $tmp/go.

@@ -21,28 +21,8 @@ export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
 export CUDA_MPS_PIPE_DIRECTORY=$tmp/no-daemon
 unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
 
-# job.sh INDEX SLEEP SIDE [GATE]: waits for the file GATE when given, sleeps,
-# then appends INDEX to SIDE (its side effect).
-cat >"$tmp/job.sh" <<'EOF'
-#!/bin/sh
-if [ -n "$4" ]; then while [ ! -e "$4" ]; do sleep 0.05; done; fi
-sleep "$2"
-echo "$1" >>"$3"
-EOF
-chmod +x "$tmp/job.sh"
-jobs_file() { # jobs_file FILE N SLEEP SIDE [GATE FROM]: jobs FROM.. wait for GATE
-	local i
-	: >"$1"
-	for ((i = 0; i < $2; i++)); do
-		if [[ -n "${5:-}" ]] && ((i >= ${6:-0})); then
-			echo "$tmp/job.sh $i $3 $4 $5" >>"$1"
-		else
-			echo "$tmp/job.sh $i $3 $4" >>"$1"
-		fi
-	done
-}
-attempts() { grep -c '"type":"attempt"' "$1/journal.jsonl" 2>/dev/null || true; }
-no_jobs() { ! pgrep -f "$tmp/job.sh" >/dev/null; }
+# shellcheck source=tests/cli/lib_farm.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_farm.sh"
 running_jobs() { [ "$(pgrep -f "$tmp/job.sh" | wc -l)" -ge "$1" ]; }
 our_daemons() {
 	local p
@@ -50,19 +30,6 @@ our_daemons() {
 		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/" && echo "$p"
 	done
 	return 0
-}
-# exactly_once DIR SIDE N: the journal has one ok attempt per job 0..N-1 and
-# the side file each index once.
-exactly_once() {
-	python3 - "$1/journal.jsonl" "$2" "$3" <<'EOF'
-import collections, json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-n = int(sys.argv[3])
-ok = collections.Counter(r["job"] for r in recs if r["type"] == "attempt" and r["outcome"] == "ok")
-assert sorted(ok) == list(range(n)) and set(ok.values()) == {1}, ok
-side = collections.Counter(int(l) for l in open(sys.argv[2]))
-assert sorted(side) == list(range(n)) and set(side.values()) == {1}, side
-EOF
 }
 
 echo "== SIGKILL of gpushare mid-farm under MPS, then --resume"
