@@ -599,8 +599,25 @@ static int check_resume_config(struct sweep_ctx *x)
 				peak ? want[k] : cJSON_GetObjectItemCaseSensitive(want[k], "config"), name);
 			char ra[160], rb[160];
 
+			char sub[64];
+
 			if (field_matches(a, b))
 				continue;
+			snprintf(sub, sizeof(sub), "%s", name);
+			/* Name the setting of the search that differs, not the whole object. */
+			if (cJSON_IsObject(a) && cJSON_IsObject(b)) {
+				for (const cJSON *w = b->child; w; w = w->next) {
+					const cJSON *g = cJSON_GetObjectItemCaseSensitive(a, w->string);
+
+					if (g && cJSON_Compare(g, w, true))
+						continue;
+					snprintf(sub, sizeof(sub), "%s.%s", name, w->string);
+					a = g;
+					b = w;
+					break;
+				}
+			}
+			name = sub;
 			short_json(a, ra, sizeof(ra));
 			short_json(b, rb, sizeof(rb));
 			rc = gpushare_fail(GPUSHARE_E_INVAL,
