@@ -431,6 +431,10 @@ static void recommend_text(const struct peak_table *t, char *buf, size_t len)
 
 	bound_text(t, bound, sizeof(bound));
 	buf[0] = '\0';
+	if (t->best < 0 && t->runs == 0) {
+		snprintf(buf, len, "no search succeeded: every run failed or was cut short (see the table)");
+		return;
+	}
 	if (t->best < 0) {
 		snprintf(buf, len, "no rate tried met %s in any cell (see the table)", bound);
 		return;

@@ -844,6 +844,16 @@ static int label_metrics(struct sweep_ctx *x, const struct gpushare_sweep_cell *
 					      sizeof(l) / sizeof(l[0]));
 }
 
+/* Whether a worker failed in a step of the peak search. */
+static bool peak_cut(const struct gpushare_bench_peak *pk)
+{
+	for (int i = 0; pk->searched && i < pk->n_steps; i++) {
+		if (pk->steps[i].failed_run)
+			return true;
+	}
+	return false;
+}
+
 static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 {
 	const struct gpushare_sweep_cell *cell = &x->cells[k];
@@ -877,6 +887,11 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	}
 	if (rc)
 		snprintf(error, sizeof(error), "%s", gpushare_errdetail());
+	/* A peak search that a worker failing mid-step cut short keeps its
+	 * best passing step, but that peak is not a search's answer: the run
+	 * is partial, as any run a worker failed in. */
+	if (rc == GPUSHARE_OK && r.n_results == 1 && peak_cut(&r.results[0].peak))
+		r.partial = true;
 	ok = rc == GPUSHARE_OK && !r.partial && r.n_results == 1 && r.results[0].status == GPUSHARE_RESULT_OK;
 	wrc = gpushare_sweep_record(cell, x->s->shapes[cell->shape].label, repeat, &r, rc, error, x->cuda_version,
 				    &line);

@@ -7,7 +7,8 @@
 # one after another, each alone at the full rate, so 200/s whatever W. The
 # report tabulates the peaks per strategy and worker count and names
 # timeslice with 2 workers; --resume skips the searches already recorded and
-# refuses other search settings; a rate list with --find-peak is refused.
+# refuses other search settings; a search a failing worker cut short is
+# partial, never a peak; a rate list with --find-peak is refused.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -117,6 +118,18 @@ run "${SW_RES[@]}" --out "$out" --resume -q
 	|| fail "--resume --resolution: exit $rc: $(cat "$tmp/err")"
 [[ $(wc -l <"$out/results.jsonl") -eq 4 ]] && ok "refused resumes wrote nothing" \
 	|| fail "refused resumes wrote records"
+
+echo "== a worker failing mid-search: the run is partial, its peak not shown"
+# Each step starts fresh workers; the 2 s window offers 300 requests at
+# 150/s (passes) and 600 at 300/s: the worker fails at its 450th.
+run sweep --out "$tmp/cut" --workload spin --sleep on --request-us 5ms --fail-after 450 --strategy timeslice \
+	--workers 1 --warmup 200ms --load open --arrival uniform --rate 150 --find-peak --slo p90=50ms \
+	--resolution 0.1 --tail-samples 20 --duration 2s --repeats 1
+[[ $rc -eq 10 ]] && ok "cut search: exit 10" || fail "cut search: exit $rc: $(cat "$tmp/err")"
+check "cut search: recorded as partial" grep -q '"status":"partial"' "$tmp/cut/results.jsonl"
+check "cut search: the table says failed, not a rate" grep -q '^| timeslice | failed (1) |$' "$tmp/cut/report.md"
+check "cut search: the recommendation says no search succeeded" grep -q "no search succeeded" "$tmp/cut/report.md"
+no_workers_left "cut search"
 
 echo "== refused combinations"
 bad() { # bad TEXT ARGS...
