@@ -88,7 +88,11 @@ static void usage(FILE *f)
 		"The report names the shape \"command:CMD ARGS\".\n\n"
 		"Open-loop load: --load open --rate LIST (rates per second, an axis of the grid) with\n"
 		"--arrival, --seed, --dispatch, --drain as for gpushare bench; the report draws p99 against\n"
-		"the offered rate per strategy and marks the highest rate within --slo-p99.\n\n"
+		"the offered rate per strategy and marks the highest rate within --slo-p99.\n"
+		"Peak search: --load open --rate R --find-peak --slo pNN=D [--resolution F]\n"
+		"[--tail-samples K] [--rate-max R]: every cell searches the highest rate within the bound\n"
+		"as gpushare bench --find-peak does, starting at R (one rate, not a list); the report\n"
+		"tabulates the peaks per strategy and worker count and names the highest.\n\n"
 		"Workload options (gpushare bench --help lists them) apply to every shape whose\n"
 		"workload has them. mps and mps-split cells share one private MPS daemon, started\n"
 		"once and stopped at the end (or on Ctrl-C).\n\n"
@@ -103,6 +107,9 @@ static void usage(FILE *f)
 struct progress_state {
 	bool tty;
 	bool line_open;
+	/* The peak-search step last shown, so each step gets one line. */
+	const struct gpushare_sweep_cell *step_cell;
+	int step_repeat, step;
 };
 
 static void fmt_clock(double s, char *buf, size_t len)
@@ -118,11 +125,27 @@ static void fmt_clock(double s, char *buf, size_t len)
 		snprintf(buf, len, "%02d:%02d", t / 60 % 60, t % 60);
 }
 
+/* A finished peak search in words: "peak 389/s (missed at 424/s), 6 steps". */
+static void fmt_peak(const struct gpushare_bench_peak *pk, char *buf, size_t len)
+{
+	char a[32], b[32];
+
+	if (!pk->found)
+		snprintf(buf, len, "no rate tried met the bound (%s)", pk->note[0] ? pk->note : "none passed");
+	else if (pk->upper > 0)
+		snprintf(buf, len, "peak %s/s (missed at %s/s), %d steps", gpushare_fmt_si(pk->rate, a, sizeof(a)),
+			 gpushare_fmt_si(pk->upper, b, sizeof(b)), pk->n_steps);
+	else
+		snprintf(buf, len, "peak at least %s/s, no rate tried missed the bound (%s), %d steps",
+			 gpushare_fmt_si(pk->rate, a, sizeof(a)), pk->note[0] ? pk->note : "search stopped", pk->n_steps);
+}
+
 static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 {
 	struct progress_state *ps = arg;
-	char el[16], eta[16], what[160];
+	char el[16], eta[16], what[160], rate[32];
 	unsigned total = p->runs_planned ? p->runs_planned : 1;
+	int step = !p->run_done && p->bench ? p->bench->peak_step : 0;
 
 	fmt_clock(p->elapsed_seconds, el, sizeof(el));
 	fmt_clock(p->eta_seconds, eta, sizeof(eta));
@@ -136,6 +159,8 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 			bar[i] = i < filled ? '#' : '-';
 		bar[30] = '\0';
 		fprintf(stderr, "\r\033[K[%s] %u/%u  %s", bar, p->runs_done, p->runs_planned, what);
+		if (step > 0)
+			fprintf(stderr, " peak step %d at %s/s", step, gpushare_fmt_si(p->bench->rate, rate, sizeof(rate)));
 		if (!p->run_done && p->bench && p->bench->phase == GPUSHARE_BENCH_MEASURING && p->bench->total_seconds > 0)
 			fprintf(stderr, " %.1f/%.1fs", p->bench->elapsed_seconds, p->bench->total_seconds);
 		fprintf(stderr, "  elapsed %s  ETA %s", el, eta);
@@ -143,9 +168,25 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 		fflush(stderr);
 		return;
 	}
-	if (!p->run_done)
+	if (!p->run_done) {
+		/* A peak search: one line as each step starts. */
+		if (step > 0 && (step != ps->step || p->cell != ps->step_cell || p->repeat != ps->step_repeat)) {
+			ps->step = step;
+			ps->step_cell = p->cell;
+			ps->step_repeat = p->repeat;
+			fprintf(stderr, "gpushare: sweep: %u/%u %s: peak search step %d at %s/s\n", p->runs_done + 1,
+				p->runs_planned, what, step, gpushare_fmt_si(p->bench->rate, rate, sizeof(rate)));
+			fflush(stderr);
+		}
 		return;
-	if (p->run_ok) {
+	}
+	if (p->run_ok && p->peak) {
+		char pk[256];
+
+		fmt_peak(p->peak, pk, sizeof(pk));
+		fprintf(stderr, "gpushare: sweep: %u/%u %s: %s; elapsed %s, ETA %s\n", p->runs_done, p->runs_planned, what,
+			pk, el, eta);
+	} else if (p->run_ok) {
 		char ips[32];
 
 		fprintf(stderr, "gpushare: sweep: %u/%u %s: %s; elapsed %s, ETA %s\n", p->runs_done, p->runs_planned, what,

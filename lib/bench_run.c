@@ -62,6 +62,7 @@ struct bench_ctx {
 	bool have_sys;
 	struct gpushare_strategy_ctx sx;     /* what the strategies see */
 	struct gpushare_metrics_bench *metrics; /* --metrics-listen; NULL off */
+	int peak_step;                       /* --find-peak: the step running (1-based), 0 none */
 };
 
 /* One worker process to start. */
@@ -400,6 +401,8 @@ static void progress(struct session *s, int phase, uint64_t phase_start, uint64_
 	p.requests = recorded_requests(s);
 	p.requests_target = c->requests * s->n_slots;
 	p.util_gpu_pct = s->last_util;
+	p.rate = c->load == GPUSHARE_LOAD_OPEN ? c->rate : 0;
+	p.peak_step = s->x->peak_step;
 	c->progress(c->progress_arg, &p);
 }
 
@@ -806,7 +809,9 @@ static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st
 		if (rc)
 			break;
 		x->c = c;
+		x->peak_step = pk->n_steps;
 		rc = run_strategy(x, st, &step, c->wl.batch);
+		x->peak_step = 0;
 		x->c = c0;
 		gpushare_bench_result_compute(&step, 0);
 		q = gpushare_openloop_quantile(&step.hist, step.open.unfinished, c0->slo_quantile);

@@ -620,8 +620,9 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 			s = (int)r->n_shapes++;
 			snprintf(r->shapes[s], sizeof(r->shapes[s]), "%s", r->runs[i].shape);
 		}
-		/* Open-loop runs form load curves (report_load_curve.c), not cells. */
-		if (r->runs[i].rate > 0)
+		/* Open-loop runs form load curves (report_load_curve.c) or peak
+		 * tables (report_peak.c), not cells. */
+		if (r->runs[i].rate > 0 || r->runs[i].find_peak)
 			continue;
 		refs[m].run = &r->runs[i];
 		refs[m++].shape = s;

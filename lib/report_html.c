@@ -16,6 +16,7 @@
 #include "gpushare/report.h"
 #include "report_internal.h"
 #include "report_load_curve.h"
+#include "report_peak.h"
 
 static void esc(struct rbuf *b, const char *s)
 {
@@ -172,6 +173,8 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 			gpushare_rbuf_printf(b, "</p>\n");
 		}
 	}
+	if (gpushare_report_peak_html(r, b))
+		return GPUSHARE_E_NOMEM;
 	for (size_t i = 0; i < r->n_shapes; i++) {
 		long batches[64];
 		size_t nb = gpushare_report_shape_batches(r, r->shapes[i], batches, 64);

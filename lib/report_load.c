@@ -19,6 +19,7 @@
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
 #include "report_load_curve.h"
+#include "report_peak.h"
 
 #define MAX_BAD_KEPT 1000
 /* A results file larger than this is refused rather than read into memory
@@ -161,7 +162,7 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 		return gpushare_fail(GPUSHARE_E_INVAL, "'cell.rate_per_second' is not a rate");
 	/* Only an ok run has figures (a failed or partial one has nulls). */
 	if (run->status != GPUSHARE_RUN_OK)
-		return GPUSHARE_OK;
+		return gpushare_report_load_peak(root, NULL, run);
 	bench = cJSON_GetObjectItemCaseSensitive(root, "bench");
 	results = cJSON_GetObjectItemCaseSensitive(bench, "results");
 	res = cJSON_GetArrayItem(results, 0);
@@ -183,6 +184,8 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	run->util_mean_pct = get_opt(tel, "util_mean_percent", 0, 100);
 	run->mem_used_max_bytes = get_opt(tel, "mem_used_max_bytes", 0, INFINITY);
 	if (run->rate > 0 && gpushare_report_load_open(res, run))
+		return GPUSHARE_E_INVAL;
+	if (gpushare_report_load_peak(root, res, run))
 		return GPUSHARE_E_INVAL;
 	return parse_hist(cJSON_GetObjectItemCaseSensitive(agg, "histogram"), run);
 }

@@ -21,6 +21,7 @@
 #include "csv.h"
 #include "report_internal.h"
 #include "report_load_curve.h"
+#include "report_peak.h"
 #include "json_util.h"
 
 const struct gpushare_ci *gpushare_report_metric_ci(const struct gpushare_report_cell *c, int m)
@@ -267,10 +268,12 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 
 		for (size_t k = 0; k < r->n_runs && !open; k++)
 			open = r->runs[k].rate > 0 && !strcmp(r->runs[k].shape, r->shapes[i]);
-		if (!open)
+		if (!open && !gpushare_report_peak_any(r, r->shapes[i]))
 			continue;
 		fprintf(f, "### %s, open loop\n\n", r->shapes[i]);
 		gpushare_report_load_curve_recommend(r, r->shapes[i], f);
+		if (gpushare_report_peak_recommend(r, r->shapes[i], f))
+			return GPUSHARE_E_NOMEM;
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < r->n_shapes; i++) {
@@ -285,6 +288,8 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 		}
 	}
 	if (gpushare_report_load_curve_markdown(r, f))
+		return GPUSHARE_E_IO;
+	if (gpushare_report_peak_markdown(r, f))
 		return GPUSHARE_E_IO;
 	if (ferror(f))
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write the markdown report: %s", strerror(errno));
@@ -309,6 +314,14 @@ int gpushare_report_write_recommendation(const struct gpushare_report *r, FILE *
 		if (r->slo_p99_seconds > 0)
 			fprintf(f, "  under p99 %s: %s\n", gpushare_fmt_seconds(r->slo_p99_seconds, slo, sizeof(slo)),
 				rec->slo_text);
+	}
+	/* The peak searches of each shape (they form no cells, so no rec). */
+	for (size_t i = 0; i < r->n_shapes; i++) {
+		if (!gpushare_report_peak_any(r, r->shapes[i]))
+			continue;
+		fprintf(f, "%s, open loop\n", r->shapes[i]);
+		if (gpushare_report_peak_text(r, r->shapes[i], f))
+			return GPUSHARE_E_NOMEM;
 	}
 	if (ferror(f))
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write the recommendation: %s", strerror(errno));
@@ -564,6 +577,7 @@ int gpushare_report_json(const struct gpushare_report *r, char **text)
 
 		ok = o && cJSON_AddItemToArray(recs, o);
 	}
+	ok = ok && gpushare_json_add(doc, "peak_search", gpushare_report_peak_json(r));
 	ok = ok && cJSON_AddNumberToObject(doc, "corrupt_lines", (double)r->n_bad) &&
 	     (bad = cJSON_AddArrayToObject(doc, "corrupt_line_list")) != NULL;
 	for (size_t i = 0; ok && i < r->n_bad_kept; i++) {

@@ -7,7 +7,9 @@
  * run, so its start-up is paid once. In command mode the one shape is the
  * user's program, run by each bench run as `gpushare bench -- CMD` would.
  * With --metrics-listen one Prometheus server serves every run, each run's
- * series labelled with its cell and repeat. The record format lives in
+ * series labelled with its cell and repeat. With --find-peak each cell is
+ * one bench peak search (the rate is then not an axis of the grid: the
+ * search picks its rates, starting at the one --rate). The record format lives in
  * sweep_record.c; reading the file back is report_load.c's job.
  */
 #include <cjson/cJSON.h>
@@ -234,11 +236,20 @@ static void cell_config(const struct gpushare_sweep_config *s, const struct gpus
 	c->ceiling = false;
 	if (cell->rate > 0)
 		c->rate = cell->rate;
+	else if (s->bench.find_peak && s->n_rates == 1)
+		c->rate = s->rates[0];   /* the first rate of every search */
+}
+
+/* The rates that are an axis of the grid: none in closed loop and for a
+ * peak search (the search picks its own). */
+static size_t grid_rates(const struct gpushare_sweep_config *s)
+{
+	return s->bench.find_peak ? 0 : s->n_rates;
 }
 
 int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_sweep_cell **cells, size_t *n)
 {
-	size_t n_rates = s->n_rates ? s->n_rates : 1;
+	size_t n_rates = grid_rates(s) ? grid_rates(s) : 1;
 	size_t total = s->n_shapes * s->n_strategies * s->n_workers * s->n_batches * n_rates, k = 0;
 	struct gpushare_sweep_cell *v;
 
@@ -261,12 +272,14 @@ int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_
 						c->strategy = s->strategies[b];
 						c->workers = s->workers[w];
 						c->batch = s->batches[t];
-						c->rate = s->n_rates ? s->rates[q] : 0;
+						c->rate = grid_rates(s) ? s->rates[q] : 0;
 						snprintf(c->key, sizeof(c->key), "%s|%s|w%d|b%ld", s->shapes[a].label,
 							 gpushare_strategy_name(c->strategy), c->workers, c->batch);
 						len = strlen(c->key);
 						if (c->rate > 0)
 							snprintf(c->key + len, sizeof(c->key) - len, "|r%.9g", c->rate);
+						else if (s->bench.find_peak)
+							snprintf(c->key + len, sizeof(c->key) - len, "|peak");
 					}
 	*cells = v;
 	*n = total;
@@ -292,9 +305,12 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--repeats must be at least 1");
 	if (s->n_rates && s->bench.load != GPUSHARE_LOAD_OPEN)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--rate needs --load open");
-	if (s->bench.find_peak)
-		return gpushare_fail(GPUSHARE_E_INVAL, "--find-peak searches one rate at a time: use gpushare bench; a sweep "
-				     "measures the rates of --rate LIST and its report marks the highest within --slo-p99");
+	if (s->bench.find_peak && s->n_rates > 1)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--find-peak takes one --rate, the first rate each search tries, "
+				     "not a list; without --find-peak a sweep measures the rates of --rate LIST");
+	if (s->bench.find_peak && s->target_noise > 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--target-noise does not apply to --find-peak (it repeats a cell until "
+				     "its throughput is known); give --repeats");
 	if (s->target_noise < 0 || s->target_noise >= 1)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--target-noise must be in (0%%, 100%%)");
 	if (s->target_noise > 0 && s->max_repeats < s->repeats)
@@ -379,7 +395,7 @@ static double eta(const struct sweep_ctx *x)
 }
 
 static void report_progress(struct sweep_ctx *x, bool done, bool ok, double ips,
-			    const struct gpushare_bench_progress *bp)
+			    const struct gpushare_bench_progress *bp, const struct gpushare_bench_peak *peak)
 {
 	struct gpushare_sweep_progress p;
 
@@ -398,12 +414,13 @@ static void report_progress(struct sweep_ctx *x, bool done, bool ok, double ips,
 	p.run_ok = ok;
 	p.items_per_second = ips;
 	p.bench = bp;
+	p.peak = peak;
 	x->s->progress(x->s->progress_arg, &p);
 }
 
 static void bench_progress(void *arg, const struct gpushare_bench_progress *bp)
 {
-	report_progress(arg, false, false, 0, bp);
+	report_progress(arg, false, false, 0, bp, NULL);
 }
 
 static int find_cell(const struct sweep_ctx *x, const struct gpushare_report_run *run)
@@ -464,31 +481,66 @@ static int lock_results_dir(struct sweep_ctx *x)
 /* The fields of a run's bench configuration that change what is measured;
  * a resumed sweep must ask for the same ones (strategy, workers and batch
  * are the cell itself; the start timeout and the MPS pipe directory are not
- * part of the measurement). */
+ * part of the measurement). The open-loop ones were added later: a record
+ * without them was measured in closed loop (see closed_default()). */
 static const char *const resume_fields[] = {
 	"workload", "workload_options", "command", "command_mode", "batch", "workers", "mode",
 	"duration_seconds", "requests_per_worker", "warmup_seconds", "warmup_requests", "gpu",
-	"thread_percentage", "mem_limit_bytes", "priority",
+	"thread_percentage", "mem_limit_bytes", "priority", "load", "rate_per_second", "arrival", "seed",
+	"dispatch", "find_peak",
 };
 
-/* The configuration object a run of cell k records (bench.config). */
+/* The record's settings of a peak search (root "peak_search"): the bound,
+ * resolution, tail samples, rate limit and first rate must match too. */
+#define RESUME_PEAK_FIELD "peak_search"
+
+/* What an absent field of an older record stands for: the closed-loop
+ * value (null, false, "closed"). */
+static bool closed_default(const cJSON *v)
+{
+	return !v || cJSON_IsNull(v) || cJSON_IsFalse(v) || (cJSON_IsString(v) && !strcmp(v->valuestring, "closed"));
+}
+
+/* What a run of cell k records: an object with "config" (bench.config) and
+ * "peak_search", as the record of that run has them. */
 static cJSON *expected_config(struct sweep_ctx *x, size_t k)
 {
 	struct gpushare_bench_report r;
-	cJSON *doc, *cfg;
+	cJSON *doc, *out, *item;
 	char *text = NULL;
 
 	cell_config(x->s, &x->cells[k], x->c);
 	memset(&r, 0, sizeof(r));
 	r.gpu_index = -1;
 	r.config = x->c;
-	if (gpushare_bench_report_json(&r, &text))
+	if (gpushare_sweep_record(&x->cells[k], x->s->shapes[x->cells[k].shape].label, 0, &r, GPUSHARE_OK, NULL, -1,
+				  &text))
 		return NULL;
 	doc = cJSON_Parse(text);
 	free(text);
-	cfg = cJSON_DetachItemFromObjectCaseSensitive(doc, "config");
+	out = cJSON_CreateObject();
+	if (!doc || !out) {
+		cJSON_Delete(doc);
+		cJSON_Delete(out);
+		return NULL;
+	}
+	item = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "bench"), "config");
+	if (item)
+		cJSON_AddItemToObject(out, "config", item);
+	item = cJSON_DetachItemFromObjectCaseSensitive(doc, RESUME_PEAK_FIELD);
+	if (item)
+		cJSON_AddItemToObject(out, RESUME_PEAK_FIELD, item);
 	cJSON_Delete(doc);
-	return cfg;
+	return out;
+}
+
+/* Whether a recorded field matches what this sweep asks for; an absent one
+ * (an older record) stands for the closed-loop value. */
+static bool field_matches(const cJSON *got, const cJSON *want)
+{
+	if (!got)
+		return closed_default(want);
+	return want && cJSON_Compare(got, want, true);
 }
 
 static void short_json(const cJSON *v, char *buf, size_t len)
@@ -538,19 +590,40 @@ static int check_resume_config(struct sweep_ctx *x)
 		}
 		if (k >= 0 && !want[k] && !(want[k] = expected_config(x, (size_t)k)))
 			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		for (size_t f = 0; !rc && k >= 0 && f < sizeof(resume_fields) / sizeof(resume_fields[0]); f++) {
-			const cJSON *a = cJSON_GetObjectItemCaseSensitive(got, resume_fields[f]);
-			const cJSON *b = cJSON_GetObjectItemCaseSensitive(want[k], resume_fields[f]);
-			char ra[96], rb[96];
+		for (size_t f = 0; !rc && k >= 0 && f <= sizeof(resume_fields) / sizeof(resume_fields[0]); f++) {
+			/* The last round compares the peak search's settings. */
+			bool peak = f == sizeof(resume_fields) / sizeof(resume_fields[0]);
+			const char *name = peak ? RESUME_PEAK_FIELD : resume_fields[f];
+			const cJSON *a = cJSON_GetObjectItemCaseSensitive(peak ? root : got, name);
+			const cJSON *b = cJSON_GetObjectItemCaseSensitive(
+				peak ? want[k] : cJSON_GetObjectItemCaseSensitive(want[k], "config"), name);
+			char ra[160], rb[160];
 
-			if ((!a && !b) || (a && b && cJSON_Compare(a, b, true)))
+			char sub[64];
+
+			if (field_matches(a, b))
 				continue;
+			snprintf(sub, sizeof(sub), "%s", name);
+			/* Name the setting of the search that differs, not the whole object. */
+			if (cJSON_IsObject(a) && cJSON_IsObject(b)) {
+				for (const cJSON *w = b->child; w; w = w->next) {
+					const cJSON *g = cJSON_GetObjectItemCaseSensitive(a, w->string);
+
+					if (g && cJSON_Compare(g, w, true))
+						continue;
+					snprintf(sub, sizeof(sub), "%s.%s", name, w->string);
+					a = g;
+					b = w;
+					break;
+				}
+			}
+			name = sub;
 			short_json(a, ra, sizeof(ra));
 			short_json(b, rb, sizeof(rb));
 			rc = gpushare_fail(GPUSHARE_E_INVAL,
 					   "--resume: line %zu of '%s' was measured with %s %s, this sweep asks for %s; "
 					   "resume with the options of that sweep, or give another --out",
-					   line, x->path, resume_fields[f], ra, rb);
+					   line, x->path, name, ra, rb);
 		}
 		cJSON_Delete(root);
 	}
@@ -771,6 +844,16 @@ static int label_metrics(struct sweep_ctx *x, const struct gpushare_sweep_cell *
 					      sizeof(l) / sizeof(l[0]));
 }
 
+/* Whether a worker failed in a step of the peak search. */
+static bool peak_cut(const struct gpushare_bench_peak *pk)
+{
+	for (int i = 0; pk->searched && i < pk->n_steps; i++) {
+		if (pk->steps[i].failed_run)
+			return true;
+	}
+	return false;
+}
+
 static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 {
 	const struct gpushare_sweep_cell *cell = &x->cells[k];
@@ -791,7 +874,7 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 		return rc;
 	x->cur = cell;
 	x->cur_repeat = repeat;
-	report_progress(x, false, false, 0, NULL);
+	report_progress(x, false, false, 0, NULL, NULL);
 	rc = gpushare_bench_run(x->c, &r);
 	gpushare_bench_report_settle(&r, rc);
 	if (rc == GPUSHARE_E_INTERRUPTED || r.interrupted || gpushare_bench_interrupted()) {
@@ -804,6 +887,11 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	}
 	if (rc)
 		snprintf(error, sizeof(error), "%s", gpushare_errdetail());
+	/* A peak search that a worker failing mid-step cut short keeps its
+	 * best passing step, but that peak is not a search's answer: the run
+	 * is partial, as any run a worker failed in. */
+	if (rc == GPUSHARE_OK && r.n_results == 1 && peak_cut(&r.results[0].peak))
+		r.partial = true;
 	ok = rc == GPUSHARE_OK && !r.partial && r.n_results == 1 && r.results[0].status == GPUSHARE_RESULT_OK;
 	wrc = gpushare_sweep_record(cell, x->s->shapes[cell->shape].label, repeat, &r, rc, error, x->cuda_version,
 				    &line);
@@ -821,7 +909,7 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 		if (ok)
 			wrc = add_sample(&x->st[k], ips);
 		x->run_seconds_sum += (double)(gpushare_now_ns() - t0) / 1e9;
-		report_progress(x, true, ok, ips, NULL);
+		report_progress(x, true, ok, ips, NULL, ok && r.results[0].peak.searched ? &r.results[0].peak : NULL);
 	}
 	gpushare_bench_report_release(&r);
 	return wrc;

@@ -1,6 +1,8 @@
 /*
  * One line of a sweep's results file (JSON Lines, docs/sweep.md): the cell,
- * the repeat, how the run ended, the sweep's metadata, and the whole bench
+ * the repeat, how the run ended, the sweep's metadata, the settings of a
+ * peak search (so --resume can check them, and a failed search still says
+ * which bound it searched for), and the whole bench
  * JSON document of the run (docs/bench-schema.json), so nothing measured is
  * lost and the report can be recomputed from the file alone.
  */
@@ -16,6 +18,23 @@
 static bool str_or_null(cJSON *o, const char *k, const char *s)
 {
 	return s && *s ? cJSON_AddStringToObject(o, k, s) != NULL : cJSON_AddNullToObject(o, k) != NULL;
+}
+
+/* "peak_search": what a --find-peak run searched for, null otherwise. */
+static bool add_peak_search(cJSON *doc, const struct gpushare_bench_config *c)
+{
+	cJSON *o, *slo;
+
+	if (!c || !c->find_peak)
+		return cJSON_AddNullToObject(doc, "peak_search") != NULL;
+	return (o = cJSON_AddObjectToObject(doc, "peak_search")) != NULL &&
+	       (slo = cJSON_AddObjectToObject(o, "slo")) != NULL &&
+	       cJSON_AddNumberToObject(slo, "quantile", c->slo_quantile) &&
+	       cJSON_AddNumberToObject(slo, "bound_seconds", (double)c->slo_ns / 1e9) &&
+	       cJSON_AddNumberToObject(o, "first_rate_per_second", c->rate) &&
+	       cJSON_AddNumberToObject(o, "resolution", c->resolution) &&
+	       cJSON_AddNumberToObject(o, "tail_samples", c->tail_samples) &&
+	       cJSON_AddNumberToObject(o, "rate_max_per_second", c->rate_max);
 }
 
 int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *shape_label, int repeat,
@@ -62,6 +81,7 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 
 		ok = a && cJSON_AddItemToArray(cmd, a);
 	}
+	ok = ok && add_peak_search(doc, r->config);
 	if (ok) {
 		if (gpushare_bench_report_json(r, &text)) {
 			ok = false;

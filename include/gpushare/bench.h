@@ -106,6 +106,8 @@ struct gpushare_bench_progress {
 	int util_gpu_pct;          /* last NVML sample, -1 none */
 	int repeat, n_repeats;     /* gpushare_bench_run_repeats(): which repeat (0-based) of
 				    * how many planned; else 0 / 0 */
+	double rate;               /* open loop: arrivals per second offered now; 0 closed loop */
+	int peak_step;             /* --find-peak: the step running (1-based); 0 otherwise */
 };
 
 typedef void (*gpushare_bench_progress_fn)(void *arg, const struct gpushare_bench_progress *p);

@@ -5,7 +5,9 @@
  * coverage), and writes
  * markdown tables (strategies as rows, worker counts as columns), CSV and
  * JSON summaries, PNG and SVG plots (cairo), one self-contained HTML page and
- * a recommendation. The statistics are described in docs/sweep.md.
+ * a recommendation. Open-loop sweeps add load curves (--rate LIST) or peak
+ * tables (--find-peak: the highest rate within the bound per strategy and
+ * worker count). The statistics are described in docs/sweep.md.
  *
  * Usage:
  *   struct gpushare_report r;
@@ -64,6 +66,19 @@ struct gpushare_report_run {
 	double rate;
 	double offered_per_second, achieved_per_second;
 	double unfinished;
+	/* A --find-peak search (the record's peak_search, or
+	 * bench.config.find_peak): not a cell of the throughput tables but a
+	 * cell of the peak tables. The bound is known from the record (0
+	 * unknown); the outcome (bench.results[0].peak) only on an ok run. */
+	bool find_peak;
+	double peak_quantile, peak_bound_seconds;
+	double peak_resolution;      /* relative; 0 unknown */
+	bool peak_found;             /* a rate met the bound */
+	double peak_rate;            /* found: the highest rate that met it, per second */
+	double peak_missed_at;       /* the lowest rate that missed it; 0 none (the
+				      * search stopped without a miss: the peak may be higher) */
+	int peak_steps;
+	char peak_note[160];         /* how the search ended when not bracketed; "" */
 };
 
 /* A line that could not be used. */

@@ -7,6 +7,12 @@
  * docs/sweep.md). An interrupted sweep is resumed from that file: recorded
  * (cell, repeat) pairs are skipped.
  *
+ * Peak search: with bench.find_peak (and bench.load open) every cell runs
+ * the bench search for the highest arrival rate within the bound
+ * bench.slo_quantile / bench.slo_ns, starting at the one rate of rates[]
+ * (or bench.rate); the record then holds the search (bench.results[0].peak)
+ * and the report tabulates the peaks per strategy and worker count.
+ *
  * Live metrics: with bench.metrics_listen set, the sweep serves one
  * Prometheus endpoint for all its runs (not one per run); the series of
  * each run carry the labels shape, workers, batch and repeat besides
@@ -61,9 +67,11 @@ struct gpushare_sweep_cell {
 	int strategy;                   /* enum gpushare_strategy */
 	int workers;
 	long batch;
-	double rate;                    /* open loop: arrivals per second; 0 closed loop */
+	double rate;                    /* open loop: arrivals per second; 0 closed loop
+					 * and --find-peak (the search picks its rates) */
 	char key[192];                  /* "<shape label>|<strategy>|w<workers>|b<batch>",
-					 * then "|r<rate>" under open loop */
+					 * then "|r<rate>" under open loop, "|peak" for a
+					 * --find-peak search */
 };
 
 /* Progress handed to the caller: after each finished run (run_done true)
@@ -80,7 +88,10 @@ struct gpushare_sweep_progress {
 	bool run_done;
 	bool run_ok;                    /* run_done: recorded with status "ok" */
 	double items_per_second;        /* run_done: the run's aggregate */
-	const struct gpushare_bench_progress *bench;   /* !run_done: the run's progress, may be NULL */
+	const struct gpushare_bench_progress *bench;   /* !run_done: the run's progress, may be NULL;
+							 * a peak search's step in bench->peak_step */
+	const struct gpushare_bench_peak *peak;        /* run_done: the run's peak search; NULL when
+							 * none ran (closed loop, fixed rates, failed run) */
 };
 
 typedef void (*gpushare_sweep_progress_fn)(void *arg, const struct gpushare_sweep_progress *p);
@@ -95,7 +106,8 @@ struct gpushare_sweep_config {
 	long batches[GPUSHARE_SWEEP_MAX_VALUES];
 	size_t n_batches;
 	/* Open loop (bench.load OPEN): the offered rates, innermost axis of the
-	 * grid (a latency-vs-load curve per cell); 0 rates in closed loop. */
+	 * grid (a latency-vs-load curve per cell); 0 rates in closed loop. With
+	 * bench.find_peak at most one: the first rate each search tries. */
 	double rates[GPUSHARE_SWEEP_MAX_VALUES];
 	size_t n_rates;
 	int repeats;                    /* fixed repeats per cell (default 5) */
@@ -179,7 +191,8 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
  * a finished bench run: cell (its workload is "command" in command mode),
  * repeat, status ("ok", "partial", "failed"),
  * error (rc and message, or null), sweep metadata (cuda_driver_version:
- * 13000 for CUDA 13.0, < 0 unknown) and the bench document. */
+ * 13000 for CUDA 13.0, < 0 unknown), peak_search (the search's settings
+ * from r->config when it has find_peak, else null) and the bench document. */
 int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *shape_label, int repeat,
 			  const struct gpushare_bench_report *r, int rc, const char *error,
 			  int cuda_driver_version, char **line);

@@ -232,9 +232,9 @@ run "${SW[@]}" --resume
 run sweep --out "$tmp/sweep2" --workload spin --strategy timeslice --rate 10,20
 [[ $rc -eq 2 ]] && grep -q "needs --load open" "$tmp/err" && ok "sweep: --rate without --load open refused" \
 	|| fail "sweep --rate closed: exit $rc $(cat "$tmp/err")"
-run sweep --out "$tmp/sweep2" --workload spin --strategy timeslice --load open --rate 10 --find-peak --slo p99=5ms
-[[ $rc -eq 2 ]] && grep -q "use gpushare bench" "$tmp/err" && ok "sweep: --find-peak refused, pointing at bench" \
-	|| fail "sweep --find-peak: exit $rc $(cat "$tmp/err")"
+run sweep --out "$tmp/sweep2" --workload spin --strategy timeslice --load open --rate 10,20 --find-peak --slo p99=5ms
+[[ $rc -eq 2 ]] && grep -q "find-peak takes one --rate" "$tmp/err" && ok "sweep: --find-peak with a rate list refused" \
+	|| fail "sweep --find-peak --rate LIST: exit $rc $(cat "$tmp/err")"
 run sweep --out "$tmp/sweep2" --workload spin --strategy timeslice --load open --rate 10,x
 [[ $rc -eq 2 ]] && ok "sweep: bad rate list refused" || fail "sweep bad rate: exit $rc"
 no_workers_left "sweep"

@@ -239,6 +239,73 @@ static void test_command(void **state)
 	assert_int_equal(gpushare_sweep_set_command(&cfg, argv, GPUSHARE_CMD_REQUEST), GPUSHARE_E_INVAL);
 }
 
+/* --find-peak: one first rate, not a list; the rate is no axis of the grid
+ * (keys end in "|peak"); the record keeps the search's settings, and a
+ * failed search still reads back as a peak search with its bound. */
+static void test_find_peak(void **state)
+{
+	struct gpushare_bench_report r;
+	struct gpushare_sweep_cell *cells;
+	struct gpushare_report_run run;
+	size_t n;
+	char *line;
+	cJSON *doc, *ps;
+
+	(void)state;
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin"), GPUSHARE_OK);
+	cfg.n_strategies = 1;
+	cfg.n_workers = 2;
+	cfg.bench.load = GPUSHARE_LOAD_OPEN;
+	cfg.bench.find_peak = true;
+	assert_int_equal(gpushare_slo_parse("p99=50ms", &cfg.bench.slo_quantile, &cfg.bench.slo_ns), GPUSHARE_OK);
+	cfg.rates[0] = 50;
+	cfg.rates[1] = 100;
+	cfg.n_rates = 2;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "--find-peak takes one --rate"));
+	cfg.n_rates = 1;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_OK);
+	cfg.target_noise = 0.02;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "--target-noise"));
+	cfg.target_noise = 0;
+	assert_int_equal(gpushare_sweep_cells(&cfg, &cells, &n), GPUSHARE_OK);
+	assert_int_equal(n, 2);
+	assert_string_equal(cells[1].key, "spin|timeslice|w2|b1|peak");
+	assert_true(cells[1].rate == 0);
+	/* Without --rate the search has no first rate: bench's own words. */
+	cfg.n_rates = 0;
+	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "--rate"));
+
+	cfg.bench.rate = 50;
+	gpushare_bench_report_init(&r, &cfg.bench);
+	assert_int_equal(gpushare_sweep_record(&cells[1], "spin", 0, &r, GPUSHARE_E_WORKER, "x", -1, &line), GPUSHARE_OK);
+	doc = cJSON_Parse(line);
+	assert_non_null(doc);
+	ps = cJSON_GetObjectItem(doc, "peak_search");
+	assert_true(cJSON_IsObject(ps));
+	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(ps, "slo"), "quantile")->valuedouble == 0.99);
+	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(ps, "slo"), "bound_seconds")->valuedouble == 0.05);
+	assert_true(cJSON_GetObjectItem(ps, "first_rate_per_second")->valuedouble == 50);
+	assert_true(cJSON_GetObjectItem(ps, "resolution")->valuedouble == 0.05);
+	assert_int_equal(cJSON_GetObjectItem(ps, "tail_samples")->valueint, 100);
+	cJSON_Delete(doc);
+	assert_int_equal(gpushare_report_parse_line(line, strlen(line), &run), GPUSHARE_OK);
+	assert_true(run.find_peak && run.status == GPUSHARE_RUN_FAILED && run.peak_bound_seconds == 0.05);
+	assert_false(run.peak_found);
+	gpushare_report_run_release(&run);
+	free(line);
+	/* Closed loop: "peak_search" is null. */
+	cfg.bench.find_peak = false;
+	assert_int_equal(gpushare_sweep_record(&cells[1], "spin", 0, &r, GPUSHARE_E_WORKER, "x", -1, &line), GPUSHARE_OK);
+	assert_non_null(strstr(line, "\"peak_search\":null"));
+	free(line);
+	gpushare_bench_report_release(&r);
+	free(cells);
+}
+
 static void test_results_file_refused_without_resume(void **state)
 {
 	struct gpushare_sweep_summary sum;
@@ -273,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_cells_and_check),
 		cmocka_unit_test(test_record_round_trip),
 		cmocka_unit_test(test_command),
+		cmocka_unit_test(test_find_peak),
 		cmocka_unit_test(test_results_file_refused_without_resume),
 	};
 

@@ -1,0 +1,744 @@
+/*
+ * The peak tables of a sweep report: the runs of `gpushare sweep --load open
+ * --find-peak --slo pNN=D` grouped by shape, batch and bound into one table
+ * each, a cell per strategy and worker count holding the median over its
+ * repeats of the highest rate that met the bound, the range of those
+ * repeats and how many there were. Written as a section of report.md and
+ * of the HTML page, as part of summary.json, and as the recommendation's
+ * "highest rate within the bound".
+ *
+ * Honesty rules. A failed run has no peak: it is counted, never a zero. A
+ * search in which no rate met the bound counts as "none found", below any
+ * rate: the median of [none, none, 300/s] is none. A search that never saw
+ * a rate miss the bound (it stopped at --rate-max or its step limit) is
+ * marked: the peak may be higher. Two cells tie when the ranges of their
+ * repeats overlap, or when their medians differ by no more than the search
+ * resolution (each search knows its peak only to that).
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/format.h"
+#include "gpushare/gpushare.h"
+#include "json_util.h"
+#include "report_peak.h"
+
+#define MAX_WORKERS 64
+
+/* ---- loading ---- */
+
+static bool get_num(const cJSON *o, const char *k, double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (!cJSON_IsNumber(v))
+		return false;
+	*out = v->valuedouble;
+	return true;
+}
+
+/* The bound of an "slo" object; false when it is not one. */
+static bool get_slo(const cJSON *o, double *q, double *bound)
+{
+	const cJSON *slo = cJSON_GetObjectItemCaseSensitive(o, "slo");
+	double a, b;
+
+	if (!get_num(slo, "quantile", &a) || !get_num(slo, "bound_seconds", &b) || !(a > 0 && a < 1) || !(b > 0) ||
+	    !isfinite(b))
+		return false;
+	*q = a;
+	*bound = b;
+	return true;
+}
+
+int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res, struct gpushare_report_run *run)
+{
+	const cJSON *ps = cJSON_GetObjectItemCaseSensitive(root, "peak_search");
+	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "bench"), "config");
+	const cJSON *pk, *note, *steps;
+	double v;
+
+	run->find_peak = cJSON_IsObject(ps) || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "find_peak"));
+	if (!run->find_peak)
+		return GPUSHARE_OK;
+	if (cJSON_IsObject(ps)) {
+		if (!get_slo(ps, &run->peak_quantile, &run->peak_bound_seconds))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'peak_search.slo' is not a quantile and a bound");
+		if (get_num(ps, "resolution", &v) && v > 0 && v <= 1)
+			run->peak_resolution = v;
+	}
+	if (!res)
+		return GPUSHARE_OK;
+	pk = cJSON_GetObjectItemCaseSensitive(res, "peak");
+	if (!cJSON_IsObject(pk))
+		return gpushare_fail(GPUSHARE_E_INVAL, "a peak-search run lacks 'bench.results[0].peak'");
+	if (run->peak_bound_seconds <= 0 && !get_slo(pk, &run->peak_quantile, &run->peak_bound_seconds))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'peak.slo' is not a quantile and a bound");
+	if (run->peak_resolution <= 0 && get_num(pk, "resolution", &v) && v > 0 && v <= 1)
+		run->peak_resolution = v;
+	if (!cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(pk, "found")))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'peak.found' is missing");
+	run->peak_found = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pk, "found"));
+	if (run->peak_found &&
+	    (!get_num(pk, "rate_per_second", &run->peak_rate) || !(run->peak_rate > 0) || !isfinite(run->peak_rate)))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'peak.rate_per_second' is not a rate");
+	if (get_num(pk, "missed_at_per_second", &v) && (!(v > 0) || !isfinite(v)))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'peak.missed_at_per_second' is not a rate");
+	run->peak_missed_at = get_num(pk, "missed_at_per_second", &v) ? v : 0;
+	steps = cJSON_GetObjectItemCaseSensitive(pk, "steps");
+	run->peak_steps = cJSON_IsArray(steps) ? cJSON_GetArraySize(steps) : 0;
+	note = cJSON_GetObjectItemCaseSensitive(pk, "note");
+	if (cJSON_IsString(note))
+		gpushare_utf8_copy(run->peak_note, sizeof(run->peak_note), note->valuestring);
+	return GPUSHARE_OK;
+}
+
+bool gpushare_report_peak_any(const struct gpushare_report *r, const char *shape)
+{
+	for (size_t i = 0; i < r->n_runs; i++) {
+		if (r->runs[i].find_peak && (!shape || !strcmp(r->runs[i].shape, shape)))
+			return true;
+	}
+	return false;
+}
+
+/* ---- the tables ---- */
+
+struct peak_cell {
+	size_t n_found, n_none, n_failed;   /* ok searches with / without a peak; failed runs */
+	double median;               /* per second; NaN: "none found" (or no ok search) */
+	double lo, hi;               /* range of the found peaks */
+	bool open;                   /* a found search saw no rate miss: may be higher */
+	double resolution;           /* the largest of its searches; 0 unknown */
+	bool best, tied;
+};
+
+struct peak_table {
+	const char *shape;
+	int shape_index;
+	long batch;
+	double q, bound;             /* 0: unknown (only failed runs without the record's settings) */
+	int strategies[GPUSHARE_STRATEGY_COUNT];
+	size_t n_strategies;
+	int workers[MAX_WORKERS];
+	size_t n_workers;
+	struct peak_cell *cells;     /* [s * n_workers + w] */
+	int best;                    /* index in cells, -1 none */
+	size_t n_tied;               /* cells tied with the best (without it) */
+	bool tie_by_range;           /* some tie is by overlapping ranges (else by resolution) */
+	double tie_resolution;
+	size_t runs;                 /* ok searches in the table */
+};
+
+static bool same_table(const struct peak_table *t, const struct gpushare_report_run *run)
+{
+	return t->batch == run->batch && t->q == run->peak_quantile && t->bound == run->peak_bound_seconds &&
+	       !strcmp(t->shape, run->shape);
+}
+
+static int shape_index(const struct gpushare_report *r, const char *shape)
+{
+	for (size_t i = 0; i < r->n_shapes; i++) {
+		if (!strcmp(r->shapes[i], shape))
+			return (int)i;
+	}
+	return (int)r->n_shapes;
+}
+
+static int cmp_table(const void *a, const void *b)
+{
+	const struct peak_table *x = a, *y = b;
+
+	if (x->shape_index != y->shape_index)
+		return x->shape_index - y->shape_index;
+	if (x->batch != y->batch)
+		return x->batch < y->batch ? -1 : 1;
+	if (x->bound != y->bound)
+		return x->bound < y->bound ? -1 : 1;
+	return (x->q > y->q) - (x->q < y->q);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void add_sorted_int(int *v, size_t *n, size_t max, int x)
+{
+	size_t i = 0;
+
+	while (i < *n && v[i] < x)
+		i++;
+	if ((i < *n && v[i] == x) || *n >= max)
+		return;
+	memmove(v + i + 1, v + i, (*n - i) * sizeof(*v));
+	v[i] = x;
+	(*n)++;
+}
+
+/* Median, range and counts of one cell from its runs. */
+static int fill_cell(const struct gpushare_report *r, const struct peak_table *t, int strategy, int workers,
+		     struct peak_cell *c)
+{
+	size_t n = 0, cap = 0;
+	double *v = NULL;
+
+	c->median = c->lo = c->hi = NAN;
+	for (size_t i = 0; i < r->n_runs; i++) {
+		const struct gpushare_report_run *run = &r->runs[i];
+
+		if (!run->find_peak || run->strategy != strategy || run->workers != workers || !same_table(t, run))
+			continue;
+		if (run->status != GPUSHARE_RUN_OK) {
+			c->n_failed++;
+			continue;
+		}
+		if (n == cap) {
+			double *nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+			}
+			v = nv;
+		}
+		/* "None found" ranks below every rate. */
+		v[n++] = run->peak_found ? run->peak_rate : -INFINITY;
+		if (run->peak_found) {
+			c->n_found++;
+			c->lo = isnan(c->lo) ? run->peak_rate : fmin(c->lo, run->peak_rate);
+			c->hi = isnan(c->hi) ? run->peak_rate : fmax(c->hi, run->peak_rate);
+			c->open |= run->peak_missed_at <= 0;
+		} else {
+			c->n_none++;
+		}
+		c->resolution = fmax(c->resolution, run->peak_resolution);
+	}
+	if (n) {
+		qsort(v, n, sizeof(*v), cmp_double);
+		if (n % 2)
+			c->median = v[n / 2];
+		else
+			c->median = isinf(v[n / 2 - 1]) ? -INFINITY : (v[n / 2 - 1] + v[n / 2]) / 2;
+		if (isinf(c->median))
+			c->median = NAN;
+	}
+	free(v);
+	return GPUSHARE_OK;
+}
+
+/* Whether cell c ties with the best b; *by_range: the ranges overlap. */
+static bool ties(const struct peak_cell *b, const struct peak_cell *c, bool *by_range)
+{
+	double res = fmax(b->resolution, c->resolution);
+
+	*by_range = c->lo <= b->hi && b->lo <= c->hi;
+	return *by_range || b->median <= c->median * (1 + res);
+}
+
+/* The best cell of a table and the cells tied with it. */
+static void rank(struct peak_table *t)
+{
+	size_t n = t->n_strategies * t->n_workers;
+
+	t->best = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (isnan(t->cells[i].median))
+			continue;
+		if (t->best < 0 || t->cells[i].median > t->cells[t->best].median)
+			t->best = (int)i;
+	}
+	if (t->best < 0)
+		return;
+	t->cells[t->best].best = true;
+	for (size_t i = 0; i < n; i++) {
+		bool by_range;
+
+		if ((int)i == t->best || isnan(t->cells[i].median) || !ties(&t->cells[t->best], &t->cells[i], &by_range))
+			continue;
+		t->cells[i].tied = true;
+		t->n_tied++;
+		t->tie_by_range |= by_range;
+		t->tie_resolution = fmax(t->tie_resolution, fmax(t->cells[t->best].resolution, t->cells[i].resolution));
+	}
+}
+
+static void tables_free(struct peak_table *t, size_t n)
+{
+	for (size_t i = 0; t && i < n; i++)
+		free(t[i].cells);
+	free(t);
+}
+
+/* The tables, ordered by shape (as the report lists them), batch, bound. */
+static int build(const struct gpushare_report *r, struct peak_table **out, size_t *n_out)
+{
+	struct peak_table *t = calloc(r->n_runs ? r->n_runs : 1, sizeof(*t));
+	size_t n = 0;
+	int rc = GPUSHARE_OK;
+
+	*out = NULL;
+	*n_out = 0;
+	if (!t)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < r->n_runs; i++) {
+		const struct gpushare_report_run *run = &r->runs[i];
+		struct peak_table *p = NULL;
+
+		if (!run->find_peak)
+			continue;
+		for (size_t k = 0; k < n && !p; k++) {
+			if (same_table(&t[k], run))
+				p = &t[k];
+		}
+		if (!p) {
+			p = &t[n++];
+			p->shape = run->shape;
+			p->shape_index = shape_index(r, run->shape);
+			p->batch = run->batch;
+			p->q = run->peak_quantile;
+			p->bound = run->peak_bound_seconds;
+		}
+		add_sorted_int(p->strategies, &p->n_strategies, GPUSHARE_STRATEGY_COUNT, run->strategy);
+		add_sorted_int(p->workers, &p->n_workers, MAX_WORKERS, run->workers);
+	}
+	qsort(t, n, sizeof(*t), cmp_table);
+	for (size_t k = 0; k < n && !rc; k++) {
+		struct peak_table *p = &t[k];
+
+		p->cells = calloc(p->n_strategies * p->n_workers + 1, sizeof(*p->cells));
+		if (!p->cells) {
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+			break;
+		}
+		for (size_t s = 0; s < p->n_strategies && !rc; s++) {
+			for (size_t w = 0; w < p->n_workers && !rc; w++) {
+				struct peak_cell *c = &p->cells[s * p->n_workers + w];
+
+				rc = fill_cell(r, p, p->strategies[s], p->workers[w], c);
+				p->runs += c->n_found + c->n_none;
+			}
+		}
+		rank(p);
+	}
+	if (rc) {
+		tables_free(t, n);
+		return rc;
+	}
+	*out = t;
+	*n_out = n;
+	return GPUSHARE_OK;
+}
+
+/* ---- words ---- */
+
+static void cat(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void cat(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t l = strlen(buf);
+	va_list ap;
+
+	if (l + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + l, len - l, fmt, ap);
+	va_end(ap);
+}
+
+/* "p99 <= 50 ms", or "the bound (unknown)". */
+static void bound_text(const struct peak_table *t, char *buf, size_t len)
+{
+	char b[32];
+
+	if (t->bound <= 0)
+		snprintf(buf, len, "an unknown bound (no successful run recorded it)");
+	else
+		snprintf(buf, len, "p%g <= %s", t->q * 100, gpushare_fmt_seconds(t->bound, b, sizeof(b)));
+}
+
+static const char *rate(double v, char *buf, size_t len)
+{
+	char t[32];
+
+	snprintf(buf, len, "%s/s", gpushare_fmt_si(v, t, sizeof(t)));
+	return buf;
+}
+
+/* The text of one table cell: "389/s (380/s-395/s, 3 runs)", "none found
+ * (2 runs)", "failed (1)", "-" where nothing ran; then what else happened. */
+static void cell_text(const struct peak_cell *c, char *buf, size_t len)
+{
+	size_t ok = c->n_found + c->n_none;
+	char a[32], b[32], m[32];
+
+	buf[0] = '\0';
+	if (ok == 0 && c->n_failed == 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (ok == 0) {
+		snprintf(buf, len, "failed (%zu)", c->n_failed);
+		return;
+	}
+	if (isnan(c->median)) {
+		snprintf(buf, len, "none found (%zu run%s)", ok, ok == 1 ? "" : "s");
+	} else {
+		gpushare_fmt_si(c->median, m, sizeof(m));
+		if (c->n_found > 1)
+			cat(buf, len, "%s/s%s (%s-%s, %zu runs)", m, c->open ? "+" : "", gpushare_fmt_si(c->lo, a, sizeof(a)),
+			    gpushare_fmt_si(c->hi, b, sizeof(b)), ok);
+		else
+			cat(buf, len, "%s/s%s (%zu run%s)", m, c->open ? "+" : "", ok, ok == 1 ? "" : "s");
+	}
+	if (c->n_none && !isnan(c->median))
+		cat(buf, len, " [none found in %zu]", c->n_none);
+	else if (c->n_found && isnan(c->median))
+		cat(buf, len, " [%zu found one]", c->n_found);
+	if (c->n_failed)
+		cat(buf, len, " [%zu failed]", c->n_failed);
+}
+
+static void cell_name(const struct peak_table *t, size_t i, char *buf, size_t len)
+{
+	int w = t->workers[i % t->n_workers];
+
+	snprintf(buf, len, "%s, %d worker%s", gpushare_strategy_name(t->strategies[i / t->n_workers]), w, w == 1 ? "" : "s");
+}
+
+static const char caption[] =
+	"Each cell: the median over its repeats of the highest offered rate that met the bound (each\n"
+	"search knows it to its resolution), in parentheses the range over the repeats and how many\n"
+	"there were. \"none found\": no rate tried met the bound. A failed run has no peak and is\n"
+	"counted apart. \"+\": a search stopped without any rate missing the bound (--rate-max or its\n"
+	"step limit): the peak may be higher. Bold: the highest median and the cells tied with it\n"
+	"(ranges overlap, or within the search resolution).";
+
+/* The recommendation sentence of a table (no list marker, no newline). */
+static void recommend_text(const struct peak_table *t, char *buf, size_t len)
+{
+	const struct peak_cell *b;
+	char name[96], a[32], bound[96];
+	size_t n = t->n_strategies * t->n_workers, others = 0, open = 0;
+
+	bound_text(t, bound, sizeof(bound));
+	buf[0] = '\0';
+	if (t->best < 0 && t->runs == 0) {
+		snprintf(buf, len, "no search succeeded: every run failed or was cut short (see the table)");
+		return;
+	}
+	if (t->best < 0) {
+		snprintf(buf, len, "no rate tried met %s in any cell (see the table)", bound);
+		return;
+	}
+	b = &t->cells[t->best];
+	cell_name(t, (size_t)t->best, name, sizeof(name));
+	cat(buf, len, "%s at %s", name, rate(b->median, a, sizeof(a)));
+	for (size_t i = 0; i < n; i++) {
+		if (!t->cells[i].tied)
+			continue;
+		cell_name(t, i, name, sizeof(name));
+		cat(buf, len, " and %s at %s", name, rate(t->cells[i].median, a, sizeof(a)));
+	}
+	if (t->n_tied)
+		cat(buf, len, ", a tie (%s)",
+		    t->tie_by_range ? "the ranges of their repeats overlap"
+				    : "within the search resolution");
+	if (b->open)
+		cat(buf, len, "; its search stopped without a rate that missed the bound: the peak may be higher");
+	for (size_t i = 0; i < n; i++) {
+		const struct peak_cell *c = &t->cells[i];
+
+		if (c->best || c->tied || c->n_found + c->n_none + c->n_failed == 0)
+			continue;
+		cell_name(t, i, name, sizeof(name));
+		cat(buf, len, "%s %s ", others++ ? ";" : ". Others:", name);
+		if (!isnan(c->median))
+			cat(buf, len, "%s%s", rate(c->median, a, sizeof(a)), c->open ? "+" : "");
+		else if (c->n_found + c->n_none)
+			cat(buf, len, "none found");
+		else
+			cat(buf, len, "failed");
+		open += c->open;
+	}
+	if (open)
+		cat(buf, len, " (+: stopped without a miss, may be higher)");
+}
+
+static void table_title(const struct peak_table *t, char *buf, size_t len)
+{
+	char bound[96];
+
+	bound_text(t, bound, sizeof(bound));
+	snprintf(buf, len, "%s, batch %ld: highest rate within %s", t->shape, t->batch, bound);
+}
+
+/* ---- outputs ---- */
+
+int gpushare_report_peak_recommend(const struct gpushare_report *r, const char *shape, FILE *f)
+{
+	struct peak_table *t;
+	size_t n;
+	int rc;
+
+	if (!gpushare_report_peak_any(r, shape))
+		return GPUSHARE_OK;
+	rc = build(r, &t, &n);
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < n; k++) {
+		char bound[96], text[2048];
+
+		if (strcmp(t[k].shape, shape))
+			continue;
+		bound_text(&t[k], bound, sizeof(bound));
+		recommend_text(&t[k], text, sizeof(text));
+		fprintf(f, "- **Highest rate within %s (batch %ld, peak search):** %s.\n", bound, t[k].batch, text);
+	}
+	tables_free(t, n);
+	return GPUSHARE_OK;
+}
+
+int gpushare_report_peak_text(const struct gpushare_report *r, const char *shape, FILE *f)
+{
+	struct peak_table *t;
+	size_t n;
+	int rc;
+
+	if (!gpushare_report_peak_any(r, shape))
+		return GPUSHARE_OK;
+	rc = build(r, &t, &n);
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < n; k++) {
+		char bound[96], text[2048];
+
+		if (strcmp(t[k].shape, shape))
+			continue;
+		bound_text(&t[k], bound, sizeof(bound));
+		recommend_text(&t[k], text, sizeof(text));
+		fprintf(f, "  highest rate within %s (batch %ld): %s.\n", bound, t[k].batch, text);
+	}
+	tables_free(t, n);
+	return GPUSHARE_OK;
+}
+
+int gpushare_report_peak_markdown(const struct gpushare_report *r, FILE *f)
+{
+	struct peak_table *t;
+	size_t n;
+	int rc;
+
+	if (!gpushare_report_peak_any(r, NULL))
+		return GPUSHARE_OK;
+	rc = build(r, &t, &n);
+	if (rc)
+		return rc;
+	fprintf(f, "## Highest rate within the bound (peak search)\n\n"
+		   "Open-loop runs of `--find-peak`: each run searched the highest arrival rate whose latency\n"
+		   "quantile, counted from the scheduled arrival, stayed within the bound (docs/bench.md).\n%s\n\n",
+		caption);
+	for (size_t k = 0; k < n; k++) {
+		const struct peak_table *p = &t[k];
+		char title[256], text[2048];
+
+		table_title(p, title, sizeof(title));
+		fprintf(f, "**%s**\n\n| strategy |", title);
+		for (size_t w = 0; w < p->n_workers; w++)
+			fprintf(f, " %d %s |", p->workers[w], p->workers[w] == 1 ? "worker" : "workers");
+		fprintf(f, "\n| --- |");
+		for (size_t w = 0; w < p->n_workers; w++)
+			fprintf(f, " ---: |");
+		fputc('\n', f);
+		for (size_t s = 0; s < p->n_strategies; s++) {
+			fprintf(f, "| %s |", gpushare_strategy_name(p->strategies[s]));
+			for (size_t w = 0; w < p->n_workers; w++) {
+				const struct peak_cell *c = &p->cells[s * p->n_workers + w];
+				char cell[160];
+
+				cell_text(c, cell, sizeof(cell));
+				fprintf(f, c->best || c->tied ? " **%s** |" : " %s |", cell);
+			}
+			fputc('\n', f);
+		}
+		recommend_text(p, text, sizeof(text));
+		fprintf(f, "\nHighest: %s.\n\n", text);
+	}
+	tables_free(t, n);
+	if (ferror(f))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write the peak tables: %s", strerror(errno));
+	return GPUSHARE_OK;
+}
+
+static void esc(struct rbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': gpushare_rbuf_add(b, "&lt;", 4); break;
+		case '>': gpushare_rbuf_add(b, "&gt;", 4); break;
+		case '&': gpushare_rbuf_add(b, "&amp;", 5); break;
+		case '"': gpushare_rbuf_add(b, "&quot;", 6); break;
+		default: gpushare_rbuf_add(b, s, 1); break;
+		}
+	}
+}
+
+int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b)
+{
+	struct peak_table *t;
+	size_t n;
+	int rc;
+
+	if (!gpushare_report_peak_any(r, NULL))
+		return GPUSHARE_OK;
+	rc = build(r, &t, &n);
+	if (rc)
+		return rc;
+	gpushare_rbuf_printf(b, "<h2>Highest rate within the bound (peak search)</h2>\n<p>Open-loop runs of "
+				"<code>--find-peak</code>: each run searched the highest arrival rate whose latency "
+				"quantile, counted from the scheduled arrival, stayed within the bound. ");
+	esc(b, caption);
+	gpushare_rbuf_printf(b, "</p>\n");
+	for (size_t k = 0; k < n; k++) {
+		const struct peak_table *p = &t[k];
+		char title[256], text[2048];
+
+		table_title(p, title, sizeof(title));
+		gpushare_rbuf_printf(b, "<table>\n<caption>");
+		esc(b, title);
+		gpushare_rbuf_printf(b, "</caption>\n<tr><th>strategy</th>");
+		for (size_t w = 0; w < p->n_workers; w++)
+			gpushare_rbuf_printf(b, "<th>%d %s</th>", p->workers[w], p->workers[w] == 1 ? "worker" : "workers");
+		gpushare_rbuf_printf(b, "</tr>\n");
+		for (size_t s = 0; s < p->n_strategies; s++) {
+			gpushare_rbuf_printf(b, "<tr><th>%s</th>", gpushare_strategy_name(p->strategies[s]));
+			for (size_t w = 0; w < p->n_workers; w++) {
+				const struct peak_cell *c = &p->cells[s * p->n_workers + w];
+				char cell[160];
+
+				cell_text(c, cell, sizeof(cell));
+				gpushare_rbuf_printf(b, c->best || c->tied ? "<td class=\"win\">" : "<td>");
+				esc(b, cell);
+				gpushare_rbuf_printf(b, "</td>");
+			}
+			gpushare_rbuf_printf(b, "</tr>\n");
+		}
+		recommend_text(p, text, sizeof(text));
+		gpushare_rbuf_printf(b, "</table>\n<p><b>Highest:</b> ");
+		esc(b, text);
+		gpushare_rbuf_printf(b, ".</p>\n");
+	}
+	tables_free(t, n);
+	if (b->oom)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building the HTML report");
+	return GPUSHARE_OK;
+}
+
+static bool jnum(cJSON *o, const char *k, double v)
+{
+	if (!isfinite(v))
+		return cJSON_AddNullToObject(o, k) != NULL;
+	return cJSON_AddNumberToObject(o, k, v) != NULL;
+}
+
+static cJSON *cell_json(const struct peak_table *t, size_t i)
+{
+	const struct peak_cell *c = &t->cells[i];
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o && cJSON_AddStringToObject(o, "strategy", gpushare_strategy_name(t->strategies[i / t->n_workers])) &&
+		  cJSON_AddNumberToObject(o, "workers", t->workers[i % t->n_workers]) &&
+		  cJSON_AddNumberToObject(o, "runs", (double)(c->n_found + c->n_none)) &&
+		  cJSON_AddNumberToObject(o, "runs_found", (double)c->n_found) &&
+		  cJSON_AddNumberToObject(o, "runs_none_found", (double)c->n_none) &&
+		  cJSON_AddNumberToObject(o, "runs_failed", (double)c->n_failed) &&
+		  jnum(o, "median_per_second", c->median) && jnum(o, "min_per_second", c->lo) &&
+		  jnum(o, "max_per_second", c->hi) && cJSON_AddBoolToObject(o, "may_be_higher", c->open) &&
+		  jnum(o, "resolution", c->resolution > 0 ? c->resolution : NAN) &&
+		  cJSON_AddBoolToObject(o, "best", c->best) && cJSON_AddBoolToObject(o, "tied", c->tied);
+
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static cJSON *table_json(const struct peak_table *t)
+{
+	cJSON *o = cJSON_CreateObject(), *slo, *cells, *tied;
+	char text[2048];
+	size_t n = t->n_strategies * t->n_workers;
+	bool ok;
+
+	recommend_text(t, text, sizeof(text));
+	ok = o && cJSON_AddStringToObject(o, "shape", t->shape) && cJSON_AddNumberToObject(o, "batch", (double)t->batch);
+	if (ok && t->bound > 0)
+		ok = (slo = cJSON_AddObjectToObject(o, "slo")) != NULL && cJSON_AddNumberToObject(slo, "quantile", t->q) &&
+		     cJSON_AddNumberToObject(slo, "bound_seconds", t->bound);
+	else if (ok)
+		ok = cJSON_AddNullToObject(o, "slo") != NULL;
+	ok = ok && (cells = cJSON_AddArrayToObject(o, "cells")) != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		cJSON *c;
+
+		if (t->cells[i].n_found + t->cells[i].n_none + t->cells[i].n_failed == 0)
+			continue;
+		c = cell_json(t, i);
+		ok = c && cJSON_AddItemToArray(cells, c);
+	}
+	if (ok && t->best >= 0) {
+		cJSON *b = cJSON_AddObjectToObject(o, "best");
+
+		ok = b && cJSON_AddStringToObject(b, "strategy", gpushare_strategy_name(t->strategies[t->best / t->n_workers])) &&
+		     cJSON_AddNumberToObject(b, "workers", t->workers[t->best % t->n_workers]) &&
+		     cJSON_AddNumberToObject(b, "median_per_second", t->cells[t->best].median);
+	} else if (ok) {
+		ok = cJSON_AddNullToObject(o, "best") != NULL;
+	}
+	ok = ok && (tied = cJSON_AddArrayToObject(o, "tied")) != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		cJSON *x;
+
+		if (!t->cells[i].tied)
+			continue;
+		ok = (x = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(tied, x) &&
+		     cJSON_AddStringToObject(x, "strategy", gpushare_strategy_name(t->strategies[i / t->n_workers])) &&
+		     cJSON_AddNumberToObject(x, "workers", t->workers[i % t->n_workers]);
+	}
+	ok = ok && cJSON_AddStringToObject(o, "text", text);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+struct cJSON *gpushare_report_peak_json(const struct gpushare_report *r)
+{
+	struct peak_table *t = NULL;
+	size_t n = 0;
+	cJSON *a = cJSON_CreateArray();
+	bool ok = a != NULL;
+
+	if (ok && gpushare_report_peak_any(r, NULL))
+		ok = build(r, &t, &n) == GPUSHARE_OK;
+	for (size_t k = 0; ok && k < n; k++) {
+		cJSON *o = table_json(&t[k]);
+
+		ok = o && cJSON_AddItemToArray(a, o);
+	}
+	tables_free(t, n);
+	if (!ok) {
+		cJSON_Delete(a);
+		return NULL;
+	}
+	return a;
+}
