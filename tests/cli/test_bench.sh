@@ -338,8 +338,11 @@ if doc["repeats"] < 8:
 EOF
 
 echo "== spin honours --batch: the ceiling does the work of N workers"
-run "${SPIN[@]}" --duration 400ms --workers 2 --batch 3 --strategy sequential --ceiling --json
-python3 - "$tmp/out" <<'EOF' && ok "spin --batch 3 --ceiling: sequential E_N near 1" || fail "spin --ceiling: $(head -c 600 "$tmp/out")"
+# Two rates measured one after the other: a burst of load from other tests
+# between them moves their ratio, so a miss is measured once more.
+ceiling_check() {
+	run "${SPIN[@]}" --duration 400ms --workers 2 --batch 3 --strategy sequential --ceiling --json
+	python3 - "$tmp/out" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 r = doc["results"][0]
@@ -349,6 +352,8 @@ assert r["workers"][0]["items_per_request"] == 3
 assert 0.7 < r["aggregate"]["efficiency"] < 1.3, r["aggregate"]["efficiency"]
 assert 0.7 < r["aggregate"]["p50_seconds"] / 600e-6 < 1.3, r["aggregate"]["p50_seconds"]
 EOF
+}
+{ ceiling_check || ceiling_check; } && ok "spin --batch 3 --ceiling: sequential E_N near 1" || fail "spin --ceiling: $(head -c 600 "$tmp/out")"
 
 echo "== timeslice refused while an MPS daemon answers"
 if [[ -n "$HELPERS" && -x "$HELPERS/fake_mps_control" ]]; then
