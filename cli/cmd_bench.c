@@ -130,7 +130,7 @@ static const char *phase_name(int phase)
 static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 {
 	struct progress_state *ps = arg;
-	char run[64] = "", what[96], util[24] = "";
+	char run[64] = "", step[64] = "", what[96], util[24] = "";
 	bool changed = p->strategy != ps->last_strategy || p->phase != ps->last_phase || p->run != ps->last_run ||
 		       p->repeat != ps->last_repeat;
 
@@ -140,6 +140,8 @@ static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 		snprintf(run, sizeof(run), " #%d/%d", p->repeat + 1, p->n_repeats);
 	else if (p->n_runs > 1)
 		snprintf(run, sizeof(run), " worker %d/%d", p->run + 1, p->n_runs);
+	if (p->peak_step > 0)
+		snprintf(step, sizeof(step), " peak search step %d at %.4g/s", p->peak_step, p->rate);
 	if (p->phase == GPUSHARE_BENCH_STARTING)
 		snprintf(what, sizeof(what), "%u/%u ready", p->ready, p->n_slots);
 	else if (p->total_seconds > 0)
@@ -152,11 +154,11 @@ static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 	if (p->util_gpu_pct >= 0)
 		snprintf(util, sizeof(util), ", GPU %d%%", p->util_gpu_pct);
 	if (ps->tty) {
-		fprintf(stderr, "\r\033[K%s%s: %s %s%s", gpushare_strategy_name(p->strategy), run, phase_name(p->phase),
-			what, util);
+		fprintf(stderr, "\r\033[K%s%s%s: %s %s%s", gpushare_strategy_name(p->strategy), run, step,
+			phase_name(p->phase), what, util);
 		ps->line_open = true;
 	} else if (changed || p->elapsed_seconds - ps->last_plain >= 5.0) {
-		fprintf(stderr, "gpushare: %s%s: %s %s%s\n", gpushare_strategy_name(p->strategy), run,
+		fprintf(stderr, "gpushare: %s%s%s: %s %s%s\n", gpushare_strategy_name(p->strategy), run, step,
 			phase_name(p->phase), what, util);
 		ps->last_plain = changed ? 0 : p->elapsed_seconds;
 	}

@@ -154,7 +154,10 @@ echo "== --find-peak on a deterministic 10 ms service: capacity 100/s"
 PEAK=(--request-us 10ms --workers 1 --load open --arrival uniform --rate 60 --find-peak
 	--slo p90=50ms --resolution 0.1 --tail-samples 20 --duration 1s)
 PEAK_OK='r["peak"]["found"] and 100 / 1.1 / 1.05 <= r["peak"]["rate_per_second"] <= 103'
-run "${SPIN[@]}" "${PEAK[@]}"
+LOUD=() # SPIN with progress on stderr
+for a in "${SPIN[@]}"; do [[ $a == -q ]] || LOUD+=("$a"); done
+run "${LOUD[@]}" "${PEAK[@]}"
+check "progress names each search step and its rate" grep -q "^gpushare: timeslice peak search step 2 at 120/s: measuring" "$tmp/err"
 cp "$tmp/out" "$tmp/peak.json"
 if [[ $rc -eq 0 ]] && ! py "$tmp/peak.json" "$PEAK_OK" >/dev/null; then
 	# A shared test machine can freeze a worker for tens of milliseconds and
