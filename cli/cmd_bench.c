@@ -140,8 +140,12 @@ static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 		snprintf(run, sizeof(run), " #%d/%d", p->repeat + 1, p->n_repeats);
 	else if (p->n_runs > 1)
 		snprintf(run, sizeof(run), " worker %d/%d", p->run + 1, p->n_runs);
-	if (p->peak_step > 0)
-		snprintf(step, sizeof(step), " peak search step %d at %.4g/s", p->peak_step, p->rate);
+	if (p->peak_step > 0) {
+		char rate[32];
+
+		snprintf(step, sizeof(step), " peak search step %d at %s/s", p->peak_step,
+			 gpushare_fmt_si(p->rate, rate, sizeof(rate)));
+	}
 	if (p->phase == GPUSHARE_BENCH_STARTING)
 		snprintf(what, sizeof(what), "%u/%u ready", p->ready, p->n_slots);
 	else if (p->total_seconds > 0)
