@@ -130,7 +130,7 @@ static const char *phase_name(int phase)
 static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 {
 	struct progress_state *ps = arg;
-	char run[64] = "", step[64] = "", what[96], util[24] = "";
+	char run[64] = "", step[96] = "", what[96], util[24] = "";
 	bool changed = p->strategy != ps->last_strategy || p->phase != ps->last_phase || p->run != ps->last_run ||
 		       p->repeat != ps->last_repeat;
 
