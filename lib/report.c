@@ -74,6 +74,19 @@ void gpushare_rbuf_printf(struct rbuf *b, const char *fmt, ...)
 	}
 }
 
+void gpushare_rbuf_add_xml(struct rbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': gpushare_rbuf_add(b, "&lt;", 4); break;
+		case '>': gpushare_rbuf_add(b, "&gt;", 4); break;
+		case '&': gpushare_rbuf_add(b, "&amp;", 5); break;
+		case '"': gpushare_rbuf_add(b, "&quot;", 6); break;
+		default: gpushare_rbuf_add(b, s, 1); break;
+		}
+	}
+}
+
 void gpushare_rbuf_release(struct rbuf *b)
 {
 	free(b->data);

@@ -18,19 +18,6 @@
 #include "report_load_curve.h"
 #include "report_peak.h"
 
-static void esc(struct rbuf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': gpushare_rbuf_add(b, "&lt;", 4); break;
-		case '>': gpushare_rbuf_add(b, "&gt;", 4); break;
-		case '&': gpushare_rbuf_add(b, "&amp;", 5); break;
-		case '"': gpushare_rbuf_add(b, "&quot;", 6); break;
-		default: gpushare_rbuf_add(b, s, 1); break;
-		}
-	}
-}
-
 static void base64(struct rbuf *b, const unsigned char *d, size_t n)
 {
 	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -65,7 +52,7 @@ static void html_table(const struct gpushare_report *r, struct rbuf *b, const ch
 
 			gpushare_report_table_cell(&t, s, w, cell, sizeof(cell), &win);
 			gpushare_rbuf_printf(b, win ? "<td class=\"win\">" : "<td>");
-			esc(b, cell);
+			gpushare_rbuf_add_xml(b, cell);
 			gpushare_rbuf_printf(b, "</td>");
 		}
 		gpushare_rbuf_printf(b, "</tr>\n");
@@ -79,14 +66,14 @@ static void html_figure(struct rbuf *b, const struct report_figure *fig)
 	gpushare_rbuf_printf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", fig->name);
 	base64(b, (const unsigned char *)fig->png.data, fig->png.len);
 	gpushare_rbuf_printf(b, "\"><figcaption>");
-	esc(b, fig->caption);
+	gpushare_rbuf_add_xml(b, fig->caption);
 	gpushare_rbuf_printf(b, "</figcaption></figure>\n");
 }
 
 static void meta_row(struct rbuf *b, const char *k, const char *v)
 {
 	gpushare_rbuf_printf(b, "<tr><th>%s</th><td>", k);
-	esc(b, v && *v ? v : "-");
+	gpushare_rbuf_add_xml(b, v && *v ? v : "-");
 	gpushare_rbuf_printf(b, "</td></tr>\n");
 }
 
@@ -129,7 +116,7 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 			    r->n_bad == 1 ? "" : "s");
 		for (size_t i = 0; i < r->n_bad_kept && i < 10; i++) {
 			gpushare_rbuf_printf(b, "%s line %zu (", i ? ";" : "", r->bad[i].line);
-			esc(b, r->bad[i].reason);
+			gpushare_rbuf_add_xml(b, r->bad[i].reason);
 			gpushare_rbuf_printf(b, ")");
 		}
 		gpushare_rbuf_printf(b, "%s</p>\n", r->n_bad > 10 ? "; ..." : "");
@@ -145,7 +132,7 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		const struct gpushare_report_rec *rec = &r->recs[i];
 
 		gpushare_rbuf_printf(b, "<h3>");
-		esc(b, rec->shape);
+		gpushare_rbuf_add_xml(b, rec->shape);
 		gpushare_rbuf_printf(b, ", batch %ld</h3>\n<p><b>I have N processes: how should they share the GPU?</b> "
 			       "Highest median throughput among timeslice, mps, mps-split and mig (sequential and "
 			       "streams are references), and the lowest p99 latency.</p>\n"
@@ -153,23 +140,23 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 			       "<th>lowest p99 latency</th></tr>\n", rec->batch);
 		for (size_t w = 0; w < rec->n_at; w++) {
 			gpushare_rbuf_printf(b, "<tr><th>%d</th><td>", rec->at[w].workers);
-			esc(b, rec->at[w].throughput_text);
+			gpushare_rbuf_add_xml(b, rec->at[w].throughput_text);
 			gpushare_rbuf_printf(b, "</td><td>");
-			esc(b, rec->at[w].latency_text[0] ? rec->at[w].latency_text : "-");
+			gpushare_rbuf_add_xml(b, rec->at[w].latency_text[0] ? rec->at[w].latency_text : "-");
 			gpushare_rbuf_printf(b, "</td></tr>\n");
 		}
 		gpushare_rbuf_printf(b, "</table>\n<p><b>How many processes per GPU?</b> The fewest workers within noise of "
 			       "each strategy's best throughput:</p>\n<ul class=\"rec\">\n");
 		for (size_t k = 0; k < rec->n_scaling; k++) {
 			gpushare_rbuf_printf(b, "<li>");
-			esc(b, rec->scaling[k].text);
+			gpushare_rbuf_add_xml(b, rec->scaling[k].text);
 			gpushare_rbuf_printf(b, "</li>\n");
 		}
 		gpushare_rbuf_printf(b, "</ul>\n");
 		if (r->slo_p99_seconds > 0) {
 			gpushare_fmt_seconds(r->slo_p99_seconds, buf, sizeof(buf));
 			gpushare_rbuf_printf(b, "<p><b>Highest throughput with p99 under %s:</b> ", buf);
-			esc(b, rec->slo_text);
+			gpushare_rbuf_add_xml(b, rec->slo_text);
 			gpushare_rbuf_printf(b, "</p>\n");
 		}
 	}
@@ -181,7 +168,7 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		char prefix[32];
 
 		gpushare_rbuf_printf(b, "<h2>");
-		esc(b, r->shapes[i]);
+		gpushare_rbuf_add_xml(b, r->shapes[i]);
 		gpushare_rbuf_printf(b, "</h2>\n");
 		snprintf(prefix, sizeof(prefix), "shape%zu-", i + 1);
 		for (size_t f = 0; f < n_figs; f++) {

@@ -23,6 +23,8 @@ struct rbuf {
 void gpushare_rbuf_add(struct rbuf *b, const void *data, size_t len);
 void gpushare_rbuf_printf(struct rbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gpushare_rbuf_release(struct rbuf *b);
+/* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
+void gpushare_rbuf_add_xml(struct rbuf *b, const char *s);
 
 /* Sharing strategies answer "how should N processes share"; sequential and
  * streams are references. */

@@ -14,7 +14,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
+#include "report_internal.h"
 #include "report_load_curve.h"
 
 #define MAX_REPEATS_KEPT 256
@@ -335,61 +335,6 @@ int gpushare_report_load_curve_markdown(const struct gpushare_report *r, FILE *f
 
 /* ---- files ---- */
 
-struct sbuf {
-	char *data;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if (b->data && b->len + (size_t)n < b->cap) {
-			b->len += (size_t)n;
-			return;
-		}
-		{
-			size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-			char *d = realloc(b->data, cap);
-
-			if (!d) {
-				b->oom = true;
-				return;
-			}
-			b->data = d;
-			b->cap = cap;
-		}
-	}
-}
-
-/* Text for SVG: the few characters XML reserves, escaped. */
-static void sb_xml(struct sbuf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': sb_printf(b, "&lt;"); break;
-		case '>': sb_printf(b, "&gt;"); break;
-		case '&': sb_printf(b, "&amp;"); break;
-		case '"': sb_printf(b, "&quot;"); break;
-		default: sb_printf(b, "%c", *s);
-		}
-	}
-}
-
 static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 				       "#e377c2", "#17becf" };
 
@@ -401,7 +346,7 @@ static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd
 #define MB 50.0
 
 /* p99 against offered rate for the curves of one shape; log-scaled p99. */
-static void svg_shape(struct sbuf *b, const struct gpushare_report *r, const struct curve *cv, size_t n,
+static void svg_shape(struct rbuf *b, const struct gpushare_report *r, const struct curve *cv, size_t n,
 		      const char *shape)
 {
 	double xmax = 0, ymin = INFINITY, ymax = 0, lmin, lmax;
@@ -433,19 +378,19 @@ static void svg_shape(struct sbuf *b, const struct gpushare_report *r, const str
 	xmax *= 1.05;
 #define X(v) (ML + (v) / xmax * (W - ML - MR))
 #define Y(v) (H - MB - (log10(v) - lmin) / (lmax - lmin) * (H - MT - MB))
-	sb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+	gpushare_rbuf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
 		     "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
-	sb_printf(b, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">p99 latency vs offered load: ", ML);
-	sb_xml(b, shape);
-	sb_printf(b, "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, H - MB,
+	gpushare_rbuf_printf(b, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">p99 latency vs offered load: ", ML);
+	gpushare_rbuf_add_xml(b, shape);
+	gpushare_rbuf_printf(b, "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, H - MB,
 		  W - MR, H - MB);
-	sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, MT, ML, H - MB);
+	gpushare_rbuf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, MT, ML, H - MB);
 	for (double e = lmin; e <= lmax; e++) {
 		double v = pow(10, e);
 		char t[24];
 
 		fmt_s(v, true, t, sizeof(t));
-		sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+		gpushare_rbuf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
 			     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
 			  ML, Y(v), W - MR, Y(v), ML - 6, Y(v) + 4, t);
 	}
@@ -453,16 +398,16 @@ static void svg_shape(struct sbuf *b, const struct gpushare_report *r, const str
 		double v = xmax / 1.05 * i / 5;
 		char t[24];
 
-		sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(v), H - MB + 16,
+		gpushare_rbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(v), H - MB + 16,
 			  fmt_rate(v, true, t, sizeof(t)));
 	}
-	sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">offered requests/s</text>\n",
+	gpushare_rbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">offered requests/s</text>\n",
 		  (ML + W - MR) / 2, H - 10);
 	if (r->slo_p99_seconds > 0) {
 		char t[24];
 
 		fmt_s(r->slo_p99_seconds, true, t, sizeof(t));
-		sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"gray\" stroke-dasharray=\"6,4\"/>"
+		gpushare_rbuf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"gray\" stroke-dasharray=\"6,4\"/>"
 			     "<text x=\"%.1f\" y=\"%.1f\" fill=\"gray\">bound %s</text>\n",
 			  ML, Y(r->slo_p99_seconds), W - MR, Y(r->slo_p99_seconds), ML + 4, Y(r->slo_p99_seconds) - 4, t);
 	}
@@ -473,36 +418,36 @@ static void svg_shape(struct sbuf *b, const struct gpushare_report *r, const str
 
 		if (strcmp(cv[k].shape, shape))
 			continue;
-		sb_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+		gpushare_rbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
 		for (size_t j = 0; j < cv[k].n_pts; j++) {
 			const struct point *p = &cv[k].pts[j];
 
 			if (!p->n || p->p99 <= 0)
 				continue;
-			sb_printf(b, "%s%.1f,%.1f", first ? "" : " ", X(p->rate), Y(p->p99));
+			gpushare_rbuf_printf(b, "%s%.1f,%.1f", first ? "" : " ", X(p->rate), Y(p->p99));
 			first = false;
 		}
-		sb_printf(b, "\"/>\n");
+		gpushare_rbuf_printf(b, "\"/>\n");
 		for (size_t j = 0; j < cv[k].n_pts; j++) {
 			const struct point *p = &cv[k].pts[j];
 
 			if (!p->n || p->p99 <= 0)
 				continue;
-			sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X(p->rate), Y(p->p99), col);
+			gpushare_rbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X(p->rate), Y(p->p99), col);
 			if ((int)j == cv[k].peak)
-				sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+				gpushare_rbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
 					  X(p->rate), Y(p->p99), col);
 		}
 		curve_name(&cv[k], name, sizeof(name));
-		sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
+		gpushare_rbuf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
 			  W - MR + 12, MT + 18.0 * (double)shown + 2, col, W - MR + 30, MT + 18.0 * (double)shown + 6);
-		sb_xml(b, name);
+		gpushare_rbuf_add_xml(b, name);
 		if (cv[k].peak >= 0)
-			sb_printf(b, " (peak %s/s)", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
-		sb_printf(b, "</text>\n");
+			gpushare_rbuf_printf(b, " (peak %s/s)", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
+		gpushare_rbuf_printf(b, "</text>\n");
 		shown++;
 	}
-	sb_printf(b, "</svg>\n");
+	gpushare_rbuf_printf(b, "</svg>\n");
 #undef X
 #undef Y
 }
@@ -511,7 +456,7 @@ int gpushare_report_load_curve_write(const struct gpushare_report *r, const char
 {
 	char path[GPUSHARE_PATH_MAX + 64];
 	struct curve *cv;
-	struct sbuf b = { 0 };
+	struct rbuf b = { 0 };
 	size_t n;
 	int rc;
 
@@ -520,24 +465,24 @@ int gpushare_report_load_curve_write(const struct gpushare_report *r, const char
 	rc = build(r, &cv, &n);
 	if (rc)
 		return rc;
-	sb_printf(&b, "shape,strategy,workers,batch,rate_per_second,offered_per_second,achieved_per_second,"
+	gpushare_rbuf_printf(&b, "shape,strategy,workers,batch,rate_per_second,offered_per_second,achieved_per_second,"
 		      "p50_seconds,p99_seconds,unfinished,runs,peak\n");
 	for (size_t k = 0; k < n; k++) {
 		for (size_t j = 0; j < cv[k].n_pts; j++) {
 			const struct point *p = &cv[k].pts[j];
 
-			sb_printf(&b, "\"");
+			gpushare_rbuf_printf(&b, "\"");
 			for (const char *c = cv[k].shape; *c; c++)
-				sb_printf(&b, *c == '"' ? "\"\"" : "%c", *c);
-			sb_printf(&b, "\",%s,%d,%ld,%.9g", gpushare_strategy_name(cv[k].strategy), cv[k].workers,
+				gpushare_rbuf_printf(&b, *c == '"' ? "\"\"" : "%c", *c);
+			gpushare_rbuf_printf(&b, "\",%s,%d,%ld,%.9g", gpushare_strategy_name(cv[k].strategy), cv[k].workers,
 				  cv[k].batch, p->rate);
 			/* No ok run at this rate: its figures are unknown, empty fields. */
 			if (p->n)
-				sb_printf(&b, ",%.9g,%.9g,%.9g,%.9g,%.0f", p->offered, p->achieved, p->p50, p->p99,
+				gpushare_rbuf_printf(&b, ",%.9g,%.9g,%.9g,%.9g,%.0f", p->offered, p->achieved, p->p50, p->p99,
 					  p->unfinished);
 			else
-				sb_printf(&b, ",,,,,");
-			sb_printf(&b, ",%zu,%s\n", p->n, (int)j == cv[k].peak ? "true" : "false");
+				gpushare_rbuf_printf(&b, ",,,,,");
+			gpushare_rbuf_printf(&b, ",%zu,%s\n", p->n, (int)j == cv[k].peak ? "true" : "false");
 		}
 	}
 	snprintf(path, sizeof(path), "%s/load_curve.csv", dir);
@@ -554,7 +499,7 @@ int gpushare_report_load_curve_write(const struct gpushare_report *r, const char
 		snprintf(path, sizeof(path), "%s/plots/load_curve-%zu.svg", dir, s + 1);
 		rc = gpushare_write_file_atomic(path, b.data, b.len);
 	}
-	free(b.data);
+	gpushare_rbuf_release(&b);
 	curves_free(cv, n);
 	return rc;
 }

@@ -483,7 +483,9 @@ static void table_title(const struct peak_table *t, char *buf, size_t len)
 
 /* ---- outputs ---- */
 
-int gpushare_report_peak_recommend(const struct gpushare_report *r, const char *shape, FILE *f)
+/* One line per table of the shape with its answer: a markdown bullet for the
+ * report's recommendation, or an indented line for the terminal. */
+static int answer_lines(const struct gpushare_report *r, const char *shape, FILE *f, bool markdown)
 {
 	struct peak_table *t;
 	size_t n;
@@ -501,34 +503,23 @@ int gpushare_report_peak_recommend(const struct gpushare_report *r, const char *
 			continue;
 		bound_text(&t[k], bound, sizeof(bound));
 		recommend_text(&t[k], text, sizeof(text));
-		fprintf(f, "- **Highest rate within %s (batch %ld, peak search):** %s.\n", bound, t[k].batch, text);
+		if (markdown)
+			fprintf(f, "- **Highest rate within %s (batch %ld, peak search):** %s.\n", bound, t[k].batch, text);
+		else
+			fprintf(f, "  highest rate within %s (batch %ld): %s.\n", bound, t[k].batch, text);
 	}
 	tables_free(t, n);
 	return GPUSHARE_OK;
 }
 
+int gpushare_report_peak_recommend(const struct gpushare_report *r, const char *shape, FILE *f)
+{
+	return answer_lines(r, shape, f, true);
+}
+
 int gpushare_report_peak_text(const struct gpushare_report *r, const char *shape, FILE *f)
 {
-	struct peak_table *t;
-	size_t n;
-	int rc;
-
-	if (!gpushare_report_peak_any(r, shape))
-		return GPUSHARE_OK;
-	rc = build(r, &t, &n);
-	if (rc)
-		return rc;
-	for (size_t k = 0; k < n; k++) {
-		char bound[96], text[2048];
-
-		if (strcmp(t[k].shape, shape))
-			continue;
-		bound_text(&t[k], bound, sizeof(bound));
-		recommend_text(&t[k], text, sizeof(text));
-		fprintf(f, "  highest rate within %s (batch %ld): %s.\n", bound, t[k].batch, text);
-	}
-	tables_free(t, n);
-	return GPUSHARE_OK;
+	return answer_lines(r, shape, f, false);
 }
 
 int gpushare_report_peak_markdown(const struct gpushare_report *r, FILE *f)
@@ -578,19 +569,6 @@ int gpushare_report_peak_markdown(const struct gpushare_report *r, FILE *f)
 	return GPUSHARE_OK;
 }
 
-static void esc(struct rbuf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': gpushare_rbuf_add(b, "&lt;", 4); break;
-		case '>': gpushare_rbuf_add(b, "&gt;", 4); break;
-		case '&': gpushare_rbuf_add(b, "&amp;", 5); break;
-		case '"': gpushare_rbuf_add(b, "&quot;", 6); break;
-		default: gpushare_rbuf_add(b, s, 1); break;
-		}
-	}
-}
-
 int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b)
 {
 	struct peak_table *t;
@@ -605,7 +583,7 @@ int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b)
 	gpushare_rbuf_printf(b, "<h2>Highest rate within the bound (peak search)</h2>\n<p>Open-loop runs of "
 				"<code>--find-peak</code>: each run searched the highest arrival rate whose latency "
 				"quantile, counted from the scheduled arrival, stayed within the bound. ");
-	esc(b, caption);
+	gpushare_rbuf_add_xml(b, caption);
 	gpushare_rbuf_printf(b, "</p>\n");
 	for (size_t k = 0; k < n; k++) {
 		const struct peak_table *p = &t[k];
@@ -613,7 +591,7 @@ int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b)
 
 		table_title(p, title, sizeof(title));
 		gpushare_rbuf_printf(b, "<table>\n<caption>");
-		esc(b, title);
+		gpushare_rbuf_add_xml(b, title);
 		gpushare_rbuf_printf(b, "</caption>\n<tr><th>strategy</th>");
 		for (size_t w = 0; w < p->n_workers; w++)
 			gpushare_rbuf_printf(b, "<th>%d %s</th>", p->workers[w], p->workers[w] == 1 ? "worker" : "workers");
@@ -626,14 +604,14 @@ int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b)
 
 				cell_text(c, cell, sizeof(cell));
 				gpushare_rbuf_printf(b, c->best || c->tied ? "<td class=\"win\">" : "<td>");
-				esc(b, cell);
+				gpushare_rbuf_add_xml(b, cell);
 				gpushare_rbuf_printf(b, "</td>");
 			}
 			gpushare_rbuf_printf(b, "</tr>\n");
 		}
 		recommend_text(p, text, sizeof(text));
 		gpushare_rbuf_printf(b, "</table>\n<p><b>Highest:</b> ");
-		esc(b, text);
+		gpushare_rbuf_add_xml(b, text);
 		gpushare_rbuf_printf(b, ".</p>\n");
 	}
 	tables_free(t, n);

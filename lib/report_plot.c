@@ -97,19 +97,6 @@ static void font(struct canvas *cv, double size, bool bold)
 	cairo_set_font_size(cv->cr, size);
 }
 
-static void xml_esc(struct rbuf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': gpushare_rbuf_add(b, "&lt;", 4); break;
-		case '>': gpushare_rbuf_add(b, "&gt;", 4); break;
-		case '&': gpushare_rbuf_add(b, "&amp;", 5); break;
-		case '"': gpushare_rbuf_add(b, "&quot;", 6); break;
-		default: gpushare_rbuf_add(b, s, 1); break;
-		}
-	}
-}
-
 /* Text anchored at (x, y): ax, ay in 0..1 (0 left/top, 0.5 centre, 1
  * right/bottom). PNG: glyphs; SVG: a <text> element at the same place. */
 static void text_at(struct canvas *cv, double x, double y, const char *s, double ax, double ay)
@@ -141,7 +128,7 @@ static void text_at(struct canvas *cv, double x, double y, const char *s, double
 		if (fabs(angle) > 0.01)
 			gpushare_rbuf_printf(cv->svg_text, " transform=\"rotate(%.1f %.2f %.2f)\"", angle, dx, dy);
 		gpushare_rbuf_printf(cv->svg_text, ">");
-		xml_esc(cv->svg_text, s);
+		gpushare_rbuf_add_xml(cv->svg_text, s);
 		gpushare_rbuf_printf(cv->svg_text, "</text>\n");
 	}
 }
