@@ -63,6 +63,17 @@ wait_for() {
 	return 1
 }
 
+# no_workers_left WHAT: within 2 s no process runs the worker linked at
+# $tmp/gpushare-worker (a test's own GPUSHARE_WORKER).
+no_workers_left() {
+	local what=$1 i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		pgrep -f "$tmp/gpushare-worker" >/dev/null || { ok "$what: no worker left"; return 0; }
+		sleep 0.2
+	done
+	fail "$what: workers left: $(pgrep -af "$tmp/gpushare-worker" || true)"
+}
+
 private_xdg() {
 	mkdir -m 700 "$tmp/xdg"
 	export XDG_RUNTIME_DIR=$tmp/xdg

@@ -29,15 +29,6 @@ export GPUSHARE_WORKER="$tmp/gpushare-worker"
 export CUDA_MPS_PIPE_DIRECTORY="$tmp/no-daemon"
 unset GPUSHARE_MPS_CONTROL
 
-no_workers_left() {
-	local what=$1 i
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		pgrep -f "$tmp/gpushare-worker" >/dev/null || { ok "$what: no worker left"; return 0; }
-		sleep 0.2
-	done
-	fail "$what: workers left: $(pgrep -af "$tmp/gpushare-worker" || true)"
-}
-
 SPIN=(bench --workload spin --duration 1s --warmup 200ms --request-us 200us --quiet)
 
 echo "== timeslice, sequential, streams with 3 workers: JSON"
