@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../lib/child.h"
+#include "gpushare/child.h"
 #include "cli.h"
 #include "gpushare/bench.h"
 #include "gpushare/exec.h"

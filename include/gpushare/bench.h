@@ -33,6 +33,7 @@
 #include "gpushare/hist.h"
 #include "gpushare/metrics.h"
 #include "gpushare/stats.h"
+#include "gpushare/strategy.h"
 #include "gpushare/util.h"
 #include "gpushare/workload.h"
 
@@ -43,24 +44,6 @@ extern "C" {
 /* Workers of one run, all strategies (MPS itself allows 48 clients per GPU). */
 #define GPUSHARE_BENCH_MAX_WORKERS 64
 #define GPUSHARE_BENCH_MAX_GPUS 64
-
-enum gpushare_strategy {
-	GPUSHARE_STRATEGY_TIMESLICE = 0,  /* N plain processes, the driver time-slices */
-	GPUSHARE_STRATEGY_MPS,            /* N clients of one MPS daemon */
-	GPUSHARE_STRATEGY_MPS_SPLIT,      /* MPS with per-client SM share / memory limit */
-	GPUSHARE_STRATEGY_MIG,            /* one (or K) process per MIG instance */
-	GPUSHARE_STRATEGY_SEQUENTIAL,     /* the N workers one after another */
-	GPUSHARE_STRATEGY_STREAMS,        /* one process, N host threads (N slots) */
-	GPUSHARE_STRATEGY_COUNT,
-	GPUSHARE_STRATEGY_CEILING = 100,  /* one process with batch x N (for E_N) */
-};
-
-/* "timeslice", "mps", "mps-split", "mig", "sequential", "streams", "ceiling". */
-const char *gpushare_strategy_name(int strategy);
-
-/* Parse "timeslice,mps": fills out[] (at most GPUSHARE_STRATEGY_COUNT
- * entries, no duplicates). GPUSHARE_E_INVAL naming the bad item. */
-int gpushare_strategy_parse_list(const char *s, int *out, size_t *n);
 
 /* Open loop (docs/bench.md, "Open-loop load"). The load kinds and the
  * dispatch of arrivals to workers are enum gpushare_load and enum
@@ -482,11 +465,8 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
  * when the intervals overlap, no verdict without intervals. */
 int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f);
 
-/* gpushare_write_file_atomic(): see gpushare/files.h. */
-
-/* Check that a file can be created at path (its directory exists and is
- * writable), so a long run does not end in a failed write. */
-int gpushare_check_writable(const char *path);
+/* gpushare_write_file_atomic() and gpushare_check_writable(): see
+ * gpushare/files.h. */
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,10 @@ int gpushare_read_file_tail(const char *path, size_t max_bytes, char **data, siz
  * owned by this user: GPUSHARE_E_IO otherwise. The descriptor is close-on-exec. */
 int gpushare_open_append(const char *path, mode_t mode, int *fd);
 
+/* Check that a file can be created at path (its directory exists and is
+ * writable), so a long run does not end in a failed write. */
+int gpushare_check_writable(const char *path);
+
 /* Replace `path` with `data` atomically: written to a fresh temporary file
  * `.NAME.tmp-PID-XXXXXX` beside it (O_EXCL, never through a link), synced,
  * renamed over path. An existing path that is a symbolic link, not a regular

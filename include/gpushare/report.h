@@ -35,6 +35,10 @@ extern "C" {
 
 /* ---- loading ---- */
 
+/* The version of a results file record (docs/sweep.md): sweep writes it,
+ * the report reads it. */
+#define GPUSHARE_SWEEP_RECORD_VERSION 1
+
 #define GPUSHARE_REPORT_MAX_STRATEGIES 8
 
 enum gpushare_run_status { GPUSHARE_RUN_OK, GPUSHARE_RUN_PARTIAL, GPUSHARE_RUN_FAILED };

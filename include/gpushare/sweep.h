@@ -42,13 +42,14 @@
 #include "gpushare/bench.h"
 #include "gpushare/workload.h"
 
+#include "gpushare/report.h"   /* GPUSHARE_SWEEP_RECORD_VERSION: the format both read */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define GPUSHARE_SWEEP_MAX_SHAPES 16
 #define GPUSHARE_SWEEP_MAX_VALUES 32   /* entries of --workers and --batch */
-#define GPUSHARE_SWEEP_RECORD_VERSION 1
 #define GPUSHARE_SWEEP_RESULTS_FILE "results.jsonl"
 /* Beside it: the lock a running sweep holds on its results directory. */
 #define GPUSHARE_SWEEP_LOCK_FILE ".gpushare-sweep.lock"

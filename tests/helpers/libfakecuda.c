@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/cuda_types.h"
+#include "../../lib/gpu/cuda_types.h"
 
 #define X(required, ret, name, params) ret name params;
 CUDA_SYMBOLS(X)

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/nvml_types.h"
+#include "../../lib/gpu/nvml_types.h"
 
 #define X(required, ret, name, params) ret name params;
 NVML_SYMBOLS(X)

@@ -15,8 +15,9 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/gpu.h"
 #include "gpushare/util.h"
-#include "../../lib/farm_jobs.h"
-#include "../../lib/launcher.h"
+#include "farm_jobs.h"
+#include "gpu_select.h"
+#include "launcher.h"
 
 static int die(const char *what, int rc)
 {
@@ -32,7 +33,7 @@ int main(int argc, char **argv)
 	long rpg = 0;
 	struct launcher_info li;
 	struct gpushare_system_info sys;
-	struct launcher_gpu *inv, *sel;
+	struct gpushare_gpu_ref *inv, *sel;
 	struct launcher_binding b;
 	size_t n_sel;
 	int rc;
@@ -73,7 +74,7 @@ int main(int argc, char **argv)
 		inv[i].index = sys.gpus[i].index;
 		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
 	}
-	rc = gpushare_launcher_select_gpus(inv, sys.n_gpus, spec, gpushare_getenv_process, NULL, sel, &n_sel);
+	rc = gpushare_gpu_select(inv, sys.n_gpus, spec, gpushare_getenv_process, NULL, sel, &n_sel);
 	gpushare_system_release(&sys);
 	if (rc)
 		return die("gpus", rc);

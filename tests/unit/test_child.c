@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "sys.h"
-#include "child.h"
+#include "gpushare/child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "gpushare/gpushare.h"
+#include "gpu_select.h"
 #include "launcher.h"
 
 /* A NULL-terminated table of NAME, VALUE pairs as an environment. */
@@ -137,7 +138,7 @@ static void test_tasks_per_node(void **state)
 	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4;3", 1, &n), GPUSHARE_E_INVAL);
 }
 
-static const struct launcher_gpu inv[] = {
+static const struct gpushare_gpu_ref inv[] = {
 	{ 0, "GPU-aaaa1111-0000-0000-0000-000000000000" },
 	{ 1, "GPU-bbbb2222-0000-0000-0000-000000000000" },
 	{ 2, "GPU-bbbb3333-0000-0000-0000-000000000000" },
@@ -147,9 +148,9 @@ static const struct launcher_gpu inv[] = {
 /* Select with spec under env; returns rc and the indices as "i,j,...". */
 static int sel(const char *spec, const char *const *env, char *got)
 {
-	struct launcher_gpu out[4];
+	struct gpushare_gpu_ref out[4];
 	size_t n;
-	int rc = gpushare_launcher_select_gpus(inv, 4, spec, table_env, (void *)env, out, &n);
+	int rc = gpushare_gpu_select(inv, 4, spec, table_env, (void *)env, out, &n);
 
 	got[0] = '\0';
 	for (size_t i = 0; !rc && i < n; i++)

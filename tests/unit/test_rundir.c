@@ -18,6 +18,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/util.h"
+#include "rundir.h"
 
 static char xdg[64];
 

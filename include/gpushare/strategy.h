@@ -1,0 +1,36 @@
+/*
+ * The sharing strategies: their identity, names and parser, in one home
+ * (lib/strategy/strategy.c). What each does is docs/bench.md's
+ * "Strategies"; how a run prepares one is the library's own business.
+ */
+#ifndef GPUSHARE_STRATEGY_H
+#define GPUSHARE_STRATEGY_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gpushare_strategy {
+	GPUSHARE_STRATEGY_TIMESLICE = 0,  /* N plain processes, the driver time-slices */
+	GPUSHARE_STRATEGY_MPS,            /* N clients of one MPS daemon */
+	GPUSHARE_STRATEGY_MPS_SPLIT,      /* MPS with per-client SM share / memory limit */
+	GPUSHARE_STRATEGY_MIG,            /* one (or K) process per MIG instance */
+	GPUSHARE_STRATEGY_SEQUENTIAL,     /* the N workers one after another */
+	GPUSHARE_STRATEGY_STREAMS,        /* one process, N host threads (N slots) */
+	GPUSHARE_STRATEGY_COUNT,
+	GPUSHARE_STRATEGY_CEILING = 100,  /* one process with batch x N (for E_N) */
+};
+
+/* "timeslice", "mps", "mps-split", "mig", "sequential", "streams", "ceiling". */
+const char *gpushare_strategy_name(int strategy);
+
+/* Parse "timeslice,mps": fills out[] (at most GPUSHARE_STRATEGY_COUNT
+ * entries, no duplicates). GPUSHARE_E_INVAL naming the bad item. */
+int gpushare_strategy_parse_list(const char *s, int *out, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,794 @@
+/*
+ * One rank of an MPI or srun job (include/gpushare/exec.h, docs/exec.md).
+ *
+ * The job directory <user dir>/exec-<job key>@<node> has its lock beside it
+ * (<dir>.lock, lib/lock.c); every decision below is taken under it. It holds:
+ *   ranks/<r>    one file per local rank that arrived, "pid start-time"
+ *                and, once its program runs, the program's process group
+ *                and start time,
+ *                held with an exclusive flock() by that rank for its whole
+ *                life: a rank is alive exactly while its file is locked,
+ *                whatever killed it (the kernel drops the lock)
+ *   gpus         the node's GPUs ("index uuid" lines), read from NVML by the
+ *                first rank so the others need not load it
+ *   daemon       the job's MPS daemon: "pid start-time" and the GPUs it
+ *                serves
+ *   keeper       the job's keeper (see keeper_main): "pid start-time"
+ *   mps/pipe, mps/log   its directories
+ *   no-mps       an empty pipe directory for timeslice ranks
+ *   shared-gpu-warned   the marker that the once-per-job warning was given
+ *
+ * Whoever removes the directory holds its lock while doing so and unlinks
+ * the lock file last; a rank that was waiting for that lock then finds it
+ * is no longer the file at that path and starts over.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "sys.h"
+#include "buf.h"
+#include "gpushare/child.h"
+#include "gpushare/strategy.h"
+#include "gpushare/exec.h"
+#include "gpushare/files.h"
+#include "gpushare/gpu.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/util.h"
+#include "gpu_select.h"
+#include "jobdir.h"
+#include "launcher.h"
+#include "strategy.h"
+
+#define POLL_NS (50 * NS_PER_MS)
+/* A job directory with no rank file yet is being created: leave it. */
+#define YOUNG_DIR_S 10
+
+struct gpushare_exec_priv {
+	const struct gpushare_strategy_ops *ops;
+	struct gpushare_strategy_ctx ctx;
+	struct gpushare_strv env;
+	char no_mps_dir[GPUSHARE_PATH_MAX];
+	char visible[1024];             /* the selected GPUs' UUIDs, comma-separated */
+	int rank_fd;                    /* our ranks/<r>, locked; -1 none */
+	bool dry_run;
+	const volatile sig_atomic_t *interrupted;
+};
+
+/* ---- the node's GPUs ---- */
+
+static int inventory_nvml(struct gpushare_gpu_ref **inv, size_t *n)
+{
+	struct gpushare_system_info sys;
+	int rc = gpushare_system_query_nvml(&sys);
+
+	if (rc)
+		return rc;
+	*inv = calloc(sys.n_gpus + 1, sizeof(**inv));
+	if (!*inv) {
+		gpushare_system_release(&sys);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
+	}
+	for (size_t i = 0; i < sys.n_gpus; i++) {
+		(*inv)[i].index = sys.gpus[i].index;
+		snprintf((*inv)[i].uuid, sizeof((*inv)[i].uuid), "%s", sys.gpus[i].uuid);
+	}
+	*n = sys.n_gpus;
+	gpushare_system_release(&sys);
+	return GPUSHARE_OK;
+}
+
+/* The cached list, GPUSHARE_E_NOT_FOUND when there is none (or it does not
+ * parse: then NVML is asked again). */
+static int inventory_cached(const char *path, struct gpushare_gpu_ref **inv, size_t *n)
+{
+	char *data = NULL, *line, *save = NULL;
+	size_t len, cap = 0;
+	int rc = gpushare_read_file(path, 1 << 20, &data, &len);
+
+	*inv = NULL;
+	*n = 0;
+	if (rc) {
+		gpushare_clear_error();
+		return GPUSHARE_E_NOT_FOUND;
+	}
+	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct gpushare_gpu_ref g;
+		char uuid[96];
+
+		if (sscanf(line, "%u %95s", &g.index, uuid) != 2)
+			goto bad;
+		snprintf(g.uuid, sizeof(g.uuid), "%s", uuid);
+		if (*n == cap) {
+			struct gpushare_gpu_ref *p = realloc(*inv, (cap = cap ? cap * 2 : 8) * sizeof(*p));
+
+			if (!p)
+				goto bad;
+			*inv = p;
+		}
+		(*inv)[(*n)++] = g;
+	}
+	free(data);
+	if (*n == 0)
+		return GPUSHARE_E_NOT_FOUND;
+	return GPUSHARE_OK;
+bad:
+	free(data);
+	free(*inv);
+	*inv = NULL;
+	*n = 0;
+	return GPUSHARE_E_NOT_FOUND;
+}
+
+static int inventory(const char *dir, bool write_cache, struct gpushare_gpu_ref **inv, size_t *n)
+{
+	char path[GPUSHARE_PATH_MAX];
+	struct gpushare_buf b = { 0 };
+	int rc = gpushare_jobdir_path(path, sizeof(path), dir, "gpus");
+
+	if (rc)
+		return rc;
+	if (inventory_cached(path, inv, n) == GPUSHARE_OK)
+		return GPUSHARE_OK;
+	rc = inventory_nvml(inv, n);
+	if (rc || !write_cache)
+		return rc;
+	for (size_t i = 0; i < *n && !rc; i++)
+		rc = gpushare_buf_addf(&b, "%u %s\n", (*inv)[i].index, (*inv)[i].uuid);
+	if (!rc && *n)
+		rc = gpushare_write_file_atomic(path, gpushare_buf_str(&b), strlen(gpushare_buf_str(&b)));
+	gpushare_buf_release(&b);
+	if (rc) /* only a cache */
+		gpushare_clear_error();
+	return GPUSHARE_OK;
+}
+
+/* ---- the daemon record ---- */
+
+struct daemon_record {
+	pid_t pid;
+	unsigned long long start;
+	char gpus[1024];
+};
+
+static bool record_read(const char *dir, struct daemon_record *r)
+{
+	char path[GPUSHARE_PATH_MAX];
+	char *data = NULL;
+	size_t len;
+	int pid = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (gpushare_jobdir_path(path, sizeof(path), dir, "daemon") || gpushare_read_file(path, 4096, &data, &len)) {
+		gpushare_clear_error();
+		return false;
+	}
+	if (sscanf(data, "%d %llu %1023s", &pid, &r->start, r->gpus) < 2 || pid <= 0) {
+		free(data);
+		return false;
+	}
+	free(data);
+	r->pid = (pid_t)pid;
+	return gpushare_pid_alive(r->pid) && gpushare_pid_start_time(r->pid) == r->start;
+}
+
+static int record_write(const char *dir, pid_t pid, const char *gpus)
+{
+	char path[GPUSHARE_PATH_MAX], text[1200];
+	int n = snprintf(text, sizeof(text), "%d %llu %s\n", (int)pid, gpushare_pid_start_time(pid),
+			 gpus && *gpus ? gpus : "all");
+	int rc = gpushare_jobdir_path(path, sizeof(path), dir, "daemon");
+
+	if (!rc)
+		rc = gpushare_write_file_atomic(path, text, (size_t)n);
+	return rc;
+}
+
+static bool list_has(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+
+	if (!strcmp(list, "all"))
+		return true;
+	for (const char *p = list; *p;) {
+		size_t l = strcspn(p, ",");
+
+		if (l == n && !strncmp(p, item, n))
+			return true;
+		p += l;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/* ---- open ---- */
+
+static void release_priv(struct gpushare_exec *x)
+{
+	struct gpushare_exec_priv *p = x->priv;
+
+	if (!p)
+		return;
+	if (p->rank_fd >= 0)
+		close(p->rank_fd);
+	gpushare_strv_release(&p->env);
+	free(p);
+	x->priv = NULL;
+	x->env = NULL;
+}
+
+/* Register local rank r: ranks/<r>, created and locked. A file of the same
+ * rank already there means a previous job of the same key whose ranks all
+ * died (it is cleaned up first), or a second copy of this rank (refused). */
+static int register_rank(struct gpushare_exec *x, const char *own)
+{
+	char ranks[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX + 32], text[64];
+	size_t arrived, alive;
+	pid_t other;
+	int rc = gpushare_jobdir_path(ranks, sizeof(ranks), x->job_dir, "ranks"), fd, n;
+
+	if (!rc)
+		rc = gpushare_private_dir(ranks);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s", ranks, own);
+	switch (gpushare_jobdir_rank_state(path)) {
+	case GPUSHARE_RANK_ALIVE:
+		return gpushare_fail(GPUSHARE_E_BUSY,
+				     "local rank %ld of job '%s' already runs on node %s (see '%s'): two jobs with one "
+				     "job key, or a rank started twice", x->local_rank, x->job_key, x->node, path);
+	case GPUSHARE_RANK_DEAD:
+		gpushare_jobdir_scan_ranks(x->job_dir, own, &arrived, &alive, &other);
+		if (alive)
+			return gpushare_fail(GPUSHARE_E_BUSY,
+					     "local rank %ld of job '%s' already arrived on node %s while rank pid %d "
+					     "of that job still runs: two jobs with one job key?",
+					     x->local_rank, x->job_key, x->node, (int)other);
+		/* A killed job of the same key: its daemon and records go. */
+		rc = gpushare_jobdir_stop_daemon(x->job_dir, NULL);
+		if (rc)
+			return rc;
+		{
+			char sub[GPUSHARE_PATH_MAX];
+			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned" };
+
+			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+				if (!gpushare_jobdir_path(sub, sizeof(sub), x->job_dir, names[i]))
+					gpushare_remove_tree(sub);
+			}
+			gpushare_clear_error();
+		}
+		rc = gpushare_private_dir(ranks);
+		if (rc)
+			return rc;
+		break;
+	case GPUSHARE_RANK_ABSENT:
+		break;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0)
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_BUSY, "cannot lock '%s': %s", path, strerror(e));
+	}
+	n = snprintf(text, sizeof(text), "%d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid()));
+	if (ftruncate(fd, 0) != 0 || write(fd, text, (size_t)n) != n) {
+		/* only informative */
+	}
+	x->priv->rank_fd = fd;
+	return GPUSHARE_OK;
+}
+
+/* ---- the keeper ---- */
+
+struct keeper_arg {
+	const char *dir;
+	long local_size;
+	int rank_fd, lock_fd;
+};
+
+/* The job's keeper: a process of its own, started by the first rank, that
+ * outlives every rank (launchers send SIGKILL a second after SIGTERM when
+ * they abort a job, too soon for a rank to be sure to clean up itself).
+ * Every KEEPER_POLL_NS it looks at the rank files under the job's lock:
+ * kills what is left of a dead rank's program, and once no rank is alive
+ * and every rank of the node has arrived (or none has been alive for the
+ * grace), stops the daemon and removes the directory. It ends when the
+ * directory is gone. */
+#define KEEPER_POLL_NS (200 * NS_PER_MS)
+
+static _Noreturn void keeper_main(void *argp)
+{
+	const struct keeper_arg *a = argp;
+	uint64_t idle_since = 0;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	/* Closed, not unlocked: the rank's own descriptors keep its locks. */
+	close(a->rank_fd);
+	close(a->lock_fd);
+	for (;;) {
+		size_t arrived, alive;
+		uint64_t now;
+		int fd, rc;
+
+		gpushare_sleep_ns(KEEPER_POLL_NS);
+		rc = gpushare_jobdir_lock(a->dir, false, 0, &fd);
+		if (rc == GPUSHARE_E_NOT_FOUND)
+			_exit(0);
+		if (rc)
+			continue;
+		gpushare_jobdir_kill_orphans(a->dir);
+		gpushare_jobdir_scan_ranks(a->dir, NULL, &arrived, &alive, NULL);
+		now = gpushare_now_ns();
+		if (alive) {
+			idle_since = 0;
+		} else {
+			if (!idle_since)
+				idle_since = now;
+			if ((long)arrived >= a->local_size || now - idle_since >= GPUSHARE_EXEC_GRACE_MS * NS_PER_MS)
+				_exit(gpushare_jobdir_remove(a->dir, fd, NULL) ? 1 : 0);
+		}
+		gpushare_lock_release(fd);
+	}
+}
+
+static bool keeper_alive(const char *dir)
+{
+	char path[GPUSHARE_PATH_MAX];
+	unsigned long long start = 0;
+	int pid = 0;
+	FILE *f;
+
+	if (gpushare_jobdir_path(path, sizeof(path), dir, "keeper")) {
+		gpushare_clear_error();
+		return false;
+	}
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fscanf(f, "%d %llu", &pid, &start) != 2)
+		pid = 0;
+	fclose(f);
+	return pid > 0 && gpushare_pid_alive(pid) && gpushare_pid_start_time(pid) == start;
+}
+
+static void start_keeper(struct gpushare_exec *x, int lock_fd)
+{
+	struct keeper_arg a = { x->job_dir, x->local_size, x->priv->rank_fd, lock_fd };
+	struct gpushare_child ch;
+
+	gpushare_child_init(&ch);
+	ch.fn = keeper_main;
+	ch.arg = &a;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	if (gpushare_child_start(&ch) == GPUSHARE_OK) {
+		char path[GPUSHARE_PATH_MAX], text[64];
+		int n = snprintf(text, sizeof(text), "%d %llu\n", (int)ch.pid, gpushare_pid_start_time(ch.pid));
+
+		/* Not waited for: it ends after this rank (or soon after the
+		 * last rank leaves), and init reaps it. */
+		x->keeper_pid = ch.pid;
+		gpushare_child_release(&ch);
+		if (gpushare_jobdir_path(path, sizeof(path), x->job_dir, "keeper") ||
+		    gpushare_write_file_atomic(path, text, (size_t)n))
+			gpushare_clear_error();
+	} else {
+		/* Without it the ranks still stop the daemon as they leave. */
+		gpushare_clear_error();
+	}
+}
+
+/* Under MPS: use the job's daemon when it is recorded and alive, else start
+ * it (cleaning up dead jobs' daemons first). */
+static int join_daemon(struct gpushare_exec *x, bool dry_run)
+{
+	struct gpushare_exec_priv *p = x->priv;
+	char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
+	struct daemon_record r;
+	bool alive;
+	pid_t pid = 0;
+	int rc;
+
+	if ((rc = gpushare_jobdir_path(pipe, sizeof(pipe), x->job_dir, "mps/pipe")) ||
+	    (rc = gpushare_jobdir_path(log, sizeof(log), x->job_dir, "mps/log")))
+		return rc;
+	snprintf(x->pipe_dir, sizeof(x->pipe_dir), "%s", pipe);
+	alive = record_read(x->job_dir, &r);
+	if (alive && !list_has(r.gpus, x->gpu_uuid))
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "GPU %s of local rank %ld is not served by the job's MPS daemon on node %s (it serves "
+				     "%s): the ranks of one job on one node must see the same GPUs",
+				     x->gpu_uuid, x->local_rank, x->node, r.gpus);
+	if (alive || dry_run) {
+		rc = gpushare_mps_init(&p->ctx.mps.m, pipe, log);
+		if (rc)
+			return rc;
+		p->ctx.mps.open = alive;
+		p->ctx.mps.started = false;
+		x->daemon_pid = alive ? r.pid : 0;
+		return GPUSHARE_OK;
+	}
+	if (!gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name)))
+		gpushare_exec_reap(name, &x->reaped);
+	gpushare_clear_error();
+	rc = p->ops->prepare(&p->ctx);
+	if (rc)
+		return rc;
+	x->daemon_started = p->ctx.mps.started;
+	if (gpushare_mps_state(&p->ctx.mps.m, &pid) != GPUSHARE_MPS_RUNNING || pid <= 0)
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "the MPS daemon at '%s' started but records no pid", pipe);
+	x->daemon_pid = pid;
+	return record_write(x->job_dir, pid, p->visible);
+}
+
+/* The once-per-job warning: on the job's first node (SLURM_NODEID 0 when
+ * Slurm says), by the first rank to take the marker. */
+static bool shared_gpu_marker(struct gpushare_exec *x, bool dry_run)
+{
+	const char *nodeid = getenv("SLURM_NODEID");
+	char path[GPUSHARE_PATH_MAX];
+	int fd;
+
+	if (x->max_ranks_per_gpu <= 1 || (nodeid && *nodeid && strcmp(nodeid, "0") != 0))
+		return false;
+	if (dry_run)
+		return x->local_rank == 0;
+	if (gpushare_jobdir_path(path, sizeof(path), x->job_dir, "shared-gpu-warned")) {
+		gpushare_clear_error();
+		return false;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static int job_key(const struct launcher_info *li, char *out, size_t len)
+{
+	pid_t pp = getppid();
+
+	if (li->job_key[0]) {
+		snprintf(out, len, "%s", li->job_key);
+		return GPUSHARE_OK;
+	}
+	/* No job id: the ranks of one node share the launcher's process that
+	 * started them (orted, hydra_pmi_proxy, slurmstepd). */
+	snprintf(out, len, "ppid-%d.%llu", (int)pp, gpushare_pid_start_time(pp));
+	return GPUSHARE_OK;
+}
+
+static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts *o, const struct launcher_info *li,
+		       enum gpushare_launcher_bind bind, int lock_fd)
+{
+	struct gpushare_exec_priv *p = x->priv;
+	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
+	struct launcher_binding b;
+	struct gpushare_placement pl;
+	size_t n_inv = 0, n_sel = 0;
+	char own[32];
+	int rc;
+
+	rc = inventory(x->job_dir, !o->dry_run, &inv, &n_inv);
+	if (rc)
+		return rc;
+	sel = calloc(n_inv + 1, sizeof(*sel));
+	if (!sel) {
+		free(inv);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
+	}
+	rc = gpushare_gpu_select(inv, n_inv, o->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	if (!rc && n_sel == 0)
+		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "no GPU to bind the ranks to");
+	if (!rc)
+		rc = gpushare_launcher_bind(bind, li->local_rank, li->local_size, n_sel, o->ranks_per_gpu, &b);
+	if (!rc) {
+		x->gpu_index = sel[b.gpu].index;
+		snprintf(x->gpu_uuid, sizeof(x->gpu_uuid), "%s", sel[b.gpu].uuid);
+		x->n_gpus = n_sel;
+		x->gpus_used = b.gpus_used;
+		x->ranks_on_gpu = b.ranks_on_gpu;
+		x->max_ranks_per_gpu = b.max_ranks_per_gpu;
+		p->visible[0] = '\0';
+		for (size_t i = 0; i < n_sel; i++) {
+			size_t l = strlen(p->visible);
+
+			snprintf(p->visible + l, sizeof(p->visible) - l, "%s%s", i ? "," : "", sel[i].uuid);
+		}
+	}
+	free(inv);
+	free(sel);
+	if (rc)
+		return rc;
+
+	p->ctx.run_dir = x->job_dir;
+	p->ctx.visible = p->visible;
+	p->ctx.mps_pipe_dir = "";
+	p->ctx.workers = (int)x->ranks_on_gpu;
+	if (o->thread_percentage > 0) {
+		p->ctx.thread_percentage = &o->thread_percentage;
+		p->ctx.n_thread_percentage = 1;
+	}
+	if ((rc = gpushare_jobdir_path(p->no_mps_dir, sizeof(p->no_mps_dir), x->job_dir, "no-mps")))
+		return rc;
+	p->ctx.no_mps_dir = p->no_mps_dir;
+
+	snprintf(own, sizeof(own), "%ld", x->local_rank);
+	if (!o->dry_run) {
+		rc = register_rank(x, own);
+		if (!rc && !p->ops->uses_mps)
+			rc = gpushare_private_dir(p->no_mps_dir);
+		if (rc)
+			return rc;
+	}
+	if (p->ops->uses_mps && (rc = join_daemon(x, o->dry_run)))
+		return rc;
+	if (!o->dry_run && !keeper_alive(x->job_dir))
+		start_keeper(x, lock_fd);
+	x->warn_shared_gpu = shared_gpu_marker(x, o->dry_run);
+	rc = p->ops->worker_env(&p->ctx, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
+	if (rc)
+		return rc;
+	x->thread_percentage = pl.thread_percentage;
+	x->env = gpushare_strv_list(&p->env);
+	return GPUSHARE_OK;
+}
+
+int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts *o)
+{
+	struct launcher_info li;
+	enum gpushare_launcher_bind bind = LAUNCHER_BIND_ROUND_ROBIN;
+	char user[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
+	struct gpushare_exec_priv *p;
+	int rc, lock_fd = -1;
+
+	memset(x, 0, sizeof(*x));
+	x->rank = x->size = -1;
+	if (o->strategy != GPUSHARE_STRATEGY_MPS && o->strategy != GPUSHARE_STRATEGY_MPS_SPLIT &&
+	    o->strategy != GPUSHARE_STRATEGY_TIMESLICE)
+		return gpushare_fail(GPUSHARE_E_INVAL, "exec runs ranks under mps, mps-split or timeslice only");
+	if (o->bind && (rc = gpushare_launcher_bind_parse(o->bind, &bind)))
+		return rc;
+	if (o->thread_percentage < 0 || o->thread_percentage > 100)
+		return gpushare_fail(GPUSHARE_E_INVAL, "thread percentage %g is not in (0,100]", o->thread_percentage);
+	rc = gpushare_launcher_detect(gpushare_getenv_process, NULL, &li);
+	if (rc)
+		return rc;
+	x->launcher = gpushare_launcher_kind_name(li.kind);
+	x->rank = li.rank;
+	x->size = li.size;
+	x->local_rank = li.local_rank;
+	x->local_size = li.local_size;
+	job_key(&li, x->job_key, sizeof(x->job_key));
+	gpushare_jobdir_node_name(x->node, sizeof(x->node));
+	if ((rc = gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name))) ||
+	    (rc = gpushare_user_dir(user, sizeof(user))) || (rc = gpushare_jobdir_path(x->job_dir, sizeof(x->job_dir), user, name)))
+		return rc;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "exec state");
+	x->priv = p;
+	p->rank_fd = -1;
+	p->dry_run = o->dry_run;
+	p->interrupted = o->interrupted;
+	p->ops = gpushare_strategy_get(o->strategy);
+	x->uses_mps = p->ops->uses_mps;
+	rc = p->ops->check(&p->ctx);
+	if (!rc && !o->dry_run) {
+		rc = gpushare_private_dir(user);
+		if (!rc)
+			rc = gpushare_jobdir_lock(x->job_dir, true, GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS, &lock_fd);
+	}
+	if (!rc)
+		rc = open_locked(x, o, &li, bind, lock_fd);
+	if (rc && p->rank_fd >= 0) {
+		/* Leave as if this rank had exited at once. */
+		struct gpushare_errsave e;
+
+		gpushare_error_save(&e);
+		gpushare_lock_release(lock_fd);
+		lock_fd = -1;
+		gpushare_exec_close(x, NULL);
+		return gpushare_error_restore(&e, rc);
+	}
+	if (rc && lock_fd >= 0) {
+		struct gpushare_errsave e;
+		size_t arrived, alive;
+
+		/* Refused before any rank arrived (a binding the ranks do not
+		 * fit): leave no directory behind. */
+		gpushare_error_save(&e);
+		gpushare_jobdir_scan_ranks(x->job_dir, NULL, &arrived, &alive, NULL);
+		if (arrived == 0) {
+			gpushare_jobdir_remove_locked(x->job_dir, lock_fd);
+			lock_fd = -1;
+		}
+		rc = gpushare_error_restore(&e, rc);
+	}
+	gpushare_lock_release(lock_fd);
+	if (rc)
+		release_priv(x);
+	return rc;
+}
+
+/* ---- the program ---- */
+
+int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid)
+{
+	char text[128];
+	int n;
+
+	if (!x->priv || x->priv->rank_fd < 0)
+		return GPUSHARE_OK;
+	n = snprintf(text, sizeof(text), "%d %llu %d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid()),
+		     (int)pgid, gpushare_pid_start_time(pgid));
+	if (pwrite(x->priv->rank_fd, text, (size_t)n, 0) != n)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot record the program in the rank file: %s", strerror(errno));
+	return GPUSHARE_OK;
+}
+
+/* ---- close ---- */
+
+struct stopper_arg {
+	const char *dir;
+	int lock_fd;
+};
+
+static _Noreturn void stopper_main(void *arg)
+{
+	const struct stopper_arg *a = arg;
+	bool stopped = false;
+	int rc;
+
+	/* A launcher that stops the job signals the whole step; the stop
+	 * finishes anyway (only SIGKILL ends it). */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	rc = gpushare_jobdir_remove(a->dir, a->lock_fd, &stopped);
+	_exit(rc ? 1 : stopped ? 0 : 2);
+}
+
+/* Stop the daemon and remove the job directory in a process of its own, one
+ * that outlives this rank: a launcher that stops a job sends SIGKILL soon
+ * after SIGTERM (Open MPI one second later), and a stop cut short would
+ * leave the daemon running. It inherits the job's lock (flock() locks
+ * belong to the open file, shared across fork), which this process then
+ * closes without unlocking. */
+static int stop_detached(const char *dir, int lock_fd, bool *stopped)
+{
+	struct stopper_arg a = { dir, lock_fd };
+	struct gpushare_child ch;
+	int rc;
+
+	*stopped = false;
+	gpushare_child_init(&ch);
+	ch.fn = stopper_main;
+	ch.arg = &a;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	if (rc) {
+		/* Cannot fork: stop it here. */
+		gpushare_clear_error();
+		return gpushare_jobdir_remove(dir, lock_fd, stopped);
+	}
+	close(lock_fd);
+	rc = gpushare_child_wait(&ch, (uint64_t)GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS);
+	if (rc) {
+		gpushare_child_release(&ch);
+		return gpushare_fail(GPUSHARE_E_TIMEOUT, "the stop of the job's MPS daemon under '%s' goes on in process %d",
+				     dir, (int)ch.pid);
+	}
+	gpushare_child_release(&ch);
+	if (WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 0)
+		*stopped = true;
+	else if (!(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 2))
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING,
+				     "the job's MPS daemon under '%s' could not be stopped (the next gpushare run on this "
+				     "node tries again)", dir);
+	return GPUSHARE_OK;
+}
+
+int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *info)
+{
+	struct gpushare_exec_priv *p = x->priv;
+	struct gpushare_exec_leave dummy;
+	uint64_t grace_end;
+	char own[32];
+	int fd = -1, rc = GPUSHARE_OK;
+
+	if (!info)
+		info = &dummy;
+	memset(info, 0, sizeof(*info));
+	if (!p)
+		return GPUSHARE_OK;
+	if (p->dry_run || p->rank_fd < 0) {
+		release_priv(x);
+		return GPUSHARE_OK;
+	}
+	snprintf(own, sizeof(own), "%ld", x->local_rank);
+	grace_end = gpushare_now_ns() + GPUSHARE_EXEC_GRACE_MS * NS_PER_MS;
+	for (;;) {
+		size_t arrived, alive;
+
+		rc = gpushare_jobdir_lock(x->job_dir, false, GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS, &fd);
+		if (rc)
+			break;
+		gpushare_jobdir_scan_ranks(x->job_dir, own, &arrived, &alive, NULL);
+		if (alive)
+			break;
+		if ((long)arrived >= x->local_size || gpushare_now_ns() >= grace_end ||
+		    (p->interrupted && *p->interrupted)) {
+			info->last = true;
+			info->missing = (long)arrived < x->local_size ? (size_t)(x->local_size - (long)arrived) : 0;
+			break;
+		}
+		/* Some rank of this node has not arrived yet: hold on (as a
+		 * live rank) so that it finds the daemon, or the grace ends. */
+		gpushare_lock_release(fd);
+		fd = -1;
+		gpushare_sleep_ns(POLL_NS);
+	}
+	if (!rc && info->last) {
+		close(p->rank_fd);
+		p->rank_fd = -1;
+		rc = stop_detached(x->job_dir, fd, &info->daemon_stopped);
+		fd = -1;
+	}
+	if (p->rank_fd >= 0) {
+		/* Not the last: our file stays as the mark that we arrived,
+		 * without a program to kill (its group is gone). */
+		char text[64];
+		int n = snprintf(text, sizeof(text), "%d %llu 0 0\n", (int)getpid(), gpushare_pid_start_time(getpid()));
+
+		if (ftruncate(p->rank_fd, 0) != 0 || pwrite(p->rank_fd, text, (size_t)n, 0) != n) {
+			/* the group is empty anyway */
+		}
+		close(p->rank_fd);
+		p->rank_fd = -1;
+	}
+	gpushare_lock_release(fd);
+	release_priv(x);
+	if (rc == GPUSHARE_E_NOT_FOUND) {
+		/* Our directory went away under a live rank: nothing left to stop. */
+		gpushare_clear_error();
+		rc = GPUSHARE_OK;
+	}
+	return rc;
+}
+
+/* ---- the job directory (lib/run/jobdir.c) ---- */
+
+int gpushare_exec_dir_name(const char *job_key, const char *node, char *out, size_t len)
+{
+	return gpushare_jobdir_name(job_key, node, out, len);
+}
+
+int gpushare_exec_reap(const char *skip, size_t *reaped)
+{
+	return gpushare_jobdir_reap(skip, reaped);
+}

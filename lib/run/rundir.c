@@ -1,0 +1,156 @@
+/*
+ * Run directories: private per-run state under the user directory (an MPS
+ * daemon's pipe and log directories, an empty pipe directory for plain
+ * workers). Each holds an `owner` file naming the process that created it
+ * (pid and start time, so a reused pid is not mistaken for it). gpushare
+ * removes its run directory when the run ends; if it was killed first,
+ * gpushare_rundir_reap() — called at the start of every bench, sweep and farm —
+ * stops any MPS daemon left under a dead owner's directory and removes it,
+ * so a killed run leaves nothing running for long. It also cleans up after
+ * `gpushare exec` jobs whose ranks on this node were all killed
+ * (gpushare_exec_reap()).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sys.h"
+#include "rundir.h"
+#include "jobdir.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/util.h"
+
+#define OWNER_FILE "owner"
+
+int gpushare_rundir_create(const char *prefix, char *out, size_t len)
+{
+	char user[GPUSHARE_PATH_MAX], owner[GPUSHARE_PATH_MAX + 16];
+	FILE *f;
+	int rc = gpushare_user_dir(user, sizeof(user));
+
+	if (!rc)
+		rc = gpushare_private_dir(user);
+	if (rc)
+		return rc;
+	if ((size_t)snprintf(out, len, "%s/%s-XXXXXX", user, prefix) >= len)
+		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
+	if (!mkdtemp(out)) {
+		int e = errno;
+
+		out[0] = '\0';
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create a run directory in '%s': %s", user, strerror(e));
+	}
+	snprintf(owner, sizeof(owner), "%s/" OWNER_FILE, out);
+	f = fopen(owner, "wxe");
+	if (!f || fprintf(f, "%d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid())) < 0 || fclose(f) != 0) {
+		int e = errno;
+
+		gpushare_rundir_remove(out);
+		out[0] = '\0';
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot write '%s': %s", owner, strerror(e));
+	}
+	return GPUSHARE_OK;
+}
+
+
+void gpushare_rundir_remove(const char *dir)
+{
+	if (dir && dir[0])
+		gpushare_remove_tree(dir);
+}
+
+/* Is the process recorded in <dir>/owner still the one that wrote it? */
+static bool owner_alive(const char *dir)
+{
+	char path[GPUSHARE_PATH_MAX + 16];
+	unsigned long long t = 0;
+	int pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" OWNER_FILE, dir);
+	f = fopen(path, "re");
+	if (!f)
+		return true; /* being created, or not ours: leave it */
+	if (fscanf(f, "%d %llu", &pid, &t) != 2)
+		pid = 0;
+	fclose(f);
+	if (pid <= 0)
+		return true;
+	return gpushare_pid_alive(pid) && gpushare_pid_start_time(pid) == t;
+}
+
+/* Stop the daemon of every <run>/<sub>/pipe that has one. */
+static void stop_daemons(const char *run)
+{
+	DIR *d = opendir(run);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX];
+		struct gpushare_mps m;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(pipe, sizeof(pipe), "%s/%s/pipe", run, e->d_name) >= sizeof(pipe) ||
+		    (size_t)snprintf(log, sizeof(log), "%s/%s/log", run, e->d_name) >= sizeof(log))
+			continue;
+		if (access(pipe, F_OK) != 0 || gpushare_mps_init(&m, pipe, log) != GPUSHARE_OK)
+			continue;
+		m.timeout_ms = 5000;
+		if (gpushare_mps_state(&m, NULL) == GPUSHARE_MPS_RUNNING)
+			gpushare_mps_stop(&m, true, NULL);
+	}
+	closedir(d);
+}
+
+int gpushare_rundir_reap(size_t *reaped)
+{
+	char user[GPUSHARE_PATH_MAX];
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+	int rc = gpushare_user_dir(user, sizeof(user));
+
+	if (reaped)
+		*reaped = 0;
+	if (rc)
+		return rc;
+	d = opendir(user);
+	if (!d)
+		return GPUSHARE_OK; /* nothing was ever run here */
+	while ((e = readdir(d))) {
+		char run[GPUSHARE_PATH_MAX];
+		struct stat st;
+
+		if (strncmp(e->d_name, "bench-", 6) != 0 && strncmp(e->d_name, "sweep-", 6) != 0 &&
+		    strncmp(e->d_name, "farm-", 5) != 0)
+			continue;
+		if ((size_t)snprintf(run, sizeof(run), "%s/%s", user, e->d_name) >= sizeof(run))
+			continue;
+		if (lstat(run, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || owner_alive(run))
+			continue;
+		stop_daemons(run);
+		gpushare_rundir_remove(run);
+		n++;
+	}
+	closedir(d);
+	/* Jobs of gpushare exec whose ranks here were all killed. */
+	{
+		size_t jobs = 0;
+
+		if (gpushare_jobdir_reap(NULL, &jobs) == GPUSHARE_OK)
+			n += jobs;
+		gpushare_clear_error();
+	}
+	if (reaped)
+		*reaped = n;
+	return GPUSHARE_OK;
+}

@@ -1,0 +1,83 @@
+/*
+ * Sharing strategies behind one table. Each strategy says how its workers
+ * are laid out (N processes at once, one at a time, or N threads of one
+ * process), what it needs before anything runs (check), what it sets up for
+ * the run (prepare: a private MPS daemon), the environment of worker i
+ * (worker_env) and how it cleans up (teardown). Engines that run workers
+ * (bench, and through it sweep; farm; exec) use only this table, so a
+ * strategy behaves the same everywhere.
+ */
+#ifndef GPUSHARE_LIB_STRATEGY_H
+#define GPUSHARE_LIB_STRATEGY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "gpushare/gpu.h"
+#include "mps_session.h"
+
+/* What a strategy works with; filled by the engine, opened by prepare. */
+struct gpushare_strategy_ctx {
+	const char *run_dir;            /* the run's private directory */
+	const char *no_mps_dir;         /* an empty private directory: no daemon answers there */
+	const char *visible;            /* the GPUs of the run for the daemon (UUIDs when known); "" all */
+	const char *mps_pipe_dir;       /* a daemon to use and never stop; "" start one */
+	const struct gpushare_system_info *sys; /* NULL without the driver */
+	unsigned gpu_index;             /* mig: the GPU whose instances serve the workers */
+	int workers;                    /* clients that share one GPU (mps-split's default share) */
+	/* mps-split limits: n == 0 none (thread share: 100 / workers),
+	 * n == 1 one value for all, else one per worker. */
+	const double *thread_percentage;
+	int n_thread_percentage;
+	const uint64_t *mem_limit_bytes;
+	int n_mem_limit;
+	const int *priority;
+	int n_priority;
+	/* Opened by the mps strategies' prepare, closed by their teardown. */
+	struct gpushare_mps_session mps;
+};
+
+/* What worker i got, for the record. */
+struct gpushare_placement {
+	char visible[128];              /* CUDA_VISIBLE_DEVICES given, "" none */
+	double thread_percentage;       /* 0: not set */
+	uint64_t mem_limit_bytes;       /* 0: not set */
+	int priority;                   /* -1: not set */
+};
+
+enum gpushare_strategy_layout {
+	GPUSHARE_LAYOUT_CONCURRENT,     /* N processes at once */
+	GPUSHARE_LAYOUT_ONE_AT_A_TIME,  /* N processes, each alone */
+	GPUSHARE_LAYOUT_THREADS,        /* one process, N threads */
+};
+
+struct gpushare_strategy_ops {
+	int id;                         /* enum gpushare_strategy */
+	const char *name;
+	enum gpushare_strategy_layout layout;
+	bool runs_commands;             /* a command can be a worker (not for threads) */
+	bool uses_mps;
+	/* Before any strategy of a run starts: is what it needs there? An error
+	 * with a detail that says what is missing and what to do. */
+	int (*check)(const struct gpushare_strategy_ctx *x);
+	/* How many workers it runs when `asked` were asked for (`given`: on the
+	 * command line); mig derives it from the instances. */
+	int (*workers)(const struct gpushare_strategy_ctx *x, int asked, bool given, int *n);
+	int (*prepare)(struct gpushare_strategy_ctx *x);
+	/* Environment changes for worker i of n, placed on `device` (a GPU UUID
+	 * or index; "" the run's GPUs): "NAME=VALUE" sets, "NAME" unsets. */
+	int (*worker_env)(const struct gpushare_strategy_ctx *x, int i, const char *device, struct gpushare_strv *env,
+			  struct gpushare_placement *p);
+	/* Undo prepare; rc is the run's result so far (its detail survives). */
+	int (*teardown)(struct gpushare_strategy_ctx *x, int rc);
+};
+
+/* The strategy with this id (also GPUSHARE_STRATEGY_CEILING); NULL if none. */
+const struct gpushare_strategy_ops *gpushare_strategy_get(int id);
+
+/* Refuse plain CUDA processes while a daemon answers where they look by
+ * default (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps). */
+int gpushare_strategy_check_no_daemon(void);
+
+#endif

@@ -1,0 +1,387 @@
+/*
+ * Child processes: start, wait for and stop a program (or a forked function)
+ * in a process group of its own. See lib/child.h for the contract.
+ *
+ * Exec failure reaches the parent through a close-on-exec pipe: the child
+ * writes its errno there when execve fails, and the parent's read returns 0
+ * bytes (EOF) once exec has closed the pipe. Waiting uses the child's pidfd
+ * (Linux 5.3) so that an exit is seen at once; without one, a 2 ms poll.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "sys.h"
+#include "gpushare/child.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+
+#define POLL_FALLBACK_NS (2 * NS_PER_MS)
+#define KILL_WAIT_NS (5ULL * 1000 * NS_PER_MS)
+
+void gpushare_child_init(struct gpushare_child *ch)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->in = ch->out = ch->err = GPUSHARE_CHILD_INHERIT;
+	ch->pidfd = ch->in_fd = ch->out_fd = ch->err_fd = -1;
+}
+
+int gpushare_child_exit_code(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 255;
+}
+
+bool gpushare_child_ok(int wstatus)
+{
+	return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+}
+
+void gpushare_child_describe(int wstatus, char *buf, size_t len)
+{
+	if (WIFEXITED(wstatus)) {
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(wstatus));
+	} else if (WIFSIGNALED(wstatus)) {
+		const char *abbrev = sigabbrev_np(WTERMSIG(wstatus));
+
+		snprintf(buf, len, "was killed by signal %d (SIG%s)", WTERMSIG(wstatus), abbrev ? abbrev : "?");
+	} else {
+		snprintf(buf, len, "ended with wait status %d", wstatus);
+	}
+}
+
+/* In the child: put descriptor `want` (one of ours or a choice) on `target`. */
+static int child_stream(int want, int pipe_end, int devnull, int target)
+{
+	int fd = want;
+
+	if (want == GPUSHARE_CHILD_INHERIT)
+		return 0;
+	if (want == GPUSHARE_CHILD_DEVNULL)
+		fd = devnull;
+	else if (want == GPUSHARE_CHILD_PIPE)
+		fd = pipe_end;
+	if (fd == target) {
+		int flags = fcntl(fd, F_GETFD);
+
+		return flags < 0 ? -1 : fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+	}
+	return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+static _Noreturn void child_main(const struct gpushare_child *ch, const char *path, char **envp, pid_t parent,
+				 int report, const int pipes[3][2], int devnull)
+{
+	sigset_t none;
+	int e;
+
+	if (!(ch->flags & GPUSHARE_CHILD_SAME_PGROUP) && setpgid(0, 0) != 0)
+		goto fail;
+	/* Die with gpushare; if it already died, do not start at all. */
+	if (!(ch->flags & GPUSHARE_CHILD_NO_PDEATHSIG) &&
+	    (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent))
+		_exit(127);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGINT, ch->flags & GPUSHARE_CHILD_IGNORE_SIGINT ? SIG_IGN : SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	if (child_stream(ch->in, pipes[0][0], devnull, 0) != 0)
+		goto fail;
+	if (ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR) {
+		if (dup2(2, 1) < 0)
+			goto fail;
+	} else if (child_stream(ch->out, pipes[1][1], devnull, 1) != 0) {
+		goto fail;
+	}
+	if (child_stream(ch->err, pipes[2][1], devnull, 2) != 0)
+		goto fail;
+	for (size_t i = 0; i < ch->n_keep_fds; i++) {
+		int flags = fcntl(ch->keep_fds[i], F_GETFD);
+
+		if (flags < 0 || fcntl(ch->keep_fds[i], F_SETFD, flags & ~FD_CLOEXEC) < 0)
+			goto fail;
+	}
+	if (ch->fn) {
+		close(report); /* nothing to exec: "started" is already true */
+		ch->fn(ch->arg);
+		_exit(127);
+	}
+	execve(path, ch->argv, envp);
+fail:
+	e = errno;
+	if (write(report, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int gpushare_child_start(struct gpushare_child *ch)
+{
+	int pipes[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	const int *want[3] = { &ch->in, &ch->out, &ch->err };
+	char path[GPUSHARE_PATH_MAX] = "";
+	char **envp = NULL;
+	int report[2] = { -1, -1 }, devnull = -1, exec_errno = 0, rc = GPUSHARE_OK;
+	pid_t parent = getpid(), pid;
+	ssize_t got;
+
+	ch->pid = ch->pgid = 0;
+	ch->pidfd = ch->in_fd = ch->out_fd = ch->err_fd = -1;
+	ch->exited = false;
+	ch->wstatus = 0;
+	ch->signalled = 0;
+	ch->stragglers = 0;
+	if (ch->n_keep_fds > sizeof(ch->keep_fds) / sizeof(ch->keep_fds[0]))
+		return gpushare_fail(GPUSHARE_E_INVAL, "too many descriptors to keep open in a child");
+	if (!ch->fn) {
+		if (!ch->argv || !ch->argv[0])
+			return gpushare_fail(GPUSHARE_E_INVAL, "no program to start");
+		if (ch->path) {
+			if ((size_t)snprintf(path, sizeof(path), "%s", ch->path) >= sizeof(path))
+				return gpushare_fail(GPUSHARE_E_INVAL, "program path too long");
+		} else if ((rc = gpushare_which(ch->argv[0], path, sizeof(path))) != GPUSHARE_OK) {
+			return rc;
+		}
+		if (ch->envp) {
+			envp = (char **)ch->envp;
+		} else if (!(envp = gpushare_env_build(ch->env_set))) {
+			return gpushare_fail(GPUSHARE_E_NOMEM, "cannot build a child's environment");
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (*want[i] == GPUSHARE_CHILD_PIPE && pipe2(pipes[i], O_CLOEXEC) != 0) {
+			rc = gpushare_fail(GPUSHARE_E_SYS, "pipe: %s", strerror(errno));
+			goto out;
+		}
+		if (*want[i] == GPUSHARE_CHILD_DEVNULL && devnull < 0 &&
+		    (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
+			rc = gpushare_fail(GPUSHARE_E_SYS, "cannot open /dev/null: %s", strerror(errno));
+			goto out;
+		}
+	}
+	if (pipe2(report, O_CLOEXEC) != 0) {
+		rc = gpushare_fail(GPUSHARE_E_SYS, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = gpushare_fail(GPUSHARE_E_SYS, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		close(report[0]);
+		child_main(ch, path, envp, parent, report[1], (const int(*)[2])pipes, devnull);
+	}
+	/* Both sides set the group, so that it exists whichever runs first. */
+	if (!(ch->flags & GPUSHARE_CHILD_SAME_PGROUP))
+		setpgid(pid, pid);
+	ch->pid = pid;
+	ch->pgid = ch->flags & GPUSHARE_CHILD_SAME_PGROUP ? getpgrp() : pid;
+	close_fd(&report[1]);
+	do
+		got = read(report[0], &exec_errno, sizeof(exec_errno));
+	while (got < 0 && errno == EINTR);
+	if (got == (ssize_t)sizeof(exec_errno)) {
+		while (waitpid(pid, &ch->wstatus, 0) < 0 && errno == EINTR)
+			;
+		ch->exited = true;
+		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "cannot execute '%s': %s", ch->fn ? "(function)" : path,
+				   strerror(exec_errno));
+		goto out;
+	}
+	ch->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (ch->pidfd >= 0)
+		fcntl(ch->pidfd, F_SETFD, FD_CLOEXEC);
+	ch->in_fd = pipes[0][1];
+	pipes[0][1] = -1;
+	ch->out_fd = pipes[1][0];
+	pipes[1][0] = -1;
+	ch->err_fd = pipes[2][0];
+	pipes[2][0] = -1;
+out:
+	for (int i = 0; i < 3; i++) {
+		close_fd(&pipes[i][0]);
+		close_fd(&pipes[i][1]);
+	}
+	close_fd(&report[0]);
+	close_fd(&report[1]);
+	close_fd(&devnull);
+	if (envp && envp != (char **)ch->envp)
+		gpushare_env_free(envp);
+	return rc;
+}
+
+bool gpushare_child_poll(struct gpushare_child *ch)
+{
+	pid_t w;
+
+	if (ch->exited || ch->pid <= 0)
+		return true;
+	do
+		w = waitpid(ch->pid, &ch->wstatus, WNOHANG);
+	while (w < 0 && errno == EINTR);
+	if (w == ch->pid || (w < 0 && errno == ECHILD)) {
+		if (w < 0)
+			ch->wstatus = 0;
+		ch->exited = true;
+		close_fd(&ch->pidfd);
+	}
+	return ch->exited;
+}
+
+int gpushare_child_wait(struct gpushare_child *ch, uint64_t timeout_ns)
+{
+	uint64_t start = gpushare_now_ns();
+
+	while (!gpushare_child_poll(ch)) {
+		uint64_t now = gpushare_now_ns(), left;
+
+		if (timeout_ns != UINT64_MAX && now - start >= timeout_ns)
+			return gpushare_fail(GPUSHARE_E_TIMEOUT, "process %d is still running", (int)ch->pid);
+		left = timeout_ns == UINT64_MAX ? UINT64_MAX : timeout_ns - (now - start);
+		if (ch->pidfd >= 0) {
+			struct pollfd p = { .fd = ch->pidfd, .events = POLLIN };
+			uint64_t ms = (left + NS_PER_MS - 1) / NS_PER_MS;
+
+			poll(&p, 1, ms > 1000 ? 1000 : (int)ms);
+		} else {
+			uint64_t ns = left < POLL_FALLBACK_NS ? left : POLL_FALLBACK_NS;
+			gpushare_sleep_ns(ns);
+		}
+	}
+	return GPUSHARE_OK;
+}
+
+void gpushare_child_signal(struct gpushare_child *ch, int sig)
+{
+	if (ch->pid <= 0)
+		return;
+	if (ch->flags & GPUSHARE_CHILD_SAME_PGROUP) {
+		if (!ch->exited)
+			kill(ch->pid, sig);
+	} else {
+		/* The leader may be gone while the group lives on. */
+		if (kill(-ch->pgid, sig) != 0 && !ch->exited)
+			kill(ch->pid, sig);
+	}
+	ch->signalled = sig;
+}
+
+size_t gpushare_pgroup_count(pid_t pgid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char path[300], buf[512], *p;
+		long pgrp;
+		int fd;
+		ssize_t r;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		/* pid (comm) state ppid pgrp ...: count from the last ')' */
+		p = strrchr(buf, ')');
+		if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+			continue;
+		if (sscanf(p + 3, "%*d %ld", &pgrp) == 1 && pgrp == (long)pgid)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+size_t gpushare_pgroup_kill(pid_t pgid)
+{
+	size_t n;
+
+	if (pgid <= 1)
+		return 0;
+	/* The common case, an empty group, costs one system call; only a
+	 * group with members is counted through /proc. */
+	if (kill(-pgid, 0) != 0 && errno == ESRCH)
+		return 0;
+	n = gpushare_pgroup_count(pgid);
+	if (n == 0)
+		return 0;
+	kill(-pgid, SIGKILL);
+	/* They are not our children (their parent was the leader, now gone):
+	 * init reaps them. Wait, bounded, until the kernel has ended them. */
+	for (int i = 0; i < 500 && gpushare_pgroup_count(pgid) > 0; i++) {
+		gpushare_sleep_ns(2 * NS_PER_MS);
+	}
+	return n;
+}
+
+size_t gpushare_child_reap_group(struct gpushare_child *ch)
+{
+	size_t n;
+
+	if (ch->pid <= 0 || (ch->flags & GPUSHARE_CHILD_SAME_PGROUP))
+		return 0;
+	n = gpushare_pgroup_kill(ch->pgid);
+	ch->stragglers += n;
+	return n;
+}
+
+int gpushare_child_stop(struct gpushare_child *ch, uint64_t term_ns)
+{
+	if (ch->pid <= 0)
+		return GPUSHARE_OK;
+	if (!gpushare_child_poll(ch)) {
+		gpushare_child_signal(ch, SIGTERM);
+		if (gpushare_child_wait(ch, term_ns) != GPUSHARE_OK) {
+			gpushare_child_signal(ch, SIGKILL);
+			if (gpushare_child_wait(ch, KILL_WAIT_NS) != GPUSHARE_OK)
+				return gpushare_fail(GPUSHARE_E_TIMEOUT,
+						     "process %d did not end within 5 s of SIGKILL (stuck in the kernel?)",
+						     (int)ch->pid);
+		}
+	}
+	gpushare_clear_error();
+	gpushare_child_reap_group(ch);
+	return GPUSHARE_OK;
+}
+
+void gpushare_child_release(struct gpushare_child *ch)
+{
+	close_fd(&ch->pidfd);
+	close_fd(&ch->in_fd);
+	close_fd(&ch->out_fd);
+	close_fd(&ch->err_fd);
+}

@@ -1,0 +1,334 @@
+/*
+ * The one place where gpushare reads an input file whole and where it writes
+ * an output file. Reads take only regular files of bounded size, opened
+ * without blocking (a FIFO or a link to /dev/zero is refused at once, not
+ * read forever). Writes go into directories gpushare may not have created
+ * (--out DIR, a report directory), where someone else may have planted a
+ * symbolic link: they never follow one, and they refuse a file owned by
+ * another user. Atomic writes leave a `.NAME.tmp-PID-XXXXXX` file only when
+ * killed mid-write, and the next write of NAME removes such leftovers once
+ * their writer is gone.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sys.h"
+#include "gpushare/files.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+
+int gpushare_read_file(const char *path, size_t max_bytes, char **data, size_t *len)
+{
+	struct stat st;
+	size_t cap, n = 0;
+	char *buf;
+	int fd, e;
+
+	*data = NULL;
+	*len = 0;
+	/* O_NONBLOCK: opening a FIFO with no writer must not wait. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return gpushare_fail(errno == ENOENT ? GPUSHARE_E_NOT_FOUND : GPUSHARE_E_IO, "cannot open '%s': %s", path,
+				     strerror(errno));
+	if (fstat(fd, &st) != 0) {
+		e = errno;
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_IO, "cannot inspect '%s': %s", path, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file; refusing to read it", path);
+	}
+	if ((uint64_t)st.st_size > max_bytes) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is %lld bytes, more than the %zu bytes read at most", path,
+				     (long long)st.st_size, max_bytes);
+	}
+	/* The file may grow while read: read at most max_bytes + 1 to tell. */
+	cap = (size_t)st.st_size + 1 < max_bytes ? (size_t)st.st_size + 1 : max_bytes + 1;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", path);
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			size_t nc = cap * 2 < max_bytes + 1 ? cap * 2 : max_bytes + 1;
+			char *nb;
+
+			if (nc == cap)
+				break;
+			nb = realloc(buf, nc + 1);
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", path);
+			}
+			buf = nb;
+			cap = nc;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = errno;
+			free(buf);
+			close(fd);
+			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path, strerror(e));
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (n > max_bytes) {
+		free(buf);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' grew past the %zu bytes read at most", path, max_bytes);
+	}
+	buf[n] = '\0';
+	*data = buf;
+	*len = n;
+	return GPUSHARE_OK;
+}
+
+int gpushare_read_file_tail(const char *path, size_t max_bytes, char **data, size_t *len)
+{
+	struct stat st;
+	off_t from;
+	size_t n = 0, want;
+	char *buf;
+	int fd, e;
+
+	*data = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return gpushare_fail(errno == ENOENT ? GPUSHARE_E_NOT_FOUND : GPUSHARE_E_IO, "cannot open '%s': %s", path,
+				     strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file; refusing to read it", path);
+	}
+	from = (uint64_t)st.st_size > max_bytes ? st.st_size - (off_t)max_bytes : 0;
+	want = (size_t)(st.st_size - from);
+	buf = malloc(want + 1);
+	if (!buf) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", path);
+	}
+	while (n < want) {
+		ssize_t r = pread(fd, buf + n, want - n, from + (off_t)n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = errno;
+			free(buf);
+			close(fd);
+			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path, strerror(e));
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*data = buf;
+	*len = n;
+	return GPUSHARE_OK;
+}
+
+/* A file we are about to write into or replace must be ours: a regular
+ * file owned by this user. */
+static int check_ours(const char *path, const struct stat *st)
+{
+	if (S_ISLNK(st->st_mode))
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is a symbolic link; refusing to write through it", path);
+	if (!S_ISREG(st->st_mode))
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file; refusing to write it", path);
+	if (st->st_uid != geteuid())
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is owned by uid %u, not by this user (uid %u); refusing to write it",
+				     path, (unsigned)st->st_uid, (unsigned)geteuid());
+	return GPUSHARE_OK;
+}
+
+int gpushare_open_append(const char *path, mode_t mode, int *fd)
+{
+	struct stat st;
+	int e, rc;
+
+	*fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode);
+	if (*fd < 0) {
+		e = errno;
+		/* O_NOFOLLOW on a link: ELOOP. Name the link, not the errno. */
+		if (e == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+			return gpushare_fail(GPUSHARE_E_IO, "'%s' is a symbolic link; refusing to write through it", path);
+		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(e));
+	}
+	if (fstat(*fd, &st) != 0) {
+		e = errno;
+		close(*fd);
+		*fd = -1;
+		return gpushare_fail(GPUSHARE_E_IO, "cannot inspect '%s': %s", path, strerror(e));
+	}
+	rc = check_ours(path, &st);
+	if (!rc && fcntl(*fd, F_SETFL, O_WRONLY | O_APPEND) != 0)
+		rc = gpushare_fail(GPUSHARE_E_IO, "cannot set up '%s': %s", path, strerror(errno));
+	if (rc) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
+}
+
+static int split_path(const char *path, char *dir, size_t dlen, char *base, size_t blen)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!*path || path[strlen(path) - 1] == '/')
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': not a file name", path);
+	if (!slash) {
+		snprintf(dir, dlen, ".");
+		n = strlen(path);
+		if (n >= blen)
+			return gpushare_fail(GPUSHARE_E_IO, "output path '%s' is too long", path);
+		memcpy(base, path, n + 1);
+		return GPUSHARE_OK;
+	}
+	n = (size_t)(slash - path);
+	if (n == 0)
+		n = 1; /* "/name" lives in "/" */
+	if (n >= dlen || strlen(slash + 1) >= blen)
+		return gpushare_fail(GPUSHARE_E_IO, "output path '%s' is too long", path);
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	memcpy(base, slash + 1, strlen(slash + 1) + 1);
+	return GPUSHARE_OK;
+}
+
+/* Remove `.BASE.tmp-PID-*` files of writers that are gone. Best effort: a
+ * leftover that cannot be removed only costs disk space. */
+static void reap_stale_temps(const char *dir, const char *base)
+{
+	char prefix[GPUSHARE_PATH_MAX + 16];
+	size_t plen;
+	struct dirent *de;
+	DIR *d;
+	int dfd;
+
+	plen = (size_t)snprintf(prefix, sizeof(prefix), ".%s.tmp-", base);
+	if (plen >= sizeof(prefix))
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	dfd = dirfd(d);
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, prefix, plen) != 0)
+			continue;
+		errno = 0;
+		pid = strtol(de->d_name + plen, &end, 10);
+		if (errno || end == de->d_name + plen || *end != '-' || pid <= 0 || pid == (long)getpid())
+			continue;
+		if (gpushare_pid_alive((pid_t)pid))
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_uid == geteuid())
+			unlinkat(dfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
+int gpushare_check_writable(const char *path)
+{
+	char dir[GPUSHARE_PATH_MAX], base[GPUSHARE_PATH_MAX];
+	struct stat st;
+	int rc;
+
+	if (!path || !*path)
+		return gpushare_fail(GPUSHARE_E_IO, "invalid output path ''");
+	if (path[strlen(path) - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': it is a directory", path);
+	if ((rc = split_path(path, dir, sizeof(dir), base, sizeof(base))))
+		return rc;
+	if (stat(dir, &st) != 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': '%s' is not a directory", path, dir);
+	if (access(dir, W_OK | X_OK) != 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
+	return GPUSHARE_OK;
+}
+
+int gpushare_write_file_atomic(const char *path, const char *data, size_t len)
+{
+	char dir[GPUSHARE_PATH_MAX], base[GPUSHARE_PATH_MAX], tmp[GPUSHARE_PATH_MAX + 64];
+	struct stat st;
+	size_t off = 0;
+	int fd, dfd, rc = split_path(path, dir, sizeof(dir), base, sizeof(base));
+
+	if (rc)
+		return rc;
+	if (lstat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': it is a directory", path);
+		rc = check_ours(path, &st);
+		if (rc)
+			return rc;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld-XXXXXX", dir, base, (long)getpid()) >= sizeof(tmp))
+		return gpushare_fail(GPUSHARE_E_IO, "output path '%s' is too long", path);
+	reap_stale_temps(dir, base);
+	/* mkstemp: O_CREAT | O_EXCL, so a planted link or file is never opened. */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
+	if (fchmod(fd, 0644) != 0)
+		goto fail;
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			goto fail;
+		off += (size_t)w;
+	}
+	if (fsync(fd) != 0)
+		goto fail;
+	if (close(fd) != 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	/* rename() replaces a name, never what a link points at. */
+	if (rename(tmp, path) != 0)
+		goto fail;
+	/* Make the rename itself durable. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return GPUSHARE_OK;
+fail:
+	rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return rc;
+}

@@ -1,0 +1,87 @@
+/*
+ * Internal to libgpushare: the per-user state directory, private and run
+ * directories, and small process helpers (environment building, PATH
+ * lookup, /proc readers, gpushare_run() for short commands). The child
+ * processes themselves are lib/child.h.
+ */
+#ifndef GPUSHARE_SYS_H
+#define GPUSHARE_SYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpushare/util.h"
+
+/* ---- directories ---- */
+
+/* The per-user base directory for gpushare's private state:
+ * $XDG_RUNTIME_DIR/gpushare when XDG_RUNTIME_DIR is an absolute, existing
+ * directory owned by this user, else /tmp/gpushare-<uid>. Not created. */
+int gpushare_user_dir(char *buf, size_t len);
+
+/* Make sure `path` is a directory this user may keep private state in:
+ * created (with missing parents) mode 0700 when absent; when present it must
+ * be a real directory (not a symlink), owned by the effective user, and not
+ * writable by group or others. Every parent must be searchable. Returns
+ * GPUSHARE_E_DIR with a detail naming the offending path otherwise. */
+int gpushare_private_dir(const char *path);
+
+/* Check that every parent of `path` is searchable by this process. */
+int gpushare_check_parents(const char *path);
+
+/* Remove path and everything under it (links are removed, never
+ * followed). */
+void gpushare_remove_tree(const char *path);
+
+/* ---- child processes ---- */
+
+struct gpushare_run_result {
+	int status;        /* exit code, or 128+signal when killed by a signal */
+	bool timed_out;    /* the child was killed because the timeout ran out */
+	char *out;         /* standard output, NUL-terminated (caller frees) */
+	size_t out_len;
+	char *err;         /* standard error, NUL-terminated (caller frees) */
+	size_t err_len;
+};
+
+/* Run argv[0] (searched in PATH) with its standard input fed `input` (may be
+ * NULL), capturing standard output and error (each at most 1 MiB; more is
+ * discarded). `env` lists "NAME=VALUE" entries to set and "NAME" entries to
+ * unset on top of this process's environment, NULL-terminated; may be NULL.
+ * The child is killed (SIGKILL) if it is still running after timeout_ms.
+ * Returns GPUSHARE_E_NOT_FOUND when the program cannot be executed. The
+ * child is always reaped. */
+int gpushare_run(char *const argv[], char *const env[], const char *input,
+		 int timeout_ms, struct gpushare_run_result *res);
+
+void gpushare_run_result_release(struct gpushare_run_result *res);
+
+/* Build an environment from this process's, with `env` applied as in
+ * gpushare_run(). The result and its strings are malloc'ed; free with
+ * gpushare_env_free(). */
+char **gpushare_env_build(char *const env[]);
+void gpushare_env_free(char **envp);
+
+/* Find `prog` in PATH (or take it as a path if it contains '/') and write
+ * the resolved path to buf. GPUSHARE_E_NOT_FOUND if it is not executable. */
+int gpushare_which(const char *prog, char *buf, size_t len);
+
+/* Whether process `pid` exists (kill(pid, 0) says yes or EPERM). */
+bool gpushare_pid_alive(pid_t pid);
+
+/* Start time of process pid in clock ticks since boot (/proc/<pid>/stat),
+ * 0 when unreadable: with the pid, it names a process even after pid reuse. */
+unsigned long long gpushare_pid_start_time(pid_t pid);
+
+/* Read /proc/<pid>/comm (without newline) into buf; "" when unreadable. */
+void gpushare_pid_comm(pid_t pid, char *buf, size_t len);
+
+/* Read /proc/<pid>/cmdline with arguments joined by spaces; "" when unreadable. */
+void gpushare_pid_cmdline(pid_t pid, char *buf, size_t len);
+
+/* Real user id of process pid, or -1 when unreadable. */
+long gpushare_pid_uid(pid_t pid);
+
+#endif
