@@ -51,6 +51,7 @@
 #include "gpu_select.h"
 #include "jobdir.h"
 #include "launcher.h"
+#include "run_ctx.h"
 #include "strategy.h"
 
 #define POLL_NS (50 * NS_PER_MS)
@@ -59,10 +60,8 @@
 
 struct gpushare_exec_priv {
 	const struct gpushare_strategy_ops *ops;
-	struct gpushare_strategy_ctx ctx;
+	struct gpushare_run_ctx run;    /* in the job directory; visible: the selected GPUs' UUIDs */
 	struct gpushare_strv env;
-	char no_mps_dir[GPUSHARE_PATH_MAX];
-	char visible[1024];             /* the selected GPUs' UUIDs, comma-separated */
 	int rank_fd;                    /* our ranks/<r>, locked; -1 none */
 	bool dry_run;
 	const volatile sig_atomic_t *interrupted;
@@ -77,18 +76,9 @@ static int inventory_nvml(struct gpushare_gpu_ref **inv, size_t *n)
 
 	if (rc)
 		return rc;
-	*inv = calloc(sys.n_gpus + 1, sizeof(**inv));
-	if (!*inv) {
-		gpushare_system_release(&sys);
-		return gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
-	}
-	for (size_t i = 0; i < sys.n_gpus; i++) {
-		(*inv)[i].index = sys.gpus[i].index;
-		snprintf((*inv)[i].uuid, sizeof((*inv)[i].uuid), "%s", sys.gpus[i].uuid);
-	}
-	*n = sys.n_gpus;
+	rc = gpushare_run_gpu_inventory(&sys, inv, n);
 	gpushare_system_release(&sys);
-	return GPUSHARE_OK;
+	return rc;
 }
 
 /* The cached list, GPUSHARE_E_NOT_FOUND when there is none (or it does not
@@ -225,6 +215,7 @@ static void release_priv(struct gpushare_exec *x)
 		return;
 	if (p->rank_fd >= 0)
 		close(p->rank_fd);
+	gpushare_run_ctx_close(&p->run, GPUSHARE_OK); /* the job's daemon and directory stay */
 	gpushare_strv_release(&p->env);
 	free(p);
 	x->priv = NULL;
@@ -421,25 +412,23 @@ static int join_daemon(struct gpushare_exec *x, bool dry_run)
 				     "%s): the ranks of one job on one node must see the same GPUs",
 				     x->gpu_uuid, x->local_rank, x->node, r.gpus);
 	if (alive || dry_run) {
-		rc = gpushare_mps_init(&p->ctx.mps.m, pipe, log);
+		rc = gpushare_run_ctx_join(&p->run, p->ops->id, alive);
 		if (rc)
 			return rc;
-		p->ctx.mps.open = alive;
-		p->ctx.mps.started = false;
 		x->daemon_pid = alive ? r.pid : 0;
 		return GPUSHARE_OK;
 	}
 	if (!gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name)))
 		gpushare_exec_reap(name, &x->reaped);
 	gpushare_clear_error();
-	rc = p->ops->prepare(&p->ctx);
+	rc = gpushare_run_ctx_start(&p->run, p->ops->id);
 	if (rc)
 		return rc;
-	x->daemon_started = p->ctx.mps.started;
-	if (gpushare_mps_state(&p->ctx.mps.m, &pid) != GPUSHARE_MPS_RUNNING || pid <= 0)
+	x->daemon_started = p->run.sx.mps.started;
+	if (gpushare_mps_state(&p->run.sx.mps.m, &pid) != GPUSHARE_MPS_RUNNING || pid <= 0)
 		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "the MPS daemon at '%s' started but records no pid", pipe);
 	x->daemon_pid = pid;
-	return record_write(x->job_dir, pid, p->visible);
+	return record_write(x->job_dir, pid, p->run.visible);
 }
 
 /* The once-per-job warning: on the job's first node (SLURM_NODEID 0 when
@@ -510,44 +499,36 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		x->gpus_used = b.gpus_used;
 		x->ranks_on_gpu = b.ranks_on_gpu;
 		x->max_ranks_per_gpu = b.max_ranks_per_gpu;
-		p->visible[0] = '\0';
-		for (size_t i = 0; i < n_sel; i++) {
-			size_t l = strlen(p->visible);
-
-			snprintf(p->visible + l, sizeof(p->visible) - l, "%s%s", i ? "," : "", sel[i].uuid);
-		}
+		gpushare_run_ctx_set_gpus(&p->run, sel, n_sel);
 	}
 	free(inv);
 	free(sel);
 	if (rc)
 		return rc;
 
-	p->ctx.run_dir = x->job_dir;
-	p->ctx.visible = p->visible;
-	p->ctx.mps_pipe_dir = "";
-	p->ctx.workers = (int)x->ranks_on_gpu;
+	p->run.sx.workers = (int)x->ranks_on_gpu;
 	if (o->thread_percentage > 0) {
-		p->ctx.thread_percentage = &o->thread_percentage;
-		p->ctx.n_thread_percentage = 1;
+		p->run.sx.thread_percentage = &o->thread_percentage;
+		p->run.sx.n_thread_percentage = 1;
 	}
-	if ((rc = gpushare_jobdir_path(p->no_mps_dir, sizeof(p->no_mps_dir), x->job_dir, "no-mps")))
+	if ((rc = gpushare_run_ctx_open(&p->run)))
 		return rc;
-	p->ctx.no_mps_dir = p->no_mps_dir;
 
 	snprintf(own, sizeof(own), "%ld", x->local_rank);
-	if (!o->dry_run) {
-		rc = register_rank(x, own);
-		if (!rc && !p->ops->uses_mps)
-			rc = gpushare_private_dir(p->no_mps_dir);
-		if (rc)
-			return rc;
-	}
-	if (p->ops->uses_mps && (rc = join_daemon(x, o->dry_run)))
+	if (!o->dry_run && (rc = register_rank(x, own)))
+		return rc;
+	/* Under MPS the job's daemon (never stopped by this rank's run
+	 * context: the last rank of the node stops it, see close). */
+	if (p->ops->uses_mps)
+		rc = join_daemon(x, o->dry_run);
+	else
+		rc = gpushare_run_ctx_start(&p->run, p->ops->id);
+	if (rc)
 		return rc;
 	if (!o->dry_run && !keeper_alive(x->job_dir))
 		start_keeper(x, lock_fd);
 	x->warn_shared_gpu = shared_gpu_marker(x, o->dry_run);
-	rc = p->ops->worker_env(&p->ctx, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
+	rc = gpushare_run_ctx_env(&p->run, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
 	if (rc)
 		return rc;
 	x->thread_percentage = pl.thread_percentage;
@@ -560,13 +541,14 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	struct launcher_info li;
 	enum gpushare_launcher_bind bind = LAUNCHER_BIND_ROUND_ROBIN;
 	char user[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
+	const struct gpushare_strategy_ops *ops;
 	struct gpushare_exec_priv *p;
 	int rc, lock_fd = -1;
 
 	memset(x, 0, sizeof(*x));
 	x->rank = x->size = -1;
-	if (o->strategy != GPUSHARE_STRATEGY_MPS && o->strategy != GPUSHARE_STRATEGY_MPS_SPLIT &&
-	    o->strategy != GPUSHARE_STRATEGY_TIMESLICE)
+	ops = gpushare_strategy_get(o->strategy);
+	if (!ops || !ops->runs_jobs)
 		return gpushare_fail(GPUSHARE_E_INVAL, "exec runs ranks under mps, mps-split or timeslice only");
 	if (o->bind && (rc = gpushare_launcher_bind_parse(o->bind, &bind)))
 		return rc;
@@ -593,9 +575,10 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	p->rank_fd = -1;
 	p->dry_run = o->dry_run;
 	p->interrupted = o->interrupted;
-	p->ops = gpushare_strategy_get(o->strategy);
-	x->uses_mps = p->ops->uses_mps;
-	rc = p->ops->check(&p->ctx);
+	p->ops = ops;
+	x->uses_mps = ops->uses_mps;
+	gpushare_run_ctx_init(&p->run, &(struct gpushare_run_opts){ .dir = x->job_dir, .dry_run = o->dry_run });
+	rc = gpushare_run_ctx_check(&p->run, o->strategy);
 	if (!rc && !o->dry_run) {
 		rc = gpushare_private_dir(user);
 		if (!rc)

@@ -20,7 +20,7 @@
  * the journal in one pass (lib/farm_journal.c) and takes each GPU's busy
  * time from the busy periods the attempts close (gpu_busy_seconds).
  *
- * Placement: the strategy table (lib/strategy.c) gives each job the
+ * Placement: the strategy table (lib/strategy) gives each job the
  * environment of its slot, pinned to its GPU by UUID; under mps and
  * mps-split one private MPS daemon serves all the chosen GPUs.
  *
@@ -59,7 +59,7 @@
 #include "gpu_select.h"
 #include "metrics_farm.h"
 #include "strategy.h"
-#include "rundir.h"
+#include "run_ctx.h"
 
 #define TICK_NS (100 * NS_PER_MS)         /* longest sleep between checks */
 #define NO_PIDFD_TICK_NS (2 * NS_PER_MS)  /* without pidfds, poll this often */
@@ -153,13 +153,8 @@ struct farm {
 	struct slot *slots;                /* n_gpus * max_k */
 	unsigned running;
 
-	/* strategy */
-	const struct gpushare_strategy_ops *st;
-	struct gpushare_strategy_ctx sx;
-	bool prepared;
-	char run_dir[GPUSHARE_PATH_MAX];
-	char no_mps_dir[GPUSHARE_PATH_MAX];
-	char visible[FARM_MAX_GPUS * 100];
+	/* strategy: the run directory, the daemon of mps and mps-split */
+	struct gpushare_run_ctx run;
 	uint64_t mem_limit;                /* mps-split: pinned memory per client */
 
 	/* queue */
@@ -292,7 +287,7 @@ static int pick_gpus(struct farm *f)
 	const struct gpushare_farm_config *c = f->c;
 	struct gpushare_system_info sys;
 	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
-	size_t n_sel = 0;
+	size_t n_inv = 0, n_sel = 0;
 	int rc = gpushare_nvml_open();
 
 	if (rc) {
@@ -322,17 +317,12 @@ static int pick_gpus(struct farm *f)
 		gpushare_system_release(&sys);
 		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "NVML sees no GPU");
 	}
-	inv = calloc(sys.n_gpus, sizeof(*inv));
-	sel = calloc(sys.n_gpus, sizeof(*sel));
-	if (!inv || !sel) {
+	rc = gpushare_run_gpu_inventory(&sys, &inv, &n_inv);
+	if (!rc && !(sel = calloc(sys.n_gpus, sizeof(*sel))))
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	if (rc)
 		goto out;
-	}
-	for (size_t i = 0; i < sys.n_gpus; i++) {
-		inv[i].index = sys.gpus[i].index;
-		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
-	}
-	rc = gpushare_gpu_select(inv, sys.n_gpus, c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	rc = gpushare_gpu_select(inv, n_inv, c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
 	if (rc)
 		goto out;
 	if (n_sel > FARM_MAX_GPUS) {
@@ -346,6 +336,7 @@ static int pick_gpus(struct farm *f)
 	}
 	f->n_gpus = n_sel;
 	f->placed = true;
+	gpushare_run_ctx_set_gpus(&f->run, sel, n_sel);
 	for (size_t i = 0; i < n_sel; i++) {
 		struct farm_gpu *g = &f->gpus[i];
 
@@ -741,48 +732,22 @@ static void undo_new_dir(struct farm *f)
 static int setup_strategy(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
-	struct gpushare_buf vis = { 0 };
+	const struct gpushare_strategy_ops *st = gpushare_strategy_get(c->strategy);
 	int rc;
 
-	f->st = gpushare_strategy_get(c->strategy);
-	if (!f->st || (c->strategy != GPUSHARE_STRATEGY_MPS && c->strategy != GPUSHARE_STRATEGY_MPS_SPLIT &&
-		       c->strategy != GPUSHARE_STRATEGY_TIMESLICE))
+	if (!st || !st->runs_jobs)
 		return gpushare_fail(GPUSHARE_E_INVAL, "a farm runs under mps, mps-split or timeslice");
-	for (size_t i = 0; i < f->n_gpus && f->placed; i++) {
-		rc = gpushare_buf_addf(&vis, "%s%s", i ? "," : "", f->gpus[i].id.uuid);
-		if (rc) {
-			gpushare_buf_release(&vis);
-			return rc;
-		}
-	}
-	snprintf(f->visible, sizeof(f->visible), "%s", gpushare_buf_str(&vis));
-	gpushare_buf_release(&vis);
-
-	memset(&f->sx, 0, sizeof(f->sx));
-	f->sx.run_dir = f->run_dir;
-	f->sx.no_mps_dir = f->no_mps_dir;
-	f->sx.visible = f->visible;
-	f->sx.mps_pipe_dir = c->mps_pipe_dir ? c->mps_pipe_dir : "";
-	f->sx.workers = (int)(f->cur_k ? f->cur_k : 1);
+	f->run.sx.workers = (int)(f->cur_k ? f->cur_k : 1);
 	if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && c->mem_per_job_bytes) {
 		f->mem_limit = c->mem_per_job_bytes;
-		f->sx.mem_limit_bytes = &f->mem_limit;
-		f->sx.n_mem_limit = 1;
+		f->run.sx.mem_limit_bytes = &f->mem_limit;
+		f->run.sx.n_mem_limit = 1;
 	}
-	rc = f->st->check(&f->sx);
-	if (rc)
-		return rc;
-	gpushare_rundir_reap(NULL);
-	rc = gpushare_rundir_create("farm", f->run_dir, sizeof(f->run_dir));
-	if (rc)
-		return rc;
-	if ((size_t)snprintf(f->no_mps_dir, sizeof(f->no_mps_dir), "%s/no-mps", f->run_dir) >= sizeof(f->no_mps_dir))
-		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
-	if (mkdir(f->no_mps_dir, 0700) != 0)
-		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", f->no_mps_dir, strerror(errno));
-	rc = f->st->prepare(&f->sx);
+	rc = gpushare_run_ctx_check(&f->run, c->strategy);
 	if (!rc)
-		f->prepared = true;
+		rc = gpushare_run_ctx_open(&f->run);
+	if (!rc)
+		rc = gpushare_run_ctx_start(&f->run, c->strategy);
 	return rc;
 }
 
@@ -1079,8 +1044,8 @@ static int job_env(struct farm *f, struct slot *s, struct gpushare_strv *env)
 	struct gpushare_placement pl;
 	int rc;
 
-	f->sx.workers = (int)f->cur_k;
-	rc = f->st->worker_env(&f->sx, (int)s->k, f->placed ? g->id.uuid : "", env, &pl);
+	f->run.sx.workers = (int)f->cur_k;
+	rc = gpushare_run_ctx_env(&f->run, (int)s->k, f->placed ? g->id.uuid : "", env, &pl);
 	if (!rc)
 		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_JOB=%zu", s->job);
 	if (!rc)
@@ -1627,6 +1592,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	f.c = c;
 	f.r = r;
 	f.journal.fd = -1;
+	gpushare_run_ctx_init(&f.run, &(struct gpushare_run_opts){ .prefix = "farm", .mps_pipe_dir = c->mps_pipe_dir });
 	farm_stop_level = 0;
 	rc = check_source(&f);
 	if (!rc)
@@ -1689,10 +1655,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	}
 	gpushare_error_save(&e);
 	stop_all(&f);
-	if (f.prepared)
-		rc = f.st->teardown(&f.sx, rc);
-	if (f.run_dir[0])
-		gpushare_rundir_remove(f.run_dir);
+	rc = gpushare_run_ctx_close(&f.run, rc);
 	free_retries(&f);
 	gpushare_farm_cursor_close(&f.cur);
 	failed = f.rs.failed;
