@@ -13,7 +13,7 @@
  *                first rank so the others need not load it
  *   daemon       the job's MPS daemon: "pid start-time" and the GPUs it
  *                serves
- *   keeper       the job's keeper (see keeper_main): "pid start-time"
+ *   keeper       the job's keeper (exec_keeper.c): "pid start-time"
  *   mps/pipe, mps/log   its directories
  *   no-mps       an empty pipe directory for timeslice ranks
  *   shared-gpu-warned   the marker that the once-per-job warning was given
@@ -51,6 +51,7 @@
 #include "gpu_select.h"
 #include "jobdir.h"
 #include "launcher.h"
+#include "exec_keeper.h"
 #include "run_ctx.h"
 #include "strategy.h"
 
@@ -287,109 +288,6 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 	return GPUSHARE_OK;
 }
 
-/* ---- the keeper ---- */
-
-struct keeper_arg {
-	const char *dir;
-	long local_size;
-	int rank_fd, lock_fd;
-};
-
-/* The job's keeper: a process of its own, started by the first rank, that
- * outlives every rank (launchers send SIGKILL a second after SIGTERM when
- * they abort a job, too soon for a rank to be sure to clean up itself).
- * Every KEEPER_POLL_NS it looks at the rank files under the job's lock:
- * kills what is left of a dead rank's program, and once no rank is alive
- * and every rank of the node has arrived (or none has been alive for the
- * grace), stops the daemon and removes the directory. It ends when the
- * directory is gone. */
-#define KEEPER_POLL_NS (200 * NS_PER_MS)
-
-static _Noreturn void keeper_main(void *argp)
-{
-	const struct keeper_arg *a = argp;
-	uint64_t idle_since = 0;
-
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	/* Closed, not unlocked: the rank's own descriptors keep its locks. */
-	close(a->rank_fd);
-	close(a->lock_fd);
-	for (;;) {
-		size_t arrived, alive;
-		uint64_t now;
-		int fd, rc;
-
-		gpushare_sleep_ns(KEEPER_POLL_NS);
-		rc = gpushare_jobdir_lock(a->dir, false, 0, &fd);
-		if (rc == GPUSHARE_E_NOT_FOUND)
-			_exit(0);
-		if (rc)
-			continue;
-		gpushare_jobdir_kill_orphans(a->dir);
-		gpushare_jobdir_scan_ranks(a->dir, NULL, &arrived, &alive, NULL);
-		now = gpushare_now_ns();
-		if (alive) {
-			idle_since = 0;
-		} else {
-			if (!idle_since)
-				idle_since = now;
-			if ((long)arrived >= a->local_size || now - idle_since >= GPUSHARE_EXEC_GRACE_MS * NS_PER_MS)
-				_exit(gpushare_jobdir_remove(a->dir, fd, NULL) ? 1 : 0);
-		}
-		gpushare_lock_release(fd);
-	}
-}
-
-static bool keeper_alive(const char *dir)
-{
-	char path[GPUSHARE_PATH_MAX];
-	unsigned long long start = 0;
-	int pid = 0;
-	FILE *f;
-
-	if (gpushare_jobdir_path(path, sizeof(path), dir, "keeper")) {
-		gpushare_clear_error();
-		return false;
-	}
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (fscanf(f, "%d %llu", &pid, &start) != 2)
-		pid = 0;
-	fclose(f);
-	return pid > 0 && gpushare_pid_alive(pid) && gpushare_pid_start_time(pid) == start;
-}
-
-static void start_keeper(struct gpushare_exec *x, int lock_fd)
-{
-	struct keeper_arg a = { x->job_dir, x->local_size, x->priv->rank_fd, lock_fd };
-	struct gpushare_child ch;
-
-	gpushare_child_init(&ch);
-	ch.fn = keeper_main;
-	ch.arg = &a;
-	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	if (gpushare_child_start(&ch) == GPUSHARE_OK) {
-		char path[GPUSHARE_PATH_MAX], text[64];
-		int n = snprintf(text, sizeof(text), "%d %llu\n", (int)ch.pid, gpushare_pid_start_time(ch.pid));
-
-		/* Not waited for: it ends after this rank (or soon after the
-		 * last rank leaves), and init reaps it. */
-		x->keeper_pid = ch.pid;
-		gpushare_child_release(&ch);
-		if (gpushare_jobdir_path(path, sizeof(path), x->job_dir, "keeper") ||
-		    gpushare_write_file_atomic(path, text, (size_t)n))
-			gpushare_clear_error();
-	} else {
-		/* Without it the ranks still stop the daemon as they leave. */
-		gpushare_clear_error();
-	}
-}
-
 /* Under MPS: use the job's daemon when it is recorded and alive, else start
  * it (cleaning up dead jobs' daemons first). */
 static int join_daemon(struct gpushare_exec *x, bool dry_run)
@@ -525,8 +423,8 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		rc = gpushare_run_ctx_start(&p->run, p->ops->id);
 	if (rc)
 		return rc;
-	if (!o->dry_run && !keeper_alive(x->job_dir))
-		start_keeper(x, lock_fd);
+	if (!o->dry_run && !exec_keeper_alive(x->job_dir))
+		x->keeper_pid = exec_keeper_start(x->job_dir, x->local_size, p->rank_fd, lock_fd);
 	x->warn_shared_gpu = shared_gpu_marker(x, o->dry_run);
 	rc = gpushare_run_ctx_env(&p->run, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
 	if (rc)
@@ -634,68 +532,6 @@ int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid)
 
 /* ---- close ---- */
 
-struct stopper_arg {
-	const char *dir;
-	int lock_fd;
-};
-
-static _Noreturn void stopper_main(void *arg)
-{
-	const struct stopper_arg *a = arg;
-	bool stopped = false;
-	int rc;
-
-	/* A launcher that stops the job signals the whole step; the stop
-	 * finishes anyway (only SIGKILL ends it). */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	rc = gpushare_jobdir_remove(a->dir, a->lock_fd, &stopped);
-	_exit(rc ? 1 : stopped ? 0 : 2);
-}
-
-/* Stop the daemon and remove the job directory in a process of its own, one
- * that outlives this rank: a launcher that stops a job sends SIGKILL soon
- * after SIGTERM (Open MPI one second later), and a stop cut short would
- * leave the daemon running. It inherits the job's lock (flock() locks
- * belong to the open file, shared across fork), which this process then
- * closes without unlocking. */
-static int stop_detached(const char *dir, int lock_fd, bool *stopped)
-{
-	struct stopper_arg a = { dir, lock_fd };
-	struct gpushare_child ch;
-	int rc;
-
-	*stopped = false;
-	gpushare_child_init(&ch);
-	ch.fn = stopper_main;
-	ch.arg = &a;
-	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	rc = gpushare_child_start(&ch);
-	if (rc) {
-		/* Cannot fork: stop it here. */
-		gpushare_clear_error();
-		return gpushare_jobdir_remove(dir, lock_fd, stopped);
-	}
-	close(lock_fd);
-	rc = gpushare_child_wait(&ch, (uint64_t)GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS);
-	if (rc) {
-		gpushare_child_release(&ch);
-		return gpushare_fail(GPUSHARE_E_TIMEOUT, "the stop of the job's MPS daemon under '%s' goes on in process %d",
-				     dir, (int)ch.pid);
-	}
-	gpushare_child_release(&ch);
-	if (WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 0)
-		*stopped = true;
-	else if (!(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 2))
-		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING,
-				     "the job's MPS daemon under '%s' could not be stopped (the next gpushare run on this "
-				     "node tries again)", dir);
-	return GPUSHARE_OK;
-}
-
 int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *info)
 {
 	struct gpushare_exec_priv *p = x->priv;
@@ -739,7 +575,7 @@ int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *inf
 	if (!rc && info->last) {
 		close(p->rank_fd);
 		p->rank_fd = -1;
-		rc = stop_detached(x->job_dir, fd, &info->daemon_stopped);
+		rc = exec_stop_detached(x->job_dir, fd, &info->daemon_stopped);
 		fd = -1;
 	}
 	if (p->rank_fd >= 0) {
