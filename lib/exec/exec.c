@@ -439,14 +439,12 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	struct launcher_info li;
 	enum gpushare_launcher_bind bind = LAUNCHER_BIND_ROUND_ROBIN;
 	char user[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
-	const struct gpushare_strategy_ops *ops;
 	struct gpushare_exec_priv *p;
 	int rc, lock_fd = -1;
 
 	memset(x, 0, sizeof(*x));
 	x->rank = x->size = -1;
-	ops = gpushare_strategy_get(o->strategy);
-	if (!ops || !ops->runs_jobs)
+	if (!gpushare_strategy_runs_jobs(o->strategy))
 		return gpushare_fail(GPUSHARE_E_INVAL, "exec runs ranks under mps, mps-split or timeslice only");
 	if (o->bind && (rc = gpushare_launcher_bind_parse(o->bind, &bind)))
 		return rc;
@@ -473,8 +471,8 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	p->rank_fd = -1;
 	p->dry_run = o->dry_run;
 	p->interrupted = o->interrupted;
-	p->ops = ops;
-	x->uses_mps = ops->uses_mps;
+	p->ops = gpushare_strategy_get(o->strategy);
+	x->uses_mps = p->ops->uses_mps;
 	gpushare_run_ctx_init(&p->run, &(struct gpushare_run_opts){ .dir = x->job_dir, .dry_run = o->dry_run });
 	rc = gpushare_run_ctx_check(&p->run, o->strategy);
 	if (!rc && !o->dry_run) {

@@ -621,10 +621,9 @@ static void undo_new_dir(struct farm *f)
 static int setup_strategy(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
-	const struct gpushare_strategy_ops *st = gpushare_strategy_get(c->strategy);
 	int rc;
 
-	if (!st || !st->runs_jobs)
+	if (!gpushare_strategy_runs_jobs(c->strategy))
 		return gpushare_fail(GPUSHARE_E_INVAL, "a farm runs under mps, mps-split or timeslice");
 	f->run.sx.workers = (int)(f->cur_k ? f->cur_k : 1);
 	if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && c->mem_per_job_bytes) {

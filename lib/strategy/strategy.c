@@ -283,6 +283,20 @@ const struct gpushare_strategy_ops *gpushare_strategy_get(int id)
 	return NULL;
 }
 
+bool gpushare_strategy_runs_jobs(int strategy)
+{
+	const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy);
+
+	return st && st->runs_jobs;
+}
+
+bool gpushare_strategy_uses_mps(int strategy)
+{
+	const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy);
+
+	return st && st->uses_mps;
+}
+
 /* ---- names ---- */
 
 static const char *const strategy_names[GPUSHARE_STRATEGY_COUNT] = {

@@ -32,7 +32,6 @@
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
 #include "run_ctx.h"
-#include "strategy.h"
 
 /* ---- configuration ---- */
 
@@ -737,13 +736,6 @@ static int append_line(struct sweep_ctx *x, const char *line)
 	return GPUSHARE_OK;
 }
 
-static bool uses_mps(int strategy)
-{
-	const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy);
-
-	return st && st->uses_mps;
-}
-
 /* One daemon for the whole sweep, started as the mps strategy starts its
  * own; the runs of mps cells use it (--mps-pipe-dir). */
 static int start_daemon(struct sweep_ctx *x, const char *visible)
@@ -866,7 +858,7 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	int rc, wrc;
 
 	cell_config(x->s, cell, x->c);
-	if (uses_mps(cell->strategy) && x->run.sx.mps.open && !x->s->bench.mps_pipe_dir[0])
+	if (gpushare_strategy_uses_mps(cell->strategy) && x->run.sx.mps.open && !x->s->bench.mps_pipe_dir[0])
 		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
 	x->c->progress = bench_progress;
 	x->c->progress_arg = x;
@@ -1007,7 +999,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 			else
 				x.planned++;
 		}
-		need_mps |= uses_mps(x.cells[k].strategy);
+		need_mps |= gpushare_strategy_uses_mps(x.cells[k].strategy);
 	}
 	if (!rc)
 		query_gpu(&x, visible, sizeof(visible));

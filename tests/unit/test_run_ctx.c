@@ -18,6 +18,7 @@
 
 #include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/strategy.h"
 #include "gpushare/util.h"
 #include "run_ctx.h"
 
@@ -90,9 +91,12 @@ static void test_capabilities(void **state)
 		assert_int_equal(gpushare_run_strategy(want[i].id, &st), GPUSHARE_OK);
 		assert_int_equal(st->runs_jobs, want[i].jobs);
 		assert_int_equal(st->uses_mps, want[i].mps);
+		assert_int_equal(gpushare_strategy_runs_jobs(want[i].id), want[i].jobs);
+		assert_int_equal(gpushare_strategy_uses_mps(want[i].id), want[i].mps);
 	}
 	assert_int_equal(gpushare_run_strategy(12345, &st), GPUSHARE_E_INVAL);
 	assert_null(st);
+	assert_false(gpushare_strategy_runs_jobs(12345) || gpushare_strategy_uses_mps(12345));
 }
 
 static void test_gpus(void **state)
