@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "clock.h"
 #include "gpushare/child.h"
 #include "gpushare/farm.h"
 #include "farm_jobs.h"
