@@ -6,6 +6,7 @@
 #ifndef GPUSHARE_STRATEGY_H
 #define GPUSHARE_STRATEGY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -29,6 +30,12 @@ const char *gpushare_strategy_name(int strategy);
 /* Parse "timeslice,mps": fills out[] (at most GPUSHARE_STRATEGY_COUNT
  * entries, no duplicates). GPUSHARE_E_INVAL naming the bad item. */
 int gpushare_strategy_parse_list(const char *s, int *out, size_t *n);
+
+/* What a strategy can do: run farm jobs and exec ranks (mps, mps-split,
+ * timeslice); make its workers clients of an MPS daemon (mps, mps-split).
+ * False for an unknown strategy. */
+bool gpushare_strategy_runs_jobs(int strategy);
+bool gpushare_strategy_uses_mps(int strategy);
 
 #ifdef __cplusplus
 }

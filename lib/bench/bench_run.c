@@ -39,7 +39,7 @@
 #include "gpu_select.h"
 #include "openloop.h"
 #include "strategy.h"
-#include "rundir.h"
+#include "run_ctx.h"
 
 #define POLL_NS (10 * NS_PER_MS)
 #define SAMPLE_NS (100 * NS_PER_MS)
@@ -53,14 +53,11 @@ struct bench_ctx {
 	struct gpushare_bench_report *r;
 	char worker[GPUSHARE_PATH_MAX];
 	char command[GPUSHARE_PATH_MAX];     /* command mode: the resolved program */
-	char run_dir[GPUSHARE_PATH_MAX];     /* private, removed at the end */
-	char no_mps_dir[GPUSHARE_PATH_MAX];  /* empty pipe dir: no daemon can answer */
 	bool nvml;                           /* telemetry available */
 	unsigned gpu_index;
-	char visible[GPUSHARE_BENCH_MAX_GPUS * 100]; /* CUDA_VISIBLE_DEVICES for the GPU(s) */
 	struct gpushare_system_info sys;
 	bool have_sys;
-	struct gpushare_strategy_ctx sx;     /* what the strategies see */
+	struct gpushare_run_ctx run;         /* run directory, strategy context (visible: the GPU(s)) */
 	struct gpushare_metrics_bench *metrics; /* --metrics-listen; NULL off */
 	int peak_step;                       /* --find-peak: the step running (1-based), 0 none */
 };
@@ -712,13 +709,13 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
 	int n = (int)res->n_workers, rc;
 	size_t n_procs;
 
-	x->sx.workers = n;
-	rc = st->prepare(&x->sx);
+	x->run.sx.workers = n;
+	rc = gpushare_run_ctx_start(&x->run, st->id);
 	if (rc)
 		return rc;
 	if (st->uses_mps) {
-		res->mps_daemon_started = x->sx.mps.started;
-		snprintf(res->mps_pipe_dir, sizeof(res->mps_pipe_dir), "%s", x->sx.mps.m.pipe_dir);
+		res->mps_daemon_started = x->run.sx.mps.started;
+		snprintf(res->mps_pipe_dir, sizeof(res->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
 	}
 	n_procs = st->layout == GPUSHARE_LAYOUT_CONCURRENT ? (size_t)n : 1;
 	procs = calloc(n_procs, sizeof(*procs));
@@ -729,7 +726,7 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
 		for (int i = 0; i < n && rc == GPUSHARE_OK; i++) {
 			procs[i].first_slot = i;
 			procs[i].batch = batch;
-			rc = st->worker_env(&x->sx, i, worker_device(x, i), &procs[i].env, &pl);
+			rc = gpushare_run_ctx_env(&x->run, i, worker_device(x, i), &procs[i].env, &pl);
 			note_placement(&res->workers[i], &pl);
 		}
 		if (rc == GPUSHARE_OK)
@@ -740,7 +737,7 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
 			gpushare_strv_release(&procs[0].env);
 			memset(&procs[0], 0, sizeof(procs[0]));
 			procs[0].batch = batch;
-			rc = st->worker_env(&x->sx, i, worker_device(x, i), &procs[0].env, &pl);
+			rc = gpushare_run_ctx_env(&x->run, i, worker_device(x, i), &procs[0].env, &pl);
 			note_placement(&res->workers[i], &pl);
 			if (rc == GPUSHARE_OK)
 				rc = session_run(x, st->id, i, n, procs, 1, 1, res, (size_t)i);
@@ -749,7 +746,7 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
 	case GPUSHARE_LAYOUT_THREADS:
 		procs[0].threads = n;
 		procs[0].batch = batch;
-		rc = st->worker_env(&x->sx, 0, "", &procs[0].env, &pl);
+		rc = gpushare_run_ctx_env(&x->run, 0, "", &procs[0].env, &pl);
 		for (int i = 0; i < n; i++)
 			note_placement(&res->workers[i], &pl);
 		if (rc == GPUSHARE_OK)
@@ -759,7 +756,7 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
 		break;
 	}
 	procs_release(procs, n_procs);
-	return st->teardown(&x->sx, rc);
+	return gpushare_run_ctx_stop(&x->run, rc);
 }
 
 /* --find-peak: run the strategy at the rates the search asks for, each step
@@ -881,31 +878,31 @@ static void fill_metadata(struct bench_ctx *x)
 static int select_gpus(struct bench_ctx *x)
 {
 	struct gpushare_system_info sys;
-	struct gpushare_gpu_ref inv[GPUSHARE_BENCH_MAX_GPUS], sel[GPUSHARE_BENCH_MAX_GPUS];
-	size_t n_inv, n_sel = 0, len = 0;
+	struct gpushare_gpu_ref *inv = NULL, sel[GPUSHARE_BENCH_MAX_GPUS];
+	size_t n_inv = 0, n_sel = 0;
 	int rc = gpushare_system_query_nvml(&sys);
 
 	if (rc)
 		return rc;
-	n_inv = sys.n_gpus < GPUSHARE_BENCH_MAX_GPUS ? sys.n_gpus : GPUSHARE_BENCH_MAX_GPUS;
-	for (size_t i = 0; i < n_inv; i++) {
-		inv[i].index = sys.gpus[i].index;
-		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
-	}
+	rc = gpushare_run_gpu_inventory(&sys, &inv, &n_inv);
 	gpushare_system_release(&sys);
+	if (rc)
+		return rc;
+	if (n_inv > GPUSHARE_BENCH_MAX_GPUS)
+		n_inv = GPUSHARE_BENCH_MAX_GPUS;
 	rc = gpushare_gpu_select(inv, n_inv, x->c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	free(inv);
 	if (rc) {
 		char detail[400];
 
 		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
 		return gpushare_fail(rc, "--gpus %s: %s", x->c->gpus, detail);
 	}
-	x->visible[0] = '\0';
 	for (size_t i = 0; i < n_sel; i++) {
 		x->r->gpu_indices[i] = (int)sel[i].index;
 		snprintf(x->r->gpu_uuids[i], sizeof(x->r->gpu_uuids[i]), "%s", sel[i].uuid);
-		len += (size_t)snprintf(x->visible + len, sizeof(x->visible) - len, "%s%s", i ? "," : "", sel[i].uuid);
 	}
+	gpushare_run_ctx_set_gpus(&x->run, sel, n_sel);
 	x->r->n_gpus = n_sel;
 	x->gpu_index = sel[0].index;
 	x->r->gpu_index = (int)sel[0].index;
@@ -920,7 +917,7 @@ static int setup_gpu(struct bench_ctx *x)
 
 	for (size_t i = 0; i < c->n_strategies; i++)
 		need_driver |= c->strategies[i] == GPUSHARE_STRATEGY_MIG;
-	snprintf(x->visible, sizeof(x->visible), "%s", c->gpu);
+	snprintf(x->run.visible, sizeof(x->run.visible), "%s", c->gpu);
 	rc = gpushare_nvml_open();
 	if (rc && c->gpus[0]) {
 		char detail[400];
@@ -965,26 +962,10 @@ static int setup_gpu(struct bench_ctx *x)
 			/* CUDA orders devices differently from NVML; a UUID
 			 * names the same GPU for both. */
 			if (g->uuid[0] && !x->r->n_gpus)
-				snprintf(x->visible, sizeof(x->visible), "%s", g->uuid);
+				snprintf(x->run.visible, sizeof(x->run.visible), "%s", g->uuid);
 		}
 	}
 	gpushare_clear_error();
-	return GPUSHARE_OK;
-}
-
-static int setup_dirs(struct bench_ctx *x)
-{
-	int rc;
-
-	/* What a killed earlier run left (an MPS daemon above all) goes first. */
-	gpushare_rundir_reap(NULL);
-	rc = gpushare_rundir_create("bench", x->run_dir, sizeof(x->run_dir));
-	if (rc)
-		return rc;
-	if ((size_t)snprintf(x->no_mps_dir, sizeof(x->no_mps_dir), "%s/no-mps", x->run_dir) >= sizeof(x->no_mps_dir))
-		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
-	if (mkdir(x->no_mps_dir, 0700) != 0)
-		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", x->no_mps_dir, strerror(errno));
 	return GPUSHARE_OK;
 }
 
@@ -1003,17 +984,12 @@ static int add_result(struct gpushare_bench_report *r, int strategy, size_t n, s
 	return GPUSHARE_OK;
 }
 
-/* What the strategies see of this run. */
+/* What the strategies see of this run (beside its directories and GPUs). */
 static void strategy_ctx(struct bench_ctx *x)
 {
 	const struct gpushare_bench_config *c = x->c;
-	struct gpushare_strategy_ctx *sx = &x->sx;
+	struct gpushare_strategy_ctx *sx = &x->run.sx;
 
-	memset(sx, 0, sizeof(*sx));
-	sx->run_dir = x->run_dir;
-	sx->no_mps_dir = x->no_mps_dir;
-	sx->visible = x->visible;
-	sx->mps_pipe_dir = c->mps_pipe_dir;
 	sx->sys = x->have_sys ? &x->sys : NULL;
 	sx->gpu_index = x->gpu_index;
 	sx->workers = c->workers;
@@ -1032,16 +1008,16 @@ static int check_strategies(struct bench_ctx *x)
 	int rc = GPUSHARE_OK;
 
 	for (size_t i = 0; i < c->n_strategies && !rc; i++) {
-		const struct gpushare_strategy_ops *st = gpushare_strategy_get(c->strategies[i]);
+		const struct gpushare_strategy_ops *st;
 
-		if (!st)
-			return gpushare_fail(GPUSHARE_E_INVAL, "unknown strategy %d", c->strategies[i]);
+		if ((rc = gpushare_run_strategy(c->strategies[i], &st)))
+			return rc;
 		if (c->command && !st->runs_commands)
 			return gpushare_fail(GPUSHARE_E_INVAL,
 					     "the %s strategy cannot run a command: it runs the workers as threads "
 					     "inside one gpushare-worker process, and a command is a process of its own "
 					     "(use timeslice, mps, mps-split, mig or sequential)", st->name);
-		rc = st->check(&x->sx);
+		rc = gpushare_run_ctx_check(&x->run, st->id);
 	}
 	return rc;
 }
@@ -1075,6 +1051,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	x.r = r;
+	gpushare_run_ctx_init(&x.run, &(struct gpushare_run_opts){ .prefix = "bench", .mps_pipe_dir = c->mps_pipe_dir });
 	fill_metadata(&x);
 	rc = gpushare_bench_config_check(c);
 	if (!rc)
@@ -1087,7 +1064,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	if (!rc)
 		rc = check_strategies(&x);
 	if (!rc)
-		rc = setup_dirs(&x);
+		rc = gpushare_run_ctx_open(&x.run);
 	if (!rc && c->metrics)
 		x.metrics = c->metrics;  /* the caller's view; it outlives this run */
 	else if (!rc)
@@ -1101,7 +1078,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 		struct gpushare_bench_result *res = NULL;
 		int n = c->workers;
 
-		rc = st->workers(&x.sx, c->workers, c->workers_given, &n);
+		rc = st->workers(&x.run.sx, c->workers, c->workers_given, &n);
 		if (!rc)
 			rc = add_result(r, st->id, (size_t)n, &res);
 		if (rc)
@@ -1120,8 +1097,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	gpushare_error_save(&e);
 	if (x.metrics != c->metrics)
 		gpushare_metrics_bench_stop(x.metrics);
-	if (x.run_dir[0])
-		gpushare_rundir_remove(x.run_dir);
+	gpushare_run_ctx_close(&x.run, rc);
 	if (x.have_sys)
 		gpushare_system_release(&x.sys);
 	if (x.nvml)

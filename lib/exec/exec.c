@@ -13,7 +13,7 @@
  *                first rank so the others need not load it
  *   daemon       the job's MPS daemon: "pid start-time" and the GPUs it
  *                serves
- *   keeper       the job's keeper (see keeper_main): "pid start-time"
+ *   keeper       the job's keeper (exec_keeper.c): "pid start-time"
  *   mps/pipe, mps/log   its directories
  *   no-mps       an empty pipe directory for timeslice ranks
  *   shared-gpu-warned   the marker that the once-per-job warning was given
@@ -51,6 +51,8 @@
 #include "gpu_select.h"
 #include "jobdir.h"
 #include "launcher.h"
+#include "exec_keeper.h"
+#include "run_ctx.h"
 #include "strategy.h"
 
 #define POLL_NS (50 * NS_PER_MS)
@@ -59,10 +61,8 @@
 
 struct gpushare_exec_priv {
 	const struct gpushare_strategy_ops *ops;
-	struct gpushare_strategy_ctx ctx;
+	struct gpushare_run_ctx run;    /* in the job directory; visible: the selected GPUs' UUIDs */
 	struct gpushare_strv env;
-	char no_mps_dir[GPUSHARE_PATH_MAX];
-	char visible[1024];             /* the selected GPUs' UUIDs, comma-separated */
 	int rank_fd;                    /* our ranks/<r>, locked; -1 none */
 	bool dry_run;
 	const volatile sig_atomic_t *interrupted;
@@ -77,18 +77,9 @@ static int inventory_nvml(struct gpushare_gpu_ref **inv, size_t *n)
 
 	if (rc)
 		return rc;
-	*inv = calloc(sys.n_gpus + 1, sizeof(**inv));
-	if (!*inv) {
-		gpushare_system_release(&sys);
-		return gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
-	}
-	for (size_t i = 0; i < sys.n_gpus; i++) {
-		(*inv)[i].index = sys.gpus[i].index;
-		snprintf((*inv)[i].uuid, sizeof((*inv)[i].uuid), "%s", sys.gpus[i].uuid);
-	}
-	*n = sys.n_gpus;
+	rc = gpushare_run_gpu_inventory(&sys, inv, n);
 	gpushare_system_release(&sys);
-	return GPUSHARE_OK;
+	return rc;
 }
 
 /* The cached list, GPUSHARE_E_NOT_FOUND when there is none (or it does not
@@ -225,6 +216,7 @@ static void release_priv(struct gpushare_exec *x)
 		return;
 	if (p->rank_fd >= 0)
 		close(p->rank_fd);
+	gpushare_run_ctx_close(&p->run, GPUSHARE_OK); /* the job's daemon and directory stay */
 	gpushare_strv_release(&p->env);
 	free(p);
 	x->priv = NULL;
@@ -296,109 +288,6 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 	return GPUSHARE_OK;
 }
 
-/* ---- the keeper ---- */
-
-struct keeper_arg {
-	const char *dir;
-	long local_size;
-	int rank_fd, lock_fd;
-};
-
-/* The job's keeper: a process of its own, started by the first rank, that
- * outlives every rank (launchers send SIGKILL a second after SIGTERM when
- * they abort a job, too soon for a rank to be sure to clean up itself).
- * Every KEEPER_POLL_NS it looks at the rank files under the job's lock:
- * kills what is left of a dead rank's program, and once no rank is alive
- * and every rank of the node has arrived (or none has been alive for the
- * grace), stops the daemon and removes the directory. It ends when the
- * directory is gone. */
-#define KEEPER_POLL_NS (200 * NS_PER_MS)
-
-static _Noreturn void keeper_main(void *argp)
-{
-	const struct keeper_arg *a = argp;
-	uint64_t idle_since = 0;
-
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	/* Closed, not unlocked: the rank's own descriptors keep its locks. */
-	close(a->rank_fd);
-	close(a->lock_fd);
-	for (;;) {
-		size_t arrived, alive;
-		uint64_t now;
-		int fd, rc;
-
-		gpushare_sleep_ns(KEEPER_POLL_NS);
-		rc = gpushare_jobdir_lock(a->dir, false, 0, &fd);
-		if (rc == GPUSHARE_E_NOT_FOUND)
-			_exit(0);
-		if (rc)
-			continue;
-		gpushare_jobdir_kill_orphans(a->dir);
-		gpushare_jobdir_scan_ranks(a->dir, NULL, &arrived, &alive, NULL);
-		now = gpushare_now_ns();
-		if (alive) {
-			idle_since = 0;
-		} else {
-			if (!idle_since)
-				idle_since = now;
-			if ((long)arrived >= a->local_size || now - idle_since >= GPUSHARE_EXEC_GRACE_MS * NS_PER_MS)
-				_exit(gpushare_jobdir_remove(a->dir, fd, NULL) ? 1 : 0);
-		}
-		gpushare_lock_release(fd);
-	}
-}
-
-static bool keeper_alive(const char *dir)
-{
-	char path[GPUSHARE_PATH_MAX];
-	unsigned long long start = 0;
-	int pid = 0;
-	FILE *f;
-
-	if (gpushare_jobdir_path(path, sizeof(path), dir, "keeper")) {
-		gpushare_clear_error();
-		return false;
-	}
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (fscanf(f, "%d %llu", &pid, &start) != 2)
-		pid = 0;
-	fclose(f);
-	return pid > 0 && gpushare_pid_alive(pid) && gpushare_pid_start_time(pid) == start;
-}
-
-static void start_keeper(struct gpushare_exec *x, int lock_fd)
-{
-	struct keeper_arg a = { x->job_dir, x->local_size, x->priv->rank_fd, lock_fd };
-	struct gpushare_child ch;
-
-	gpushare_child_init(&ch);
-	ch.fn = keeper_main;
-	ch.arg = &a;
-	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	if (gpushare_child_start(&ch) == GPUSHARE_OK) {
-		char path[GPUSHARE_PATH_MAX], text[64];
-		int n = snprintf(text, sizeof(text), "%d %llu\n", (int)ch.pid, gpushare_pid_start_time(ch.pid));
-
-		/* Not waited for: it ends after this rank (or soon after the
-		 * last rank leaves), and init reaps it. */
-		x->keeper_pid = ch.pid;
-		gpushare_child_release(&ch);
-		if (gpushare_jobdir_path(path, sizeof(path), x->job_dir, "keeper") ||
-		    gpushare_write_file_atomic(path, text, (size_t)n))
-			gpushare_clear_error();
-	} else {
-		/* Without it the ranks still stop the daemon as they leave. */
-		gpushare_clear_error();
-	}
-}
-
 /* Under MPS: use the job's daemon when it is recorded and alive, else start
  * it (cleaning up dead jobs' daemons first). */
 static int join_daemon(struct gpushare_exec *x, bool dry_run)
@@ -421,25 +310,23 @@ static int join_daemon(struct gpushare_exec *x, bool dry_run)
 				     "%s): the ranks of one job on one node must see the same GPUs",
 				     x->gpu_uuid, x->local_rank, x->node, r.gpus);
 	if (alive || dry_run) {
-		rc = gpushare_mps_init(&p->ctx.mps.m, pipe, log);
+		rc = gpushare_run_ctx_join(&p->run, p->ops->id, alive);
 		if (rc)
 			return rc;
-		p->ctx.mps.open = alive;
-		p->ctx.mps.started = false;
 		x->daemon_pid = alive ? r.pid : 0;
 		return GPUSHARE_OK;
 	}
 	if (!gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name)))
 		gpushare_exec_reap(name, &x->reaped);
 	gpushare_clear_error();
-	rc = p->ops->prepare(&p->ctx);
+	rc = gpushare_run_ctx_start(&p->run, p->ops->id);
 	if (rc)
 		return rc;
-	x->daemon_started = p->ctx.mps.started;
-	if (gpushare_mps_state(&p->ctx.mps.m, &pid) != GPUSHARE_MPS_RUNNING || pid <= 0)
+	x->daemon_started = p->run.sx.mps.started;
+	if (gpushare_mps_state(&p->run.sx.mps.m, &pid) != GPUSHARE_MPS_RUNNING || pid <= 0)
 		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "the MPS daemon at '%s' started but records no pid", pipe);
 	x->daemon_pid = pid;
-	return record_write(x->job_dir, pid, p->visible);
+	return record_write(x->job_dir, pid, p->run.visible);
 }
 
 /* The once-per-job warning: on the job's first node (SLURM_NODEID 0 when
@@ -510,44 +397,36 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		x->gpus_used = b.gpus_used;
 		x->ranks_on_gpu = b.ranks_on_gpu;
 		x->max_ranks_per_gpu = b.max_ranks_per_gpu;
-		p->visible[0] = '\0';
-		for (size_t i = 0; i < n_sel; i++) {
-			size_t l = strlen(p->visible);
-
-			snprintf(p->visible + l, sizeof(p->visible) - l, "%s%s", i ? "," : "", sel[i].uuid);
-		}
+		gpushare_run_ctx_set_gpus(&p->run, sel, n_sel);
 	}
 	free(inv);
 	free(sel);
 	if (rc)
 		return rc;
 
-	p->ctx.run_dir = x->job_dir;
-	p->ctx.visible = p->visible;
-	p->ctx.mps_pipe_dir = "";
-	p->ctx.workers = (int)x->ranks_on_gpu;
+	p->run.sx.workers = (int)x->ranks_on_gpu;
 	if (o->thread_percentage > 0) {
-		p->ctx.thread_percentage = &o->thread_percentage;
-		p->ctx.n_thread_percentage = 1;
+		p->run.sx.thread_percentage = &o->thread_percentage;
+		p->run.sx.n_thread_percentage = 1;
 	}
-	if ((rc = gpushare_jobdir_path(p->no_mps_dir, sizeof(p->no_mps_dir), x->job_dir, "no-mps")))
+	if ((rc = gpushare_run_ctx_open(&p->run)))
 		return rc;
-	p->ctx.no_mps_dir = p->no_mps_dir;
 
 	snprintf(own, sizeof(own), "%ld", x->local_rank);
-	if (!o->dry_run) {
-		rc = register_rank(x, own);
-		if (!rc && !p->ops->uses_mps)
-			rc = gpushare_private_dir(p->no_mps_dir);
-		if (rc)
-			return rc;
-	}
-	if (p->ops->uses_mps && (rc = join_daemon(x, o->dry_run)))
+	if (!o->dry_run && (rc = register_rank(x, own)))
 		return rc;
-	if (!o->dry_run && !keeper_alive(x->job_dir))
-		start_keeper(x, lock_fd);
+	/* Under MPS the job's daemon (never stopped by this rank's run
+	 * context: the last rank of the node stops it, see close). */
+	if (p->ops->uses_mps)
+		rc = join_daemon(x, o->dry_run);
+	else
+		rc = gpushare_run_ctx_start(&p->run, p->ops->id);
+	if (rc)
+		return rc;
+	if (!o->dry_run && !exec_keeper_alive(x->job_dir))
+		x->keeper_pid = exec_keeper_start(x->job_dir, x->local_size, p->rank_fd, lock_fd);
 	x->warn_shared_gpu = shared_gpu_marker(x, o->dry_run);
-	rc = p->ops->worker_env(&p->ctx, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
+	rc = gpushare_run_ctx_env(&p->run, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
 	if (rc)
 		return rc;
 	x->thread_percentage = pl.thread_percentage;
@@ -565,8 +444,7 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 
 	memset(x, 0, sizeof(*x));
 	x->rank = x->size = -1;
-	if (o->strategy != GPUSHARE_STRATEGY_MPS && o->strategy != GPUSHARE_STRATEGY_MPS_SPLIT &&
-	    o->strategy != GPUSHARE_STRATEGY_TIMESLICE)
+	if (!gpushare_strategy_runs_jobs(o->strategy))
 		return gpushare_fail(GPUSHARE_E_INVAL, "exec runs ranks under mps, mps-split or timeslice only");
 	if (o->bind && (rc = gpushare_launcher_bind_parse(o->bind, &bind)))
 		return rc;
@@ -595,7 +473,8 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	p->interrupted = o->interrupted;
 	p->ops = gpushare_strategy_get(o->strategy);
 	x->uses_mps = p->ops->uses_mps;
-	rc = p->ops->check(&p->ctx);
+	gpushare_run_ctx_init(&p->run, &(struct gpushare_run_opts){ .dir = x->job_dir, .dry_run = o->dry_run });
+	rc = gpushare_run_ctx_check(&p->run, o->strategy);
 	if (!rc && !o->dry_run) {
 		rc = gpushare_private_dir(user);
 		if (!rc)
@@ -651,68 +530,6 @@ int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid)
 
 /* ---- close ---- */
 
-struct stopper_arg {
-	const char *dir;
-	int lock_fd;
-};
-
-static _Noreturn void stopper_main(void *arg)
-{
-	const struct stopper_arg *a = arg;
-	bool stopped = false;
-	int rc;
-
-	/* A launcher that stops the job signals the whole step; the stop
-	 * finishes anyway (only SIGKILL ends it). */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	rc = gpushare_jobdir_remove(a->dir, a->lock_fd, &stopped);
-	_exit(rc ? 1 : stopped ? 0 : 2);
-}
-
-/* Stop the daemon and remove the job directory in a process of its own, one
- * that outlives this rank: a launcher that stops a job sends SIGKILL soon
- * after SIGTERM (Open MPI one second later), and a stop cut short would
- * leave the daemon running. It inherits the job's lock (flock() locks
- * belong to the open file, shared across fork), which this process then
- * closes without unlocking. */
-static int stop_detached(const char *dir, int lock_fd, bool *stopped)
-{
-	struct stopper_arg a = { dir, lock_fd };
-	struct gpushare_child ch;
-	int rc;
-
-	*stopped = false;
-	gpushare_child_init(&ch);
-	ch.fn = stopper_main;
-	ch.arg = &a;
-	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	rc = gpushare_child_start(&ch);
-	if (rc) {
-		/* Cannot fork: stop it here. */
-		gpushare_clear_error();
-		return gpushare_jobdir_remove(dir, lock_fd, stopped);
-	}
-	close(lock_fd);
-	rc = gpushare_child_wait(&ch, (uint64_t)GPUSHARE_EXEC_LOCK_WAIT_MS * NS_PER_MS);
-	if (rc) {
-		gpushare_child_release(&ch);
-		return gpushare_fail(GPUSHARE_E_TIMEOUT, "the stop of the job's MPS daemon under '%s' goes on in process %d",
-				     dir, (int)ch.pid);
-	}
-	gpushare_child_release(&ch);
-	if (WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 0)
-		*stopped = true;
-	else if (!(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 2))
-		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING,
-				     "the job's MPS daemon under '%s' could not be stopped (the next gpushare run on this "
-				     "node tries again)", dir);
-	return GPUSHARE_OK;
-}
-
 int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *info)
 {
 	struct gpushare_exec_priv *p = x->priv;
@@ -756,7 +573,7 @@ int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *inf
 	if (!rc && info->last) {
 		close(p->rank_fd);
 		p->rank_fd = -1;
-		rc = stop_detached(x->job_dir, fd, &info->daemon_stopped);
+		rc = exec_stop_detached(x->job_dir, fd, &info->daemon_stopped);
 		fd = -1;
 	}
 	if (p->rank_fd >= 0) {

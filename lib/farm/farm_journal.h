@@ -46,6 +46,8 @@ enum farm_outcome {
 const char *gpushare_farm_outcome_name(enum farm_outcome o);
 /* The inverse; -1 when unknown. */
 int gpushare_farm_outcome_parse(const char *s);
+/* "argv" or "shell", as a header records it. */
+const char *gpushare_farm_jobs_mode_name(enum farm_jobs_mode m);
 
 struct farm_gpu_id {
 	int index;                     /* NVML index */

@@ -31,6 +31,12 @@ struct gpushare_mps_session {
 int gpushare_mps_session_open(struct gpushare_mps_session *s, const char *base_dir, const char *existing_pipe_dir,
 			      const char *visible_devices, const struct gpushare_mps_limits *limits);
 
+/* Use the daemon whose directories are <base_dir>/pipe and <base_dir>/log,
+ * started and stopped by someone else (the session neither starts nor
+ * stops it): `answers` says whether the caller knows that it runs (false:
+ * its clients' environment is still given, as for a dry run). */
+int gpushare_mps_session_join(struct gpushare_mps_session *s, const char *base_dir, bool answers);
+
 /* Add the client environment of the session to `env`: its pipe (and log)
  * directory, and the removal of inherited per-client limits
  * (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, _PINNED_DEVICE_MEM_LIMIT,

@@ -3,8 +3,10 @@
  * are laid out (N processes at once, one at a time, or N threads of one
  * process), what it needs before anything runs (check), what it sets up for
  * the run (prepare: a private MPS daemon), the environment of worker i
- * (worker_env) and how it cleans up (teardown). Engines that run workers
- * (bench, and through it sweep; farm; exec) use only this table, so a
+ * (worker_env) and how it cleans up (teardown), and what it can do: run a
+ * command as a worker, run farm jobs and exec ranks, serve MPS clients.
+ * Engines that run workers (bench, and through it sweep; farm; exec) use
+ * only this table, through their run context (lib/run/run_ctx.h), so a
  * strategy behaves the same everywhere.
  */
 #ifndef GPUSHARE_LIB_STRATEGY_H
@@ -57,7 +59,8 @@ struct gpushare_strategy_ops {
 	const char *name;
 	enum gpushare_strategy_layout layout;
 	bool runs_commands;             /* a command can be a worker (not for threads) */
-	bool uses_mps;
+	bool uses_mps;                  /* its workers are clients of an MPS daemon */
+	bool runs_jobs;                 /* farm jobs and exec ranks may run under it */
 	/* Before any strategy of a run starts: is what it needs there? An error
 	 * with a detail that says what is missing and what to do. */
 	int (*check)(const struct gpushare_strategy_ctx *x);

@@ -31,8 +31,7 @@
 #include "gpushare/mps.h"
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
-#include "mps_session.h"
-#include "rundir.h"
+#include "run_ctx.h"
 
 /* ---- configuration ---- */
 
@@ -377,8 +376,7 @@ struct sweep_ctx {
 	unsigned planned;
 	int cuda_version;
 	bool nvml;
-	char run_dir[GPUSHARE_PATH_MAX];
-	struct gpushare_mps_session mps;
+	struct gpushare_run_ctx run;   /* the sweep's run directory and MPS daemon, for every mps cell */
 	struct gpushare_metrics_bench *metrics;   /* --metrics-listen: one view for every run; NULL off */
 	bool metrics_owned;            /* started here (not the caller's bench.metrics) */
 	/* The run in progress, for progress callbacks. */
@@ -738,22 +736,17 @@ static int append_line(struct sweep_ctx *x, const char *line)
 	return GPUSHARE_OK;
 }
 
-static bool uses_mps(int strategy)
-{
-	return strategy == GPUSHARE_STRATEGY_MPS || strategy == GPUSHARE_STRATEGY_MPS_SPLIT;
-}
-
+/* One daemon for the whole sweep, started as the mps strategy starts its
+ * own; the runs of mps cells use it (--mps-pipe-dir). */
 static int start_daemon(struct sweep_ctx *x, const char *visible)
 {
-	char base[GPUSHARE_PATH_MAX + 16];
 	int rc;
 
-	gpushare_rundir_reap(NULL);
-	rc = gpushare_rundir_create("sweep", x->run_dir, sizeof(x->run_dir));
+	gpushare_run_ctx_init(&x->run, &(struct gpushare_run_opts){ .prefix = "sweep", .visible = visible });
+	rc = gpushare_run_ctx_open(&x->run);
 	if (rc)
 		return rc;
-	snprintf(base, sizeof(base), "%s/mps", x->run_dir);
-	rc = gpushare_mps_session_open(&x->mps, base, NULL, visible, NULL);
+	rc = gpushare_run_ctx_start(&x->run, GPUSHARE_STRATEGY_MPS);
 	if (rc) {
 		struct gpushare_errsave e;
 
@@ -761,10 +754,10 @@ static int start_daemon(struct sweep_ctx *x, const char *visible)
 		 * paths in the message are not looked for. */
 		gpushare_error_save(&e);
 		return gpushare_fail(rc, "the sweep's MPS daemon: %s (its run directory '%s' is removed)", e.detail,
-				     x->run_dir);
+				     x->run.dir);
 	}
-	x->sum->mps_daemon_started = x->mps.started;
-	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->mps.m.pipe_dir);
+	x->sum->mps_daemon_started = x->run.sx.mps.started;
+	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
 	return GPUSHARE_OK;
 }
 
@@ -865,8 +858,8 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	int rc, wrc;
 
 	cell_config(x->s, cell, x->c);
-	if (uses_mps(cell->strategy) && x->mps.open && !x->s->bench.mps_pipe_dir[0])
-		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->mps.m.pipe_dir);
+	if (gpushare_strategy_uses_mps(cell->strategy) && x->run.sx.mps.open && !x->s->bench.mps_pipe_dir[0])
+		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
 	x->c->progress = bench_progress;
 	x->c->progress_arg = x;
 	x->c->metrics = x->metrics;
@@ -1006,7 +999,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 			else
 				x.planned++;
 		}
-		need_mps |= uses_mps(x.cells[k].strategy);
+		need_mps |= gpushare_strategy_uses_mps(x.cells[k].strategy);
 	}
 	if (!rc)
 		query_gpu(&x, visible, sizeof(visible));
@@ -1023,9 +1016,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		if (x.metrics_owned)
 			gpushare_metrics_bench_stop(x.metrics);
 		gpushare_error_restore(&e, rc);
-		rc = gpushare_mps_session_close(&x.mps, rc);
-		if (x.run_dir[0])
-			gpushare_rundir_remove(x.run_dir);
+		rc = gpushare_run_ctx_close(&x.run, rc);
 		if (x.nvml)
 			gpushare_nvml_close();
 		if (x.fd >= 0 && close(x.fd) != 0 && !rc)

@@ -1,0 +1,732 @@
+/*
+ * The farm's dispatch (lib/farm/farm_engine.h): the queue (the copy of the
+ * job list read by a cursor, then the retries), slots, starting jobs with
+ * their slot's environment, recording how each attempt ended (the journal,
+ * the live file, metrics and progress), time-outs and stops, the
+ * calibration of K, and the main loop that ties them together.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "clock.h"
+#include "sys.h"
+#include "buf.h"
+#include "gpushare/child.h"
+#include "farm_jobs.h"
+#include "farm_journal.h"
+#include "gpushare/strategy.h"
+#include "gpushare/farm.h"
+#include "gpushare/gpu.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+#include "gpu_select.h"
+#include "metrics_farm.h"
+#include "strategy.h"
+#include "run_ctx.h"
+#include "farm_engine.h"
+
+
+/* ---- stop requests (async-signal-safe) ---- */
+
+volatile sig_atomic_t farm_stop_level;
+
+void gpushare_farm_stop(bool now)
+{
+	if (now)
+		farm_stop_level = 2;
+	else if (farm_stop_level < 1)
+		farm_stop_level = 1;
+}
+
+/* ---- the queue ---- */
+
+static int retry_push(struct farm *f, const struct job_ref *j)
+{
+	if (f->n_retry == f->retry_cap) {
+		size_t cap = f->retry_cap ? f->retry_cap * 2 : 16;
+		struct job_ref *nr = malloc(cap * sizeof(*nr));
+
+		if (!nr)
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		for (size_t i = 0; i < f->n_retry; i++)
+			nr[i] = f->retry[(f->retry_head + i) % f->retry_cap];
+		free(f->retry);
+		f->retry = nr;
+		f->retry_cap = cap;
+		f->retry_head = 0;
+	}
+	f->retry[(f->retry_head + f->n_retry) % f->retry_cap] = *j;
+	f->n_retry++;
+	return GPUSHARE_OK;
+}
+
+/* The next job to start: 1 and *j (its argv is the caller's); 0 when none
+ * is waiting; < 0 when the copy cannot be read. */
+static int next_job(struct farm *f, struct job_ref *j)
+{
+	memset(j, 0, sizeof(*j));
+	if (f->n_retry) {
+		*j = f->retry[f->retry_head];
+		f->retry_head = (f->retry_head + 1) % f->retry_cap;
+		f->n_retry--;
+		return 1;
+	}
+	while (f->cur.index < f->n_jobs) {
+		uint64_t i = f->cur.index;
+		bool pending = f->rs.state[i] == FARM_JOB_PENDING;
+		uint32_t attempts, last;
+		int rc = gpushare_farm_cursor_next(&f->cur, pending, &j->argv, &j->hash);
+
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			return gpushare_fail(GPUSHARE_E_IO, "'%s' ends after %" PRIu64 " of its %" PRIu64 " jobs",
+					     f->cur.path, i, f->n_jobs);
+		if (!pending)
+			continue;
+		gpushare_farm_resume_lookup(&f->rs, i, &attempts, &last);
+		j->job = (size_t)i;
+		j->attempts = attempts;
+		j->last_attempt = last;
+		return 1;
+	}
+	return 0;
+}
+
+void farm_free_retries(struct farm *f)
+{
+	for (size_t i = 0; i < f->n_retry; i++)
+		free(f->retry[(f->retry_head + i) % f->retry_cap].argv);
+	free(f->retry);
+	f->retry = NULL;
+	f->n_retry = 0;
+}
+
+/* ---- recording ---- */
+
+void farm_progress(struct farm *f, bool force)
+{
+	struct gpushare_farm_progress p;
+	uint64_t now = gpushare_now_ns();
+	double rate;
+
+	if (!f->c->progress || (!force && now - f->last_progress_ns < PROGRESS_NS))
+		return;
+	f->last_progress_ns = now;
+	memset(&p, 0, sizeof(p));
+	p.total = f->r->shard_jobs;
+	p.done = f->rs.done;
+	p.failed = f->rs.failed;
+	p.running = f->running;
+	p.queued = f->queued;
+	p.ended_this_run = f->r->ended;
+	p.elapsed_s = (double)(now - f->t0_ns) / 1e9;
+	rate = p.elapsed_s > 0 ? (double)(f->rs.done + f->rs.failed - f->r->skipped) / p.elapsed_s : 0;
+	p.eta_s = rate > 0 && !f->calibrating ? (double)(p.running + p.queued) / rate : -1;
+	p.slots = f->cur_k;
+	p.calibrating = f->calibrating;
+	p.stopping = farm_stop_level > 0;
+	f->c->progress(&p, f->c->progress_arg);
+}
+
+/* DIR/running.json: the jobs running now, written about once a second
+ * (a temporary file renamed over it, so a reader never sees half of it)
+ * and removed at the end, so that `farm status` can tell a running farm,
+ * and one that was killed, from a stopped one. Best effort: the journal is
+ * the record; a failure here changes nothing else. */
+static void write_live(struct farm *f)
+{
+	char path[GPUSHARE_PATH_MAX + 32], tmp[GPUSHARE_PATH_MAX + 32];
+	cJSON *o = cJSON_CreateObject(), *jobs;
+	char *text = NULL;
+	int fd;
+
+	if (!o)
+		return;
+	cJSON_AddNumberToObject(o, "pid", (double)getpid());
+	cJSON_AddStringToObject(o, "host", f->cfg.hostname);
+	cJSON_AddNumberToObject(o, "started_unix_s", f->t0_unix_s);
+	cJSON_AddNumberToObject(o, "updated_unix_s", unix_now());
+	cJSON_AddNumberToObject(o, "slots", f->cur_k);
+	cJSON_AddNumberToObject(o, "queued", (double)f->queued);
+	cJSON_AddNumberToObject(o, "running", f->running);
+	jobs = cJSON_AddArrayToObject(o, "jobs");
+	for (size_t i = 0; jobs && i < f->n_gpus * f->max_k; i++) {
+		const struct slot *s = &f->slots[i];
+		cJSON *j;
+
+		if (!s->busy || !(j = cJSON_CreateObject()))
+			continue;
+		cJSON_AddNumberToObject(j, "job", (double)s->job);
+		cJSON_AddNumberToObject(j, "attempt", s->attempt);
+		cJSON_AddNumberToObject(j, "gpu", f->gpus[s->gpu].id.index);
+		cJSON_AddNumberToObject(j, "slot", s->k);
+		cJSON_AddNumberToObject(j, "start_unix_s", s->start_unix_s);
+		cJSON_AddItemToArray(jobs, j);
+	}
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!text)
+		return;
+	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);
+	snprintf(tmp, sizeof(tmp), "%s/." LIVE_NAME ".tmp", f->dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd >= 0) {
+		size_t len = strlen(text);
+		bool ok = write(fd, text, len) == (ssize_t)len;
+
+		if (close(fd) == 0 && ok)
+			rename(tmp, path);
+		else
+			unlink(tmp);
+	}
+	free(text);
+}
+
+void farm_remove_live(struct farm *f)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);
+	unlink(path);
+}
+
+void farm_update_metrics(struct farm *f)
+{
+	if (!f->metrics)
+		return;
+	for (size_t i = 0; i < f->n_gpus; i++)
+		gpushare_metrics_farm_gpu(f->metrics, i, f->gpus[i].running, f->gpus[i].done, f->gpus[i].failed);
+	gpushare_metrics_farm_totals(f->metrics, f->queued, f->running, f->rs.done, f->rs.failed, f->cur_k);
+}
+
+/* Write the pending records: one write, one fsync. */
+static int flush_journal(struct farm *f)
+{
+	int rc;
+
+	if (!f->n_pending)
+		return GPUSHARE_OK;
+	rc = gpushare_farm_journal_write_attempts(&f->journal, f->pending, f->n_pending);
+	f->n_pending = 0;
+	return rc;
+}
+
+static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
+{
+	struct farm_attempt *ap, a;
+	const struct farm_gpu *g = &f->gpus[s->gpu];
+	int rc;
+
+	if (f->n_pending == PENDING_MAX && (rc = flush_journal(f)) != GPUSHARE_OK)
+		return rc;
+	ap = &f->pending[f->n_pending];
+	memset(&a, 0, sizeof(a));
+	a.job = s->job;
+	a.hash = s->hash;
+	a.attempt = s->attempt;
+	a.outcome = o;
+	a.exit_code = -1;
+	if (o != FARM_REFUSED) {
+		if (WIFEXITED(wstatus))
+			a.exit_code = WEXITSTATUS(wstatus);
+		else if (WIFSIGNALED(wstatus))
+			a.signal = WTERMSIG(wstatus);
+	}
+	a.gpu = o == FARM_REFUSED ? -1 : g->id.index;
+	if (a.gpu >= 0)
+		snprintf(a.gpu_uuid, sizeof(a.gpu_uuid), "%s", g->id.uuid);
+	a.slot = a.gpu >= 0 ? (int)s->k : -1;
+	a.start_unix_s = s->start_unix_s;
+	a.duration_s = s->start_ns ? (double)(end_ns - s->start_ns) / 1e9 : 0;
+	a.end_unix_s = s->start_unix_s + a.duration_s;
+	snprintf(a.stdout_path, sizeof(a.stdout_path), "%s", s->out_rel);
+	snprintf(a.stderr_path, sizeof(a.stderr_path), "%s", s->err_rel);
+	if (f->close_busy && a.gpu >= 0) {
+		a.has_gpu_busy = true;
+		a.gpu_busy_s = a.end_unix_s > g->busy_start_unix_s ? a.end_unix_s - g->busy_start_unix_s : 0;
+	}
+	f->close_busy = false;
+	*ap = a;
+	f->n_pending++;
+	return GPUSHARE_OK;
+}
+
+/* An attempt ended with outcome o: record it, then decide what is next for
+ * its job (done, failed for good, again, or again on resume). A retry takes
+ * the slot's argv (s->argv is NULL then). */
+static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
+{
+	struct farm_gpu *g = &f->gpus[s->gpu];
+	size_t job = s->job;
+	int rc = record(f, s, o, wstatus, end_ns);
+
+	if (rc)
+		return rc;
+	f->r->ended++;
+	g->attempts++;
+	if (f->calibrating) {
+		f->round_ended++;
+		f->round_last_end_ns = end_ns;
+	}
+	switch (o) {
+	case FARM_OK:
+		f->r->ok++;
+		f->rs.state[job] = FARM_JOB_DONE;
+		f->rs.done++;
+		g->done++;
+		break;
+	case FARM_STOPPED:
+		f->r->stopped++;
+		f->r->not_started++; /* runs again on resume */
+		break;
+	case FARM_REFUSED:
+		f->r->refused++;
+		f->rs.state[job] = FARM_JOB_FAILED;
+		f->rs.failed++;
+		g->failed++;
+		break;
+	case FARM_FAILED:
+	case FARM_TIMEOUT:
+		if (o == FARM_TIMEOUT)
+			f->r->timeouts++;
+		else
+			f->r->failed_attempts++;
+		s->attempts++;
+		if (s->attempts < f->c->retries + 1 && farm_stop_level == 0) {
+			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt };
+
+			rc = retry_push(f, &j);
+			if (!rc)
+				s->argv = NULL;
+			f->queued++;
+		} else if (s->attempts < f->c->retries + 1) {
+			f->r->not_started++;
+		} else {
+			f->rs.state[job] = FARM_JOB_FAILED;
+			f->rs.failed++;
+			g->failed++;
+		}
+		break;
+	}
+	return rc;
+}
+
+/* ---- starting a job ---- */
+
+static int open_output(struct farm *f, const char *rel, int *fd)
+{
+	char path[GPUSHARE_PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, rel);
+	*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (*fd < 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	return GPUSHARE_OK;
+}
+
+static int job_env(struct farm *f, struct slot *s, struct gpushare_strv *env)
+{
+	const struct farm_gpu *g = &f->gpus[s->gpu];
+	struct gpushare_placement pl;
+	int rc;
+
+	f->run.sx.workers = (int)f->cur_k;
+	rc = gpushare_run_ctx_env(&f->run, (int)s->k, f->placed ? g->id.uuid : "", env, &pl);
+	if (!rc)
+		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_JOB=%zu", s->job);
+	if (!rc)
+		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_ATTEMPT=%u", s->attempt);
+	if (!rc)
+		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_SLOT=%u", s->k);
+	if (!rc)
+		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_GPU=%s", f->placed ? g->id.uuid : "");
+	if (!rc)
+		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_DIR=%s", f->dir);
+	return rc;
+}
+
+/* Start job j in slot s (which takes its argv). A job that cannot be
+ * executed is recorded as refused (its .err file says why), which is not an
+ * error of the farm. */
+static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
+{
+	struct gpushare_strv env = { 0 };
+	size_t job = j->job;
+	int out = -1, err = -1, rc;
+
+	s->job = job;
+	s->hash = j->hash;
+	s->argv = j->argv;
+	s->attempts = j->attempts;
+	s->attempt = j->last_attempt + 1;
+	s->timed_out = s->stopped = false;
+	s->kill_ns = 0;
+	snprintf(s->out_rel, sizeof(s->out_rel), "out/%zu.%u.out", job, s->attempt);
+	snprintf(s->err_rel, sizeof(s->err_rel), "out/%zu.%u.err", job, s->attempt);
+	rc = open_output(f, s->out_rel, &out);
+	if (!rc)
+		rc = open_output(f, s->err_rel, &err);
+	if (!rc)
+		rc = job_env(f, s, &env);
+	if (rc)
+		goto out;
+	gpushare_child_init(&s->ch);
+	s->ch.argv = s->argv;
+	s->ch.env_set = gpushare_strv_list(&env);
+	s->ch.in = GPUSHARE_CHILD_DEVNULL;
+	s->ch.out = out;
+	s->ch.err = err;
+	s->ch.flags = GPUSHARE_CHILD_IGNORE_SIGINT;
+	s->start_unix_s = unix_now();
+	s->start_ns = gpushare_now_ns();
+	rc = gpushare_child_start(&s->ch);
+	if (rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_INVAL) {
+		/* Cannot be executed: never will. */
+		char line[1024];
+		int n = snprintf(line, sizeof(line), "gpushare: cannot execute job %zu: %s\n", job, gpushare_errdetail());
+
+		if (n > 0 && write(err, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+			n = 0;
+		gpushare_clear_error();
+		f->queued--;
+		rc = attempt_ended(f, s, FARM_REFUSED, 0, s->start_ns);
+		goto out;
+	}
+	if (rc)
+		goto out;
+	s->busy = true;
+	s->deadline_ns = f->c->timeout_ns ? s->start_ns + f->c->timeout_ns : 0;
+	f->running++;
+	if (f->gpus[s->gpu].running++ == 0)
+		f->gpus[s->gpu].busy_start_unix_s = s->start_unix_s;
+	f->queued--;
+	if (f->calibrating) {
+		if (!f->round_started)
+			f->round_t0_ns = s->start_ns;
+		f->round_started++;
+	}
+out:
+	if (!s->busy) {
+		free(s->argv);
+		s->argv = NULL;
+	}
+	if (out >= 0)
+		close(out);
+	if (err >= 0)
+		close(err);
+	gpushare_strv_release(&env);
+	return rc;
+}
+
+/* A free slot on the GPU with the fewest running jobs that may take one
+ * more; NULL when none. */
+static struct slot *free_slot(struct farm *f)
+{
+	struct slot *best = NULL;
+	unsigned best_running = UINT32_MAX;
+
+	for (size_t g = 0; g < f->n_gpus; g++) {
+		const struct farm_gpu *gp = &f->gpus[g];
+
+		if (gp->running >= f->cur_k || gp->running >= gp->mem_cap || gp->running >= best_running)
+			continue;
+		for (unsigned k = 0; k < f->cur_k; k++) {
+			struct slot *s = &f->slots[g * f->max_k + k];
+
+			if (!s->busy) {
+				best = s;
+				best_running = gp->running;
+				break;
+			}
+		}
+	}
+	return best;
+}
+
+/* No GPU can ever take a job of this size: every job is refused. */
+static bool never_fits(const struct farm *f)
+{
+	for (size_t g = 0; g < f->n_gpus; g++) {
+		if (f->gpus[g].mem_cap > 0)
+			return false;
+	}
+	return true;
+}
+
+static int refuse_for_memory(struct farm *f, const struct job_ref *j)
+{
+	struct slot s;
+	char size[32], line[512];
+	size_t job = j->job;
+	int fd, rc, n;
+
+	memset(&s, 0, sizeof(s));
+	s.job = job;
+	s.hash = j->hash;
+	s.attempts = j->attempts;
+	s.attempt = j->last_attempt + 1;
+	free(j->argv);
+	s.start_unix_s = unix_now();
+	snprintf(s.err_rel, sizeof(s.err_rel), "out/%zu.%u.err", job, s.attempt);
+	rc = open_output(f, s.err_rel, &fd);
+	if (rc)
+		return rc;
+	if (gpushare_format_mps_size(f->c->mem_per_job_bytes, size, sizeof(size)) != GPUSHARE_OK)
+		snprintf(size, sizeof(size), "%" PRIu64 " bytes", f->c->mem_per_job_bytes);
+	n = snprintf(line, sizeof(line), "gpushare: job %zu not started: --mem-per-job %s is more than the free memory of "
+			 "every chosen GPU\n", job, size);
+	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		n = 0;
+	close(fd);
+	f->queued--;
+	return attempt_ended(f, &s, FARM_REFUSED, 0, 0);
+}
+
+/* Start jobs while slots are free, jobs wait and no stop was asked. */
+static int dispatch(struct farm *f)
+{
+	int rc = GPUSHARE_OK;
+
+	while (!rc && farm_stop_level == 0 && f->queued) {
+		struct slot *s = NULL;
+		struct job_ref j;
+		int got;
+
+		if (f->calibrating && f->round_started >= f->round_quota)
+			break;
+		if (!(f->c->mem_per_job_bytes && never_fits(f)) && !(s = free_slot(f)))
+			break;
+		if ((got = next_job(f, &j)) <= 0)
+			return got;
+		rc = s ? start_job(f, s, &j) : refuse_for_memory(f, &j);
+	}
+	return rc;
+}
+
+/* ---- watching running jobs ---- */
+
+static int finish_slot(struct farm *f, struct slot *s)
+{
+	uint64_t end = gpushare_now_ns();
+	int ws = s->ch.wstatus;
+	enum farm_outcome o;
+	int rc;
+
+	/* What the job left in its process group (a shell's `cmd &`) is killed. */
+	gpushare_child_reap_group(&s->ch);
+	gpushare_child_release(&s->ch);
+	s->busy = false;
+	f->running--;
+	f->gpus[s->gpu].running--;
+	f->close_busy = f->gpus[s->gpu].running == 0; /* this attempt ends the GPU's busy period */
+	if (s->timed_out)
+		o = FARM_TIMEOUT;
+	else if (s->stopped)
+		o = FARM_STOPPED;
+	else
+		o = gpushare_child_ok(ws) ? FARM_OK : FARM_FAILED;
+	rc = attempt_ended(f, s, o, ws, end);
+	free(s->argv);
+	s->argv = NULL;
+	return rc;
+}
+
+/* Timeouts and stops: SIGTERM to the job's group, SIGKILL after a grace. */
+static void enforce(struct farm *f, uint64_t now)
+{
+	for (size_t i = 0; i < f->n_gpus * f->max_k; i++) {
+		struct slot *s = &f->slots[i];
+
+		if (!s->busy || s->ch.exited)
+			continue;
+		if (s->kill_ns && now >= s->kill_ns) {
+			gpushare_child_signal(&s->ch, SIGKILL);
+			s->kill_ns = UINT64_MAX;
+			continue;
+		}
+		if (s->kill_ns)
+			continue;
+		if (s->deadline_ns && now >= s->deadline_ns) {
+			s->timed_out = true;
+		} else if (farm_stop_level >= 2) {
+			s->stopped = true;
+		} else {
+			continue;
+		}
+		gpushare_child_signal(&s->ch, SIGTERM);
+		s->kill_ns = now + TERM_GRACE_NS;
+	}
+}
+
+/* Sleep until a job ends, a deadline comes or the tick passes. */
+static void wait_some(struct farm *f, uint64_t now)
+{
+	struct pollfd pfd[FARM_MAX_GPUS * 4];
+	struct pollfd *p = pfd;
+	size_t n = 0, total = f->n_gpus * f->max_k;
+	uint64_t sleep_ns = TICK_NS;
+	bool fallback = false;
+
+	if (total > sizeof(pfd) / sizeof(pfd[0])) {
+		p = malloc(total * sizeof(*p));
+		if (!p) {
+			p = pfd;
+			fallback = true;
+		}
+	}
+	for (size_t i = 0; i < total; i++) {
+		const struct slot *s = &f->slots[i];
+		uint64_t next = s->kill_ns && s->kill_ns != UINT64_MAX ? s->kill_ns : s->deadline_ns;
+
+		if (!s->busy)
+			continue;
+		if (next && next > now && next - now < sleep_ns)
+			sleep_ns = next - now;
+		else if (next && next <= now)
+			sleep_ns = 0;
+		if (s->ch.pidfd < 0 || fallback) {
+			fallback = true;
+			continue;
+		}
+		p[n].fd = s->ch.pidfd;
+		p[n].events = POLLIN;
+		p[n].revents = 0;
+		n++;
+	}
+	if (fallback && sleep_ns > NO_PIDFD_TICK_NS)
+		sleep_ns = NO_PIDFD_TICK_NS;
+	if (!f->running && sleep_ns > NO_PIDFD_TICK_NS * 5)
+		sleep_ns = NO_PIDFD_TICK_NS * 5;
+	if (sleep_ns)
+		poll(fallback ? NULL : p, fallback ? 0 : n, (int)((sleep_ns + NS_PER_MS - 1) / NS_PER_MS));
+	if (p != pfd)
+		free(p);
+}
+
+/* ---- calibration ---- */
+
+void farm_calibration_round(struct farm *f)
+{
+	f->round_quota = 2ULL * f->cur_k * f->n_gpus;
+	f->round_started = f->round_ended = 0;
+	f->round_t0_ns = f->round_last_end_ns = 0;
+}
+
+/* After a drained round: keep K, double it, or settle. */
+static void calibration_step(struct farm *f)
+{
+	struct gpushare_farm_result *r = f->r;
+	double span = f->round_last_end_ns > f->round_t0_ns ? (double)(f->round_last_end_ns - f->round_t0_ns) / 1e9 : 0;
+	double rate = span > 0 ? (double)f->round_ended / span : 0;
+	bool complete = f->round_started >= f->round_quota;
+	bool settle = false;
+
+	if (r->n_calibration < sizeof(r->calibration) / sizeof(r->calibration[0])) {
+		r->calibration[r->n_calibration].slots = f->cur_k;
+		r->calibration[r->n_calibration].jobs_per_s = rate;
+		r->calibration[r->n_calibration].jobs = f->round_ended;
+		r->n_calibration++;
+	}
+	if (!f->best_k || rate >= f->best_rate * CALIBRATION_GAIN) {
+		f->best_k = f->cur_k;
+		f->best_rate = rate;
+	} else {
+		settle = true;  /* no gain from the larger K */
+	}
+	if (!complete || f->cur_k * 2 > f->max_k || r->n_calibration >= sizeof(r->calibration) / sizeof(r->calibration[0]))
+		settle = true;
+	for (size_t g = 0; g < f->n_gpus && !settle; g++) {
+		if (f->gpus[g].mem_cap <= f->cur_k)
+			settle = true; /* memory admits no more */
+	}
+	if (settle) {
+		f->calibrating = false;
+		f->cur_k = f->best_k;
+		r->slots = f->cur_k;
+		return;
+	}
+	f->cur_k *= 2;
+	farm_calibration_round(f);
+}
+
+/* ---- the run ---- */
+
+int farm_run_loop(struct farm *f)
+{
+	int rc = GPUSHARE_OK;
+
+	for (;;) {
+		uint64_t now = gpushare_now_ns();
+		bool ended = false;
+
+		enforce(f, now);
+		for (size_t i = 0; i < f->n_gpus * f->max_k && !rc; i++) {
+			struct slot *s = &f->slots[i];
+
+			if (s->busy && gpushare_child_poll(&s->ch)) {
+				rc = finish_slot(f, s);
+				ended = true;
+			}
+		}
+		if (!rc)
+			rc = flush_journal(f); /* before anything else starts */
+		if (rc)
+			break;
+		if (f->calibrating && f->running == 0 &&
+		    (f->round_started >= f->round_quota || (!f->queued && f->round_started)))
+			calibration_step(f);
+		rc = dispatch(f);
+		if (!rc)
+			rc = flush_journal(f); /* jobs refused while dispatching */
+		if (rc)
+			break;
+		farm_update_metrics(f);
+		farm_progress(f, ended);
+		if (gpushare_now_ns() - f->last_live_ns >= PROGRESS_NS) {
+			write_live(f);
+			f->last_live_ns = gpushare_now_ns();
+		}
+		if (!f->running && (!f->queued || farm_stop_level > 0))
+			break;
+		wait_some(f, gpushare_now_ns());
+	}
+	if (f->calibrating) {
+		f->calibrating = false;
+		if (f->round_ended)
+			calibration_step(f);
+		f->calibrating = false;
+		if (f->best_k)
+			f->cur_k = f->r->slots = f->best_k;
+	}
+	return rc;
+}
+
+/* Something went wrong mid-farm (a journal write): stop every running job
+ * at once, recording nothing more. */
+void farm_stop_all(struct farm *f)
+{
+	for (size_t i = 0; f->slots && i < f->n_gpus * f->max_k; i++) {
+		struct slot *s = &f->slots[i];
+
+		if (!s->busy)
+			continue;
+		gpushare_child_stop(&s->ch, TERM_GRACE_NS);
+		gpushare_child_release(&s->ch);
+		free(s->argv);
+		s->argv = NULL;
+		s->busy = false;
+	}
+}

@@ -1,0 +1,139 @@
+/*
+ * The farm engine's state, shared by its files (lib/farm/): farm.c sets a
+ * farm up and runs it, farm_dispatch.c hands jobs to slots and records how
+ * they end (the main loop, calibration), farm_status.c summarises farm
+ * directories and writes the summary.
+ */
+#ifndef GPUSHARE_FARM_ENGINE_H
+#define GPUSHARE_FARM_ENGINE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "clock.h"
+#include "gpushare/child.h"
+#include "gpushare/farm.h"
+#include "farm_jobs.h"
+#include "farm_journal.h"
+#include "metrics_farm.h"
+#include "run_ctx.h"
+
+#define TICK_NS (100 * NS_PER_MS)         /* longest sleep between checks */
+#define NO_PIDFD_TICK_NS (2 * NS_PER_MS)  /* without pidfds, poll this often */
+#define PROGRESS_NS NS_PER_S
+#define TERM_GRACE_NS (2 * NS_PER_S)      /* SIGTERM, then SIGKILL this much later */
+#define DEFAULT_MAX_SLOTS 16
+#define CALIBRATION_GAIN 1.05             /* a larger K must beat the best by 5 % */
+#define PENDING_MAX 64                    /* attempt records written with one fsync */
+#define LIVE_NAME "running.json"          /* what runs now, for farm status */
+
+/* Stop requests (gpushare_farm_stop(), async-signal-safe): 1 no new jobs,
+ * 2 stop the running ones too. */
+extern volatile sig_atomic_t farm_stop_level;
+
+struct farm_gpu {
+	struct farm_gpu_id id;
+	uint64_t free_bytes, total_bytes;  /* at the start; 0 unknown */
+	unsigned mem_cap;                  /* jobs that fit at once (UINT_MAX: no limit) */
+	unsigned running;
+	uint64_t done, failed, attempts;
+	double busy_start_unix_s;          /* when its current busy period began */
+};
+
+struct slot {
+	struct gpushare_child ch;
+	bool busy;
+	size_t gpu;
+	unsigned k;                        /* slot number on its GPU */
+	size_t job;
+	uint64_t hash;                     /* the job's hash */
+	unsigned attempt;
+	unsigned attempts;                 /* attempts that count against --retries, this one not yet */
+	uint64_t start_ns, deadline_ns, kill_ns;
+	double start_unix_s;
+	bool timed_out, stopped;
+	char out_rel[64], err_rel[64];
+	char **argv;                       /* from the cursor, owned */
+};
+
+/* A job taken from the queue: from the copy, or waiting for a retry. */
+struct job_ref {
+	size_t job;
+	uint64_t hash;
+	char **argv;                       /* owned */
+	unsigned attempts, last_attempt;
+};
+
+struct farm {
+	const struct gpushare_farm_config *c;
+	struct gpushare_farm_result *r;
+	/* the job list: DIR/jobs.jsonl, read in order */
+	struct farm_cursor cur;
+	uint64_t n_jobs;
+	enum farm_jobs_mode mode;
+	char jobs_source[256];
+	char stdin_spool[GPUSHARE_PATH_MAX + 32];  /* resume: standard input kept here to read twice */
+	bool created_dir, header_written;
+	bool close_busy;                   /* the attempt being recorded left its GPU idle */
+	struct farm_shard shard;
+	struct farm_config cfg;
+	struct farm_journal journal;
+	bool journal_open;
+	struct farm_attempt *pending;      /* ended attempts not written yet */
+	size_t n_pending;
+	struct farm_resume rs;
+	char dir[GPUSHARE_PATH_MAX];
+
+	/* GPUs and slots */
+	struct farm_gpu *gpus;
+	size_t n_gpus;
+	bool nvml;
+	bool placed;                       /* jobs are pinned to GPUs by UUID */
+	unsigned max_k;                    /* slots allocated per GPU */
+	unsigned cur_k;                    /* slots in use per GPU */
+	struct slot *slots;                /* n_gpus * max_k */
+	unsigned running;
+
+	/* strategy: the run directory, the daemon of mps and mps-split */
+	struct gpushare_run_ctx run;
+	uint64_t mem_limit;                /* mps-split: pinned memory per client */
+
+	/* queue */
+	struct job_ref *retry;             /* jobs to try again, a FIFO */
+	size_t n_retry, retry_head, retry_cap;
+	uint64_t queued;                   /* jobs of the shard waiting */
+
+	/* calibration */
+	bool calibrating;
+	uint64_t round_quota, round_started, round_ended;
+	uint64_t round_t0_ns, round_last_end_ns;
+	double best_rate;
+	unsigned best_k;
+
+	/* timing */
+	uint64_t t0_ns, last_progress_ns, last_live_ns;
+	double t0_unix_s;
+	struct gpushare_metrics_farm *metrics;
+};
+
+static inline double unix_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* farm_dispatch.c */
+void farm_free_retries(struct farm *f);
+void farm_progress(struct farm *f, bool force);
+void farm_remove_live(struct farm *f);
+void farm_update_metrics(struct farm *f);
+void farm_calibration_round(struct farm *f);
+int farm_run_loop(struct farm *f);
+void farm_stop_all(struct farm *f);
+
+#endif

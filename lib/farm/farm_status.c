@@ -1,0 +1,340 @@
+/*
+ * Farm summaries (include/gpushare/farm.h): `farm status` over one or
+ * several farm directories (their journals read in one pass, and what runs
+ * now from the live file), and the summary a farm prints at its end, as
+ * text or JSON.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "clock.h"
+#include "sys.h"
+#include "buf.h"
+#include "gpushare/child.h"
+#include "farm_jobs.h"
+#include "farm_journal.h"
+#include "gpushare/strategy.h"
+#include "gpushare/farm.h"
+#include "gpushare/gpu.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+#include "gpu_select.h"
+#include "metrics_farm.h"
+#include "strategy.h"
+#include "run_ctx.h"
+#include "farm_engine.h"
+
+
+static void summary_from(struct gpushare_farm_summary *out, const struct farm_summary *s)
+{
+	memset(out, 0, sizeof(*out));
+	out->jobs = s->n_jobs;
+	out->shard_count = s->shard_count;
+	out->shards_seen = s->shards_seen;
+	out->done = s->done;
+	out->failed = s->failed;
+	out->unfinished = s->unfinished;
+	out->attempts = s->attempts;
+	out->makespan_s = s->makespan_s;
+	out->jobs_per_s = s->jobs_per_s;
+	out->torn_tail = s->torn_tail;
+	out->gpus = s->n_gpus ? calloc(s->n_gpus, sizeof(*out->gpus)) : NULL;
+	if (!out->gpus)
+		return;
+	out->n_gpus = s->n_gpus;
+	for (size_t i = 0; i < s->n_gpus; i++) {
+		struct gpushare_farm_gpu *g = &out->gpus[i];
+
+		snprintf(g->id, sizeof(g->id), "%s", s->gpus[i].id);
+		g->index = -1;
+		g->attempts = s->gpus[i].attempts;
+		g->job_s = s->gpus[i].job_s;
+		g->busy_s = s->gpus[i].busy_s;
+		g->busy_fraction = s->gpus[i].busy_fraction;
+	}
+}
+
+/* DIR/running.json, when a farm wrote one (lib: write_live). */
+static bool read_live(const char *dir, struct gpushare_farm_live *l)
+{
+	char path[GPUSHARE_PATH_MAX + 32], chunk[4096], host[256];
+	struct gpushare_buf text = { 0 };
+	const cJSON *v;
+	cJSON *o;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" LIVE_NAME, dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len < (16u << 20)) {
+		if (gpushare_buf_add(&text, chunk, (size_t)n) != GPUSHARE_OK)
+			break;
+	}
+	close(fd);
+	o = cJSON_Parse(gpushare_buf_str(&text));
+	gpushare_buf_release(&text);
+	if (!o)
+		return false;
+	memset(l, 0, sizeof(*l));
+	snprintf(l->dir, sizeof(l->dir), "%s", dir);
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "pid")))
+		l->pid = (long)v->valuedouble;
+	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "host")))
+		snprintf(l->host, sizeof(l->host), "%s", v->valuestring);
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "running")))
+		l->running = (uint64_t)v->valuedouble;
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "queued")))
+		l->queued = (uint64_t)v->valuedouble;
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "slots")))
+		l->slots = (unsigned)v->valuedouble;
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "updated_unix_s")))
+		l->updated_unix_s = v->valuedouble;
+	cJSON_Delete(o);
+	if (gethostname(host, sizeof(host)) == 0) {
+		host[sizeof(host) - 1] = '\0';
+		l->stale = strcmp(host, l->host) == 0 && (l->pid <= 0 || !gpushare_pid_alive((pid_t)l->pid));
+	}
+	return true;
+}
+
+int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm_summary *out)
+{
+	char **paths = calloc(n ? n : 1, sizeof(*paths));
+	struct farm_summary s;
+	int rc = GPUSHARE_OK;
+
+	memset(out, 0, sizeof(*out));
+	memset(&s, 0, sizeof(s));
+	if (!paths)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t len = strlen(dirs[i]) + sizeof(FARM_JOURNAL_NAME) + 1;
+
+		if (!(paths[i] = malloc(len)))
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		else
+			snprintf(paths[i], len, "%s/%s", dirs[i], FARM_JOURNAL_NAME);
+	}
+	if (!rc)
+		rc = gpushare_journal_summary_build((const char *const *)paths, n, &s);
+	if (!rc) {
+		summary_from(out, &s);
+		if (s.n_gpus && !out->gpus)
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	if (!rc && !(out->live = calloc(n ? n : 1, sizeof(*out->live))))
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (read_live(dirs[i], &out->live[out->n_live]))
+			out->n_live++;
+	}
+	gpushare_journal_summary_release(&s);
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	return rc;
+}
+
+void gpushare_farm_summary_release(struct gpushare_farm_summary *s)
+{
+	free(s->gpus);
+	free(s->live);
+	memset(s, 0, sizeof(*s));
+}
+
+void gpushare_farm_result_release(struct gpushare_farm_result *r)
+{
+	gpushare_farm_summary_release(&r->summary);
+}
+
+/* ---- output ---- */
+
+static cJSON *summary_obj(const struct gpushare_farm_summary *s)
+{
+	cJSON *o = cJSON_CreateObject(), *gpus, *live;
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "jobs", (double)s->jobs);
+	cJSON_AddNumberToObject(o, "shards", (double)s->shard_count);
+	cJSON_AddNumberToObject(o, "shards_seen", (double)s->shards_seen);
+	cJSON_AddNumberToObject(o, "done", (double)s->done);
+	cJSON_AddNumberToObject(o, "failed", (double)s->failed);
+	cJSON_AddNumberToObject(o, "unfinished", (double)s->unfinished);
+	cJSON_AddNumberToObject(o, "attempts", (double)s->attempts);
+	cJSON_AddNumberToObject(o, "makespan_seconds", s->makespan_s);
+	cJSON_AddNumberToObject(o, "jobs_per_second", s->jobs_per_s);
+	cJSON_AddBoolToObject(o, "torn_tail", s->torn_tail);
+	gpus = cJSON_AddArrayToObject(o, "gpus");
+	for (size_t i = 0; gpus && i < s->n_gpus; i++) {
+		cJSON *g = cJSON_CreateObject();
+
+		if (!g)
+			break;
+		cJSON_AddStringToObject(g, "id", s->gpus[i].id);
+		cJSON_AddNumberToObject(g, "attempts", (double)s->gpus[i].attempts);
+		cJSON_AddNumberToObject(g, "job_seconds", s->gpus[i].job_s);
+		cJSON_AddNumberToObject(g, "busy_seconds", s->gpus[i].busy_s);
+		cJSON_AddNumberToObject(g, "busy_fraction", s->gpus[i].busy_fraction);
+		cJSON_AddItemToArray(gpus, g);
+	}
+	live = cJSON_AddArrayToObject(o, "running");
+	for (size_t i = 0; live && i < s->n_live; i++) {
+		const struct gpushare_farm_live *l = &s->live[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (!e)
+			break;
+		cJSON_AddStringToObject(e, "dir", l->dir);
+		cJSON_AddNumberToObject(e, "pid", (double)l->pid);
+		cJSON_AddStringToObject(e, "host", l->host);
+		cJSON_AddNumberToObject(e, "running", (double)l->running);
+		cJSON_AddNumberToObject(e, "queued", (double)l->queued);
+		cJSON_AddNumberToObject(e, "slots", l->slots);
+		cJSON_AddNumberToObject(e, "updated_unix_s", l->updated_unix_s);
+		cJSON_AddBoolToObject(e, "stale", l->stale);
+		cJSON_AddItemToArray(live, e);
+	}
+	return o;
+}
+
+static cJSON *run_obj(const struct gpushare_farm_result *r)
+{
+	cJSON *o = cJSON_CreateObject(), *cal;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "dir", r->dir);
+	cJSON_AddStringToObject(o, "strategy", r->strategy);
+	cJSON_AddNumberToObject(o, "shard_index", (double)r->shard_index);
+	cJSON_AddNumberToObject(o, "shard_count", (double)r->shard_count);
+	cJSON_AddNumberToObject(o, "shard_jobs", (double)r->shard_jobs);
+	cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
+	cJSON_AddNumberToObject(o, "attempts", (double)r->ended);
+	cJSON_AddNumberToObject(o, "ok", (double)r->ok);
+	cJSON_AddNumberToObject(o, "failed_attempts", (double)r->failed_attempts);
+	cJSON_AddNumberToObject(o, "timeouts", (double)r->timeouts);
+	cJSON_AddNumberToObject(o, "refused", (double)r->refused);
+	cJSON_AddNumberToObject(o, "stopped", (double)r->stopped);
+	cJSON_AddNumberToObject(o, "seconds", r->run_s);
+	cJSON_AddNumberToObject(o, "attempts_per_second", r->run_jobs_per_s);
+	cJSON_AddNumberToObject(o, "slots", r->slots);
+	cJSON_AddBoolToObject(o, "calibrated", r->calibrated);
+	cal = cJSON_AddArrayToObject(o, "calibration");
+	for (size_t i = 0; cal && i < r->n_calibration; i++) {
+		cJSON *c = cJSON_CreateObject();
+
+		if (!c)
+			break;
+		cJSON_AddNumberToObject(c, "slots", r->calibration[i].slots);
+		cJSON_AddNumberToObject(c, "jobs", (double)r->calibration[i].jobs);
+		cJSON_AddNumberToObject(c, "jobs_per_second", r->calibration[i].jobs_per_s);
+		cJSON_AddItemToArray(cal, c);
+	}
+	cJSON_AddBoolToObject(o, "interrupted", r->interrupted);
+	cJSON_AddNumberToObject(o, "not_started", (double)r->not_started);
+	return o;
+}
+
+int gpushare_farm_summary_json(const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r,
+			       char **out)
+{
+	cJSON *doc = cJSON_CreateObject(), *sum = summary_obj(s), *run = r ? run_obj(r) : NULL;
+
+	*out = NULL;
+	if (!doc || !sum || (r && !run)) {
+		cJSON_Delete(doc);
+		cJSON_Delete(sum);
+		cJSON_Delete(run);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	cJSON_AddStringToObject(doc, "gpushare_version", gpushare_version());
+	cJSON_AddItemToObject(doc, "summary", sum);
+	if (run)
+		cJSON_AddItemToObject(doc, "run", run);
+	*out = cJSON_Print(doc);
+	cJSON_Delete(doc);
+	return *out ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+}
+
+static void duration_text(double s, char *buf, size_t len)
+{
+	if (s < 60)
+		snprintf(buf, len, "%.1f s", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+	else
+		snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r)
+{
+	char span[32];
+
+	if (r) {
+		fprintf(f, "farm %s: %s, shard %lu/%lu (%" PRIu64 " jobs)", r->dir, r->strategy, r->shard_index,
+			r->shard_count, r->shard_jobs);
+		if (r->calibrated && r->n_calibration) {
+			fprintf(f, ", %u slots per GPU by calibration (", r->slots);
+			for (size_t i = 0; i < r->n_calibration; i++)
+				fprintf(f, "%sK=%u: %.3g jobs/s over %" PRIu64 " jobs", i ? ", " : "",
+					r->calibration[i].slots, r->calibration[i].jobs_per_s, r->calibration[i].jobs);
+			fprintf(f, ")\n");
+		} else {
+			fprintf(f, ", %u slot%s per GPU\n", r->slots, r->slots == 1 ? "" : "s");
+		}
+		duration_text(r->run_s, span, sizeof(span));
+		fprintf(f, "this run: %" PRIu64 " attempts in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
+			   " failed, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64 " stopped",
+			r->ended, span, r->run_jobs_per_s, r->ok, r->failed_attempts, r->timeouts, r->refused, r->stopped);
+		if (r->skipped)
+			fprintf(f, "; %" PRIu64 " finished earlier", r->skipped);
+		fprintf(f, "\n");
+		if (r->interrupted)
+			fprintf(f, "stopped: %" PRIu64 " jobs not run; continue with: gpushare farm --resume %s\n",
+				r->not_started, r->dir);
+	}
+	duration_text(s->makespan_s, span, sizeof(span));
+	fprintf(f, "jobs: %" PRIu64 " done, %" PRIu64 " failed, %" PRIu64 " unfinished of %" PRIu64, s->done, s->failed,
+		s->unfinished, s->jobs);
+	if (s->shard_count > 1)
+		fprintf(f, " (%zu of %lu shards seen)", s->shards_seen, s->shard_count);
+	fprintf(f, "\n");
+	if (s->jobs_per_s > 0)
+		fprintf(f, "makespan %s, %.3g jobs/s\n", span, s->jobs_per_s);
+	else
+		fprintf(f, "makespan %s, jobs/s not defined yet\n", span);
+	for (size_t i = 0; i < s->n_gpus; i++)
+		fprintf(f, "  GPU %-42s %6" PRIu64 " attempts, busy %5.1f %% of the makespan\n", s->gpus[i].id,
+			s->gpus[i].attempts, 100 * s->gpus[i].busy_fraction);
+	for (size_t i = 0; i < s->n_live; i++) {
+		const struct gpushare_farm_live *l = &s->live[i];
+
+		if (l->stale)
+			fprintf(f, "%s: its farm (pid %ld on %s) is gone; --resume %s runs what it left\n", l->dir, l->pid,
+				l->host, l->dir);
+		else
+			fprintf(f, "%s: running now: %" PRIu64 " jobs, %" PRIu64 " queued, %u slots per GPU (pid %ld on %s, "
+				   "%.1f s ago)\n", l->dir, l->running, l->queued, l->slots, l->pid, l->host,
+				unix_now() - l->updated_unix_s);
+	}
+	if (s->torn_tail)
+		fprintf(f, "note: a journal's last line was torn (a farm was killed while writing it) and was ignored\n");
+	if (fflush(f) != 0 || ferror(f))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write the summary: %s", strerror(errno));
+	return GPUSHARE_OK;
+}
