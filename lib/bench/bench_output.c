@@ -29,7 +29,7 @@
 
 #include "csv.h"
 #include "openloop.h"
-#include "json_util.h"
+#include "json.h"
 
 #define SCHEMA_ID "https://gpushare.dev/schemas/bench-1.json"
 

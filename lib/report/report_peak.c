@@ -26,7 +26,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
-#include "json_util.h"
+#include "json.h"
 #include "report_peak.h"
 
 #define MAX_WORKERS 64

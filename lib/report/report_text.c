@@ -22,7 +22,7 @@
 #include "report_internal.h"
 #include "report_load_curve.h"
 #include "report_peak.h"
-#include "json_util.h"
+#include "json.h"
 
 const struct gpushare_ci *gpushare_report_metric_ci(const struct gpushare_report_cell *c, int m)
 {
