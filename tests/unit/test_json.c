@@ -5,12 +5,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "gpushare/exec.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/strategy.h"
 #include "gpushare/utf8.h"
 
 #include "json.h"
@@ -131,12 +135,60 @@ static void test_failure(void **state)
 	cJSON_InitHooks(NULL);
 }
 
+/* The documents the command line prints, built by the library. */
+static void test_documents(void **state)
+{
+	struct gpushare_mps m;
+	struct gpushare_exec x;
+	char *const env[] = { "CUDA_VISIBLE_DEVICES=GPU-x", "CUDA_MPS_PIPE_DIRECTORY", NULL };
+	cJSON *d;
+	char *text;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.pipe_dir, sizeof(m.pipe_dir), "/tmp/p\xff");
+	text = gpushare_mps_status_json(&m, GPUSHARE_MPS_ABSENT, NULL, NULL);
+	assert_non_null(text);
+	assert_true(gpushare_utf8_valid(text));
+	d = cJSON_Parse(text);
+	assert_string_equal(cJSON_GetObjectItem(d, "pipe_dir")->valuestring, "/tmp/p\xef\xbf\xbd");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "log_dir")));
+	assert_string_equal(cJSON_GetObjectItem(d, "state")->valuestring, "absent");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(d, "running")));
+	assert_null(cJSON_GetObjectItem(d, "servers"));
+	cJSON_Delete(d);
+	free(text);
+
+	memset(&x, 0, sizeof(x));
+	x.launcher = "slurm";
+	x.rank = 3;
+	x.size = GPUSHARE_UNKNOWN;
+	x.local_rank = 0;
+	x.local_size = GPUSHARE_UNKNOWN;
+	x.env = env;
+	text = gpushare_exec_dry_run_json(&x, GPUSHARE_STRATEGY_TIMESLICE);
+	assert_non_null(text);
+	assert_null(strchr(text, '\n')); /* one line per rank */
+	d = cJSON_Parse(text);
+	assert_int_equal(cJSON_GetObjectItem(d, "rank")->valueint, 3);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "size")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "local_size")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "daemon")));
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "set"), "CUDA_VISIBLE_DEVICES")->valuestring,
+			    "GPU-x");
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "unset"), 0)->valuestring,
+			    "CUDA_MPS_PIPE_DIRECTORY");
+	cJSON_Delete(d);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_failure),
+		cmocka_unit_test(test_documents),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
