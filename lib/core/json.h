@@ -1,6 +1,8 @@
 /*
  * The one way gpushare writes JSON (every document of the library and the
- * command line is built with these):
+ * command line is built with these; the one exception is a farm's copy of
+ * its job list, DIR/jobs.jsonl, which keeps a job's bytes as given because
+ * it is read back to run them: lib/farm/farm_jobs.c):
  *
  *  - a number that is not finite, or the project's unknown
  *    (GPUSHARE_UNKNOWN, GPUSHARE_UNKNOWN_U64), is null, never 0;
