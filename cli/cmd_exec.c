@@ -12,8 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "gpushare/child.h"
 #include "cli.h"
 #include "gpushare/bench.h"
@@ -88,61 +86,8 @@ static int catch_signals(void)
 
 static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 {
-	if (json) {
-		cJSON *o = cJSON_CreateObject(), *gpu, *set, *unset, *d;
-		char *s;
-
-		if (!o)
-			return cli_error(EXIT_FAILURE_GENERIC, "exec: out of memory");
-		cJSON_AddStringToObject(o, "launcher", x->launcher);
-		cJSON_AddNumberToObject(o, "rank", (double)x->rank);
-		cJSON_AddNumberToObject(o, "size", (double)x->size);
-		cJSON_AddNumberToObject(o, "local_rank", (double)x->local_rank);
-		cJSON_AddNumberToObject(o, "local_size", (double)x->local_size);
-		cJSON_AddStringToObject(o, "node", x->node);
-		cJSON_AddStringToObject(o, "job_key", x->job_key);
-		cJSON_AddStringToObject(o, "strategy", gpushare_strategy_name(strategy));
-		gpu = cJSON_AddObjectToObject(o, "gpu");
-		if (gpu) {
-			cJSON_AddNumberToObject(gpu, "index", x->gpu_index);
-			cJSON_AddStringToObject(gpu, "uuid", x->gpu_uuid);
-		}
-		cJSON_AddNumberToObject(o, "usable_gpus", (double)x->n_gpus);
-		cJSON_AddNumberToObject(o, "ranks_on_gpu", x->ranks_on_gpu);
-		cJSON_AddNumberToObject(o, "max_ranks_per_gpu", x->max_ranks_per_gpu);
-		if (x->uses_mps) {
-			d = cJSON_AddObjectToObject(o, "daemon");
-			if (d) {
-				cJSON_AddStringToObject(d, "pipe_dir", x->pipe_dir);
-				cJSON_AddBoolToObject(d, "running", x->daemon_pid > 0);
-				if (x->daemon_pid > 0)
-					cJSON_AddNumberToObject(d, "pid", x->daemon_pid);
-				else
-					cJSON_AddNullToObject(d, "pid");
-			}
-		} else {
-			cJSON_AddNullToObject(o, "daemon");
-		}
-		set = cJSON_AddObjectToObject(o, "set");
-		unset = cJSON_AddArrayToObject(o, "unset");
-		for (char *const *e = x->env; e && *e; e++) {
-			const char *eq = strchr(*e, '=');
-
-			if (eq) {
-				char name[256];
-
-				snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
-				cJSON_AddStringToObject(set, name, eq + 1);
-			} else {
-				cJSON_AddItemToArray(unset, cJSON_CreateString(*e));
-			}
-		}
-		s = cJSON_PrintUnformatted(o);
-		cJSON_Delete(o);
-		if (!s)
-			return cli_error(EXIT_FAILURE_GENERIC, "exec: out of memory");
-		return cli_print_json_and_free(s);
-	}
+	if (json)
+		return cli_print_json_and_free(gpushare_exec_dry_run_json(x, strategy));
 	printf("rank %ld/%ld local %ld/%ld node %s job %s: GPU %u %s (%u rank%s on it), strategy %s", x->rank,
 	       x->size, x->local_rank, x->local_size, x->node, x->job_key, x->gpu_index, x->gpu_uuid, x->ranks_on_gpu,
 	       x->ranks_on_gpu == 1 ? "" : "s", gpushare_strategy_name(strategy));

@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli.h"
 #include "gpushare/gpu.h"
 #include "gpushare/files.h"
@@ -39,74 +37,7 @@ static const char usage_text[] =
 	"  7  the driver answered with an error\n"
 	"  11 writing the output failed\n";
 
-/* Where gpushare looks for MPS daemons, with why it looks there. */
 #define MPS_DIRS_MAX GPUSHARE_MPS_KNOWN_DIRS
-
-struct mps_dir_report {
-	char pipe_dir[GPUSHARE_PATH_MAX];
-	const char *sources[MPS_DIRS_MAX]; /* "gpushare", "env", "default" */
-	int n_sources;
-	int init_rc;                       /* gpushare_mps_init's result */
-	enum gpushare_mps_state state;
-	pid_t pid;                         /* from the pid file; 0 none */
-	int answers;                       /* 1, 0, or -1 not probed / unknown */
-	char error[256];                   /* why answers is unknown, or init failed */
-};
-
-/* Look at each pipe directory; never fails (what went wrong is reported
- * per directory). */
-static int mps_survey(struct mps_dir_report *dirs)
-{
-	struct gpushare_mps_known_dir known[GPUSHARE_MPS_KNOWN_DIRS];
-	int n = gpushare_mps_known_dirs(known);
-
-	for (int i = 0; i < n; i++) {
-		memset(&dirs[i], 0, sizeof(dirs[i]));
-		_Static_assert(sizeof(dirs[i].pipe_dir) == sizeof(known[i].pipe_dir), "same size");
-		memcpy(dirs[i].pipe_dir, known[i].pipe_dir, sizeof(dirs[i].pipe_dir));
-		memcpy(dirs[i].sources, known[i].sources, sizeof(dirs[i].sources));
-		dirs[i].n_sources = known[i].n_sources;
-		dirs[i].answers = -1;
-	}
-	for (int i = 0; i < n; i++) {
-		struct mps_dir_report *d = &dirs[i];
-		struct gpushare_mps m;
-		pid_t pid = 0;
-		int rc;
-
-		d->init_rc = gpushare_mps_init(&m, d->pipe_dir, NULL);
-		if (d->init_rc) {
-			snprintf(d->error, sizeof(d->error), "%s", gpushare_errdetail());
-			continue;
-		}
-		/* info only looks: a daemon that is up answers at once. */
-		if (m.timeout_ms <= 0 || m.timeout_ms > 3000)
-			m.timeout_ms = 3000;
-		d->state = gpushare_mps_state(&m, &d->pid);
-		if (d->state != GPUSHARE_MPS_RUNNING)
-			continue;
-		rc = gpushare_mps_probe(&m, &pid);
-		if (rc == GPUSHARE_OK) {
-			d->answers = 1;
-		} else if (rc == GPUSHARE_E_MPS_NOT_RUNNING) {
-			d->answers = 0;
-		} else {
-			snprintf(d->error, sizeof(d->error), "%s%s%s", gpushare_strerror(rc),
-				 *gpushare_errdetail() ? ": " : "", gpushare_errdetail());
-		}
-	}
-	return n;
-}
-
-static const char *mps_state_name(enum gpushare_mps_state s)
-{
-	switch (s) {
-	case GPUSHARE_MPS_ABSENT: return "absent";
-	case GPUSHARE_MPS_STALE: return "stale";
-	case GPUSHARE_MPS_RUNNING: return "running";
-	}
-	return "unknown";
-}
 
 /* ---- the readable report ---- */
 
@@ -204,7 +135,7 @@ static void print_gpu(const struct gpushare_gpu_info *g)
 	}
 }
 
-static void print_report(const struct gpushare_system_info *sys, const struct mps_dir_report *dirs, int n_dirs)
+static void print_report(const struct gpushare_system_info *sys, const struct gpushare_mps_dir_report *dirs, int n_dirs)
 {
 	printf("driver %s, CUDA ", *sys->driver_version ? sys->driver_version : "unknown");
 	print_cuda_version(sys->cuda_driver_version);
@@ -216,7 +147,7 @@ static void print_report(const struct gpushare_system_info *sys, const struct mp
 		print_gpu(&sys->gpus[i]);
 	printf("\nMPS control daemons:\n");
 	for (int i = 0; i < n_dirs; i++) {
-		const struct mps_dir_report *d = &dirs[i];
+		const struct gpushare_mps_dir_report *d = &dirs[i];
 
 		printf("  %s (", d->pipe_dir);
 		for (int s = 0; s < d->n_sources; s++)
@@ -237,186 +168,6 @@ static void print_report(const struct gpushare_system_info *sys, const struct mp
 	}
 }
 
-/* ---- JSON ---- */
-
-/* cJSON's adders return NULL when out of memory; each helper folds that
- * into *ok so the document is either complete or not printed. */
-static void j_num(cJSON *o, const char *k, double v, bool *ok)
-{
-	*ok &= cJSON_AddNumberToObject(o, k, v) != NULL;
-}
-
-static void j_null(cJSON *o, const char *k, bool *ok)
-{
-	*ok &= cJSON_AddNullToObject(o, k) != NULL;
-}
-
-static void j_int(cJSON *o, const char *k, int v, bool *ok)
-{
-	if (v == GPUSHARE_UNKNOWN)
-		j_null(o, k, ok);
-	else
-		j_num(o, k, v, ok);
-}
-
-static void j_u64(cJSON *o, const char *k, uint64_t v, bool *ok)
-{
-	if (v == GPUSHARE_UNKNOWN_U64)
-		j_null(o, k, ok);
-	else
-		j_num(o, k, (double)v, ok);
-}
-
-static void j_bool(cJSON *o, const char *k, int v, bool *ok)
-{
-	if (v == GPUSHARE_UNKNOWN)
-		j_null(o, k, ok);
-	else
-		*ok &= cJSON_AddBoolToObject(o, k, v != 0) != NULL;
-}
-
-/* A string, or null when empty. */
-static void j_str(cJSON *o, const char *k, const char *s, bool *ok)
-{
-	if (!s || !*s)
-		j_null(o, k, ok);
-	else
-		*ok &= cJSON_AddStringToObject(o, k, s) != NULL;
-}
-
-static cJSON *j_add_obj(cJSON *array, bool *ok)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o || !cJSON_AddItemToArray(array, o)) {
-		cJSON_Delete(o);
-		*ok = false;
-		return NULL;
-	}
-	return o;
-}
-
-static void json_gpu(cJSON *o, const struct gpushare_gpu_info *g, bool *ok)
-{
-	cJSON *migs, *procs;
-
-	j_num(o, "index", g->index, ok);
-	j_str(o, "name", g->name, ok);
-	j_str(o, "uuid", g->uuid, ok);
-	j_str(o, "pci_bus_id", g->pci_bus_id, ok);
-	j_int(o, "sm_count", g->sm_count, ok);
-	j_u64(o, "mem_total_bytes", g->mem_total_bytes, ok);
-	j_u64(o, "mem_used_bytes", g->mem_used_bytes, ok);
-	j_u64(o, "mem_free_bytes", g->mem_free_bytes, ok);
-	j_str(o, "compute_mode", g->compute_mode == GPUSHARE_UNKNOWN ? NULL : gpushare_compute_mode_name(g->compute_mode), ok);
-	j_bool(o, "mig_enabled", g->mig_current, ok);
-	j_bool(o, "mig_pending_enabled", g->mig_pending, ok);
-	j_bool(o, "persistence_mode", g->persistence, ok);
-	j_int(o, "utilization_gpu_percent", g->util_gpu_pct, ok);
-	j_int(o, "utilization_mem_percent", g->util_mem_pct, ok);
-	j_int(o, "clock_sm_mhz", g->clock_sm_mhz, ok);
-	j_int(o, "clock_sm_max_mhz", g->clock_sm_max_mhz, ok);
-	j_int(o, "clock_mem_mhz", g->clock_mem_mhz, ok);
-	if (g->power_mw == GPUSHARE_UNKNOWN)
-		j_null(o, "power_watts", ok);
-	else
-		j_num(o, "power_watts", g->power_mw / 1000.0, ok);
-	j_int(o, "temperature_celsius", g->temperature_c, ok);
-	migs = cJSON_AddArrayToObject(o, "mig_devices");
-	procs = cJSON_AddArrayToObject(o, "processes");
-	if (!migs || !procs) {
-		*ok = false;
-		return;
-	}
-	for (size_t i = 0; i < g->n_migs && *ok; i++) {
-		const struct gpushare_mig_info *m = &g->migs[i];
-		cJSON *mo = j_add_obj(migs, ok);
-
-		if (!mo)
-			return;
-		j_num(mo, "index", m->index, ok);
-		j_str(mo, "uuid", m->uuid, ok);
-		j_str(mo, "name", m->name, ok);
-		j_str(mo, "profile", m->profile, ok);
-		j_int(mo, "gpu_instance_id", m->gpu_instance_id, ok);
-		j_int(mo, "compute_instance_id", m->compute_instance_id, ok);
-		j_int(mo, "sm_count", m->sm_count, ok);
-		j_u64(mo, "mem_total_bytes", m->mem_total_bytes, ok);
-		j_u64(mo, "mem_used_bytes", m->mem_used_bytes, ok);
-	}
-	for (size_t i = 0; i < g->n_procs && *ok; i++) {
-		const struct gpushare_proc_info *p = &g->procs[i];
-		cJSON *po = j_add_obj(procs, ok);
-
-		if (!po)
-			return;
-		j_num(po, "pid", p->pid, ok);
-		j_str(po, "name", p->name, ok);
-		j_str(po, "kind", gpushare_proc_kind_name(p->kind), ok);
-		j_u64(po, "mem_used_bytes", p->mem_used_bytes, ok);
-		j_int(po, "gpu_instance_id", p->gpu_instance_id, ok);
-	}
-}
-
-static void json_mps(cJSON *arr, const struct mps_dir_report *dirs, int n_dirs, bool *ok)
-{
-	for (int i = 0; i < n_dirs && *ok; i++) {
-		const struct mps_dir_report *d = &dirs[i];
-		cJSON *o = j_add_obj(arr, ok), *src;
-
-		if (!o)
-			return;
-		j_str(o, "pipe_dir", d->pipe_dir, ok);
-		src = cJSON_AddArrayToObject(o, "sources");
-		for (int s = 0; src && s < d->n_sources; s++) {
-			cJSON *str = cJSON_CreateString(d->sources[s]);
-
-			if (!str || !cJSON_AddItemToArray(src, str)) {
-				cJSON_Delete(str);
-				*ok = false;
-			}
-		}
-		*ok &= src != NULL;
-		j_str(o, "state", d->init_rc ? NULL : mps_state_name(d->state), ok);
-		if (d->pid > 0 && !d->init_rc)
-			j_num(o, "pid", d->pid, ok);
-		else
-			j_null(o, "pid", ok);
-		j_bool(o, "answers", d->answers, ok);
-		j_str(o, "error", d->error, ok);
-	}
-}
-
-static char *json_report(const struct gpushare_system_info *sys, const struct mps_dir_report *dirs, int n_dirs)
-{
-	cJSON *root = cJSON_CreateObject(), *gpus, *mps;
-	bool ok = root != NULL;
-	char *out = NULL;
-
-	if (!ok)
-		return NULL;
-	j_str(root, "gpushare_version", gpushare_version(), &ok);
-	j_str(root, "driver_version", sys->driver_version, &ok);
-	j_int(root, "cuda_driver_version", sys->cuda_driver_version, &ok);
-	j_str(root, "nvml_version", sys->nvml_version, &ok);
-	j_str(root, "sm_count_error", sys->cuda_error, &ok);
-	gpus = cJSON_AddArrayToObject(root, "gpus");
-	mps = cJSON_AddArrayToObject(root, "mps");
-	ok &= gpus && mps;
-	for (size_t i = 0; i < sys->n_gpus && ok; i++) {
-		cJSON *g = j_add_obj(gpus, &ok);
-
-		if (g)
-			json_gpu(g, &sys->gpus[i], &ok);
-	}
-	if (ok)
-		json_mps(mps, dirs, n_dirs, &ok);
-	if (ok)
-		out = gpushare_utf8_fix(cJSON_Print(root));
-	cJSON_Delete(root);
-	return out;
-}
-
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -424,7 +175,7 @@ int cmd_info(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct mps_dir_report dirs[MPS_DIRS_MAX];
+	struct gpushare_mps_dir_report dirs[MPS_DIRS_MAX];
 	struct gpushare_system_info sys;
 	bool json = false;
 	int opt, rc, n_dirs;
@@ -448,9 +199,9 @@ int cmd_info(int argc, char **argv)
 	rc = gpushare_system_query(&sys);
 	if (rc)
 		return cli_fail(rc, NULL);
-	n_dirs = mps_survey(dirs);
+	n_dirs = gpushare_mps_survey(dirs);
 	if (json) {
-		rc = cli_print_json_and_free(json_report(&sys, dirs, n_dirs));
+		rc = cli_print_json_and_free(gpushare_info_json(&sys, dirs, n_dirs));
 	} else {
 		print_report(&sys, dirs, n_dirs);
 		rc = cli_finish_stdout(EXIT_OK);

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli.h"
 #include "gpushare/gpu.h"
 #include "gpushare/files.h"
@@ -271,18 +269,8 @@ static int do_start(struct mps_args *a)
 		return cli_fail(rc, "mps start");
 	if (info.already_running && a->has_limits)
 		cli_warn("limits not applied: the daemon was already running (use 'gpushare mps set')");
-	if (a->json) {
-		cJSON *j = cJSON_CreateObject();
-
-		cJSON_AddNumberToObject(j, "pid", info.pid);
-		cJSON_AddBoolToObject(j, "already_running", info.already_running);
-		cJSON_AddBoolToObject(j, "cleaned_stale", info.cleaned_stale);
-		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
-		cJSON_AddStringToObject(j, "log_dir", m.log_dir);
-		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
-		cJSON_Delete(j);
-		return rc;
-	}
+	if (a->json)
+		return cli_print_json_and_free(gpushare_mps_start_json(&m, &info));
 	if (info.cleaned_stale)
 		printf("removed stale MPS state in %s\n", m.pipe_dir);
 	if (info.already_running)
@@ -305,50 +293,14 @@ static int do_stop(struct mps_args *a)
 	rc = gpushare_mps_stop(&m, a->force, &info);
 	if (rc)
 		return cli_fail(rc, "mps stop");
-	if (a->json) {
-		cJSON *j = cJSON_CreateObject();
-
-		cJSON_AddBoolToObject(j, "was_running", info.was_running);
-		if (info.was_running)
-			cJSON_AddNumberToObject(j, "pid", info.pid);
-		cJSON_AddNumberToObject(j, "clients_attached", (double)info.clients_attached);
-		cJSON_AddNumberToObject(j, "clients_terminated", (double)info.clients_terminated);
-		cJSON_AddNumberToObject(j, "clients_signalled", (double)info.clients_signalled);
-		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
-		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
-		cJSON_Delete(j);
-		return rc;
-	}
+	if (a->json)
+		return cli_print_json_and_free(gpushare_mps_stop_json(&m, &info));
 	if (!info.was_running)
 		printf("no MPS control daemon running at %s\n", m.pipe_dir);
 	else
 		printf("MPS control daemon %d stopped (%zu client(s) were attached, %zu terminated, %zu signalled)\n",
 		       (int)info.pid, info.clients_attached, info.clients_terminated, info.clients_signalled);
 	return cli_finish_stdout(EXIT_OK);
-}
-
-static cJSON *limits_json(char lim[][16], int n)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	for (int d = 0; d < n; d++) {
-		char key[16];
-
-		snprintf(key, sizeof(key), "%d", d);
-		if (lim[d][0])
-			cJSON_AddStringToObject(o, key, lim[d]);
-		else
-			cJSON_AddNullToObject(o, key);
-	}
-	return o;
-}
-
-static void add_num_or_null(cJSON *o, const char *k, double v)
-{
-	if (v < 0)
-		cJSON_AddNullToObject(o, k);
-	else
-		cJSON_AddNumberToObject(o, k, v);
 }
 
 static void print_limits(const char *indent, char lim[][16], int n)
@@ -413,49 +365,10 @@ static int do_status(struct mps_args *a)
 	if (log_known && a->log_lines > 0 && gpushare_mps_log_tail(&m, (int)a->log_lines, &log) != GPUSHARE_OK)
 		log = NULL;
 	if (a->json) {
-		cJSON *j = cJSON_CreateObject(), *servers;
+		char *doc = gpushare_mps_status_json(&m, state, rc == GPUSHARE_OK ? &st : NULL, log);
 
-		cJSON_AddStringToObject(j, "pipe_dir", m.pipe_dir);
-		if (m.log_dir[0])
-			cJSON_AddStringToObject(j, "log_dir", m.log_dir);
-		else
-			cJSON_AddNullToObject(j, "log_dir");
-		cJSON_AddStringToObject(j, "state", state == GPUSHARE_MPS_RUNNING ? "running"
-						    : state == GPUSHARE_MPS_STALE ? "stale" : "absent");
-		cJSON_AddBoolToObject(j, "running", rc == GPUSHARE_OK);
-		if (rc == GPUSHARE_OK) {
-			cJSON_AddNumberToObject(j, "daemon_pid", st.daemon_pid);
-			add_num_or_null(j, "default_thread_percentage", st.default_thread_percentage);
-			cJSON_AddItemToObject(j, "default_pinned_mem_limit", limits_json(st.default_mem_limit, st.n_default_mem_limit));
-			if (st.default_priority < 0)
-				cJSON_AddNullToObject(j, "default_client_priority");
-			else
-				cJSON_AddNumberToObject(j, "default_client_priority", st.default_priority);
-			servers = cJSON_AddArrayToObject(j, "servers");
-			for (size_t i = 0; i < st.n_servers; i++) {
-				struct gpushare_mps_server *s = &st.servers[i];
-				cJSON *o = cJSON_CreateObject(), *cl;
-
-				cJSON_AddNumberToObject(o, "pid", s->pid);
-				add_num_or_null(o, "uid", (double)s->uid);
-				cJSON_AddStringToObject(o, "status", s->status);
-				add_num_or_null(o, "thread_percentage", s->thread_percentage);
-				cJSON_AddItemToObject(o, "pinned_mem_limit", limits_json(s->mem_limit, s->n_mem_limit));
-				cl = cJSON_AddArrayToObject(o, "clients");
-				for (size_t k = 0; k < s->n_clients; k++) {
-					cJSON *c = cJSON_CreateObject();
-
-					cJSON_AddNumberToObject(c, "pid", s->clients[k].pid);
-					cJSON_AddStringToObject(c, "command", s->clients[k].command);
-					cJSON_AddItemToArray(cl, c);
-				}
-				cJSON_AddItemToArray(servers, o);
-			}
-		}
-		if (log)
-			cJSON_AddStringToObject(j, "log", log);
-		code = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j))) == EXIT_OK ? code : EXIT_IO;
-		cJSON_Delete(j);
+		if (cli_print_json_and_free(doc) != EXIT_OK)
+			code = EXIT_IO;
 	} else if (rc) {
 		/* A failing exit says why on stderr, like every other command. */
 		if (state == GPUSHARE_MPS_STALE)
@@ -518,16 +431,7 @@ static int do_set(struct mps_args *a)
 			printf("default limits set (they apply to servers started from now on)\n");
 		return cli_finish_stdout(EXIT_OK);
 	}
-	{
-		cJSON *j = cJSON_CreateObject();
-
-		cJSON_AddBoolToObject(j, "ok", true);
-		if (a->server)
-			cJSON_AddNumberToObject(j, "server_pid", (double)a->server);
-		rc = cli_print_json_and_free(gpushare_utf8_fix(cJSON_Print(j)));
-		cJSON_Delete(j);
-		return rc;
-	}
+	return cli_print_json_and_free(gpushare_mps_set_json((pid_t)a->server));
 }
 
 int cmd_mps(int argc, char **argv)

@@ -108,6 +108,12 @@ int gpushare_exec_reap(const char *skip, size_t *reaped);
  * shortened with a hash when long (pipe paths must fit a socket address). */
 int gpushare_exec_dir_name(const char *job_key, const char *node, char *out, size_t len);
 
+/* What `gpushare exec --dry-run --json` prints for an opened rank (x from
+ * gpushare_exec_open() with dry_run, strategy an enum gpushare_strategy):
+ * one line of JSON, malloc'ed and valid UTF-8 (caller frees); NULL when out
+ * of memory. Unknown ranks and sizes are null. */
+char *gpushare_exec_dry_run_json(const struct gpushare_exec *x, int strategy);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,8 +1,8 @@
 /*
  * Files gpushare reads and writes, safely: bounded reads of regular files
  * only, writes that never follow a symbolic link into someone else's file,
- * atomic replacement, advisory locks a dead holder does not keep, and text
- * made valid UTF-8 before it reaches JSON, HTML, plots or Prometheus.
+ * atomic replacement and advisory locks a dead holder does not keep. The
+ * UTF-8 repair of text read from files is in gpushare/utf8.h (included).
  */
 #ifndef GPUSHARE_FILES_H
 #define GPUSHARE_FILES_H
@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "gpushare/utf8.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,31 +66,6 @@ int gpushare_lock_acquire(const char *path, uint64_t wait_ns, int *fd, pid_t *ho
 /* Release a lock taken by gpushare_lock_acquire() (fd < 0: nothing). The
  * file stays: removing it would let two later takers lock different files. */
 void gpushare_lock_release(int fd);
-
-/* ---- UTF-8 ---- */
-
-/* Whether s (NUL-terminated) is valid UTF-8 (no overlong forms, surrogates
- * or code points above U+10FFFF). */
-bool gpushare_utf8_valid(const char *s);
-
-/* Copy src into dst (size bytes, size >= 1, always NUL-terminated), each
- * invalid byte sequence replaced by U+FFFD; when it does not fit, cut between
- * characters, never inside one. Returns the bytes written (without the NUL). */
-size_t gpushare_utf8_copy(char *dst, size_t size, const char *src);
-
-/* A malloc'ed copy of src with invalid sequences replaced by U+FFFD; NULL
- * when out of memory. */
-char *gpushare_utf8_dup(const char *src);
-
-/* Take a malloc'ed string (NULL passes through) and return it valid UTF-8:
- * itself when it is, else a repaired copy (and the original freed); NULL
- * when out of memory. For printed JSON documents: cJSON copies bytes of
- * strings as they are, and a repaired document is still valid JSON. */
-char *gpushare_utf8_fix(char *s);
-
-/* The length of the longest prefix of s[0..len) that does not end inside a
- * multi-byte character: where a label may be cut. */
-size_t gpushare_utf8_cut(const char *s, size_t len);
 
 #ifdef __cplusplus
 }

@@ -11,9 +11,16 @@
 #ifndef GPUSHARE_GPUSHARE_H
 #define GPUSHARE_GPUSHARE_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A figure that could not be read (a driver that does not report it): JSON
+ * prints it as null, tables as "-". */
+#define GPUSHARE_UNKNOWN (-1)
+#define GPUSHARE_UNKNOWN_U64 UINT64_MAX
 
 enum gpushare_error {
 	GPUSHARE_OK = 0,

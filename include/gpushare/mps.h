@@ -183,6 +183,55 @@ int gpushare_mps_client_env(const struct gpushare_mps *m, char *pipe_env, size_t
  * time-slice beside MPS clients). gpushare never changes the compute mode. */
 int gpushare_mps_check_compute_mode(const char *visible_devices, bool *default_mode);
 
+/* ---- JSON documents (docs/cli.md) ----
+ *
+ * What `gpushare mps ... --json` and `gpushare info --json` print: each
+ * returns a malloc'ed, valid UTF-8 JSON text (caller frees), NULL when out
+ * of memory. */
+
+/* "absent", "stale" or "running". */
+const char *gpushare_mps_state_name(enum gpushare_mps_state s);
+
+/* `mps start`: the daemon's pid, whether it was running already or stale
+ * state was cleaned, its pipe and log directories. */
+char *gpushare_mps_start_json(const struct gpushare_mps *m, const struct gpushare_mps_start_info *info);
+
+/* `mps stop`. */
+char *gpushare_mps_stop_json(const struct gpushare_mps *m, const struct gpushare_mps_stop_info *info);
+
+/* `mps status`: state is gpushare_mps_state()'s answer; st the daemon's
+ * status, NULL when no daemon answers ("running": false); log the tail of its
+ * log, NULL to leave it out. */
+char *gpushare_mps_status_json(const struct gpushare_mps *m, enum gpushare_mps_state state,
+			       const struct gpushare_mps_status *st, const char *log);
+
+/* `mps set`: server_pid when limits were set on one server, else 0. */
+char *gpushare_mps_set_json(pid_t server_pid);
+
+/* What `gpushare info` says of one pipe directory gpushare knows. */
+struct gpushare_mps_dir_report {
+	char pipe_dir[GPUSHARE_PATH_MAX];
+	const char *sources[GPUSHARE_MPS_KNOWN_DIRS]; /* "gpushare", "env", "default" */
+	int n_sources;
+	int init_rc;                       /* gpushare_mps_init's result */
+	enum gpushare_mps_state state;
+	pid_t pid;                         /* from the pid file; 0 none */
+	int answers;                       /* 1, 0, or GPUSHARE_UNKNOWN: not probed / unknown */
+	char error[256];                   /* why answers is unknown, or init failed */
+};
+
+/* Look at each known pipe directory (gpushare_mps_known_dirs()), probing a
+ * running daemon for at most 3 s; returns how many. Never fails: what went
+ * wrong is reported per directory. */
+int gpushare_mps_survey(struct gpushare_mps_dir_report dirs[GPUSHARE_MPS_KNOWN_DIRS]);
+
+struct gpushare_system_info;
+
+/* `gpushare info --json`: the driver, every GPU of sys
+ * (gpushare_system_query()) and the n_dirs surveyed pipe directories. */
+char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_dir_report *dirs,
+			 int n_dirs);
+
 #ifdef __cplusplus
 }
 #endif

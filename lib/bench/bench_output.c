@@ -29,7 +29,7 @@
 
 #include "csv.h"
 #include "openloop.h"
-#include "json_util.h"
+#include "json.h"
 
 #define SCHEMA_ID "https://gpushare.dev/schemas/bench-1.json"
 
@@ -48,30 +48,20 @@ static const char *state_name(int st)
 
 /* ---- JSON ---- */
 
-/* Each adder returns false when cJSON ran out of memory. */
-static bool jnum(cJSON *o, const char *k, double v)
-{
-	return cJSON_AddNumberToObject(o, k, isfinite(v) ? v : 0) != NULL;
-}
-
-static bool jnum_or_null(cJSON *o, const char *k, double v, bool known)
-{
-	return known ? jnum(o, k, v) : cJSON_AddNullToObject(o, k) != NULL;
-}
-
-static bool jstr_or_null(cJSON *o, const char *k, const char *s)
-{
-	return s && *s ? cJSON_AddStringToObject(o, k, s) != NULL : cJSON_AddNullToObject(o, k) != NULL;
-}
+/* The adders are json.h's: false when out of memory, null for a figure
+ * that is unknown or not finite. */
 
 /* Latency figures; null when nothing was recorded (known false). */
 static bool json_latency(cJSON *o, bool known, double mean, double sd, double p50, double p90, double p99,
 			 double p999, double max)
 {
-	return jnum_or_null(o, "mean_seconds", mean, known) && jnum_or_null(o, "stddev_seconds", sd, known) &&
-	       jnum_or_null(o, "p50_seconds", p50, known) && jnum_or_null(o, "p90_seconds", p90, known) &&
-	       jnum_or_null(o, "p99_seconds", p99, known) && jnum_or_null(o, "p999_seconds", p999, known) &&
-	       jnum_or_null(o, "max_seconds", max, known);
+	return gpushare_json_num_if(o, "mean_seconds", mean, known) &&
+	       gpushare_json_num_if(o, "stddev_seconds", sd, known) &&
+	       gpushare_json_num_if(o, "p50_seconds", p50, known) &&
+	       gpushare_json_num_if(o, "p90_seconds", p90, known) &&
+	       gpushare_json_num_if(o, "p99_seconds", p99, known) &&
+	       gpushare_json_num_if(o, "p999_seconds", p999, known) &&
+	       gpushare_json_num_if(o, "max_seconds", max, known);
 }
 
 /* The histogram of a result as its non-empty buckets: upper bounds in
@@ -79,22 +69,12 @@ static bool json_latency(cJSON *o, bool known, double mean, double sd, double p5
 static cJSON *json_hist(const struct gpushare_hist *h)
 {
 	cJSON *o = cJSON_CreateObject(), *le, *counts;
-	bool ok = o && (le = cJSON_AddArrayToObject(o, "le_seconds")) != NULL &&
-		  (counts = cJSON_AddArrayToObject(o, "counts")) != NULL;
+	bool ok = o && (le = gpushare_json_arr(o, "le_seconds")) != NULL &&
+		  (counts = gpushare_json_arr(o, "counts")) != NULL;
 
-	for (size_t b = 0; ok && b < GPUSHARE_HIST_BUCKETS; b++) {
-		cJSON *x, *y;
-
-		if (!h->buckets[b])
-			continue;
-		x = cJSON_CreateNumber((double)gpushare_hist_bucket_high(b) / 1e9);
-		y = cJSON_CreateNumber((double)h->buckets[b]);
-		ok = x && y && cJSON_AddItemToArray(le, x) && cJSON_AddItemToArray(counts, y);
-		if (!ok) {
-			cJSON_Delete(x);
-			cJSON_Delete(y);
-		}
-	}
+	for (size_t b = 0; ok && b < GPUSHARE_HIST_BUCKETS; b++)
+		ok = !h->buckets[b] || (gpushare_json_num(le, NULL, (double)gpushare_hist_bucket_high(b) / 1e9) &&
+					gpushare_json_num(counts, NULL, (double)h->buckets[b]));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -110,39 +90,41 @@ static cJSON *json_worker(const struct gpushare_bench_worker *w)
 	 * has no latencies. */
 	bool ran = w->pid > 0, lat = ran && w->hist.count > 0, tp = ran && w->window_seconds > 0;
 
-	ok = ok && jnum(o, "index", w->index) && jnum(o, "process", w->process) &&
-	     jnum_or_null(o, "pid", w->pid, w->pid > 0);
-	ok = ok && jnum_or_null(o, "requests", (double)w->requests, ran) &&
-	     jnum_or_null(o, "items", (double)w->items, ran) &&
-	     jnum(o, "items_per_request", (double)w->items_per_request) &&
-	     jnum_or_null(o, "errors", (double)w->errors, ran) &&
-	     jnum_or_null(o, "total_requests", (double)w->total_requests, ran) &&
-	     jnum_or_null(o, "window_seconds", w->window_seconds, tp) &&
-	     jnum_or_null(o, "requests_per_second", w->requests_per_second, tp) &&
-	     jnum_or_null(o, "items_per_second", w->items_per_second, tp) &&
-	     jnum_or_null(o, "min_seconds", w->min_seconds, lat) &&
+	ok = ok && gpushare_json_num(o, "index", w->index) && gpushare_json_num(o, "process", w->process) &&
+	     gpushare_json_num_if(o, "pid", w->pid, w->pid > 0);
+	ok = ok && gpushare_json_num_if(o, "requests", (double)w->requests, ran) &&
+	     gpushare_json_num_if(o, "items", (double)w->items, ran) &&
+	     gpushare_json_num(o, "items_per_request", (double)w->items_per_request) &&
+	     gpushare_json_num_if(o, "errors", (double)w->errors, ran) &&
+	     gpushare_json_num_if(o, "total_requests", (double)w->total_requests, ran) &&
+	     gpushare_json_num_if(o, "window_seconds", w->window_seconds, tp) &&
+	     gpushare_json_num_if(o, "requests_per_second", w->requests_per_second, tp) &&
+	     gpushare_json_num_if(o, "items_per_second", w->items_per_second, tp) &&
+	     gpushare_json_num_if(o, "min_seconds", w->min_seconds, lat) &&
 	     json_latency(o, lat, w->mean_seconds, w->stddev_seconds, w->p50_seconds, w->p90_seconds, w->p99_seconds,
 			  w->p999_seconds, w->max_seconds);
-	ok = ok && jnum_or_null(o, "flops_per_request", w->flops_per_request, w->flops_per_request > 0);
+	ok = ok && gpushare_json_num_if(o, "flops_per_request", w->flops_per_request, w->flops_per_request > 0);
 	/* Limits in effect, as read back by the worker. */
-	ok = ok && jnum_or_null(o, "sm_count", w->sm_count, w->sm_count >= 0) &&
-	     jnum_or_null(o, "device", w->device, w->device >= 0) &&
-	     jnum_or_null(o, "mem_free_bytes", (double)w->mem_free_bytes, w->mem_total_bytes > 0) &&
-	     jnum_or_null(o, "mem_total_bytes", (double)w->mem_total_bytes, w->mem_total_bytes > 0) &&
-	     jnum_or_null(o, "thread_percentage", w->thread_percentage_seen, w->thread_percentage_seen >= 0) &&
-	     jstr_or_null(o, "mem_limit", w->mem_limit_seen) && jstr_or_null(o, "device_name", w->device_name);
+	ok = ok && gpushare_json_num_if(o, "sm_count", w->sm_count, w->sm_count >= 0) &&
+	     gpushare_json_num_if(o, "device", w->device, w->device >= 0) &&
+	     gpushare_json_num_if(o, "mem_free_bytes", (double)w->mem_free_bytes, w->mem_total_bytes > 0) &&
+	     gpushare_json_num_if(o, "mem_total_bytes", (double)w->mem_total_bytes, w->mem_total_bytes > 0) &&
+	     gpushare_json_num_if(o, "thread_percentage", w->thread_percentage_seen, w->thread_percentage_seen >= 0) &&
+	     gpushare_json_str_or_null(o, "mem_limit", w->mem_limit_seen) &&
+	     gpushare_json_str_or_null(o, "device_name", w->device_name);
 	/* What gpushare set. */
-	ok = ok && jnum_or_null(o, "thread_percentage_set", w->thread_percentage_set, w->thread_percentage_set > 0) &&
-	     jnum_or_null(o, "mem_limit_set_bytes", (double)w->mem_limit_set_bytes, w->mem_limit_set_bytes > 0) &&
-	     jnum_or_null(o, "priority_set", w->priority_set, w->priority_set >= 0) &&
-	     jstr_or_null(o, "visible_devices", w->visible_devices);
+	ok = ok &&
+	     gpushare_json_num_if(o, "thread_percentage_set", w->thread_percentage_set, w->thread_percentage_set > 0) &&
+	     gpushare_json_num_if(o, "mem_limit_set_bytes", (double)w->mem_limit_set_bytes, w->mem_limit_set_bytes > 0) &&
+	     gpushare_json_num_if(o, "priority_set", w->priority_set, w->priority_set >= 0) &&
+	     gpushare_json_str_or_null(o, "visible_devices", w->visible_devices);
 	/* How it ended. */
-	ok = ok && cJSON_AddStringToObject(o, "state", state_name(w->state)) &&
-	     cJSON_AddBoolToObject(o, "failed", w->failed) &&
-	     jnum_or_null(o, "exit_code", w->exit_code, w->exit_code >= 0) &&
-	     jnum_or_null(o, "signal", w->signal, w->signal > 0) &&
-	     jnum_or_null(o, "cuda_error", w->cuda_error, w->cuda_error != 0) &&
-	     jstr_or_null(o, "message", w->message);
+	ok = ok && gpushare_json_str(o, "state", state_name(w->state)) &&
+	     gpushare_json_bool(o, "failed", w->failed) &&
+	     gpushare_json_num_if(o, "exit_code", w->exit_code, w->exit_code >= 0) &&
+	     gpushare_json_num_if(o, "signal", w->signal, w->signal > 0) &&
+	     gpushare_json_num_if(o, "cuda_error", w->cuda_error, w->cuda_error != 0) &&
+	     gpushare_json_str_or_null(o, "message", w->message);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -158,13 +140,13 @@ static cJSON *json_telemetry(const struct gpushare_bench_telemetry *t)
 	if (t->samples == 0)
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
-	ok = o && jnum(o, "samples", t->samples) &&
-	     jnum_or_null(o, "util_mean_percent", t->util_mean_pct, t->util_mean_pct >= 0) &&
-	     jnum_or_null(o, "util_max_percent", t->util_max_pct, t->util_max_pct >= 0) &&
-	     jnum_or_null(o, "mem_used_max_bytes", (double)t->mem_used_max_bytes, t->mem_used_max_bytes > 0) &&
-	     jnum_or_null(o, "sm_clock_mean_mhz", t->sm_clock_mean_mhz, t->sm_clock_mean_mhz >= 0) &&
-	     jnum_or_null(o, "throttled_fraction", t->throttled_fraction, t->throttled_fraction >= 0) &&
-	     jnum_or_null(o, "power_mean_watts", t->power_mean_watts, t->power_mean_watts >= 0);
+	ok = o && gpushare_json_num(o, "samples", t->samples) &&
+	     gpushare_json_num_if(o, "util_mean_percent", t->util_mean_pct, t->util_mean_pct >= 0) &&
+	     gpushare_json_num_if(o, "util_max_percent", t->util_max_pct, t->util_max_pct >= 0) &&
+	     gpushare_json_num_if(o, "mem_used_max_bytes", (double)t->mem_used_max_bytes, t->mem_used_max_bytes > 0) &&
+	     gpushare_json_num_if(o, "sm_clock_mean_mhz", t->sm_clock_mean_mhz, t->sm_clock_mean_mhz >= 0) &&
+	     gpushare_json_num_if(o, "throttled_fraction", t->throttled_fraction, t->throttled_fraction >= 0) &&
+	     gpushare_json_num_if(o, "power_mean_watts", t->power_mean_watts, t->power_mean_watts >= 0);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -179,56 +161,54 @@ static cJSON *json_result(const struct gpushare_bench_result *res, const struct 
 
 	bool fig = res->status == GPUSHARE_RESULT_OK, lat = fig && res->hist.count > 0;
 
-	ok = ok && cJSON_AddStringToObject(o, "strategy", gpushare_strategy_name(res->strategy)) &&
-	     jnum(o, "repeat", res->repeat) &&
-	     cJSON_AddStringToObject(o, "status", gpushare_result_status_name(res->status)) &&
-	     jstr_or_null(o, "reason", fig ? "" : res->failure) &&
-	     cJSON_AddBoolToObject(o, "partial", res->partial) &&
-	     cJSON_AddBoolToObject(o, "interrupted", res->interrupted);
+	ok = ok && gpushare_json_str(o, "strategy", gpushare_strategy_name(res->strategy)) &&
+	     gpushare_json_num(o, "repeat", res->repeat) &&
+	     gpushare_json_str(o, "status", gpushare_result_status_name(res->status)) &&
+	     gpushare_json_str_or_null(o, "reason", fig ? "" : res->failure) &&
+	     gpushare_json_bool(o, "partial", res->partial) &&
+	     gpushare_json_bool(o, "interrupted", res->interrupted);
 	if (ok && res->failure[0] && res->status != GPUSHARE_RESULT_SKIPPED) {
-		ok = (fail = cJSON_AddObjectToObject(o, "failure")) != NULL &&
-		     jnum_or_null(fail, "worker", res->failed_worker, res->failed_worker >= 0) &&
-		     cJSON_AddStringToObject(fail, "message", res->failure);
+		ok = (fail = gpushare_json_obj(o, "failure")) != NULL &&
+		     gpushare_json_num_if(fail, "worker", res->failed_worker, res->failed_worker >= 0) &&
+		     gpushare_json_str(fail, "message", res->failure);
 	} else if (ok) {
-		ok = cJSON_AddNullToObject(o, "failure") != NULL;
+		ok = gpushare_json_null(o, "failure");
 	}
 	if (ok && res->mps_pipe_dir[0]) {
-		ok = (mps = cJSON_AddObjectToObject(o, "mps")) != NULL &&
-		     cJSON_AddStringToObject(mps, "pipe_dir", res->mps_pipe_dir) &&
-		     cJSON_AddBoolToObject(mps, "daemon_started", res->mps_daemon_started);
+		ok = (mps = gpushare_json_obj(o, "mps")) != NULL &&
+		     gpushare_json_str(mps, "pipe_dir", res->mps_pipe_dir) &&
+		     gpushare_json_bool(mps, "daemon_started", res->mps_daemon_started);
 	} else if (ok) {
-		ok = cJSON_AddNullToObject(o, "mps") != NULL;
+		ok = gpushare_json_null(o, "mps");
 	}
-	ok = ok && (agg = cJSON_AddObjectToObject(o, "aggregate")) != NULL &&
-	     jnum(agg, "workers", (double)res->n_workers) && jnum_or_null(agg, "requests", (double)res->requests, fig) &&
-	     jnum_or_null(agg, "items", (double)res->items, fig) && jnum_or_null(agg, "errors", (double)res->errors, fig) &&
-	     jnum_or_null(agg, "window_seconds", res->window_seconds, fig) &&
-	     jnum_or_null(agg, "requests_per_second", res->requests_per_second, fig) &&
-	     jnum_or_null(agg, "items_per_second", res->items_per_second, fig) &&
+	ok = ok && (agg = gpushare_json_obj(o, "aggregate")) != NULL &&
+	     gpushare_json_num(agg, "workers", (double)res->n_workers) &&
+	     gpushare_json_num_if(agg, "requests", (double)res->requests, fig) &&
+	     gpushare_json_num_if(agg, "items", (double)res->items, fig) &&
+	     gpushare_json_num_if(agg, "errors", (double)res->errors, fig) &&
+	     gpushare_json_num_if(agg, "window_seconds", res->window_seconds, fig) &&
+	     gpushare_json_num_if(agg, "requests_per_second", res->requests_per_second, fig) &&
+	     gpushare_json_num_if(agg, "items_per_second", res->items_per_second, fig) &&
 	     json_latency(agg, lat, res->mean_seconds, res->stddev_seconds, res->p50_seconds, res->p90_seconds,
 			  res->p99_seconds, res->p999_seconds, res->max_seconds) &&
 	     gpushare_openloop_json_result(o, res, c) &&
-	     jnum_or_null(agg, "fairness", res->fairness, fig && res->n_workers > 0) &&
-	     jnum_or_null(agg, "efficiency", res->efficiency, fig && res->efficiency >= 0) &&
-	     jnum_or_null(agg, "tflops", res->tflops, fig && res->tflops >= 0);
+	     gpushare_json_num_if(agg, "fairness", res->fairness, fig && res->n_workers > 0) &&
+	     gpushare_json_num_if(agg, "efficiency", res->efficiency, fig && res->efficiency >= 0) &&
+	     gpushare_json_num_if(agg, "tflops", res->tflops, fig && res->tflops >= 0);
 	if (ok) {
 		cJSON *h = lat ? json_hist(&res->hist) : cJSON_CreateNull();
 
-		ok = h && cJSON_AddItemToObject(agg, "histogram", h);
-		if (!ok)
-			cJSON_Delete(h);
+		ok = gpushare_json_add(agg, "histogram", h);
 	}
 	if (ok) {
 		tel = json_telemetry(&res->telemetry);
-		ok = tel && cJSON_AddItemToObject(o, "telemetry", tel);
-		if (!ok)
-			cJSON_Delete(tel);
+		ok = gpushare_json_add(o, "telemetry", tel);
 	}
-	ok = ok && (workers = cJSON_AddArrayToObject(o, "workers")) != NULL;
+	ok = ok && (workers = gpushare_json_arr(o, "workers")) != NULL;
 	for (size_t i = 0; ok && i < res->n_workers; i++) {
 		cJSON *w = json_worker(&res->workers[i]);
 
-		ok = w && cJSON_AddItemToArray(workers, w);
+		ok = gpushare_json_add(workers, NULL, w);
 	}
 	if (!ok) {
 		cJSON_Delete(o);
@@ -245,54 +225,39 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 
 	if (c->command)
 		d = NULL; /* command mode (lib/bench_cmd.c): no built-in workload */
-	ok = ok && cJSON_AddStringToObject(o, "workload", d ? d->name : "command") &&
-	     (opts = cJSON_AddObjectToObject(o, "workload_options")) != NULL;
+	ok = ok && gpushare_json_str(o, "workload", d ? d->name : "command") &&
+	     (opts = gpushare_json_obj(o, "workload_options")) != NULL;
 	if (ok && c->command) {
-		ok = (arr = cJSON_AddArrayToObject(o, "command")) != NULL &&
-		     cJSON_AddStringToObject(o, "command_mode", gpushare_cmd_mode_name(c->command_mode));
-		for (size_t i = 0; ok && c->command[i]; i++) {
-			cJSON *v = cJSON_CreateString(c->command[i]);
-
-			ok = v && cJSON_AddItemToArray(arr, v);
-		}
+		ok = (arr = gpushare_json_arr(o, "command")) != NULL &&
+		     gpushare_json_str(o, "command_mode", gpushare_cmd_mode_name(c->command_mode));
+		for (size_t i = 0; ok && c->command[i]; i++)
+			ok = gpushare_json_str(arr, NULL, c->command[i]);
 	} else if (ok) {
-		ok = cJSON_AddNullToObject(o, "command") && cJSON_AddNullToObject(o, "command_mode");
+		ok = gpushare_json_null(o, "command") && gpushare_json_null(o, "command_mode");
 	}
 	for (size_t i = 0; ok && d && i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++)
-		ok = cJSON_AddStringToObject(opts, d->opts[i].name, c->wl.values[i]) != NULL;
-	ok = ok && jnum(o, "batch", (double)c->wl.batch) && jnum(o, "workers", c->workers) &&
-	     (strat = cJSON_AddArrayToObject(o, "strategies")) != NULL;
-	for (size_t i = 0; ok && i < c->n_strategies; i++) {
-		cJSON *s = cJSON_CreateString(gpushare_strategy_name(c->strategies[i]));
-
-		ok = s && cJSON_AddItemToArray(strat, s);
-	}
-	ok = ok && cJSON_AddStringToObject(o, "mode", c->requests ? "requests" : "duration") &&
-	     jnum_or_null(o, "duration_seconds", (double)c->duration_ns / 1e9, c->requests == 0) &&
-	     jnum_or_null(o, "requests_per_worker", (double)c->requests, c->requests > 0) &&
-	     jnum(o, "warmup_seconds", (double)c->warmup_ns / 1e9) &&
-	     jnum(o, "warmup_requests", (double)c->warmup_requests) &&
-	     jnum(o, "start_timeout_seconds", (double)c->start_timeout_ns / 1e9) &&
-	     cJSON_AddStringToObject(o, "gpu", c->gpu) && jstr_or_null(o, "mps_pipe_dir", c->mps_pipe_dir) &&
-	     cJSON_AddBoolToObject(o, "ceiling", c->ceiling) && gpushare_openloop_json_config(o, c);
-	ok = ok && (arr = cJSON_AddArrayToObject(o, "thread_percentage")) != NULL;
-	for (int i = 0; ok && i < c->n_thread_percentage; i++) {
-		cJSON *v = cJSON_CreateNumber(c->thread_percentage[i]);
-
-		ok = v && cJSON_AddItemToArray(arr, v);
-	}
-	ok = ok && (arr = cJSON_AddArrayToObject(o, "mem_limit_bytes")) != NULL;
-	for (int i = 0; ok && i < c->n_mem_limit; i++) {
-		cJSON *v = cJSON_CreateNumber((double)c->mem_limit_bytes[i]);
-
-		ok = v && cJSON_AddItemToArray(arr, v);
-	}
-	ok = ok && (arr = cJSON_AddArrayToObject(o, "priority")) != NULL;
-	for (int i = 0; ok && i < c->n_priority; i++) {
-		cJSON *v = cJSON_CreateNumber(c->priority[i]);
-
-		ok = v && cJSON_AddItemToArray(arr, v);
-	}
+		ok = gpushare_json_str(opts, d->opts[i].name, c->wl.values[i]);
+	ok = ok && gpushare_json_num(o, "batch", (double)c->wl.batch) && gpushare_json_num(o, "workers", c->workers) &&
+	     (strat = gpushare_json_arr(o, "strategies")) != NULL;
+	for (size_t i = 0; ok && i < c->n_strategies; i++)
+		ok = gpushare_json_str(strat, NULL, gpushare_strategy_name(c->strategies[i]));
+	ok = ok && gpushare_json_str(o, "mode", c->requests ? "requests" : "duration") &&
+	     gpushare_json_num_if(o, "duration_seconds", (double)c->duration_ns / 1e9, c->requests == 0) &&
+	     gpushare_json_num_if(o, "requests_per_worker", (double)c->requests, c->requests > 0) &&
+	     gpushare_json_num(o, "warmup_seconds", (double)c->warmup_ns / 1e9) &&
+	     gpushare_json_num(o, "warmup_requests", (double)c->warmup_requests) &&
+	     gpushare_json_num(o, "start_timeout_seconds", (double)c->start_timeout_ns / 1e9) &&
+	     gpushare_json_str(o, "gpu", c->gpu) && gpushare_json_str_or_null(o, "mps_pipe_dir", c->mps_pipe_dir) &&
+	     gpushare_json_bool(o, "ceiling", c->ceiling) && gpushare_openloop_json_config(o, c);
+	ok = ok && (arr = gpushare_json_arr(o, "thread_percentage")) != NULL;
+	for (int i = 0; ok && i < c->n_thread_percentage; i++)
+		ok = gpushare_json_num(arr, NULL, c->thread_percentage[i]);
+	ok = ok && (arr = gpushare_json_arr(o, "mem_limit_bytes")) != NULL;
+	for (int i = 0; ok && i < c->n_mem_limit; i++)
+		ok = gpushare_json_num(arr, NULL, (double)c->mem_limit_bytes[i]);
+	ok = ok && (arr = gpushare_json_arr(o, "priority")) != NULL;
+	for (int i = 0; ok && i < c->n_priority; i++)
+		ok = gpushare_json_num(arr, NULL, c->priority[i]);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -319,18 +284,18 @@ static void per_gpu(const struct gpushare_bench_report *r, const struct gpushare
  * aggregate is the total). */
 static bool json_gpus(cJSON *o, const struct gpushare_bench_report *r, const struct gpushare_bench_result *res)
 {
-	cJSON *arr = cJSON_AddArrayToObject(o, "gpus");
+	cJSON *arr = gpushare_json_arr(o, "gpus");
 	bool ok = arr != NULL;
 
 	for (size_t g = 0; ok && g < r->n_gpus; g++) {
-		cJSON *e = cJSON_CreateObject();
+		cJSON *e = gpushare_json_obj(arr, NULL);
 		size_t n;
 		double rps, ips;
 
 		per_gpu(r, res, g, &n, &rps, &ips);
-		ok = e && cJSON_AddItemToArray(arr, e) && jnum(e, "index", r->gpu_indices[g]) &&
-		     cJSON_AddStringToObject(e, "uuid", r->gpu_uuids[g]) && jnum(e, "workers", (double)n) &&
-		     jnum(e, "requests_per_second", rps) && jnum(e, "items_per_second", ips);
+		ok = gpushare_json_num(e, "index", r->gpu_indices[g]) &&
+		     gpushare_json_str(e, "uuid", r->gpu_uuids[g]) && gpushare_json_num(e, "workers", (double)n) &&
+		     gpushare_json_num(e, "requests_per_second", rps) && gpushare_json_num(e, "items_per_second", ips);
 	}
 	return ok;
 }
@@ -344,11 +309,13 @@ static cJSON *json_stats(const struct gpushare_sample_stats *st)
 	if (st->n == 0)
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
-	ok = o && jnum(o, "n", (double)st->n) && jnum(o, "mean", st->mean) &&
-	     jnum_or_null(o, "stddev", st->stddev, st->n >= 2) && jnum(o, "min", st->min) && jnum(o, "max", st->max) &&
-	     jnum_or_null(o, "cv", st->cv, isfinite(st->cv)) && jnum(o, "median", st->median.median) &&
-	     jnum_or_null(o, "lo", st->median.lo, iv) && jnum_or_null(o, "hi", st->median.hi, iv) &&
-	     jnum_or_null(o, "coverage", st->median.coverage, iv);
+	ok = o && gpushare_json_num(o, "n", (double)st->n) && gpushare_json_num(o, "mean", st->mean) &&
+	     gpushare_json_num_if(o, "stddev", st->stddev, st->n >= 2) && gpushare_json_num(o, "min", st->min) &&
+	     gpushare_json_num(o, "max", st->max) &&
+	     gpushare_json_num_if(o, "cv", st->cv, isfinite(st->cv)) &&
+	     gpushare_json_num(o, "median", st->median.median) &&
+	     gpushare_json_num_if(o, "lo", st->median.lo, iv) && gpushare_json_num_if(o, "hi", st->median.hi, iv) &&
+	     gpushare_json_num_if(o, "coverage", st->median.coverage, iv);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -359,10 +326,11 @@ static cJSON *json_stats(const struct gpushare_sample_stats *st)
 static cJSON *json_summary(const struct gpushare_bench_summary *s)
 {
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o && cJSON_AddStringToObject(o, "strategy", gpushare_strategy_name(s->strategy)) &&
-		  cJSON_AddStringToObject(o, "status", gpushare_result_status_name(s->status)) &&
-		  jstr_or_null(o, "reason", s->reason) && jnum(o, "runs", (double)s->n_runs) &&
-		  jnum(o, "runs_ok", (double)s->n_ok) &&
+	bool ok = o && gpushare_json_str(o, "strategy", gpushare_strategy_name(s->strategy)) &&
+		  gpushare_json_str(o, "status", gpushare_result_status_name(s->status)) &&
+		  gpushare_json_str_or_null(o, "reason", s->reason) &&
+		  gpushare_json_num(o, "runs", (double)s->n_runs) &&
+		  gpushare_json_num(o, "runs_ok", (double)s->n_ok) &&
 		  gpushare_json_add(o, "items_per_second", json_stats(&s->items_per_second)) &&
 		  gpushare_json_add(o, "requests_per_second", json_stats(&s->requests_per_second)) &&
 		  gpushare_json_add(o, "mean_seconds", json_stats(&s->mean_seconds)) &&
@@ -385,13 +353,13 @@ static cJSON *json_comparison(const struct gpushare_comparison *c)
 {
 	cJSON *o = cJSON_CreateObject();
 	bool apart = c->verdict == GPUSHARE_VERDICT_HIGHER || c->verdict == GPUSHARE_VERDICT_LOWER;
-	bool ok = o && jnum_or_null(o, "ratio", c->ratio, isfinite(c->ratio)) &&
-		  jnum_or_null(o, "ratio_lo", c->ratio_lo, isfinite(c->ratio_lo)) &&
-		  jnum_or_null(o, "ratio_hi", c->ratio_hi, isfinite(c->ratio_hi)) &&
-		  cJSON_AddStringToObject(o, "verdict", gpushare_verdict_name(c->verdict)) &&
-		  jnum_or_null(o, "confidence", c->confidence, apart) &&
-		  (c->verdict == GPUSHARE_VERDICT_UNKNOWN ? cJSON_AddNullToObject(o, "significant") != NULL
-							  : cJSON_AddBoolToObject(o, "significant", c->significant) != NULL);
+	bool ok = o && gpushare_json_num_if(o, "ratio", c->ratio, isfinite(c->ratio)) &&
+		  gpushare_json_num_if(o, "ratio_lo", c->ratio_lo, isfinite(c->ratio_lo)) &&
+		  gpushare_json_num_if(o, "ratio_hi", c->ratio_hi, isfinite(c->ratio_hi)) &&
+		  gpushare_json_str(o, "verdict", gpushare_verdict_name(c->verdict)) &&
+		  gpushare_json_num_if(o, "confidence", c->confidence, apart) &&
+		  (c->verdict == GPUSHARE_VERDICT_UNKNOWN ? gpushare_json_null(o, "significant")
+							  : gpushare_json_bool(o, "significant", c->significant));
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -410,8 +378,8 @@ static cJSON *json_relative(const struct gpushare_bench_report *r)
 	if (ref < 0)
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
-	ok = o && cJSON_AddStringToObject(o, "reference", gpushare_strategy_name(r->summary[ref].strategy)) &&
-	     (arr = cJSON_AddArrayToObject(o, "comparisons")) != NULL;
+	ok = o && gpushare_json_str(o, "reference", gpushare_strategy_name(r->summary[ref].strategy)) &&
+	     (arr = gpushare_json_arr(o, "comparisons")) != NULL;
 	for (size_t i = 0; ok && i < r->n_summary; i++) {
 		struct gpushare_bench_relative rel;
 		cJSON *c;
@@ -419,11 +387,10 @@ static cJSON *json_relative(const struct gpushare_bench_report *r)
 		if ((int)i == ref || !r->summary[i].n_ok)
 			continue;
 		gpushare_bench_relative(&r->summary[i], &r->summary[ref], &rel);
-		c = cJSON_CreateObject();
-		ok = c && cJSON_AddItemToArray(arr, c) &&
-		     cJSON_AddStringToObject(c, "strategy", gpushare_strategy_name(rel.strategy)) &&
-		     jnum_or_null(c, "throughput_ratio_mean", rel.ratio_mean, isfinite(rel.ratio_mean)) &&
-		     jnum_or_null(c, "throughput_ratio_stddev", rel.ratio_stddev, isfinite(rel.ratio_stddev)) &&
+		c = gpushare_json_obj(arr, NULL);
+		ok = gpushare_json_str(c, "strategy", gpushare_strategy_name(rel.strategy)) &&
+		     gpushare_json_num_if(c, "throughput_ratio_mean", rel.ratio_mean, isfinite(rel.ratio_mean)) &&
+		     gpushare_json_num_if(c, "throughput_ratio_stddev", rel.ratio_stddev, isfinite(rel.ratio_stddev)) &&
 		     gpushare_json_add(c, "throughput", json_comparison(&rel.throughput)) &&
 		     gpushare_json_add(c, "p99", json_comparison(&rel.p99));
 	}
@@ -440,57 +407,50 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 	bool ok = doc != NULL;
 
 	*text = NULL;
-	ok = ok && cJSON_AddStringToObject(doc, "$schema", SCHEMA_ID) &&
-	     (meta = cJSON_AddObjectToObject(doc, "metadata")) != NULL &&
-	     cJSON_AddStringToObject(meta, "gpushare_version", r->version) &&
-	     cJSON_AddStringToObject(meta, "date", r->date) && cJSON_AddStringToObject(meta, "host", r->host) &&
-	     jstr_or_null(meta, "driver_version", r->driver_version) &&
-	     (gpu = cJSON_AddObjectToObject(meta, "gpu")) != NULL &&
-	     jnum_or_null(gpu, "index", r->gpu_index, r->gpu_index >= 0) && jstr_or_null(gpu, "name", r->gpu_name) &&
-	     jstr_or_null(gpu, "uuid", r->gpu_uuid) && (cmd = cJSON_AddArrayToObject(meta, "command_line")) != NULL;
-	for (int i = 0; ok && r->config && i < r->config->argc; i++) {
-		cJSON *a = cJSON_CreateString(r->config->argv[i]);
-
-		ok = a && cJSON_AddItemToArray(cmd, a);
-	}
+	ok = ok && gpushare_json_str(doc, "$schema", SCHEMA_ID) &&
+	     (meta = gpushare_json_obj(doc, "metadata")) != NULL &&
+	     gpushare_json_str(meta, "gpushare_version", r->version) &&
+	     gpushare_json_str(meta, "date", r->date) && gpushare_json_str(meta, "host", r->host) &&
+	     gpushare_json_str_or_null(meta, "driver_version", r->driver_version) &&
+	     (gpu = gpushare_json_obj(meta, "gpu")) != NULL &&
+	     gpushare_json_num_if(gpu, "index", r->gpu_index, r->gpu_index >= 0) &&
+	     gpushare_json_str_or_null(gpu, "name", r->gpu_name) &&
+	     gpushare_json_str_or_null(gpu, "uuid", r->gpu_uuid) &&
+	     (cmd = gpushare_json_arr(meta, "command_line")) != NULL;
+	for (int i = 0; ok && r->config && i < r->config->argc; i++)
+		ok = gpushare_json_str(cmd, NULL, r->config->argv[i]);
 	if (ok && r->config) {
 		cfg = json_config(r->config);
-		ok = cfg && cJSON_AddItemToObject(doc, "config", cfg);
-		if (!ok)
-			cJSON_Delete(cfg);
+		ok = gpushare_json_add(doc, "config", cfg);
 	}
-	ok = ok && cJSON_AddBoolToObject(doc, "partial", r->partial) &&
-	     cJSON_AddBoolToObject(doc, "interrupted", r->interrupted);
+	ok = ok && gpushare_json_bool(doc, "partial", r->partial) &&
+	     gpushare_json_bool(doc, "interrupted", r->interrupted);
 	if (ok) {
 		ceil = r->ceiling ? json_result(r->ceiling, r->config) : cJSON_CreateNull();
-		ok = ceil && cJSON_AddItemToObject(doc, "ceiling", ceil);
-		if (!ok)
-			cJSON_Delete(ceil);
+		ok = gpushare_json_add(doc, "ceiling", ceil);
 	}
-	ok = ok && jnum(doc, "repeats", r->repeats > 0 ? r->repeats : 1) &&
-	     (results = cJSON_AddArrayToObject(doc, "results")) != NULL;
+	ok = ok && gpushare_json_num(doc, "repeats", r->repeats > 0 ? r->repeats : 1) &&
+	     (results = gpushare_json_arr(doc, "results")) != NULL;
 	for (size_t i = 0; ok && i < r->n_results; i++) {
 		cJSON *res = json_result(&r->results[i], r->config);
 
-		ok = res && cJSON_AddItemToArray(results, res) && (!r->n_gpus || json_gpus(res, r, &r->results[i]));
+		ok = gpushare_json_add(results, NULL, res) && (!r->n_gpus || json_gpus(res, r, &r->results[i]));
 	}
 	if (ok && r->n_summary) {
-		cJSON *sum = cJSON_AddArrayToObject(doc, "summary");
+		cJSON *sum = gpushare_json_arr(doc, "summary");
 
 		ok = sum != NULL;
 		for (size_t i = 0; ok && i < r->n_summary; i++) {
 			cJSON *one = json_summary(&r->summary[i]);
 
-			ok = one && cJSON_AddItemToArray(sum, one);
-			if (!ok)
-				cJSON_Delete(one);
+			ok = gpushare_json_add(sum, NULL, one);
 		}
 		ok = ok && gpushare_json_add(doc, "relative", json_relative(r));
 	} else if (ok) {
-		ok = cJSON_AddNullToObject(doc, "summary") && cJSON_AddNullToObject(doc, "relative");
+		ok = gpushare_json_null(doc, "summary") && gpushare_json_null(doc, "relative");
 	}
 	if (ok)
-		*text = gpushare_utf8_fix(cJSON_Print(doc));
+		*text = gpushare_json_print(doc, true);
 	cJSON_Delete(doc);
 	if (!*text)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building the JSON document");
@@ -872,7 +832,8 @@ static void summary_row(FILE *f, const struct gpushare_bench_report *r, const st
 			continue;
 		fprintf(f, "  repeat %d: %s items/s, p99 %s, %s\n", res->repeat + 1,
 			cell_si(res->items_per_second, res->status == GPUSHARE_RESULT_OK, ips, sizeof(ips)),
-			cell_seconds(res->p99_seconds, res->status == GPUSHARE_RESULT_OK && res->hist.count, p99, sizeof(p99)),
+			cell_seconds(res->p99_seconds, res->status == GPUSHARE_RESULT_OK &&
+			res->hist.count, p99, sizeof(p99)),
 			gpushare_result_status_name(res->status));
 		table_telemetry(f, &res->telemetry);
 		if (res->status != GPUSHARE_RESULT_SKIPPED)

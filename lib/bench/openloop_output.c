@@ -6,37 +6,34 @@
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 
 #include "gpushare/bench.h"
 #include "gpushare/format.h"
+#include "json.h"
 #include "openloop.h"
-
-/* A figure that could not be computed is null, never a zero. */
-static bool num(cJSON *o, const char *k, double v)
-{
-	if (!isfinite(v))
-		return cJSON_AddNullToObject(o, k) != NULL;
-	return cJSON_AddNumberToObject(o, k, v) != NULL;
-}
 
 static bool quantiles(cJSON *parent, const char *k, double p50, double p99, double p999, double max, bool with_p999)
 {
-	cJSON *o = cJSON_AddObjectToObject(parent, k);
+	cJSON *o = gpushare_json_obj(parent, k);
 
-	return o && num(o, "p50_seconds", p50) && num(o, "p99_seconds", p99) &&
-	       (!with_p999 || num(o, "p999_seconds", p999)) && num(o, "max_seconds", max);
+	return o && gpushare_json_num(o, "p50_seconds", p50) && gpushare_json_num(o, "p99_seconds", p99) &&
+	       (!with_p999 || gpushare_json_num(o, "p999_seconds", p999)) && gpushare_json_num(o, "max_seconds", max);
 }
 
 static cJSON *open_json(const struct gpushare_bench_openloop *o)
 {
 	cJSON *j = cJSON_CreateObject();
-	bool ok = j && num(j, "rate_per_second", o->rate) && num(j, "offered", (double)o->offered) &&
-		  num(j, "completed", (double)o->completed) && num(j, "offered_per_second", o->offered_rate) &&
-		  num(j, "achieved_per_second", o->achieved_rate) && num(j, "queued_at_end", (double)o->queued_at_end) &&
-		  num(j, "unfinished", (double)o->unfinished) && num(j, "queue_max", (double)o->queue_max) &&
-		  num(j, "ring_full", (double)o->ring_full) && num(j, "drain_seconds", o->drain_seconds) &&
+	bool ok = j && gpushare_json_num(j, "rate_per_second", o->rate) &&
+		  gpushare_json_num(j, "offered", (double)o->offered) &&
+		  gpushare_json_num(j, "completed", (double)o->completed) &&
+		  gpushare_json_num(j, "offered_per_second", o->offered_rate) &&
+		  gpushare_json_num(j, "achieved_per_second", o->achieved_rate) &&
+		  gpushare_json_num(j, "queued_at_end", (double)o->queued_at_end) &&
+		  gpushare_json_num(j, "unfinished", (double)o->unfinished) &&
+		  gpushare_json_num(j, "queue_max", (double)o->queue_max) &&
+		  gpushare_json_num(j, "ring_full", (double)o->ring_full) &&
+		  gpushare_json_num(j, "drain_seconds", o->drain_seconds) &&
 		  quantiles(j, "queue", o->queue_p50_seconds, o->queue_p99_seconds, 0, o->queue_max_seconds, false) &&
 		  quantiles(j, "service", o->service_p50_seconds, o->service_p99_seconds, 0, o->service_max_seconds, false) &&
 		  quantiles(j, "lateness", o->lateness_p50_seconds, o->lateness_p99_seconds, o->lateness_p999_seconds,
@@ -52,27 +49,29 @@ static cJSON *open_json(const struct gpushare_bench_openloop *o)
 static cJSON *peak_json(const struct gpushare_bench_peak *p, const struct gpushare_bench_config *c)
 {
 	cJSON *j = cJSON_CreateObject(), *slo, *steps;
-	bool ok = j && (slo = cJSON_AddObjectToObject(j, "slo")) != NULL && num(slo, "quantile", c ? c->slo_quantile : 0) &&
-		  num(slo, "bound_seconds", c ? (double)c->slo_ns / 1e9 : 0) && cJSON_AddBoolToObject(j, "found", p->found) &&
-		  (p->found ? num(j, "rate_per_second", p->rate) : cJSON_AddNullToObject(j, "rate_per_second") != NULL) &&
-		  (p->upper > 0 ? num(j, "missed_at_per_second", p->upper)
-				: cJSON_AddNullToObject(j, "missed_at_per_second") != NULL) &&
-		  num(j, "resolution", c ? c->resolution : 0) && num(j, "min_requests_per_step", (double)p->min_requests) &&
-		  num(j, "repeated_steps", p->repeated) &&
-		  (p->note[0] ? cJSON_AddStringToObject(j, "note", p->note) != NULL
-			      : cJSON_AddNullToObject(j, "note") != NULL) &&
-		  (steps = cJSON_AddArrayToObject(j, "steps")) != NULL;
+	bool ok = j && (slo = gpushare_json_obj(j, "slo")) != NULL &&
+		  gpushare_json_num(slo, "quantile", c ? c->slo_quantile : 0) &&
+		  gpushare_json_num(slo, "bound_seconds", c ? (double)c->slo_ns / 1e9 : 0) &&
+		  gpushare_json_bool(j, "found", p->found) &&
+		  gpushare_json_num_if(j, "rate_per_second", p->rate, p->found) &&
+		  gpushare_json_num_if(j, "missed_at_per_second", p->upper, p->upper > 0) &&
+		  gpushare_json_num(j, "resolution", c ? c->resolution : 0) &&
+		  gpushare_json_num(j, "min_requests_per_step", (double)p->min_requests) &&
+		  gpushare_json_num(j, "repeated_steps", p->repeated) &&
+		  gpushare_json_str_or_null(j, "note", p->note) &&
+		  (steps = gpushare_json_arr(j, "steps")) != NULL;
 
 	for (int i = 0; ok && i < p->n_steps; i++) {
 		const struct gpushare_peak_step *s = &p->steps[i];
-		cJSON *o = cJSON_CreateObject();
+		cJSON *o = gpushare_json_obj(steps, NULL);
 
-		ok = o && cJSON_AddItemToArray(steps, o) && num(o, "rate_per_second", s->rate) &&
-		     cJSON_AddBoolToObject(o, "pass", s->pass) &&
-		     (s->quantile_seconds >= 0 ? num(o, "quantile_seconds", s->quantile_seconds)
-					       : cJSON_AddNullToObject(o, "quantile_seconds") != NULL) &&
-		     num(o, "achieved_per_second", s->achieved_rate) && num(o, "offered", (double)s->offered) &&
-		     num(o, "unfinished", (double)s->unfinished) && cJSON_AddBoolToObject(o, "failed_run", s->failed_run);
+		ok = gpushare_json_num(o, "rate_per_second", s->rate) &&
+		     gpushare_json_bool(o, "pass", s->pass) &&
+		     gpushare_json_num_if(o, "quantile_seconds", s->quantile_seconds, s->quantile_seconds >= 0) &&
+		     gpushare_json_num(o, "achieved_per_second", s->achieved_rate) &&
+		     gpushare_json_num(o, "offered", (double)s->offered) &&
+		     gpushare_json_num(o, "unfinished", (double)s->unfinished) &&
+		     gpushare_json_bool(o, "failed_run", s->failed_run);
 	}
 	if (!ok) {
 		cJSON_Delete(j);
@@ -85,33 +84,22 @@ bool gpushare_openloop_json_result(struct cJSON *o, const struct gpushare_bench_
 				   const struct gpushare_bench_config *c)
 {
 	/* Only an ok result has figures: a failed or skipped one has null. */
-	cJSON *open = res->open.on && res->status == GPUSHARE_RESULT_OK ? open_json(&res->open) : cJSON_CreateNull();
-	cJSON *peak;
-
-	if (!open || !cJSON_AddItemToObject(o, "open_loop", open)) {
-		cJSON_Delete(open);
-		return false;
-	}
-	peak = res->peak.searched ? peak_json(&res->peak, c) : cJSON_CreateNull();
-	if (!peak || !cJSON_AddItemToObject(o, "peak", peak)) {
-		cJSON_Delete(peak);
-		return false;
-	}
-	return true;
+	return gpushare_json_add(o, "open_loop", res->open.on && res->status == GPUSHARE_RESULT_OK
+							 ? open_json(&res->open)
+							 : cJSON_CreateNull()) &&
+	       gpushare_json_add(o, "peak", res->peak.searched ? peak_json(&res->peak, c) : cJSON_CreateNull());
 }
 
 bool gpushare_openloop_json_config(struct cJSON *o, const struct gpushare_bench_config *c)
 {
 	bool open = c->load == GPUSHARE_LOAD_OPEN;
 
-	return cJSON_AddStringToObject(o, "load", gpushare_load_name(c->load)) &&
-	       (open ? num(o, "rate_per_second", c->rate) : cJSON_AddNullToObject(o, "rate_per_second") != NULL) &&
-	       (open ? cJSON_AddStringToObject(o, "arrival", gpushare_arrival_name(c->arrival)) != NULL
-		     : cJSON_AddNullToObject(o, "arrival") != NULL) &&
-	       (open ? num(o, "seed", (double)c->seed) : cJSON_AddNullToObject(o, "seed") != NULL) &&
-	       (open ? cJSON_AddStringToObject(o, "dispatch", gpushare_dispatch_name(c->dispatch)) != NULL
-		     : cJSON_AddNullToObject(o, "dispatch") != NULL) &&
-	       cJSON_AddBoolToObject(o, "find_peak", c->find_peak);
+	return gpushare_json_str(o, "load", gpushare_load_name(c->load)) &&
+	       gpushare_json_num_if(o, "rate_per_second", c->rate, open) &&
+	       gpushare_json_str(o, "arrival", open ? gpushare_arrival_name(c->arrival) : NULL) &&
+	       gpushare_json_num_if(o, "seed", (double)c->seed, open) &&
+	       gpushare_json_str(o, "dispatch", open ? gpushare_dispatch_name(c->dispatch) : NULL) &&
+	       gpushare_json_bool(o, "find_peak", c->find_peak);
 }
 
 static const char *fmt_s(double s, char *buf, size_t len)

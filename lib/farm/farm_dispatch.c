@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "sys.h"
 #include "buf.h"
+#include "json.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
@@ -152,32 +153,24 @@ static void write_live(struct farm *f)
 	cJSON *o = cJSON_CreateObject(), *jobs;
 	char *text = NULL;
 	int fd;
+	bool built = gpushare_json_int(o, "pid", getpid()) && gpushare_json_str(o, "host", f->cfg.hostname) &&
+		  gpushare_json_num(o, "started_unix_s", f->t0_unix_s) &&
+		  gpushare_json_num(o, "updated_unix_s", unix_now()) && gpushare_json_int(o, "slots", f->cur_k) &&
+		  gpushare_json_int(o, "queued", (long long)f->queued) && gpushare_json_int(o, "running", f->running) &&
+		  (jobs = gpushare_json_arr(o, "jobs")) != NULL;
 
-	if (!o)
-		return;
-	cJSON_AddNumberToObject(o, "pid", (double)getpid());
-	cJSON_AddStringToObject(o, "host", f->cfg.hostname);
-	cJSON_AddNumberToObject(o, "started_unix_s", f->t0_unix_s);
-	cJSON_AddNumberToObject(o, "updated_unix_s", unix_now());
-	cJSON_AddNumberToObject(o, "slots", f->cur_k);
-	cJSON_AddNumberToObject(o, "queued", (double)f->queued);
-	cJSON_AddNumberToObject(o, "running", f->running);
-	jobs = cJSON_AddArrayToObject(o, "jobs");
-	for (size_t i = 0; jobs && i < f->n_gpus * f->max_k; i++) {
+	for (size_t i = 0; built && i < f->n_gpus * f->max_k; i++) {
 		const struct slot *s = &f->slots[i];
 		cJSON *j;
 
-		if (!s->busy || !(j = cJSON_CreateObject()))
+		if (!s->busy)
 			continue;
-		cJSON_AddNumberToObject(j, "job", (double)s->job);
-		cJSON_AddNumberToObject(j, "attempt", s->attempt);
-		cJSON_AddNumberToObject(j, "gpu", f->gpus[s->gpu].id.index);
-		cJSON_AddNumberToObject(j, "slot", s->k);
-		cJSON_AddNumberToObject(j, "start_unix_s", s->start_unix_s);
-		cJSON_AddItemToArray(jobs, j);
+		built = (j = gpushare_json_obj(jobs, NULL)) != NULL && gpushare_json_int(j, "job", (long long)s->job) &&
+		     gpushare_json_int(j, "attempt", s->attempt) && gpushare_json_int(j, "gpu", f->gpus[s->gpu].id.index) &&
+		     gpushare_json_int(j, "slot", s->k) && gpushare_json_num(j, "start_unix_s", s->start_unix_s);
 	}
-	text = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
+	/* A document missing a job is not written: the last one stays. */
+	text = gpushare_json_finish(o, built, false);
 	if (!text)
 		return;
 	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);

@@ -709,6 +709,9 @@ uint64_t gpushare_farm_argv_hash(char *const *argv)
 
 /* ---- the copy in the farm directory ---- */
 
+/* The one JSON writer that does not use json.h on purpose: the copy is read
+ * back to run the jobs, so an argument keeps its bytes as given (cJSON writes
+ * them unchanged) instead of being repaired to valid UTF-8. */
 int gpushare_farm_jobs_copy_sink(void *arg, const struct farm_jobs *list)
 {
 	FILE *out = arg;

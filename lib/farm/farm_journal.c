@@ -23,6 +23,7 @@
 
 #include "gpushare/gpushare.h"
 #include "buf.h"
+#include "json.h"
 #include "farm_journal.h"
 
 static const char *const outcome_names[] = {
@@ -50,22 +51,12 @@ const char *gpushare_farm_jobs_mode_name(enum farm_jobs_mode m)
 
 /* ---- building records ---- */
 
-static bool add_str_or_null(cJSON *o, const char *k, const char *s)
-{
-	return s && *s ? cJSON_AddStringToObject(o, k, s) != NULL : cJSON_AddNullToObject(o, k) != NULL;
-}
-
-static bool add_int_or_null(cJSON *o, const char *k, bool present, double v)
-{
-	return present ? cJSON_AddNumberToObject(o, k, v) != NULL : cJSON_AddNullToObject(o, k) != NULL;
-}
-
 static bool add_hash(cJSON *o, const char *k, uint64_t h)
 {
 	char buf[17];
 
 	snprintf(buf, sizeof(buf), "%016" PRIx64, h);
-	return cJSON_AddStringToObject(o, k, buf) != NULL;
+	return gpushare_json_str(o, k, buf);
 }
 
 static double now_unix_s(void)
@@ -76,72 +67,55 @@ static double now_unix_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Print and free o; NULL when any step failed (ok false or no memory). */
-static char *finish(cJSON *o, bool ok)
-{
-	char *s = ok ? cJSON_PrintUnformatted(o) : NULL;
-
-	cJSON_Delete(o);
-	return s;
-}
-
 char *gpushare_farm_journal_header_json(const struct farm_config *cfg)
 {
 	cJSON *o = cJSON_CreateObject(), *shard, *gpus;
-	bool ok = o != NULL;
+	bool ok;
 
-	ok = ok && cJSON_AddStringToObject(o, "type", "header") &&
-	     cJSON_AddNumberToObject(o, "version", FARM_JOURNAL_VERSION) &&
-	     cJSON_AddNumberToObject(o, "time_unix_s", now_unix_s()) &&
-	     cJSON_AddNumberToObject(o, "jobs", (double)cfg->n_jobs) &&
-	     add_hash(o, "jobs_hash", cfg->jobs_hash) &&
-	     cJSON_AddStringToObject(o, "mode", gpushare_farm_jobs_mode_name(cfg->mode)) &&
-	     add_str_or_null(o, "jobs_source", cfg->jobs_source);
-	ok = ok && (shard = cJSON_AddObjectToObject(o, "shard")) &&
-	     cJSON_AddNumberToObject(shard, "index", (double)cfg->shard.index) &&
-	     cJSON_AddNumberToObject(shard, "count", (double)cfg->shard.count);
-	ok = ok && cJSON_AddNumberToObject(o, "retries", cfg->retries) &&
-	     cJSON_AddNumberToObject(o, "slots", cfg->slots) &&
-	     add_str_or_null(o, "strategy", cfg->strategy) &&
-	     add_int_or_null(o, "timeout_seconds", cfg->timeout_ns != 0, (double)cfg->timeout_ns / 1e9) &&
-	     add_int_or_null(o, "mem_per_job_bytes", cfg->mem_per_job_bytes != 0, (double)cfg->mem_per_job_bytes) &&
-	     add_str_or_null(o, "hostname", cfg->hostname);
-	ok = ok && (gpus = cJSON_AddArrayToObject(o, "gpus"));
+	ok = gpushare_json_str(o, "type", "header") && gpushare_json_int(o, "version", FARM_JOURNAL_VERSION) &&
+	     gpushare_json_num(o, "time_unix_s", now_unix_s()) && gpushare_json_int(o, "jobs", (long long)cfg->n_jobs) &&
+	     add_hash(o, "jobs_hash", cfg->jobs_hash) && gpushare_json_str(o, "mode", gpushare_farm_jobs_mode_name(cfg->mode)) &&
+	     gpushare_json_str_or_null(o, "jobs_source", cfg->jobs_source);
+	ok = ok && (shard = gpushare_json_obj(o, "shard")) != NULL &&
+	     gpushare_json_int(shard, "index", (long long)cfg->shard.index) &&
+	     gpushare_json_int(shard, "count", (long long)cfg->shard.count);
+	ok = ok && gpushare_json_int(o, "retries", cfg->retries) && gpushare_json_int(o, "slots", cfg->slots) &&
+	     gpushare_json_str_or_null(o, "strategy", cfg->strategy) &&
+	     gpushare_json_num_if(o, "timeout_seconds", (double)cfg->timeout_ns / 1e9, cfg->timeout_ns != 0) &&
+	     gpushare_json_num_if(o, "mem_per_job_bytes", (double)cfg->mem_per_job_bytes, cfg->mem_per_job_bytes != 0) &&
+	     gpushare_json_str_or_null(o, "hostname", cfg->hostname);
+	ok = ok && (gpus = gpushare_json_arr(o, "gpus")) != NULL;
 	for (size_t i = 0; ok && i < cfg->n_gpus; i++) {
-		cJSON *g = cJSON_CreateObject();
+		cJSON *g = gpushare_json_obj(gpus, NULL);
 
-		ok = g && cJSON_AddItemToArray(gpus, g) &&
-		     cJSON_AddNumberToObject(g, "index", cfg->gpus[i].index) &&
-		     add_str_or_null(g, "uuid", cfg->gpus[i].uuid);
+		ok = gpushare_json_int(g, "index", cfg->gpus[i].index) &&
+		     gpushare_json_str_or_null(g, "uuid", cfg->gpus[i].uuid);
 	}
 	if (ok && cfg->busy_periods)
-		ok = cJSON_AddBoolToObject(o, "busy_periods", true) != NULL;
-	return finish(o, ok);
+		ok = gpushare_json_bool(o, "busy_periods", true);
+	return gpushare_json_finish(o, ok, false);
 }
 
 char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a)
 {
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o != NULL;
+	bool ok;
 
-	ok = ok && cJSON_AddStringToObject(o, "type", "attempt") &&
-	     cJSON_AddNumberToObject(o, "job", (double)a->job) &&
-	     add_hash(o, "hash", a->hash) &&
-	     cJSON_AddNumberToObject(o, "attempt", a->attempt) &&
-	     cJSON_AddStringToObject(o, "outcome", gpushare_farm_outcome_name(a->outcome)) &&
-	     add_int_or_null(o, "exit_code", a->exit_code >= 0, a->exit_code) &&
-	     add_int_or_null(o, "signal", a->signal > 0, a->signal) &&
-	     add_int_or_null(o, "gpu", a->gpu >= 0, a->gpu) &&
-	     add_str_or_null(o, "gpu_uuid", a->gpu_uuid) &&
-	     add_int_or_null(o, "slot", a->slot >= 0, a->slot) &&
-	     cJSON_AddNumberToObject(o, "start_unix_s", a->start_unix_s) &&
-	     cJSON_AddNumberToObject(o, "end_unix_s", a->end_unix_s) &&
-	     cJSON_AddNumberToObject(o, "duration_seconds", a->duration_s) &&
-	     add_str_or_null(o, "stdout", a->stdout_path) &&
-	     add_str_or_null(o, "stderr", a->stderr_path);
+	ok = gpushare_json_str(o, "type", "attempt") && gpushare_json_int(o, "job", (long long)a->job) &&
+	     add_hash(o, "hash", a->hash) && gpushare_json_int(o, "attempt", a->attempt) &&
+	     gpushare_json_str(o, "outcome", gpushare_farm_outcome_name(a->outcome)) &&
+	     gpushare_json_num_if(o, "exit_code", a->exit_code, a->exit_code >= 0) &&
+	     gpushare_json_num_if(o, "signal", a->signal, a->signal > 0) &&
+	     gpushare_json_num_if(o, "gpu", a->gpu, a->gpu >= 0) &&
+	     gpushare_json_str_or_null(o, "gpu_uuid", a->gpu_uuid) &&
+	     gpushare_json_num_if(o, "slot", a->slot, a->slot >= 0) &&
+	     gpushare_json_num(o, "start_unix_s", a->start_unix_s) && gpushare_json_num(o, "end_unix_s", a->end_unix_s) &&
+	     gpushare_json_num(o, "duration_seconds", a->duration_s) &&
+	     gpushare_json_str_or_null(o, "stdout", a->stdout_path) &&
+	     gpushare_json_str_or_null(o, "stderr", a->stderr_path);
 	if (ok && a->has_gpu_busy)
-		ok = cJSON_AddNumberToObject(o, "gpu_busy_seconds", a->gpu_busy_s) != NULL;
-	return finish(o, ok);
+		ok = gpushare_json_num(o, "gpu_busy_seconds", a->gpu_busy_s);
+	return gpushare_json_finish(o, ok, false);
 }
 
 /* ---- writing ---- */

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "sys.h"
 #include "buf.h"
+#include "json.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
@@ -163,111 +164,77 @@ void gpushare_farm_result_release(struct gpushare_farm_result *r)
 
 /* ---- output ---- */
 
-static cJSON *summary_obj(const struct gpushare_farm_summary *s)
+/* Each adds its object under k of doc; false when out of memory. */
+static bool summary_obj(cJSON *doc, const char *k, const struct gpushare_farm_summary *s)
 {
-	cJSON *o = cJSON_CreateObject(), *gpus, *live;
+	cJSON *o = gpushare_json_obj(doc, k), *gpus, *live;
+	bool ok = gpushare_json_int(o, "jobs", (long long)s->jobs) &&
+		  gpushare_json_int(o, "shards", (long long)s->shard_count) &&
+		  gpushare_json_int(o, "shards_seen", (long long)s->shards_seen) &&
+		  gpushare_json_int(o, "done", (long long)s->done) && gpushare_json_int(o, "failed", (long long)s->failed) &&
+		  gpushare_json_int(o, "unfinished", (long long)s->unfinished) &&
+		  gpushare_json_int(o, "attempts", (long long)s->attempts) &&
+		  gpushare_json_num(o, "makespan_seconds", s->makespan_s) &&
+		  gpushare_json_num(o, "jobs_per_second", s->jobs_per_s) && gpushare_json_bool(o, "torn_tail", s->torn_tail) &&
+		  (gpus = gpushare_json_arr(o, "gpus")) != NULL;
 
-	if (!o)
-		return NULL;
-	cJSON_AddNumberToObject(o, "jobs", (double)s->jobs);
-	cJSON_AddNumberToObject(o, "shards", (double)s->shard_count);
-	cJSON_AddNumberToObject(o, "shards_seen", (double)s->shards_seen);
-	cJSON_AddNumberToObject(o, "done", (double)s->done);
-	cJSON_AddNumberToObject(o, "failed", (double)s->failed);
-	cJSON_AddNumberToObject(o, "unfinished", (double)s->unfinished);
-	cJSON_AddNumberToObject(o, "attempts", (double)s->attempts);
-	cJSON_AddNumberToObject(o, "makespan_seconds", s->makespan_s);
-	cJSON_AddNumberToObject(o, "jobs_per_second", s->jobs_per_s);
-	cJSON_AddBoolToObject(o, "torn_tail", s->torn_tail);
-	gpus = cJSON_AddArrayToObject(o, "gpus");
-	for (size_t i = 0; gpus && i < s->n_gpus; i++) {
-		cJSON *g = cJSON_CreateObject();
+	for (size_t i = 0; ok && i < s->n_gpus; i++) {
+		cJSON *g = gpushare_json_obj(gpus, NULL);
 
-		if (!g)
-			break;
-		cJSON_AddStringToObject(g, "id", s->gpus[i].id);
-		cJSON_AddNumberToObject(g, "attempts", (double)s->gpus[i].attempts);
-		cJSON_AddNumberToObject(g, "job_seconds", s->gpus[i].job_s);
-		cJSON_AddNumberToObject(g, "busy_seconds", s->gpus[i].busy_s);
-		cJSON_AddNumberToObject(g, "busy_fraction", s->gpus[i].busy_fraction);
-		cJSON_AddItemToArray(gpus, g);
+		ok = gpushare_json_str(g, "id", s->gpus[i].id) &&
+		     gpushare_json_int(g, "attempts", (long long)s->gpus[i].attempts) &&
+		     gpushare_json_num(g, "job_seconds", s->gpus[i].job_s) &&
+		     gpushare_json_num(g, "busy_seconds", s->gpus[i].busy_s) &&
+		     gpushare_json_num(g, "busy_fraction", s->gpus[i].busy_fraction);
 	}
-	live = cJSON_AddArrayToObject(o, "running");
-	for (size_t i = 0; live && i < s->n_live; i++) {
+	ok = ok && (live = gpushare_json_arr(o, "running")) != NULL;
+	for (size_t i = 0; ok && i < s->n_live; i++) {
 		const struct gpushare_farm_live *l = &s->live[i];
-		cJSON *e = cJSON_CreateObject();
+		cJSON *e = gpushare_json_obj(live, NULL);
 
-		if (!e)
-			break;
-		cJSON_AddStringToObject(e, "dir", l->dir);
-		cJSON_AddNumberToObject(e, "pid", (double)l->pid);
-		cJSON_AddStringToObject(e, "host", l->host);
-		cJSON_AddNumberToObject(e, "running", (double)l->running);
-		cJSON_AddNumberToObject(e, "queued", (double)l->queued);
-		cJSON_AddNumberToObject(e, "slots", l->slots);
-		cJSON_AddNumberToObject(e, "updated_unix_s", l->updated_unix_s);
-		cJSON_AddBoolToObject(e, "stale", l->stale);
-		cJSON_AddItemToArray(live, e);
+		ok = gpushare_json_str(e, "dir", l->dir) && gpushare_json_int(e, "pid", l->pid) &&
+		     gpushare_json_str(e, "host", l->host) && gpushare_json_int(e, "running", (long long)l->running) &&
+		     gpushare_json_int(e, "queued", (long long)l->queued) && gpushare_json_int(e, "slots", l->slots) &&
+		     gpushare_json_num(e, "updated_unix_s", l->updated_unix_s) && gpushare_json_bool(e, "stale", l->stale);
 	}
-	return o;
+	return ok;
 }
 
-static cJSON *run_obj(const struct gpushare_farm_result *r)
+static bool run_obj(cJSON *doc, const char *k, const struct gpushare_farm_result *r)
 {
-	cJSON *o = cJSON_CreateObject(), *cal;
+	cJSON *o = gpushare_json_obj(doc, k), *cal;
+	bool ok = gpushare_json_str(o, "dir", r->dir) && gpushare_json_str(o, "strategy", r->strategy) &&
+		  gpushare_json_int(o, "shard_index", (long long)r->shard_index) &&
+		  gpushare_json_int(o, "shard_count", (long long)r->shard_count) &&
+		  gpushare_json_int(o, "shard_jobs", (long long)r->shard_jobs) &&
+		  gpushare_json_int(o, "skipped", (long long)r->skipped) &&
+		  gpushare_json_int(o, "attempts", (long long)r->ended) && gpushare_json_int(o, "ok", (long long)r->ok) &&
+		  gpushare_json_int(o, "failed_attempts", (long long)r->failed_attempts) &&
+		  gpushare_json_int(o, "timeouts", (long long)r->timeouts) &&
+		  gpushare_json_int(o, "refused", (long long)r->refused) &&
+		  gpushare_json_int(o, "stopped", (long long)r->stopped) && gpushare_json_num(o, "seconds", r->run_s) &&
+		  gpushare_json_num(o, "attempts_per_second", r->run_jobs_per_s) && gpushare_json_int(o, "slots", r->slots) &&
+		  gpushare_json_bool(o, "calibrated", r->calibrated) && (cal = gpushare_json_arr(o, "calibration")) != NULL;
 
-	if (!o)
-		return NULL;
-	cJSON_AddStringToObject(o, "dir", r->dir);
-	cJSON_AddStringToObject(o, "strategy", r->strategy);
-	cJSON_AddNumberToObject(o, "shard_index", (double)r->shard_index);
-	cJSON_AddNumberToObject(o, "shard_count", (double)r->shard_count);
-	cJSON_AddNumberToObject(o, "shard_jobs", (double)r->shard_jobs);
-	cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
-	cJSON_AddNumberToObject(o, "attempts", (double)r->ended);
-	cJSON_AddNumberToObject(o, "ok", (double)r->ok);
-	cJSON_AddNumberToObject(o, "failed_attempts", (double)r->failed_attempts);
-	cJSON_AddNumberToObject(o, "timeouts", (double)r->timeouts);
-	cJSON_AddNumberToObject(o, "refused", (double)r->refused);
-	cJSON_AddNumberToObject(o, "stopped", (double)r->stopped);
-	cJSON_AddNumberToObject(o, "seconds", r->run_s);
-	cJSON_AddNumberToObject(o, "attempts_per_second", r->run_jobs_per_s);
-	cJSON_AddNumberToObject(o, "slots", r->slots);
-	cJSON_AddBoolToObject(o, "calibrated", r->calibrated);
-	cal = cJSON_AddArrayToObject(o, "calibration");
-	for (size_t i = 0; cal && i < r->n_calibration; i++) {
-		cJSON *c = cJSON_CreateObject();
+	for (size_t i = 0; ok && i < r->n_calibration; i++) {
+		cJSON *c = gpushare_json_obj(cal, NULL);
 
-		if (!c)
-			break;
-		cJSON_AddNumberToObject(c, "slots", r->calibration[i].slots);
-		cJSON_AddNumberToObject(c, "jobs", (double)r->calibration[i].jobs);
-		cJSON_AddNumberToObject(c, "jobs_per_second", r->calibration[i].jobs_per_s);
-		cJSON_AddItemToArray(cal, c);
+		ok = gpushare_json_int(c, "slots", r->calibration[i].slots) &&
+		     gpushare_json_int(c, "jobs", (long long)r->calibration[i].jobs) &&
+		     gpushare_json_num(c, "jobs_per_second", r->calibration[i].jobs_per_s);
 	}
-	cJSON_AddBoolToObject(o, "interrupted", r->interrupted);
-	cJSON_AddNumberToObject(o, "not_started", (double)r->not_started);
-	return o;
+	return ok && gpushare_json_bool(o, "interrupted", r->interrupted) &&
+	       gpushare_json_int(o, "not_started", (long long)r->not_started);
 }
 
 int gpushare_farm_summary_json(const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r,
 			       char **out)
 {
-	cJSON *doc = cJSON_CreateObject(), *sum = summary_obj(s), *run = r ? run_obj(r) : NULL;
+	cJSON *doc = cJSON_CreateObject();
+	bool ok = gpushare_json_str(doc, "gpushare_version", gpushare_version()) && summary_obj(doc, "summary", s) &&
+		  (!r || run_obj(doc, "run", r));
 
-	*out = NULL;
-	if (!doc || !sum || (r && !run)) {
-		cJSON_Delete(doc);
-		cJSON_Delete(sum);
-		cJSON_Delete(run);
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	}
-	cJSON_AddStringToObject(doc, "gpushare_version", gpushare_version());
-	cJSON_AddItemToObject(doc, "summary", sum);
-	if (run)
-		cJSON_AddItemToObject(doc, "run", run);
-	*out = cJSON_Print(doc);
-	cJSON_Delete(doc);
+	*out = gpushare_json_finish(doc, ok, true);
 	return *out ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 }
 

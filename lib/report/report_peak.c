@@ -26,7 +26,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
-#include "json_util.h"
+#include "json.h"
 #include "report_peak.h"
 
 #define MAX_WORKERS 64
@@ -620,27 +620,21 @@ int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b)
 	return GPUSHARE_OK;
 }
 
-static bool jnum(cJSON *o, const char *k, double v)
-{
-	if (!isfinite(v))
-		return cJSON_AddNullToObject(o, k) != NULL;
-	return cJSON_AddNumberToObject(o, k, v) != NULL;
-}
-
 static cJSON *cell_json(const struct peak_table *t, size_t i)
 {
 	const struct peak_cell *c = &t->cells[i];
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o && cJSON_AddStringToObject(o, "strategy", gpushare_strategy_name(t->strategies[i / t->n_workers])) &&
-		  cJSON_AddNumberToObject(o, "workers", t->workers[i % t->n_workers]) &&
-		  cJSON_AddNumberToObject(o, "runs", (double)(c->n_found + c->n_none)) &&
-		  cJSON_AddNumberToObject(o, "runs_found", (double)c->n_found) &&
-		  cJSON_AddNumberToObject(o, "runs_none_found", (double)c->n_none) &&
-		  cJSON_AddNumberToObject(o, "runs_failed", (double)c->n_failed) &&
-		  jnum(o, "median_per_second", c->median) && jnum(o, "min_per_second", c->lo) &&
-		  jnum(o, "max_per_second", c->hi) && cJSON_AddBoolToObject(o, "may_be_higher", c->open) &&
-		  jnum(o, "resolution", c->resolution > 0 ? c->resolution : NAN) &&
-		  cJSON_AddBoolToObject(o, "best", c->best) && cJSON_AddBoolToObject(o, "tied", c->tied);
+	bool ok = o && gpushare_json_str(o, "strategy", gpushare_strategy_name(t->strategies[i / t->n_workers])) &&
+		  gpushare_json_num(o, "workers", t->workers[i % t->n_workers]) &&
+		  gpushare_json_num(o, "runs", (double)(c->n_found + c->n_none)) &&
+		  gpushare_json_num(o, "runs_found", (double)c->n_found) &&
+		  gpushare_json_num(o, "runs_none_found", (double)c->n_none) &&
+		  gpushare_json_num(o, "runs_failed", (double)c->n_failed) &&
+		  gpushare_json_num(o, "median_per_second", c->median) &&
+		  gpushare_json_num(o, "min_per_second", c->lo) &&
+		  gpushare_json_num(o, "max_per_second", c->hi) && gpushare_json_bool(o, "may_be_higher", c->open) &&
+		  gpushare_json_num(o, "resolution", c->resolution > 0 ? c->resolution : NAN) &&
+		  gpushare_json_bool(o, "best", c->best) && gpushare_json_bool(o, "tied", c->tied);
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -657,41 +651,39 @@ static cJSON *table_json(const struct peak_table *t)
 	bool ok;
 
 	recommend_text(t, text, sizeof(text));
-	ok = o && cJSON_AddStringToObject(o, "shape", t->shape) && cJSON_AddNumberToObject(o, "batch", (double)t->batch);
+	ok = o && gpushare_json_str(o, "shape", t->shape) && gpushare_json_num(o, "batch", (double)t->batch);
 	if (ok && t->bound > 0)
-		ok = (slo = cJSON_AddObjectToObject(o, "slo")) != NULL && cJSON_AddNumberToObject(slo, "quantile", t->q) &&
-		     cJSON_AddNumberToObject(slo, "bound_seconds", t->bound);
+		ok = (slo = gpushare_json_obj(o, "slo")) != NULL && gpushare_json_num(slo, "quantile", t->q) &&
+		     gpushare_json_num(slo, "bound_seconds", t->bound);
 	else if (ok)
-		ok = cJSON_AddNullToObject(o, "slo") != NULL;
-	ok = ok && (cells = cJSON_AddArrayToObject(o, "cells")) != NULL;
+		ok = gpushare_json_null(o, "slo");
+	ok = ok && (cells = gpushare_json_arr(o, "cells")) != NULL;
 	for (size_t i = 0; ok && i < n; i++) {
-		cJSON *c;
-
 		if (t->cells[i].n_found + t->cells[i].n_none + t->cells[i].n_failed == 0)
 			continue;
-		c = cell_json(t, i);
-		ok = c && cJSON_AddItemToArray(cells, c);
+		ok = gpushare_json_add(cells, NULL, cell_json(t, i));
 	}
 	if (ok && t->best >= 0) {
-		cJSON *b = cJSON_AddObjectToObject(o, "best");
+		cJSON *b = gpushare_json_obj(o, "best");
 
-		ok = b && cJSON_AddStringToObject(b, "strategy", gpushare_strategy_name(t->strategies[t->best / t->n_workers])) &&
-		     cJSON_AddNumberToObject(b, "workers", t->workers[t->best % t->n_workers]) &&
-		     cJSON_AddNumberToObject(b, "median_per_second", t->cells[t->best].median);
+		ok = b &&
+		     gpushare_json_str(b, "strategy", gpushare_strategy_name(t->strategies[t->best / t->n_workers])) &&
+		     gpushare_json_num(b, "workers", t->workers[t->best % t->n_workers]) &&
+		     gpushare_json_num(b, "median_per_second", t->cells[t->best].median);
 	} else if (ok) {
-		ok = cJSON_AddNullToObject(o, "best") != NULL;
+		ok = gpushare_json_null(o, "best");
 	}
-	ok = ok && (tied = cJSON_AddArrayToObject(o, "tied")) != NULL;
+	ok = ok && (tied = gpushare_json_arr(o, "tied")) != NULL;
 	for (size_t i = 0; ok && i < n; i++) {
 		cJSON *x;
 
 		if (!t->cells[i].tied)
 			continue;
-		ok = (x = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(tied, x) &&
-		     cJSON_AddStringToObject(x, "strategy", gpushare_strategy_name(t->strategies[i / t->n_workers])) &&
-		     cJSON_AddNumberToObject(x, "workers", t->workers[i % t->n_workers]);
+		ok = (x = gpushare_json_obj(tied, NULL)) != NULL &&
+		     gpushare_json_str(x, "strategy", gpushare_strategy_name(t->strategies[i / t->n_workers])) &&
+		     gpushare_json_num(x, "workers", t->workers[i % t->n_workers]);
 	}
-	ok = ok && cJSON_AddStringToObject(o, "text", text);
+	ok = ok && gpushare_json_str(o, "text", text);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -709,9 +701,7 @@ struct cJSON *gpushare_report_peak_json(const struct gpushare_report *r)
 	if (ok && gpushare_report_peak_any(r, NULL))
 		ok = build(r, &t, &n) == GPUSHARE_OK;
 	for (size_t k = 0; ok && k < n; k++) {
-		cJSON *o = table_json(&t[k]);
-
-		ok = o && cJSON_AddItemToArray(a, o);
+		ok = gpushare_json_add(a, NULL, table_json(&t[k]));
 	}
 	tables_free(t, n);
 	if (!ok) {

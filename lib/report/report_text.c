@@ -22,7 +22,7 @@
 #include "report_internal.h"
 #include "report_load_curve.h"
 #include "report_peak.h"
-#include "json_util.h"
+#include "json.h"
 
 const struct gpushare_ci *gpushare_report_metric_ci(const struct gpushare_report_cell *c, int m)
 {
@@ -385,11 +385,6 @@ int gpushare_report_write_csv(const struct gpushare_report *r, FILE *f)
 
 /* ---- JSON ---- */
 
-static bool jnum_or_null(cJSON *o, const char *k, double v, bool known)
-{
-	return known && isfinite(v) ? cJSON_AddNumberToObject(o, k, v) != NULL : cJSON_AddNullToObject(o, k) != NULL;
-}
-
 /* {median, lo, hi, n, coverage}: lo, hi and coverage null without an
  * interval; null without a sample. */
 static cJSON *json_ci(const struct gpushare_ci *ci)
@@ -400,9 +395,9 @@ static cJSON *json_ci(const struct gpushare_ci *ci)
 	if (ci->n == 0)
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
-	if (o && (!cJSON_AddNumberToObject(o, "median", ci->median) || !jnum_or_null(o, "lo", ci->lo, iv) ||
-		  !jnum_or_null(o, "hi", ci->hi, iv) || !cJSON_AddNumberToObject(o, "n", (double)ci->n) ||
-		  !jnum_or_null(o, "coverage", ci->coverage, iv))) {
+	if (o && (!gpushare_json_num(o, "median", ci->median) || !gpushare_json_num_if(o, "lo", ci->lo, iv) ||
+		  !gpushare_json_num_if(o, "hi", ci->hi, iv) || !gpushare_json_num(o, "n", (double)ci->n) ||
+		  !gpushare_json_num_if(o, "coverage", ci->coverage, iv))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -412,13 +407,13 @@ static cJSON *json_ci(const struct gpushare_ci *ci)
 static cJSON *json_cell(const struct gpushare_report_cell *c)
 {
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o && cJSON_AddStringToObject(o, "shape", c->shape) &&
-		  cJSON_AddStringToObject(o, "workload", c->workload) &&
-		  cJSON_AddStringToObject(o, "strategy", gpushare_strategy_name(c->strategy)) &&
-		  cJSON_AddNumberToObject(o, "workers", c->workers) &&
-		  cJSON_AddNumberToObject(o, "batch", (double)c->batch) &&
-		  cJSON_AddNumberToObject(o, "runs_ok", (double)c->n_ok) &&
-		  cJSON_AddNumberToObject(o, "runs_failed", (double)c->n_failed) &&
+	bool ok = o && gpushare_json_str(o, "shape", c->shape) &&
+		  gpushare_json_str(o, "workload", c->workload) &&
+		  gpushare_json_str(o, "strategy", gpushare_strategy_name(c->strategy)) &&
+		  gpushare_json_num(o, "workers", c->workers) &&
+		  gpushare_json_num(o, "batch", (double)c->batch) &&
+		  gpushare_json_num(o, "runs_ok", (double)c->n_ok) &&
+		  gpushare_json_num(o, "runs_failed", (double)c->n_failed) &&
 		  gpushare_json_add(o, "throughput_items_per_second", json_ci(&c->throughput)) &&
 		  gpushare_json_add(o, "mean_latency_seconds", json_ci(&c->mean_latency)) &&
 		  gpushare_json_add(o, "p50_latency_seconds", json_ci(&c->p50_latency)) &&
@@ -445,12 +440,12 @@ static cJSON *json_comparison(const struct gpushare_comparison *c, bool compared
 	if (!compared)
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
-	if (o && (!jnum_or_null(o, "ratio", c->ratio, true) || !jnum_or_null(o, "ratio_lo", c->ratio_lo, true) ||
-		  !jnum_or_null(o, "ratio_hi", c->ratio_hi, true) ||
-		  !cJSON_AddStringToObject(o, "verdict", gpushare_verdict_name(c->verdict)) ||
-		  !jnum_or_null(o, "confidence", c->confidence, apart) ||
-		  !(c->verdict == GPUSHARE_VERDICT_UNKNOWN ? cJSON_AddNullToObject(o, "significant")
-							   : cJSON_AddBoolToObject(o, "significant", c->significant)))) {
+	if (o && (!gpushare_json_num(o, "ratio", c->ratio) || !gpushare_json_num(o, "ratio_lo", c->ratio_lo) ||
+		  !gpushare_json_num(o, "ratio_hi", c->ratio_hi) ||
+		  !gpushare_json_str(o, "verdict", gpushare_verdict_name(c->verdict)) ||
+		  !gpushare_json_num_if(o, "confidence", c->confidence, apart) ||
+		  !(c->verdict == GPUSHARE_VERDICT_UNKNOWN ? gpushare_json_null(o, "significant")
+							   : gpushare_json_bool(o, "significant", c->significant)))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -459,7 +454,7 @@ static cJSON *json_comparison(const struct gpushare_comparison *c, bool compared
 
 static cJSON *json_strategy_or_null(const struct gpushare_report *r, int cell)
 {
-	return cell >= 0 ? cJSON_CreateString(gpushare_strategy_name(r->cells[cell].strategy)) : cJSON_CreateNull();
+	return cell >= 0 ? gpushare_json_string(gpushare_strategy_name(r->cells[cell].strategy)) : cJSON_CreateNull();
 }
 
 static cJSON *json_names(const struct gpushare_report *r, const int *cells, size_t n)
@@ -467,10 +462,7 @@ static cJSON *json_names(const struct gpushare_report *r, const int *cells, size
 	cJSON *a = cJSON_CreateArray();
 
 	for (size_t i = 0; a && i < n; i++) {
-		cJSON *s = cJSON_CreateString(gpushare_strategy_name(r->cells[cells[i]].strategy));
-
-		if (!s || !cJSON_AddItemToArray(a, s)) {
-			cJSON_Delete(s);
+		if (!gpushare_json_str(a, NULL, gpushare_strategy_name(r->cells[cells[i]].strategy))) {
 			cJSON_Delete(a);
 			return NULL;
 		}
@@ -481,20 +473,22 @@ static cJSON *json_names(const struct gpushare_report *r, const int *cells, size
 static cJSON *json_at(const struct gpushare_report *r, const struct gpushare_report_at_workers *at)
 {
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o && cJSON_AddNumberToObject(o, "workers", at->workers) &&
+	bool ok = o && gpushare_json_num(o, "workers", at->workers) &&
 		  gpushare_json_add(o, "best", json_strategy_or_null(r, at->best)) &&
 		  gpushare_json_add(o, "best_cell", at->best >= 0 ? json_cell(&r->cells[at->best]) : cJSON_CreateNull()) &&
 		  gpushare_json_add(o, "tied", json_names(r, at->tied, at->n_tied)) &&
 		  gpushare_json_add(o, "next", json_strategy_or_null(r, at->next)) &&
 		  gpushare_json_add(o, "vs_next", json_comparison(&at->vs_next, at->best >= 0 && at->next >= 0)) &&
 		  gpushare_json_add(o, "vs_timeslice",
-			   json_comparison(&at->vs_timeslice, at->best >= 0 && at->timeslice >= 0 && at->timeslice != at->best)) &&
-		  gpushare_json_add(o, "mps_vs_mps_split", json_comparison(&at->mps_vs_split, at->mps >= 0 && at->mps_split >= 0)) &&
+			   json_comparison(&at->vs_timeslice, at->best >= 0 && at->timeslice >= 0 &&
+			   at->timeslice != at->best)) &&
+		  gpushare_json_add(o, "mps_vs_mps_split", json_comparison(&at->mps_vs_split, at->mps >= 0 &&
+		  at->mps_split >= 0)) &&
 		  gpushare_json_add(o, "lowest_p99", json_strategy_or_null(r, at->lowest_p99)) &&
 		  gpushare_json_add(o, "lowest_p99_tied", json_names(r, at->p99_tied, at->n_p99_tied)) &&
 		  gpushare_json_add(o, "references", json_names(r, at->references, at->n_references)) &&
-		  cJSON_AddStringToObject(o, "throughput_text", at->throughput_text) &&
-		  cJSON_AddStringToObject(o, "latency_text", at->latency_text);
+		  gpushare_json_str(o, "throughput_text", at->throughput_text) &&
+		  gpushare_json_str(o, "latency_text", at->latency_text);
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -506,35 +500,33 @@ static cJSON *json_at(const struct gpushare_report *r, const struct gpushare_rep
 static cJSON *json_rec(const struct gpushare_report *r, const struct gpushare_report_rec *rec)
 {
 	cJSON *o = cJSON_CreateObject(), *at, *sc;
-	bool ok = o && cJSON_AddStringToObject(o, "shape", rec->shape) &&
-		  cJSON_AddNumberToObject(o, "batch", (double)rec->batch) &&
-		  (at = cJSON_AddArrayToObject(o, "per_workers")) != NULL &&
-		  (sc = cJSON_AddArrayToObject(o, "scaling")) != NULL;
+	bool ok = o && gpushare_json_str(o, "shape", rec->shape) &&
+		  gpushare_json_num(o, "batch", (double)rec->batch) &&
+		  (at = gpushare_json_arr(o, "per_workers")) != NULL &&
+		  (sc = gpushare_json_arr(o, "scaling")) != NULL;
 
 	for (size_t i = 0; ok && i < rec->n_at; i++) {
-		cJSON *x = json_at(r, &rec->at[i]);
-
-		ok = x && cJSON_AddItemToArray(at, x);
+		ok = gpushare_json_add(at, NULL, json_at(r, &rec->at[i]));
 	}
 	for (size_t i = 0; ok && i < rec->n_scaling; i++) {
 		const struct gpushare_report_scaling *s = &rec->scaling[i];
-		cJSON *x = cJSON_CreateObject();
+		cJSON *x = gpushare_json_obj(sc, NULL);
 
-		ok = x && cJSON_AddItemToArray(sc, x) &&
-		     cJSON_AddStringToObject(x, "strategy", gpushare_strategy_name(s->strategy)) &&
-		     cJSON_AddNumberToObject(x, "best_workers", r->cells[s->best].workers) &&
-		     cJSON_AddNumberToObject(x, "smallest_workers_within_noise", r->cells[s->smallest].workers) &&
-		     cJSON_AddBoolToObject(x, "reference", !gpushare_report_sharing(s->strategy)) &&
-		     cJSON_AddStringToObject(x, "text", s->text);
+		ok = gpushare_json_str(x, "strategy", gpushare_strategy_name(s->strategy)) &&
+		     gpushare_json_num(x, "best_workers", r->cells[s->best].workers) &&
+		     gpushare_json_num(x, "smallest_workers_within_noise", r->cells[s->smallest].workers) &&
+		     gpushare_json_bool(x, "reference", !gpushare_report_sharing(s->strategy)) &&
+		     gpushare_json_str(x, "text", s->text);
 	}
 	if (ok && r->slo_p99_seconds > 0) {
-		cJSON *x = cJSON_AddObjectToObject(o, "under_slo");
+		cJSON *x = gpushare_json_obj(o, "under_slo");
 
-		ok = x && gpushare_json_add(x, "cell", rec->slo >= 0 ? json_cell(&r->cells[rec->slo]) : cJSON_CreateNull()) &&
+		ok = x &&
+		     gpushare_json_add(x, "cell", rec->slo >= 0 ? json_cell(&r->cells[rec->slo]) : cJSON_CreateNull()) &&
 		     gpushare_json_add(x, "tied", json_names(r, rec->slo_tied, rec->n_slo_tied)) &&
-		     cJSON_AddStringToObject(x, "text", rec->slo_text);
+		     gpushare_json_str(x, "text", rec->slo_text);
 	} else if (ok) {
-		ok = cJSON_AddNullToObject(o, "under_slo") != NULL;
+		ok = gpushare_json_null(o, "under_slo");
 	}
 	if (!ok) {
 		cJSON_Delete(o);
@@ -543,52 +535,45 @@ static cJSON *json_rec(const struct gpushare_report *r, const struct gpushare_re
 	return o;
 }
 
-static bool jstr_or_null(cJSON *o, const char *k, const char *s)
-{
-	return *s ? cJSON_AddStringToObject(o, k, s) != NULL : cJSON_AddNullToObject(o, k) != NULL;
-}
-
 int gpushare_report_json(const struct gpushare_report *r, char **text)
 {
 	cJSON *doc = cJSON_CreateObject(), *m, *cells, *recs, *bad;
 	bool ok = doc != NULL;
 
 	*text = NULL;
-	ok = ok && (m = cJSON_AddObjectToObject(doc, "metadata")) != NULL &&
-	     jstr_or_null(m, "gpushare_version", r->version) && jstr_or_null(m, "host", r->host) &&
-	     jstr_or_null(m, "gpu_name", r->gpu_name) && jstr_or_null(m, "gpu_uuid", r->gpu_uuid) &&
-	     jstr_or_null(m, "driver_version", r->driver_version) && jstr_or_null(m, "first_date", r->first_date) &&
-	     jstr_or_null(m, "last_date", r->last_date) && jstr_or_null(m, "command_line", r->command_line) &&
-	     cJSON_AddNumberToObject(doc, "runs", (double)r->n_runs) &&
-	     cJSON_AddStringToObject(doc, "statistic",
+	ok = ok && (m = gpushare_json_obj(doc, "metadata")) != NULL &&
+	     gpushare_json_str_or_null(m, "gpushare_version", r->version) &&
+	     gpushare_json_str_or_null(m, "host", r->host) &&
+	     gpushare_json_str_or_null(m, "gpu_name", r->gpu_name) &&
+	     gpushare_json_str_or_null(m, "gpu_uuid", r->gpu_uuid) &&
+	     gpushare_json_str_or_null(m, "driver_version", r->driver_version) &&
+	     gpushare_json_str_or_null(m, "first_date", r->first_date) &&
+	     gpushare_json_str_or_null(m, "last_date", r->last_date) &&
+	     gpushare_json_str_or_null(m, "command_line", r->command_line) &&
+	     gpushare_json_num(doc, "runs", (double)r->n_runs) &&
+	     gpushare_json_str(doc, "statistic",
 				     "median over a cell's ok runs; interval: order statistics of the median, "
 				     "with its exact coverage (null with one run); a difference is significant "
 				     "when the intervals are apart with joint coverage >= 0.95, a tie when they overlap") &&
-	     jnum_or_null(doc, "slo_p99_seconds", r->slo_p99_seconds, r->slo_p99_seconds > 0) &&
-	     (cells = cJSON_AddArrayToObject(doc, "cells")) != NULL;
+	     gpushare_json_num_if(doc, "slo_p99_seconds", r->slo_p99_seconds, r->slo_p99_seconds > 0) &&
+	     (cells = gpushare_json_arr(doc, "cells")) != NULL;
 	for (size_t i = 0; ok && i < r->n_cells; i++) {
-		cJSON *c = json_cell(&r->cells[i]);
-
-		ok = c && cJSON_AddItemToArray(cells, c);
+		ok = gpushare_json_add(cells, NULL, json_cell(&r->cells[i]));
 	}
-	ok = ok && (recs = cJSON_AddArrayToObject(doc, "recommendation")) != NULL;
+	ok = ok && (recs = gpushare_json_arr(doc, "recommendation")) != NULL;
 	for (size_t i = 0; ok && i < r->n_recs; i++) {
-		cJSON *o = json_rec(r, &r->recs[i]);
-
-		ok = o && cJSON_AddItemToArray(recs, o);
+		ok = gpushare_json_add(recs, NULL, json_rec(r, &r->recs[i]));
 	}
 	ok = ok && gpushare_json_add(doc, "peak_search", gpushare_report_peak_json(r));
-	ok = ok && cJSON_AddNumberToObject(doc, "corrupt_lines", (double)r->n_bad) &&
-	     (bad = cJSON_AddArrayToObject(doc, "corrupt_line_list")) != NULL;
+	ok = ok && gpushare_json_num(doc, "corrupt_lines", (double)r->n_bad) &&
+	     (bad = gpushare_json_arr(doc, "corrupt_line_list")) != NULL;
 	for (size_t i = 0; ok && i < r->n_bad_kept; i++) {
-		cJSON *o = cJSON_CreateObject();
+		cJSON *o = gpushare_json_obj(bad, NULL);
 
-		ok = o && cJSON_AddItemToArray(bad, o) && cJSON_AddNumberToObject(o, "line", (double)r->bad[i].line) &&
-		     cJSON_AddStringToObject(o, "reason", r->bad[i].reason);
+		ok = gpushare_json_num(o, "line", (double)r->bad[i].line) &&
+		     gpushare_json_str(o, "reason", r->bad[i].reason);
 	}
-	if (ok)
-		*text = cJSON_Print(doc);
-	cJSON_Delete(doc);
+	*text = gpushare_json_finish(doc, ok, true);
 	if (!*text)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building the JSON summary");
 	return GPUSHARE_OK;

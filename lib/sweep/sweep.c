@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "sys.h"
+#include "json.h"
 #include "gpushare/bench.h"
 #include "gpushare/files.h"
 #include "gpushare/gpu.h"
@@ -507,6 +508,7 @@ static cJSON *expected_config(struct sweep_ctx *x, size_t k)
 	struct gpushare_bench_report r;
 	cJSON *doc, *out, *item;
 	char *text = NULL;
+	bool ok;
 
 	cell_config(x->s, &x->cells[k], x->c);
 	memset(&r, 0, sizeof(r));
@@ -524,12 +526,14 @@ static cJSON *expected_config(struct sweep_ctx *x, size_t k)
 		return NULL;
 	}
 	item = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "bench"), "config");
-	if (item)
-		cJSON_AddItemToObject(out, "config", item);
-	item = cJSON_DetachItemFromObjectCaseSensitive(doc, RESUME_PEAK_FIELD);
-	if (item)
-		cJSON_AddItemToObject(out, RESUME_PEAK_FIELD, item);
+	ok = !item || gpushare_json_add(out, "config", item);
+	item = ok ? cJSON_DetachItemFromObjectCaseSensitive(doc, RESUME_PEAK_FIELD) : NULL;
+	ok = ok && (!item || gpushare_json_add(out, RESUME_PEAK_FIELD, item));
 	cJSON_Delete(doc);
+	if (!ok) {
+		cJSON_Delete(out);
+		return NULL;
+	}
 	return out;
 }
 
@@ -544,7 +548,7 @@ static bool field_matches(const cJSON *got, const cJSON *want)
 
 static void short_json(const cJSON *v, char *buf, size_t len)
 {
-	char *t = v ? cJSON_PrintUnformatted(v) : NULL;
+	char *t = gpushare_json_print(v, false);
 
 	snprintf(buf, len, "%s", t ? t : "(absent)");
 	if (t && strlen(t) >= len && len > 4)

@@ -15,10 +15,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/sweep.h"
 
-static bool str_or_null(cJSON *o, const char *k, const char *s)
-{
-	return s && *s ? cJSON_AddStringToObject(o, k, s) != NULL : cJSON_AddNullToObject(o, k) != NULL;
-}
+#include "json.h"
 
 /* "peak_search": what a --find-peak run searched for, null otherwise. */
 static bool add_peak_search(cJSON *doc, const struct gpushare_bench_config *c)
@@ -26,15 +23,15 @@ static bool add_peak_search(cJSON *doc, const struct gpushare_bench_config *c)
 	cJSON *o, *slo;
 
 	if (!c || !c->find_peak)
-		return cJSON_AddNullToObject(doc, "peak_search") != NULL;
-	return (o = cJSON_AddObjectToObject(doc, "peak_search")) != NULL &&
-	       (slo = cJSON_AddObjectToObject(o, "slo")) != NULL &&
-	       cJSON_AddNumberToObject(slo, "quantile", c->slo_quantile) &&
-	       cJSON_AddNumberToObject(slo, "bound_seconds", (double)c->slo_ns / 1e9) &&
-	       cJSON_AddNumberToObject(o, "first_rate_per_second", c->rate) &&
-	       cJSON_AddNumberToObject(o, "resolution", c->resolution) &&
-	       cJSON_AddNumberToObject(o, "tail_samples", c->tail_samples) &&
-	       cJSON_AddNumberToObject(o, "rate_max_per_second", c->rate_max);
+		return gpushare_json_null(doc, "peak_search");
+	return (o = gpushare_json_obj(doc, "peak_search")) != NULL &&
+	       (slo = gpushare_json_obj(o, "slo")) != NULL &&
+	       gpushare_json_num(slo, "quantile", c->slo_quantile) &&
+	       gpushare_json_num(slo, "bound_seconds", (double)c->slo_ns / 1e9) &&
+	       gpushare_json_num(o, "first_rate_per_second", c->rate) &&
+	       gpushare_json_num(o, "resolution", c->resolution) &&
+	       gpushare_json_num(o, "tail_samples", c->tail_samples) &&
+	       gpushare_json_num(o, "rate_max_per_second", c->rate_max);
 }
 
 int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *shape_label, int repeat,
@@ -50,37 +47,33 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 	bool ok = doc != NULL;
 
 	*line = NULL;
-	ok = ok && cJSON_AddNumberToObject(doc, "gpushare_sweep_record", GPUSHARE_SWEEP_RECORD_VERSION) &&
-	     (c = cJSON_AddObjectToObject(doc, "cell")) != NULL && cJSON_AddStringToObject(c, "key", cell->key) &&
-	     cJSON_AddStringToObject(c, "shape", shape_label) && cJSON_AddStringToObject(c, "workload", workload) &&
-	     cJSON_AddStringToObject(c, "strategy", gpushare_strategy_name(cell->strategy)) &&
-	     cJSON_AddNumberToObject(c, "workers", cell->workers) &&
-	     cJSON_AddNumberToObject(c, "batch", (double)cell->batch) &&
-	     (cell->rate <= 0 || cJSON_AddNumberToObject(c, "rate_per_second", cell->rate)) &&
-	     cJSON_AddNumberToObject(doc, "repeat", repeat) && cJSON_AddStringToObject(doc, "status", status);
+	ok = ok && gpushare_json_num(doc, "gpushare_sweep_record", GPUSHARE_SWEEP_RECORD_VERSION) &&
+	     (c = gpushare_json_obj(doc, "cell")) != NULL && gpushare_json_str(c, "key", cell->key) &&
+	     gpushare_json_str(c, "shape", shape_label) && gpushare_json_str(c, "workload", workload) &&
+	     gpushare_json_str(c, "strategy", gpushare_strategy_name(cell->strategy)) &&
+	     gpushare_json_num(c, "workers", cell->workers) &&
+	     gpushare_json_num(c, "batch", (double)cell->batch) &&
+	     (cell->rate <= 0 || gpushare_json_num(c, "rate_per_second", cell->rate)) &&
+	     gpushare_json_num(doc, "repeat", repeat) && gpushare_json_str(doc, "status", status);
 	if (ok && rc != GPUSHARE_OK) {
-		ok = (err = cJSON_AddObjectToObject(doc, "error")) != NULL &&
-		     cJSON_AddStringToObject(err, "code", gpushare_strerror(rc)) &&
-		     cJSON_AddStringToObject(err, "message", error && *error ? error : gpushare_strerror(rc));
+		ok = (err = gpushare_json_obj(doc, "error")) != NULL &&
+		     gpushare_json_str(err, "code", gpushare_strerror(rc)) &&
+		     gpushare_json_str(err, "message", error && *error ? error : gpushare_strerror(rc));
 	} else if (ok) {
-		ok = cJSON_AddNullToObject(doc, "error") != NULL;
+		ok = gpushare_json_null(doc, "error");
 	}
-	ok = ok && (m = cJSON_AddObjectToObject(doc, "metadata")) != NULL &&
-	     cJSON_AddStringToObject(m, "gpushare_version", gpushare_version()) &&
-	     str_or_null(m, "date", r->date) && str_or_null(m, "host", r->host) &&
-	     (gpu = cJSON_AddObjectToObject(m, "gpu")) != NULL &&
-	     (r->gpu_index >= 0 ? cJSON_AddNumberToObject(gpu, "index", r->gpu_index) != NULL
-				: cJSON_AddNullToObject(gpu, "index") != NULL) &&
-	     str_or_null(gpu, "name", r->gpu_name) && str_or_null(gpu, "uuid", r->gpu_uuid) &&
-	     str_or_null(m, "driver_version", r->driver_version) &&
-	     (cuda_driver_version > 0 ? cJSON_AddNumberToObject(m, "cuda_driver_version", cuda_driver_version) != NULL
-				      : cJSON_AddNullToObject(m, "cuda_driver_version") != NULL) &&
-	     (cmd = cJSON_AddArrayToObject(m, "command_line")) != NULL;
-	for (int i = 0; ok && r->config && i < r->config->argc; i++) {
-		cJSON *a = cJSON_CreateString(r->config->argv[i]);
-
-		ok = a && cJSON_AddItemToArray(cmd, a);
-	}
+	ok = ok && (m = gpushare_json_obj(doc, "metadata")) != NULL &&
+	     gpushare_json_str(m, "gpushare_version", gpushare_version()) &&
+	     gpushare_json_str_or_null(m, "date", r->date) && gpushare_json_str_or_null(m, "host", r->host) &&
+	     (gpu = gpushare_json_obj(m, "gpu")) != NULL &&
+	     gpushare_json_num_if(gpu, "index", r->gpu_index, r->gpu_index >= 0) &&
+	     gpushare_json_str_or_null(gpu, "name", r->gpu_name) &&
+	     gpushare_json_str_or_null(gpu, "uuid", r->gpu_uuid) &&
+	     gpushare_json_str_or_null(m, "driver_version", r->driver_version) &&
+	     gpushare_json_num_if(m, "cuda_driver_version", cuda_driver_version, cuda_driver_version > 0) &&
+	     (cmd = gpushare_json_arr(m, "command_line")) != NULL;
+	for (int i = 0; ok && r->config && i < r->config->argc; i++)
+		ok = gpushare_json_str(cmd, NULL, r->config->argv[i]);
 	ok = ok && add_peak_search(doc, r->config);
 	if (ok) {
 		if (gpushare_bench_report_json(r, &text)) {
@@ -88,14 +81,10 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 		} else {
 			bench = cJSON_Parse(text);
 			free(text);
-			ok = bench && cJSON_AddItemToObject(doc, "bench", bench);
-			if (!ok)
-				cJSON_Delete(bench);
+			ok = gpushare_json_add(doc, "bench", bench);
 		}
 	}
-	if (ok)
-		*line = gpushare_utf8_fix(cJSON_PrintUnformatted(doc));
-	cJSON_Delete(doc);
+	*line = gpushare_json_finish(doc, ok, false);
 	if (!*line)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building a results record");
 	return GPUSHARE_OK;

@@ -106,6 +106,20 @@ check "jobs pinned by UUID under MPS" grep -qE "CUDA_VISIBLE_DEVICES=GPU-fa4e" "
 check "no daemon left" test -z "$(our_daemons)"
 check "no daemon's pipe directory left" bash -c "! ls -d '$XDG_RUNTIME_DIR'/gpushare/farm-* 2>/dev/null"
 
+echo "== --json is valid UTF-8 whatever bytes the directory's name holds"
+jobs_file "$tmp/j2" 2 0
+run farm --dir "$tmp/d"$'\xff\xfe' --strategy timeslice --gpus 0 --slots 2 --json "$tmp/j2"
+check "non-UTF-8 --dir: exit 0" test "$rc" = 0
+utf8_json() { python3 -c 'import json,sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$1"; }
+check "non-UTF-8 --dir: --json output is valid UTF-8 JSON" utf8_json "$tmp/out"
+check "non-UTF-8 --dir: the name is repaired, not dropped" grep -q "d"$'\xef\xbf\xbd\xef\xbf\xbd' "$tmp/out"
+check "non-UTF-8 --dir: every journal line is valid UTF-8 JSON" python3 -c "
+import json, sys
+for l in open(sys.argv[1], 'rb'): json.loads(l.decode('utf-8'))" "$tmp/d"$'\xff\xfe'/journal.jsonl
+run farm status --json "$tmp/d"$'\xff\xfe'
+check "non-UTF-8 --dir: farm status --json is valid UTF-8 JSON" utf8_json "$tmp/out"
+no_jobs_left "non-UTF-8 --dir"
+
 echo "== failing jobs and --retries"
 printf '%s\n' "$tmp/job.sh 0 0 0" "$tmp/job.sh 1 0 3" "sh -c 'kill -9 \$\$'" "/nonexistent/program" >"$tmp/jf"
 run farm --dir "$tmp/f3" --strategy timeslice --slots 2 --retries 2 "$tmp/jf"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpushare/files.h"
+#include "gpushare/utf8.h"
 
 static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
 

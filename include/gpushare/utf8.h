@@ -1,0 +1,43 @@
+/*
+ * UTF-8 checks and repair (lib/core/utf8.c): everything gpushare writes for
+ * machines or browsers (JSON, HTML, plot and Prometheus labels) is valid
+ * UTF-8, whatever bytes a command line, label or directory name holds.
+ */
+#ifndef GPUSHARE_UTF8_H
+#define GPUSHARE_UTF8_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether s (NUL-terminated) is valid UTF-8 (no overlong forms, surrogates
+ * or code points above U+10FFFF). */
+bool gpushare_utf8_valid(const char *s);
+
+/* Copy src into dst (size bytes, size >= 1, always NUL-terminated), each
+ * invalid byte sequence replaced by U+FFFD; when it does not fit, cut between
+ * characters, never inside one. Returns the bytes written (without the NUL). */
+size_t gpushare_utf8_copy(char *dst, size_t size, const char *src);
+
+/* A malloc'ed copy of src with invalid sequences replaced by U+FFFD; NULL
+ * when out of memory. */
+char *gpushare_utf8_dup(const char *src);
+
+/* Take a malloc'ed string (NULL passes through) and return it valid UTF-8:
+ * itself when it is, else a repaired copy (and the original freed); NULL
+ * when out of memory. For printed JSON documents: cJSON copies bytes of
+ * strings as they are, and a repaired document is still valid JSON. */
+char *gpushare_utf8_fix(char *s);
+
+/* The length of the longest prefix of s[0..len) that does not end inside a
+ * multi-byte character: where a label may be cut. */
+size_t gpushare_utf8_cut(const char *s, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
