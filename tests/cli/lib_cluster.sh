@@ -11,7 +11,8 @@
 # cluster with a shared file system. Nothing is written under /etc or /run.
 #
 #   cluster_available           true when every tool it needs exists (Slurm,
-#                               munge, unshare, nsenter, setpriv, ip)
+#                               munge, unshare, nsenter, setpriv, ip) and
+#                               namespaces can be made (root)
 #   cluster_start N [NGPUS]     start it: N nodes (1..9, default 2) of NGPUS
 #                               fake GPUs (default 2); sets CLUSTER_DIR and
 #                               CLUSTER_NODES, exports SLURM_CONF and
@@ -94,6 +95,7 @@ cluster_available() {
 	for t in munged mungekey slurmctld slurmd sbatch srun squeue scontrol sinfo unshare nsenter setpriv ip; do
 		command -v "$t" >/dev/null || return 1
 	done
+	unshare --net --uts --mount true 2>/dev/null
 }
 
 # _cluster_bg NODE CMD...: CMD on NODE in the background, killed should this

@@ -20,7 +20,7 @@ tmp=$(mktemp -d /tmp/gpushare-cluster-farm.XXXXXX)
 chmod 755 "$tmp"
 trap 'cluster_stop; rm -rf "$tmp"' EXIT
 if ! cluster_available; then
-	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt)"
+	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
 	finish "farm on a Slurm cluster"
 	exit 0
 fi

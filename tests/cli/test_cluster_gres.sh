@@ -26,7 +26,7 @@ EXEC_CLEANUP_MORE=cluster_stop
 exec_setup
 chmod 755 "$tmp"
 if ! cluster_available; then
-	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt)"
+	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
 	finish "gres on a Slurm cluster"
 	exit 0
 fi
