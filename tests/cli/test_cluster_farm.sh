@@ -25,7 +25,9 @@ if ! cluster_available; then
 	exit 0
 fi
 # Jobs and gpushare inherit this environment through sbatch (--export=ALL).
-export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=2
+# Each node has GPUs of its own: GPU-fa4e0000-000X-4000-8000-00000000000I is
+# GPU I of nodeX (FAKE_NVML_NODE_UUIDS: the host name's number).
+export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=2 FAKE_NVML_NODE_UUIDS=1
 export GPUSHARE_MPS_CONTROL=$H/fake_mps_control FAKE_MPS_START_LOG=$tmp/starts
 export GPUSHARE
 unset CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY
@@ -84,14 +86,24 @@ grep -q '\"shard\":{\"index\":1,\"count\":2}' '$tmp/nodes/shard-1/journal.jsonl'
 check "every job exactly once across both nodes" exactly_once "$tmp/side-nodes"
 check "shard 0 ran on node1 only, shard 1 on node2 only" \
 	test "$(nodes_of_shard "$tmp/side-nodes" 0 2)/$(nodes_of_shard "$tmp/side-nodes" 1 2)" = "node1 /node2 "
-check "jobs pinned to both fake GPUs of each node by UUID" test "$(cut -d' ' -f2,3 "$tmp/side-nodes" | sort -u |
-	grep -c ' GPU-fa4e')" = 4
+uuids_of() { # NODE: its GPUs' UUIDs, as the jobs there saw them
+	local x=${1#node}
+	printf 'GPU-fa4e0000-%04x-4000-8000-%012x ' "$x" 0 "$x" 1
+}
+pairs_expected() { local n u; for n in node1 node2; do for u in $(uuids_of $n); do echo "$n $u"; done; done; }
+check "jobs pinned to the 2 GPUs of their own node, by UUID" test \
+	"$(awk '{print $2 " " $3}' "$tmp/side-nodes" | sort -u)" = "$(pairs_expected)"
 check "one MPS daemon per node, each on its node's run directory" \
 	test "$(tail -n +$((before + 1)) "$tmp/starts" | grep -c "$CLUSTER_LOCAL/xdg/gpushare/")" = 2
 run farm status --json "$tmp/nodes/shard-0" "$tmp/nodes/shard-1"
 check "farm status merges both nodes' shards: $N done" python3 -c "
 import json; s = json.load(open('$tmp/out'))['summary']
 assert s['done'] == $N and s['failed'] == 0 and s['unfinished'] == 0 and s['shards_seen'] == 2, s"
+check "  with the 4 GPUs of both nodes, each with its own attempts" python3 -c "
+import json; g = json.load(open('$tmp/out'))['summary']['gpus']
+ids = sorted(x['id'] for x in g)
+assert ids == sorted('$(uuids_of node1)$(uuids_of node2)'.split()), ids
+assert sum(x['attempts'] for x in g) == $N and all(x['attempts'] > 0 for x in g), g"
 check "no MPS daemon left on any node" is_zero daemons_alive
 check "no run directory left on any node" is_zero run_dirs
 echo "   ($(($(date +%s) - t0)) s)"
