@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/cli/lib_cluster.sh leaves nothing behind, however a test ends: a
+# tests/cli/lib_cluster.sh leaves nothing behind, however a test ends (and
+# starts three nodes as well as two): a
 # start that fails stops what it started; cluster_stop ends what jobs leave
 # running on the nodes (a job step, a process that escaped Slurm with
 # setsid), removes the namespaces (so their links and bridge) and the
@@ -57,30 +58,32 @@ check "cluster_start fails (rc $rc)" test "$rc" != 0
 check "  and says so" grep -q "lib_cluster:" "$tmp/err"
 check "  nothing of it left" cluster_check_clean
 
-echo "== cluster_stop with work left on the nodes"
-if ! cluster_start 2; then
-	fail "the two-node cluster did not become idle"
+echo "== cluster_stop with work left on the nodes of a three-node cluster"
+t0=$(date +%s)
+if ! cluster_start 3; then
+	fail "the three-node cluster did not become idle"
 	finish
 fi
-ok "cluster idle in $(($(date +%s) - t_start)) s ($CLUSTER_DIR)"
+ok "cluster idle in $(($(date +%s) - t0)) s ($CLUSTER_DIR)"
+check "  three nodes, each its own host" test "$(cluster_exec ctl timeout 60 srun -N3 -n3 hostname | sort | tr '\n' ' ')" = "node1 node2 node3 "
 ns_ids="${CLUSTER_NS_ID[*]}"
-jid=$(cd "$tmp" && cluster_exec ctl sbatch --parsable -N2 -o "$tmp/job.out" --wrap "srun sleep 300")
-cluster_exec ctl timeout 60 srun -w node2 -n1 bash -c "setsid sleep 301 </dev/null >/dev/null 2>&1 & echo \$! >$tmp/escaped"
+jid=$(cd "$tmp" && cluster_exec ctl sbatch --parsable -N3 -o "$tmp/job.out" --wrap "srun sleep 300")
+cluster_exec ctl timeout 60 srun -w node3 -n1 bash -c "setsid sleep 301 </dev/null >/dev/null 2>&1 & echo \$! >$tmp/escaped"
 running() { [[ $(cluster_exec ctl timeout 5 squeue -h -j "$jid" -o %T 2>/dev/null) == RUNNING ]]; }
-check "a two-node job runs" wait_for 120 0.25 running
+check "a three-node job runs" wait_for 120 0.25 running
 escaped=$(cat "$tmp/escaped")
-check "a process escaped Slurm on node2 (pid $escaped, in node2's namespaces)" \
-	test "$(readlink "/proc/$escaped/ns/net")" = "${CLUSTER_NS_ID[node2]}"
+check "a process escaped Slurm on node3 (pid $escaped, in node3's namespaces)" \
+	test "$(readlink "/proc/$escaped/ns/net")" = "${CLUSTER_NS_ID[node3]}"
 # the sleeps of this cluster's nodes: the job's (one per node) and the escaped one
 sleeps() { pgrep -f "sleep 30[01]$" | while read -r p; do
 	[[ " $ns_ids " == *" $(readlink "/proc/$p/ns/net" 2>/dev/null) "* ]] && echo "$p"
 done || true; }
-three_sleeps() { test "$(sleeps | wc -l)" -ge 3; }
-check "  the job's sleeps and the escaped one run" wait_for 120 0.25 three_sleeps
+four_sleeps() { test "$(sleeps | wc -l)" -ge 4; }
+check "  the job's sleeps and the escaped one run" wait_for 120 0.25 four_sleeps
 stray=$(sleeps | tr '\n' ' ')
 echo "   (sleeps: $stray)"
 extra=$(cluster_extra_pids | wc -l)
-check "cluster_extra_pids sees them ($extra processes)" test "$extra" -ge 3
+check "cluster_extra_pids sees them ($extra processes)" test "$extra" -ge 4
 t0=$(date +%s)
 cluster_stop
 echo "   (cluster_stop took $(($(date +%s) - t0)) s)"
