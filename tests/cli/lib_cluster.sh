@@ -103,7 +103,7 @@ cluster_available() {
 _cluster_bg() {
 	local node=$1
 	shift
-	setpriv --pdeathsig KILL nsenter -t "${CLUSTER_NS[$node]}" --net --uts --mount --wd="$CLUSTER_DIR" -- "$@" &
+	setpriv --pdeathsig KILL nsenter -t "${CLUSTER_NS[$node]}" --net --uts --mount --root --wd="$CLUSTER_DIR" -- "$@" &
 	CLUSTER_DAEMONS=($! "${CLUSTER_DAEMONS[@]}")
 }
 
@@ -111,7 +111,7 @@ cluster_exec() {
 	local node=$1
 	shift
 	[[ -n ${CLUSTER_NS[$node]-} ]] || { echo "cluster_exec: no node '$node'" >&2; return 2; }
-	nsenter -t "${CLUSTER_NS[$node]}" --net --uts --mount --wd="$PWD" -- "$@"
+	nsenter -t "${CLUSTER_NS[$node]}" --net --uts --mount --root --wd="$PWD" -- "$@"
 }
 
 cluster_local() { echo "$CLUSTER_DIR/nodes/$1/local"; }
