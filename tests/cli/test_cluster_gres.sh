@@ -74,7 +74,9 @@ job_dirs_anywhere() { find "$CLUSTER_DIR"/nodes/node*/local/xdg/gpushare -maxdep
 # --gres=mps:50 gets at most 50 % of the GPU's threads (mps: each client at
 # most the job's share; mps-split: the ranks on one GPU together at most it).
 honours_gres_mps() {
-	if ! "$GPUSHARE" exec --help 2>&1 | grep -q "gres/mps"; then
+	local help
+	help=$("$GPUSHARE" exec --help 2>&1 || true) # (not piped into grep -q: SIGPIPE under pipefail)
+	if [[ $help != *gres/mps* ]]; then
 		echo "SKIP: needs gpushare exec to honour gres/mps (\`gpushare exec --help\` does not mention gres/mps yet)"
 		return 0
 	fi
@@ -102,7 +104,9 @@ honours_gres_mps() {
 # holds --gres=shard:2 runs at most 2 jobs at once on the node, even when
 # asked for 4 slots.
 honours_gres_shard() {
-	if ! "$GPUSHARE" farm --help 2>&1 | grep -q "gres/shard"; then
+	local help
+	help=$("$GPUSHARE" farm --help 2>&1 || true)
+	if [[ $help != *gres/shard* ]]; then
 		echo "SKIP: needs gpushare farm to honour gres/shard (\`gpushare farm --help\` does not mention gres/shard yet)"
 		return 0
 	fi
