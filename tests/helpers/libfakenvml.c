@@ -15,7 +15,11 @@
  * several GPUs: "NVIDIA H100 80GB HBM3", MIG disabled, compute mode Default,
  * UUID GPU-fa4e0000-0000-4000-8000-<12 hex digits of the index>, bus
  * 00000000:<0x10+i>:00.0, 81559 MiB of which 512 + 256*i MiB used (so each
- * has a distinct free memory), and no compute processes.
+ * has a distinct free memory), and no compute processes. With
+ * FAKE_NVML_NODE_UUIDS=1 too, the UUID's second group is the number that
+ * ends the host name (GPU-fa4e0000-0002-4000-8000-000000000001 is GPU 1 of
+ * node2; 0000 when the name ends in no digit), so that the nodes of a test
+ * cluster (tests/cli/lib_cluster.sh) have GPUs of their own, as real ones.
  * Knobs: FAKE_NVML_INIT_ERROR=<nvmlReturn_t> makes nvmlInit_v2 fail;
  * FAKE_NVML_NOT_SUPPORTED=<fn>,<fn>... makes those entry points answer
  * NVML_ERROR_NOT_SUPPORTED.
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../lib/gpu/nvml_types.h"
 
@@ -81,6 +86,22 @@ static unsigned n_plain;
 
 static int init_count;
 
+/* FAKE_NVML_NODE_UUIDS=1: the number that ends the host name (0 when none,
+ * at most 0xffff); else 0. */
+static unsigned node_number(void)
+{
+	const char *e = getenv("FAKE_NVML_NODE_UUIDS");
+	char host[256] = "";
+	size_t len;
+
+	if (!e || strcmp(e, "1") || gethostname(host, sizeof(host) - 1) != 0)
+		return 0;
+	len = strlen(host);
+	while (len > 0 && host[len - 1] >= '0' && host[len - 1] <= '9')
+		len--;
+	return (unsigned)(strtoul(host + len, NULL, 10) & 0xffff);
+}
+
 /* The devices shown: the default pair, or FAKE_NVML_GPUS plain ones. */
 static struct nvmlDevice_st *devices(unsigned *count)
 {
@@ -92,8 +113,10 @@ static struct nvmlDevice_st *devices(unsigned *count)
 		return gpus;
 	}
 	if (n_plain != (unsigned)n) {
+		unsigned node = node_number();
+
 		for (unsigned i = 0; i < (unsigned)n; i++) {
-			snprintf(plain_uuid[i], sizeof(plain_uuid[i]), "GPU-fa4e0000-0000-4000-8000-%012x", i);
+			snprintf(plain_uuid[i], sizeof(plain_uuid[i]), "GPU-fa4e0000-%04x-4000-8000-%012x", node, i);
 			snprintf(plain_bus[i], sizeof(plain_bus[i]), "00000000:%02X:00.0", 0x10 + i);
 			plain[i] = (struct nvmlDevice_st){
 				.name = "NVIDIA H100 80GB HBM3", .uuid = plain_uuid[i], .bus_id = plain_bus[i],
