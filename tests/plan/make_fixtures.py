@@ -70,7 +70,7 @@ for w, ts, m, ms in [(1, 1000, 1000, 1000), (2, 1010, 1800, 1790), (4, 1020, 260
             ("matmul:size=4096", "matmul", "sequential", w, 995, 1 / 995, 1.5 / 995)]
 mps.append(("matmul:size=4096", "matmul", "mig", 7, 2300, 7 / 2300, 1.2 * 7 / 2300,
             {"device": "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "ndev": 7, "mem": 7 * (9 << 30)}))
-write("mps-h100", mps, cmd=H100_CMD)
+write("mps-h100", mps, repeats=7, cmd=H100_CMD)
 
 A100_CMD = ["gpushare", "sweep", "--out", "sw", "--workload", "tiny", "--strategy", "timeslice,mps", "--workers",
             "1,2,4,8", "--repeats", "6"]
