@@ -313,7 +313,7 @@ int plan_render_dra(const struct gpushare_report *r, const struct gpushare_plan_
 	}
 	doc_start(&w, true);
 	map_start(&w);
-	kv_str(&w, "apiVersion", "resource.k8s.io/v1beta1");
+	kv_str(&w, "apiVersion", "resource.k8s.io/v1");
 	kv_str(&w, "kind", "ResourceClaimTemplate");
 	str(&w, "metadata");
 	map_start(&w);
@@ -329,7 +329,10 @@ int plan_render_dra(const struct gpushare_report *r, const struct gpushare_plan_
 	seq_start(&w, false);
 	map_start(&w);
 	kv_str(&w, "name", "gpu");
+	str(&w, "exactly");
+	map_start(&w);
 	kv_str(&w, "deviceClassName", "gpu.nvidia.com");
+	map_end(&w);
 	map_end(&w);
 	seq_end(&w);
 	str(&w, "config");
