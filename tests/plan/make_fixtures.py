@@ -4,7 +4,7 @@ run again only to change them): records as `gpushare sweep` writes them
 (docs/sweep.md), reduced to what the report reads, with deterministic noise.
 
   mps-h100/        matmul:size=4096 on an H100: timeslice, mps, mps-split,
-                   mig (7 x 1g.10gb), sequential at 1, 2, 4, 7 workers, 6 repeats;
+                   mig (7 x 1g.10gb), sequential at 1, 2, 4, 7 workers, 7 repeats;
                    mps wins from 4 workers on, tied with mps-split
   timeslice-a100/  a launch-bound workload on an A100 where time-slicing wins
                    at 4 workers (MPS adds latency, no throughput)
@@ -61,7 +61,7 @@ def write(name, cells, repeats=6, **kw):
 
 
 H100_CMD = ["gpushare", "sweep", "--out", "sw", "--workload", "matmul:size=4096",
-            "--strategy", "timeslice,mps,mps-split,mig,sequential", "--workers", "1,2,4,7", "--repeats", "6"]
+            "--strategy", "timeslice,mps,mps-split,mig,sequential", "--workers", "1,2,4,7", "--repeats", "7"]
 mps = []
 for w, ts, m, ms in [(1, 1000, 1000, 1000), (2, 1010, 1800, 1790), (4, 1020, 2600, 2590), (7, 1015, 2610, 2580)]:
     mps += [("matmul:size=4096", "matmul", "timeslice", w, ts, w / ts, 3 * w / ts),
