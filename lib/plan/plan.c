@@ -454,6 +454,9 @@ int plan_comment(struct gpushare_buf *b, const char *text)
 
 			rc = gpushare_buf_add(b, &ch, 1);
 		}
+		/* A backslash ending a line would continue it in slurm.conf. */
+		if (!rc && n && s[n - 1] == '\\')
+			rc = gpushare_buf_add(b, " ", 1);
 		if (!rc)
 			rc = gpushare_buf_add(b, "\n", 1);
 		if (rc)

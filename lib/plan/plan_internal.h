@@ -31,7 +31,8 @@ bool gpushare_slurm_value_ok(const char *value);
 int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *kv, size_t n);
 
 /* Append text as comment lines: "# " and each line of text (empty lines
- * "#"); bytes below 0x20 other than '\n' become spaces. */
+ * "#"); bytes below 0x20 other than '\n' become spaces, and a line ending in
+ * a backslash gets a space after it (Slurm would continue the line). */
 int plan_comment(struct gpushare_buf *b, const char *text);
 
 /* The header every output begins with: what was measured, on which GPU,

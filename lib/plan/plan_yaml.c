@@ -395,14 +395,27 @@ int plan_render_mig_parted(const struct gpushare_report *r, const struct gpushar
 
 	if (p->strategy != GPUSHARE_STRATEGY_MIG || !p->mig_profile[0])
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "mig-parted needs results of the 'mig' strategy");
-	if (o->name)
+	if (o->name) {
+		size_t n = strlen(o->name);
+
+		if (!n || n >= sizeof(name) || strspn(o->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+			return gpushare_fail(GPUSHARE_E_INVAL,
+					     "--name '%.80s' is not a mig-parted config name (1-79 letters, digits, '.', '_', '-')",
+					     o->name);
 		snprintf(name, sizeof(name), "%s", o->name);
-	else
+	} else {
 		snprintf(name, sizeof(name), "gpushare-all-%s", p->mig_profile);
+	}
 	rc = plan_comment_block(&b, r, o, p);
-	if (!rc)
-		rc = gpushare_buf_addf(&b, "#\n# gpushare never changes a MIG layout; apply this one yourself:\n"
-					   "#   nvidia-mig-parted apply -f FILE -c %s\n", name);
+	if (!rc) {
+		/* The name is the user's: through the comment writer, so it stays a comment. */
+		char note[256];
+
+		snprintf(note, sizeof(note),
+			 "\ngpushare never changes a MIG layout; apply this one yourself:\n  nvidia-mig-parted apply -f FILE -c %s",
+			 name);
+		rc = plan_comment(&b, note);
+	}
 	if (!rc)
 		rc = yw_open(&w, &b);
 	if (rc) {

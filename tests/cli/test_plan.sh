@@ -116,6 +116,7 @@ usage_error "unknown goal" "invalid --goal" "$FIX/mps-h100" --for env --goal fas
 usage_error "--goal slo without a bound" "needs --slo-p99" "$FIX/mps-h100" --for env --goal slo
 usage_error "no directory" "no directory" --for env
 usage_error "a bad Kubernetes name" "not a Kubernetes name" "$FIX/mps-h100" --for k8s-dra --name Bad_Name
+usage_error "a mig-parted name with a line break" "not a mig-parted config name" "$FIX/mps-h100" --for mig-parted --name $'x\ny'
 usage_error "a node list Slurm cannot parse" "it holds white space" "$FIX/mps-h100" --for slurm --nodes "a b"
 usage_error "a device file with '#'" "starts a comment" "$FIX/mps-h100" --for slurm --device-file "/dev/nvidia#0"
 usage_error "a pipe dir that needs quoting" "would need quoting" "$FIX/mps-h100" --for env --mps-pipe-dir '/tmp/a b'

@@ -78,6 +78,8 @@ static void comments(void **state)
 	(void)state;
 	assert_int_equal(plan_comment(&b, "one\n\ntwo\tthree\rfour"), 0);
 	assert_string_equal(gpushare_buf_str(&b), "# one\n#\n# two three four\n");
+	assert_int_equal(plan_comment(&b, "ends in \\\nnext"), 0);
+	assert_string_equal(gpushare_buf_str(&b), "# one\n#\n# two three four\n# ends in \\ \n# next\n");
 	gpushare_buf_release(&b);
 }
 
