@@ -66,6 +66,20 @@ static void usage(FILE *f)
 		   "model, one process per GPU). See gpushare-plan(1).\n");
 }
 
+/* The library's detail on one line: user text it quotes (a --name, a node
+ * list) may hold line breaks or other control characters. */
+static const char *detail(void)
+{
+	static char d[512];
+
+	snprintf(d, sizeof(d), "%s", gpushare_errdetail());
+	for (char *c = d; *c; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	}
+	return d;
+}
+
 enum {
 	OPT_FOR = 256, OPT_GOAL, OPT_SLO, OPT_STRATEGY, OPT_GPU_MODEL, OPT_SHAPE, OPT_BATCH, OPT_NAME, OPT_NODES,
 	OPT_GPUS_PER_NODE, OPT_DEVICE_FILE, OPT_MEM, OPT_PIPE, OPT_OUT, OPT_JSON,
@@ -78,7 +92,7 @@ static int write_out(const char *path, const struct gpushare_plan_output *out)
 
 	if (out->n_parts == 1) {
 		if (gpushare_write_file_atomic(path, out->parts[0].text, out->parts[0].len))
-			return cli_error(EXIT_IO, "plan: %s", gpushare_errdetail());
+			return cli_error(EXIT_IO, "plan: %s", detail());
 		return EXIT_OK;
 	}
 	if (mkdir(path, 0755) && errno != EEXIST)
@@ -87,7 +101,7 @@ static int write_out(const char *path, const struct gpushare_plan_output *out)
 		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, out->parts[i].name) >= sizeof(p))
 			return cli_error(EXIT_USAGE, "plan: path '%s' is too long", path);
 		if (gpushare_write_file_atomic(p, out->parts[i].text, out->parts[i].len))
-			return cli_error(EXIT_IO, "plan: %s", gpushare_errdetail());
+			return cli_error(EXIT_IO, "plan: %s", detail());
 		if (strstr(out->parts[i].name, ".sh") && chmod(p, 0755))
 			return cli_error(EXIT_IO, "plan: cannot make '%s' executable: %s", p, strerror(errno));
 	}
@@ -109,7 +123,7 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 		gpushare_report_release(&r);
 		if (rc == GPUSHARE_E_NOT_FOUND)
 			return cli_error(EXIT_IO, "plan: no results file '%s' (is '%s' the --out of a sweep?)", path, dir);
-		return cli_error(rc == GPUSHARE_E_NOMEM ? EXIT_FAILURE_GENERIC : EXIT_IO, "plan: %s", gpushare_errdetail());
+		return cli_error(rc == GPUSHARE_E_NOMEM ? EXIT_FAILURE_GENERIC : EXIT_IO, "plan: %s", detail());
 	}
 	for (size_t i = 0; i < r.n_bad_kept; i++)
 		cli_warn("%s line %zu: %s; line skipped", path, r.bad[i].line, r.bad[i].reason);
@@ -123,17 +137,17 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 	if (!rc)
 		rc = gpushare_report_summarise(&r, o->goal == GPUSHARE_PLAN_SLO ? o->slo_p99_seconds : 0);
 	if (rc) {
-		code = cli_error(rc == GPUSHARE_E_NOMEM ? EXIT_FAILURE_GENERIC : EXIT_IO, "plan: %s", gpushare_errdetail());
+		code = cli_error(rc == GPUSHARE_E_NOMEM ? EXIT_FAILURE_GENERIC : EXIT_IO, "plan: %s", detail());
 		gpushare_report_release(&r);
 		return code;
 	}
 	rc = gpushare_plan_decide(&r, o, &p);
 	if (rc) {
 		if (rc == GPUSHARE_E_UNSUPPORTED)
-			code = cli_error(EXIT_PLAN_REFUSED, "plan: refused: %s", gpushare_errdetail());
+			code = cli_error(EXIT_PLAN_REFUSED, "plan: refused: %s", detail());
 		else
 			code = cli_error(rc == GPUSHARE_E_INVAL ? EXIT_USAGE : EXIT_FAILURE_GENERIC, "plan: %s",
-					 gpushare_errdetail());
+					 detail());
 		gpushare_report_release(&r);
 		return code;
 	}
@@ -144,7 +158,7 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 		code = cli_error(rc == GPUSHARE_E_UNSUPPORTED ? EXIT_PLAN_REFUSED
 				 : rc == GPUSHARE_E_INVAL     ? EXIT_USAGE
 							      : EXIT_FAILURE_GENERIC,
-				 "plan: %s%s", rc == GPUSHARE_E_UNSUPPORTED ? "refused: " : "", gpushare_errdetail());
+				 "plan: %s%s", rc == GPUSHARE_E_UNSUPPORTED ? "refused: " : "", detail());
 	} else if (out_path) {
 		code = write_out(out_path, &out);
 	} else if (!json) {
@@ -159,7 +173,7 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 		char *text = NULL;
 
 		if (gpushare_plan_json(&r, o, &p, &text))
-			code = cli_error(EXIT_FAILURE_GENERIC, "plan: %s", gpushare_errdetail());
+			code = cli_error(EXIT_FAILURE_GENERIC, "plan: %s", detail());
 		else
 			code = cli_print_json_and_free(text);
 	}
