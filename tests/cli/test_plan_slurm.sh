@@ -5,7 +5,7 @@
 # GPU, K jobs asking --gres=shard:1 run on it at once and a K+1-th waits;
 # and the emitted job script runs there: its K array elements, each on a
 # shard, run their shares of a job list through gpushare farm, every job
-# exactly once.
+# exactly once, and a resubmission resumes them without running any again.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -107,5 +107,14 @@ run farm status --json "$tmp"/farm/shard-*
 check "farm status merges the $K shards: $N done" python3 -c "
 import json; s = json.load(open('$tmp/out'))['summary']
 assert s['done'] == $N and s['failed'] == 0 and s['shards_seen'] == $K, s"
+
+echo "== resubmitted, the script resumes every shard: nothing runs again"
+jid=$(cd "$tmp" && sbatch --parsable -o "$tmp/again-%A_%a.out" "$tmp/plan/job.sh" "$tmp/jobs.txt" "$tmp/farm")
+jids+=("$jid")
+for ((i = 0; i < K; i++)); do
+	st=$(slurm_wait_job "${jid}_$i" 120) || true
+	check "resubmitted element $i completed ($st)" test "$st" = COMPLETED
+done
+check "still every job exactly once ($(wc -l <"$tmp/side") lines)" test "$(wc -l <"$tmp/side")" -eq "$N"
 
 finish "plan under Slurm"
