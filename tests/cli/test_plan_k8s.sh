@@ -71,6 +71,13 @@ check "the DRA claim is resource.k8s.io/v1 with the driver's GpuConfig, MPS, 25%
 	bash -c "grep -q 'apiVersion: resource.k8s.io/v1$' '$tmp/dra.yaml' && grep -q 'kind: GpuConfig' '$tmp/dra.yaml' &&
 		grep -q 'strategy: MPS' '$tmp/dra.yaml' && grep -q 'defaultActiveThreadPercentage: 25$' '$tmp/dra.yaml'"
 
+echo "== names YAML would read as another type stay strings"
+for name in true null 1e3 0x10 yes; do
+	"$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-device-plugin --name "$name" >"$tmp/n.yaml"
+	check "--name $name is written quoted" grep -qx "  name: \"$name\"" "$tmp/n.yaml"
+	valid "--name $name" "$tmp/n.yaml"
+done
+
 echo "== the validator catches what it must"
 sed 's/exactly:/exact:/' "$tmp/dra.yaml" >"$tmp/bad1.yaml"
 invalid "an unknown field of the API" "not a field of DeviceRequest" "$tmp/bad1.yaml"

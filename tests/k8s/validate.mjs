@@ -120,7 +120,7 @@ function checkDevicePluginConfig(c, path) {
   if (!Array.isArray(r.resources) || !r.resources.length) fail(`${path}: no resources`);
   for (const res of r.resources) {
     if (res.name !== "nvidia.com/gpu") fail(`${path}: resource ${res.name} is not nvidia.com/gpu`);
-    if (!(Number.isInteger(res.replicas) && res.replicas >= 2)) fail(`${path}: replicas ${res.replicas} is not a whole number >= 2`);
+    if (!(Number.isInteger(res.replicas) && res.replicas >= 2)) fail(`${path}: replicas ${JSON.stringify(res.replicas)} is not a whole number >= 2`);
   }
   if (c.flags && !["none", "single", "mixed"].includes(c.flags.migStrategy)) fail(`${path}.flags.migStrategy`);
 }
