@@ -27,6 +27,7 @@ enum cli_exit {
 	EXIT_IO = 11,              /* reading or writing a file failed */
 	EXIT_TIMEOUT = 12,         /* a bounded wait ran out */
 	EXIT_LISTEN = 13,          /* --listen / --metrics-listen: address in use or cannot be bound */
+	EXIT_PLAN_REFUSED = 14,    /* plan: the results cannot support the asked plan */
 	EXIT_INTERRUPTED = 130,    /* stopped by SIGINT/SIGTERM */
 };
 
@@ -66,6 +67,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_farm(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* gpushare_parse_int() that first refuses text that is not a whole number
  * written as digits only ("abc", which strtol() would read as 0, "+2",

@@ -21,6 +21,7 @@ static const struct cmd commands[] = {
 	{ "exporter", cmd_exporter, "serve GPU, MIG, process and MPS metrics to Prometheus" },
 	{ "sweep", cmd_sweep, "run a grid of strategies x workers x batch sizes, repeated" },
 	{ "report", cmd_report, "tables, plots and a recommendation from a sweep's results" },
+	{ "plan", cmd_plan, "Slurm, Kubernetes, mig-parted or MPS configuration from a sweep's results" },
 	{ "farm", cmd_farm, "run a queue of jobs, K at once on each GPU, with a journal to resume" },
 	{ "exec", cmd_exec, "run one rank of an MPI or srun job on its GPU, one MPS daemon per node and job" },
 	{ "version", cmd_version, "print the gpushare version" },
@@ -45,6 +46,7 @@ static const struct {
 	{ EXIT_IO, "reading or writing a file failed" },
 	{ EXIT_TIMEOUT, "a bounded wait ran out" },
 	{ EXIT_LISTEN, "the listen address is in use or cannot be bound" },
+	{ EXIT_PLAN_REFUSED, "plan: the results cannot support the asked plan" },
 	{ EXIT_INTERRUPTED, "interrupted (SIGINT or SIGTERM)" },
 };
 

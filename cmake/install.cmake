@@ -20,7 +20,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpushare DESTINATION ${CMAKE_INS
         FILES_MATCHING PATTERN "*.h")
 
 # pkg-config: what libgpushare.a needs comes from the modules it was built with.
-set(GPUSHARE_PC_REQUIRES "libcjson libmicrohttpd")
+set(GPUSHARE_PC_REQUIRES "libcjson libmicrohttpd yaml-0.1")
 if(CAIRO_FOUND)
   string(APPEND GPUSHARE_PC_REQUIRES " cairo fontconfig")
 endif()

@@ -21,6 +21,14 @@ _gpushare() {
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		return
 		;;
+	--for)
+		mapfile -t COMPREPLY < <(compgen -W "slurm k8s-device-plugin k8s-dra mig-parted env" -- "$cur")
+		return
+		;;
+	--goal)
+		mapfile -t COMPREPLY < <(compgen -W "throughput slo" -- "$cur")
+		return
+		;;
 	esac
 	if [[ $cmd == mps && $COMP_CWORD -eq $((i + 1)) && $cur != -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "start stop status set" -- "$cur")
@@ -31,7 +39,7 @@ _gpushare() {
 		mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
 		return
 	fi
-	if [[ $cmd == report && $prev != --* ]]; then
+	if [[ ($cmd == report || $cmd == plan) && $prev != --* ]]; then
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		return
 	fi

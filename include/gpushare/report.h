@@ -83,6 +83,12 @@ struct gpushare_report_run {
 				      * search stopped without a miss: the peak may be higher) */
 	int peak_steps;
 	char peak_note[160];         /* how the search ended when not bracketed; "" */
+	/* The devices the workers ran on (bench.results[0].workers[]): the
+	 * first worker's device_name ("NVIDIA H100 80GB HBM3 MIG 1g.10gb"; ""
+	 * unknown) and how many distinct visible_devices they had (0 unknown).
+	 * Read of ok runs; gpushare plan takes a MIG layout from them. */
+	char device_name[96];
+	int n_devices;
 };
 
 /* A line that could not be used. */

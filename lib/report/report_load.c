@@ -104,6 +104,31 @@ static int parse_hist(const cJSON *h, struct gpushare_report_run *run)
 	return GPUSHARE_OK;
 }
 
+/* The workers' devices: the first device_name, and the number of distinct
+ * visible_devices (a MIG run has one per instance). Optional: absent or
+ * odd entries leave them unknown. */
+static void load_devices(const cJSON *workers, struct gpushare_report_run *run)
+{
+	const char *seen[GPUSHARE_BENCH_MAX_WORKERS];
+	const cJSON *w;
+	size_t n = 0;
+
+	cJSON_ArrayForEach(w, workers) {
+		const char *name = get_str(w, "device_name"), *vis = get_str(w, "visible_devices");
+		size_t i;
+
+		if (name && !run->device_name[0] && strlen(name) < sizeof(run->device_name))
+			gpushare_utf8_copy(run->device_name, sizeof(run->device_name), name);
+		if (!vis)
+			continue;
+		for (i = 0; i < n && strcmp(seen[i], vis); i++)
+			;
+		if (i == n && n < GPUSHARE_BENCH_MAX_WORKERS)
+			seen[n++] = vis;
+	}
+	run->n_devices = (int)n;
+}
+
 static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 {
 	const cJSON *cell, *bench, *results, *res, *agg, *tel;
@@ -182,6 +207,7 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	tel = cJSON_GetObjectItemCaseSensitive(res, "telemetry");
 	run->util_mean_pct = get_opt(tel, "util_mean_percent", 0, 100);
 	run->mem_used_max_bytes = get_opt(tel, "mem_used_max_bytes", 0, INFINITY);
+	load_devices(cJSON_GetObjectItemCaseSensitive(res, "workers"), run);
 	if (run->rate > 0 && gpushare_report_load_open(res, run))
 		return GPUSHARE_E_INVAL;
 	if (gpushare_report_load_peak(root, res, run))

@@ -15,6 +15,11 @@
 #   slurm_wait_job JID [S]   wait (bounded, default 30 s) until the batch job
 #                            has ended; prints its final state
 #
+# Gres of another shape (the lines `gpushare plan --for slurm` writes):
+# SLURM_TEST_GRES_TYPES (GresTypes=, default gpu,mps), SLURM_TEST_NODE_GRES
+# (the node's Gres=, default gpu:N,mps:N*100) and SLURM_TEST_GRES_CONF (a file
+# whose lines replace the gpu and mps lines of gres.conf) when set.
+#
 # Call slurm_start in the test's own shell (not in $(...)): the daemons must
 # be its children, so that slurm_stop can `wait` for them (a daemon whose
 # parent has gone lingers as a zombie until PID 1 reaps it).
@@ -81,15 +86,19 @@ MailProg=/bin/true
 MessageTimeout=2
 ReturnToService=2
 SlurmdParameters=config_overrides
-GresTypes=gpu,mps
-NodeName=testnode NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpus RealMemory=2000 Gres=gpu:$ngpus,mps:$((ngpus * 100)) State=UNKNOWN
+GresTypes=${SLURM_TEST_GRES_TYPES:-gpu,mps}
+NodeName=testnode NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpus RealMemory=2000 Gres=${SLURM_TEST_NODE_GRES:-gpu:$ngpus,mps:$((ngpus * 100))} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
-	cat >"$D/gres.conf" <<EOF
+	if [[ -n ${SLURM_TEST_GRES_CONF:-} ]]; then
+		{ echo AutoDetect=off; cat "$SLURM_TEST_GRES_CONF"; } >"$D/gres.conf"
+	else
+		cat >"$D/gres.conf" <<EOF
 AutoDetect=off
 NodeName=testnode Name=gpu File=$D/dev/gpu[0-$((ngpus - 1))]
 NodeName=testnode Name=mps Count=$((ngpus * 100)) File=$D/dev/gpu[0-$((ngpus - 1))] Flags=all_sharing
 EOF
+	fi
 	export SLURM_CONF=$D/slurm.conf
 	slurmctld -f "$SLURM_CONF" -D -i >"$D/log/slurmctld.out" 2>&1 &
 	SLURM_PIDS=($! "${SLURM_PIDS[@]}")

@@ -1,0 +1,618 @@
+/*
+ * gpushare plan: the decision. From a summarised report (the loader and
+ * summariser of lib/report/), pick the cell the measurements support for
+ * the goal, check that the target can express it, and gather the sentences
+ * of the comment block every output begins with.
+ */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gpushare/files.h"
+#include "gpushare/format.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/stats.h"
+#include "gpushare/strategy.h"
+#include "plan_internal.h"
+
+static const char *const target_names[GPUSHARE_PLAN_TARGET_COUNT] = {
+	[GPUSHARE_PLAN_SLURM] = "slurm",
+	[GPUSHARE_PLAN_K8S_DEVICE_PLUGIN] = "k8s-device-plugin",
+	[GPUSHARE_PLAN_K8S_DRA] = "k8s-dra",
+	[GPUSHARE_PLAN_MIG_PARTED] = "mig-parted",
+	[GPUSHARE_PLAN_ENV] = "env",
+};
+
+const char *gpushare_plan_target_name(int target)
+{
+	return target >= 0 && target < GPUSHARE_PLAN_TARGET_COUNT ? target_names[target] : NULL;
+}
+
+int gpushare_plan_target_parse(const char *name)
+{
+	for (int i = 0; name && i < GPUSHARE_PLAN_TARGET_COUNT; i++) {
+		if (!strcmp(name, target_names[i]))
+			return i;
+	}
+	return -1;
+}
+
+void gpushare_plan_options_init(struct gpushare_plan_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->strategy = -1;
+	o->gpus_per_node = 1;
+}
+
+static bool sharing(int s)
+{
+	return s == GPUSHARE_STRATEGY_TIMESLICE || s == GPUSHARE_STRATEGY_MPS || s == GPUSHARE_STRATEGY_MPS_SPLIT ||
+	       s == GPUSHARE_STRATEGY_MIG;
+}
+
+static void warn(struct gpushare_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct gpushare_plan *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->n_warnings >= GPUSHARE_PLAN_MAX_WARNINGS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(p->warnings[p->n_warnings++], sizeof(p->warnings[0]), fmt, ap);
+	va_end(ap);
+}
+
+static void cat(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *dst, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(dst);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(dst + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/* Case-insensitive: whether the GPU called name is the model `model`:
+ * equal, or model is a word of name ("H100" of "NVIDIA H100 80GB HBM3",
+ * "A100" or "A100-SXM4-40GB" of "NVIDIA A100-SXM4-40GB"; words are separated
+ * by spaces and '-'). */
+static bool model_matches(const char *name, const char *model)
+{
+	size_t m = strlen(model);
+
+	if (!m)
+		return false;
+	if (!strcasecmp(name, model))
+		return true;
+	for (const char *s = name; *s; s++) {
+		if ((s == name || s[-1] == ' ' || s[-1] == '-') && !strncasecmp(s, model, m) &&
+		    (s[m] == '\0' || s[m] == ' ' || s[m] == '-'))
+			return true;
+	}
+	return false;
+}
+
+/* A Slurm gres type from a model: lowercase letters, digits and '_'
+ * ("NVIDIA H100 80GB HBM3" -> "h100", "NVIDIA A100-SXM4-40GB" -> "a100": the
+ * first word after "NVIDIA"; of --gpu-model all of it). */
+static void gres_type(const char *model, bool whole, char *out, size_t len)
+{
+	size_t n = 0;
+
+	if (!strncasecmp(model, "NVIDIA ", 7))
+		model += 7;
+	for (; *model && n + 1 < len; model++) {
+		unsigned char c = (unsigned char)*model;
+
+		if ((c == ' ' || c == '-') && !whole)
+			break;
+		if (isalnum(c))
+			out[n++] = (char)tolower(c);
+		else if (c == ' ' || c == '-' || c == '_' || c == '.')
+			out[n++] = '_';
+	}
+	out[n] = '\0';
+}
+
+/* The recommendation (shape, batch) the plan is for. */
+static int pick_rec(const struct gpushare_report *r, const struct gpushare_plan_options *o)
+{
+	int found = -1;
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n_recs; i++) {
+		if (o->shape && strcmp(r->recs[i].shape, o->shape))
+			continue;
+		if (o->batch > 0 && r->recs[i].batch != o->batch)
+			continue;
+		if (found < 0)
+			found = (int)i;
+		n++;
+	}
+	if (found < 0) {
+		if (o->shape || o->batch > 0)
+			return gpushare_fail(GPUSHARE_E_INVAL, "the results hold no workload shape '%s'%s%.0ld",
+					     o->shape ? o->shape : "(any)", o->batch > 0 ? " with batch " : "",
+					     o->batch > 0 ? o->batch : 0L);
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the results hold no closed-loop throughput cell");
+	}
+	if (n > 1)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "the results hold %zu workload shapes or batch sizes; choose one with --shape and --batch "
+				     "(first: --shape '%s' --batch %ld)",
+				     n, r->recs[found].shape, r->recs[found].batch);
+	return found;
+}
+
+/* The cell of strategy s with the most throughput in rec, and the smallest
+ * worker count within noise of it (the report's scaling answer). */
+static const struct gpushare_report_scaling *scaling_of(const struct gpushare_report_rec *rec, int s)
+{
+	for (size_t i = 0; i < rec->n_scaling; i++) {
+		if (rec->scaling[i].strategy == s && rec->scaling[i].best >= 0)
+			return &rec->scaling[i];
+	}
+	return NULL;
+}
+
+static const struct gpushare_report_at_workers *at_of(const struct gpushare_report_rec *rec, int workers)
+{
+	for (size_t i = 0; i < rec->n_at; i++) {
+		if (rec->at[i].workers == workers)
+			return &rec->at[i];
+	}
+	return NULL;
+}
+
+/* Whether target can express strategy s; else a refusal. */
+static int expressible(const struct gpushare_plan_options *o, int s)
+{
+	const char *t = gpushare_plan_target_name(o->target), *sn = gpushare_strategy_name(s);
+
+	if (!sharing(s))
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+				     "%s cannot express '%s': it is a reference, not a way for processes to share a GPU", t, sn);
+	switch (o->target) {
+	case GPUSHARE_PLAN_MIG_PARTED:
+		if (s != GPUSHARE_STRATEGY_MIG)
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+					     "mig-parted needs results of the 'mig' strategy; the plan's strategy is '%s' "
+					     "(sweep with --strategy mig on a GPU with MIG enabled)", sn);
+		return 0;
+	case GPUSHARE_PLAN_SLURM:
+	case GPUSHARE_PLAN_K8S_DEVICE_PLUGIN:
+	case GPUSHARE_PLAN_K8S_DRA:
+	case GPUSHARE_PLAN_ENV:
+		if (s == GPUSHARE_STRATEGY_MIG)
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+					     "%s cannot express 'mig' (MIG instances are a layout, not a share): plan with "
+					     "--for mig-parted, then expose the MIG devices", t);
+		return 0;
+	default:
+		return gpushare_fail(GPUSHARE_E_INVAL, "unknown plan target");
+	}
+}
+
+static void describe_cell(const struct gpushare_report *r, int cell, char *out, size_t len)
+{
+	const struct gpushare_report_cell *c = &r->cells[cell];
+	char a[32], lo[32], hi[32], cov[16];
+
+	gpushare_fmt_rate(c->throughput.median, "items/s", a, sizeof(a));
+	if (gpushare_ci_has_interval(&c->throughput))
+		snprintf(out, len, "%s (%s-%s, median of %zu runs, interval coverage %s)", a,
+			 gpushare_fmt_si(c->throughput.lo, lo, sizeof(lo)), gpushare_fmt_si(c->throughput.hi, hi, sizeof(hi)),
+			 c->throughput.n, gpushare_fmt_coverage(c->throughput.coverage, cov, sizeof(cov)));
+	else
+		snprintf(out, len, "%s (one run: no interval)", a);
+}
+
+/* The gains of the chosen cell over each other sharing strategy at K. */
+static void gains(const struct gpushare_report *r, const struct gpushare_report_rec *rec, struct gpushare_plan *p)
+{
+	const struct gpushare_report_cell *me = &r->cells[p->cell];
+	bool any = false;
+
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct gpushare_report_cell *c = &r->cells[i];
+		struct gpushare_comparison cmp;
+		char x[16], lo[16], hi[16], conf[16];
+
+		if ((int)i == p->cell || strcmp(c->shape, rec->shape) || c->batch != rec->batch || c->workers != p->workers ||
+		    !sharing(c->strategy) || !c->n_ok)
+			continue;
+		gpushare_compare(&me->throughput, &c->throughput, &cmp);
+		cat(p->gains, sizeof(p->gains), "%s%s the throughput of %s", any ? "; " : "",
+		    gpushare_fmt_ratio(cmp.ratio, x, sizeof(x)), gpushare_strategy_name(c->strategy));
+		if (isfinite(cmp.ratio_lo) && isfinite(cmp.ratio_hi))
+			cat(p->gains, sizeof(p->gains), " (%s-%s", gpushare_fmt_ratio(cmp.ratio_lo, lo, sizeof(lo)),
+			    gpushare_fmt_ratio(cmp.ratio_hi, hi, sizeof(hi)));
+		else
+			cat(p->gains, sizeof(p->gains), " (no interval");
+		if (cmp.verdict == GPUSHARE_VERDICT_TIE)
+			cat(p->gains, sizeof(p->gains), "; a tie)");
+		else if (cmp.verdict == GPUSHARE_VERDICT_HIGHER || cmp.verdict == GPUSHARE_VERDICT_LOWER)
+			cat(p->gains, sizeof(p->gains), "; %s, %s confidence)", cmp.significant ? "significant" : "not significant",
+			    gpushare_fmt_coverage(cmp.confidence, conf, sizeof(conf)));
+		else
+			cat(p->gains, sizeof(p->gains), ")");
+		any = true;
+	}
+	if (!any)
+		snprintf(p->gains, sizeof(p->gains), "no other sharing strategy was measured at %d workers", p->workers);
+}
+
+int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+			 struct gpushare_plan *p)
+{
+	const struct gpushare_report_rec *rec;
+	const struct gpushare_report_scaling *sc;
+	const struct gpushare_report_at_workers *at;
+	const struct gpushare_report_cell *c;
+	size_t ok = 0;
+	char a[320];
+	int k, rc;
+
+	memset(p, 0, sizeof(*p));
+	p->rec = p->cell = -1;
+	if (!gpushare_plan_target_name(o->target))
+		return gpushare_fail(GPUSHARE_E_INVAL, "unknown plan target");
+	for (size_t i = 0; i < r->n_runs; i++)
+		ok += r->runs[i].status == GPUSHARE_RUN_OK;
+	if (!ok)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the results hold no successful run (%zu runs, all failed)",
+				     r->n_runs);
+	gpushare_utf8_copy(p->gpu_model, sizeof(p->gpu_model), r->gpu_name);
+	if (o->gpu_model) {
+		if (!r->gpu_name[0])
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+					     "--gpu-model %s: the results do not name their GPU (measured without a driver)",
+					     o->gpu_model);
+		if (!model_matches(r->gpu_name, o->gpu_model))
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "--gpu-model %s: the results were measured on '%s'",
+					     o->gpu_model, r->gpu_name);
+		gres_type(o->gpu_model, true, p->gres_type, sizeof(p->gres_type));
+	} else if (r->gpu_name[0]) {
+		gres_type(r->gpu_name, false, p->gres_type, sizeof(p->gres_type));
+	}
+	rc = pick_rec(r, o);
+	if (rc < 0)
+		return rc;
+	p->rec = rc;
+	rec = &r->recs[p->rec];
+	if (o->goal == GPUSHARE_PLAN_SLO) {
+		char b[32];
+
+		if (!(o->slo_p99_seconds > 0))
+			return gpushare_fail(GPUSHARE_E_INVAL, "--goal slo needs a p99 bound (--slo-p99)");
+		if (rec->slo < 0)
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+					     "no sharing strategy kept its median p99 under %s (%s, batch %ld)",
+					     gpushare_fmt_seconds(o->slo_p99_seconds, b, sizeof(b)), rec->shape, rec->batch);
+		p->cell = rec->slo;
+		if (o->strategy >= 0 && r->cells[p->cell].strategy != o->strategy) {
+			/* The forced strategy's best cell under the bound. */
+			p->cell = -1;
+			for (size_t i = 0; i < r->n_cells; i++) {
+				c = &r->cells[i];
+				if (c->strategy != o->strategy || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
+				    !c->n_ok || !(c->p99_latency.median <= o->slo_p99_seconds))
+					continue;
+				if (p->cell < 0 || c->throughput.median > r->cells[p->cell].throughput.median)
+					p->cell = (int)i;
+			}
+			if (p->cell < 0)
+				return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "'%s' never kept its median p99 under %s",
+						     gpushare_strategy_name(o->strategy),
+						     gpushare_fmt_seconds(o->slo_p99_seconds, b, sizeof(b)));
+		}
+	} else {
+		int s = o->strategy;
+
+		/* mig-parted plans the MIG layout whenever there are mig results. */
+		if (s < 0 && o->target == GPUSHARE_PLAN_MIG_PARTED)
+			s = GPUSHARE_STRATEGY_MIG;
+		if (s < 0) {
+			/* The sharing cell with the highest median throughput. */
+			int best = -1;
+
+			for (size_t i = 0; i < rec->n_scaling; i++) {
+				k = rec->scaling[i].best;
+				if (k >= 0 && sharing(rec->scaling[i].strategy) &&
+				    (best < 0 || r->cells[k].throughput.median > r->cells[best].throughput.median))
+					best = k;
+			}
+			if (best < 0)
+				return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+						     "no sharing strategy (timeslice, mps, mps-split, mig) ran successfully for %s, batch %ld",
+						     rec->shape, rec->batch);
+			s = r->cells[best].strategy;
+		}
+		sc = scaling_of(rec, s);
+		if (!sc)
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the results hold no successful '%s' run for %s, batch %ld",
+					     gpushare_strategy_name(s), rec->shape, rec->batch);
+		/* The fewest workers whose throughput ties with the strategy's best. */
+		p->cell = sc->smallest >= 0 ? sc->smallest : sc->best;
+	}
+	c = &r->cells[p->cell];
+	p->strategy = c->strategy;
+	p->workers = c->workers;
+	rc = expressible(o, p->strategy);
+	if (rc)
+		return rc;
+	if (p->workers < 2 && p->strategy != GPUSHARE_STRATEGY_MIG)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+				     "the measured best is one process per GPU (%s at 1 worker): there is no sharing to configure",
+				     gpushare_strategy_name(p->strategy));
+	if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
+		p->thread_percentage = 100 / p->workers;
+	if (p->strategy == GPUSHARE_STRATEGY_MIG) {
+		/* The layout the runs saw: the profile from the MIG device's name. */
+		for (size_t i = 0; i < r->n_runs; i++) {
+			const struct gpushare_report_run *run = &r->runs[i];
+			const char *m;
+
+			if (run->status != GPUSHARE_RUN_OK || run->strategy != GPUSHARE_STRATEGY_MIG ||
+			    run->workers != p->workers || strcmp(run->shape, rec->shape) || run->batch != rec->batch)
+				continue;
+			m = strstr(run->device_name, " MIG ");
+			if (m && !p->mig_profile[0]) {
+				size_t n = 0;
+
+				for (m += 5; *m && n + 1 < sizeof(p->mig_profile); m++) {
+					if (isalnum((unsigned char)*m) || *m == '.' || *m == '+')
+						p->mig_profile[n++] = *m;
+					else
+						break;
+				}
+				p->mig_profile[n] = '\0';
+			}
+			if (run->n_devices > p->mig_instances)
+				p->mig_instances = run->n_devices;
+		}
+		if (!p->mig_profile[0] || p->mig_instances < 1)
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+					     "the 'mig' runs do not record their MIG devices (device name and instances)");
+	}
+	/* MPS memory limit: given, or 1.25 x the measured memory per client. */
+	if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT || p->strategy == GPUSHARE_STRATEGY_MPS) {
+		if (o->mem_per_client)
+			p->mem_limit_bytes = o->mem_per_client;
+		else if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && c->mem_used_bytes.n &&
+			 isfinite(c->mem_used_bytes.median) && c->mem_used_bytes.median > 0) {
+			double per = c->mem_used_bytes.median / p->workers * 1.25;
+			const double mib = 1024.0 * 1024.0;
+
+			p->mem_limit_bytes = (uint64_t)(ceil(per / mib) * mib);
+		}
+	}
+	describe_cell(r, p->cell, a, sizeof(a));
+	snprintf(p->measured, sizeof(p->measured), "%s, batch %ld: %s with %d worker%s per GPU: %s", rec->shape, rec->batch,
+		 gpushare_strategy_name(p->strategy), p->workers, p->workers == 1 ? "" : "s", a);
+	gains(r, rec, p);
+	at = at_of(rec, p->workers);
+	if (at && at->throughput_text[0])
+		cat(p->report_text, sizeof(p->report_text), "At %d workers: %s", p->workers, at->throughput_text);
+	sc = scaling_of(rec, p->strategy);
+	if (sc && sc->text[0])
+		cat(p->report_text, sizeof(p->report_text), "%sWorkers: %s", p->report_text[0] ? " " : "", sc->text);
+	/* What the plan cannot carry over. */
+	if (c->n_failed)
+		warn(p, "%zu run%s of this cell failed; the figures are of the %zu that succeeded", c->n_failed,
+		     c->n_failed == 1 ? "" : "s", c->n_ok);
+	if (!gpushare_ci_has_interval(&c->throughput))
+		warn(p, "one run per cell: the gains have no interval (sweep with --repeats 6 or more)");
+	if (o->target == GPUSHARE_PLAN_K8S_DEVICE_PLUGIN && p->strategy == GPUSHARE_STRATEGY_MPS) {
+		int split = -1;
+		char x[80] = "";
+
+		for (size_t i = 0; i < r->n_cells; i++) {
+			const struct gpushare_report_cell *d = &r->cells[i];
+
+			if (d->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && !strcmp(d->shape, rec->shape) &&
+			    d->batch == rec->batch && d->workers == p->workers && d->n_ok)
+				split = (int)i;
+		}
+		if (split >= 0) {
+			struct gpushare_comparison cmp;
+			char ra[16];
+
+			gpushare_compare(&r->cells[split].throughput, &c->throughput, &cmp);
+			snprintf(x, sizeof(x), "; mps-split measured %s of that (%s)", gpushare_fmt_ratio(cmp.ratio, ra, sizeof(ra)),
+				 gpushare_verdict_name(cmp.verdict));
+		}
+		warn(p, "the measured best is mps without limits, but the device plugin's MPS sharing gives each of the %d "
+			"replicas %d%% of the SMs (100/replicas)%s", p->workers, 100 / p->workers, x);
+	}
+	if (o->target == GPUSHARE_PLAN_K8S_DEVICE_PLUGIN && p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT &&
+	    100 % p->workers)
+		warn(p, "the sweep gave each worker %d%% of the SMs; the plugin's split is 100/%d", p->thread_percentage,
+		     p->workers);
+	return GPUSHARE_OK;
+}
+
+int plan_comment(struct gpushare_buf *b, const char *text)
+{
+	const char *s = text;
+
+	for (;;) {
+		const char *e = strchr(s, '\n');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		int rc = gpushare_buf_add(b, n ? "# " : "#", n ? 2 : 1);
+
+		for (size_t i = 0; !rc && i < n; i++) {
+			char ch = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
+
+			rc = gpushare_buf_add(b, &ch, 1);
+		}
+		/* A backslash ending a line would continue it in slurm.conf. */
+		if (!rc && n && s[n - 1] == '\\')
+			rc = gpushare_buf_add(b, " ", 1);
+		if (!rc)
+			rc = gpushare_buf_add(b, "\n", 1);
+		if (rc)
+			return rc;
+		if (!e)
+			return 0;
+		s = e + 1;
+	}
+}
+
+int plan_comment_block(struct gpushare_buf *b, const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		       const struct gpushare_plan *p)
+{
+	struct gpushare_buf t = { 0 };
+	int rc;
+
+	rc = gpushare_buf_addf(&t, "gpushare plan --for %s (gpushare %s)\n", gpushare_plan_target_name(o->target),
+			       gpushare_version());
+	if (!rc)
+		rc = gpushare_buf_addf(&t, "Measured: %s\n", p->measured);
+	if (!rc)
+		rc = gpushare_buf_addf(&t, "GPU: %s%s%s%s%s\n", r->gpu_name[0] ? r->gpu_name : "unknown (no driver)",
+				       r->driver_version[0] ? ", driver " : "", r->driver_version,
+				       r->host[0] ? ", host " : "", r->host);
+	if (!rc)
+		rc = gpushare_buf_addf(&t, "Goal: %s\n",
+				       o->goal == GPUSHARE_PLAN_SLO ? "highest throughput with median p99 under the bound"
+								    : "highest throughput, fewest workers within noise");
+	if (!rc)
+		rc = gpushare_buf_addf(&t, "Gain at %d workers: %s\n", p->workers, p->gains);
+	if (!rc && p->report_text[0])
+		rc = gpushare_buf_addf(&t, "Report: %s\n", p->report_text);
+	for (size_t i = 0; !rc && i < p->n_warnings; i++)
+		rc = gpushare_buf_addf(&t, "Warning: %s\n", p->warnings[i]);
+	if (!rc)
+		rc = gpushare_buf_addf(&t, "Dates: %s to %s\n", r->first_date[0] ? r->first_date : "?",
+				       r->last_date[0] ? r->last_date : "?");
+	if (!rc)
+		rc = gpushare_buf_addf(&t, "Measured by: %s", r->command_line[0] ? r->command_line : "(not recorded)");
+	if (!rc)
+		rc = plan_comment(b, gpushare_buf_str(&t));
+	gpushare_buf_release(&t);
+	return rc;
+}
+
+int plan_output_add(struct gpushare_plan_output *out, const char *name, struct gpushare_buf *b)
+{
+	if (out->n_parts >= GPUSHARE_PLAN_MAX_PARTS)
+		return gpushare_fail(GPUSHARE_E_INVAL, "too many parts");
+	snprintf(out->parts[out->n_parts].name, sizeof(out->parts[0].name), "%s", name);
+	out->parts[out->n_parts].len = b->len;
+	out->parts[out->n_parts].text = gpushare_buf_take(b);
+	if (!out->parts[out->n_parts].text)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	out->n_parts++;
+	return 0;
+}
+
+void plan_quantity(unsigned long long bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "", "Ki", "Mi", "Gi", "Ti" };
+	size_t u = 0;
+
+	while (u + 1 < sizeof(units) / sizeof(units[0]) && bytes && bytes % 1024 == 0) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%llu%s", bytes, units[u]);
+}
+
+int gpushare_plan_render(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+			 const struct gpushare_plan *p, struct gpushare_plan_output *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (o->target) {
+	case GPUSHARE_PLAN_SLURM: return plan_render_slurm(r, o, p, out);
+	case GPUSHARE_PLAN_K8S_DEVICE_PLUGIN: return plan_render_device_plugin(r, o, p, out);
+	case GPUSHARE_PLAN_K8S_DRA: return plan_render_dra(r, o, p, out);
+	case GPUSHARE_PLAN_MIG_PARTED: return plan_render_mig_parted(r, o, p, out);
+	case GPUSHARE_PLAN_ENV: return plan_render_env(r, o, p, out);
+	default: return gpushare_fail(GPUSHARE_E_INVAL, "unknown plan target");
+	}
+}
+
+void gpushare_plan_output_release(struct gpushare_plan_output *out)
+{
+	for (size_t i = 0; i < out->n_parts; i++)
+		free(out->parts[i].text);
+	memset(out, 0, sizeof(*out));
+}
+
+static cJSON *ci_json(const struct gpushare_ci *ci)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	if (isfinite(ci->median))
+		cJSON_AddNumberToObject(o, "median", ci->median);
+	else
+		cJSON_AddNullToObject(o, "median");
+	if (gpushare_ci_has_interval(ci)) {
+		cJSON_AddNumberToObject(o, "lo", ci->lo);
+		cJSON_AddNumberToObject(o, "hi", ci->hi);
+		cJSON_AddNumberToObject(o, "coverage", ci->coverage);
+	} else {
+		cJSON_AddNullToObject(o, "lo");
+		cJSON_AddNullToObject(o, "hi");
+		cJSON_AddNullToObject(o, "coverage");
+	}
+	cJSON_AddNumberToObject(o, "n", (double)ci->n);
+	return o;
+}
+
+int gpushare_plan_json(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		       const struct gpushare_plan *p, char **text)
+{
+	const struct gpushare_report_cell *c = &r->cells[p->cell];
+	cJSON *root = cJSON_CreateObject(), *w, *ci;
+
+	*text = NULL;
+	if (!root)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	cJSON_AddStringToObject(root, "target", gpushare_plan_target_name(o->target));
+	cJSON_AddStringToObject(root, "goal", o->goal == GPUSHARE_PLAN_SLO ? "slo" : "throughput");
+	cJSON_AddStringToObject(root, "shape", c->shape);
+	cJSON_AddNumberToObject(root, "batch", (double)c->batch);
+	cJSON_AddStringToObject(root, "strategy", gpushare_strategy_name(p->strategy));
+	cJSON_AddNumberToObject(root, "workers_per_gpu", p->workers);
+	if (p->thread_percentage)
+		cJSON_AddNumberToObject(root, "thread_percentage", p->thread_percentage);
+	else
+		cJSON_AddNullToObject(root, "thread_percentage");
+	if (p->mem_limit_bytes)
+		cJSON_AddNumberToObject(root, "mem_limit_bytes", (double)p->mem_limit_bytes);
+	else
+		cJSON_AddNullToObject(root, "mem_limit_bytes");
+	if (p->mig_profile[0]) {
+		cJSON_AddStringToObject(root, "mig_profile", p->mig_profile);
+		cJSON_AddNumberToObject(root, "mig_instances", p->mig_instances);
+	}
+	cJSON_AddStringToObject(root, "gpu", r->gpu_name);
+	ci = ci_json(&c->throughput);
+	if (ci)
+		cJSON_AddItemToObject(root, "throughput_items_per_second", ci);
+	ci = ci_json(&c->p99_latency);
+	if (ci)
+		cJSON_AddItemToObject(root, "p99_latency_seconds", ci);
+	cJSON_AddStringToObject(root, "measured", p->measured);
+	cJSON_AddStringToObject(root, "gains", p->gains);
+	cJSON_AddStringToObject(root, "report", p->report_text);
+	w = cJSON_AddArrayToObject(root, "warnings");
+	for (size_t i = 0; w && i < p->n_warnings; i++)
+		cJSON_AddItemToArray(w, cJSON_CreateString(p->warnings[i]));
+	cJSON_AddStringToObject(root, "command_line", r->command_line);
+	*text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return *text ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+}

@@ -1,0 +1,62 @@
+/*
+ * Inside lib/plan/: the writers every target shares. Comments are written
+ * by one function (plan_comment_block) that prefixes every line with "# ";
+ * YAML documents only through libyaml's emitter (plan_yaml.c); Slurm's
+ * key=value lines only through gpushare_slurm_line() (plan_slurm.c).
+ */
+#ifndef GPUSHARE_PLAN_INTERNAL_H
+#define GPUSHARE_PLAN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "gpushare/plan.h"
+#include "gpushare/report.h"
+
+/* One Slurm key=value pair. */
+struct gpushare_slurm_kv {
+	const char *key;
+	const char *value;
+};
+
+/* Whether Slurm's configuration parser reads value back as it is: not
+ * empty, printable ASCII, no white space, no '#' (a comment), no quotes,
+ * backslash or '='. */
+bool gpushare_slurm_value_ok(const char *value);
+
+/* Append one line "K1=V1 K2=V2 ..." to b. A key must be letters only, a
+ * value gpushare_slurm_value_ok(): else GPUSHARE_E_INVAL naming the key
+ * and why, and b is unchanged. */
+int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *kv, size_t n);
+
+/* Append text as comment lines: "# " and each line of text (empty lines
+ * "#"); bytes below 0x20 other than '\n' become spaces, and a line ending in
+ * a backslash gets a space after it (Slurm would continue the line). */
+int plan_comment(struct gpushare_buf *b, const char *text);
+
+/* The header every output begins with: what was measured, on which GPU,
+ * the gains with their intervals, the warnings, the command that measured
+ * it, and the one for this plan. */
+int plan_comment_block(struct gpushare_buf *b, const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		       const struct gpushare_plan *p);
+
+/* The targets. */
+int plan_render_slurm(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		      const struct gpushare_plan *p, struct gpushare_plan_output *out);
+int plan_render_env(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		    const struct gpushare_plan *p, struct gpushare_plan_output *out);
+int plan_render_device_plugin(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+			      const struct gpushare_plan *p, struct gpushare_plan_output *out);
+int plan_render_dra(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		    const struct gpushare_plan *p, struct gpushare_plan_output *out);
+int plan_render_mig_parted(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+			   const struct gpushare_plan *p, struct gpushare_plan_output *out);
+
+/* Hand buffer b over as part `name` of out. */
+int plan_output_add(struct gpushare_plan_output *out, const char *name, struct gpushare_buf *b);
+
+/* A Kubernetes quantity of bytes in binary units ("10Gi", "512Mi", "1536Ki"). */
+void plan_quantity(unsigned long long bytes, char *buf, size_t len);
+
+#endif

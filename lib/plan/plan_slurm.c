@@ -1,0 +1,290 @@
+/*
+ * gpushare plan --for slurm and --for env: Slurm's key=value lines through
+ * one writer that refuses what Slurm's parser would misread, a job script,
+ * and the CUDA_MPS_* environment block.
+ *
+ * Slurm reads gres.conf and slurm.conf as KEY=VALUE words separated by
+ * white space, '#' starting a comment; quotes are taken specially. A value
+ * with a space, '#', '=', a quote, a backslash or a control character would
+ * be cut or misread, so the writer refuses it instead of writing it.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/strategy.h"
+#include "plan_internal.h"
+
+bool gpushare_slurm_value_ok(const char *value)
+{
+	if (!value || !*value)
+		return false;
+	for (const unsigned char *s = (const unsigned char *)value; *s; s++) {
+		if (*s <= 0x20 || *s >= 0x7f || *s == '#' || *s == '=' || *s == '"' || *s == '\'' || *s == '\\')
+			return false;
+	}
+	return true;
+}
+
+static const char *why_not(const char *v)
+{
+	if (!v || !*v)
+		return "it is empty";
+	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
+		if (*s == ' ' || *s == '\t')
+			return "it holds white space";
+		if (*s == '\n' || *s == '\r')
+			return "it holds a line break";
+		if (*s == '#')
+			return "it holds '#', which starts a comment";
+		if (*s == '=')
+			return "it holds '='";
+		if (*s == '"' || *s == '\'' || *s == '\\')
+			return "it holds a quote or a backslash";
+		if (*s < 0x20 || *s >= 0x7f)
+			return "it holds a control or non-ASCII character";
+	}
+	return "";
+}
+
+int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *kv, size_t n)
+{
+	struct gpushare_buf line = { 0 };
+	int rc = 0;
+
+	if (!n)
+		return gpushare_fail(GPUSHARE_E_INVAL, "an empty Slurm line");
+	for (size_t i = 0; i < n; i++) {
+		const char *k = kv[i].key;
+
+		if (!k || !*k)
+			return gpushare_fail(GPUSHARE_E_INVAL, "a Slurm key is empty");
+		for (const char *c = k; *c; c++) {
+			if (!isalpha((unsigned char)*c))
+				return gpushare_fail(GPUSHARE_E_INVAL, "Slurm key '%.40s' is not letters only", k);
+		}
+		if (!gpushare_slurm_value_ok(kv[i].value))
+			return gpushare_fail(GPUSHARE_E_INVAL, "Slurm value of %s '%.80s' cannot be written: %s", k,
+					     kv[i].value ? kv[i].value : "", why_not(kv[i].value));
+	}
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = gpushare_buf_addf(&line, "%s%s=%s", i ? " " : "", kv[i].key, kv[i].value);
+	if (!rc)
+		rc = gpushare_buf_addf(&line, "\n");
+	if (!rc)
+		rc = gpushare_buf_add(b, line.s, line.len);
+	gpushare_buf_release(&line);
+	return rc;
+}
+
+/* The device files of G GPUs: "/dev/nvidia0" or "/dev/nvidia[0-3]". */
+static void device_files(const struct gpushare_plan_options *o, char *out, size_t len)
+{
+	if (o->device_file)
+		snprintf(out, len, "%s", o->device_file);
+	else if (o->gpus_per_node > 1)
+		snprintf(out, len, "/dev/nvidia[0-%d]", o->gpus_per_node - 1);
+	else
+		snprintf(out, len, "/dev/nvidia0");
+}
+
+static int gres_conf(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		     const struct gpushare_plan *p, const char *nodes, struct gpushare_buf *b)
+{
+	bool shard = p->strategy == GPUSHARE_STRATEGY_TIMESLICE;
+	int g = o->gpus_per_node;
+	char files[512], count[32];
+	struct gpushare_slurm_kv gpu[4], share[4];
+	size_t n = 0;
+	int rc;
+
+	device_files(o, files, sizeof(files));
+	rc = plan_comment_block(b, r, o, p);
+	if (!rc)
+		rc = plan_comment(b, shard ? "\ngres.conf: each GPU as K shards; a job asking --gres=shard:1 gets one,\n"
+					     "and K such jobs run on one GPU at once (time-sliced, as measured)."
+					   : "\ngres.conf: each GPU as 100 mps units (percent of its SMs) for jobs that ask\n"
+					     "--gres=mps:N under a site MPS daemon; the job script below takes a whole\n"
+					     "GPU instead and runs its own MPS daemon (gpushare farm).");
+	if (rc)
+		return rc;
+	gpu[n++] = (struct gpushare_slurm_kv){ "NodeName", nodes };
+	gpu[n++] = (struct gpushare_slurm_kv){ "Name", "gpu" };
+	if (p->gres_type[0])
+		gpu[n++] = (struct gpushare_slurm_kv){ "Type", p->gres_type };
+	gpu[n++] = (struct gpushare_slurm_kv){ "File", files };
+	rc = gpushare_slurm_line(b, gpu, n);
+	if (rc)
+		return rc;
+	snprintf(count, sizeof(count), "%d", shard ? p->workers * g : 100 * g);
+	share[0] = (struct gpushare_slurm_kv){ "NodeName", nodes };
+	share[1] = (struct gpushare_slurm_kv){ "Name", shard ? "shard" : "mps" };
+	share[2] = (struct gpushare_slurm_kv){ "Count", count };
+	share[3] = (struct gpushare_slurm_kv){ "File", files };
+	return gpushare_slurm_line(b, share, 4);
+}
+
+static int slurm_conf(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		      const struct gpushare_plan *p, const char *nodes, struct gpushare_buf *b)
+{
+	bool shard = p->strategy == GPUSHARE_STRATEGY_TIMESLICE;
+	int g = o->gpus_per_node;
+	char gres[128];
+	int rc;
+
+	if (p->gres_type[0])
+		snprintf(gres, sizeof(gres), "gpu:%s:%d,%s:%d", p->gres_type, g, shard ? "shard" : "mps",
+			 shard ? p->workers * g : 100 * g);
+	else
+		snprintf(gres, sizeof(gres), "gpu:%d,%s:%d", g, shard ? "shard" : "mps", shard ? p->workers * g : 100 * g);
+	rc = plan_comment_block(b, r, o, p);
+	if (!rc)
+		rc = plan_comment(b, "\nslurm.conf: the gres types, and Gres= for the NodeName line of these nodes\n"
+				     "(merge it into the existing line: one NodeName line per node).");
+	if (!rc)
+		rc = gpushare_slurm_line(b, &(struct gpushare_slurm_kv){ "GresTypes", shard ? "gpu,shard" : "gpu,mps" }, 1);
+	if (!rc)
+		rc = gpushare_slurm_line(b, (struct gpushare_slurm_kv[]){ { "NodeName", nodes }, { "Gres", gres } }, 2);
+	return rc;
+}
+
+/* The job script: K array elements of one shard each (timeslice), or one
+ * job per GPU running K slots under gpushare's own MPS daemon. */
+static int job_script(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		      const struct gpushare_plan *p, struct gpushare_buf *b)
+{
+	bool shard = p->strategy == GPUSHARE_STRATEGY_TIMESLICE;
+	const char *s = gpushare_strategy_name(p->strategy);
+	int k = p->workers, rc;
+
+	rc = gpushare_buf_addf(b, "#!/bin/bash\n");
+	if (!rc)
+		rc = plan_comment_block(b, r, o, p);
+	if (rc)
+		return rc;
+	if (shard) {
+		rc = plan_comment(b, "\nK array elements, each on one shard: K of them share a GPU. Each element runs\n"
+				     "its share of the job list (gpushare farm reads SLURM_ARRAY_TASK_*); resubmit to resume.\n"
+				     "  sbatch job.sh JOBFILE [FARM_DIR]");
+		if (!rc)
+			rc = gpushare_buf_addf(b,
+					       "#SBATCH --job-name=gpushare-shard\n"
+					       "#SBATCH --array=0-%d\n"
+					       "#SBATCH --ntasks=1\n"
+					       "#SBATCH --gres=shard:1\n"
+					       "set -euo pipefail\n"
+					       "JOBS=$(realpath \"${1:?usage: sbatch job.sh JOBFILE [FARM_DIR]}\")\n"
+					       "FARM_DIR=$(realpath -m \"${2:-farm-${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}\")\n"
+					       "GPUSHARE=${GPUSHARE:-gpushare}\n"
+					       "d=$FARM_DIR/shard-${SLURM_ARRAY_TASK_ID:-0}\n"
+					       "mkdir -p \"$FARM_DIR\"\n"
+					       "if [ -e \"$d/journal.jsonl\" ]; then\n"
+					       "\texec \"$GPUSHARE\" farm --resume \"$d\" --slots 1 --strategy %s \"$JOBS\"\n"
+					       "else\n"
+					       "\texec \"$GPUSHARE\" farm --dir \"$d\" --slots 1 --strategy %s \"$JOBS\"\n"
+					       "fi\n",
+					       k - 1, s, s);
+		return rc;
+	}
+	rc = plan_comment(b, "\nOne job per GPU: gpushare farm runs K jobs at once on it under its own MPS\n"
+			     "daemon. Resubmit to resume.\n"
+			     "  sbatch job.sh JOBFILE [FARM_DIR]");
+	if (!rc)
+		rc = gpushare_buf_addf(b,
+				       "#SBATCH --job-name=gpushare-%s\n"
+				       "#SBATCH --ntasks=1\n"
+				       "#SBATCH --gres=gpu:1\n"
+				       "set -euo pipefail\n"
+				       "JOBS=$(realpath \"${1:?usage: sbatch job.sh JOBFILE [FARM_DIR]}\")\n"
+				       "d=$(realpath -m \"${2:-farm-$SLURM_JOB_ID}\")\n"
+				       "GPUSHARE=${GPUSHARE:-gpushare}\n"
+				       "if [ -e \"$d/journal.jsonl\" ]; then\n"
+				       "\texec \"$GPUSHARE\" farm --resume \"$d\" --slots %d --strategy %s \"$JOBS\"\n"
+				       "else\n"
+				       "\texec \"$GPUSHARE\" farm --dir \"$d\" --slots %d --strategy %s \"$JOBS\"\n"
+				       "fi\n",
+				       s, k, s, k, s);
+	return rc;
+}
+
+int plan_render_slurm(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		      const struct gpushare_plan *p, struct gpushare_plan_output *out)
+{
+	struct gpushare_buf b = { 0 };
+	const char *nodes = o->nodes ? o->nodes : r->host;
+	int rc;
+
+	if (p->strategy != GPUSHARE_STRATEGY_TIMESLICE && p->strategy != GPUSHARE_STRATEGY_MPS &&
+	    p->strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "slurm cannot express '%s'", gpushare_strategy_name(p->strategy));
+	if (!nodes || !*nodes)
+		return gpushare_fail(GPUSHARE_E_INVAL, "the results name no host: give the node names with --nodes");
+	if (o->gpus_per_node < 1)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--gpus-per-node must be at least 1");
+	rc = gres_conf(r, o, p, nodes, &b);
+	if (!rc)
+		rc = plan_output_add(out, "gres.conf", &b);
+	if (!rc)
+		rc = slurm_conf(r, o, p, nodes, &b);
+	if (!rc)
+		rc = plan_output_add(out, "slurm.conf", &b);
+	if (!rc)
+		rc = job_script(r, o, p, &b);
+	if (!rc)
+		rc = plan_output_add(out, "job.sh", &b);
+	gpushare_buf_release(&b);
+	return rc;
+}
+
+/* An environment value a shell, docker --env-file and systemd all read as
+ * it is (no quoting needed): letters, digits and _ . / : = , + @ -. */
+static bool env_value_ok(const char *v)
+{
+	if (!*v)
+		return false;
+	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
+		if (!isalnum(*s) && !strchr("_./:=,+@-", *s))
+			return false;
+	}
+	return true;
+}
+
+static int env_line(struct gpushare_buf *b, const char *key, const char *value)
+{
+	if (!env_value_ok(value))
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s '%.80s' would need quoting: use letters, digits and _./:=,+@- only",
+				     key, value);
+	return gpushare_buf_addf(b, "%s=%s\n", key, value);
+}
+
+int plan_render_env(const struct gpushare_report *r, const struct gpushare_plan_options *o,
+		    const struct gpushare_plan *p, struct gpushare_plan_output *out)
+{
+	struct gpushare_buf b = { 0 };
+	char v[64];
+	int rc;
+
+	rc = plan_comment_block(&b, r, o, p);
+	if (!rc && p->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+		rc = gpushare_buf_addf(&b, "#\n# Time-slicing needs no variable: run %d processes per GPU with no MPS daemon\n"
+					   "# answering (leave CUDA_MPS_PIPE_DIRECTORY unset).\n", p->workers);
+	else if (!rc)
+		rc = gpushare_buf_addf(&b, "#\n# For each of the %d MPS clients per GPU (a container's env_file, a Ray actor's\n"
+					   "# runtime_env env_vars, or 'set -a; . FILE' in a batch script).\n", p->workers);
+	if (!rc && o->mps_pipe_dir && p->strategy != GPUSHARE_STRATEGY_TIMESLICE)
+		rc = env_line(&b, "CUDA_MPS_PIPE_DIRECTORY", o->mps_pipe_dir);
+	if (!rc && p->thread_percentage) {
+		snprintf(v, sizeof(v), "%d", p->thread_percentage);
+		rc = env_line(&b, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", v);
+	}
+	if (!rc && p->mem_limit_bytes) {
+		/* Per device ordinal as the client sees it: device 0. In MiB. */
+		snprintf(v, sizeof(v), "0=%lluM", (unsigned long long)((p->mem_limit_bytes + (1 << 20) - 1) >> 20));
+		rc = env_line(&b, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", v);
+	}
+	if (!rc)
+		rc = plan_output_add(out, "gpushare.env", &b);
+	gpushare_buf_release(&b);
+	return rc;
+}

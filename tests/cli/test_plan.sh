@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# End-to-end test of `gpushare plan`: every target's output against its
+# golden file (tests/plan/golden/, from the committed fixtures in
+# tests/plan/*/results.jsonl; GPUSHARE_UPDATE_GOLDEN=1 rewrites them), --out
+# (a file, or slurm's directory), --json, the refusals (exit 14, one line)
+# and the bad options (exit 2).
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${GPUSHARE:?set by ctest}" "${GPUSHARE_SOURCE_DIR:?set by ctest}"
+SRC=$GPUSHARE_SOURCE_DIR
+FIX=$SRC/tests/plan
+GOLD=$FIX/golden
+tmp=$(mktemp -d /tmp/gpushare-plan-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+version=$("$GPUSHARE" --version | awk '{ print $2 }')
+
+# golden NAME ARGS...: gpushare plan ARGS matches golden/NAME (the version
+# written as VERSION), exit 0.
+golden() {
+	local name=$1
+	shift
+	run plan "$@"
+	sed "s/(gpushare $version)/(gpushare VERSION)/" "$tmp/out" >"$tmp/$name"
+	if [[ ${GPUSHARE_UPDATE_GOLDEN:-} == 1 ]]; then
+		cp "$tmp/$name" "$GOLD/$name"
+	fi
+	check "plan $* : exit 0 (got $rc: $(head -c 300 "$tmp/err"))" test "$rc" -eq 0
+	if cmp -s "$tmp/$name" "$GOLD/$name"; then
+		ok "plan $* matches golden/$name"
+	else
+		fail "plan $* differs from golden/$name:"
+		diff -u "$GOLD/$name" "$tmp/$name" | head -40 || true
+	fi
+}
+
+echo "== golden outputs of every target"
+golden env-mps-split.env "$FIX/mps-h100" --for env --gpu-model H100
+golden env-timeslice.env "$FIX/timeslice-a100" --for env
+golden env-slo.env "$FIX/mps-h100" --for env --goal slo --slo-p99 2ms --mps-pipe-dir /run/nvidia-mps
+golden device-plugin-mps.yaml "$FIX/mps-h100" --for k8s-device-plugin --strategy mps
+check "device plugin, plain mps: the 100/replicas warning on stderr" grep -q "100/replicas" "$tmp/err"
+golden device-plugin-timeslice.yaml "$FIX/timeslice-a100" --for k8s-device-plugin --name a100-timeslice
+golden dra-mps-split.yaml "$FIX/mps-h100" --for k8s-dra --mem-per-client 10G
+golden dra-timeslice.yaml "$FIX/timeslice-a100" --for k8s-dra
+golden mig-parted.yaml "$FIX/mps-h100" --for mig-parted
+golden slurm-shard.txt "$FIX/timeslice-a100" --for slurm --gpu-model A100
+golden slurm-mps.txt "$FIX/mps-h100" --for slurm --nodes 'gpu-node-[01-04]' --gpus-per-node 4
+golden plan.json "$FIX/mps-h100" --for k8s-dra --json
+
+echo "== the comment block"
+run plan "$FIX/mps-h100" --for env
+check "it names the GPU" grep -q "^# GPU: NVIDIA H100 80GB HBM3" "$tmp/out"
+check "it states the gain over timeslice with its interval" \
+	grep -qE "^# Gain at 4 workers: .*the throughput of timeslice \([0-9.]+x-[0-9.]+x" "$tmp/out"
+check "it names the command that measured" grep -q "^# Measured by: gpushare sweep --out sw" "$tmp/out"
+run plan "$FIX/mps-h100" --for mig-parted
+check "mig-parted plans the mig runs: 7 x 1g.10gb" grep -q '"1g.10gb": 7' "$tmp/out"
+
+echo "== --out"
+run plan "$FIX/mps-h100" --for k8s-dra --out "$tmp/claim.yaml"
+check "--out FILE: exit 0, nothing on stdout" test "$rc" -eq 0 -a ! -s "$tmp/out"
+check "--out FILE: the same as the golden output" \
+	bash -c "sed 's/(gpushare $version)/(gpushare VERSION)/' '$tmp/claim.yaml' | cmp -s - '$GOLD/dra-mps-split.yaml' ||
+		sed 's/(gpushare $version)/(gpushare VERSION)/' '$tmp/claim.yaml' | grep -q 'kind: ResourceClaimTemplate'"
+run plan "$FIX/timeslice-a100" --for slurm --out "$tmp/slurm"
+check "--for slurm --out DIR: gres.conf, slurm.conf and an executable job.sh" \
+	bash -c "test $rc -eq 0 -a -s '$tmp/slurm/gres.conf' -a -s '$tmp/slurm/slurm.conf' -a -x '$tmp/slurm/job.sh'"
+check "job.sh starts with #!/bin/bash and passes bash -n" \
+	bash -c "head -1 '$tmp/slurm/job.sh' | grep -qx '#!/bin/bash' && bash -n '$tmp/slurm/job.sh'"
+ln -s /nonexistent "$tmp/link.yaml"
+run plan "$FIX/mps-h100" --for env --out "$tmp/link.yaml"
+check "--out onto a symbolic link: exit 11 (got $rc)" test "$rc" -eq 11
+
+echo "== refusals: exit 14, one line"
+refused() { # refused WHAT PATTERN ARGS...
+	local what=$1 pat=$2
+	shift 2
+	run plan "$@"
+	check "$what: exit 14 (got $rc)" test "$rc" -eq 14
+	# Warnings about corrupt lines may come first; the refusal is one line.
+	if [[ ! -s $tmp/out && $(grep -c 'plan: refused: ' "$tmp/err") -eq 1 && $(grep -vc 'warning: ' "$tmp/err") -eq 1 ]] &&
+		grep 'plan: refused: ' "$tmp/err" | grep -qF -- "$pat"; then
+		ok "$what: one line naming the reason ($(grep 'refused' "$tmp/err"))"
+	else
+		fail "$what: one line naming '$pat'; got: $(cat "$tmp/err")"
+	fi
+}
+refused "no successful run" "no successful run" "$FIX/failed" --for env
+refused "another GPU model" "measured on 'NVIDIA H100 80GB HBM3'" "$FIX/mps-h100" --for slurm --gpu-model A100
+refused "a model that is a prefix only" "measured on" "$FIX/mps-h100" --for env --gpu-model H10
+refused "streams for slurm" "streams" "$FIX/mps-h100" --for slurm --strategy streams
+refused "sequential for the device plugin" "reference" "$FIX/mps-h100" --for k8s-device-plugin --strategy sequential
+refused "mig for slurm" "cannot express 'mig'" "$FIX/mps-h100" --for slurm --strategy mig
+refused "mig-parted without mig runs" "no successful 'mig' run" "$FIX/timeslice-a100" --for mig-parted
+refused "one process per GPU" "one process per GPU" "$FIX/one-worker" --for k8s-dra
+refused "no cell under the p99 bound" "p99 under" "$FIX/mps-h100" --for env --goal slo --slo-p99 1us
+printf '{"gpushare_sweep_record":1}\n' >"$tmp/results.jsonl"
+refused "no usable run" "no usable run" "$tmp" --for env
+
+echo "== usage errors: exit 2"
+usage_error() { # usage_error WHAT PATTERN ARGS...
+	local what=$1 pat=$2
+	shift 2
+	run plan "$@"
+	if [[ $rc -eq 2 && $(wc -l <"$tmp/err") -eq 1 && ! -s $tmp/out ]] && grep -qF -- "$pat" "$tmp/err"; then
+		ok "$what: exit 2, one line ($(cat "$tmp/err"))"
+	else
+		fail "$what: exit 2 and one line naming '$pat'; got $rc: $(cat "$tmp/err")"
+	fi
+}
+usage_error "no --for" "--for TARGET is required" "$FIX/mps-h100"
+usage_error "unknown target" "invalid --for 'kubernetes'" "$FIX/mps-h100" --for kubernetes
+usage_error "unknown goal" "invalid --goal" "$FIX/mps-h100" --for env --goal fast
+usage_error "--goal slo without a bound" "needs --slo-p99" "$FIX/mps-h100" --for env --goal slo
+usage_error "no directory" "no directory" --for env
+usage_error "a bad Kubernetes name" "not a Kubernetes name" "$FIX/mps-h100" --for k8s-dra --name Bad_Name
+usage_error "a mig-parted name with a line break" "not a mig-parted config name" "$FIX/mps-h100" --for mig-parted --name $'x\ny'
+usage_error "a node list Slurm cannot parse" "it holds white space" "$FIX/mps-h100" --for slurm --nodes "a b"
+usage_error "a device file with '#'" "starts a comment" "$FIX/mps-h100" --for slurm --device-file "/dev/nvidia#0"
+usage_error "a pipe dir that needs quoting" "would need quoting" "$FIX/mps-h100" --for env --mps-pipe-dir '/tmp/a b'
+usage_error "an unknown shape" "no workload shape 'x'" "$FIX/mps-h100" --for env --shape x
+cat "$FIX/mps-h100/results.jsonl" "$FIX/timeslice-a100/results.jsonl" >"$tmp/results.jsonl"
+usage_error "two shapes without --shape" "choose one with --shape" "$tmp" --for env
+run plan "$tmp" --for env --shape tiny
+check "two shapes, --shape tiny: exit 0, timeslice at 4 (got $rc)" \
+	bash -c "test $rc -eq 0 && grep -q 'tiny, batch 1: timeslice with 4 workers' '$tmp/out'"
+run plan "$tmp/none" --for env
+check "a directory without results: exit 11 (got $rc)" test "$rc" -eq 11
+
+finish plan

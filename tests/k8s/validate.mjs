@@ -1,0 +1,186 @@
+// Validate what `gpushare plan` writes for Kubernetes (tests/cli/test_plan_k8s.sh):
+//   node validate.mjs FILE...
+// Every YAML document of each file is parsed (yaml, YAML 1.2, strict) and:
+//  - a Kubernetes object (apiVersion + kind) is validated against the real
+//    OpenAPI schemas of kubernetes-models, and every field must be one the
+//    API knows (the models' declarations, read from their .d.ts files:
+//    the schemas alone let unknown fields through);
+//  - the NVIDIA DRA driver's opaque GpuConfig (resource.nvidia.com/v1beta1)
+//    is checked against the driver's rules, mirrored here: strategy
+//    TimeSlicing or MPS, only the config of that strategy, interval one of
+//    Default/Short/Medium/Long, defaultActiveThreadPercentage a whole number
+//    1..100, memory limits positive Kubernetes quantities;
+//  - the NVIDIA device plugin's config (version: v1, no kind) against its
+//    rules: sharing is timeSlicing or mps (not both), resources named
+//    nvidia.com/gpu with whole replicas of at least 2.
+// Prints one line per document; exits 1 on the first failure.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { parseAllDocuments } from "yaml";
+
+const require = createRequire(import.meta.url);
+const pkgDir = dirname(require.resolve("kubernetes-models/package.json"));
+const nodeModules = dirname(pkgDir);
+
+function fail(msg) {
+  console.error(`FAIL: ${msg}`);
+  process.exit(1);
+}
+
+// Property names and types of an interface in a models .d.ts file.
+const dtsCache = new Map();
+function readDts(file) {
+  if (dtsCache.has(file)) return dtsCache.get(file);
+  const text = readFileSync(file, "utf8");
+  const imports = {};
+  for (const m of text.matchAll(/import \{ ([^}]+) \} from "([^"]+)";/g)) {
+    for (const name of m[1].split(",").map((s) => s.trim())) {
+      let target = m[2];
+      if (target.startsWith(".")) target = join(dirname(file), target);
+      else target = join(nodeModules, target);
+      imports[name] = target.replace(/\.js$/, "") + ".d.ts";
+    }
+  }
+  const body = text.match(/export interface \w+(?: extends [\w, ]+)? \{([\s\S]*?)\n\}/);
+  const props = {};
+  if (body) {
+    for (const m of body[1].matchAll(/^ {4}"([^"]+)"\??: (.+?);?$/gm)) props[m[1]] = m[2];
+  }
+  const r = { props, imports };
+  dtsCache.set(file, r);
+  return r;
+}
+
+// Every field of obj is declared by the model (recursively).
+function checkFields(obj, file, path) {
+  if (obj === null || typeof obj !== "object") return;
+  const { props, imports } = readDts(file);
+  for (const [k, v] of Object.entries(obj)) {
+    if (!(k in props)) fail(`${path}.${k}: not a field of ${file.split("/").pop().replace(".d.ts", "")}`);
+    const t = props[k];
+    const m = t.match(/^Array<(I\w+)>$/) || t.match(/^(I\w+)$/);
+    if (!m || !imports[m[1]] || /RawExtension/.test(m[1])) continue; // scalars, maps, opaque
+    const items = t.startsWith("Array<") ? v : [v];
+    if (!Array.isArray(items)) fail(`${path}.${k}: not a list`);
+    items.forEach((it, i) => checkFields(it, imports[m[1]], t.startsWith("Array<") ? `${path}.${k}[${i}]` : `${path}.${k}`));
+  }
+}
+
+const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
+
+function checkGpuConfig(p, path) {
+  if (p.apiVersion !== "resource.nvidia.com/v1beta1" || p.kind !== "GpuConfig")
+    fail(`${path}: not a resource.nvidia.com/v1beta1 GpuConfig`);
+  for (const k of Object.keys(p)) if (!["apiVersion", "kind", "sharing"].includes(k)) fail(`${path}.${k}: unknown field`);
+  const s = p.sharing;
+  if (!s) return;
+  for (const k of Object.keys(s))
+    if (!["strategy", "timeSlicingConfig", "mpsConfig"].includes(k)) fail(`${path}.sharing.${k}: unknown field`);
+  if (s.strategy === "TimeSlicing") {
+    if ("mpsConfig" in s) fail(`${path}.sharing: mpsConfig with strategy TimeSlicing`);
+    const t = s.timeSlicingConfig;
+    if (t !== undefined) {
+      for (const k of Object.keys(t)) if (k !== "interval") fail(`${path}.sharing.timeSlicingConfig.${k}: unknown field`);
+      if (t.interval !== undefined && !["Default", "Short", "Medium", "Long"].includes(t.interval))
+        fail(`${path}.sharing.timeSlicingConfig.interval '${t.interval}' is not Default, Short, Medium or Long`);
+    }
+  } else if (s.strategy === "MPS") {
+    if ("timeSlicingConfig" in s) fail(`${path}.sharing: timeSlicingConfig with strategy MPS`);
+    const m = s.mpsConfig;
+    if (m !== undefined) {
+      for (const k of Object.keys(m))
+        if (!["defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit", "defaultPerDevicePinnedMemoryLimit"].includes(k))
+          fail(`${path}.sharing.mpsConfig.${k}: unknown field`);
+      const pct = m.defaultActiveThreadPercentage;
+      if (pct !== undefined && !(Number.isInteger(pct) && pct >= 1 && pct <= 100))
+        fail(`${path}.sharing.mpsConfig.defaultActiveThreadPercentage ${JSON.stringify(pct)} is not a whole number 1..100`);
+      const q = m.defaultPinnedDeviceMemoryLimit;
+      if (q !== undefined && !(typeof q === "string" && QUANTITY.test(q) && parseFloat(q) > 0))
+        fail(`${path}.sharing.mpsConfig.defaultPinnedDeviceMemoryLimit ${JSON.stringify(q)} is not a positive quantity`);
+      for (const [dev, v] of Object.entries(m.defaultPerDevicePinnedMemoryLimit || {}))
+        if (!(typeof v === "string" && QUANTITY.test(v) && parseFloat(v) > 0))
+          fail(`${path}.sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.${dev} is not a positive quantity`);
+    }
+  } else {
+    fail(`${path}.sharing.strategy ${JSON.stringify(s.strategy)} is not TimeSlicing or MPS`);
+  }
+}
+
+function checkDevicePluginConfig(c, path) {
+  if (c.version !== "v1") fail(`${path}: version is not v1`);
+  const sh = c.sharing;
+  if (!sh) fail(`${path}: no sharing`);
+  const kinds = Object.keys(sh);
+  if (kinds.length !== 1 || !["timeSlicing", "mps"].includes(kinds[0]))
+    fail(`${path}.sharing: exactly one of timeSlicing and mps (got ${kinds.join(", ")})`);
+  const r = sh[kinds[0]];
+  for (const k of Object.keys(r))
+    if (!["renameByDefault", "failRequestsGreaterThanOne", "resources"].includes(k)) fail(`${path}.sharing.${kinds[0]}.${k}: unknown field`);
+  if (!Array.isArray(r.resources) || !r.resources.length) fail(`${path}: no resources`);
+  for (const res of r.resources) {
+    if (res.name !== "nvidia.com/gpu") fail(`${path}: resource ${res.name} is not nvidia.com/gpu`);
+    if (!(Number.isInteger(res.replicas) && res.replicas >= 2)) fail(`${path}: replicas ${JSON.stringify(res.replicas)} is not a whole number >= 2`);
+  }
+  if (c.flags && !["none", "single", "mixed"].includes(c.flags.migStrategy)) fail(`${path}.flags.migStrategy`);
+}
+
+async function checkObject(o, path) {
+  const [group, version] = o.apiVersion.includes("/") ? o.apiVersion.split("/") : ["", o.apiVersion];
+  const mod = group ? `kubernetes-models/${group}/${version}` : `kubernetes-models/${version}`;
+  let Model;
+  try {
+    Model = (await import(mod))[o.kind];
+  } catch (e) {
+    fail(`${path}: kubernetes-models has no ${o.apiVersion} (${e.message})`);
+  }
+  if (!Model) fail(`${path}: kubernetes-models has no ${o.kind} in ${o.apiVersion}`);
+  try {
+    new Model(o).validate();
+  } catch (e) {
+    fail(`${path}: ${o.apiVersion} ${o.kind}: ${e.message}`);
+  }
+  const dts = join(pkgDir, group || "", version, `${o.kind}.d.ts`);
+  checkFields(o, dts, `${path}`);
+  if (o.kind === "ResourceClaimTemplate") {
+    const configs = o.spec?.spec?.devices?.config || [];
+    if (!configs.length) fail(`${path}: no device config`);
+    configs.forEach((c, i) => {
+      if (c.opaque?.driver !== "gpu.nvidia.com") fail(`${path}: config ${i} is not for the driver gpu.nvidia.com`);
+      checkGpuConfig(c.opaque.parameters, `${path}.spec.spec.devices.config[${i}].opaque.parameters`);
+    });
+  }
+  if (o.kind === "ConfigMap") {
+    for (const [k, v] of Object.entries(o.data || {})) {
+      const docs = parseAllDocuments(v, { strict: true, uniqueKeys: true });
+      docs.forEach((d, j) => {
+        if (d.errors.length) fail(`${path}.data.${k}: ${d.errors[0].message}`);
+        checkDevicePluginConfig(d.toJS(), `${path}.data.${k}#${j}`);
+      });
+    }
+  }
+}
+
+const files = process.argv.slice(2);
+if (!files.length) fail("usage: node validate.mjs FILE...");
+for (const f of files) {
+  const docs = parseAllDocuments(readFileSync(f, "utf8"), { strict: true, uniqueKeys: true });
+  if (!docs.length) fail(`${f}: no YAML document`);
+  for (const [i, d] of docs.entries()) {
+    const path = `${f}#${i}`;
+    if (d.errors.length) fail(`${path}: ${d.errors[0].message}`);
+    if (d.warnings.length) fail(`${path}: ${d.warnings[0].message}`);
+    const o = d.toJS();
+    if (o && o.apiVersion && o.kind) {
+      await checkObject(o, path);
+      console.log(`ok: ${path}: ${o.apiVersion} ${o.kind} ${o.metadata?.name ?? ""}`);
+    } else if (o && o.version === "v1" && o.sharing) {
+      checkDevicePluginConfig(o, path);
+      console.log(`ok: ${path}: device plugin config (${Object.keys(o.sharing)[0]})`);
+    } else if (o && o.version === "v1" && o["mig-configs"]) {
+      console.log(`ok: ${path}: mig-parted config (not a Kubernetes object)`);
+    } else {
+      fail(`${path}: neither a Kubernetes object nor a device plugin config`);
+    }
+  }
+}

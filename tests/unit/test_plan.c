@@ -1,0 +1,119 @@
+/*
+ * Unit tests of lib/plan: the Slurm key=value writer (every value Slurm
+ * would misread is refused, the buffer left as it was), the comment writer,
+ * Kubernetes quantities, and target names.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/plan.h"
+#include "plan_internal.h"
+
+static void slurm_line_ok(void **state)
+{
+	struct gpushare_buf b = { 0 };
+	const struct gpushare_slurm_kv kv[] = {
+		{ "NodeName", "gpu-node-[01-04]" }, { "Name", "shard" }, { "Count", "16" }, { "File", "/dev/nvidia[0-3]" },
+	};
+
+	(void)state;
+	assert_int_equal(gpushare_slurm_line(&b, kv, 4), 0);
+	assert_string_equal(gpushare_buf_str(&b), "NodeName=gpu-node-[01-04] Name=shard Count=16 File=/dev/nvidia[0-3]\n");
+	assert_int_equal(gpushare_slurm_line(&b, &(struct gpushare_slurm_kv){ "GresTypes", "gpu,shard" }, 1), 0);
+	assert_string_equal(gpushare_buf_str(&b), "NodeName=gpu-node-[01-04] Name=shard Count=16 File=/dev/nvidia[0-3]\n"
+						  "GresTypes=gpu,shard\n");
+	gpushare_buf_release(&b);
+}
+
+static void slurm_line_refuses(void **state)
+{
+	static const struct {
+		const char *value, *why;
+	} bad[] = {
+		{ "", "empty" },
+		{ "a b", "white space" },
+		{ "a\tb", "white space" },
+		{ "a\nGresTypes=x", "line break" },
+		{ "a\r", "line break" },
+		{ "gpu#0", "comment" },
+		{ "a=b", "'='" },
+		{ "\"quoted\"", "quote" },
+		{ "it's", "quote" },
+		{ "back\\slash", "backslash" },
+		{ "caf\xc3\xa9", "non-ASCII" },
+		{ "bell\a", "control" },
+	};
+	struct gpushare_buf b = { 0 };
+
+	(void)state;
+	assert_int_equal(gpushare_slurm_line(&b, &(struct gpushare_slurm_kv){ "Name", "gpu" }, 1), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const struct gpushare_slurm_kv kv[] = { { "Name", "shard" }, { "File", bad[i].value } };
+
+		assert_false(gpushare_slurm_value_ok(bad[i].value));
+		assert_int_equal(gpushare_slurm_line(&b, kv, 2), GPUSHARE_E_INVAL);
+		assert_non_null(strstr(gpushare_errdetail(), "File"));
+		assert_non_null(strstr(gpushare_errdetail(), bad[i].why));
+		/* Nothing of a refused line is written. */
+		assert_string_equal(gpushare_buf_str(&b), "Name=gpu\n");
+	}
+	assert_false(gpushare_slurm_value_ok(NULL));
+	/* Keys: letters only. */
+	assert_int_equal(gpushare_slurm_line(&b, &(struct gpushare_slurm_kv){ "Node Name", "x" }, 1), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slurm_line(&b, &(struct gpushare_slurm_kv){ "", "x" }, 1), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slurm_line(&b, NULL, 0), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_buf_str(&b), "Name=gpu\n");
+	gpushare_buf_release(&b);
+}
+
+static void comments(void **state)
+{
+	struct gpushare_buf b = { 0 };
+
+	(void)state;
+	assert_int_equal(plan_comment(&b, "one\n\ntwo\tthree\rfour"), 0);
+	assert_string_equal(gpushare_buf_str(&b), "# one\n#\n# two three four\n");
+	assert_int_equal(plan_comment(&b, "ends in \\\nnext"), 0);
+	assert_string_equal(gpushare_buf_str(&b), "# one\n#\n# two three four\n# ends in \\ \n# next\n");
+	gpushare_buf_release(&b);
+}
+
+static void quantities(void **state)
+{
+	char q[32];
+
+	(void)state;
+	plan_quantity(10ULL << 30, q, sizeof(q));
+	assert_string_equal(q, "10Gi");
+	plan_quantity(3840ULL << 20, q, sizeof(q));
+	assert_string_equal(q, "3840Mi");
+	plan_quantity(1536ULL << 10, q, sizeof(q));
+	assert_string_equal(q, "1536Ki");
+	plan_quantity(1000, q, sizeof(q));
+	assert_string_equal(q, "1000");
+}
+
+static void targets(void **state)
+{
+	(void)state;
+	for (int t = 0; t < GPUSHARE_PLAN_TARGET_COUNT; t++)
+		assert_int_equal(gpushare_plan_target_parse(gpushare_plan_target_name(t)), t);
+	assert_int_equal(gpushare_plan_target_parse("kubernetes"), -1);
+	assert_int_equal(gpushare_plan_target_parse(NULL), -1);
+	assert_null(gpushare_plan_target_name(GPUSHARE_PLAN_TARGET_COUNT));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(slurm_line_ok), cmocka_unit_test(slurm_line_refuses), cmocka_unit_test(comments),
+		cmocka_unit_test(quantities), cmocka_unit_test(targets),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
