@@ -2,9 +2,8 @@
  * The open-loop options that bench and sweep share (--load, --rate,
  * --arrival, --seed, --dispatch, --drain, --find-peak, --slo, --resolution,
  * --tail-samples, --rate-max): their parsing into a bench configuration and
- * their help text. docs/bench.md, "Open-loop load", says what they mean.
+ * their table (cli/opt.h). docs/bench.md, "Open-loop load", says what they mean.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,23 +13,30 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 
-const char cli_openloop_help[] =
-	"Open-loop load:\n"
-	"  --load closed|open         closed (default): each worker runs requests back to back;\n"
-	"                             open: gpushare schedules arrivals and hands them out;\n"
-	"                             latency counts from the scheduled arrival\n"
-	"  --rate R                   arrivals per second, all workers together\n"
-	"  --arrival poisson|uniform  gaps between arrivals (default poisson)\n"
-	"  --seed S                   seed of the Poisson schedule (default 1)\n"
-	"  --dispatch shared|round-robin  one queue for all workers (default), or one each\n"
-	"  --drain D                  after the window, serve the backlog this long at most\n"
-	"                             (default: the window, 1s to 10s)\n"
-	"  --find-peak                search the highest rate within --slo, per strategy,\n"
-	"                             starting at --rate\n"
-	"  --slo pNN=D                the bound, e.g. p99=50ms (any percentile)\n"
-	"  --resolution F             stop when the peak is known within F (default 0.05)\n"
-	"  --tail-samples K           each step offers at least K/(1-q) requests (default 100)\n"
-	"  --rate-max R               never try more than R per second (default 1e7)\n";
+const struct cli_opt cli_openloop_opts[] = {
+	{ CLI_OPEN_LOAD, 0, "load", CLI_ENUM, "closed|open",
+	  "closed (default): each worker runs requests back to back;\nopen: gpushare schedules arrivals and hands them out;\n"
+	  "latency counts from the scheduled arrival", NULL, 0, 0, "closed open", 0 },
+	{ CLI_OPEN_ARRIVAL, 0, "arrival", CLI_ENUM, "poisson|uniform", "gaps between arrivals", "poisson", 0, 0,
+	  "poisson uniform", 0 },
+	{ CLI_OPEN_SEED, 0, "seed", CLI_INT, "S", "seed of the Poisson schedule", "1", 0, 9223372036854775807L, NULL, 0 },
+	{ CLI_OPEN_DISPATCH, 0, "dispatch", CLI_ENUM, "shared|round-robin", "one queue for all workers (default), or one each",
+	  NULL, 0, 0, "shared round-robin", 0 },
+	{ CLI_OPEN_DRAIN, 0, "drain", CLI_DURATION, "D", "after the window, serve the backlog this long at most",
+	  "the window, 1s to 10s", 0, 0, NULL, 0 },
+};
+_Static_assert(CLI_N(cli_openloop_opts) == CLI_N_OPENLOOP_OPTS, "CLI_N_OPENLOOP_OPTS");
+
+const struct cli_opt cli_peak_opts[] = {
+	{ CLI_OPEN_FIND_PEAK, 0, "find-peak", CLI_FLAG, NULL, "search the highest rate within --slo, per strategy,\nstarting at --rate",
+	  NULL, 0, 0, NULL, 0 },
+	{ CLI_OPEN_SLO, 0, "slo", CLI_STRING, "pNN=D", "the bound, e.g. p99=50ms (any percentile)", NULL, 0, 0, NULL, 0 },
+	{ CLI_OPEN_RESOLUTION, 0, "resolution", CLI_NUMBER, "F", "stop when the peak is known within F", "0.05", 0, 0, NULL, 0 },
+	{ CLI_OPEN_TAIL_SAMPLES, 0, "tail-samples", CLI_INT, "K", "each step offers at least K/(1-q) requests", "100", 1,
+	  1000000, NULL, 0 },
+	{ CLI_OPEN_RATE_MAX, 0, "rate-max", CLI_NUMBER, "R", "never try more than R per second", "1e7", 0, 0, NULL, 0 },
+};
+_Static_assert(CLI_N(cli_peak_opts) == CLI_N_PEAK_OPTS, "CLI_N_PEAK_OPTS");
 
 static int parse_positive(const char *s, double max, double *out)
 {
@@ -81,12 +87,12 @@ int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t
 	return EXIT_OK;
 }
 
-int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpushare_bench_config *c)
+int cli_openloop_option(const struct cli_parse *p, struct gpushare_bench_config *c)
 {
-	long v;
+	const char *cmd = p->name, *arg = p->arg;
 	uint64_t ns;
 
-	switch (opt) {
+	switch (p->opt ? p->opt->id : 0) {
 	case CLI_OPEN_LOAD:
 		if (gpushare_load_parse(arg, &c->load))
 			return cli_bad_value(cmd, "--load", arg);
@@ -98,9 +104,7 @@ int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpusha
 			return cli_bad_value(cmd, "--arrival", arg);
 		return EXIT_OK;
 	case CLI_OPEN_SEED:
-		if (cli_parse_whole(arg, 0, 9223372036854775807L, &v))
-			return cli_bad_value(cmd, "--seed", arg);
-		c->seed = (uint64_t)v;
+		c->seed = (uint64_t)p->num;
 		return EXIT_OK;
 	case CLI_OPEN_DISPATCH:
 		if (gpushare_dispatch_parse(arg, &c->dispatch))
@@ -128,14 +132,12 @@ int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpusha
 		return EXIT_OK;
 	}
 	case CLI_OPEN_TAIL_SAMPLES:
-		if (cli_parse_whole(arg, 1, 1000000, &v))
-			return cli_bad_value(cmd, "--tail-samples", arg);
-		c->tail_samples = (unsigned)v;
+		c->tail_samples = (unsigned)p->num;
 		return EXIT_OK;
 	case CLI_OPEN_RATE_MAX:
 		if (parse_positive(arg, 1e9, &c->rate_max))
 			return cli_error(EXIT_USAGE, "%s: invalid --rate-max '%s': expected arrivals per second, above 0", cmd, arg);
 		return EXIT_OK;
 	}
-	return cli_error(EXIT_USAGE, "%s: unknown open-loop option %d", cmd, opt);
+	return CLI_NOT_MINE;
 }
