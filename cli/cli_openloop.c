@@ -14,27 +14,31 @@
 #include "gpushare/util.h"
 
 const struct cli_opt cli_openloop_opts[] = {
-	{ CLI_OPEN_LOAD, 0, "load", CLI_ENUM, "closed|open",
-	  "closed (default): each worker runs requests back to back;\nopen: gpushare schedules arrivals and hands them out;\n"
-	  "latency counts from the scheduled arrival", NULL, 0, 0, "closed open", 0 },
-	{ CLI_OPEN_ARRIVAL, 0, "arrival", CLI_ENUM, "poisson|uniform", "gaps between arrivals", "poisson", 0, 0,
-	  "poisson uniform", 0 },
-	{ CLI_OPEN_SEED, 0, "seed", CLI_INT, "S", "seed of the Poisson schedule", "1", 0, 9223372036854775807L, NULL, 0 },
-	{ CLI_OPEN_DISPATCH, 0, "dispatch", CLI_ENUM, "shared|round-robin", "one queue for all workers (default), or one each",
-	  NULL, 0, 0, "shared round-robin", 0 },
-	{ CLI_OPEN_DRAIN, 0, "drain", CLI_DURATION, "D", "after the window, serve the backlog this long at most",
-	  "the window, 1s to 10s", 0, 0, NULL, 0 },
+	{ .id = CLI_OPEN_LOAD, .long_name = "load", .kind = CLI_ENUM, .value_name = "closed|open",
+	  .help = "closed (default): each worker runs requests back to back;\nopen: gpushare schedules arrivals and hands them out;\n"
+	  "latency counts from the scheduled arrival", .values = "closed open" },
+	{ .id = CLI_OPEN_ARRIVAL, .long_name = "arrival", .kind = CLI_ENUM, .value_name = "poisson|uniform",
+	  .help = "gaps between arrivals", .def = "poisson", .values = "poisson uniform" },
+	{ .id = CLI_OPEN_SEED, .long_name = "seed", .kind = CLI_INT, .value_name = "S",
+	  .help = "seed of the Poisson schedule", .def = "1", .max = 9223372036854775807L },
+	{ .id = CLI_OPEN_DISPATCH, .long_name = "dispatch", .kind = CLI_ENUM, .value_name = "shared|round-robin",
+	  .help = "one queue for all workers (default), or one each", .values = "shared round-robin" },
+	{ .id = CLI_OPEN_DRAIN, .long_name = "drain", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "after the window, serve the backlog this long at most", .def = "the window, 1s to 10s" },
 };
 _Static_assert(CLI_N(cli_openloop_opts) == CLI_N_OPENLOOP_OPTS, "CLI_N_OPENLOOP_OPTS");
 
 const struct cli_opt cli_peak_opts[] = {
-	{ CLI_OPEN_FIND_PEAK, 0, "find-peak", CLI_FLAG, NULL, "search the highest rate within --slo, per strategy,\nstarting at --rate",
-	  NULL, 0, 0, NULL, 0 },
-	{ CLI_OPEN_SLO, 0, "slo", CLI_STRING, "pNN=D", "the bound, e.g. p99=50ms (any percentile)", NULL, 0, 0, NULL, 0 },
-	{ CLI_OPEN_RESOLUTION, 0, "resolution", CLI_NUMBER, "F", "stop when the peak is known within F", "0.05", 0, 0, NULL, 0 },
-	{ CLI_OPEN_TAIL_SAMPLES, 0, "tail-samples", CLI_INT, "K", "each step offers at least K/(1-q) requests", "100", 1,
-	  1000000, NULL, 0 },
-	{ CLI_OPEN_RATE_MAX, 0, "rate-max", CLI_NUMBER, "R", "never try more than R per second", "1e7", 0, 0, NULL, 0 },
+	{ .id = CLI_OPEN_FIND_PEAK, .long_name = "find-peak", .kind = CLI_FLAG,
+	  .help = "search the highest rate within --slo, per strategy,\nstarting at --rate" },
+	{ .id = CLI_OPEN_SLO, .long_name = "slo", .kind = CLI_STRING, .value_name = "pNN=D",
+	  .help = "the bound, e.g. p99=50ms (any percentile)" },
+	{ .id = CLI_OPEN_RESOLUTION, .long_name = "resolution", .kind = CLI_NUMBER, .value_name = "F",
+	  .help = "stop when the peak is known within F", .def = "0.05" },
+	{ .id = CLI_OPEN_TAIL_SAMPLES, .long_name = "tail-samples", .kind = CLI_INT, .value_name = "K",
+	  .help = "each step offers at least K/(1-q) requests", .def = "100", .min = 1, .max = 1000000 },
+	{ .id = CLI_OPEN_RATE_MAX, .long_name = "rate-max", .kind = CLI_NUMBER, .value_name = "R",
+	  .help = "never try more than R per second", .def = "1e7" },
 };
 _Static_assert(CLI_N(cli_peak_opts) == CLI_N_PEAK_OPTS, "CLI_N_PEAK_OPTS");
 

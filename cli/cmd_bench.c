@@ -23,37 +23,43 @@
 #define STR(x) STR_(x)
 
 static const struct cli_opt bench_opts[] = {
-	{ OPT_WORKLOAD, 0, "workload", CLI_ENUM, "NAME", "workload; see below", "matmul", 0, 0, "@workloads", 0 },
-	{ OPT_BATCH, 0, "batch", CLI_INT, "B", "items per request", "1", 1, 1L << 30, NULL, 0 },
-	{ OPT_WORKERS, 0, "workers", CLI_INT, "N",
-	  "workers (1.." STR(GPUSHARE_BENCH_MAX_WORKERS) "; MPS allows 48 clients per GPU)", "4", 1,
-	  GPUSHARE_BENCH_MAX_WORKERS, NULL, 0 },
+	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_ENUM, .value_name = "NAME",
+	  .help = "workload; see below", .def = "matmul", .values = "@workloads" },
+	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_INT, .value_name = "B", .help = "items per request",
+	  .def = "1", .min = 1, .max = 1L << 30 },
+	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_INT, .value_name = "N",
+	  .help = "workers (1.." STR(GPUSHARE_BENCH_MAX_WORKERS) "; MPS allows 48 clients per GPU)", .def = "4",
+	  .min = 1, .max = GPUSHARE_BENCH_MAX_WORKERS },
 };
 
 static const struct cli_opt bench_split_opts[] = {
-	{ OPT_THREAD_PCT, 0, "thread-percentage", CLI_LIST, "LIST",
-	  "mps-split: SM share per worker, one value or one per worker", "100/N", 0, 0, NULL, 0 },
-	{ OPT_MEM_LIMIT, 0, "mem-limit", CLI_LIST, "LIST", "mps-split: pinned device memory per worker (4G or 4G,2G,...)",
-	  NULL, 0, 0, NULL, 0 },
-	{ OPT_PRIORITY, 0, "priority", CLI_LIST, "LIST", "mps-split: client priority per worker (0 normal, 1 below)", NULL, 0,
-	  0, NULL, 0 },
-	{ OPT_CEILING, 0, "ceiling", CLI_FLAG, NULL, "also run one process with batch x N and report E_N", NULL, 0, 0, NULL, 0 },
-	{ CLI_OPT_REPEATS, 0, "repeats", CLI_INT, "K",
-	  "run every strategy K times, interleaved (default 1);\nprints mean +- sd, min...max and a relative summary", NULL,
-	  1, 10000, NULL, 0 },
-	{ CLI_OPT_TARGET_NOISE, 0, "target-noise", CLI_PERCENT, "P",
-	  "after K, repeat until each median items/s is known to\n+-P (e.g. 2%) at >= 95% coverage (at least 6 runs)", NULL,
-	  0, 0, NULL, 0 },
-	{ CLI_OPT_MAX_REPEATS, 0, "max-repeats", CLI_INT, "M", "bound of --target-noise", "20", 1, 10000, NULL, 0 },
-	{ OPT_JSON, 0, "json", CLI_FLAG, NULL, "JSON on stdout (not with --csv)", NULL, 0, 0, NULL, 0 },
-	{ OPT_CSV, 0, "csv", CLI_FLAG, NULL, "CSV on stdout (not with --json)", NULL, 0, 0, NULL, 0 },
-	{ OPT_OUT, 0, "out", CLI_FILE, "FILE", "also write the JSON document to FILE (atomically)", NULL, 0, 0, NULL, 0 },
-	{ 'q', 'q', "quiet", CLI_FLAG, NULL, "no progress on stderr", NULL, 0, 0, NULL, 0 },
-	{ 'v', 'v', "verbose", CLI_FLAG, NULL, "one line per worker in the table", NULL, 0, 0, NULL, 0 },
+	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "mps-split: SM share per worker, one value or one per worker", .def = "100/N" },
+	{ .id = OPT_MEM_LIMIT, .long_name = "mem-limit", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "mps-split: pinned device memory per worker (4G or 4G,2G,...)" },
+	{ .id = OPT_PRIORITY, .long_name = "priority", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "mps-split: client priority per worker (0 normal, 1 below)" },
+	{ .id = OPT_CEILING, .long_name = "ceiling", .kind = CLI_FLAG,
+	  .help = "also run one process with batch x N and report E_N" },
+	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "K",
+	  .help = "run every strategy K times, interleaved (default 1);\nprints mean +- sd, min...max and a relative summary",
+	  .min = 1, .max = 10000 },
+	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",
+	  .help = "after K, repeat until each median items/s is known to\n+-P (e.g. 2%) at >= 95% coverage (at least 6 runs)" },
+	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
+	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000 },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "JSON on stdout (not with --csv)" },
+	{ .id = OPT_CSV, .long_name = "csv", .kind = CLI_FLAG, .help = "CSV on stdout (not with --json)" },
+	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_FILE, .value_name = "FILE",
+	  .help = "also write the JSON document to FILE (atomically)" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
+	{ .id = 'v', .short_name = 'v', .long_name = "verbose", .kind = CLI_FLAG,
+	  .help = "one line per worker in the table" },
 };
 
 static const struct cli_opt bench_rate_opt[] = {
-	{ CLI_OPEN_RATE, 0, "rate", CLI_NUMBER, "R", "arrivals per second, all workers together", NULL, 0, 0, NULL, 0 },
+	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_NUMBER, .value_name = "R",
+	  .help = "arrivals per second, all workers together" },
 };
 
 static void bench_more_help(FILE *f);

@@ -21,21 +21,24 @@
 #include "gpushare/mps.h"
 
 static const struct cli_opt exec_opts[] = {
-	{ OPT_STRATEGY, 0, "strategy", CLI_ENUM, "S", "mps, mps-split or timeslice", "mps", 0, 0, "mps mps-split timeslice", 0 },
-	{ OPT_BIND, 0, "bind", CLI_ENUM, "round-robin|block",
-	  "local rank r on GPU r mod G (default), or contiguous\ngroups of ranks per GPU", NULL, 0, 0, "round-robin block", 0 },
-	{ OPT_RANKS_PER_GPU, 0, "ranks-per-gpu", CLI_INT, "K",
-	  "check that every GPU used gets exactly K ranks (the\nnode's rank count must be a multiple of K and need at\n"
-	  "most as many GPUs as are usable)", NULL, 1, 4096, NULL, 0 },
-	{ OPT_GPUS, 0, "gpus", CLI_LIST, "all|LIST",
-	  "GPUs to bind to: NVML indices and UUIDs (or unique\nUUID prefixes of 8+ characters), within\n"
-	  "CUDA_VISIBLE_DEVICES when it is set", "all", 0, 0, "all", 0 },
-	{ OPT_THREAD_PCT, 0, "thread-percentage", CLI_PERCENT, "P",
-	  "mps-split: each rank's active thread percentage,\n(0,100]", "100 / the ranks sharing its GPU", 0, 0, NULL, 0 },
-	{ OPT_DRY_RUN, 0, "dry-run", CLI_FLAG, NULL,
-	  "print, per rank, its GPU, the environment it would get\nand the daemon it would use; run nothing", NULL, 0, 0, NULL,
-	  0 },
-	{ OPT_JSON, 0, "json", CLI_FLAG, NULL, "with --dry-run: one JSON object per rank and line", NULL, 0, 0, NULL, 0 },
+	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
+	  .help = "mps, mps-split or timeslice", .def = "mps", .values = "mps mps-split timeslice" },
+	{ .id = OPT_BIND, .long_name = "bind", .kind = CLI_ENUM, .value_name = "round-robin|block",
+	  .help = "local rank r on GPU r mod G (default), or contiguous\ngroups of ranks per GPU",
+	  .values = "round-robin block" },
+	{ .id = OPT_RANKS_PER_GPU, .long_name = "ranks-per-gpu", .kind = CLI_INT, .value_name = "K",
+	  .help = "check that every GPU used gets exactly K ranks (the\nnode's rank count must be a multiple of K and need at\n"
+	  "most as many GPUs as are usable)", .min = 1, .max = 4096 },
+	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
+	  .help = "GPUs to bind to: NVML indices and UUIDs (or unique\nUUID prefixes of 8+ characters), within\n"
+	  "CUDA_VISIBLE_DEVICES when it is set", .def = "all", .values = "all" },
+	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
+	  .help = "mps-split: each rank's active thread percentage,\n(0,100]",
+	  .def = "100 / the ranks sharing its GPU" },
+	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
+	  .help = "print, per rank, its GPU, the environment it would get\nand the daemon it would use; run nothing" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
+	  .help = "with --dry-run: one JSON object per rank and line" },
 };
 
 static const struct cli_group exec_groups[] = { CLI_GROUP("Options", exec_opts, NULL) };

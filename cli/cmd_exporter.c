@@ -18,15 +18,13 @@
 #include "gpushare/metrics.h"
 
 static const struct cli_opt exporter_opts[] = {
-	{ OPT_LISTEN, 0, "listen", CLI_STRING, "[ADDR:]PORT",
-	  "where to serve (default 127.0.0.1:9400; ADDR defaults to\n127.0.0.1; port 0 picks a free port, printed on stderr)",
-	  NULL, 0, 0, NULL, 0 },
-	{ OPT_ONCE, 0, "once", CLI_FLAG, NULL, "print one exposition on stdout and exit", NULL, 0, 0, NULL, 0 },
-	{ OPT_PIPE_DIR, 0, "pipe-dir", CLI_DIR, "DIR",
-	  "MPS pipe directory to report (repeatable; default:\ngpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)",
-	  NULL, 0, 0, NULL, 0 },
-	{ OPT_NO_PROCESSES, 0, "no-processes", CLI_FLAG, NULL, "leave out the per-process GPU memory series", NULL, 0, 0, NULL,
-	  0 },
+	{ .id = OPT_LISTEN, .long_name = "listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
+	  .help = "where to serve (default 127.0.0.1:9400; ADDR defaults to\n127.0.0.1; port 0 picks a free port, printed on stderr)" },
+	{ .id = OPT_ONCE, .long_name = "once", .kind = CLI_FLAG, .help = "print one exposition on stdout and exit" },
+	{ .id = OPT_PIPE_DIR, .long_name = "pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "MPS pipe directory to report (repeatable; default:\ngpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)" },
+	{ .id = OPT_NO_PROCESSES, .long_name = "no-processes", .kind = CLI_FLAG,
+	  .help = "leave out the per-process GPU memory series" },
 };
 
 static const struct cli_group exporter_groups[] = { CLI_GROUP("Options", exporter_opts, NULL) };

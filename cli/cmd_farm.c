@@ -18,40 +18,43 @@
 #define STR(x) STR_(x)
 
 static const struct cli_opt farm_opts[] = {
-	{ OPT_DIR, 0, "dir", CLI_DIR, "DIR", "the farm directory (created; must not hold a journal yet)", NULL, 0, 0, NULL, 0 },
-	{ OPT_RESUME, 0, "resume", CLI_DIR, "DIR",
-	  "continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or\nfrom a job list given again, which must be the same",
-	  NULL, 0, 0, NULL, 0 },
-	{ OPT_SLOTS, 0, "slots", CLI_INT, "K",
-	  "jobs at once per GPU (1.." STR(GPUSHARE_FARM_MAX_SLOTS) "); default: a short calibration\n"
-	  "at K = 1, 2, 4, ... keeping the best jobs/s (stated in the output)", NULL, 1, GPUSHARE_FARM_MAX_SLOTS, NULL, 0 },
-	{ OPT_MAX_SLOTS, 0, "max-slots", CLI_INT, "K", "the largest K the calibration tries", "16", 1, GPUSHARE_FARM_MAX_SLOTS,
-	  NULL, 0 },
-	{ OPT_STRATEGY, 0, "strategy", CLI_ENUM, "S",
-	  "mps (default), mps-split (each job gets 1/K of the SMs and,\nwith --mem-per-job, that pinned-memory limit) or "
-	  "timeslice", NULL, 0, 0, "mps mps-split timeslice", 0 },
-	{ OPT_GPUS, 0, "gpus", CLI_LIST, "all|LIST",
-	  "GPUs to use: NVML indices or UUIDs, comma-separated (default:\nthose CUDA_VISIBLE_DEVICES allows, else all)", NULL,
-	  0, 0, "all", 0 },
-	{ OPT_MEM_PER_JOB, 0, "mem-per-job", CLI_SIZE, "SIZE",
-	  "never start a job that would not fit in the GPU's free memory\n(e.g. 8G; each running job counts SIZE)", NULL, 0, 0,
-	  NULL, 0 },
-	{ OPT_RETRIES, 0, "retries", CLI_INT, "N", "run a failed or timed-out job up to N more times", "0", 0, 1000, NULL, 0 },
-	{ OPT_TIMEOUT, 0, "timeout", CLI_DURATION, "DURATION",
-	  "stop a job that runs longer (e.g. 10m; SIGTERM, SIGKILL 2 s later)", NULL, 0, 0, NULL, 0 },
-	{ OPT_SHARD, 0, "shard", CLI_STRING, "I/N",
-	  "run only the jobs whose number mod N is I (default under Slurm:\nthe task's rank of the step's tasks, or the array "
-	  "element)", NULL, 0, 0, NULL, 0 },
-	{ OPT_ARGS, 0, "args", CLI_FILE, "FILE", "template arguments, one per line ('-': standard input)", NULL, 0, 0, NULL, 0 },
-	{ OPT_RANGE, 0, "range", CLI_STRING, "START..END[:STEP]", "template arguments: the integers START to END", NULL, 0, 0,
-	  NULL, 0 },
-	{ OPT_SHELL, 0, "shell", CLI_FLAG, NULL, "run each job line (or template) with /bin/sh -c", NULL, 0, 0, NULL, 0 },
-	{ OPT_MPS_PIPE_DIR, 0, "mps-pipe-dir", CLI_DIR, "DIR", "use the MPS daemon that answers there (never stopped)", NULL, 0,
-	  0, NULL, 0 },
-	{ OPT_METRICS_LISTEN, 0, "metrics-listen", CLI_STRING, "[ADDR:]PORT",
-	  "serve live Prometheus metrics (gpushare-exporter(1))", NULL, 0, 0, NULL, 0 },
-	{ OPT_JSON, 0, "json", CLI_FLAG, NULL, "print the summary as JSON on stdout", NULL, 0, 0, NULL, 0 },
-	{ 'q', 'q', "quiet", CLI_FLAG, NULL, "no progress lines on stderr", NULL, 0, 0, NULL, 0 },
+	{ .id = OPT_DIR, .long_name = "dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "the farm directory (created; must not hold a journal yet)" },
+	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or\nfrom a job list given again, which must be the same" },
+	{ .id = OPT_SLOTS, .long_name = "slots", .kind = CLI_INT, .value_name = "K",
+	  .help = "jobs at once per GPU (1.." STR(GPUSHARE_FARM_MAX_SLOTS) "); default: a short calibration\n"
+	  "at K = 1, 2, 4, ... keeping the best jobs/s (stated in the output)", .min = 1,
+	  .max = GPUSHARE_FARM_MAX_SLOTS },
+	{ .id = OPT_MAX_SLOTS, .long_name = "max-slots", .kind = CLI_INT, .value_name = "K",
+	  .help = "the largest K the calibration tries", .def = "16", .min = 1, .max = GPUSHARE_FARM_MAX_SLOTS },
+	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
+	  .help = "mps (default), mps-split (each job gets 1/K of the SMs and,\nwith --mem-per-job, that pinned-memory limit) or "
+	  "timeslice", .values = "mps mps-split timeslice" },
+	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
+	  .help = "GPUs to use: NVML indices or UUIDs, comma-separated (default:\nthose CUDA_VISIBLE_DEVICES allows, else all)",
+	  .values = "all" },
+	{ .id = OPT_MEM_PER_JOB, .long_name = "mem-per-job", .kind = CLI_SIZE, .value_name = "SIZE",
+	  .help = "never start a job that would not fit in the GPU's free memory\n(e.g. 8G; each running job counts SIZE)" },
+	{ .id = OPT_RETRIES, .long_name = "retries", .kind = CLI_INT, .value_name = "N",
+	  .help = "run a failed or timed-out job up to N more times", .def = "0", .max = 1000 },
+	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION",
+	  .help = "stop a job that runs longer (e.g. 10m; SIGTERM, SIGKILL 2 s later)" },
+	{ .id = OPT_SHARD, .long_name = "shard", .kind = CLI_STRING, .value_name = "I/N",
+	  .help = "run only the jobs whose number mod N is I (default under Slurm:\nthe task's rank of the step's tasks, or the array "
+	  "element)" },
+	{ .id = OPT_ARGS, .long_name = "args", .kind = CLI_FILE, .value_name = "FILE",
+	  .help = "template arguments, one per line ('-': standard input)" },
+	{ .id = OPT_RANGE, .long_name = "range", .kind = CLI_STRING, .value_name = "START..END[:STEP]",
+	  .help = "template arguments: the integers START to END" },
+	{ .id = OPT_SHELL, .long_name = "shell", .kind = CLI_FLAG,
+	  .help = "run each job line (or template) with /bin/sh -c" },
+	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "use the MPS daemon that answers there (never stopped)" },
+	{ .id = OPT_METRICS_LISTEN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
+	  .help = "serve live Prometheus metrics (gpushare-exporter(1))" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the summary as JSON on stdout" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress lines on stderr" },
 };
 
 static const struct cli_group farm_groups[] = { CLI_GROUP("Options", farm_opts, NULL) };
@@ -88,7 +91,7 @@ const struct cli_cmd cli_farm_cmd = {
 };
 
 static const struct cli_opt farm_status_opts[] = {
-	{ OPT_JSON, 0, "json", CLI_FLAG, NULL, "the summary as JSON", NULL, 0, 0, NULL, 0 },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "the summary as JSON" },
 };
 
 static const struct cli_group farm_status_groups[] = { CLI_GROUP("Options", farm_status_opts, NULL) };

@@ -19,7 +19,8 @@
 #include "gpushare/mps.h"
 
 static const struct cli_opt info_opts[] = {
-	{ OPT_JSON, 0, "json", CLI_FLAG, NULL, "print one JSON document instead of the report", NULL, 0, 0, NULL, 0 },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
+	  .help = "print one JSON document instead of the report" },
 };
 
 static const struct cli_group info_groups[] = { CLI_GROUP("Options", info_opts, NULL) };

@@ -14,42 +14,43 @@
 #include "gpushare/mps.h"
 
 static const struct cli_opt mps_common_opts[] = {
-	{ OPT_PIPE_DIR, 0, "pipe-dir", CLI_DIR, "DIR",
-	  "pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY,\nelse gpushare's private <user dir>/mps/pipe)", NULL, 0, 0, NULL,
-	  0 },
-	{ OPT_LOG_DIR, 0, "log-dir", CLI_DIR, "DIR",
-	  "log directory (default: $CUDA_MPS_LOG_DIRECTORY,\nelse <user dir>/mps/log)", NULL, 0, 0, NULL, 0 },
-	{ OPT_TIMEOUT, 0, "timeout", CLI_DURATION, "DURATION", "bound for each wait, 1ms to 1h", "10s", 0, 0, NULL, 0 },
-	{ OPT_JSON, 0, "json", CLI_FLAG, NULL, "machine-readable output", NULL, 0, 0, NULL, 0 },
+	{ .id = OPT_PIPE_DIR, .long_name = "pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY,\nelse gpushare's private <user dir>/mps/pipe)" },
+	{ .id = OPT_LOG_DIR, .long_name = "log-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "log directory (default: $CUDA_MPS_LOG_DIRECTORY,\nelse <user dir>/mps/log)" },
+	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION",
+	  .help = "bound for each wait, 1ms to 1h", .def = "10s" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "machine-readable output" },
 };
 
 static const struct cli_opt mps_start_opts[] = {
-	{ OPT_GPUS, 0, "gpus", CLI_LIST, "LIST", "GPUs the daemon serves (indices or UUIDs; its CUDA_VISIBLE_DEVICES)", NULL, 0,
-	  0, NULL, 0 },
-	{ OPT_THREAD_PCT, 0, "thread-percentage", CLI_PERCENT, "P", "default active thread percentage for clients, (0,100]",
-	  NULL, 0, 0, NULL, 0 },
-	{ OPT_MEM_LIMIT, 0, "mem-limit", CLI_STRING, "SPEC",
-	  "default pinned device memory limit: SIZE for every device,\nor DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)", NULL, 0, 0,
-	  NULL, 0 },
-	{ OPT_PRIORITY, 0, "priority", CLI_ENUM, "0|1", "default client priority (0 normal, 1 below normal)", NULL, 0, 1, "0 1",
-	  0 },
+	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "GPUs the daemon serves (indices or UUIDs; its CUDA_VISIBLE_DEVICES)", .only = "start" },
+	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
+	  .help = "default active thread percentage for clients, (0,100]", .only = "start set" },
+	{ .id = OPT_MEM_LIMIT, .long_name = "mem-limit", .kind = CLI_STRING, .value_name = "SPEC",
+	  .help = "default pinned device memory limit: SIZE for every device,\nor DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)",
+	  .only = "start set" },
+	{ .id = OPT_PRIORITY, .long_name = "priority", .kind = CLI_ENUM, .value_name = "0|1",
+	  .help = "default client priority (0 normal, 1 below normal)", .max = 1, .values = "0 1",
+	  .only = "start set" },
 };
 
 static const struct cli_opt mps_stop_opts[] = {
-	{ OPT_FORCE, 0, "force", CLI_FLAG, NULL,
-	  "terminate attached clients first (through MPS; a client\nstill running 5 s later gets SIGTERM, then SIGKILL);\n"
-	  "without it, attached clients are reported and the\ndaemon is left running",
-	  NULL, 0, 0, NULL, 0 },
+	{ .id = OPT_FORCE, .long_name = "force", .kind = CLI_FLAG,
+	  .help = "terminate attached clients first (through MPS; a client\nstill running 5 s later gets SIGTERM, then SIGKILL);\n"
+	  "without it, attached clients are reported and the\ndaemon is left running", .only = "stop" },
 };
 
 static const struct cli_opt mps_status_opts[] = {
-	{ OPT_LOG, 0, "log", CLI_INT, "N", "also show the last N lines of control.log", NULL, 0, 100000, NULL, CLI_RAW },
+	{ .id = OPT_LOG, .long_name = "log", .kind = CLI_INT, .value_name = "N",
+	  .help = "also show the last N lines of control.log", .max = 100000, .flags = CLI_RAW, .only = "status" },
 };
 
 static const struct cli_opt mps_set_opts[] = {
-	{ OPT_SERVER, 0, "server", CLI_INT, "PID",
-	  "apply to that running server (its new clients) instead\nof the daemon defaults (servers started later)", NULL, 1,
-	  0x7fffffff, NULL, CLI_RAW },
+	{ .id = OPT_SERVER, .long_name = "server", .kind = CLI_INT, .value_name = "PID",
+	  .help = "apply to that running server (its new clients) instead\nof the daemon defaults (servers started later)",
+	  .min = 1, .max = 0x7fffffff, .flags = CLI_RAW, .only = "set" },
 };
 
 static const struct cli_group mps_groups[] = {
@@ -97,26 +98,6 @@ struct mps_args {
 	struct gpushare_mps_limits limits;
 };
 
-/* Which options each subcommand takes. */
-static bool allowed(const char *sub, int opt)
-{
-	switch (opt) {
-	case OPT_PIPE_DIR: case OPT_LOG_DIR: case OPT_TIMEOUT: case OPT_JSON:
-		return true;
-	case OPT_GPUS:
-		return !strcmp(sub, "start");
-	case OPT_THREAD_PCT: case OPT_MEM_LIMIT: case OPT_PRIORITY:
-		return !strcmp(sub, "start") || !strcmp(sub, "set");
-	case OPT_FORCE:
-		return !strcmp(sub, "stop");
-	case OPT_LOG:
-		return !strcmp(sub, "status");
-	case OPT_SERVER:
-		return !strcmp(sub, "set");
-	}
-	return false;
-}
-
 /* An exit status, or -1 when --help was printed. */
 static int parse_args(int argc, char **argv, struct mps_args *a)
 {
@@ -138,7 +119,7 @@ static int parse_args(int argc, char **argv, struct mps_args *a)
 		long v;
 		int rc = GPUSHARE_OK;
 
-		if (!allowed(a->sub, c))
+		if (!cli_opt_applies(p.opt, a->sub))
 			return cli_error(EXIT_USAGE, "mps %s: option '%s' does not apply here (see 'gpushare mps --help')",
 					 a->sub, name);
 		switch (c) {

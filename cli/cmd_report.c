@@ -15,11 +15,12 @@
 #include "gpushare/util.h"
 
 static const struct cli_opt report_opts[] = {
-	{ 's', 's', "slo-p99", CLI_STRING, "MS",
-	  "also pick the highest throughput with p99 under MS milliseconds\n(a unit may be given: 500us, 2ms)", NULL, 0, 0,
-	  NULL, 0 },
-	{ 'o', 'o', "out", CLI_DIR, "OUTDIR", "write the report there instead of DIR", NULL, 0, 0, NULL, 0 },
-	{ 'q', 'q', "quiet", CLI_FLAG, NULL, "do not print the markdown report on stdout", NULL, 0, 0, NULL, 0 },
+	{ .id = 's', .short_name = 's', .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
+	  .help = "also pick the highest throughput with p99 under MS milliseconds\n(a unit may be given: 500us, 2ms)" },
+	{ .id = 'o', .short_name = 'o', .long_name = "out", .kind = CLI_DIR, .value_name = "OUTDIR",
+	  .help = "write the report there instead of DIR" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG,
+	  .help = "do not print the markdown report on stdout" },
 };
 
 static const struct cli_group report_groups[] = { CLI_GROUP("Options", report_opts, NULL) };

@@ -27,30 +27,34 @@
 #define MAX_WL_OPTS (GPUSHARE_WL_MAX_OPTS * 5)
 
 static const struct cli_opt sweep_opts[] = {
-	{ OPT_OUT, 0, "out", CLI_DIR, "DIR", "results and report directory (created when absent)", NULL, 0, 0, NULL, 0 },
-	{ OPT_WORKLOAD, 0, "workload", CLI_LIST, "LIST",
-	  "comma list of shapes NAME[:opt=value[:opt=value]...],\ne.g. matmul:size=4096,transformer", "matmul", 0, 0,
-	  "@workloads", 0 },
-	{ OPT_WORKERS, 0, "workers", CLI_LIST, "LIST", "worker counts, e.g. 1,3,5,7", "1,2,4", 0, 0, NULL, 0 },
-	{ OPT_BATCH, 0, "batch", CLI_LIST, "LIST", "batch sizes, e.g. 1,2,4,8", "1", 0, 0, NULL, 0 },
-	{ CLI_OPT_REPEATS, 0, "repeats", CLI_INT, "R", "runs per cell (default 5); the median is reported", NULL, 1, 10000,
-	  NULL, 0 },
-	{ CLI_OPT_TARGET_NOISE, 0, "target-noise", CLI_PERCENT, "P",
-	  "repeat a cell until the interval of its median throughput,\nat >= 95% coverage, is within +-P (e.g. 2%); "
-	  "at least 6\nruns, at most --max-repeats", NULL, 0, 0, NULL, 0 },
-	{ CLI_OPT_MAX_REPEATS, 0, "max-repeats", CLI_INT, "M", "bound of --target-noise", "20", 1, 10000, NULL, 0 },
-	{ OPT_RESUME, 0, "resume", CLI_FLAG, NULL, "continue the sweep recorded in DIR: recorded runs are skipped", NULL, 0, 0,
-	  NULL, 0 },
-	{ OPT_SLO_P99, 0, "slo-p99", CLI_STRING, "MS", "the report also picks the best throughput with p99 under MS", NULL, 0,
-	  0, NULL, 0 },
-	{ OPT_NO_REPORT, 0, "no-report", CLI_FLAG, NULL, "do not write the report at the end", NULL, 0, 0, NULL, 0 },
-	{ 'q', 'q', "quiet", CLI_FLAG, NULL, "no progress on stderr", NULL, 0, 0, NULL, 0 },
+	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "results and report directory (created when absent)" },
+	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "comma list of shapes NAME[:opt=value[:opt=value]...],\ne.g. matmul:size=4096,transformer",
+	  .def = "matmul", .values = "@workloads" },
+	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "worker counts, e.g. 1,3,5,7", .def = "1,2,4" },
+	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "batch sizes, e.g. 1,2,4,8", .def = "1" },
+	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "R",
+	  .help = "runs per cell (default 5); the median is reported", .min = 1, .max = 10000 },
+	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",
+	  .help = "repeat a cell until the interval of its median throughput,\nat >= 95% coverage, is within +-P (e.g. 2%); "
+	  "at least 6\nruns, at most --max-repeats" },
+	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
+	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000 },
+	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
+	  .help = "continue the sweep recorded in DIR: recorded runs are skipped" },
+	{ .id = OPT_SLO_P99, .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
+	  .help = "the report also picks the best throughput with p99 under MS" },
+	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG,
+	  .help = "do not write the report at the end" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
 };
 
 static const struct cli_opt sweep_rate_opt[] = {
-	{ CLI_OPEN_RATE, 0, "rate", CLI_LIST, "LIST",
-	  "--load open: rates per second, an axis of the grid; with\n--find-peak one rate R, where the search starts", NULL,
-	  0, 0, NULL, 0 },
+	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "--load open: rates per second, an axis of the grid; with\n--find-peak one rate R, where the search starts" },
 };
 
 static const struct cli_group sweep_groups[] = {
@@ -59,10 +63,9 @@ static const struct cli_group sweep_groups[] = {
 	{ NULL, cli_metrics_opts, CLI_N_METRICS_OPTS,
 	  "  (one metrics server for the whole sweep; each run's series are labelled\n"
 	  "  shape, workers, batch, repeat)" },
-	{ "Your own program as the worker of every run (after '--'; no --workload; not with streams)", cli_program_opts,
-	  CLI_N_PROGRAM_OPTS,
-	  "  (each --batch value reaches it as GPUSHARE_BATCH; the report names the\n"
-	  "  shape \"command:CMD ARGS\")" },
+	{ "Your own program as the worker of every run (after '--')", cli_program_opts, CLI_N_PROGRAM_OPTS,
+	  "  (not with --workload nor the streams strategy; each --batch value reaches it\n"
+	  "  as GPUSHARE_BATCH; the report names the shape \"command:CMD ARGS\")" },
 	{ "Open-loop load, as for gpushare bench", cli_openloop_opts, CLI_N_OPENLOOP_OPTS, NULL },
 	CLI_GROUP(NULL, sweep_rate_opt, NULL),
 	{ NULL, cli_peak_opts, CLI_N_PEAK_OPTS, NULL },

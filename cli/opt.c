@@ -74,7 +74,7 @@ static void add(struct cli_parse *p, const struct cli_opt *o)
 	}
 }
 
-static const struct cli_opt help_opt = { 'h', 'h', "help", CLI_FLAG, NULL, "this help", NULL, 0, 0, NULL, 0 };
+static const struct cli_opt help_opt = { .id = 'h', .short_name = 'h', .long_name = "help", .kind = CLI_FLAG, .help = "this help" };
 
 void cli_parse_init(struct cli_parse *p, const struct cli_cmd *cmd, int argc, char **argv)
 {
@@ -104,6 +104,11 @@ bool cli_cmd_has_option(const struct cli_cmd *cmd, const char *name)
 		}
 	}
 	return false;
+}
+
+bool cli_opt_applies(const struct cli_opt *o, const char *sub)
+{
+	return !o->only || names(o->only, sub);
 }
 
 const char *cli_parse_optname(const struct cli_parse *p)
@@ -183,18 +188,35 @@ int cli_parse_next(struct cli_parse *p)
 
 #define HELP_COL 28  /* where the options' help starts */
 
+#define HELP_WIDTH 80  /* columns the options' help is wrapped to */
+
+/* text's lines from column col, wrapped at spaces to HELP_WIDTH; the cursor
+ * is at column at (the first line starts there when it is past col). */
 static void help_text(FILE *f, const char *text, int col, int at)
 {
-	/* text's lines, the first from column at, the others from col. */
 	for (const char *s = text; *s;) {
-		size_t len = strcspn(s, "\n");
+		const char *end = s + strcspn(s, "\n");
 
-		if (s != text)
+		do {
+			int start = at > col ? at : col;
+			size_t room = (size_t)(HELP_WIDTH - start > 24 ? HELP_WIDTH - start : 24), n = (size_t)(end - s);
+
+			if (n > room) {
+				size_t cut = room;
+
+				while (cut > 0 && s[cut] != ' ')
+					cut--;
+				if (cut == 0) /* one long word: as it is */
+					cut = strcspn(s, " \n") < n ? strcspn(s, " \n") : n;
+				n = cut;
+			}
+			fprintf(f, "%*s%.*s\n", start - at, "", (int)n, s);
 			at = 0;
-		fprintf(f, "%*s%.*s\n", col - at, "", (int)len, s);
-		s += len;
-		if (*s)
-			s++;
+			s += n;
+			while (s < end && *s == ' ')
+				s++;
+		} while (s < end);
+		s = *end ? end + 1 : end;
 	}
 }
 
@@ -213,17 +235,16 @@ static void help_option(FILE *f, const struct cli_opt *o)
 		const char *last = strrchr(o->help, '\n');
 		size_t len = strlen(last ? last + 1 : o->help) + strlen(o->def) + 11;
 
-		snprintf(help, sizeof(help), "%s%s(default %s)", o->help, HELP_COL + len < 80 ? " " : "\n", o->def);
+		snprintf(help, sizeof(help), "%s%s(default %s)", o->help, HELP_COL + len <= HELP_WIDTH ? " " : "\n", o->def);
 	} else {
 		snprintf(help, sizeof(help), "%s", o->help);
 	}
 	fputs(left, f);
 	if (n + 2 > HELP_COL) {
 		fputs("  ", f);
-		help_text(f, help, HELP_COL, HELP_COL);
-	} else {
-		help_text(f, help, HELP_COL, n);
+		n += 2;
 	}
+	help_text(f, help, HELP_COL, n);
 }
 
 void cli_help_exit_statuses(FILE *f, const char *cmd, const struct cli_exit_note *notes, size_t n_notes)
@@ -353,14 +374,22 @@ static const char *kind_word(enum cli_kind k)
 int cli_complete(int argc, char **argv, const char *commands)
 {
 	const struct cli_cmd *c = NULL;
-	const char *what = argc > 0 ? argv[0] : "";
+	const char *what = argc > 0 ? argv[0] : "", *sub = NULL;
+	char top[32];
 
 	if (!strcmp(what, "commands") && argc == 1) {
 		print_words(commands);
 		return cli_finish_stdout(EXIT_OK);
 	}
-	if (argc >= 2 && !(c = find_cmd(argv[1])))
-		return cli_error(EXIT_USAGE, "--complete: unknown command '%s'", argv[1]);
+	if (argc >= 2 && !(c = find_cmd(argv[1]))) {
+		/* "mps start": the options of mps that apply to start. */
+		snprintf(top, sizeof(top), "%s", argv[1]);
+		top[strcspn(top, " ")] = '\0';
+		sub = strchr(argv[1], ' ') ? strchr(argv[1], ' ') + 1 : NULL;
+		c = find_cmd(top);
+		if (!c || !sub || !c->subcommands || !names(c->subcommands, sub))
+			return cli_error(EXIT_USAGE, "--complete: unknown command '%s'", argv[1]);
+	}
 	if (!strcmp(what, "subcommands") && argc == 2) {
 		if (c->subcommands)
 			print_words(c->subcommands);
@@ -372,6 +401,8 @@ int cli_complete(int argc, char **argv, const char *commands)
 			for (size_t i = 0; i < c->groups[g].n; i++) {
 				const struct cli_opt *o = &c->groups[g].opts[i];
 
+				if (sub && !cli_opt_applies(o, sub))
+					continue;
 				printf("--%s %s\n", o->long_name, kind_word(o->kind));
 				if (o->short_name)
 					printf("-%c %s\n", o->short_name, kind_word(o->kind));

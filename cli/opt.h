@@ -85,6 +85,7 @@ struct cli_opt {
 	const char *values;     /* CLI_ENUM, CLI_LIST: the allowed values, space-separated;
 				 * "@workloads": the workloads' names */
 	unsigned flags;         /* CLI_RAW */
+	const char *only;       /* the subcommands it applies to, space-separated; NULL: all */
 };
 
 /* Options under one heading of --help; several groups may share a heading
@@ -180,6 +181,8 @@ void cli_parse_init(struct cli_parse *p, const struct cli_cmd *cmd, int argc, ch
 bool cli_cmd_has_option(const struct cli_cmd *cmd, const char *name);
 /* The id of the next option (> 0), 0 at the end, < 0 to stop with p->status. */
 int cli_parse_next(struct cli_parse *p);
+/* Whether o applies to the subcommand sub (struct cli_opt.only). */
+bool cli_opt_applies(const struct cli_opt *o, const char *sub);
 /* "--name" of the option just found. */
 const char *cli_parse_optname(const struct cli_parse *p);
 

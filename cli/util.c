@@ -265,41 +265,45 @@ static int parse_noise(const char *cmd, const char *arg, double *out)
 /* What bench and sweep share; each command adds its own --repeats,
  * --target-noise and --max-repeats (their help differs). */
 const struct cli_opt cli_run_opts[] = {
-	{ CLI_OPT_STRATEGY, 0, "strategy", CLI_LIST, "LIST", "comma list of timeslice, mps, mps-split, mig, sequential,\nstreams",
-	  "timeslice,mps", 0, 0, "timeslice mps mps-split mig sequential streams", 0 },
-	{ CLI_OPT_DURATION, 0, "duration", CLI_DURATION, "D", "measurement window", "10s", 0, 0, NULL, 0 },
-	{ CLI_OPT_REQUESTS, 0, "requests", CLI_INT, "R", "instead of a window: R recorded requests per worker", NULL, 1,
-	  1000000000000L, NULL, 0 },
-	{ CLI_OPT_WARMUP, 0, "warmup", CLI_DURATION, "D", "window after the start barrier, not recorded", "2s", 0, 0, NULL, 0 },
-	{ CLI_OPT_WARMUP_REQUESTS, 0, "warmup-requests", CLI_INT, "W", "requests per worker before it reports ready", "3", 0,
-	  1000000000L, NULL, 0 },
-	{ CLI_OPT_START_TIMEOUT, 0, "start-timeout", CLI_DURATION, "D", "bound of the start barrier", "120s", 0, 0, NULL, 0 },
-	{ CLI_OPT_GPU, 0, "gpu", CLI_STRING, "IDX|UUID", "GPU to use", "0", 0, 0, NULL, 0 },
-	{ CLI_OPT_GPUS, 0, "gpus", CLI_LIST, "all|LIST",
-	  "several GPUs (indices or UUIDs): worker i on GPU i mod G,\none MPS daemon for all; results per GPU and in total",
-	  NULL, 0, 0, "all", 0 },
-	{ CLI_OPT_MPS_PIPE_DIR, 0, "mps-pipe-dir", CLI_DIR, "DIR", "use the MPS daemon running there (left running)", NULL, 0,
-	  0, NULL, 0 },
+	{ .id = CLI_OPT_STRATEGY, .long_name = "strategy", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "comma list of timeslice, mps, mps-split, mig, sequential,\nstreams", .def = "timeslice,mps",
+	  .values = "timeslice mps mps-split mig sequential streams" },
+	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "measurement window", .def = "10s" },
+	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
+	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L },
+	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "window after the start barrier, not recorded", .def = "2s" },
+	{ .id = CLI_OPT_WARMUP_REQUESTS, .long_name = "warmup-requests", .kind = CLI_INT, .value_name = "W",
+	  .help = "requests per worker before it reports ready", .def = "3", .max = 1000000000L },
+	{ .id = CLI_OPT_START_TIMEOUT, .long_name = "start-timeout", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "bound of the start barrier", .def = "120s" },
+	{ .id = CLI_OPT_GPU, .long_name = "gpu", .kind = CLI_STRING, .value_name = "IDX|UUID", .help = "GPU to use",
+	  .def = "0" },
+	{ .id = CLI_OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
+	  .help = "several GPUs (indices or UUIDs): worker i on GPU i mod G,\none MPS daemon for all; results per GPU and in total",
+	  .values = "all" },
+	{ .id = CLI_OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "use the MPS daemon running there (left running)" },
 };
 _Static_assert(CLI_N(cli_run_opts) == CLI_N_RUN_OPTS, "CLI_N_RUN_OPTS");
 
 const struct cli_opt cli_program_opts[] = {
-	{ CLI_OPT_MODE, 0, "mode", CLI_ENUM, "request|job",
-	  "request (default): it reports ready and each request through\n"
+	{ .id = CLI_OPT_MODE, .long_name = "mode", .kind = CLI_ENUM, .value_name = "request|job",
+	  .help = "request (default): it reports ready and each request through\n"
 	  "GPUSHARE_REPORT_FD (<gpushare/client.h> in C, the gpushare_client\n"
 	  "module in Python); job: each run to completion is one job: wall time\n"
-	  "per job, jobs/s, makespan; no warm-up unless --warmup is given",
-	  NULL, 0, 0, "request job", 0 },
-	{ CLI_OPT_JOBS, 0, "jobs", CLI_INT, "K", "job mode: K jobs per worker (else jobs for --duration)", NULL, 1,
-	  1000000000L, NULL, 0 },
+	  "per job, jobs/s, makespan; no warm-up unless --warmup is given", .values = "request job" },
+	{ .id = CLI_OPT_JOBS, .long_name = "jobs", .kind = CLI_INT, .value_name = "K",
+	  .help = "job mode: K jobs per worker (else jobs for --duration)", .min = 1, .max = 1000000000L },
 };
 _Static_assert(CLI_N(cli_program_opts) == CLI_N_PROGRAM_OPTS, "CLI_N_PROGRAM_OPTS");
 
 const struct cli_opt cli_metrics_opts[] = {
-	{ CLI_OPT_METRICS_LISTEN, 0, "metrics-listen", CLI_STRING, "[ADDR:]PORT",
-	  "serve live Prometheus metrics at /metrics while it\nruns (address default 127.0.0.1)", NULL, 0, 0, NULL, 0 },
-	{ CLI_OPT_METRICS_BUCKETS, 0, "metrics-buckets", CLI_LIST, "LIST", "histogram bounds in seconds (0.001,0.005,...)",
-	  NULL, 0, 0, NULL, 0 },
+	{ .id = CLI_OPT_METRICS_LISTEN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
+	  .help = "serve live Prometheus metrics at /metrics while it\nruns (address default 127.0.0.1)" },
+	{ .id = CLI_OPT_METRICS_BUCKETS, .long_name = "metrics-buckets", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "histogram bounds in seconds (0.001,0.005,...)" },
 };
 _Static_assert(CLI_N(cli_metrics_opts) == CLI_N_METRICS_OPTS, "CLI_N_METRICS_OPTS");
 
