@@ -31,14 +31,17 @@ _gpushare() {
 		fi
 	done
 	# A subcommand: "mps start", "farm status".
-	words=$("$gs" --complete subcommands "$cmd" 2>/dev/null)
+	words=$("$gs" --complete subcommands "$cmd" 2>/dev/null | tr '\n' ' ')
 	if [[ -n $words ]]; then
 		if ((COMP_CWORD == at + 1)) && [[ $cur != -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
-			[[ $cmd == farm ]] && mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -- "$cur")
+			if [[ $cmd == farm ]]; then # the job file
+				mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -- "$cur")
+			fi
 			return
 		fi
-		[[ $cmd == farm && ${COMP_WORDS[at + 1]} == status ]] && cmd="farm status"
+		# Its options: "mps start" has those of mps that apply to start.
+		[[ " $words " == *" ${COMP_WORDS[at + 1]} "* ]] && cmd="$cmd ${COMP_WORDS[at + 1]}"
 	fi
 	# The value of an option: "--opt VALUE" or "--opt=VALUE" (bash splits at '=').
 	opt=
@@ -79,7 +82,7 @@ _gpushare() {
 		esac
 	fi
 	if [[ $cur == -* ]]; then
-		words=$("$gs" --complete options "$cmd" 2>/dev/null | awk '{ print $1 }')
+		words=$("$gs" --complete options "$cmd" 2>/dev/null | awk '{ print $1 }' | sort -u)
 		mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
 		return
 	fi

@@ -33,8 +33,9 @@ table_options() {
 	if [[ $1 == farm ]]; then "$GPUSHARE" --complete options "farm status" | awk '$1 ~ /^--/ { print $1 }'; fi
 }
 # The workloads' options, which bench and sweep take too (listed by bench --help).
-"$GPUSHARE" bench --help | awk '/^Workloads and their options:$/ { on = 1; next } on && /^$/ { exit }
-	on && /^      --/ { print $1 }' | sort -u >"$tmp/wl-options"
+"$GPUSHARE" bench --help >"$tmp/bench-help"
+awk '/^Workloads and their options:$/ { on = 1; next } on && /^$/ { exit } on && /^      --/ { print $1 }' \
+	"$tmp/bench-help" | sort -u >"$tmp/wl-options"
 check "bench --help lists the workloads' options ($(wc -l <"$tmp/wl-options"))" test -s "$tmp/wl-options"
 # The statuses of a --help: the "  N  meaning" lines after "Exit statuses:".
 help_statuses() { awk '/^Exit statuses:$/ { on = 1; next } on && /^$/ { exit } on && /^  [0-9]+ / { print $1 }' "$1" | sort -n; }
@@ -108,6 +109,9 @@ EOF
 	check "farm <TAB>: status (and job files)" bash -c "[[ '$(comp farm "")' == *status*a-file* ]]"
 	check "farm status --j<TAB>: --json" bash -c "[[ '$(comp farm status --j)' == --json ]]"
 	check "mps <TAB>: its subcommands" bash -c "[[ '$(comp mps "")' == 'start stop status set' ]]"
+	check "mps stop --<TAB>: the options of stop, not those of start" \
+		bash -c "[[ '$(comp mps stop --)' == *--force* && '$(comp mps stop --)' != *--gpus* ]]"
+	check "mps start --priority <TAB>: 0 1" bash -c "[[ '$(comp mps start --priority "")' == '0 1' ]]"
 	check "bench --duration <TAB>: nothing (not file names)" bash -c "[[ -z '$(comp bench --duration "")' ]]"
 	check "sweep --q<TAB>: --quiet" bash -c "[[ '$(comp sweep --q)' == --quiet ]]"
 fi
