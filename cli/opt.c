@@ -57,8 +57,10 @@ static void add(struct cli_parse *p, const struct cli_opt *o)
 		if (!strcmp(p->longopts[i].name, o->long_name))
 			return; /* the first table wins */
 	}
-	if (p->n == CLI_MAX_OPTS)
+	if (p->n == CLI_MAX_OPTS) {
+		p->overflow = true;
 		return;
+	}
 	p->table[p->n] = o;
 	p->longopts[p->n++] = (struct option){ o->long_name, o->kind == CLI_FLAG ? no_argument : required_argument,
 					       NULL, o->id };
@@ -70,11 +72,15 @@ static void add(struct cli_parse *p, const struct cli_opt *o)
 			if (o->kind != CLI_FLAG)
 				p->shortopts[len++] = ':';
 			p->shortopts[len] = '\0';
+		} else {
+			p->overflow = true;
 		}
 	}
 }
 
-static const struct cli_opt help_opt = { .id = 'h', .short_name = 'h', .long_name = "help", .kind = CLI_FLAG, .help = "this help" };
+static const struct cli_opt help_opt = {
+	.id = 'h', .short_name = 'h', .long_name = "help", .kind = CLI_FLAG, .help = "this help",
+};
 
 void cli_parse_init(struct cli_parse *p, const struct cli_cmd *cmd, int argc, char **argv)
 {
@@ -124,12 +130,17 @@ const char *cli_parse_optname(const struct cli_parse *p)
 
 int cli_parse_next(struct cli_parse *p)
 {
-	/* Room for the extra names: they are added on the first call, after
-	 * the command's own (which win over them). */
 	int c, idx = -1;
 
+	/* The first call: the extra names join the table after the command's
+	 * own options, which win over an extra one of the same name. */
 	if (p->optind == 0) {
-		for (size_t i = 0; i < p->n_extra && p->n < CLI_MAX_OPTS; i++) {
+		if (p->n + p->n_extra > CLI_MAX_OPTS || p->overflow) {
+			p->status = cli_error(EXIT_FAILURE_GENERIC, "%s: internal error: more than %d options", p->name,
+					      CLI_MAX_OPTS);
+			return -1;
+		}
+		for (size_t i = 0; i < p->n_extra; i++) {
 			bool taken = false;
 
 			for (size_t j = 0; j < p->n; j++)
@@ -186,8 +197,7 @@ int cli_parse_next(struct cli_parse *p)
 
 /* ---- --help ---- */
 
-#define HELP_COL 28  /* where the options' help starts */
-
+#define HELP_COL 28    /* where the options' help starts */
 #define HELP_WIDTH 80  /* columns the options' help is wrapped to */
 
 /* text's lines from column col, wrapped at spaces to HELP_WIDTH; the cursor

@@ -174,6 +174,7 @@ struct cli_parse {
 	const struct cli_opt *table[CLI_MAX_OPTS];
 	char shortopts[64];
 	size_t n;
+	bool overflow;                /* the tables do not fit: an internal error */
 };
 
 void cli_parse_init(struct cli_parse *p, const struct cli_cmd *cmd, int argc, char **argv);
