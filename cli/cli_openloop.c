@@ -15,7 +15,7 @@
 
 const struct cli_opt cli_openloop_opts[] = {
 	{ .id = CLI_OPEN_LOAD, .long_name = "load", .kind = CLI_ENUM, .value_name = "closed|open",
-	  .help = "closed (default): each worker runs requests back to back;\nopen: gpushare schedules arrivals and hands them out;\n"
+	  .help = "closed (default): each worker runs requests back to back; open: gpushare schedules arrivals and hands them out; "
 	  "latency counts from the scheduled arrival", .values = "closed open" },
 	{ .id = CLI_OPEN_ARRIVAL, .long_name = "arrival", .kind = CLI_ENUM, .value_name = "poisson|uniform",
 	  .help = "gaps between arrivals", .def = "poisson", .values = "poisson uniform" },
@@ -30,7 +30,7 @@ _Static_assert(CLI_N(cli_openloop_opts) == CLI_N_OPENLOOP_OPTS, "CLI_N_OPENLOOP_
 
 const struct cli_opt cli_peak_opts[] = {
 	{ .id = CLI_OPEN_FIND_PEAK, .long_name = "find-peak", .kind = CLI_FLAG,
-	  .help = "search the highest rate within --slo, per strategy,\nstarting at --rate" },
+	  .help = "search the highest rate within --slo, per strategy, starting at --rate" },
 	{ .id = CLI_OPEN_SLO, .long_name = "slo", .kind = CLI_STRING, .value_name = "pNN=D",
 	  .help = "the bound, e.g. p99=50ms (any percentile)" },
 	{ .id = CLI_OPEN_RESOLUTION, .long_name = "resolution", .kind = CLI_NUMBER, .value_name = "F",

@@ -24,19 +24,19 @@ static const struct cli_opt exec_opts[] = {
 	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
 	  .help = "mps, mps-split or timeslice", .def = "mps", .values = "mps mps-split timeslice" },
 	{ .id = OPT_BIND, .long_name = "bind", .kind = CLI_ENUM, .value_name = "round-robin|block",
-	  .help = "local rank r on GPU r mod G (default), or contiguous\ngroups of ranks per GPU",
+	  .help = "local rank r on GPU r mod G (default), or contiguous groups of ranks per GPU",
 	  .values = "round-robin block" },
 	{ .id = OPT_RANKS_PER_GPU, .long_name = "ranks-per-gpu", .kind = CLI_INT, .value_name = "K",
-	  .help = "check that every GPU used gets exactly K ranks (the\nnode's rank count must be a multiple of K and need at\n"
+	  .help = "check that every GPU used gets exactly K ranks (the node's rank count must be a multiple of K and need at "
 	  "most as many GPUs as are usable)", .min = 1, .max = 4096 },
 	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
-	  .help = "GPUs to bind to: NVML indices and UUIDs (or unique\nUUID prefixes of 8+ characters), within\n"
+	  .help = "GPUs to bind to: NVML indices and UUIDs (or unique UUID prefixes of 8+ characters), within "
 	  "CUDA_VISIBLE_DEVICES when it is set", .def = "all", .values = "all" },
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
-	  .help = "mps-split: each rank's active thread percentage,\n(0,100]",
+	  .help = "mps-split: each rank's active thread percentage, (0,100]",
 	  .def = "100 / the ranks sharing its GPU" },
 	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
-	  .help = "print, per rank, its GPU, the environment it would get\nand the daemon it would use; run nothing" },
+	  .help = "print, per rank, its GPU, the environment it would get and the daemon it would use; run nothing" },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
 	  .help = "with --dry-run: one JSON object per rank and line" },
 };

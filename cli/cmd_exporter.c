@@ -19,10 +19,10 @@
 
 static const struct cli_opt exporter_opts[] = {
 	{ .id = OPT_LISTEN, .long_name = "listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
-	  .help = "where to serve (default 127.0.0.1:9400; ADDR defaults to\n127.0.0.1; port 0 picks a free port, printed on stderr)" },
+	  .help = "where to serve (default 127.0.0.1:9400; ADDR defaults to 127.0.0.1; port 0 picks a free port, printed on stderr)" },
 	{ .id = OPT_ONCE, .long_name = "once", .kind = CLI_FLAG, .help = "print one exposition on stdout and exit" },
 	{ .id = OPT_PIPE_DIR, .long_name = "pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "MPS pipe directory to report (repeatable; default:\ngpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)" },
+	  .help = "MPS pipe directory to report (repeatable; default: gpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)" },
 	{ .id = OPT_NO_PROCESSES, .long_name = "no-processes", .kind = CLI_FLAG,
 	  .help = "leave out the per-process GPU memory series" },
 };

@@ -21,27 +21,27 @@ static const struct cli_opt farm_opts[] = {
 	{ .id = OPT_DIR, .long_name = "dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "the farm directory (created; must not hold a journal yet)" },
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or\nfrom a job list given again, which must be the same" },
+	  .help = "continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or from a job list given again, which must be the same" },
 	{ .id = OPT_SLOTS, .long_name = "slots", .kind = CLI_INT, .value_name = "K",
-	  .help = "jobs at once per GPU (1.." STR(GPUSHARE_FARM_MAX_SLOTS) "); default: a short calibration\n"
+	  .help = "jobs at once per GPU (1.." STR(GPUSHARE_FARM_MAX_SLOTS) "); default: a short calibration "
 	  "at K = 1, 2, 4, ... keeping the best jobs/s (stated in the output)", .min = 1,
 	  .max = GPUSHARE_FARM_MAX_SLOTS },
 	{ .id = OPT_MAX_SLOTS, .long_name = "max-slots", .kind = CLI_INT, .value_name = "K",
 	  .help = "the largest K the calibration tries", .def = "16", .min = 1, .max = GPUSHARE_FARM_MAX_SLOTS },
 	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
-	  .help = "mps (default), mps-split (each job gets 1/K of the SMs and,\nwith --mem-per-job, that pinned-memory limit) or "
+	  .help = "mps (default), mps-split (each job gets 1/K of the SMs and, with --mem-per-job, that pinned-memory limit) or "
 	  "timeslice", .values = "mps mps-split timeslice" },
 	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
-	  .help = "GPUs to use: NVML indices or UUIDs, comma-separated (default:\nthose CUDA_VISIBLE_DEVICES allows, else all)",
+	  .help = "GPUs to use: NVML indices or UUIDs, comma-separated (default: those CUDA_VISIBLE_DEVICES allows, else all)",
 	  .values = "all" },
 	{ .id = OPT_MEM_PER_JOB, .long_name = "mem-per-job", .kind = CLI_SIZE, .value_name = "SIZE",
-	  .help = "never start a job that would not fit in the GPU's free memory\n(e.g. 8G; each running job counts SIZE)" },
+	  .help = "never start a job that would not fit in the GPU's free memory (e.g. 8G; each running job counts SIZE)" },
 	{ .id = OPT_RETRIES, .long_name = "retries", .kind = CLI_INT, .value_name = "N",
 	  .help = "run a failed or timed-out job up to N more times", .def = "0", .max = 1000 },
 	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION",
 	  .help = "stop a job that runs longer (e.g. 10m; SIGTERM, SIGKILL 2 s later)" },
 	{ .id = OPT_SHARD, .long_name = "shard", .kind = CLI_STRING, .value_name = "I/N",
-	  .help = "run only the jobs whose number mod N is I (default under Slurm:\nthe task's rank of the step's tasks, or the array "
+	  .help = "run only the jobs whose number mod N is I (default under Slurm: the task's rank of the step's tasks, or the array "
 	  "element)" },
 	{ .id = OPT_ARGS, .long_name = "args", .kind = CLI_FILE, .value_name = "FILE",
 	  .help = "template arguments, one per line ('-': standard input)" },

@@ -15,9 +15,9 @@
 
 static const struct cli_opt mps_common_opts[] = {
 	{ .id = OPT_PIPE_DIR, .long_name = "pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY,\nelse gpushare's private <user dir>/mps/pipe)" },
+	  .help = "pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY, else gpushare's private <user dir>/mps/pipe)" },
 	{ .id = OPT_LOG_DIR, .long_name = "log-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "log directory (default: $CUDA_MPS_LOG_DIRECTORY,\nelse <user dir>/mps/log)" },
+	  .help = "log directory (default: $CUDA_MPS_LOG_DIRECTORY, else <user dir>/mps/log)" },
 	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION",
 	  .help = "bound for each wait, 1ms to 1h", .def = "10s" },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "machine-readable output" },
@@ -29,7 +29,7 @@ static const struct cli_opt mps_start_opts[] = {
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
 	  .help = "default active thread percentage for clients, (0,100]", .only = "start set" },
 	{ .id = OPT_MEM_LIMIT, .long_name = "mem-limit", .kind = CLI_STRING, .value_name = "SPEC",
-	  .help = "default pinned device memory limit: SIZE for every device,\nor DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)",
+	  .help = "default pinned device memory limit: SIZE for every device, or DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)",
 	  .only = "start set" },
 	{ .id = OPT_PRIORITY, .long_name = "priority", .kind = CLI_ENUM, .value_name = "0|1",
 	  .help = "default client priority (0 normal, 1 below normal)", .max = 1, .values = "0 1",
@@ -38,8 +38,8 @@ static const struct cli_opt mps_start_opts[] = {
 
 static const struct cli_opt mps_stop_opts[] = {
 	{ .id = OPT_FORCE, .long_name = "force", .kind = CLI_FLAG,
-	  .help = "terminate attached clients first (through MPS; a client\nstill running 5 s later gets SIGTERM, then SIGKILL);\n"
-	  "without it, attached clients are reported and the\ndaemon is left running", .only = "stop" },
+	  .help = "terminate attached clients first (through MPS; a client still running 5 s later gets SIGTERM, then SIGKILL); "
+	  "without it, attached clients are reported and the daemon is left running", .only = "stop" },
 };
 
 static const struct cli_opt mps_status_opts[] = {
@@ -49,7 +49,7 @@ static const struct cli_opt mps_status_opts[] = {
 
 static const struct cli_opt mps_set_opts[] = {
 	{ .id = OPT_SERVER, .long_name = "server", .kind = CLI_INT, .value_name = "PID",
-	  .help = "apply to that running server (its new clients) instead\nof the daemon defaults (servers started later)",
+	  .help = "apply to that running server (its new clients) instead of the daemon defaults (servers started later)",
 	  .min = 1, .max = 0x7fffffff, .flags = CLI_RAW, .only = "set" },
 };
 

@@ -16,7 +16,7 @@
 
 static const struct cli_opt report_opts[] = {
 	{ .id = 's', .short_name = 's', .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
-	  .help = "also pick the highest throughput with p99 under MS milliseconds\n(a unit may be given: 500us, 2ms)" },
+	  .help = "also pick the highest throughput with p99 under MS milliseconds (a unit may be given: 500us, 2ms)" },
 	{ .id = 'o', .short_name = 'o', .long_name = "out", .kind = CLI_DIR, .value_name = "OUTDIR",
 	  .help = "write the report there instead of DIR" },
 	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG,

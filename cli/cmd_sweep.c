@@ -30,7 +30,7 @@ static const struct cli_opt sweep_opts[] = {
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "results and report directory (created when absent)" },
 	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "comma list of shapes NAME[:opt=value[:opt=value]...],\ne.g. matmul:size=4096,transformer",
+	  .help = "comma list of shapes NAME[:opt=value[:opt=value]...], e.g. matmul:size=4096,transformer",
 	  .def = "matmul", .values = "@workloads" },
 	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "worker counts, e.g. 1,3,5,7", .def = "1,2,4" },
@@ -39,8 +39,8 @@ static const struct cli_opt sweep_opts[] = {
 	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "R",
 	  .help = "runs per cell (default 5); the median is reported", .min = 1, .max = 10000 },
 	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",
-	  .help = "repeat a cell until the interval of its median throughput,\nat >= 95% coverage, is within +-P (e.g. 2%); "
-	  "at least 6\nruns, at most --max-repeats" },
+	  .help = "repeat a cell until the interval of its median throughput, at >= 95% coverage, is within +-P (e.g. 2%); "
+	  "at least 6 runs, at most --max-repeats" },
 	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
 	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000 },
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
@@ -54,7 +54,7 @@ static const struct cli_opt sweep_opts[] = {
 
 static const struct cli_opt sweep_rate_opt[] = {
 	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "--load open: rates per second, an axis of the grid; with\n--find-peak one rate R, where the search starts" },
+	  .help = "--load open: rates per second, an axis of the grid; with --find-peak one rate R, where the search starts" },
 };
 
 static const struct cli_group sweep_groups[] = {

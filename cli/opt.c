@@ -200,34 +200,40 @@ int cli_parse_next(struct cli_parse *p)
 #define HELP_COL 28    /* where the options' help starts */
 #define HELP_WIDTH 80  /* columns the options' help is wrapped to */
 
-/* text's lines from column col, wrapped at spaces to HELP_WIDTH; the cursor
- * is at column at (the first line starts there when it is past col). */
+#define NBSP '\x1f'  /* a space help_text() does not break at */
+
+/* text from column col, wrapped at spaces to HELP_WIDTH (a '\n' in it is a
+ * space too: the tables' texts are paragraphs); the cursor is at column at
+ * (the first line starts there when it is past col). */
 static void help_text(FILE *f, const char *text, int col, int at)
 {
-	for (const char *s = text; *s;) {
-		const char *end = s + strcspn(s, "\n");
+	char buf[1024], *s = buf;
 
-		do {
-			int start = at > col ? at : col;
-			size_t room = (size_t)(HELP_WIDTH - start > 24 ? HELP_WIDTH - start : 24), n = (size_t)(end - s);
+	snprintf(buf, sizeof(buf), "%s", text);
+	for (char *c = buf; *c; c++)
+		*c = *c == '\n' ? ' ' : *c;
+	do {
+		int start = at > col ? at : col;
+		size_t room = (size_t)(HELP_WIDTH - start > 24 ? HELP_WIDTH - start : 24), n = strlen(s);
 
-			if (n > room) {
-				size_t cut = room;
+		if (n > room) {
+			size_t cut = room;
 
-				while (cut > 0 && s[cut] != ' ')
-					cut--;
-				if (cut == 0) /* one long word: as it is */
-					cut = strcspn(s, " \n") < n ? strcspn(s, " \n") : n;
-				n = cut;
-			}
-			fprintf(f, "%*s%.*s\n", start - at, "", (int)n, s);
-			at = 0;
-			s += n;
-			while (s < end && *s == ' ')
-				s++;
-		} while (s < end);
-		s = *end ? end + 1 : end;
-	}
+			while (cut > 0 && s[cut] != ' ')
+				cut--;
+			if (cut == 0) /* one long word: as it is */
+				cut = strcspn(s, " ");
+			n = cut;
+		}
+		fprintf(f, "%*s", start - at, "");
+		for (size_t i = 0; i < n; i++)
+			fputc(s[i] == NBSP ? ' ' : s[i], f);
+		fputc('\n', f);
+		at = 0;
+		s += n;
+		while (*s == ' ')
+			s++;
+	} while (*s);
 }
 
 static void help_option(FILE *f, const struct cli_opt *o)
@@ -240,12 +246,13 @@ static void help_option(FILE *f, const struct cli_opt *o)
 		snprintf(sh, sizeof(sh), "-%c, ", o->short_name);
 	n = snprintf(left, sizeof(left), "  %s--%s%s%s", sh, o->long_name, o->value_name ? " " : "",
 		     o->value_name ? o->value_name : "");
+	/* "(default X)" is not broken across lines. */
 	if (o->def) {
-		/* On the last line of the help if it fits in 80 columns. */
-		const char *last = strrchr(o->help, '\n');
-		size_t len = strlen(last ? last + 1 : o->help) + strlen(o->def) + 11;
+		int len = snprintf(help, sizeof(help), "%s (default%c", o->help, NBSP);
 
-		snprintf(help, sizeof(help), "%s%s(default %s)", o->help, HELP_COL + len <= HELP_WIDTH ? " " : "\n", o->def);
+		for (const char *d = o->def; *d && len + 2 < (int)sizeof(help); d++)
+			help[len++] = *d == ' ' ? NBSP : *d;
+		snprintf(help + len, sizeof(help) - (size_t)len, ")");
 	} else {
 		snprintf(help, sizeof(help), "%s", o->help);
 	}

@@ -79,7 +79,7 @@ struct cli_opt {
 	const char *long_name;
 	enum cli_kind kind;
 	const char *value_name; /* "D", "LIST"; NULL for a flag */
-	const char *help;       /* '\n' starts a new line of the help */
+	const char *help;       /* a paragraph: --help wraps it */
 	const char *def;        /* the default in words, or NULL; --help adds "(default DEF)" */
 	long min, max;          /* CLI_INT */
 	const char *values;     /* CLI_ENUM, CLI_LIST: the allowed values, space-separated;

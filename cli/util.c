@@ -266,7 +266,7 @@ static int parse_noise(const char *cmd, const char *arg, double *out)
  * --target-noise and --max-repeats (their help differs). */
 const struct cli_opt cli_run_opts[] = {
 	{ .id = CLI_OPT_STRATEGY, .long_name = "strategy", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "comma list of timeslice, mps, mps-split, mig, sequential,\nstreams", .def = "timeslice,mps",
+	  .help = "comma list of timeslice, mps, mps-split, mig, sequential, streams", .def = "timeslice,mps",
 	  .values = "timeslice mps mps-split mig sequential streams" },
 	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
 	  .help = "measurement window", .def = "10s" },
@@ -281,7 +281,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ .id = CLI_OPT_GPU, .long_name = "gpu", .kind = CLI_STRING, .value_name = "IDX|UUID", .help = "GPU to use",
 	  .def = "0" },
 	{ .id = CLI_OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
-	  .help = "several GPUs (indices or UUIDs): worker i on GPU i mod G,\none MPS daemon for all; results per GPU and in total",
+	  .help = "several GPUs (indices or UUIDs): worker i on GPU i mod G, one MPS daemon for all; results per GPU and in total",
 	  .values = "all" },
 	{ .id = CLI_OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "use the MPS daemon running there (left running)" },
@@ -290,9 +290,9 @@ _Static_assert(CLI_N(cli_run_opts) == CLI_N_RUN_OPTS, "CLI_N_RUN_OPTS");
 
 const struct cli_opt cli_program_opts[] = {
 	{ .id = CLI_OPT_MODE, .long_name = "mode", .kind = CLI_ENUM, .value_name = "request|job",
-	  .help = "request (default): it reports ready and each request through\n"
-	  "GPUSHARE_REPORT_FD (<gpushare/client.h> in C, the gpushare_client\n"
-	  "module in Python); job: each run to completion is one job: wall time\n"
+	  .help = "request (default): it reports ready and each request through "
+	  "GPUSHARE_REPORT_FD (<gpushare/client.h> in C, the gpushare_client "
+	  "module in Python); job: each run to completion is one job: wall time "
 	  "per job, jobs/s, makespan; no warm-up unless --warmup is given", .values = "request job" },
 	{ .id = CLI_OPT_JOBS, .long_name = "jobs", .kind = CLI_INT, .value_name = "K",
 	  .help = "job mode: K jobs per worker (else jobs for --duration)", .min = 1, .max = 1000000000L },
@@ -301,7 +301,7 @@ _Static_assert(CLI_N(cli_program_opts) == CLI_N_PROGRAM_OPTS, "CLI_N_PROGRAM_OPT
 
 const struct cli_opt cli_metrics_opts[] = {
 	{ .id = CLI_OPT_METRICS_LISTEN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
-	  .help = "serve live Prometheus metrics at /metrics while it\nruns (address default 127.0.0.1)" },
+	  .help = "serve live Prometheus metrics at /metrics while it runs (address default 127.0.0.1)" },
 	{ .id = CLI_OPT_METRICS_BUCKETS, .long_name = "metrics-buckets", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "histogram bounds in seconds (0.001,0.005,...)" },
 };
