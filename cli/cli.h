@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "opt.h"
+
 /* Exit statuses, documented in docs/cli.md. Keep the two in step. */
 enum cli_exit {
 	EXIT_OK = 0,
@@ -46,7 +48,7 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Print a warning line to stderr. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Report an unknown option or missing argument from getopt_long and return
+/* Report an unknown option or missing argument (getopt_long's ":" or "?") and return
  * EXIT_USAGE. `cmd` names the subcommand ("mps start"). */
 int cli_usage_error(const char *cmd, int opt, int optopt_, const char *arg);
 
@@ -74,37 +76,25 @@ int cmd_plan(int argc, char **argv);
  * "-1", " 3"). GPUSHARE_E_INVAL with a detail. */
 int cli_parse_whole(const char *s, long min, long max, long *out);
 
-/* The options bench and sweep share (cli/util.c), in one table
- * (cli_shared_options) and parsed one way by cli_command_option(): the
- * bring-your-own-command ones, "-- CMD [ARGS...]", --mode request|job,
- * --jobs K (docs/protocol.md); the run's --strategy LIST, --duration D,
- * --requests R, --warmup D, --warmup-requests W, --start-timeout D, --gpu
- * IDX|UUID, --gpus all|LIST, --mps-pipe-dir DIR, --metrics-listen [ADDR:]PORT,
- * --metrics-buckets LIST (docs/metrics.md); the repeats --repeats K,
- * --target-noise P, --max-repeats M. Whole numbers are digits only (no
- * sign), durations need a unit or are microseconds as gpushare_parse_duration()
- * says, and every bad value gives "<cmd>: invalid <opt> '<value>': <why>".
- * Usage: cli_command_scan() before getopt_long (hand it o.opt_argc so
- * options stop at "--"; it also resets getopt), cli_options_table() to join
- * the tables, cli_command_option() for the CLI_OPT_* values,
- * cli_command_apply() after the options. The commands number their own
- * options from 256. */
-enum {
-	CLI_OPT_FIRST = 512,
-	CLI_OPT_MODE = CLI_OPT_FIRST, CLI_OPT_JOBS, CLI_OPT_WARMUP, CLI_OPT_GPU, CLI_OPT_MPS_PIPE_DIR,
-	CLI_OPT_METRICS_LISTEN, CLI_OPT_METRICS_BUCKETS, CLI_OPT_STRATEGY, CLI_OPT_DURATION, CLI_OPT_REQUESTS,
-	CLI_OPT_WARMUP_REQUESTS, CLI_OPT_START_TIMEOUT, CLI_OPT_REPEATS, CLI_OPT_TARGET_NOISE, CLI_OPT_MAX_REPEATS,
-	CLI_OPT_GPUS,
-	CLI_OPT_END,
-};
-struct option;
-#define CLI_MAX_SHARED_OPTIONS 20  /* room for cli_shared_options in a table */
-extern const struct option cli_shared_options[];
-extern const size_t cli_n_shared_options;
+/* The options bench and sweep share (cli/util.c): their tables
+ * (cli_run_opts, cli_program_opts, cli_metrics_opts in cli/opt.h) and one
+ * parse by cli_command_option(): the bring-your-own-command ones,
+ * "-- CMD [ARGS...]", --mode request|job, --jobs K (docs/protocol.md); the
+ * run's --strategy LIST, --duration D, --requests R, --warmup D,
+ * --warmup-requests W, --start-timeout D, --gpu IDX|UUID, --gpus all|LIST,
+ * --mps-pipe-dir DIR, --metrics-listen [ADDR:]PORT, --metrics-buckets LIST
+ * (docs/metrics.md); the repeats --repeats K, --target-noise P,
+ * --max-repeats M (each command's own entries, with its own help). Whole
+ * numbers are checked by the parser; durations need a unit or are
+ * microseconds as gpushare_parse_duration() says, and every bad value gives
+ * "<cmd>: invalid <opt> '<value>': <why>". Usage: cli_command_scan() before
+ * the parse (hand its o.opt_argc to the parser so options stop at "--"),
+ * cli_command_option() for the CLI_OPT_* ids, cli_command_apply() after the
+ * options. */
 struct gpushare_bench_config;
 struct cli_command_opts {
 	int cmd_at;                /* index of the first "--" in argv, -1 none */
-	int opt_argc;              /* argc for getopt_long */
+	int opt_argc;              /* argc for the parser: options end there */
 	bool mode_given;
 	int mode;                  /* enum gpushare_cmd_mode */
 	uint64_t jobs;             /* --jobs K; 0 none */
@@ -116,10 +106,11 @@ struct cli_command_opts {
 	int max_repeats;           /* --max-repeats M; 0 not given */
 };
 void cli_command_scan(struct cli_command_opts *o, int argc, char **argv);
-/* Option opt (CLI_OPT_FIRST <= opt < CLI_OPT_END) with value arg into o or c.
- * Returns an exit status; messages start with "<cmd>: ". */
-int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, const char *arg,
-		       struct gpushare_bench_config *c);
+/* The option p found, if a CLI_OPT_* one, with its value into o or c.
+ * Returns an exit status; messages start with "<cmd>: ". CLI_NOT_MINE when
+ * opt is not one of them. */
+#define CLI_NOT_MINE (-1)
+int cli_command_option(struct cli_command_opts *o, const struct cli_parse *p, struct gpushare_bench_config *c);
 /* After the options: check the combination (a command after "--", not with
  * --workload; --jobs only in job mode, not with --duration; --requests not in
  * job mode; --mode/--jobs only with a command; --duration or --requests, not
@@ -131,45 +122,16 @@ int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int arg
 		      struct gpushare_bench_config *c);
 
 /* The open-loop options bench and sweep share (cli/cli_openloop.c): the
- * CLI_OPEN_* values in the option table (CLI_OPENLOOP_OPTIONS spliced in),
- * cli_openloop_option() for each, cli_openloop_help in --help. */
-enum {
-	CLI_OPEN_FIRST = 640,
-	CLI_OPEN_LOAD = CLI_OPEN_FIRST, CLI_OPEN_RATE, CLI_OPEN_ARRIVAL, CLI_OPEN_SEED, CLI_OPEN_DISPATCH,
-	CLI_OPEN_DRAIN, CLI_OPEN_FIND_PEAK, CLI_OPEN_SLO, CLI_OPEN_RESOLUTION, CLI_OPEN_TAIL_SAMPLES,
-	CLI_OPEN_RATE_MAX,
-	CLI_OPEN_END,
-};
-#define CLI_OPENLOOP_OPTIONS \
-	{ "load", required_argument, NULL, CLI_OPEN_LOAD }, \
-	{ "rate", required_argument, NULL, CLI_OPEN_RATE }, \
-	{ "arrival", required_argument, NULL, CLI_OPEN_ARRIVAL }, \
-	{ "seed", required_argument, NULL, CLI_OPEN_SEED }, \
-	{ "dispatch", required_argument, NULL, CLI_OPEN_DISPATCH }, \
-	{ "drain", required_argument, NULL, CLI_OPEN_DRAIN }, \
-	{ "find-peak", no_argument, NULL, CLI_OPEN_FIND_PEAK }, \
-	{ "slo", required_argument, NULL, CLI_OPEN_SLO }, \
-	{ "resolution", required_argument, NULL, CLI_OPEN_RESOLUTION }, \
-	{ "tail-samples", required_argument, NULL, CLI_OPEN_TAIL_SAMPLES }, \
-	{ "rate-max", required_argument, NULL, CLI_OPEN_RATE_MAX }
-extern const char cli_openloop_help[];
-int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpushare_bench_config *c);
+ * CLI_OPEN_* ids of cli_openloop_opts and cli_peak_opts (cli/opt.h), parsed by
+ * cli_openloop_option(); each command has its own --rate entry. */
+/* The option p found, if a CLI_OPEN_* one, into c; an exit status or CLI_NOT_MINE. */
+int cli_openloop_option(const struct cli_parse *p, struct gpushare_bench_config *c);
 /* --rate R: a number of arrivals per second above 0. Returns an exit status. */
 int cli_openloop_rate(const char *cmd, const char *arg, double *rate);
 /* sweep --rate LIST: at most max distinct rates into out. An exit status. */
 int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t max, size_t *n);
 
 /* More of what bench and sweep share (cli/util.c). */
-
-/* Whether one of the n options of table t, or a shared option, is called name. */
-bool cli_option_named(const struct option *t, size_t n, const char *name);
-/* The table for getopt_long in out (room for n_own + cli_n_shared_options +
- * n_extra + 1): the command's own options, the shared ones, then each extra
- * name (workload options) as an option with a value of value first + its
- * index, except where an own or shared option has that name (the command's
- * option wins), then the zero entry. */
-void cli_options_table(struct option *out, const struct option *own, size_t n_own, const char *const *extra,
-		       size_t n_extra, int first);
 
 /* "<cmd>: invalid <opt> '<value>': <gpushare_errdetail()>", EXIT_USAGE. */
 int cli_bad_value(const char *cmd, const char *opt, const char *value);
@@ -182,7 +144,7 @@ int cli_option_error(const char *cmd, int opt, const char *arg, const char *whos
 int cli_unexpected_argument(const char *cmd, const char *arg);
 /* The value of a --workload option at argv[*i] ("--workload V", advancing *i
  * past V, or "--workload=V"); NULL when argv[*i] is another word. For the
- * scans that find the workloads before getopt_long. */
+ * scans that find the workloads before the parse. */
 const char *cli_workload_arg(int argc, char **argv, int *i);
 /* A copy of the argv array with "gpushare" in front, for the record of the
  * command line (the strings are not copied); free() it. NULL when out of memory. */

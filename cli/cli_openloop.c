@@ -2,9 +2,8 @@
  * The open-loop options that bench and sweep share (--load, --rate,
  * --arrival, --seed, --dispatch, --drain, --find-peak, --slo, --resolution,
  * --tail-samples, --rate-max): their parsing into a bench configuration and
- * their help text. docs/bench.md, "Open-loop load", says what they mean.
+ * their table (cli/opt.h). docs/bench.md, "Open-loop load", says what they mean.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,23 +13,34 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 
-const char cli_openloop_help[] =
-	"Open-loop load:\n"
-	"  --load closed|open         closed (default): each worker runs requests back to back;\n"
-	"                             open: gpushare schedules arrivals and hands them out;\n"
-	"                             latency counts from the scheduled arrival\n"
-	"  --rate R                   arrivals per second, all workers together\n"
-	"  --arrival poisson|uniform  gaps between arrivals (default poisson)\n"
-	"  --seed S                   seed of the Poisson schedule (default 1)\n"
-	"  --dispatch shared|round-robin  one queue for all workers (default), or one each\n"
-	"  --drain D                  after the window, serve the backlog this long at most\n"
-	"                             (default: the window, 1s to 10s)\n"
-	"  --find-peak                search the highest rate within --slo, per strategy,\n"
-	"                             starting at --rate\n"
-	"  --slo pNN=D                the bound, e.g. p99=50ms (any percentile)\n"
-	"  --resolution F             stop when the peak is known within F (default 0.05)\n"
-	"  --tail-samples K           each step offers at least K/(1-q) requests (default 100)\n"
-	"  --rate-max R               never try more than R per second (default 1e7)\n";
+const struct cli_opt cli_openloop_opts[] = {
+	{ .id = CLI_OPEN_LOAD, .long_name = "load", .kind = CLI_ENUM, .value_name = "closed|open",
+	  .help = "closed (default): each worker runs requests back to back; open: gpushare schedules arrivals and hands them out; "
+	  "latency counts from the scheduled arrival", .values = "closed open" },
+	{ .id = CLI_OPEN_ARRIVAL, .long_name = "arrival", .kind = CLI_ENUM, .value_name = "poisson|uniform",
+	  .help = "gaps between arrivals", .def = "poisson", .values = "poisson uniform" },
+	{ .id = CLI_OPEN_SEED, .long_name = "seed", .kind = CLI_INT, .value_name = "S",
+	  .help = "seed of the Poisson schedule", .def = "1", .max = 9223372036854775807L },
+	{ .id = CLI_OPEN_DISPATCH, .long_name = "dispatch", .kind = CLI_ENUM, .value_name = "shared|round-robin",
+	  .help = "one queue for all workers (default), or one each", .values = "shared round-robin" },
+	{ .id = CLI_OPEN_DRAIN, .long_name = "drain", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "after the window, serve the backlog this long at most", .def = "the window, 1s to 10s" },
+};
+_Static_assert(CLI_N(cli_openloop_opts) == CLI_N_OPENLOOP_OPTS, "CLI_N_OPENLOOP_OPTS");
+
+const struct cli_opt cli_peak_opts[] = {
+	{ .id = CLI_OPEN_FIND_PEAK, .long_name = "find-peak", .kind = CLI_FLAG,
+	  .help = "search the highest rate within --slo, per strategy, starting at --rate" },
+	{ .id = CLI_OPEN_SLO, .long_name = "slo", .kind = CLI_STRING, .value_name = "pNN=D",
+	  .help = "the bound, e.g. p99=50ms (any percentile)" },
+	{ .id = CLI_OPEN_RESOLUTION, .long_name = "resolution", .kind = CLI_NUMBER, .value_name = "F",
+	  .help = "stop when the peak is known within F", .def = "0.05" },
+	{ .id = CLI_OPEN_TAIL_SAMPLES, .long_name = "tail-samples", .kind = CLI_INT, .value_name = "K",
+	  .help = "each step offers at least K/(1-q) requests", .def = "100", .min = 1, .max = 1000000 },
+	{ .id = CLI_OPEN_RATE_MAX, .long_name = "rate-max", .kind = CLI_NUMBER, .value_name = "R",
+	  .help = "never try more than R per second", .def = "1e7" },
+};
+_Static_assert(CLI_N(cli_peak_opts) == CLI_N_PEAK_OPTS, "CLI_N_PEAK_OPTS");
 
 static int parse_positive(const char *s, double max, double *out)
 {
@@ -81,12 +91,12 @@ int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t
 	return EXIT_OK;
 }
 
-int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpushare_bench_config *c)
+int cli_openloop_option(const struct cli_parse *p, struct gpushare_bench_config *c)
 {
-	long v;
+	const char *cmd = p->name, *arg = p->arg;
 	uint64_t ns;
 
-	switch (opt) {
+	switch (p->opt ? p->opt->id : 0) {
 	case CLI_OPEN_LOAD:
 		if (gpushare_load_parse(arg, &c->load))
 			return cli_bad_value(cmd, "--load", arg);
@@ -98,9 +108,7 @@ int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpusha
 			return cli_bad_value(cmd, "--arrival", arg);
 		return EXIT_OK;
 	case CLI_OPEN_SEED:
-		if (cli_parse_whole(arg, 0, 9223372036854775807L, &v))
-			return cli_bad_value(cmd, "--seed", arg);
-		c->seed = (uint64_t)v;
+		c->seed = (uint64_t)p->num;
 		return EXIT_OK;
 	case CLI_OPEN_DISPATCH:
 		if (gpushare_dispatch_parse(arg, &c->dispatch))
@@ -128,14 +136,12 @@ int cli_openloop_option(const char *cmd, int opt, const char *arg, struct gpusha
 		return EXIT_OK;
 	}
 	case CLI_OPEN_TAIL_SAMPLES:
-		if (cli_parse_whole(arg, 1, 1000000, &v))
-			return cli_bad_value(cmd, "--tail-samples", arg);
-		c->tail_samples = (unsigned)v;
+		c->tail_samples = (unsigned)p->num;
 		return EXIT_OK;
 	case CLI_OPEN_RATE_MAX:
 		if (parse_positive(arg, 1e9, &c->rate_max))
 			return cli_error(EXIT_USAGE, "%s: invalid --rate-max '%s': expected arrivals per second, above 0", cmd, arg);
 		return EXIT_OK;
 	}
-	return cli_error(EXIT_USAGE, "%s: unknown open-loop option %d", cmd, opt);
+	return CLI_NOT_MINE;
 }

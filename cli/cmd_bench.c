@@ -4,7 +4,6 @@
  * include/gpushare/workload.h), hands the run to gpushare_bench_run(), shows
  * progress on stderr and prints the results as a table, JSON or CSV.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,94 +17,87 @@
 #include "gpushare/mps.h"
 #include "gpushare/workload.h"
 
-/* Options shared with sweep have CLI_OPT_* values (cli/cli.h). */
-enum {
-	OPT_WORKLOAD = 256, OPT_BATCH, OPT_WORKERS, OPT_THREAD_PCT, OPT_MEM_LIMIT, OPT_PRIORITY, OPT_CEILING,
-	OPT_JSON, OPT_CSV, OPT_OUT,
-	OPT_WL_FIRST = 1000, /* workload options: OPT_WL_FIRST + index in its table */
+/* ---- options ---- */
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static const struct cli_opt bench_opts[] = {
+	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_ENUM, .value_name = "NAME",
+	  .help = "workload; see below", .def = "matmul", .values = "@workloads" },
+	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_INT, .value_name = "B", .help = "items per request",
+	  .def = "1", .min = 1, .max = 1L << 30 },
+	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_INT, .value_name = "N",
+	  .help = "workers (1.." STR(GPUSHARE_BENCH_MAX_WORKERS) "; MPS allows 48 clients per GPU)", .def = "4",
+	  .min = 1, .max = GPUSHARE_BENCH_MAX_WORKERS },
 };
 
-/* Its own options; those shared with sweep come from cli_shared_options. */
-static const struct option bench_options[] = {
-	{ "workload", required_argument, NULL, OPT_WORKLOAD },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "thread-percentage", required_argument, NULL, OPT_THREAD_PCT },
-	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
-	{ "priority", required_argument, NULL, OPT_PRIORITY },
-	{ "ceiling", no_argument, NULL, OPT_CEILING },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "csv", no_argument, NULL, OPT_CSV },
-	{ "out", required_argument, NULL, OPT_OUT },
-	/* The open-loop options (cli/cli_openloop.c), bench and sweep alike. */
-	CLI_OPENLOOP_OPTIONS,
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
+static const struct cli_opt bench_split_opts[] = {
+	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "mps-split: SM share per worker, one value or one per worker", .def = "100/N" },
+	{ .id = OPT_MEM_LIMIT, .long_name = "mem-limit", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "mps-split: pinned device memory per worker (4G or 4G,2G,...)" },
+	{ .id = OPT_PRIORITY, .long_name = "priority", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "mps-split: client priority per worker (0 normal, 1 below)" },
+	{ .id = OPT_CEILING, .long_name = "ceiling", .kind = CLI_FLAG,
+	  .help = "also run one process with batch x N and report E_N" },
+	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "K",
+	  .help = "run every strategy K times, interleaved (default 1); prints mean +- sd, min...max and a relative summary",
+	  .min = 1, .max = 10000 },
+	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",
+	  .help = "after K, repeat until each median items/s is known to +-P (e.g. 2%) at >= 95% coverage (at least 6 runs)" },
+	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
+	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000 },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "JSON on stdout (not with --csv)" },
+	{ .id = OPT_CSV, .long_name = "csv", .kind = CLI_FLAG, .help = "CSV on stdout (not with --json)" },
+	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_FILE, .value_name = "FILE",
+	  .help = "also write the JSON document to FILE (atomically)" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
+	{ .id = 'v', .short_name = 'v', .long_name = "verbose", .kind = CLI_FLAG,
+	  .help = "one line per worker in the table" },
 };
-#define N_BENCH_OPTIONS (sizeof(bench_options) / sizeof(bench_options[0]))
 
-static void usage(FILE *f)
+static const struct cli_opt bench_rate_opt[] = {
+	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_NUMBER, .value_name = "R",
+	  .help = "arrivals per second, all workers together" },
+};
+
+static void bench_more_help(FILE *f);
+
+static const struct cli_group bench_groups[] = {
+	CLI_GROUP("Options", bench_opts, NULL),
+	{ NULL, cli_run_opts, CLI_N_RUN_OPTS, NULL },
+	CLI_GROUP(NULL, bench_split_opts, NULL),
+	{ NULL, cli_metrics_opts, CLI_N_METRICS_OPTS, NULL },
+	{ "Your own program as the worker (after '--'; run without a shell)", cli_program_opts, CLI_N_PROGRAM_OPTS, NULL },
+	{ "Open-loop load", cli_openloop_opts, CLI_N_OPENLOOP_OPTS, NULL },
+	CLI_GROUP(NULL, bench_rate_opt, NULL),
+	{ NULL, cli_peak_opts, CLI_N_PEAK_OPTS, NULL },
+};
+
+const struct cli_cmd cli_bench_cmd = {
+	.name = "bench",
+	.usage = "gpushare bench [options] [--<workload option> VALUE]...\n"
+		 "gpushare bench [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]",
+	.about = "Run N workers under each sharing strategy in turn, everything else equal, and\n"
+		 "compare throughput, latency and fairness.",
+	.groups = bench_groups,
+	.n_groups = CLI_N(bench_groups),
+	.more_help = bench_more_help,
+};
+
+static void bench_more_help(FILE *f)
 {
 	const struct gpushare_wl_desc *list;
 	size_t n = gpushare_workloads(&list);
 
-	fprintf(f,
-		"usage: gpushare bench [options] [--<workload option> VALUE]...\n"
-		"       gpushare bench [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]\n\n"
-		"Run N workers under each sharing strategy in turn, everything else equal, and\n"
-		"compare throughput, latency and fairness.\n\n"
-		"  --workload NAME            workload (default matmul; see below)\n"
-		"  --batch B                  items per request (default 1)\n"
-		"  --workers N                workers (1..%d; MPS allows 48 clients per GPU; default 4)\n"
-		"  --strategy LIST            comma list of timeslice, mps, mps-split, mig, sequential,\n"
-		"                             streams (default timeslice,mps)\n"
-		"  --duration D               measurement window (default 10s)\n"
-		"  --requests R               instead of a window: R recorded requests per worker\n"
-		"  --warmup D                 window after the start barrier, not recorded (default 2s)\n"
-		"  --warmup-requests W        requests per worker before it reports ready (default 3)\n"
-		"  --gpu IDX|UUID             GPU to use (default 0)\n"
-		"  --gpus all|LIST            several GPUs (indices or UUIDs): worker i on GPU i mod G,\n"
-		"                             one MPS daemon for all; results per GPU and in total\n"
-		"  --mps-pipe-dir DIR         use the MPS daemon running there (left running)\n"
-		"  --thread-percentage LIST   mps-split: SM share per worker, one value or one per worker\n"
-		"                             (default 100/N)\n"
-		"  --mem-limit LIST           mps-split: pinned device memory per worker (4G or 4G,2G,...)\n"
-		"  --priority LIST            mps-split: client priority per worker (0 normal, 1 below)\n"
-		"  --ceiling                  also run one process with batch x N and report E_N\n"
-		"  --start-timeout D          bound of the start barrier (default 120s)\n"
-		"  --repeats K                run every strategy K times, interleaved (default 1);\n"
-		"                             prints mean +- sd, min...max and a relative summary\n"
-		"  --target-noise P           after K, repeat until each median items/s is known to\n"
-		"                             +-P (e.g. 2%%) at >= 95%% coverage (at least 6 runs)\n"
-		"  --max-repeats M            bound of --target-noise (default 20)\n"
-		"  --json | --csv             machine-readable output on stdout\n"
-		"  --out FILE                 also write the JSON document to FILE (atomically)\n"
-		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics at /metrics while it\n"
-		"                             runs (address default 127.0.0.1)\n"
-		"  --metrics-buckets LIST     histogram bounds in seconds (0.001,0.005,...)\n"
-		"  -q, --quiet                no progress on stderr\n"
-		"  -v, --verbose              one line per worker in the table\n"
-		"  -h, --help                 this help\n\n"
-		"Your own program as the worker (after '--'; run without a shell):\n"
-		"  --mode request             (default) it reports ready and each request through\n"
-		"                             GPUSHARE_REPORT_FD (<gpushare/client.h> in C,\n"
-		"                             the gpushare_client module in Python)\n"
-		"  --mode job                 each run to completion is one job: wall time per job,\n"
-		"                             jobs/s, makespan; no warm-up unless --warmup is given\n"
-		"  --jobs K                   job mode: K jobs per worker (else jobs for --duration)\n\n"
-		"%s\n"
-		"Workloads and their options:\n", GPUSHARE_BENCH_MAX_WORKERS, cli_openloop_help);
+	fprintf(f, "\nWorkloads and their options:\n");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "  %-12s %s\n", list[i].name, list[i].summary);
 		for (size_t j = 0; j < list[i].n_opts; j++)
 			fprintf(f, "      --%-14s %s (default %s)\n", list[i].opts[j].name, list[i].opts[j].help,
 				list[i].opts[j].def);
 	}
-	fprintf(f, "\nExit statuses: 0 ok, 2 bad option, 5 MPS, 7 GPU/MIG, 8 worker failed to start,\n"
-		   "9 too many MPS clients, 10 partial results, 11 output not writable,\n"
-		   "13 --metrics-listen address in use, 130 interrupted.\n"
-		   "See gpushare-bench(1).\n");
 }
 
 /* ---- progress on stderr ---- */
@@ -197,8 +189,6 @@ static void warn_spread(const struct gpushare_bench_report *r, double target_noi
 	}
 }
 
-/* ---- options ---- */
-
 /* The workload named by --workload, looked up before the real parse so its
  * options can join the option table. */
 static const char *prescan_workload(int argc, char **argv)
@@ -262,7 +252,7 @@ static int output_report(const struct gpushare_bench_report *r, bool json, bool 
 int cmd_bench(int argc, char **argv)
 {
 	static struct gpushare_bench_config c;  /* large: kept off the stack */
-	struct option longopts[N_BENCH_OPTIONS + CLI_MAX_SHARED_OPTIONS + GPUSHARE_WL_MAX_OPTS + 1];
+	struct cli_parse p;
 	const struct gpushare_wl_desc *wl;
 	const char *wl_name = prescan_workload(argc, argv);
 	const char *wl_names[GPUSHARE_WL_MAX_OPTS], *wl_values[GPUSHARE_WL_MAX_OPTS] = { 0 };
@@ -276,6 +266,7 @@ int cmd_bench(int argc, char **argv)
 	char **cmdline;
 	size_t n_wl = 0;
 	int opt, rc, code;
+	char whose[96];
 
 	if (gpushare_bench_config_init(&c))
 		return cli_fail(GPUSHARE_E_NOT_FOUND, "bench");
@@ -293,66 +284,46 @@ int cmd_bench(int argc, char **argv)
 		return cli_fail(GPUSHARE_E_INVAL, "bench");
 	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++)
 		wl_names[n_wl++] = wl->opts[i].name;
-	/* A bench option of the same name as a workload option wins. */
-	cli_options_table(longopts, bench_options, N_BENCH_OPTIONS, wl_names, n_wl, OPT_WL_FIRST);
-
-	/* Everything after the first "--" is the command; options stop there. */
+	/* Everything after the first "--" is the command; options stop there.
+	 * A bench option of the same name as a workload option wins. */
 	cli_command_scan(&co, argc, argv);
-	while ((opt = getopt_long(co.opt_argc, argv, ":hqv", longopts, NULL)) != -1) {
-		long v;
-
+	cli_parse_init(&p, &cli_bench_cmd, co.opt_argc, argv);
+	p.extra = wl_names;
+	p.n_extra = n_wl;
+	snprintf(whose, sizeof(whose), "workload '%s'", wl->name);
+	p.whose = whose;
+	while ((opt = cli_parse_next(&p)) > 0) {
 		switch (opt) {
-		case 'h':
-			usage(stdout);
-			return cli_finish_stdout(EXIT_OK);
 		case 'q': quiet = true; break;
 		case 'v': verbose = true; break;
 		case OPT_WORKLOAD: break; /* taken by prescan_workload() */
-		case OPT_BATCH:
-			if (cli_parse_whole(optarg, 1, 1L << 30, &v))
-				return bad_value("--batch", optarg);
-			c.wl.batch = v;
-			break;
+		case OPT_BATCH: c.wl.batch = p.num; break;
 		case OPT_WORKERS:
-			if (cli_parse_whole(optarg, 1, GPUSHARE_BENCH_MAX_WORKERS, &v))
-				return bad_value("--workers", optarg);
-			c.workers = (int)v;
+			c.workers = (int)p.num;
 			c.workers_given = true;
 			break;
-		case OPT_THREAD_PCT: raw.thread_pct = optarg; break;
-		case OPT_MEM_LIMIT: raw.mem_limit = optarg; break;
-		case OPT_PRIORITY: raw.priority = optarg; break;
+		case OPT_THREAD_PCT: raw.thread_pct = p.arg; break;
+		case OPT_MEM_LIMIT: raw.mem_limit = p.arg; break;
+		case OPT_PRIORITY: raw.priority = p.arg; break;
 		case OPT_CEILING: c.ceiling = true; break;
 		case OPT_JSON: json = true; break;
 		case OPT_CSV: csv = true; break;
-		case OPT_OUT: out = optarg; break;
-		case ':':
-		case '?': {
-			char whose[96];
-
-			snprintf(whose, sizeof(whose), "workload '%s'", wl->name);
-			return cli_option_error("bench", opt, argv[optind - 1], whose);
-		}
+		case OPT_OUT: out = p.arg; break;
 		default:
-			if (opt >= CLI_OPT_FIRST && opt < CLI_OPT_END) {
-				if ((code = cli_command_option(&co, "bench", opt, optarg, &c)))
-					return code;
+			if (opt >= CLI_ID_EXTRA) {
+				wl_values[opt - CLI_ID_EXTRA] = p.arg;
 				break;
 			}
-			if (opt >= CLI_OPEN_FIRST && opt < CLI_OPEN_END) {
-				if ((code = cli_openloop_option("bench", opt, optarg, &c)))
-					return code;
-				break;
-			}
-			if (opt >= OPT_WL_FIRST && opt < OPT_WL_FIRST + GPUSHARE_WL_MAX_OPTS) {
-				wl_values[opt - OPT_WL_FIRST] = optarg;
-				break;
-			}
-			return cli_usage_error("bench", '?', optopt, argv[optind - 1]);
+			if ((code = cli_command_option(&co, &p, &c)) == CLI_NOT_MINE)
+				code = cli_openloop_option(&p, &c);
+			if (code)
+				return code;
 		}
 	}
-	if (optind < co.opt_argc)
-		return cli_unexpected_argument("bench", argv[optind]);
+	if (opt < 0)
+		return p.status;
+	if (p.optind < co.opt_argc)
+		return cli_unexpected_argument("bench", argv[p.optind]);
 	if ((code = cli_command_apply(&co, "bench", argc, argv, wl_name != NULL, &c)))
 		return code;
 	if (c.command) {

@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,47 +18,53 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
-static const char usage_text[] =
-	"usage: gpushare exec [options] -- PROGRAM [ARGS...]\n"
-	"  as each rank of a job: mpirun -np N gpushare exec [options] -- PROGRAM ...\n"
-	"                         srun -n N gpushare exec [options] -- PROGRAM ...\n"
-	"\n"
-	"Run one rank of an MPI or srun job: find its place on the node from the\n"
-	"launcher's environment (Open MPI, MPICH/Hydra, PMIx, Slurm), bind it to a GPU,\n"
-	"make sure one MPS daemon serves the node for the whole job (started by the\n"
-	"first rank, stopped after the last rank has exited or died), and run PROGRAM\n"
-	"as a child with the launcher's environment plus the binding. Signals (INT,\n"
-	"TERM, HUP, QUIT) are passed on to PROGRAM; its exit status is gpushare's.\n"
-	"\n"
-	"Options:\n"
-	"  --strategy S          mps (default), mps-split or timeslice\n"
-	"  --bind round-robin|block\n"
-	"                        local rank r on GPU r mod G (default), or contiguous\n"
-	"                        groups of ranks per GPU\n"
-	"  --ranks-per-gpu K     check that every GPU used gets exactly K ranks (the\n"
-	"                        node's rank count must be a multiple of K and need at\n"
-	"                        most as many GPUs as are usable)\n"
-	"  --gpus all|LIST       GPUs to bind to: NVML indices and UUIDs (or unique\n"
-	"                        UUID prefixes of 8+ characters), within\n"
-	"                        CUDA_VISIBLE_DEVICES when it is set (default all)\n"
-	"  --thread-percentage P mps-split: each rank's active thread percentage,\n"
-	"                        (0,100] (default 100 / the ranks sharing its GPU)\n"
-	"  --dry-run             print, per rank, its GPU, the environment it would get\n"
-	"                        and the daemon it would use; run nothing\n"
-	"  --json                with --dry-run: one JSON object per rank and line\n"
-	"  -h, --help            this help\n"
-	"\n"
-	"With more than one rank on a GPU, one warning per job says that NCCL cannot\n"
-	"put two ranks of one communicator on one GPU.\n"
-	"\n"
-	"Exit status: PROGRAM's (128+N when it was killed by signal N); before it\n"
-	"runs: 2 usage or no launcher found or a binding the ranks do not fit,\n"
-	"3 no NVIDIA driver, 4 MPS control program missing, 5 MPS daemon failed,\n"
-	"6 unsafe directory, 7 no such GPU, 12 the job's lock or daemon timed out,\n"
-	"127 PROGRAM could not be started, 128+N a signal N arrived before it ran.\n"
-	"See gpushare-exec(1).\n";
+static const struct cli_opt exec_opts[] = {
+	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
+	  .help = "mps, mps-split or timeslice", .def = "mps", .values = "mps mps-split timeslice" },
+	{ .id = OPT_BIND, .long_name = "bind", .kind = CLI_ENUM, .value_name = "round-robin|block",
+	  .help = "local rank r on GPU r mod G (default), or contiguous groups of ranks per GPU",
+	  .values = "round-robin block" },
+	{ .id = OPT_RANKS_PER_GPU, .long_name = "ranks-per-gpu", .kind = CLI_INT, .value_name = "K",
+	  .help = "check that every GPU used gets exactly K ranks (the node's rank count must be a multiple of K and need at "
+	  "most as many GPUs as are usable)", .min = 1, .max = 4096 },
+	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
+	  .help = "GPUs to bind to: NVML indices and UUIDs (or unique UUID prefixes of 8+ characters), within "
+	  "CUDA_VISIBLE_DEVICES when it is set", .def = "all", .values = "all" },
+	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
+	  .help = "mps-split: each rank's active thread percentage, (0,100]",
+	  .def = "100 / the ranks sharing its GPU" },
+	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
+	  .help = "print, per rank, its GPU, the environment it would get and the daemon it would use; run nothing" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
+	  .help = "with --dry-run: one JSON object per rank and line" },
+};
 
-enum { OPT_STRATEGY = 256, OPT_BIND, OPT_RPG, OPT_GPUS, OPT_TPCT, OPT_DRY, OPT_JSON };
+static const struct cli_group exec_groups[] = { CLI_GROUP("Options", exec_opts, NULL) };
+
+const struct cli_cmd cli_exec_cmd = {
+	.name = "exec",
+	.usage = "gpushare exec [options] -- PROGRAM [ARGS...]\n"
+		 "as each rank of a job: mpirun -np N gpushare exec [options] -- PROGRAM ...\n"
+		 "                       srun -n N gpushare exec [options] -- PROGRAM ...",
+	.about = "Run one rank of an MPI or srun job: find its place on the node from the\n"
+		 "launcher's environment (Open MPI, MPICH/Hydra, PMIx, Slurm), bind it to a GPU,\n"
+		 "make sure one MPS daemon serves the node for the whole job (started by the\n"
+		 "first rank, stopped after the last rank has exited or died), and run PROGRAM\n"
+		 "as a child with the launcher's environment plus the binding. Signals (INT,\n"
+		 "TERM, HUP, QUIT) are passed on to PROGRAM; its exit status is gpushare's.",
+	.groups = exec_groups,
+	.n_groups = CLI_N(exec_groups),
+	.epilog = "With more than one rank on a GPU, one warning per job says that NCCL cannot\n"
+		  "put two ranks of one communicator on one GPU.",
+	.exit_intro = "PROGRAM's (128+N when it was killed by signal N); before it runs, gpushare's own\n"
+		      "(127 PROGRAM could not be started, 128+N a signal N arrived before it ran):",
+	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "usage, no launcher found, or a binding the ranks do not fit" },
+						 { EXIT_MPS, "MPS daemon failed, or this rank of the job already runs" },
+						 { EXIT_GPU, "no such GPU" },
+						 { EXIT_TIMEOUT, "the job's lock or daemon timed out" } },
+	.n_notes = 4,
+	.stop_at_operand = true,
+};
 
 static volatile sig_atomic_t pending_signal;
 static int sig_pipe[2] = { -1, -1 };
@@ -122,69 +127,55 @@ static void wait_forwarding(struct gpushare_child *ch)
 
 int cmd_exec(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "strategy", required_argument, NULL, OPT_STRATEGY },
-		{ "bind", required_argument, NULL, OPT_BIND },
-		{ "ranks-per-gpu", required_argument, NULL, OPT_RPG },
-		{ "gpus", required_argument, NULL, OPT_GPUS },
-		{ "thread-percentage", required_argument, NULL, OPT_TPCT },
-		{ "dry-run", no_argument, NULL, OPT_DRY },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct cli_parse p;
 	struct gpushare_exec_opts o = { .strategy = GPUSHARE_STRATEGY_MPS };
 	struct gpushare_exec x;
 	struct gpushare_exec_leave leave;
 	struct gpushare_child ch;
 	bool json = false;
-	long v;
-	int opt, rc, code;
+	const char *arg;
+	int opt, rc, code, first;
 
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+	cli_parse_init(&p, &cli_exec_cmd, argc, argv);
+	while ((opt = cli_parse_next(&p)) > 0) {
+		arg = p.arg;
 		switch (opt) {
-		case 'h':
-			fputs(usage_text, stdout);
-			return cli_finish_stdout(EXIT_OK);
 		case OPT_STRATEGY:
-			if (cli_parse_sharing_strategy(optarg, &o.strategy))
+			if (cli_parse_sharing_strategy(arg, &o.strategy))
 				return cli_error(EXIT_USAGE, "exec: invalid --strategy '%s': exec runs ranks under mps, "
-							     "mps-split or timeslice", optarg);
+							     "mps-split or timeslice", arg);
 			break;
 		case OPT_BIND:
-			if (strcmp(optarg, "round-robin") != 0 && strcmp(optarg, "block") != 0)
-				return cli_error(EXIT_USAGE, "exec: invalid --bind '%s': round-robin or block", optarg);
-			o.bind = optarg;
+			if (strcmp(arg, "round-robin") != 0 && strcmp(arg, "block") != 0)
+				return cli_error(EXIT_USAGE, "exec: invalid --bind '%s': round-robin or block", arg);
+			o.bind = arg;
 			break;
-		case OPT_RPG:
-			if (cli_parse_whole(optarg, 1, 4096, &v))
-				return cli_bad_value("exec", "--ranks-per-gpu", optarg);
-			o.ranks_per_gpu = (unsigned)v;
+		case OPT_RANKS_PER_GPU:
+			o.ranks_per_gpu = (unsigned)p.num;
 			break;
 		case OPT_GPUS:
-			o.gpus = optarg;
+			o.gpus = arg;
 			break;
-		case OPT_TPCT:
-			if (gpushare_parse_percent(optarg, &o.thread_percentage))
-				return cli_bad_value("exec", "--thread-percentage", optarg);
+		case OPT_THREAD_PCT:
+			if (gpushare_parse_percent(arg, &o.thread_percentage))
+				return cli_bad_value("exec", "--thread-percentage", arg);
 			break;
-		case OPT_DRY:
+		case OPT_DRY_RUN:
 			o.dry_run = true;
 			break;
 		case OPT_JSON:
 			json = true;
 			break;
-		default:
-			return cli_usage_error("exec", opt, optopt, argv[optind - 1]);
 		}
 	}
+	if (opt < 0)
+		return p.status;
+	first = p.optind;
 	if (json && !o.dry_run)
 		return cli_error(EXIT_USAGE, "exec: --json goes with --dry-run");
 	if (o.thread_percentage > 0 && o.strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
 		return cli_error(EXIT_USAGE, "exec: --thread-percentage goes with --strategy mps-split");
-	if (optind >= argc && !o.dry_run)
+	if (first >= argc && !o.dry_run)
 		return cli_error(EXIT_USAGE, "exec: no program given (usage: gpushare exec [options] -- PROGRAM [ARGS...])");
 
 	if (catch_signals() != 0)
@@ -214,11 +205,11 @@ int cmd_exec(int argc, char **argv)
 	}
 
 	gpushare_child_init(&ch);
-	ch.argv = argv + optind;
+	ch.argv = argv + first;
 	ch.env_set = x.env;
 	rc = gpushare_child_start(&ch);
 	if (rc) {
-		code = cli_error(127, "exec: cannot run '%s': %s", argv[optind], gpushare_errdetail());
+		code = cli_error(127, "exec: cannot run '%s': %s", argv[first], gpushare_errdetail());
 		gpushare_exec_close(&x, NULL);
 		return code;
 	}

@@ -7,7 +7,6 @@
  * synchronously with sigwait(), so shutdown is an ordinary code path: stop
  * the server (joins its threads), then exit 0.
  */
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,43 +17,33 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 
-static const char usage_text[] =
-	"usage: gpushare exporter [--listen [ADDR:]PORT] [--once] [--pipe-dir DIR]...\n"
-	"                         [--no-processes]\n"
-	"\n"
-	"Export GPU, MIG instance, compute process and MPS metrics in the Prometheus\n"
-	"text format at http://ADDR:PORT/metrics.\n"
-	"\n"
-	"Options:\n"
-	"  --listen [ADDR:]PORT  where to serve (default 127.0.0.1:9400; ADDR defaults to\n"
-	"                        127.0.0.1; port 0 picks a free port, printed on stderr)\n"
-	"  --once                print one exposition on stdout and exit\n"
-	"  --pipe-dir DIR        MPS pipe directory to report (repeatable; default:\n"
-	"                        gpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)\n"
-	"  --no-processes        leave out the per-process GPU memory series\n"
-	"  -h, --help            show this help\n"
-	"\n"
-	"Without an NVIDIA driver the server keeps running and exports\n"
-	"gpushare_nvidia_driver_up 0; --once prints the exposition and exits 3.\n"
-	"SIGTERM, SIGINT, SIGHUP or SIGQUIT stops the server cleanly (exit 0).\n"
-	"\n"
-	"Exit statuses:\n"
-	"  0  success\n"
-	"  1  unexpected failure (out of memory, system call)\n"
-	"  2  bad option or value\n"
-	"  3  --once: no NVIDIA driver found (the exposition is still printed)\n"
-	"  11 writing the output failed\n"
-	"  13 the listen address is in use or cannot be bound\n";
+static const struct cli_opt exporter_opts[] = {
+	{ .id = OPT_LISTEN, .long_name = "listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
+	  .help = "where to serve (default 127.0.0.1:9400; ADDR defaults to 127.0.0.1; port 0 picks a free port, printed on stderr)" },
+	{ .id = OPT_ONCE, .long_name = "once", .kind = CLI_FLAG, .help = "print one exposition on stdout and exit" },
+	{ .id = OPT_PIPE_DIR, .long_name = "pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "MPS pipe directory to report (repeatable; default: gpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)" },
+	{ .id = OPT_NO_PROCESSES, .long_name = "no-processes", .kind = CLI_FLAG,
+	  .help = "leave out the per-process GPU memory series" },
+};
 
-enum { OPT_LISTEN = 256, OPT_ONCE, OPT_PIPE_DIR, OPT_NO_PROCESSES };
+static const struct cli_group exporter_groups[] = { CLI_GROUP("Options", exporter_opts, NULL) };
 
-static const struct option exporter_options[] = {
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "once", no_argument, NULL, OPT_ONCE },
-	{ "pipe-dir", required_argument, NULL, OPT_PIPE_DIR },
-	{ "no-processes", no_argument, NULL, OPT_NO_PROCESSES },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+const struct cli_cmd cli_exporter_cmd = {
+	.name = "exporter",
+	.usage = "gpushare exporter [--listen [ADDR:]PORT] [--once] [--pipe-dir DIR]...\n"
+		 "                  [--no-processes]",
+	.about = "Export GPU, MIG instance, compute process and MPS metrics in the Prometheus\n"
+		 "text format at http://ADDR:PORT/metrics.",
+	.groups = exporter_groups,
+	.n_groups = CLI_N(exporter_groups),
+	.epilog = "Without an NVIDIA driver the server keeps running and exports\n"
+		  "gpushare_nvidia_driver_up 0; --once prints the exposition and exits 3.\n"
+		  "SIGTERM, SIGINT, SIGHUP or SIGQUIT stops the server cleanly (exit 0).",
+	.notes = (const struct cli_exit_note[]){ { EXIT_NO_DRIVER, "--once: no NVIDIA driver found (the exposition is still "
+								   "printed)" },
+						 { EXIT_IO, "writing the output failed" } },
+	.n_notes = 2,
 };
 
 struct exporter {
@@ -147,36 +136,35 @@ int cmd_exporter(int argc, char **argv)
 	char addr[GPUSHARE_METRICS_ADDR_MAX] = "127.0.0.1";
 	uint16_t port = GPUSHARE_METRICS_EXPORTER_PORT;
 	bool once = false;
+	struct cli_parse p;
+	const char *arg;
 	int opt, code;
 
 	gpushare_metrics_system_opts_init(&e.opts);
-	opterr = 0;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":h", exporter_options, NULL)) != -1) {
+	cli_parse_init(&p, &cli_exporter_cmd, argc, argv);
+	while ((opt = cli_parse_next(&p)) > 0) {
+		arg = p.arg;
 		switch (opt) {
-		case 'h':
-			fputs(usage_text, stdout);
-			return cli_finish_stdout(EXIT_OK);
 		case OPT_LISTEN:
-			if (gpushare_metrics_parse_listen(optarg, addr, sizeof(addr), &port))
-				return cli_error(EXIT_USAGE, "exporter: invalid --listen '%s': %s", optarg, gpushare_errdetail());
+			if (gpushare_metrics_parse_listen(arg, addr, sizeof(addr), &port))
+				return cli_error(EXIT_USAGE, "exporter: invalid --listen '%s': %s", arg, gpushare_errdetail());
 			break;
 		case OPT_ONCE: once = true; break;
 		case OPT_PIPE_DIR:
-			if (optarg[0] != '/' || strlen(optarg) >= GPUSHARE_PATH_MAX)
-				return cli_error(EXIT_USAGE, "exporter: invalid --pipe-dir '%s' (expected an absolute path)", optarg);
+			if (arg[0] != '/' || strlen(arg) >= GPUSHARE_PATH_MAX)
+				return cli_error(EXIT_USAGE, "exporter: invalid --pipe-dir '%s' (expected an absolute path)", arg);
 			if (e.opts.n_pipe_dirs >= GPUSHARE_METRICS_MAX_PIPE_DIRS)
 				return cli_error(EXIT_USAGE, "exporter: at most %d --pipe-dir options",
 						 GPUSHARE_METRICS_MAX_PIPE_DIRS);
-			snprintf(e.opts.pipe_dirs[e.opts.n_pipe_dirs++], GPUSHARE_PATH_MAX, "%s", optarg);
+			snprintf(e.opts.pipe_dirs[e.opts.n_pipe_dirs++], GPUSHARE_PATH_MAX, "%s", arg);
 			break;
 		case OPT_NO_PROCESSES: e.opts.processes = false; break;
-		default:
-			return cli_usage_error("exporter", opt, optopt, argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		return cli_unexpected_argument("exporter", argv[optind]);
+	if (opt < 0)
+		return p.status;
+	if (p.optind < argc)
+		return cli_unexpected_argument("exporter", argv[p.optind]);
 	if (once)
 		return run_once(&e);
 	pthread_mutex_init(&e.lock, NULL);

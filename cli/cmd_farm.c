@@ -2,7 +2,6 @@
  * gpushare farm: run a queue of jobs on K slots per GPU (lib/farm.c), and
  * gpushare farm status: summarise farm directories (docs/farm.md).
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,65 +14,100 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: gpushare farm [OPTIONS] --dir DIR JOBFILE|-\n"
-		"       gpushare farm [OPTIONS] --dir DIR --args FILE|--range START..END[:STEP] -- CMD [ARGS...]\n"
-		"       gpushare farm [OPTIONS] --resume DIR [JOBFILE|-|(--args ...|--range ...) -- CMD ...]\n"
-		"       gpushare farm status [--json] DIR [DIR...]\n\n"
-		"Run a queue of jobs, K at once on each chosen GPU, under MPS by default. A job file has\n"
-		"one command line per line, run without a shell (quotes and backslashes as in a shell;\n"
-		"'#' lines skipped). A template after -- runs once per line of --args FILE or per number\n"
-		"of --range, with {} replaced by the argument and {#} by the job number (from 1).\n"
-		"Every attempt is recorded in DIR/journal.jsonl; its output goes to DIR/out/JOB.ATTEMPT.out\n"
-		"and .err; DIR/jobs.jsonl keeps the job list. --resume DIR runs exactly the jobs that\n"
-		"did not finish.\n\n"
-		"  --dir DIR              the farm directory (created; must not hold a journal yet)\n"
-		"  --resume DIR           continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or\n"
-		"                         from a job list given again, which must be the same\n"
-		"  --slots K              jobs at once per GPU (1..%d); default: a short calibration\n"
-		"                         at K = 1, 2, 4, ... keeping the best jobs/s (stated in the output)\n"
-		"  --max-slots K          the largest K the calibration tries (default 16)\n"
-		"  --strategy S           mps (default), mps-split (each job gets 1/K of the SMs and,\n"
-		"                         with --mem-per-job, that pinned-memory limit) or timeslice\n"
-		"  --gpus all|LIST        GPUs to use: NVML indices or UUIDs, comma-separated (default:\n"
-		"                         those CUDA_VISIBLE_DEVICES allows, else all)\n"
-		"  --mem-per-job SIZE     never start a job that would not fit in the GPU's free memory\n"
-		"                         (e.g. 8G; each running job counts SIZE)\n"
-		"  --retries N            run a failed or timed-out job up to N more times (default 0)\n"
-		"  --timeout DURATION     stop a job that runs longer (e.g. 10m; SIGTERM, SIGKILL 2 s later)\n"
-		"  --shard I/N            run only the jobs whose number mod N is I (default under Slurm:\n"
-		"                         the task's rank of the step's tasks, or the array element)\n"
-		"  --args FILE            template arguments, one per line ('-': standard input)\n"
-		"  --range START..END[:STEP]  template arguments: the integers START to END\n"
-		"  --shell                run each job line (or template) with /bin/sh -c\n"
-		"  --mps-pipe-dir DIR     use the MPS daemon that answers there (never stopped)\n"
-		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics (gpushare-exporter(1))\n"
-		"  --json                 print the summary as JSON on stdout\n"
-		"  -q, --quiet            no progress lines on stderr\n"
-		"  -h, --help             this help\n\n"
-		"Jobs see GPUSHARE_FARM_JOB (number from 0), _ATTEMPT, _SLOT, _GPU (UUID) and _DIR.\n"
-		"Ctrl-C once: no new jobs, the running ones finish; twice (or SIGTERM): they are\n"
-		"stopped too. Either way --resume DIR continues.\n"
-		"Exit statuses: 0 every job done, 2 bad option or job file, 3 no driver (with --gpus or\n"
-		"--mem-per-job), 4 no MPS control program, 5 MPS daemon, 6 farm directory unusable or in\n"
-		"use, 7 GPU not found, 8 some jobs failed, 11 a file cannot be read or written, 13\n"
-		"--metrics-listen address in use, 130 stopped. See gpushare-farm(1).\n",
-		GPUSHARE_FARM_MAX_SLOTS);
-}
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
-static void status_usage(FILE *f)
-{
-	fprintf(f, "usage: gpushare farm status [--json] DIR [DIR...]\n\n"
-		   "Summarise one farm directory, or the shard directories of one farm (merged), also\n"
-		   "while a farm runs: jobs done, failed and unfinished, makespan, jobs/s, and per GPU the\n"
-		   "attempts and busy fraction.\n\n"
-		   "  --json       the summary as JSON\n"
-		   "  -h, --help   this help\n\n"
-		   "Exit statuses: 0 ok, 2 bad option or journals of different job lists, 11 a journal is\n"
-		   "missing or unreadable. See gpushare-farm(1).\n");
-}
+static const struct cli_opt farm_opts[] = {
+	{ .id = OPT_DIR, .long_name = "dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "the farm directory (created; must not hold a journal yet)" },
+	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or from a job list given again, which must be the same" },
+	{ .id = OPT_SLOTS, .long_name = "slots", .kind = CLI_INT, .value_name = "K",
+	  .help = "jobs at once per GPU (1.." STR(GPUSHARE_FARM_MAX_SLOTS) "); default: a short calibration "
+	  "at K = 1, 2, 4, ... keeping the best jobs/s (stated in the output)", .min = 1,
+	  .max = GPUSHARE_FARM_MAX_SLOTS },
+	{ .id = OPT_MAX_SLOTS, .long_name = "max-slots", .kind = CLI_INT, .value_name = "K",
+	  .help = "the largest K the calibration tries", .def = "16", .min = 1, .max = GPUSHARE_FARM_MAX_SLOTS },
+	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
+	  .help = "mps (default), mps-split (each job gets 1/K of the SMs and, with --mem-per-job, that pinned-memory limit) or "
+	  "timeslice", .values = "mps mps-split timeslice" },
+	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
+	  .help = "GPUs to use: NVML indices or UUIDs, comma-separated (default: those CUDA_VISIBLE_DEVICES allows, else all)",
+	  .values = "all" },
+	{ .id = OPT_MEM_PER_JOB, .long_name = "mem-per-job", .kind = CLI_SIZE, .value_name = "SIZE",
+	  .help = "never start a job that would not fit in the GPU's free memory (e.g. 8G; each running job counts SIZE)" },
+	{ .id = OPT_RETRIES, .long_name = "retries", .kind = CLI_INT, .value_name = "N",
+	  .help = "run a failed or timed-out job up to N more times", .def = "0", .max = 1000 },
+	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION",
+	  .help = "stop a job that runs longer (e.g. 10m; SIGTERM, SIGKILL 2 s later)" },
+	{ .id = OPT_SHARD, .long_name = "shard", .kind = CLI_STRING, .value_name = "I/N",
+	  .help = "run only the jobs whose number mod N is I (default under Slurm: the task's rank of the step's tasks, or the array "
+	  "element)" },
+	{ .id = OPT_ARGS, .long_name = "args", .kind = CLI_FILE, .value_name = "FILE",
+	  .help = "template arguments, one per line ('-': standard input)" },
+	{ .id = OPT_RANGE, .long_name = "range", .kind = CLI_STRING, .value_name = "START..END[:STEP]",
+	  .help = "template arguments: the integers START to END" },
+	{ .id = OPT_SHELL, .long_name = "shell", .kind = CLI_FLAG,
+	  .help = "run each job line (or template) with /bin/sh -c" },
+	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "use the MPS daemon that answers there (never stopped)" },
+	{ .id = OPT_METRICS_LISTEN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
+	  .help = "serve live Prometheus metrics (gpushare-exporter(1))" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the summary as JSON on stdout" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress lines on stderr" },
+};
+
+static const struct cli_group farm_groups[] = { CLI_GROUP("Options", farm_opts, NULL) };
+
+const struct cli_cmd cli_farm_cmd = {
+	.name = "farm",
+	.usage = "gpushare farm [OPTIONS] --dir DIR JOBFILE|-\n"
+		 "gpushare farm [OPTIONS] --dir DIR --args FILE|--range START..END[:STEP] -- CMD [ARGS...]\n"
+		 "gpushare farm [OPTIONS] --resume DIR [JOBFILE|-|(--args ...|--range ...) -- CMD ...]\n"
+		 "gpushare farm status [--json] DIR [DIR...]",
+	.about = "Run a queue of jobs, K at once on each chosen GPU, under MPS by default. A job file has\n"
+		 "one command line per line, run without a shell (quotes and backslashes as in a shell;\n"
+		 "'#' lines skipped). A template after -- runs once per line of --args FILE or per number\n"
+		 "of --range, with {} replaced by the argument and {#} by the job number (from 1).\n"
+		 "Every attempt is recorded in DIR/journal.jsonl; its output goes to DIR/out/JOB.ATTEMPT.out\n"
+		 "and .err; DIR/jobs.jsonl keeps the job list. --resume DIR runs exactly the jobs that\n"
+		 "did not finish.",
+	.groups = farm_groups,
+	.n_groups = CLI_N(farm_groups),
+	.subcommands = "status",
+	.epilog = "Jobs see GPUSHARE_FARM_JOB (number from 0), _ATTEMPT, _SLOT, _GPU (UUID) and _DIR.\n"
+		  "Ctrl-C once: no new jobs, the running ones finish; twice (or SIGTERM): they are\n"
+		  "stopped too. Either way --resume DIR continues.",
+	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "every job done" },
+						 { EXIT_USAGE, "bad option or job file" },
+						 { EXIT_NO_DRIVER, "no driver (with --gpus or --mem-per-job)" },
+						 { EXIT_MPS, "MPS daemon" },
+						 { EXIT_DIR, "farm directory unusable or in use" },
+						 { EXIT_GPU, "GPU not found" },
+						 { EXIT_WORKER, "some jobs failed" },
+						 { EXIT_IO, "a file cannot be read or written" },
+						 { EXIT_INTERRUPTED, "stopped" } },
+	.n_notes = 9,
+};
+
+static const struct cli_opt farm_status_opts[] = {
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "the summary as JSON" },
+};
+
+static const struct cli_group farm_status_groups[] = { CLI_GROUP("Options", farm_status_opts, NULL) };
+
+const struct cli_cmd cli_farm_status_cmd = {
+	.name = "farm status",
+	.usage = "gpushare farm status [--json] DIR [DIR...]",
+	.about = "Summarise one farm directory, or the shard directories of one farm (merged), also\n"
+		 "while a farm runs: jobs done, failed and unfinished, makespan, jobs/s, and per GPU the\n"
+		 "attempts and busy fraction.",
+	.groups = farm_status_groups,
+	.n_groups = CLI_N(farm_status_groups),
+	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "bad option or journals of different job lists" },
+						 { EXIT_IO, "a journal is missing or unreadable" } },
+	.n_notes = 2,
+};
 
 /* ---- signals: first Ctrl-C drains, second (or SIGTERM) stops ---- */
 
@@ -168,30 +202,22 @@ static int print_summary(const struct gpushare_farm_summary *s, const struct gpu
 
 static int cmd_farm_status(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct cli_parse p;
 	struct gpushare_farm_summary s;
 	bool json = false;
-	int opt, rc, code;
+	int opt, rc, code, first;
 
-	opterr = 0;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			status_usage(stdout);
-			return cli_finish_stdout(EXIT_OK);
-		case 'j': json = true; break;
-		default:
-			return cli_usage_error("farm status", opt, optopt, argv[optind - 1]);
-		}
+	cli_parse_init(&p, &cli_farm_status_cmd, argc, argv);
+	while ((opt = cli_parse_next(&p)) > 0) {
+		if (opt == OPT_JSON)
+			json = true;
 	}
-	if (optind >= argc)
+	if (opt < 0)
+		return p.status;
+	first = p.optind;
+	if (first >= argc)
 		return cli_error(EXIT_USAGE, "farm status: give at least one farm directory");
-	rc = gpushare_farm_status((const char *const *)argv + optind, (size_t)(argc - optind), &s);
+	rc = gpushare_farm_status((const char *const *)argv + first, (size_t)(argc - first), &s);
 	if (rc) {
 		int exit_code = rc == GPUSHARE_E_INVAL ? EXIT_USAGE : rc == GPUSHARE_E_NOMEM ? EXIT_FAILURE_GENERIC : EXIT_IO;
 
@@ -206,11 +232,6 @@ static int cmd_farm_status(int argc, char **argv)
 
 /* ---- farm ---- */
 
-enum {
-	OPT_DIR = 256, OPT_RESUME, OPT_SLOTS, OPT_MAX_SLOTS, OPT_STRATEGY, OPT_GPUS, OPT_MEM, OPT_RETRIES, OPT_TIMEOUT,
-	OPT_SHARD, OPT_ARGS, OPT_RANGE, OPT_SHELL, OPT_PIPE, OPT_METRICS, OPT_JSON,
-};
-
 static int exit_for(int rc)
 {
 	switch (rc) {
@@ -222,33 +243,12 @@ static int exit_for(int rc)
 
 int cmd_farm(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "dir", required_argument, NULL, OPT_DIR },
-		{ "resume", required_argument, NULL, OPT_RESUME },
-		{ "slots", required_argument, NULL, OPT_SLOTS },
-		{ "max-slots", required_argument, NULL, OPT_MAX_SLOTS },
-		{ "strategy", required_argument, NULL, OPT_STRATEGY },
-		{ "gpus", required_argument, NULL, OPT_GPUS },
-		{ "mem-per-job", required_argument, NULL, OPT_MEM },
-		{ "retries", required_argument, NULL, OPT_RETRIES },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "shard", required_argument, NULL, OPT_SHARD },
-		{ "args", required_argument, NULL, OPT_ARGS },
-		{ "range", required_argument, NULL, OPT_RANGE },
-		{ "shell", no_argument, NULL, OPT_SHELL },
-		{ "mps-pipe-dir", required_argument, NULL, OPT_PIPE },
-		{ "metrics-listen", required_argument, NULL, OPT_METRICS },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct cli_parse p;
 	struct gpushare_farm_config c;
 	struct gpushare_farm_result r;
 	struct progress_state ps = { 0 };
-	int opt_argc = argc, opt, rc, code;
+	int opt_argc = argc, opt, rc, code, first;
 	bool json = false, dir_given = false;
-	long v;
 
 	if (argc > 1 && !strcmp(argv[1], "status"))
 		return cmd_farm_status(argc - 1, argv + 1);
@@ -259,83 +259,71 @@ int cmd_farm(int argc, char **argv)
 		}
 	}
 	gpushare_farm_config_init(&c);
-	opterr = 0;
-	optind = 1;
-	while ((opt = getopt_long(opt_argc, argv, ":hq", opts, NULL)) != -1) {
+	cli_parse_init(&p, &cli_farm_cmd, opt_argc, argv);
+	while ((opt = cli_parse_next(&p)) > 0) {
+		const char *arg = p.arg;
+
 		switch (opt) {
-		case 'h':
-			usage(stdout);
-			return cli_finish_stdout(EXIT_OK);
 		case 'q': ps.quiet = true; break;
 		case OPT_DIR:
 		case OPT_RESUME:
 			if (dir_given)
 				return cli_error(EXIT_USAGE, "farm: give one of --dir and --resume, once");
 			dir_given = true;
-			c.dir = optarg;
+			c.dir = arg;
 			c.resume = opt == OPT_RESUME;
 			break;
-		case OPT_SLOTS:
-		case OPT_MAX_SLOTS:
-			if (cli_parse_whole(optarg, 1, GPUSHARE_FARM_MAX_SLOTS, &v))
-				return cli_bad_value("farm", opt == OPT_SLOTS ? "--slots" : "--max-slots", optarg);
-			if (opt == OPT_SLOTS)
-				c.slots = (unsigned)v;
-			else
-				c.max_slots = (unsigned)v;
-			break;
+		case OPT_SLOTS: c.slots = (unsigned)p.num; break;
+		case OPT_MAX_SLOTS: c.max_slots = (unsigned)p.num; break;
 		case OPT_STRATEGY:
-			if (cli_parse_sharing_strategy(optarg, &c.strategy))
+			if (cli_parse_sharing_strategy(arg, &c.strategy))
 				return cli_error(EXIT_USAGE, "farm: invalid --strategy '%s' (expected mps, mps-split or timeslice)",
-						 optarg);
+						 arg);
 			break;
-		case OPT_GPUS: c.gpus = optarg; break;
-		case OPT_MEM: {
+		case OPT_GPUS: c.gpus = arg; break;
+		case OPT_MEM_PER_JOB: {
 			uint64_t b;
 
-			if (gpushare_parse_size(optarg, &b) || b == 0)
+			if (gpushare_parse_size(arg, &b) || b == 0)
 				return cli_error(EXIT_USAGE, "farm: invalid --mem-per-job '%s' (expected a size such as 8G or 512M)",
-						 optarg);
+						 arg);
 			c.mem_per_job_bytes = b;
 			break;
 		}
-		case OPT_RETRIES:
-			if (cli_parse_whole(optarg, 0, 1000, &v))
-				return cli_bad_value("farm", "--retries", optarg);
-			c.retries = (unsigned)v;
-			break;
+		case OPT_RETRIES: c.retries = (unsigned)p.num; break;
 		case OPT_TIMEOUT:
-			if (gpushare_parse_duration(optarg, &c.timeout_ns) || c.timeout_ns == 0)
+			if (gpushare_parse_duration(arg, &c.timeout_ns) || c.timeout_ns == 0)
 				return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected a duration such as 90s or 10m)",
-						 optarg);
+						 arg);
 			break;
-		case OPT_SHARD: c.shard = optarg; break;
-		case OPT_ARGS: c.args_file = optarg; break;
-		case OPT_RANGE: c.range = optarg; break;
+		case OPT_SHARD: c.shard = arg; break;
+		case OPT_ARGS: c.args_file = arg; break;
+		case OPT_RANGE: c.range = arg; break;
 		case OPT_SHELL: c.shell = true; break;
-		case OPT_PIPE: c.mps_pipe_dir = optarg; break;
-		case OPT_METRICS: c.metrics_listen = optarg; break;
+		case OPT_MPS_PIPE_DIR: c.mps_pipe_dir = arg; break;
+		case OPT_METRICS_LISTEN: c.metrics_listen = arg; break;
 		case OPT_JSON: json = true; break;
-		default:
-			return cli_usage_error("farm", opt, optopt, argv[optind - 1]);
 		}
 	}
+	if (opt < 0)
+		return p.status;
+	first = p.optind;
 	if (!dir_given)
 		return cli_error(EXIT_USAGE, "farm: give --dir DIR (a new farm) or --resume DIR (see 'gpushare farm --help')");
 	if (opt_argc < argc) {
-		if (optind < opt_argc)
+		if (first < opt_argc)
 			return cli_error(EXIT_USAGE, "farm: unexpected '%s' before '--' (a job file and a command do not go together)",
-					 argv[optind]);
+					 argv[first]);
 		if (opt_argc + 1 >= argc)
 			return cli_error(EXIT_USAGE, "farm: no command after '--'");
 		c.tmpl = argv + opt_argc + 1;
 		c.n_tmpl = (size_t)(argc - opt_argc - 1);
 	} else {
-		if (optind >= argc && !c.resume)
+		if (first >= argc && !c.resume)
 			return cli_error(EXIT_USAGE, "farm: no jobs: give a job file, '-' for standard input, or -- CMD");
-		if (optind + 1 < argc)
-			return cli_error(EXIT_USAGE, "farm: unexpected argument '%s' (one job file)", argv[optind + 1]);
-		c.jobfile = optind < argc ? argv[optind] : NULL;
+		if (first + 1 < argc)
+			return cli_error(EXIT_USAGE, "farm: unexpected argument '%s' (one job file)", argv[first + 1]);
+		c.jobfile = first < argc ? argv[first] : NULL;
 	}
 	if (c.slots && c.max_slots)
 		return cli_error(EXIT_USAGE, "farm: --max-slots bounds the calibration; it does not go with --slots");

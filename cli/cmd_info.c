@@ -5,7 +5,6 @@
  * each MPS pipe directory gpushare knows whether a control daemon is there.
  * A readable report, or with --json one JSON document (docs/cli.md).
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,25 +16,29 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
-static const char usage_text[] =
-	"usage: gpushare info [--json]\n"
-	"\n"
-	"Show the NVIDIA driver, each GPU (memory, compute mode, MIG mode and MIG\n"
-	"devices, clocks, power, temperature, compute processes) and the MPS control\n"
-	"daemons at gpushare's private pipe directory, $CUDA_MPS_PIPE_DIRECTORY and\n"
-	"/tmp/nvidia-mps.\n"
-	"\n"
-	"Options:\n"
-	"  --json      print one JSON document instead of the report\n"
-	"  -h, --help  show this help\n"
-	"\n"
-	"Exit statuses:\n"
-	"  0  success\n"
-	"  1  unexpected failure (out of memory, system call)\n"
-	"  2  unknown option or argument\n"
-	"  3  no NVIDIA driver found (libnvidia-ml.so.1 missing or unusable)\n"
-	"  7  the driver answered with an error\n"
-	"  11 writing the output failed\n";
+static const struct cli_opt info_opts[] = {
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
+	  .help = "print one JSON document instead of the report" },
+};
+
+static const struct cli_group info_groups[] = { CLI_GROUP("Options", info_opts, NULL) };
+
+const struct cli_cmd cli_info_cmd = {
+	.name = "info",
+	.usage = "gpushare info [--json]",
+	.about = "Show the NVIDIA driver, each GPU (memory, compute mode, MIG mode and MIG\n"
+		 "devices, clocks, power, temperature, compute processes) and the MPS control\n"
+		 "daemons at gpushare's private pipe directory, $CUDA_MPS_PIPE_DIRECTORY and\n"
+		 "/tmp/nvidia-mps.",
+	.groups = info_groups,
+	.n_groups = CLI_N(info_groups),
+	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "unknown option or argument" },
+						 { EXIT_NO_DRIVER, "no NVIDIA driver found (libnvidia-ml.so.1 missing or "
+								   "unusable)" },
+						 { EXIT_GPU, "the driver answered with an error" },
+						 { EXIT_IO, "writing the output failed" } },
+	.n_notes = 4,
+};
 
 #define MPS_DIRS_MAX GPUSHARE_MPS_KNOWN_DIRS
 
@@ -170,32 +173,21 @@ static void print_report(const struct gpushare_system_info *sys, const struct gp
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct cli_parse p;
 	struct gpushare_mps_dir_report dirs[MPS_DIRS_MAX];
 	struct gpushare_system_info sys;
 	bool json = false;
 	int opt, rc, n_dirs;
 
-	optind = 0; /* glibc: start afresh */
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'j':
+	cli_parse_init(&p, &cli_info_cmd, argc, argv);
+	while ((opt = cli_parse_next(&p)) > 0) {
+		if (opt == OPT_JSON)
 			json = true;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return cli_finish_stdout(EXIT_OK);
-		default:
-			return cli_usage_error("info", opt, optopt, argv[optind - 1]);
-		}
 	}
-	if (optind < argc)
-		return cli_unexpected_argument("info", argv[optind]);
+	if (opt < 0)
+		return p.status;
+	if (p.optind < argc)
+		return cli_unexpected_argument("info", argv[p.optind]);
 	rc = gpushare_system_query(&sys);
 	if (rc)
 		return cli_fail(rc, NULL);

@@ -1,7 +1,6 @@
 /*
  * gpushare mps start | stop | status | set: manage the MPS control daemon.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,55 +11,77 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
-static const char usage_text[] =
-	"usage: gpushare mps <start|stop|status|set> [options]\n"
-	"\n"
-	"Manage an NVIDIA MPS control daemon in a private pipe directory.\n"
-	"\n"
-	"  start    start a daemon and wait until it answers (idempotent)\n"
-	"  stop     quit the daemon and wait until it and its servers are gone\n"
-	"  status   show the daemon, its servers, clients and limits\n"
-	"  set      change default limits, or a running server's limits\n"
-	"\n"
-	"Options for every subcommand:\n"
-	"  --pipe-dir DIR       pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY,\n"
-	"                       else gpushare's private <user dir>/mps/pipe)\n"
-	"  --log-dir DIR        log directory (default: $CUDA_MPS_LOG_DIRECTORY,\n"
-	"                       else <user dir>/mps/log)\n"
-	"  --timeout DURATION   bound for each wait (default 10s)\n"
-	"  --json               machine-readable output\n"
-	"  -h, --help           this help\n"
-	"\n"
-	"start:\n"
-	"  --gpus LIST          GPUs the daemon serves (indices or UUIDs; its CUDA_VISIBLE_DEVICES)\n"
-	"  --thread-percentage P  default active thread percentage for clients, (0,100]\n"
-	"  --mem-limit SPEC     default pinned device memory limit: SIZE for every device,\n"
-	"                       or DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)\n"
-	"  --priority 0|1       default client priority (0 normal, 1 below normal)\n"
-	"stop:\n"
-	"  --force              terminate attached clients first (through MPS; a client\n"
-	"                       still running 5 s later gets SIGTERM, then SIGKILL);\n"
-	"                       without it, attached clients are reported and the\n"
-	"                       daemon is left running\n"
-	"status:\n"
-	"  --log N              also show the last N lines of control.log\n"
-	"set:\n"
-	"  --thread-percentage P, --mem-limit SPEC, --priority 0|1   as for start\n"
-	"  --server PID         apply to that running server (its new clients) instead\n"
-	"                       of the daemon defaults (servers started later)\n"
-	"\n"
-	"The compute mode is read before start: Prohibited is refused; in Default mode\n"
-	"plain processes can still time-slice beside MPS clients (gpushare never changes\n"
-	"the compute mode).\n"
-	"\n"
-	"Exit status: 0 ok, 1 unexpected failure, 2 usage, 4 control program missing,\n"
-	"5 daemon not running / not answering / clients still attached, 6 unsafe\n"
-	"directory, 7 GPU compute mode Prohibited or --gpus not found, 11 output not\n"
-	"writable, 12 timeout. See gpushare-mps(1).\n";
+static const struct cli_opt mps_common_opts[] = {
+	{ .id = OPT_PIPE_DIR, .long_name = "pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY, else gpushare's private <user dir>/mps/pipe)" },
+	{ .id = OPT_LOG_DIR, .long_name = "log-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "log directory (default: $CUDA_MPS_LOG_DIRECTORY, else <user dir>/mps/log)" },
+	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION",
+	  .help = "bound for each wait, 1ms to 1h", .def = "10s" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "machine-readable output" },
+};
 
-enum {
-	OPT_PIPE = 1000, OPT_LOG, OPT_TIMEOUT, OPT_JSON, OPT_GPUS, OPT_PCT, OPT_MEM, OPT_PRIO, OPT_FORCE,
-	OPT_LOGN, OPT_SERVER,
+static const struct cli_opt mps_start_opts[] = {
+	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "GPUs the daemon serves (indices or UUIDs; its CUDA_VISIBLE_DEVICES)", .only = "start" },
+	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
+	  .help = "default active thread percentage for clients, (0,100]", .only = "start set" },
+	{ .id = OPT_MEM_LIMIT, .long_name = "mem-limit", .kind = CLI_STRING, .value_name = "SPEC",
+	  .help = "default pinned device memory limit: SIZE for every device, or DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)",
+	  .only = "start set" },
+	{ .id = OPT_PRIORITY, .long_name = "priority", .kind = CLI_ENUM, .value_name = "0|1",
+	  .help = "default client priority (0 normal, 1 below normal)", .max = 1, .values = "0 1",
+	  .only = "start set" },
+};
+
+static const struct cli_opt mps_stop_opts[] = {
+	{ .id = OPT_FORCE, .long_name = "force", .kind = CLI_FLAG,
+	  .help = "terminate attached clients first (through MPS; a client still running 5 s later gets SIGTERM, then SIGKILL); "
+	  "without it, attached clients are reported and the daemon is left running", .only = "stop" },
+};
+
+static const struct cli_opt mps_status_opts[] = {
+	{ .id = OPT_LOG, .long_name = "log", .kind = CLI_INT, .value_name = "N",
+	  .help = "also show the last N lines of control.log", .max = 100000, .flags = CLI_RAW, .only = "status" },
+};
+
+static const struct cli_opt mps_set_opts[] = {
+	{ .id = OPT_SERVER, .long_name = "server", .kind = CLI_INT, .value_name = "PID",
+	  .help = "apply to that running server (its new clients) instead of the daemon defaults (servers started later)",
+	  .min = 1, .max = 0x7fffffff, .flags = CLI_RAW, .only = "set" },
+};
+
+static const struct cli_group mps_groups[] = {
+	CLI_GROUP("Options for every subcommand", mps_common_opts, NULL),
+	CLI_GROUP("start", mps_start_opts, NULL),
+	CLI_GROUP("stop", mps_stop_opts, NULL),
+	CLI_GROUP("status", mps_status_opts, NULL),
+	CLI_GROUP("set", mps_set_opts, "  --thread-percentage P, --mem-limit SPEC, --priority 0|1   as for start"),
+};
+
+const struct cli_cmd cli_mps_cmd = {
+	.name = "mps",
+	.usage = "gpushare mps <start|stop|status|set> [options]",
+	.about = "Manage an NVIDIA MPS control daemon in a private pipe directory.\n"
+		 "\n"
+		 "  start    start a daemon and wait until it answers (idempotent)\n"
+		 "  stop     quit the daemon and wait until it and its servers are gone\n"
+		 "  status   show the daemon, its servers, clients and limits\n"
+		 "  set      change default limits, or a running server's limits",
+	.groups = mps_groups,
+	.n_groups = CLI_N(mps_groups),
+	.subcommands = "start stop status set",
+	.epilog = "The compute mode is read before start: Prohibited is refused; in Default mode\n"
+		  "plain processes can still time-slice beside MPS clients (gpushare never changes\n"
+		  "the compute mode).",
+	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "usage" },
+						 { EXIT_NO_MPS_BINARY, "control program missing" },
+						 { EXIT_MPS, "daemon not running / not answering / clients still attached" },
+						 { EXIT_GPU, "GPU compute mode Prohibited or --gpus not found" },
+						 { EXIT_IO, "output not writable" },
+						 { EXIT_TIMEOUT, "timeout (--timeout)" } },
+	.n_notes = 6,
+	.name_options = true,
 };
 
 struct mps_args {
@@ -75,125 +96,80 @@ struct mps_args {
 	struct gpushare_mps_limits limits;
 };
 
-/* Which options each subcommand takes. */
-static bool allowed(const char *sub, int opt)
-{
-	switch (opt) {
-	case OPT_PIPE: case OPT_LOG: case OPT_TIMEOUT: case OPT_JSON:
-		return true;
-	case OPT_GPUS:
-		return !strcmp(sub, "start");
-	case OPT_PCT: case OPT_MEM: case OPT_PRIO:
-		return !strcmp(sub, "start") || !strcmp(sub, "set");
-	case OPT_FORCE:
-		return !strcmp(sub, "stop");
-	case OPT_LOGN:
-		return !strcmp(sub, "status");
-	case OPT_SERVER:
-		return !strcmp(sub, "set");
-	}
-	return false;
-}
-
+/* An exit status, or -1 when --help was printed. */
 static int parse_args(int argc, char **argv, struct mps_args *a)
 {
-	static const struct option opts[] = {
-		{ "pipe-dir", required_argument, NULL, OPT_PIPE },
-		{ "log-dir", required_argument, NULL, OPT_LOG },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "gpus", required_argument, NULL, OPT_GPUS },
-		{ "thread-percentage", required_argument, NULL, OPT_PCT },
-		{ "mem-limit", required_argument, NULL, OPT_MEM },
-		{ "priority", required_argument, NULL, OPT_PRIO },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "log", required_argument, NULL, OPT_LOGN },
-		{ "server", required_argument, NULL, OPT_SERVER },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c, idx;
+	struct cli_parse p;
+	char what[64];
+	int c;
 
 	memset(a, 0, sizeof(*a));
 	gpushare_mps_limits_init(&a->limits);
 	a->timeout_ms = 10000;
 	a->sub = argv[0];
-	opterr = 0;
-	optind = 1;
-	while ((idx = -1, c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
-		/* Name the option as the user knows it: argv[optind - 1] is
-		 * its value when the value was a separate argument. */
-		char optname[32];
-		const char *name = argv[optind - 1];
+	snprintf(what, sizeof(what), "mps %s", a->sub);
+	cli_parse_init(&p, &cli_mps_cmd, argc, argv);
+	p.name = what;
+	while ((c = cli_parse_next(&p)) > 0) {
+		/* Name the option as the user knows it, by its full name. */
+		const char *name = cli_parse_optname(&p), *arg = p.arg;
 		uint64_t ns;
 		long v;
 		int rc = GPUSHARE_OK;
 
-		if (idx >= 0) {
-			snprintf(optname, sizeof(optname), "--%s", opts[idx].name);
-			name = optname;
-		}
-		if (c == 'h') {
-			fputs(usage_text, stdout);
-			return cli_finish_stdout(EXIT_OK) == EXIT_OK ? -1 : EXIT_IO;
-		}
-		if (c == '?' || c == ':') {
-			char what[64];
-
-			snprintf(what, sizeof(what), "mps %s", a->sub);
-			return cli_usage_error(what, c, 0, name);
-		}
-		if (!allowed(a->sub, c))
+		if (!cli_opt_applies(p.opt, a->sub))
 			return cli_error(EXIT_USAGE, "mps %s: option '%s' does not apply here (see 'gpushare mps --help')",
 					 a->sub, name);
 		switch (c) {
-		case OPT_PIPE: a->pipe_dir = optarg; break;
-		case OPT_LOG: a->log_dir = optarg; break;
+		case OPT_PIPE_DIR: a->pipe_dir = arg; break;
+		case OPT_LOG_DIR: a->log_dir = arg; break;
 		case OPT_JSON: a->json = true; break;
 		case OPT_FORCE: a->force = true; break;
 		case OPT_GPUS:
-			if (!*optarg)
+			if (!*arg)
 				return cli_error(EXIT_USAGE, "mps start: --gpus needs a list of GPU indices or UUIDs");
-			if (optarg[0] == ',' || optarg[strlen(optarg) - 1] == ',' || strstr(optarg, ",,"))
-				return cli_error(EXIT_USAGE, "mps start: --gpus '%s' has an empty item", optarg);
-			a->gpus = optarg;
+			if (arg[0] == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,"))
+				return cli_error(EXIT_USAGE, "mps start: --gpus '%s' has an empty item", arg);
+			a->gpus = arg;
 			break;
 		case OPT_TIMEOUT:
-			rc = gpushare_parse_duration(optarg, &ns);
+			rc = gpushare_parse_duration(arg, &ns);
 			if (!rc && (ns < 1000000ULL || ns > 3600ULL * 1000000000ULL))
-				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (1ms to 1h)", optarg);
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (1ms to 1h)", arg);
 			if (!rc)
 				a->timeout_ms = (int)(ns / 1000000ULL);
 			break;
-		case OPT_PCT:
-			rc = gpushare_parse_percent(optarg, &a->limits.thread_percentage);
+		case OPT_THREAD_PCT:
+			rc = gpushare_parse_percent(arg, &a->limits.thread_percentage);
 			a->has_limits = true;
 			break;
-		case OPT_MEM:
-			a->mem_limit = optarg;
+		case OPT_MEM_LIMIT:
+			a->mem_limit = arg;
 			a->has_limits = true;
 			break;
-		case OPT_PRIO:
-			rc = gpushare_parse_int(optarg, 0, 1, &v);
+		case OPT_PRIORITY:
+			rc = gpushare_parse_int(arg, 0, 1, &v);
 			if (rc)
-				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a client priority (0 normal, 1 below normal)", optarg);
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a client priority (0 normal, 1 below normal)", arg);
 			a->limits.priority = (int)v;
 			a->has_limits = true;
 			break;
-		case OPT_LOGN:
-			rc = gpushare_parse_int(optarg, 0, 100000, &a->log_lines);
+		case OPT_LOG:
+			rc = gpushare_parse_int(arg, 0, 100000, &a->log_lines);
 			break;
 		case OPT_SERVER:
-			rc = gpushare_parse_int(optarg, 1, 0x7fffffff, &a->server);
+			rc = gpushare_parse_int(arg, 1, 0x7fffffff, &a->server);
 			if (rc)
-				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a server pid", optarg);
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a server pid", arg);
 			break;
 		}
 		if (rc)
 			return cli_error(EXIT_USAGE, "mps %s: %s: %s", a->sub, name, gpushare_errdetail());
 	}
-	if (optind < argc)
-		return cli_error(EXIT_USAGE, "mps %s: unexpected argument '%s'", a->sub, argv[optind]);
+	if (c < 0)
+		return p.status == EXIT_OK && p.opt && p.opt->id == 'h' ? -1 : p.status;
+	if (p.optind < argc)
+		return cli_error(EXIT_USAGE, "mps %s: unexpected argument '%s'", a->sub, argv[p.optind]);
 	return EXIT_OK;
 }
 
@@ -440,13 +416,11 @@ int cmd_mps(int argc, char **argv)
 	int rc;
 
 	if (argc < 2) {
-		fputs(usage_text, stderr);
+		cli_help(stderr, &cli_mps_cmd);
 		return EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(usage_text, stdout);
-		return cli_finish_stdout(EXIT_OK);
-	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		return cli_help_stdout(&cli_mps_cmd);
 	if (strcmp(argv[1], "start") && strcmp(argv[1], "stop") && strcmp(argv[1], "status") && strcmp(argv[1], "set"))
 		return cli_error(EXIT_USAGE, "mps: unknown subcommand '%s' (expected start, stop, status or set)", argv[1]);
 	rc = parse_args(argc - 1, argv + 1, &a);

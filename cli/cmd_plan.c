@@ -5,7 +5,6 @@
  * DRA ResourceClaimTemplate, a mig-parted config or a CUDA_MPS_* environment.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,51 +19,69 @@
 #include "gpushare/sweep.h"
 #include "gpushare/util.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: gpushare plan DIR --for TARGET [--goal throughput|slo] [--slo-p99 MS] [--gpu-model NAME]\n"
-		   "                     [--strategy S] [--shape LABEL] [--batch B] [--out PATH] [--json] [options]\n\n"
-		   "Write the configuration that shares GPUs the way the sweep in DIR measured best: the\n"
-		   "strategy and the processes per GPU (K) of the report's recommendation, for a scheduler\n"
-		   "or runtime. Every output begins with a comment block: what was measured, on which GPU,\n"
-		   "the gain over the other strategies with its interval, and the command that measured it.\n\n"
-		   "Targets (--for):\n"
-		   "  slurm              gres.conf lines (Name=shard Count=K for timeslice, Name=mps Count=100\n"
-		   "                     for mps and mps-split), GresTypes=/Gres= for slurm.conf, and a job\n"
-		   "                     script running gpushare farm with the measured K\n"
-		   "  k8s-device-plugin  the NVIDIA device plugin's config (sharing.timeSlicing or sharing.mps,\n"
-		   "                     replicas K) and a ConfigMap carrying it\n"
-		   "  k8s-dra            a ResourceClaimTemplate with the NVIDIA DRA driver's GpuConfig (MPS\n"
-		   "                     thread percentage and pinned memory, or TimeSlicing)\n"
-		   "  mig-parted         a mig-parted config of the MIG layout the 'mig' runs used (never applied)\n"
-		   "  env                the CUDA_MPS_* variables for a container, a Ray actor or a batch script\n\n"
-		   "Options:\n"
-		   "  --for TARGET          required: slurm, k8s-device-plugin, k8s-dra, mig-parted, env\n"
-		   "  --goal G              throughput (default): the highest median throughput, with the fewest\n"
-		   "                        workers within noise of it; slo: the highest throughput whose median\n"
-		   "                        p99 is under --slo-p99\n"
-		   "  --slo-p99 MS          the p99 bound of --goal slo, in milliseconds or with a unit (500us)\n"
-		   "  --strategy S          plan for S (timeslice, mps, mps-split, mig) instead of the best\n"
-		   "  --gpu-model NAME      refuse unless the results were measured on this GPU model (H100);\n"
-		   "                        also the Slurm gres Type\n"
-		   "  --shape LABEL         the workload shape to plan for (when the results hold several)\n"
-		   "  --batch B             the batch size to plan for (when the results hold several)\n"
-		   "  --name NAME           the Kubernetes object or mig-parted config name\n"
-		   "  --nodes LIST          slurm: NodeName (a Slurm host list; default the measured host)\n"
-		   "  --gpus-per-node G     slurm: GPUs of this model per node (default 1)\n"
-		   "  --device-file PATH    slurm: gres File= (default /dev/nvidia0, /dev/nvidia[0-G-1])\n"
-		   "  --mem-per-client SIZE MPS pinned device memory limit per client (10G); default for\n"
-		   "                        mps-split 1.25x the measured memory per worker, when recorded\n"
-		   "  --mps-pipe-dir DIR    env: the CUDA_MPS_PIPE_DIRECTORY to set\n"
-		   "  --out PATH            write there (atomically) instead of stdout; for slurm PATH is a\n"
-		   "                        directory that gets gres.conf, slurm.conf and job.sh\n"
-		   "  --json                print the decision as one JSON document instead\n"
-		   "  -h, --help            this help\n\n"
-		   "Exit statuses: 0 ok, 2 bad option or an ambiguous choice (several shapes), 11 results\n"
-		   "missing or unreadable, or the output cannot be written, 14 refused: the results cannot\n"
-		   "support this plan (no successful run, a strategy the target cannot express, another GPU\n"
-		   "model, one process per GPU). See gpushare-plan(1).\n");
-}
+static const struct cli_opt plan_opts[] = {
+	{ .id = 'f', .long_name = "for", .kind = CLI_ENUM, .value_name = "TARGET",
+	  .values = "slurm k8s-device-plugin k8s-dra mig-parted env",
+	  .help = "required: slurm (gres.conf lines, GresTypes=/Gres= for slurm.conf and a job script running "
+		  "gpushare farm with the measured K), k8s-device-plugin (the NVIDIA device plugin's config, "
+		  "sharing.timeSlicing or sharing.mps with replicas K, and a ConfigMap carrying it), k8s-dra (a "
+		  "ResourceClaimTemplate with the NVIDIA DRA driver's GpuConfig), mig-parted (a mig-parted config of "
+		  "the MIG layout the 'mig' runs used, never applied) or env (the CUDA_MPS_* variables for a container, "
+		  "a Ray actor or a batch script)" },
+	{ .id = 'g', .long_name = "goal", .kind = CLI_ENUM, .value_name = "G", .values = "throughput slo",
+	  .def = "throughput",
+	  .help = "throughput: the highest median throughput, with the fewest workers within noise of it; slo: the "
+		  "highest throughput whose median p99 is under --slo-p99" },
+	{ .id = OPT_SLO_P99, .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
+	  .help = "the p99 bound of --goal slo, in milliseconds or with a unit (500us)" },
+	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
+	  .values = "timeslice mps mps-split mig", .help = "plan for S instead of the best" },
+	{ .id = 'm', .long_name = "gpu-model", .kind = CLI_STRING, .value_name = "NAME",
+	  .help = "refuse unless the results were measured on this GPU model (H100); also the Slurm gres Type" },
+	{ .id = 's', .long_name = "shape", .kind = CLI_STRING, .value_name = "LABEL",
+	  .help = "the workload shape to plan for (when the results hold several)" },
+	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_INT, .value_name = "B", .min = 1, .max = 1000000000000L,
+	  .help = "the batch size to plan for (when the results hold several)" },
+	{ .id = 'n', .long_name = "name", .kind = CLI_STRING, .value_name = "NAME",
+	  .help = "the Kubernetes object or mig-parted config name" },
+	{ .id = 'N', .long_name = "nodes", .kind = CLI_STRING, .value_name = "LIST",
+	  .help = "slurm: NodeName (a Slurm host list; default the measured host)" },
+	{ .id = 'G', .long_name = "gpus-per-node", .kind = CLI_INT, .value_name = "G", .min = 1, .max = 64,
+	  .def = "1", .help = "slurm: GPUs of this model per node" },
+	{ .id = 'd', .long_name = "device-file", .kind = CLI_FILE, .value_name = "PATH",
+	  .help = "slurm: gres File= (default /dev/nvidia0, /dev/nvidia[0-G-1])" },
+	{ .id = OPT_MEM_LIMIT, .long_name = "mem-per-client", .kind = CLI_SIZE, .value_name = "SIZE",
+	  .help = "MPS pinned device memory limit per client (10G); default for mps-split 1.25x the measured "
+		  "memory per worker, when recorded" },
+	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "env: the CUDA_MPS_PIPE_DIRECTORY to set" },
+	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_FILE, .value_name = "PATH",
+	  .help = "write there (atomically) instead of stdout; for slurm PATH is a directory that gets gres.conf, "
+		  "slurm.conf and job.sh" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
+	  .help = "print the decision as one JSON document instead" },
+};
+
+static const struct cli_group plan_groups[] = { CLI_GROUP("Options", plan_opts, NULL) };
+
+const struct cli_cmd cli_plan_cmd = {
+	.name = "plan",
+	.usage = "gpushare plan DIR --for TARGET [--goal throughput|slo] [--slo-p99 MS] [--gpu-model NAME]\n"
+		 "                     [--strategy S] [--shape LABEL] [--batch B] [--out PATH] [--json] [options]",
+	.about = "Write the configuration that shares GPUs the way the sweep in DIR measured best: the\n"
+		 "strategy and the processes per GPU (K) of the report's recommendation, for a scheduler\n"
+		 "or runtime. Every output begins with a comment block: what was measured, on which GPU,\n"
+		 "the gain over the other strategies with its interval, and the command that measured it.",
+	.groups = plan_groups,
+	.n_groups = CLI_N(plan_groups),
+	.notes = (const struct cli_exit_note[]){
+		{ EXIT_USAGE, "bad option, or an ambiguous choice (several shapes)" },
+		{ EXIT_IO, "results missing or unreadable, or the output cannot be written" },
+		{ EXIT_PLAN_REFUSED, "refused: the results cannot support this plan (no successful run, a strategy the "
+				     "target cannot express, another GPU model, one process per GPU)" } },
+	.n_notes = 3,
+	.name_options = true,
+};
 
 /* The library's detail on one line: user text it quotes (a --name, a node
  * list) may hold line breaks or other control characters. */
@@ -79,11 +96,6 @@ static const char *detail(void)
 	}
 	return d;
 }
-
-enum {
-	OPT_FOR = 256, OPT_GOAL, OPT_SLO, OPT_STRATEGY, OPT_GPU_MODEL, OPT_SHAPE, OPT_BATCH, OPT_NAME, OPT_NODES,
-	OPT_GPUS_PER_NODE, OPT_DEVICE_FILE, OPT_MEM, OPT_PIPE, OPT_OUT, OPT_JSON,
-};
 
 /* Each part into PATH (one part) or PATH/NAME (several). */
 static int write_out(const char *path, const struct gpushare_plan_output *out)
@@ -184,110 +196,81 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 
 int cmd_plan(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "for", required_argument, NULL, OPT_FOR },
-		{ "goal", required_argument, NULL, OPT_GOAL },
-		{ "slo-p99", required_argument, NULL, OPT_SLO },
-		{ "strategy", required_argument, NULL, OPT_STRATEGY },
-		{ "gpu-model", required_argument, NULL, OPT_GPU_MODEL },
-		{ "shape", required_argument, NULL, OPT_SHAPE },
-		{ "batch", required_argument, NULL, OPT_BATCH },
-		{ "name", required_argument, NULL, OPT_NAME },
-		{ "nodes", required_argument, NULL, OPT_NODES },
-		{ "gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE },
-		{ "device-file", required_argument, NULL, OPT_DEVICE_FILE },
-		{ "mem-per-client", required_argument, NULL, OPT_MEM },
-		{ "mps-pipe-dir", required_argument, NULL, OPT_PIPE },
-		{ "out", required_argument, NULL, OPT_OUT },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct gpushare_plan_options o;
+	struct cli_parse p;
 	const char *out = NULL;
 	bool json = false, goal_given = false;
-	long v;
 	int opt;
 
 	gpushare_plan_options_init(&o);
 	o.target = -1;
-	opterr = 0;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	cli_parse_init(&p, &cli_plan_cmd, argc, argv);
+	while ((opt = cli_parse_next(&p)) > 0) {
+		const char *arg = p.arg;
+
 		switch (opt) {
-		case 'h':
-			usage(stdout);
-			return cli_finish_stdout(EXIT_OK);
-		case OPT_FOR:
-			o.target = gpushare_plan_target_parse(optarg);
+		case 'f':
+			o.target = gpushare_plan_target_parse(arg);
 			if (o.target < 0)
 				return cli_error(EXIT_USAGE,
 						 "plan: invalid --for '%s' (slurm, k8s-device-plugin, k8s-dra, mig-parted or env)",
-						 optarg);
+						 arg);
 			break;
-		case OPT_GOAL:
-			if (!strcmp(optarg, "throughput"))
+		case 'g':
+			if (!strcmp(arg, "throughput"))
 				o.goal = GPUSHARE_PLAN_THROUGHPUT;
-			else if (!strcmp(optarg, "slo"))
+			else if (!strcmp(arg, "slo"))
 				o.goal = GPUSHARE_PLAN_SLO;
 			else
-				return cli_error(EXIT_USAGE, "plan: invalid --goal '%s' (throughput or slo)", optarg);
+				return cli_error(EXIT_USAGE, "plan: invalid --goal '%s' (throughput or slo)", arg);
 			goal_given = true;
 			break;
-		case OPT_SLO:
-			if (cli_parse_slo(optarg, &o.slo_p99_seconds))
+		case OPT_SLO_P99:
+			if (cli_parse_slo(arg, &o.slo_p99_seconds))
 				return cli_error(EXIT_USAGE, "plan: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
-						 optarg);
+						 arg);
 			break;
 		case OPT_STRATEGY: {
 			int s[GPUSHARE_STRATEGY_COUNT];
 			size_t n = 0;
 
-			if (gpushare_strategy_parse_list(optarg, s, &n) || n != 1)
+			if (gpushare_strategy_parse_list(arg, s, &n) || n != 1)
 				return cli_error(EXIT_USAGE, "plan: invalid --strategy '%s' (one of timeslice, mps, mps-split, mig)",
-						 optarg);
+						 arg);
 			o.strategy = s[0];
 			break;
 		}
-		case OPT_GPU_MODEL:
-			if (!*optarg)
+		case 'm':
+			if (!*arg)
 				return cli_error(EXIT_USAGE, "plan: empty --gpu-model");
-			o.gpu_model = optarg;
+			o.gpu_model = arg;
 			break;
-		case OPT_SHAPE: o.shape = optarg; break;
-		case OPT_BATCH:
-			if (cli_parse_whole(optarg, 1, 1000000000000L, &v))
-				return cli_bad_value("plan", "--batch", optarg);
-			o.batch = v;
+		case 's': o.shape = arg; break;
+		case OPT_BATCH: o.batch = p.num; break;
+		case 'n': o.name = arg; break;
+		case 'N': o.nodes = arg; break;
+		case 'G': o.gpus_per_node = (int)p.num; break;
+		case 'd': o.device_file = arg; break;
+		case OPT_MEM_LIMIT:
+			if (gpushare_parse_size(arg, &o.mem_per_client) || !o.mem_per_client)
+				return cli_bad_value("plan", "--mem-per-client", arg);
 			break;
-		case OPT_NAME: o.name = optarg; break;
-		case OPT_NODES: o.nodes = optarg; break;
-		case OPT_GPUS_PER_NODE:
-			if (cli_parse_whole(optarg, 1, 64, &v))
-				return cli_bad_value("plan", "--gpus-per-node", optarg);
-			o.gpus_per_node = (int)v;
-			break;
-		case OPT_DEVICE_FILE: o.device_file = optarg; break;
-		case OPT_MEM:
-			if (gpushare_parse_size(optarg, &o.mem_per_client) || !o.mem_per_client)
-				return cli_bad_value("plan", "--mem-per-client", optarg);
-			break;
-		case OPT_PIPE: o.mps_pipe_dir = optarg; break;
+		case OPT_MPS_PIPE_DIR: o.mps_pipe_dir = arg; break;
 		case OPT_OUT:
-			if (!*optarg)
+			if (!*arg)
 				return cli_error(EXIT_USAGE, "plan: empty --out");
-			out = optarg;
+			out = arg;
 			break;
 		case OPT_JSON: json = true; break;
-		default:
-			return cli_usage_error("plan", opt, optopt, argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
+	if (opt < 0)
+		return p.status;
+	if (p.optind >= argc)
 		return cli_error(EXIT_USAGE, "plan: no directory given (usage: gpushare plan DIR --for TARGET)");
-	if (optind + 1 < argc)
-		return cli_unexpected_argument("plan", argv[optind + 1]);
-	if (!*argv[optind])
+	if (p.optind + 1 < argc)
+		return cli_unexpected_argument("plan", argv[p.optind + 1]);
+	if (!*argv[p.optind])
 		return cli_error(EXIT_USAGE, "plan: empty directory name");
 	if (o.target < 0)
 		return cli_error(EXIT_USAGE, "plan: --for TARGET is required (slurm, k8s-device-plugin, k8s-dra, mig-parted or env)");
@@ -295,5 +278,5 @@ int cmd_plan(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "plan: --goal slo needs --slo-p99 MS");
 	if (o.slo_p99_seconds > 0 && !goal_given)
 		o.goal = GPUSHARE_PLAN_SLO;
-	return plan_run(argv[optind], &o, out, json);
+	return plan_run(argv[p.optind], &o, out, json);
 }

@@ -3,7 +3,6 @@
  * the report there (markdown, CSV, JSON, PNG/SVG plots, HTML). Also called
  * by `gpushare sweep` when it ends (cli_report_run()).
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,21 +14,30 @@
 #include "gpushare/sweep.h"
 #include "gpushare/util.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: gpushare report DIR [--slo-p99 MS] [--out OUTDIR] [-q]\n\n"
-		   "Summarise the sweep whose results are in DIR/" GPUSHARE_SWEEP_RESULTS_FILE ": markdown tables\n"
-		   "(strategies as rows, worker counts as columns), CSV and JSON summaries, PNG and SVG\n"
-		   "plots, one self-contained HTML page and a recommendation.\n\n"
-		   "  --slo-p99 MS     also pick the highest throughput with p99 under MS milliseconds\n"
-		   "                   (a unit may be given: 500us, 2ms)\n"
-		   "  --out OUTDIR     write the report there instead of DIR\n"
-		   "  -q, --quiet      do not print the markdown report on stdout\n"
-		   "  -h, --help       this help\n\n"
-		   "Corrupt lines of the results file are reported with their line numbers and skipped.\n"
-		   "Exit statuses: 0 ok, 2 bad option, 11 results missing, unreadable or empty, or the\n"
-		   "report cannot be written. See gpushare-report(1).\n");
-}
+static const struct cli_opt report_opts[] = {
+	{ .id = 's', .short_name = 's', .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
+	  .help = "also pick the highest throughput with p99 under MS milliseconds (a unit may be given: 500us, 2ms)" },
+	{ .id = 'o', .short_name = 'o', .long_name = "out", .kind = CLI_DIR, .value_name = "OUTDIR",
+	  .help = "write the report there instead of DIR" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG,
+	  .help = "do not print the markdown report on stdout" },
+};
+
+static const struct cli_group report_groups[] = { CLI_GROUP("Options", report_opts, NULL) };
+
+const struct cli_cmd cli_report_cmd = {
+	.name = "report",
+	.usage = "gpushare report DIR [--slo-p99 MS] [--out OUTDIR] [-q]",
+	.about = "Summarise the sweep whose results are in DIR/" GPUSHARE_SWEEP_RESULTS_FILE ": markdown tables\n"
+		 "(strategies as rows, worker counts as columns), CSV and JSON summaries, PNG and SVG\n"
+		 "plots, one self-contained HTML page and a recommendation.",
+	.groups = report_groups,
+	.n_groups = CLI_N(report_groups),
+	.epilog = "Corrupt lines of the results file are reported with their line numbers and skipped.",
+	.notes = (const struct cli_exit_note[]){ { EXIT_IO, "results missing, unreadable or empty, or the report cannot be "
+							     "written" } },
+	.n_notes = 1,
+};
 
 /* "5" (milliseconds) or a duration with its unit ("500us"). */
 int cli_parse_slo(const char *s, double *seconds)
@@ -108,42 +116,33 @@ int cli_report_run(const char *dir, const char *out_dir, double slo_p99_seconds,
 
 int cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "slo-p99", required_argument, NULL, 's' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct cli_parse p;
 	const char *out = NULL;
 	double slo = 0;
 	bool quiet = false;
-	int opt;
+	int opt, first;
 
-	opterr = 0;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":hqo:s:", opts, NULL)) != -1) {
+	cli_parse_init(&p, &cli_report_cmd, argc, argv);
+	while ((opt = cli_parse_next(&p)) > 0) {
 		switch (opt) {
-		case 'h':
-			usage(stdout);
-			return cli_finish_stdout(EXIT_OK);
 		case 'q': quiet = true; break;
-		case 'o': out = optarg; break;
+		case 'o': out = p.arg; break;
 		case 's':
-			if (cli_parse_slo(optarg, &slo))
+			if (cli_parse_slo(p.arg, &slo))
 				return cli_error(EXIT_USAGE, "report: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
-						 optarg);
+						 p.arg);
 			break;
-		default:
-			return cli_usage_error("report", opt, optopt, argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
+	if (opt < 0)
+		return p.status;
+	first = p.optind;
+	if (first >= argc)
 		return cli_error(EXIT_USAGE, "report: no directory given (usage: gpushare report DIR)");
-	if (optind + 1 < argc)
-		return cli_error(EXIT_USAGE, "report: unexpected argument '%s'", argv[optind + 1]);
-	if (!*argv[optind])
+	if (first + 1 < argc)
+		return cli_error(EXIT_USAGE, "report: unexpected argument '%s'", argv[first + 1]);
+	if (!*argv[first])
 		return cli_error(EXIT_USAGE, "report: empty directory name");
-	return cli_report_run(argv[optind], out ? out : argv[optind], slo,
+	return cli_report_run(argv[first], out ? out : argv[first], slo,
 			      quiet ? CLI_REPORT_SILENT : CLI_REPORT_MARKDOWN);
 }

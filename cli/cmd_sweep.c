@@ -9,7 +9,6 @@
  * parsed by cli/util.c for both.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,82 +24,75 @@
 #include "gpushare/sweep.h"
 #include "gpushare/workload.h"
 
-/* Options shared with bench have CLI_OPT_* values (cli/cli.h). */
-enum {
-	OPT_WORKLOAD = 256, OPT_WORKERS, OPT_BATCH, OPT_OUT, OPT_RESUME, OPT_SLO, OPT_NO_REPORT,
-	OPT_WL_FIRST = 1000,
-};
-
-/* Its own options; those shared with bench come from cli_shared_options. */
-static const struct option sweep_options[] = {
-	{ "workload", required_argument, NULL, OPT_WORKLOAD },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "out", required_argument, NULL, OPT_OUT },
-	{ "resume", no_argument, NULL, OPT_RESUME },
-	{ "slo-p99", required_argument, NULL, OPT_SLO },
-	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
-	/* The open-loop options (cli/cli_openloop.c), bench and sweep alike. */
-	CLI_OPENLOOP_OPTIONS,
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-};
-#define N_SWEEP_OPTIONS (sizeof(sweep_options) / sizeof(sweep_options[0]))
 #define MAX_WL_OPTS (GPUSHARE_WL_MAX_OPTS * 5)
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: gpushare sweep --out DIR [options] [--<workload option> VALUE]...\n"
-		"       gpushare sweep --out DIR [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]\n\n"
-		"Run every cell of workload shapes x strategies x workers x batch sizes, repeated,\n"
-		"in interleaved order; append each finished run to DIR/" GPUSHARE_SWEEP_RESULTS_FILE "; write the report.\n\n"
-		"  --out DIR              results and report directory (created when absent)\n"
-		"  --workload LIST        comma list of shapes NAME[:opt=value[:opt=value]...]\n"
-		"                         (default matmul), e.g. matmul:size=4096,transformer\n"
-		"  --strategy LIST        timeslice, mps, mps-split, mig, sequential, streams\n"
-		"                         (default timeslice,mps)\n"
-		"  --workers LIST         worker counts, e.g. 1,3,5,7 (default 1,2,4)\n"
-		"  --batch LIST           batch sizes, e.g. 1,2,4,8 (default 1)\n"
-		"  --repeats R            runs per cell (default 5); the median is reported\n"
-		"  --target-noise P       repeat a cell until the interval of its median throughput,\n"
-		"                         at >= 95%% coverage, is within +-P (e.g. 2%%); at least 6\n"
-		"                         runs, at most --max-repeats\n"
-		"  --max-repeats M        bound of --target-noise (default 20)\n"
-		"  --resume               continue the sweep recorded in DIR: recorded runs are skipped\n"
-		"  --duration D | --requests R | --warmup D | --warmup-requests W | --start-timeout D\n"
-		"  --gpu IDX|UUID | --gpus all|LIST | --mps-pipe-dir DIR\n"
-		"                         per run, as for gpushare bench\n"
-		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics at /metrics for the\n"
-		"                         whole sweep, one server; each run's series are labelled\n"
-		"                         shape, workers, batch, repeat\n"
-		"  --metrics-buckets LIST histogram bounds in seconds (0.001,0.005,...)\n"
-		"  --slo-p99 MS           the report also picks the best throughput with p99 under MS\n"
-		"  --no-report            do not write the report at the end\n"
-		"  -q, --quiet            no progress on stderr\n"
-		"  -h, --help             this help\n\n"
-		"Your own program as the worker of every run (after '--'; no --workload; as for\n"
-		"gpushare bench; not with the streams strategy):\n"
-		"  --mode request         (default) it reports each request through GPUSHARE_REPORT_FD;\n"
-		"                         each --batch value reaches it as GPUSHARE_BATCH\n"
-		"  --mode job             each run to completion is one job (wall time per job)\n"
-		"  --jobs K               job mode: K jobs per worker and run (else for --duration)\n"
-		"The report names the shape \"command:CMD ARGS\".\n\n"
-		"Open-loop load: --load open --rate LIST (rates per second, an axis of the grid) with\n"
-		"--arrival, --seed, --dispatch, --drain as for gpushare bench; the report draws p99 against\n"
-		"the offered rate per strategy and marks the highest rate within --slo-p99.\n"
-		"Peak search: --load open --rate R --find-peak --slo pNN=D [--resolution F]\n"
-		"[--tail-samples K] [--rate-max R]: every cell searches the highest rate within the bound\n"
-		"as gpushare bench --find-peak does, starting at R (one rate, not a list); the report\n"
-		"tabulates the peaks per strategy and worker count and names the highest.\n\n"
-		"Workload options (gpushare bench --help lists them) apply to every shape whose\n"
-		"workload has them. mps and mps-split cells share one private MPS daemon, started\n"
-		"once and stopped at the end (or on Ctrl-C).\n\n"
-		"Exit statuses: 0 ok, 2 bad option, 3 no driver, 4/5 MPS, 6 directory, 10 some runs\n"
-		"failed (recorded), 11 DIR or its results file unusable, 13 --metrics-listen address\n"
-		"in use, 130 interrupted.\n"
-		"See gpushare-sweep(1).\n");
-}
+static const struct cli_opt sweep_opts[] = {
+	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "results and report directory (created when absent)" },
+	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "comma list of shapes NAME[:opt=value[:opt=value]...], e.g. matmul:size=4096,transformer",
+	  .def = "matmul", .values = "@workloads" },
+	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "worker counts, e.g. 1,3,5,7", .def = "1,2,4" },
+	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "batch sizes, e.g. 1,2,4,8", .def = "1" },
+	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "R",
+	  .help = "runs per cell (default 5); the median is reported", .min = 1, .max = 10000 },
+	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",
+	  .help = "repeat a cell until the interval of its median throughput, at >= 95% coverage, is within +-P (e.g. 2%); "
+	  "at least 6 runs, at most --max-repeats" },
+	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
+	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000 },
+	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
+	  .help = "continue the sweep recorded in DIR: recorded runs are skipped" },
+	{ .id = OPT_SLO_P99, .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
+	  .help = "the report also picks the best throughput with p99 under MS" },
+	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG,
+	  .help = "do not write the report at the end" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
+};
+
+static const struct cli_opt sweep_rate_opt[] = {
+	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "--load open: rates per second, an axis of the grid; with --find-peak one rate R, where the search starts" },
+};
+
+static const struct cli_group sweep_groups[] = {
+	CLI_GROUP("Options", sweep_opts, NULL),
+	{ "Per run, as for gpushare bench", cli_run_opts, CLI_N_RUN_OPTS, NULL },
+	{ NULL, cli_metrics_opts, CLI_N_METRICS_OPTS,
+	  "  (one metrics server for the whole sweep; each run's series are labelled\n"
+	  "  shape, workers, batch, repeat)" },
+	{ "Your own program as the worker of every run (after '--')", cli_program_opts, CLI_N_PROGRAM_OPTS,
+	  "  (not with --workload nor the streams strategy; each --batch value reaches it\n"
+	  "  as GPUSHARE_BATCH; the report names the shape \"command:CMD ARGS\")" },
+	{ "Open-loop load, as for gpushare bench", cli_openloop_opts, CLI_N_OPENLOOP_OPTS, NULL },
+	CLI_GROUP(NULL, sweep_rate_opt, NULL),
+	{ NULL, cli_peak_opts, CLI_N_PEAK_OPTS, NULL },
+};
+
+const struct cli_cmd cli_sweep_cmd = {
+	.name = "sweep",
+	.usage = "gpushare sweep --out DIR [options] [--<workload option> VALUE]...\n"
+		 "gpushare sweep --out DIR [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]",
+	.about = "Run every cell of workload shapes x strategies x workers x batch sizes, repeated,\n"
+		 "in interleaved order; append each finished run to DIR/" GPUSHARE_SWEEP_RESULTS_FILE "; write the report.",
+	.groups = sweep_groups,
+	.n_groups = CLI_N(sweep_groups),
+	.epilog = "Open-loop load: --load open --rate LIST; the report draws p99 against the offered\n"
+		  "rate per strategy and marks the highest rate within --slo-p99.\n"
+		  "Peak search: --load open --rate R --find-peak --slo pNN=D: every cell searches the\n"
+		  "highest rate within the bound as gpushare bench --find-peak does, starting at R\n"
+		  "(one rate, not a list); the report tabulates the peaks per strategy and worker\n"
+		  "count and names the highest.\n"
+		  "\n"
+		  "Workload options (gpushare bench --help lists them) apply to every shape whose\n"
+		  "workload has them. mps and mps-split cells share one private MPS daemon, started\n"
+		  "once and stopped at the end (or on Ctrl-C).",
+	.notes = (const struct cli_exit_note[]){ { EXIT_PARTIAL, "some runs failed (they are recorded)" },
+						 { EXIT_IO, "DIR or its results file unusable" } },
+	.n_notes = 2,
+};
 
 /* ---- progress ---- */
 
@@ -223,7 +215,7 @@ static size_t prescan_options(int argc, char **argv, const char **names, size_t 
 			for (size_t j = 0; d && j < d->n_opts; j++) {
 				bool seen = false;
 
-				seen |= cli_option_named(sweep_options, N_SWEEP_OPTIONS, d->opts[j].name);
+				seen |= cli_cmd_has_option(&cli_sweep_cmd, d->opts[j].name);
 				for (size_t k = 0; k < n; k++)
 					seen |= !strcmp(names[k], d->opts[j].name);
 				if (!seen && n < max)
@@ -257,7 +249,7 @@ static int make_out_dir(const char *out)
 int cmd_sweep(int argc, char **argv)
 {
 	static struct gpushare_sweep_config s;  /* large: kept off the stack */
-	struct option longopts[N_SWEEP_OPTIONS + CLI_MAX_SHARED_OPTIONS + MAX_WL_OPTS + 1];
+	struct cli_parse p;
 	const char *wl_names[MAX_WL_OPTS];
 	const char *wl_values[MAX_WL_OPTS] = { 0 };
 	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nv;
@@ -273,69 +265,62 @@ int cmd_sweep(int argc, char **argv)
 
 	if (gpushare_sweep_config_init(&s))
 		return cli_fail(GPUSHARE_E_NOT_FOUND, "sweep");
-	cli_options_table(longopts, sweep_options, N_SWEEP_OPTIONS, wl_names, n_wl, OPT_WL_FIRST);
 
 	/* Everything after the first "--" is the command; options stop there. */
 	cli_command_scan(&co, argc, argv);
-	while ((opt = getopt_long(co.opt_argc, argv, ":hq", longopts, NULL)) != -1) {
+	cli_parse_init(&p, &cli_sweep_cmd, co.opt_argc, argv);
+	p.extra = wl_names;
+	p.n_extra = n_wl;
+	p.whose = "the workloads";
+	while ((opt = cli_parse_next(&p)) > 0) {
+		const char *arg = p.arg;
+
 		switch (opt) {
-		case 'h':
-			usage(stdout);
-			return cli_finish_stdout(EXIT_OK);
 		case 'q': quiet = true; break;
 		case OPT_WORKLOAD:
-			if (!*optarg)
+			if (!*arg)
 				return cli_error(EXIT_USAGE, "sweep: invalid --workload '': empty list");
-			workloads = optarg;
+			workloads = arg;
 			workload_given = true;
 			break;
 		case OPT_WORKERS:
-			if (gpushare_sweep_parse_int_list(optarg, 1, GPUSHARE_BENCH_MAX_WORKERS, vals, &nv))
-				return bad_value("--workers", optarg);
+			if (gpushare_sweep_parse_int_list(arg, 1, GPUSHARE_BENCH_MAX_WORKERS, vals, &nv))
+				return bad_value("--workers", arg);
 			for (size_t i = 0; i < nv; i++)
 				s.workers[i] = (int)vals[i];
 			s.n_workers = nv;
 			break;
 		case OPT_BATCH:
-			if (gpushare_sweep_parse_int_list(optarg, 1, 1L << 30, s.batches, &s.n_batches))
-				return bad_value("--batch", optarg);
+			if (gpushare_sweep_parse_int_list(arg, 1, 1L << 30, s.batches, &s.n_batches))
+				return bad_value("--batch", arg);
 			break;
-		case OPT_OUT: out = optarg; break;
+		case OPT_OUT: out = arg; break;
 		case OPT_RESUME: s.resume = true; break;
-		case OPT_SLO:
-			if (cli_parse_slo(optarg, &slo))
+		case OPT_SLO_P99:
+			if (cli_parse_slo(arg, &slo))
 				return cli_error(EXIT_USAGE, "sweep: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
-						 optarg);
+						 arg);
 			break;
 		case OPT_NO_REPORT: no_report = true; break;
-		case ':':
-		case '?':
-			return cli_option_error("sweep", opt, argv[optind - 1], "the workloads");
+		case CLI_OPEN_RATE:
+			if ((code = cli_openloop_rate_list("sweep", arg, s.rates, GPUSHARE_SWEEP_MAX_VALUES, &s.n_rates)))
+				return code;
+			break;
 		default:
-			if (opt >= CLI_OPT_FIRST && opt < CLI_OPT_END) {
-				if ((code = cli_command_option(&co, "sweep", opt, optarg, &s.bench)))
-					return code;
+			if (opt >= CLI_ID_EXTRA) {
+				wl_values[opt - CLI_ID_EXTRA] = arg;
 				break;
 			}
-			if (opt == CLI_OPEN_RATE) {
-				if ((code = cli_openloop_rate_list("sweep", optarg, s.rates, GPUSHARE_SWEEP_MAX_VALUES, &s.n_rates)))
-					return code;
-				break;
-			}
-			if (opt >= CLI_OPEN_FIRST && opt < CLI_OPEN_END) {
-				if ((code = cli_openloop_option("sweep", opt, optarg, &s.bench)))
-					return code;
-				break;
-			}
-			if (opt >= OPT_WL_FIRST && opt < OPT_WL_FIRST + (int)n_wl) {
-				wl_values[opt - OPT_WL_FIRST] = optarg;
-				break;
-			}
-			return cli_usage_error("sweep", '?', optopt, argv[optind - 1]);
+			if ((code = cli_command_option(&co, &p, &s.bench)) == CLI_NOT_MINE)
+				code = cli_openloop_option(&p, &s.bench);
+			if (code)
+				return code;
 		}
 	}
-	if (optind < co.opt_argc)
-		return cli_unexpected_argument("sweep", argv[optind]);
+	if (opt < 0)
+		return p.status;
+	if (p.optind < co.opt_argc)
+		return cli_unexpected_argument("sweep", argv[p.optind]);
 	if (!out)
 		return cli_error(EXIT_USAGE, "sweep: --out DIR is required (where results and report go)");
 	if ((code = cli_command_apply(&co, "sweep", argc, argv, workload_given, &s.bench)))

@@ -27,29 +27,6 @@ static const struct cmd commands[] = {
 	{ "version", cmd_version, "print the gpushare version" },
 };
 
-/* The exit statuses every command shares (enum cli_exit in cli.h). */
-static const struct {
-	int status;
-	const char *meaning;
-} exit_statuses[] = {
-	{ EXIT_OK, "success" },
-	{ EXIT_FAILURE_GENERIC, "unexpected failure (a system call, out of memory)" },
-	{ EXIT_USAGE, "unknown command or option, bad option value" },
-	{ EXIT_NO_DRIVER, "no NVIDIA driver found" },
-	{ EXIT_NO_MPS_BINARY, "nvidia-cuda-mps-control not found" },
-	{ EXIT_MPS, "MPS daemon not running, not ready, bad reply, clients left" },
-	{ EXIT_DIR, "unsafe or unusable directory" },
-	{ EXIT_GPU, "the GPU refuses (compute mode Prohibited, unsupported, not found)" },
-	{ EXIT_WORKER, "a worker failed to start or run" },
-	{ EXIT_MPS_MAX_CLIENTS, "too many MPS clients" },
-	{ EXIT_PARTIAL, "a worker failed mid-run; partial results were kept" },
-	{ EXIT_IO, "reading or writing a file failed" },
-	{ EXIT_TIMEOUT, "a bounded wait ran out" },
-	{ EXIT_LISTEN, "the listen address is in use or cannot be bound" },
-	{ EXIT_PLAN_REFUSED, "plan: the results cannot support the asked plan" },
-	{ EXIT_INTERRUPTED, "interrupted (SIGINT or SIGTERM)" },
-};
-
 /* The man page gpushare(1) is generated from this text (man/help2man.py). */
 static void usage(FILE *f)
 {
@@ -64,18 +41,27 @@ static void usage(FILE *f)
 		   "  --version   print the gpushare version (as 'gpushare version')\n"
 		   "  -h, --help  this help\n\n"
 		   "Exit statuses (every command):\n");
-	for (size_t i = 0; i < sizeof(exit_statuses) / sizeof(exit_statuses[0]); i++)
-		fprintf(f, "  %-4d %s\n", exit_statuses[i].status, exit_statuses[i].meaning);
+	cli_help_exit_statuses(f, NULL, NULL, 0);
 }
+
+const struct cli_cmd cli_version_cmd = {
+	.name = "version",
+	.usage = "gpushare version",
+	.about = "Print the gpushare version.",
+};
 
 int cmd_version(int argc, char **argv)
 {
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: gpushare version\n\nPrint the gpushare version.\n");
-		return cli_finish_stdout(EXIT_OK);
-	}
-	if (argc > 1)
-		return cli_error(EXIT_USAGE, "version: unexpected argument '%s'", argv[1]);
+	struct cli_parse p;
+	int opt;
+
+	cli_parse_init(&p, &cli_version_cmd, argc, argv);
+	while ((opt = cli_parse_next(&p)) > 0)
+		;
+	if (opt < 0)
+		return p.status;
+	if (p.optind < argc)
+		return cli_error(EXIT_USAGE, "version: unexpected argument '%s'", argv[p.optind]);
 	printf("gpushare %s\n", gpushare_version());
 	return cli_finish_stdout(EXIT_OK);
 }
@@ -98,6 +84,14 @@ int main(int argc, char **argv)
 		}
 		usage(stdout);
 		return cli_finish_stdout(EXIT_OK);
+	}
+	if (!strcmp(argv[1], "--complete")) {
+		/* For the shell completion (completion/): hidden from --help. */
+		char names[256] = "";
+
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? " " : "", commands[i].name);
+		return cli_complete(argc - 2, argv + 2, names);
 	}
 	if (!strcmp(argv[1], "--version"))
 		return cmd_version(1, argv + 1);

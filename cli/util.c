@@ -6,7 +6,6 @@
  * handling and the messages after a run.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,8 +129,6 @@ void cli_command_scan(struct cli_command_opts *o, int argc, char **argv)
 	o->cmd_at = -1;
 	o->opt_argc = argc;
 	o->mode = GPUSHARE_CMD_REQUEST;
-	opterr = 0;
-	optind = 1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			o->cmd_at = i;
@@ -150,16 +147,6 @@ static int parse_mode(struct cli_command_opts *o, const char *cmd, const char *a
 	else
 		return cli_error(EXIT_USAGE, "%s: invalid --mode '%s' (expected request or job)", cmd, arg);
 	o->mode_given = true;
-	return EXIT_OK;
-}
-
-static int parse_jobs(struct cli_command_opts *o, const char *cmd, const char *arg)
-{
-	long v;
-
-	if (cli_parse_whole(arg, 1, 1000000000L, &v))
-		return cli_bad_value(cmd, "--jobs", arg);
-	o->jobs = (uint64_t)v;
 	return EXIT_OK;
 }
 
@@ -255,13 +242,6 @@ static int parse_window(const char *cmd, const char *opt, const char *arg, uint6
 	return EXIT_OK;
 }
 
-static int parse_count(const char *cmd, const char *opt, const char *arg, long min, long max, long *v)
-{
-	if (cli_parse_whole(arg, min, max, v))
-		return cli_bad_value(cmd, opt, arg);
-	return EXIT_OK;
-}
-
 /* "2%" or "2" (both 2 percent), in (0, 100). */
 static int parse_noise(const char *cmd, const char *arg, double *out)
 {
@@ -282,35 +262,57 @@ static int parse_noise(const char *cmd, const char *arg, double *out)
 	return cli_error(EXIT_USAGE, "%s: invalid --target-noise '%s' (expected a percentage such as 2%%)", cmd, arg);
 }
 
-const struct option cli_shared_options[] = {
-	{ "strategy", required_argument, NULL, CLI_OPT_STRATEGY },
-	{ "duration", required_argument, NULL, CLI_OPT_DURATION },
-	{ "requests", required_argument, NULL, CLI_OPT_REQUESTS },
-	{ "warmup", required_argument, NULL, CLI_OPT_WARMUP },
-	{ "warmup-requests", required_argument, NULL, CLI_OPT_WARMUP_REQUESTS },
-	{ "start-timeout", required_argument, NULL, CLI_OPT_START_TIMEOUT },
-	{ "gpu", required_argument, NULL, CLI_OPT_GPU },
-	{ "gpus", required_argument, NULL, CLI_OPT_GPUS },
-	{ "mps-pipe-dir", required_argument, NULL, CLI_OPT_MPS_PIPE_DIR },
-	{ "mode", required_argument, NULL, CLI_OPT_MODE },
-	{ "jobs", required_argument, NULL, CLI_OPT_JOBS },
-	{ "metrics-listen", required_argument, NULL, CLI_OPT_METRICS_LISTEN },
-	{ "metrics-buckets", required_argument, NULL, CLI_OPT_METRICS_BUCKETS },
-	{ "repeats", required_argument, NULL, CLI_OPT_REPEATS },
-	{ "target-noise", required_argument, NULL, CLI_OPT_TARGET_NOISE },
-	{ "max-repeats", required_argument, NULL, CLI_OPT_MAX_REPEATS },
+/* What bench and sweep share; each command adds its own --repeats,
+ * --target-noise and --max-repeats (their help differs). */
+const struct cli_opt cli_run_opts[] = {
+	{ .id = CLI_OPT_STRATEGY, .long_name = "strategy", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "comma list of timeslice, mps, mps-split, mig, sequential, streams", .def = "timeslice,mps",
+	  .values = "timeslice mps mps-split mig sequential streams" },
+	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "measurement window", .def = "10s" },
+	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
+	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L },
+	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "window after the start barrier, not recorded", .def = "2s" },
+	{ .id = CLI_OPT_WARMUP_REQUESTS, .long_name = "warmup-requests", .kind = CLI_INT, .value_name = "W",
+	  .help = "requests per worker before it reports ready", .def = "3", .max = 1000000000L },
+	{ .id = CLI_OPT_START_TIMEOUT, .long_name = "start-timeout", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "bound of the start barrier", .def = "120s" },
+	{ .id = CLI_OPT_GPU, .long_name = "gpu", .kind = CLI_STRING, .value_name = "IDX|UUID", .help = "GPU to use",
+	  .def = "0" },
+	{ .id = CLI_OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
+	  .help = "several GPUs (indices or UUIDs): worker i on GPU i mod G, one MPS daemon for all; results per GPU and in total",
+	  .values = "all" },
+	{ .id = CLI_OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "use the MPS daemon running there (left running)" },
 };
-const size_t cli_n_shared_options = sizeof(cli_shared_options) / sizeof(cli_shared_options[0]);
-_Static_assert(sizeof(cli_shared_options) / sizeof(cli_shared_options[0]) <= CLI_MAX_SHARED_OPTIONS,
-	       "CLI_MAX_SHARED_OPTIONS is too small");
+_Static_assert(CLI_N(cli_run_opts) == CLI_N_RUN_OPTS, "CLI_N_RUN_OPTS");
 
-int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, const char *arg,
-		       struct gpushare_bench_config *c)
+const struct cli_opt cli_program_opts[] = {
+	{ .id = CLI_OPT_MODE, .long_name = "mode", .kind = CLI_ENUM, .value_name = "request|job",
+	  .help = "request (default): it reports ready and each request through "
+	  "GPUSHARE_REPORT_FD (<gpushare/client.h> in C, the gpushare_client "
+	  "module in Python); job: each run to completion is one job: wall time "
+	  "per job, jobs/s, makespan; no warm-up unless --warmup is given", .values = "request job" },
+	{ .id = CLI_OPT_JOBS, .long_name = "jobs", .kind = CLI_INT, .value_name = "K",
+	  .help = "job mode: K jobs per worker (else jobs for --duration)", .min = 1, .max = 1000000000L },
+};
+_Static_assert(CLI_N(cli_program_opts) == CLI_N_PROGRAM_OPTS, "CLI_N_PROGRAM_OPTS");
+
+const struct cli_opt cli_metrics_opts[] = {
+	{ .id = CLI_OPT_METRICS_LISTEN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
+	  .help = "serve live Prometheus metrics at /metrics while it runs (address default 127.0.0.1)" },
+	{ .id = CLI_OPT_METRICS_BUCKETS, .long_name = "metrics-buckets", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "histogram bounds in seconds (0.001,0.005,...)" },
+};
+_Static_assert(CLI_N(cli_metrics_opts) == CLI_N_METRICS_OPTS, "CLI_N_METRICS_OPTS");
+
+int cli_command_option(struct cli_command_opts *o, const struct cli_parse *p, struct gpushare_bench_config *c)
 {
-	long v;
+	const char *cmd = p->name, *arg = p->arg;
 	int code;
 
-	switch (opt) {
+	switch (p->opt ? p->opt->id : 0) {
 	case CLI_OPT_STRATEGY:
 		if (gpushare_strategy_parse_list(arg, c->strategies, &c->n_strategies))
 			return cli_bad_value(cmd, "--strategy", arg);
@@ -322,28 +324,22 @@ int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, con
 		return code;
 	case CLI_OPT_START_TIMEOUT: return parse_window(cmd, "--start-timeout", arg, &c->start_timeout_ns);
 	case CLI_OPT_REQUESTS:
-		if ((code = parse_count(cmd, "--requests", arg, 1, 1000000000000L, &v)))
-			return code;
-		c->requests = (uint64_t)v;
+		c->requests = (uint64_t)p->num;
 		return EXIT_OK;
 	case CLI_OPT_WARMUP_REQUESTS:
-		if ((code = parse_count(cmd, "--warmup-requests", arg, 0, 1000000000L, &v)))
-			return code;
-		c->warmup_requests = (uint64_t)v;
+		c->warmup_requests = (uint64_t)p->num;
 		return EXIT_OK;
 	case CLI_OPT_REPEATS:
-		if ((code = parse_count(cmd, "--repeats", arg, 1, 10000, &v)))
-			return code;
-		o->repeats = (int)v;
+		o->repeats = (int)p->num;
 		return EXIT_OK;
 	case CLI_OPT_MAX_REPEATS:
-		if ((code = parse_count(cmd, "--max-repeats", arg, 1, 10000, &v)))
-			return code;
-		o->max_repeats = (int)v;
+		o->max_repeats = (int)p->num;
 		return EXIT_OK;
 	case CLI_OPT_TARGET_NOISE: return parse_noise(cmd, arg, &o->target_noise);
 	case CLI_OPT_MODE: return parse_mode(o, cmd, arg);
-	case CLI_OPT_JOBS: return parse_jobs(o, cmd, arg);
+	case CLI_OPT_JOBS:
+		o->jobs = (uint64_t)p->num;
+		return EXIT_OK;
 	case CLI_OPT_WARMUP: return parse_warmup(o, cmd, arg, c);
 	case CLI_OPT_GPU: return parse_gpu(cmd, arg, c);
 	case CLI_OPT_GPUS:
@@ -355,37 +351,8 @@ int cli_command_option(struct cli_command_opts *o, const char *cmd, int opt, con
 	case CLI_OPT_MPS_PIPE_DIR: return parse_mps_pipe_dir(cmd, arg, c);
 	case CLI_OPT_METRICS_LISTEN: return parse_metrics_listen(cmd, arg, c);
 	case CLI_OPT_METRICS_BUCKETS: return parse_metrics_buckets(cmd, arg, c);
-	default: return cli_error(EXIT_FAILURE_GENERIC, "%s: internal error: option %d", cmd, opt);
+	default: return CLI_NOT_MINE;
 	}
-}
-
-bool cli_option_named(const struct option *t, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(t[i].name, name))
-			return true;
-	}
-	for (size_t i = 0; i < cli_n_shared_options; i++) {
-		if (!strcmp(cli_shared_options[i].name, name))
-			return true;
-	}
-	return false;
-}
-
-void cli_options_table(struct option *out, const struct option *own, size_t n_own, const char *const *extra,
-		       size_t n_extra, int first)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < n_own; i++)
-		out[n++] = own[i];
-	for (size_t i = 0; i < cli_n_shared_options; i++)
-		out[n++] = cli_shared_options[i];
-	for (size_t i = 0; i < n_extra; i++) {
-		if (!cli_option_named(own, n_own, extra[i]))
-			out[n++] = (struct option){ extra[i], required_argument, NULL, first + (int)i };
-	}
-	out[n] = (struct option){ 0 };
 }
 
 int cli_option_error(const char *cmd, int opt, const char *arg, const char *whose)

@@ -54,7 +54,7 @@ set -e
 check "unexpected argument: exit status 2 (got $rc)" test "$rc" -eq 2
 "$GPUSHARE" info --help >"$tmp/help"
 check "--help: lists --json and --help" grep -q -- "--json" "$tmp/help"
-check "--help: lists the exit statuses" grep -q "3  no NVIDIA driver" "$tmp/help"
+check "--help: lists the exit statuses" grep -qE "^  3 +no NVIDIA driver" "$tmp/help"
 "$GPUSHARE" help info >"$tmp/help2"
 check "gpushare help info: same text" cmp -s "$tmp/help" "$tmp/help2"
 
