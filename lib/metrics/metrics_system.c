@@ -196,7 +196,7 @@ static void write_processes(struct gpushare_metrics_buf *b, const struct gpushar
 	for (size_t i = 0; i < sys->n_gpus; i++) {
 		const struct gpushare_gpu_info *g = &sys->gpus[i];
 
-		for (int kind = GPUSHARE_PROC_PLAIN; kind <= GPUSHARE_PROC_MPS_CLIENT; kind++) {
+		for (enum gpushare_proc_kind kind = GPUSHARE_PROC_PLAIN; kind <= GPUSHARE_PROC_MPS_CLIENT; kind++) {
 			struct gpushare_metrics_label l[3];
 			struct gpu_labels gl;
 			unsigned n = 0;

@@ -66,7 +66,7 @@ static int cmp_run(const void *a, const void *b)
 	return (x->run->line > y->run->line) - (x->run->line < y->run->line);
 }
 
-int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, int strategy, int workers, long batch)
+int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, enum gpushare_strategy strategy, int workers, long batch)
 {
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];

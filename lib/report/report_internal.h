@@ -116,7 +116,7 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		struct gpushare_buf *out);
 
 /* Lookup: cell of (shape, strategy, workers, batch), -1 when absent. */
-int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, int strategy, int workers, long batch);
+int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, enum gpushare_strategy strategy, int workers, long batch);
 
 /* Sorted distinct worker counts / batches / strategies of a shape. */
 size_t gpushare_report_shape_workers(const struct gpushare_report *r, const char *shape, int *out, size_t max);

@@ -35,7 +35,8 @@ struct point {
 
 struct curve {
 	const char *shape;
-	int strategy, workers;
+	enum gpushare_strategy strategy;
+	int workers;
 	long batch;
 	struct point *pts;
 	size_t n_pts;

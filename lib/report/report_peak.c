@@ -185,7 +185,7 @@ static void add_sorted_int(int *v, size_t *n, size_t max, int x)
 }
 
 /* Median, range and counts of one cell from its runs. */
-static int fill_cell(const struct gpushare_report *r, const struct peak_table *t, int strategy, int workers,
+static int fill_cell(const struct gpushare_report *r, const struct peak_table *t, enum gpushare_strategy strategy, int workers,
 		     struct peak_cell *c)
 {
 	size_t n = 0, cap = 0;

@@ -53,7 +53,7 @@ enum gpushare_strategy_layout {
 };
 
 struct gpushare_strategy_ops {
-	int id;                         /* enum gpushare_strategy */
+	enum gpushare_strategy id;
 	const char *name;
 	enum gpushare_strategy_layout layout;
 	bool runs_commands;             /* a command can be a worker (not for threads) */

@@ -119,7 +119,7 @@ static void remove_fixture(void)
 	assert_int_equal(system(cmd), 0);
 }
 
-static int cell_of(const struct gpushare_report *r, int strategy, int workers)
+static int cell_of(const struct gpushare_report *r, enum gpushare_strategy strategy, int workers)
 {
 	for (size_t i = 0; i < r->n_cells; i++) {
 		if (r->cells[i].workers == workers && r->cells[i].strategy == strategy)
