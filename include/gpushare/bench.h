@@ -211,7 +211,7 @@ struct gpushare_bench_worker {
 	double mean_seconds, stddev_seconds, min_seconds, p50_seconds, p90_seconds,
 	       p99_seconds, p999_seconds, max_seconds;
 	/* Limits in effect, as the worker read them back. */
-	int sm_count;                  /* -1 unknown */
+	int sm_count;                  /* GPUSHARE_UNKNOWN when unknown */
 	int device;
 	uint64_t mem_free_bytes, mem_total_bytes;
 	double thread_percentage_seen; /* -1 none */
@@ -357,7 +357,7 @@ struct gpushare_bench_report {
 	char version[32];
 	char date[32];                 /* ISO-8601 UTC */
 	char host[256];
-	int gpu_index;                 /* -1 unknown */
+	int gpu_index;                 /* GPUSHARE_UNKNOWN when unknown */
 	char gpu_name[96], gpu_uuid[96], driver_version[80];
 	/* --gpus: the GPUs the workers were placed on, in order (0: --gpu). */
 	size_t n_gpus;

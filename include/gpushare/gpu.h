@@ -15,12 +15,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gpushare/gpushare.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define GPUSHARE_UNKNOWN (-1)
-#define GPUSHARE_UNKNOWN_U64 UINT64_MAX
 
 enum gpushare_compute_mode {
 	GPUSHARE_COMPUTE_DEFAULT = 0,

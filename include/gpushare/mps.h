@@ -125,7 +125,7 @@ struct gpushare_mps_client {
 
 struct gpushare_mps_server {
 	pid_t pid;
-	long uid;                      /* -1 when unknown */
+	long uid;                      /* GPUSHARE_UNKNOWN when unknown */
 	char status[16];               /* "ACTIVE", "FAULT", ... as reported */
 	double thread_percentage;      /* -1 when unknown */
 	char mem_limit[16][16];        /* per device as reported ("4G"), "" when none */
@@ -139,7 +139,7 @@ struct gpushare_mps_status {
 	double default_thread_percentage;  /* -1 when unknown */
 	char default_mem_limit[16][16];    /* per device, "" when none */
 	int n_default_mem_limit;
-	int default_priority;              /* -1 when unknown */
+	int default_priority;              /* GPUSHARE_UNKNOWN when unknown */
 	struct gpushare_mps_server *servers;
 	size_t n_servers;
 };
