@@ -39,64 +39,8 @@ static const char usage_text[] =
 	"  7  the driver answered with an error\n"
 	"  11 writing the output failed\n";
 
-/* Where gpushare looks for MPS daemons, with why it looks there. */
-#define MPS_DIRS_MAX GPUSHARE_MPS_KNOWN_DIRS
-
-struct mps_dir_report {
-	char pipe_dir[GPUSHARE_PATH_MAX];
-	const char *sources[MPS_DIRS_MAX]; /* "gpushare", "env", "default" */
-	int n_sources;
-	int init_rc;                       /* gpushare_mps_init's result */
-	enum gpushare_mps_state state;
-	pid_t pid;                         /* from the pid file; 0 none */
-	int answers;                       /* 1, 0, or -1 not probed / unknown */
-	char error[256];                   /* why answers is unknown, or init failed */
-};
-
-/* Look at each pipe directory; never fails (what went wrong is reported
- * per directory). */
-static int mps_survey(struct mps_dir_report *dirs)
-{
-	struct gpushare_mps_known_dir known[GPUSHARE_MPS_KNOWN_DIRS];
-	int n = gpushare_mps_known_dirs(known);
-
-	for (int i = 0; i < n; i++) {
-		memset(&dirs[i], 0, sizeof(dirs[i]));
-		_Static_assert(sizeof(dirs[i].pipe_dir) == sizeof(known[i].pipe_dir), "same size");
-		memcpy(dirs[i].pipe_dir, known[i].pipe_dir, sizeof(dirs[i].pipe_dir));
-		memcpy(dirs[i].sources, known[i].sources, sizeof(dirs[i].sources));
-		dirs[i].n_sources = known[i].n_sources;
-		dirs[i].answers = -1;
-	}
-	for (int i = 0; i < n; i++) {
-		struct mps_dir_report *d = &dirs[i];
-		struct gpushare_mps m;
-		pid_t pid = 0;
-		int rc;
-
-		d->init_rc = gpushare_mps_init(&m, d->pipe_dir, NULL);
-		if (d->init_rc) {
-			snprintf(d->error, sizeof(d->error), "%s", gpushare_errdetail());
-			continue;
-		}
-		/* info only looks: a daemon that is up answers at once. */
-		if (m.timeout_ms <= 0 || m.timeout_ms > 3000)
-			m.timeout_ms = 3000;
-		d->state = gpushare_mps_state(&m, &d->pid);
-		if (d->state != GPUSHARE_MPS_RUNNING)
-			continue;
-		rc = gpushare_mps_probe(&m, &pid);
-		if (rc == GPUSHARE_OK) {
-			d->answers = 1;
-		} else if (rc == GPUSHARE_E_MPS_NOT_RUNNING) {
-			d->answers = 0;
-		} else {
-			snprintf(d->error, sizeof(d->error), "%s%s%s", gpushare_strerror(rc),
-				 *gpushare_errdetail() ? ": " : "", gpushare_errdetail());
-		}
-	}
-	return n;
-}
+/* Where gpushare looks for MPS daemons (gpushare_mps_survey_add_known). */
+#define MPS_DIRS_MAX 3
 
 static const char *mps_state_name(enum gpushare_mps_state s)
 {
@@ -204,7 +148,7 @@ static void print_gpu(const struct gpushare_gpu_info *g)
 	}
 }
 
-static void print_report(const struct gpushare_system_info *sys, const struct mps_dir_report *dirs, int n_dirs)
+static void print_report(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs, int n_dirs)
 {
 	printf("driver %s, CUDA ", *sys->driver_version ? sys->driver_version : "unknown");
 	print_cuda_version(sys->cuda_driver_version);
@@ -216,7 +160,7 @@ static void print_report(const struct gpushare_system_info *sys, const struct mp
 		print_gpu(&sys->gpus[i]);
 	printf("\nMPS control daemons:\n");
 	for (int i = 0; i < n_dirs; i++) {
-		const struct mps_dir_report *d = &dirs[i];
+		const struct gpushare_mps_survey *d = &dirs[i];
 
 		printf("  %s (", d->pipe_dir);
 		for (int s = 0; s < d->n_sources; s++)
@@ -358,10 +302,10 @@ static void json_gpu(cJSON *o, const struct gpushare_gpu_info *g, bool *ok)
 	}
 }
 
-static void json_mps(cJSON *arr, const struct mps_dir_report *dirs, int n_dirs, bool *ok)
+static void json_mps(cJSON *arr, const struct gpushare_mps_survey *dirs, int n_dirs, bool *ok)
 {
 	for (int i = 0; i < n_dirs && *ok; i++) {
-		const struct mps_dir_report *d = &dirs[i];
+		const struct gpushare_mps_survey *d = &dirs[i];
 		cJSON *o = j_add_obj(arr, ok), *src;
 
 		if (!o)
@@ -387,7 +331,7 @@ static void json_mps(cJSON *arr, const struct mps_dir_report *dirs, int n_dirs, 
 	}
 }
 
-static char *json_report(const struct gpushare_system_info *sys, const struct mps_dir_report *dirs, int n_dirs)
+static char *json_report(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs, int n_dirs)
 {
 	cJSON *root = cJSON_CreateObject(), *gpus, *mps;
 	bool ok = root != NULL;
@@ -424,7 +368,7 @@ int cmd_info(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct mps_dir_report dirs[MPS_DIRS_MAX];
+	struct gpushare_mps_survey dirs[MPS_DIRS_MAX];
 	struct gpushare_system_info sys;
 	bool json = false;
 	int opt, rc, n_dirs;
@@ -448,7 +392,10 @@ int cmd_info(int argc, char **argv)
 	rc = gpushare_system_query(&sys);
 	if (rc)
 		return cli_fail(rc, NULL);
-	n_dirs = mps_survey(dirs);
+	n_dirs = 0;
+	gpushare_mps_survey_add_known(dirs, &n_dirs, MPS_DIRS_MAX);
+	for (int i = 0; i < n_dirs; i++)
+		gpushare_mps_survey_look(&dirs[i], &(struct gpushare_mps_survey_opts){ .max_timeout_ms = 3000 });
 	if (json) {
 		rc = cli_print_json_and_free(json_report(&sys, dirs, n_dirs));
 	} else {

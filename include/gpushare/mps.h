@@ -44,19 +44,6 @@ int gpushare_mps_init(struct gpushare_mps *m, const char *pipe_dir, const char *
 /* gpushare's own private pipe and log directories for this user. */
 int gpushare_mps_private_dirs(char *pipe_dir, size_t plen, char *log_dir, size_t llen);
 
-/* The pipe directories where daemons are looked for (by `info` and the
- * exporter), in this order and each once (trailing '/' removed): gpushare's
- * private one ("gpushare"), $CUDA_MPS_PIPE_DIRECTORY ("env"), and
- * /tmp/nvidia-mps ("default"); a directory found by several names lists
- * them all in `sources`. Returns how many were filled. */
-#define GPUSHARE_MPS_KNOWN_DIRS 3
-struct gpushare_mps_known_dir {
-	char pipe_dir[GPUSHARE_PATH_MAX];
-	const char *sources[GPUSHARE_MPS_KNOWN_DIRS];
-	int n_sources;
-};
-int gpushare_mps_known_dirs(struct gpushare_mps_known_dir dirs[GPUSHARE_MPS_KNOWN_DIRS]);
-
 /* Resolve m->control in PATH into path. GPUSHARE_E_NO_MPS_BINARY, with a
  * detail saying how to get it, when it is not there. */
 int gpushare_mps_find_control(const struct gpushare_mps *m, char *path, size_t len);
@@ -182,6 +169,48 @@ int gpushare_mps_client_env(const struct gpushare_mps *m, char *pipe_env, size_t
  * set when at least one is in Default mode (plain processes can then still
  * time-slice beside MPS clients). gpushare never changes the compute mode. */
 int gpushare_mps_check_compute_mode(const char *visible_devices, bool *default_mode);
+
+/* ---- the survey: which pipe directories have a daemon (lib/mps/mps_survey.c) ---- */
+
+/* One pipe directory looked at by `info` and the exporter. */
+#define GPUSHARE_MPS_SURVEY_SOURCES 4
+struct gpushare_mps_survey {
+	char pipe_dir[GPUSHARE_PATH_MAX];  /* trailing '/' removed */
+	/* Why it is looked at, each name once: "given" (asked for by name),
+	 * "gpushare" (gpushare's private one), "env" ($CUDA_MPS_PIPE_DIRECTORY),
+	 * "default" (/tmp/nvidia-mps). */
+	const char *sources[GPUSHARE_MPS_SURVEY_SOURCES];
+	int n_sources;
+	/* Filled by gpushare_mps_survey_look(): */
+	int init_rc;                       /* gpushare_mps_init's result */
+	enum gpushare_mps_state state;
+	pid_t pid;                         /* from the pid file; 0 none */
+	int answers;                       /* the probe: 1, 0, GPUSHARE_UNKNOWN not probed or failed */
+	char error[256];                   /* why init failed or answers is unknown */
+	bool up;                           /* the status was asked for and read into st */
+	struct gpushare_mps_status st;     /* release with gpushare_mps_survey_release() */
+};
+
+/* Add dir (a source named `source`) to dirs[0..*n), at most max: once per
+ * directory, a directory named again only gains the source. Empty, too long
+ * or beyond max: ignored. */
+void gpushare_mps_survey_add(struct gpushare_mps_survey *dirs, int *n, int max, const char *dir, const char *source);
+/* Add the usual pipe directories, in this order: gpushare's private one,
+ * $CUDA_MPS_PIPE_DIRECTORY and /tmp/nvidia-mps. */
+void gpushare_mps_survey_add_known(struct gpushare_mps_survey *dirs, int *n, int max);
+
+/* How to look. */
+struct gpushare_mps_survey_opts {
+	int timeout_ms;       /* > 0: each control-program command's bound */
+	int max_timeout_ms;   /* > 0: and at most this (a daemon that is up answers at once) */
+	int status_ndev;      /* > 0: read the daemon's status (servers, clients) for this
+			       * many devices into st; 0: only probe whether it answers */
+};
+
+/* Look at one directory: what is there, and for a running daemon whether it
+ * answers (or its status). Never fails: what went wrong is in d. */
+void gpushare_mps_survey_look(struct gpushare_mps_survey *d, const struct gpushare_mps_survey_opts *o);
+void gpushare_mps_survey_release(struct gpushare_mps_survey *d);
 
 #ifdef __cplusplus
 }
