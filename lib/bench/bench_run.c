@@ -30,7 +30,7 @@
 #include "clock.h"
 #include "sys.h"
 #include "bench_cmd.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/child.h"
 #include "gpushare/bench.h"
 #include "gpushare/gpu.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/gpushare.h"
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)

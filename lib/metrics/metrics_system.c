@@ -425,7 +425,7 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 
 	dirs = calloc(GPUSHARE_METRICS_MAX_PIPE_DIRS, sizeof(*dirs));
 	if (!dirs) {
-		b->failed = true;
+		b->text.failed = true;
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate MPS state");
 	}
 	for (int i = 0; i < o->n_pipe_dirs; i++)
@@ -440,5 +440,5 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 	for (int i = 0; i < n; i++)
 		gpushare_mps_survey_release(&dirs[i]);
 	free(dirs);
-	return b->failed ? gpushare_fail(GPUSHARE_E_NOMEM, "cannot build the metrics exposition") : GPUSHARE_OK;
+	return b->text.failed ? gpushare_fail(GPUSHARE_E_NOMEM, "cannot build the metrics exposition") : GPUSHARE_OK;
 }

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "gpushare/bench.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/report.h"
 
 /* PNG/SVG bytes and HTML text grow in a struct gpushare_buf (buf.h), whose

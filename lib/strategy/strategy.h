@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/gpu.h"
 #include "mps_session.h"
 

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/gpushare.h"
 
 static void test_bytes(void **state)

@@ -15,6 +15,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct gpushare_buf {
 	char *s;        /* NULL while empty and never grown */
 	size_t len, cap;
@@ -43,5 +47,9 @@ int gpushare_strv_vaddf(struct gpushare_strv *l, const char *fmt, va_list ap) __
 /* The NULL-terminated list; an empty list gives a pointer to NULL. */
 char *const *gpushare_strv_list(const struct gpushare_strv *l);
 void gpushare_strv_release(struct gpushare_strv *l);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
