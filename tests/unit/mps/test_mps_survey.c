@@ -18,23 +18,8 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/gpushare-test-survey.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#define UNIT_TMPDIR "/tmp/gpushare-test-survey"
+#include "tmpdir.h"
 
 static void test_add(void **state)
 {

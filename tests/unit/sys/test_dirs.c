@@ -18,23 +18,8 @@
 #include "sys.h"
 #include "gpushare/gpushare.h"
 
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/gpushare-test-dirs.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#define UNIT_TMPDIR "/tmp/gpushare-test-dirs"
+#include "tmpdir.h"
 
 static void test_user_dir(void **state)
 {
