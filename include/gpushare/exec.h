@@ -52,7 +52,7 @@ struct gpushare_exec_priv;
 struct gpushare_exec {
 	/* the rank */
 	const char *launcher;           /* "openmpi", "mpich", "pmix", "slurm" */
-	long rank, size;                /* in the job; -1 when unknown */
+	long rank, size;                /* in the job; GPUSHARE_UNKNOWN when unknown */
 	long local_rank, local_size;    /* on this node */
 	char job_key[128];
 	char node[64];

@@ -39,7 +39,7 @@
 
 #include "clock.h"
 #include "sys.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/child.h"
 #include "gpushare/strategy.h"
 #include "gpushare/exec.h"

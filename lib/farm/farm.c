@@ -50,7 +50,7 @@
 
 #include "clock.h"
 #include "sys.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"

@@ -196,7 +196,7 @@ static void write_processes(struct gpushare_metrics_buf *b, const struct gpushar
 	for (size_t i = 0; i < sys->n_gpus; i++) {
 		const struct gpushare_gpu_info *g = &sys->gpus[i];
 
-		for (int kind = GPUSHARE_PROC_PLAIN; kind <= GPUSHARE_PROC_MPS_CLIENT; kind++) {
+		for (enum gpushare_proc_kind kind = GPUSHARE_PROC_PLAIN; kind <= GPUSHARE_PROC_MPS_CLIENT; kind++) {
 			struct gpushare_metrics_label l[3];
 			struct gpu_labels gl;
 			unsigned n = 0;
@@ -241,46 +241,6 @@ static void write_processes(struct gpushare_metrics_buf *b, const struct gpushar
 
 /* ---- MPS ---- */
 
-struct mps_dir {
-	char pipe_dir[GPUSHARE_PATH_MAX];
-	bool up;
-	struct gpushare_mps_status st;
-};
-
-static void add_dir(struct mps_dir *dirs, int *n, const char *dir)
-{
-	size_t len;
-
-	if (!dir || !*dir || *n >= GPUSHARE_METRICS_MAX_PIPE_DIRS || strlen(dir) >= GPUSHARE_PATH_MAX)
-		return;
-	len = strlen(dir);
-	while (len > 1 && dir[len - 1] == '/')
-		len--;
-	for (int i = 0; i < *n; i++) {
-		if (strlen(dirs[i].pipe_dir) == len && !strncmp(dirs[i].pipe_dir, dir, len))
-			return;
-	}
-	memset(&dirs[*n], 0, sizeof(dirs[*n]));
-	snprintf(dirs[*n].pipe_dir, sizeof(dirs[*n].pipe_dir), "%.*s", (int)len, dir);
-	(*n)++;
-}
-
-static void query_dir(struct mps_dir *d, int ndev, int timeout_ms)
-{
-	struct gpushare_mps m;
-	pid_t pid = 0;
-
-	if (gpushare_mps_init(&m, d->pipe_dir, NULL) != GPUSHARE_OK)
-		return;
-	if (timeout_ms > 0)
-		m.timeout_ms = timeout_ms;
-	if (gpushare_mps_state(&m, &pid) != GPUSHARE_MPS_RUNNING)
-		return;
-	d->up = gpushare_mps_status(&m, ndev, &d->st) == GPUSHARE_OK;
-	if (!d->up)
-		gpushare_mps_status_release(&d->st);
-}
-
 /* A limit as the daemon prints it ("4G", "512M"), in bytes; 0 when none. */
 static uint64_t limit_bytes(const char *s)
 {
@@ -300,7 +260,7 @@ static size_t total_clients(const struct gpushare_mps_status *st)
 	return n;
 }
 
-static void write_mps(struct gpushare_metrics_buf *b, struct mps_dir *dirs, int n)
+static void write_mps(struct gpushare_metrics_buf *b, struct gpushare_mps_survey *dirs, int n)
 {
 	gpushare_metrics_family(b, "gpushare_mps_daemon_up", "gauge",
 				"1 when an MPS control daemon answers at the pipe directory, else 0.");
@@ -434,7 +394,8 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 				  bool *driver_up)
 {
 	struct gpushare_system_info sys;
-	struct mps_dir *dirs;
+	struct gpushare_mps_survey_opts look = { .timeout_ms = o->mps_timeout_ms };
+	struct gpushare_mps_survey *dirs;
 	bool up;
 	int n = 0, ndev;
 
@@ -458,32 +419,26 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 	ndev = up && sys.n_gpus > 0 ? (int)sys.n_gpus : 1;
 	if (ndev > 16)
 		ndev = 16;
+	look.status_ndev = ndev;
 	if (up)
 		gpushare_system_release(&sys);
 
 	dirs = calloc(GPUSHARE_METRICS_MAX_PIPE_DIRS, sizeof(*dirs));
 	if (!dirs) {
-		b->failed = true;
+		b->text.failed = true;
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate MPS state");
 	}
 	for (int i = 0; i < o->n_pipe_dirs; i++)
-		add_dir(dirs, &n, o->pipe_dirs[i]);
-	if (o->n_pipe_dirs == 0 && o->default_pipe_dirs) {
-		struct gpushare_mps_known_dir known[GPUSHARE_MPS_KNOWN_DIRS];
-		int n_known = gpushare_mps_known_dirs(known);
-
-		for (int i = 0; i < n_known; i++)
-			add_dir(dirs, &n, known[i].pipe_dir);
-	}
+		gpushare_mps_survey_add(dirs, &n, GPUSHARE_METRICS_MAX_PIPE_DIRS, o->pipe_dirs[i], "given");
+	if (o->n_pipe_dirs == 0 && o->default_pipe_dirs)
+		gpushare_mps_survey_add_known(dirs, &n, GPUSHARE_METRICS_MAX_PIPE_DIRS);
 	for (int i = 0; i < n; i++)
-		query_dir(&dirs[i], ndev, o->mps_timeout_ms);
+		gpushare_mps_survey_look(&dirs[i], &look);
 	gpushare_clear_error();
 	if (n > 0)
 		write_mps(b, dirs, n);
-	for (int i = 0; i < n; i++) {
-		if (dirs[i].up)
-			gpushare_mps_status_release(&dirs[i].st);
-	}
+	for (int i = 0; i < n; i++)
+		gpushare_mps_survey_release(&dirs[i]);
 	free(dirs);
-	return b->failed ? gpushare_fail(GPUSHARE_E_NOMEM, "cannot build the metrics exposition") : GPUSHARE_OK;
+	return b->text.failed ? gpushare_fail(GPUSHARE_E_NOMEM, "cannot build the metrics exposition") : GPUSHARE_OK;
 }

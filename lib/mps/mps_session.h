@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/mps.h"
 
 struct gpushare_mps_session {

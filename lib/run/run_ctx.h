@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpu_select.h"
 #include "gpushare/util.h"
 #include "strategy.h"

@@ -277,7 +277,7 @@ static const struct gpushare_strategy_ops table[] = {
 const struct gpushare_strategy_ops *gpushare_strategy_get(int id)
 {
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		if (table[i].id == id)
+		if ((int)table[i].id == id)
 			return &table[i];
 	}
 	return NULL;

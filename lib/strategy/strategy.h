@@ -15,8 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/gpu.h"
+#include "gpushare/strategy.h"
 #include "mps_session.h"
 
 /* What a strategy works with; filled by the engine, opened by prepare. */
@@ -55,7 +56,7 @@ enum gpushare_strategy_layout {
 };
 
 struct gpushare_strategy_ops {
-	int id;                         /* enum gpushare_strategy */
+	enum gpushare_strategy id;
 	const char *name;
 	enum gpushare_strategy_layout layout;
 	bool runs_commands;             /* a command can be a worker (not for threads) */
