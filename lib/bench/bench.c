@@ -53,7 +53,7 @@ const char *gpushare_dispatch_name(int dispatch) { return name_of(dispatch_names
 
 int gpushare_load_parse(const char *s, enum gpushare_load *out)
 {
-	int v, rc = parse_name(load_names, 2, "load", s, &v);
+	int v = 0, rc = parse_name(load_names, 2, "load", s, &v);
 
 	if (!rc)
 		*out = (enum gpushare_load)v;
@@ -62,7 +62,7 @@ int gpushare_load_parse(const char *s, enum gpushare_load *out)
 
 int gpushare_arrival_parse(const char *s, enum gpushare_arrival *out)
 {
-	int v, rc = parse_name(arrival_names, 2, "arrival process", s, &v);
+	int v = 0, rc = parse_name(arrival_names, 2, "arrival process", s, &v);
 
 	if (!rc)
 		*out = (enum gpushare_arrival)v;
@@ -71,7 +71,7 @@ int gpushare_arrival_parse(const char *s, enum gpushare_arrival *out)
 
 int gpushare_dispatch_parse(const char *s, enum gpushare_dispatch *out)
 {
-	int v, rc = parse_name(dispatch_names, 2, "dispatch", s, &v);
+	int v = 0, rc = parse_name(dispatch_names, 2, "dispatch", s, &v);
 
 	if (!rc)
 		*out = (enum gpushare_dispatch)v;
