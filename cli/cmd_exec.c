@@ -45,7 +45,13 @@ static const char usage_text[] =
 	"                        UUID prefixes of 8+ characters), within\n"
 	"                        CUDA_VISIBLE_DEVICES when it is set (default all)\n"
 	"  --thread-percentage P mps-split: each rank's active thread percentage,\n"
-	"                        (0,100] (default 100 / the ranks sharing its GPU)\n"
+	"                        (0,100] (default 100 / the ranks sharing its GPU;\n"
+	"                        under --gres=mps Slurm's share / those ranks, and\n"
+	"                        never above Slurm's share)\n"
+	"  --mps-pipe-dir DIR    use the MPS daemon that answers at DIR (left\n"
+	"                        running); default: one the Slurm prolog, the site\n"
+	"                        or an earlier step runs for this GPU and user, else\n"
+	"                        the job's own\n"
 	"  --dry-run             print, per rank, its GPU, the environment it would get\n"
 	"                        and the daemon it would use; run nothing\n"
 	"  --json                with --dry-run: one JSON object per rank and line\n"
@@ -54,14 +60,20 @@ static const char usage_text[] =
 	"With more than one rank on a GPU, one warning per job says that NCCL cannot\n"
 	"put two ranks of one communicator on one GPU.\n"
 	"\n"
+	"Slurm's share is the job's cap: with --gres=mps:N every rank gets at most N%\n"
+	"of its GPU (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=N; mps-split: N / the ranks on\n"
+	"the GPU); timeslice is refused there. One line per job says what was\n"
+	"honoured and which daemon was joined (docs/exec.md, docs/slurm.md).\n"
+	"\n"
 	"Exit status: PROGRAM's (128+N when it was killed by signal N); before it\n"
-	"runs: 2 usage or no launcher found or a binding the ranks do not fit,\n"
-	"3 no NVIDIA driver, 4 MPS control program missing, 5 MPS daemon failed,\n"
+	"runs: 2 usage or no launcher found or a binding the ranks do not fit or\n"
+	"a share above Slurm's, 3 no NVIDIA driver, 4 MPS control program missing,\n"
+	"5 MPS daemon failed (or none answers at --mps-pipe-dir),\n"
 	"6 unsafe directory, 7 no such GPU, 12 the job's lock or daemon timed out,\n"
 	"127 PROGRAM could not be started, 128+N a signal N arrived before it ran.\n"
 	"See gpushare-exec(1).\n";
 
-enum { OPT_STRATEGY = 256, OPT_BIND, OPT_RPG, OPT_GPUS, OPT_TPCT, OPT_DRY, OPT_JSON };
+enum { OPT_STRATEGY = 256, OPT_BIND, OPT_RPG, OPT_GPUS, OPT_TPCT, OPT_DRY, OPT_JSON, OPT_PIPE };
 
 static volatile sig_atomic_t pending_signal;
 static int sig_pipe[2] = { -1, -1 };
@@ -84,6 +96,37 @@ static int catch_signals(void)
 		return -1;
 	cli_catch_stop_signals(on_signal, SA_RESTART);
 	return 0;
+}
+
+static const char *source_text(const char *source)
+{
+	if (!strcmp(source, "option"))
+		return "--mps-pipe-dir";
+	if (!strcmp(source, "prolog"))
+		return "started by gpushare slurm prolog";
+	if (!strcmp(source, "env"))
+		return "CUDA_MPS_PIPE_DIRECTORY";
+	if (!strcmp(source, "default"))
+		return "the default pipe directory";
+	return "the job's own";
+}
+
+/* Once per job: what of Slurm's share was honoured, and the daemon joined. */
+static void say_once(const struct gpushare_exec *x, int strategy)
+{
+	if (x->honoured[0]) {
+		char how[160] = "";
+
+		if (x->slurm_mps_percentage > 0 && strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
+			snprintf(how, sizeof(how), "; mps-split: %g%% per rank (%u rank%s on its GPU)", x->thread_percentage,
+				 x->ranks_on_gpu, x->ranks_on_gpu == 1 ? "" : "s");
+		else if (x->slurm_mps_percentage > 0)
+			snprintf(how, sizeof(how), "; every rank at most %g%% of its GPU", x->slurm_mps_percentage);
+		fprintf(stderr, "gpushare: exec: job %s honours Slurm's share: %s%s\n", x->slurm_job_id, x->honoured, how);
+	}
+	if (x->uses_mps && x->daemon_source && strcmp(x->daemon_source, "job") != 0)
+		fprintf(stderr, "gpushare: exec: joined the MPS daemon%s%.0d at %s (%s); it is left running\n",
+			x->daemon_pid > 0 ? " pid " : "", (int)x->daemon_pid, x->pipe_dir, source_text(x->daemon_source));
 }
 
 static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
@@ -115,6 +158,7 @@ static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 			if (d) {
 				cJSON_AddStringToObject(d, "pipe_dir", x->pipe_dir);
 				cJSON_AddBoolToObject(d, "running", x->daemon_pid > 0);
+				cJSON_AddStringToObject(d, "source", x->daemon_source ? x->daemon_source : "job");
 				if (x->daemon_pid > 0)
 					cJSON_AddNumberToObject(d, "pid", x->daemon_pid);
 				else
@@ -123,6 +167,28 @@ static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 		} else {
 			cJSON_AddNullToObject(o, "daemon");
 		}
+		if (x->slurm_job_id[0]) {
+			cJSON *sl = cJSON_AddObjectToObject(o, "slurm");
+
+			if (sl) {
+				cJSON_AddStringToObject(sl, "job_id", x->slurm_job_id);
+				if (x->slurm_mps_percentage > 0)
+					cJSON_AddNumberToObject(sl, "mps_percentage", x->slurm_mps_percentage);
+				else
+					cJSON_AddNullToObject(sl, "mps_percentage");
+				if (x->slurm_shards > 0)
+					cJSON_AddNumberToObject(sl, "shards_on_node", x->slurm_shards);
+				else
+					cJSON_AddNullToObject(sl, "shards_on_node");
+				cJSON_AddStringToObject(sl, "honoured", x->honoured);
+			}
+		} else {
+			cJSON_AddNullToObject(o, "slurm");
+		}
+		if (x->thread_percentage > 0)
+			cJSON_AddNumberToObject(o, "thread_percentage", x->thread_percentage);
+		else
+			cJSON_AddNullToObject(o, "thread_percentage");
 		set = cJSON_AddObjectToObject(o, "set");
 		unset = cJSON_AddArrayToObject(o, "unset");
 		for (char *const *e = x->env; e && *e; e++) {
@@ -147,7 +213,10 @@ static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 	       x->size, x->local_rank, x->local_size, x->node, x->job_key, x->gpu_index, x->gpu_uuid, x->ranks_on_gpu,
 	       x->ranks_on_gpu == 1 ? "" : "s", gpushare_strategy_name(strategy));
 	if (x->uses_mps) {
-		if (x->daemon_pid > 0)
+		if (x->daemon_source && strcmp(x->daemon_source, "job") != 0)
+			printf(", daemon %s (joined: %s, pid %d)", x->pipe_dir, source_text(x->daemon_source),
+			       (int)x->daemon_pid);
+		else if (x->daemon_pid > 0)
 			printf(", daemon %s (running, pid %d)", x->pipe_dir, (int)x->daemon_pid);
 		else
 			printf(", daemon %s (started by the first rank)", x->pipe_dir);
@@ -185,6 +254,7 @@ int cmd_exec(int argc, char **argv)
 		{ "thread-percentage", required_argument, NULL, OPT_TPCT },
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "mps-pipe-dir", required_argument, NULL, OPT_PIPE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -231,6 +301,11 @@ int cmd_exec(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_PIPE:
+			if (!*optarg)
+				return cli_bad_value("exec", "--mps-pipe-dir", optarg);
+			o.mps_pipe_dir = optarg;
+			break;
 		default:
 			return cli_usage_error("exec", opt, optopt, argv[optind - 1]);
 		}
@@ -257,6 +332,8 @@ int cmd_exec(int argc, char **argv)
 		if (x.uses_mps && x.max_ranks_per_gpu > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU)
 			cli_warn_mps_clients((int)x.max_ranks_per_gpu);
 	}
+	if (x.say_once)
+		say_once(&x, o.strategy);
 	if (o.dry_run) {
 		code = print_dry_run(&x, o.strategy, json);
 		gpushare_exec_close(&x, NULL);

@@ -136,6 +136,11 @@ struct gpushare_farm_result {
 	bool calibrated;            /* slots came from a calibration */
 	size_t n_calibration;
 	struct { unsigned slots; double jobs_per_s; uint64_t jobs; } calibration[8];
+	/* Slurm's share honoured (include/gpushare/slurm.h): "" none, else
+	 * e.g. "gres/shard 2 (SLURM_SHARDS_ON_NODE)"; the shards bound the
+	 * slots, the gres/mps percentage caps every job's active threads. */
+	char slurm[160];
+	unsigned slurm_max_slots;   /* the slots per GPU the shards allow; 0 no bound */
 	bool interrupted;           /* a stop was asked */
 	uint64_t not_started;       /* jobs left queued by a stop */
 	bool have_summary;

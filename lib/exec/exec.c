@@ -47,6 +47,7 @@
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "gpushare/slurm.h"
 #include "gpushare/util.h"
 #include "gpu_select.h"
 #include "jobdir.h"
@@ -264,7 +265,7 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 			return rc;
 		{
 			char sub[GPUSHARE_PATH_MAX];
-			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned" };
+			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned", "said" };
 
 			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 				if (!gpushare_jobdir_path(sub, sizeof(sub), x->job_dir, names[i]))
@@ -399,9 +400,84 @@ static void start_keeper(struct gpushare_exec *x, int lock_fd)
 	}
 }
 
-/* Under MPS: use the job's daemon when it is recorded and alive, else start
- * it (cleaning up dead jobs' daemons first). */
-static int join_daemon(struct gpushare_exec *x, bool dry_run)
+/* Whether the daemon process pid runs as this user or as root (a site's
+ * daemon serves every user). */
+static bool daemon_ours(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return stat(path, &st) == 0 && (st.st_uid == getuid() || st.st_uid == 0);
+}
+
+/* A daemon runs (and, unless dry_run, answers) at pipe_dir: *pid. */
+static bool daemon_at(const char *pipe_dir, const char *log_dir, bool dry_run, pid_t *pid)
+{
+	struct gpushare_mps m;
+	bool ok;
+
+	*pid = 0;
+	if (gpushare_mps_init(&m, pipe_dir, log_dir) != GPUSHARE_OK ||
+	    gpushare_mps_state(&m, pid) != GPUSHARE_MPS_RUNNING || *pid <= 0 || !daemon_ours(*pid)) {
+		gpushare_clear_error();
+		return false;
+	}
+	ok = dry_run || gpushare_mps_probe(&m, pid) == GPUSHARE_OK;
+	gpushare_clear_error();
+	return ok;
+}
+
+/* A daemon that already serves this rank's GPU and user, joined instead of
+ * starting the job's own: --mps-pipe-dir (checked to answer before), else
+ * the one `gpushare slurm prolog` started for the GPU and user, else one at
+ * $CUDA_MPS_PIPE_DIRECTORY, else at /tmp/nvidia-mps. Sets x->daemon_source;
+ * false when there is none. */
+static bool find_daemon(struct gpushare_exec *x, const char *opt_dir, bool dry_run, char *pipe, size_t plen,
+			char *log, size_t llen, pid_t *pid)
+{
+	const char *env = getenv("CUDA_MPS_PIPE_DIRECTORY"), *env_log = getenv("CUDA_MPS_LOG_DIRECTORY");
+	char state[GPUSHARE_PATH_MAX];
+
+	log[0] = '\0';
+	if (opt_dir && *opt_dir) {
+		snprintf(pipe, plen, "%s", opt_dir);
+		x->daemon_source = "option";
+		daemon_at(pipe, NULL, true, pid); /* it answered the check; this finds its pid */
+		return true;
+	}
+	gpushare_slurm_state_dir(NULL, state, sizeof(state));
+	if (gpushare_slurm_daemon_pipe(state, getuid(), x->gpu_uuid, pipe, plen) == GPUSHARE_OK) {
+		char *slash = strrchr(pipe, '/');
+
+		snprintf(log, llen, "%.*s/log", (int)(slash - pipe), pipe);
+		if (daemon_at(pipe, log, dry_run, pid)) {
+			x->daemon_source = "prolog";
+			return true;
+		}
+	}
+	gpushare_clear_error();
+	log[0] = '\0';
+	if (env && *env && daemon_at(env, NULL, dry_run, pid)) {
+		snprintf(pipe, plen, "%s", env);
+		snprintf(log, llen, "%s", env_log ? env_log : "");
+		x->daemon_source = "env";
+		return true;
+	}
+	if ((!env || strcmp(env, GPUSHARE_MPS_DEFAULT_PIPE_DIR) != 0) &&
+	    daemon_at(GPUSHARE_MPS_DEFAULT_PIPE_DIR, NULL, dry_run, pid)) {
+		snprintf(pipe, plen, "%s", GPUSHARE_MPS_DEFAULT_PIPE_DIR);
+		snprintf(log, llen, "%s", env_log ? env_log : "");
+		x->daemon_source = "default";
+		return true;
+	}
+	return false;
+}
+
+/* Under MPS: join a daemon that already serves the GPU (find_daemon), else
+ * use the job's daemon when it is recorded and alive, else start it
+ * (cleaning up dead jobs' daemons first). */
+static int join_daemon(struct gpushare_exec *x, const char *opt_dir, bool dry_run)
 {
 	struct gpushare_exec_priv *p = x->priv;
 	char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
@@ -410,6 +486,17 @@ static int join_daemon(struct gpushare_exec *x, bool dry_run)
 	pid_t pid = 0;
 	int rc;
 
+	if (find_daemon(x, opt_dir, dry_run, pipe, sizeof(pipe), log, sizeof(log), &pid)) {
+		snprintf(x->pipe_dir, sizeof(x->pipe_dir), "%s", pipe);
+		rc = gpushare_mps_init(&p->ctx.mps.m, pipe, log[0] ? log : NULL);
+		if (rc)
+			return rc;
+		p->ctx.mps.open = true;
+		p->ctx.mps.started = false;
+		x->daemon_pid = pid;
+		return GPUSHARE_OK;
+	}
+	x->daemon_source = "job";
 	if ((rc = gpushare_jobdir_path(pipe, sizeof(pipe), x->job_dir, "mps/pipe")) ||
 	    (rc = gpushare_jobdir_path(log, sizeof(log), x->job_dir, "mps/log")))
 		return rc;
@@ -444,17 +531,17 @@ static int join_daemon(struct gpushare_exec *x, bool dry_run)
 
 /* The once-per-job warning: on the job's first node (SLURM_NODEID 0 when
  * Slurm says), by the first rank to take the marker. */
-static bool shared_gpu_marker(struct gpushare_exec *x, bool dry_run)
+static bool once_marker(struct gpushare_exec *x, const char *marker, bool dry_run)
 {
 	const char *nodeid = getenv("SLURM_NODEID");
 	char path[GPUSHARE_PATH_MAX];
 	int fd;
 
-	if (x->max_ranks_per_gpu <= 1 || (nodeid && *nodeid && strcmp(nodeid, "0") != 0))
+	if (nodeid && *nodeid && strcmp(nodeid, "0") != 0)
 		return false;
 	if (dry_run)
 		return x->local_rank == 0;
-	if (gpushare_jobdir_path(path, sizeof(path), x->job_dir, "shared-gpu-warned")) {
+	if (gpushare_jobdir_path(path, sizeof(path), x->job_dir, marker)) {
 		gpushare_clear_error();
 		return false;
 	}
@@ -524,12 +611,12 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 
 	p->ctx.run_dir = x->job_dir;
 	p->ctx.visible = p->visible;
-	p->ctx.mps_pipe_dir = "";
 	p->ctx.workers = (int)x->ranks_on_gpu;
 	if (o->thread_percentage > 0) {
 		p->ctx.thread_percentage = &o->thread_percentage;
 		p->ctx.n_thread_percentage = 1;
 	}
+	p->ctx.thread_cap = x->slurm_mps_percentage;
 	if ((rc = gpushare_jobdir_path(p->no_mps_dir, sizeof(p->no_mps_dir), x->job_dir, "no-mps")))
 		return rc;
 	p->ctx.no_mps_dir = p->no_mps_dir;
@@ -542,16 +629,46 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		if (rc)
 			return rc;
 	}
-	if (p->ops->uses_mps && (rc = join_daemon(x, o->dry_run)))
+	if (p->ops->uses_mps && (rc = join_daemon(x, o->mps_pipe_dir, o->dry_run)))
 		return rc;
 	if (!o->dry_run && !keeper_alive(x->job_dir))
 		start_keeper(x, lock_fd);
-	x->warn_shared_gpu = shared_gpu_marker(x, o->dry_run);
+	x->warn_shared_gpu = x->max_ranks_per_gpu > 1 && once_marker(x, "shared-gpu-warned", o->dry_run);
+	x->say_once = (x->honoured[0] || (x->daemon_source && strcmp(x->daemon_source, "job") != 0)) &&
+		      once_marker(x, "said", o->dry_run);
 	rc = p->ops->worker_env(&p->ctx, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
 	if (rc)
 		return rc;
 	x->thread_percentage = pl.thread_percentage;
 	x->env = gpushare_strv_list(&p->env);
+	return GPUSHARE_OK;
+}
+
+/* Slurm's share of the GPU is the job's cap (docs/exec.md, "Slurm's
+ * share"): mps gives each rank the gres/mps percentage, mps-split divides it
+ * among the ranks on a GPU, --thread-percentage may not exceed it, and
+ * timeslice cannot keep it. */
+static int honour_slurm(struct gpushare_exec *x, const struct gpushare_exec_opts *o)
+{
+	struct gpushare_slurm_share sh;
+	int rc = gpushare_slurm_share_read(&sh);
+
+	if (rc)
+		return rc;
+	snprintf(x->slurm_job_id, sizeof(x->slurm_job_id), "%s", sh.job_id);
+	x->slurm_mps_percentage = sh.mps_percentage;
+	x->slurm_shards = sh.shards;
+	gpushare_slurm_share_describe(&sh, x->honoured, sizeof(x->honoured));
+	if (sh.mps_percentage <= 0)
+		return GPUSHARE_OK;
+	if (o->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--strategy timeslice cannot keep Slurm's gres/mps share of %g%% of the GPU "
+				     "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); use mps or mps-split", sh.mps_percentage);
+	if (o->thread_percentage > sh.mps_percentage)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--thread-percentage %g is above Slurm's gres/mps share of %g%% of the GPU "
+				     "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)", o->thread_percentage, sh.mps_percentage);
 	return GPUSHARE_OK;
 }
 
@@ -575,6 +692,8 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	rc = gpushare_launcher_detect(gpushare_getenv_process, NULL, &li);
 	if (rc)
 		return rc;
+	if ((rc = honour_slurm(x, o)))
+		return rc;
 	x->launcher = gpushare_launcher_kind_name(li.kind);
 	x->rank = li.rank;
 	x->size = li.size;
@@ -595,6 +714,11 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	p->interrupted = o->interrupted;
 	p->ops = gpushare_strategy_get(o->strategy);
 	x->uses_mps = p->ops->uses_mps;
+	if (o->mps_pipe_dir && *o->mps_pipe_dir && !x->uses_mps) {
+		release_priv(x);
+		return gpushare_fail(GPUSHARE_E_INVAL, "--mps-pipe-dir goes with --strategy mps or mps-split");
+	}
+	p->ctx.mps_pipe_dir = o->mps_pipe_dir ? o->mps_pipe_dir : "";
 	rc = p->ops->check(&p->ctx);
 	if (!rc && !o->dry_run) {
 		rc = gpushare_private_dir(user);

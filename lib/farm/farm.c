@@ -55,6 +55,7 @@
 #include "gpushare/farm.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/slurm.h"
 #include "gpushare/util.h"
 #include "gpu_select.h"
 #include "metrics_farm.h"
@@ -161,6 +162,7 @@ struct farm {
 	char no_mps_dir[GPUSHARE_PATH_MAX];
 	char visible[FARM_MAX_GPUS * 100];
 	uint64_t mem_limit;                /* mps-split: pinned memory per client */
+	double thread_cap;                 /* Slurm's gres/mps percentage, 0 none */
 
 	/* queue */
 	struct job_ref *retry;             /* jobs to try again, a FIFO */
@@ -764,6 +766,7 @@ static int setup_strategy(struct farm *f)
 	f->sx.visible = f->visible;
 	f->sx.mps_pipe_dir = c->mps_pipe_dir ? c->mps_pipe_dir : "";
 	f->sx.workers = (int)(f->cur_k ? f->cur_k : 1);
+	f->sx.thread_cap = f->thread_cap;
 	if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && c->mem_per_job_bytes) {
 		f->mem_limit = c->mem_per_job_bytes;
 		f->sx.mem_limit_bytes = &f->mem_limit;
@@ -1591,6 +1594,39 @@ void gpushare_farm_result_release(struct gpushare_farm_result *r)
 	gpushare_farm_summary_release(&r->summary);
 }
 
+/* Slurm's share (docs/farm.md, "Slurm's share"): SLURM_SHARDS_ON_NODE
+ * bounds the jobs at once on the node (slots per GPU times GPUs), the
+ * gres/mps percentage caps each job's active threads; timeslice cannot keep
+ * that cap. */
+static int slurm_share(struct farm *f)
+{
+	const struct gpushare_farm_config *c = f->c;
+	struct gpushare_slurm_share sh;
+	int rc = gpushare_slurm_share_read(&sh);
+
+	if (rc)
+		return rc;
+	gpushare_slurm_share_describe(&sh, f->r->slurm, sizeof(f->r->slurm));
+	f->thread_cap = sh.mps_percentage;
+	if (sh.mps_percentage > 0 && c->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--strategy timeslice cannot keep Slurm's gres/mps share of %g%% of the GPU "
+				     "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); use mps or mps-split", sh.mps_percentage);
+	if (!sh.shards)
+		return GPUSHARE_OK;
+	f->r->slurm_max_slots = sh.shards / (unsigned)f->n_gpus;
+	if (f->r->slurm_max_slots == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "Slurm's gres/shard count %u (SLURM_SHARDS_ON_NODE) is less than the %zu GPUs the farm "
+				     "would use; choose fewer with --gpus", sh.shards, f->n_gpus);
+	if (c->slots > f->r->slurm_max_slots)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--slots %u is above Slurm's gres/shard count: SLURM_SHARDS_ON_NODE=%u allows %u "
+				     "slot%s per GPU on %zu GPU%s", c->slots, sh.shards, f->r->slurm_max_slots,
+				     f->r->slurm_max_slots == 1 ? "" : "s", f->n_gpus, f->n_gpus == 1 ? "" : "s");
+	return GPUSHARE_OK;
+}
+
 static int alloc_slots(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
@@ -1599,6 +1635,8 @@ static int alloc_slots(struct farm *f)
 		return gpushare_fail(GPUSHARE_E_INVAL, "at most %d slots per GPU (the MPS client limit)",
 				     GPUSHARE_FARM_MAX_SLOTS);
 	f->max_k = c->slots ? c->slots : c->max_slots ? c->max_slots : DEFAULT_MAX_SLOTS;
+	if (f->r->slurm_max_slots && f->max_k > f->r->slurm_max_slots)
+		f->max_k = f->r->slurm_max_slots; /* calibration tries no more than the shards allow */
 	f->cur_k = c->slots ? c->slots : 1;
 	f->slots = calloc(f->n_gpus * f->max_k, sizeof(*f->slots));
 	if (!f->slots)
@@ -1636,6 +1674,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	if (!rc)
 		rc = memory_caps(&f);
 	if (!rc)
+		rc = slurm_share(&f);
+	if (!rc)
 		rc = alloc_slots(&f);
 	if (!rc && !(f.pending = calloc(PENDING_MAX, sizeof(*f.pending))))
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
@@ -1666,6 +1706,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		for (size_t i = 0; f.metrics && i < f.n_gpus; i++)
 			gpushare_metrics_farm_gpu_name(f.metrics, i, f.gpus[i].id.uuid, f.gpus[i].id.index);
 		f.cfg.slots = c->slots;
+		snprintf(f.cfg.slurm, sizeof(f.cfg.slurm), "%s", r->slurm);
 		rc = gpushare_farm_journal_write_header(&f.journal, &f.cfg);
 		f.header_written = !rc;
 		if (!rc)
@@ -1788,6 +1829,10 @@ static cJSON *run_obj(const struct gpushare_farm_result *r)
 	cJSON_AddNumberToObject(o, "shard_count", (double)r->shard_count);
 	cJSON_AddNumberToObject(o, "shard_jobs", (double)r->shard_jobs);
 	cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
+	if (r->slurm[0])
+		cJSON_AddStringToObject(o, "slurm", r->slurm);
+	else
+		cJSON_AddNullToObject(o, "slurm");
 	cJSON_AddNumberToObject(o, "attempts", (double)r->ended);
 	cJSON_AddNumberToObject(o, "ok", (double)r->ok);
 	cJSON_AddNumberToObject(o, "failed_attempts", (double)r->failed_attempts);
@@ -1861,6 +1906,9 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		} else {
 			fprintf(f, ", %u slot%s per GPU\n", r->slots, r->slots == 1 ? "" : "s");
 		}
+		if (r->slurm[0])
+			fprintf(f, "slurm: honoured %s%s\n", r->slurm,
+				r->slurm_max_slots ? "; the shards bound the slots per GPU" : "");
 		duration_text(r->run_s, span, sizeof(span));
 		fprintf(f, "this run: %" PRIu64 " attempts in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
 			   " failed, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64 " stopped",

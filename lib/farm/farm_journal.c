@@ -116,6 +116,8 @@ char *gpushare_farm_journal_header_json(const struct farm_config *cfg)
 	}
 	if (ok && cfg->busy_periods)
 		ok = cJSON_AddBoolToObject(o, "busy_periods", true) != NULL;
+	if (ok && cfg->slurm[0])
+		ok = cJSON_AddStringToObject(o, "slurm", cfg->slurm) != NULL;
 	return finish(o, ok);
 }
 
