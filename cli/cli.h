@@ -66,6 +66,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_farm(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+int cmd_slurm(int argc, char **argv);
 
 /* gpushare_parse_int() that first refuses text that is not a whole number
  * written as digits only ("abc", which strtol() would read as 0, "+2",
