@@ -22,6 +22,9 @@
 #   source "$GPUSHARE_SOURCE_DIR/tests/cli/lib_slurm.sh"
 #   trap 'slurm_stop; rm -rf "$tmp"' EXIT
 #   slurm_start 2 || { echo "FAIL: slurm did not start"; exit 1; }
+# Optional, read by slurm_start: SLURM_TEST_SHARING=shard configures gres/shard
+# (8 per GPU) instead of gres/mps (Slurm 22.05 miscounts mps beside shard);
+# SLURM_TEST_CONF_EXTRA holds more slurm.conf lines (e.g. Prolog=, Epilog=).
 # Settings follow the tested recipe (MessageTimeout=2 so that a client of a
 # dead controller fails in a second; every wait bounded and checking that
 # the daemons still live; char devices for the fake GPUs).
@@ -39,6 +42,8 @@ _slurm_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.
 # One attempt with the given ports; 0 when the node is idle.
 _slurm_try_start() {
 	local ngpus=$1 ctld_port=$2 slurmd_port=$3 ncpus=${SLURM_TEST_CPUS:-8} i D
+	local sharing=${SLURM_TEST_SHARING:-mps} count=$((ngpus * 100)) flags=" Flags=all_sharing"
+	[[ $sharing == shard ]] && count=$((ngpus * 8)) flags=""
 	D=$(mktemp -d /tmp/slurm-test.XXXXXX) || return 1
 	SLURM_DIR=$D
 	chmod 755 "$D" # munged wants its socket directory (and parents) executable by all
@@ -81,14 +86,15 @@ MailProg=/bin/true
 MessageTimeout=2
 ReturnToService=2
 SlurmdParameters=config_overrides
-GresTypes=gpu,mps
-NodeName=testnode NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpus RealMemory=2000 Gres=gpu:$ngpus,mps:$((ngpus * 100)) State=UNKNOWN
+GresTypes=gpu,$sharing
+${SLURM_TEST_CONF_EXTRA:-}
+NodeName=testnode NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpus RealMemory=2000 Gres=gpu:$ngpus,$sharing:$count State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 	cat >"$D/gres.conf" <<EOF
 AutoDetect=off
 NodeName=testnode Name=gpu File=$D/dev/gpu[0-$((ngpus - 1))]
-NodeName=testnode Name=mps Count=$((ngpus * 100)) File=$D/dev/gpu[0-$((ngpus - 1))] Flags=all_sharing
+NodeName=testnode Name=$sharing Count=$count File=$D/dev/gpu[0-$((ngpus - 1))]$flags
 EOF
 	export SLURM_CONF=$D/slurm.conf
 	slurmctld -f "$SLURM_CONF" -D -i >"$D/log/slurmctld.out" 2>&1 &
