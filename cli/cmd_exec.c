@@ -52,6 +52,9 @@ static const char usage_text[] =
 	"                        running); default: one the Slurm prolog, the site\n"
 	"                        or an earlier step runs for this GPU and user, else\n"
 	"                        the job's own\n"
+	"  --hpc-job-mapping-dir DIR\n"
+	"                        dcgm-exporter's job mapping: the job's id (SLURM_JOB_ID,\n"
+	"                        else the job key) in DIR/<GPU index> while it runs\n"
 	"  --dry-run             print, per rank, its GPU, the environment it would get\n"
 	"                        and the daemon it would use; run nothing\n"
 	"  --json                with --dry-run: one JSON object per rank and line\n"
@@ -63,7 +66,7 @@ static const char usage_text[] =
 	"Slurm's share is the job's cap: with --gres=mps:N every rank gets at most N%\n"
 	"of its GPU (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=N; mps-split: N / the ranks on\n"
 	"the GPU); timeslice is refused there. One line per job says what was\n"
-	"honoured and which daemon was joined (docs/exec.md, docs/slurm.md).\n"
+	"honoured and which daemon was joined.\n"
 	"\n"
 	"Exit status: PROGRAM's (128+N when it was killed by signal N); before it\n"
 	"runs: 2 usage or no launcher found or a binding the ranks do not fit or\n"
@@ -73,7 +76,7 @@ static const char usage_text[] =
 	"127 PROGRAM could not be started, 128+N a signal N arrived before it ran.\n"
 	"See gpushare-exec(1).\n";
 
-enum { OPT_STRATEGY = 256, OPT_BIND, OPT_RPG, OPT_GPUS, OPT_TPCT, OPT_DRY, OPT_JSON, OPT_PIPE };
+enum { OPT_STRATEGY = 256, OPT_BIND, OPT_RPG, OPT_GPUS, OPT_TPCT, OPT_DRY, OPT_JSON, OPT_PIPE, OPT_MAP };
 
 static volatile sig_atomic_t pending_signal;
 static int sig_pipe[2] = { -1, -1 };
@@ -255,6 +258,7 @@ int cmd_exec(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "mps-pipe-dir", required_argument, NULL, OPT_PIPE },
+		{ "hpc-job-mapping-dir", required_argument, NULL, OPT_MAP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -305,6 +309,11 @@ int cmd_exec(int argc, char **argv)
 			if (!*optarg)
 				return cli_bad_value("exec", "--mps-pipe-dir", optarg);
 			o.mps_pipe_dir = optarg;
+			break;
+		case OPT_MAP:
+			if (!*optarg)
+				return cli_bad_value("exec", "--hpc-job-mapping-dir", optarg);
+			o.hpc_job_mapping_dir = optarg;
 			break;
 		default:
 			return cli_usage_error("exec", opt, optopt, argv[optind - 1]);

@@ -49,6 +49,8 @@ static void usage(FILE *f)
 		"  --range START..END[:STEP]  template arguments: the integers START to END\n"
 		"  --shell                run each job line (or template) with /bin/sh -c\n"
 		"  --mps-pipe-dir DIR     use the MPS daemon that answers there (never stopped)\n"
+		"  --hpc-job-mapping-dir DIR  dcgm-exporter's job mapping: SLURM_JOB_ID (else farm-PID)\n"
+		"                         in DIR/<GPU index> of each GPU used while the farm runs\n"
 		"  --metrics-listen [ADDR:]PORT  serve live Prometheus metrics (gpushare-exporter(1))\n"
 		"  --json                 print the summary as JSON on stdout\n"
 		"  -q, --quiet            no progress lines on stderr\n"
@@ -211,7 +213,7 @@ static int cmd_farm_status(int argc, char **argv)
 
 enum {
 	OPT_DIR = 256, OPT_RESUME, OPT_SLOTS, OPT_MAX_SLOTS, OPT_STRATEGY, OPT_GPUS, OPT_MEM, OPT_RETRIES, OPT_TIMEOUT,
-	OPT_SHARD, OPT_ARGS, OPT_RANGE, OPT_SHELL, OPT_PIPE, OPT_METRICS, OPT_JSON,
+	OPT_SHARD, OPT_ARGS, OPT_RANGE, OPT_SHELL, OPT_PIPE, OPT_MAP, OPT_METRICS, OPT_JSON,
 };
 
 static int exit_for(int rc)
@@ -240,6 +242,7 @@ int cmd_farm(int argc, char **argv)
 		{ "range", required_argument, NULL, OPT_RANGE },
 		{ "shell", no_argument, NULL, OPT_SHELL },
 		{ "mps-pipe-dir", required_argument, NULL, OPT_PIPE },
+		{ "hpc-job-mapping-dir", required_argument, NULL, OPT_MAP },
 		{ "metrics-listen", required_argument, NULL, OPT_METRICS },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -317,6 +320,7 @@ int cmd_farm(int argc, char **argv)
 		case OPT_RANGE: c.range = optarg; break;
 		case OPT_SHELL: c.shell = true; break;
 		case OPT_PIPE: c.mps_pipe_dir = optarg; break;
+		case OPT_MAP: c.hpc_job_mapping_dir = optarg; break;
 		case OPT_METRICS: c.metrics_listen = optarg; break;
 		case OPT_JSON: json = true; break;
 		default:

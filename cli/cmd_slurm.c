@@ -12,10 +12,10 @@
 #include "gpushare/slurm.h"
 
 static const char usage_text[] =
-	"usage: gpushare slurm prolog|epilog [--state-dir DIR]\n"
+	"usage: gpushare slurm prolog|epilog [--state-dir DIR] [--hpc-job-mapping-dir DIR]\n"
 	"\n"
 	"Run by slurmd as the node's Prolog= and Epilog= (through a two-line script:\n"
-	"slurm.conf takes a program without arguments; docs/slurm.md), as root with\n"
+	"slurm.conf takes a program without arguments), as root with\n"
 	"the job's environment (SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GID,\n"
 	"CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
 	"for a job holding gres/mps).\n"
@@ -33,6 +33,10 @@ static const char usage_text[] =
 	"  --state-dir DIR       where the daemons and job records live (default\n"
 	"                        $GPUSHARE_SLURM_DIR, else /run/gpushare-slurm);\n"
 	"                        gpushare exec looks there too\n"
+	"  --hpc-job-mapping-dir DIR\n"
+	"                        dcgm-exporter's job mapping: the prolog adds the job's\n"
+	"                        id to DIR/<GPU index> for each of its GPUs (any gres),\n"
+	"                        the epilog removes it (files rewritten atomically)\n"
 	"  -h, --help            this help\n"
 	"\n"
 	"One line on standard output says what was done. Exit status: 0 done (also\n"
@@ -42,12 +46,13 @@ static const char usage_text[] =
 	"unknown, 12 the lock timed out. A prolog that fails makes Slurm drain the\n"
 	"node and requeue the job. See gpushare-slurm(1).\n";
 
-enum { OPT_STATE = 256 };
+enum { OPT_STATE = 256, OPT_MAP };
 
 int cmd_slurm(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "state-dir", required_argument, NULL, OPT_STATE },
+		{ "hpc-job-mapping-dir", required_argument, NULL, OPT_MAP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -81,6 +86,11 @@ int cmd_slurm(int argc, char **argv)
 				return cli_error(EXIT_USAGE, "slurm %s: --state-dir '%s' must be an absolute path", sub, optarg);
 			o.state_dir = optarg;
 			break;
+		case OPT_MAP:
+			if (!*optarg)
+				return cli_bad_value(prolog ? "slurm prolog" : "slurm epilog", "--hpc-job-mapping-dir", optarg);
+			o.hpc_job_mapping_dir = optarg;
+			break;
 		default:
 			return cli_usage_error(prolog ? "slurm prolog" : "slurm epilog", opt, optopt, argv[optind]);
 		}
@@ -93,7 +103,8 @@ int cmd_slurm(int argc, char **argv)
 	if (rc)
 		return cli_run_failed(prolog ? "slurm prolog" : "slurm epilog", rc);
 	if (prolog && !r.mps)
-		printf("gpushare slurm prolog: job %s holds no gres/mps: no MPS daemon\n", r.job_id);
+		printf("gpushare slurm prolog: job %s holds no gres/mps: no MPS daemon%s\n", r.job_id,
+		       o.hpc_job_mapping_dir && r.n_gpus ? "; its GPUs are in the job mapping" : "");
 	else if (prolog)
 		printf("gpushare slurm prolog: job %s: %zu GPU%s, %zu MPS daemon%s started, %zu already running%s\n",
 		       r.job_id, r.n_gpus, r.n_gpus == 1 ? "" : "s", r.started, r.started == 1 ? "" : "s", r.joined,

@@ -47,6 +47,11 @@ struct gpushare_exec_opts {
 	 * stopped by them); NULL: find one (docs/exec.md, "Joining a daemon"),
 	 * else the job's own. */
 	const char *mps_pipe_dir;
+	/* dcgm-exporter's job mapping directory (include/gpushare/slurm.h):
+	 * the job's id (SLURM_JOB_ID, else the job key) goes into the file of
+	 * each rank's GPU, and out of every file when the last rank leaves;
+	 * NULL none. */
+	const char *hpc_job_mapping_dir;
 	/* Non-zero ends the bounded waits early (a signal arrived). */
 	const volatile sig_atomic_t *interrupted;
 };

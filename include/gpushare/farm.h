@@ -71,6 +71,9 @@ struct gpushare_farm_config {
 	unsigned retries;           /* attempts after the first for a failed or timed-out job */
 	uint64_t timeout_ns;        /* per attempt; 0: none */
 	const char *mps_pipe_dir;   /* use this daemon (never stopped); NULL: a private one */
+	/* dcgm-exporter's job mapping directory: the farm's id (SLURM_JOB_ID,
+	 * else farm-<pid>) in the file of each of its GPUs while it runs; NULL none */
+	const char *hpc_job_mapping_dir;
 	const char *metrics_listen; /* [ADDR:]PORT; NULL: none */
 	/* Called by the farm's thread after each batch of ended attempts and
 	 * about once a second; NULL: none. */

@@ -48,6 +48,20 @@ static inline bool gpushare_slurm_share_any(const struct gpushare_slurm_share *s
  * "gres/shard 2 (SLURM_SHARDS_ON_NODE=2)", or both; "" when none. */
 void gpushare_slurm_share_describe(const struct gpushare_slurm_share *s, char *buf, size_t len);
 
+/* ---- dcgm-exporter's HPC job mapping ---- */
+
+/* dcgm-exporter's --hpc-job-mapping-dir: one file per GPU, named by its
+ * index, holding the ids of the jobs that use it, one per line; the exporter
+ * labels that GPU's metrics with them. Add (idempotent) or remove job_id in
+ * the file of gpu_index: rewritten atomically (a hidden temporary file
+ * renamed over it) under an flock() of the directory, so concurrent jobs
+ * never lose each other's lines; a file left empty is removed. */
+int gpushare_slurm_job_map(const char *dir, unsigned gpu_index, const char *job_id, bool add);
+
+/* Remove job_id from every GPU's file in dir (the job's end, whatever GPUs
+ * it had). */
+int gpushare_slurm_job_unmap_all(const char *dir, const char *job_id);
+
 /* ---- the node's MPS daemons for gres/mps jobs (prolog and epilog) ---- */
 
 /* Where the prolog keeps its daemons and job records: GPUSHARE_SLURM_DIR

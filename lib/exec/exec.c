@@ -67,6 +67,7 @@ struct gpushare_exec_priv {
 	int rank_fd;                    /* our ranks/<r>, locked; -1 none */
 	bool dry_run;
 	const volatile sig_atomic_t *interrupted;
+	const char *map_dir;            /* --hpc-job-mapping-dir, NULL none */
 };
 
 /* ---- the node's GPUs ---- */
@@ -566,6 +567,12 @@ static int job_key(const struct launcher_info *li, char *out, size_t len)
 	return GPUSHARE_OK;
 }
 
+/* The job's id in dcgm-exporter's job mapping: Slurm's, else the job key. */
+static const char *map_job_id(const struct gpushare_exec *x)
+{
+	return x->slurm_job_id[0] ? x->slurm_job_id : x->job_key;
+}
+
 static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts *o, const struct launcher_info *li,
 		       enum gpushare_launcher_bind bind, int lock_fd)
 {
@@ -641,6 +648,8 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		return rc;
 	x->thread_percentage = pl.thread_percentage;
 	x->env = gpushare_strv_list(&p->env);
+	if (p->map_dir && !o->dry_run)
+		return gpushare_slurm_job_map(p->map_dir, x->gpu_index, map_job_id(x), true);
 	return GPUSHARE_OK;
 }
 
@@ -712,6 +721,7 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	p->rank_fd = -1;
 	p->dry_run = o->dry_run;
 	p->interrupted = o->interrupted;
+	p->map_dir = o->hpc_job_mapping_dir && *o->hpc_job_mapping_dir ? o->hpc_job_mapping_dir : NULL;
 	p->ops = gpushare_strategy_get(o->strategy);
 	x->uses_mps = p->ops->uses_mps;
 	if (o->mps_pipe_dir && *o->mps_pipe_dir && !x->uses_mps) {
@@ -880,6 +890,8 @@ int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *inf
 	if (!rc && info->last) {
 		close(p->rank_fd);
 		p->rank_fd = -1;
+		if (p->map_dir && gpushare_slurm_job_unmap_all(p->map_dir, map_job_id(x)) != GPUSHARE_OK)
+			gpushare_clear_error(); /* the mapping is informative; the daemon's stop matters */
 		rc = stop_detached(x->job_dir, fd, &info->daemon_stopped);
 		fd = -1;
 	}

@@ -163,6 +163,7 @@ struct farm {
 	char visible[FARM_MAX_GPUS * 100];
 	uint64_t mem_limit;                /* mps-split: pinned memory per client */
 	double thread_cap;                 /* Slurm's gres/mps percentage, 0 none */
+	bool mapped;                       /* in the job mapping (--hpc-job-mapping-dir) */
 
 	/* queue */
 	struct job_ref *retry;             /* jobs to try again, a FIFO */
@@ -1627,6 +1628,29 @@ static int slurm_share(struct farm *f)
 	return GPUSHARE_OK;
 }
 
+/* --hpc-job-mapping-dir: the farm's id in each of its GPUs' files (add),
+ * or out of every file (remove, best effort). */
+static int job_mapping(struct farm *f, bool add)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+	char id[64];
+	int rc = GPUSHARE_OK;
+
+	snprintf(id, sizeof(id), "%s", job && *job ? job : "");
+	if (!id[0])
+		snprintf(id, sizeof(id), "farm-%d", (int)getpid());
+	if (!add) {
+		if (gpushare_slurm_job_unmap_all(f->c->hpc_job_mapping_dir, id))
+			gpushare_clear_error();
+		return GPUSHARE_OK;
+	}
+	for (size_t i = 0; !rc && i < f->n_gpus && f->placed; i++) {
+		rc = gpushare_slurm_job_map(f->c->hpc_job_mapping_dir, (unsigned)f->gpus[i].id.index, id, true);
+		f->mapped = true;
+	}
+	return rc;
+}
+
 static int alloc_slots(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
@@ -1700,6 +1724,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		/* Nothing left to run (a finished farm resumed): no daemon either. */
 		rc = f.queued ? setup_strategy(&f) : GPUSHARE_OK;
 	}
+	if (!rc && c->hpc_job_mapping_dir)
+		rc = job_mapping(&f, true);
 	if (!rc && c->metrics_listen)
 		rc = gpushare_metrics_farm_start(c->metrics_listen, f.gpus ? f.n_gpus : 0, &f.metrics);
 	if (!rc) {
@@ -1730,6 +1756,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	}
 	gpushare_error_save(&e);
 	stop_all(&f);
+	if (f.mapped)
+		job_mapping(&f, false);
 	if (f.prepared)
 		rc = f.st->teardown(&f.sx, rc);
 	if (f.run_dir[0])

@@ -44,6 +44,7 @@ struct job_record {
 	uid_t uid;
 	gid_t gid;
 	char gpus[HOOK_MAX_GPUS][96];
+	unsigned indices[HOOK_MAX_GPUS]; /* NVML indices (not recorded) */
 	size_t n_gpus;
 };
 
@@ -139,7 +140,10 @@ static int job_from_env(struct job_record *r)
 	memset(r, 0, sizeof(*r));
 	r->uid = uid && *uid ? (uid_t)strtoul(uid, NULL, 10) : getuid();
 	r->gid = gid && *gid ? (gid_t)strtoul(gid, NULL, 10) : getgid();
-	if ((!cvd || !*cvd) && jg && *jg && setenv("CUDA_VISIBLE_DEVICES", jg, 1) != 0)
+	if ((!cvd || !*cvd) && (!jg || !*jg))
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node (no CUDA_VISIBLE_DEVICES "
+				     "or SLURM_JOB_GPUS)");
+	if ((!cvd || !*cvd) && setenv("CUDA_VISIBLE_DEVICES", jg, 1) != 0)
 		return gpushare_fail(GPUSHARE_E_SYS, "setenv: %s", strerror(errno));
 	rc = gpushare_system_query_nvml(&sys);
 	if (rc)
@@ -155,8 +159,10 @@ static int job_from_env(struct job_record *r)
 		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
 	}
 	rc = gpushare_gpu_select(inv, sys.n_gpus, NULL, gpushare_getenv_process, NULL, sel, &n_sel);
-	for (size_t i = 0; !rc && i < n_sel && i < HOOK_MAX_GPUS; i++)
+	for (size_t i = 0; !rc && i < n_sel && i < HOOK_MAX_GPUS; i++) {
+		r->indices[r->n_gpus] = sel[i].index;
 		snprintf(r->gpus[r->n_gpus++], sizeof(r->gpus[0]), "%s", sel[i].uuid);
+	}
 	if (!rc && r->n_gpus == 0)
 		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
 out:
@@ -298,11 +304,22 @@ int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpush
 
 		r->mps = pct && *pct; /* Slurm sets it for gres/mps only */
 	}
-	if (!r->mps)
+	if (!r->mps && !(o && o->hpc_job_mapping_dir))
 		return GPUSHARE_OK;
-	if ((rc = job_from_env(&job)))
+	if ((rc = job_from_env(&job))) {
+		if (!r->mps && rc == GPUSHARE_E_NOT_FOUND) {
+			gpushare_clear_error(); /* no GPU, nothing to map */
+			return GPUSHARE_OK;
+		}
 		return rc;
+	}
 	r->n_gpus = job.n_gpus;
+	if (o && o->hpc_job_mapping_dir) {
+		for (size_t i = 0; !rc && i < job.n_gpus; i++)
+			rc = gpushare_slurm_job_map(o->hpc_job_mapping_dir, job.indices[i], r->job_id, true);
+		if (rc || !r->mps)
+			return rc;
+	}
 	if ((rc = state_dir_ready(state)) || (rc = job_path(state, r->job_id, path, sizeof(path))) ||
 	    (rc = lock_state(state, &fd)))
 		return rc;
@@ -379,6 +396,8 @@ int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpush
 
 	hook_init(o, r, state, sizeof(state));
 	if ((rc = job_id(r, "epilog")))
+		return rc;
+	if (o && o->hpc_job_mapping_dir && (rc = gpushare_slurm_job_unmap_all(o->hpc_job_mapping_dir, r->job_id)))
 		return rc;
 	if (stat(state, &st) != 0) {
 		r->already = true; /* no prolog ever ran here */

@@ -116,6 +116,20 @@ sr -n 1 --gres=gpu:1 "$GPUSHARE" exec --mps-pipe-dir "$tmp/nodaemon" -- "$tmp/ap
 check "--mps-pipe-dir with no daemon: exit 5, one line" \
 	test "$rc $(own_lines) $(grep -c "no MPS control daemon answers at '$tmp/nodaemon'" "$tmp/err")" = "5 1 1"
 
+echo "== dcgm-exporter's job mapping (--hpc-job-mapping-dir)"
+map=$tmp/map
+mkdir -p "$map"
+printf '%s\n' '#!/bin/sh' 'echo "map=$(cat "$1/0" | tr "\n" ,)"' >"$tmp/app-map.sh"
+chmod +x "$tmp/app-map.sh"
+sr -n 2 --gres=gpu:1 "$GPUSHARE" exec --hpc-job-mapping-dir "$map" -- "$tmp/app-map.sh" "$map"
+jid=$(grep -o 'job slurm-[0-9]*' "$tmp/err" | head -1 | sed 's/job slurm-//')
+check "exec: the job's id in the GPU's file while it runs, once" test "$rc $(sort -u "$tmp/out")" = "0 map=$jid,"
+check "  removed after the last rank" test -z "$(ls "$map")"
+sr -n 1 --gres=gpu:1 "$GPUSHARE" farm --dir "$tmp/f6" --slots 1 --range 1..1 --hpc-job-mapping-dir "$map" -- \
+	"$tmp/app-map.sh" "$map"
+check "farm: the job's id in the GPU's file while it runs" grep -qx "map=[0-9]*," "$tmp"/f6/out/*.out
+check "  removed at the end" test -z "$(ls "$map")"
+
 echo "== gpushare slurm prolog/epilog by hand"
 run slurm prolog
 check "outside Slurm: exit 2, one line" \
@@ -140,6 +154,21 @@ check "  again (idempotent): no record" grep -q "job 91 has no record here" "$tm
 hook 2 epilog
 check "epilog of the second: stopped" grep -q "job 92: 1 MPS daemon stopped" "$tmp/out"
 check "  no daemon left" no_daemon_left
+# The job mapping: any GPU job, two at once on one GPU's file.
+maph() {
+	env -u SLURM_JOB_ID SLURM_JOB_ID="9$1" SLURM_JOB_UID=0 SLURM_JOB_GID=0 ${3:+CUDA_VISIBLE_DEVICES=$3} \
+		"$GPUSHARE" slurm "$2" --state-dir "$tmp/sd2" --hpc-job-mapping-dir "$map" >"$tmp/out" 2>&1 || true
+}
+maph 3 prolog 0
+maph 4 prolog 0,1
+check "prolog --hpc-job-mapping-dir: GPU 0 has both jobs, GPU 1 one" \
+	test "$(tr '\n' , <"$map/0") $(tr '\n' , <"$map/1")" = "93,94, 94,"
+maph 3 epilog
+check "  the epilog removes the job" test "$(tr '\n' , <"$map/0") $(tr '\n' , <"$map/1")" = "94, 94,"
+maph 4 epilog
+check "  the last: no file left" test -z "$(ls "$map")"
+maph 5 prolog
+check "  a job without GPUs: nothing mapped" test "$(ls "$map" | wc -l) $(grep -c 'no MPS daemon$' "$tmp/out")" = "0 1"
 check "  no job record, no daemon directory" test "$(ls "$tmp/sd2/jobs" | wc -l) $(ls -d "$tmp"/sd2/mps-* 2>/dev/null | wc -l)" = "0 0"
 
 echo "== Prolog=/Epilog= in slurm.conf: two concurrent gres/mps jobs on one GPU"
