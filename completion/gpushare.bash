@@ -17,13 +17,17 @@ _gpushare() {
 		return
 	fi
 	case $prev in
-	--out | --pipe-dir | --log-dir | --mps-pipe-dir)
+	--out | --pipe-dir | --log-dir | --mps-pipe-dir | --state-dir | --hpc-job-mapping-dir)
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		return
 		;;
 	esac
 	if [[ $cmd == mps && $COMP_CWORD -eq $((i + 1)) && $cur != -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "start stop status set" -- "$cur")
+		return
+	fi
+	if [[ $cmd == slurm && $COMP_CWORD -eq $((i + 1)) && $cur != -* ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "prolog epilog" -- "$cur")
 		return
 	fi
 	if [[ $cur == -* ]]; then
