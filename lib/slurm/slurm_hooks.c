@@ -207,6 +207,11 @@ static _Noreturn void start_main(void *argp)
 		fprintf(stderr, "cannot become uid %u: %s\n", (unsigned)a->uid, strerror(errno));
 		_exit(1);
 	}
+	/* The daemon serves every job of the user on the GPU: the first job's
+	 * share must not become its default (a client can only lower it). */
+	unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	unsetenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
+	unsetenv("CUDA_MPS_CLIENT_PRIORITY");
 	snprintf(pipe, sizeof(pipe), "%s/pipe", a->base);
 	snprintf(log, sizeof(log), "%s/log", a->base);
 	memset(&o, 0, sizeof(o));

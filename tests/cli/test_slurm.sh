@@ -147,6 +147,9 @@ check "  again (idempotent): already running" grep -q "1 already running (the jo
 hook 2 prolog
 check "  a second job: joins it" grep -q "job 92: 1 GPU, 0 MPS daemons started, 1 already running$" "$tmp/out"
 check "  one daemon" test "$(($(starts) - before)) $(daemons_alive)" = "1 1"
+dpid=$(tail -1 "$tmp/starts" | cut -d' ' -f1)
+check "  without the first job's share as its default" \
+	bash -c "! tr '\\0' '\\n' </proc/$dpid/environ | grep -q CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
 hook 1 epilog
 check "epilog of the first: kept" grep -q "job 91: 0 MPS daemons stopped, 1 still used" "$tmp/out"
 hook 1 epilog
