@@ -192,7 +192,8 @@ struct start_arg {
 
 /* In a child: become the job's user (when the prolog runs as root for
  * someone else), then start the daemon and wait until it answers. Exit 0
- * started, 3 already running, 1 failed (the reason on standard error). */
+ * started, 3 already running, 4 no control program, 1 failed (the reason on
+ * standard error). */
 static _Noreturn void start_main(void *argp)
 {
 	const struct start_arg *a = argp;
@@ -227,7 +228,7 @@ static _Noreturn void start_main(void *argp)
 		rc = gpushare_mps_start(&m, &o, &info);
 	if (rc) {
 		fprintf(stderr, "%s\n", *gpushare_errdetail() ? gpushare_errdetail() : gpushare_strerror(rc));
-		_exit(1);
+		_exit(rc == GPUSHARE_E_NO_MPS_BINARY ? 4 : 1);
 	}
 	_exit(info.already_running ? 3 : 0);
 }
@@ -267,8 +268,10 @@ static int ensure_daemon(const char *state, const struct job_record *r, const ch
 		elen = ch.err_fd >= 0 ? read(ch.err_fd, err, sizeof(err) - 1) : -1;
 		err[elen > 0 ? elen : 0] = '\0';
 		err[strcspn(err, "\n")] = '\0';
-		rc = gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "the MPS daemon for uid %u on %s did not start: %s",
-				   (unsigned)r->uid, uuid, *err ? err : "no reason given");
+		rc = gpushare_fail(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 4 ? GPUSHARE_E_NO_MPS_BINARY
+											: GPUSHARE_E_MPS_NOT_RUNNING,
+				   "the MPS daemon for uid %u on %s did not start: %s", (unsigned)r->uid, uuid,
+				   *err ? err : "no reason given");
 	}
 	if (!rc)
 		*started = WEXITSTATUS(ch.wstatus) == 0;
@@ -276,9 +279,19 @@ static int ensure_daemon(const char *state, const struct job_record *r, const ch
 	return rc;
 }
 
+/* slurmd runs the prolog and epilog with no PATH at all: the control
+ * program is then looked up in the usual system directories (where the
+ * driver's packages install it). */
+#define HOOK_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 static void hook_init(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r, char *state,
 		      size_t len)
 {
+	const char *path = getenv("PATH");
+
+	if ((!path || !*path) && setenv("PATH", HOOK_DEFAULT_PATH, 1) != 0) {
+		/* the lookup then fails and says so */
+	}
 	memset(r, 0, sizeof(*r));
 	gpushare_slurm_state_dir(o ? o->state_dir : NULL, state, len);
 }
@@ -372,7 +385,7 @@ static bool daemon_used(const char *state, const char *skip, uid_t uid, const ch
 	return used;
 }
 
-static int stop_daemon(const char *state, uid_t uid, const char *uuid)
+static int stop_daemon(const char *state, uid_t uid, const char *uuid, bool *stopped)
 {
 	char base[GPUSHARE_PATH_MAX], pipe[GPUSHARE_PATH_MAX + 8], log[GPUSHARE_PATH_MAX + 8];
 	struct gpushare_mps m;
@@ -384,9 +397,12 @@ static int stop_daemon(const char *state, uid_t uid, const char *uuid)
 		return rc;
 	snprintf(pipe, sizeof(pipe), "%s/pipe", base);
 	snprintf(log, sizeof(log), "%s/log", base);
+	*stopped = false;
 	rc = gpushare_mps_init(&m, pipe, log);
-	if (!rc && gpushare_mps_state(&m, &pid) == GPUSHARE_MPS_RUNNING)
+	if (!rc && gpushare_mps_state(&m, &pid) == GPUSHARE_MPS_RUNNING) {
 		rc = gpushare_mps_stop(&m, true, &info);
+		*stopped = !rc;
+	}
 	if (!rc)
 		gpushare_remove_tree(base);
 	return rc;
@@ -418,17 +434,19 @@ int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpush
 	r->mps = true;
 	r->n_gpus = job.n_gpus;
 	for (size_t i = 0; i < job.n_gpus; i++) {
+		bool stopped = false;
+
 		if (daemon_used(state, r->job_id, job.uid, job.gpus[i])) {
 			r->kept++;
 			continue;
 		}
-		rc = stop_daemon(state, job.uid, job.gpus[i]);
-		if (!rc)
-			r->stopped++;
-		else if (!first)
+		rc = stop_daemon(state, job.uid, job.gpus[i], &stopped);
+		if (rc && !first)
 			first = rc;
-		else
-			gpushare_clear_error();
+		else if (rc)
+			gpushare_clear_error(); /* the first failure is the one said */
+		else if (stopped)
+			r->stopped++;
 	}
 	/* Forgotten only once its daemons are stopped: a failed stop is tried
 	 * again by the next epilog of this job (Slurm reruns none, but an

@@ -138,7 +138,7 @@ before=$(starts)
 # hook N prolog|epilog: job 9N of uid 0 with gres/mps on GPU 0, by hand
 hook() {
 	env -u SLURM_JOB_ID SLURM_JOB_ID="9$1" SLURM_JOB_UID=0 SLURM_JOB_GID=0 CUDA_VISIBLE_DEVICES=0 \
-		CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$GPUSHARE" slurm "$2" --state-dir "$tmp/sd2" >"$tmp/out" 2>&1 || true
+		CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$GPUSHARE" slurm "$2" --state-dir "$tmp/sd2" >"$tmp/out" 2>&1 || rc=$?
 }
 hook 1 prolog
 check "prolog: the daemon started" grep -q "job 91: 1 GPU, 1 MPS daemon started" "$tmp/out"
@@ -157,6 +157,13 @@ check "  again (idempotent): no record" grep -q "job 91 has no record here" "$tm
 hook 2 epilog
 check "epilog of the second: stopped" grep -q "job 92: 1 MPS daemon stopped" "$tmp/out"
 check "  no daemon left" no_daemon_left
+# A prolog that cannot start the daemon: one line, exit 4; its epilog forgets the job.
+GPUSHARE_MPS_CONTROL=/nonexistent/nvidia-cuda-mps-control hook 6 prolog
+check "prolog without the control program: one line naming it" \
+	test "$(wc -l <"$tmp/out") $(grep -c "did not start: no file '/nonexistent/nvidia-cuda-mps-control'" "$tmp/out")" = "1 1"
+hook 6 epilog
+check "  its epilog: nothing to stop, the record gone" \
+	test "$(grep -c "job 96: 0 MPS daemons stopped" "$tmp/out") $(ls "$tmp/sd2/jobs" | wc -l)" = "1 0"
 # The job mapping: any GPU job, two at once on one GPU's file.
 maph() {
 	env -u SLURM_JOB_ID SLURM_JOB_ID="9$1" SLURM_JOB_UID=0 SLURM_JOB_GID=0 ${3:+CUDA_VISIBLE_DEVICES=$3} \
