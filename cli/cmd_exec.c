@@ -66,7 +66,7 @@ const struct cli_cmd cli_exec_cmd = {
 		  "Slurm's share is the job's cap: with --gres=mps:N every rank gets at most N%\n"
 		  "of its GPU (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=N; mps-split: N / the ranks on\n"
 		  "the GPU); timeslice is refused there. One line per job says what was\n"
-		  "honoured and which daemon was joined (docs/slurm.md).",
+		  "honoured and which daemon was joined.",
 	.exit_intro = "PROGRAM's (128+N when it was killed by signal N); before it runs, gpushare's own\n"
 		      "(127 PROGRAM could not be started, 128+N a signal N arrived before it ran):",
 	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "usage, no launcher found, a binding the ranks do not fit, or a "

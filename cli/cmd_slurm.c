@@ -42,7 +42,7 @@ const struct cli_cmd cli_slurm_cmd = {
 	.n_groups = CLI_N(slurm_groups),
 	.subcommands = "prolog epilog",
 	.epilog = "One line on standard output says what was done. A prolog that fails makes\n"
-		  "Slurm drain the node and requeue the job (docs/slurm.md).",
+		  "Slurm drain the node and requeue the job.",
 	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "done (also when there was nothing to do)" },
 						 { EXIT_USAGE, "usage, or not run by Slurm (no SLURM_JOB_ID)" },
 						 { EXIT_MPS, "a daemon did not start or stop" },
