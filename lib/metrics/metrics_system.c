@@ -12,11 +12,13 @@
  * Units are base units (bytes, hertz, watts, ratios 0..1); the MPS thread
  * percentage stays a percentage because that is the daemon's own setting.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
@@ -189,6 +191,49 @@ static void write_migs(struct gpushare_metrics_buf *b, const struct gpushare_sys
 
 /* ---- compute processes ---- */
 
+/* The Slurm job a process belongs to: SLURM_JOB_ID in its environment (for
+ * processes of this user, or any as root), else a "job_N" component of its
+ * cgroup path (proctrack/cgroup); "" when neither says. */
+static void slurm_job_of(pid_t pid, char *out, size_t len)
+{
+	char path[64], buf[65536];
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0)
+			buf[n] = '\0';
+		for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
+			if (!strncmp(buf + i, "SLURM_JOB_ID=", 13) && buf[i + 13]) {
+				snprintf(out, len, "%.*s", (int)strspn(buf + i + 13, "0123456789_"), buf + i + 13);
+				return;
+			}
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (char *p = strstr(buf, "/job_"); p; p = strstr(p + 1, "/job_")) {
+		size_t d = strspn(p + 5, "0123456789");
+
+		if (d && (p[5 + d] == '/' || p[5 + d] == '\n' || p[5 + d] == '\0')) {
+			snprintf(out, len, "%.*s", (int)d, p + 5);
+			return;
+		}
+	}
+}
+
 static void write_processes(struct gpushare_metrics_buf *b, const struct gpushare_system_info *sys)
 {
 	gpushare_metrics_family(b, "gpushare_gpu_processes", "gauge",
@@ -212,15 +257,16 @@ static void write_processes(struct gpushare_metrics_buf *b, const struct gpushar
 	}
 	gpushare_metrics_family(b, "gpushare_process_gpu_memory_bytes", "gauge",
 				"Device memory of one compute process, bytes; MPS clients are listed with their own "
-				"memory (kind mps-client), which NVML's plain process list attributes to the server.");
+				"memory (kind mps-client), which NVML's plain process list attributes to the server; "
+				"slurm_job_id: the process's Slurm job (\"\" when none).");
 	for (size_t i = 0; i < sys->n_gpus; i++) {
 		const struct gpushare_gpu_info *g = &sys->gpus[i];
 
 		for (size_t k = 0; k < g->n_procs; k++) {
 			const struct gpushare_proc_info *p = &g->procs[k];
-			struct gpushare_metrics_label l[6];
+			struct gpushare_metrics_label l[7];
 			struct gpu_labels gl;
-			char pid[24], gi[16] = "";
+			char pid[24], gi[16] = "", job[32];
 
 			if (p->mem_used_bytes == GPUSHARE_UNKNOWN_U64)
 				continue;
@@ -234,7 +280,9 @@ static void write_processes(struct gpushare_metrics_buf *b, const struct gpushar
 			l[3] = (struct gpushare_metrics_label){ "name", p->name };
 			l[4] = (struct gpushare_metrics_label){ "kind", gpushare_proc_kind_name(p->kind) };
 			l[5] = (struct gpushare_metrics_label){ "gpu_instance", gi };
-			gpushare_metrics_sample_u64(b, "gpushare_process_gpu_memory_bytes", l, 6, p->mem_used_bytes);
+			slurm_job_of(p->pid, job, sizeof(job));
+			l[6] = (struct gpushare_metrics_label){ "slurm_job_id", job };
+			gpushare_metrics_sample_u64(b, "gpushare_process_gpu_memory_bytes", l, 7, p->mem_used_bytes);
 		}
 	}
 }

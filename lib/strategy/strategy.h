@@ -29,6 +29,10 @@ struct gpushare_strategy_ctx {
 	const struct gpushare_system_info *sys; /* NULL without the driver */
 	unsigned gpu_index;             /* mig: the GPU whose instances serve the workers */
 	int workers;                    /* clients that share one GPU (mps-split's default share) */
+	/* The job's cap on each GPU's active threads (Slurm's gres/mps share,
+	 * lib/slurm): 0 none. mps gives every client this percentage;
+	 * mps-split's default share is cap / workers instead of 100 / workers. */
+	double thread_cap;
 	/* mps-split limits: n == 0 none (thread share: 100 / workers),
 	 * n == 1 one value for all, else one per worker. */
 	const double *thread_percentage;
