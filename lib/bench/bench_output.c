@@ -391,7 +391,8 @@ static cJSON *json_comparison(const struct gpushare_comparison *c)
 		  cJSON_AddStringToObject(o, "verdict", gpushare_verdict_name(c->verdict)) &&
 		  jnum_or_null(o, "confidence", c->confidence, apart) &&
 		  (c->verdict == GPUSHARE_VERDICT_UNKNOWN ? cJSON_AddNullToObject(o, "significant") != NULL
-							  : cJSON_AddBoolToObject(o, "significant", c->significant) != NULL);
+							  : cJSON_AddBoolToObject(o, "significant", c->significant) != NULL) &&
+		  gpushare_json_add_method(o, c);
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -899,17 +900,31 @@ int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f
 			sd[0] = '\0';
 		switch (rel.throughput.verdict) {
 		case GPUSHARE_VERDICT_TIE:
-			snprintf(verdict, sizeof(verdict), "tie: the intervals of the medians overlap");
+			if (rel.throughput.method == GPUSHARE_METHOD_WELCH_LOG)
+				snprintf(verdict, sizeof(verdict), "tie: the 95%% t interval on logs holds 1");
+			else
+				snprintf(verdict, sizeof(verdict), "tie: the intervals of the medians overlap");
 			break;
 		case GPUSHARE_VERDICT_HIGHER:
 		case GPUSHARE_VERDICT_LOWER:
+			if (rel.throughput.method == GPUSHARE_METHOD_WELCH_LOG) {
+				char lo[24], hi[24];
+
+				snprintf(verdict, sizeof(verdict), "%s, significant: %s-%s, t test on logs, p %s %.2g",
+					 rel.throughput.verdict == GPUSHARE_VERDICT_HIGHER ? "higher" : "lower",
+					 gpushare_fmt_ratio(rel.throughput.t_lo, lo, sizeof(lo)),
+					 gpushare_fmt_ratio(rel.throughput.t_hi, hi, sizeof(hi)),
+					 rel.throughput.p_value < 0.001 ? "<" : "=",
+					 rel.throughput.p_value < 0.001 ? 0.001 : rel.throughput.p_value);
+				break;
+			}
 			gpushare_fmt_coverage(rel.throughput.confidence, conf, sizeof(conf));
 			snprintf(verdict, sizeof(verdict), "%s at %s confidence%s",
 				 rel.throughput.verdict == GPUSHARE_VERDICT_HIGHER ? "higher" : "lower", conf,
 				 rel.throughput.significant ? "" : ", below 95%: not significant");
 			break;
 		default:
-			snprintf(verdict, sizeof(verdict), "no interval with %zu run%s: give --repeats 7 or more for a verdict",
+			snprintf(verdict, sizeof(verdict), "no interval with %zu run%s: give --repeats 2 or more for a verdict",
 				 s->n_ok < b->n_ok ? s->n_ok : b->n_ok, (s->n_ok < b->n_ok ? s->n_ok : b->n_ok) == 1 ? "" : "s");
 			break;
 		}
