@@ -203,6 +203,7 @@ static cJSON *json_result(const struct gpushare_bench_result *res, const struct 
 	     jnum(agg, "workers", (double)res->n_workers) && jnum_or_null(agg, "requests", (double)res->requests, fig) &&
 	     jnum_or_null(agg, "items", (double)res->items, fig) && jnum_or_null(agg, "errors", (double)res->errors, fig) &&
 	     jnum_or_null(agg, "window_seconds", res->window_seconds, fig) &&
+	     jnum_or_null(agg, "warmup_seconds", res->warmup_seconds, fig) &&
 	     jnum_or_null(agg, "requests_per_second", res->requests_per_second, fig) &&
 	     jnum_or_null(agg, "items_per_second", res->items_per_second, fig) &&
 	     json_latency(agg, lat, res->mean_seconds, res->stddev_seconds, res->p50_seconds, res->p90_seconds,
@@ -271,6 +272,7 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	     jnum_or_null(o, "duration_seconds", (double)c->duration_ns / 1e9, c->requests == 0) &&
 	     jnum_or_null(o, "requests_per_worker", (double)c->requests, c->requests > 0) &&
 	     jnum(o, "warmup_seconds", (double)c->warmup_ns / 1e9) &&
+	     cJSON_AddBoolToObject(o, "warmup_adaptive", c->warmup_adaptive) &&
 	     jnum(o, "warmup_requests", (double)c->warmup_requests) &&
 	     jnum(o, "start_timeout_seconds", (double)c->start_timeout_ns / 1e9) &&
 	     cJSON_AddStringToObject(o, "gpu", c->gpu) && jstr_or_null(o, "mps_pipe_dir", c->mps_pipe_dir) &&
@@ -961,7 +963,11 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 			fprintf(f, "%" PRIu64 " %s per worker", c->requests, jobs ? "jobs" : "requests");
 		else
 			fprintf(f, "%s window", gpushare_fmt_seconds((double)c->duration_ns / 1e9, d, sizeof(d)));
-		fprintf(f, " after %s warm-up", gpushare_fmt_seconds((double)c->warmup_ns / 1e9, w, sizeof(w)));
+		if (c->warmup_adaptive && !c->requests && c->load != GPUSHARE_LOAD_OPEN && !c->command)
+			fprintf(f, " after a warm-up until the rate is stable (at most %s)",
+				gpushare_fmt_seconds((double)c->warmup_ns / 1e9, w, sizeof(w)));
+		else
+			fprintf(f, " after %s warm-up", gpushare_fmt_seconds((double)c->warmup_ns / 1e9, w, sizeof(w)));
 		if (repeated)
 			fprintf(f, ", %d repeats (interleaved; figures are means)", r->repeats);
 		if (r->gpu_name[0])
