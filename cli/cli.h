@@ -66,6 +66,7 @@ int cmd_version(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_farm(int argc, char **argv);
 int cmd_exec(int argc, char **argv);

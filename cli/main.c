@@ -20,6 +20,7 @@ static const struct cmd commands[] = {
 	{ "bench", cmd_bench, "run N workers under each sharing strategy and compare" },
 	{ "exporter", cmd_exporter, "serve GPU, MIG, process and MPS metrics to Prometheus" },
 	{ "sweep", cmd_sweep, "run a grid of strategies x workers x batch sizes, repeated" },
+	{ "tune", cmd_tune, "find the best strategy, workers and batch for a workload by a race of short runs" },
 	{ "report", cmd_report, "tables, plots and a recommendation from a sweep's results" },
 	{ "plan", cmd_plan, "Slurm, Kubernetes, mig-parted or MPS configuration from a sweep's results" },
 	{ "farm", cmd_farm, "run a queue of jobs, K at once on each GPU, with a journal to resume" },

@@ -165,6 +165,9 @@ int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int arg
 	if (o->cmd_at < 0) {
 		if (o->mode_given || o->jobs)
 			return cli_error(EXIT_USAGE, "%s: --mode and --jobs apply to a command given after '--'", cmd);
+		/* Without --warmup a built-in workload's warm-up ends once its rate
+		 * is stable, at most the default 2 s (docs/bench.md). */
+		c->warmup_adaptive = !o->warmup_given;
 		return EXIT_OK;
 	}
 	if (o->cmd_at + 1 >= argc || !argv[o->cmd_at + 1][0])

@@ -75,6 +75,11 @@ class Client:
         self._reqs = []           # v2: ids handed over and not taken yet
         self._next_id = 0         # v1 fallback
         self._t0 = 0
+        # Version-1 reports are batched: sent 2 ms after the first waiting one,
+        # at 64, before any other line, once stop is seen and at close.
+        self._out = []
+        self._out_since = 0
+        self._polled = 0
         # The highest version both sides speak; 1 unless asked for 2.
         self.version = 2 if version >= 2 and _env_int("GPUSHARE_PROTOCOL", 1) >= 2 else 1
         fd = env.get("GPUSHARE_REPORT_FD", "")
@@ -88,7 +93,18 @@ class Client:
     def active(self):
         return self._sock is not None
 
+    def _flush(self):
+        if not self._out or self._sock is None:
+            self._out = []
+            return
+        data, self._out = "".join(self._out), []
+        try:
+            self._sock.sendall(data.encode("ascii"))
+        except OSError:
+            self.stopped = True  # gpushare is gone
+
     def _send(self, line):
+        self._flush()
         if self._sock is None or (self.stopped and not line.startswith("fail")):
             return
         try:
@@ -142,12 +158,26 @@ class Client:
         """Whether to run another request (checks for "stop" without blocking)."""
         if self._sock is None:
             return True
-        self._poll(0)
+        now = time.monotonic_ns()
+        if now - self._polled >= 1000000:  # look for "stop" every 1 ms
+            self._polled = now
+            self._poll(0)
+        if self.stopped:
+            self._flush()
         return not self.stopped
 
     def report(self, start_ns, end_ns):
         """One request from start_ns to end_ns (now_ns() values)."""
-        self._send("span %d %d\n" % (start_ns, end_ns))
+        if self._sock is None:
+            return
+        if self.stopped:
+            self._flush()
+            return
+        if not self._out:
+            self._out_since = end_ns
+        self._out.append("span %d %d\n" % (start_ns, end_ns))
+        if len(self._out) >= 64 or end_ns - self._out_since >= 2000000:
+            self._flush()
 
     @contextlib.contextmanager
     def request(self):
@@ -208,6 +238,7 @@ class Client:
 
     def close(self):
         if self._sock is not None:
+            self._flush()
             self._sock.close()
             self._sock = None
 

@@ -313,6 +313,10 @@ static int measure(struct stream *st, void *state)
 	for (;;) {
 		if (phase_of(r) == GPUSHARE_PHASE_STOP || interrupted() || gpushare_slot_window_full(&win))
 			break;
+		/* The window may move while the warm-up lasts (an adaptive
+		 * warm-up ends early): re-read it before each request. */
+		win.t_start = __atomic_load_n(&r->t_measure_start_ns, __ATOMIC_ACQUIRE);
+		win.t_end = __atomic_load_n(&r->t_measure_end_ns, __ATOMIC_ACQUIRE);
 		t0 = gpushare_now_ns();
 		if (t0 >= win.t_end)
 			break;

@@ -111,7 +111,11 @@ struct gpushare_bench_config {
 	size_t n_strategies;
 	uint64_t duration_ns;                  /* duration mode (requests == 0) */
 	uint64_t requests;                     /* requests per worker; 0: duration mode */
-	uint64_t warmup_ns;                    /* after GO, not recorded */
+	uint64_t warmup_ns;                    /* after GO, not recorded; with
+						* warmup_adaptive the most it lasts */
+	bool warmup_adaptive;                  /* end the warm-up once the rate is stable
+						* (closed loop, duration mode, built-in
+						* workloads; docs/bench.md); false: fixed */
 	uint64_t warmup_requests;              /* per worker, before READY */
 	uint64_t start_timeout_ns;             /* start barrier bound */
 	uint64_t run_timeout_ns;               /* bound of a requests-mode run */
@@ -321,6 +325,7 @@ struct gpushare_bench_result {
 	/* Aggregate (gpushare_bench_result_compute). */
 	uint64_t requests, items, errors;
 	double window_seconds;         /* sequential: sum of windows; else the longest */
+	double warmup_seconds;         /* the warm-up it had (the last run's, sequential) */
 	double requests_per_second, items_per_second;
 	double mean_seconds, stddev_seconds, p50_seconds, p90_seconds, p99_seconds,
 	       p999_seconds, max_seconds;

@@ -76,7 +76,17 @@ struct gpushare_client {
 	uint64_t req_id;
 	uint64_t next_id;              /* v1 fallback: ids of next() */
 	uint64_t req_start_ns;         /* when next() handed the request out */
+	/* Version 1 reports are batched: sent when GPUSHARE_CLIENT_FLUSH_NS has
+	 * passed since the first one waiting, when the buffer is nearly full,
+	 * before any other line, once stop is seen, and at close. */
+	char out[4096];
+	size_t out_len;
+	uint64_t out_since_ns;         /* when the first waiting report was added */
+	uint64_t polled_ns;            /* last look for "stop" (running()) */
 };
+
+#define GPUSHARE_CLIENT_FLUSH_NS 2000000ull  /* 2 ms */
+#define GPUSHARE_CLIENT_POLL_NS 1000000ull   /* running() looks for stop every 1 ms */
 
 static inline uint64_t gpushare_client_now_ns(void)
 {
@@ -99,8 +109,8 @@ static inline long gpushare_client_env_long(const char *name, long def)
 	return errno || *end ? def : n;
 }
 
-/* Write a whole line; false when gpushare is gone (then stopped). */
-static inline bool gpushare_client_send(struct gpushare_client *c, const char *line, size_t len)
+/* Write whole lines; false when gpushare is gone (then stopped). */
+static inline bool gpushare_client_send_raw(struct gpushare_client *c, const char *line, size_t len)
 {
 	size_t off = 0;
 
@@ -118,6 +128,21 @@ static inline bool gpushare_client_send(struct gpushare_client *c, const char *l
 		off += (size_t)n;
 	}
 	return true;
+}
+
+/* Send the reports waiting in the buffer. */
+static inline bool gpushare_client_flush(struct gpushare_client *c)
+{
+	size_t len = c->out_len;
+
+	c->out_len = 0;
+	return len == 0 || gpushare_client_send_raw(c, c->out, len);
+}
+
+/* Write a whole line after the waiting reports. */
+static inline bool gpushare_client_send(struct gpushare_client *c, const char *line, size_t len)
+{
+	return gpushare_client_flush(c) && gpushare_client_send_raw(c, line, len);
 }
 
 /* Read what gpushare sent; blocks up to timeout_ms (-1: until something). */
@@ -225,9 +250,17 @@ static inline int gpushare_client_ready(struct gpushare_client *c)
  * without blocking). Always true when inactive. */
 static inline bool gpushare_client_running(struct gpushare_client *c)
 {
+	uint64_t now;
+
 	if (!c->active)
 		return true;
-	gpushare_client_poll(c, 0);
+	now = gpushare_client_now_ns();
+	if (c->stopped || now - c->polled_ns >= GPUSHARE_CLIENT_POLL_NS) {
+		c->polled_ns = now;
+		gpushare_client_poll(c, 0);
+	}
+	if (c->stopped)
+		gpushare_client_flush(c);
 	return !c->stopped;
 }
 
@@ -240,7 +273,14 @@ static inline int gpushare_client_report(struct gpushare_client *c, uint64_t sta
 	if (!c->active)
 		return 0;
 	n = snprintf(line, sizeof(line), "span %llu %llu\n", (unsigned long long)start_ns, (unsigned long long)end_ns);
-	return gpushare_client_send(c, line, (size_t)n) ? 0 : -1;
+	if (c->out_len == 0)
+		c->out_since_ns = end_ns;
+	memcpy(c->out + c->out_len, line, (size_t)n);
+	c->out_len += (size_t)n;
+	if (c->out_len > sizeof(c->out) - sizeof(line) || end_ns - c->out_since_ns >= GPUSHARE_CLIENT_FLUSH_NS ||
+	    c->stopped)
+		return gpushare_client_flush(c) ? 0 : -1;
+	return 0;
 }
 
 /* The next request: true with its id in *id, false once gpushare said
@@ -312,8 +352,10 @@ static inline int gpushare_client_fail(struct gpushare_client *c, const char *te
 
 static inline void gpushare_client_close(struct gpushare_client *c)
 {
-	if (c->active)
+	if (c->active) {
+		gpushare_client_flush(c);
 		close(c->fd);
+	}
 	c->active = false;
 	c->fd = -1;
 }

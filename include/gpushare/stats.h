@@ -8,11 +8,15 @@
  *   is no interval; below six samples no rank reaches 95% and the interval
  *   is [min, max] with its (lower) coverage stated;
  * - mean, sample standard deviation, min and max (the hyperfine summary);
- * - a comparison of two medians: the ratio with its range, "tie" when the
- *   intervals overlap, and when they do not, the confidence of the
- *   difference: the joint coverage of the two intervals (independent runs).
- *   A difference is called significant only when that confidence is at
- *   least 95%.
+ * - a comparison of two cells. The verdict is Welch's t test on the logs of
+ *   the samples (log-normal run-to-run noise, independent interleaved runs):
+ *   the 95% t interval of the ratio of the geometric means; "tie" when it
+ *   holds 1, else higher or lower, significant at p < 5%. Beside it, the
+ *   distribution-free rule: the ratio of the medians with the range of their
+ *   order-statistic intervals, "tie" when those overlap, else apart at the
+ *   joint coverage of the two intervals (significant from 95%; 7 runs a
+ *   side). Where the t test cannot apply (a sample <= 0), the
+ *   distribution-free rule gives the verdict.
  */
 #ifndef GPUSHARE_STATS_H
 #define GPUSHARE_STATS_H
@@ -35,6 +39,9 @@ struct gpushare_ci {
 	double coverage;     /* probability the interval holds the true median,
 			      * exact; 0 when n < 2. At least the asked level
 			      * when n is large enough, else that of [min, max]. */
+	double log_mean;     /* mean of ln(x); NaN when a sample is <= 0 */
+	double log_sd;       /* sample standard deviation of ln(x); NaN when
+			      * n < 2 or a sample is <= 0 */
 };
 
 /* Median of x[0..n-1] with the order-statistic interval at level conf
@@ -73,17 +80,42 @@ enum gpushare_verdict {
 	GPUSHARE_VERDICT_LOWER,        /* a's interval lies below b's */
 };
 
+/* The method that gave a comparison's verdict. */
+enum gpushare_compare_method {
+	GPUSHARE_METHOD_NONE = 0,      /* no verdict (a side has fewer than 2 runs) */
+	GPUSHARE_METHOD_WELCH_LOG,     /* Welch's t test on ln(x) */
+	GPUSHARE_METHOD_ORDER,         /* the order-statistic intervals of the medians */
+};
+
 struct gpushare_comparison {
-	enum gpushare_verdict verdict;
+	enum gpushare_verdict verdict; /* by `method` */
+	enum gpushare_compare_method method;
 	double ratio;                  /* a.median / b.median; NaN when unknown */
-	double ratio_lo, ratio_hi;     /* a.lo / b.hi, a.hi / b.lo; NaN without intervals */
-	double confidence;             /* HIGHER/LOWER: a.coverage x b.coverage; else NaN */
+	double confidence;             /* HIGHER/LOWER: Welch 1 - p, or the joint coverage
+					* of the order rule; else NaN */
 	bool significant;              /* HIGHER/LOWER and confidence >= GPUSHARE_SIGNIFICANCE */
+	/* Welch's t test on ln(x) (NaN when it does not apply). */
+	double gm_ratio;               /* exp(a.log_mean - b.log_mean): ratio of geometric means */
+	double t_lo, t_hi;             /* its 95% t interval */
+	double t_df;                   /* Welch-Satterthwaite degrees of freedom */
+	double p_value;                /* two-sided */
+	/* The distribution-free rule. */
+	enum gpushare_verdict order_verdict; /* TIE when the intervals overlap, else HIGHER/LOWER */
+	double ratio_lo, ratio_hi;     /* a.lo / b.hi, a.hi / b.lo; NaN without intervals */
+	double order_confidence;       /* apart: a.coverage x b.coverage; else NaN */
 };
 void gpushare_compare(const struct gpushare_ci *a, const struct gpushare_ci *b, struct gpushare_comparison *out);
 
 /* "tie", "higher", "lower", "unknown". */
 const char *gpushare_verdict_name(int verdict);
+
+/* "welch-log", "order-statistics", "none". */
+const char *gpushare_method_name(int method);
+
+/* Student's t distribution with df > 0 degrees of freedom: P(T <= t), and
+ * the quantile q of P(T <= q) = p (0 < p < 1). */
+double gpushare_t_cdf(double t, double df);
+double gpushare_t_quantile(double p, double df);
 
 #ifdef __cplusplus
 }

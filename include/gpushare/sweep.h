@@ -97,6 +97,16 @@ struct gpushare_sweep_progress {
 
 typedef void (*gpushare_sweep_progress_fn)(void *arg, const struct gpushare_sweep_progress *p);
 
+/* Racing (gpushare tune): called after each round r (0-based; every active
+ * cell has had its run of that round, recorded ones included) with each
+ * cell's samples so far (items/s of its ok runs, or under --find-peak the
+ * peak rate of the searches that found one; n_samples[k] of them). It
+ * clears active[k] of the cells that should run no more; returns true to
+ * end the sweep before the next round. Its decisions must follow from the
+ * samples only, so a resumed sweep takes the same ones. */
+typedef bool (*gpushare_sweep_select_fn)(void *arg, int round, const struct gpushare_sweep_cell *cells, size_t n_cells,
+					 const double *const *samples, const size_t *n_samples, bool *active);
+
 struct gpushare_sweep_config {
 	struct gpushare_sweep_shape shapes[GPUSHARE_SWEEP_MAX_SHAPES];
 	size_t n_shapes;
@@ -126,6 +136,14 @@ struct gpushare_sweep_config {
 	struct gpushare_bench_config bench;
 	gpushare_sweep_progress_fn progress;   /* may be NULL */
 	void *progress_arg;
+	/* Racing: with select set, rounds go on up to max_repeats and each
+	 * round runs only the cells select() left active (repeats and
+	 * target_noise are not used). NULL: the whole grid. */
+	gpushare_sweep_select_fn select;
+	void *select_arg;
+	/* > 0: start no run when the time spent by this invocation plus the mean
+	 * time of its runs so far would pass this many seconds. */
+	double budget_seconds;
 };
 
 /* What a sweep did. */
@@ -134,6 +152,7 @@ struct gpushare_sweep_summary {
 	unsigned runs_failed;           /* of those, status "failed" or "partial" */
 	unsigned runs_skipped;          /* already recorded (--resume) */
 	unsigned bad_lines;             /* corrupt lines seen in the results file on resume */
+	bool budget_out;                /* budget_seconds stopped the sweep before select() did */
 	bool mps_daemon_started;
 	char mps_pipe_dir[GPUSHARE_PATH_MAX];
 };

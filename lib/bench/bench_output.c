@@ -187,6 +187,7 @@ static cJSON *json_result(const struct gpushare_bench_result *res, const struct 
 	     gpushare_json_num_if(agg, "items", (double)res->items, fig) &&
 	     gpushare_json_num_if(agg, "errors", (double)res->errors, fig) &&
 	     gpushare_json_num_if(agg, "window_seconds", res->window_seconds, fig) &&
+	     gpushare_json_num_if(agg, "warmup_seconds", res->warmup_seconds, fig) &&
 	     gpushare_json_num_if(agg, "requests_per_second", res->requests_per_second, fig) &&
 	     gpushare_json_num_if(agg, "items_per_second", res->items_per_second, fig) &&
 	     json_latency(agg, lat, res->mean_seconds, res->stddev_seconds, res->p50_seconds, res->p90_seconds,
@@ -245,6 +246,7 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	     gpushare_json_num_if(o, "duration_seconds", (double)c->duration_ns / 1e9, c->requests == 0) &&
 	     gpushare_json_num_if(o, "requests_per_worker", (double)c->requests, c->requests > 0) &&
 	     gpushare_json_num(o, "warmup_seconds", (double)c->warmup_ns / 1e9) &&
+	     gpushare_json_bool(o, "warmup_adaptive", c->warmup_adaptive) &&
 	     gpushare_json_num(o, "warmup_requests", (double)c->warmup_requests) &&
 	     gpushare_json_num(o, "start_timeout_seconds", (double)c->start_timeout_ns / 1e9) &&
 	     gpushare_json_str(o, "gpu", c->gpu) && gpushare_json_str_or_null(o, "mps_pipe_dir", c->mps_pipe_dir) &&
@@ -359,7 +361,8 @@ static cJSON *json_comparison(const struct gpushare_comparison *c)
 		  gpushare_json_str(o, "verdict", gpushare_verdict_name(c->verdict)) &&
 		  gpushare_json_num_if(o, "confidence", c->confidence, apart) &&
 		  (c->verdict == GPUSHARE_VERDICT_UNKNOWN ? gpushare_json_null(o, "significant")
-							  : gpushare_json_bool(o, "significant", c->significant));
+							  : gpushare_json_bool(o, "significant", c->significant)) &&
+		  gpushare_json_compare_method(o, c);
 
 	if (!ok) {
 		cJSON_Delete(o);
@@ -863,17 +866,31 @@ int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f
 			sd[0] = '\0';
 		switch (rel.throughput.verdict) {
 		case GPUSHARE_VERDICT_TIE:
-			snprintf(verdict, sizeof(verdict), "tie: the intervals of the medians overlap");
+			if (rel.throughput.method == GPUSHARE_METHOD_WELCH_LOG)
+				snprintf(verdict, sizeof(verdict), "tie: the 95%% t interval on logs holds 1");
+			else
+				snprintf(verdict, sizeof(verdict), "tie: the intervals of the medians overlap");
 			break;
 		case GPUSHARE_VERDICT_HIGHER:
 		case GPUSHARE_VERDICT_LOWER:
+			if (rel.throughput.method == GPUSHARE_METHOD_WELCH_LOG) {
+				char lo[24], hi[24];
+
+				snprintf(verdict, sizeof(verdict), "%s, significant: %s-%s, t test on logs, p %s %.2g",
+					 rel.throughput.verdict == GPUSHARE_VERDICT_HIGHER ? "higher" : "lower",
+					 gpushare_fmt_ratio(rel.throughput.t_lo, lo, sizeof(lo)),
+					 gpushare_fmt_ratio(rel.throughput.t_hi, hi, sizeof(hi)),
+					 rel.throughput.p_value < 0.001 ? "<" : "=",
+					 rel.throughput.p_value < 0.001 ? 0.001 : rel.throughput.p_value);
+				break;
+			}
 			gpushare_fmt_coverage(rel.throughput.confidence, conf, sizeof(conf));
 			snprintf(verdict, sizeof(verdict), "%s at %s confidence%s",
 				 rel.throughput.verdict == GPUSHARE_VERDICT_HIGHER ? "higher" : "lower", conf,
 				 rel.throughput.significant ? "" : ", below 95%: not significant");
 			break;
 		default:
-			snprintf(verdict, sizeof(verdict), "no interval with %zu run%s: give --repeats 7 or more for a verdict",
+			snprintf(verdict, sizeof(verdict), "no interval with %zu run%s: give --repeats 2 or more for a verdict",
 				 s->n_ok < b->n_ok ? s->n_ok : b->n_ok, (s->n_ok < b->n_ok ? s->n_ok : b->n_ok) == 1 ? "" : "s");
 			break;
 		}
@@ -910,7 +927,11 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 			fprintf(f, "%" PRIu64 " %s per worker", c->requests, jobs ? "jobs" : "requests");
 		else
 			fprintf(f, "%s window", gpushare_fmt_seconds((double)c->duration_ns / 1e9, d, sizeof(d)));
-		fprintf(f, " after %s warm-up", gpushare_fmt_seconds((double)c->warmup_ns / 1e9, w, sizeof(w)));
+		if (c->warmup_adaptive && !c->requests && c->load != GPUSHARE_LOAD_OPEN && !c->command)
+			fprintf(f, " after a warm-up until the rate is stable (at most %s)",
+				gpushare_fmt_seconds((double)c->warmup_ns / 1e9, w, sizeof(w)));
+		else
+			fprintf(f, " after %s warm-up", gpushare_fmt_seconds((double)c->warmup_ns / 1e9, w, sizeof(w)));
 		if (repeated)
 			fprintf(f, ", %d repeats (interleaved; figures are means)", r->repeats);
 		if (r->gpu_name[0])

@@ -454,6 +454,58 @@ static int wait_ready(struct session *s)
 }
 
 /* From GO until the window closed, every worker is done, or one failed. */
+/* Adaptive warm-up (c->warmup_adaptive): from 200 ms on, end it once the
+ * requests finished by all workers in two 100 ms slices in a row are each at
+ * least 20 and within 10% of each other, and every worker has finished one;
+ * at the latest at c->warmup_ns. The window then starts 10 ms later (workers
+ * re-read it before each request) and lasts c->duration_ns. */
+#define WARM_SLICE_NS (100 * NS_PER_MS)
+#define WARM_MIN_NS (200 * NS_PER_MS)
+#define WARM_MARGIN_NS (10 * NS_PER_MS)
+static void adaptive_warmup(struct session *s)
+{
+	const struct gpushare_bench_config *c = s->x->c;
+	uint64_t prev_total = 0, prev_count = 0, t_next = s->t_go + WARM_SLICE_NS;
+	bool have_prev = false;
+
+	while (gpushare_now_ns() + WARM_MARGIN_NS < s->t_measure_start) {
+		uint64_t now = gpushare_now_ns(), total = 0;
+		bool all_started = true;
+
+		if (gpushare_bench_interrupted() || failed_slot(s, false) >= 0 || reap(s) == 0)
+			return;
+		sample(s);
+		if (now < t_next) {
+			progress(s, GPUSHARE_BENCH_WARMUP, s->t_go, s->t_measure_start - s->t_go, s->n_slots);
+			gpushare_sleep_ns(POLL_NS);
+			continue;
+		}
+		t_next += WARM_SLICE_NS;
+		for (uint32_t i = 0; i < s->n_slots; i++) {
+			uint64_t n = __atomic_load_n(&gpushare_region_slot(s->reg, i)->total_requests, __ATOMIC_RELAXED);
+
+			total += n;
+			all_started &= n > 0;
+		}
+		if (have_prev && now - s->t_go >= WARM_MIN_NS && all_started && prev_count >= 20 &&
+		    total - prev_total >= 20) {
+			uint64_t a = prev_count, b = total - prev_total, hi = a > b ? a : b, lo = a > b ? b : a;
+
+			if ((double)(hi - lo) <= 0.1 * (double)hi) {
+				s->t_measure_start = now + WARM_MARGIN_NS;
+				s->t_measure_end = s->t_measure_start + c->duration_ns;
+				/* End first: a worker that sees the new start sees an end after it. */
+				__atomic_store_n(&s->reg->t_measure_end_ns, s->t_measure_end, __ATOMIC_RELEASE);
+				__atomic_store_n(&s->reg->t_measure_start_ns, s->t_measure_start, __ATOMIC_RELEASE);
+				return;
+			}
+		}
+		prev_count = total - prev_total;
+		prev_total = total;
+		have_prev = true;
+	}
+}
+
 static void wait_run(struct session *s)
 {
 	const struct gpushare_bench_config *c = s->x->c;
@@ -625,6 +677,10 @@ static int session_run(struct bench_ctx *x, int strategy, int run, int n_runs, c
 		__atomic_store_n(&s.reg->t_measure_end_ns, s.t_measure_end, __ATOMIC_RELAXED);
 		__atomic_store_n(&s.reg->phase, GPUSHARE_PHASE_GO, __ATOMIC_RELEASE);
 		rc = gpushare_openloop_go(&s.disp, c, s.reg, s.t_go, s.t_measure_start, s.t_measure_end);
+		if (rc == GPUSHARE_OK && c->warmup_adaptive && c->load != GPUSHARE_LOAD_OPEN && !c->requests &&
+		    !c->command)
+			adaptive_warmup(&s);
+		res->warmup_seconds = (double)(s.t_measure_start - s.t_go) / 1e9;
 		if (rc == GPUSHARE_OK)
 			wait_run(&s);
 		gpushare_dispatcher_stop(&s.disp);

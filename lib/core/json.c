@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "gpushare/gpushare.h"
+#include "gpushare/stats.h"
 #include "gpushare/utf8.h"
 
 #include "json.h"
@@ -124,4 +125,14 @@ char *gpushare_json_finish(cJSON *doc, bool ok, bool pretty)
 
 	cJSON_Delete(doc);
 	return text;
+}
+
+bool gpushare_json_compare_method(cJSON *o, const struct gpushare_comparison *c)
+{
+	return gpushare_json_str(o, "method", gpushare_method_name(c->method)) &&
+	       gpushare_json_num(o, "gm_ratio", c->gm_ratio) && gpushare_json_num(o, "t_lo", c->t_lo) &&
+	       gpushare_json_num(o, "t_hi", c->t_hi) && gpushare_json_num(o, "t_df", c->t_df) &&
+	       gpushare_json_num(o, "p_value", c->p_value) &&
+	       gpushare_json_str(o, "order_verdict", gpushare_verdict_name(c->order_verdict)) &&
+	       gpushare_json_num(o, "order_confidence", c->order_confidence);
 }

@@ -54,6 +54,12 @@ cJSON *gpushare_json_arr(cJSON *o, const char *k);
 cJSON *gpushare_json_number(double v);
 cJSON *gpushare_json_string(const char *s);
 
+struct gpushare_comparison;
+/* The rules behind a comparison (gpushare/stats.h): "method", the t test's
+ * "gm_ratio", "t_lo", "t_hi", "t_df", "p_value" and the order-statistic
+ * rule's "order_verdict", "order_confidence" (null where unknown). */
+bool gpushare_json_compare_method(cJSON *o, const struct gpushare_comparison *c);
+
 /* The text of doc, indented when pretty, always valid UTF-8 (a string that
  * came in some other way, say parsed from a file, is repaired too); NULL
  * when doc is NULL or out of memory. Free with free(). */

@@ -40,7 +40,7 @@ void gpushare_median_ci(const double *x, size_t n, double conf, struct gpushare_
 	size_t l;
 
 	memset(out, 0, sizeof(*out));
-	out->median = out->lo = out->hi = NAN;
+	out->median = out->lo = out->hi = out->log_mean = out->log_sd = NAN;
 	if (n == 0)
 		return;
 	v = malloc(n * sizeof(*v));
@@ -60,6 +60,104 @@ void gpushare_median_ci(const double *x, size_t n, double conf, struct gpushare_
 		out->coverage = gpushare_median_ci_coverage(n, l);
 	}
 	free(v);
+	{
+		double sum = 0, ss = 0, m;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!(x[i] > 0) || !isfinite(x[i]))
+				return;
+			sum += log(x[i]);
+		}
+		m = sum / (double)n;
+		out->log_mean = m;
+		if (n < 2)
+			return;
+		for (size_t i = 0; i < n; i++)
+			ss += (log(x[i]) - m) * (log(x[i]) - m);
+		out->log_sd = sqrt(ss / (double)(n - 1));
+	}
+}
+
+/* The continued fraction of the regularized incomplete beta function
+ * (modified Lentz), valid for x < (a + 1) / (a + b + 2). */
+static double beta_cf(double a, double b, double x)
+{
+	const double tiny = 1e-300;
+	double c = 1, d = 1 - (a + b) * x / (a + 1), h;
+
+	d = fabs(d) < tiny ? tiny : d;
+	d = 1 / d;
+	h = d;
+	for (int m = 1; m <= 300; m++) {
+		double m2 = 2.0 * m, aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2)), del;
+
+		d = 1 + aa * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + aa / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		h *= d * c;
+		aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+		d = 1 + aa * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + aa / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		del = d * c;
+		h *= del;
+		if (fabs(del - 1) < 1e-15)
+			break;
+	}
+	return h;
+}
+
+/* I_x(a, b), the regularized incomplete beta function. */
+static double beta_inc(double a, double b, double x)
+{
+	double front;
+
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+	if (x < (a + 1) / (a + b + 2))
+		return front * beta_cf(a, b, x) / a;
+	return 1 - front * beta_cf(b, a, 1 - x) / b;
+}
+
+double gpushare_t_cdf(double t, double df)
+{
+	double tail;
+
+	if (isnan(t) || !(df > 0))
+		return NAN;
+	if (isinf(t))
+		return t > 0 ? 1 : 0;
+	/* P(|T| > |t|) = I_{df/(df+t^2)}(df/2, 1/2) */
+	tail = beta_inc(df / 2, 0.5, df / (df + t * t));
+	return t > 0 ? 1 - tail / 2 : tail / 2;
+}
+
+double gpushare_t_quantile(double p, double df)
+{
+	double lo = 0, hi = 1;
+
+	if (!(p > 0 && p < 1) || !(df > 0))
+		return NAN;
+	if (p < 0.5)
+		return -gpushare_t_quantile(1 - p, df);
+	while (gpushare_t_cdf(hi, df) < p && hi < 1e300)
+		hi *= 2;
+	for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (gpushare_t_cdf(mid, df) < p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
 }
 
 bool gpushare_ci_has_interval(const struct gpushare_ci *ci)
@@ -107,27 +205,77 @@ void gpushare_sample_stats(const double *x, size_t n, struct gpushare_sample_sta
 		out->cv = out->stddev / fabs(out->mean);
 }
 
+/* Welch's t test on the logs: a's and b's log means and spreads. */
+static bool compare_welch(const struct gpushare_ci *a, const struct gpushare_ci *b, struct gpushare_comparison *out)
+{
+	double va, vb, se, d, q;
+
+	if (a->n < 2 || b->n < 2 || !isfinite(a->log_sd) || !isfinite(b->log_sd) || !isfinite(a->log_mean) ||
+	    !isfinite(b->log_mean))
+		return false;
+	va = a->log_sd * a->log_sd / (double)a->n;
+	vb = b->log_sd * b->log_sd / (double)b->n;
+	se = sqrt(va + vb);
+	d = a->log_mean - b->log_mean;
+	out->gm_ratio = exp(d);
+	if (se == 0) {
+		/* Both sides without spread: no noise to weigh the difference against. */
+		out->t_df = (double)(a->n + b->n - 2);
+		out->p_value = d == 0 ? 1 : 0;
+		out->t_lo = out->t_hi = out->gm_ratio;
+	} else {
+		out->t_df = (va + vb) * (va + vb) /
+			    (va * va / (double)(a->n - 1) + vb * vb / (double)(b->n - 1));
+		out->p_value = 2 * (1 - gpushare_t_cdf(fabs(d) / se, out->t_df));
+		if (out->p_value < 0)
+			out->p_value = 0;
+		q = gpushare_t_quantile(1 - (1 - GPUSHARE_SIGNIFICANCE) / 2, out->t_df);
+		out->t_lo = exp(d - q * se);
+		out->t_hi = exp(d + q * se);
+	}
+	return true;
+}
+
 void gpushare_compare(const struct gpushare_ci *a, const struct gpushare_ci *b, struct gpushare_comparison *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->ratio = out->ratio_lo = out->ratio_hi = out->confidence = NAN;
+	out->ratio = out->ratio_lo = out->ratio_hi = out->confidence = out->order_confidence = NAN;
+	out->gm_ratio = out->t_lo = out->t_hi = out->t_df = out->p_value = NAN;
 	if (a->n == 0 || b->n == 0)
 		return;
 	if (b->median != 0)
 		out->ratio = a->median / b->median;
-	if (!gpushare_ci_has_interval(a) || !gpushare_ci_has_interval(b))
-		return;
-	if (b->hi > 0)
-		out->ratio_lo = a->lo / b->hi;
-	if (b->lo > 0)
-		out->ratio_hi = a->hi / b->lo;
-	if (gpushare_ci_overlap(a, b)) {
-		out->verdict = GPUSHARE_VERDICT_TIE;
-		return;
+	if (gpushare_ci_has_interval(a) && gpushare_ci_has_interval(b)) {
+		if (b->hi > 0)
+			out->ratio_lo = a->lo / b->hi;
+		if (b->lo > 0)
+			out->ratio_hi = a->hi / b->lo;
+		if (gpushare_ci_overlap(a, b)) {
+			out->order_verdict = GPUSHARE_VERDICT_TIE;
+		} else {
+			out->order_verdict = a->lo > b->hi ? GPUSHARE_VERDICT_HIGHER : GPUSHARE_VERDICT_LOWER;
+			out->order_confidence = a->coverage * b->coverage;
+		}
 	}
-	out->verdict = a->lo > b->hi ? GPUSHARE_VERDICT_HIGHER : GPUSHARE_VERDICT_LOWER;
-	out->confidence = a->coverage * b->coverage;
-	out->significant = out->confidence >= GPUSHARE_SIGNIFICANCE - 1e-12;
+	if (compare_welch(a, b, out)) {
+		out->method = GPUSHARE_METHOD_WELCH_LOG;
+		if (out->t_lo > 1)
+			out->verdict = GPUSHARE_VERDICT_HIGHER;
+		else if (out->t_hi < 1)
+			out->verdict = GPUSHARE_VERDICT_LOWER;
+		else
+			out->verdict = GPUSHARE_VERDICT_TIE;
+		if (out->verdict != GPUSHARE_VERDICT_TIE) {
+			out->confidence = 1 - out->p_value;
+			out->significant = true;
+		}
+	} else if (out->order_verdict != GPUSHARE_VERDICT_UNKNOWN) {
+		out->method = GPUSHARE_METHOD_ORDER;
+		out->verdict = out->order_verdict;
+		out->confidence = out->order_confidence;
+		out->significant = out->verdict != GPUSHARE_VERDICT_TIE &&
+				   out->confidence >= GPUSHARE_SIGNIFICANCE - 1e-12;
+	}
 }
 
 const char *gpushare_verdict_name(int verdict)
@@ -137,5 +285,14 @@ const char *gpushare_verdict_name(int verdict)
 	case GPUSHARE_VERDICT_HIGHER: return "higher";
 	case GPUSHARE_VERDICT_LOWER: return "lower";
 	default: return "unknown";
+	}
+}
+
+const char *gpushare_method_name(int method)
+{
+	switch (method) {
+	case GPUSHARE_METHOD_WELCH_LOG: return "welch-log";
+	case GPUSHARE_METHOD_ORDER: return "order-statistics";
+	default: return "none";
 	}
 }

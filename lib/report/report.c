@@ -210,17 +210,46 @@ static const char *sname(const struct gpushare_report *r, int cell)
 }
 
 /* How a compares with b, in words, for a throughput ("the throughput of")
- * or a latency ("the p99 of"):
+ * or a latency ("the p99 of"). Welch's t test on logs gives the verdict,
+ * the order-statistic rule is beside it:
+ *   "2.44x the throughput of timeslice (2.41x-2.47x, t test on logs: significant, p < 0.001;
+ *    order statistics: 2.40x-2.48x, apart at 25% confidence)"
+ *   "tie with timeslice (1.02x; 0.97x-1.07x holds 1, t test on logs; order statistics: the intervals overlap)"
+ * Without the t test (a value <= 0), the order-statistic rule alone:
  *   "2.16x the throughput of timeslice (1.90x-2.40x; significant, 98.4% confidence)"
  *   "2.16x the throughput of timeslice (1.90x-2.40x; apart at 56.2% confidence, below 95%: not significant)"
  *   "tie with timeslice (1.02x; the intervals overlap)"
- *   "2.16x the throughput of timeslice (one run: no interval, no verdict)" */
+ *   "2.16x the throughput of timeslice (too few runs for an interval: no verdict)" */
 void gpushare_report_compare_text(const struct gpushare_comparison *c, const char *what, const char *b_name, char *buf,
 			 size_t len)
 {
-	char ratio[24], lo[24], hi[24], conf[16];
+	char ratio[24], lo[24], hi[24], conf[16], order[128], pv[32];
 
 	gpushare_fmt_ratio(c->ratio, ratio, sizeof(ratio));
+	if (c->method == GPUSHARE_METHOD_WELCH_LOG) {
+		if (c->order_verdict == GPUSHARE_VERDICT_TIE) {
+			snprintf(order, sizeof(order), "order statistics: the intervals overlap");
+		} else {
+			gpushare_fmt_ratio(c->ratio_lo, lo, sizeof(lo));
+			gpushare_fmt_ratio(c->ratio_hi, hi, sizeof(hi));
+			gpushare_fmt_coverage(c->order_confidence, conf, sizeof(conf));
+			snprintf(order, sizeof(order), "order statistics: %s-%s, apart at %s confidence", lo, hi, conf);
+		}
+		gpushare_fmt_ratio(c->t_lo, lo, sizeof(lo));
+		gpushare_fmt_ratio(c->t_hi, hi, sizeof(hi));
+		if (c->verdict == GPUSHARE_VERDICT_TIE) {
+			snprintf(buf, len, "tie with %s (%s; %s-%s holds 1, t test on logs; %s)", b_name, ratio, lo, hi,
+				 order);
+			return;
+		}
+		if (c->p_value < 0.001)
+			snprintf(pv, sizeof(pv), "p < 0.001");
+		else
+			snprintf(pv, sizeof(pv), "p = %.2g", c->p_value);
+		snprintf(buf, len, "%s %s of %s (%s-%s, t test on logs: significant, %s; %s)", ratio, what, b_name, lo,
+			 hi, pv, order);
+		return;
+	}
 	switch (c->verdict) {
 	case GPUSHARE_VERDICT_TIE:
 		snprintf(buf, len, "tie with %s (%s; the intervals overlap)", b_name, ratio);
@@ -431,6 +460,9 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
 		else if (sc->smallest == sc->best && !fewer)
 			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s), the fewest measured.",
+				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
+		else if (sc->smallest == sc->best && isfinite(best->throughput.log_sd))
+			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s); fewer workers give less (t test on logs, 95%%).",
 				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
 		else if (sc->smallest == sc->best)
 			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s); fewer workers give less (intervals of %s coverage apart).",

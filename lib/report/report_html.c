@@ -124,8 +124,11 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 	gpushare_buf_addf(b, "<p>Each figure is the median over a cell's successful runs. Its interval (in parentheses "
 		       "and as error bars) is the distribution-free interval of the median from order statistics, with "
 		       "its exact coverage: with one run there is none, with 2 runs it is [min, max] at 50%%, with 5 at "
-		       "93.7%%, from 6 runs on at least 95%%. Overlapping intervals are a tie; when they are apart, a "
-		       "difference is called significant only when both intervals together cover at least 95%%. "
+		       "93.7%%, from 6 runs on at least 95%%. Two cells are compared by Welch's t test on the logarithms "
+		       "of their runs (assumption: log-normal run-to-run noise, independent interleaved runs; 2 runs a "
+		       "side suffice): a tie when the 95%% interval of the ratio of their geometric means holds 1, else "
+		       "a significant difference. Beside it the distribution-free rule: overlapping intervals of the "
+		       "medians are a tie; apart, they state their joint coverage (95%% from 7 runs each). "
 		       "Highlighted: the best sharing strategy of a column, or tied with it.</p>\n");
 	gpushare_buf_addf(b, "<h2>Recommendation</h2>\n");
 	for (size_t i = 0; i < r->n_recs; i++) {

@@ -205,9 +205,12 @@ static void md_table(const struct gpushare_report *r, FILE *f, const char *shape
 static const char stats_note[] =
 	"Each figure is the median over a cell's successful runs. Its interval is the distribution-free\n"
 	"interval of the median from order statistics, with its exact coverage (with one run there is\n"
-	"none; with 2 runs it is [min, max] at 50%, with 5 at 93.7%, from 6 runs on at least 95%). Two\n"
-	"strategies whose intervals overlap are a tie; when they are apart, the difference is called\n"
-	"significant only when both intervals together cover at least 95% (7 or more runs each).\n";
+	"none; with 2 runs it is [min, max] at 50%, with 5 at 93.7%, from 6 runs on at least 95%).\n"
+	"Two cells are compared by Welch's t test on the logarithms of their runs (assumption: log-normal\n"
+	"run-to-run noise, independent interleaved runs; 2 runs a side suffice): the 95% interval of the\n"
+	"ratio of their geometric means; a tie when it holds 1, else a significant difference (p < 5%).\n"
+	"Beside it, the distribution-free rule: a tie when the intervals of the medians overlap, else\n"
+	"apart at the joint coverage of both intervals (95% from 7 runs each).\n";
 
 static void md_recommendation(const struct gpushare_report *r, FILE *f)
 {
@@ -445,7 +448,8 @@ static cJSON *json_comparison(const struct gpushare_comparison *c, bool compared
 		  !gpushare_json_str(o, "verdict", gpushare_verdict_name(c->verdict)) ||
 		  !gpushare_json_num_if(o, "confidence", c->confidence, apart) ||
 		  !(c->verdict == GPUSHARE_VERDICT_UNKNOWN ? gpushare_json_null(o, "significant")
-							   : gpushare_json_bool(o, "significant", c->significant)))) {
+							   : gpushare_json_bool(o, "significant", c->significant)) ||
+		  !gpushare_json_compare_method(o, c))) {
 		cJSON_Delete(o);
 		return NULL;
 	}

@@ -679,8 +679,10 @@ static int load_existing(struct sweep_ctx *x)
 		if (x->st[k].recorded[run->repeat])
 			continue;
 		x->st[k].recorded[run->repeat] = true;
-		if (run->status == GPUSHARE_RUN_OK)
+		if (run->status == GPUSHARE_RUN_OK && !run->find_peak)
 			rc = add_sample(&x->st[k], run->items_per_second);
+		else if (run->status == GPUSHARE_RUN_OK && run->peak_found)
+			rc = add_sample(&x->st[k], run->peak_rate);
 	}
 	gpushare_report_release(&rep);
 	return rc;
@@ -904,8 +906,10 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 			x->sum->runs_failed++;
 		if (rc == GPUSHARE_OK && repeat < x->rounds)
 			x->st[k].recorded[repeat] = true;
-		if (ok)
+		if (ok && !r.results[0].peak.searched)
 			wrc = add_sample(&x->st[k], ips);
+		else if (ok && r.results[0].peak.found)
+			wrc = add_sample(&x->st[k], r.results[0].peak.rate);   /* the sample of a search: its peak */
 		x->run_seconds_sum += (double)(gpushare_now_ns() - t0) / 1e9;
 		report_progress(x, true, ok, ips, NULL, ok && r.results[0].peak.searched ? &r.results[0].peak : NULL);
 	}
@@ -921,11 +925,76 @@ static bool converged(const struct sweep_ctx *x, size_t k)
 	return ci.n >= 2 && ci.coverage >= 0.95 && gpushare_ci_rel_halfwidth(&ci) <= x->s->target_noise;
 }
 
+/* No time for one more run of the mean length within the budget. */
+static bool budget_spent(struct sweep_ctx *x)
+{
+	double spent = (double)(gpushare_now_ns() - x->t0_ns) / 1e9;
+	double per_run = x->sum->runs_done ? x->run_seconds_sum / x->sum->runs_done : 0;
+
+	if (x->s->budget_seconds <= 0 || spent + per_run <= x->s->budget_seconds)
+		return false;
+	x->sum->budget_out = true;
+	return true;
+}
+
+/* Racing: each round runs the active cells, then select() narrows them. */
+static int race_loop(struct sweep_ctx *x)
+{
+	const struct gpushare_sweep_config *s = x->s;
+	bool *active = malloc(x->n_cells * sizeof(*active));
+	const double **samples = malloc(x->n_cells * sizeof(*samples));
+	size_t *n_samples = malloc(x->n_cells * sizeof(*n_samples));
+	int rc = GPUSHARE_OK;
+
+	if (!active || !samples || !n_samples) {
+		free(active);
+		free(samples);
+		free(n_samples);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	for (size_t k = 0; k < x->n_cells; k++)
+		active[k] = true;
+	for (int r = 0; r < x->rounds && !rc; r++) {
+		bool stop = false;
+
+		for (size_t k = 0; k < x->n_cells && !rc && !stop; k++) {
+			if (!active[k] || x->st[k].recorded[r])
+				continue;
+			if (gpushare_bench_interrupted()) {
+				rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
+				break;
+			}
+			if (budget_spent(x)) {
+				stop = true;
+				break;
+			}
+			if (r >= s->repeats)
+				x->planned++;
+			rc = run_one(x, k, r);
+		}
+		if (rc || stop)
+			break;
+		for (size_t k = 0; k < x->n_cells; k++) {
+			samples[k] = x->st[k].tput;
+			n_samples[k] = x->st[k].n_tput;
+		}
+		if (s->select(s->select_arg, r, x->cells, x->n_cells, samples, n_samples, active))
+			break;
+	}
+	free(active);
+	free(samples);
+	free(n_samples);
+	return rc;
+}
+
 static int sweep_loop(struct sweep_ctx *x)
 {
 	const struct gpushare_sweep_config *s = x->s;
 	bool adaptive = s->target_noise > 0;
 	int rc = GPUSHARE_OK;
+
+	if (s->select)
+		return race_loop(x);
 
 	for (int r = 0; r < x->rounds && !rc; r++) {
 		bool any_open = false;
@@ -973,7 +1042,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 	x.lock_fd = -1;
 	x.path = results_path;
 	x.t0_ns = gpushare_now_ns();
-	x.rounds = s->target_noise > 0 ? s->max_repeats : s->repeats;
+	x.rounds = s->target_noise > 0 || s->select ? s->max_repeats : s->repeats;
 	rc = gpushare_sweep_config_check(s);
 	if (!rc)
 		rc = gpushare_sweep_cells(s, &x.cells, &x.n_cells);

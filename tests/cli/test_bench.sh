@@ -280,12 +280,16 @@ for s in doc["summary"]:
     assert s["runs"] == 2 and s["runs_ok"] == 2 and t["n"] == 2
     assert t["min"] == min(runs) and t["max"] == max(runs) and abs(t["mean"] - sum(runs) / 2) < 1e-6 * t["mean"]
     assert t["stddev"] is not None and t["coverage"] == 0.5, t   # two runs: [min, max] covers 50%
-c = doc["relative"]["comparisons"][0]
-assert c["throughput"]["verdict"] in ("tie", "higher", "lower")
-if c["throughput"]["verdict"] != "tie":
-    assert c["throughput"]["confidence"] == 0.25 and c["throughput"]["significant"] is False
+c = doc["relative"]["comparisons"][0]["throughput"]
+assert c["verdict"] in ("tie", "higher", "lower") and c["method"] == "welch-log", c
+if c["order_verdict"] != "tie":
+    assert c["order_confidence"] == 0.25, c      # the order rule: two 50% intervals
+if c["verdict"] == "tie":
+    assert c["significant"] is False and c["t_lo"] <= 1 <= c["t_hi"], c
+else:
+    assert c["significant"] is True and c["p_value"] < 0.05 and not (c["t_lo"] <= 1 <= c["t_hi"]), c
 EOF
-then ok "--repeats 2: interleaved, each repeat and the spread in JSON, 50% coverage, never significant"; else fail "--repeats 2 JSON: $(cat "$tmp/err")"; fi
+then ok "--repeats 2: interleaved, each repeat and the spread in JSON, 50% coverage, the t test's verdict"; else fail "--repeats 2 JSON: $(cat "$tmp/err")"; fi
 run "${SPIN[@]}" --duration 150ms --warmup 30ms --workers 1 --strategy timeslice,sequential --repeats 2
 grep -q "50% interval" "$tmp/out" && ! grep -q "95% interval" "$tmp/out" && grep -q "times the throughput of timeslice" "$tmp/out" \
 	&& ok "--repeats 2: the table states 50% intervals, never 95%" || fail "--repeats 2 table: $(cat "$tmp/out")"

@@ -124,8 +124,8 @@ usage_error "an unknown shape" "no workload shape 'x'" "$FIX/mps-h100" --for env
 cat "$FIX/mps-h100/results.jsonl" "$FIX/timeslice-a100/results.jsonl" >"$tmp/results.jsonl"
 usage_error "two shapes without --shape" "choose one with --shape" "$tmp" --for env
 run plan "$tmp" --for env --shape tiny
-check "two shapes, --shape tiny: exit 0, timeslice at 4 (got $rc)" \
-	bash -c "test $rc -eq 0 && grep -q 'tiny, batch 1: timeslice with 4 workers' '$tmp/out'"
+check "two shapes, --shape tiny: exit 0, timeslice at 8 (fewer workers give less, t test) (got $rc)" \
+	bash -c "test $rc -eq 0 && grep -q 'tiny, batch 1: timeslice with 8 workers' '$tmp/out'"
 run plan "$tmp/none" --for env
 check "a directory without results: exit 11 (got $rc)" test "$rc" -eq 11
 

@@ -178,7 +178,8 @@ assert "coverage 96.8%" in md and "coverage 95%" not in md
 s = json.load(open(d + "/summary.json"))
 at8 = s["recommendation"][0]["per_workers"][3]
 assert at8["workers"] == 8 and at8["mps_vs_mps_split"]["verdict"] == "tie"
-assert at8["vs_timeslice"]["verdict"] == "higher" and at8["vs_timeslice"]["significant"] is False  # 2 x 96.9% < 95%
+assert at8["vs_timeslice"]["verdict"] == "higher" and at8["vs_timeslice"]["significant"] is True and at8["vs_timeslice"]["method"] == "welch-log"
+assert at8["vs_timeslice"]["order_verdict"] == "higher" and at8["vs_timeslice"]["order_confidence"] < 0.95  # 2 x 96.9% < 95%
 assert at8["lowest_p99"] in ("mps", "mps-split") and "sequential" in at8["references"]
 assert "| mig | - | - | - | failed (1) |" in md, md     # a failed cell reads as failed, never as a number
 assert "mig" not in at8["tied"] and at8["best"] != "mig"

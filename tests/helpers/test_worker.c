@@ -23,6 +23,10 @@
  *   --v2               protocol version 2: take requests with next(), answer done()
  *   --slow-worker I    with --slow-us U: worker I's requests take U microseconds
  *   --bad-done         v2: answer every request with the wrong id
+ *   --by-config        a speed known from the configuration (gpushare tune tests):
+ *                      each request of GPUSHARE_BATCH items sleeps
+ *                      (1 ms + 1 ms x batch) x (1 for 1 or 2 GPUSHARE_WORKERS, else 6);
+ *                      items/s together: w1 b1 500, b4 800; w2 1000, 1600; w4 333, 533
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -72,7 +76,8 @@ static void env_out(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_REQ = 256, O_WARM, O_NEVER, O_NOHELLO, O_EXIT_AFTER, O_EXIT_CODE, O_FAIL, O_GARBAGE, O_FLOOD,
-	       O_IGNORE, O_ONLY, O_ENV, O_JOB, O_FAIL_JOB, O_EXIT_NOW, O_V2, O_SLOW_WORKER, O_SLOW_US, O_BAD_DONE };
+	       O_IGNORE, O_ONLY, O_ENV, O_JOB, O_FAIL_JOB, O_EXIT_NOW, O_V2, O_SLOW_WORKER, O_SLOW_US, O_BAD_DONE,
+	       O_BY_CONFIG };
 	static const struct option opts[] = {
 		{ "request-us", required_argument, NULL, O_REQ },
 		{ "warmup", required_argument, NULL, O_WARM },
@@ -93,6 +98,7 @@ int main(int argc, char **argv)
 		{ "slow-worker", required_argument, NULL, O_SLOW_WORKER },
 		{ "slow-us", required_argument, NULL, O_SLOW_US },
 		{ "bad-done", no_argument, NULL, O_BAD_DONE },
+		{ "by-config", no_argument, NULL, O_BY_CONFIG },
 		{ NULL, 0, NULL, 0 },
 	};
 	long request_us = 1000, warmup = 2, exit_after = -1, exit_code = 0, only = -1, fail_job = -1;
@@ -124,6 +130,10 @@ int main(int argc, char **argv)
 		case O_V2: v2 = true; break;
 		case O_SLOW_WORKER: slow_worker = atol(optarg); break;
 		case O_SLOW_US: slow_us = atol(optarg); break;
+		case O_BY_CONFIG:
+			request_us = (1000 + 1000 * gpushare_client_env_long("GPUSHARE_BATCH", 1)) *
+				     (gpushare_client_env_long("GPUSHARE_WORKERS", 1) <= 2 ? 1 : 6);
+			break;
 		case O_BAD_DONE: bad_done = true; break;
 		default:
 			fprintf(stderr, "test_worker: bad option\n");

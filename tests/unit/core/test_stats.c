@@ -66,8 +66,8 @@ static void test_sample_stats(void **state)
 static void test_compare(void **state)
 {
 	const double a[] = { 10, 11, 12, 10.5, 11.5, 10.8, 11.2 }, b[] = { 5, 5.5, 6, 5.2, 5.8, 5.4, 5.6 };
-	const double c[] = { 5.9, 6.5, 7 }, one[] = { 9 };
-	struct gpushare_ci ca, cb, cc, c1;
+	const double c[] = { 5.9, 6.5, 7 }, one[] = { 9 }, neg[] = { -1, 2, 3 };
+	struct gpushare_ci ca, cb, cc, c1, cn;
 	struct gpushare_comparison cmp;
 
 	(void)state;
@@ -75,28 +75,97 @@ static void test_compare(void **state)
 	gpushare_median_ci(b, 7, 0.95, &cb);
 	gpushare_median_ci(c, 3, 0.95, &cc);
 	gpushare_median_ci(one, 1, 0.95, &c1);
-	/* Seven runs each, apart: confidence (1 - 2/128)^2 >= 95%: significant. */
+	gpushare_median_ci(neg, 3, 0.95, &cn);
+	/* Seven runs each, apart: the t test says higher; the order rule too, at
+	 * (1 - 2/128)^2 >= 95%. */
 	gpushare_compare(&ca, &cb, &cmp);
+	assert_int_equal(cmp.method, GPUSHARE_METHOD_WELCH_LOG);
 	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_HIGHER);
-	assert_true(cmp.significant);
-	assert_true(fabs(cmp.confidence - pow(1 - 2.0 / 128, 2)) < 1e-12);
+	assert_true(cmp.significant && cmp.p_value < 1e-6 && cmp.t_lo > 1.8 && cmp.t_hi < 2.2);
+	assert_int_equal(cmp.order_verdict, GPUSHARE_VERDICT_HIGHER);
+	assert_true(fabs(cmp.order_confidence - pow(1 - 2.0 / 128, 2)) < 1e-12);
 	assert_true(fabs(cmp.ratio - 11.0 / 5.5) < 1e-12 && cmp.ratio_lo == 10.0 / 6 && cmp.ratio_hi == 12.0 / 5);
-	/* Overlapping intervals: a tie, never significant. */
+	assert_string_equal(gpushare_method_name(cmp.method), "welch-log");
+	/* Overlapping, noisy: a tie by both rules, never significant. */
 	gpushare_compare(&cc, &cb, &cmp);
 	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_TIE);
+	assert_int_equal(cmp.order_verdict, GPUSHARE_VERDICT_TIE);
 	assert_false(cmp.significant);
+	assert_true(cmp.t_lo < 1 && cmp.t_hi > 1 && cmp.p_value > 0.05 && isnan(cmp.confidence));
 	assert_string_equal(gpushare_verdict_name(cmp.verdict), "tie");
-	/* Apart, but three runs (75%) x seven runs: below 95%, not significant. */
+	/* Apart, three runs (75%) x seven: the order rule is below 95%, the t
+	 * test (the spreads are small against the gap) calls it. */
 	gpushare_compare(&ca, &cc, &cmp);
 	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_HIGHER);
-	assert_false(cmp.significant);
-	assert_true(cmp.confidence < 0.95);
+	assert_true(cmp.significant);
+	assert_int_equal(cmp.order_verdict, GPUSHARE_VERDICT_HIGHER);
+	assert_true(cmp.order_confidence < 0.95);
 	/* One run: a ratio, no verdict. */
 	gpushare_compare(&c1, &cb, &cmp);
 	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_UNKNOWN);
+	assert_int_equal(cmp.method, GPUSHARE_METHOD_NONE);
 	assert_true(fabs(cmp.ratio - 9 / 5.5) < 1e-12);
-	assert_true(isnan(cmp.ratio_lo) && isnan(cmp.confidence));
+	assert_true(isnan(cmp.ratio_lo) && isnan(cmp.confidence) && isnan(cmp.p_value));
+	/* A value <= 0: no logs, the order rule gives the verdict. */
+	gpushare_compare(&ca, &cn, &cmp);
+	assert_int_equal(cmp.method, GPUSHARE_METHOD_ORDER);
+	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_HIGHER);
+	assert_false(cmp.significant);
 }
+
+/* Two runs a side, a 2.44x gap, every run's spread under 1%: a clear win
+ * (the order rule alone says 25% and no verdict). Two noisy arms whose
+ * runs overlap are a tie. */
+static void test_compare_two_runs(void **state)
+{
+	const double fast[] = { 2440, 2452 }, slow[] = { 1000, 1006 };
+	const double n1[] = { 900, 1150 }, n2[] = { 1000, 1250 };
+	struct gpushare_ci cf, cs, c1, c2;
+	struct gpushare_comparison cmp;
+
+	(void)state;
+	gpushare_median_ci(fast, 2, 0.95, &cf);
+	gpushare_median_ci(slow, 2, 0.95, &cs);
+	gpushare_compare(&cf, &cs, &cmp);
+	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_HIGHER);
+	assert_true(cmp.significant);
+	assert_true(cmp.t_lo > 2.3 && cmp.t_hi < 2.6);
+	assert_int_equal(cmp.order_verdict, GPUSHARE_VERDICT_HIGHER);
+	assert_true(fabs(cmp.order_confidence - 0.25) < 1e-12);
+	gpushare_compare(&cs, &cf, &cmp);
+	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_LOWER);
+	gpushare_median_ci(n1, 2, 0.95, &c1);
+	gpushare_median_ci(n2, 2, 0.95, &c2);
+	gpushare_compare(&c2, &c1, &cmp);
+	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_TIE);
+	assert_false(cmp.significant);
+	/* Even apart order intervals (two runs each, 5% gap, 2% spread) are a tie. */
+	{
+		const double p[] = { 1000, 1020 }, q[] = { 1050, 1071 };
+		struct gpushare_ci cp, cq;
+
+		gpushare_median_ci(p, 2, 0.95, &cp);
+		gpushare_median_ci(q, 2, 0.95, &cq);
+		gpushare_compare(&cq, &cp, &cmp);
+		assert_int_equal(cmp.order_verdict, GPUSHARE_VERDICT_HIGHER);
+		assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_TIE);
+	}
+}
+
+/* Student's t against tabulated values. */
+static void test_t_dist(void **state)
+{
+	(void)state;
+	assert_true(fabs(gpushare_t_quantile(0.975, 1) - 12.7062) < 1e-3);
+	assert_true(fabs(gpushare_t_quantile(0.975, 2) - 4.3027) < 1e-3);
+	assert_true(fabs(gpushare_t_quantile(0.975, 10) - 2.2281) < 1e-3);
+	assert_true(fabs(gpushare_t_quantile(0.975, 1e6) - 1.95996) < 1e-3);
+	assert_true(fabs(gpushare_t_quantile(0.025, 5) + 2.5706) < 1e-3);
+	assert_true(fabs(gpushare_t_cdf(0, 3) - 0.5) < 1e-12);
+	assert_true(fabs(gpushare_t_cdf(2.0150, 5) - 0.95) < 1e-4);
+	assert_true(fabs(gpushare_t_cdf(1.5, 2.5) - (1 - gpushare_t_cdf(-1.5, 2.5))) < 1e-12);
+}
+
 
 int main(void)
 {
@@ -105,6 +174,8 @@ int main(void)
 		cmocka_unit_test(test_coverage_exact),
 		cmocka_unit_test(test_sample_stats),
 		cmocka_unit_test(test_compare),
+		cmocka_unit_test(test_compare_two_runs),
+		cmocka_unit_test(test_t_dist),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

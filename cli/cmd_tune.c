@@ -1,0 +1,447 @@
+/*
+ * gpushare tune: find the best configuration of one workload (strategy x
+ * workers per GPU x batch) by a race run through the sweep engine
+ * (gpushare/tune.h): short probes, two runs each, then repeats only for
+ * the candidates still open; those clearly behind the leader are dropped.
+ * Runs are recorded in OUT/results.jsonl as a sweep's (gpushare report
+ * reads them; --resume continues). Written the way cmd_sweep.c is.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gpushare/bench.h"
+#include "gpushare/format.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/sweep.h"
+#include "gpushare/tune.h"
+#include "gpushare/util.h"
+#include "gpushare/workload.h"
+
+#define MAX_WL_OPTS GPUSHARE_WL_MAX_OPTS
+
+static const struct cli_opt tune_opts[] = {
+	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "results and report directory (created when absent)" },
+	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_STRING, .value_name = "SHAPE",
+	  .help = "one shape NAME[:opt=value[:opt=value]...]", .def = "matmul", .values = "@workloads" },
+	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "workers per GPU", .def = "1,2,4" },
+	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST", .help = "batch sizes",
+	  .def = "1" },
+	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
+	  .help = "runs a candidate gets at most", .def = "6", .min = 2, .max = 10000 },
+	{ .id = OPT_BUDGET, .long_name = "budget", .kind = CLI_DURATION, .value_name = "TIME",
+	  .help = "start no run past TIME (e.g. 10m) of this invocation; the pick is then the leader so far, and says so" },
+	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
+	  .help = "continue the tune recorded in DIR (same options)" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the result as JSON on stdout" },
+	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG, .help = "do not write the report at the end" },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
+};
+
+/* bench's per-run options less --gpus (a tune runs on one GPU); the
+ * strategy and duration defaults are tune's. */
+static const struct cli_opt tune_run_opts[] = {
+	{ .id = CLI_OPT_STRATEGY, .long_name = "strategy", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "the candidates' strategies: comma list of timeslice, mps, mps-split, mig, sequential, streams",
+	  .def = "timeslice,mps,mps-split", .values = "timeslice mps mps-split mig sequential streams" },
+	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "each probe's measurement window", .def = "500ms" },
+	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
+	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L },
+	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "window after the start barrier, not recorded (default: until the rate is stable, at most 2s)" },
+	{ .id = CLI_OPT_WARMUP_REQUESTS, .long_name = "warmup-requests", .kind = CLI_INT, .value_name = "W",
+	  .help = "requests per worker before it reports ready", .def = "3", .max = 1000000000L },
+	{ .id = CLI_OPT_START_TIMEOUT, .long_name = "start-timeout", .kind = CLI_DURATION, .value_name = "D",
+	  .help = "bound of the start barrier", .def = "120s" },
+	{ .id = CLI_OPT_GPU, .long_name = "gpu", .kind = CLI_STRING, .value_name = "IDX|UUID", .help = "GPU to use",
+	  .def = "0" },
+	{ .id = CLI_OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "use the MPS daemon running there (left running)" },
+};
+
+static const struct cli_opt tune_rate_opt[] = {
+	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_NUMBER, .value_name = "R",
+	  .help = "with --slo: the rate per second where each probe's peak search starts" },
+};
+
+static const struct cli_group tune_groups[] = {
+	CLI_GROUP("Options", tune_opts, NULL),
+	CLI_GROUP("Per run, as for gpushare bench", tune_run_opts, NULL),
+	{ "Your own program as the worker (after '--')", cli_program_opts, CLI_N_PROGRAM_OPTS,
+	  "  (each --batch value reaches it as GPUSHARE_BATCH)" },
+	{ "Goal: the highest open-loop rate within a bound (--slo pNN=D --rate R)", cli_peak_opts, CLI_N_PEAK_OPTS,
+	  NULL },
+	CLI_GROUP(NULL, tune_rate_opt, NULL),
+	{ NULL, cli_openloop_opts, CLI_N_OPENLOOP_OPTS,
+	  "  (each probe is the peak search of gpushare bench --find-peak, from rate R;\n"
+	  "  --load open and --find-peak are implied by --slo)" },
+};
+
+const struct cli_cmd cli_tune_cmd = {
+	.name = "tune",
+	.usage = "gpushare tune --out DIR [options] [--<workload option> VALUE]...\n"
+		 "gpushare tune --out DIR [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]",
+	.about = "Find the best configuration of one workload: strategy x workers per GPU x batch. Every\n"
+		 "candidate gets two short runs, interleaved; after each round the candidates whose\n"
+		 "throughput is significantly below the leader's (Welch's t test on log throughput, 95%)\n"
+		 "are dropped and only the open ones run again, up to --max-repeats runs or --budget.\n"
+		 "Runs are recorded in DIR/" GPUSHARE_SWEEP_RESULTS_FILE " as a sweep's (gpushare report reads them).",
+	.groups = tune_groups,
+	.n_groups = CLI_N(tune_groups),
+	.epilog = "At the end: the pick, what it beat and by how much (95% t intervals), what was dropped\n"
+		  "and why, and the gpushare bench (and farm) command that runs the pick.\n"
+		  "Not tune options: --repeats, --target-noise (the race picks the repeats), --gpus\n"
+		  "(one GPU), --metrics-listen, --metrics-buckets. See gpushare-tune(1).",
+	.notes = (const struct cli_exit_note[]){ { EXIT_PARTIAL, "some runs failed (they are recorded)" },
+						 { EXIT_IO, "DIR or its results file unusable" } },
+	.n_notes = 2,
+};
+
+/* ---- progress ---- */
+
+static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
+{
+	char ips[32];
+
+	(void)arg;
+	if (!p->run_done)
+		return;
+	if (p->run_ok && p->peak && p->peak->found) {
+		char r[24];
+
+		snprintf(ips, sizeof(ips), "peak %s/s", gpushare_fmt_si(p->peak->rate, r, sizeof(r)));
+	} else if (p->run_ok && p->peak)
+		snprintf(ips, sizeof(ips), "no rate met the bound");
+	else if (p->run_ok && !p->peak)
+		gpushare_fmt_rate(p->items_per_second, "items/s", ips, sizeof(ips));
+	else if (!p->run_ok)
+		snprintf(ips, sizeof(ips), "failed or partial");
+	fprintf(stderr, "gpushare: tune: run %u %s w%d b%ld #%d: %s; elapsed %.0fs\n", p->runs_done,
+		gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, p->repeat + 1, ips,
+		p->elapsed_seconds);
+	fflush(stderr);
+}
+
+static void cand_name(const struct gpushare_tune_candidate *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s w%d b%ld", gpushare_strategy_name(c->cell.strategy), c->cell.workers, c->cell.batch);
+}
+
+/* "0.41x (0.38x-0.44x, p < 0.001)" */
+static void fmt_cmp(const struct gpushare_comparison *c, char *buf, size_t len)
+{
+	char r[24], lo[24], hi[24];
+
+	gpushare_fmt_ratio(c->ratio, r, sizeof(r));
+	if (c->method == GPUSHARE_METHOD_NONE) {
+		snprintf(buf, len, "%s (too few runs: no verdict)", r);
+		return;
+	}
+	gpushare_fmt_ratio(c->t_lo, lo, sizeof(lo));
+	gpushare_fmt_ratio(c->t_hi, hi, sizeof(hi));
+	if (c->p_value < 0.001)
+		snprintf(buf, len, "%s (%s-%s, %s, p < 0.001)", r, lo, hi, gpushare_verdict_name(c->verdict));
+	else
+		snprintf(buf, len, "%s (%s-%s, %s, p = %.2g)", r, lo, hi, gpushare_verdict_name(c->verdict), c->p_value);
+}
+
+static void show_event(void *arg, const struct gpushare_tune_event *e)
+{
+	char name[64], by[64], cmp[128];
+
+	(void)arg;
+	if (e->candidate < 0) {
+		if (e->leader >= 0) {
+			cand_name(&e->cands[e->leader], name, sizeof(name));
+			fprintf(stderr, "gpushare: tune: after round %d: %zu racing, leader %s\n", e->round + 1, e->active,
+				name);
+		}
+		return;
+	}
+	cand_name(&e->cands[e->candidate], name, sizeof(name));
+	if (e->leader < 0) {
+		fprintf(stderr, "gpushare: tune: dropped %s: %s\n", name,
+			e->cands[e->candidate].runs ? "nothing finished in its windows"
+						    : "no successful run (a peak search: none met the bound)");
+		return;
+	}
+	cand_name(&e->cands[e->leader], by, sizeof(by));
+	fmt_cmp(&e->cands[e->candidate].at_drop, cmp, sizeof(cmp));
+	fprintf(stderr, "gpushare: tune: dropped %s: %s of %s\n", name, cmp, by);
+}
+
+static void print_result(const struct gpushare_tune_config *t, const struct gpushare_tune_result *res, FILE *f)
+{
+	const char *unit = t->sweep.bench.find_peak ? "/s peak within the bound" : "items/s";
+	char name[64], v[32], cmp[128];
+
+	if (res->best < 0) {
+		fprintf(f, "No pick: no candidate had a successful run%s.\n",
+			t->sweep.bench.find_peak ? " that met the bound" : "");
+		return;
+	}
+	cand_name(&res->cands[res->best], name, sizeof(name));
+	fprintf(f, "Pick: %s, %s (median of %zu runs)%s\n", name,
+		gpushare_fmt_rate(res->cands[res->best].ci.median, unit, v, sizeof(v)), res->cands[res->best].runs,
+		res->sum.budget_out ? "; the budget ran out: the leader so far" : "");
+	if (res->n_tied) {
+		fprintf(f, "Tied with it (the 95%% t interval holds 1):");
+		for (size_t i = 0; i < res->n_tied; i++) {
+			cand_name(&res->cands[res->tied[i]], name, sizeof(name));
+			fmt_cmp(&res->cands[res->tied[i]].vs_best, cmp, sizeof(cmp));
+			fprintf(f, "%s %s %s", i ? ";" : "", name, cmp);
+		}
+		fprintf(f, "\n");
+	}
+	for (size_t k = 0; k < res->n_cands; k++) {
+		const struct gpushare_tune_candidate *c = &res->cands[k];
+
+		if ((int)k == res->best || (c->active && c->vs_best.verdict != GPUSHARE_VERDICT_HIGHER))
+			continue;
+		cand_name(c, name, sizeof(name));
+		if (c->nothing || !c->runs) {
+			fprintf(f, "  dropped %-16s %s\n", name,
+				t->sweep.bench.find_peak ? "no successful search met the bound"
+				: !c->runs		 ? "no successful run"
+							 : "nothing finished in its windows");
+			continue;
+		}
+		fmt_cmp(&c->vs_best, cmp, sizeof(cmp));
+		fprintf(f, "  beat %-19s %s, %zu runs: the pick is %s", name,
+			gpushare_fmt_rate(c->ci.median, unit, v, sizeof(v)), c->runs, cmp);
+		if (c->dropped_round >= 0)
+			fprintf(f, "; dropped after round %d", c->dropped_round + 1);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "Run it: %s\n", res->bench_command);
+	if (res->farm_command[0])
+		fprintf(f, "Jobs this way: %s\n", res->farm_command);
+}
+
+/* ---- options ---- */
+
+static size_t prescan_options(int argc, char **argv, const char **names, size_t max)
+{
+	size_t n = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		char buf[512];
+		const struct gpushare_wl_desc *d;
+
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!(v = cli_workload_arg(argc, argv, &i)))
+			continue;
+		snprintf(buf, sizeof(buf), "%s", v);
+		buf[strcspn(buf, ":,")] = '\0';
+		d = gpushare_workload_find(buf);
+		for (size_t j = 0; d && j < d->n_opts && n < max; j++)
+			if (!cli_cmd_has_option(&cli_tune_cmd, d->opts[j].name))
+				names[n++] = d->opts[j].name;
+	}
+	return n;
+}
+
+static int bad_value(const char *opt, const char *value)
+{
+	return cli_bad_value("tune", opt, value);
+}
+
+int cmd_tune(int argc, char **argv)
+{
+	static struct gpushare_tune_config t;  /* large: kept off the stack */
+	struct gpushare_sweep_config *s = &t.sweep;
+	struct cli_parse p;
+	const char *wl_names[MAX_WL_OPTS];
+	const char *wl_values[MAX_WL_OPTS] = { 0 };
+	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nv;
+	const char *workload = "matmul", *out = NULL, *slo_text = NULL;
+	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
+	bool quiet = false, json = false, no_report = false, workload_given = false, slo_given = false;
+	struct cli_command_opts co;
+	struct gpushare_tune_result res;
+	long vals[GPUSHARE_SWEEP_MAX_VALUES];
+	int opt, rc, code;
+
+	if (gpushare_tune_config_init(&t))
+		return cli_fail(GPUSHARE_E_NOT_FOUND, "tune");
+	s->bench.duration_ns = 500000000ull;
+	/* Everything after the first "--" is the command; options stop there. */
+	cli_command_scan(&co, argc, argv);
+	cli_parse_init(&p, &cli_tune_cmd, co.opt_argc, argv);
+	p.extra = wl_names;
+	p.n_extra = n_wl;
+	p.whose = "the workload";
+	while ((opt = cli_parse_next(&p)) > 0) {
+		const char *arg = p.arg;
+
+		switch (opt) {
+		case 'q': quiet = true; break;
+		case OPT_WORKLOAD:
+			if (!*arg || strchr(arg, ','))
+				return cli_error(EXIT_USAGE, "tune: invalid --workload '%s': one shape NAME[:opt=value...]",
+						 arg);
+			workload = arg;
+			workload_given = true;
+			break;
+		case OPT_WORKERS:
+			if (gpushare_sweep_parse_int_list(arg, 1, GPUSHARE_BENCH_MAX_WORKERS, vals, &nv))
+				return bad_value("--workers", arg);
+			for (size_t i = 0; i < nv; i++)
+				s->workers[i] = (int)vals[i];
+			s->n_workers = nv;
+			break;
+		case OPT_BATCH:
+			if (gpushare_sweep_parse_int_list(arg, 1, 1L << 30, s->batches, &s->n_batches))
+				return bad_value("--batch", arg);
+			break;
+		case OPT_OUT: out = arg; break;
+		case OPT_RESUME: s->resume = true; break;
+		case OPT_BUDGET: {
+			uint64_t ns;
+
+			if (gpushare_parse_duration(arg, &ns) || ns == 0)
+				return cli_error(EXIT_USAGE, "tune: invalid --budget '%s' (expected a duration, e.g. 10m)", arg);
+			s->budget_seconds = (double)ns / 1e9;
+			break;
+		}
+		case OPT_JSON: json = true; break;
+		case OPT_NO_REPORT: no_report = true; break;
+		case CLI_OPT_MAX_REPEATS: s->max_repeats = (int)p.num; break;
+		case CLI_OPEN_RATE:
+			if ((code = cli_openloop_rate_list("tune", arg, s->rates, 1, &s->n_rates)))
+				return code;
+			break;
+		case CLI_OPEN_SLO:
+			slo_given = true;
+			slo_text = arg;
+			if ((code = cli_openloop_option(&p, &s->bench)))
+				return code;
+			break;
+		default:
+			if (opt >= CLI_ID_EXTRA) {
+				wl_values[opt - CLI_ID_EXTRA] = arg;
+				break;
+			}
+			if ((code = cli_command_option(&co, &p, &s->bench)) == CLI_NOT_MINE)
+				code = cli_openloop_option(&p, &s->bench);
+			if (code)
+				return code;
+		}
+	}
+	if (opt < 0)
+		return p.status;
+	if (p.optind < co.opt_argc)
+		return cli_unexpected_argument("tune", argv[p.optind]);
+	if (!out)
+		return cli_error(EXIT_USAGE, "tune: --out DIR is required (where results and report go)");
+	if (slo_given) {
+		if (s->n_rates != 1)
+			return cli_error(EXIT_USAGE, "tune: --slo needs --rate R, the first rate each peak search tries");
+		s->bench.load = GPUSHARE_LOAD_OPEN;
+		s->bench.find_peak = true;
+	} else if (s->bench.find_peak) {
+		return cli_error(EXIT_USAGE, "tune: --find-peak needs --slo pNN=D");
+	}
+	if ((code = cli_command_apply(&co, "tune", argc, argv, workload_given, &s->bench)))
+		return code;
+	if (co.strategy_given) {
+		memcpy(s->strategies, s->bench.strategies, s->bench.n_strategies * sizeof(s->strategies[0]));
+		s->n_strategies = s->bench.n_strategies;
+	}
+	if (s->bench.command) {
+		if (gpushare_sweep_set_command(s, s->bench.command, s->bench.command_mode))
+			return cli_error(EXIT_USAGE, "tune: %s", gpushare_errdetail());
+	} else if (gpushare_sweep_add_shape(s, workload)) {
+		return bad_value("--workload", workload);
+	}
+	for (size_t i = 0; i < n_wl; i++) {
+		char name[80];
+
+		if (!wl_values[i])
+			continue;
+		snprintf(name, sizeof(name), "--%s", wl_names[i]);
+		if (gpushare_sweep_set_option(s, wl_names[i], wl_values[i]))
+			return bad_value(name, wl_values[i]);
+	}
+	if (gpushare_sweep_config_check(s))
+		return cli_error(EXIT_USAGE, "tune: %s", gpushare_errdetail());
+	/* What the pick's bench command needs besides strategy, workers, batch. */
+	for (size_t i = 0, l = 0; i < n_wl; i++)
+		if (wl_values[i] && l < sizeof(t.bench_extra))
+			l += (size_t)snprintf(t.bench_extra + l, sizeof(t.bench_extra) - l, " --%s %s", wl_names[i],
+					      wl_values[i]);
+	if (slo_given) {
+		size_t l = strlen(t.bench_extra);
+
+		snprintf(t.bench_extra + l, sizeof(t.bench_extra) - l, " --load open --rate %.9g --find-peak --slo %s",
+			 s->rates[0], slo_text);
+	}
+	if (!*out)
+		return cli_error(EXIT_USAGE, "tune: empty --out");
+	if (mkdir(out, 0755) != 0 && errno != EEXIST)
+		return cli_error(EXIT_IO, "tune: cannot create --out '%s': %s", out, strerror(errno));
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", out, GPUSHARE_SWEEP_RESULTS_FILE) >= sizeof(path))
+		return cli_error(EXIT_USAGE, "tune: --out '%s' is too long", out);
+	{
+		struct stat st;
+
+		if (!s->resume && stat(path, &st) == 0 && st.st_size > 0)
+			return cli_error(EXIT_USAGE, "tune: '%s' already holds runs; give --resume to continue, or another --out",
+					 path);
+	}
+	cmdline = cli_command_line(argc, argv);
+	if (!cmdline)
+		return cli_fail(GPUSHARE_E_NOMEM, "tune");
+	s->bench.argc = argc + 1;
+	s->bench.argv = cmdline;
+	if (!quiet) {
+		s->progress = show_progress;
+		t.event = show_event;
+	}
+	cli_catch_interrupts();
+
+	rc = gpushare_tune_run(&t, path, &res);
+	code = EXIT_OK;
+	if (rc == GPUSHARE_E_INTERRUPTED)
+		code = cli_error(EXIT_INTERRUPTED, "tune: interrupted; %u runs recorded in '%s' (continue with --resume)",
+				 res.sum.runs_done, path);
+	else if (rc)
+		code = cli_run_failed("tune", rc);
+	if (!code && !no_report && (res.sum.runs_done || res.sum.runs_skipped))
+		code = cli_report_run(out, out, 0, CLI_REPORT_SILENT);
+	if (rc != GPUSHARE_E_INTERRUPTED && res.n_cands) {
+		if (json) {
+			char *doc;
+
+			if (gpushare_tune_json(&t, &res, &doc) == GPUSHARE_OK) {
+				int jc = cli_print_json_and_free(doc);
+
+				if (!code)
+					code = jc;
+			}
+		} else {
+			print_result(&t, &res, stdout);
+		}
+		if (!quiet)
+			fprintf(stderr, "gpushare: tune: %u runs in %d rounds recorded in '%s'%s\n", res.sum.runs_done,
+				res.rounds, path, res.sum.budget_out ? " (budget spent)" : "");
+	}
+	if (!code && res.sum.runs_failed)
+		code = cli_error(EXIT_PARTIAL, "tune: %u of %u runs failed or were partial; they are recorded with their error",
+				 res.sum.runs_failed, res.sum.runs_done);
+	gpushare_tune_result_release(&res);
+	free(cmdline);
+	gpushare_sweep_config_release(s);
+	return cli_finish_stdout(code);
+}
