@@ -355,14 +355,26 @@ static int spool_stdin(struct farm *f)
 		f->stdin_spool[0] = '\0';
 		return rc;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0) {
-		if (fwrite(buf, 1, n, out) != n) {
+	for (;;) {
+		errno = 0;
+		n = fread(buf, 1, sizeof(buf), stdin);
+		if (n && fwrite(buf, 1, n, out) != n) {
 			rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", f->stdin_spool, strerror(errno));
 			break;
 		}
+		if (n < sizeof(buf) && ferror(stdin)) {
+			if (errno == EINTR && !farm_stop_level) {
+				clearerr(stdin);
+				continue;
+			}
+			rc = errno == EINTR ? gpushare_fail(GPUSHARE_E_INTERRUPTED, "reading standard input was interrupted by a stop")
+					    : gpushare_fail(GPUSHARE_E_IO, "cannot read standard input: %s",
+							    strerror(errno ? errno : EIO));
+			break;
+		}
+		if (n < sizeof(buf) && feof(stdin))
+			break;
 	}
-	if (!rc && ferror(stdin))
-		rc = gpushare_fail(GPUSHARE_E_IO, "cannot read standard input: %s", strerror(errno));
 	rc = close_private(f->stdin_spool, out, rc);
 	if (rc)
 		f->stdin_spool[0] = '\0';
@@ -743,6 +755,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	gpushare_farm_cursor_close(&f.cur);
 	failed = f.rs.failed;
 	gpushare_farm_resume_release(&f.rs);   /* before the summary: one per-job array at a time */
+	r->torn_cut_bytes = f.journal.cut_bytes;
 	if (f.journal_open)
 		gpushare_farm_journal_close(&f.journal);
 	undo_new_dir(&f);
@@ -763,10 +776,10 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		gpushare_nvml_close();
 	rc = gpushare_error_restore(&e, rc);
 	if (!rc && r->interrupted)
-		rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "stopped with %" PRIu64 " jobs not run",
-				   r->not_started);
+		rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "stopped with %" PRIu64 " job%s not run",
+				   r->not_started, r->not_started == 1 ? "" : "s");
 	if (!rc && failed > 0)
-		rc = gpushare_fail(GPUSHARE_E_WORKER, "%zu of the shard's %" PRIu64 " jobs failed; see the journal in %s",
-				   failed, r->shard_jobs, r->dir);
+		rc = gpushare_fail(GPUSHARE_E_WORKER, "%zu of the shard's %" PRIu64 " job%s failed; see the journal in %s",
+				   failed, r->shard_jobs, r->shard_jobs == 1 ? "" : "s", r->dir);
 	return rc;
 }
