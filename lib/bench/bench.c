@@ -462,6 +462,11 @@ static void settle_one(struct gpushare_bench_result *res)
 		return;
 	if (res->interrupted && !res->failure[0])
 		snprintf(res->failure, sizeof(res->failure), "interrupted before the window ended");
+	/* A window in which no request ended has no throughput and no
+	 * latency: a run without a result, never "ok" with zeros. */
+	if (!res->failure[0] && res->requests == 0 && !res->peak.searched)
+		snprintf(res->failure, sizeof(res->failure), "no request ended in the measurement window%s",
+			 res->open.on && res->open.offered == 0 ? " (no arrival was scheduled in it)" : "");
 	if (res->partial || res->interrupted || res->failed_worker >= 0 || res->failure[0])
 		res->status = GPUSHARE_RESULT_FAILED;
 }

@@ -487,6 +487,67 @@ static int resume_record(void *arg, struct farm_journal_data *d, const struct fa
 	return gpushare_farm_resume_add(r->rs, rec);
 }
 
+/* Every attempt the journal records must carry its job's hash: the list
+ * hash only says the list is the journal's, not that each record belongs
+ * to its job (a hand-edited record would count a job done that never ran).
+ * The job hashes are read from the list in blocks of at most
+ * HASH_BLOCK jobs (8 MiB), and the journal once per block: one extra pass
+ * for farms of up to a million jobs, memory bounded whatever the size. */
+#define HASH_BLOCK ((uint64_t)1 << 20)
+
+struct hash_check {
+	const uint64_t *h;
+	uint64_t base, n;
+};
+
+static int hash_record(void *arg, struct farm_journal_data *d, const struct farm_record *rec)
+{
+	const struct hash_check *k = arg;
+
+	if (rec->job < k->base || rec->job - k->base >= k->n || rec->hash == k->h[rec->job - k->base])
+		return GPUSHARE_OK;
+	return gpushare_fail(GPUSHARE_E_INVAL,
+			     "%s: an attempt of job %" PRIu64 " has hash %016" PRIx64 ", but job %" PRIu64 " of the list "
+			     "is %016" PRIx64 " (a record edited by hand, or of another list); refusing to resume",
+			     d->path, rec->job, rec->hash, rec->job, k->h[rec->job - k->base]);
+}
+
+static int check_record_hashes(struct farm *f)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+	uint64_t block = f->n_jobs < HASH_BLOCK ? f->n_jobs : HASH_BLOCK;
+	struct hash_check k = { NULL, 0, 0 };
+	const struct farm_journal_scan scan = { NULL, hash_record, &k };
+	uint64_t *h;
+	int rc;
+
+	if (!f->n_jobs)
+		return GPUSHARE_OK;
+	if (!(h = malloc(block * sizeof(*h))))
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	k.h = h;
+	dir_path(f, FARM_JOURNAL_NAME, path, sizeof(path));
+	rc = gpushare_farm_cursor_rewind(&f->cur);
+	for (k.base = 0; !rc && k.base < f->n_jobs; k.base += k.n) {
+		struct farm_journal_data d;
+
+		for (k.n = 0; !rc && k.n < block && k.base + k.n < f->n_jobs; k.n++) {
+			rc = gpushare_farm_cursor_next(&f->cur, true, NULL, &h[k.n]);
+			if (rc == 0)
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' ended before job %" PRIu64, f->cur.path,
+						   k.base + k.n);
+			else if (rc == 1)
+				rc = GPUSHARE_OK;
+		}
+		if (!rc && !(rc = gpushare_farm_journal_scan_path(path, &d, &scan)))
+			gpushare_farm_journal_data_release(&d);
+	}
+	free(h);
+	if (!rc)
+		rc = gpushare_farm_cursor_rewind(&f->cur);
+	return rc;
+}
+
 /* Resuming: the journal read in one pass into the resume state; the job
  * list (given again, or the directory's copy) checked against it. */
 static int open_resume(struct farm *f)
@@ -518,6 +579,13 @@ static int open_resume(struct farm *f)
 			dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
 			unlink(tmp);
 			rc = changed_list(f, hash);
+		} else if (!rc && (rc = check_record_hashes(f))) {
+			char tmp[GPUSHARE_PATH_MAX + 32];
+
+			/* Refused: the directory's copy stays as it was. */
+			gpushare_farm_cursor_close(&f->cur);
+			dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
+			unlink(tmp);
 		}
 		if (!rc)
 			rc = install_copy(f);
@@ -535,6 +603,8 @@ static int open_resume(struct farm *f)
 			rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' holds %" PRIu64 " jobs (list hash %016" PRIx64 ") but the journal's "
 					   "farm had %" PRIu64 " (%016" PRIx64 "); refusing to resume: give the job list again",
 					   path, f->n_jobs, hash, old->n_jobs, old->jobs_hash);
+		if (!rc)
+			rc = check_record_hashes(f);
 		header_config(f, hash);
 	}
 	if (!rc && (old->shard.index != f->shard.index || old->shard.count != f->shard.count))

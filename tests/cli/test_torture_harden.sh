@@ -161,6 +161,21 @@ check "  ... and the journal is whole" python3 -c '
 import json, sys
 [json.loads(l) for l in open(sys.argv[1])]' "$tmp/r6/journal.jsonl"
 
+echo "== 7. a resume checks every attempt's hash against its job"
+printf 'true\nfalse\n' >"$tmp/tf"
+trun "${F[@]}" --dir "$tmp/r7" "$tmp/tf"
+[[ $rc -eq 8 ]] || fail "base farm with a failing job: exit $rc: $(cat "$tmp/err")"
+# A hand-edited line: job 0's ok attempt, renumbered as job 1 (its hash stays job 0's).
+grep '"job":0,' "$tmp/r7/journal.jsonl" | sed 's/"job":0,/"job":1,/; s/"attempt":1,/"attempt":2,/' >>"$tmp/r7/journal.jsonl"
+before=$(sum "$tmp/r7/journal.jsonl")
+copy_before=$(sum "$tmp/r7/jobs.jsonl")
+trun "${F[@]}" --resume "$tmp/r7" "$tmp/tf"
+expect 2 "has hash" "--resume with the list again: an attempt with another job's hash is refused (exit 2)"
+check "  ... journal and copy unchanged" test "$(sum "$tmp/r7/journal.jsonl")" = "$before" -a \
+	"$(sum "$tmp/r7/jobs.jsonl")" = "$copy_before"
+trun "${F[@]}" --resume "$tmp/r7"
+expect 2 "has hash" "--resume from the copy: refused the same way (exit 2)"
+
 echo "== 8. exec leaves nothing behind when it refuses a job"
 U=$XDG_RUNTIME_DIR/gpushare
 export FAKE_NVML_GPUS=2
@@ -178,6 +193,30 @@ set -e
 expect 2 "longer than 80" "a job key too long for the pipe directory: refused (exit 2)"
 one_line "a job key too long"
 check "  ... no job directory or lock left" test -z "$(find "$U" -name 'exec-*' 2>/dev/null)"
+
+echo "== 9. an MPS start failure quotes the log, never points into a removed run directory"
+FAKE_MPS_START_FAIL=1 trun farm --dir "$tmp/m9" --slots 1 "$tmp/one"
+expect 5 "control.log" "farm: the MPS daemon fails to start (exit 5)"
+if grep -q "; see " "$tmp/err"; then fail "  ... points to a log in a removed directory: $(cat "$tmp/err")"; else
+	ok "  ... no pointer to a removed log"; fi
+
+echo "== 10. a window with no request: failed with its reason, in bench, sweep and report"
+export GPUSHARE_WORKER=${GPUSHARE_WORKER:-$(dirname "$GPUSHARE")/gpushare-worker} CUDA_MPS_PIPE_DIRECTORY=$tmp/no-daemon
+OPEN=(--workload spin --request-us 100us --duration 100ms --warmup 10ms --warmup-requests 1 --strategy sequential
+	--workers 1 --load open --rate 0.01)
+trun bench "${OPEN[@]}" --json
+[[ $rc -eq 10 ]] && ok "bench, no arrival in the window: exit 10" || fail "bench with no arrival: exit $rc"
+check "  ... status failed, p99 null (never 0)" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["status"] == "failed" and r["aggregate"]["p99_seconds"] is None, r["status"]' "$tmp/out"
+trun sweep --out "$tmp/sw10" "${OPEN[@]}" --repeats 1 -q --no-report
+[[ $rc -eq 10 ]] && ok "sweep, no arrival: exit 10" || fail "sweep with no arrival: exit $rc: $(cat "$tmp/err")"
+check "  ... recorded failed with its reason" grep -q '"status":"failed","error":{"code":"no result","message":"no request' \
+	"$tmp/sw10/results.jsonl"
+trun report "$tmp/sw10" -q
+if grep -qi "corrupt\|skipp" "$tmp/err"; then fail "report calls the run corrupt: $(cat "$tmp/err")"; else
+	ok "report reads it as a failed run (exit $rc), not a corrupt line"; fi
 
 echo "== 12. small things"
 set +e
