@@ -79,6 +79,30 @@ static bool has_source(const struct gpushare_farm_config *c)
 	return c->jobfile || c->n_tmpl || c->args_file || c->range;
 }
 
+/* Open a job or argument file: a regular file only (a FIFO would block, a
+ * device such as /dev/zero never ends, a directory fails to read); a pipe
+ * is given as '-', standard input. */
+static int open_regular(const char *path, FILE **out)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	*out = NULL;
+	if (fd < 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file (a FIFO, a device or a directory); "
+				     "give a pipe as '-' (standard input)", path);
+	}
+	/* Reads of a regular file never block: O_NONBLOCK can stay. */
+	if (!(*out = fdopen(fd, "r"))) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	return GPUSHARE_OK;
+}
+
 /* The job source before anything is created: the options go together, the
  * range parses, the files can be opened. */
 static int check_source(struct farm *f)
@@ -109,9 +133,8 @@ static int check_source(struct farm *f)
 	}
 	if (!strcmp(path, "-"))
 		return GPUSHARE_OK;
-	fp = fopen(path, "re");
-	if (!fp)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	if (open_regular(path, &fp))
+		return GPUSHARE_E_IO;
 	fclose(fp);
 	return GPUSHARE_OK;
 }
@@ -129,10 +152,7 @@ static int open_src(struct farm *f, const char *path, FILE **fp, const char **na
 	} else {
 		*name = path;
 	}
-	*fp = fopen(path, "re");
-	if (!*fp)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
-	return GPUSHARE_OK;
+	return open_regular(path, fp);
 }
 
 /* Parse the job source into list (which may have a sink). */

@@ -130,6 +130,45 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 		else
 			snprintf(paths[i], len, "%s/%s", dirs[i], FARM_JOURNAL_NAME);
 	}
+	/* One journal named several ways (a symbolic link, ./dir, dir/) is
+	 * read once: the same file (device and inode) is kept only at its
+	 * first mention. */
+	size_t m = 0;
+	const char **kept_dirs = rc ? NULL : calloc(n ? n : 1, sizeof(*kept_dirs));
+	dev_t *devs = rc ? NULL : calloc(n ? n : 1, sizeof(*devs));
+	ino_t *inos = rc ? NULL : calloc(n ? n : 1, sizeof(*inos));
+
+	if (!rc && (!kept_dirs || !devs || !inos))
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct stat st;
+		bool dup = false;
+
+		if (stat(paths[i], &st) == 0) {
+			for (size_t k = 0; k < m && !dup; k++)
+				dup = devs[k] == st.st_dev && inos[k] == st.st_ino;
+		} else {
+			st.st_dev = 0;
+			st.st_ino = 0;
+		}
+		if (dup) {
+			free(paths[i]);
+			paths[i] = NULL;
+			continue;
+		}
+		devs[m] = st.st_dev;
+		inos[m] = st.st_ino;
+		kept_dirs[m] = dirs[i];
+		paths[m++] = paths[i];
+		if (m - 1 != i)
+			paths[i] = NULL;
+	}
+	free(devs);
+	free(inos);
+	if (!rc) {
+		dirs = kept_dirs;
+		n = m;
+	}
 	if (!rc)
 		rc = gpushare_journal_summary_build((const char *const *)paths, n, &s);
 	if (!rc) {
@@ -147,6 +186,7 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
+	free(kept_dirs);
 	return rc;
 }
 

@@ -218,6 +218,21 @@ trun report "$tmp/sw10" -q
 if grep -qi "corrupt\|skipp" "$tmp/err"; then fail "report calls the run corrupt: $(cat "$tmp/err")"; else
 	ok "report reads it as a failed run (exit $rc), not a corrupt line"; fi
 
+echo "== classes: readers take regular files only, a status counts each journal once"
+mkfifo "$tmp/jfifo"
+trun "${F[@]}" --dir "$tmp/ff" "$tmp/jfifo"
+expect 11 "not a regular file" "a FIFO as the job file: refused at once (exit 11)"
+trun "${F[@]}" --dir "$tmp/fz" --args /dev/zero -- echo {}
+expect 11 "not a regular file" "/dev/zero as --args: refused (exit 11)"
+check "  ... no farm directory left" test ! -e "$tmp/ff" -a ! -e "$tmp/fz"
+trun "${F[@]}" --dir "$tmp/st" "$tmp/two"
+ln -s "$tmp/st" "$tmp/st-link"
+( cd "$tmp" && timeout 60 "$GPUSHARE" farm status --json st ./st st/ "$tmp/st-link" "$tmp/st" >"$tmp/out" 2>"$tmp/err" ) && rc=0 || rc=$?
+check "farm status of one directory named five ways: each job once (exit $rc)" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+assert s["jobs"] == 2 and s["done"] == 2 and s["attempts"] == 2, s' "$tmp/out"
+
 echo "== 12. small things"
 set +e
 env PMIX_LOCAL_RANK=0 PMIX_LOCAL_SIZE=1 PMIX_RANK=0 PMIX_NAMESPACE=ns timeout 60 "$GPUSHARE" exec --dry-run -- true \
