@@ -59,7 +59,7 @@ static int parse_positive(const char *s, double max, double *out)
 int cli_openloop_rate(const char *cmd, const char *arg, double *rate)
 {
 	if (parse_positive(arg, 1e9, rate))
-		return cli_error(EXIT_USAGE, "%s: invalid --rate '%s': expected arrivals per second, a number above 0",
+		return cli_error(EXIT_USAGE, "%s: invalid --rate '%s': expected arrivals per second, a number above 0 and at most 1e9",
 				 cmd, arg);
 	return EXIT_OK;
 }
@@ -80,7 +80,7 @@ int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t
 		if (*n == max)
 			return cli_error(EXIT_USAGE, "%s: --rate '%s' has more than %zu rates", cmd, arg, max);
 		if (parse_positive(item, 1e9, &v))
-			return cli_error(EXIT_USAGE, "%s: invalid --rate '%s': '%s' is not a number of arrivals per second above 0",
+			return cli_error(EXIT_USAGE, "%s: invalid --rate '%s': '%s' is not a number of arrivals per second above 0 and at most 1e9",
 					 cmd, arg, item);
 		for (size_t i = 0; i < *n; i++) {
 			if (out[i] == v)
@@ -140,7 +140,8 @@ int cli_openloop_option(const struct cli_parse *p, struct gpushare_bench_config 
 		return EXIT_OK;
 	case CLI_OPEN_RATE_MAX:
 		if (parse_positive(arg, 1e9, &c->rate_max))
-			return cli_error(EXIT_USAGE, "%s: invalid --rate-max '%s': expected arrivals per second, above 0", cmd, arg);
+			return cli_error(EXIT_USAGE, "%s: invalid --rate-max '%s': expected arrivals per second, above 0 and at most 1e9",
+					 cmd, arg);
 		return EXIT_OK;
 	}
 	return CLI_NOT_MINE;

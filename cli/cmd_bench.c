@@ -416,6 +416,16 @@ int cmd_bench(int argc, char **argv)
 			cli_error(EXIT_PARTIAL, "bench: ceiling: %s; marked failed, its worker's measurements kept",
 				  report.ceiling->failure);
 		code = EXIT_PARTIAL;
+	} else if (code == EXIT_OK) {
+		/* A strategy whose window saw no request has no result: the run
+		 * is not a success (exit 10, its reason on stderr). */
+		for (size_t i = 0; i < report.n_results; i++) {
+			if (report.results[i].status == GPUSHARE_RESULT_FAILED) {
+				cli_error(EXIT_PARTIAL, "bench: %s: %s", gpushare_strategy_name(report.results[i].strategy),
+					  report.results[i].failure);
+				code = EXIT_PARTIAL;
+			}
+		}
 	}
 	gpushare_bench_report_release(&report);
 	free(cmdline);

@@ -137,8 +137,14 @@ static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 {
 	if (json)
 		return cli_print_json_and_free(gpushare_exec_dry_run_json(x, strategy));
-	printf("rank %ld/%ld local %ld/%ld node %s job %s: GPU %u %s (%u rank%s on it), strategy %s", x->rank,
-	       x->size, x->local_rank, x->local_size, x->node, x->job_key, x->gpu_index, x->gpu_uuid, x->ranks_on_gpu,
+	char rank[48], size[24];
+
+	/* A launcher may not say the rank or the job's size (PMIx has no size
+	 * variable): "?" then, never -1. */
+	snprintf(rank, sizeof(rank), x->rank >= 0 ? "%ld" : "?", x->rank);
+	snprintf(size, sizeof(size), x->size >= 0 ? "%ld" : "?", x->size);
+	printf("rank %s/%s local %ld/%ld node %s job %s: GPU %u %s (%u rank%s on it), strategy %s", rank, size,
+	       x->local_rank, x->local_size, x->node, x->job_key, x->gpu_index, x->gpu_uuid, x->ranks_on_gpu,
 	       x->ranks_on_gpu == 1 ? "" : "s", gpushare_strategy_name(strategy));
 	if (x->uses_mps) {
 		if (x->daemon_source && strcmp(x->daemon_source, "job") != 0)

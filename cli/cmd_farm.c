@@ -118,13 +118,23 @@ const struct cli_cmd cli_farm_status_cmd = {
 /* ---- signals: first Ctrl-C drains, second (or SIGTERM) stops ---- */
 
 static volatile sig_atomic_t interrupts;
+/* Set once the farm reports its first progress, that is once it can start
+ * jobs: before, a stop has no running jobs to talk of. */
+static volatile sig_atomic_t farm_started;
 
 static void on_signal(int sig)
 {
 	static const char drain[] = "\ngpushare: farm: stopping: no new jobs; the running ones finish "
 				    "(Ctrl-C again stops them)\n";
 	static const char now[] = "\ngpushare: farm: stopping the running jobs\n";
+	static const char early[] = "\ngpushare: farm: stopping before any job started\n";
 
+	if (!farm_started) {
+		gpushare_farm_stop(true);
+		if (interrupts++ == 0 && write(STDERR_FILENO, early, sizeof(early) - 1) < 0)
+			return;
+		return;
+	}
 	if (sig == SIGINT && interrupts++ == 0) {
 		gpushare_farm_stop(false);
 		if (write(STDERR_FILENO, drain, sizeof(drain) - 1) < 0)
@@ -162,6 +172,7 @@ static void on_progress(const struct gpushare_farm_progress *p, void *arg)
 	uint64_t ended = p->done + p->failed;
 	char eta[32];
 
+	farm_started = 1;
 	if (ps->quiet)
 		return;
 	eta_text(p->eta_s, eta, sizeof(eta));
@@ -341,6 +352,10 @@ int cmd_farm(int argc, char **argv)
 	rc = gpushare_farm_run(&c, &r);
 	if (ps.open_line)
 		fputc('\n', stderr);
+	if (r.torn_cut_bytes)
+		fprintf(stderr, "gpushare: warning: farm: the journal's last line was torn (%llu bytes without a newline, "
+			"a write cut short by a crash); it was cut off before appending\n",
+			(unsigned long long)r.torn_cut_bytes);
 	if (r.have_summary || rc == GPUSHARE_OK || rc == GPUSHARE_E_WORKER || rc == GPUSHARE_E_INTERRUPTED) {
 		if (r.have_summary) {
 			code = print_summary(&r.summary, &r, json);

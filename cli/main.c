@@ -2,8 +2,11 @@
  * gpushare: command-line entry point. Dispatches to one function per
  * subcommand from a table.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gpushare/gpushare.h"
@@ -68,8 +71,39 @@ int cmd_version(int argc, char **argv)
 	return cli_finish_stdout(EXIT_OK);
 }
 
+/*
+ * Descriptors 0, 1 and 2 are reserved before anything is opened: a command
+ * started with one of them closed (`2>&-`, `<&-`) would otherwise get it
+ * for the first file it opens (a farm's journal, a sweep's lock file), and
+ * then write progress into that file or read it as its input. A closed one
+ * becomes /dev/null (read-only for 0, write-only for 1 and 2). Returns -1
+ * when that is impossible; nothing can be reported then but the status.
+ */
+static int reserve_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		int nfd;
+
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		nfd = open("/dev/null", (fd == 0 ? O_RDONLY : O_WRONLY) | O_NOCTTY);
+		if (nfd < 0)
+			return -1;
+		if (nfd != fd) { /* a lower one was open: move it into place */
+			if (dup2(nfd, fd) != fd) {
+				close(nfd);
+				return -1;
+			}
+			close(nfd);
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (reserve_std_fds() != 0)
+		return EXIT_FAILURE_GENERIC;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

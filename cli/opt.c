@@ -187,6 +187,11 @@ int cli_parse_next(struct cli_parse *p)
 		p->status = cli_help_stdout(p->cmd);
 		return -1;
 	}
+	/* An empty path is never meant: refused, never taken as "not given". */
+	if (p->opt && (p->opt->kind == CLI_DIR || p->opt->kind == CLI_FILE) && optarg && !*optarg) {
+		p->status = cli_error(EXIT_USAGE, "%s: %s: an empty path", p->name, cli_parse_optname(p));
+		return -1;
+	}
 	if (p->opt && p->opt->kind == CLI_INT && !(p->opt->flags & CLI_RAW)) {
 		if (cli_parse_whole(optarg, p->opt->min, p->opt->max, &p->num)) {
 			p->status = cli_bad_value(p->name, cli_parse_optname(p), optarg);

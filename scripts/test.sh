@@ -29,12 +29,30 @@ missing_tool() {
 		echo "SKIP (missing tool): $1"
 	fi
 }
-# Short libFuzzer runs of the worker-message parser and the results loader (clang).
+# The CLI tests again beside a CPU hog (stress-ng, 4 workers): their
+# wall-clock bounds follow the machine's load (TIME_FACTOR in
+# tests/cli/lib.sh), and they must pass, and clean up, on a busy machine too.
+if command -v stress-ng >/dev/null; then
+	echo "== the CLI tests again, beside stress-ng --cpu 4"
+	stress-ng --cpu 4 --timeout 3600s --quiet &
+	hog=$!
+	# The hog's own group: stopped however this step ends.
+	trap 'kill "$hog" 2>/dev/null || true' EXIT
+	sleep 2
+	ctest --test-dir build-test -L cli -LE gpu -j"$(nproc)" --output-on-failure --no-tests=error \
+		--timeout 900 || { echo "FAIL: the CLI tests beside a CPU hog"; status=1; }
+	kill "$hog" 2>/dev/null || true
+	wait "$hog" 2>/dev/null || true
+	trap - EXIT
+else
+	missing_tool "the CLI tests under load: stress-ng not installed (Debian package stress-ng)"
+fi
+# Short libFuzzer runs of the worker-message parser, the results loader and the farm journal reader (clang).
 if command -v clang >/dev/null; then
 	mkdir -p build-fuzz
 	if cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGPUSHARE_FUZZ=ON -DGPUSHARE_CUDA=OFF \
 		-DGPUSHARE_REQUIRE_TESTS=ON >build-fuzz/build.log 2>&1 &&
-		cmake --build build-fuzz --target fuzz_proto fuzz_results -j"$(nproc)" >>build-fuzz/build.log 2>&1; then
+		cmake --build build-fuzz --target fuzz_proto fuzz_results fuzz_journal -j"$(nproc)" >>build-fuzz/build.log 2>&1; then
 		ctest --test-dir build-fuzz -L fuzz --output-on-failure --no-tests=error || status=1
 	else
 		cat build-fuzz/build.log

@@ -146,6 +146,8 @@ struct gpushare_farm_result {
 	unsigned slurm_max_slots;   /* the slots per GPU the shards allow; 0 no bound */
 	bool interrupted;           /* a stop was asked */
 	uint64_t not_started;       /* jobs left queued by a stop */
+	uint64_t torn_cut_bytes;    /* a torn last line of the journal (a crash) cut off
+	                             * before this run appended: its size in bytes, 0 none */
 	bool have_summary;
 };
 

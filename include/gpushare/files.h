@@ -7,9 +7,11 @@
 #ifndef GPUSHARE_FILES_H
 #define GPUSHARE_FILES_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "gpushare/utf8.h"
@@ -30,6 +32,21 @@ int gpushare_read_file(const char *path, size_t max_bytes, char **data, size_t *
 /* The last max_bytes (at most) of the regular file `path`, NUL-terminated:
  * for logs that may have grown large. Same refusals as gpushare_read_file(). */
 int gpushare_read_file_tail(const char *path, size_t max_bytes, char **data, size_t *len);
+
+/* One line of a stream, bounded while it is read: at most max bytes
+ * before the newline are ever held, and a longer line is refused as soon
+ * as its (max + 1)th byte arrives (GPUSHARE_E_INVAL, "line N longer than
+ * max bytes"), never read whole first. *line (grown as needed, *cap its
+ * size; start with NULL and 0, free() it at the end) receives the line
+ * without its newline, NUL-terminated; *len its length; *newline (may be
+ * NULL) whether it ended with one (false only for a last line without it).
+ * Returns 1 for a line, 0 at the end of the stream, and an error code
+ * otherwise: a failed read is never taken for the end (GPUSHARE_E_IO with
+ * the system's reason, GPUSHARE_E_NOMEM). A read interrupted by a signal
+ * is retried, unless *stop (may be NULL) is non-zero then:
+ * GPUSHARE_E_INTERRUPTED. `name` and `lineno` are used in messages. */
+int gpushare_read_line(FILE *f, const char *name, size_t lineno, size_t max, const volatile sig_atomic_t *stop,
+		       char **line, size_t *cap, size_t *len, bool *newline);
 
 /* ---- writing ---- */
 

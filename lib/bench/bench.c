@@ -480,6 +480,18 @@ void gpushare_bench_report_release(struct gpushare_bench_report *r)
 
 /* ---- how each strategy ended ---- */
 
+/* A window in which no request ended has no throughput and no latency: a
+ * run without a result, never "ok" with zeros. Applied after the run's own
+ * error, which stays the reason of the strategy it stopped. */
+static void settle_empty(struct gpushare_bench_result *res)
+{
+	if (res->status == GPUSHARE_RESULT_SKIPPED || res->failure[0] || res->requests || res->peak.searched)
+		return;
+	snprintf(res->failure, sizeof(res->failure), "no request ended in the measurement window%s",
+		 res->open.on && res->open.offered == 0 ? " (no arrival was scheduled in it)" : "");
+	res->status = GPUSHARE_RESULT_FAILED;
+}
+
 static void settle_one(struct gpushare_bench_result *res)
 {
 	if (res->status == GPUSHARE_RESULT_SKIPPED)
@@ -501,8 +513,11 @@ int gpushare_bench_report_settle(struct gpushare_bench_report *r, int rc)
 		settle_one(r->ceiling);
 	for (size_t i = 0; i < r->n_results; i++)
 		settle_one(&r->results[i]);
-	if (rc == GPUSHARE_OK)
+	if (rc == GPUSHARE_OK) {
+		for (size_t i = 0; i < r->n_results; i++)
+			settle_empty(&r->results[i]);
 		return GPUSHARE_OK;
+	}
 	if (rc != GPUSHARE_E_INTERRUPTED) {
 		/* The strategy being set up when the error came (or the ceiling
 		 * run, which comes first) did not run. */
@@ -516,6 +531,8 @@ int gpushare_bench_report_settle(struct gpushare_bench_report *r, int rc)
 			failed_name = gpushare_strategy_name(res->strategy);
 		}
 	}
+	for (size_t i = 0; i < r->n_results; i++)
+		settle_empty(&r->results[i]);
 	if (!c)
 		return GPUSHARE_OK;
 	for (size_t i = r->n_results; i < c->n_strategies; i++) {

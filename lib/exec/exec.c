@@ -591,6 +591,12 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	if ((rc = gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name))) ||
 	    (rc = gpushare_user_dir(user, sizeof(user))) || (rc = gpushare_jobdir_path(x->job_dir, sizeof(x->job_dir), user, name)))
 		return rc;
+	/* The daemon's sockets go in DIR/mps/pipe, at most 80 characters (see
+	 * lib/mps): refused here, before anything of the job is created. */
+	if (gpushare_strategy_get(o->strategy)->uses_mps && strlen(x->job_dir) + strlen("/mps/pipe") > 80)
+		return gpushare_fail(GPUSHARE_E_INVAL, "the job's pipe directory '%s/mps/pipe' would be longer than 80 "
+				     "characters (the MPS daemon's sockets go there); use a shorter XDG_RUNTIME_DIR or job id",
+				     x->job_dir);
 
 	p = calloc(1, sizeof(*p));
 	if (!p)

@@ -204,6 +204,13 @@ int gpushare_launcher_detect(gpushare_getenv_fn getenv_fn, void *ctx, struct lau
 	if (out->local_size < 1 || out->local_rank >= out->local_size)
 		return gpushare_fail(GPUSHARE_E_INVAL, "%s=%ld does not fit %s=%ld", out->rank_var,
 				     out->local_rank, out->size_var, out->local_size);
+	if (out->rank >= 0 && out->size >= 0 && out->rank >= out->size)
+		return gpushare_fail(GPUSHARE_E_INVAL, "the %s launcher's rank %ld is not below its job's size %ld; "
+				     "the environment is inconsistent", gpushare_launcher_kind_name(out->kind), out->rank,
+				     out->size);
+	if (out->size >= 0 && out->local_size > out->size)
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s=%ld is more than the job's %ld ranks", out->size_var,
+				     out->local_size, out->size);
 	if (!out->job_key[0] && slurm_job)
 		set_key(out->job_key, sizeof(out->job_key), "slurm", slurm_job, slurm_step);
 	return GPUSHARE_OK;

@@ -80,6 +80,30 @@ static bool has_source(const struct gpushare_farm_config *c)
 	return c->jobfile || c->n_tmpl || c->args_file || c->range;
 }
 
+/* Open a job or argument file: a regular file only (a FIFO would block, a
+ * device such as /dev/zero never ends, a directory fails to read); a pipe
+ * is given as '-', standard input. */
+static int open_regular(const char *path, FILE **out)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	*out = NULL;
+	if (fd < 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file (a FIFO, a device or a directory); "
+				     "give a pipe as '-' (standard input)", path);
+	}
+	/* Reads of a regular file never block: O_NONBLOCK can stay. */
+	if (!(*out = fdopen(fd, "r"))) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	return GPUSHARE_OK;
+}
+
 /* The job source before anything is created: the options go together, the
  * range parses, the files can be opened. */
 static int check_source(struct farm *f)
@@ -110,9 +134,8 @@ static int check_source(struct farm *f)
 	}
 	if (!strcmp(path, "-"))
 		return GPUSHARE_OK;
-	fp = fopen(path, "re");
-	if (!fp)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	if (open_regular(path, &fp))
+		return GPUSHARE_E_IO;
 	fclose(fp);
 	return GPUSHARE_OK;
 }
@@ -130,10 +153,7 @@ static int open_src(struct farm *f, const char *path, FILE **fp, const char **na
 	} else {
 		*name = path;
 	}
-	*fp = fopen(path, "re");
-	if (!*fp)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
-	return GPUSHARE_OK;
+	return open_regular(path, fp);
 }
 
 /* Parse the job source into list (which may have a sink). */
@@ -356,14 +376,26 @@ static int spool_stdin(struct farm *f)
 		f->stdin_spool[0] = '\0';
 		return rc;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0) {
-		if (fwrite(buf, 1, n, out) != n) {
+	for (;;) {
+		errno = 0;
+		n = fread(buf, 1, sizeof(buf), stdin);
+		if (n && fwrite(buf, 1, n, out) != n) {
 			rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", f->stdin_spool, strerror(errno));
 			break;
 		}
+		if (n < sizeof(buf) && ferror(stdin)) {
+			if (errno == EINTR && !farm_stop_level) {
+				clearerr(stdin);
+				continue;
+			}
+			rc = errno == EINTR ? gpushare_fail(GPUSHARE_E_INTERRUPTED, "reading standard input was interrupted by a stop")
+					    : gpushare_fail(GPUSHARE_E_IO, "cannot read standard input: %s",
+							    strerror(errno ? errno : EIO));
+			break;
+		}
+		if (n < sizeof(buf) && feof(stdin))
+			break;
 	}
-	if (!rc && ferror(stdin))
-		rc = gpushare_fail(GPUSHARE_E_IO, "cannot read standard input: %s", strerror(errno));
 	rc = close_private(f->stdin_spool, out, rc);
 	if (rc)
 		f->stdin_spool[0] = '\0';
@@ -476,6 +508,67 @@ static int resume_record(void *arg, struct farm_journal_data *d, const struct fa
 	return gpushare_farm_resume_add(r->rs, rec);
 }
 
+/* Every attempt the journal records must carry its job's hash: the list
+ * hash only says the list is the journal's, not that each record belongs
+ * to its job (a hand-edited record would count a job done that never ran).
+ * The job hashes are read from the list in blocks of at most
+ * HASH_BLOCK jobs (8 MiB), and the journal once per block: one extra pass
+ * for farms of up to a million jobs, memory bounded whatever the size. */
+#define HASH_BLOCK ((uint64_t)1 << 20)
+
+struct hash_check {
+	const uint64_t *h;
+	uint64_t base, n;
+};
+
+static int hash_record(void *arg, struct farm_journal_data *d, const struct farm_record *rec)
+{
+	const struct hash_check *k = arg;
+
+	if (rec->job < k->base || rec->job - k->base >= k->n || rec->hash == k->h[rec->job - k->base])
+		return GPUSHARE_OK;
+	return gpushare_fail(GPUSHARE_E_INVAL,
+			     "%s: an attempt of job %" PRIu64 " has hash %016" PRIx64 ", but job %" PRIu64 " of the list "
+			     "is %016" PRIx64 " (a record edited by hand, or of another list); refusing to resume",
+			     d->path, rec->job, rec->hash, rec->job, k->h[rec->job - k->base]);
+}
+
+static int check_record_hashes(struct farm *f)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+	uint64_t block = f->n_jobs < HASH_BLOCK ? f->n_jobs : HASH_BLOCK;
+	struct hash_check k = { NULL, 0, 0 };
+	const struct farm_journal_scan scan = { NULL, hash_record, &k };
+	uint64_t *h;
+	int rc;
+
+	if (!f->n_jobs)
+		return GPUSHARE_OK;
+	if (!(h = malloc(block * sizeof(*h))))
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	k.h = h;
+	dir_path(f, FARM_JOURNAL_NAME, path, sizeof(path));
+	rc = gpushare_farm_cursor_rewind(&f->cur);
+	for (k.base = 0; !rc && k.base < f->n_jobs; k.base += k.n) {
+		struct farm_journal_data d;
+
+		for (k.n = 0; !rc && k.n < block && k.base + k.n < f->n_jobs; k.n++) {
+			rc = gpushare_farm_cursor_next(&f->cur, true, NULL, &h[k.n]);
+			if (rc == 0)
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' ended before job %" PRIu64, f->cur.path,
+						   k.base + k.n);
+			else if (rc == 1)
+				rc = GPUSHARE_OK;
+		}
+		if (!rc && !(rc = gpushare_farm_journal_scan_path(path, &d, &scan)))
+			gpushare_farm_journal_data_release(&d);
+	}
+	free(h);
+	if (!rc)
+		rc = gpushare_farm_cursor_rewind(&f->cur);
+	return rc;
+}
+
 /* Resuming: the journal read in one pass into the resume state; the job
  * list (given again, or the directory's copy) checked against it. */
 static int open_resume(struct farm *f)
@@ -507,6 +600,13 @@ static int open_resume(struct farm *f)
 			dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
 			unlink(tmp);
 			rc = changed_list(f, hash);
+		} else if (!rc && (rc = check_record_hashes(f))) {
+			char tmp[GPUSHARE_PATH_MAX + 32];
+
+			/* Refused: the directory's copy stays as it was. */
+			gpushare_farm_cursor_close(&f->cur);
+			dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
+			unlink(tmp);
 		}
 		if (!rc)
 			rc = install_copy(f);
@@ -524,6 +624,8 @@ static int open_resume(struct farm *f)
 			rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' holds %" PRIu64 " jobs (list hash %016" PRIx64 ") but the journal's "
 					   "farm had %" PRIu64 " (%016" PRIx64 "); refusing to resume: give the job list again",
 					   path, f->n_jobs, hash, old->n_jobs, old->jobs_hash);
+		if (!rc)
+			rc = check_record_hashes(f);
 		header_config(f, hash);
 	}
 	if (!rc && (old->shard.index != f->shard.index || old->shard.count != f->shard.count))
@@ -810,6 +912,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	gpushare_farm_cursor_close(&f.cur);
 	failed = f.rs.failed;
 	gpushare_farm_resume_release(&f.rs);   /* before the summary: one per-job array at a time */
+	r->torn_cut_bytes = f.journal.cut_bytes;
 	if (f.journal_open)
 		gpushare_farm_journal_close(&f.journal);
 	undo_new_dir(&f);
@@ -830,10 +933,10 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		gpushare_nvml_close();
 	rc = gpushare_error_restore(&e, rc);
 	if (!rc && r->interrupted)
-		rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "stopped with %" PRIu64 " jobs not run",
-				   r->not_started);
+		rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "stopped with %" PRIu64 " job%s not run",
+				   r->not_started, r->not_started == 1 ? "" : "s");
 	if (!rc && failed > 0)
-		rc = gpushare_fail(GPUSHARE_E_WORKER, "%zu of the shard's %" PRIu64 " jobs failed; see the journal in %s",
-				   failed, r->shard_jobs, r->dir);
+		rc = gpushare_fail(GPUSHARE_E_WORKER, "%zu of the shard's %" PRIu64 " job%s failed; see the journal in %s",
+				   failed, r->shard_jobs, r->shard_jobs == 1 ? "" : "s", r->dir);
 	return rc;
 }

@@ -16,6 +16,7 @@
 
 #include "gpushare/gpushare.h"
 #include "farm_jobs.h"
+#include "gpushare/files.h"
 #include "hash.h"
 
 const char *gpushare_getenv_process(void *ctx, const char *name)
@@ -290,35 +291,24 @@ int gpushare_farm_jobs_add_line(struct farm_jobs *list, const char *line, size_t
 	return job_commit(list, start, argc, lineno);
 }
 
-/* Read lines from f and hand each to fn; stops at the first error. */
+/* Read lines from f and hand each to fn; stops at the first error. A line
+ * is refused at its limit while it is read; a failed read is an error,
+ * never the end of the list; a stop signal ends the reading. */
 static int read_lines(FILE *f, const char *name,
 		      int (*fn)(void *ctx, const char *line, size_t len, size_t lineno), void *ctx)
 {
 	char *line = NULL;
-	size_t cap = 0, lineno = 0;
-	ssize_t n;
-	int rc = GPUSHARE_OK;
+	size_t cap = 0, lineno = 0, len;
+	int rc;
 
-	errno = 0;
-	while ((n = getline(&line, &cap, f)) >= 0) {
-		size_t len = (size_t)n;
-
+	while ((rc = gpushare_read_line(f, name, lineno + 1, FARM_JOB_LINE_MAX, &farm_stop_level, &line, &cap, &len,
+					NULL)) == 1) {
 		lineno++;
-		if (len && line[len - 1] == '\n')
-			len--;
-		if (len > FARM_JOB_LINE_MAX) {
-			rc = gpushare_fail(GPUSHARE_E_INVAL, "%s:%zu: line longer than %d bytes", name,
-					   lineno, FARM_JOB_LINE_MAX);
-			break;
-		}
 		if ((rc = fn(ctx, line, len, lineno)))
 			break;
-		errno = 0;
 	}
-	if (!rc && ferror(f))
-		rc = gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", name, strerror(errno ? errno : EIO));
 	free(line);
-	return rc;
+	return rc < 0 ? rc : GPUSHARE_OK;
 }
 
 static int add_line_cb(void *ctx, const char *line, size_t len, size_t lineno)
@@ -418,6 +408,42 @@ static int put_expanded(struct farm_jobs *list, const char *w, const char *arg, 
 	return rc;
 }
 
+/* A --shell template puts the argument, single-quoted, where {} stands in
+ * the line /bin/sh reads. That quoting holds only where the shell reads
+ * words unquoted: inside the template's own '...' or "..." it would close
+ * and reopen quotes around the argument's text (`echo "{}"` with the
+ * argument `$(touch F)` runs touch). Such templates are refused. */
+static int check_shell_template(char *const tmpl[], size_t n_tmpl)
+{
+	enum { OUT, SQ, DQ } q = OUT;
+	size_t col = 0;
+
+	for (size_t k = 0; k < n_tmpl; k++, col++) {
+		for (const char *w = tmpl[k]; *w; w++, col++) {
+			if (q == OUT && *w == '\\' && w[1]) {
+				w++, col++;
+			} else if (q == DQ && *w == '\\' && w[1]) {
+				w++, col++;
+			} else if (q == OUT && *w == '\'') {
+				q = SQ;
+			} else if (q == SQ && *w == '\'') {
+				q = OUT;
+			} else if (q == OUT && *w == '"') {
+				q = DQ;
+			} else if (q == DQ && *w == '"') {
+				q = OUT;
+			} else if (q != OUT && w[0] == '{' && w[1] == '}') {
+				return gpushare_fail(GPUSHARE_E_INVAL,
+						     "--shell template: {} at column %zu is inside %s quotes, where the "
+						     "argument's own quoting would not hold (a '$(...)' in it would run); "
+						     "write {} unquoted: gpushare quotes each argument itself", col + 1,
+						     q == SQ ? "single" : "double");
+			}
+		}
+	}
+	return GPUSHARE_OK;
+}
+
 int gpushare_farm_jobs_add_template_arg(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,
 			       const char *arg, size_t lineno)
 {
@@ -428,6 +454,8 @@ int gpushare_farm_jobs_add_template_arg(struct farm_jobs *list, char *const tmpl
 
 	if (!n_tmpl)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty command template");
+	if (shell && (rc = check_shell_template(tmpl, n_tmpl)))
+		return rc;
 	snprintf(num, sizeof(num), "%zu", farm_jobs_count(list) + 1);
 	if (shell) {
 		rc = arena_put(list, sh_prefix, sizeof(sh_prefix));
@@ -721,6 +749,11 @@ int gpushare_farm_jobs_copy_sink(void *arg, const struct farm_jobs *list)
 	cJSON_Delete(a);
 	if (!text)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory writing the job list");
+	if (strlen(text) > FARM_COPY_LINE_MAX) {
+		free(text);
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s:%u: the job is longer than %d bytes as JSON", list->source, e->line,
+				     FARM_COPY_LINE_MAX);
+	}
 	ok = fputs(text, out) >= 0 && fputc('\n', out) != EOF;
 	free(text);
 	if (!ok)
@@ -797,28 +830,25 @@ out:
 
 int gpushare_farm_cursor_next(struct farm_cursor *c, bool parse, char ***argv, uint64_t *hash)
 {
-	ssize_t n;
+	bool newline;
+	int rc;
 	size_t len;
 	const char *why;
 	char **v;
 
 	if (argv)
 		*argv = NULL;
-	errno = 0;
-	n = getline(&c->line, &c->cap, c->f);
-	if (n < 0) {
-		if (ferror(c->f))
-			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", c->path, strerror(errno ? errno : EIO));
-		return 0;
-	}
-	len = (size_t)n;
-	if (!len || c->line[len - 1] != '\n')
+	rc = gpushare_read_line(c->f, c->path, (size_t)c->index + 1, FARM_COPY_LINE_MAX, NULL, &c->line, &c->cap, &len,
+				&newline);
+	if (rc <= 0)
+		return rc;
+	if (!newline)
 		return gpushare_fail(GPUSHARE_E_INVAL, "%s:%" PRIu64 ": the last line is cut short", c->path,
 				     c->index + 1);
 	c->index++;
 	if (!parse)
 		return 1;
-	v = argv_from_json(c->line, len - 1, &why);
+	v = argv_from_json(c->line, len, &why);
 	if (!v)
 		return gpushare_fail(GPUSHARE_E_INVAL, "%s:%" PRIu64 ": %s", c->path, c->index, why);
 	if (hash)
@@ -914,6 +944,11 @@ static int env_long(gpushare_getenv_fn getenv_fn, void *ctx, const char *name, l
 	x = strtol(v, &end, 10);
 	if (errno || *end || end == v || x < min)
 		return gpushare_fail(GPUSHARE_E_INVAL, "%s='%s' is not an integer >= %ld", name, v, min);
+	/* Every count and id of a shard stays within the jobs a list may hold,
+	 * so that no product of them can overflow. */
+	if ((unsigned long)x > FARM_JOBS_MAX)
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s='%s' is larger than %lu (the most jobs a farm holds); pass --shard I/N",
+				     name, v, FARM_JOBS_MAX);
 	*out = x;
 	return 1;
 }
@@ -969,6 +1004,10 @@ int gpushare_farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct
 		if (ntasks > 1)
 			*from_env = true;
 	}
+	if (a_count * (unsigned long)ntasks > FARM_JOBS_MAX) /* both <= 10^8: no overflow in 64 bits */
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "%lu array elements of %ld tasks make more than %lu shards; pass --shard I/N", a_count,
+				     ntasks, FARM_JOBS_MAX);
 	out->index = a_index * (unsigned long)ntasks + (unsigned long)procid;
 	out->count = a_count * (unsigned long)ntasks;
 	return GPUSHARE_OK;

@@ -35,6 +35,14 @@
 
 /* The longest job line accepted (bytes, without the newline). */
 #define FARM_JOB_LINE_MAX (1024 * 1024)
+/* The longest line of the farm directory's copy of the list (one job as
+ * JSON); the writer refuses a job that would not fit, so that its reader
+ * never meets one. */
+#define FARM_COPY_LINE_MAX (16 * FARM_JOB_LINE_MAX)
+/* Set by a stop signal while a list is read (lib/farm: farm_stop_level):
+ * a read it interrupts ends the loading with GPUSHARE_E_INTERRUPTED. */
+#include <signal.h>
+extern volatile sig_atomic_t farm_stop_level;
 /* The most jobs a list may hold (a range larger than this is refused). */
 #define FARM_JOBS_MAX 100000000UL
 

@@ -122,38 +122,48 @@ char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a)
 
 /* ---- writing ---- */
 
-/* Cut a torn last line (no newline) off an open journal. */
-static int cut_torn_tail(int fd, const char *path, off_t size, bool *existing)
+/* Where a torn last line (no newline) of an open journal starts: *keep,
+ * or -1 when the file is empty or ends with a newline. Nothing is changed. */
+static int find_torn_tail(int fd, const char *path, off_t size, off_t *keep)
 {
 	char buf[4096];
 	off_t end = size;
 
-	*existing = size > 0;
+	*keep = -1;
 	while (end > 0) {
 		size_t n = end > (off_t)sizeof(buf) ? sizeof(buf) : (size_t)end;
 		ssize_t r = pread(fd, buf, n, end - (off_t)n);
 
 		if (r != (ssize_t)n)
 			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path,
-					     r < 0 ? strerror(errno) : "short read");
+					     r < 0 ? strerror(errno) : "the file shrank while read");
 		for (size_t i = n; i > 0; i--) {
 			if (buf[i - 1] == '\n') {
-				off_t keep = end - (off_t)n + (off_t)i;
+				off_t k = end - (off_t)n + (off_t)i;
 
-				if (keep == size)
-					return GPUSHARE_OK;
-				if (ftruncate(fd, keep) || fsync(fd))
-					return gpushare_fail(GPUSHARE_E_IO, "cannot cut the torn last line of '%s': %s",
-							     path, strerror(errno));
+				if (k != size)
+					*keep = k;
 				return GPUSHARE_OK;
 			}
 		}
 		end -= (off_t)n;
 	}
-	/* No newline at all: the whole file is one torn line. */
-	if (size > 0 && (ftruncate(fd, 0) || fsync(fd)))
-		return gpushare_fail(GPUSHARE_E_IO, "cannot cut the torn line of '%s': %s", path, strerror(errno));
-	*existing = false;
+	if (size > 0) /* no newline at all: the whole file is one torn line */
+		*keep = 0;
+	return GPUSHARE_OK;
+}
+
+/* Before the first write: cut the torn last line noted at open. */
+static int cut_torn_tail(struct farm_journal *j)
+{
+	struct stat st;
+
+	if (!j->torn)
+		return GPUSHARE_OK;
+	if (fstat(j->fd, &st) || ftruncate(j->fd, j->keep) || fsync(j->fd))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot cut the torn last line of '%s': %s", j->path, strerror(errno));
+	j->cut_bytes = (uint64_t)(st.st_size - j->keep);
+	j->torn = false;
 	return GPUSHARE_OK;
 }
 
@@ -164,6 +174,8 @@ int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *ex
 
 	j->fd = -1;
 	j->syncer = NULL;
+	j->torn = false;
+	j->cut_bytes = 0;
 	if ((size_t)snprintf(j->path, sizeof(j->path), "%s/%s", dir, FARM_JOURNAL_NAME) >= sizeof(j->path))
 		return gpushare_fail(GPUSHARE_E_INVAL, "farm directory path too long: '%s'", dir);
 	fd = open(j->path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -186,8 +198,10 @@ int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *ex
 			: gpushare_fail(GPUSHARE_E_IO, "cannot lock '%s': %s", j->path, strerror(errno));
 		goto fail;
 	}
-	if ((rc = cut_torn_tail(fd, j->path, st.st_size, existing)))
+	if ((rc = find_torn_tail(fd, j->path, st.st_size, &j->keep)))
 		goto fail;
+	j->torn = j->keep >= 0;
+	*existing = st.st_size > 0;
 	if (st.st_size == 0) {
 		/* A new file: make its directory entry durable too. */
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -337,10 +351,31 @@ void gpushare_farm_journal_close(struct farm_journal *j)
 }
 
 /* Write json plus a newline with one write(), then fsync. Frees json. */
+/* Write all n bytes (one write() unless the disk fills in between): the
+ * system's reason on failure (ENOSPC rather than "short write"). The first
+ * write cuts a torn last line off first. */
+static int write_all(struct farm_journal *j, const char *p, size_t n)
+{
+	int rc = cut_torn_tail(j);
+
+	while (!rc && n > 0) {
+		ssize_t w = write(j->fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", j->path,
+					     strerror(w < 0 ? errno : ENOSPC));
+		p += w;
+		n -= (size_t)w;
+	}
+	return rc;
+}
+
 static int write_record(struct farm_journal *j, char *json)
 {
 	size_t n;
-	ssize_t w;
+	int rc;
 	char *line;
 
 	if (!json)
@@ -358,14 +393,9 @@ static int write_record(struct farm_journal *j, char *json)
 		return gpushare_fail(GPUSHARE_E_INVAL, "journal record of %zu bytes is longer than %d", n,
 				     FARM_JOURNAL_LINE_MAX);
 	}
-	do
-		w = write(j->fd, line, n);
-	while (w < 0 && errno == EINTR);
+	rc = write_all(j, line, n);
 	free(line);
-	if (w != (ssize_t)n)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", j->path,
-				     w < 0 ? strerror(errno) : "short write");
-	return after_write(j);
+	return rc ? rc : after_write(j);
 }
 
 int gpushare_farm_journal_write_header(struct farm_journal *j, const struct farm_config *cfg)
@@ -381,7 +411,6 @@ int gpushare_farm_journal_write_attempt(struct farm_journal *j, const struct far
 int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n)
 {
 	struct gpushare_buf b = { 0 };
-	ssize_t w;
 	int rc = GPUSHARE_OK;
 
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -401,12 +430,8 @@ int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct fa
 		gpushare_buf_release(&b);
 		return rc;
 	}
-	do
-		w = write(j->fd, b.s, b.len);
-	while (w < 0 && errno == EINTR);
-	if (w != (ssize_t)b.len)
-		rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", j->path, w < 0 ? strerror(errno) : "short write");
-	else
+	rc = write_all(j, b.s, b.len);
+	if (!rc)
 		rc = after_write(j);
 	gpushare_buf_release(&b);
 	return rc;

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "farm_jobs.h"
 
@@ -106,13 +107,18 @@ struct farm_journal {
 	int fd;
 	char path[4096];
 	struct farm_journal_syncer *syncer;  /* NULL: each write fsyncs itself */
+	bool torn;           /* the file ends in a torn line, cut before the first write */
+	off_t keep;          /* where that line starts */
+	uint64_t cut_bytes;  /* the torn bytes the first write cut off, for a warning */
 };
 
 /* Open (creating when absent) DIR/journal.jsonl for appending, refusing a
  * symlink or anything but a regular file of this user, and take an
- * exclusive lock: GPUSHARE_E_BUSY when another process writes it. A torn
- * last line left by a crash is cut off. *existing tells whether the file
- * already held records. */
+ * exclusive lock: GPUSHARE_E_BUSY when another process writes it. Opening
+ * changes nothing in the file: a torn last line left by a crash is only
+ * noted, and cut off by the first write (cut_bytes tells how many bytes),
+ * so that a farm refused after opening leaves the journal as it was.
+ * *existing tells whether the file holds anything (even only a torn line). */
 int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *existing);
 /* Make the journal's writes durable in the background from now on: a
  * thread fsyncs whenever records were written since its last fsync, so a

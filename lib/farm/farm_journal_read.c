@@ -281,15 +281,21 @@ int gpushare_farm_journal_scan_path(const char *path, struct farm_journal_data *
 				    const struct farm_journal_scan *scan)
 {
 	size_t cap = 2 * FARM_JOURNAL_LINE_MAX, have = 0, lineno = 0;
+	struct stat st;
 	char *buf;
 	int fd, rc = GPUSHARE_OK;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->path, sizeof(out->path), "%s", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO in its place must not wait for a writer. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return gpushare_fail(errno == ENOENT ? GPUSHARE_E_NOT_FOUND : GPUSHARE_E_IO,
 				     "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file; refusing to read it", path);
+	}
 	buf = malloc(cap);
 	if (!buf) {
 		close(fd);

@@ -130,6 +130,45 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 		else
 			snprintf(paths[i], len, "%s/%s", dirs[i], FARM_JOURNAL_NAME);
 	}
+	/* One journal named several ways (a symbolic link, ./dir, dir/) is
+	 * read once: the same file (device and inode) is kept only at its
+	 * first mention. */
+	size_t m = 0;
+	const char **kept_dirs = rc ? NULL : calloc(n ? n : 1, sizeof(*kept_dirs));
+	dev_t *devs = rc ? NULL : calloc(n ? n : 1, sizeof(*devs));
+	ino_t *inos = rc ? NULL : calloc(n ? n : 1, sizeof(*inos));
+
+	if (!rc && (!kept_dirs || !devs || !inos))
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct stat st;
+		bool dup = false;
+
+		if (stat(paths[i], &st) == 0) {
+			for (size_t k = 0; k < m && !dup; k++)
+				dup = devs[k] == st.st_dev && inos[k] == st.st_ino;
+		} else {
+			st.st_dev = 0;
+			st.st_ino = 0;
+		}
+		if (dup) {
+			free(paths[i]);
+			paths[i] = NULL;
+			continue;
+		}
+		devs[m] = st.st_dev;
+		inos[m] = st.st_ino;
+		kept_dirs[m] = dirs[i];
+		paths[m++] = paths[i];
+		if (m - 1 != i)
+			paths[i] = NULL;
+	}
+	free(devs);
+	free(inos);
+	if (!rc) {
+		dirs = kept_dirs;
+		n = m;
+	}
 	if (!rc)
 		rc = gpushare_journal_summary_build((const char *const *)paths, n, &s);
 	if (!rc) {
@@ -147,6 +186,7 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
+	free(kept_dirs);
 	return rc;
 }
 
@@ -239,6 +279,12 @@ int gpushare_farm_summary_json(const struct gpushare_farm_summary *s, const stru
 	return *out ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 }
 
+/* "s" for a count other than one: "1 job", "2 jobs". */
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static void duration_text(double s, char *buf, size_t len)
 {
 	if (s < 60)
@@ -254,13 +300,14 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 	char span[32];
 
 	if (r) {
-		fprintf(f, "farm %s: %s, shard %lu/%lu (%" PRIu64 " jobs)", r->dir, r->strategy, r->shard_index,
-			r->shard_count, r->shard_jobs);
+		fprintf(f, "farm %s: %s, shard %lu/%lu (%" PRIu64 " job%s)", r->dir, r->strategy, r->shard_index,
+			r->shard_count, r->shard_jobs, plural(r->shard_jobs));
 		if (r->calibrated && r->n_calibration) {
-			fprintf(f, ", %u slots per GPU by calibration (", r->slots);
+			fprintf(f, ", %u slot%s per GPU by calibration (", r->slots, plural(r->slots));
 			for (size_t i = 0; i < r->n_calibration; i++)
-				fprintf(f, "%sK=%u: %.3g jobs/s over %" PRIu64 " jobs", i ? ", " : "",
-					r->calibration[i].slots, r->calibration[i].jobs_per_s, r->calibration[i].jobs);
+				fprintf(f, "%sK=%u: %.3g jobs/s over %" PRIu64 " job%s", i ? ", " : "",
+					r->calibration[i].slots, r->calibration[i].jobs_per_s, r->calibration[i].jobs,
+					plural(r->calibration[i].jobs));
 			fprintf(f, ")\n");
 		} else {
 			fprintf(f, ", %u slot%s per GPU\n", r->slots, r->slots == 1 ? "" : "s");
@@ -269,15 +316,15 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 			fprintf(f, "slurm: honoured %s%s\n", r->slurm,
 				r->slurm_max_slots ? "; the shards bound the slots per GPU" : "");
 		duration_text(r->run_s, span, sizeof(span));
-		fprintf(f, "this run: %" PRIu64 " attempts in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
+		fprintf(f, "this run: %" PRIu64 " attempt%s in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
 			   " failed, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64 " stopped",
-			r->ended, span, r->run_jobs_per_s, r->ok, r->failed_attempts, r->timeouts, r->refused, r->stopped);
+			r->ended, plural(r->ended), span, r->run_jobs_per_s, r->ok, r->failed_attempts, r->timeouts, r->refused, r->stopped);
 		if (r->skipped)
 			fprintf(f, "; %" PRIu64 " finished earlier", r->skipped);
 		fprintf(f, "\n");
 		if (r->interrupted)
-			fprintf(f, "stopped: %" PRIu64 " jobs not run; continue with: gpushare farm --resume %s\n",
-				r->not_started, r->dir);
+			fprintf(f, "stopped: %" PRIu64 " job%s not run; continue with: gpushare farm --resume %s\n",
+				r->not_started, plural(r->not_started), r->dir);
 	}
 	duration_text(s->makespan_s, span, sizeof(span));
 	fprintf(f, "jobs: %" PRIu64 " done, %" PRIu64 " failed, %" PRIu64 " unfinished of %" PRIu64, s->done, s->failed,
@@ -290,8 +337,8 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 	else
 		fprintf(f, "makespan %s, jobs/s not defined yet\n", span);
 	for (size_t i = 0; i < s->n_gpus; i++)
-		fprintf(f, "  GPU %-42s %6" PRIu64 " attempts, busy %5.1f %% of the makespan\n", s->gpus[i].id,
-			s->gpus[i].attempts, 100 * s->gpus[i].busy_fraction);
+		fprintf(f, "  GPU %-42s %6" PRIu64 " attempt%s, busy %5.1f %% of the makespan\n", s->gpus[i].id,
+			s->gpus[i].attempts, plural(s->gpus[i].attempts), 100 * s->gpus[i].busy_fraction);
 	for (size_t i = 0; i < s->n_live; i++) {
 		const struct gpushare_farm_live *l = &s->live[i];
 
@@ -299,8 +346,9 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 			fprintf(f, "%s: its farm (pid %ld on %s) is gone; --resume %s runs what it left\n", l->dir, l->pid,
 				l->host, l->dir);
 		else
-			fprintf(f, "%s: running now: %" PRIu64 " jobs, %" PRIu64 " queued, %u slots per GPU (pid %ld on %s, "
-				   "%.1f s ago)\n", l->dir, l->running, l->queued, l->slots, l->pid, l->host,
+			fprintf(f, "%s: running now: %" PRIu64 " job%s, %" PRIu64 " queued, %u slot%s per GPU (pid %ld on %s, "
+				   "%.1f s ago)\n", l->dir, l->running, plural(l->running), l->queued, l->slots,
+				plural(l->slots), l->pid, l->host,
 				unix_now() - l->updated_unix_s);
 	}
 	if (s->torn_tail)

@@ -480,7 +480,7 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 	}
 	gpushare_child_release(&ch);
 	if (!gpushare_child_ok(ch.wstatus)) {
-		char last[200];
+		char last[600];
 
 		gpushare_child_describe(ch.wstatus, how, sizeof(how));
 		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING, "'%s -d' %s%s", path, how,
@@ -491,23 +491,39 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 
 static int mps_stop_locked(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info);
 
-/* "; control.log ends: '<line>'" for a message, or "": the message stays
- * useful when the log's directory is removed afterwards (a run directory). */
+/* "; DIR/control.log ends: 'A | B | C'" (its last three lines) for a
+ * message: the message stays useful when the log's directory is removed
+ * afterwards (a farm's or bench's run directory), so it never only points
+ * to the file. An empty or unreadable log is said so. */
 static const char *log_last_line(const struct gpushare_mps *m, char *buf, size_t len)
 {
-	char *text = NULL;
-	size_t n;
+	char *text = NULL, quoted[400];
+	size_t q = 0;
 
 	buf[0] = '\0';
-	if (gpushare_mps_log_tail(m, 1, &text) == GPUSHARE_OK && text) {
-		n = strcspn(text, "\n");
-		/* A long directory may cut the line: the message stays one line. */
-		if (n && snprintf(buf, len, "; %s/control.log ends: '%.*s'", m->log_dir, (int)(n < 120 ? n : 120),
-				  text) >= (int)len)
-			buf[len - 1] = '\0';
+	quoted[0] = '\0';
+	if (gpushare_mps_log_tail(m, 3, &text) == GPUSHARE_OK && text) {
+		for (char *line = text; *line && q + 4 < sizeof(quoted);) {
+			size_t n = strcspn(line, "\n");
+
+			if (n) {
+				int w = snprintf(quoted + q, sizeof(quoted) - q, "%s%.*s", q ? " | " : "",
+						 (int)(n < 160 ? n : 160), line);
+
+				q = w < 0 ? q : (size_t)w + q >= sizeof(quoted) ? sizeof(quoted) - 1 : q + (size_t)w;
+			}
+			line += n + (line[n] == '\n');
+		}
+		for (char *c = quoted; *c; c++) /* one line, whatever the log holds */
+			if ((unsigned char)*c < 0x20)
+				*c = ' ';
 	}
-	if (!buf[0] && snprintf(buf, len, "; see %s/control.log", m->log_dir) >= (int)len)
+	if (quoted[0]) {
+		if (snprintf(buf, len, "; %s/control.log ends: '%s'", m->log_dir, quoted) >= (int)len)
+			buf[len - 1] = '\0';
+	} else if (snprintf(buf, len, "; %s/control.log was empty or could not be read", m->log_dir) >= (int)len) {
 		buf[len - 1] = '\0';
+	}
 	free(text);
 	gpushare_clear_error();
 	return buf;
@@ -557,7 +573,7 @@ static int mps_start_locked(const struct gpushare_mps *m, const struct gpushare_
 			break;
 		if (gpushare_now_ns() > deadline)
 		{
-			char last[200];
+			char last[600];
 
 			return gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS control daemon at '%s' not ready within %d ms%s",
 					     m->pipe_dir, m->timeout_ms, log_last_line(m, last, sizeof(last)));
@@ -839,7 +855,7 @@ static int mps_stop_locked(const struct gpushare_mps *m, bool force, struct gpus
 		deadline = gpushare_now_ns() + 2000000000ULL;
 	while (gpushare_pid_alive(daemon_pid) || any_alive(servers, n_servers)) {
 		if (gpushare_now_ns() > deadline) {
-			char last[200];
+			char last[600];
 
 			rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS daemon %d did not exit within %d ms%s", (int)daemon_pid,
 					   m->timeout_ms, log_last_line(m, last, sizeof(last)));

@@ -42,7 +42,11 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 	/* A command has no built-in workload: "command", as in the bench document. */
 	const char *workload = !r->config ? "" : r->config->command ? "command"
 				 : r->config->wl.desc ? r->config->wl.desc->name : "";
-	const char *status = rc != GPUSHARE_OK || r->n_results != 1 ? "failed" : r->partial ? "partial" : "ok";
+	/* A run the bench settled as failed (no request in its window) is
+	 * recorded failed with its reason, as the report reads it. */
+	const struct gpushare_bench_result *res = r->n_results == 1 ? &r->results[0] : NULL;
+	bool no_result = rc == GPUSHARE_OK && res && !r->partial && res->status == GPUSHARE_RESULT_FAILED;
+	const char *status = rc != GPUSHARE_OK || !res || no_result ? "failed" : r->partial ? "partial" : "ok";
 	char *text = NULL;
 	bool ok = doc != NULL;
 
@@ -59,6 +63,9 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 		ok = (err = gpushare_json_obj(doc, "error")) != NULL &&
 		     gpushare_json_str(err, "code", gpushare_strerror(rc)) &&
 		     gpushare_json_str(err, "message", error && *error ? error : gpushare_strerror(rc));
+	} else if (ok && no_result) {
+		ok = (err = gpushare_json_obj(doc, "error")) != NULL && gpushare_json_str(err, "code", "no result") &&
+		     gpushare_json_str(err, "message", res->failure[0] ? res->failure : "the run has no result");
 	} else if (ok) {
 		ok = gpushare_json_null(doc, "error");
 	}

@@ -100,6 +100,78 @@ int gpushare_read_file(const char *path, size_t max_bytes, char **data, size_t *
 	return GPUSHARE_OK;
 }
 
+static int line_grow(char **line, size_t *cap, size_t want, size_t max)
+{
+	size_t nc = *cap ? *cap : 256;
+	char *nb;
+
+	while (nc < want)
+		nc = nc > (max + 2) / 2 ? max + 2 : nc * 2;
+	if (nc < want)
+		nc = want;
+	nb = realloc(*line, nc);
+	if (!nb)
+		return -1;
+	*line = nb;
+	*cap = nc;
+	return 0;
+}
+
+int gpushare_read_line(FILE *f, const char *name, size_t lineno, size_t max, const volatile sig_atomic_t *stop,
+		       char **line, size_t *cap, size_t *len, bool *newline)
+{
+	size_t n = 0;
+	int c, rc = 1;
+
+	if (newline)
+		*newline = false;
+	*len = 0;
+	if ((!*line || *cap < 2) && line_grow(line, cap, 2, max))
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", name);
+	flockfile(f);
+	for (;;) {
+		errno = 0;
+		c = getc_unlocked(f);
+		if (c == EOF) {
+			int e = errno;
+
+			if (!ferror_unlocked(f)) {
+				rc = n ? 1 : 0;
+				break;
+			}
+			if (e == EINTR && !(stop && *stop)) {
+				clearerr_unlocked(f);
+				continue;
+			}
+			if (e == EINTR) {
+				rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "reading '%s' was interrupted by a stop", name);
+				break;
+			}
+			rc = gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", name, strerror(e ? e : EIO));
+			break;
+		}
+		if (c == '\n') {
+			if (newline)
+				*newline = true;
+			rc = 1;
+			break;
+		}
+		if (n == max) {
+			rc = gpushare_fail(GPUSHARE_E_INVAL, "%s:%zu: line longer than %zu bytes", name, lineno, max);
+			break;
+		}
+		if (n + 2 > *cap && line_grow(line, cap, n + 2, max)) {
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading line %zu of '%s'", lineno, name);
+			break;
+		}
+		(*line)[n++] = (char)c;
+	}
+	funlockfile(f);
+	(*line)[n] = '\0';
+	*len = rc >= 0 ? n : 0;
+	return rc;
+}
+
 int gpushare_read_file_tail(const char *path, size_t max_bytes, char **data, size_t *len)
 {
 	struct stat st;

@@ -15,6 +15,7 @@
 #   fake_mps_quit PIPE [LOG]    ask it to quit; never fails
 #   fake_gpu_processes          $plain, $server, $client: processes the fake NVML reports
 #   kill_pids                   kill every process in the array pids (for cleanup traps)
+#   TIME_FACTOR                 multiply wall-clock bounds by it (the machine's load)
 
 failures=0
 ok() { echo "ok: $*"; }
@@ -43,6 +44,23 @@ finish() {
 	fi
 	echo "all ${1:+$1 }checks passed"
 }
+
+# TIME_FACTOR: how much slower than a quiet machine this one is now, for
+# checks with a wall-clock bound (bound * TIME_FACTOR). It is the 1-minute
+# load average per CPU plus 1, at least 1 and at most 20, measured when a
+# test starts; GPUSHARE_TEST_TIME_FACTOR sets it (CI's CPU-hog pass does).
+time_factor() {
+	local load cpus
+	if [[ -n ${GPUSHARE_TEST_TIME_FACTOR-} ]]; then
+		echo "$GPUSHARE_TEST_TIME_FACTOR"
+		return
+	fi
+	read -r load _ </proc/loadavg 2>/dev/null || load=0
+	cpus=$(nproc 2>/dev/null || echo 1)
+	python3 -c "import math, sys; print(min(20, max(1, math.ceil(float(sys.argv[1]) / int(sys.argv[2]) + 1))))" \
+		"$load" "$cpus" 2>/dev/null || echo 4
+}
+TIME_FACTOR=$(time_factor)
 
 run() {
 	set +e

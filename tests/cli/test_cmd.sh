@@ -137,15 +137,24 @@ if [[ $rc -eq 0 ]] && grep -q "jobs: 6 in a makespan of" "$tmp/out" && grep -q "
 	ok "job mode table: makespan line"; else fail "job mode table: exit $rc $(cat "$tmp/out" "$tmp/err")"; fi
 
 echo "== job mode for a duration, with the environment"
-run --strategy timeslice --workers 2 --mode job --duration 0.5s --json -- "$TW" --job --request-us 20000 --env-out "$tmp/jenv"
+# A job of 20 ms of work takes its start-up too (157-219 ms measured under
+# ASan on a busy machine): the bounds follow each worker's own job time, not
+# a quiet machine's.
+run --strategy timeslice --workers 2 --mode job --duration 1s --json -- "$TW" --job --request-us 20000 --env-out "$tmp/jenv"
 if [[ $rc -eq 0 ]] && python3 - "$tmp/out" "$tmp/jenv" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-for w in d["results"][0]["workers"]:
-    assert 3 <= w["requests"] <= 25, w
+r = d["results"][0]
+window = r["aggregate"]["window_seconds"]
+for w in r["workers"]:
+    # At least one job, and no more than 20 ms jobs could fill the window.
+    assert 1 <= w["requests"] <= window / 0.02 + 1, (w, window)
 envs = [dict(kv.split("=", 1) for kv in l.split()) for l in open(sys.argv[2]) if l.strip()]
 assert all(e["GPUSHARE_REPORT_FD"] == "-" and e["GPUSHARE_MODE"] == "job" for e in envs), envs
-assert {"0", "1", "2"} <= {e["GPUSHARE_JOB"] for e in envs}, envs
+import collections
+jobs = collections.Counter(int(e["GPUSHARE_JOB"]) for e in envs)
+# Each of the 2 workers numbers its jobs 0, 1, ... without a gap.
+assert jobs[0] == 2 and set(jobs) == set(range(max(jobs) + 1)) and max(jobs.values()) <= 2, jobs
 EOF
 then ok "job mode --duration: jobs counted, GPUSHARE_JOB numbered"; else fail "job --duration: exit $rc $(head -c 600 "$tmp/err")"; fi
 
@@ -202,7 +211,8 @@ expect 8 "failed to start: protocol error .*first message must be 'hello 1'" "no
 SECONDS=0
 expect 12 "worker 0 was not ready after 1 s \(--start-timeout\)" "never ready" \
 	"${FAST[@]}" --start-timeout 1s -- "$TW" --never-ready --only-worker 0
-[[ $SECONDS -le 4 ]] && ok "never ready: stopped promptly (${SECONDS}s)" || fail "never ready took ${SECONDS}s"
+[[ $SECONDS -le $((4 * TIME_FACTOR)) ]] && ok "never ready: stopped promptly (${SECONDS}s, bound 4 s x $TIME_FACTOR)" \
+	|| fail "never ready took ${SECONDS}s"
 
 echo "== interrupt: SIGINT stops the commands, partial results printed"
 "$GPUSHARE" bench -q --strategy timeslice --workers 2 --duration 30s --warmup 0 -- "$TW" >"$tmp/out" 2>"$tmp/err" &

@@ -146,7 +146,8 @@ start=$(date +%s)
 run farm --dir "$tmp/f4" --strategy timeslice --slots 3 --timeout 0.5s "$tmp/jh"
 took=$(($(date +%s) - start))
 check "exit 8" test "$rc" = 8
-check "ended long before the jobs would ($took s)" test "$took" -lt 10
+check "ended long before the jobs would ($took s; bound 10 s x $TIME_FACTOR, under the jobs' 60 s)" \
+	test "$took" -lt $((10 * TIME_FACTOR < 50 ? 10 * TIME_FACTOR : 50))
 check "journal: two timeouts (SIGTERM; SIGKILL for the one ignoring it), one ok" journal "$tmp/f4" '
 o = {r["job"]: r for r in recs}
 assert o[0]["outcome"] == "timeout" and o[0]["signal"] == 15, o[0]
@@ -209,7 +210,7 @@ assert r['calibrated'] and [c['slots'] for c in r['calibration']] == [1, 2, 4], 
 assert r['slots'] == 4, r
 assert r['calibration'][2]['jobs_per_second'] > 2 * r['calibration'][0]['jobs_per_second'], r"
 run farm --dir "$tmp/c2" --strategy timeslice --gpus 0 --max-slots 2 "$tmp/j8"
-check "the text states the calibration" grep -q "slots per GPU by calibration (K=1: .* jobs/s over 2 jobs, K=2:" "$tmp/out"
+check "the text states the calibration" grep -q "slots\? per GPU by calibration (K=1: .* jobs/s over 2 jobs, K=2:" "$tmp/out"
 
 echo "== farm status over shards"
 jobs_file "$tmp/j9" 9 0

@@ -50,7 +50,11 @@ for sig in HUP QUIT INT TERM; do
 		"$GPUSHARE" "${SWEEP[@]}" --out "$out" >"$tmp/s.out" 2>"$tmp/s.err" &
 		pid=$!
 		if [[ $phase == start ]]; then
-			sleep 0.15
+			# "At start": once its handlers are in place (the lock file
+			# of the results directory comes after them), however slow
+			# the machine is; before that the signal's default action
+			# would be tested, not gpushare.
+			wait_for 600 0.05 test -e "$out/.gpushare-sweep.lock" || true
 		else
 			wait_for 300 0.05 test -s "$out/results.jsonl" || true
 		fi
@@ -60,7 +64,7 @@ for sig in HUP QUIT INT TERM; do
 		rc=$?
 		set -e
 		check "SIG$sig at $phase: exit 130 (got $rc: $(head -c 200 "$tmp/s.err"))" test "$rc" -eq 130
-		sleep 0.3
+		wait_for $((20 * TIME_FACTOR)) 0.1 test "$(fake_daemons)" -eq 0 || true
 		check "SIG$sig at $phase: no MPS daemon left ($(fake_daemons))" test "$(fake_daemons)" -eq 0
 		check "SIG$sig at $phase: no run directory left" test -z "$(ls -d "$tmp"/xdg/gpushare/sweep-* 2>/dev/null)"
 		if [[ -s "$out/results.jsonl" ]]; then

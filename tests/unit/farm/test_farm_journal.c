@@ -252,11 +252,19 @@ static void test_torn_line(void **state)
 	assert_int_equal(d.n_records, 1);
 	gpushare_farm_journal_data_release(&d);
 
-	/* The next writer cuts the torn line off before appending. */
+	/* Opening changes nothing (a refused resume must leave the file as it
+	 * was); the next write cuts the torn line off before appending and
+	 * says how much it cut. */
+	assert_int_equal(stat(path, &st), 0);
+	off_t size = st.st_size;
+
 	assert_int_equal(gpushare_farm_journal_open(&j, dir, &existing), 0);
 	assert_true(existing);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, size);
 	a = attempt(&list, 1, 1, FARM_OK, "GPU-aaaa", 11, 12);
 	assert_int_equal(gpushare_farm_journal_write_attempt(&j, &a), 0);
+	assert_int_equal(j.cut_bytes, strlen("{\"type\":\"attempt\",\"job\":1,\"ha"));
 	gpushare_farm_journal_close(&j);
 	assert_int_equal(gpushare_farm_journal_load(dir, &d), 0);
 	assert_false(d.torn_tail);
