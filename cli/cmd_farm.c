@@ -347,5 +347,8 @@ int cmd_farm(int argc, char **argv)
 	if (rc == GPUSHARE_OK)
 		return cli_finish_stdout(EXIT_OK);
 	code = cli_finish_stdout(exit_for(rc));
+	if (rc == GPUSHARE_E_NO_MPS_BINARY)
+		return cli_error(code, "farm: %s; without MPS, --strategy timeslice runs the jobs as plain processes",
+				 gpushare_errdetail());
 	return cli_error(code, "farm: %s", gpushare_errdetail());
 }
