@@ -273,14 +273,15 @@ int cmd_farm(int argc, char **argv)
 			c.dir = arg;
 			c.resume = opt == OPT_RESUME;
 			break;
-		case OPT_SLOTS: c.slots = (unsigned)p.num; break;
+		case OPT_SLOTS: c.slots = (unsigned)p.num; c.given |= GPUSHARE_FARM_GIVEN_SLOTS; break;
 		case OPT_MAX_SLOTS: c.max_slots = (unsigned)p.num; break;
 		case OPT_STRATEGY:
 			if (cli_parse_sharing_strategy(arg, &c.strategy))
 				return cli_error(EXIT_USAGE, "farm: invalid --strategy '%s' (expected mps, mps-split or timeslice)",
 						 arg);
+			c.given |= GPUSHARE_FARM_GIVEN_STRATEGY;
 			break;
-		case OPT_GPUS: c.gpus = arg; break;
+		case OPT_GPUS: c.gpus = arg; c.given |= GPUSHARE_FARM_GIVEN_GPUS; break;
 		case OPT_MEM_PER_JOB: {
 			uint64_t b;
 
@@ -288,13 +289,15 @@ int cmd_farm(int argc, char **argv)
 				return cli_error(EXIT_USAGE, "farm: invalid --mem-per-job '%s' (expected a size such as 8G or 512M)",
 						 arg);
 			c.mem_per_job_bytes = b;
+			c.given |= GPUSHARE_FARM_GIVEN_MEM_PER_JOB;
 			break;
 		}
-		case OPT_RETRIES: c.retries = (unsigned)p.num; break;
+		case OPT_RETRIES: c.retries = (unsigned)p.num; c.given |= GPUSHARE_FARM_GIVEN_RETRIES; break;
 		case OPT_TIMEOUT:
 			if (gpushare_parse_duration(arg, &c.timeout_ns) || c.timeout_ns == 0)
 				return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected a duration such as 90s or 10m)",
 						 arg);
+			c.given |= GPUSHARE_FARM_GIVEN_TIMEOUT;
 			break;
 		case OPT_SHARD: c.shard = arg; break;
 		case OPT_ARGS: c.args_file = arg; break;

@@ -72,10 +72,25 @@ struct gpushare_farm_config {
 	uint64_t timeout_ns;        /* per attempt; 0: none */
 	const char *mps_pipe_dir;   /* use this daemon (never stopped); NULL: a private one */
 	const char *metrics_listen; /* [ADDR:]PORT; NULL: none */
+	/* The options the caller set explicitly (GPUSHARE_FARM_GIVEN_*). On
+	 * resume the first run's strategy, slots, retries, timeout, memory
+	 * admission and GPUs (the journal's first header) are used for those
+	 * not given; one given that differs is refused (GPUSHARE_E_INVAL,
+	 * naming it). 0: none given. */
+	unsigned given;
 	/* Called by the farm's thread after each batch of ended attempts and
 	 * about once a second; NULL: none. */
 	void (*progress)(const struct gpushare_farm_progress *p, void *arg);
 	void *progress_arg;
+};
+
+enum {
+	GPUSHARE_FARM_GIVEN_STRATEGY = 1u << 0,
+	GPUSHARE_FARM_GIVEN_SLOTS = 1u << 1,
+	GPUSHARE_FARM_GIVEN_RETRIES = 1u << 2,
+	GPUSHARE_FARM_GIVEN_TIMEOUT = 1u << 3,
+	GPUSHARE_FARM_GIVEN_MEM_PER_JOB = 1u << 4,
+	GPUSHARE_FARM_GIVEN_GPUS = 1u << 5,
 };
 
 void gpushare_farm_config_init(struct gpushare_farm_config *c);
