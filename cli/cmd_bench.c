@@ -399,6 +399,7 @@ int cmd_bench(int argc, char **argv)
 		c.progress_arg = &ps;
 	}
 	cli_catch_interrupts();
+	cli_announce_metrics("bench");
 
 	rep.repeats = co.repeats ? co.repeats : 1;
 	rep.target_noise = co.target_noise;

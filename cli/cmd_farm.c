@@ -334,6 +334,7 @@ int cmd_farm(int argc, char **argv)
 	c.progress = on_progress;
 	c.progress_arg = &ps;
 	cli_catch_stop_signals(on_signal, 0);
+	cli_announce_metrics("farm");
 	rc = gpushare_farm_run(&c, &r);
 	if (ps.open_line)
 		fputc('\n', stderr);

@@ -458,3 +458,17 @@ void cli_warn_mps_clients(int workers)
 	cli_warn("%d workers exceed the %d MPS clients a GPU accepts; expect CUDA error 808", workers,
 		 GPUSHARE_MPS_MAX_CLIENTS_PER_GPU);
 }
+
+static void metrics_notice(const char *addr, uint16_t port, void *arg)
+{
+	bool v6 = strchr(addr, ':') != NULL;
+
+	fprintf(stderr, "gpushare: %s: serving metrics at http://%s%s%s:%u/metrics\n", (const char *)arg, v6 ? "[" : "",
+		addr, v6 ? "]" : "", (unsigned)port);
+	fflush(stderr);
+}
+
+void cli_announce_metrics(const char *cmd)
+{
+	gpushare_metrics_set_listen_notice(metrics_notice, (void *)cmd);
+}
