@@ -92,16 +92,19 @@ const struct cli_cmd cli_farm_cmd = {
 
 static const struct cli_opt farm_status_opts[] = {
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "the summary as JSON" },
+	{ .id = OPT_FAILED, .long_name = "failed", .kind = CLI_FLAG,
+	  .help = "list only the jobs that failed (for good, or waiting for a retry), not the running ones" },
 };
 
 static const struct cli_group farm_status_groups[] = { CLI_GROUP("Options", farm_status_opts, NULL) };
 
 const struct cli_cmd cli_farm_status_cmd = {
 	.name = "farm status",
-	.usage = "gpushare farm status [--json] DIR [DIR...]",
+	.usage = "gpushare farm status [--json] [--failed] DIR [DIR...]",
 	.about = "Summarise one farm directory, or the shard directories of one farm (merged), also\n"
 		 "while a farm runs: jobs done, failed and unfinished, makespan, jobs/s, and per GPU the\n"
-		 "attempts and busy fraction.",
+		 "attempts and busy fraction; then the jobs that failed or run now, each with its\n"
+		 "number, attempts, last exit status or signal, stderr file and command.",
 	.groups = farm_status_groups,
 	.n_groups = CLI_N(farm_status_groups),
 	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "bad option or journals of different job lists" },
@@ -204,13 +207,15 @@ static int cmd_farm_status(int argc, char **argv)
 {
 	struct cli_parse p;
 	struct gpushare_farm_summary s;
-	bool json = false;
+	bool json = false, failed_only = false;
 	int opt, rc, code, first;
 
 	cli_parse_init(&p, &cli_farm_status_cmd, argc, argv);
 	while ((opt = cli_parse_next(&p)) > 0) {
 		if (opt == OPT_JSON)
 			json = true;
+		else if (opt == OPT_FAILED)
+			failed_only = true;
 	}
 	if (opt < 0)
 		return p.status;
@@ -224,6 +229,17 @@ static int cmd_farm_status(int argc, char **argv)
 		if (rc == GPUSHARE_E_NOT_FOUND)
 			return cli_error(EXIT_IO, "farm status: no journal: %s", gpushare_errdetail());
 		return cli_error(exit_code, "farm status: %s", gpushare_errdetail());
+	}
+	if (failed_only) {
+		size_t keep = 0;
+
+		for (size_t i = 0; i < s.n_job_list; i++) {
+			if (s.job_list[i].running)
+				free(s.job_list[i].command);
+			else
+				s.job_list[keep++] = s.job_list[i];
+		}
+		s.n_job_list = keep;
 	}
 	code = print_summary(&s, NULL, json);
 	gpushare_farm_summary_release(&s);
