@@ -187,6 +187,12 @@ static void on_progress(const struct gpushare_farm_progress *p, void *arg)
 		p->calibrating ? " (calibrating)" : "", p->elapsed_s, eta);
 }
 
+static void on_warn(const char *text, void *arg)
+{
+	(void)arg;
+	cli_warn("farm: %s", text);
+}
+
 /* ---- farm status ---- */
 
 static int print_summary(const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r, bool json)
@@ -347,6 +353,7 @@ int cmd_farm(int argc, char **argv)
 	if (c.slots && c.max_slots)
 		return cli_error(EXIT_USAGE, "farm: --max-slots bounds the calibration; it does not go with --slots");
 	ps.tty = isatty(STDERR_FILENO);
+	c.warn = on_warn;
 	c.progress = on_progress;
 	c.progress_arg = &ps;
 	cli_catch_stop_signals(on_signal, 0);

@@ -78,6 +78,11 @@ struct gpushare_farm_config {
 	 * not given; one given that differs is refused (GPUSHARE_E_INVAL,
 	 * naming it). 0: none given. */
 	unsigned given;
+	/* Warnings before any job starts (a GPU whose compute mode or MIG
+	 * state will make jobs fail, slots that memory admission cuts), one
+	 * line each without "warning: "; NULL: none. */
+	void (*warn)(const char *text, void *arg);
+	void *warn_arg;
 	/* Called by the farm's thread after each batch of ended attempts and
 	 * about once a second; NULL: none. */
 	void (*progress)(const struct gpushare_farm_progress *p, void *arg);

@@ -38,6 +38,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,8 @@ static int pick_shard(struct farm *f)
 	return gpushare_farm_shard_from_env(gpushare_getenv_process, NULL, &f->shard, &from_env);
 }
 
+static void warn_gpu_state(const struct farm *f, const struct gpushare_gpu_info *gi);
+
 /* The GPUs the jobs run on, from NVML and --gpus / CUDA_VISIBLE_DEVICES. */
 static int pick_gpus(struct farm *f)
 {
@@ -237,6 +240,7 @@ static int pick_gpus(struct farm *f)
 
 			if (gi->index != sel[i].index)
 				continue;
+			warn_gpu_state(f, gi);
 			if (gi->mem_total_bytes != GPUSHARE_UNKNOWN_U64) {
 				g->total_bytes = gi->mem_total_bytes;
 				g->free_bytes = gi->mem_free_bytes != GPUSHARE_UNKNOWN_U64 ? gi->mem_free_bytes
@@ -249,6 +253,37 @@ out:
 	free(sel);
 	gpushare_system_release(&sys);
 	return rc;
+}
+
+static void farm_warn(const struct farm *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void farm_warn(const struct farm *f, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	if (!f->c->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	f->c->warn(text, f->c->warn_arg);
+}
+
+/* A chosen GPU whose state will make jobs fail: said before any starts. */
+static void warn_gpu_state(const struct farm *f, const struct gpushare_gpu_info *gi)
+{
+	if (gi->mig_current == 1)
+		farm_warn(f, "GPU %u (%s) has MIG enabled: a job pinned to the GPU's UUID sees no CUDA device; "
+			  "give MIG devices through CUDA_VISIBLE_DEVICES yourself, or disable MIG", gi->index, gi->uuid);
+	else if (gi->compute_mode == GPUSHARE_COMPUTE_EXCLUSIVE_PROCESS && f->c->strategy == GPUSHARE_STRATEGY_TIMESLICE &&
+		 f->c->slots != 1)
+		farm_warn(f, "GPU %u is in compute mode Exclusive_Process: it takes one CUDA process at a time, so "
+			  "timeslice jobs beyond the first on it fail to create a context; use --strategy mps or --slots 1",
+			  gi->index);
+	else if (gi->compute_mode == GPUSHARE_COMPUTE_EXCLUSIVE_THREAD && f->c->strategy == GPUSHARE_STRATEGY_TIMESLICE &&
+		 f->c->slots != 1)
+		farm_warn(f, "GPU %u is in compute mode Exclusive_Thread: timeslice jobs beyond the first on it fail; "
+			  "use --slots 1", gi->index);
 }
 
 /* --mem-per-job: how many jobs each GPU takes at once, by its free memory
@@ -266,6 +301,14 @@ static int memory_caps(struct farm *f)
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "--mem-per-job: NVML does not report the memory of GPU %d",
 					     g->id.index);
 		g->mem_cap = (unsigned)(g->free_bytes / m > UINT32_MAX ? UINT32_MAX : g->free_bytes / m);
+		if (f->c->slots > g->mem_cap)
+			farm_warn(f, "--mem-per-job: GPU %d has %.1f GiB free, which admits %u job%s at once, not the %u of "
+				  "--slots", g->id.index, (double)g->free_bytes / (1024.0 * 1024 * 1024), g->mem_cap,
+				  g->mem_cap == 1 ? "" : "s", f->c->slots);
+		else if (!f->c->slots && g->mem_cap < (f->c->max_slots ? f->c->max_slots : DEFAULT_MAX_SLOTS))
+			farm_warn(f, "--mem-per-job: GPU %d has %.1f GiB free, which admits at most %u job%s at once; "
+				  "the calibration stops there", g->id.index, (double)g->free_bytes / (1024.0 * 1024 * 1024),
+				  g->mem_cap, g->mem_cap == 1 ? "" : "s");
 	}
 	return GPUSHARE_OK;
 }
