@@ -19,7 +19,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
 #include "gpushare/farm.h"
