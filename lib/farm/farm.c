@@ -828,13 +828,10 @@ static int resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size
 		snprintf(b, sizeof(b), "%u", eff->slots);
 		return differs(eff->dir, "--slots", h->slots ? a : "(none: calibrated)", b);
 	}
-	if (!(given & GPUSHARE_FARM_GIVEN_RETRIES)) {
+	/* --retries may change: each run's header records its own, and more
+	 * tries for the failed jobs is what a resume is often for. */
+	if (!(given & GPUSHARE_FARM_GIVEN_RETRIES))
 		eff->retries = h->retries;
-	} else if (eff->retries != h->retries) {
-		snprintf(a, sizeof(a), "%u", h->retries);
-		snprintf(b, sizeof(b), "%u", eff->retries);
-		return differs(eff->dir, "--retries", a, b);
-	}
 	if (!(given & GPUSHARE_FARM_GIVEN_TIMEOUT)) {
 		eff->timeout_ns = h->timeout_ns;
 	} else if (eff->timeout_ns != h->timeout_ns) {

@@ -26,7 +26,8 @@ run sweep --out "$tmp/sw" --workload spin:request-us=100 --strategy timeslice --
 p=$(port_of sweep "$tmp/err")
 check "sweep --metrics-listen 0: names the port it took ('$p')" test -n "$p" -a "${p:-0}" -gt 0
 
-printf 'sleep 3\n' >"$tmp/jobs"
+# The job runs until the test has scraped (a gate), however loaded the machine.
+printf '%s\n' "sh -c 'while [ ! -e $tmp/gate ]; do sleep 0.05; done'" >"$tmp/jobs"
 "$GPUSHARE" farm --dir "$tmp/f" --strategy timeslice --slots 1 -q --metrics-listen 0 "$tmp/jobs" \
 	>"$tmp/f.out" 2>"$tmp/f.err" &
 fpid=$!
@@ -36,7 +37,7 @@ p=$(port_of farm "$tmp/f.err")
 check "farm --metrics-listen 0: names the port it took ('$p')" test -n "$p"
 check "farm: that port serves the farm's metrics" python3 - "${p:-0}" <<'PY'
 import sys, time, urllib.request
-for _ in range(50):
+for _ in range(200):
     text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode()
     if "gpushare_farm_jobs_running 1" in text:
         break
@@ -45,6 +46,7 @@ for name in ("gpushare_farm_jobs_queued", "gpushare_farm_jobs_done", "gpushare_f
              'gpushare_farm_gpu_jobs_running{gpu="0",uuid=""} 1'):
     assert name in text, (name, text)
 PY
+touch "$tmp/gate"
 set +e
 wait "$fpid"
 rc=$?
