@@ -67,7 +67,7 @@ const struct cli_cmd cli_farm_cmd = {
 	.usage = "gpushare farm [OPTIONS] --dir DIR JOBFILE|-\n"
 		 "gpushare farm [OPTIONS] --dir DIR --args FILE|--range START..END[:STEP] -- CMD [ARGS...]\n"
 		 "gpushare farm [OPTIONS] --resume DIR [JOBFILE|-|(--args ...|--range ...) -- CMD ...]\n"
-		 "gpushare farm status [--json] DIR [DIR...]",
+		 "gpushare farm status [--json] [--failed] DIR [DIR...]",
 	.about = "Run a queue of jobs, K at once on each chosen GPU, under MPS by default. A job file has\n"
 		 "one command line per line, run without a shell (quotes and backslashes as in a shell;\n"
 		 "'#' lines skipped). A template after -- runs once per line of --args FILE or per number\n"
