@@ -161,6 +161,9 @@ int cli_parse_sharing_strategy(const char *s, int *out);
 /* After a failed run: the library's detail when it has one, else
  * cli_fail(rc, cmd). Returns the exit status for rc. */
 int cli_run_failed(const char *cmd, int rc);
+/* Say on stderr where a --metrics-listen server serves, with the port it
+ * took ("gpushare: CMD: serving metrics at http://127.0.0.1:PORT/metrics"). */
+void cli_announce_metrics(const char *cmd);
 /* Warn that `workers` exceed the MPS clients a GPU accepts (CUDA error 808). */
 void cli_warn_mps_clients(int workers);
 

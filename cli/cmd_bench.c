@@ -211,6 +211,19 @@ static int bad_value(const char *opt, const char *value)
 	return cli_bad_value("bench", opt, value);
 }
 
+/* Whether any strategy (or the ceiling) ran: a table of strategies that
+ * all were skipped for the one error would only repeat it. */
+static bool ran_any(const struct gpushare_bench_report *r)
+{
+	if (r->ceiling && r->ceiling->status != GPUSHARE_RESULT_SKIPPED)
+		return true;
+	for (size_t i = 0; i < r->n_results; i++) {
+		if (r->results[i].status != GPUSHARE_RESULT_SKIPPED)
+			return true;
+	}
+	return false;
+}
+
 struct raw_lists {
 	const char *thread_pct, *mem_limit, *priority;
 };
@@ -386,6 +399,7 @@ int cmd_bench(int argc, char **argv)
 		c.progress_arg = &ps;
 	}
 	cli_catch_interrupts();
+	cli_announce_metrics("bench");
 
 	rep.repeats = co.repeats ? co.repeats : 1;
 	rep.target_noise = co.target_noise;
@@ -399,7 +413,7 @@ int cmd_bench(int argc, char **argv)
 		cli_run_failed("bench", rc);
 	warn_spread(&report, rep.target_noise);
 	code = EXIT_OK;
-	if (report.n_results > 0 || report.ceiling)
+	if ((report.n_results > 0 || report.ceiling) && (json || csv || out || rc == GPUSHARE_OK || ran_any(&report)))
 		code = output_report(&report, json, csv, verbose, out);
 	if (rc == GPUSHARE_E_INTERRUPTED) {
 		cli_error(EXIT_INTERRUPTED, "bench: interrupted; the results above are partial");

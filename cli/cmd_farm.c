@@ -67,7 +67,7 @@ const struct cli_cmd cli_farm_cmd = {
 	.usage = "gpushare farm [OPTIONS] --dir DIR JOBFILE|-\n"
 		 "gpushare farm [OPTIONS] --dir DIR --args FILE|--range START..END[:STEP] -- CMD [ARGS...]\n"
 		 "gpushare farm [OPTIONS] --resume DIR [JOBFILE|-|(--args ...|--range ...) -- CMD ...]\n"
-		 "gpushare farm status [--json] DIR [DIR...]",
+		 "gpushare farm status [--json] [--failed] DIR [DIR...]",
 	.about = "Run a queue of jobs, K at once on each chosen GPU, under MPS by default. A job file has\n"
 		 "one command line per line, run without a shell (quotes and backslashes as in a shell;\n"
 		 "'#' lines skipped). A template after -- runs once per line of --args FILE or per number\n"
@@ -98,16 +98,19 @@ const struct cli_cmd cli_farm_cmd = {
 
 static const struct cli_opt farm_status_opts[] = {
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "the summary as JSON" },
+	{ .id = OPT_FAILED, .long_name = "failed", .kind = CLI_FLAG,
+	  .help = "list only the jobs that failed (for good, or waiting for a retry), not the running ones" },
 };
 
 static const struct cli_group farm_status_groups[] = { CLI_GROUP("Options", farm_status_opts, NULL) };
 
 const struct cli_cmd cli_farm_status_cmd = {
 	.name = "farm status",
-	.usage = "gpushare farm status [--json] DIR [DIR...]",
+	.usage = "gpushare farm status [--json] [--failed] DIR [DIR...]",
 	.about = "Summarise one farm directory, or the shard directories of one farm (merged), also\n"
 		 "while a farm runs: jobs done, failed and unfinished, makespan, jobs/s, and per GPU the\n"
-		 "attempts and busy fraction.",
+		 "attempts and busy fraction; then the jobs that failed or run now, each with its\n"
+		 "number, attempts, last exit status or signal, stderr file and command.",
 	.groups = farm_status_groups,
 	.n_groups = CLI_N(farm_status_groups),
 	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "bad option or journals of different job lists" },
@@ -201,6 +204,12 @@ static void on_progress(const struct gpushare_farm_progress *p, void *arg)
 		p->calibrating ? " (calibrating)" : "", p->elapsed_s, eta);
 }
 
+static void on_warn(const char *text, void *arg)
+{
+	(void)arg;
+	cli_warn("farm: %s", text);
+}
+
 /* ---- farm status ---- */
 
 static int print_summary(const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r, bool json)
@@ -221,13 +230,15 @@ static int cmd_farm_status(int argc, char **argv)
 {
 	struct cli_parse p;
 	struct gpushare_farm_summary s;
-	bool json = false;
+	bool json = false, failed_only = false;
 	int opt, rc, code, first;
 
 	cli_parse_init(&p, &cli_farm_status_cmd, argc, argv);
 	while ((opt = cli_parse_next(&p)) > 0) {
 		if (opt == OPT_JSON)
 			json = true;
+		else if (opt == OPT_FAILED)
+			failed_only = true;
 	}
 	if (opt < 0)
 		return p.status;
@@ -241,6 +252,17 @@ static int cmd_farm_status(int argc, char **argv)
 		if (rc == GPUSHARE_E_NOT_FOUND)
 			return cli_error(EXIT_IO, "farm status: no journal: %s", gpushare_errdetail());
 		return cli_error(exit_code, "farm status: %s", gpushare_errdetail());
+	}
+	if (failed_only) {
+		size_t keep = 0;
+
+		for (size_t i = 0; i < s.n_job_list; i++) {
+			if (s.job_list[i].running)
+				free(s.job_list[i].command);
+			else
+				s.job_list[keep++] = s.job_list[i];
+		}
+		s.n_job_list = keep;
 	}
 	code = print_summary(&s, NULL, json);
 	gpushare_farm_summary_release(&s);
@@ -290,14 +312,15 @@ int cmd_farm(int argc, char **argv)
 			c.dir = arg;
 			c.resume = opt == OPT_RESUME;
 			break;
-		case OPT_SLOTS: c.slots = (unsigned)p.num; break;
+		case OPT_SLOTS: c.slots = (unsigned)p.num; c.given |= GPUSHARE_FARM_GIVEN_SLOTS; break;
 		case OPT_MAX_SLOTS: c.max_slots = (unsigned)p.num; break;
 		case OPT_STRATEGY:
 			if (cli_parse_sharing_strategy(arg, &c.strategy))
 				return cli_error(EXIT_USAGE, "farm: invalid --strategy '%s' (expected mps, mps-split or timeslice)",
 						 arg);
+			c.given |= GPUSHARE_FARM_GIVEN_STRATEGY;
 			break;
-		case OPT_GPUS: c.gpus = arg; break;
+		case OPT_GPUS: c.gpus = arg; c.given |= GPUSHARE_FARM_GIVEN_GPUS; break;
 		case OPT_MEM_PER_JOB: {
 			uint64_t b;
 
@@ -305,13 +328,15 @@ int cmd_farm(int argc, char **argv)
 				return cli_error(EXIT_USAGE, "farm: invalid --mem-per-job '%s' (expected a size such as 8G or 512M)",
 						 arg);
 			c.mem_per_job_bytes = b;
+			c.given |= GPUSHARE_FARM_GIVEN_MEM_PER_JOB;
 			break;
 		}
-		case OPT_RETRIES: c.retries = (unsigned)p.num; break;
+		case OPT_RETRIES: c.retries = (unsigned)p.num; c.given |= GPUSHARE_FARM_GIVEN_RETRIES; break;
 		case OPT_TIMEOUT:
 			if (gpushare_parse_duration(arg, &c.timeout_ns) || c.timeout_ns == 0)
 				return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected a duration such as 90s or 10m)",
 						 arg);
+			c.given |= GPUSHARE_FARM_GIVEN_TIMEOUT;
 			break;
 		case OPT_SHARD: c.shard = arg; break;
 		case OPT_ARGS: c.args_file = arg; break;
@@ -346,9 +371,11 @@ int cmd_farm(int argc, char **argv)
 	if (c.slots && c.max_slots)
 		return cli_error(EXIT_USAGE, "farm: --max-slots bounds the calibration; it does not go with --slots");
 	ps.tty = isatty(STDERR_FILENO);
+	c.warn = on_warn;
 	c.progress = on_progress;
 	c.progress_arg = &ps;
 	cli_catch_stop_signals(on_signal, 0);
+	cli_announce_metrics("farm");
 	rc = gpushare_farm_run(&c, &r);
 	if (ps.open_line)
 		fputc('\n', stderr);
@@ -369,5 +396,8 @@ int cmd_farm(int argc, char **argv)
 	if (rc == GPUSHARE_OK)
 		return cli_finish_stdout(EXIT_OK);
 	code = cli_finish_stdout(exit_for(rc));
+	if (rc == GPUSHARE_E_NO_MPS_BINARY)
+		return cli_error(code, "farm: %s; without MPS, --strategy timeslice runs the jobs as plain processes",
+				 gpushare_errdetail());
 	return cli_error(code, "farm: %s", gpushare_errdetail());
 }

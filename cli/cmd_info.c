@@ -190,6 +190,16 @@ int cmd_info(int argc, char **argv)
 	if (p.optind < argc)
 		return cli_unexpected_argument("info", argv[p.optind]);
 	rc = gpushare_system_query(&sys);
+	if (rc && json) {
+		/* A document still, for scripts: the error in it, the status kept. */
+		char what[1024];
+		int code;
+
+		snprintf(what, sizeof(what), "%s: %s", gpushare_strerror(rc), gpushare_errdetail());
+		code = cli_fail(rc, NULL);
+		rc = cli_print_json_and_free(gpushare_info_error_json(what));
+		return rc != EXIT_OK ? rc : code;
+	}
 	if (rc)
 		return cli_fail(rc, NULL);
 	n_dirs = 0;

@@ -433,15 +433,45 @@ int cli_parse_sharing_strategy(const char *s, int *out)
 	return -1;
 }
 
+/* What to try instead, after an error that would stop every run. */
+static const char *run_hint(const char *cmd, int rc)
+{
+	switch (rc) {
+	case GPUSHARE_E_NO_DRIVER:
+		return strcmp(cmd, "exec") ? "; without a GPU, --workload spin (CPU only) or your own program (-- CMD) runs" : "";
+	case GPUSHARE_E_NO_MPS_BINARY:
+		return strcmp(cmd, "exec") ? "; without MPS, --strategy timeslice runs the workers as plain processes"
+					   : "; without MPS, --strategy timeslice runs the ranks as plain processes";
+	default:
+		return "";
+	}
+}
+
 int cli_run_failed(const char *cmd, int rc)
 {
-	const char *d = gpushare_errdetail();
+	const char *d = gpushare_errdetail(), *hint = run_hint(cmd, rc);
 
-	return *d ? cli_error(cli_exit_for(rc), "%s: %s", cmd, d) : cli_fail(rc, cmd);
+	if (!*d)
+		return cli_fail(rc, cmd);
+	return cli_error(cli_exit_for(rc), "%s: %s%s", cmd, d, hint[0] && strstr(d, hint + 2) ? "" : hint);
 }
 
 void cli_warn_mps_clients(int workers)
 {
 	cli_warn("%d workers exceed the %d MPS clients a GPU accepts; expect CUDA error 808", workers,
 		 GPUSHARE_MPS_MAX_CLIENTS_PER_GPU);
+}
+
+static void metrics_notice(const char *addr, uint16_t port, void *arg)
+{
+	bool v6 = strchr(addr, ':') != NULL;
+
+	fprintf(stderr, "gpushare: %s: serving metrics at http://%s%s%s:%u/metrics\n", (const char *)arg, v6 ? "[" : "",
+		addr, v6 ? "]" : "", (unsigned)port);
+	fflush(stderr);
+}
+
+void cli_announce_metrics(const char *cmd)
+{
+	gpushare_metrics_set_listen_notice(metrics_notice, (void *)cmd);
 }

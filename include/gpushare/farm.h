@@ -75,10 +75,30 @@ struct gpushare_farm_config {
 	 * else farm-<pid>) in the file of each of its GPUs while it runs; NULL none */
 	const char *hpc_job_mapping_dir;
 	const char *metrics_listen; /* [ADDR:]PORT; NULL: none */
+	/* The options the caller set explicitly (GPUSHARE_FARM_GIVEN_*). On
+	 * resume the first run's strategy, slots, retries, timeout, memory
+	 * admission and GPUs (the journal's first header) are used for those
+	 * not given; one given that differs is refused (GPUSHARE_E_INVAL,
+	 * naming it). 0: none given. */
+	unsigned given;
+	/* Warnings before any job starts (a GPU whose compute mode or MIG
+	 * state will make jobs fail, slots that memory admission cuts), one
+	 * line each without "warning: "; NULL: none. */
+	void (*warn)(const char *text, void *arg);
+	void *warn_arg;
 	/* Called by the farm's thread after each batch of ended attempts and
 	 * about once a second; NULL: none. */
 	void (*progress)(const struct gpushare_farm_progress *p, void *arg);
 	void *progress_arg;
+};
+
+enum {
+	GPUSHARE_FARM_GIVEN_STRATEGY = 1u << 0,
+	GPUSHARE_FARM_GIVEN_SLOTS = 1u << 1,
+	GPUSHARE_FARM_GIVEN_RETRIES = 1u << 2,
+	GPUSHARE_FARM_GIVEN_TIMEOUT = 1u << 3,
+	GPUSHARE_FARM_GIVEN_MEM_PER_JOB = 1u << 4,
+	GPUSHARE_FARM_GIVEN_GPUS = 1u << 5,
 };
 
 void gpushare_farm_config_init(struct gpushare_farm_config *c);
@@ -94,6 +114,8 @@ struct gpushare_farm_gpu {
 	double busy_s;              /* time with at least one job running */
 	double busy_fraction;       /* busy_s / makespan_s */
 };
+
+struct gpushare_farm_job;
 
 /* A farm running on a directory, as its live file (DIR/running.json) says. */
 struct gpushare_farm_live {
@@ -122,6 +144,10 @@ struct gpushare_farm_summary {
 	 * while running: stale). */
 	struct gpushare_farm_live *live;
 	size_t n_live;
+	/* The jobs that failed (for good, or waiting for a retry), were
+	 * stopped, or run now (gpushare_farm_status_jobs()). */
+	struct gpushare_farm_job *job_list;
+	size_t n_job_list;
 };
 
 struct gpushare_farm_result {
@@ -163,6 +189,29 @@ void gpushare_farm_result_release(struct gpushare_farm_result *r);
  * farm, also while a farm writes them (`gpushare farm status`). */
 int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm_summary *s);
 void gpushare_farm_summary_release(struct gpushare_farm_summary *s);
+
+/* A job of `farm status`'s lists: failed (for good, or waiting for a
+ * retry), stopped, or running now. */
+struct gpushare_farm_job {
+	char dir[512];              /* the farm directory that holds it */
+	uint64_t job;               /* its number (the journal's) */
+	char *command;              /* its argv joined by spaces; NULL unknown */
+	unsigned attempts;          /* the last (or running) attempt's number */
+	unsigned counted;           /* failed and timed-out attempts */
+	char outcome[16];           /* the last attempt's outcome, or "running" */
+	int exit_code;              /* of the last attempt; -1 none */
+	int signal;                 /* that ended it; 0 none */
+	char stderr_path[96];       /* relative to dir */
+	bool failed;                /* failed for good (retries used up, or refused) */
+	bool refused, ok, running;
+	int gpu, slot;              /* running: where; -1 unknown */
+	double start_unix_s;        /* running: since when */
+};
+
+/* The jobs of the directories that failed, were stopped, or run now, in
+ * journal order per directory. Free with gpushare_farm_jobs_free(). */
+int gpushare_farm_status_jobs(const char *const *dirs, size_t n, struct gpushare_farm_job **out, size_t *n_out);
+void gpushare_farm_jobs_free(struct gpushare_farm_job *v, size_t n);
 
 /* The summary (and, when r is not NULL, the run) as a JSON document;
  * caller frees. */

@@ -178,6 +178,13 @@ typedef int (*gpushare_metrics_produce_fn)(void *arg, char **text, size_t *len);
 int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metrics_produce_fn fn, void *arg,
 				  struct gpushare_metrics_server **out);
 
+/* Called by every gpushare_metrics_server_start() that succeeds, with the
+ * address and the port actually bound (port 0 picks one): the command line
+ * says where bench, sweep and farm serve. Set it before any server starts
+ * (not thread-safe); NULL: none. */
+typedef void (*gpushare_metrics_listen_fn)(const char *addr, uint16_t port, void *arg);
+void gpushare_metrics_set_listen_notice(gpushare_metrics_listen_fn fn, void *arg);
+
 /* The port actually bound (useful with port 0). */
 uint16_t gpushare_metrics_server_port(const struct gpushare_metrics_server *s);
 

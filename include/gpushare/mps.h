@@ -244,6 +244,9 @@ struct gpushare_system_info;
  * (gpushare_mps_survey_look()). */
 char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs,
 			 int n_dirs);
+/* `gpushare info --json` when the driver cannot be asked: {"driver": null,
+ * "driver_version": null, "error": error, "gpus": []}. */
+char *gpushare_info_error_json(const char *error);
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,7 @@ struct gpushare_report_run {
 	long batch;
 	int repeat;
 	enum gpushare_run_status status;
+	char error[160];             /* a failed or partial run's error.message (or code); "" none */
 	size_t line;                 /* 1-based line in the file */
 	double items_per_second, requests_per_second;
 	double mean_seconds, p50_seconds, p90_seconds, p99_seconds, p999_seconds;
@@ -106,6 +107,7 @@ struct gpushare_report_cell {
 	int workers;
 	long batch;
 	size_t n_ok, n_failed;       /* runs with status ok / partial or failed */
+	char error[160];             /* the last failed run's error; "" none */
 	struct gpushare_ci throughput;   /* items/s (aggregate of the workers) */
 	struct gpushare_ci mean_latency; /* seconds */
 	struct gpushare_ci p50_latency, p90_latency, p99_latency, p999_latency;  /* seconds */

@@ -54,6 +54,13 @@ extern "C" {
 /* Beside it: the lock a running sweep holds on its results directory. */
 #define GPUSHARE_SWEEP_LOCK_FILE ".gpushare-sweep.lock"
 
+/* The command line that recorded the first run of a results file (its
+ * metadata.command_line: "gpushare", "sweep", ...), NULL-terminated; free
+ * with gpushare_sweep_argv_free(). GPUSHARE_E_NOT_FOUND when no line has
+ * one (or the file is missing), the errors of gpushare_read_file(). */
+int gpushare_sweep_recorded_argv(const char *results_path, char ***argv);
+void gpushare_sweep_argv_free(char **argv);
+
 /* One workload shape: a workload with its option values, or the command. */
 struct gpushare_sweep_shape {
 	char label[128];                /* "matmul:size=4096", as given;

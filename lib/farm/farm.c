@@ -38,6 +38,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,8 @@ static int pick_shard(struct farm *f)
 	return gpushare_farm_shard_from_env(gpushare_getenv_process, NULL, &f->shard, &from_env);
 }
 
+static void warn_gpu_state(const struct farm *f, const struct gpushare_gpu_info *gi);
+
 /* The GPUs the jobs run on, from NVML and --gpus / CUDA_VISIBLE_DEVICES. */
 static int pick_gpus(struct farm *f)
 {
@@ -258,6 +261,7 @@ static int pick_gpus(struct farm *f)
 
 			if (gi->index != sel[i].index)
 				continue;
+			warn_gpu_state(f, gi);
 			if (gi->mem_total_bytes != GPUSHARE_UNKNOWN_U64) {
 				g->total_bytes = gi->mem_total_bytes;
 				g->free_bytes = gi->mem_free_bytes != GPUSHARE_UNKNOWN_U64 ? gi->mem_free_bytes
@@ -270,6 +274,37 @@ out:
 	free(sel);
 	gpushare_system_release(&sys);
 	return rc;
+}
+
+static void farm_warn(const struct farm *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void farm_warn(const struct farm *f, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	if (!f->c->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	f->c->warn(text, f->c->warn_arg);
+}
+
+/* A chosen GPU whose state will make jobs fail: said before any starts. */
+static void warn_gpu_state(const struct farm *f, const struct gpushare_gpu_info *gi)
+{
+	if (gi->mig_current == 1)
+		farm_warn(f, "GPU %u (%s) has MIG enabled: a job pinned to the GPU's UUID sees no CUDA device; "
+			  "give MIG devices through CUDA_VISIBLE_DEVICES yourself, or disable MIG", gi->index, gi->uuid);
+	else if (gi->compute_mode == GPUSHARE_COMPUTE_EXCLUSIVE_PROCESS && f->c->strategy == GPUSHARE_STRATEGY_TIMESLICE &&
+		 f->c->slots != 1)
+		farm_warn(f, "GPU %u is in compute mode Exclusive_Process: it takes one CUDA process at a time, so "
+			  "timeslice jobs beyond the first on it fail to create a context; use --strategy mps or --slots 1",
+			  gi->index);
+	else if (gi->compute_mode == GPUSHARE_COMPUTE_EXCLUSIVE_THREAD && f->c->strategy == GPUSHARE_STRATEGY_TIMESLICE &&
+		 f->c->slots != 1)
+		farm_warn(f, "GPU %u is in compute mode Exclusive_Thread: timeslice jobs beyond the first on it fail; "
+			  "use --slots 1", gi->index);
 }
 
 /* --mem-per-job: how many jobs each GPU takes at once, by its free memory
@@ -287,6 +322,14 @@ static int memory_caps(struct farm *f)
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "--mem-per-job: NVML does not report the memory of GPU %d",
 					     g->id.index);
 		g->mem_cap = (unsigned)(g->free_bytes / m > UINT32_MAX ? UINT32_MAX : g->free_bytes / m);
+		if (f->c->slots > g->mem_cap)
+			farm_warn(f, "--mem-per-job: GPU %d has %.1f GiB free, which admits %u job%s at once, not the %u of "
+				  "--slots", g->id.index, (double)g->free_bytes / (1024.0 * 1024 * 1024), g->mem_cap,
+				  g->mem_cap == 1 ? "" : "s", f->c->slots);
+		else if (!f->c->slots && g->mem_cap < (f->c->max_slots ? f->c->max_slots : DEFAULT_MAX_SLOTS))
+			farm_warn(f, "--mem-per-job: GPU %d has %.1f GiB free, which admits at most %u job%s at once; "
+				  "the calibration stops there", g->id.index, (double)g->free_bytes / (1024.0 * 1024 * 1024),
+				  g->mem_cap, g->mem_cap == 1 ? "" : "s");
 	}
 	return GPUSHARE_OK;
 }
@@ -825,8 +868,143 @@ static int alloc_slots(struct farm *f)
 	return GPUSHARE_OK;
 }
 
-int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm_result *r)
+/* ---- resuming with the first run's settings ---- */
+
+struct first_header {
+	struct farm_config cfg;
+};
+
+static int take_first_header(void *arg, struct farm_journal_data *d, const struct farm_config *cfg)
 {
+	(void)d;
+	((struct first_header *)arg)->cfg = *cfg;
+	return 1; /* stop the scan: the first header is all we need */
+}
+
+static void seconds_text(uint64_t ns, char *buf, size_t len)
+{
+	if (!ns)
+		snprintf(buf, len, "none");
+	else
+		snprintf(buf, len, "%.9gs", (double)ns / 1e9);
+}
+
+static int differs(const char *dir, const char *opt, const char *was, const char *now)
+{
+	return gpushare_fail(GPUSHARE_E_INVAL,
+			     "--resume: the farm in '%s' ran with %s %s, this run asks for %s %s; give the first run's "
+			     "options again or leave them out (they are taken from its journal)", dir, opt, was, opt, now);
+}
+
+/* The options of a resumed farm: those not given are the first run's
+ * (its journal's first header), those given must be the same. eff starts
+ * as a copy of the caller's config; gpus_buf holds a recorded GPU list. */
+static int resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len)
+{
+	char path[GPUSHARE_PATH_MAX + 32], a[64], b[64], host[256];
+	struct first_header fh;
+	const struct farm_journal_scan scan = { take_first_header, NULL, &fh };
+	struct farm_journal_data d;
+	const struct farm_config *h = &fh.cfg;
+	unsigned given = eff->given;
+	int rc, strategy;
+	size_t n;
+
+	memset(&fh, 0, sizeof(fh));
+	snprintf(path, sizeof(path), "%s/%s", eff->dir, FARM_JOURNAL_NAME);
+	rc = gpushare_farm_journal_scan_path(path, &d, &scan);
+	if (rc < 0) /* open_dir says what is wrong with the directory */
+		return rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_IO ? (gpushare_clear_error(), GPUSHARE_OK) : rc;
+	if (rc == GPUSHARE_OK)
+		gpushare_farm_journal_data_release(&d);
+	if (gpushare_strategy_parse_list(h->strategy, &strategy, &n) || n != 1)
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s: the first header's strategy '%s' is unknown", path, h->strategy);
+	if (!(given & GPUSHARE_FARM_GIVEN_STRATEGY))
+		eff->strategy = strategy;
+	else if (eff->strategy != strategy)
+		return differs(eff->dir, "--strategy", h->strategy, gpushare_strategy_name(eff->strategy));
+	if (!(given & GPUSHARE_FARM_GIVEN_SLOTS)) {
+		eff->slots = h->slots;
+	} else if (eff->slots != h->slots) {
+		snprintf(a, sizeof(a), "%u", h->slots);
+		snprintf(b, sizeof(b), "%u", eff->slots);
+		return differs(eff->dir, "--slots", h->slots ? a : "(none: calibrated)", b);
+	}
+	/* --retries may change: each run's header records its own, and more
+	 * tries for the failed jobs is what a resume is often for. */
+	if (!(given & GPUSHARE_FARM_GIVEN_RETRIES))
+		eff->retries = h->retries;
+	if (!(given & GPUSHARE_FARM_GIVEN_TIMEOUT)) {
+		eff->timeout_ns = h->timeout_ns;
+	} else if (eff->timeout_ns != h->timeout_ns) {
+		seconds_text(h->timeout_ns, a, sizeof(a));
+		seconds_text(eff->timeout_ns, b, sizeof(b));
+		return differs(eff->dir, "--timeout", a, b);
+	}
+	if (!(given & GPUSHARE_FARM_GIVEN_MEM_PER_JOB)) {
+		eff->mem_per_job_bytes = h->mem_per_job_bytes;
+	} else if (eff->mem_per_job_bytes != h->mem_per_job_bytes) {
+		snprintf(a, sizeof(a), "%" PRIu64 " bytes", h->mem_per_job_bytes);
+		snprintf(b, sizeof(b), "%" PRIu64 " bytes", eff->mem_per_job_bytes);
+		return differs(eff->dir, "--mem-per-job", h->mem_per_job_bytes ? a : "(none)", b);
+	}
+	/* The GPUs, by UUID, on the node that ran them (a farm resumed on
+	 * another node, a requeued Slurm job, takes that node's). */
+	if (!(given & GPUSHARE_FARM_GIVEN_GPUS) && h->n_gpus && h->gpus[0].uuid[0] &&
+	    gethostname(host, sizeof(host)) == 0 && (host[sizeof(host) - 1] = '\0', !strcmp(host, h->hostname))) {
+		size_t off = 0;
+
+		gpus_buf[0] = '\0';
+		for (size_t i = 0; i < h->n_gpus && off < gpus_len; i++)
+			off += (size_t)snprintf(gpus_buf + off, gpus_len - off, "%s%s", i ? "," : "", h->gpus[i].uuid);
+		if (off < gpus_len)
+			eff->gpus = gpus_buf;
+	}
+	return GPUSHARE_OK;
+}
+
+/* --gpus given on resume: the GPUs chosen must be the first run's. */
+static int check_resume_gpus(const struct farm *f)
+{
+	char path[GPUSHARE_PATH_MAX + 32], a[1024] = "", b[1024] = "";
+	struct first_header fh;
+	const struct farm_journal_scan scan = { take_first_header, NULL, &fh };
+	struct farm_journal_data d;
+	bool same;
+	int rc;
+
+	if (!f->c->resume || !(f->c->given & GPUSHARE_FARM_GIVEN_GPUS) || !f->placed)
+		return GPUSHARE_OK;
+	memset(&fh, 0, sizeof(fh));
+	snprintf(path, sizeof(path), "%s/%s", f->c->dir, FARM_JOURNAL_NAME);
+	rc = gpushare_farm_journal_scan_path(path, &d, &scan);
+	if (rc < 0)
+		return gpushare_clear_error(), GPUSHARE_OK;
+	if (rc == GPUSHARE_OK)
+		gpushare_farm_journal_data_release(&d);
+	same = fh.cfg.n_gpus == f->n_gpus;
+	for (size_t i = 0; i < f->n_gpus; i++) {
+		size_t la = strlen(a), lb = strlen(b);
+
+		if (i < fh.cfg.n_gpus) {
+			same = same && !strcmp(fh.cfg.gpus[i].uuid, f->gpus[i].id.uuid);
+			snprintf(a + la, sizeof(a) - la, "%s%d", la ? "," : "", fh.cfg.gpus[i].index);
+		}
+		snprintf(b + lb, sizeof(b) - lb, "%s%d", lb ? "," : "", f->gpus[i].id.index);
+	}
+	for (size_t i = f->n_gpus; i < fh.cfg.n_gpus; i++) {
+		size_t la = strlen(a);
+
+		snprintf(a + la, sizeof(a) - la, "%s%d", la ? "," : "", fh.cfg.gpus[i].index);
+	}
+	return same ? GPUSHARE_OK : differs(f->c->dir, "--gpus", a, b);
+}
+
+int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_farm_result *r)
+{
+	struct gpushare_farm_config eff = *c_in;
+	const struct gpushare_farm_config *c = &eff;
+	char gpus_buf[FARM_MAX_GPUS * 100];
 	struct gpushare_errsave e;
 	struct farm f;
 	size_t failed;
@@ -839,11 +1017,15 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	f.journal.fd = -1;
 	gpushare_run_ctx_init(&f.run, &(struct gpushare_run_opts){ .prefix = "farm", .mps_pipe_dir = c->mps_pipe_dir });
 	farm_stop_level = 0;
-	rc = check_source(&f);
+	rc = c->resume && c->dir ? resume_options(&eff, gpus_buf, sizeof(gpus_buf)) : GPUSHARE_OK;
+	if (!rc)
+		rc = check_source(&f);
 	if (!rc)
 		rc = pick_shard(&f);
 	if (!rc)
 		rc = pick_gpus(&f);
+	if (!rc)
+		rc = check_resume_gpus(&f);
 	if (!rc)
 		rc = memory_caps(&f);
 	if (!rc)

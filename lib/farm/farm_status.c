@@ -182,6 +182,8 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 		if (read_live(dirs[i], &out->live[out->n_live]))
 			out->n_live++;
 	}
+	if (!rc)
+		rc = gpushare_farm_status_jobs(dirs, n, &out->job_list, &out->n_job_list);
 	gpushare_journal_summary_release(&s);
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
@@ -194,6 +196,7 @@ void gpushare_farm_summary_release(struct gpushare_farm_summary *s)
 {
 	free(s->gpus);
 	free(s->live);
+	gpushare_farm_jobs_free(s->job_list, s->n_job_list);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -207,7 +210,7 @@ void gpushare_farm_result_release(struct gpushare_farm_result *r)
 /* Each adds its object under k of doc; false when out of memory. */
 static bool summary_obj(cJSON *doc, const char *k, const struct gpushare_farm_summary *s)
 {
-	cJSON *o = gpushare_json_obj(doc, k), *gpus, *live;
+	cJSON *o = gpushare_json_obj(doc, k), *gpus, *live, *jl;
 	bool ok = gpushare_json_int(o, "jobs", (long long)s->jobs) &&
 		  gpushare_json_int(o, "shards", (long long)s->shard_count) &&
 		  gpushare_json_int(o, "shards_seen", (long long)s->shards_seen) &&
@@ -226,6 +229,19 @@ static bool summary_obj(cJSON *doc, const char *k, const struct gpushare_farm_su
 		     gpushare_json_num(g, "job_seconds", s->gpus[i].job_s) &&
 		     gpushare_json_num(g, "busy_seconds", s->gpus[i].busy_s) &&
 		     gpushare_json_num(g, "busy_fraction", s->gpus[i].busy_fraction);
+	}
+	ok = ok && (jl = gpushare_json_arr(o, "job_list")) != NULL;
+	for (size_t i = 0; ok && i < s->n_job_list; i++) {
+		const struct gpushare_farm_job *j = &s->job_list[i];
+		cJSON *e = gpushare_json_obj(jl, NULL);
+
+		ok = gpushare_json_str(e, "dir", j->dir) && gpushare_json_int(e, "job", (long long)j->job) &&
+		     gpushare_json_str(e, "state", j->running ? "running" : j->failed ? "failed" : "unfinished") &&
+		     gpushare_json_str_or_null(e, "command", j->command) && gpushare_json_int(e, "attempts", j->attempts) &&
+		     gpushare_json_str(e, "last_outcome", j->outcome) &&
+		     (j->exit_code >= 0 ? gpushare_json_int(e, "exit_code", j->exit_code) : gpushare_json_null(e, "exit_code")) &&
+		     (j->signal > 0 ? gpushare_json_int(e, "signal", j->signal) : gpushare_json_null(e, "signal")) &&
+		     gpushare_json_str(e, "stderr", j->stderr_path);
 	}
 	ok = ok && (live = gpushare_json_arr(o, "running")) != NULL;
 	for (size_t i = 0; ok && i < s->n_live; i++) {
@@ -350,6 +366,23 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 				   "%.1f s ago)\n", l->dir, l->running, plural(l->running), l->queued, l->slots,
 				plural(l->slots), l->pid, l->host,
 				unix_now() - l->updated_unix_s);
+	}
+	for (size_t i = 0; i < s->n_job_list; i++) {
+		const struct gpushare_farm_job *j = &s->job_list[i];
+		const char *state = j->running ? "running" : j->failed ? "failed" : "unfinished";
+
+		if (i == 0)
+			fprintf(f, "%-10s %8s %8s  %-16s %-28s %s\n", "STATE", "JOB", "ATTEMPTS", "LAST", "STDERR", "COMMAND");
+		if (j->running)
+			fprintf(f, "%-10s %8" PRIu64 " %8u  %-16s ", state, j->job, j->attempts, "running");
+		else if (j->signal > 0)
+			fprintf(f, "%-10s %8" PRIu64 " %8u  %-7s sig %-4d ", state, j->job, j->attempts, j->outcome, j->signal);
+		else if (j->exit_code >= 0)
+			fprintf(f, "%-10s %8" PRIu64 " %8u  %-7s exit %-3d ", state, j->job, j->attempts, j->outcome, j->exit_code);
+		else
+			fprintf(f, "%-10s %8" PRIu64 " %8u  %-16s ", state, j->job, j->attempts, j->outcome);
+		fprintf(f, "%s%s%-*s %s\n", s->shards_seen > 1 ? j->dir : "", s->shards_seen > 1 ? "/" : "",
+			s->shards_seen > 1 ? 0 : 28, j->stderr_path, j->command ? j->command : "?");
 	}
 	if (s->torn_tail)
 		fprintf(f, "note: a journal's last line was torn (a farm was killed while writing it) and was ignored\n");

@@ -289,6 +289,9 @@ static int listen_socket(const char *addr, uint16_t port, int *fd_out, uint16_t 
 	return GPUSHARE_OK;
 }
 
+static gpushare_metrics_listen_fn listen_notice;
+static void *listen_notice_arg;
+
 int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metrics_produce_fn fn, void *arg,
 				  struct gpushare_metrics_server **out)
 {
@@ -341,7 +344,15 @@ int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metr
 				     (unsigned)port);
 	}
 	*out = s;
+	if (listen_notice)
+		listen_notice(addr, s->port, listen_notice_arg);
 	return GPUSHARE_OK;
+}
+
+void gpushare_metrics_set_listen_notice(gpushare_metrics_listen_fn fn, void *arg)
+{
+	listen_notice = fn;
+	listen_notice_arg = arg;
 }
 
 uint16_t gpushare_metrics_server_port(const struct gpushare_metrics_server *s)

@@ -143,3 +143,13 @@ char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gp
 		ok = dir_json(mps, &dirs[i]);
 	return gpushare_json_finish(root, ok, true);
 }
+
+char *gpushare_info_error_json(const char *error)
+{
+	cJSON *root = cJSON_CreateObject();
+	bool ok = gpushare_json_str_or_null(root, "gpushare_version", gpushare_version()) &&
+		  gpushare_json_null(root, "driver") && gpushare_json_null(root, "driver_version") &&
+		  gpushare_json_str_or_null(root, "error", error) && gpushare_json_arr(root, "gpus") != NULL;
+
+	return gpushare_json_finish(root, ok, true);
+}

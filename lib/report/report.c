@@ -153,6 +153,13 @@ static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, 
 
 		if (run->status != GPUSHARE_RUN_OK) {
 			c->n_failed++;
+			if (run->error[0]) {
+				/* one line, and no '|' to break a markdown table */
+				snprintf(c->error, sizeof(c->error), "%s", run->error);
+				for (char *p = c->error; *p; p++)
+					if (*p == '|' || *p == '\n' || *p == '\r')
+						*p = *p == '|' ? '/' : ' ';
+			}
 			continue;
 		}
 		k++;

@@ -176,6 +176,15 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 		run->status = GPUSHARE_RUN_FAILED;
 	else
 		return gpushare_fail(GPUSHARE_E_INVAL, "unknown status '%.40s'", status);
+	{
+		const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+		const char *why = err ? get_str(err, "message") : NULL;
+
+		if (!why || !*why)
+			why = err ? get_str(err, "code") : NULL;
+		if (why && run->status != GPUSHARE_RUN_OK)
+			gpushare_utf8_copy(run->error, sizeof(run->error), why);
+	}
 	/* Names reach HTML, plots and JSON: valid UTF-8 from here on. */
 	gpushare_utf8_copy(run->shape, sizeof(run->shape), shape);
 	gpushare_utf8_copy(run->workload, sizeof(run->workload), wl);

@@ -153,7 +153,10 @@ void gpushare_report_table_cell(const struct report_table *t, size_t s, size_t w
 	}
 	c = &t->r->cells[k];
 	if (c->n_ok == 0) {
-		snprintf(buf, len, "failed (%zu)", c->n_failed);
+		if (c->error[0])
+			snprintf(buf, len, "failed (%zu): %.100s", c->n_failed, c->error);
+		else
+			snprintf(buf, len, "failed (%zu)", c->n_failed);
 		return;
 	}
 	ci = gpushare_report_metric_ci(c, t->m);

@@ -96,3 +96,52 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building a results record");
 	return GPUSHARE_OK;
 }
+
+void gpushare_sweep_argv_free(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+/* argv from one line's metadata.command_line; NULL when it has none. */
+static char **line_argv(const char *line, size_t len)
+{
+	cJSON *o = cJSON_ParseWithLength(line, len), *meta, *cl, *e;
+	char **argv = NULL;
+	size_t n = 0;
+
+	meta = o ? cJSON_GetObjectItemCaseSensitive(o, "metadata") : NULL;
+	cl = meta ? cJSON_GetObjectItemCaseSensitive(meta, "command_line") : NULL;
+	if (cJSON_IsArray(cl) && cJSON_GetArraySize(cl) > 0 && (argv = calloc((size_t)cJSON_GetArraySize(cl) + 1, sizeof(*argv)))) {
+		cJSON_ArrayForEach(e, cl) {
+			if (!cJSON_IsString(e) || !(argv[n++] = strdup(e->valuestring))) {
+				gpushare_sweep_argv_free(argv);
+				argv = NULL;
+				break;
+			}
+		}
+	}
+	cJSON_Delete(o);
+	return argv;
+}
+
+int gpushare_sweep_recorded_argv(const char *results_path, char ***argv)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int rc = gpushare_read_file(results_path, (size_t)1 << 30, &data, &len);
+
+	*argv = NULL;
+	if (rc)
+		return rc;
+	for (size_t start = 0; start < len && !*argv;) {
+		const char *nl = memchr(data + start, '\n', len - start);
+		size_t end = nl ? (size_t)(nl - data) : len;
+
+		*argv = line_argv(data + start, end - start);
+		start = end + 1;
+	}
+	free(data);
+	return *argv ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' holds no run with its command line", results_path);
+}

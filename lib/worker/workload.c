@@ -191,16 +191,52 @@ static bool is_integer(const char *s)
 	return *s == '\0';
 }
 
-/* A workload duration needs a unit: "100" would mean 100 seconds to
- * gpushare_parse_duration(), surely not what `--request-us 100` meant. */
-static int parse_wl_duration(const struct gpushare_wl_option *o, const char *value, uint64_t *ns)
+/* The unit an option's name states ("request-us": "us"), or NULL. */
+static const char *name_unit(const char *name)
+{
+	static const char *const units[] = { "ns", "us", "ms", "s" };
+	const char *dash = strrchr(name, '-');
+
+	for (size_t i = 0; dash && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(dash + 1, units[i]))
+			return units[i];
+	}
+	return NULL;
+}
+
+/* Whether value is a bare number (digits and a point, no unit). */
+static bool bare_number(const char *value)
 {
 	const char *s = value;
-	int rc;
 
 	while (isdigit((unsigned char)*s) || *s == '.')
 		s++;
-	if (*value && !*s && strspn(value, "0.") != strlen(value))
+	return *value && !*s;
+}
+
+/* The stored form of a workload duration: a bare number means the unit the
+ * option's name states (`--request-us 200` is 200us, stored so); an option
+ * whose name states none needs a unit ("100" would mean 100 seconds to
+ * gpushare_parse_duration(), surely not what `--stall 100` meant). */
+static int wl_duration_text(const struct gpushare_wl_option *o, const char *value, char *buf, size_t len)
+{
+	const char *unit = name_unit(o->name);
+	int n;
+
+	if (bare_number(value) && unit && strspn(value, "0.") != strlen(value)) /* "0" stays "0" */
+		n = snprintf(buf, len, "%s%s", value, unit);
+	else
+		n = snprintf(buf, len, "%s", value);
+	if (n < 0 || (size_t)n >= len)
+		return gpushare_fail(GPUSHARE_E_INVAL, "option '%s': value '%.20s...' is too long", o->name, value);
+	return GPUSHARE_OK;
+}
+
+static int parse_wl_duration(const struct gpushare_wl_option *o, const char *value, uint64_t *ns)
+{
+	int rc;
+
+	if (bare_number(value) && !name_unit(o->name) && strspn(value, "0.") != strlen(value))
 		return gpushare_fail(GPUSHARE_E_INVAL, "option '%s': '%s' needs a unit (e.g. %sus or %sms)", o->name, value, value, value);
 	rc = gpushare_parse_duration(value, ns);
 	if (rc)
@@ -235,11 +271,10 @@ static int validate(const struct gpushare_wl_option *o, const char *value, char 
 			return gpushare_fail(GPUSHARE_E_INVAL, "option '%s': '%s' is not one of %s", o->name, value, o->choices);
 		return GPUSHARE_OK;
 	case GPUSHARE_WL_DURATION:
-		rc = parse_wl_duration(o, value, &ns);
-		if (rc)
-			return rc;
-		memcpy(buf, value, strlen(value) + 1);
-		return GPUSHARE_OK;
+		rc = wl_duration_text(o, value, buf, len);
+		if (!rc)
+			rc = parse_wl_duration(o, buf, &ns);
+		return rc;
 	case GPUSHARE_WL_BOOL:
 		if (parse_bool(value, &b))
 			return gpushare_fail(GPUSHARE_E_INVAL, "option '%s': '%s' is not on/off, true/false, yes/no or 1/0", o->name, value);

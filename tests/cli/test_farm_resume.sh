@@ -89,7 +89,7 @@ import json; recs = [json.loads(l) for l in open('$tmp/f2/journal.jsonl')][1:]
 assert sorted(r['job'] for r in recs) == [0, 1] and all(r['outcome'] == 'ok' for r in recs), recs"
 check "it says how to continue" grep -q -- "--resume $tmp/f2" "$tmp/f2.out"
 check "it said what a second Ctrl-C does" grep -q "Ctrl-C again stops them" "$tmp/f2.err"
-run farm --resume "$tmp/f2" --strategy timeslice --slots 2 "$tmp/j8"
+run farm --resume "$tmp/f2" --strategy timeslice "$tmp/j8"
 check "resume after Ctrl-C: exit 0, every job exactly once" \
 	bash -c "test $rc = 0 && $(declare -f exactly_once); exactly_once '$tmp/f2' '$tmp/side2' 8"
 
@@ -131,14 +131,14 @@ import json; recs = [json.loads(l) for l in open('$tmp/f3/journal.jsonl')][1:]
 assert len(recs) == 2 and all(r['outcome'] == 'stopped' and r['signal'] == 15 for r in recs), recs"
 check "no job left" wait_for 30 0.1 no_jobs
 sed "s/ 30 / 0 /" "$tmp/j6" >"$tmp/j6-short" # shorter jobs would be a different list:
-run farm --resume "$tmp/f3" --strategy timeslice --slots 2 "$tmp/j6-short"
+run farm --resume "$tmp/f3" --strategy timeslice "$tmp/j6-short"
 check "a changed job list is refused on resume: exit 2" test "$rc" = 2
 # Same list; the jobs are made quick through the environment they share.
 cat >"$tmp/job.sh" <<'EOF'
 #!/bin/sh
 echo "$1" >>"$3"
 EOF
-run farm --resume "$tmp/f3" --strategy timeslice --slots 2 "$tmp/j6"
+run farm --resume "$tmp/f3" --strategy timeslice "$tmp/j6"
 check "resume after SIGTERM: exit 0, stopped jobs ran again, every job exactly once" \
 	bash -c "test $rc = 0 && $(declare -f exactly_once); exactly_once '$tmp/f3' '$tmp/side3' 6"
 check "stopped attempts do not count as failures: attempt 2 of the stopped jobs is ok" python3 -c "

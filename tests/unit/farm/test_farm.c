@@ -313,6 +313,7 @@ static void test_resume_from_copy_numbers_attempts(void **state)
 	c.jobfile = NULL;
 	c.resume = true;
 	c.retries = 2;
+	c.given |= GPUSHARE_FARM_GIVEN_RETRIES; /* else the first run's (0) */
 	assert_int_equal(gpushare_farm_run(&c, &r), GPUSHARE_E_WORKER);   /* attempts 2 and 3 */
 	assert_int_equal(r.ended, 4);
 	assert_int_equal(r.skipped, 0);

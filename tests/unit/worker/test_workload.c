@@ -194,7 +194,14 @@ static void test_duration(void **state)
 	expect_bad(&p, "request-us", "abc", GPUSHARE_E_INVAL);
 	expect_bad(&p, "request-us", "-1", GPUSHARE_E_INVAL);
 	expect_bad(&p, "request-us", "-1us", GPUSHARE_E_INVAL);
-	expect_bad(&p, "request-us", "100", GPUSHARE_E_INVAL);   /* no unit: 100 seconds? */
+	/* A bare number means the unit the name states, and is stored with it. */
+	expect_set(&p, "request-us", "200", "200us");
+	assert_int_equal(gpushare_wl_get_duration_ns(&p, "request-us"), 200000);
+	expect_set(&p, "request-us", "1.5", "1.5us");
+	assert_int_equal(gpushare_wl_get_duration_ns(&p, "request-us"), 1500);
+	expect_bad(&p, "request-us", "60000001", GPUSHARE_E_INVAL); /* above 60 s */
+	/* A name that states no unit: a bare number is refused (100 seconds?). */
+	expect_bad(&p, "stall", "100", GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "unit"));
 	expect_bad(&p, "request-us", "2m", GPUSHARE_E_INVAL);    /* above 60 s */
 	expect_bad(&p, "request-us", "10parsecs", GPUSHARE_E_INVAL);

@@ -1,0 +1,246 @@
+/*
+ * `gpushare farm status --failed` and the job lists of `farm status`: the
+ * jobs that failed (for good, or waiting for a retry) and the jobs running
+ * now, each with its command, attempts, last exit status or signal and
+ * stderr file (include/gpushare/farm.h, docs/farm.md).
+ *
+ * Each journal is read once; one entry is kept per job that has a failed,
+ * timed-out, refused or stopped attempt and no ok one (the others cost
+ * nothing). Commands come from the directory's copy of the job list, read
+ * once in job order. Running jobs come from DIR/running.json.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "gpushare/buf.h"
+#include "farm_jobs.h"
+#include "farm_journal.h"
+#include "gpushare/farm.h"
+#include "gpushare/gpushare.h"
+#include "farm_engine.h"
+
+struct job_scan {
+	struct gpushare_farm_job *v;
+	size_t n, cap;
+	const char *dir;
+	int rc;
+};
+
+static struct gpushare_farm_job *find_job(struct job_scan *s, uint64_t job)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].job == job && !strcmp(s->v[i].dir, s->dir))
+			return &s->v[i];
+	}
+	return NULL;
+}
+
+static struct gpushare_farm_job *add_job(struct job_scan *s, uint64_t job)
+{
+	struct gpushare_farm_job *j;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		struct gpushare_farm_job *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->v = v;
+		s->cap = cap;
+	}
+	j = &s->v[s->n++];
+	memset(j, 0, sizeof(*j));
+	snprintf(j->dir, sizeof(j->dir), "%s", s->dir);
+	j->job = job;
+	j->exit_code = -1;
+	j->gpu = -1;
+	j->slot = -1;
+	return j;
+}
+
+static int on_record(void *arg, struct farm_journal_data *d, const struct farm_record *r)
+{
+	struct job_scan *s = arg;
+	struct gpushare_farm_job *j = find_job(s, r->job);
+
+	(void)d;
+	if (r->outcome == FARM_OK) {
+		if (j)
+			j->ok = true;
+		return GPUSHARE_OK;
+	}
+	if (!j && !(j = add_job(s, r->job)))
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	if (r->outcome == FARM_FAILED || r->outcome == FARM_TIMEOUT)
+		j->counted++;
+	if (r->outcome == FARM_REFUSED)
+		j->refused = true;
+	if (r->attempt >= j->attempts) {
+		j->attempts = r->attempt;
+		snprintf(j->outcome, sizeof(j->outcome), "%s", gpushare_farm_outcome_name((enum farm_outcome)r->outcome));
+		j->exit_code = r->exit_code;
+		j->signal = r->signal;
+		snprintf(j->stderr_path, sizeof(j->stderr_path), "out/%" PRIu64 ".%u.err", r->job, r->attempt);
+	}
+	return GPUSHARE_OK;
+}
+
+/* One word as a shell reads it back: quoted when it holds anything but
+ * letters, digits and @%_+=:,./- (as the farm quotes a template's argument). */
+static int add_word(struct gpushare_buf *b, const char *w)
+{
+	int rc;
+
+	if (*w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%_+=:,./-") == strlen(w))
+		return gpushare_buf_add(b, w, strlen(w));
+	rc = gpushare_buf_add(b, "'", 1);
+	for (const char *p = w; !rc && *p; p++)
+		rc = *p == '\'' ? gpushare_buf_add(b, "'\\''", 4) : gpushare_buf_add(b, p, 1);
+	return rc ? rc : gpushare_buf_add(b, "'", 1);
+}
+
+/* The commands of the listed jobs of dir, from its copy of the job list. */
+static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+	struct farm_cursor cur;
+	char **argv;
+	uint64_t idx = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, FARM_JOBS_COPY_NAME);
+	if (gpushare_farm_cursor_open(&cur, path) != GPUSHARE_OK) {
+		gpushare_clear_error();
+		return;
+	}
+	for (;; idx++) {
+		bool want = false;
+
+		for (size_t i = 0; i < n && !want; i++)
+			want = v[i].job == idx && !strcmp(v[i].dir, dir) && !v[i].command;
+		argv = NULL;
+		if (gpushare_farm_cursor_next(&cur, want, want ? &argv : NULL, NULL) != 1)
+			break;
+		if (!argv)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			struct gpushare_buf b = { 0 };
+
+			if (v[i].job != idx || strcmp(v[i].dir, dir) || v[i].command)
+				continue;
+			for (size_t k = 0; argv[k]; k++) {
+				if ((k && gpushare_buf_add(&b, " ", 1)) || add_word(&b, argv[k]))
+					break;
+			}
+			v[i].command = b.len ? strdup(gpushare_buf_str(&b)) : NULL;
+			gpushare_buf_release(&b);
+		}
+		free(argv);
+	}
+	gpushare_clear_error();
+	gpushare_farm_cursor_close(&cur);
+}
+
+/* The jobs running now on dir, as its running.json says. */
+static int add_running(struct job_scan *s)
+{
+	char path[GPUSHARE_PATH_MAX + 32], chunk[4096];
+	struct gpushare_buf text = { 0 };
+	const cJSON *jobs, *e, *v;
+	cJSON *o;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" LIVE_NAME, s->dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return GPUSHARE_OK;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len < (16u << 20)) {
+		if (gpushare_buf_add(&text, chunk, (size_t)n) != GPUSHARE_OK)
+			break;
+	}
+	close(fd);
+	o = cJSON_Parse(gpushare_buf_str(&text));
+	gpushare_buf_release(&text);
+	jobs = o ? cJSON_GetObjectItemCaseSensitive(o, "jobs") : NULL;
+	cJSON_ArrayForEach(e, jobs) {
+		struct gpushare_farm_job *j;
+
+		if (!cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "job")) || v->valuedouble < 0)
+			continue;
+		if (!(j = find_job(s, (uint64_t)v->valuedouble)) && !(j = add_job(s, (uint64_t)v->valuedouble))) {
+			cJSON_Delete(o);
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		}
+		j->running = true;
+		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "attempt")))
+			j->attempts = (unsigned)v->valuedouble;
+		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "gpu")))
+			j->gpu = (int)v->valuedouble;
+		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "slot")))
+			j->slot = (int)v->valuedouble;
+		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "start_unix_s")))
+			j->start_unix_s = v->valuedouble;
+		snprintf(j->outcome, sizeof(j->outcome), "running");
+		snprintf(j->stderr_path, sizeof(j->stderr_path), "out/%" PRIu64 ".%u.err", j->job, j->attempts);
+	}
+	cJSON_Delete(o);
+	return GPUSHARE_OK;
+}
+
+int gpushare_farm_status_jobs(const char *const *dirs, size_t n, struct gpushare_farm_job **out, size_t *n_out)
+{
+	struct job_scan s = { 0 };
+	int rc = GPUSHARE_OK;
+
+	*out = NULL;
+	*n_out = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		char path[GPUSHARE_PATH_MAX + 32];
+		const struct farm_journal_scan scan = { NULL, on_record, &s };
+		struct farm_journal_data d;
+		size_t first = s.n, keep;
+
+		s.dir = dirs[i];
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], FARM_JOURNAL_NAME);
+		rc = gpushare_farm_journal_scan_path(path, &d, &scan);
+		if (rc)
+			break;
+		/* Jobs that ended ok after all drop out; the others are failed for
+		 * good (retries used up, or refused) or wait for a retry. */
+		keep = first;
+		for (size_t k = first; k < s.n; k++) {
+			struct gpushare_farm_job *j = &s.v[k];
+
+			if (j->ok)
+				continue;
+			j->failed = j->refused || j->counted >= 1 + d.retries_last;
+			s.v[keep++] = *j;
+		}
+		s.n = keep;
+		gpushare_farm_journal_data_release(&d);
+		rc = add_running(&s);
+		if (!rc)
+			add_commands(s.v + first, s.n - first, dirs[i]);
+	}
+	if (rc) {
+		gpushare_farm_jobs_free(s.v, s.n);
+		return rc;
+	}
+	*out = s.v;
+	*n_out = s.n;
+	return GPUSHARE_OK;
+}
+
+void gpushare_farm_jobs_free(struct gpushare_farm_job *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].command);
+	free(v);
+}
