@@ -225,12 +225,30 @@ struct gpushare_mps_dir_report {
  * wrong is reported per directory. */
 int gpushare_mps_survey(struct gpushare_mps_dir_report dirs[GPUSHARE_MPS_KNOWN_DIRS]);
 
+/* A private MPS daemon of one of gpushare's own runs: bench, sweep and farm
+ * start them under their run directories (<user dir>/<kind>-XXXXXX), `exec`
+ * under its job directory (<user dir>/exec-<job>). */
+struct gpushare_mps_private {
+	char kind[16];                     /* "bench", "sweep", "farm", "exec" */
+	char run_dir[GPUSHARE_PATH_MAX];
+	char pipe_dir[GPUSHARE_PATH_MAX];
+	pid_t daemon_pid;                  /* the running control daemon */
+	pid_t owner_pid;                   /* the run's process (exec: a rank); 0 unknown */
+	bool owner_alive;                  /* false: a daemon left behind by a killed run */
+	char owner_command[256];           /* the owner's command line; "" when gone */
+};
+
+/* The running daemons under this user's run directories, found from pid files
+ * and /proc alone (nothing probed). *out is malloc'd (free()), NULL when n is 0. */
+int gpushare_mps_private_list(struct gpushare_mps_private **out, size_t *n);
+
 struct gpushare_system_info;
 
 /* `gpushare info --json`: the driver, every GPU of sys
- * (gpushare_system_query()) and the n_dirs surveyed pipe directories. */
+ * (gpushare_system_query()), the n_dirs surveyed pipe directories and the
+ * n_priv private daemons of gpushare's runs ("private_mps"). */
 char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_dir_report *dirs,
-			 int n_dirs);
+			 int n_dirs, const struct gpushare_mps_private *priv, size_t n_priv);
 
 #ifdef __cplusplus
 }
