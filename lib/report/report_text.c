@@ -477,6 +477,7 @@ static cJSON *json_at(const struct gpushare_report *r, const struct gpushare_rep
 		  gpushare_json_add(o, "best", json_strategy_or_null(r, at->best)) &&
 		  gpushare_json_add(o, "best_cell", at->best >= 0 ? json_cell(&r->cells[at->best]) : cJSON_CreateNull()) &&
 		  gpushare_json_add(o, "tied", json_names(r, at->tied, at->n_tied)) &&
+		  gpushare_json_bool(o, "contest", at->n_tied > 0) &&
 		  gpushare_json_add(o, "next", json_strategy_or_null(r, at->next)) &&
 		  gpushare_json_add(o, "vs_next", json_comparison(&at->vs_next, at->best >= 0 && at->next >= 0)) &&
 		  gpushare_json_add(o, "vs_timeslice",
