@@ -126,7 +126,7 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		       "its exact coverage: with one run there is none, with 2 runs it is [min, max] at 50%%, with 5 at "
 		       "93.7%%, from 6 runs on at least 95%%. Overlapping intervals are a tie; when they are apart, a "
 		       "difference is called significant only when both intervals together cover at least 95%%. "
-		       "Highlighted: the best sharing strategy of a column, or tied with it.</p>\n");
+		       "Highlighted: the best sharing strategy of a column, or tied with it, where two or more were measured.</p>\n");
 	gpushare_rbuf_printf(b, "<h2>Recommendation</h2>\n");
 	for (size_t i = 0; i < r->n_recs; i++) {
 		const struct gpushare_report_rec *rec = &r->recs[i];
