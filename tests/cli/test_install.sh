@@ -45,6 +45,9 @@ done
 check "bash completion in share/bash-completion/completions/gpushare" has share/bash-completion/completions/gpushare
 check "zsh completion _gpushare" bash -c "grep -q '^./share/zsh/[a-z-]*/_gpushare$' '$tmp/files'"
 check "documentation in share/doc/gpushare" has share/doc/gpushare/cli.md
+check "Slurm examples in share/doc/gpushare/examples/slurm" has share/doc/gpushare/examples/slurm/farm.sbatch
+check "Grafana dashboard in share/gpushare/grafana" has share/gpushare/grafana/gpushare-dashboard.json
+check "DCGM recording rules in share/gpushare/grafana" has share/gpushare/grafana/recording-rules.yml
 
 echo "== the installed gpushare"
 (
