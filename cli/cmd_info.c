@@ -69,7 +69,8 @@ const struct cli_cmd cli_info_cmd = {
 	.n_notes = 4,
 };
 
-#define MPS_DIRS_MAX GPUSHARE_MPS_KNOWN_DIRS
+/* Where gpushare looks for MPS daemons (gpushare_mps_survey_add_known). */
+#define MPS_DIRS_MAX 3
 
 /* ---- the readable report ---- */
 
@@ -191,7 +192,7 @@ static void print_private(const struct gpushare_mps_private *priv, size_t n)
 	}
 }
 
-static void print_report(const struct gpushare_system_info *sys, const struct gpushare_mps_dir_report *dirs, int n_dirs)
+static void print_report(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs, int n_dirs)
 {
 	printf("driver %s, CUDA ", *sys->driver_version ? sys->driver_version : "unknown");
 	print_cuda_version(sys->cuda_driver_version);
@@ -203,7 +204,7 @@ static void print_report(const struct gpushare_system_info *sys, const struct gp
 		print_gpu(&sys->gpus[i]);
 	printf("\nMPS control daemons:\n");
 	for (int i = 0; i < n_dirs; i++) {
-		const struct gpushare_mps_dir_report *d = &dirs[i];
+		const struct gpushare_mps_survey *d = &dirs[i];
 
 		printf("  %s (", d->pipe_dir);
 		for (int s = 0; s < d->n_sources; s++)
@@ -565,7 +566,7 @@ static int run_watch(const struct watch *w, const struct query *q)
 int cmd_info(int argc, char **argv)
 {
 	struct cli_parse p;
-	struct gpushare_mps_dir_report dirs[MPS_DIRS_MAX];
+	struct gpushare_mps_survey dirs[MPS_DIRS_MAX];
 	struct gpushare_system_info sys;
 	struct gpushare_mps_private *priv = NULL;
 	struct watch w = { .interval_ns = 1000000000ULL, .interval = "1s" };
@@ -624,7 +625,10 @@ int cmd_info(int argc, char **argv)
 	rc = gpushare_system_query(&sys);
 	if (rc)
 		return cli_fail(rc, NULL);
-	n_dirs = gpushare_mps_survey(dirs);
+	n_dirs = 0;
+	gpushare_mps_survey_add_known(dirs, &n_dirs, MPS_DIRS_MAX);
+	for (int i = 0; i < n_dirs; i++)
+		gpushare_mps_survey_look(&dirs[i], &(struct gpushare_mps_survey_opts){ .max_timeout_ms = 3000 });
 	if (gpushare_mps_private_list(&priv, &n_priv))
 		gpushare_clear_error();
 	if (json) {
@@ -634,6 +638,8 @@ int cmd_info(int argc, char **argv)
 		print_private(priv, n_priv);
 		rc = cli_finish_stdout(EXIT_OK);
 	}
+	for (int i = 0; i < n_dirs; i++)
+		gpushare_mps_survey_release(&dirs[i]);
 	free(priv);
 	gpushare_system_release(&sys);
 	return rc;
