@@ -39,7 +39,11 @@ const struct cli_cmd cli_exporter_cmd = {
 	.n_groups = CLI_N(exporter_groups),
 	.epilog = "Without an NVIDIA driver the server keeps running and exports\n"
 		  "gpushare_nvidia_driver_up 0; --once prints the exposition and exits 3.\n"
-		  "SIGTERM, SIGINT, SIGHUP or SIGQUIT stops the server cleanly (exit 0).",
+		  "SIGTERM, SIGINT, SIGHUP or SIGQUIT stops the server cleanly (exit 0).\n"
+		  "\n"
+		  "Examples:\n"
+		  "  gpushare exporter --listen 0.0.0.0:9401   serve /metrics on every address, port 9401\n"
+		  "  gpushare exporter --once | promtool check metrics",
 	.notes = (const struct cli_exit_note[]){ { EXIT_NO_DRIVER, "--once: no NVIDIA driver found (the exposition is still "
 								   "printed)" },
 						 { EXIT_IO, "writing the output failed" } },

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gpushare/gpu.h"
@@ -16,22 +18,49 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
+#define QUERY_FIELDS                                                                                   \
+	"timestamp index name uuid pci.bus_id compute_mode utilization.gpu utilization.memory memory.used " \
+	"memory.total memory.free power.draw power.limit clocks.sm clocks.mem clocks.max.sm temperature.gpu "  \
+	"throttle_reasons"
+
 static const struct cli_opt info_opts[] = {
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
 	  .help = "print one JSON document instead of the report" },
+	{ .id = OPT_WATCH, .long_name = "watch", .kind = CLI_FLAG,
+	  .help = "keep showing each GPU's telemetry every INTERVAL (the operand after the options, a "
+		  "duration; default 1s): on a terminal a view redrawn in place, otherwise one line per GPU "
+		  "and interval, as nvidia-smi dmon prints; Ctrl-C stops it" },
+	{ .id = OPT_COUNT, .long_name = "count", .kind = CLI_INT, .value_name = "N", .min = 1, .max = 1000000000,
+	  .help = "with --watch: stop after N intervals", .def = "until stopped" },
+	{ .id = OPT_QUERY, .long_name = "query", .kind = CLI_LIST, .value_name = "FIELDS", .values = QUERY_FIELDS,
+	  .help = "print only these fields of each GPU, one CSV line per GPU (nvidia-smi's names; "
+		  "\"temperature\" and \"clocks_event_reasons\" are accepted too); with --watch, every interval" },
+	{ .id = OPT_FORMAT, .long_name = "format", .kind = CLI_LIST, .value_name = "FORMAT",
+	  .values = "csv noheader nounits",
+	  .help = "the format of --query: csv, with noheader (no header line) and nounits (bare numbers) "
+		  "added as in csv,noheader,nounits", .def = "csv" },
 };
 
 static const struct cli_group info_groups[] = { CLI_GROUP("Options", info_opts, NULL) };
 
 const struct cli_cmd cli_info_cmd = {
 	.name = "info",
-	.usage = "gpushare info [--json]",
+	.usage = "gpushare info [--json]\n"
+		 "gpushare info --watch [--count N] [INTERVAL]\n"
+		 "gpushare info --query FIELDS [--format csv[,noheader][,nounits]] [--watch [--count N] [INTERVAL]]",
 	.about = "Show the NVIDIA driver, each GPU (memory, compute mode, MIG mode and MIG\n"
-		 "devices, clocks, power, temperature, compute processes) and the MPS control\n"
-		 "daemons at gpushare's private pipe directory, $CUDA_MPS_PIPE_DIRECTORY and\n"
-		 "/tmp/nvidia-mps.",
+		 "devices, clocks, power and power limit, temperature, throttle reasons,\n"
+		 "compute processes), the MPS control daemons at gpushare's private pipe\n"
+		 "directory, $CUDA_MPS_PIPE_DIRECTORY and /tmp/nvidia-mps, and the private\n"
+		 "daemons of gpushare's own bench, sweep, farm and exec runs with the process\n"
+		 "that owns each.",
 	.groups = info_groups,
 	.n_groups = CLI_N(info_groups),
+	.epilog = "Examples:\n"
+		  "  gpushare info --watch                 redraw every second until Ctrl-C\n"
+		  "  gpushare info --watch 500ms --count 20 > log.txt\n"
+		  "  gpushare info --query index,utilization.gpu,memory.used,power.draw,power.limit --format csv\n"
+		  "  gpushare info --query index,clocks.sm,throttle_reasons --watch 2s",
 	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "unknown option or argument" },
 						 { EXIT_NO_DRIVER, "no NVIDIA driver found (libnvidia-ml.so.1 missing or "
 								   "unusable)" },
@@ -106,10 +135,17 @@ static void print_gpu(const struct gpushare_gpu_info *g)
 	printf(" (max %s)\n", fmt_int(g->clock_sm_max_mhz, " MHz", a, sizeof(a)));
 	printf("  memory clock   %s\n", fmt_int(g->clock_mem_mhz, " MHz", a, sizeof(a)));
 	if (g->power_mw == GPUSHARE_UNKNOWN)
-		printf("  power          unknown\n");
+		printf("  power          unknown");
 	else
-		printf("  power          %.1f W\n", g->power_mw / 1000.0);
-	printf("  temperature    %s\n", fmt_int(g->temperature_c, " C", a, sizeof(a)));
+		printf("  power          %.1f W", g->power_mw / 1000.0);
+	if (g->power_limit_mw != GPUSHARE_UNKNOWN)
+		printf(" (limit %.0f W)", g->power_limit_mw / 1000.0);
+	printf("\n  temperature    %s\n", fmt_int(g->temperature_c, " C", a, sizeof(a)));
+	{
+		char r[256];
+
+		printf("  throttling     %s\n", gpushare_throttle_reasons_str(g->throttle_reasons, r, sizeof(r)));
+	}
 	if (g->n_migs > 0) {
 		printf("  MIG devices:\n");
 		printf("    %-3s %-10s %-5s %-5s %-6s %-21s %s\n", "IDX", "PROFILE", "GI", "CI", "SMs", "MEMORY (used/total)", "UUID");
@@ -136,6 +172,23 @@ static void print_gpu(const struct gpushare_gpu_info *g)
 
 		printf("    %-8d %-11s %-10s %s\n", (int)p->pid, gpushare_proc_kind_name(p->kind),
 		       fmt_bytes(p->mem_used_bytes, a, sizeof(a)), *p->name ? p->name : "?");
+	}
+}
+
+static void print_private(const struct gpushare_mps_private *priv, size_t n)
+{
+	printf("\ngpushare's private MPS daemons: %s\n", n ? "" : "none");
+	for (size_t i = 0; i < n; i++) {
+		const struct gpushare_mps_private *p = &priv[i];
+
+		printf("  %-5s daemon pid %d, %s\n", p->kind, (int)p->daemon_pid, p->pipe_dir);
+		if (p->owner_alive)
+			printf("        owner pid %d: %s\n", (int)p->owner_pid, *p->owner_command ? p->owner_command : "?");
+		else if (p->owner_pid > 0)
+			printf("        owner pid %d gone: left behind (the next bench, sweep or farm stops it)\n",
+			       (int)p->owner_pid);
+		else
+			printf("        owner unknown\n");
 	}
 }
 
@@ -172,23 +225,403 @@ static void print_report(const struct gpushare_system_info *sys, const struct gp
 	}
 }
 
+/* ---- --query: nvidia-smi's CSV ---- */
+
+struct field {
+	const char *name, *unit;
+};
+
+static const struct field fields[] = {
+	{ "timestamp", NULL }, { "index", NULL }, { "name", NULL }, { "uuid", NULL }, { "pci.bus_id", NULL },
+	{ "compute_mode", NULL }, { "utilization.gpu", "%" }, { "utilization.memory", "%" },
+	{ "memory.used", "MiB" }, { "memory.total", "MiB" }, { "memory.free", "MiB" }, { "power.draw", "W" },
+	{ "power.limit", "W" }, { "clocks.sm", "MHz" }, { "clocks.mem", "MHz" }, { "clocks.max.sm", "MHz" },
+	{ "temperature.gpu", "C" }, { "throttle_reasons", NULL },
+};
+#define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+#define MAX_QUERY 64
+
+struct query {
+	int f[MAX_QUERY];
+	size_t n;
+	bool header, units;
+};
+
+static int field_index(const char *name, size_t len)
+{
+	if (len == 11 && !strncmp(name, "temperature", len))
+		return 16;
+	if (len == 27 && !strncmp(name, "clocks_event_reasons.active", len))
+		return 17;
+	if (len == 20 && !strncmp(name, "clocks_event_reasons", len))
+		return 17;
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		if (strlen(fields[i].name) == len && !strncmp(fields[i].name, name, len))
+			return (int)i;
+	}
+	return -1;
+}
+
+static int parse_query(const char *list, struct query *q)
+{
+	const char *p = list;
+
+	q->n = 0;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		int f = field_index(p, len);
+
+		if (f < 0)
+			return cli_error(EXIT_USAGE, "info: unknown --query field '%.*s' (one of: %s)", (int)len, p,
+					 "timestamp, index, name, uuid, pci.bus_id, compute_mode, utilization.gpu, "
+					 "utilization.memory, memory.used, memory.total, memory.free, power.draw, "
+					 "power.limit, clocks.sm, clocks.mem, clocks.max.sm, temperature.gpu, "
+					 "throttle_reasons");
+		if (q->n == MAX_QUERY)
+			return cli_error(EXIT_USAGE, "info: more than %d --query fields", MAX_QUERY);
+		q->f[q->n++] = f;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (q->n == 0)
+		return cli_error(EXIT_USAGE, "info: --query names no field");
+	return EXIT_OK;
+}
+
+static int parse_format(const char *list, struct query *q)
+{
+	const char *p = list;
+	bool csv = false;
+
+	q->header = q->units = true;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		if (len == 3 && !strncmp(p, "csv", 3))
+			csv = true;
+		else if (len == 8 && !strncmp(p, "noheader", 8))
+			q->header = false;
+		else if (len == 7 && !strncmp(p, "nounits", 7))
+			q->units = false;
+		else
+			return cli_error(EXIT_USAGE, "info: unknown --format word '%.*s' (csv, noheader, nounits)",
+					 (int)len, p);
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (!csv)
+		return cli_error(EXIT_USAGE, "info: --format must include csv (csv[,noheader][,nounits])");
+	return EXIT_OK;
+}
+
+static void csv_text(const char *s)
+{
+	if (!strpbrk(s, ",\"\n")) {
+		fputs(s, stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s == '\n' ? ' ' : *s);
+	}
+	putchar('"');
+}
+
+static void csv_int(int v, const char *unit)
+{
+	if (v == GPUSHARE_UNKNOWN)
+		fputs("[N/A]", stdout);
+	else
+		printf("%d%s%s", v, unit ? " " : "", unit ? unit : "");
+}
+
+static void csv_mib(uint64_t b, const char *unit)
+{
+	if (b == GPUSHARE_UNKNOWN_U64)
+		fputs("[N/A]", stdout);
+	else
+		printf("%" PRIu64 "%s%s", b / (1024 * 1024), unit ? " " : "", unit ? unit : "");
+}
+
+static void csv_watts(int mw, const char *unit)
+{
+	if (mw == GPUSHARE_UNKNOWN)
+		fputs("[N/A]", stdout);
+	else
+		printf("%.2f%s%s", mw / 1000.0, unit ? " " : "", unit ? unit : "");
+}
+
+/* The local time, with the date too when `date`. */
+static void wall_time(char *buf, size_t len, bool date)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	if (!localtime_r(&t, &tm) || !strftime(buf, len, date ? "%Y/%m/%d %H:%M:%S" : "%H:%M:%S", &tm))
+		snprintf(buf, len, "?");
+}
+
+static void print_query_header(const struct query *q)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		const struct field *f = &fields[q->f[i]];
+
+		printf("%s%s", i ? ", " : "", f->name);
+		if (q->units && f->unit)
+			printf(" [%s]", f->unit);
+	}
+	putchar('\n');
+}
+
+static void print_query_rows(const struct query *q, const struct gpushare_system_info *sys)
+{
+	char stamp[64], r[256];
+
+	wall_time(stamp, sizeof(stamp), true);
+	for (size_t g = 0; g < sys->n_gpus; g++) {
+		const struct gpushare_gpu_info *d = &sys->gpus[g];
+
+		for (size_t i = 0; i < q->n; i++) {
+			const char *u = q->units ? fields[q->f[i]].unit : NULL;
+
+			if (i)
+				fputs(", ", stdout);
+			switch (q->f[i]) {
+			case 0: fputs(stamp, stdout); break;
+			case 1: printf("%u", d->index); break;
+			case 2: csv_text(d->name); break;
+			case 3: csv_text(d->uuid); break;
+			case 4: csv_text(*d->pci_bus_id ? d->pci_bus_id : "[N/A]"); break;
+			case 5: csv_text(gpushare_compute_mode_name(d->compute_mode)); break;
+			case 6: csv_int(d->util_gpu_pct, u); break;
+			case 7: csv_int(d->util_mem_pct, u); break;
+			case 8: csv_mib(d->mem_used_bytes, u); break;
+			case 9: csv_mib(d->mem_total_bytes, u); break;
+			case 10: csv_mib(d->mem_free_bytes, u); break;
+			case 11: csv_watts(d->power_mw, u); break;
+			case 12: csv_watts(d->power_limit_mw, u); break;
+			case 13: csv_int(d->clock_sm_mhz, u); break;
+			case 14: csv_int(d->clock_mem_mhz, u); break;
+			case 15: csv_int(d->clock_sm_max_mhz, u); break;
+			case 16: csv_int(d->temperature_c, u); break;
+			default:
+				if (d->throttle_reasons == GPUSHARE_UNKNOWN_U64)
+					fputs("[N/A]", stdout);
+				else
+					csv_text(gpushare_throttle_reasons_str(d->throttle_reasons, r, sizeof(r)));
+				break;
+			}
+		}
+		putchar('\n');
+	}
+}
+
+/* ---- --watch ---- */
+
+static const char *dash_int(int v, char *buf, size_t len)
+{
+	if (v == GPUSHARE_UNKNOWN)
+		return "-";
+	snprintf(buf, len, "%d", v);
+	return buf;
+}
+
+static const char *dash_watts(int mw, char *buf, size_t len)
+{
+	if (mw == GPUSHARE_UNKNOWN)
+		return "-";
+	snprintf(buf, len, "%.0f", mw / 1000.0);
+	return buf;
+}
+
+static const char *dash_mib(uint64_t b, char *buf, size_t len)
+{
+	if (b == GPUSHARE_UNKNOWN_U64)
+		return "-";
+	snprintf(buf, len, "%" PRIu64, b / (1024 * 1024));
+	return buf;
+}
+
+/* One line per GPU, nvidia-smi dmon's way: a header once, then a time stamp
+ * on every line so that a log can be read alone. */
+static void print_dmon(const struct gpushare_system_info *sys, bool header)
+{
+	char stamp[32], a[32], b[32], c[32], d[32], e[32], f[32], r[256];
+
+	if (header) {
+		printf("#%-8s %3s %5s %9s %6s %6s %6s %5s %s\n", "time", "gpu", "sm%", "mem_mib", "pwr_w", "lim_w",
+		       "sm_mhz", "tmp_c", "throttle");
+	}
+	wall_time(stamp, sizeof(stamp), false);
+	for (size_t i = 0; i < sys->n_gpus; i++) {
+		const struct gpushare_gpu_info *g = &sys->gpus[i];
+
+		printf(" %-8s %3u %5s %9s %6s %6s %6s %5s %s\n", stamp, g->index,
+		       dash_int(g->util_gpu_pct, a, sizeof(a)), dash_mib(g->mem_used_bytes, b, sizeof(b)),
+		       dash_watts(g->power_mw, c, sizeof(c)), dash_watts(g->power_limit_mw, d, sizeof(d)),
+		       dash_int(g->clock_sm_mhz, e, sizeof(e)), dash_int(g->temperature_c, f, sizeof(f)),
+		       gpushare_throttle_reasons_str(g->throttle_reasons, r, sizeof(r)));
+	}
+}
+
+/* The terminal view, redrawn in place: a table of the GPUs, then gpushare's
+ * private daemons. */
+static void print_view(const struct gpushare_system_info *sys, const struct gpushare_mps_private *priv, size_t n_priv,
+		       const char *interval, unsigned long round)
+{
+	char stamp[32], mem[64], a[32], b[32], c[32], d[32], e[32], r[256];
+
+	wall_time(stamp, sizeof(stamp), false);
+	fputs("\033[H\033[2J", stdout);
+	printf("gpushare info --watch %s   %s   (#%lu, Ctrl-C stops)\n", interval, stamp, round);
+	printf("driver %s, %zu GPU%s\n\n", *sys->driver_version ? sys->driver_version : "unknown", sys->n_gpus,
+	       sys->n_gpus == 1 ? "" : "s");
+	printf("%-3s %-22s %5s %-19s %-13s %7s %5s %5s %s\n", "GPU", "NAME", "UTIL", "MEMORY used/total", "POWER/LIMIT",
+	       "SM MHz", "TEMP", "PROCS", "THROTTLE");
+	for (size_t i = 0; i < sys->n_gpus; i++) {
+		const struct gpushare_gpu_info *g = &sys->gpus[i];
+		char util[16], pw[40];
+
+		snprintf(mem, sizeof(mem), "%s/%s MiB", dash_mib(g->mem_used_bytes, a, sizeof(a)),
+			 dash_mib(g->mem_total_bytes, b, sizeof(b)));
+		snprintf(pw, sizeof(pw), "%s/%s W", dash_watts(g->power_mw, c, sizeof(c)),
+			 dash_watts(g->power_limit_mw, d, sizeof(d)));
+		if (g->util_gpu_pct == GPUSHARE_UNKNOWN)
+			snprintf(util, sizeof(util), "-");
+		else
+			snprintf(util, sizeof(util), "%d%%", g->util_gpu_pct);
+		printf("%-3u %-22.22s %5s %-19s %-13s %7s %4s%s %5zu %s\n", g->index, g->name, util, mem, pw,
+		       dash_int(g->clock_sm_mhz, e, sizeof(e)), dash_int(g->temperature_c, a, sizeof(a)),
+		       g->temperature_c == GPUSHARE_UNKNOWN ? " " : "C", g->n_procs,
+		       gpushare_throttle_reasons_str(g->throttle_reasons, r, sizeof(r)));
+	}
+	print_private(priv, n_priv);
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+	uint64_t now = gpushare_now_ns();
+	struct timespec ts;
+
+	if (now >= deadline_ns)
+		return;
+	ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000ULL);
+	ts.tv_nsec = (long)((deadline_ns - now) % 1000000000ULL);
+	while (nanosleep(&ts, &ts) != 0) {
+	}
+}
+
+struct watch {
+	bool on, tty;
+	long count;          /* 0: until stopped */
+	uint64_t interval_ns;
+	const char *interval;
+};
+
+static int run_watch(const struct watch *w, const struct query *q)
+{
+	uint64_t next = gpushare_now_ns();
+	int rc = gpushare_nvml_open();
+
+	if (rc)
+		return cli_fail(rc, NULL);
+	for (unsigned long round = 1; w->count == 0 || round <= (unsigned long)w->count; round++) {
+		struct gpushare_system_info sys;
+		struct gpushare_mps_private *priv = NULL;
+		size_t n_priv = 0;
+
+		rc = gpushare_system_query_nvml(&sys);
+		if (rc) {
+			gpushare_nvml_close();
+			return cli_fail(rc, NULL);
+		}
+		if (q) {
+			if (round == 1 && q->header)
+				print_query_header(q);
+			print_query_rows(q, &sys);
+		} else if (w->tty) {
+			if (gpushare_mps_private_list(&priv, &n_priv))
+				gpushare_clear_error();
+			print_view(&sys, priv, n_priv, w->interval, round);
+			free(priv);
+		} else {
+			print_dmon(&sys, round == 1);
+		}
+		gpushare_system_release(&sys);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			break;
+		if (w->count && round == (unsigned long)w->count)
+			break;
+		next += w->interval_ns;
+		sleep_until(next);
+	}
+	gpushare_nvml_close();
+	return cli_finish_stdout(EXIT_OK);
+}
+
 int cmd_info(int argc, char **argv)
 {
 	struct cli_parse p;
 	struct gpushare_mps_survey dirs[MPS_DIRS_MAX];
 	struct gpushare_system_info sys;
-	bool json = false;
+	struct gpushare_mps_private *priv = NULL;
+	struct watch w = { .interval_ns = 1000000000ULL, .interval = "1s" };
+	struct query q = { .header = true, .units = true };
+	const char *query = NULL, *format = NULL;
+	bool json = false, count_given = false;
+	size_t n_priv = 0;
 	int opt, rc, n_dirs;
 
 	cli_parse_init(&p, &cli_info_cmd, argc, argv);
 	while ((opt = cli_parse_next(&p)) > 0) {
 		if (opt == OPT_JSON)
 			json = true;
+		else if (opt == OPT_WATCH)
+			w.on = true;
+		else if (opt == OPT_COUNT)
+			w.count = p.num, count_given = true;
+		else if (opt == OPT_QUERY)
+			query = p.arg;
+		else if (opt == OPT_FORMAT)
+			format = p.arg;
 	}
 	if (opt < 0)
 		return p.status;
+	if (w.on && p.optind < argc) {
+		if (gpushare_parse_duration(argv[p.optind], &w.interval_ns) || w.interval_ns < 10000000ULL ||
+		    w.interval_ns > 86400000000000ULL)
+			return cli_error(EXIT_USAGE, "info: invalid --watch interval '%s': a duration from 10ms to 24h "
+					 "(2s, 500ms; a bare number is seconds)", argv[p.optind]);
+		w.interval = argv[p.optind++];
+	}
 	if (p.optind < argc)
 		return cli_unexpected_argument("info", argv[p.optind]);
+	if (count_given && !w.on)
+		return cli_error(EXIT_USAGE, "info: --count needs --watch");
+	if (json && (w.on || query || format))
+		return cli_error(EXIT_USAGE, "info: --json goes alone, not with --watch, --query or --format");
+	if (format && !query)
+		return cli_error(EXIT_USAGE, "info: --format needs --query FIELDS");
+	if (query && ((rc = parse_query(query, &q)) || (format && (rc = parse_format(format, &q)))))
+		return rc;
+	if (w.on) {
+		w.tty = isatty(STDOUT_FILENO) == 1;
+		return run_watch(&w, query ? &q : NULL);
+	}
+	if (query) {
+		rc = gpushare_system_query_nvml(&sys);
+		if (rc)
+			return cli_fail(rc, NULL);
+		if (q.header)
+			print_query_header(&q);
+		print_query_rows(&q, &sys);
+		gpushare_system_release(&sys);
+		return cli_finish_stdout(EXIT_OK);
+	}
 	rc = gpushare_system_query(&sys);
 	if (rc && json) {
 		/* A document still, for scripts: the error in it, the status kept. */
@@ -206,14 +639,18 @@ int cmd_info(int argc, char **argv)
 	gpushare_mps_survey_add_known(dirs, &n_dirs, MPS_DIRS_MAX);
 	for (int i = 0; i < n_dirs; i++)
 		gpushare_mps_survey_look(&dirs[i], &(struct gpushare_mps_survey_opts){ .max_timeout_ms = 3000 });
+	if (gpushare_mps_private_list(&priv, &n_priv))
+		gpushare_clear_error();
 	if (json) {
-		rc = cli_print_json_and_free(gpushare_info_json(&sys, dirs, n_dirs));
+		rc = cli_print_json_and_free(gpushare_info_json(&sys, dirs, n_dirs, priv, n_priv));
 	} else {
 		print_report(&sys, dirs, n_dirs);
+		print_private(priv, n_priv);
 		rc = cli_finish_stdout(EXIT_OK);
 	}
 	for (int i = 0; i < n_dirs; i++)
 		gpushare_mps_survey_release(&dirs[i]);
+	free(priv);
 	gpushare_system_release(&sys);
 	return rc;
 }

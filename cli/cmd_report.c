@@ -33,7 +33,11 @@ const struct cli_cmd cli_report_cmd = {
 		 "plots, one self-contained HTML page and a recommendation.",
 	.groups = report_groups,
 	.n_groups = CLI_N(report_groups),
-	.epilog = "Corrupt lines of the results file are reported with their line numbers and skipped.",
+	.epilog = "Corrupt lines of the results file are reported with their line numbers and skipped.\n"
+		  "\n"
+		  "Examples:\n"
+		  "  gpushare report results/             rewrite results/report.md, report.html, plots/\n"
+		  "  xdg-open results/report.html",
 	.notes = (const struct cli_exit_note[]){ { EXIT_IO, "results missing, unreadable or empty, or the report cannot be "
 							     "written" } },
 	.n_notes = 1,

@@ -6,6 +6,8 @@
 #   share/man/man1/gpushare*.1           generated from --help (see below)
 #   share/bash-completion/completions/gpushare, zsh: _gpushare
 #   share/doc/gpushare/                  the documentation (docs/*.md)
+#   share/doc/gpushare/examples/slurm/   the Slurm batch scripts (examples/slurm)
+#   share/gpushare/grafana/              the Grafana dashboard and the DCGM recording rules
 
 install(TARGETS gpushare-worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpushare)
 # libgpushare.a and, when the library is split, the core it links
@@ -71,6 +73,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
         FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "results" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/python/gpushare_client.py DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/slurm/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/slurm)
+install(FILES ${PROJECT_SOURCE_DIR}/grafana/gpushare-dashboard.json ${PROJECT_SOURCE_DIR}/grafana/recording-rules.yml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/gpushare/grafana)
 
 # The Debian package: cpack -G DEB in the build directory, installed under /usr.
 # Its runtime dependencies are read from the binaries by dpkg-shlibdeps.

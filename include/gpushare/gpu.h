@@ -71,7 +71,11 @@ struct gpushare_gpu_info {
 	int util_gpu_pct, util_mem_pct;/* GPUSHARE_UNKNOWN when unavailable */
 	int clock_sm_mhz, clock_mem_mhz, clock_sm_max_mhz;
 	int power_mw;                  /* milliwatts */
+	int power_limit_mw;            /* the enforced power limit, milliwatts */
 	int temperature_c;
+	/* NVML clocks-event (throttle) reasons bitmask, GPUSHARE_UNKNOWN_U64 when
+	 * NVML cannot tell; gpushare_throttle_reasons_str() names them. */
+	uint64_t throttle_reasons;
 	struct gpushare_mig_info *migs;
 	size_t n_migs;
 	struct gpushare_proc_info *procs;
@@ -127,6 +131,13 @@ struct gpushare_gpu_sample {
 	uint64_t throttle_reasons;     /* NVML clocks-event reasons bitmask; 0 none */
 	bool throttled;                /* any reason other than idle / app clocks setting */
 };
+
+/* The reasons of an NVML clocks-event (throttle) bitmask as a comma list of
+ * short names, nvidia-smi's words: "gpu_idle", "applications_clocks_setting",
+ * "sw_power_cap", "hw_slowdown", "sync_boost", "sw_thermal_slowdown",
+ * "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting",
+ * other bits as hex; "none" for 0, "unknown" for GPUSHARE_UNKNOWN_U64. */
+const char *gpushare_throttle_reasons_str(uint64_t reasons, char *buf, size_t len);
 
 /* Needs gpushare_nvml_open(). Fields NVML cannot read are GPUSHARE_UNKNOWN. */
 int gpushare_gpu_sample(unsigned index, struct gpushare_gpu_sample *s);

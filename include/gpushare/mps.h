@@ -237,13 +237,31 @@ char *gpushare_mps_status_json(const struct gpushare_mps *m, enum gpushare_mps_s
 /* `mps set`: server_pid when limits were set on one server, else 0. */
 char *gpushare_mps_set_json(pid_t server_pid);
 
+/* A private MPS daemon of one of gpushare's own runs: bench, sweep and farm
+ * start them under their run directories (<user dir>/<kind>-XXXXXX), `exec`
+ * under its job directory (<user dir>/exec-<job>). */
+struct gpushare_mps_private {
+	char kind[16];                     /* "bench", "sweep", "farm", "exec" */
+	char run_dir[GPUSHARE_PATH_MAX];
+	char pipe_dir[GPUSHARE_PATH_MAX];
+	pid_t daemon_pid;                  /* the running control daemon */
+	pid_t owner_pid;                   /* the run's process (exec: a rank); 0 unknown */
+	bool owner_alive;                  /* false: a daemon left behind by a killed run */
+	char owner_command[256];           /* the owner's command line; "" when gone */
+};
+
+/* The running daemons under this user's run directories, found from pid files
+ * and /proc alone (nothing probed). *out is malloc'd (free()), NULL when n is 0. */
+int gpushare_mps_private_list(struct gpushare_mps_private **out, size_t *n);
+
 struct gpushare_system_info;
 
 /* `gpushare info --json`: the driver, every GPU of sys
- * (gpushare_system_query()) and the n_dirs surveyed pipe directories
- * (gpushare_mps_survey_look()). */
+ * (gpushare_system_query()), the n_dirs surveyed pipe directories
+ * (gpushare_mps_survey_look()) and the n_priv private daemons of gpushare's
+ * runs ("private_mps"). */
 char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs,
-			 int n_dirs);
+			 int n_dirs, const struct gpushare_mps_private *priv, size_t n_priv);
 /* `gpushare info --json` when the driver cannot be asked: {"driver": null,
  * "driver_version": null, "error": error, "gpus": []}. */
 char *gpushare_info_error_json(const char *error);

@@ -467,7 +467,8 @@ static const char csv_header[] =
 	"mean_seconds,stddev_seconds,p50_seconds,p90_seconds,p99_seconds,p999_seconds,max_seconds,"
 	"sm_count,mem_free_bytes,thread_percentage,mem_limit,fairness,efficiency,tflops,partial,failed,"
 	"repeat,status,"
-	"offered_per_second,achieved_per_second,queued_at_end,unfinished,queue_p99_seconds,service_p99_seconds\n";
+	"offered_per_second,achieved_per_second,queued_at_end,unfinished,queue_p99_seconds,service_p99_seconds,"
+	"workload,workers\n";
 
 /* ",v" or "," when unknown. */
 static void csv_num(FILE *f, double v, bool known)
@@ -488,6 +489,11 @@ static void csv_u64(FILE *f, uint64_t v, bool known)
 
 /* The open-loop columns and the end of the line: known on the aggregate
  * row of an ok open-loop result, empty otherwise. */
+/* The key columns every row ends with: "workload,workers" (the workload's
+ * name, "command" for a command of one's own; the configured worker count),
+ * so that CSVs of several runs can be joined. */
+static char csv_key[128];
+
 static void csv_open(FILE *f, const struct gpushare_bench_result *res, bool aggregate)
 {
 	static const struct gpushare_bench_openloop none;
@@ -500,7 +506,7 @@ static void csv_open(FILE *f, const struct gpushare_bench_result *res, bool aggr
 	csv_u64(f, o->unfinished, known);
 	csv_num(f, o->queue_p99_seconds, known);
 	csv_num(f, o->service_p99_seconds, known);
-	fputc('\n', f);
+	fprintf(f, ",%s\n", csv_key);
 }
 
 static void csv_result(FILE *f, const struct gpushare_bench_result *res)
@@ -606,6 +612,12 @@ static void csv_summary(FILE *f, const struct gpushare_bench_summary *s)
 
 int gpushare_bench_write_csv(const struct gpushare_bench_report *r, FILE *f)
 {
+	const struct gpushare_bench_config *c = r->config;
+	const char *wl = !c ? "" : c->command ? "command" : c->wl.desc ? c->wl.desc->name : "";
+
+	snprintf(csv_key, sizeof(csv_key), "%s,", strpbrk(wl, ",\"\n") ? "" : wl);
+	if (c)
+		snprintf(csv_key + strlen(csv_key), sizeof(csv_key) - strlen(csv_key), "%d", c->workers);
 	fputs(csv_header, f);
 	if (r->ceiling)
 		csv_result(f, r->ceiling);
@@ -659,7 +671,7 @@ static const char *known_or(double v, const char *text)
 
 static void table_telemetry(FILE *f, const struct gpushare_bench_telemetry *t)
 {
-	char mem[24], util[16], umax[16], clk[24], thr[16], pw[24], num[24];
+	char mem[24], util[16], umax[16], clk[24], thr[16], pw[24], num[24], ut[64];
 
 	if (!t->samples)
 		return;
@@ -669,8 +681,13 @@ static void table_telemetry(FILE *f, const struct gpushare_bench_telemetry *t)
 	snprintf(clk, sizeof(clk), "%s MHz", gpushare_fmt_sig(t->sm_clock_mean_mhz, num, sizeof(num)));
 	gpushare_fmt_percent(t->throttled_fraction, thr, sizeof(thr));
 	snprintf(pw, sizeof(pw), "%s W", gpushare_fmt_sig(t->power_mean_watts, num, sizeof(num)));
-	fprintf(f, "  gpu: util %s mean, %s max; memory %s max; SM clock %s mean; throttled %s; power %s mean\n",
-		known_or(t->util_mean_pct, util), known_or(t->util_max_pct, umax),
+	/* NVML gives no utilization under MIG: say so once, not "unknown" twice. */
+	if (t->util_mean_pct < 0 && t->util_max_pct < 0)
+		snprintf(ut, sizeof(ut), "utilization not measured");
+	else
+		snprintf(ut, sizeof(ut), "util %s mean, %s max", known_or(t->util_mean_pct, util),
+			 known_or(t->util_max_pct, umax));
+	fprintf(f, "  gpu: %s; memory %s max; SM clock %s mean; throttled %s; power %s mean\n", ut,
 		t->mem_used_max_bytes > 0 ? mem : "unknown", known_or(t->sm_clock_mean_mhz, clk),
 		known_or(t->throttled_fraction, thr), known_or(t->power_mean_watts, pw));
 }
@@ -896,8 +913,9 @@ int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f
 		}
 		fprintf(f, "%s: %s%s times the throughput of %s, p99 %s vs %s (%s)\n", gpushare_strategy_name(s->strategy),
 			ratio, sd, gpushare_strategy_name(b->strategy),
-			gpushare_fmt_seconds(s->p99_seconds.median.median, pa, sizeof(pa)),
-			gpushare_fmt_seconds(b->p99_seconds.median.median, pb, sizeof(pb)), verdict);
+			/* The table's p99 (the mean over the repeats), so that one p99 is shown. */
+			gpushare_fmt_seconds(s->p99_seconds.mean, pa, sizeof(pa)),
+			gpushare_fmt_seconds(b->p99_seconds.mean, pb, sizeof(pb)), verdict);
 	}
 	if (ferror(f))
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write the table: %s", strerror(errno));

@@ -11,6 +11,7 @@ static bool tristate(cJSON *o, const char *k, int v)
 bool gpushare_gpu_json(cJSON *o, const struct gpushare_gpu_info *g)
 {
 	cJSON *migs, *procs;
+	char reasons[256];
 	bool ok = gpushare_json_int(o, "index", g->index) && gpushare_json_str_or_null(o, "name", g->name) &&
 		  gpushare_json_str_or_null(o, "uuid", g->uuid) &&
 		  gpushare_json_str_or_null(o, "pci_bus_id", g->pci_bus_id) &&
@@ -29,7 +30,14 @@ bool gpushare_gpu_json(cJSON *o, const struct gpushare_gpu_info *g)
 		  gpushare_json_int_known(o, "clock_sm_max_mhz", g->clock_sm_max_mhz) &&
 		  gpushare_json_int_known(o, "clock_mem_mhz", g->clock_mem_mhz) &&
 		  gpushare_json_num_if(o, "power_watts", g->power_mw / 1000.0, g->power_mw != GPUSHARE_UNKNOWN) &&
+		  gpushare_json_num_if(o, "power_limit_watts", g->power_limit_mw / 1000.0,
+				       g->power_limit_mw != GPUSHARE_UNKNOWN) &&
 		  gpushare_json_int_known(o, "temperature_celsius", g->temperature_c) &&
+		  gpushare_json_str_or_null(o, "throttle_reasons",
+					    g->throttle_reasons == GPUSHARE_UNKNOWN_U64
+						    ? NULL
+						    : gpushare_throttle_reasons_str(g->throttle_reasons, reasons,
+										    sizeof(reasons))) &&
 		  (migs = gpushare_json_arr(o, "mig_devices")) != NULL &&
 		  (procs = gpushare_json_arr(o, "processes")) != NULL;
 

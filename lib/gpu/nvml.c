@@ -298,6 +298,53 @@ static int power_mw(nvmlDevice_t dev)
 	return as_int(r, v);
 }
 
+static int power_limit_mw(nvmlDevice_t dev)
+{
+	unsigned v = 0;
+	nvmlReturn_t r = NVML_TRY(nvmlDeviceGetEnforcedPowerLimit, dev, &v);
+
+	return r == NVML_SUCCESS && v <= INT_MAX ? (int)v : GPUSHARE_UNKNOWN;
+}
+
+/* The clocks-event reasons (the older name on drivers before 535). */
+static uint64_t throttle_reasons(nvmlDevice_t dev)
+{
+	unsigned long long reasons = 0;
+	nvmlReturn_t r = NVML_TRY(nvmlDeviceGetCurrentClocksEventReasons, dev, &reasons);
+
+	if (r == NVML_ERROR_FUNCTION_NOT_FOUND)
+		r = NVML_TRY(nvmlDeviceGetCurrentClocksThrottleReasons, dev, &reasons);
+	return r == NVML_SUCCESS ? (uint64_t)reasons : GPUSHARE_UNKNOWN_U64;
+}
+
+const char *gpushare_throttle_reasons_str(uint64_t reasons, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		"gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+		"sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting",
+	};
+	size_t used = 0;
+	uint64_t rest = reasons;
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	if (reasons == GPUSHARE_UNKNOWN_U64)
+		return snprintf(buf, len, "unknown"), buf;
+	if (reasons == 0)
+		return snprintf(buf, len, "none"), buf;
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(reasons & (1ULL << i)))
+			continue;
+		rest &= ~(1ULL << i);
+		if (used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", names[i]);
+	}
+	if (rest && used < len)
+		snprintf(buf + used, len - used, "%s0x%llx", used ? "," : "", (unsigned long long)rest);
+	return buf;
+}
+
 static int temperature_c(nvmlDevice_t dev)
 {
 	unsigned v = 0;
@@ -525,7 +572,9 @@ static int query_gpu(unsigned index, struct gpushare_gpu_info *g)
 	g->clock_mem_mhz = clock_mhz(dev, NVML_CLOCK_MEM, false);
 	g->clock_sm_max_mhz = clock_mhz(dev, NVML_CLOCK_SM, true);
 	g->power_mw = power_mw(dev);
+	g->power_limit_mw = power_limit_mw(dev);
 	g->temperature_c = temperature_c(dev);
+	g->throttle_reasons = throttle_reasons(dev);
 	rc = query_migs(dev, g);
 	if (rc)
 		return rc;

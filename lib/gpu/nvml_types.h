@@ -162,6 +162,7 @@ _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t lay
 	X(false, nvmlReturn_t, nvmlDeviceGetClockInfo, (nvmlDevice_t device, int type, unsigned int *mhz)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, int type, unsigned int *mhz)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetPowerUsage, (nvmlDevice_t device, unsigned int *milliwatts)) \
+	X(false, nvmlReturn_t, nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t device, unsigned int *milliwatts)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetTemperature, (nvmlDevice_t device, int sensor, unsigned int *celsius)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetCurrentClocksEventReasons, (nvmlDevice_t device, unsigned long long *reasons)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetCurrentClocksThrottleReasons, (nvmlDevice_t device, unsigned long long *reasons)) \

@@ -119,6 +119,21 @@ static void write_gpus(struct gpushare_metrics_buf *b, const struct gpushare_sys
 		  offsetof(struct gpushare_gpu_info, clock_sm_max_mhz), 1e6);
 	gpu_gauge(b, sys, "gpushare_gpu_power_watts", "Power draw, watts.",
 		  offsetof(struct gpushare_gpu_info, power_mw), 1e-3);
+	gpu_gauge(b, sys, "gpushare_gpu_power_limit_watts", "The enforced power limit, watts.",
+		  offsetof(struct gpushare_gpu_info, power_limit_mw), 1e-3);
+	gpushare_metrics_family(b, "gpushare_gpu_clocks_event_reasons", "gauge",
+				"NVML's clocks-event (throttle) reasons bitmask, as DCGM_FI_DEV_CLOCK_THROTTLE_REASONS: "
+				"1 idle, 2 application clocks, 4 SW power cap, 8 HW slowdown, 32 SW thermal, "
+				"64 HW thermal, 128 HW power brake; 0 none.");
+	for (size_t i = 0; i < sys->n_gpus; i++) {
+		const struct gpushare_gpu_info *g = &sys->gpus[i];
+		struct gpu_labels gl;
+
+		if (g->throttle_reasons == GPUSHARE_UNKNOWN_U64)
+			continue;
+		gpu_labels(g, &gl);
+		gpushare_metrics_sample_u64(b, "gpushare_gpu_clocks_event_reasons", gl.l, 2, g->throttle_reasons);
+	}
 	gpu_gauge(b, sys, "gpushare_gpu_temperature_celsius", "GPU core temperature, degrees Celsius.",
 		  offsetof(struct gpushare_gpu_info, temperature_c), 1);
 	gpu_gauge(b, sys, "gpushare_gpu_multiprocessors", "Streaming multiprocessors of the GPU (when NVML reports it).",
@@ -308,6 +323,37 @@ static size_t total_clients(const struct gpushare_mps_status *st)
 	return n;
 }
 
+/* gpushare's own runs' private daemons and their owners (pid files and
+ * /proc only: cheap, nothing probed). */
+static void write_private(struct gpushare_metrics_buf *b)
+{
+	struct gpushare_mps_private *p = NULL;
+	size_t n = 0;
+
+	if (gpushare_mps_private_list(&p, &n) != GPUSHARE_OK) {
+		gpushare_clear_error();
+		return;
+	}
+	gpushare_metrics_family(b, "gpushare_mps_private_daemon_info", "gauge",
+				"Always 1: an MPS control daemon of one of gpushare's runs (bench, sweep, farm, exec) "
+				"and the process that owns it; owner_alive=\"false\" when the run is gone and left it.");
+	for (size_t i = 0; i < n; i++) {
+		char pid[24], owner[24];
+		struct gpushare_metrics_label l[6];
+
+		snprintf(pid, sizeof(pid), "%d", (int)p[i].daemon_pid);
+		snprintf(owner, sizeof(owner), "%d", (int)p[i].owner_pid);
+		l[0] = (struct gpushare_metrics_label){ "run", p[i].kind };
+		l[1] = (struct gpushare_metrics_label){ "pipe_dir", p[i].pipe_dir };
+		l[2] = (struct gpushare_metrics_label){ "pid", pid };
+		l[3] = (struct gpushare_metrics_label){ "owner_pid", p[i].owner_pid > 0 ? owner : "" };
+		l[4] = (struct gpushare_metrics_label){ "owner_alive", p[i].owner_alive ? "true" : "false" };
+		l[5] = (struct gpushare_metrics_label){ "owner_command", p[i].owner_command };
+		gpushare_metrics_sample(b, "gpushare_mps_private_daemon_info", l, 6, 1);
+	}
+	free(p);
+}
+
 static void write_mps(struct gpushare_metrics_buf *b, struct gpushare_mps_survey *dirs, int n)
 {
 	gpushare_metrics_family(b, "gpushare_mps_daemon_up", "gauge",
@@ -482,6 +528,8 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 		gpushare_mps_survey_add_known(dirs, &n, GPUSHARE_METRICS_MAX_PIPE_DIRS);
 	for (int i = 0; i < n; i++)
 		gpushare_mps_survey_look(&dirs[i], &look);
+	if (o->default_pipe_dirs)
+		write_private(b);
 	gpushare_clear_error();
 	if (n > 0)
 		write_mps(b, dirs, n);

@@ -126,21 +126,35 @@ static bool dir_json(cJSON *arr, const struct gpushare_mps_survey *d)
 	       gpushare_json_str_or_null(o, "error", d->error);
 }
 
-char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs,
-			 int n_dirs)
+static bool private_json(cJSON *arr, const struct gpushare_mps_private *p)
 {
-	cJSON *root = cJSON_CreateObject(), *gpus, *mps;
+	cJSON *o = gpushare_json_obj(arr, NULL);
+
+	return gpushare_json_str(o, "run", p->kind) && gpushare_json_str(o, "run_dir", p->run_dir) &&
+	       gpushare_json_str(o, "pipe_dir", p->pipe_dir) && gpushare_json_int(o, "pid", p->daemon_pid) &&
+	       gpushare_json_num_if(o, "owner_pid", p->owner_pid, p->owner_pid > 0) &&
+	       gpushare_json_bool(o, "owner_alive", p->owner_alive) &&
+	       gpushare_json_str_or_null(o, "owner_command", p->owner_command);
+}
+
+char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs,
+			 int n_dirs, const struct gpushare_mps_private *priv, size_t n_priv)
+{
+	cJSON *root = cJSON_CreateObject(), *gpus, *mps, *pm;
 	bool ok = gpushare_json_str_or_null(root, "gpushare_version", gpushare_version()) &&
 		  gpushare_json_str_or_null(root, "driver_version", sys->driver_version) &&
 		  gpushare_json_int_known(root, "cuda_driver_version", sys->cuda_driver_version) &&
 		  gpushare_json_str_or_null(root, "nvml_version", sys->nvml_version) &&
 		  gpushare_json_str_or_null(root, "sm_count_error", sys->cuda_error) &&
-		  (gpus = gpushare_json_arr(root, "gpus")) != NULL && (mps = gpushare_json_arr(root, "mps")) != NULL;
+		  (gpus = gpushare_json_arr(root, "gpus")) != NULL && (mps = gpushare_json_arr(root, "mps")) != NULL &&
+		  (pm = gpushare_json_arr(root, "private_mps")) != NULL;
 
 	for (size_t i = 0; ok && i < sys->n_gpus; i++)
 		ok = gpushare_gpu_json(gpushare_json_obj(gpus, NULL), &sys->gpus[i]);
 	for (int i = 0; ok && i < n_dirs; i++)
 		ok = dir_json(mps, &dirs[i]);
+	for (size_t i = 0; ok && i < n_priv; i++)
+		ok = private_json(pm, &priv[i]);
 	return gpushare_json_finish(root, ok, true);
 }
 

@@ -302,6 +302,20 @@ static bool in_list(const int *v, size_t n, int x)
 	return false;
 }
 
+/* Whether a sharing strategy other than cell `best` ran successfully at this
+ * worker count. */
+static bool other_sharing(const struct gpushare_report *r, const struct gpushare_report_rec *rec, const int *strat,
+			  size_t ns, int best, int workers)
+{
+	for (size_t i = 0; i < ns; i++) {
+		int k = gpushare_report_find_cell(r, rec->shape, strat[i], workers, rec->batch);
+
+		if (k >= 0 && k != best && r->cells[k].n_ok > 0 && gpushare_report_sharing(r->cells[k].strategy))
+			return true;
+	}
+	return false;
+}
+
 static void answer_workers(const struct gpushare_report *r, struct gpushare_report_rec *rec,
 			   struct gpushare_report_at_workers *at)
 {
@@ -336,6 +350,21 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 	at->throughput_text[0] = at->latency_text[0] = '\0';
 	if (at->best < 0) {
 		snprintf(at->throughput_text, sizeof(at->throughput_text), "no sharing strategy has a successful run.");
+		return;
+	}
+	/* One sharing strategy measured: no contest, so no winner named. */
+	if (at->best == at->lowest_p99 && !other_sharing(r, rec, strat, ns, at->best, at->workers)) {
+		snprintf(at->throughput_text, sizeof(at->throughput_text), "only %s measured (no contest), %s",
+			 sname(r, at->best),
+			 gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
+		for (size_t i = 0; i < at->n_references; i++)
+			cat(at->throughput_text, sizeof(at->throughput_text), "%s%s %s", i ? ", " : ". Reference: ",
+			    sname(r, at->references[i]),
+			    gpushare_fmt_rate(r->cells[at->references[i]].throughput.median, "items/s", a, sizeof(a)));
+		cat(at->throughput_text, sizeof(at->throughput_text), ".");
+		snprintf(at->latency_text, sizeof(at->latency_text), "only %s measured (no contest), p99 %s.",
+			 sname(r, at->best), gpushare_fmt_seconds(r->cells[at->best].p99_latency.median, b, sizeof(b)));
+		at->n_tied = 0;
 		return;
 	}
 	/* Ties with the best, and the next best. */

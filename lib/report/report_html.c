@@ -129,7 +129,8 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		       "side suffice): a tie when the 95%% interval of the ratio of their geometric means holds 1, else "
 		       "a significant difference. Beside it the distribution-free rule: overlapping intervals of the "
 		       "medians are a tie; apart, they state their joint coverage (95%% from 7 runs each). "
-		       "Highlighted: the best sharing strategy of a column, or tied with it.</p>\n");
+		       "Highlighted: the best sharing strategy of a column, or tied with it, where two or more were "
+		       "measured.</p>\n");
 	gpushare_buf_addf(b, "<h2>Recommendation</h2>\n");
 	for (size_t i = 0; i < r->n_recs; i++) {
 		const struct gpushare_report_rec *rec = &r->recs[i];

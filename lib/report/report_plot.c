@@ -214,6 +214,8 @@ static void tick_label(const struct axis *a, double v, char *buf, size_t len)
 {
 	if (a->log && a->unit == RPLOT_SECONDS)
 		gpushare_fmt_seconds(v, buf, len);
+	else if (a->log && a->unit == RPLOT_FRACTION)
+		snprintf(buf, len, "%g%%", v * 100);
 	else if (a->log)
 		gpushare_fmt_si(v, buf, len);
 	else
@@ -718,19 +720,23 @@ static int fig(struct shape_ctx *x, const char *name, const char *caption)
 	return add_figure(x->figs, x->nf, x->p, name, caption);
 }
 
-/* The latency CDF of each strategy at one worker count. */
+/* The latency tail of each strategy at one worker count: the complementary
+ * CDF (the fraction of requests slower than a latency) on log-log axes, so
+ * that p99 and p99.9 (1% and 0.1%) and a 10-100 ms tail stand apart instead
+ * of crowding at the top of a linear CDF. */
 static int cdf_figure(struct shape_ctx *x, long batch, int workers)
 {
 	char name[96], cap[256], extra[64];
 	size_t drawn = 0;
 
 	snprintf(extra, sizeof(extra), "batch %ld, %d %s", batch, workers, workers == 1 ? "worker" : "workers");
-	plot_init(x, "latency distribution", extra, "request latency", "fraction of requests at or below", RPLOT_FRACTION,
+	plot_init(x, "latency tail (CCDF)", extra, "request latency", "fraction of requests slower", RPLOT_FRACTION,
 		  false);
 	snprintf(x->p->subtitle, sizeof(x->p->subtitle), "%s; all successful runs' requests merged%s%s", extra,
 		 x->r->gpu_name[0] ? "; " : "", x->r->gpu_name);
 	x->p->xunit = RPLOT_SECONDS;
 	x->p->logx = true;
+	x->p->logy = true;
 	x->p->xticks_at_points = false;
 	for (size_t s = 0; s < x->ns; s++) {
 		int k = gpushare_report_find_cell(x->r, x->shape, x->strat[s], workers, batch);
@@ -751,11 +757,12 @@ static int cdf_figure(struct shape_ctx *x, long batch, int workers)
 			if (!h->buckets[b])
 				continue;
 			cum += h->buckets[b];
-			if (++seen % every && cum != h->count)
+			/* The slowest bucket leaves nothing slower: no point on a log axis. */
+			if ((++seen % every && cum != h->count) || cum == h->count)
 				continue;
 			if (se->n < RPLOT_MAX_POINTS) {
 				se->x[se->n] = (double)gpushare_hist_bucket_high(b) / 1e9;
-				se->y[se->n] = (double)cum / (double)h->count;
+				se->y[se->n] = (double)(h->count - cum) / (double)h->count;
 				se->lo[se->n] = se->hi[se->n] = NAN;
 				se->n++;
 			}
@@ -766,8 +773,8 @@ static int cdf_figure(struct shape_ctx *x, long batch, int workers)
 	if (!drawn)
 		return GPUSHARE_OK;
 	snprintf(name, sizeof(name), "shape%zu-batch%ld-cdf-w%d", x->si + 1, batch, workers);
-	snprintf(cap, sizeof(cap), "%s, %s: the fraction of requests that finished within a latency, per strategy "
-				   "(from the runs' histograms).", x->shape, extra);
+	snprintf(cap, sizeof(cap), "%s, %s: the fraction of requests slower than a latency, per strategy, on log "
+				   "axes: 1%% is p99, 0.1%% p99.9 (from the runs' histograms).", x->shape, extra);
 	return fig(x, name, cap);
 }
 

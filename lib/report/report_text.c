@@ -112,6 +112,7 @@ static bool column_winner(const struct report_table *t, size_t w, int k)
 {
 	const struct gpushare_report *r = t->r;
 	int best = -1;
+	size_t contenders = 0;
 
 	if (!gpushare_report_sharing(r->cells[k].strategy))
 		return false;
@@ -121,12 +122,14 @@ static bool column_winner(const struct report_table *t, size_t w, int k)
 
 		if (c < 0 || !r->cells[c].n_ok || !gpushare_report_sharing(r->cells[c].strategy))
 			continue;
+		contenders++;
 		v = gpushare_report_metric_ci(&r->cells[c], t->m)->median;
 		b = best >= 0 ? gpushare_report_metric_ci(&r->cells[best], t->m)->median : 0;
 		if (best < 0 || (t->m == M_THROUGHPUT ? v > b : v < b))
 			best = c;
 	}
-	if (best < 0)
+	/* One sharing strategy in the column: no contest, nothing to highlight. */
+	if (best < 0 || contenders < 2)
 		return false;
 	if (best == k)
 		return true;
@@ -182,7 +185,7 @@ static void md_table(const struct gpushare_report *r, FILE *f, const char *shape
 	struct report_table t;
 
 	gpushare_report_table_init(&t, r, shape, batch, m);
-	fprintf(f, "**%s (%s)**, %s; bold: the best sharing strategy of the column, or tied with it\n\n| strategy |",
+	fprintf(f, "**%s (%s)**, %s; bold: the best sharing strategy of the column, or tied with it (when two or more were measured)\n\n| strategy |",
 		t.title, t.unit, t.caption);
 	for (size_t w = 0; w < t.n_workers; w++)
 		fprintf(f, " %d %s |", t.workers[w], t.workers[w] == 1 ? "worker" : "workers");
@@ -484,6 +487,7 @@ static cJSON *json_at(const struct gpushare_report *r, const struct gpushare_rep
 		  gpushare_json_add(o, "best", json_strategy_or_null(r, at->best)) &&
 		  gpushare_json_add(o, "best_cell", at->best >= 0 ? json_cell(&r->cells[at->best]) : cJSON_CreateNull()) &&
 		  gpushare_json_add(o, "tied", json_names(r, at->tied, at->n_tied)) &&
+		  gpushare_json_bool(o, "contest", at->n_tied > 0) &&
 		  gpushare_json_add(o, "next", json_strategy_or_null(r, at->next)) &&
 		  gpushare_json_add(o, "vs_next", json_comparison(&at->vs_next, at->best >= 0 && at->next >= 0)) &&
 		  gpushare_json_add(o, "vs_timeslice",

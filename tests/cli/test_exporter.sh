@@ -21,6 +21,9 @@ cleanup() {
 	if [[ -n ${daemon_up:-} ]]; then
 		fake_mps_quit "$tmp/pipe" "$tmp/log"
 	fi
+	if [[ -n ${run_daemon_up:-} ]]; then
+		fake_mps_quit "$run/mps/pipe" "$run/mps/log"
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -73,6 +76,19 @@ done
 echo "set_default_active_thread_percentage 40" | CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe "$H/fake_mps_control" >/dev/null
 echo "set_default_device_pinned_mem_limit 0 4G" | CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe "$H/fake_mps_control" >/dev/null
 
+# A private daemon of a farm run, owned by $c1.
+run=$tmp/xdg/gpushare/farm-Zz9Yx8
+mkdir -p -m 700 "$tmp/xdg/gpushare" "$run"
+echo "$c1 0" >"$run/owner"
+run_daemon_up=1
+fake_mps_start "$run/mps/pipe" "$run/mps/log"
+rdaemon=$(cat "$run/mps/pipe/nvidia-cuda-mps-control.pid")
+"$GPUSHARE" exporter --once --pipe-dir "$tmp/pipe" >"$tmp/once-private"
+check "--once: the farm run's private daemon with its owner" grep -qx "gpushare_mps_private_daemon_info{run=\"farm\",pipe_dir=\"$run/mps/pipe\",pid=\"$rdaemon\",owner_pid=\"$c1\",owner_alive=\"true\",owner_command=\"sleep 300\"} 1" "$tmp/once-private"
+check "--once with a private daemon: promtool accepts it" lint "$tmp/once-private"
+fake_mps_quit "$run/mps/pipe" "$run/mps/log"
+run_daemon_up=
+
 "$GPUSHARE" exporter --once --pipe-dir "$tmp/pipe" >"$tmp/once"
 check "--once: promtool accepts it" lint "$tmp/once"
 check "--once: no series twice" no_duplicates "$tmp/once"
@@ -80,7 +96,7 @@ check "--once: driver up" grep -qx "gpushare_nvidia_driver_up 1" "$tmp/once"
 check "--once: GPU utilization as a ratio" grep -q '^gpushare_gpu_utilization_ratio{gpu="1",uuid="GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70"} 0.87$' "$tmp/once"
 check "--once: GPU memory total in bytes" grep -q "^gpushare_gpu_memory_total_bytes{gpu=\"1\",.*} $((81559 * 1048576))$" "$tmp/once"
 check "--once: SM clock in hertz, power in watts, temperature" \
-	bash -c "grep -q '^gpushare_gpu_sm_clock_hertz{gpu=\"1\",.*} 1755000000$' $tmp/once && grep -q '^gpushare_gpu_power_watts{gpu=\"1\",.*} 612.345$' $tmp/once && grep -q '^gpushare_gpu_temperature_celsius{gpu=\"1\",.*} 71$' $tmp/once"
+	bash -c "grep -q '^gpushare_gpu_sm_clock_hertz{gpu=\"1\",.*} 1755000000$' $tmp/once && grep -q '^gpushare_gpu_power_watts{gpu=\"1\",.*} 612.345$' $tmp/once && grep -q '^gpushare_gpu_temperature_celsius{gpu=\"1\",.*} 71$' $tmp/once && grep -q '^gpushare_gpu_power_limit_watts{gpu=\"1\",.*} 700$' $tmp/once && grep -q '^gpushare_gpu_clocks_event_reasons{gpu=\"1\",.*} 4$' $tmp/once"
 check "--once: MIG instances with profile and memory" grep -q '^gpushare_mig_memory_total_bytes{gpu="0",mig_uuid="MIG-11aa22bb-33cc-44dd-55ee-66ff77008811",profile="1g.18gb",gpu_instance="9",compute_instance="0"} 17716740096$' "$tmp/once"
 check "--once: MPS client process memory, kind mps-client" grep -q "^gpushare_process_gpu_memory_bytes{gpu=\"1\",uuid=\"[^\"]*\",pid=\"$client\",name=\"sleep\",kind=\"mps-client\",gpu_instance=\"\",slurm_job_id=\"4242\"} $((2 * 1073741824))$" "$tmp/once"
 check "--once: a process outside Slurm: slurm_job_id empty" grep -q "pid=\"$plain\",.*,slurm_job_id=\"\"}" "$tmp/once"

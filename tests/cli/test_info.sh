@@ -16,6 +16,9 @@ cleanup() {
 	if [[ -n ${daemon_up:-} ]]; then
 		fake_mps_quit "$tmp/pipe" "$tmp/log"
 	fi
+	if [[ -n ${run_daemon_up:-} ]]; then
+		fake_mps_quit "$run/mps/pipe" "$run/mps/log"
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -131,8 +134,69 @@ if [[ -x $H/fake_mps_control ]]; then
 	CUDA_MPS_PIPE_DIRECTORY=$tmp/pipe CUDA_MPS_LOG_DIRECTORY=$tmp/log GPUSHARE_MPS_CONTROL=$H/fake_mps_control \
 		"$GPUSHARE" info >"$tmp/report"
 	check "report: running daemon answers" grep -q "^  $tmp/pipe (env): running, pid $daemon, answers$" "$tmp/report"
+
+	# A private daemon of a bench run, with its owner (a sleeping process
+	# playing the bench): listed with the owner's pid and command.
+	run=$tmp/xdg/gpushare/bench-Ab12Cd
+	mkdir -p -m 700 "$tmp/xdg/gpushare" "$run"
+	sleep 300 & owner=$!; pids+=("$owner")
+	echo "$owner 0" >"$run/owner"
+	run_daemon_up=1
+	fake_mps_start "$run/mps/pipe" "$run/mps/log"
+	rdaemon=$(cat "$run/mps/pipe/nvidia-cuda-mps-control.pid")
+	export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
+	"$GPUSHARE" info --json >"$tmp/info.json"
+	check_json "private daemon of a bench run listed with its owner" "[(p['run'], p['pid'], p['owner_pid'], p['owner_alive'], p['owner_command'], p['pipe_dir']) for p in j['private_mps']] == [('bench', $rdaemon, $owner, True, 'sleep 300', '$run/mps/pipe')]"
+	"$GPUSHARE" info >"$tmp/report"
+	check "report: private daemon and its owner" grep -q "^  bench daemon pid $rdaemon, $run/mps/pipe$" "$tmp/report"
+	check "report: the owner's pid and command" grep -q "^        owner pid $owner: sleep 300$" "$tmp/report"
+	kill "$owner"; wait "$owner" 2>/dev/null || true
+	"$GPUSHARE" info >"$tmp/report"
+	check "report: a daemon whose owner is gone is said to be left behind" grep -q "owner pid $owner gone: left behind" "$tmp/report"
+	fake_mps_quit "$run/mps/pipe" "$run/mps/log"
+	run_daemon_up=
+	unset GPUSHARE_MPS_CONTROL
 else
 	echo "skip: no fake_mps_control helper built; running-daemon checks not done"
+fi
+"$GPUSHARE" info --json >"$tmp/info.json"
+check_json "no private daemons: an empty list" 'j["private_mps"] == []'
+
+# ---- power limit, throttle reasons ----
+check_json "power limit and throttle reasons" 'gpu(1)["power_limit_watts"] == 700 and gpu(1)["throttle_reasons"] == "sw_power_cap" and gpu(0)["throttle_reasons"] == "gpu_idle"'
+FAKE_NVML_NOT_SUPPORTED=nvmlDeviceGetEnforcedPowerLimit,nvmlDeviceGetCurrentClocksEventReasons "$GPUSHARE" info --json >"$tmp/info.json"
+check_json "NOT_SUPPORTED power limit and throttle reasons are null" 'all(g["power_limit_watts"] is None and g["throttle_reasons"] is None for g in j["gpus"])'
+"$GPUSHARE" info >"$tmp/report"
+check "report: power with its limit" grep -q "^  power          612.3 W (limit 700 W)$" "$tmp/report"
+check "report: throttle reasons" grep -q "^  throttling     sw_power_cap$" "$tmp/report"
+
+# ---- --query, --format ----
+"$GPUSHARE" info --query index,name,utilization.gpu,memory.used,power.draw,power.limit,clocks.sm,temperature,throttle_reasons --format csv >"$tmp/q"
+check "query: header with units" test "$(sed -n 1p "$tmp/q")" = "index, name, utilization.gpu [%], memory.used [MiB], power.draw [W], power.limit [W], clocks.sm [MHz], temperature.gpu [C], throttle_reasons"
+check "query: GPU 0, utilization not supported is [N/A]" test "$(sed -n 2p "$tmp/q")" = "0, NVIDIA H200, [N/A], 53 MiB, 121.50 W, 700.00 W, 1980 MHz, 35 C, gpu_idle"
+check "query: GPU 1" test "$(sed -n 3p "$tmp/q")" = "1, NVIDIA H100 80GB HBM3, 87 %, 3584 MiB, 612.35 W, 700.00 W, 1755 MHz, 71 C, sw_power_cap"
+check "query: one line per GPU" test "$(wc -l <"$tmp/q")" -eq 3
+"$GPUSHARE" info --query index,power.draw,clocks_event_reasons.active --format csv,noheader,nounits >"$tmp/q"
+check "query: noheader, nounits" test "$(cat "$tmp/q")" = "$(printf '0, 121.50, gpu_idle\n1, 612.35, sw_power_cap')"
+for bad in "--query foo" "--query index --format json" "--format csv" "--count 2" "--json --watch" "--watch 0" "--watch 1s 2s" "--query ,"; do
+	set +e
+	# shellcheck disable=SC2086
+	"$GPUSHARE" info $bad >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	set -e
+	check "info $bad: usage error, one line (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 2 -a "$(wc -l <"$tmp/err")" -eq 1 -a ! -s "$tmp/out"
+done
+
+# ---- --watch: one line per GPU and interval when not on a terminal ----
+"$GPUSHARE" info --watch 50ms --count 3 >"$tmp/w"
+check "watch: a header once, then 2 GPUs x 3 intervals (got $(wc -l <"$tmp/w"))" test "$(grep -c '^#' "$tmp/w")" -eq 1 -a "$(grep -vc '^#' "$tmp/w")" -eq 6
+check "watch: GPU 1's line has utilization, memory, power, limit, SM clock, temperature, throttling" grep -Eq '^ [0-9:]{8} +1 +87 +3584 +612 +700 +1755 +71 sw_power_cap$' "$tmp/w"
+"$GPUSHARE" info --query index,utilization.gpu --format csv,noheader --watch 20ms --count 2 >"$tmp/w"
+check "watch with query: CSV lines each interval" test "$(cat "$tmp/w")" = "$(printf '0, [N/A]\n1, 87 %%\n0, [N/A]\n1, 87 %%')"
+if command -v script >/dev/null; then
+	script -qec "$GPUSHARE info --watch 20ms --count 2" /dev/null >"$tmp/tty" 2>&1 || true
+	check "watch on a terminal: the view is redrawn (clear screen twice)" test "$(grep -o $'\e\[2J' "$tmp/tty" | wc -l)" -eq 2
+	check "watch on a terminal: a row per GPU" grep -q "NVIDIA H100 80GB HBM3.*612/700 W" "$tmp/tty"
 fi
 
 finish

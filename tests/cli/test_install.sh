@@ -45,6 +45,9 @@ done
 check "bash completion in share/bash-completion/completions/gpushare" has share/bash-completion/completions/gpushare
 check "zsh completion _gpushare" bash -c "grep -q '^./share/zsh/[a-z-]*/_gpushare$' '$tmp/files'"
 check "documentation in share/doc/gpushare" has share/doc/gpushare/cli.md
+check "Slurm examples in share/doc/gpushare/examples/slurm" has share/doc/gpushare/examples/slurm/farm.sbatch
+check "Grafana dashboard in share/gpushare/grafana" has share/gpushare/grafana/gpushare-dashboard.json
+check "DCGM recording rules in share/gpushare/grafana" has share/gpushare/grafana/recording-rules.yml
 
 echo "== the installed gpushare"
 (
@@ -141,19 +144,18 @@ else
 	missing_tool "zsh completion: zsh not installed (Debian package zsh)"
 fi
 
-echo "== pip install ./python into a virtual environment"
+echo "== pip install ./python into a plain virtual environment, offline"
 if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
 	missing_tool "pip install: python3 venv/ensurepip not available (Debian package python3-venv)"
-elif ! python3 -c 'import setuptools' 2>/dev/null ||
-	! python3 -c 'import wheel' 2>/dev/null && ! python3 -c 'import setuptools.command.bdist_wheel' 2>/dev/null; then
-	missing_tool "pip install: python3 setuptools with wheel not available (Debian packages python3-setuptools, python3-wheel)"
 else
-	# A copy of the sources, so that the build leaves nothing in the checkout;
-	# offline: the system's setuptools builds it (no build isolation).
+	# A copy of the sources, so that the build leaves nothing in the checkout.
+	# A plain venv (no system site-packages) without setuptools, pip's build
+	# isolation on and no index: the in-tree backend needs nothing more.
 	cp -r "$SRC/python" "$tmp/python"
-	python3 -m venv --system-site-packages "$tmp/venv"
-	if "$tmp/venv/bin/python" -m pip install -q --no-index --no-build-isolation "$tmp/python" >"$tmp/pip.log" 2>&1; then
-		ok "pip install ./python"
+	python3 -m venv "$tmp/venv"
+	"$tmp/venv/bin/python" -m pip uninstall -q -y setuptools >/dev/null 2>&1 || true
+	if "$tmp/venv/bin/python" -m pip install -q --no-index "$tmp/python" >"$tmp/pip.log" 2>&1; then
+		ok "pip install ./python (plain venv, no setuptools, offline)"
 		rm -rf "$tmp/python"
 		if (cd / && "$tmp/venv/bin/python" -c 'import gpushare_client; print(gpushare_client.__file__)') >"$tmp/py.out" 2>&1; then
 			ok "import gpushare_client from the environment ($(cat "$tmp/py.out"))"
@@ -161,6 +163,7 @@ else
 			fail "import: $(cat "$tmp/py.out")"
 		fi
 		check "it is installed in the environment's site-packages" grep -q "^$tmp/venv/.*site-packages/gpushare_client.py$" "$tmp/py.out"
+		check "its version is the project's" test "$("$tmp/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("gpushare-client"))')" = "$(cut -d' ' -f2 <"$tmp/v.out")"
 	else
 		fail "pip install ./python: $(tail -5 "$tmp/pip.log")"
 	fi

@@ -64,6 +64,9 @@ for c in "${commands[@]}"; do
 	check "gpushare-$c(1) mentions every option of '$c --help' (${#missing[@]} missing${missing[*]:+: ${missing[*]}})" \
 		test "${#missing[@]}" -eq 0
 	check "gpushare-$c(1) renders cleanly" renders "$page"
+	if grep -q "^Examples:$" "$tmp/help-$c"; then
+		check "gpushare-$c(1): the help's examples are its EXAMPLES section" bash -c "grep -qx .SH.EXAMPLES '$tmp/$c.man' && grep -qF -- \"$(grep -A1 "^Examples:$" "$tmp/help-$c" | tail -1 | sed "s/^ *//")\" '$tmp/$c.man'"
+	fi
 	check "'$c --help' names no path of the source tree" bash -c "! grep -nE '(docs|python|include)/[a-z_]+\.[a-z]+' '$tmp/help-$c'"
 done
 

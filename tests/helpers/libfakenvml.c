@@ -7,7 +7,8 @@
  *  - GPU 0, "NVIDIA H200", MIG enabled, with two MIG devices (1g.18gb and
  *    3g.71gb); utilization is NOT_SUPPORTED there, as on real MIG GPUs;
  *  - GPU 1, "NVIDIA H100 80GB HBM3", MIG disabled, compute mode
- *    Exclusive_Process, clocks held back by the software power cap, and the
+ *    Exclusive_Process, clocks held back by the software power cap (both
+ *    GPUs have a 700 W power limit), and the
  *    compute processes named by FAKE_NVML_PIDS="plain,server,client[,mps]":
  *    plain, server and client in the compute list, client (and the optional
  *    fourth pid) in the MPS compute list.
@@ -45,7 +46,7 @@ struct nvmlDevice_st {
 	int compute_mode, persistence;
 	int mig_current, mig_pending;
 	bool util_supported;
-	unsigned util_gpu, util_mem, clock_sm, clock_mem, clock_sm_max, power_mw, temp_c;
+	unsigned util_gpu, util_mem, clock_sm, clock_mem, clock_sm_max, power_mw, power_limit_mw, temp_c;
 	unsigned long long reasons;
 	bool is_mig;
 	unsigned gi, ci, sm;
@@ -67,14 +68,14 @@ static struct nvmlDevice_st gpus[2] = {
 		.bus_id = "00000000:19:00.0", .mem_total = 143771 * MIB, .mem_used = 53 * MIB,
 		.compute_mode = 0, .persistence = 1, .mig_current = 1, .mig_pending = 1,
 		.util_supported = false, .clock_sm = 1980, .clock_mem = 3201, .clock_sm_max = 1980,
-		.power_mw = 121500, .temp_c = 35, .reasons = 0x1, .migs = { &mig0, NULL, &mig1 },
+		.power_mw = 121500, .power_limit_mw = 700000, .temp_c = 35, .reasons = 0x1, .migs = { &mig0, NULL, &mig1 },
 	},
 	{
 		.name = "NVIDIA H100 80GB HBM3", .uuid = "GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70",
 		.bus_id = "00000000:3B:00.0", .mem_total = 81559 * MIB, .mem_used = 3584 * MIB,
 		.compute_mode = 3, .persistence = 0, .mig_current = 0, .mig_pending = 0,
 		.util_supported = true, .util_gpu = 87, .util_mem = 41, .clock_sm = 1755,
-		.clock_mem = 2619, .clock_sm_max = 1980, .power_mw = 612345, .temp_c = 71, .reasons = 0x4,
+		.clock_mem = 2619, .clock_sm_max = 1980, .power_mw = 612345, .power_limit_mw = 700000, .temp_c = 71, .reasons = 0x4,
 	},
 };
 
@@ -123,7 +124,7 @@ static struct nvmlDevice_st *devices(unsigned *count)
 				.mem_total = 81559 * MIB, .mem_used = (512 + 256ULL * i) * MIB,
 				.compute_mode = 0, .persistence = 1, .util_supported = true, .util_gpu = 5 * i % 100,
 				.util_mem = 2 * i % 100, .clock_sm = 1755, .clock_mem = 2619, .clock_sm_max = 1980,
-				.power_mw = 90000 + 1000 * i, .temp_c = 40 + i % 40,
+				.power_mw = 90000 + 1000 * i, .power_limit_mw = 700000, .temp_c = 40 + i % 40,
 			};
 		}
 		n_plain = (unsigned)n;
@@ -449,6 +450,15 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *milliwat
 
 	if (!r)
 		*milliwatts = device->power_mw;
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *milliwatts)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+
+	if (!r)
+		*milliwatts = device->power_limit_mw;
 	return r;
 }
 
