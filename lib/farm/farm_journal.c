@@ -155,6 +155,16 @@ static int cut_torn_tail(int fd, const char *path, off_t size, bool *existing)
 	return GPUSHARE_OK;
 }
 
+int gpushare_farm_journal_cut_torn(struct farm_journal *j)
+{
+	struct stat st;
+	bool existing;
+
+	if (fstat(j->fd, &st) != 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", j->path, strerror(errno));
+	return cut_torn_tail(j->fd, j->path, st.st_size, &existing);
+}
+
 int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *existing)
 {
 	struct stat st;
