@@ -153,19 +153,39 @@ struct keeper {
 	bool killing, eof, done;
 };
 
+/* Close every descriptor but 0-2 and keep[] (the ones open are listed in
+ * /proc/self/fd; a loop up to the descriptor limit could take a second). */
 static void close_others(const int *keep, size_t n)
 {
-	long max = sysconf(_SC_OPEN_MAX);
+	int fds[1024];
+	size_t m = 0;
+	bool more = true;
 
-	if (max < 0 || max > 65536)
-		max = 65536;
-	for (int fd = 3; fd < max; fd++) {
-		bool k = false;
+	while (more) {
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *e;
 
-		for (size_t i = 0; i < n; i++)
-			k = k || keep[i] == fd;
-		if (!k)
-			close(fd);
+		more = false;
+		m = 0;
+		if (!d)
+			return;
+		while ((e = readdir(d))) {
+			int fd = atoi(e->d_name);
+			bool k = fd < 3 || fd == dirfd(d) || e->d_name[0] == '.';
+
+			for (size_t i = 0; i < n && !k; i++)
+				k = keep[i] == fd;
+			if (k)
+				continue;
+			if (m == sizeof(fds) / sizeof(fds[0])) {
+				more = true;
+				break;
+			}
+			fds[m++] = fd;
+		}
+		closedir(d);
+		for (size_t i = 0; i < m; i++)
+			close(fds[i]);
 	}
 }
 

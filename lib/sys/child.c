@@ -116,7 +116,10 @@ static _Noreturn void mirror_main(const struct gpushare_child *ch, const char *p
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	pid = fork();
+	/* vfork: the mirror is a copy of gpushare, whose page tables a
+	 * fork would copy again for every job. The child only sets its
+	 * death signal and dispositions (its own, not shared) and execs. */
+	pid = vfork();
 	if (pid < 0) {
 		e = errno;
 		if (write(report, &e, sizeof(e)) < 0)
