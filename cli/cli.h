@@ -69,6 +69,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_farm(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+int cmd_slurm(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 
 /* gpushare_parse_int() that first refuses text that is not a whole number

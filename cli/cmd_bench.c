@@ -123,7 +123,7 @@ static void show_progress(void *arg, const struct gpushare_bench_progress *p)
 {
 	struct progress_state *ps = arg;
 	char run[64] = "", step[96] = "", what[96], util[24] = "";
-	bool changed = p->strategy != ps->last_strategy || p->phase != ps->last_phase || p->run != ps->last_run ||
+	bool changed = (int)p->strategy != ps->last_strategy || (int)p->phase != ps->last_phase || p->run != ps->last_run ||
 		       p->repeat != ps->last_repeat;
 
 	if (p->n_repeats > 1 && p->n_runs > 1)

@@ -31,8 +31,14 @@ static const struct cli_opt exec_opts[] = {
 	  .help = "GPUs to bind to: NVML indices and UUIDs (or unique UUID prefixes of 8+ characters), within "
 	  "CUDA_VISIBLE_DEVICES when it is set", .def = "all", .values = "all" },
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
-	  .help = "mps-split: each rank's active thread percentage, (0,100]",
-	  .def = "100 / the ranks sharing its GPU" },
+	  .help = "mps-split: each rank's active thread percentage, (0,100]; under --gres=mps never above Slurm's "
+	  "share", .def = "100 / the ranks sharing its GPU; under --gres=mps Slurm's share / those ranks" },
+	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "use the MPS daemon that answers at DIR (left running)",
+	  .def = "one the Slurm prolog, the site or an earlier step runs for this GPU and user, else the job's own" },
+	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "dcgm-exporter's job mapping: the job's id (SLURM_JOB_ID, else the job key) in DIR/<GPU index> "
+	  "while it runs" },
 	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
 	  .help = "print, per rank, its GPU, the environment it would get and the daemon it would use; run nothing" },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
@@ -55,11 +61,18 @@ const struct cli_cmd cli_exec_cmd = {
 	.groups = exec_groups,
 	.n_groups = CLI_N(exec_groups),
 	.epilog = "With more than one rank on a GPU, one warning per job says that NCCL cannot\n"
-		  "put two ranks of one communicator on one GPU.",
+		  "put two ranks of one communicator on one GPU.\n"
+		  "\n"
+		  "Slurm's share is the job's cap: with --gres=mps:N every rank gets at most N%\n"
+		  "of its GPU (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=N; mps-split: N / the ranks on\n"
+		  "the GPU); timeslice is refused there. One line per job says what was\n"
+		  "honoured and which daemon was joined.",
 	.exit_intro = "PROGRAM's (128+N when it was killed by signal N); before it runs, gpushare's own\n"
 		      "(127 PROGRAM could not be started, 128+N a signal N arrived before it ran):",
-	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "usage, no launcher found, or a binding the ranks do not fit" },
-						 { EXIT_MPS, "MPS daemon failed, or this rank of the job already runs" },
+	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "usage, no launcher found, a binding the ranks do not fit, or a "
+								 "share above Slurm's" },
+						 { EXIT_MPS, "MPS daemon failed (or none answers at --mps-pipe-dir), or this "
+							     "rank of the job already runs" },
 						 { EXIT_GPU, "no such GPU" },
 						 { EXIT_TIMEOUT, "the job's lock or daemon timed out" } },
 	.n_notes = 4,
@@ -89,6 +102,37 @@ static int catch_signals(void)
 	return 0;
 }
 
+static const char *source_text(const char *source)
+{
+	if (!strcmp(source, "option"))
+		return "--mps-pipe-dir";
+	if (!strcmp(source, "prolog"))
+		return "started by gpushare slurm prolog";
+	if (!strcmp(source, "env"))
+		return "CUDA_MPS_PIPE_DIRECTORY";
+	if (!strcmp(source, "default"))
+		return "the default pipe directory";
+	return "the job's own";
+}
+
+/* Once per job: what of Slurm's share was honoured, and the daemon joined. */
+static void say_once(const struct gpushare_exec *x, int strategy)
+{
+	if (x->honoured[0]) {
+		char how[160] = "";
+
+		if (x->slurm_mps_percentage > 0 && strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
+			snprintf(how, sizeof(how), "; mps-split: %g%% per rank (%u rank%s on its GPU)", x->thread_percentage,
+				 x->ranks_on_gpu, x->ranks_on_gpu == 1 ? "" : "s");
+		else if (x->slurm_mps_percentage > 0)
+			snprintf(how, sizeof(how), "; every rank at most %g%% of its GPU", x->slurm_mps_percentage);
+		fprintf(stderr, "gpushare: exec: job %s honours Slurm's share: %s%s\n", x->slurm_job_id, x->honoured, how);
+	}
+	if (x->uses_mps && x->daemon_source && strcmp(x->daemon_source, "job") != 0)
+		fprintf(stderr, "gpushare: exec: joined the MPS daemon%s%.0d at %s (%s); it is left running\n",
+			x->daemon_pid > 0 ? " pid " : "", (int)x->daemon_pid, x->pipe_dir, source_text(x->daemon_source));
+}
+
 static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 {
 	if (json)
@@ -97,7 +141,10 @@ static int print_dry_run(const struct gpushare_exec *x, int strategy, bool json)
 	       x->size, x->local_rank, x->local_size, x->node, x->job_key, x->gpu_index, x->gpu_uuid, x->ranks_on_gpu,
 	       x->ranks_on_gpu == 1 ? "" : "s", gpushare_strategy_name(strategy));
 	if (x->uses_mps) {
-		if (x->daemon_pid > 0)
+		if (x->daemon_source && strcmp(x->daemon_source, "job") != 0)
+			printf(", daemon %s (joined: %s, pid %d)", x->pipe_dir, source_text(x->daemon_source),
+			       (int)x->daemon_pid);
+		else if (x->daemon_pid > 0)
 			printf(", daemon %s (running, pid %d)", x->pipe_dir, (int)x->daemon_pid);
 		else
 			printf(", daemon %s (started by the first rank)", x->pipe_dir);
@@ -166,6 +213,16 @@ int cmd_exec(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_MPS_PIPE_DIR:
+			if (!*arg)
+				return cli_bad_value("exec", "--mps-pipe-dir", arg);
+			o.mps_pipe_dir = arg;
+			break;
+		case OPT_HPC_JOB_MAPPING_DIR:
+			if (!*arg)
+				return cli_bad_value("exec", "--hpc-job-mapping-dir", arg);
+			o.hpc_job_mapping_dir = arg;
+			break;
 		}
 	}
 	if (opt < 0)
@@ -193,6 +250,8 @@ int cmd_exec(int argc, char **argv)
 		if (x.uses_mps && x.max_ranks_per_gpu > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU)
 			cli_warn_mps_clients((int)x.max_ranks_per_gpu);
 	}
+	if (x.say_once)
+		say_once(&x, o.strategy);
 	if (o.dry_run) {
 		code = print_dry_run(&x, o.strategy, json);
 		gpushare_exec_close(&x, NULL);

@@ -51,6 +51,9 @@ static const struct cli_opt farm_opts[] = {
 	  .help = "run each job line (or template) with /bin/sh -c" },
 	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "use the MPS daemon that answers there (never stopped)" },
+	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "dcgm-exporter's job mapping: SLURM_JOB_ID (else farm-PID) in DIR/<GPU index> of each GPU used "
+	  "while the farm runs" },
 	{ .id = OPT_METRICS_LISTEN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
 	  .help = "serve live Prometheus metrics (gpushare-exporter(1))" },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the summary as JSON on stdout" },
@@ -75,11 +78,14 @@ const struct cli_cmd cli_farm_cmd = {
 	.groups = farm_groups,
 	.n_groups = CLI_N(farm_groups),
 	.subcommands = "status",
-	.epilog = "Jobs see GPUSHARE_FARM_JOB (number from 0), _ATTEMPT, _SLOT, _GPU (UUID) and _DIR.\n"
+	.epilog = "In a Slurm job, SLURM_SHARDS_ON_NODE (--gres=shard) bounds the slots (and the\n"
+		  "calibration) to shards / GPUs per GPU, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
+		  "(--gres=mps) caps every job (mps-split: that / K each); said in the summary.\n"
+		  "Jobs see GPUSHARE_FARM_JOB (number from 0), _ATTEMPT, _SLOT, _GPU (UUID) and _DIR.\n"
 		  "Ctrl-C once: no new jobs, the running ones finish; twice (or SIGTERM): they are\n"
 		  "stopped too. Either way --resume DIR continues.",
 	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "every job done" },
-						 { EXIT_USAGE, "bad option or job file" },
+						 { EXIT_USAGE, "bad option or job file, or above Slurm's share" },
 						 { EXIT_NO_DRIVER, "no driver (with --gpus or --mem-per-job)" },
 						 { EXIT_MPS, "MPS daemon" },
 						 { EXIT_DIR, "farm directory unusable or in use" },
@@ -301,6 +307,7 @@ int cmd_farm(int argc, char **argv)
 		case OPT_RANGE: c.range = arg; break;
 		case OPT_SHELL: c.shell = true; break;
 		case OPT_MPS_PIPE_DIR: c.mps_pipe_dir = arg; break;
+		case OPT_HPC_JOB_MAPPING_DIR: c.hpc_job_mapping_dir = arg; break;
 		case OPT_METRICS_LISTEN: c.metrics_listen = arg; break;
 		case OPT_JSON: json = true; break;
 		}

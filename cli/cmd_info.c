@@ -40,7 +40,8 @@ const struct cli_cmd cli_info_cmd = {
 	.n_notes = 4,
 };
 
-#define MPS_DIRS_MAX GPUSHARE_MPS_KNOWN_DIRS
+/* Where gpushare looks for MPS daemons (gpushare_mps_survey_add_known). */
+#define MPS_DIRS_MAX 3
 
 /* ---- the readable report ---- */
 
@@ -138,7 +139,7 @@ static void print_gpu(const struct gpushare_gpu_info *g)
 	}
 }
 
-static void print_report(const struct gpushare_system_info *sys, const struct gpushare_mps_dir_report *dirs, int n_dirs)
+static void print_report(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs, int n_dirs)
 {
 	printf("driver %s, CUDA ", *sys->driver_version ? sys->driver_version : "unknown");
 	print_cuda_version(sys->cuda_driver_version);
@@ -150,7 +151,7 @@ static void print_report(const struct gpushare_system_info *sys, const struct gp
 		print_gpu(&sys->gpus[i]);
 	printf("\nMPS control daemons:\n");
 	for (int i = 0; i < n_dirs; i++) {
-		const struct gpushare_mps_dir_report *d = &dirs[i];
+		const struct gpushare_mps_survey *d = &dirs[i];
 
 		printf("  %s (", d->pipe_dir);
 		for (int s = 0; s < d->n_sources; s++)
@@ -174,7 +175,7 @@ static void print_report(const struct gpushare_system_info *sys, const struct gp
 int cmd_info(int argc, char **argv)
 {
 	struct cli_parse p;
-	struct gpushare_mps_dir_report dirs[MPS_DIRS_MAX];
+	struct gpushare_mps_survey dirs[MPS_DIRS_MAX];
 	struct gpushare_system_info sys;
 	bool json = false;
 	int opt, rc, n_dirs;
@@ -191,13 +192,18 @@ int cmd_info(int argc, char **argv)
 	rc = gpushare_system_query(&sys);
 	if (rc)
 		return cli_fail(rc, NULL);
-	n_dirs = gpushare_mps_survey(dirs);
+	n_dirs = 0;
+	gpushare_mps_survey_add_known(dirs, &n_dirs, MPS_DIRS_MAX);
+	for (int i = 0; i < n_dirs; i++)
+		gpushare_mps_survey_look(&dirs[i], &(struct gpushare_mps_survey_opts){ .max_timeout_ms = 3000 });
 	if (json) {
 		rc = cli_print_json_and_free(gpushare_info_json(&sys, dirs, n_dirs));
 	} else {
 		print_report(&sys, dirs, n_dirs);
 		rc = cli_finish_stdout(EXIT_OK);
 	}
+	for (int i = 0; i < n_dirs; i++)
+		gpushare_mps_survey_release(&dirs[i]);
 	gpushare_system_release(&sys);
 	return rc;
 }

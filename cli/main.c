@@ -24,6 +24,7 @@ static const struct cmd commands[] = {
 	{ "plan", cmd_plan, "Slurm, Kubernetes, mig-parted or MPS configuration from a sweep's results" },
 	{ "farm", cmd_farm, "run a queue of jobs, K at once on each GPU, with a journal to resume" },
 	{ "exec", cmd_exec, "run one rank of an MPI or srun job on its GPU, one MPS daemon per node and job" },
+	{ "slurm", cmd_slurm, "Slurm prolog and epilog: one MPS daemon per GPU and user for gres/mps jobs" },
 	{ "version", cmd_version, "print the gpushare version" },
 };
 

@@ -18,16 +18,16 @@ const struct cli_exit_row cli_exit_statuses[] = {
 	{ EXIT_OK, "success", "all" },
 	{ EXIT_FAILURE_GENERIC, "unexpected failure (a system call, out of memory)", "all" },
 	{ EXIT_USAGE, "unknown command or option, bad option value", "all" },
-	{ EXIT_NO_DRIVER, "no NVIDIA driver found", "info exporter bench sweep exec farm" },
-	{ EXIT_NO_MPS_BINARY, "nvidia-cuda-mps-control not found", "mps bench sweep exec farm" },
-	{ EXIT_MPS, "MPS daemon not running, not ready, bad reply, clients left", "mps bench sweep exec farm" },
-	{ EXIT_DIR, "unsafe or unusable directory", "mps bench sweep exec farm" },
-	{ EXIT_GPU, "the GPU refuses (compute mode Prohibited, unsupported, not found)", "info mps bench sweep exec farm" },
+	{ EXIT_NO_DRIVER, "no NVIDIA driver found", "info exporter bench sweep exec farm slurm" },
+	{ EXIT_NO_MPS_BINARY, "nvidia-cuda-mps-control not found", "mps bench sweep exec farm slurm" },
+	{ EXIT_MPS, "MPS daemon not running, not ready, bad reply, clients left", "mps bench sweep exec farm slurm" },
+	{ EXIT_DIR, "unsafe or unusable directory", "mps bench sweep exec farm slurm" },
+	{ EXIT_GPU, "the GPU refuses (compute mode Prohibited, unsupported, not found)", "info mps bench sweep exec farm slurm" },
 	{ EXIT_WORKER, "a worker failed to start or run", "bench sweep farm" },
 	{ EXIT_MPS_MAX_CLIENTS, "too many MPS clients", "bench sweep" },
 	{ EXIT_PARTIAL, "a worker failed mid-run; partial results were kept", "bench sweep" },
 	{ EXIT_IO, "reading or writing a file failed", "all" },
-	{ EXIT_TIMEOUT, "a bounded wait ran out", "mps bench sweep exec" },
+	{ EXIT_TIMEOUT, "a bounded wait ran out", "mps bench sweep exec slurm" },
 	{ EXIT_LISTEN, "the listen address is in use or cannot be bound", "exporter bench sweep farm" },
 	{ EXIT_PLAN_REFUSED, "the results cannot support the asked plan", "plan" },
 	{ EXIT_INTERRUPTED, "interrupted (SIGINT or SIGTERM)", "bench sweep farm" },
@@ -347,7 +347,8 @@ int cli_help_stdout(const struct cli_cmd *cmd)
 
 static const struct cli_cmd *const all_cmds[] = {
 	&cli_info_cmd, &cli_mps_cmd, &cli_bench_cmd, &cli_sweep_cmd, &cli_report_cmd, &cli_exporter_cmd,
-	&cli_farm_cmd, &cli_farm_status_cmd, &cli_exec_cmd, &cli_plan_cmd, &cli_version_cmd,
+	&cli_farm_cmd, &cli_farm_status_cmd, &cli_exec_cmd, &cli_plan_cmd, &cli_slurm_cmd,
+	&cli_version_cmd,
 };
 
 static const struct cli_cmd *find_cmd(const char *name)

@@ -68,7 +68,7 @@ enum cli_opt_id {
 	OPT_PIPE_DIR, OPT_NO_PROCESSES, OPT_LOG_DIR, OPT_TIMEOUT, OPT_FORCE, OPT_LOG, OPT_SERVER, OPT_GPUS,
 	OPT_STRATEGY, OPT_BIND, OPT_RANKS_PER_GPU, OPT_DRY_RUN, OPT_DIR, OPT_SLOTS, OPT_MAX_SLOTS,
 	OPT_MEM_PER_JOB, OPT_RETRIES, OPT_SHARD, OPT_ARGS, OPT_RANGE, OPT_SHELL, OPT_MPS_PIPE_DIR,
-	OPT_METRICS_LISTEN,
+	OPT_METRICS_LISTEN, OPT_HPC_JOB_MAPPING_DIR, OPT_STATE_DIR,
 	/* a name of cli_parse.extra (workload options): CLI_ID_EXTRA + its index */
 	CLI_ID_EXTRA = 10000,
 };
@@ -135,7 +135,8 @@ extern const size_t cli_n_exit_statuses;
 
 /* The commands' tables (cli/cmd_*.c), for --complete. */
 extern const struct cli_cmd cli_info_cmd, cli_mps_cmd, cli_bench_cmd, cli_sweep_cmd, cli_report_cmd,
-	cli_exporter_cmd, cli_farm_cmd, cli_farm_status_cmd, cli_exec_cmd, cli_plan_cmd, cli_version_cmd;
+	cli_exporter_cmd, cli_farm_cmd, cli_farm_status_cmd, cli_exec_cmd, cli_plan_cmd, cli_slurm_cmd,
+	cli_version_cmd;
 
 /* The option groups bench and sweep share (cli/util.c, cli/cli_openloop.c);
  * the sizes are checked where they are defined. */

@@ -54,8 +54,10 @@ for label, w, s in rows:
     new = " · ".join(fmt(rate(f"new_{w}_{i}", s)) for i in range(1, r + 1))
     print(f"| {label} | {old} | {new} |")
 PY
-if pgrep -f nvidia-cuda-mps >/dev/null; then
-	echo "LEFT RUNNING:"
-	pgrep -af nvidia-cuda-mps
+# Live (non-zombie) MPS processes: a container's init may leave exited
+# daemons as zombies, which are not running.
+left=$(ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && $3 ~ /nvidia-cuda-mps/')
+if [[ -n $left ]]; then
+	echo "LEFT RUNNING: $left"
 	exit 1
 fi

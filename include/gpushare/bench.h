@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include "gpushare/files.h"
+#include "gpushare/gpushare.h"
 #include "gpushare/hist.h"
 #include "gpushare/metrics.h"
 #include "gpushare/stats.h"
@@ -58,9 +59,9 @@ const char *gpushare_load_name(int load);
 const char *gpushare_arrival_name(int arrival);
 const char *gpushare_dispatch_name(int dispatch);
 /* Parse those names; GPUSHARE_E_INVAL naming the choices. */
-int gpushare_load_parse(const char *s, int *out);
-int gpushare_arrival_parse(const char *s, int *out);
-int gpushare_dispatch_parse(const char *s, int *out);
+int gpushare_load_parse(const char *s, enum gpushare_load *out);
+int gpushare_arrival_parse(const char *s, enum gpushare_arrival *out);
+int gpushare_dispatch_parse(const char *s, enum gpushare_dispatch *out);
 
 /* Parse a latency bound "p99=50ms" (pNN, pNN.N...: the quantile in percent,
  * then a duration). GPUSHARE_E_INVAL naming the problem. */
@@ -78,8 +79,8 @@ enum gpushare_bench_phase {
 };
 
 struct gpushare_bench_progress {
-	int strategy;              /* enum gpushare_strategy */
-	int phase;                 /* enum gpushare_bench_phase */
+	enum gpushare_strategy strategy;
+	enum gpushare_bench_phase phase;
 	int run, n_runs;           /* sequential: which worker runs (0-based) of how many; else 0 / 1 */
 	unsigned ready, n_slots;   /* slots READY (or later) of all */
 	double elapsed_seconds;    /* in the current phase */
@@ -94,6 +95,12 @@ struct gpushare_bench_progress {
 };
 
 typedef void (*gpushare_bench_progress_fn)(void *arg, const struct gpushare_bench_progress *p);
+
+/* How a command reports (docs/protocol.md). */
+enum gpushare_cmd_mode {
+	GPUSHARE_CMD_REQUEST = 0,  /* says ready, reports each request's latency */
+	GPUSHARE_CMD_JOB = 1,      /* each run of the command to completion is one request */
+};
 
 struct gpushare_bench_config {
 	struct gpushare_wl_params wl;          /* workload, its options (given[] marks
@@ -129,7 +136,7 @@ struct gpushare_bench_config {
 	 * then unused. Job mode: `requests` is the jobs per worker (--jobs K),
 	 * else jobs run back to back for `duration_ns`. */
 	char **command;                        /* NULL-terminated argv; NULL: built-in workload */
-	int command_mode;                      /* enum gpushare_cmd_mode */
+	enum gpushare_cmd_mode command_mode;
 	int argc;                              /* the command line, for the report */
 	char **argv;
 	gpushare_bench_progress_fn progress;   /* may be NULL */
@@ -146,11 +153,11 @@ struct gpushare_bench_config {
 	/* Open loop: gpushare schedules arrivals at `rate` per second (all
 	 * workers together) and hands each to a worker; latency counts from
 	 * the scheduled arrival. Duration mode only. */
-	int load;                              /* enum gpushare_load; CLOSED by default */
+	enum gpushare_load load;               /* CLOSED by default */
 	double rate;                           /* arrivals per second; find-peak: the first rate tried */
-	int arrival;                           /* enum gpushare_arrival */
+	enum gpushare_arrival arrival;
 	uint64_t seed;                         /* of the Poisson schedule */
-	int dispatch;                          /* enum gpushare_dispatch */
+	enum gpushare_dispatch dispatch;
 	uint64_t drain_ns;                     /* after the window: serve what is queued; 0 = default */
 	/* --find-peak: the highest rate per strategy whose quantile slo_quantile
 	 * of latency is at most slo_ns, to a relative resolution. */
@@ -160,12 +167,6 @@ struct gpushare_bench_config {
 	double resolution;                     /* 0.05: stop when fail / pass <= 1.05 */
 	unsigned tail_samples;                 /* requests beyond the quantile per step (100) */
 	double rate_max;                       /* bracketing never goes above (1e7) */
-};
-
-/* How a command reports (docs/protocol.md). */
-enum gpushare_cmd_mode {
-	GPUSHARE_CMD_REQUEST = 0,  /* says ready, reports each request's latency */
-	GPUSHARE_CMD_JOB = 1,      /* each run of the command to completion is one request */
 };
 
 /* "request", "job". */
@@ -210,7 +211,7 @@ struct gpushare_bench_worker {
 	double mean_seconds, stddev_seconds, min_seconds, p50_seconds, p90_seconds,
 	       p99_seconds, p999_seconds, max_seconds;
 	/* Limits in effect, as the worker read them back. */
-	int sm_count;                  /* -1 unknown */
+	int sm_count;                  /* GPUSHARE_UNKNOWN when unknown */
 	int device;
 	uint64_t mem_free_bytes, mem_total_bytes;
 	double thread_percentage_seen; /* -1 none */
@@ -222,11 +223,11 @@ struct gpushare_bench_worker {
 	int priority_set;
 	char visible_devices[128];     /* CUDA_VISIBLE_DEVICES given, "" none */
 	/* How it ended. */
-	int state;                     /* enum gpushare_slot_state, last seen */
+	enum gpushare_slot_state state; /* last seen */
 	bool failed;
 	int exit_code;                 /* -1 when killed by a signal or never reaped */
 	int signal;                    /* 0 when none */
-	int error_code;                /* enum gpushare_error reported by the worker */
+	enum gpushare_error error_code; /* reported by the worker */
 	int cuda_error;
 	char message[256];
 	struct gpushare_hist hist;
@@ -305,8 +306,8 @@ enum gpushare_result_status {
 const char *gpushare_result_status_name(int status);
 
 struct gpushare_bench_result {
-	int strategy;                  /* enum gpushare_strategy */
-	int status;                    /* enum gpushare_result_status (gpushare_bench_report_settle) */
+	enum gpushare_strategy strategy;
+	enum gpushare_result_status status; /* (gpushare_bench_report_settle) */
 	int repeat;                    /* 0-based repeat (gpushare_bench_run_repeats); else 0 */
 	bool partial;                  /* a worker failed mid-run; the rest was stopped */
 	bool interrupted;              /* SIGINT/SIGTERM */
@@ -335,7 +336,7 @@ struct gpushare_bench_result {
 /* The spread of one strategy over the repeats of gpushare_bench_run_repeats(),
  * over its OK runs only. */
 struct gpushare_bench_summary {
-	int strategy;
+	enum gpushare_strategy strategy;
 	size_t n_runs, n_ok;           /* runs made, runs with status OK */
 	int status;                    /* OK when at least one run is OK, else FAILED or SKIPPED */
 	char reason[512];              /* no OK run: the last run's reason */
@@ -356,7 +357,7 @@ struct gpushare_bench_report {
 	char version[32];
 	char date[32];                 /* ISO-8601 UTC */
 	char host[256];
-	int gpu_index;                 /* -1 unknown */
+	int gpu_index;                 /* GPUSHARE_UNKNOWN when unknown */
 	char gpu_name[96], gpu_uuid[96], driver_version[80];
 	/* --gpus: the GPUs the workers were placed on, in order (0: --gpu). */
 	size_t n_gpus;

@@ -43,6 +43,15 @@ struct gpushare_exec_opts {
 	const char *gpus;               /* NULL or "all", or a list of indices and UUIDs */
 	double thread_percentage;       /* mps-split: 0 = 100 / ranks on the GPU */
 	bool dry_run;                   /* compute and report; create and start nothing */
+	/* A daemon that already answers there serves the ranks (never
+	 * stopped by them); NULL: find one (docs/exec.md, "Joining a daemon"),
+	 * else the job's own. */
+	const char *mps_pipe_dir;
+	/* dcgm-exporter's job mapping directory (include/gpushare/slurm.h):
+	 * the job's id (SLURM_JOB_ID, else the job key) goes into the file of
+	 * each rank's GPU, and out of every file when the last rank leaves;
+	 * NULL none. */
+	const char *hpc_job_mapping_dir;
 	/* Non-zero ends the bounded waits early (a signal arrived). */
 	const volatile sig_atomic_t *interrupted;
 };
@@ -52,7 +61,7 @@ struct gpushare_exec_priv;
 struct gpushare_exec {
 	/* the rank */
 	const char *launcher;           /* "openmpi", "mpich", "pmix", "slurm" */
-	long rank, size;                /* in the job; -1 when unknown */
+	long rank, size;                /* in the job; GPUSHARE_UNKNOWN when unknown */
 	long local_rank, local_size;    /* on this node */
 	char job_key[128];
 	char node[64];
@@ -71,6 +80,19 @@ struct gpushare_exec {
 	bool daemon_started;            /* this rank started it */
 	pid_t keeper_pid;               /* the job's keeper, when this rank started it */
 	size_t reaped;                  /* dead jobs' directories cleaned up by this rank */
+	/* where the daemon comes from: "job" (the job's own, started by its
+	 * first rank), or a daemon joined and left running: "option"
+	 * (--mps-pipe-dir), "prolog" (gpushare slurm prolog's for this GPU and
+	 * user), "env" (CUDA_MPS_PIPE_DIRECTORY), "default" (/tmp/nvidia-mps) */
+	const char *daemon_source;
+	/* Slurm's share of the GPU (include/gpushare/slurm.h), honoured as the
+	 * job's cap; "" in honoured when Slurm gave none */
+	double slurm_mps_percentage;    /* 0 none */
+	unsigned slurm_shards;          /* 0 none */
+	char slurm_job_id[32];          /* "" outside a Slurm job */
+	char honoured[160];
+	/* this rank says, once for the job, what was honoured and joined */
+	bool say_once;
 	/* this rank says, for the job, that ranks share a GPU */
 	bool warn_shared_gpu;
 	/* environment changes for the app: "NAME=VALUE" sets, "NAME" unsets */

@@ -71,6 +71,9 @@ struct gpushare_farm_config {
 	unsigned retries;           /* attempts after the first for a failed or timed-out job */
 	uint64_t timeout_ns;        /* per attempt; 0: none */
 	const char *mps_pipe_dir;   /* use this daemon (never stopped); NULL: a private one */
+	/* dcgm-exporter's job mapping directory: the farm's id (SLURM_JOB_ID,
+	 * else farm-<pid>) in the file of each of its GPUs while it runs; NULL none */
+	const char *hpc_job_mapping_dir;
 	const char *metrics_listen; /* [ADDR:]PORT; NULL: none */
 	/* Called by the farm's thread after each batch of ended attempts and
 	 * about once a second; NULL: none. */
@@ -136,6 +139,11 @@ struct gpushare_farm_result {
 	bool calibrated;            /* slots came from a calibration */
 	size_t n_calibration;
 	struct { unsigned slots; double jobs_per_s; uint64_t jobs; } calibration[8];
+	/* Slurm's share honoured (include/gpushare/slurm.h): "" none, else
+	 * e.g. "gres/shard 2 (SLURM_SHARDS_ON_NODE)"; the shards bound the
+	 * slots, the gres/mps percentage caps every job's active threads. */
+	char slurm[160];
+	unsigned slurm_max_slots;   /* the slots per GPU the shards allow; 0 no bound */
 	bool interrupted;           /* a stop was asked */
 	uint64_t not_started;       /* jobs left queued by a stop */
 	bool have_summary;

@@ -44,7 +44,7 @@ struct gpushare_proc_info {
 	pid_t pid;
 	char name[64];                 /* /proc/<pid>/comm, "" when not visible */
 	uint64_t mem_used_bytes;       /* GPUSHARE_UNKNOWN_U64 when not reported */
-	int kind;                      /* enum gpushare_proc_kind */
+	enum gpushare_proc_kind kind;
 	int gpu_instance_id;           /* MIG GPU instance, GPUSHARE_UNKNOWN otherwise */
 };
 

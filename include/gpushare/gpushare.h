@@ -17,8 +17,23 @@
 extern "C" {
 #endif
 
-/* A figure that could not be read (a driver that does not report it): JSON
- * prints it as null, tables as "-". */
+/*
+ * "Unknown" (not measured, not reported by the driver, not given): one
+ * spelling per type, for new fields and every field documented as
+ * "... unknown":
+ *  - int and long (counts, indices, percentages, modes that also hold a
+ *    non-enum value): GPUSHARE_UNKNOWN, -1 (never a valid value there);
+ *  - uint64_t (bytes, nanoseconds): GPUSHARE_UNKNOWN_U64;
+ *  - double (measurements): NAN (isnan()); formatted by gpushare/format.h
+ *    as "-", written to JSON as null;
+ *  - strings in fixed arrays: "" (the empty string);
+ *  - enum fields: a value of their enum (never -1).
+ * A field where 0 cannot be a value may say "0 when none/not set" (a pid,
+ * a limit that was not asked for): that is absence, not unknown.
+ * Older fields that still hold -1 in a double or 0 in a uint64_t say so in
+ * their comment; their recorded values (JSON files of bench and sweep) keep
+ * that spelling, so they change only with a format version.
+ */
 #define GPUSHARE_UNKNOWN (-1)
 #define GPUSHARE_UNKNOWN_U64 UINT64_MAX
 

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpushare/buf.h"
 #include "gpushare/hist.h"
 #include "gpushare/region.h"
 #include "gpushare/util.h"
@@ -75,13 +76,11 @@ size_t gpushare_metrics_default_buckets(double *out, size_t max);
 
 /* ---- the exposition writer ---- */
 
-/* A growing text buffer; a failed allocation is remembered (failed) and
- * reported by gpushare_metrics_buf_finish(), so writers need not check
- * every call. */
+/* The exposition being written: its text (a failed append is remembered in
+ * text.failed and reported by gpushare_metrics_buf_finish(), so writers
+ * need not check every call). */
 struct gpushare_metrics_buf {
-	char *data;
-	size_t len, cap;
-	bool failed;
+	struct gpushare_buf text;
 	/* A family header not written yet: it goes out with the family's
 	 * first sample, so a family without samples leaves no trace. */
 	const char *pend_name, *pend_type, *pend_help;

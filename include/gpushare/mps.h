@@ -44,19 +44,6 @@ int gpushare_mps_init(struct gpushare_mps *m, const char *pipe_dir, const char *
 /* gpushare's own private pipe and log directories for this user. */
 int gpushare_mps_private_dirs(char *pipe_dir, size_t plen, char *log_dir, size_t llen);
 
-/* The pipe directories where daemons are looked for (by `info` and the
- * exporter), in this order and each once (trailing '/' removed): gpushare's
- * private one ("gpushare"), $CUDA_MPS_PIPE_DIRECTORY ("env"), and
- * /tmp/nvidia-mps ("default"); a directory found by several names lists
- * them all in `sources`. Returns how many were filled. */
-#define GPUSHARE_MPS_KNOWN_DIRS 3
-struct gpushare_mps_known_dir {
-	char pipe_dir[GPUSHARE_PATH_MAX];
-	const char *sources[GPUSHARE_MPS_KNOWN_DIRS];
-	int n_sources;
-};
-int gpushare_mps_known_dirs(struct gpushare_mps_known_dir dirs[GPUSHARE_MPS_KNOWN_DIRS]);
-
 /* Resolve m->control in PATH into path. GPUSHARE_E_NO_MPS_BINARY, with a
  * detail saying how to get it, when it is not there. */
 int gpushare_mps_find_control(const struct gpushare_mps *m, char *path, size_t len);
@@ -125,7 +112,7 @@ struct gpushare_mps_client {
 
 struct gpushare_mps_server {
 	pid_t pid;
-	long uid;                      /* -1 when unknown */
+	long uid;                      /* GPUSHARE_UNKNOWN when unknown */
 	char status[16];               /* "ACTIVE", "FAULT", ... as reported */
 	double thread_percentage;      /* -1 when unknown */
 	char mem_limit[16][16];        /* per device as reported ("4G"), "" when none */
@@ -139,7 +126,7 @@ struct gpushare_mps_status {
 	double default_thread_percentage;  /* -1 when unknown */
 	char default_mem_limit[16][16];    /* per device, "" when none */
 	int n_default_mem_limit;
-	int default_priority;              /* -1 when unknown */
+	int default_priority;              /* GPUSHARE_UNKNOWN when unknown */
 	struct gpushare_mps_server *servers;
 	size_t n_servers;
 };
@@ -183,6 +170,48 @@ int gpushare_mps_client_env(const struct gpushare_mps *m, char *pipe_env, size_t
  * time-slice beside MPS clients). gpushare never changes the compute mode. */
 int gpushare_mps_check_compute_mode(const char *visible_devices, bool *default_mode);
 
+/* ---- the survey: which pipe directories have a daemon (lib/mps/mps_survey.c) ---- */
+
+/* One pipe directory looked at by `info` and the exporter. */
+#define GPUSHARE_MPS_SURVEY_SOURCES 4
+struct gpushare_mps_survey {
+	char pipe_dir[GPUSHARE_PATH_MAX];  /* trailing '/' removed */
+	/* Why it is looked at, each name once: "given" (asked for by name),
+	 * "gpushare" (gpushare's private one), "env" ($CUDA_MPS_PIPE_DIRECTORY),
+	 * "default" (/tmp/nvidia-mps). */
+	const char *sources[GPUSHARE_MPS_SURVEY_SOURCES];
+	int n_sources;
+	/* Filled by gpushare_mps_survey_look(): */
+	int init_rc;                       /* gpushare_mps_init's result */
+	enum gpushare_mps_state state;
+	pid_t pid;                         /* from the pid file; 0 none */
+	int answers;                       /* the probe: 1, 0, GPUSHARE_UNKNOWN not probed or failed */
+	char error[256];                   /* why init failed or answers is unknown */
+	bool up;                           /* the status was asked for and read into st */
+	struct gpushare_mps_status st;     /* release with gpushare_mps_survey_release() */
+};
+
+/* Add dir (a source named `source`) to dirs[0..*n), at most max: once per
+ * directory, a directory named again only gains the source. Empty, too long
+ * or beyond max: ignored. */
+void gpushare_mps_survey_add(struct gpushare_mps_survey *dirs, int *n, int max, const char *dir, const char *source);
+/* Add the usual pipe directories, in this order: gpushare's private one,
+ * $CUDA_MPS_PIPE_DIRECTORY and /tmp/nvidia-mps. */
+void gpushare_mps_survey_add_known(struct gpushare_mps_survey *dirs, int *n, int max);
+
+/* How to look. */
+struct gpushare_mps_survey_opts {
+	int timeout_ms;       /* > 0: each control-program command's bound */
+	int max_timeout_ms;   /* > 0: and at most this (a daemon that is up answers at once) */
+	int status_ndev;      /* > 0: read the daemon's status (servers, clients) for this
+			       * many devices into st; 0: only probe whether it answers */
+};
+
+/* Look at one directory: what is there, and for a running daemon whether it
+ * answers (or its status). Never fails: what went wrong is in d. */
+void gpushare_mps_survey_look(struct gpushare_mps_survey *d, const struct gpushare_mps_survey_opts *o);
+void gpushare_mps_survey_release(struct gpushare_mps_survey *d);
+
 /* ---- JSON documents (docs/cli.md) ----
  *
  * What `gpushare mps ... --json` and `gpushare info --json` print: each
@@ -208,28 +237,12 @@ char *gpushare_mps_status_json(const struct gpushare_mps *m, enum gpushare_mps_s
 /* `mps set`: server_pid when limits were set on one server, else 0. */
 char *gpushare_mps_set_json(pid_t server_pid);
 
-/* What `gpushare info` says of one pipe directory gpushare knows. */
-struct gpushare_mps_dir_report {
-	char pipe_dir[GPUSHARE_PATH_MAX];
-	const char *sources[GPUSHARE_MPS_KNOWN_DIRS]; /* "gpushare", "env", "default" */
-	int n_sources;
-	int init_rc;                       /* gpushare_mps_init's result */
-	enum gpushare_mps_state state;
-	pid_t pid;                         /* from the pid file; 0 none */
-	int answers;                       /* 1, 0, or GPUSHARE_UNKNOWN: not probed / unknown */
-	char error[256];                   /* why answers is unknown, or init failed */
-};
-
-/* Look at each known pipe directory (gpushare_mps_known_dirs()), probing a
- * running daemon for at most 3 s; returns how many. Never fails: what went
- * wrong is reported per directory. */
-int gpushare_mps_survey(struct gpushare_mps_dir_report dirs[GPUSHARE_MPS_KNOWN_DIRS]);
-
 struct gpushare_system_info;
 
 /* `gpushare info --json`: the driver, every GPU of sys
- * (gpushare_system_query()) and the n_dirs surveyed pipe directories. */
-char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_dir_report *dirs,
+ * (gpushare_system_query()) and the n_dirs surveyed pipe directories
+ * (gpushare_mps_survey_look()). */
+char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs,
 			 int n_dirs);
 
 #ifdef __cplusplus

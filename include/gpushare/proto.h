@@ -60,7 +60,7 @@ enum gpushare_msg_type {
 };
 
 struct gpushare_msg {
-	int type;                      /* enum gpushare_msg_type */
+	enum gpushare_msg_type type;
 	uint64_t a, b;                 /* hello: a = version; span: a = start, b = end (ns);
 					* req: a = latency (ns); done: a = request id */
 	char text[GPUSHARE_PROTO_MAX_TEXT + 1]; /* error/fail: the text, "" none */

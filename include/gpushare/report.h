@@ -26,6 +26,7 @@
 
 #include "gpushare/hist.h"
 #include "gpushare/stats.h"
+#include "gpushare/strategy.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,11 +50,11 @@ struct gpushare_report_run {
 	char shape[128];
 	char workload[32];
 	char key[192];
-	int strategy;                /* enum gpushare_strategy */
+	enum gpushare_strategy strategy;
 	int workers;
 	long batch;
 	int repeat;
-	int status;                  /* enum gpushare_run_status */
+	enum gpushare_run_status status;
 	size_t line;                 /* 1-based line in the file */
 	double items_per_second, requests_per_second;
 	double mean_seconds, p50_seconds, p90_seconds, p99_seconds, p999_seconds;
@@ -101,7 +102,7 @@ struct gpushare_report_bad_line {
 struct gpushare_report_cell {
 	char shape[128];
 	char workload[32];
-	int strategy;
+	enum gpushare_strategy strategy;
 	int workers;
 	long batch;
 	size_t n_ok, n_failed;       /* runs with status ok / partial or failed */
@@ -139,7 +140,7 @@ struct gpushare_report_at_workers {
 
 /* For one strategy: how many processes per GPU? */
 struct gpushare_report_scaling {
-	int strategy;
+	enum gpushare_strategy strategy;
 	int best;                        /* cell of its highest median throughput */
 	int smallest;                    /* the smallest N whose throughput ties with best's */
 	char text[384];

@@ -74,7 +74,7 @@ enum gpushare_verdict {
 };
 
 struct gpushare_comparison {
-	int verdict;                   /* enum gpushare_verdict */
+	enum gpushare_verdict verdict;
 	double ratio;                  /* a.median / b.median; NaN when unknown */
 	double ratio_lo, ratio_hi;     /* a.lo / b.hi, a.hi / b.lo; NaN without intervals */
 	double confidence;             /* HIGHER/LOWER: a.coverage x b.coverage; else NaN */

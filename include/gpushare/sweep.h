@@ -65,7 +65,7 @@ struct gpushare_sweep_shape {
 /* One cell of the grid. */
 struct gpushare_sweep_cell {
 	int shape;                      /* index in shapes[] */
-	int strategy;                   /* enum gpushare_strategy */
+	enum gpushare_strategy strategy;
 	int workers;
 	long batch;
 	double rate;                    /* open loop: arrivals per second; 0 closed loop

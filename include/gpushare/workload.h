@@ -25,7 +25,7 @@ enum gpushare_wl_type {
 
 struct gpushare_wl_option {
 	const char *name;      /* "size" (given as --size on the command line) */
-	int type;              /* enum gpushare_wl_type */
+	enum gpushare_wl_type type;
 	const char *def;       /* default, as text */
 	long min, max;         /* GPUSHARE_WL_INT; GPUSHARE_WL_DURATION: bounds in
 				* microseconds when max > 0 */

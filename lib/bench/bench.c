@@ -50,9 +50,33 @@ static int parse_name(const char *const *names, size_t n, const char *what, cons
 const char *gpushare_load_name(int load) { return name_of(load_names, 2, load); }
 const char *gpushare_arrival_name(int arrival) { return name_of(arrival_names, 2, arrival); }
 const char *gpushare_dispatch_name(int dispatch) { return name_of(dispatch_names, 2, dispatch); }
-int gpushare_load_parse(const char *s, int *out) { return parse_name(load_names, 2, "load", s, out); }
-int gpushare_arrival_parse(const char *s, int *out) { return parse_name(arrival_names, 2, "arrival process", s, out); }
-int gpushare_dispatch_parse(const char *s, int *out) { return parse_name(dispatch_names, 2, "dispatch", s, out); }
+
+int gpushare_load_parse(const char *s, enum gpushare_load *out)
+{
+	int v = 0, rc = parse_name(load_names, 2, "load", s, &v);
+
+	if (!rc)
+		*out = (enum gpushare_load)v;
+	return rc;
+}
+
+int gpushare_arrival_parse(const char *s, enum gpushare_arrival *out)
+{
+	int v = 0, rc = parse_name(arrival_names, 2, "arrival process", s, &v);
+
+	if (!rc)
+		*out = (enum gpushare_arrival)v;
+	return rc;
+}
+
+int gpushare_dispatch_parse(const char *s, enum gpushare_dispatch *out)
+{
+	int v = 0, rc = parse_name(dispatch_names, 2, "dispatch", s, &v);
+
+	if (!rc)
+		*out = (enum gpushare_dispatch)v;
+	return rc;
+}
 
 int gpushare_slo_parse(const char *s, double *quantile, uint64_t *bound_ns)
 {

@@ -656,16 +656,16 @@ static const char *known_or(double v, const char *text)
 
 static void table_telemetry(FILE *f, const struct gpushare_bench_telemetry *t)
 {
-	char mem[24], util[16], umax[16], clk[24], thr[16], pw[24];
+	char mem[24], util[16], umax[16], clk[24], thr[16], pw[24], num[24];
 
 	if (!t->samples)
 		return;
 	gpushare_fmt_percent(t->util_mean_pct / 100, util, sizeof(util));
 	gpushare_fmt_percent(t->util_max_pct / 100, umax, sizeof(umax));
 	gpushare_fmt_bytes((double)t->mem_used_max_bytes, mem, sizeof(mem));
-	snprintf(clk, sizeof(clk), "%.0f MHz", t->sm_clock_mean_mhz);
+	snprintf(clk, sizeof(clk), "%s MHz", gpushare_fmt_sig(t->sm_clock_mean_mhz, num, sizeof(num)));
 	gpushare_fmt_percent(t->throttled_fraction, thr, sizeof(thr));
-	snprintf(pw, sizeof(pw), "%.0f W", t->power_mean_watts);
+	snprintf(pw, sizeof(pw), "%s W", gpushare_fmt_sig(t->power_mean_watts, num, sizeof(num)));
 	fprintf(f, "  gpu: util %s mean, %s max; memory %s max; SM clock %s mean; throttled %s; power %s mean\n",
 		known_or(t->util_mean_pct, util), known_or(t->util_max_pct, umax),
 		t->mem_used_max_bytes > 0 ? mem : "unknown", known_or(t->sm_clock_mean_mhz, clk),
@@ -723,8 +723,11 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 		cell_sig(res->fairness, fig && res->n_workers > 0, fair, sizeof(fair)), en, status);
 	if (res->failure[0])
 		fprintf(f, "  ! %s\n", res->failure);
-	if (fig && res->tflops >= 0)
-		fprintf(f, "  %.2f TFLOP/s\n", res->tflops);
+	if (fig && res->tflops >= 0) {
+		char tf[24];
+
+		fprintf(f, "  %s TFLOP/s\n", gpushare_fmt_sig(res->tflops, tf, sizeof(tf)));
+	}
 	gpushare_openloop_table(f, res, cfg);
 	table_telemetry(f, &res->telemetry);
 	if (verbose && res->status != GPUSHARE_RESULT_SKIPPED)
@@ -925,18 +928,23 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 		for (size_t i = 0; i < r->n_results; i++) {
 			table_row(f, &r->results[i], verbose, c);
 			for (size_t g = 0; r->n_gpus > 1 && g < r->n_gpus; g++) {
+				char rb[24], ib[24];
 				size_t n;
 				double rps, ips;
 
 				per_gpu(r, &r->results[i], g, &n, &rps, &ips);
-				fprintf(f, "  GPU %d %s: %zu workers, %.4g req/s, %.4g items/s\n", r->gpu_indices[g],
-					r->gpu_uuids[g], n, rps, ips);
+				fprintf(f, "  GPU %d %s: %zu workers, %s, %s\n", r->gpu_indices[g], r->gpu_uuids[g], n,
+					gpushare_fmt_rate(rps, "req/s", rb, sizeof(rb)),
+					gpushare_fmt_rate(ips, "items/s", ib, sizeof(ib)));
 			}
 			/* Job mode: "requests" are jobs and the window of K jobs is the makespan. */
-			if (jobs && c->requests && r->results[i].status == GPUSHARE_RESULT_OK)
-				fprintf(f, "  jobs: %" PRIu64 " in a makespan of %.3f s, %.2f jobs/s\n",
-					r->results[i].requests, r->results[i].window_seconds,
-					r->results[i].requests_per_second);
+			if (jobs && c->requests && r->results[i].status == GPUSHARE_RESULT_OK) {
+				char ms[24], jr[24];
+
+				fprintf(f, "  jobs: %" PRIu64 " in a makespan of %s, %s\n", r->results[i].requests,
+					gpushare_fmt_seconds(r->results[i].window_seconds, ms, sizeof(ms)),
+					gpushare_fmt_rate(r->results[i].requests_per_second, "jobs/s", jr, sizeof(jr)));
+			}
 		}
 	}
 	if (r->n_summary)

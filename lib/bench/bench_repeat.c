@@ -227,7 +227,7 @@ static void summarise_one(const struct gpushare_bench_report *r, struct gpushare
 
 int gpushare_bench_summarise(struct gpushare_bench_report *r)
 {
-	int strat[GPUSHARE_STRATEGY_COUNT];
+	enum gpushare_strategy strat[GPUSHARE_STRATEGY_COUNT];
 	size_t ns = 0;
 	double *buf;
 

@@ -30,10 +30,11 @@
 #include "clock.h"
 #include "sys.h"
 #include "bench_cmd.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/child.h"
 #include "gpushare/bench.h"
 #include "gpushare/gpu.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
 #include "gpu_select.h"
@@ -842,7 +843,10 @@ static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st
 			pk->upper = rate;
 		if (ps_step->failed_run && rc == GPUSHARE_OK) {
 			/* A worker failed mid-run: the search cannot trust more steps. */
-			snprintf(pk->note, sizeof(pk->note), "stopped: a worker failed at %.6g/s: %.100s", rate, res->failure);
+			char r[24];
+
+			snprintf(pk->note, sizeof(pk->note), "stopped: a worker failed at %s/s: %.100s",
+				 gpushare_fmt_si(rate, r, sizeof(r)), res->failure);
 			break;
 		}
 		gpushare_peak_search_result(&ps, rate, ps_step->pass);

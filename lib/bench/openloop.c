@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 #include "openloop.h"
@@ -377,15 +378,20 @@ bool gpushare_peak_search_next(struct gpushare_peak_search *s, double *rate)
 		*rate = s->start;
 	} else if (s->fail == 0) {
 		if (s->pass >= s->rate_max) {
-			snprintf(s->why, sizeof(s->why), "meets the bound at the highest rate allowed (%.6g/s, --rate-max)",
-				 s->rate_max);
+			char r[24];
+
+			snprintf(s->why, sizeof(s->why), "meets the bound at the highest rate allowed (%s/s, --rate-max)",
+				 gpushare_fmt_si(s->rate_max, r, sizeof(r)));
 			s->done = true;
 			return false;
 		}
 		*rate = s->pass * 2 < s->rate_max ? s->pass * 2 : s->rate_max;
 	} else if (s->pass == 0) {
 		if (s->fail <= s->rate_min) {
-			snprintf(s->why, sizeof(s->why), "misses the bound even at the lowest rate tried (%.6g/s)", s->fail);
+			char r[24];
+
+			snprintf(s->why, sizeof(s->why), "misses the bound even at the lowest rate tried (%s/s)",
+				 gpushare_fmt_si(s->fail, r, sizeof(r)));
 			s->done = true;
 			return false;
 		}

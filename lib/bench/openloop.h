@@ -20,7 +20,7 @@
 /* ---- the arrival schedule ---- */
 
 struct gpushare_arrivals {
-	int kind;                  /* enum gpushare_arrival */
+	enum gpushare_arrival kind;
 	double interval_ns;        /* 1e9 / rate */
 	uint64_t t0;               /* first arrival (uniform: exactly; poisson: t0 + first gap) */
 	uint64_t n;                /* arrivals generated */
@@ -44,7 +44,7 @@ double gpushare_arrivals_uniform(struct gpushare_arrivals *a);
 struct gpushare_dispatcher {
 	/* Set by the caller before start. */
 	struct gpushare_region_header *reg;
-	int arrival;               /* enum gpushare_arrival */
+	enum gpushare_arrival arrival;
 	double rate;               /* per second, all workers together */
 	uint64_t seed;
 	uint64_t t_go, t_start, t_end; /* arrivals from t_go until t_end; the window is [t_start, t_end) */

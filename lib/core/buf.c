@@ -1,9 +1,9 @@
-/* Growable byte buffers and string lists (lib/buf.h). */
+/* Growable byte buffers and string lists (buf.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/gpushare.h"
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -26,9 +26,22 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return GPUSHARE_OK;
 }
 
+/* A byte buffer that cannot take more: it failed before, or cannot grow to
+ * need bytes now. */
+static int refuse(struct gpushare_buf *b, size_t need)
+{
+	if (b->failed)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "a buffer failed to grow before");
+	if (grow((void **)&b->s, &b->cap, need, 1)) {
+		b->failed = true;
+		return GPUSHARE_E_NOMEM;
+	}
+	return GPUSHARE_OK;
+}
+
 int gpushare_buf_add(struct gpushare_buf *b, const void *data, size_t n)
 {
-	int rc = grow((void **)&b->s, &b->cap, b->len + n + 1, 1);
+	int rc = refuse(b, b->len + n + 1);
 
 	if (rc)
 		return rc;
@@ -49,7 +62,7 @@ int gpushare_buf_vaddf(struct gpushare_buf *b, const char *fmt, va_list ap)
 	va_end(aq);
 	if (n < 0)
 		return gpushare_fail(GPUSHARE_E_INVAL, "bad format");
-	rc = grow((void **)&b->s, &b->cap, b->len + (size_t)n + 1, 1);
+	rc = refuse(b, b->len + (size_t)n + 1);
 	if (rc)
 		return rc;
 	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
@@ -79,6 +92,7 @@ char *gpushare_buf_take(struct gpushare_buf *b)
 
 	b->s = NULL;
 	b->len = b->cap = 0;
+	b->failed = false;
 	return s;
 }
 
@@ -87,6 +101,7 @@ void gpushare_buf_release(struct gpushare_buf *b)
 	free(b->s);
 	b->s = NULL;
 	b->len = b->cap = 0;
+	b->failed = false;
 }
 
 int gpushare_strv_addf(struct gpushare_strv *l, const char *fmt, ...)

@@ -39,7 +39,7 @@
 
 #include "clock.h"
 #include "sys.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/child.h"
 #include "gpushare/strategy.h"
 #include "gpushare/exec.h"
@@ -47,6 +47,7 @@
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "gpushare/slurm.h"
 #include "gpushare/util.h"
 #include "gpu_select.h"
 #include "jobdir.h"
@@ -66,6 +67,7 @@ struct gpushare_exec_priv {
 	int rank_fd;                    /* our ranks/<r>, locked; -1 none */
 	bool dry_run;
 	const volatile sig_atomic_t *interrupted;
+	const char *map_dir;            /* --hpc-job-mapping-dir, NULL none */
 };
 
 /* ---- the node's GPUs ---- */
@@ -256,7 +258,7 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 			return rc;
 		{
 			char sub[GPUSHARE_PATH_MAX];
-			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned" };
+			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned", "said" };
 
 			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 				if (!gpushare_jobdir_path(sub, sizeof(sub), x->job_dir, names[i]))
@@ -288,9 +290,85 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 	return GPUSHARE_OK;
 }
 
-/* Under MPS: use the job's daemon when it is recorded and alive, else start
- * it (cleaning up dead jobs' daemons first). */
-static int join_daemon(struct gpushare_exec *x, bool dry_run)
+/* Whether the daemon process pid runs as this user or as root (a site's
+ * daemon serves every user). */
+static bool daemon_ours(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return stat(path, &st) == 0 && (st.st_uid == getuid() || st.st_uid == 0);
+}
+
+/* A daemon runs (and, unless dry_run, answers) at pipe_dir: *pid. */
+static bool daemon_at(const char *pipe_dir, const char *log_dir, bool dry_run, pid_t *pid)
+{
+	struct gpushare_mps m;
+	bool ok;
+
+	*pid = 0;
+	if (gpushare_mps_init(&m, pipe_dir, log_dir) != GPUSHARE_OK ||
+	    gpushare_mps_state(&m, pid) != GPUSHARE_MPS_RUNNING || *pid <= 0 || !daemon_ours(*pid)) {
+		gpushare_clear_error();
+		return false;
+	}
+	ok = dry_run || gpushare_mps_probe(&m, pid) == GPUSHARE_OK;
+	gpushare_clear_error();
+	return ok;
+}
+
+/* A daemon that already serves this rank's GPU and user, joined instead of
+ * starting the job's own: --mps-pipe-dir (checked to answer before), else
+ * the one `gpushare slurm prolog` started for the GPU and user, else one at
+ * $CUDA_MPS_PIPE_DIRECTORY, else at /tmp/nvidia-mps. Sets x->daemon_source;
+ * false when there is none. */
+static bool find_daemon(struct gpushare_exec *x, const char *opt_dir, bool dry_run, char *pipe, size_t plen,
+			char *log, size_t llen, pid_t *pid)
+{
+	const char *env = getenv("CUDA_MPS_PIPE_DIRECTORY"), *env_log = getenv("CUDA_MPS_LOG_DIRECTORY");
+	char state[GPUSHARE_PATH_MAX];
+
+	log[0] = '\0';
+	if (opt_dir && *opt_dir) {
+		snprintf(pipe, plen, "%s", opt_dir);
+		x->daemon_source = "option";
+		daemon_at(pipe, NULL, true, pid); /* it answered the check; this finds its pid */
+		return true;
+	}
+	gpushare_slurm_state_dir(NULL, state, sizeof(state));
+	if (gpushare_slurm_daemon_pipe(state, getuid(), x->gpu_uuid, pipe, plen) == GPUSHARE_OK) {
+		char *slash = strrchr(pipe, '/');
+
+		snprintf(log, llen, "%.*s/log", (int)(slash - pipe), pipe);
+		if (daemon_at(pipe, log, dry_run, pid)) {
+			x->daemon_source = "prolog";
+			return true;
+		}
+	}
+	gpushare_clear_error();
+	log[0] = '\0';
+	if (env && *env && daemon_at(env, NULL, dry_run, pid)) {
+		snprintf(pipe, plen, "%s", env);
+		snprintf(log, llen, "%s", env_log ? env_log : "");
+		x->daemon_source = "env";
+		return true;
+	}
+	if ((!env || strcmp(env, GPUSHARE_MPS_DEFAULT_PIPE_DIR) != 0) &&
+	    daemon_at(GPUSHARE_MPS_DEFAULT_PIPE_DIR, NULL, dry_run, pid)) {
+		snprintf(pipe, plen, "%s", GPUSHARE_MPS_DEFAULT_PIPE_DIR);
+		snprintf(log, llen, "%s", env_log ? env_log : "");
+		x->daemon_source = "default";
+		return true;
+	}
+	return false;
+}
+
+/* Under MPS: join a daemon that already serves the GPU (find_daemon; the
+ * run context neither starts nor stops it), else use the job's daemon when
+ * it is recorded and alive, else start it (cleaning up dead jobs' daemons
+ * first). */
+static int join_daemon(struct gpushare_exec *x, const char *opt_dir, bool dry_run)
 {
 	struct gpushare_exec_priv *p = x->priv;
 	char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX], name[GPUSHARE_PATH_MAX];
@@ -299,6 +377,15 @@ static int join_daemon(struct gpushare_exec *x, bool dry_run)
 	pid_t pid = 0;
 	int rc;
 
+	if (find_daemon(x, opt_dir, dry_run, pipe, sizeof(pipe), log, sizeof(log), &pid)) {
+		snprintf(x->pipe_dir, sizeof(x->pipe_dir), "%s", pipe);
+		rc = gpushare_run_ctx_join_at(&p->run, p->ops->id, pipe, log, !dry_run);
+		if (rc)
+			return rc;
+		x->daemon_pid = pid;
+		return GPUSHARE_OK;
+	}
+	x->daemon_source = "job";
 	if ((rc = gpushare_jobdir_path(pipe, sizeof(pipe), x->job_dir, "mps/pipe")) ||
 	    (rc = gpushare_jobdir_path(log, sizeof(log), x->job_dir, "mps/log")))
 		return rc;
@@ -331,17 +418,17 @@ static int join_daemon(struct gpushare_exec *x, bool dry_run)
 
 /* The once-per-job warning: on the job's first node (SLURM_NODEID 0 when
  * Slurm says), by the first rank to take the marker. */
-static bool shared_gpu_marker(struct gpushare_exec *x, bool dry_run)
+static bool once_marker(struct gpushare_exec *x, const char *marker, bool dry_run)
 {
 	const char *nodeid = getenv("SLURM_NODEID");
 	char path[GPUSHARE_PATH_MAX];
 	int fd;
 
-	if (x->max_ranks_per_gpu <= 1 || (nodeid && *nodeid && strcmp(nodeid, "0") != 0))
+	if (nodeid && *nodeid && strcmp(nodeid, "0") != 0)
 		return false;
 	if (dry_run)
 		return x->local_rank == 0;
-	if (gpushare_jobdir_path(path, sizeof(path), x->job_dir, "shared-gpu-warned")) {
+	if (gpushare_jobdir_path(path, sizeof(path), x->job_dir, marker)) {
 		gpushare_clear_error();
 		return false;
 	}
@@ -364,6 +451,12 @@ static int job_key(const struct launcher_info *li, char *out, size_t len)
 	 * started them (orted, hydra_pmi_proxy, slurmstepd). */
 	snprintf(out, len, "ppid-%d.%llu", (int)pp, gpushare_pid_start_time(pp));
 	return GPUSHARE_OK;
+}
+
+/* The job's id in dcgm-exporter's job mapping: Slurm's, else the job key. */
+static const char *map_job_id(const struct gpushare_exec *x)
+{
+	return x->slurm_job_id[0] ? x->slurm_job_id : x->job_key;
 }
 
 static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts *o, const struct launcher_info *li,
@@ -409,6 +502,7 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		p->run.sx.thread_percentage = &o->thread_percentage;
 		p->run.sx.n_thread_percentage = 1;
 	}
+	p->run.sx.thread_cap = x->slurm_mps_percentage;
 	if ((rc = gpushare_run_ctx_open(&p->run)))
 		return rc;
 
@@ -418,19 +512,51 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	/* Under MPS the job's daemon (never stopped by this rank's run
 	 * context: the last rank of the node stops it, see close). */
 	if (p->ops->uses_mps)
-		rc = join_daemon(x, o->dry_run);
+		rc = join_daemon(x, o->mps_pipe_dir, o->dry_run);
 	else
 		rc = gpushare_run_ctx_start(&p->run, p->ops->id);
 	if (rc)
 		return rc;
 	if (!o->dry_run && !exec_keeper_alive(x->job_dir))
 		x->keeper_pid = exec_keeper_start(x->job_dir, x->local_size, p->rank_fd, lock_fd);
-	x->warn_shared_gpu = shared_gpu_marker(x, o->dry_run);
+	x->warn_shared_gpu = x->max_ranks_per_gpu > 1 && once_marker(x, "shared-gpu-warned", o->dry_run);
+	x->say_once = (x->honoured[0] || (x->daemon_source && strcmp(x->daemon_source, "job") != 0)) &&
+		      once_marker(x, "said", o->dry_run);
 	rc = gpushare_run_ctx_env(&p->run, (int)x->local_rank, x->gpu_uuid, &p->env, &pl);
 	if (rc)
 		return rc;
 	x->thread_percentage = pl.thread_percentage;
 	x->env = gpushare_strv_list(&p->env);
+	if (p->map_dir && !o->dry_run)
+		return gpushare_slurm_job_map(p->map_dir, x->gpu_index, map_job_id(x), true);
+	return GPUSHARE_OK;
+}
+
+/* Slurm's share of the GPU is the job's cap (docs/slurm.md, "exec and farm
+ * honour the share"): mps gives each rank the gres/mps percentage,
+ * mps-split divides it among the ranks on a GPU, --thread-percentage may not
+ * exceed it, and timeslice cannot keep it. */
+static int honour_slurm(struct gpushare_exec *x, const struct gpushare_exec_opts *o)
+{
+	struct gpushare_slurm_share sh;
+	int rc = gpushare_slurm_share_read(&sh);
+
+	if (rc)
+		return rc;
+	snprintf(x->slurm_job_id, sizeof(x->slurm_job_id), "%s", sh.job_id);
+	x->slurm_mps_percentage = sh.mps_percentage;
+	x->slurm_shards = sh.shards;
+	gpushare_slurm_share_describe(&sh, x->honoured, sizeof(x->honoured));
+	if (sh.mps_percentage <= 0)
+		return GPUSHARE_OK;
+	if (o->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--strategy timeslice cannot keep Slurm's gres/mps share of %g%% of the GPU "
+				     "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); use mps or mps-split", sh.mps_percentage);
+	if (o->thread_percentage > sh.mps_percentage)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--thread-percentage %g is above Slurm's gres/mps share of %g%% of the GPU "
+				     "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)", o->thread_percentage, sh.mps_percentage);
 	return GPUSHARE_OK;
 }
 
@@ -453,6 +579,8 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	rc = gpushare_launcher_detect(gpushare_getenv_process, NULL, &li);
 	if (rc)
 		return rc;
+	if ((rc = honour_slurm(x, o)))
+		return rc;
 	x->launcher = gpushare_launcher_kind_name(li.kind);
 	x->rank = li.rank;
 	x->size = li.size;
@@ -471,9 +599,16 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	p->rank_fd = -1;
 	p->dry_run = o->dry_run;
 	p->interrupted = o->interrupted;
+	p->map_dir = o->hpc_job_mapping_dir && *o->hpc_job_mapping_dir ? o->hpc_job_mapping_dir : NULL;
 	p->ops = gpushare_strategy_get(o->strategy);
 	x->uses_mps = p->ops->uses_mps;
-	gpushare_run_ctx_init(&p->run, &(struct gpushare_run_opts){ .dir = x->job_dir, .dry_run = o->dry_run });
+	if (o->mps_pipe_dir && *o->mps_pipe_dir && !x->uses_mps) {
+		release_priv(x);
+		return gpushare_fail(GPUSHARE_E_INVAL, "--mps-pipe-dir goes with --strategy mps or mps-split");
+	}
+	/* --mps-pipe-dir: the strategy's check makes sure a daemon answers there. */
+	gpushare_run_ctx_init(&p->run, &(struct gpushare_run_opts){ .dir = x->job_dir, .dry_run = o->dry_run,
+								   .mps_pipe_dir = o->mps_pipe_dir });
 	rc = gpushare_run_ctx_check(&p->run, o->strategy);
 	if (!rc && !o->dry_run) {
 		rc = gpushare_private_dir(user);
@@ -573,6 +708,8 @@ int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *inf
 	if (!rc && info->last) {
 		close(p->rank_fd);
 		p->rank_fd = -1;
+		if (p->map_dir && gpushare_slurm_job_unmap_all(p->map_dir, map_job_id(x)) != GPUSHARE_OK)
+			gpushare_clear_error(); /* the mapping is informative; the daemon's stop matters */
 		rc = exec_stop_detached(x->job_dir, fd, &info->daemon_stopped);
 		fd = -1;
 	}

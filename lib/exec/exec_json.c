@@ -30,7 +30,7 @@ static bool env_json(cJSON *o, char *const *env)
 
 char *gpushare_exec_dry_run_json(const struct gpushare_exec *x, int strategy)
 {
-	cJSON *o = cJSON_CreateObject(), *gpu, *d;
+	cJSON *o = cJSON_CreateObject(), *gpu, *d, *sl;
 	bool ok = gpushare_json_str(o, "launcher", x->launcher) && gpushare_json_int_known(o, "rank", x->rank) &&
 		  gpushare_json_int_known(o, "size", x->size) && gpushare_json_int_known(o, "local_rank", x->local_rank) &&
 		  gpushare_json_int_known(o, "local_size", x->local_size) && gpushare_json_str(o, "node", x->node) &&
@@ -44,9 +44,18 @@ char *gpushare_exec_dry_run_json(const struct gpushare_exec *x, int strategy)
 	if (ok && x->uses_mps)
 		ok = (d = gpushare_json_obj(o, "daemon")) != NULL && gpushare_json_str(d, "pipe_dir", x->pipe_dir) &&
 		     gpushare_json_bool(d, "running", x->daemon_pid > 0) &&
+		     gpushare_json_str(d, "source", x->daemon_source ? x->daemon_source : "job") &&
 		     gpushare_json_num_if(d, "pid", x->daemon_pid, x->daemon_pid > 0);
 	else if (ok)
 		ok = gpushare_json_null(o, "daemon");
+	if (ok && x->slurm_job_id[0])
+		ok = (sl = gpushare_json_obj(o, "slurm")) != NULL && gpushare_json_str(sl, "job_id", x->slurm_job_id) &&
+		     gpushare_json_num_if(sl, "mps_percentage", x->slurm_mps_percentage, x->slurm_mps_percentage > 0) &&
+		     gpushare_json_num_if(sl, "shards_on_node", x->slurm_shards, x->slurm_shards > 0) &&
+		     gpushare_json_str(sl, "honoured", x->honoured);
+	else if (ok)
+		ok = gpushare_json_null(o, "slurm");
+	ok = ok && gpushare_json_num_if(o, "thread_percentage", x->thread_percentage, x->thread_percentage > 0);
 	ok = ok && env_json(o, x->env);
 	return gpushare_json_finish(o, ok, false);
 }

@@ -50,7 +50,7 @@
 
 #include "clock.h"
 #include "sys.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
@@ -58,6 +58,7 @@
 #include "gpushare/farm.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/slurm.h"
 #include "gpushare/util.h"
 #include "gpu_select.h"
 #include "metrics_farm.h"
@@ -651,6 +652,7 @@ static int setup_strategy(struct farm *f)
 	if (!gpushare_strategy_runs_jobs(c->strategy))
 		return gpushare_fail(GPUSHARE_E_INVAL, "a farm runs under mps, mps-split or timeslice");
 	f->run.sx.workers = (int)(f->cur_k ? f->cur_k : 1);
+	f->run.sx.thread_cap = f->thread_cap;
 	if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && c->mem_per_job_bytes) {
 		f->mem_limit = c->mem_per_job_bytes;
 		f->run.sx.mem_limit_bytes = &f->mem_limit;
@@ -664,6 +666,62 @@ static int setup_strategy(struct farm *f)
 	return rc;
 }
 
+/* Slurm's share (docs/farm.md, "Slurm's share"): SLURM_SHARDS_ON_NODE
+ * bounds the jobs at once on the node (slots per GPU times GPUs), the
+ * gres/mps percentage caps each job's active threads; timeslice cannot keep
+ * that cap. */
+static int slurm_share(struct farm *f)
+{
+	const struct gpushare_farm_config *c = f->c;
+	struct gpushare_slurm_share sh;
+	int rc = gpushare_slurm_share_read(&sh);
+
+	if (rc)
+		return rc;
+	gpushare_slurm_share_describe(&sh, f->r->slurm, sizeof(f->r->slurm));
+	f->thread_cap = sh.mps_percentage;
+	if (sh.mps_percentage > 0 && c->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--strategy timeslice cannot keep Slurm's gres/mps share of %g%% of the GPU "
+				     "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); use mps or mps-split", sh.mps_percentage);
+	if (!sh.shards)
+		return GPUSHARE_OK;
+	f->r->slurm_max_slots = sh.shards / (unsigned)f->n_gpus;
+	if (f->r->slurm_max_slots == 0)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "Slurm's gres/shard count %u (SLURM_SHARDS_ON_NODE) is less than the %zu GPUs the farm "
+				     "would use; choose fewer with --gpus", sh.shards, f->n_gpus);
+	if (c->slots > f->r->slurm_max_slots)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--slots %u is above Slurm's gres/shard count: SLURM_SHARDS_ON_NODE=%u allows %u "
+				     "slot%s per GPU on %zu GPU%s", c->slots, sh.shards, f->r->slurm_max_slots,
+				     f->r->slurm_max_slots == 1 ? "" : "s", f->n_gpus, f->n_gpus == 1 ? "" : "s");
+	return GPUSHARE_OK;
+}
+
+/* --hpc-job-mapping-dir: the farm's id in each of its GPUs' files (add),
+ * or out of every file (remove, best effort). */
+static int job_mapping(struct farm *f, bool add)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+	char id[64];
+	int rc = GPUSHARE_OK;
+
+	snprintf(id, sizeof(id), "%s", job && *job ? job : "");
+	if (!id[0])
+		snprintf(id, sizeof(id), "farm-%d", (int)getpid());
+	if (!add) {
+		if (gpushare_slurm_job_unmap_all(f->c->hpc_job_mapping_dir, id))
+			gpushare_clear_error();
+		return GPUSHARE_OK;
+	}
+	for (size_t i = 0; !rc && i < f->n_gpus && f->placed; i++) {
+		rc = gpushare_slurm_job_map(f->c->hpc_job_mapping_dir, (unsigned)f->gpus[i].id.index, id, true);
+		f->mapped = true;
+	}
+	return rc;
+}
+
 static int alloc_slots(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
@@ -672,6 +730,8 @@ static int alloc_slots(struct farm *f)
 		return gpushare_fail(GPUSHARE_E_INVAL, "at most %d slots per GPU (the MPS client limit)",
 				     GPUSHARE_FARM_MAX_SLOTS);
 	f->max_k = c->slots ? c->slots : c->max_slots ? c->max_slots : DEFAULT_MAX_SLOTS;
+	if (f->r->slurm_max_slots && f->max_k > f->r->slurm_max_slots)
+		f->max_k = f->r->slurm_max_slots; /* calibration tries no more than the shards allow */
 	f->cur_k = c->slots ? c->slots : 1;
 	f->slots = calloc(f->n_gpus * f->max_k, sizeof(*f->slots));
 	if (!f->slots)
@@ -712,6 +772,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	if (!rc)
 		rc = memory_caps(&f);
 	if (!rc)
+		rc = slurm_share(&f);
+	if (!rc)
 		rc = alloc_slots(&f);
 	if (!rc && !(f.pending = calloc(PENDING_MAX, sizeof(*f.pending))))
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
@@ -739,12 +801,15 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 		if (!rc && f.queued)
 			rc = farm_keeper_start(&f);
 	}
+	if (!rc && c->hpc_job_mapping_dir)
+		rc = job_mapping(&f, true);
 	if (!rc && c->metrics_listen)
 		rc = gpushare_metrics_farm_start(c->metrics_listen, f.gpus ? f.n_gpus : 0, &f.metrics);
 	if (!rc) {
 		for (size_t i = 0; f.metrics && i < f.n_gpus; i++)
 			gpushare_metrics_farm_gpu_name(f.metrics, i, f.gpus[i].id.uuid, f.gpus[i].id.index);
 		f.cfg.slots = c->slots;
+		snprintf(f.cfg.slurm, sizeof(f.cfg.slurm), "%s", r->slurm);
 		rc = gpushare_farm_journal_write_header(&f.journal, &f.cfg);
 		f.header_written = !rc;
 		if (!rc)
@@ -768,6 +833,8 @@ int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm
 	}
 	gpushare_error_save(&e);
 	farm_stop_all(&f);
+	if (f.mapped)
+		job_mapping(&f, false);
 	rc = gpushare_run_ctx_close(&f.run, rc);
 	farm_keeper_finish(&f);
 	farm_free_retries(&f);

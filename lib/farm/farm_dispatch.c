@@ -22,7 +22,7 @@
 
 #include "clock.h"
 #include "sys.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "json.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"

@@ -101,6 +101,8 @@ struct farm {
 	/* strategy: the run directory, the daemon of mps and mps-split */
 	struct gpushare_run_ctx run;
 	uint64_t mem_limit;                /* mps-split: pinned memory per client */
+	double thread_cap;                 /* Slurm's gres/mps percentage, 0 none */
+	bool mapped;                       /* in the job mapping (--hpc-job-mapping-dir) */
 
 	/* queue */
 	struct job_ref *retry;             /* jobs to try again, a FIFO */

@@ -16,22 +16,12 @@
 
 #include "gpushare/gpushare.h"
 #include "farm_jobs.h"
+#include "hash.h"
 
 const char *gpushare_getenv_process(void *ctx, const char *name)
 {
 	(void)ctx;
 	return getenv(name);
-}
-
-uint64_t gpushare_farm_fnv1a(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
 }
 
 void gpushare_farm_jobs_init(struct farm_jobs *list, enum farm_jobs_mode mode)
@@ -108,7 +98,7 @@ static int job_commit(struct farm_jobs *list, size_t offset, size_t argc, size_t
 	e->offset = offset;
 	e->argc = (uint32_t)argc;
 	e->line = lineno > UINT32_MAX ? UINT32_MAX : (uint32_t)lineno;
-	e->hash = gpushare_farm_fnv1a(FARM_FNV_OFFSET, list->arena + offset, list->arena_len - offset);
+	e->hash = gpushare_fnv1a(GPUSHARE_FNV1A_OFFSET, list->arena + offset, list->arena_len - offset);
 	if (list->sink) {
 		/* Hand the job on and drop it: the list holds one job at a time. */
 		int rc = list->sink(list->sink_arg, list);
@@ -671,13 +661,13 @@ void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf
 uint64_t gpushare_farm_list_hash_begin(enum farm_jobs_mode mode, uint64_t n_jobs)
 {
 	unsigned char b[8];
-	uint64_t h = FARM_FNV_OFFSET;
+	uint64_t h = GPUSHARE_FNV1A_OFFSET;
 
 	b[0] = (unsigned char)mode;
-	h = gpushare_farm_fnv1a(h, b, 1);
+	h = gpushare_fnv1a(h, b, 1);
 	for (int k = 0; k < 8; k++)
 		b[k] = (unsigned char)(n_jobs >> (8 * k));
-	return gpushare_farm_fnv1a(h, b, 8);
+	return gpushare_fnv1a(h, b, 8);
 }
 
 uint64_t gpushare_farm_list_hash_add(uint64_t h, uint64_t job_hash)
@@ -686,7 +676,7 @@ uint64_t gpushare_farm_list_hash_add(uint64_t h, uint64_t job_hash)
 
 	for (int k = 0; k < 8; k++)
 		b[k] = (unsigned char)(job_hash >> (8 * k));
-	return gpushare_farm_fnv1a(h, b, 8);
+	return gpushare_fnv1a(h, b, 8);
 }
 
 uint64_t gpushare_farm_jobs_list_hash(const struct farm_jobs *list)
@@ -700,10 +690,10 @@ uint64_t gpushare_farm_jobs_list_hash(const struct farm_jobs *list)
 
 uint64_t gpushare_farm_argv_hash(char *const *argv)
 {
-	uint64_t h = FARM_FNV_OFFSET;
+	uint64_t h = GPUSHARE_FNV1A_OFFSET;
 
 	for (size_t k = 0; argv[k]; k++)
-		h = gpushare_farm_fnv1a(h, argv[k], strlen(argv[k]) + 1);
+		h = gpushare_fnv1a(h, argv[k], strlen(argv[k]) + 1);
 	return h;
 }
 

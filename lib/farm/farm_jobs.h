@@ -134,11 +134,6 @@ int gpushare_farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv
  * with "..." to fit buf. For messages and `--dry-run`. */
 void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len);
 
-/* FNV-1a 64 over a byte string, continuing from `h` (start with
- * FARM_FNV_OFFSET). */
-#define FARM_FNV_OFFSET 0xcbf29ce484222325ULL
-uint64_t gpushare_farm_fnv1a(uint64_t h, const void *data, size_t len);
-
 /* The hash of the whole list: its mode, its count and every job's hash in
  * order. Two lists with the same value hold the same jobs. */
 uint64_t gpushare_farm_jobs_list_hash(const struct farm_jobs *list);

@@ -22,7 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "gpushare/gpushare.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "json.h"
 #include "farm_journal.h"
 
@@ -93,6 +93,8 @@ char *gpushare_farm_journal_header_json(const struct farm_config *cfg)
 	}
 	if (ok && cfg->busy_periods)
 		ok = gpushare_json_bool(o, "busy_periods", true);
+	if (ok && cfg->slurm[0])
+		ok = gpushare_json_str(o, "slurm", cfg->slurm);
 	return gpushare_json_finish(o, ok, false);
 }
 

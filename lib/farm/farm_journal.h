@@ -72,6 +72,7 @@ struct farm_config {
 	char hostname[256];
 	struct farm_gpu_id gpus[FARM_MAX_GPUS];
 	size_t n_gpus;
+	char slurm[160];               /* Slurm's share honoured, "" none (informative) */
 	bool busy_periods;             /* the attempts of this run carry gpu_busy_seconds
 	                                * where they close a GPU's busy period */
 };

@@ -22,7 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "gpushare/gpushare.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "farm_journal.h"
 
 /* ---- status ---- */

@@ -21,7 +21,7 @@
 
 #include "clock.h"
 #include "sys.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "json.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"
@@ -208,6 +208,7 @@ static bool run_obj(cJSON *doc, const char *k, const struct gpushare_farm_result
 		  gpushare_json_int(o, "shard_count", (long long)r->shard_count) &&
 		  gpushare_json_int(o, "shard_jobs", (long long)r->shard_jobs) &&
 		  gpushare_json_int(o, "skipped", (long long)r->skipped) &&
+		  gpushare_json_str_or_null(o, "slurm", r->slurm) &&
 		  gpushare_json_int(o, "attempts", (long long)r->ended) && gpushare_json_int(o, "ok", (long long)r->ok) &&
 		  gpushare_json_int(o, "failed_attempts", (long long)r->failed_attempts) &&
 		  gpushare_json_int(o, "timeouts", (long long)r->timeouts) &&
@@ -264,6 +265,9 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		} else {
 			fprintf(f, ", %u slot%s per GPU\n", r->slots, r->slots == 1 ? "" : "s");
 		}
+		if (r->slurm[0])
+			fprintf(f, "slurm: honoured %s%s\n", r->slurm,
+				r->slurm_max_slots ? "; the shards bound the slots per GPU" : "");
 		duration_text(r->run_s, span, sizeof(span));
 		fprintf(f, "this run: %" PRIu64 " attempts in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
 			   " failed, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64 " stopped",

@@ -21,7 +21,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 
-/* ---- the buffer ---- */
+/* ---- the buffer (gpushare/buf.h) ---- */
 
 void gpushare_metrics_buf_init(struct gpushare_metrics_buf *b)
 {
@@ -30,39 +30,13 @@ void gpushare_metrics_buf_init(struct gpushare_metrics_buf *b)
 
 void gpushare_metrics_buf_release(struct gpushare_metrics_buf *b)
 {
-	free(b->data);
+	gpushare_buf_release(&b->text);
 	gpushare_metrics_buf_init(b);
-}
-
-static bool reserve(struct gpushare_metrics_buf *b, size_t more)
-{
-	size_t cap;
-	char *d;
-
-	if (b->failed)
-		return false;
-	if (b->len + more + 1 <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	d = realloc(b->data, cap);
-	if (!d) {
-		b->failed = true;
-		return false;
-	}
-	b->data = d;
-	b->cap = cap;
-	return true;
 }
 
 static void put(struct gpushare_metrics_buf *b, const char *s, size_t n)
 {
-	if (!reserve(b, n))
-		return;
-	memcpy(b->data + b->len, s, n);
-	b->len += n;
-	b->data[b->len] = '\0';
+	gpushare_buf_add(&b->text, s, n);
 }
 
 static void puts_(struct gpushare_metrics_buf *b, const char *s)
@@ -74,38 +48,25 @@ static void putf(struct gpushare_metrics_buf *b, const char *fmt, ...) __attribu
 
 static void putf(struct gpushare_metrics_buf *b, const char *fmt, ...)
 {
-	char small[256];
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
+	if (gpushare_buf_vaddf(&b->text, fmt, ap))
+		b->text.failed = true; /* a bad format too: the text is incomplete */
 	va_end(ap);
-	if (n < 0) {
-		b->failed = true;
-		return;
-	}
-	if ((size_t)n < sizeof(small)) {
-		put(b, small, (size_t)n);
-		return;
-	}
-	if (!reserve(b, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
 }
 
 int gpushare_metrics_buf_finish(struct gpushare_metrics_buf *b, char **text, size_t *len)
 {
-	if (b->failed || !reserve(b, 0)) {
+	if (b->text.failed) {
 		gpushare_metrics_buf_release(b);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot build the metrics exposition");
 	}
-	*text = b->data;
-	*len = b->len;
+	*len = b->text.len;
+	*text = gpushare_buf_take(&b->text);
 	gpushare_metrics_buf_init(b);
+	if (!*text)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot build the metrics exposition");
 	return GPUSHARE_OK;
 }
 

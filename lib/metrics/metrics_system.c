@@ -12,11 +12,13 @@
  * Units are base units (bytes, hertz, watts, ratios 0..1); the MPS thread
  * percentage stays a percentage because that is the daemon's own setting.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
@@ -189,6 +191,49 @@ static void write_migs(struct gpushare_metrics_buf *b, const struct gpushare_sys
 
 /* ---- compute processes ---- */
 
+/* The Slurm job a process belongs to: SLURM_JOB_ID in its environment (for
+ * processes of this user, or any as root), else a "job_N" component of its
+ * cgroup path (proctrack/cgroup); "" when neither says. */
+static void slurm_job_of(pid_t pid, char *out, size_t len)
+{
+	char path[64], buf[65536];
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0)
+			buf[n] = '\0';
+		for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
+			if (!strncmp(buf + i, "SLURM_JOB_ID=", 13) && buf[i + 13]) {
+				snprintf(out, len, "%.*s", (int)strspn(buf + i + 13, "0123456789_"), buf + i + 13);
+				return;
+			}
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (char *p = strstr(buf, "/job_"); p; p = strstr(p + 1, "/job_")) {
+		size_t d = strspn(p + 5, "0123456789");
+
+		if (d && (p[5 + d] == '/' || p[5 + d] == '\n' || p[5 + d] == '\0')) {
+			snprintf(out, len, "%.*s", (int)d, p + 5);
+			return;
+		}
+	}
+}
+
 static void write_processes(struct gpushare_metrics_buf *b, const struct gpushare_system_info *sys)
 {
 	gpushare_metrics_family(b, "gpushare_gpu_processes", "gauge",
@@ -196,7 +241,7 @@ static void write_processes(struct gpushare_metrics_buf *b, const struct gpushar
 	for (size_t i = 0; i < sys->n_gpus; i++) {
 		const struct gpushare_gpu_info *g = &sys->gpus[i];
 
-		for (int kind = GPUSHARE_PROC_PLAIN; kind <= GPUSHARE_PROC_MPS_CLIENT; kind++) {
+		for (enum gpushare_proc_kind kind = GPUSHARE_PROC_PLAIN; kind <= GPUSHARE_PROC_MPS_CLIENT; kind++) {
 			struct gpushare_metrics_label l[3];
 			struct gpu_labels gl;
 			unsigned n = 0;
@@ -212,15 +257,16 @@ static void write_processes(struct gpushare_metrics_buf *b, const struct gpushar
 	}
 	gpushare_metrics_family(b, "gpushare_process_gpu_memory_bytes", "gauge",
 				"Device memory of one compute process, bytes; MPS clients are listed with their own "
-				"memory (kind mps-client), which NVML's plain process list attributes to the server.");
+				"memory (kind mps-client), which NVML's plain process list attributes to the server; "
+				"slurm_job_id: the process's Slurm job (\"\" when none).");
 	for (size_t i = 0; i < sys->n_gpus; i++) {
 		const struct gpushare_gpu_info *g = &sys->gpus[i];
 
 		for (size_t k = 0; k < g->n_procs; k++) {
 			const struct gpushare_proc_info *p = &g->procs[k];
-			struct gpushare_metrics_label l[6];
+			struct gpushare_metrics_label l[7];
 			struct gpu_labels gl;
-			char pid[24], gi[16] = "";
+			char pid[24], gi[16] = "", job[32];
 
 			if (p->mem_used_bytes == GPUSHARE_UNKNOWN_U64)
 				continue;
@@ -234,52 +280,14 @@ static void write_processes(struct gpushare_metrics_buf *b, const struct gpushar
 			l[3] = (struct gpushare_metrics_label){ "name", p->name };
 			l[4] = (struct gpushare_metrics_label){ "kind", gpushare_proc_kind_name(p->kind) };
 			l[5] = (struct gpushare_metrics_label){ "gpu_instance", gi };
-			gpushare_metrics_sample_u64(b, "gpushare_process_gpu_memory_bytes", l, 6, p->mem_used_bytes);
+			slurm_job_of(p->pid, job, sizeof(job));
+			l[6] = (struct gpushare_metrics_label){ "slurm_job_id", job };
+			gpushare_metrics_sample_u64(b, "gpushare_process_gpu_memory_bytes", l, 7, p->mem_used_bytes);
 		}
 	}
 }
 
 /* ---- MPS ---- */
-
-struct mps_dir {
-	char pipe_dir[GPUSHARE_PATH_MAX];
-	bool up;
-	struct gpushare_mps_status st;
-};
-
-static void add_dir(struct mps_dir *dirs, int *n, const char *dir)
-{
-	size_t len;
-
-	if (!dir || !*dir || *n >= GPUSHARE_METRICS_MAX_PIPE_DIRS || strlen(dir) >= GPUSHARE_PATH_MAX)
-		return;
-	len = strlen(dir);
-	while (len > 1 && dir[len - 1] == '/')
-		len--;
-	for (int i = 0; i < *n; i++) {
-		if (strlen(dirs[i].pipe_dir) == len && !strncmp(dirs[i].pipe_dir, dir, len))
-			return;
-	}
-	memset(&dirs[*n], 0, sizeof(dirs[*n]));
-	snprintf(dirs[*n].pipe_dir, sizeof(dirs[*n].pipe_dir), "%.*s", (int)len, dir);
-	(*n)++;
-}
-
-static void query_dir(struct mps_dir *d, int ndev, int timeout_ms)
-{
-	struct gpushare_mps m;
-	pid_t pid = 0;
-
-	if (gpushare_mps_init(&m, d->pipe_dir, NULL) != GPUSHARE_OK)
-		return;
-	if (timeout_ms > 0)
-		m.timeout_ms = timeout_ms;
-	if (gpushare_mps_state(&m, &pid) != GPUSHARE_MPS_RUNNING)
-		return;
-	d->up = gpushare_mps_status(&m, ndev, &d->st) == GPUSHARE_OK;
-	if (!d->up)
-		gpushare_mps_status_release(&d->st);
-}
 
 /* A limit as the daemon prints it ("4G", "512M"), in bytes; 0 when none. */
 static uint64_t limit_bytes(const char *s)
@@ -300,7 +308,7 @@ static size_t total_clients(const struct gpushare_mps_status *st)
 	return n;
 }
 
-static void write_mps(struct gpushare_metrics_buf *b, struct mps_dir *dirs, int n)
+static void write_mps(struct gpushare_metrics_buf *b, struct gpushare_mps_survey *dirs, int n)
 {
 	gpushare_metrics_family(b, "gpushare_mps_daemon_up", "gauge",
 				"1 when an MPS control daemon answers at the pipe directory, else 0.");
@@ -434,7 +442,8 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 				  bool *driver_up)
 {
 	struct gpushare_system_info sys;
-	struct mps_dir *dirs;
+	struct gpushare_mps_survey_opts look = { .timeout_ms = o->mps_timeout_ms };
+	struct gpushare_mps_survey *dirs;
 	bool up;
 	int n = 0, ndev;
 
@@ -458,32 +467,26 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 	ndev = up && sys.n_gpus > 0 ? (int)sys.n_gpus : 1;
 	if (ndev > 16)
 		ndev = 16;
+	look.status_ndev = ndev;
 	if (up)
 		gpushare_system_release(&sys);
 
 	dirs = calloc(GPUSHARE_METRICS_MAX_PIPE_DIRS, sizeof(*dirs));
 	if (!dirs) {
-		b->failed = true;
+		b->text.failed = true;
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate MPS state");
 	}
 	for (int i = 0; i < o->n_pipe_dirs; i++)
-		add_dir(dirs, &n, o->pipe_dirs[i]);
-	if (o->n_pipe_dirs == 0 && o->default_pipe_dirs) {
-		struct gpushare_mps_known_dir known[GPUSHARE_MPS_KNOWN_DIRS];
-		int n_known = gpushare_mps_known_dirs(known);
-
-		for (int i = 0; i < n_known; i++)
-			add_dir(dirs, &n, known[i].pipe_dir);
-	}
+		gpushare_mps_survey_add(dirs, &n, GPUSHARE_METRICS_MAX_PIPE_DIRS, o->pipe_dirs[i], "given");
+	if (o->n_pipe_dirs == 0 && o->default_pipe_dirs)
+		gpushare_mps_survey_add_known(dirs, &n, GPUSHARE_METRICS_MAX_PIPE_DIRS);
 	for (int i = 0; i < n; i++)
-		query_dir(&dirs[i], ndev, o->mps_timeout_ms);
+		gpushare_mps_survey_look(&dirs[i], &look);
 	gpushare_clear_error();
 	if (n > 0)
 		write_mps(b, dirs, n);
-	for (int i = 0; i < n; i++) {
-		if (dirs[i].up)
-			gpushare_mps_status_release(&dirs[i].st);
-	}
+	for (int i = 0; i < n; i++)
+		gpushare_mps_survey_release(&dirs[i]);
 	free(dirs);
-	return b->failed ? gpushare_fail(GPUSHARE_E_NOMEM, "cannot build the metrics exposition") : GPUSHARE_OK;
+	return b->text.failed ? gpushare_fail(GPUSHARE_E_NOMEM, "cannot build the metrics exposition") : GPUSHARE_OK;
 }

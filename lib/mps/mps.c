@@ -932,42 +932,6 @@ out:
 	return rc;
 }
 
-static void add_known(struct gpushare_mps_known_dir *dirs, int *n, const char *dir, const char *source)
-{
-	size_t len;
-
-	if (!dir || !*dir || strlen(dir) >= sizeof(dirs->pipe_dir))
-		return;
-	len = strlen(dir);
-	while (len > 1 && dir[len - 1] == '/')
-		len--;
-	for (int i = 0; i < *n; i++) {
-		if (strlen(dirs[i].pipe_dir) == len && !strncmp(dirs[i].pipe_dir, dir, len)) {
-			dirs[i].sources[dirs[i].n_sources++] = source;
-			return;
-		}
-	}
-	memset(&dirs[*n], 0, sizeof(dirs[*n]));
-	snprintf(dirs[*n].pipe_dir, sizeof(dirs[*n].pipe_dir), "%.*s", (int)len, dir);
-	dirs[*n].sources[0] = source;
-	dirs[*n].n_sources = 1;
-	(*n)++;
-}
-
-int gpushare_mps_known_dirs(struct gpushare_mps_known_dir dirs[GPUSHARE_MPS_KNOWN_DIRS])
-{
-	char pipe_dir[GPUSHARE_PATH_MAX], log_dir[GPUSHARE_PATH_MAX];
-	int n = 0;
-
-	if (gpushare_mps_private_dirs(pipe_dir, sizeof(pipe_dir), log_dir, sizeof(log_dir)) == GPUSHARE_OK)
-		add_known(dirs, &n, pipe_dir, "gpushare");
-	else
-		gpushare_clear_error();
-	add_known(dirs, &n, getenv("CUDA_MPS_PIPE_DIRECTORY"), "env");
-	add_known(dirs, &n, GPUSHARE_MPS_DEFAULT_PIPE_DIR, "default");
-	return n;
-}
-
 /* ---- one starter or stopper at a time per pipe directory ---- */
 
 /* Take the pipe directory's lock: concurrent starts would each see no

@@ -112,50 +112,7 @@ char *gpushare_mps_set_json(pid_t server_pid)
 
 /* ---- gpushare info ---- */
 
-int gpushare_mps_survey(struct gpushare_mps_dir_report dirs[GPUSHARE_MPS_KNOWN_DIRS])
-{
-	struct gpushare_mps_known_dir known[GPUSHARE_MPS_KNOWN_DIRS];
-	int n = gpushare_mps_known_dirs(known);
-
-	for (int i = 0; i < n; i++) {
-		memset(&dirs[i], 0, sizeof(dirs[i]));
-		_Static_assert(sizeof(dirs[i].pipe_dir) == sizeof(known[i].pipe_dir), "same size");
-		memcpy(dirs[i].pipe_dir, known[i].pipe_dir, sizeof(dirs[i].pipe_dir));
-		memcpy(dirs[i].sources, known[i].sources, sizeof(dirs[i].sources));
-		dirs[i].n_sources = known[i].n_sources;
-		dirs[i].answers = -1;
-	}
-	for (int i = 0; i < n; i++) {
-		struct gpushare_mps_dir_report *d = &dirs[i];
-		struct gpushare_mps m;
-		pid_t pid = 0;
-		int rc;
-
-		d->init_rc = gpushare_mps_init(&m, d->pipe_dir, NULL);
-		if (d->init_rc) {
-			snprintf(d->error, sizeof(d->error), "%s", gpushare_errdetail());
-			continue;
-		}
-		/* info only looks: a daemon that is up answers at once. */
-		if (m.timeout_ms <= 0 || m.timeout_ms > 3000)
-			m.timeout_ms = 3000;
-		d->state = gpushare_mps_state(&m, &d->pid);
-		if (d->state != GPUSHARE_MPS_RUNNING)
-			continue;
-		rc = gpushare_mps_probe(&m, &pid);
-		if (rc == GPUSHARE_OK) {
-			d->answers = 1;
-		} else if (rc == GPUSHARE_E_MPS_NOT_RUNNING) {
-			d->answers = 0;
-		} else {
-			snprintf(d->error, sizeof(d->error), "%s%s%s", gpushare_strerror(rc),
-				 *gpushare_errdetail() ? ": " : "", gpushare_errdetail());
-		}
-	}
-	return n;
-}
-
-static bool dir_json(cJSON *arr, const struct gpushare_mps_dir_report *d)
+static bool dir_json(cJSON *arr, const struct gpushare_mps_survey *d)
 {
 	cJSON *o = gpushare_json_obj(arr, NULL), *src;
 	bool ok = gpushare_json_str_or_null(o, "pipe_dir", d->pipe_dir) && (src = gpushare_json_arr(o, "sources")) != NULL;
@@ -169,7 +126,7 @@ static bool dir_json(cJSON *arr, const struct gpushare_mps_dir_report *d)
 	       gpushare_json_str_or_null(o, "error", d->error);
 }
 
-char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_dir_report *dirs,
+char *gpushare_info_json(const struct gpushare_system_info *sys, const struct gpushare_mps_survey *dirs,
 			 int n_dirs)
 {
 	cJSON *root = cJSON_CreateObject(), *gpus, *mps;

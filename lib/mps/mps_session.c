@@ -52,19 +52,28 @@ int gpushare_mps_session_open(struct gpushare_mps_session *s, const char *base_d
 	return GPUSHARE_OK;
 }
 
-int gpushare_mps_session_join(struct gpushare_mps_session *s, const char *base_dir, bool answers)
+int gpushare_mps_session_join_dirs(struct gpushare_mps_session *s, const char *pipe_dir, const char *log_dir,
+				   bool answers)
 {
-	char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX];
 	int rc;
 
 	memset(s, 0, sizeof(*s));
-	if ((size_t)snprintf(pipe, sizeof(pipe), "%s/pipe", base_dir) >= sizeof(pipe) ||
-	    (size_t)snprintf(log, sizeof(log), "%s/log", base_dir) >= sizeof(log))
-		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
-	rc = gpushare_mps_init(&s->m, pipe, log);
+	rc = gpushare_mps_init(&s->m, pipe_dir, log_dir && *log_dir ? log_dir : NULL);
 	if (!rc)
 		s->open = answers;
 	return rc;
+}
+
+int gpushare_mps_session_join(struct gpushare_mps_session *s, const char *base_dir, bool answers)
+{
+	char pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX];
+
+	if ((size_t)snprintf(pipe, sizeof(pipe), "%s/pipe", base_dir) >= sizeof(pipe) ||
+	    (size_t)snprintf(log, sizeof(log), "%s/log", base_dir) >= sizeof(log)) {
+		memset(s, 0, sizeof(*s));
+		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
+	}
+	return gpushare_mps_session_join_dirs(s, pipe, log, answers);
 }
 
 int gpushare_mps_session_client_env(const struct gpushare_mps_session *s, bool keep_limits,

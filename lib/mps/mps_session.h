@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/mps.h"
 
 struct gpushare_mps_session {
@@ -36,6 +36,13 @@ int gpushare_mps_session_open(struct gpushare_mps_session *s, const char *base_d
  * stops it): `answers` says whether the caller knows that it runs (false:
  * its clients' environment is still given, as for a dry run). */
 int gpushare_mps_session_join(struct gpushare_mps_session *s, const char *base_dir, bool answers);
+
+/* The same for a daemon at pipe_dir (log_dir NULL or "": none known) that
+ * someone else runs: a daemon that already serves the GPU (exec joins the
+ * one of `gpushare slurm prolog`, of CUDA_MPS_PIPE_DIRECTORY or of
+ * /tmp/nvidia-mps). */
+int gpushare_mps_session_join_dirs(struct gpushare_mps_session *s, const char *pipe_dir, const char *log_dir,
+				   bool answers);
 
 /* Add the client environment of the session to `env`: its pipe (and log)
  * directory, and the removal of inherited per-client limits

@@ -157,7 +157,7 @@ static int pick_rec(const struct gpushare_report *r, const struct gpushare_plan_
 static const struct gpushare_report_scaling *scaling_of(const struct gpushare_report_rec *rec, int s)
 {
 	for (size_t i = 0; i < rec->n_scaling; i++) {
-		if (rec->scaling[i].strategy == s && rec->scaling[i].best >= 0)
+		if ((int)rec->scaling[i].strategy == s && rec->scaling[i].best >= 0)
 			return &rec->scaling[i];
 	}
 	return NULL;
@@ -298,12 +298,12 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 					     "no sharing strategy kept its median p99 under %s (%s, batch %ld)",
 					     gpushare_fmt_seconds(o->slo_p99_seconds, b, sizeof(b)), rec->shape, rec->batch);
 		p->cell = rec->slo;
-		if (o->strategy >= 0 && r->cells[p->cell].strategy != o->strategy) {
+		if (o->strategy >= 0 && (int)r->cells[p->cell].strategy != o->strategy) {
 			/* The forced strategy's best cell under the bound. */
 			p->cell = -1;
 			for (size_t i = 0; i < r->n_cells; i++) {
 				c = &r->cells[i];
-				if (c->strategy != o->strategy || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
+				if ((int)c->strategy != o->strategy || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
 				    !c->n_ok || !(c->p99_latency.median <= o->slo_p99_seconds))
 					continue;
 				if (p->cell < 0 || c->throughput.median > r->cells[p->cell].throughput.median)

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/plan.h"
 #include "gpushare/report.h"
 

@@ -19,78 +19,19 @@
 #include "gpushare/report.h"
 #include "report_internal.h"
 
-/* ---- buffers and formatting ---- */
+/* ---- formatting ---- */
 
-void gpushare_rbuf_add(struct rbuf *b, const void *data, size_t len)
-{
-	if (b->oom)
-		return;
-	if (b->len + len + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *nd;
-
-		while (cap < b->len + len + 1)
-			cap *= 2;
-		nd = realloc(b->data, cap);
-		if (!nd) {
-			b->oom = true;
-			return;
-		}
-		b->data = nd;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, data, len);
-	b->len += len;
-	b->data[b->len] = '\0';
-}
-
-void gpushare_rbuf_printf(struct rbuf *b, const char *fmt, ...)
-{
-	char small[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < sizeof(small)) {
-		gpushare_rbuf_add(b, small, (size_t)n);
-		return;
-	}
-	{
-		char *big = malloc((size_t)n + 1);
-
-		if (!big) {
-			b->oom = true;
-			return;
-		}
-		va_start(ap, fmt);
-		vsnprintf(big, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-		gpushare_rbuf_add(b, big, (size_t)n);
-		free(big);
-	}
-}
-
-void gpushare_rbuf_add_xml(struct rbuf *b, const char *s)
+void gpushare_report_add_xml(struct gpushare_buf *b, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': gpushare_rbuf_add(b, "&lt;", 4); break;
-		case '>': gpushare_rbuf_add(b, "&gt;", 4); break;
-		case '&': gpushare_rbuf_add(b, "&amp;", 5); break;
-		case '"': gpushare_rbuf_add(b, "&quot;", 6); break;
-		default: gpushare_rbuf_add(b, s, 1); break;
+		case '<': gpushare_buf_add(b, "&lt;", 4); break;
+		case '>': gpushare_buf_add(b, "&gt;", 4); break;
+		case '&': gpushare_buf_add(b, "&amp;", 5); break;
+		case '"': gpushare_buf_add(b, "&quot;", 6); break;
+		default: gpushare_buf_add(b, s, 1); break;
 		}
 	}
-}
-
-void gpushare_rbuf_release(struct rbuf *b)
-{
-	free(b->data);
-	memset(b, 0, sizeof(*b));
 }
 
 /* ---- grouping ---- */
@@ -125,7 +66,7 @@ static int cmp_run(const void *a, const void *b)
 	return (x->run->line > y->run->line) - (x->run->line < y->run->line);
 }
 
-int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, int strategy, int workers, long batch)
+int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, enum gpushare_strategy strategy, int workers, long batch)
 {
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];

@@ -18,7 +18,7 @@
 #include "report_load_curve.h"
 #include "report_peak.h"
 
-static void base64(struct rbuf *b, const unsigned char *d, size_t n)
+static void base64(struct gpushare_buf *b, const unsigned char *d, size_t n)
 {
 	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	char out[4];
@@ -30,61 +30,61 @@ static void base64(struct rbuf *b, const unsigned char *d, size_t n)
 		out[1] = tab[v >> 12 & 63];
 		out[2] = i + 1 < n ? tab[v >> 6 & 63] : '=';
 		out[3] = i + 2 < n ? tab[v & 63] : '=';
-		gpushare_rbuf_add(b, out, 4);
+		gpushare_buf_add(b, out, 4);
 	}
 }
 
-static void html_table(const struct gpushare_report *r, struct rbuf *b, const char *shape, long batch, int m)
+static void html_table(const struct gpushare_report *r, struct gpushare_buf *b, const char *shape, long batch, int m)
 {
 	struct report_table t;
 
 	gpushare_report_table_init(&t, r, shape, batch, m);
-	gpushare_rbuf_printf(b, "<table>\n<caption>%s (%s), %s</caption>\n<tr><th>strategy</th>", t.title, t.unit, t.caption);
+	gpushare_buf_addf(b, "<table>\n<caption>%s (%s), %s</caption>\n<tr><th>strategy</th>", t.title, t.unit, t.caption);
 	for (size_t w = 0; w < t.n_workers; w++)
-		gpushare_rbuf_printf(b, "<th>%d %s</th>", t.workers[w], t.workers[w] == 1 ? "worker" : "workers");
-	gpushare_rbuf_printf(b, "</tr>\n");
+		gpushare_buf_addf(b, "<th>%d %s</th>", t.workers[w], t.workers[w] == 1 ? "worker" : "workers");
+	gpushare_buf_addf(b, "</tr>\n");
 	for (size_t s = 0; s < t.n_strategies; s++) {
-		gpushare_rbuf_printf(b, "<tr><th>%s%s</th>", gpushare_strategy_name(t.strategies[s]),
+		gpushare_buf_addf(b, "<tr><th>%s%s</th>", gpushare_strategy_name(t.strategies[s]),
 			    gpushare_report_sharing(t.strategies[s]) ? "" : " <span class=\"ref\">(reference)</span>");
 		for (size_t w = 0; w < t.n_workers; w++) {
 			char cell[128];
 			bool win;
 
 			gpushare_report_table_cell(&t, s, w, cell, sizeof(cell), &win);
-			gpushare_rbuf_printf(b, win ? "<td class=\"win\">" : "<td>");
-			gpushare_rbuf_add_xml(b, cell);
-			gpushare_rbuf_printf(b, "</td>");
+			gpushare_buf_addf(b, win ? "<td class=\"win\">" : "<td>");
+			gpushare_report_add_xml(b, cell);
+			gpushare_buf_addf(b, "</td>");
 		}
-		gpushare_rbuf_printf(b, "</tr>\n");
+		gpushare_buf_addf(b, "</tr>\n");
 	}
-	gpushare_rbuf_printf(b, "</table>\n");
+	gpushare_buf_addf(b, "</table>\n");
 }
 
 /* A figure inlined as base64 PNG, with its caption. */
-static void html_figure(struct rbuf *b, const struct report_figure *fig)
+static void html_figure(struct gpushare_buf *b, const struct report_figure *fig)
 {
-	gpushare_rbuf_printf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", fig->name);
-	base64(b, (const unsigned char *)fig->png.data, fig->png.len);
-	gpushare_rbuf_printf(b, "\"><figcaption>");
-	gpushare_rbuf_add_xml(b, fig->caption);
-	gpushare_rbuf_printf(b, "</figcaption></figure>\n");
+	gpushare_buf_addf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", fig->name);
+	base64(b, (const unsigned char *)fig->png.s, fig->png.len);
+	gpushare_buf_addf(b, "\"><figcaption>");
+	gpushare_report_add_xml(b, fig->caption);
+	gpushare_buf_addf(b, "</figcaption></figure>\n");
 }
 
-static void meta_row(struct rbuf *b, const char *k, const char *v)
+static void meta_row(struct gpushare_buf *b, const char *k, const char *v)
 {
-	gpushare_rbuf_printf(b, "<tr><th>%s</th><td>", k);
-	gpushare_rbuf_add_xml(b, v && *v ? v : "-");
-	gpushare_rbuf_printf(b, "</td></tr>\n");
+	gpushare_buf_addf(b, "<tr><th>%s</th><td>", k);
+	gpushare_report_add_xml(b, v && *v ? v : "-");
+	gpushare_buf_addf(b, "</td></tr>\n");
 }
 
-int gpushare_report_html(const struct gpushare_report *r, const struct report_figure *figs, size_t n_figs, struct rbuf *b)
+int gpushare_report_html(const struct gpushare_report *r, const struct report_figure *figs, size_t n_figs, struct gpushare_buf *b)
 {
 	char buf[64];
 	size_t failed = 0;
 
 	for (size_t i = 0; i < r->n_runs; i++)
 		failed += r->runs[i].status != GPUSHARE_RUN_OK;
-	gpushare_rbuf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	gpushare_buf_addf(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		       "<title>gpushare sweep report</title>\n<style>\n"
 		       "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;line-height:1.4}\n"
 		       "h1{font-size:26px}h2{margin-top:32px;border-bottom:1px solid #ccc}h3{margin-bottom:6px}\n"
@@ -107,57 +107,57 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 	meta_row(b, "command", r->command_line);
 	snprintf(buf, sizeof(buf), "%zu (%zu failed or partial)", r->n_runs, failed);
 	meta_row(b, "runs", buf);
-	gpushare_rbuf_printf(b, "</table>\n");
+	gpushare_buf_addf(b, "</table>\n");
 	if (r->n_shapes_omitted)
-		gpushare_rbuf_printf(b, "<p class=\"warn\">Only the first %zu workload shapes are reported: %zu more workload shapes "
+		gpushare_buf_addf(b, "<p class=\"warn\">Only the first %zu workload shapes are reported: %zu more workload shapes "
 			    "(%zu runs) are in the results file.</p>\n", r->n_shapes, r->n_shapes_omitted, r->n_runs_omitted);
 	if (r->n_bad) {
-		gpushare_rbuf_printf(b, "<p class=\"warn\">%zu corrupt line%s of the results file skipped:", r->n_bad,
+		gpushare_buf_addf(b, "<p class=\"warn\">%zu corrupt line%s of the results file skipped:", r->n_bad,
 			    r->n_bad == 1 ? "" : "s");
 		for (size_t i = 0; i < r->n_bad_kept && i < 10; i++) {
-			gpushare_rbuf_printf(b, "%s line %zu (", i ? ";" : "", r->bad[i].line);
-			gpushare_rbuf_add_xml(b, r->bad[i].reason);
-			gpushare_rbuf_printf(b, ")");
+			gpushare_buf_addf(b, "%s line %zu (", i ? ";" : "", r->bad[i].line);
+			gpushare_report_add_xml(b, r->bad[i].reason);
+			gpushare_buf_addf(b, ")");
 		}
-		gpushare_rbuf_printf(b, "%s</p>\n", r->n_bad > 10 ? "; ..." : "");
+		gpushare_buf_addf(b, "%s</p>\n", r->n_bad > 10 ? "; ..." : "");
 	}
-	gpushare_rbuf_printf(b, "<p>Each figure is the median over a cell's successful runs. Its interval (in parentheses "
+	gpushare_buf_addf(b, "<p>Each figure is the median over a cell's successful runs. Its interval (in parentheses "
 		       "and as error bars) is the distribution-free interval of the median from order statistics, with "
 		       "its exact coverage: with one run there is none, with 2 runs it is [min, max] at 50%%, with 5 at "
 		       "93.7%%, from 6 runs on at least 95%%. Overlapping intervals are a tie; when they are apart, a "
 		       "difference is called significant only when both intervals together cover at least 95%%. "
 		       "Highlighted: the best sharing strategy of a column, or tied with it.</p>\n");
-	gpushare_rbuf_printf(b, "<h2>Recommendation</h2>\n");
+	gpushare_buf_addf(b, "<h2>Recommendation</h2>\n");
 	for (size_t i = 0; i < r->n_recs; i++) {
 		const struct gpushare_report_rec *rec = &r->recs[i];
 
-		gpushare_rbuf_printf(b, "<h3>");
-		gpushare_rbuf_add_xml(b, rec->shape);
-		gpushare_rbuf_printf(b, ", batch %ld</h3>\n<p><b>I have N processes: how should they share the GPU?</b> "
+		gpushare_buf_addf(b, "<h3>");
+		gpushare_report_add_xml(b, rec->shape);
+		gpushare_buf_addf(b, ", batch %ld</h3>\n<p><b>I have N processes: how should they share the GPU?</b> "
 			       "Highest median throughput among timeslice, mps, mps-split and mig (sequential and "
 			       "streams are references), and the lowest p99 latency.</p>\n"
 			       "<table class=\"answers\">\n<tr><th>workers</th><th>highest throughput</th>"
 			       "<th>lowest p99 latency</th></tr>\n", rec->batch);
 		for (size_t w = 0; w < rec->n_at; w++) {
-			gpushare_rbuf_printf(b, "<tr><th>%d</th><td>", rec->at[w].workers);
-			gpushare_rbuf_add_xml(b, rec->at[w].throughput_text);
-			gpushare_rbuf_printf(b, "</td><td>");
-			gpushare_rbuf_add_xml(b, rec->at[w].latency_text[0] ? rec->at[w].latency_text : "-");
-			gpushare_rbuf_printf(b, "</td></tr>\n");
+			gpushare_buf_addf(b, "<tr><th>%d</th><td>", rec->at[w].workers);
+			gpushare_report_add_xml(b, rec->at[w].throughput_text);
+			gpushare_buf_addf(b, "</td><td>");
+			gpushare_report_add_xml(b, rec->at[w].latency_text[0] ? rec->at[w].latency_text : "-");
+			gpushare_buf_addf(b, "</td></tr>\n");
 		}
-		gpushare_rbuf_printf(b, "</table>\n<p><b>How many processes per GPU?</b> The fewest workers within noise of "
+		gpushare_buf_addf(b, "</table>\n<p><b>How many processes per GPU?</b> The fewest workers within noise of "
 			       "each strategy's best throughput:</p>\n<ul class=\"rec\">\n");
 		for (size_t k = 0; k < rec->n_scaling; k++) {
-			gpushare_rbuf_printf(b, "<li>");
-			gpushare_rbuf_add_xml(b, rec->scaling[k].text);
-			gpushare_rbuf_printf(b, "</li>\n");
+			gpushare_buf_addf(b, "<li>");
+			gpushare_report_add_xml(b, rec->scaling[k].text);
+			gpushare_buf_addf(b, "</li>\n");
 		}
-		gpushare_rbuf_printf(b, "</ul>\n");
+		gpushare_buf_addf(b, "</ul>\n");
 		if (r->slo_p99_seconds > 0) {
 			gpushare_fmt_seconds(r->slo_p99_seconds, buf, sizeof(buf));
-			gpushare_rbuf_printf(b, "<p><b>Highest throughput with p99 under %s:</b> ", buf);
-			gpushare_rbuf_add_xml(b, rec->slo_text);
-			gpushare_rbuf_printf(b, "</p>\n");
+			gpushare_buf_addf(b, "<p><b>Highest throughput with p99 under %s:</b> ", buf);
+			gpushare_report_add_xml(b, rec->slo_text);
+			gpushare_buf_addf(b, "</p>\n");
 		}
 	}
 	if (gpushare_report_peak_html(r, b))
@@ -167,9 +167,9 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		size_t nb = gpushare_report_shape_batches(r, r->shapes[i], batches, 64);
 		char prefix[32];
 
-		gpushare_rbuf_printf(b, "<h2>");
-		gpushare_rbuf_add_xml(b, r->shapes[i]);
-		gpushare_rbuf_printf(b, "</h2>\n");
+		gpushare_buf_addf(b, "<h2>");
+		gpushare_report_add_xml(b, r->shapes[i]);
+		gpushare_buf_addf(b, "</h2>\n");
 		snprintf(prefix, sizeof(prefix), "shape%zu-", i + 1);
 		for (size_t f = 0; f < n_figs; f++) {
 			if (strncmp(figs[f].name, prefix, strlen(prefix)) || !strstr(figs[f].name, "-vs-batch"))
@@ -179,7 +179,7 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		for (size_t k = 0; k < nb; k++) {
 			char tag[48];
 
-			gpushare_rbuf_printf(b, "<h3>batch %ld</h3>\n", batches[k]);
+			gpushare_buf_addf(b, "<h3>batch %ld</h3>\n", batches[k]);
 			html_table(r, b, r->shapes[i], batches[k], M_THROUGHPUT);
 			html_table(r, b, r->shapes[i], batches[k], M_MEAN);
 			html_table(r, b, r->shapes[i], batches[k], M_P99);
@@ -190,17 +190,17 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 				html_figure(b, &figs[f]);
 			}
 			/* The latency CDFs, one per worker count, two abreast. */
-			gpushare_rbuf_printf(b, "<div class=\"grid\">\n");
+			gpushare_buf_addf(b, "<div class=\"grid\">\n");
 			for (size_t f = 0; f < n_figs; f++) {
 				if (strncmp(figs[f].name, tag, strlen(tag)) || !strstr(figs[f].name, "-cdf-"))
 					continue;
 				html_figure(b, &figs[f]);
 			}
-			gpushare_rbuf_printf(b, "</div>\n");
+			gpushare_buf_addf(b, "</div>\n");
 		}
 	}
-	gpushare_rbuf_printf(b, "</body>\n</html>\n");
-	if (b->oom)
+	gpushare_buf_addf(b, "</body>\n</html>\n");
+	if (b->failed)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building the HTML report");
 	return GPUSHARE_OK;
 }
@@ -248,7 +248,7 @@ int gpushare_report_write(const struct gpushare_report *r, const char *dir)
 {
 	char path[GPUSHARE_PATH_MAX + 128];
 	struct report_figure *figs = NULL;
-	struct rbuf html = { 0 };
+	struct gpushare_buf html = { 0 };
 	char *json = NULL;
 	size_t n_figs = 0;
 	int rc = ensure_dir(dir, false);
@@ -276,10 +276,10 @@ int gpushare_report_write(const struct gpushare_report *r, const char *dir)
 		rc = gpushare_report_figures(r, &figs, &n_figs);
 	for (size_t i = 0; i < n_figs && !rc; i++) {
 		snprintf(path, sizeof(path), "%s/plots/%s.png", dir, figs[i].name);
-		rc = gpushare_write_file_atomic(path, figs[i].png.data, figs[i].png.len);
+		rc = gpushare_write_file_atomic(path, figs[i].png.s, figs[i].png.len);
 		if (!rc) {
 			snprintf(path, sizeof(path), "%s/plots/%s.svg", dir, figs[i].name);
-			rc = gpushare_write_file_atomic(path, figs[i].svg.data, figs[i].svg.len);
+			rc = gpushare_write_file_atomic(path, figs[i].svg.s, figs[i].svg.len);
 		}
 	}
 	if (!rc)
@@ -288,9 +288,9 @@ int gpushare_report_write(const struct gpushare_report *r, const char *dir)
 		rc = gpushare_report_html(r, figs, n_figs, &html);
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/report.html", dir);
-		rc = gpushare_write_file_atomic(path, html.data, html.len);
+		rc = gpushare_write_file_atomic(path, html.s, html.len);
 	}
-	gpushare_rbuf_release(&html);
+	gpushare_buf_release(&html);
 	gpushare_report_figures_free(figs, n_figs);
 	return rc;
 }

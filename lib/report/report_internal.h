@@ -1,7 +1,7 @@
 /*
  * Internals shared by the report modules: the table model of the markdown
  * and HTML reports, comparison sentences, the plot description drawn by
- * report_plot.c (cairo) and growable byte buffers. Numbers are formatted by
+ * report_plot.c (cairo) and the XML escaper. Numbers are formatted by
  * gpushare/format.h throughout.
  */
 #ifndef GPUSHARE_REPORT_INTERNAL_H
@@ -11,20 +11,14 @@
 #include <stddef.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/buf.h"
 #include "gpushare/report.h"
 
-/* A growable buffer (PNG/SVG bytes, HTML text). */
-struct rbuf {
-	char *data;
-	size_t len, cap;
-	bool oom;
-};
+/* PNG/SVG bytes and HTML text grow in a struct gpushare_buf (buf.h), whose
+ * `failed` the writers check once at the end. */
 
-void gpushare_rbuf_add(struct rbuf *b, const void *data, size_t len);
-void gpushare_rbuf_printf(struct rbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void gpushare_rbuf_release(struct rbuf *b);
 /* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
-void gpushare_rbuf_add_xml(struct rbuf *b, const char *s);
+void gpushare_report_add_xml(struct gpushare_buf *b, const char *s);
 
 /* Sharing strategies answer "how should N processes share"; sequential and
  * streams are references. */
@@ -103,13 +97,13 @@ struct rplot {
 
 /* Render p as PNG and SVG into memory. The SVG keeps its text as <text>
  * elements (searchable, selectable). GPUSHARE_E_IO on a cairo error. */
-int gpushare_report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg);
+int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png, struct gpushare_buf *svg);
 
 /* One rendered plot of the report. */
 struct report_figure {
 	char name[96];               /* file name without extension */
 	char caption[256];
-	struct rbuf png, svg;
+	struct gpushare_buf png, svg;
 };
 
 /* Build and render every figure of the report. Caller releases with
@@ -119,10 +113,10 @@ void gpushare_report_figures_free(struct report_figure *figs, size_t n);
 
 /* The HTML page (tables, figures as inline PNG, metadata, recommendation). */
 int gpushare_report_html(const struct gpushare_report *r, const struct report_figure *figs, size_t n_figs,
-		struct rbuf *out);
+		struct gpushare_buf *out);
 
 /* Lookup: cell of (shape, strategy, workers, batch), -1 when absent. */
-int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, int strategy, int workers, long batch);
+int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, enum gpushare_strategy strategy, int workers, long batch);
 
 /* Sorted distinct worker counts / batches / strategies of a shape. */
 size_t gpushare_report_shape_workers(const struct gpushare_report *r, const char *shape, int *out, size_t max);

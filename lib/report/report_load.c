@@ -17,6 +17,7 @@
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
+#include "hash.h"
 #include "report_load_curve.h"
 #include "report_peak.h"
 
@@ -315,7 +316,6 @@ static int add_run(struct gpushare_report *r, const struct gpushare_report_run *
 	return GPUSHARE_OK;
 }
 
-static uint64_t hash_str(const char *s);
 
 /* A (cell, repeat) recorded twice with status ok or partial (two sweeps
  * writing one file, a file appended to itself) would count twice: the later
@@ -339,7 +339,7 @@ static int drop_duplicates(struct gpushare_report *r)
 		bool dup = false;
 
 		memcpy(&rate_bits, &run->rate, sizeof(rate_bits));
-		h = hash_str(run->shape) ^ ((uint64_t)run->strategy << 56) ^ ((uint64_t)run->workers << 40) ^
+		h = gpushare_fnv1a_str(run->shape) ^ ((uint64_t)run->strategy << 56) ^ ((uint64_t)run->workers << 40) ^
 		    ((uint64_t)run->batch * 0x100000001b3ull) ^ ((uint64_t)run->repeat * 0x9e3779b97f4a7c15ull) ^
 		    (rate_bits * 0xff51afd7ed558ccdull);
 		slot = (size_t)h & (size - 1);
@@ -432,16 +432,6 @@ int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_re
 	return rc;
 }
 
-/* FNV-1a, for the table of shape names. */
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes)
 {
 	size_t size = 16, n_ids = 0, kept = 0;
@@ -463,7 +453,7 @@ int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < r->n_runs; i++) {
-		size_t slot = (size_t)hash_str(r->runs[i].shape) & (size - 1);
+		size_t slot = (size_t)gpushare_fnv1a_str(r->runs[i].shape) & (size - 1);
 
 		while (names[slot] && strcmp(names[slot], r->runs[i].shape) != 0)
 			slot = (slot + 1) & (size - 1);

@@ -35,7 +35,8 @@ struct point {
 
 struct curve {
 	const char *shape;
-	int strategy, workers;
+	enum gpushare_strategy strategy;
+	int workers;
 	long batch;
 	struct point *pts;
 	size_t n_pts;
@@ -346,7 +347,7 @@ static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd
 #define MB 50.0
 
 /* p99 against offered rate for the curves of one shape; log-scaled p99. */
-static void svg_shape(struct rbuf *b, const struct gpushare_report *r, const struct curve *cv, size_t n,
+static void svg_shape(struct gpushare_buf *b, const struct gpushare_report *r, const struct curve *cv, size_t n,
 		      const char *shape)
 {
 	double xmax = 0, ymin = INFINITY, ymax = 0, lmin, lmax;
@@ -378,19 +379,19 @@ static void svg_shape(struct rbuf *b, const struct gpushare_report *r, const str
 	xmax *= 1.05;
 #define X(v) (ML + (v) / xmax * (W - ML - MR))
 #define Y(v) (H - MB - (log10(v) - lmin) / (lmax - lmin) * (H - MT - MB))
-	gpushare_rbuf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+	gpushare_buf_addf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
 		     "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
-	gpushare_rbuf_printf(b, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">p99 latency vs offered load: ", ML);
-	gpushare_rbuf_add_xml(b, shape);
-	gpushare_rbuf_printf(b, "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, H - MB,
+	gpushare_buf_addf(b, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">p99 latency vs offered load: ", ML);
+	gpushare_report_add_xml(b, shape);
+	gpushare_buf_addf(b, "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, H - MB,
 		  W - MR, H - MB);
-	gpushare_rbuf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, MT, ML, H - MB);
+	gpushare_buf_addf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, MT, ML, H - MB);
 	for (double e = lmin; e <= lmax; e++) {
 		double v = pow(10, e);
 		char t[24];
 
 		fmt_s(v, true, t, sizeof(t));
-		gpushare_rbuf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+		gpushare_buf_addf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
 			     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
 			  ML, Y(v), W - MR, Y(v), ML - 6, Y(v) + 4, t);
 	}
@@ -398,16 +399,16 @@ static void svg_shape(struct rbuf *b, const struct gpushare_report *r, const str
 		double v = xmax / 1.05 * i / 5;
 		char t[24];
 
-		gpushare_rbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(v), H - MB + 16,
+		gpushare_buf_addf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(v), H - MB + 16,
 			  fmt_rate(v, true, t, sizeof(t)));
 	}
-	gpushare_rbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">offered requests/s</text>\n",
+	gpushare_buf_addf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">offered requests/s</text>\n",
 		  (ML + W - MR) / 2, H - 10);
 	if (r->slo_p99_seconds > 0) {
 		char t[24];
 
 		fmt_s(r->slo_p99_seconds, true, t, sizeof(t));
-		gpushare_rbuf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"gray\" stroke-dasharray=\"6,4\"/>"
+		gpushare_buf_addf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"gray\" stroke-dasharray=\"6,4\"/>"
 			     "<text x=\"%.1f\" y=\"%.1f\" fill=\"gray\">bound %s</text>\n",
 			  ML, Y(r->slo_p99_seconds), W - MR, Y(r->slo_p99_seconds), ML + 4, Y(r->slo_p99_seconds) - 4, t);
 	}
@@ -418,36 +419,36 @@ static void svg_shape(struct rbuf *b, const struct gpushare_report *r, const str
 
 		if (strcmp(cv[k].shape, shape))
 			continue;
-		gpushare_rbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+		gpushare_buf_addf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
 		for (size_t j = 0; j < cv[k].n_pts; j++) {
 			const struct point *p = &cv[k].pts[j];
 
 			if (!p->n || p->p99 <= 0)
 				continue;
-			gpushare_rbuf_printf(b, "%s%.1f,%.1f", first ? "" : " ", X(p->rate), Y(p->p99));
+			gpushare_buf_addf(b, "%s%.1f,%.1f", first ? "" : " ", X(p->rate), Y(p->p99));
 			first = false;
 		}
-		gpushare_rbuf_printf(b, "\"/>\n");
+		gpushare_buf_addf(b, "\"/>\n");
 		for (size_t j = 0; j < cv[k].n_pts; j++) {
 			const struct point *p = &cv[k].pts[j];
 
 			if (!p->n || p->p99 <= 0)
 				continue;
-			gpushare_rbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X(p->rate), Y(p->p99), col);
+			gpushare_buf_addf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X(p->rate), Y(p->p99), col);
 			if ((int)j == cv[k].peak)
-				gpushare_rbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+				gpushare_buf_addf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
 					  X(p->rate), Y(p->p99), col);
 		}
 		curve_name(&cv[k], name, sizeof(name));
-		gpushare_rbuf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
+		gpushare_buf_addf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
 			  W - MR + 12, MT + 18.0 * (double)shown + 2, col, W - MR + 30, MT + 18.0 * (double)shown + 6);
-		gpushare_rbuf_add_xml(b, name);
+		gpushare_report_add_xml(b, name);
 		if (cv[k].peak >= 0)
-			gpushare_rbuf_printf(b, " (peak %s/s)", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
-		gpushare_rbuf_printf(b, "</text>\n");
+			gpushare_buf_addf(b, " (peak %s/s)", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
+		gpushare_buf_addf(b, "</text>\n");
 		shown++;
 	}
-	gpushare_rbuf_printf(b, "</svg>\n");
+	gpushare_buf_addf(b, "</svg>\n");
 #undef X
 #undef Y
 }
@@ -456,7 +457,7 @@ int gpushare_report_load_curve_write(const struct gpushare_report *r, const char
 {
 	char path[GPUSHARE_PATH_MAX + 64];
 	struct curve *cv;
-	struct rbuf b = { 0 };
+	struct gpushare_buf b = { 0 };
 	size_t n;
 	int rc;
 
@@ -465,41 +466,41 @@ int gpushare_report_load_curve_write(const struct gpushare_report *r, const char
 	rc = build(r, &cv, &n);
 	if (rc)
 		return rc;
-	gpushare_rbuf_printf(&b, "shape,strategy,workers,batch,rate_per_second,offered_per_second,achieved_per_second,"
+	gpushare_buf_addf(&b, "shape,strategy,workers,batch,rate_per_second,offered_per_second,achieved_per_second,"
 		      "p50_seconds,p99_seconds,unfinished,runs,peak\n");
 	for (size_t k = 0; k < n; k++) {
 		for (size_t j = 0; j < cv[k].n_pts; j++) {
 			const struct point *p = &cv[k].pts[j];
 
-			gpushare_rbuf_printf(&b, "\"");
+			gpushare_buf_addf(&b, "\"");
 			for (const char *c = cv[k].shape; *c; c++)
-				gpushare_rbuf_printf(&b, *c == '"' ? "\"\"" : "%c", *c);
-			gpushare_rbuf_printf(&b, "\",%s,%d,%ld,%.9g", gpushare_strategy_name(cv[k].strategy), cv[k].workers,
+				gpushare_buf_addf(&b, *c == '"' ? "\"\"" : "%c", *c);
+			gpushare_buf_addf(&b, "\",%s,%d,%ld,%.9g", gpushare_strategy_name(cv[k].strategy), cv[k].workers,
 				  cv[k].batch, p->rate);
 			/* No ok run at this rate: its figures are unknown, empty fields. */
 			if (p->n)
-				gpushare_rbuf_printf(&b, ",%.9g,%.9g,%.9g,%.9g,%.0f", p->offered, p->achieved, p->p50, p->p99,
+				gpushare_buf_addf(&b, ",%.9g,%.9g,%.9g,%.9g,%.0f", p->offered, p->achieved, p->p50, p->p99,
 					  p->unfinished);
 			else
-				gpushare_rbuf_printf(&b, ",,,,,");
-			gpushare_rbuf_printf(&b, ",%zu,%s\n", p->n, (int)j == cv[k].peak ? "true" : "false");
+				gpushare_buf_addf(&b, ",,,,,");
+			gpushare_buf_addf(&b, ",%zu,%s\n", p->n, (int)j == cv[k].peak ? "true" : "false");
 		}
 	}
 	snprintf(path, sizeof(path), "%s/load_curve.csv", dir);
-	rc = b.oom ? gpushare_fail(GPUSHARE_E_NOMEM, "out of memory") : gpushare_write_file_atomic(path, b.data, b.len);
+	rc = b.failed ? gpushare_fail(GPUSHARE_E_NOMEM, "out of memory") : gpushare_write_file_atomic(path, b.s, b.len);
 	for (size_t s = 0; s < r->n_shapes && !rc; s++) {
 		b.len = 0;
 		svg_shape(&b, r, cv, n, r->shapes[s]);
-		if (b.oom) {
+		if (b.failed) {
 			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 			break;
 		}
 		if (b.len == 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/plots/load_curve-%zu.svg", dir, s + 1);
-		rc = gpushare_write_file_atomic(path, b.data, b.len);
+		rc = gpushare_write_file_atomic(path, b.s, b.len);
 	}
-	gpushare_rbuf_release(&b);
+	gpushare_buf_release(&b);
 	curves_free(cv, n);
 	return rc;
 }

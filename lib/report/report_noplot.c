@@ -9,7 +9,7 @@
 #include "gpushare/report.h"
 #include "report_internal.h"
 
-int gpushare_report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg)
+int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png, struct gpushare_buf *svg)
 {
 	(void)p;
 	(void)png;

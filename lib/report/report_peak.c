@@ -185,7 +185,7 @@ static void add_sorted_int(int *v, size_t *n, size_t max, int x)
 }
 
 /* Median, range and counts of one cell from its runs. */
-static int fill_cell(const struct gpushare_report *r, const struct peak_table *t, int strategy, int workers,
+static int fill_cell(const struct gpushare_report *r, const struct peak_table *t, enum gpushare_strategy strategy, int workers,
 		     struct peak_cell *c)
 {
 	size_t n = 0, cap = 0;
@@ -569,7 +569,7 @@ int gpushare_report_peak_markdown(const struct gpushare_report *r, FILE *f)
 	return GPUSHARE_OK;
 }
 
-int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b)
+int gpushare_report_peak_html(const struct gpushare_report *r, struct gpushare_buf *b)
 {
 	struct peak_table *t;
 	size_t n;
@@ -580,42 +580,42 @@ int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b)
 	rc = build(r, &t, &n);
 	if (rc)
 		return rc;
-	gpushare_rbuf_printf(b, "<h2>Highest rate within the bound (peak search)</h2>\n<p>Open-loop runs of "
+	gpushare_buf_addf(b, "<h2>Highest rate within the bound (peak search)</h2>\n<p>Open-loop runs of "
 				"<code>--find-peak</code>: each run searched the highest arrival rate whose latency "
 				"quantile, counted from the scheduled arrival, stayed within the bound. ");
-	gpushare_rbuf_add_xml(b, caption);
-	gpushare_rbuf_printf(b, "</p>\n");
+	gpushare_report_add_xml(b, caption);
+	gpushare_buf_addf(b, "</p>\n");
 	for (size_t k = 0; k < n; k++) {
 		const struct peak_table *p = &t[k];
 		char title[256], text[2048];
 
 		table_title(p, title, sizeof(title));
-		gpushare_rbuf_printf(b, "<table>\n<caption>");
-		gpushare_rbuf_add_xml(b, title);
-		gpushare_rbuf_printf(b, "</caption>\n<tr><th>strategy</th>");
+		gpushare_buf_addf(b, "<table>\n<caption>");
+		gpushare_report_add_xml(b, title);
+		gpushare_buf_addf(b, "</caption>\n<tr><th>strategy</th>");
 		for (size_t w = 0; w < p->n_workers; w++)
-			gpushare_rbuf_printf(b, "<th>%d %s</th>", p->workers[w], p->workers[w] == 1 ? "worker" : "workers");
-		gpushare_rbuf_printf(b, "</tr>\n");
+			gpushare_buf_addf(b, "<th>%d %s</th>", p->workers[w], p->workers[w] == 1 ? "worker" : "workers");
+		gpushare_buf_addf(b, "</tr>\n");
 		for (size_t s = 0; s < p->n_strategies; s++) {
-			gpushare_rbuf_printf(b, "<tr><th>%s</th>", gpushare_strategy_name(p->strategies[s]));
+			gpushare_buf_addf(b, "<tr><th>%s</th>", gpushare_strategy_name(p->strategies[s]));
 			for (size_t w = 0; w < p->n_workers; w++) {
 				const struct peak_cell *c = &p->cells[s * p->n_workers + w];
 				char cell[160];
 
 				cell_text(c, cell, sizeof(cell));
-				gpushare_rbuf_printf(b, c->best || c->tied ? "<td class=\"win\">" : "<td>");
-				gpushare_rbuf_add_xml(b, cell);
-				gpushare_rbuf_printf(b, "</td>");
+				gpushare_buf_addf(b, c->best || c->tied ? "<td class=\"win\">" : "<td>");
+				gpushare_report_add_xml(b, cell);
+				gpushare_buf_addf(b, "</td>");
 			}
-			gpushare_rbuf_printf(b, "</tr>\n");
+			gpushare_buf_addf(b, "</tr>\n");
 		}
 		recommend_text(p, text, sizeof(text));
-		gpushare_rbuf_printf(b, "</table>\n<p><b>Highest:</b> ");
-		gpushare_rbuf_add_xml(b, text);
-		gpushare_rbuf_printf(b, ".</p>\n");
+		gpushare_buf_addf(b, "</table>\n<p><b>Highest:</b> ");
+		gpushare_report_add_xml(b, text);
+		gpushare_buf_addf(b, ".</p>\n");
 	}
 	tables_free(t, n);
-	if (b->oom)
+	if (b->failed)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory while building the HTML report");
 	return GPUSHARE_OK;
 }

@@ -35,7 +35,7 @@ int gpushare_report_peak_text(const struct gpushare_report *r, const char *shape
 /* The "Highest rate within the bound" section of report.md and of the HTML
  * page (nothing without searches). */
 int gpushare_report_peak_markdown(const struct gpushare_report *r, FILE *f);
-int gpushare_report_peak_html(const struct gpushare_report *r, struct rbuf *b);
+int gpushare_report_peak_html(const struct gpushare_report *r, struct gpushare_buf *b);
 
 /* The tables as a JSON array (empty without searches); NULL out of memory. */
 struct cJSON *gpushare_report_peak_json(const struct gpushare_report *r);

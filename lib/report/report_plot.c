@@ -48,7 +48,7 @@ static const int dash_n[] = { 0, 2, 2, 4 };
 /* The drawing of one plot; svg_text collects the text of the SVG pass. */
 struct canvas {
 	cairo_t *cr;
-	struct rbuf *svg_text;       /* NULL: draw text as glyphs (PNG) */
+	struct gpushare_buf *svg_text;       /* NULL: draw text as glyphs (PNG) */
 	double font_size;
 	bool bold;
 };
@@ -121,15 +121,15 @@ static void text_at(struct canvas *cv, double x, double y, const char *s, double
 		cairo_get_matrix(cr, &m);
 		cairo_user_to_device(cr, &dx, &dy);
 		angle = atan2(m.yx, m.xx) * 180 / M_PI;
-		gpushare_rbuf_printf(cv->svg_text,
+		gpushare_buf_addf(cv->svg_text,
 			    "<text x=\"%.2f\" y=\"%.2f\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"%.1f\"%s "
 			    "fill=\"rgb(%d,%d,%d)\"", dx, dy, cv->font_size, cv->bold ? " font-weight=\"bold\"" : "",
 			    (int)lround(r * 255), (int)lround(g * 255), (int)lround(b * 255));
 		if (fabs(angle) > 0.01)
-			gpushare_rbuf_printf(cv->svg_text, " transform=\"rotate(%.1f %.2f %.2f)\"", angle, dx, dy);
-		gpushare_rbuf_printf(cv->svg_text, ">");
-		gpushare_rbuf_add_xml(cv->svg_text, s);
-		gpushare_rbuf_printf(cv->svg_text, "</text>\n");
+			gpushare_buf_addf(cv->svg_text, " transform=\"rotate(%.1f %.2f %.2f)\"", angle, dx, dy);
+		gpushare_buf_addf(cv->svg_text, ">");
+		gpushare_report_add_xml(cv->svg_text, s);
+		gpushare_buf_addf(cv->svg_text, "</text>\n");
 	}
 }
 
@@ -489,44 +489,44 @@ static void draw(struct canvas *cv, const struct rplot *p)
 	}
 }
 
-static cairo_status_t to_rbuf(void *closure, const unsigned char *data, unsigned int len)
+static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned int len)
 {
-	struct rbuf *b = closure;
+	struct gpushare_buf *b = closure;
 
-	gpushare_rbuf_add(b, data, len);
-	return b->oom ? CAIRO_STATUS_NO_MEMORY : CAIRO_STATUS_SUCCESS;
+	gpushare_buf_add(b, data, len);
+	return b->failed ? CAIRO_STATUS_NO_MEMORY : CAIRO_STATUS_SUCCESS;
 }
 
 /* Put the collected <text> elements before the closing </svg>. */
-static int splice_text(struct rbuf *svg, const struct rbuf *text)
+static int splice_text(struct gpushare_buf *svg, const struct gpushare_buf *text)
 {
 	const char *end = NULL;
-	struct rbuf out = { 0 };
+	struct gpushare_buf out = { 0 };
 
-	for (const char *q = svg->data; q && (q = strstr(q, "</svg>")); q++)
+	for (const char *q = svg->s; q && (q = strstr(q, "</svg>")); q++)
 		end = q;
-	if (!end || svg->oom || text->oom)
+	if (!end || svg->failed || text->failed)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot add the text to the SVG");
-	gpushare_rbuf_add(&out, svg->data, (size_t)(end - svg->data));
-	gpushare_rbuf_add(&out, "<g class=\"text\">\n", 17);
+	gpushare_buf_add(&out, svg->s, (size_t)(end - svg->s));
+	gpushare_buf_add(&out, "<g class=\"text\">\n", 17);
 	if (text->len)
-		gpushare_rbuf_add(&out, text->data, text->len);
-	gpushare_rbuf_add(&out, "</g>\n", 5);
-	gpushare_rbuf_add(&out, end, strlen(end));
-	if (out.oom) {
-		gpushare_rbuf_release(&out);
+		gpushare_buf_add(&out, text->s, text->len);
+	gpushare_buf_add(&out, "</g>\n", 5);
+	gpushare_buf_add(&out, end, strlen(end));
+	if (out.failed) {
+		gpushare_buf_release(&out);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
-	gpushare_rbuf_release(svg);
+	gpushare_buf_release(svg);
 	*svg = out;
 	return GPUSHARE_OK;
 }
 
-int gpushare_report_plot_render(const struct rplot *p, struct rbuf *png, struct rbuf *svg)
+int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png, struct gpushare_buf *svg)
 {
 	cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, W, H);
 	struct canvas cv = { .cr = cairo_create(s) };
-	struct rbuf text = { 0 };
+	struct gpushare_buf text = { 0 };
 	cairo_status_t st;
 	int rc;
 
@@ -534,12 +534,12 @@ int gpushare_report_plot_render(const struct rplot *p, struct rbuf *png, struct 
 	st = cairo_status(cv.cr);
 	cairo_destroy(cv.cr);
 	if (st == CAIRO_STATUS_SUCCESS)
-		st = cairo_surface_write_to_png_stream(s, to_rbuf, png);
+		st = cairo_surface_write_to_png_stream(s, to_buf, png);
 	cairo_surface_destroy(s);
 	if (st != CAIRO_STATUS_SUCCESS)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot draw '%s' as PNG: %s", p->title, cairo_status_to_string(st));
 
-	s = cairo_svg_surface_create_for_stream(to_rbuf, svg, W, H);
+	s = cairo_svg_surface_create_for_stream(to_buf, svg, W, H);
 	cv.cr = cairo_create(s);
 	cv.svg_text = &text;
 	draw(&cv, p);
@@ -549,12 +549,12 @@ int gpushare_report_plot_render(const struct rplot *p, struct rbuf *png, struct 
 	if (st == CAIRO_STATUS_SUCCESS)
 		st = cairo_surface_status(s);
 	cairo_surface_destroy(s);
-	if (st != CAIRO_STATUS_SUCCESS || svg->oom) {
-		gpushare_rbuf_release(&text);
+	if (st != CAIRO_STATUS_SUCCESS || svg->failed) {
+		gpushare_buf_release(&text);
 		return gpushare_fail(GPUSHARE_E_IO, "cannot draw '%s' as SVG: %s", p->title, cairo_status_to_string(st));
 	}
 	rc = splice_text(svg, &text);
-	gpushare_rbuf_release(&text);
+	gpushare_buf_release(&text);
 	return rc;
 }
 
@@ -903,8 +903,8 @@ int gpushare_report_figures(const struct gpushare_report *r, struct report_figur
 void gpushare_report_figures_free(struct report_figure *figs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		gpushare_rbuf_release(&figs[i].png);
-		gpushare_rbuf_release(&figs[i].svg);
+		gpushare_buf_release(&figs[i].png);
+		gpushare_buf_release(&figs[i].svg);
 	}
 	free(figs);
 }

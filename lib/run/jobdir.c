@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "hash.h"
 #include "sys.h"
 #include "gpushare/child.h"
 #include "gpushare/files.h"
@@ -45,7 +46,6 @@ static void sanitize(char *s)
 int gpushare_jobdir_name(const char *job_key, const char *node, char *out, size_t len)
 {
 	char name[256], key[128], host[96];
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
 
 	if (!job_key || !*job_key || !node || !*node)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty job key or node name");
@@ -55,10 +55,8 @@ int gpushare_jobdir_name(const char *job_key, const char *node, char *out, size_
 	sanitize(host);
 	snprintf(name, sizeof(name), "%s@%s", key, host);
 	if (strlen(name) > 48) {
-		for (const char *p = name; *p; p++) {
-			h ^= (unsigned char)*p;
-			h *= 1099511628211ULL;
-		}
+		uint64_t h = gpushare_fnv1a_str(name);
+
 		name[31] = '\0';
 		snprintf(name + 31, sizeof(name) - 31, "-%016llx", (unsigned long long)h);
 	}

@@ -119,6 +119,14 @@ int gpushare_run_ctx_join(struct gpushare_run_ctx *r, int strategy, bool answers
 	return gpushare_mps_session_join(&r->sx.mps, base, answers);
 }
 
+int gpushare_run_ctx_join_at(struct gpushare_run_ctx *r, int strategy, const char *pipe_dir, const char *log_dir,
+			     bool answers)
+{
+	int rc = gpushare_run_strategy(strategy, &r->st);
+
+	return rc ? rc : gpushare_mps_session_join_dirs(&r->sx.mps, pipe_dir, log_dir, answers);
+}
+
 int gpushare_run_ctx_env(struct gpushare_run_ctx *r, int i, const char *device, struct gpushare_strv *env,
 			 struct gpushare_placement *p)
 {

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpu_select.h"
 #include "gpushare/util.h"
 #include "strategy.h"
@@ -70,6 +70,10 @@ int gpushare_run_ctx_start(struct gpushare_run_ctx *r, int strategy);
 /* The daemon of the caller's directory (<dir>/mps/{pipe,log}), started by
  * another rank of the job: `answers` as gpushare_mps_session_join(). */
 int gpushare_run_ctx_join(struct gpushare_run_ctx *r, int strategy, bool answers);
+/* Or a daemon that already serves the GPU, at pipe_dir (log_dir NULL or ""
+ * none known), run and stopped by others (a Slurm prolog, the site). */
+int gpushare_run_ctx_join_at(struct gpushare_run_ctx *r, int strategy, const char *pipe_dir, const char *log_dir,
+			     bool answers);
 int gpushare_run_ctx_env(struct gpushare_run_ctx *r, int i, const char *device, struct gpushare_strv *env,
 			 struct gpushare_placement *p);
 /* rc: the run's result so far; its detail survives (as teardown). */

@@ -7,6 +7,7 @@
  * directory, so they never attach to a daemon by accident, and no inherited
  * per-client MPS limits.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,25 +163,43 @@ static int mps_visible(const char *dev, struct gpushare_strv *env, struct gpusha
 static int mps_worker_env(const struct gpushare_strategy_ctx *x, int i, const char *device,
 			  struct gpushare_strv *env, struct gpushare_placement *p)
 {
-	int rc = gpushare_mps_session_client_env(&x->mps, false, env);
+	int rc = gpushare_mps_session_client_env(&x->mps, x->thread_cap > 0, env);
 
 	(void)i;
 	if (!rc)
 		rc = mps_visible(device_of(x, device), env, p);
+	if (rc || x->thread_cap <= 0)
+		return rc;
+	/* The job's cap: every client at most that (MPS per-client semantics). */
+	p->thread_percentage = x->thread_cap;
+	rc = gpushare_strv_addf(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%g", x->thread_cap);
+	if (!rc)
+		rc = gpushare_strv_addf(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
+	if (!rc)
+		rc = gpushare_strv_addf(env, "CUDA_MPS_CLIENT_PRIORITY");
 	return rc;
+}
+
+/* mps-split's default share of one client: the GPU (or the job's cap on
+ * it) divided among the clients that share it, rounded down, at least 1. */
+static double split_share(const struct gpushare_strategy_ctx *x)
+{
+	double whole = x->thread_cap > 0 ? x->thread_cap : 100;
+	double share = floor(whole / (x->workers > 0 ? x->workers : 1));
+
+	return share >= 1 ? share : 1;
 }
 
 static int split_worker_env(const struct gpushare_strategy_ctx *x, int i, const char *device,
 			    struct gpushare_strv *env, struct gpushare_placement *p)
 {
 	int rc = gpushare_mps_session_client_env(&x->mps, true, env);
-	int share = x->workers > 0 ? 100 / x->workers : 100;
 
 	if (!rc)
 		rc = mps_visible(device_of(x, device), env, p);
 	if (rc)
 		return rc;
-	p->thread_percentage = x->n_thread_percentage == 0 ? (share > 1 ? share : 1)
+	p->thread_percentage = x->n_thread_percentage == 0 ? split_share(x)
 			       : x->thread_percentage[x->n_thread_percentage == 1 ? 0 : i];
 	rc = gpushare_strv_addf(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%g", p->thread_percentage);
 	if (!rc && x->n_mem_limit) {
@@ -277,7 +296,7 @@ static const struct gpushare_strategy_ops table[] = {
 const struct gpushare_strategy_ops *gpushare_strategy_get(int id)
 {
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		if (table[i].id == id)
+		if ((int)table[i].id == id)
 			return &table[i];
 	}
 	return NULL;

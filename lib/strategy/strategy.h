@@ -15,8 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/gpu.h"
+#include "gpushare/strategy.h"
 #include "mps_session.h"
 
 /* What a strategy works with; filled by the engine, opened by prepare. */
@@ -28,6 +29,10 @@ struct gpushare_strategy_ctx {
 	const struct gpushare_system_info *sys; /* NULL without the driver */
 	unsigned gpu_index;             /* mig: the GPU whose instances serve the workers */
 	int workers;                    /* clients that share one GPU (mps-split's default share) */
+	/* The job's cap on each GPU's active threads (Slurm's gres/mps share,
+	 * lib/slurm): 0 none. mps gives every client this percentage;
+	 * mps-split's default share is cap / workers instead of 100 / workers. */
+	double thread_cap;
 	/* mps-split limits: n == 0 none (thread share: 100 / workers),
 	 * n == 1 one value for all, else one per worker. */
 	const double *thread_percentage;
@@ -55,7 +60,7 @@ enum gpushare_strategy_layout {
 };
 
 struct gpushare_strategy_ops {
-	int id;                         /* enum gpushare_strategy */
+	enum gpushare_strategy id;
 	const char *name;
 	enum gpushare_strategy_layout layout;
 	bool runs_commands;             /* a command can be a worker (not for threads) */

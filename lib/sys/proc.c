@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "sys.h"
-#include "buf.h"
+#include "gpushare/buf.h"
 #include "gpushare/child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"

@@ -108,7 +108,7 @@ fake_gpu_processes() {
 	cp "$(command -v sleep)" "$tmp/bin/nvidia-cuda-mps-server"
 	sleep 300 & plain=$!; pids+=("$plain")
 	"$tmp/bin/nvidia-cuda-mps-server" 300 & server=$!; pids+=("$server")
-	sleep 300 & client=$!; pids+=("$client")
+	SLURM_JOB_ID=4242 sleep 300 & client=$!; pids+=("$client") # as if of a Slurm job
 	export FAKE_NVML_PIDS="$plain,$server,$client"
 }
 

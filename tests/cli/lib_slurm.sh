@@ -16,7 +16,7 @@
 #                            has ended; prints its final state
 #
 # Gres of another shape (the lines `gpushare plan --for slurm` writes):
-# SLURM_TEST_GRES_TYPES (GresTypes=, default gpu,mps), SLURM_TEST_NODE_GRES
+# SLURM_TEST_GRES_TYPES (GresTypes=, default gpu,mps or gpu,shard), SLURM_TEST_NODE_GRES
 # (the node's Gres=, default gpu:N,mps:N*100) and SLURM_TEST_GRES_CONF (a file
 # whose lines replace the gpu and mps lines of gres.conf) when set.
 #
@@ -27,6 +27,9 @@
 #   source "$GPUSHARE_SOURCE_DIR/tests/cli/lib_slurm.sh"
 #   trap 'slurm_stop; rm -rf "$tmp"' EXIT
 #   slurm_start 2 || { echo "FAIL: slurm did not start"; exit 1; }
+# Optional, read by slurm_start: SLURM_TEST_SHARING=shard configures gres/shard
+# (8 per GPU) instead of gres/mps (Slurm 22.05 miscounts mps beside shard);
+# SLURM_TEST_CONF_EXTRA holds more slurm.conf lines (e.g. Prolog=, Epilog=).
 # Settings follow the tested recipe (MessageTimeout=2 so that a client of a
 # dead controller fails in a second; every wait bounded and checking that
 # the daemons still live; char devices for the fake GPUs).
@@ -44,6 +47,8 @@ _slurm_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.
 # One attempt with the given ports; 0 when the node is idle.
 _slurm_try_start() {
 	local ngpus=$1 ctld_port=$2 slurmd_port=$3 ncpus=${SLURM_TEST_CPUS:-8} i D
+	local sharing=${SLURM_TEST_SHARING:-mps} count=$((ngpus * 100)) flags=" Flags=all_sharing"
+	[[ $sharing == shard ]] && count=$((ngpus * 8)) flags=""
 	D=$(mktemp -d /tmp/slurm-test.XXXXXX) || return 1
 	SLURM_DIR=$D
 	chmod 755 "$D" # munged wants its socket directory (and parents) executable by all
@@ -86,8 +91,9 @@ MailProg=/bin/true
 MessageTimeout=2
 ReturnToService=2
 SlurmdParameters=config_overrides
-GresTypes=${SLURM_TEST_GRES_TYPES:-gpu,mps}
-NodeName=testnode NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpus RealMemory=2000 Gres=${SLURM_TEST_NODE_GRES:-gpu:$ngpus,mps:$((ngpus * 100))} State=UNKNOWN
+GresTypes=${SLURM_TEST_GRES_TYPES:-gpu,$sharing}
+${SLURM_TEST_CONF_EXTRA:-}
+NodeName=testnode NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpus RealMemory=2000 Gres=${SLURM_TEST_NODE_GRES:-gpu:$ngpus,$sharing:$count} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 	if [[ -n ${SLURM_TEST_GRES_CONF:-} ]]; then
@@ -96,7 +102,7 @@ EOF
 		cat >"$D/gres.conf" <<EOF
 AutoDetect=off
 NodeName=testnode Name=gpu File=$D/dev/gpu[0-$((ngpus - 1))]
-NodeName=testnode Name=mps Count=$((ngpus * 100)) File=$D/dev/gpu[0-$((ngpus - 1))] Flags=all_sharing
+NodeName=testnode Name=$sharing Count=$count File=$D/dev/gpu[0-$((ngpus - 1))]$flags
 EOF
 	fi
 	export SLURM_CONF=$D/slurm.conf

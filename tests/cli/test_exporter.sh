@@ -82,7 +82,8 @@ check "--once: GPU memory total in bytes" grep -q "^gpushare_gpu_memory_total_by
 check "--once: SM clock in hertz, power in watts, temperature" \
 	bash -c "grep -q '^gpushare_gpu_sm_clock_hertz{gpu=\"1\",.*} 1755000000$' $tmp/once && grep -q '^gpushare_gpu_power_watts{gpu=\"1\",.*} 612.345$' $tmp/once && grep -q '^gpushare_gpu_temperature_celsius{gpu=\"1\",.*} 71$' $tmp/once"
 check "--once: MIG instances with profile and memory" grep -q '^gpushare_mig_memory_total_bytes{gpu="0",mig_uuid="MIG-11aa22bb-33cc-44dd-55ee-66ff77008811",profile="1g.18gb",gpu_instance="9",compute_instance="0"} 17716740096$' "$tmp/once"
-check "--once: MPS client process memory, kind mps-client" grep -q "^gpushare_process_gpu_memory_bytes{gpu=\"1\",uuid=\"[^\"]*\",pid=\"$client\",name=\"sleep\",kind=\"mps-client\",gpu_instance=\"\"} $((2 * 1073741824))$" "$tmp/once"
+check "--once: MPS client process memory, kind mps-client" grep -q "^gpushare_process_gpu_memory_bytes{gpu=\"1\",uuid=\"[^\"]*\",pid=\"$client\",name=\"sleep\",kind=\"mps-client\",gpu_instance=\"\",slurm_job_id=\"4242\"} $((2 * 1073741824))$" "$tmp/once"
+check "--once: a process outside Slurm: slurm_job_id empty" grep -q "pid=\"$plain\",.*,slurm_job_id=\"\"}" "$tmp/once"
 check "--once: the MPS server process, kind mps-server" grep -q "pid=\"$server\",name=\"nvidia-cuda-mps\",kind=\"mps-server\"" "$tmp/once"
 check "--once: process counts by kind" grep -q '^gpushare_gpu_processes{gpu="1",uuid="[^"]*",kind="mps-client"} 1$' "$tmp/once"
 check "--once: MPS daemon up" grep -q "^gpushare_mps_daemon_up{pipe_dir=\"$tmp/pipe\"} 1$" "$tmp/once"

@@ -2,8 +2,8 @@
  * Unit tests: the farm engine (lib/farm.c) without a driver (jobs run
  * unplaced, as on one GPU): a farm of shell jobs end to end, retries and a
  * final failure, a timeout, resume after a partial run, the calibration's
- * choice, the summary as JSON and text, and the live metrics text
- * (lib/metrics_farm.c).
+ * choice, the summary as JSON and text (the live metrics text is
+ * tests/unit/farm/test_metrics_farm.c).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -23,7 +23,6 @@
 #include "gpushare/farm.h"
 #include "gpushare/gpushare.h"
 #include "farm_journal.h"
-#include "metrics_farm.h"
 
 static char dir[64], fdir[96], jobs[96], side[96];
 
@@ -440,30 +439,6 @@ static void test_journal_group_commit(void **state)
 	gpushare_farm_journal_data_release(&d);
 }
 
-static void test_metrics_text(void **state)
-{
-	struct gpushare_metrics_farm *m = NULL;
-	char *text = NULL;
-	size_t len = 0;
-
-	(void)state;
-	assert_int_equal(gpushare_metrics_farm_new(2, &m), GPUSHARE_OK);
-	gpushare_metrics_farm_gpu_name(m, 0, "GPU-a", 0);
-	gpushare_metrics_farm_gpu_name(m, 1, "GPU-b", 3);
-	gpushare_metrics_farm_gpu(m, 1, 2, 7, 1);
-	gpushare_metrics_farm_totals(m, 11, 2, 7, 1, 4);
-	assert_int_equal(gpushare_metrics_farm_text(m, &text, &len), GPUSHARE_OK);
-	assert_int_equal(strlen(text), len);
-	assert_non_null(strstr(text, "gpushare_farm_jobs_queued 11\n"));
-	assert_non_null(strstr(text, "gpushare_farm_slots 4\n"));
-	assert_non_null(strstr(text, "gpushare_farm_gpu_jobs_running{gpu=\"3\",uuid=\"GPU-b\"} 2\n"));
-	assert_non_null(strstr(text, "gpushare_farm_gpu_jobs_done_total{gpu=\"3\",uuid=\"GPU-b\"} 7\n"));
-	assert_non_null(strstr(text, "# TYPE gpushare_farm_gpu_jobs_failed_total counter\n"));
-	free(text);
-	gpushare_metrics_farm_stop(m);
-	gpushare_metrics_farm_stop(NULL);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,7 +453,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_group_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resume_from_copy_numbers_attempts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy_periods_match_the_union, setup, teardown),
-		cmocka_unit_test(test_metrics_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,15 +1,13 @@
 /*
- * Unit tests of lib/utf8.c, lib/safefile.c and lib/lock.c: UTF-8 repair and
- * cutting between characters, bounded reads that refuse what is not a
- * regular file, writes that refuse links, the atomic write's clean-up of a
- * dead writer's temporary file, and locks that a dead holder does not keep.
+ * Unit tests of lib/sys/safefile.c: bounded reads that refuse what is not a
+ * regular file, writes that refuse links, and the atomic write's clean-up
+ * of a dead writer's temporary file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,51 +20,8 @@
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/gpushare-test-files.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static void test_utf8(void **state)
-{
-	char out[16];
-	char *d;
-
-	(void)state;
-	assert_true(gpushare_utf8_valid("plain ascii"));
-	assert_true(gpushare_utf8_valid("\xe2\x82\xac \xf0\x9f\x98\x80"));
-	assert_false(gpushare_utf8_valid("a\xff"));
-	assert_false(gpushare_utf8_valid("\xc0\xaf"));          /* overlong '/' */
-	assert_false(gpushare_utf8_valid("\xed\xa0\x80"));      /* a surrogate */
-	assert_false(gpushare_utf8_valid("\xe2\x82"));          /* cut short */
-	d = gpushare_utf8_dup("a\xffz");
-	assert_string_equal(d, "a\xef\xbf\xbdz");
-	free(d);
-	/* 5 bytes of room: "ab" then a 3-byte euro fits, a second euro does not. */
-	assert_int_equal(gpushare_utf8_copy(out, 6, "ab\xe2\x82\xac\xe2\x82\xac"), 5);
-	assert_string_equal(out, "ab\xe2\x82\xac");
-	assert_int_equal(gpushare_utf8_copy(out, 4, "ab\xe2\x82\xac"), 2); /* never half a character */
-	assert_string_equal(out, "ab");
-	assert_int_equal(gpushare_utf8_cut("ab\xe2\x82\xac", 4), 2);
-	assert_int_equal(gpushare_utf8_cut("ab\xe2\x82\xac", 5), 5);
-	assert_int_equal(gpushare_utf8_cut("abc", 2), 2);
-	d = gpushare_utf8_fix(strdup("ok"));
-	assert_string_equal(d, "ok");
-	free(d);
-}
+#define UNIT_TMPDIR "/tmp/gpushare-test-safefile"
+#include "tmpdir.h"
 
 static void test_read_file(void **state)
 {
@@ -146,56 +101,12 @@ static void test_atomic_write_reaps_dead_temps(void **state)
 	assert_int_equal(access(live, F_OK), 0);      /* its writer lives */
 }
 
-static void test_lock(void **state)
-{
-	char path[128];
-	pid_t holder, pid;
-	int fd, fd2, status, p[2];
-	char c;
-
-	(void)state;
-	snprintf(path, sizeof(path), "%s/lock", dir);
-	assert_int_equal(gpushare_lock_acquire(path, 0, &fd, NULL), GPUSHARE_OK);
-	assert_int_equal(gpushare_lock_acquire(path, 50000000, &fd2, &holder), GPUSHARE_E_BUSY);
-	assert_int_equal(holder, getpid());
-	gpushare_lock_release(fd);
-	assert_int_equal(gpushare_lock_acquire(path, 0, &fd, NULL), GPUSHARE_OK);
-	gpushare_lock_release(fd);
-	/* A holder killed with SIGKILL holds nothing. */
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int cfd;
-
-		if (gpushare_lock_acquire(path, 0, &cfd, NULL) != GPUSHARE_OK || write(p[1], "x", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	assert_int_equal(read(p[0], &c, 1), 1);
-	assert_int_equal(gpushare_lock_acquire(path, 0, &fd, &holder), GPUSHARE_E_BUSY);
-	assert_int_equal(holder, pid);
-	kill(pid, SIGKILL);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_int_equal(gpushare_lock_acquire(path, 0, &fd, NULL), GPUSHARE_OK);
-	gpushare_lock_release(fd);
-	close(p[0]);
-	close(p[1]);
-	/* Never through a link. */
-	snprintf(path, sizeof(path), "%s/lock-link", dir);
-	assert_int_equal(symlink("/tmp", path), 0);
-	assert_int_equal(gpushare_lock_acquire(path, 0, &fd, NULL), GPUSHARE_E_IO);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_writes_refuse_links),
 		cmocka_unit_test(test_atomic_write_reaps_dead_temps),
-		cmocka_unit_test(test_lock),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

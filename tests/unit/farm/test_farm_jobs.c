@@ -15,6 +15,7 @@
 
 #include "gpushare/gpushare.h"
 #include "farm_jobs.h"
+#include "hash.h"
 
 /* Load text as a job file (through a temporary file). */
 static int load_text(struct farm_jobs *list, const char *text)
@@ -174,7 +175,7 @@ static void test_hashes(void **state)
 	assert_true(a.jobs[1].hash == c.jobs[1].hash);
 	assert_true(gpushare_farm_jobs_list_hash(&a) != gpushare_farm_jobs_list_hash(&c));
 	/* FNV-1a 64 reference value of "a". */
-	assert_true(gpushare_farm_fnv1a(FARM_FNV_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cULL);
+	assert_true(gpushare_fnv1a(GPUSHARE_FNV1A_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cULL);
 	gpushare_farm_jobs_release(&a);
 	gpushare_farm_jobs_release(&b);
 	gpushare_farm_jobs_release(&c);

@@ -1,7 +1,7 @@
 /*
- * Unit tests of the sweep's grid (lib/sweep.c) and its results records
- * (lib/sweep_record.c): list and shape parsing, cell order and keys,
- * configuration checks, and a record read back by the report's loader. The
+ * Unit tests of the sweep's grid (lib/sweep/sweep.c): list and shape
+ * parsing, cell order and keys, configuration checks (the records are
+ * tests/unit/sweep/test_sweep_record.c). The
  * run loop itself (append, resume, interruption) is tested end to end by
  * tests/cli/test_sweep.sh.
  */
@@ -109,74 +109,6 @@ static void test_cells_and_check(void **state)
 	assert_non_null(strstr(gpushare_errdetail(), "--max-repeats"));
 	cfg.n_workers = 0;
 	assert_int_equal(gpushare_sweep_config_check(&cfg), GPUSHARE_E_INVAL);
-}
-
-static void test_record_round_trip(void **state)
-{
-	struct gpushare_bench_config c;
-	struct gpushare_bench_report r;
-	struct gpushare_sweep_cell cell = { .shape = 0, .strategy = GPUSHARE_STRATEGY_MPS, .workers = 2, .batch = 4 };
-	struct gpushare_report_run run;
-	char *argv[] = { "gpushare", "sweep", "--out", "x" };
-	char *line;
-	cJSON *doc;
-
-	(void)state;
-	snprintf(cell.key, sizeof(cell.key), "spin|mps|w2|b4");
-	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
-	c.argc = 4;
-	c.argv = argv;
-	gpushare_bench_report_init(&r, &c);
-	snprintf(r.date, sizeof(r.date), "2025-01-02T03:04:05Z");
-	snprintf(r.host, sizeof(r.host), "box");
-	r.results = calloc(1, sizeof(*r.results));
-	assert_non_null(r.results);
-	assert_int_equal(gpushare_bench_result_init(&r.results[0], GPUSHARE_STRATEGY_MPS, 2), GPUSHARE_OK);
-	r.n_results = 1;
-	for (int i = 0; i < 2; i++) {
-		struct gpushare_bench_worker *w = &r.results[0].workers[i];
-
-		w->requests = 1000;
-		w->items_per_request = 4;
-		w->window_seconds = 1.0;
-		for (int k = 0; k < 1000; k++)
-			gpushare_hist_record(&w->hist, 1000000 + (uint64_t)k * 1000);
-	}
-	gpushare_bench_result_compute(&r.results[0], 0);
-	assert_int_equal(gpushare_sweep_record(&cell, "spin", 3, &r, GPUSHARE_OK, "", 13000, &line), GPUSHARE_OK);
-	assert_null(strchr(line, '\n'));
-	doc = cJSON_Parse(line);
-	assert_non_null(doc);
-	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "metadata"), "cuda_driver_version")->valueint, 13000);
-	assert_string_equal(cJSON_GetObjectItem(doc, "status")->valuestring, "ok");
-	assert_true(cJSON_IsObject(cJSON_GetObjectItem(doc, "bench")));
-	cJSON_Delete(doc);
-	assert_int_equal(gpushare_report_parse_line(line, strlen(line), &run), GPUSHARE_OK);
-	assert_string_equal(run.key, "spin|mps|w2|b4");
-	assert_int_equal(run.strategy, GPUSHARE_STRATEGY_MPS);
-	assert_int_equal(run.workers, 2);
-	assert_int_equal(run.batch, 4);
-	assert_int_equal(run.repeat, 3);
-	assert_int_equal(run.status, GPUSHARE_RUN_OK);
-	assert_true(run.items_per_second > 7999 && run.items_per_second < 8001);
-	assert_true(run.p99_seconds > 1.9e-3 && run.p99_seconds < 2.1e-3);
-	/* The merged histogram travels with the record, for the report's CDFs. */
-	assert_true(run.hist_n > 0 && run.hist_counts != NULL);
-	free(run.hist_le_ns);
-	free(run.hist_counts);
-	free(line);
-	/* A failed run is recorded with its error and read back as failed. */
-	r.partial = false;
-	assert_int_equal(gpushare_sweep_record(&cell, "spin", 4, &r, GPUSHARE_E_WORKER, "worker 1 died", -1, &line),
-			 GPUSHARE_OK);
-	assert_non_null(strstr(line, "\"status\":\"failed\""));
-	assert_non_null(strstr(line, "worker 1 died"));
-	assert_int_equal(gpushare_report_parse_line(line, strlen(line), &run), GPUSHARE_OK);
-	assert_int_equal(run.status, GPUSHARE_RUN_FAILED);
-	/* A torn line is refused, not misread. */
-	assert_int_equal(gpushare_report_parse_line(line, strlen(line) / 2, &run), GPUSHARE_E_INVAL);
-	free(line);
-	gpushare_bench_report_release(&r);
 }
 
 /* Command mode: one shape named after the command, workloads refused, the
@@ -338,7 +270,6 @@ int main(void)
 		cmocka_unit_test(test_int_list),
 		cmocka_unit_test(test_shapes),
 		cmocka_unit_test(test_cells_and_check),
-		cmocka_unit_test(test_record_round_trip),
 		cmocka_unit_test(test_command),
 		cmocka_unit_test(test_find_peak),
 		cmocka_unit_test(test_results_file_refused_without_resume),

@@ -17,6 +17,7 @@
 
 #include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
 #include "gpushare/util.h"
 #include "strategy.h"
 
@@ -181,6 +182,45 @@ static void test_split_env(void **state)
 	unsetenv("GPUSHARE_MPS_CONTROL");
 }
 
+/* A job's cap (Slurm's gres/mps share): mps gives every client the cap,
+ * mps-split divides it among the clients of a GPU (rounded down, at least 1),
+ * and the other per-client limits still go. */
+static void test_thread_cap(void **state)
+{
+	const struct gpushare_strategy_ops *st = gpushare_strategy_get(GPUSHARE_STRATEGY_MPS_SPLIT);
+	const struct gpushare_strategy_ops *mps = gpushare_strategy_get(GPUSHARE_STRATEGY_MPS);
+	struct gpushare_strategy_ctx x;
+	struct gpushare_strv env = { 0 };
+	struct gpushare_placement p;
+	char pipe[128], log[128];
+
+	(void)state;
+	ctx_init(&x, "GPU-aaaa");
+	snprintf(pipe, sizeof(pipe), "%s/cap/pipe", dir);
+	snprintf(log, sizeof(log), "%s/cap/log", dir);
+	assert_int_equal(gpushare_mps_init(&x.mps.m, pipe, log), GPUSHARE_OK);
+	x.thread_cap = 50;
+	x.workers = 2;
+	assert_int_equal(mps->worker_env(&x, 0, "GPU-aaaa", &env, &p), GPUSHARE_OK);
+	assert_string_equal(env_of(&env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "50");
+	assert_string_equal(env_of(&env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "");
+	assert_string_equal(env_of(&env, "CUDA_MPS_CLIENT_PRIORITY"), "");
+	assert_true(p.thread_percentage == 50);
+	gpushare_strv_release(&env);
+	assert_int_equal(st->worker_env(&x, 1, "GPU-aaaa", &env, &p), GPUSHARE_OK);
+	assert_string_equal(env_of(&env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
+	gpushare_strv_release(&env);
+	x.workers = 3;
+	assert_int_equal(st->worker_env(&x, 1, "GPU-aaaa", &env, &p), GPUSHARE_OK);
+	assert_string_equal(env_of(&env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "16");
+	gpushare_strv_release(&env);
+	x.thread_cap = 2;
+	x.workers = 4;
+	assert_int_equal(st->worker_env(&x, 1, "GPU-aaaa", &env, &p), GPUSHARE_OK);
+	assert_string_equal(env_of(&env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "1");
+	gpushare_strv_release(&env);
+}
+
 static void test_checks(void **state)
 {
 	const struct gpushare_strategy_ops *mps = gpushare_strategy_get(GPUSHARE_STRATEGY_MPS);
@@ -228,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_plain_env),
 		cmocka_unit_test(test_split_env),
+		cmocka_unit_test(test_thread_cap),
 		cmocka_unit_test(test_checks),
 	};
 

@@ -3,19 +3,30 @@
  * lists of strings (struct gpushare_strv, always NULL-terminated, e.g. an
  * argv or a list of environment changes). Zero-initialised structs are empty
  * and ready; _release frees the contents.
+ *
+ * A byte buffer remembers a failed append (`failed`): later appends do
+ * nothing and fail too, so a writer may append a whole document and check
+ * once at the end (the reports do) or check every call.
  */
 #ifndef GPUSHARE_BUF_H
 #define GPUSHARE_BUF_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 struct gpushare_buf {
 	char *s;        /* NULL while empty and never grown */
 	size_t len, cap;
+	bool failed;    /* an append failed: the contents are incomplete */
 };
 
-/* Append n bytes; GPUSHARE_E_NOMEM on failure (the buffer is unchanged). */
+/* Append n bytes; GPUSHARE_E_NOMEM on failure (the contents are unchanged
+ * and `failed` is set). */
 int gpushare_buf_add(struct gpushare_buf *b, const void *data, size_t n);
 int gpushare_buf_addf(struct gpushare_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int gpushare_buf_vaddf(struct gpushare_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
@@ -36,5 +47,9 @@ int gpushare_strv_vaddf(struct gpushare_strv *l, const char *fmt, va_list ap) __
 /* The NULL-terminated list; an empty list gives a pointer to NULL. */
 char *const *gpushare_strv_list(const struct gpushare_strv *l);
 void gpushare_strv_release(struct gpushare_strv *l);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,115 @@
+/*
+ * gpushare slurm prolog|epilog: one MPS daemon per GPU and user for the
+ * jobs that hold gres/mps, run by slurmd as Prolog= and Epilog=
+ * (docs/slurm.md).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/slurm.h"
+
+static const struct cli_opt slurm_opts[] = {
+	{ .id = OPT_STATE_DIR, .long_name = "state-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "where the daemons and job records live; gpushare exec looks there too",
+	  .def = "$GPUSHARE_SLURM_DIR, else /run/gpushare-slurm" },
+	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "dcgm-exporter's job mapping: the prolog adds the job's id to DIR/<GPU index> for each of its GPUs "
+	  "(any gres), the epilog removes it (files rewritten atomically)" },
+};
+
+static const struct cli_group slurm_groups[] = { CLI_GROUP("Options", slurm_opts, NULL) };
+
+const struct cli_cmd cli_slurm_cmd = {
+	.name = "slurm",
+	.usage = "gpushare slurm prolog|epilog [--state-dir DIR] [--hpc-job-mapping-dir DIR]",
+	.about = "Run by slurmd as the node's Prolog= and Epilog= (through a two-line script:\n"
+		 "slurm.conf takes a program without arguments), as root with\n"
+		 "the job's environment (SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GID,\n"
+		 "CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
+		 "for a job holding gres/mps).\n"
+		 "\n"
+		 "  prolog   for a job holding gres/mps, make sure one MPS control daemon per GPU\n"
+		 "           of the job and the job's user runs and answers before the job starts\n"
+		 "           (started as that user, pipe directory DIR/mps-<uid>-<GPU UUID>/pipe),\n"
+		 "           and record the job as one of its users. A job with whole GPUs\n"
+		 "           (gres/gpu) gets no daemon. gpushare exec in the job joins that daemon.\n"
+		 "  epilog   forget the job, and stop each of its daemons that no other job on\n"
+		 "           the node uses.\n"
+		 "Both are idempotent and safe under concurrent jobs (one lock, DIR/.lock).",
+	.groups = slurm_groups,
+	.n_groups = CLI_N(slurm_groups),
+	.subcommands = "prolog epilog",
+	.epilog = "One line on standard output says what was done. A prolog that fails makes\n"
+		  "Slurm drain the node and requeue the job.",
+	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "done (also when there was nothing to do)" },
+						 { EXIT_USAGE, "usage, or not run by Slurm (no SLURM_JOB_ID)" },
+						 { EXIT_MPS, "a daemon did not start or stop" },
+						 { EXIT_DIR, "unsafe state directory" },
+						 { EXIT_GPU, "the job's GPU is unknown" },
+						 { EXIT_TIMEOUT, "the lock timed out" } },
+	.n_notes = 6,
+	.name_options = true,
+};
+
+int cmd_slurm(int argc, char **argv)
+{
+	struct gpushare_slurm_hook_opts o = { 0 };
+	struct gpushare_slurm_hook_result r;
+	struct cli_parse p;
+	char what[32];
+	const char *sub;
+	bool prolog;
+	int opt, rc;
+
+	if (argc < 2) {
+		cli_help(stderr, &cli_slurm_cmd);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		return cli_help_stdout(&cli_slurm_cmd);
+	sub = argv[1];
+	if (strcmp(sub, "prolog") != 0 && strcmp(sub, "epilog") != 0)
+		return cli_error(EXIT_USAGE, "slurm: unknown subcommand '%s' (expected prolog or epilog)", sub);
+	prolog = !strcmp(sub, "prolog");
+	snprintf(what, sizeof(what), "slurm %s", sub);
+	cli_parse_init(&p, &cli_slurm_cmd, argc - 1, argv + 1);
+	p.name = what;
+	while ((opt = cli_parse_next(&p)) > 0) {
+		switch (opt) {
+		case OPT_STATE_DIR:
+			if (p.arg[0] != '/')
+				return cli_error(EXIT_USAGE, "slurm %s: --state-dir '%s' must be an absolute path", sub, p.arg);
+			o.state_dir = p.arg;
+			break;
+		case OPT_HPC_JOB_MAPPING_DIR:
+			if (!*p.arg)
+				return cli_bad_value(what, "--hpc-job-mapping-dir", p.arg);
+			o.hpc_job_mapping_dir = p.arg;
+			break;
+		}
+	}
+	if (opt < 0)
+		return p.status;
+	if (p.optind < argc - 1)
+		return cli_error(EXIT_USAGE, "slurm %s: unexpected argument '%s'", sub, argv[p.optind + 1]);
+	rc = prolog ? gpushare_slurm_prolog(&o, &r) : gpushare_slurm_epilog(&o, &r);
+	if (rc == GPUSHARE_E_NOT_FOUND && !r.job_id[0])
+		return cli_error(EXIT_USAGE, "slurm %s: %s", sub, gpushare_errdetail());
+	if (rc)
+		return cli_run_failed(prolog ? "slurm prolog" : "slurm epilog", rc);
+	if (prolog && !r.mps)
+		printf("gpushare slurm prolog: job %s holds no gres/mps: no MPS daemon%s\n", r.job_id,
+		       o.hpc_job_mapping_dir && r.n_gpus ? "; its GPUs are in the job mapping" : "");
+	else if (prolog)
+		printf("gpushare slurm prolog: job %s: %zu GPU%s, %zu MPS daemon%s started, %zu already running%s\n",
+		       r.job_id, r.n_gpus, r.n_gpus == 1 ? "" : "s", r.started, r.started == 1 ? "" : "s", r.joined,
+		       r.already ? " (the job was recorded already)" : "");
+	else if (r.already)
+		printf("gpushare slurm epilog: job %s has no record here: nothing to stop\n", r.job_id);
+	else
+		printf("gpushare slurm epilog: job %s: %zu MPS daemon%s stopped, %zu still used by other jobs\n", r.job_id,
+		       r.stopped, r.stopped == 1 ? "" : "s", r.kept);
+	return cli_finish_stdout(EXIT_OK);
+}

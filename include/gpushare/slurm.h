@@ -1,0 +1,106 @@
+/*
+ * Slurm's share of a GPU, as a job sees it, and the node's prolog and
+ * epilog that keep one MPS daemon per GPU and user for the jobs holding
+ * gres/mps (docs/slurm.md).
+ *
+ * With --gres=mps:N Slurm gives every task, and the prolog,
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=N: the job's part of the GPU's SMs.
+ * With --gres=shard:N it gives SLURM_SHARDS_ON_NODE=N: how many shards of
+ * the node's GPUs the job holds (Slurm enforces nothing for shards; the job
+ * is trusted to run at most that many things at once). gpushare exec and
+ * farm take both as caps: never exceeded.
+ */
+#ifndef GPUSHARE_SLURM_H
+#define GPUSHARE_SLURM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "gpushare/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What Slurm gave the job on this node. */
+struct gpushare_slurm_share {
+	bool in_job;                    /* SLURM_JOB_ID is set */
+	char job_id[32];
+	double mps_percentage;          /* gres/mps: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; 0 none */
+	bool mps_clamped;               /* Slurm said more than 100: taken as 100 */
+	unsigned shards;                /* gres/shard: SLURM_SHARDS_ON_NODE; 0 none */
+};
+
+/* Read the share from this process's environment. Outside a Slurm job
+ * (no SLURM_JOB_ID) the share is empty: an inherited
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is then not Slurm's. GPUSHARE_E_INVAL
+ * naming the variable when a value is not a number. */
+int gpushare_slurm_share_read(struct gpushare_slurm_share *s);
+
+/* Whether Slurm gave anything to honour. */
+static inline bool gpushare_slurm_share_any(const struct gpushare_slurm_share *s)
+{
+	return s->mps_percentage > 0 || s->shards > 0;
+}
+
+/* One phrase for people: "gres/mps 50% (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50)",
+ * "gres/shard 2 (SLURM_SHARDS_ON_NODE=2)", or both; "" when none. */
+void gpushare_slurm_share_describe(const struct gpushare_slurm_share *s, char *buf, size_t len);
+
+/* ---- dcgm-exporter's HPC job mapping ---- */
+
+/* dcgm-exporter's --hpc-job-mapping-dir: one file per GPU, named by its
+ * index, holding the ids of the jobs that use it, one per line; the exporter
+ * labels that GPU's metrics with them. Add (idempotent) or remove job_id in
+ * the file of gpu_index: rewritten atomically (a hidden temporary file
+ * renamed over it) under an flock() of the directory, so concurrent jobs
+ * never lose each other's lines; a file left empty is removed. */
+int gpushare_slurm_job_map(const char *dir, unsigned gpu_index, const char *job_id, bool add);
+
+/* Remove job_id from every GPU's file in dir (the job's end, whatever GPUs
+ * it had). */
+int gpushare_slurm_job_unmap_all(const char *dir, const char *job_id);
+
+/* ---- the node's MPS daemons for gres/mps jobs (prolog and epilog) ---- */
+
+/* Where the prolog keeps its daemons and job records: GPUSHARE_SLURM_DIR
+ * when set, else this. */
+#define GPUSHARE_SLURM_DEFAULT_DIR "/run/gpushare-slurm"
+
+/* The state directory (dir given, else $GPUSHARE_SLURM_DIR, else the default). */
+void gpushare_slurm_state_dir(const char *dir, char *out, size_t len);
+
+/* The pipe directory of the prolog's daemon for a GPU and user:
+ * <state dir>/mps-<uid>-<GPU UUID>/pipe (whether or not it runs). */
+int gpushare_slurm_daemon_pipe(const char *state_dir, uid_t uid, const char *gpu_uuid, char *out, size_t len);
+
+struct gpushare_slurm_hook_opts {
+	const char *state_dir;          /* NULL: gpushare_slurm_state_dir(NULL) */
+	const char *hpc_job_mapping_dir;/* NULL: none */
+};
+
+struct gpushare_slurm_hook_result {
+	char job_id[32];
+	bool mps;                       /* the job holds gres/mps */
+	size_t n_gpus;                  /* its GPUs on this node */
+	size_t started, joined;         /* prolog: daemons started / already running */
+	size_t stopped, kept;           /* epilog: daemons stopped / still used by other jobs */
+	bool already;                   /* prolog: the job was recorded already; epilog: was not */
+};
+
+/* The prolog: for a job holding gres/mps, make sure one daemon per GPU of
+ * the job (and the job's user) runs and answers, and record the job as a
+ * user of each. Whole GPUs get nothing. Idempotent. GPUSHARE_E_NOT_FOUND
+ * outside Slurm's prolog environment (no SLURM_JOB_ID). */
+int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r);
+
+/* The epilog: forget the job; stop each daemon no other recorded job uses
+ * (jobs whose records remain are only those whose epilog has not run).
+ * Idempotent. */
+int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,458 @@
+/*
+ * `gpushare slurm prolog` and `epilog` (include/gpushare/slurm.h,
+ * docs/slurm.md): one MPS daemon per GPU and user for the jobs that hold
+ * gres/mps, started before the job's first task and stopped after the last
+ * job using it has ended.
+ *
+ * The state directory (root's, mode 0755 so that the jobs' users reach
+ * their daemons) holds, under its lock `.lock` (an flock() lock the kernel
+ * drops when its holder dies):
+ *   jobs/<job id>          one record per job holding gres/mps: "uid U" and
+ *                          one "gpu UUID" line per GPU of the job here
+ *   mps-<uid>-<UUID>/      the daemon of that user on that GPU: pipe/ and
+ *                          log/, owned by the user, mode 0700
+ * A daemon's users are the job records naming its user and GPU: the epilog
+ * that removes the last of them stops it. Every step is idempotent: a
+ * prolog run twice finds its record and its daemons running, an epilog run
+ * twice (or for a job the prolog gave nothing) finds no record.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "gpushare/buf.h"
+#include "sys.h"
+#include "gpu_select.h"
+#include "gpushare/child.h"
+#include "gpushare/files.h"
+#include "gpushare/gpu.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/slurm.h"
+
+#define HOOK_LOCK_WAIT_NS (60ull * NS_PER_S)
+#define HOOK_MAX_GPUS 64
+
+struct job_record {
+	uid_t uid;
+	gid_t gid;
+	char gpus[HOOK_MAX_GPUS][96];
+	unsigned indices[HOOK_MAX_GPUS]; /* NVML indices (not recorded) */
+	size_t n_gpus;
+};
+
+/* The state directory: created mode 0755 when absent; it must be a real
+ * directory of this user that no one else may write. */
+static int state_dir_ready(const char *dir)
+{
+	struct stat st;
+	char sub[GPUSHARE_PATH_MAX];
+
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", dir, strerror(errno));
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is not a directory", dir);
+	if (st.st_uid != geteuid() || (st.st_mode & 022))
+		return gpushare_fail(GPUSHARE_E_DIR, "'%s' must belong to uid %u and be writable by it alone", dir,
+				     (unsigned)geteuid());
+	if ((size_t)snprintf(sub, sizeof(sub), "%s/jobs", dir) >= sizeof(sub))
+		return gpushare_fail(GPUSHARE_E_DIR, "'%s': path too long", dir);
+	return gpushare_private_dir(sub);
+}
+
+static int lock_state(const char *dir, int *fd)
+{
+	char path[GPUSHARE_PATH_MAX];
+	pid_t holder = 0;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/.lock", dir) >= sizeof(path))
+		return gpushare_fail(GPUSHARE_E_DIR, "'%s': path too long", dir);
+	return gpushare_lock_acquire(path, HOOK_LOCK_WAIT_NS, fd, &holder);
+}
+
+static int job_path(const char *dir, const char *job, char *out, size_t len)
+{
+	for (const char *p = job; *p; p++) {
+		if (!((*p >= '0' && *p <= '9') || *p == '_' || *p == '.'))
+			return gpushare_fail(GPUSHARE_E_INVAL, "SLURM_JOB_ID='%s' is not a job id", job);
+	}
+	if (!*job || (size_t)snprintf(out, len, "%s/jobs/%s", dir, job) >= len)
+		return gpushare_fail(GPUSHARE_E_INVAL, "SLURM_JOB_ID='%s' is not a job id", job);
+	return GPUSHARE_OK;
+}
+
+static bool record_read(const char *path, struct job_record *r)
+{
+	char *data = NULL, *line, *save = NULL;
+	size_t len;
+
+	memset(r, 0, sizeof(*r));
+	if (gpushare_read_file(path, 1 << 16, &data, &len)) {
+		gpushare_clear_error();
+		return false;
+	}
+	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned v;
+		char uuid[96];
+
+		if (sscanf(line, "uid %u", &v) == 1)
+			r->uid = (uid_t)v;
+		else if (sscanf(line, "gid %u", &v) == 1)
+			r->gid = (gid_t)v;
+		else if (sscanf(line, "gpu %95s", uuid) == 1 && r->n_gpus < HOOK_MAX_GPUS)
+			snprintf(r->gpus[r->n_gpus++], sizeof(r->gpus[0]), "%s", uuid);
+	}
+	free(data);
+	return true;
+}
+
+static int record_write(const char *path, const struct job_record *r)
+{
+	struct gpushare_buf b = { 0 };
+	int rc = gpushare_buf_addf(&b, "uid %u\ngid %u\n", (unsigned)r->uid, (unsigned)r->gid);
+
+	for (size_t i = 0; !rc && i < r->n_gpus; i++)
+		rc = gpushare_buf_addf(&b, "gpu %s\n", r->gpus[i]);
+	if (!rc)
+		rc = gpushare_write_file_atomic(path, gpushare_buf_str(&b), strlen(gpushare_buf_str(&b)));
+	gpushare_buf_release(&b);
+	return rc;
+}
+
+/* The job's user and its GPUs here, by UUID, from Slurm's prolog
+ * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices). */
+static int job_from_env(struct job_record *r)
+{
+	const char *uid = getenv("SLURM_JOB_UID"), *gid = getenv("SLURM_JOB_GID");
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *jg = getenv("SLURM_JOB_GPUS");
+	struct gpushare_system_info sys;
+	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
+	size_t n_sel = 0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->uid = uid && *uid ? (uid_t)strtoul(uid, NULL, 10) : getuid();
+	r->gid = gid && *gid ? (gid_t)strtoul(gid, NULL, 10) : getgid();
+	if ((!cvd || !*cvd) && (!jg || !*jg))
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node (no CUDA_VISIBLE_DEVICES "
+				     "or SLURM_JOB_GPUS)");
+	if ((!cvd || !*cvd) && setenv("CUDA_VISIBLE_DEVICES", jg, 1) != 0)
+		return gpushare_fail(GPUSHARE_E_SYS, "setenv: %s", strerror(errno));
+	rc = gpushare_system_query_nvml(&sys);
+	if (rc)
+		return rc;
+	inv = calloc(sys.n_gpus + 1, sizeof(*inv));
+	sel = calloc(sys.n_gpus + 1, sizeof(*sel));
+	if (!inv || !sel) {
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
+		goto out;
+	}
+	for (size_t i = 0; i < sys.n_gpus; i++) {
+		inv[i].index = sys.gpus[i].index;
+		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
+	}
+	rc = gpushare_gpu_select(inv, sys.n_gpus, NULL, gpushare_getenv_process, NULL, sel, &n_sel);
+	for (size_t i = 0; !rc && i < n_sel && i < HOOK_MAX_GPUS; i++) {
+		r->indices[r->n_gpus] = sel[i].index;
+		snprintf(r->gpus[r->n_gpus++], sizeof(r->gpus[0]), "%s", sel[i].uuid);
+	}
+	if (!rc && r->n_gpus == 0)
+		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
+out:
+	free(inv);
+	free(sel);
+	gpushare_system_release(&sys);
+	return rc;
+}
+
+static int daemon_dir(const char *state, uid_t uid, const char *uuid, char *base, size_t blen)
+{
+	char pipe[GPUSHARE_PATH_MAX];
+	int rc = gpushare_slurm_daemon_pipe(state, uid, uuid, pipe, sizeof(pipe));
+
+	if (rc)
+		return rc;
+	*strrchr(pipe, '/') = '\0';
+	snprintf(base, blen, "%s", pipe);
+	return GPUSHARE_OK;
+}
+
+struct start_arg {
+	const char *base, *uuid;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* In a child: become the job's user (when the prolog runs as root for
+ * someone else), then start the daemon and wait until it answers. Exit 0
+ * started, 3 already running, 4 no control program, 1 failed (the reason on
+ * standard error). */
+static _Noreturn void start_main(void *argp)
+{
+	const struct start_arg *a = argp;
+	char pipe[GPUSHARE_PATH_MAX + 8], log[GPUSHARE_PATH_MAX + 8];
+	struct gpushare_mps m;
+	struct gpushare_mps_start_opts o;
+	struct gpushare_mps_start_info info;
+	int rc;
+
+	if (a->uid != geteuid() &&
+	    (setgroups(0, NULL) != 0 || setgid(a->gid) != 0 || setuid(a->uid) != 0)) {
+		fprintf(stderr, "cannot become uid %u: %s\n", (unsigned)a->uid, strerror(errno));
+		_exit(1);
+	}
+	/* The daemon serves every job of the user on the GPU: the first job's
+	 * share must not become its default (a client can only lower it). */
+	unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	unsetenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
+	unsetenv("CUDA_MPS_CLIENT_PRIORITY");
+	snprintf(pipe, sizeof(pipe), "%s/pipe", a->base);
+	snprintf(log, sizeof(log), "%s/log", a->base);
+	memset(&o, 0, sizeof(o));
+	memset(&info, 0, sizeof(info));
+	o.visible_devices = a->uuid;
+	gpushare_mps_limits_init(&o.limits);
+	rc = gpushare_private_dir(pipe);
+	if (!rc)
+		rc = gpushare_private_dir(log);
+	if (!rc)
+		rc = gpushare_mps_init(&m, pipe, log);
+	if (!rc)
+		rc = gpushare_mps_start(&m, &o, &info);
+	if (rc) {
+		fprintf(stderr, "%s\n", *gpushare_errdetail() ? gpushare_errdetail() : gpushare_strerror(rc));
+		_exit(rc == GPUSHARE_E_NO_MPS_BINARY ? 4 : 1);
+	}
+	_exit(info.already_running ? 3 : 0);
+}
+
+/* Make sure the daemon of uid on GPU uuid runs and answers. */
+static int ensure_daemon(const char *state, const struct job_record *r, const char *uuid, bool *started)
+{
+	char base[GPUSHARE_PATH_MAX], err[512];
+	struct start_arg a = { base, uuid, r->uid, r->gid };
+	struct gpushare_child ch;
+	struct stat st;
+	ssize_t elen = 0;
+	int rc = daemon_dir(state, r->uid, uuid, base, sizeof(base));
+
+	*started = false;
+	if (rc)
+		return rc;
+	if (mkdir(base, 0700) != 0 && errno != EEXIST)
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", base, strerror(errno));
+	if (lstat(base, &st) != 0 || !S_ISDIR(st.st_mode))
+		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is not a directory", base);
+	if (st.st_uid != r->uid && lchown(base, r->uid, r->gid) != 0)
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot give '%s' to uid %u: %s", base, (unsigned)r->uid,
+				     strerror(errno));
+	gpushare_child_init(&ch);
+	ch.fn = start_main;
+	ch.arg = &a;
+	ch.in = ch.out = GPUSHARE_CHILD_DEVNULL;
+	ch.err = GPUSHARE_CHILD_PIPE;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	if (rc)
+		return rc;
+	/* Its one line of reason fits the pipe: read after it has ended. */
+	rc = gpushare_child_wait(&ch, HOOK_LOCK_WAIT_NS);
+	if (!rc && !(WIFEXITED(ch.wstatus) && (WEXITSTATUS(ch.wstatus) == 0 || WEXITSTATUS(ch.wstatus) == 3))) {
+		elen = ch.err_fd >= 0 ? read(ch.err_fd, err, sizeof(err) - 1) : -1;
+		err[elen > 0 ? elen : 0] = '\0';
+		err[strcspn(err, "\n")] = '\0';
+		rc = gpushare_fail(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 4 ? GPUSHARE_E_NO_MPS_BINARY
+											: GPUSHARE_E_MPS_NOT_RUNNING,
+				   "the MPS daemon for uid %u on %s did not start: %s", (unsigned)r->uid, uuid,
+				   *err ? err : "no reason given");
+	}
+	if (!rc)
+		*started = WEXITSTATUS(ch.wstatus) == 0;
+	gpushare_child_release(&ch);
+	return rc;
+}
+
+/* slurmd runs the prolog and epilog with no PATH at all: the control
+ * program is then looked up in the usual system directories (where the
+ * driver's packages install it). */
+#define HOOK_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static void hook_init(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r, char *state,
+		      size_t len)
+{
+	const char *path = getenv("PATH");
+
+	if ((!path || !*path) && setenv("PATH", HOOK_DEFAULT_PATH, 1) != 0) {
+		/* the lookup then fails and says so */
+	}
+	memset(r, 0, sizeof(*r));
+	gpushare_slurm_state_dir(o ? o->state_dir : NULL, state, len);
+}
+
+static int job_id(struct gpushare_slurm_hook_result *r, const char *what)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+
+	if (!job || !*job)
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND,
+				     "not run by Slurm: SLURM_JOB_ID is not set (gpushare slurm %s runs as slurm.conf's "
+				     "%s=; see docs/slurm.md)", what, !strcmp(what, "prolog") ? "Prolog" : "Epilog");
+	snprintf(r->job_id, sizeof(r->job_id), "%s", job);
+	return GPUSHARE_OK;
+}
+
+int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r)
+{
+	char state[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX];
+	struct job_record job, old;
+	int rc, fd = -1;
+
+	hook_init(o, r, state, sizeof(state));
+	if ((rc = job_id(r, "prolog")))
+		return rc;
+	{
+		const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+
+		r->mps = pct && *pct; /* Slurm sets it for gres/mps only */
+	}
+	if (!r->mps && !(o && o->hpc_job_mapping_dir))
+		return GPUSHARE_OK;
+	if ((rc = job_from_env(&job))) {
+		if (!r->mps && rc == GPUSHARE_E_NOT_FOUND) {
+			gpushare_clear_error(); /* no GPU, nothing to map */
+			return GPUSHARE_OK;
+		}
+		return rc;
+	}
+	r->n_gpus = job.n_gpus;
+	if (o && o->hpc_job_mapping_dir) {
+		for (size_t i = 0; !rc && i < job.n_gpus; i++)
+			rc = gpushare_slurm_job_map(o->hpc_job_mapping_dir, job.indices[i], r->job_id, true);
+		if (rc || !r->mps)
+			return rc;
+	}
+	if ((rc = state_dir_ready(state)) || (rc = job_path(state, r->job_id, path, sizeof(path))) ||
+	    (rc = lock_state(state, &fd)))
+		return rc;
+	r->already = record_read(path, &old);
+	/* The record first: an epilog that runs after a failed prolog stops
+	 * what was started. */
+	rc = record_write(path, &job);
+	for (size_t i = 0; !rc && i < job.n_gpus; i++) {
+		bool started = false;
+
+		rc = ensure_daemon(state, &job, job.gpus[i], &started);
+		if (!rc && started)
+			r->started++;
+		else if (!rc)
+			r->joined++;
+	}
+	gpushare_lock_release(fd);
+	return rc;
+}
+
+/* Whether a job record other than `skip` names uid and uuid. */
+static bool daemon_used(const char *state, const char *skip, uid_t uid, const char *uuid)
+{
+	char dir[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX + 260];
+	struct dirent *e;
+	bool used = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/jobs", state);
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (!used && (e = readdir(d))) {
+		struct job_record r;
+
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, skip))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (!record_read(path, &r) || r.uid != uid)
+			continue;
+		for (size_t i = 0; i < r.n_gpus && !used; i++)
+			used = !strcmp(r.gpus[i], uuid);
+	}
+	closedir(d);
+	return used;
+}
+
+static int stop_daemon(const char *state, uid_t uid, const char *uuid, bool *stopped)
+{
+	char base[GPUSHARE_PATH_MAX], pipe[GPUSHARE_PATH_MAX + 8], log[GPUSHARE_PATH_MAX + 8];
+	struct gpushare_mps m;
+	struct gpushare_mps_stop_info info;
+	pid_t pid = 0;
+	int rc = daemon_dir(state, uid, uuid, base, sizeof(base));
+
+	if (rc)
+		return rc;
+	snprintf(pipe, sizeof(pipe), "%s/pipe", base);
+	snprintf(log, sizeof(log), "%s/log", base);
+	*stopped = false;
+	rc = gpushare_mps_init(&m, pipe, log);
+	if (!rc && gpushare_mps_state(&m, &pid) == GPUSHARE_MPS_RUNNING) {
+		rc = gpushare_mps_stop(&m, true, &info);
+		*stopped = !rc;
+	}
+	if (!rc)
+		gpushare_remove_tree(base);
+	return rc;
+}
+
+int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r)
+{
+	char state[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX];
+	struct job_record job;
+	struct stat st;
+	int rc, first = GPUSHARE_OK, fd = -1;
+
+	hook_init(o, r, state, sizeof(state));
+	if ((rc = job_id(r, "epilog")))
+		return rc;
+	if (o && o->hpc_job_mapping_dir && (rc = gpushare_slurm_job_unmap_all(o->hpc_job_mapping_dir, r->job_id)))
+		return rc;
+	if (stat(state, &st) != 0) {
+		r->already = true; /* no prolog ever ran here */
+		return GPUSHARE_OK;
+	}
+	if ((rc = job_path(state, r->job_id, path, sizeof(path))) || (rc = lock_state(state, &fd)))
+		return rc;
+	if (!record_read(path, &job)) {
+		r->already = true;
+		gpushare_lock_release(fd);
+		return GPUSHARE_OK;
+	}
+	r->mps = true;
+	r->n_gpus = job.n_gpus;
+	for (size_t i = 0; i < job.n_gpus; i++) {
+		bool stopped = false;
+
+		if (daemon_used(state, r->job_id, job.uid, job.gpus[i])) {
+			r->kept++;
+			continue;
+		}
+		rc = stop_daemon(state, job.uid, job.gpus[i], &stopped);
+		if (rc && !first)
+			first = rc;
+		else if (rc)
+			gpushare_clear_error(); /* the first failure is the one said */
+		else if (stopped)
+			r->stopped++;
+	}
+	/* Forgotten only once its daemons are stopped: a failed stop is tried
+	 * again by the next epilog of this job (Slurm reruns none, but an
+	 * operator may). */
+	if (!first && unlink(path) != 0 && errno != ENOENT)
+		first = gpushare_fail(GPUSHARE_E_IO, "cannot remove '%s': %s", path, strerror(errno));
+	gpushare_lock_release(fd);
+	return first;
+}

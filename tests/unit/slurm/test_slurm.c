@@ -1,0 +1,129 @@
+/*
+ * Unit tests: Slurm's share as a job sees it (lib/slurm/slurm.c): only
+ * inside a Slurm job, the gres/mps percentage (above 100 taken as 100, a
+ * bad value refused naming the variable), the gres/shard count, the phrase
+ * that says it; the prolog's pipe directory names; the prolog and epilog
+ * outside Slurm and for a job without gres/mps.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gpushare/gpushare.h"
+#include "gpushare/slurm.h"
+
+static void clear(void)
+{
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	unsetenv("SLURM_SHARDS_ON_NODE");
+	unsetenv("GPUSHARE_SLURM_DIR");
+}
+
+static void test_share(void **state)
+{
+	struct gpushare_slurm_share s;
+	char text[160];
+
+	(void)state;
+	clear();
+	/* Outside a job an inherited percentage is not Slurm's. */
+	setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "40", 1);
+	assert_int_equal(gpushare_slurm_share_read(&s), GPUSHARE_OK);
+	assert_false(s.in_job);
+	assert_false(gpushare_slurm_share_any(&s));
+	setenv("SLURM_JOB_ID", "42", 1);
+	assert_int_equal(gpushare_slurm_share_read(&s), GPUSHARE_OK);
+	assert_true(s.in_job);
+	assert_string_equal(s.job_id, "42");
+	assert_true(s.mps_percentage == 40);
+	assert_int_equal(s.shards, 0);
+	gpushare_slurm_share_describe(&s, text, sizeof(text));
+	assert_string_equal(text, "gres/mps 40% (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)");
+	/* Above 100 (Slurm's miscount beside gres/shard): taken as 100. */
+	setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "625", 1);
+	assert_int_equal(gpushare_slurm_share_read(&s), GPUSHARE_OK);
+	assert_true(s.mps_percentage == 100 && s.mps_clamped);
+	for (size_t i = 0; i < 4; i++) {
+		static const char *const bad[] = { "abc", "0", "-5", "50x" };
+
+		setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", bad[i], 1);
+		assert_int_equal(gpushare_slurm_share_read(&s), GPUSHARE_E_INVAL);
+		assert_non_null(strstr(gpushare_errdetail(), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+	}
+	unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	setenv("SLURM_SHARDS_ON_NODE", "3", 1);
+	assert_int_equal(gpushare_slurm_share_read(&s), GPUSHARE_OK);
+	assert_int_equal(s.shards, 3);
+	assert_true(gpushare_slurm_share_any(&s));
+	gpushare_slurm_share_describe(&s, text, sizeof(text));
+	assert_string_equal(text, "gres/shard 3 (SLURM_SHARDS_ON_NODE)");
+	setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50", 1);
+	assert_int_equal(gpushare_slurm_share_read(&s), GPUSHARE_OK);
+	gpushare_slurm_share_describe(&s, text, sizeof(text));
+	assert_string_equal(text, "gres/mps 50% (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), gres/shard 3 (SLURM_SHARDS_ON_NODE)");
+	setenv("SLURM_SHARDS_ON_NODE", "-1", 1);
+	assert_int_equal(gpushare_slurm_share_read(&s), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "SLURM_SHARDS_ON_NODE"));
+	clear();
+}
+
+static void test_dirs(void **state)
+{
+	char out[256];
+
+	(void)state;
+	clear();
+	gpushare_slurm_state_dir(NULL, out, sizeof(out));
+	assert_string_equal(out, GPUSHARE_SLURM_DEFAULT_DIR);
+	setenv("GPUSHARE_SLURM_DIR", "/run/x", 1);
+	gpushare_slurm_state_dir(NULL, out, sizeof(out));
+	assert_string_equal(out, "/run/x");
+	gpushare_slurm_state_dir("/run/y", out, sizeof(out));
+	assert_string_equal(out, "/run/y");
+	assert_int_equal(gpushare_slurm_daemon_pipe("/run/x", 1000, "GPU-ab-12", out, sizeof(out)), GPUSHARE_OK);
+	assert_string_equal(out, "/run/x/mps-1000-GPU-ab-12/pipe");
+	assert_int_equal(gpushare_slurm_daemon_pipe("/run/x", 1000, "../etc", out, sizeof(out)), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slurm_daemon_pipe("/run/x", 1000, "", out, sizeof(out)), GPUSHARE_E_DIR);
+	clear();
+}
+
+static void test_hooks_without_mps(void **state)
+{
+	struct gpushare_slurm_hook_opts o = { .state_dir = "/nonexistent/gpushare-slurm" };
+	struct gpushare_slurm_hook_result r;
+
+	(void)state;
+	clear();
+	/* Outside Slurm: one error that says so. */
+	assert_int_equal(gpushare_slurm_prolog(&o, &r), GPUSHARE_E_NOT_FOUND);
+	assert_non_null(strstr(gpushare_errdetail(), "SLURM_JOB_ID is not set"));
+	assert_int_equal(gpushare_slurm_epilog(&o, &r), GPUSHARE_E_NOT_FOUND);
+	/* A job with whole GPUs: nothing to do, nothing created. */
+	setenv("SLURM_JOB_ID", "7", 1);
+	assert_int_equal(gpushare_slurm_prolog(&o, &r), GPUSHARE_OK);
+	assert_false(r.mps);
+	assert_string_equal(r.job_id, "7");
+	assert_int_equal(access("/nonexistent/gpushare-slurm", F_OK), -1);
+	/* Its epilog: no record. */
+	assert_int_equal(gpushare_slurm_epilog(&o, &r), GPUSHARE_OK);
+	assert_true(r.already);
+	clear();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_share),
+		cmocka_unit_test(test_dirs),
+		cmocka_unit_test(test_hooks_without_mps),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,49 @@
+/* Unit tests of lib/sys/utf8.c: validity, repair with U+FFFD and cutting
+ * between characters, never inside one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpushare/files.h"
+
+static void test_utf8(void **state)
+{
+	char out[16];
+	char *d;
+
+	(void)state;
+	assert_true(gpushare_utf8_valid("plain ascii"));
+	assert_true(gpushare_utf8_valid("\xe2\x82\xac \xf0\x9f\x98\x80"));
+	assert_false(gpushare_utf8_valid("a\xff"));
+	assert_false(gpushare_utf8_valid("\xc0\xaf"));          /* overlong '/' */
+	assert_false(gpushare_utf8_valid("\xed\xa0\x80"));      /* a surrogate */
+	assert_false(gpushare_utf8_valid("\xe2\x82"));          /* cut short */
+	d = gpushare_utf8_dup("a\xffz");
+	assert_string_equal(d, "a\xef\xbf\xbdz");
+	free(d);
+	/* 5 bytes of room: "ab" then a 3-byte euro fits, a second euro does not. */
+	assert_int_equal(gpushare_utf8_copy(out, 6, "ab\xe2\x82\xac\xe2\x82\xac"), 5);
+	assert_string_equal(out, "ab\xe2\x82\xac");
+	assert_int_equal(gpushare_utf8_copy(out, 4, "ab\xe2\x82\xac"), 2); /* never half a character */
+	assert_string_equal(out, "ab");
+	assert_int_equal(gpushare_utf8_cut("ab\xe2\x82\xac", 4), 2);
+	assert_int_equal(gpushare_utf8_cut("ab\xe2\x82\xac", 5), 5);
+	assert_int_equal(gpushare_utf8_cut("abc", 2), 2);
+	d = gpushare_utf8_fix(strdup("ok"));
+	assert_string_equal(d, "ok");
+	free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_utf8),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
