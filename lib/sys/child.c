@@ -116,6 +116,7 @@ static _Noreturn void mirror_main(const struct gpushare_child *ch, const char *p
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN); /* a report to a keeper that is gone fails, no more */
 	/* vfork: the mirror is a copy of gpushare, whose page tables a
 	 * fork would copy again for every job. The child only sets its
 	 * death signal and dispositions (its own, not shared) and execs. */
@@ -134,6 +135,7 @@ static _Noreturn void mirror_main(const struct gpushare_child *ch, const char *p
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
 		execve(path, ch->argv, envp);
 		e = errno;
 		if (write(report, &e, sizeof(e)) < 0)
