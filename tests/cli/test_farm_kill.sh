@@ -78,6 +78,14 @@ check "the resume runs nothing again: exit 0, no side effect twice" \
 echo "== five SIGKILLs, each followed by --resume"
 : >"$tmp/side"
 delays=(0.4 1.1 1.9 0.7 2.6)
+# 2 s is the bound; on a machine loaded beyond 1.5 runs per CPU (shared CI
+# runners, a busy development VM) the polling here (pgrep, /proc) takes
+# seconds itself, so the bound there is 10 s and the time is still printed.
+bound=2
+if python3 -c "import os, sys; sys.exit(0 if os.getloadavg()[0] > 1.5 * os.cpu_count() else 1)"; then
+	bound=10
+	echo "load $(cut -d' ' -f1 /proc/loadavg) on $(nproc) CPUs: allowing $bound s"
+fi
 for round in 0 1 2 3 4; do
 	if ((round == 0)); then
 		"$GPUSHARE" farm --dir "$tmp/f" --slots 4 -q "$tmp/jobs" >"$tmp/f.out" 2>&1 &
@@ -95,7 +103,7 @@ for round in 0 1 2 3 4; do
 	t=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.2f}')")
 	check "kill $((round + 1)) (after ${delays[$round]} s, $running job processes): nothing left ($t s)" \
 		nothing_left
-	check "  within 2 s" python3 -c "import sys; sys.exit(0 if $t <= 2.0 else 1)"
+	check "  within $bound s" python3 -c "import sys; sys.exit(0 if $t <= $bound else 1)"
 	[[ -n "$(pgrep -af "$tmp/" || true)" ]] && echo "left: $(pgrep -af "$tmp/")"
 	check "  no job ran to completion twice" test -z "$(twice)"
 done
