@@ -366,7 +366,8 @@ static bool daemon_used(const char *state, const char *skip, uid_t uid, const ch
 	bool used = false;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s/jobs", state);
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/jobs", state) >= sizeof(dir))
+		return false;
 	d = opendir(dir);
 	if (!d)
 		return false;
