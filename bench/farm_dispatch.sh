@@ -7,13 +7,17 @@
 #
 #   dispatch  N jobs (default 10000) at K = 1, 2 and 4 slots: makespan / N
 #   baseline  the same N `/bin/true` from a shell loop (fork + exec + wait only)
+#   floor     the same N `/bin/true` at the same K, from `xargs -P K` (fork +
+#             exec + wait, K at once, nothing else): the farm at K is compared
+#             with it (ratio), the supervision (mirror, keeper, journal) being
+#             the difference
 #   memory    peak RSS (/usr/bin/time -v) of farms of 1,000, N and 100,000 jobs
 #             (MEM_SIZES), of `farm status` and of `--resume DIR` on each, and
 #             the bytes per job between the sizes
 #
 # Usage: bench/farm_dispatch.sh BUILD_DIR OUT_DIR
 # Environment: N (default 10000), SLOTS (default "1 2 4"), MEM_SIZES (default
-# "1000 N 100000"), FARM_TMP (where the
+# "1000 N 100000"), NO_MEMORY=1 (dispatch only), FARM_TMP (where the
 # farm directories go; default OUT_DIR/farms: the journal's fsync cost depends
 # on that file system). Writes OUT_DIR/farm_dispatch.md and prints it.
 set -euo pipefail
@@ -58,6 +62,17 @@ python3 -c "
 s = $end - $start; n = $N
 print(f'| shell loop, fork + exec + wait only | {n} | 1 | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
 
+declare -A floor
+for k in $SLOTS; do
+	start=$(date +%s.%N)
+	awk -v n="$N" 'BEGIN { for (i = 0; i < n; i++) print i }' | xargs -P "$k" -n 1 /bin/true
+	end=$(date +%s.%N)
+	floor[$k]=$(python3 -c "print($end - $start)")
+	python3 -c "
+s = ${floor[$k]}; n = $N
+print(f'| floor: xargs -P $k -n 1 /bin/true (fork + exec + wait, K at once) | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
+done
+
 for k in $SLOTS; do
 	d=$T/farm-$N-k$k
 	rm -rf "$d"
@@ -67,9 +82,10 @@ for k in $SLOTS; do
 	[[ $done_ == "$N" ]] || { echo "farm at K=$k did only $done_ of $N jobs" >&2; exit 1; }
 	python3 -c "
 s = $s; n = $N
-print(f'| gpushare farm | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
+print(f'| gpushare farm ({s / ${floor[$k]}:.2f}x the floor at K=$k) | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
 	rm -rf "$d"
 done
+[[ -n ${NO_MEMORY:-} ]] && { cat "$res"; exit 0; }
 
 {
 	echo

@@ -40,6 +40,16 @@ enum gpushare_child_flags {
 	/* The stdout the child would get is gpushare's stderr (workers'
 	 * chatter never reaches JSON or CSV on stdout). */
 	GPUSHARE_CHILD_STDOUT_TO_STDERR = 1u << 3,
+	/* Run the program under a mirror: the forked child stays a copy of
+	 * gpushare (it does not die with gpushare, and ignores SIGINT,
+	 * SIGTERM, SIGHUP and SIGQUIT) that forks and executes the program in
+	 * its own process group, calls mirror_start once the program is
+	 * forked, waits for it, calls mirror_exit with its wait status and
+	 * then ends the same way (that exit status, or that signal). Signals
+	 * to the group reach the program; the child's pid is the group's id.
+	 * For a keeper that must learn how a job ended even when gpushare
+	 * was killed (lib/farm/farm_keeper.c). Not with fn or SAME_PGROUP. */
+	GPUSHARE_CHILD_MIRROR = 1u << 4,
 };
 
 struct gpushare_child {
@@ -66,6 +76,11 @@ struct gpushare_child {
 	int keep_fds[8];
 	size_t n_keep_fds;
 	unsigned flags;                /* enum gpushare_child_flags */
+	/* GPUSHARE_CHILD_MIRROR: called in the mirror (a copy of this
+	 * process), which must only write to descriptors there. */
+	void (*mirror_start)(void *arg);
+	void (*mirror_exit)(void *arg, int wstatus);
+	void *mirror_arg;
 
 	/* ---- filled by gpushare_child_start() ---- */
 	pid_t pid;                     /* 0 before start */

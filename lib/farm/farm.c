@@ -66,6 +66,7 @@
 #include "strategy.h"
 #include "run_ctx.h"
 #include "farm_engine.h"
+#include "farm_keeper.h"
 
 
 void gpushare_farm_config_init(struct gpushare_farm_config *c)
@@ -682,6 +683,28 @@ static int open_resume(struct farm *f)
 	return rc;
 }
 
+/* The journal is locked while the farm that wrote running.json is dead
+ * (or wrote none): its keeper is still ending that farm's jobs and
+ * recording those that finished. Wait for it (bounded), so that no job
+ * starts while an earlier attempt of it runs. */
+#define KEEPER_WAIT_NS (15 * NS_PER_S)
+static int wait_for_keeper(struct farm *f, bool *existing)
+{
+	uint64_t t0 = gpushare_now_ns();
+	int rc = GPUSHARE_E_BUSY;
+
+	while (rc == GPUSHARE_E_BUSY && gpushare_now_ns() - t0 < KEEPER_WAIT_NS) {
+		struct gpushare_farm_live l;
+
+		if (farm_read_live(f->dir, &l) && !l.stale)
+			break; /* a farm runs there */
+		gpushare_sleep_ns(50 * NS_PER_MS);
+		gpushare_clear_error();
+		rc = gpushare_farm_journal_open(&f->journal, f->dir, existing);
+	}
+	return rc;
+}
+
 /* The farm directory: created for a new farm (refused when it already
  * holds a journal), required with its journal for --resume. */
 static int open_dir(struct farm *f)
@@ -721,6 +744,8 @@ static int open_dir(struct farm *f)
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is not a directory", out);
 
 	rc = gpushare_farm_journal_open(&f->journal, f->dir, &existing);
+	if (rc == GPUSHARE_E_BUSY && c->resume)
+		rc = wait_for_keeper(f, &existing);
 	if (rc == GPUSHARE_E_BUSY)
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is in use by another gpushare farm", f->dir);
 	if (rc)
@@ -861,6 +886,7 @@ static int alloc_slots(struct farm *f)
 			struct slot *s = &f->slots[g * f->max_k + k];
 
 			gpushare_child_init(&s->ch);
+			s->index = (unsigned)(g * f->max_k + k);
 			s->gpu = g;
 			s->k = k;
 		}
@@ -1015,6 +1041,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	f.c = c;
 	f.r = r;
 	f.journal.fd = -1;
+	f.keeper_fd = f.keeper_pidfd = -1;
 	gpushare_run_ctx_init(&f.run, &(struct gpushare_run_opts){ .prefix = "farm", .mps_pipe_dir = c->mps_pipe_dir });
 	farm_stop_level = 0;
 	rc = c->resume && c->dir ? resume_options(&eff, gpus_buf, sizeof(gpus_buf)) : GPUSHARE_OK;
@@ -1054,6 +1081,9 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 			farm_calibration_round(&f);
 		/* Nothing left to run (a finished farm resumed): no daemon either. */
 		rc = f.queued ? setup_strategy(&f) : GPUSHARE_OK;
+		/* Before any thread: the keeper is a fork of this process. */
+		if (!rc && f.queued)
+			rc = farm_keeper_start(&f);
 	}
 	if (!rc && c->hpc_job_mapping_dir)
 		rc = job_mapping(&f, true);
@@ -1090,6 +1120,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	if (f.mapped)
 		job_mapping(&f, false);
 	rc = gpushare_run_ctx_close(&f.run, rc);
+	farm_keeper_finish(&f);
 	farm_free_retries(&f);
 	gpushare_farm_cursor_close(&f.cur);
 	failed = f.rs.failed;

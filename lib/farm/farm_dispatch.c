@@ -37,6 +37,7 @@
 #include "strategy.h"
 #include "run_ctx.h"
 #include "farm_engine.h"
+#include "farm_keeper.h"
 
 
 /* ---- stop requests (async-signal-safe) ---- */
@@ -213,6 +214,8 @@ static int flush_journal(struct farm *f)
 	if (!f->n_pending)
 		return GPUSHARE_OK;
 	rc = gpushare_farm_journal_write_attempts(&f->journal, f->pending, f->n_pending);
+	if (!rc)
+		farm_keeper_recorded(f, f->pending, f->n_pending);
 	f->n_pending = 0;
 	return rc;
 }
@@ -383,6 +386,13 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->ch.out = out;
 	s->ch.err = err;
 	s->ch.flags = GPUSHARE_CHILD_IGNORE_SIGINT;
+	if (f->keeper_fd >= 0) {
+		/* Under a mirror that tells the keeper how it ended. */
+		s->ch.flags |= GPUSHARE_CHILD_MIRROR;
+		s->ch.mirror_start = farm_keeper_job_started;
+		s->ch.mirror_exit = farm_keeper_job_ended;
+		s->ch.mirror_arg = s;
+	}
 	s->start_unix_s = unix_now();
 	s->start_ns = gpushare_now_ns();
 	rc = gpushare_child_start(&s->ch);

@@ -45,6 +45,7 @@ struct farm_gpu {
 
 struct slot {
 	struct gpushare_child ch;
+	unsigned index;                    /* in farm.slots */
 	bool busy;
 	size_t gpu;
 	unsigned k;                        /* slot number on its GPU */
@@ -119,6 +120,11 @@ struct farm {
 	uint64_t t0_ns, last_progress_ns, last_live_ns;
 	double t0_unix_s;
 	struct gpushare_metrics_farm *metrics;
+
+	/* the keeper (farm_keeper.c): its pipe, pid and pidfd; -1/0 none */
+	int keeper_fd;
+	pid_t keeper_pid;
+	int keeper_pidfd;
 };
 
 static inline double unix_now(void)
@@ -137,5 +143,8 @@ void farm_update_metrics(struct farm *f);
 void farm_calibration_round(struct farm *f);
 int farm_run_loop(struct farm *f);
 void farm_stop_all(struct farm *f);
+
+/* farm_status.c: DIR/running.json, when a farm wrote one. */
+bool farm_read_live(const char *dir, struct gpushare_farm_live *l);
 
 #endif

@@ -167,6 +167,26 @@ static int cut_torn_tail(struct farm_journal *j)
 	return GPUSHARE_OK;
 }
 
+int gpushare_farm_journal_cut_torn(struct farm_journal *j)
+{
+	struct stat st;
+	off_t keep;
+	int rc;
+
+	/* The farm's writer may have died mid-line since the journal was
+	 * opened: look at the file as it is now. */
+	if (fstat(j->fd, &st) != 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", j->path, strerror(errno));
+	rc = find_torn_tail(j->fd, j->path, st.st_size, &keep);
+	if (rc)
+		return rc;
+	if (keep >= 0) {
+		j->torn = true;
+		j->keep = keep;
+	}
+	return cut_torn_tail(j);
+}
+
 int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *existing)
 {
 	struct stat st;

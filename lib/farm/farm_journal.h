@@ -120,6 +120,9 @@ struct farm_journal {
  * so that a farm refused after opening leaves the journal as it was.
  * *existing tells whether the file holds anything (even only a torn line). */
 int gpushare_farm_journal_open(struct farm_journal *j, const char *dir, bool *existing);
+/* Cut a torn last line off the journal (its writer died mid-write); for
+ * the farm's keeper, which appends after a killed farm. */
+int gpushare_farm_journal_cut_torn(struct farm_journal *j);
 /* Make the journal's writes durable in the background from now on: a
  * thread fsyncs whenever records were written since its last fsync, so a
  * write returns once its record is in the file (safe against a kill of

@@ -68,7 +68,7 @@ static void summary_from(struct gpushare_farm_summary *out, const struct farm_su
 }
 
 /* DIR/running.json, when a farm wrote one (lib: write_live). */
-static bool read_live(const char *dir, struct gpushare_farm_live *l)
+bool farm_read_live(const char *dir, struct gpushare_farm_live *l)
 {
 	char path[GPUSHARE_PATH_MAX + 32], chunk[4096], host[256];
 	struct gpushare_buf text = { 0 };
@@ -179,7 +179,7 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 	if (!rc && !(out->live = calloc(n ? n : 1, sizeof(*out->live))))
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (read_live(dirs[i], &out->live[out->n_live]))
+		if (farm_read_live(dirs[i], &out->live[out->n_live]))
 			out->n_live++;
 	}
 	if (!rc)

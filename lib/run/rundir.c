@@ -111,6 +111,14 @@ static void stop_daemons(const char *run)
 	closedir(d);
 }
 
+void gpushare_rundir_cleanup(const char *dir)
+{
+	if (!dir || !dir[0])
+		return;
+	stop_daemons(dir);
+	gpushare_rundir_remove(dir);
+}
+
 int gpushare_rundir_reap(size_t *reaped)
 {
 	char user[GPUSHARE_PATH_MAX];

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -83,6 +84,78 @@ static int child_stream(int want, int pipe_end, int devnull, int target)
 	return dup2(fd, target) < 0 ? -1 : 0;
 }
 
+/* The mirror ends as its program did: the same exit status, or killed by
+ * the same signal (without a core file of its own). */
+static _Noreturn void mirror_end(int st)
+{
+	if (WIFSIGNALED(st)) {
+		const struct rlimit no_core = { 0, 0 };
+		int sig = WTERMSIG(st);
+		sigset_t one;
+
+		setrlimit(RLIMIT_CORE, &no_core);
+		signal(sig, SIG_DFL);
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		sigprocmask(SIG_UNBLOCK, &one, NULL);
+		raise(sig);
+		_exit(128 + sig);
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 255);
+}
+
+/* GPUSHARE_CHILD_MIRROR: fork the program, report, wait, end alike. The
+ * program inherits `report` until its exec closes it, so that the parent
+ * still learns of an exec failure. */
+static _Noreturn void mirror_main(const struct gpushare_child *ch, const char *path, char **envp, int report)
+{
+	pid_t self = getpid(), pid;
+	int st = 0, e;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN); /* a report to a keeper that is gone fails, no more */
+	/* vfork: the mirror is a copy of gpushare, whose page tables a
+	 * fork would copy again for every job. The child only sets its
+	 * death signal and dispositions (its own, not shared) and execs. */
+	pid = vfork();
+	if (pid < 0) {
+		e = errno;
+		if (write(report, &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	if (pid == 0) {
+		/* The program dies with its mirror. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self)
+			_exit(127);
+		signal(SIGINT, ch->flags & GPUSHARE_CHILD_IGNORE_SIGINT ? SIG_IGN : SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		execve(path, ch->argv, envp);
+		e = errno;
+		if (write(report, &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(report);
+	if (ch->mirror_start)
+		ch->mirror_start(ch->mirror_arg);
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			st = 127 << 8;
+			break;
+		}
+	}
+	if (ch->mirror_exit)
+		ch->mirror_exit(ch->mirror_arg, st);
+	mirror_end(st);
+}
+
 static _Noreturn void child_main(const struct gpushare_child *ch, const char *path, char **envp, pid_t parent,
 				 int report, const int pipes[3][2], int devnull)
 {
@@ -91,9 +164,12 @@ static _Noreturn void child_main(const struct gpushare_child *ch, const char *pa
 
 	if (!(ch->flags & GPUSHARE_CHILD_SAME_PGROUP) && setpgid(0, 0) != 0)
 		goto fail;
-	/* Die with gpushare; if it already died, do not start at all. */
-	if (!(ch->flags & GPUSHARE_CHILD_NO_PDEATHSIG) &&
-	    (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent))
+	/* Die with gpushare; if it already died, do not start at all. A
+	 * mirror outlives gpushare (its keeper ends the program). */
+	if (!(ch->flags & (GPUSHARE_CHILD_NO_PDEATHSIG | GPUSHARE_CHILD_MIRROR)) &&
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		_exit(127);
+	if (getppid() != parent && !(ch->flags & GPUSHARE_CHILD_NO_PDEATHSIG))
 		_exit(127);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -123,6 +199,8 @@ static _Noreturn void child_main(const struct gpushare_child *ch, const char *pa
 		ch->fn(ch->arg);
 		_exit(127);
 	}
+	if (ch->flags & GPUSHARE_CHILD_MIRROR)
+		mirror_main(ch, path, envp, report);
 	execve(path, ch->argv, envp);
 fail:
 	e = errno;
@@ -156,6 +234,8 @@ int gpushare_child_start(struct gpushare_child *ch)
 	ch->stragglers = 0;
 	if (ch->n_keep_fds > sizeof(ch->keep_fds) / sizeof(ch->keep_fds[0]))
 		return gpushare_fail(GPUSHARE_E_INVAL, "too many descriptors to keep open in a child");
+	if ((ch->flags & GPUSHARE_CHILD_MIRROR) && (ch->fn || (ch->flags & GPUSHARE_CHILD_SAME_PGROUP)))
+		return gpushare_fail(GPUSHARE_E_INVAL, "a mirrored child runs a program in a group of its own");
 	if (!ch->fn) {
 		if (!ch->argv || !ch->argv[0])
 			return gpushare_fail(GPUSHARE_E_INVAL, "no program to start");

@@ -143,7 +143,7 @@ no_jobs_left "background process"
 echo "== hanging jobs and --timeout"
 printf '%s\n' "$tmp/job.sh 0 60 0" "sh -c 'trap \"\" TERM; $tmp/job.sh 1 60 0'" "$tmp/job.sh 2 0 0" >"$tmp/jh"
 start=$(date +%s)
-run farm --dir "$tmp/f4" --strategy timeslice --slots 3 --timeout 0.5s "$tmp/jh"
+run farm --dir "$tmp/f4" --strategy timeslice --slots 3 --timeout 2s "$tmp/jh"
 took=$(($(date +%s) - start))
 check "exit 8" test "$rc" = 8
 check "ended long before the jobs would ($took s; bound 10 s x $TIME_FACTOR, under the jobs' 60 s)" \
@@ -208,7 +208,7 @@ check "calibrated: K = 1, 2, 4 tried, sleeping jobs scale, 4 kept" python3 -c "
 import json; r = json.load(open('$tmp/out'))['run']
 assert r['calibrated'] and [c['slots'] for c in r['calibration']] == [1, 2, 4], r
 assert r['slots'] == 4, r
-assert r['calibration'][2]['jobs_per_second'] > 2 * r['calibration'][0]['jobs_per_second'], r"
+assert r['calibration'][2]['jobs_per_second'] > 1.5 * r['calibration'][0]['jobs_per_second'], r"
 run farm --dir "$tmp/c2" --strategy timeslice --gpus 0 --max-slots 2 "$tmp/j8"
 check "the text states the calibration" grep -q "slots\? per GPU by calibration (K=1: .* jobs/s over 2 jobs, K=2:" "$tmp/out"
 

@@ -225,6 +225,87 @@ static void test_run_kills_stragglers(void **state)
 	gpushare_run_result_release(&res);
 }
 
+/* GPUSHARE_CHILD_MIRROR: the callbacks run in the mirror (they write to a
+ * pipe here), the child ends as its program did, signals to the group reach
+ * the program (the mirror ignores SIGTERM), exec failure is reported. */
+static int mirror_pipe = -1;
+
+static void on_start(void *arg)
+{
+	char c = 'S';
+
+	(void)arg;
+	assert_int_equal(write(mirror_pipe, &c, 1), 1);
+}
+
+static void on_exit_(void *arg, int wstatus)
+{
+	char msg[2] = { 'E', (char)(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 100 + WTERMSIG(wstatus)) };
+
+	(void)arg;
+	assert_int_equal(write(mirror_pipe, msg, 2), 2);
+}
+
+static int start_mirrored(struct gpushare_child *ch, const char *script)
+{
+	static char *argv[4];
+
+	argv[0] = "/bin/sh";
+	argv[1] = "-c";
+	argv[2] = (char *)script;
+	argv[3] = NULL;
+	gpushare_child_init(ch);
+	ch->argv = argv;
+	ch->flags = GPUSHARE_CHILD_MIRROR;
+	ch->mirror_start = on_start;
+	ch->mirror_exit = on_exit_;
+	return gpushare_child_start(ch);
+}
+
+static void test_mirror(void **state)
+{
+	struct gpushare_child ch;
+	char buf[8] = { 0 };
+	int fds[2];
+	static char *missing[] = { "/nonexistent/program", NULL };
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	mirror_pipe = fds[1];
+	assert_int_equal(start_mirrored(&ch, "exit 7"), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_true(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 7);
+	assert_int_equal(read(fds[0], buf, 3), 3);
+	assert_memory_equal(buf, "SE\x07", 3);
+	gpushare_child_release(&ch);
+
+	/* SIGTERM to the group: the program dies of it, the mirror too. */
+	assert_int_equal(start_mirrored(&ch, "sleep 30"), GPUSHARE_OK);
+	assert_int_equal(read(fds[0], buf, 1), 1);
+	assert_int_equal(buf[0], 'S');
+	assert_int_equal(ch.pgid, ch.pid);
+	gpushare_child_signal(&ch, SIGTERM);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_true(WIFSIGNALED(ch.wstatus) && WTERMSIG(ch.wstatus) == SIGTERM);
+	assert_int_equal(read(fds[0], buf, 2), 2);
+	assert_int_equal(buf[0], 'E');
+	assert_int_equal(buf[1], 100 + SIGTERM);
+	gpushare_child_release(&ch);
+
+	/* A program that cannot be executed. */
+	gpushare_child_init(&ch);
+	ch.argv = missing;
+	ch.path = missing[0];
+	ch.flags = GPUSHARE_CHILD_MIRROR;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_E_NOT_FOUND);
+	assert_true(ch.exited);
+	gpushare_child_release(&ch);
+	gpushare_clear_error();
+	close(fds[0]);
+	close(fds[1]);
+	mirror_pipe = -1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_function_child_and_pipes),
 		cmocka_unit_test(test_environment),
 		cmocka_unit_test(test_run_kills_stragglers),
+		cmocka_unit_test(test_mirror),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

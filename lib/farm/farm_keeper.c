@@ -1,0 +1,508 @@
+/*
+ * The farm's keeper (farm_keeper.h): what outlives a killed gpushare farm
+ * for the moment it takes to leave nothing running and lose no finished
+ * job.
+ *
+ * Messages: fixed records of 64 bytes on one pipe (each write is atomic,
+ * below PIPE_BUF), written by the jobs' mirrors ('S' the job of slot N was
+ * forked, 'E' it ended with this wait status) and by gpushare ('A' this
+ * attempt is in the journal, 'D' the farm ends normally). A mirror writes
+ * 'E' before it exits, so gpushare reaps it and records the attempt after
+ * the keeper has its 'E'; so per slot at most one attempt ended without
+ * its 'A'.
+ *
+ * gpushare's death is seen on its pidfd (or, without one, by the keeper's
+ * parent changing, checked every 50 ms). The pipe's end (EOF) comes once
+ * gpushare and every mirror are gone: the mirrors hold its write end, the
+ * programs do not (close-on-exec).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "clock.h"
+#include "sys.h"
+#include "gpushare/child.h"
+#include "gpushare/gpushare.h"
+#include "farm_engine.h"
+#include "farm_keeper.h"
+#include "rundir.h"
+
+#define KEEPER_TICK_MS 50
+#define KEEPER_DRAIN_NS (5 * NS_PER_S)      /* mirrors get this long to end after gpushare died */
+#define KEEPER_TAIL_BYTES (4 << 20)         /* the journal's tail searched for unacknowledged records */
+
+struct keeper_msg {
+	uint8_t type;                        /* 'S', 'E', 'A', 'D' */
+	uint8_t pad[3];
+	uint32_t slot;
+	uint32_t attempt;
+	int32_t pgid;
+	int32_t wstatus;
+	uint32_t pad2;
+	uint64_t job, hash;
+	double start_unix_s, end_unix_s, duration_s;
+};
+
+_Static_assert(sizeof(struct keeper_msg) == 64, "keeper messages are 64 bytes");
+
+/* The farm the mirrors and the keeper see (their copy of gpushare's). */
+static struct farm *keeper_farm;
+
+static void send_msg(int fd, const struct keeper_msg *m, size_t n)
+{
+	const char *p = (const char *)m;
+	size_t len = n * sizeof(*m);
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		len -= (size_t)w;
+	}
+}
+
+static void slot_msg(const struct slot *s, char type, struct keeper_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = (uint8_t)type;
+	m->slot = s->index;
+	m->attempt = s->attempt;
+	m->pgid = (int32_t)getpid();
+	m->job = s->job;
+	m->hash = s->hash;
+	m->start_unix_s = s->start_unix_s;
+}
+
+void farm_keeper_job_started(void *arg)
+{
+	struct keeper_msg m;
+
+	if (!keeper_farm || keeper_farm->keeper_fd < 0)
+		return;
+	slot_msg(arg, 'S', &m);
+	send_msg(keeper_farm->keeper_fd, &m, 1);
+}
+
+void farm_keeper_job_ended(void *arg, int wstatus)
+{
+	const struct slot *s = arg;
+	struct keeper_msg m;
+
+	if (!keeper_farm || keeper_farm->keeper_fd < 0)
+		return;
+	slot_msg(s, 'E', &m);
+	m.wstatus = wstatus;
+	m.duration_s = (double)(gpushare_now_ns() - s->start_ns) / 1e9;
+	m.end_unix_s = s->start_unix_s + m.duration_s;
+	send_msg(keeper_farm->keeper_fd, &m, 1);
+}
+
+void farm_keeper_recorded(struct farm *f, const struct farm_attempt *a, size_t n)
+{
+	struct keeper_msg m[PENDING_MAX];
+	size_t k = 0;
+
+	if (f->keeper_fd < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		memset(&m[k], 0, sizeof(m[k]));
+		m[k].type = 'A';
+		m[k].job = a[i].job;
+		m[k].attempt = a[i].attempt;
+		if (++k == PENDING_MAX) {
+			send_msg(f->keeper_fd, m, k);
+			k = 0;
+		}
+	}
+	if (k)
+		send_msg(f->keeper_fd, m, k);
+}
+
+/* ---- the keeper process ---- */
+
+enum { K_IDLE, K_RUNNING, K_ENDED };
+
+struct kslot {
+	int state;
+	struct keeper_msg start, end;
+	bool end_after_kill;                 /* its 'E' came after the keeper began killing */
+};
+
+struct keeper {
+	struct farm *f;
+	struct kslot *ks;
+	size_t n;
+	int rd, pidfd;
+	pid_t parent;
+	bool killing, eof, done;
+};
+
+/* Close every descriptor but 0-2 and keep[] (the ones open are listed in
+ * /proc/self/fd; a loop up to the descriptor limit could take a second). */
+static void close_others(const int *keep, size_t n)
+{
+	int fds[1024];
+	size_t m = 0;
+	bool more = true;
+
+	while (more) {
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *e;
+
+		more = false;
+		m = 0;
+		if (!d)
+			return;
+		while ((e = readdir(d))) {
+			int fd = atoi(e->d_name);
+			bool k = fd < 3 || fd == dirfd(d) || e->d_name[0] == '.';
+
+			for (size_t i = 0; i < n && !k; i++)
+				k = keep[i] == fd;
+			if (k)
+				continue;
+			if (m == sizeof(fds) / sizeof(fds[0])) {
+				more = true;
+				break;
+			}
+			fds[m++] = fd;
+		}
+		closedir(d);
+		for (size_t i = 0; i < m; i++)
+			close(fds[i]);
+	}
+}
+
+static void handle(struct keeper *k, const struct keeper_msg *m)
+{
+	struct kslot *s;
+
+	if (m->type == 'D') {
+		k->done = true;
+		return;
+	}
+	if (m->type == 'A') {
+		for (size_t i = 0; i < k->n; i++) {
+			s = &k->ks[i];
+			if (s->state != K_IDLE && s->start.job == m->job && s->start.attempt == m->attempt)
+				s->state = K_IDLE;
+		}
+		return;
+	}
+	if (m->slot >= k->n)
+		return;
+	s = &k->ks[m->slot];
+	if (m->type == 'S') {
+		s->state = K_RUNNING;
+		s->start = *m;
+	} else if (m->type == 'E') {
+		s->state = K_ENDED;
+		s->end = *m;
+		s->end_after_kill = k->killing;
+	}
+}
+
+/* Read what is there (the descriptor is non-blocking). */
+static void drain(struct keeper *k)
+{
+	static char buf[64 * sizeof(struct keeper_msg)];
+	static size_t have;
+
+	for (;;) {
+		ssize_t r = read(k->rd, buf + have, sizeof(buf) - have);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0)
+			k->eof = true;
+		if (r <= 0)
+			return;
+		have += (size_t)r;
+		while (have >= sizeof(struct keeper_msg)) {
+			struct keeper_msg m;
+
+			memcpy(&m, buf, sizeof(m));
+			handle(k, &m);
+			have -= sizeof(m);
+			memmove(buf, buf + sizeof(m), have);
+		}
+	}
+}
+
+static bool parent_gone(struct keeper *k)
+{
+	if (k->pidfd >= 0) {
+		struct pollfd p = { .fd = k->pidfd, .events = POLLIN };
+
+		return poll(&p, 1, 0) == 1;
+	}
+	return getppid() != k->parent;
+}
+
+/* SIGKILL to every process of the running jobs' groups but their leaders
+ * (the mirrors, which then report how the job ended). */
+static void kill_jobs(struct keeper *k)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[300], buf[512], *p;
+		long pid, pgrp;
+		int fd;
+		ssize_t r;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		p = strrchr(buf, ')');
+		if (!p || p[1] != ' ' || sscanf(p + 3, "%*d %ld", &pgrp) != 1)
+			continue;
+		pid = strtol(e->d_name, NULL, 10);
+		for (size_t i = 0; i < k->n; i++) {
+			if (k->ks[i].state != K_IDLE && k->ks[i].start.pgid == pgrp && pid != pgrp)
+				kill((pid_t)pid, SIGKILL);
+		}
+	}
+	closedir(d);
+}
+
+/* Is the attempt already in the journal's tail (written by gpushare just
+ * before it died, not acknowledged)? */
+static bool recorded(const struct farm_journal *j, uint64_t job, unsigned attempt, const char *tail, size_t len)
+{
+	const char *p = tail, *end = tail + len;
+
+	(void)j;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (nl && memmem(p, n, "\"type\":\"attempt\"", 16)) {
+			cJSON *o = cJSON_ParseWithLength(p, n);
+			const cJSON *jj = cJSON_GetObjectItemCaseSensitive(o, "job");
+			const cJSON *aa = cJSON_GetObjectItemCaseSensitive(o, "attempt");
+			bool same = cJSON_IsNumber(jj) && cJSON_IsNumber(aa) && (uint64_t)jj->valuedouble == job &&
+				    (unsigned)aa->valuedouble == attempt;
+
+			cJSON_Delete(o);
+			if (same)
+				return true;
+		}
+		p += n + 1;
+	}
+	return false;
+}
+
+/* Write the records of the attempts that ended without gpushare recording
+ * them: exit status 0 always (the job finished), other endings only when
+ * they came before the keeper began killing (the kill's own are not the
+ * job's: those run again on resume). */
+static void write_missing(struct keeper *k)
+{
+	struct farm *f = k->f;
+	struct farm_attempt *a = calloc(k->n ? k->n : 1, sizeof(*a));
+	char *tail = NULL;
+	size_t n = 0, tlen = 0;
+	off_t size;
+
+	if (!a || gpushare_farm_journal_cut_torn(&f->journal) != GPUSHARE_OK)
+		goto out;
+	size = lseek(f->journal.fd, 0, SEEK_END);
+	if (size > 0) {
+		off_t from = size > KEEPER_TAIL_BYTES ? size - KEEPER_TAIL_BYTES : 0;
+		ssize_t r;
+
+		tail = malloc((size_t)(size - from));
+		r = tail ? pread(f->journal.fd, tail, (size_t)(size - from), from) : -1;
+		tlen = r > 0 ? (size_t)r : 0;
+	}
+	for (size_t i = 0; i < k->n; i++) {
+		const struct kslot *s = &k->ks[i];
+		const struct slot *sl;
+		const struct farm_gpu *g;
+		struct farm_attempt *x;
+		int ws = s->end.wstatus;
+		bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+
+		if (s->state != K_ENDED || (!ok && s->end_after_kill) ||
+		    recorded(&f->journal, s->start.job, s->start.attempt, tail, tlen))
+			continue;
+		sl = &f->slots[i];
+		g = &f->gpus[sl->gpu];
+		x = &a[n++];
+		x->job = s->start.job;
+		x->hash = s->start.hash;
+		x->attempt = s->start.attempt;
+		x->outcome = ok ? FARM_OK : FARM_FAILED;
+		x->exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+		x->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+		x->gpu = g->id.index;
+		snprintf(x->gpu_uuid, sizeof(x->gpu_uuid), "%s", f->placed ? g->id.uuid : "");
+		x->slot = (int)sl->k;
+		x->start_unix_s = s->start.start_unix_s;
+		x->end_unix_s = s->end.end_unix_s;
+		x->duration_s = s->end.duration_s;
+		snprintf(x->stdout_path, sizeof(x->stdout_path), "out/%" PRIu64 ".%u.out", x->job, x->attempt);
+		snprintf(x->stderr_path, sizeof(x->stderr_path), "out/%" PRIu64 ".%u.err", x->job, x->attempt);
+	}
+	if (n)
+		gpushare_farm_journal_write_attempts(&f->journal, a, n);
+out:
+	free(tail);
+	free(a);
+}
+
+static _Noreturn void keeper_main(void *arg)
+{
+	struct keeper *k = arg;
+	uint64_t deadline;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	k->pidfd = (int)syscall(SYS_pidfd_open, k->parent, 0);
+	{
+		int keep[3] = { k->rd, k->f->journal.fd, k->pidfd };
+
+		close_others(keep, 3);
+	}
+	k->f->keeper_fd = -1;
+	if (getppid() != k->parent)
+		k->killing = true; /* gone already */
+	while (!k->killing) {
+		struct pollfd p[2] = { { .fd = k->rd, .events = POLLIN }, { .fd = k->pidfd, .events = POLLIN } };
+
+		poll(p, k->pidfd >= 0 ? 2 : 1, k->pidfd >= 0 ? -1 : KEEPER_TICK_MS);
+		drain(k);
+		if (k->done)
+			_exit(0);
+		if (k->eof || parent_gone(k))
+			k->killing = true;
+	}
+	/* gpushare is gone: what it said last, then end the jobs. */
+	drain(k);
+	if (k->done)
+		_exit(0);
+	deadline = gpushare_now_ns() + KEEPER_DRAIN_NS;
+	while (!k->eof && gpushare_now_ns() < deadline) {
+		struct pollfd p = { .fd = k->rd, .events = POLLIN };
+
+		kill_jobs(k);
+		poll(&p, 1, KEEPER_TICK_MS);
+		drain(k);
+	}
+	write_missing(k);
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->ks[i].state != K_IDLE && k->ks[i].start.pgid > 1)
+			gpushare_pgroup_kill(k->ks[i].start.pgid);
+	}
+	if (k->f->run.own_dir)
+		gpushare_rundir_cleanup(k->f->run.dir);
+	_exit(0);
+}
+
+int farm_keeper_start(struct farm *f)
+{
+	struct gpushare_child ch;
+	struct keeper k;
+	int fds[2], rc;
+
+	memset(&k, 0, sizeof(k));
+	k.f = f;
+	k.n = f->n_gpus * f->max_k;
+	k.parent = getpid();
+	k.ks = calloc(k.n, sizeof(*k.ks));
+	if (!k.ks)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		free(k.ks);
+		return gpushare_fail(GPUSHARE_E_SYS, "pipe: %s", strerror(errno));
+	}
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	k.rd = fds[0];
+	keeper_farm = f;
+	f->keeper_fd = fds[1];
+	gpushare_child_init(&ch);
+	ch.fn = keeper_main;
+	ch.arg = &k;
+	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	close(fds[0]);
+	free(k.ks);
+	if (rc) {
+		close(fds[1]);
+		f->keeper_fd = -1;
+		return gpushare_fail(rc, "cannot start the farm's keeper (without it the jobs would outlive a killed "
+				     "gpushare): %s", gpushare_errdetail());
+	}
+	f->keeper_pid = ch.pid;
+	f->keeper_pidfd = ch.pidfd;
+	ch.pidfd = -1;
+	gpushare_child_release(&ch);
+	return GPUSHARE_OK;
+}
+
+void farm_keeper_finish(struct farm *f)
+{
+	struct keeper_msg m;
+	uint64_t t0 = gpushare_now_ns();
+
+	if (f->keeper_fd < 0)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = 'D';
+	send_msg(f->keeper_fd, &m, 1);
+	close(f->keeper_fd);
+	f->keeper_fd = -1;
+	/* It leaves at once; bounded anyway. */
+	while (f->keeper_pid > 0) {
+		int st;
+		pid_t w = waitpid(f->keeper_pid, &st, WNOHANG);
+
+		if (w == f->keeper_pid || (w < 0 && errno != EINTR))
+			break;
+		if (gpushare_now_ns() - t0 > 5 * NS_PER_S)
+			break;
+		if (f->keeper_pidfd >= 0) {
+			struct pollfd p = { .fd = f->keeper_pidfd, .events = POLLIN };
+
+			poll(&p, 1, 100);
+		} else {
+			gpushare_sleep_ns(2 * NS_PER_MS);
+		}
+	}
+	if (f->keeper_pidfd >= 0)
+		close(f->keeper_pidfd);
+	f->keeper_pidfd = -1;
+	f->keeper_pid = 0;
+}
