@@ -286,6 +286,10 @@ static void test_failures(void **state)
 	m.timeout_ms = 300;
 	assert_int_equal(gpushare_mps_start(&m, NULL, &info), GPUSHARE_E_TIMEOUT);
 	unsetenv("FAKE_MPS_READY_DELAY_MS");
+	/* The daemon was started; on a loaded machine its pid file may come
+	 * after the 300 ms wait ran out: poll, bounded (20 s). */
+	for (int i = 0; i < 400 && gpushare_mps_state(&m, &pid) != GPUSHARE_MPS_RUNNING; i++)
+		usleep(50 * 1000);
 	assert_int_equal(gpushare_mps_state(&m, &pid), GPUSHARE_MPS_RUNNING);
 	m.timeout_ms = 5000;
 	/* Once it answers, a normal stop works. */
