@@ -473,7 +473,7 @@ static void print_dmon(const struct gpushare_system_info *sys, bool header)
 static void print_view(const struct gpushare_system_info *sys, const struct gpushare_mps_private *priv, size_t n_priv,
 		       const char *interval, unsigned long round)
 {
-	char stamp[32], mem[64], a[32], b[32], c[32], d[32], e[32], r[256];
+	char stamp[32], mem[80], a[32], b[32], c[32], d[32], e[32], r[256];
 
 	wall_time(stamp, sizeof(stamp), false);
 	fputs("\033[H\033[2J", stdout);
@@ -484,7 +484,7 @@ static void print_view(const struct gpushare_system_info *sys, const struct gpus
 	       "SM MHz", "TEMP", "PROCS", "THROTTLE");
 	for (size_t i = 0; i < sys->n_gpus; i++) {
 		const struct gpushare_gpu_info *g = &sys->gpus[i];
-		char util[16], pw[40];
+		char util[16], pw[80];
 
 		snprintf(mem, sizeof(mem), "%s/%s MiB", dash_mib(g->mem_used_bytes, a, sizeof(a)),
 			 dash_mib(g->mem_total_bytes, b, sizeof(b)));
