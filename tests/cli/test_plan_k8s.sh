@@ -90,7 +90,7 @@ invalid "a memory limit that is not a quantity" "not a positive quantity" "$tmp/
 sed 's/strategy: MPS/strategy: TimeSlicing/' "$tmp/dra.yaml" >"$tmp/bad5.yaml"
 invalid "strategy and config of different kinds" "mpsConfig with strategy TimeSlicing" "$tmp/bad5.yaml"
 "$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-device-plugin >"$tmp/dp.yaml"
-sed 's/replicas: 4/replicas: "4"/' "$tmp/dp.yaml" >"$tmp/bad6.yaml"
+sed -E 's/replicas: ([0-9]+)/replicas: "\1"/' "$tmp/dp.yaml" >"$tmp/bad6.yaml"
 invalid "replicas as a string" "is not a whole number >= 2" "$tmp/bad6.yaml"
 sed 's/^kind: ConfigMap/kind: ConfigMapp/' "$tmp/dp.yaml" >"$tmp/bad7.yaml"
 invalid "an unknown kind" "no ConfigMapp" "$tmp/bad7.yaml"
