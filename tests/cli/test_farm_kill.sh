@@ -57,7 +57,7 @@ echo "== jobs that finish while gpushare cannot record them (stopped, then kille
 for ((i = 0; i < 4; i++)); do echo "$tmp/job $i 0.5"; done >"$tmp/jobs4"
 "$GPUSHARE" farm --dir "$tmp/g" --slots 4 -q "$tmp/jobs4" >"$tmp/g.out" 2>&1 &
 fpid=$!
-wait_for 100 0.05 bash -c "[ \"\$(pgrep -f '$tmp/job' | wc -l)\" -ge 4 ]" || true
+wait_for 100 0.05 bash -c "[ \"\$(pgrep -f '$tmp/job [0-9]' | wc -l)\" -ge 4 ]" || true
 kill -STOP "$fpid"
 wait_for 100 0.05 bash -c "[ \"\$(wc -l <'$tmp/side')\" -ge 4 ]" || true
 sleep 0.2
