@@ -151,6 +151,14 @@ struct gpushare_mps_stop_info {
  * then SIGKILL) if still running after a grace period. */
 int gpushare_mps_stop(const struct gpushare_mps *m, bool force, struct gpushare_mps_stop_info *info);
 
+/* Wait, bounded, for a start of a daemon in m->pipe_dir that another
+ * process began (its `control -d` may still be forking the daemon when that
+ * process dies): until the daemon is up, or the start's own deadline has
+ * passed. For cleaning up after a dead gpushare: a stop right after it would
+ * miss a daemon that comes up a moment later. Returns at once when no start
+ * is in flight. */
+void gpushare_mps_wait_start(const struct gpushare_mps *m);
+
 /* Remove a stale pid file and sockets from m->pipe_dir. */
 int gpushare_mps_clean_stale(const struct gpushare_mps *m);
 

@@ -771,14 +771,14 @@ static int open_dir(struct farm *f)
 	return rc;
 }
 
-/* A farm that failed before its first header in a directory it created
+/* A farm that failed before its run loop in a directory it created
  * leaves nothing behind. */
 static void undo_new_dir(struct farm *f)
 {
 	static const char *const names[] = { FARM_JOURNAL_NAME, FARM_JOBS_COPY_NAME, COPY_TMP_NAME, STDIN_SPOOL_NAME };
 	char path[GPUSHARE_PATH_MAX + 32];
 
-	if (!f->created_dir || f->header_written || !f->dir[0])
+	if (!f->created_dir || f->loop_started || !f->dir[0])
 		return;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		dir_path(f, names[i], path, sizeof(path));
@@ -789,6 +789,8 @@ static void undo_new_dir(struct farm *f)
 	rmdir(f->dir);
 }
 
+/* The strategy's checks and the run directory; the daemon (if any) is
+ * started once the keeper runs. */
 static int setup_strategy(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
@@ -806,8 +808,6 @@ static int setup_strategy(struct farm *f)
 	rc = gpushare_run_ctx_check(&f->run, c->strategy);
 	if (!rc)
 		rc = gpushare_run_ctx_open(&f->run);
-	if (!rc)
-		rc = gpushare_run_ctx_start(&f->run, c->strategy);
 	return rc;
 }
 
@@ -1079,11 +1079,23 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		r->slots = f.cur_k;
 		if (f.calibrating)
 			farm_calibration_round(&f);
+		/* The header first: a farm killed while its strategy starts can
+		 * be resumed (a failure before the run loop still undoes a new
+		 * directory). */
+		f.cfg.slots = c->slots;
+		snprintf(f.cfg.slurm, sizeof(f.cfg.slurm), "%s", r->slurm);
+		rc = gpushare_farm_journal_write_header(&f.journal, &f.cfg);
+		f.header_written = !rc;
 		/* Nothing left to run (a finished farm resumed): no daemon either. */
-		rc = f.queued ? setup_strategy(&f) : GPUSHARE_OK;
-		/* Before any thread: the keeper is a fork of this process. */
+		if (!rc)
+			rc = f.queued ? setup_strategy(&f) : GPUSHARE_OK;
+		/* Before any thread: the keeper is a fork of this process. And
+		 * before the MPS daemon starts: a gpushare killed while it
+		 * starts leaves it to the keeper, which stops it. */
 		if (!rc && f.queued)
 			rc = farm_keeper_start(&f);
+		if (!rc && f.queued)
+			rc = gpushare_run_ctx_start(&f.run, c->strategy);
 	}
 	if (!rc && c->hpc_job_mapping_dir)
 		rc = job_mapping(&f, true);
@@ -1092,14 +1104,10 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	if (!rc) {
 		for (size_t i = 0; f.metrics && i < f.n_gpus; i++)
 			gpushare_metrics_farm_gpu_name(f.metrics, i, f.gpus[i].id.uuid, f.gpus[i].id.index);
-		f.cfg.slots = c->slots;
-		snprintf(f.cfg.slurm, sizeof(f.cfg.slurm), "%s", r->slurm);
-		rc = gpushare_farm_journal_write_header(&f.journal, &f.cfg);
-		f.header_written = !rc;
-		if (!rc)
-			rc = gpushare_farm_journal_sync_in_background(&f.journal);
+		rc = gpushare_farm_journal_sync_in_background(&f.journal);
 	}
 	if (!rc) {
+		f.loop_started = true;
 		f.t0_ns = f.last_progress_ns = gpushare_now_ns();
 		f.t0_unix_s = unix_now();
 		farm_update_metrics(&f);
@@ -1129,7 +1137,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	if (f.journal_open)
 		gpushare_farm_journal_close(&f.journal);
 	undo_new_dir(&f);
-	if (f.r->dir[0] && f.header_written) { /* a farm that never started has no summary */
+	if (f.r->dir[0] && f.loop_started) { /* a farm that never started has no summary */
 		const char *dirs[1] = { f.dir };
 		struct gpushare_errsave e2;
 

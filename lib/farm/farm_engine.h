@@ -77,7 +77,7 @@ struct farm {
 	enum farm_jobs_mode mode;
 	char jobs_source[256];
 	char stdin_spool[GPUSHARE_PATH_MAX + 32];  /* resume: standard input kept here to read twice */
-	bool created_dir, header_written;
+	bool created_dir, header_written, loop_started;
 	bool close_busy;                   /* the attempt being recorded left its GPU idle */
 	struct farm_shard shard;
 	struct farm_config cfg;

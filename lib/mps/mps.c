@@ -41,6 +41,64 @@ static void sleep_poll(void)
 	gpushare_sleep_ns(POLL_INTERVAL_NS);
 }
 
+/* In the pipe directory while a start is in flight: the monotonic deadline
+ * (ns) of that start, for gpushare_mps_wait_start(). */
+#define MPS_STARTING_FILE ".gpushare-mps-starting"
+#define MPS_WAIT_START_MAX_NS (60 * NS_PER_S)
+
+static void starting_path(const struct gpushare_mps *m, char *path, size_t len)
+{
+	if ((size_t)snprintf(path, len, "%s/%s", m->pipe_dir, MPS_STARTING_FILE) >= len)
+		path[0] = '\0';
+}
+
+static void starting_mark(const struct gpushare_mps *m, uint64_t deadline)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+	int fd;
+
+	starting_path(m, path, sizeof(path));
+	if (!path[0])
+		return;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return; /* only a cleaner's wait is lost */
+	dprintf(fd, "%llu\n", (unsigned long long)deadline);
+	close(fd);
+}
+
+static void starting_clear(const struct gpushare_mps *m)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+
+	starting_path(m, path, sizeof(path));
+	if (path[0])
+		unlink(path);
+}
+
+void gpushare_mps_wait_start(const struct gpushare_mps *m)
+{
+	char path[GPUSHARE_PATH_MAX + 32];
+	unsigned long long deadline = 0;
+	uint64_t now = gpushare_now_ns(), cap = now + MPS_WAIT_START_MAX_NS;
+	FILE *f;
+
+	starting_path(m, path, sizeof(path));
+	if (!path[0])
+		return;
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fscanf(f, "%llu", &deadline) != 1)
+		deadline = 0;
+	fclose(f);
+	if (deadline > cap)
+		deadline = cap;
+	while (gpushare_now_ns() < deadline && access(path, F_OK) == 0 &&
+	       gpushare_mps_state(m, NULL) != GPUSHARE_MPS_RUNNING)
+		sleep_poll();
+}
+
 static int copy_path(char *dst, size_t len, const char *src, const char *what)
 {
 	size_t n = strlen(src);
@@ -474,9 +532,12 @@ static int spawn_daemon(const struct gpushare_mps *m, const char *path, const ch
 	if (gpushare_child_wait(&ch, (uint64_t)m->timeout_ms * 1000000ULL) != GPUSHARE_OK) {
 		/* `-d` should return at once; a control program that stays is
 		 * not daemonizing: stop it. */
+		char last[600];
+
 		gpushare_child_stop(&ch, 0);
 		gpushare_child_release(&ch);
-		return gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s -d' did not return within %d ms", path, m->timeout_ms);
+		return gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s -d' did not return within %d ms%s", path, m->timeout_ms,
+				     log_last_line(m, last, sizeof(last)));
 	}
 	gpushare_child_release(&ch);
 	if (!gpushare_child_ok(ch.wstatus)) {
@@ -563,9 +624,15 @@ static int mps_start_locked(const struct gpushare_mps *m, const struct gpushare_
 			return rc;
 		info->cleaned_stale = true;
 	}
+	/* `-d` and the wait for readiness each have the timeout: a cleaner
+	 * after this process's death waits that long for the daemon. */
+	deadline = gpushare_now_ns() + 2 * (uint64_t)m->timeout_ms * 1000000ULL;
+	starting_mark(m, deadline);
 	rc = spawn_daemon(m, path, o ? o->visible_devices : NULL);
-	if (rc)
+	if (rc) {
+		starting_clear(m);
 		return rc;
+	}
 	/* Ready when the pid file names a live daemon that answers a query. */
 	deadline = gpushare_now_ns() + (uint64_t)m->timeout_ms * 1000000ULL;
 	for (;;) {
@@ -575,11 +642,13 @@ static int mps_start_locked(const struct gpushare_mps *m, const struct gpushare_
 		{
 			char last[600];
 
+			starting_clear(m);
 			return gpushare_fail(GPUSHARE_E_TIMEOUT, "MPS control daemon at '%s' not ready within %d ms%s",
 					     m->pipe_dir, m->timeout_ms, log_last_line(m, last, sizeof(last)));
 		}
 		sleep_poll();
 	}
+	starting_clear(m);
 	info->pid = pid;
 	if (o) {
 		rc = gpushare_mps_set(m, 0, &o->limits);

@@ -105,6 +105,8 @@ static void stop_daemons(const char *run)
 		if (access(pipe, F_OK) != 0 || gpushare_mps_init(&m, pipe, log) != GPUSHARE_OK)
 			continue;
 		m.timeout_ms = 5000;
+		/* The dead owner may have been starting it. */
+		gpushare_mps_wait_start(&m);
 		if (gpushare_mps_state(&m, NULL) == GPUSHARE_MPS_RUNNING)
 			gpushare_mps_stop(&m, true, NULL);
 	}

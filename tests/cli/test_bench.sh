@@ -133,15 +133,14 @@ no_workers_left "crash"
 
 echo "== SIGINT mid-run"
 set +e
-"$GPUSHARE" bench --workload spin --duration 20s --warmup 100ms --request-us 200us --quiet \
+"$GPUSHARE" bench --workload spin --duration 60s --warmup 100ms --request-us 200us \
 	--workers 3 --strategy timeslice,streams --json >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 set -e
-for i in $(seq 50); do
-	[[ $(pgrep -fc "$tmp/gpushare-worker" || true) -ge 3 ]] && break
-	sleep 0.1
-done
-sleep 0.8
+# Interrupted once the window has begun and requests were counted (its
+# progress lines on stderr say so; a loaded machine may take seconds to
+# start three workers).
+wait_for $((300 * TIME_FACTOR)) 0.1 grep -qE "timeslice: measuring .* [1-9][0-9]* requests" "$tmp/err" || true
 kill -INT "$pid"
 set +e; wait "$pid"; rc=$?; set -e
 [[ $rc -eq 130 ]] && ok "SIGINT: exit 130" || fail "SIGINT: exit $rc: $(cat "$tmp/err")"

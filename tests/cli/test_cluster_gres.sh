@@ -11,9 +11,7 @@
 # it is today. Whether gpushare honours the share (a rank never gets more
 # than gres/mps gave the job; a farm never runs more jobs at once than
 # gres/shard gave it) is checked by the functions honours_gres_mps and
-# honours_gres_shard, which say SKIP until gpushare's --help names the gres
-# ("gres/mps" in `gpushare exec --help`, "gres/shard" in `gpushare farm
-# --help`), and are real checks from then on.
+# honours_gres_shard.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -74,12 +72,6 @@ job_dirs_anywhere() { find "$CLUSTER_DIR"/nodes/node*/local/xdg/gpushare -maxdep
 # --gres=mps:50 gets at most 50 % of the GPU's threads (mps: each client at
 # most the job's share; mps-split: the ranks on one GPU together at most it).
 honours_gres_mps() {
-	local help
-	help=$("$GPUSHARE" exec --help 2>&1 || true) # (not piped into grep -q: SIGPIPE under pipefail)
-	if [[ $help != *gres/mps* ]]; then
-		echo "SKIP: needs gpushare exec to honour gres/mps (\`gpushare exec --help\` does not mention gres/mps yet)"
-		return 0
-	fi
 	sr "${TASKS[@]}" --gres=mps:50 "$GPUSHARE" exec --strategy mps -- "$tmp/app-gres.sh"
 	record "gres/mps:50, gpushare exec --strategy mps"
 	check "honours gres/mps: exec --strategy mps exit 0" test "$rc" = 0
@@ -104,12 +96,6 @@ honours_gres_mps() {
 # holds --gres=shard:2 runs at most 2 jobs at once on the node, even when
 # asked for 4 slots.
 honours_gres_shard() {
-	local help
-	help=$("$GPUSHARE" farm --help 2>&1 || true)
-	if [[ $help != *gres/shard* ]]; then
-		echo "SKIP: needs gpushare farm to honour gres/shard (\`gpushare farm --help\` does not mention gres/shard yet)"
-		return 0
-	fi
 	mkdir -p "$tmp/running"
 	cat >"$tmp/job-conc.sh" <<'EOF'
 #!/bin/sh

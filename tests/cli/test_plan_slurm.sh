@@ -45,11 +45,14 @@ run plan "$FIX/timeslice-a100" --for slurm --gpu-model A100 --nodes testnode --d
 	--out "$tmp/plan"
 check "plan --for slurm: exit 0 (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 0
 K=$(sed -n 's/.* Name=shard Count=\([0-9]*\) .*/\1/p' "$tmp/plan/gres.conf")
-check "gres.conf offers K=$K shards (the measured 4)" test "$K" = 4
+# The measured pick, as the plan's own header states it ("timeslice with N
+# workers per GPU"), is what the gres lines offer.
+measured=$(sed -n 's/^# Measured: .* with \([0-9]*\) workers per GPU.*/\1/p' "$tmp/plan/gres.conf" | head -n 1)
+check "gres.conf offers K=$K shards (the measured ${measured:-?})" test -n "$measured" -a "$K" = "$measured"
 grestypes=$(sed -n 's/^GresTypes=//p' "$tmp/plan/slurm.conf")
 nodegres=$(sed -n 's/^NodeName=testnode Gres=//p' "$tmp/plan/slurm.conf")
 check "slurm.conf: GresTypes=$grestypes and Gres=$nodegres" \
-	test "$grestypes" = gpu,shard -a "$nodegres" = "gpu:a100:1,shard:4"
+	test "$grestypes" = gpu,shard -a "$nodegres" = "gpu:a100:1,shard:$K"
 
 echo "== Slurm started with the emitted lines"
 export SLURM_TEST_GRES_TYPES=$grestypes SLURM_TEST_NODE_GRES=$nodegres SLURM_TEST_GRES_CONF=$tmp/plan/gres.conf
@@ -60,7 +63,7 @@ fi
 ok "slurm idle in $SLURM_DIR"
 node=$(scontrol show node testnode)
 check "the node has the GPU and its $K shards ($(grep -o 'Gres=[^ ]*' <<<"$node"))" \
-	grep -qE "Gres=gpu:a100:1[^ ]*,shard:(a100:)?4" <<<"$node"
+	grep -qE "Gres=gpu:a100:1[^ ]*,shard:(a100:)?$K" <<<"$node"
 
 echo "== K jobs with --gres=shard:1 share the one GPU"
 for ((i = 0; i <= K; i++)); do

@@ -181,7 +181,7 @@ assert at8["workers"] == 8 and at8["mps_vs_mps_split"]["verdict"] == "tie"
 assert at8["vs_timeslice"]["verdict"] == "higher" and at8["vs_timeslice"]["significant"] is True and at8["vs_timeslice"]["method"] == "welch-log"
 assert at8["vs_timeslice"]["order_verdict"] == "higher" and at8["vs_timeslice"]["order_confidence"] < 0.95  # 2 x 96.9% < 95%
 assert at8["lowest_p99"] in ("mps", "mps-split") and "sequential" in at8["references"]
-assert "| mig | - | - | - | failed (1) |" in md, md     # a failed cell reads as failed, never as a number
+assert "| mig | - | - | - | failed (1): x |" in md, md     # a failed cell reads as failed with its reason, never as a number
 assert "mig" not in at8["tied"] and at8["best"] != "mig"
 mig = [c for c in s["cells"] if c["strategy"] == "mig"][0]
 assert mig["runs_ok"] == 0 and mig["throughput_items_per_second"] is None

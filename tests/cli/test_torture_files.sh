@@ -185,11 +185,17 @@ trun sweep --workload spin --request-us 200us --duration 60ms --warmup 10ms --wa
 expect 2 "request-us" "--resume with another request size: refused naming it (exit 2)"
 trun sweep --workload spin --request-us 100us --duration 90ms --warmup 10ms --warmup-requests 1 -q --no-report \
 	--strategy sequential --workers 1 --repeats 3 --out "$tmp/res" --resume
-expect 2 "duration_seconds" "--resume with another duration: refused naming it (exit 2)"
+expect 2 "\--duration 60ms" "--resume with another duration: refused naming it (exit 2)"
+trun "${SPIN[@]}" --strategy sequential --workers 1 --repeats 3 --out "$tmp/res" --resume
+expect 2 "\--repeats 2" "--resume with more repeats than recorded: refused naming them (exit 2)"
 n=$(wc -l <"$tmp/res/results.jsonl")
 [[ $n -eq 2 ]] && ok "nothing appended by a refused resume" || fail "refused resume appended: $n lines"
-trun "${SPIN[@]}" --strategy sequential --workers 1 --repeats 3 --out "$tmp/res" --resume
-[[ $rc -eq 0 && $(wc -l <"$tmp/res/results.jsonl") -eq 3 ]] && ok "--resume with the same options adds the third repeat" \
-	|| fail "same-option resume: exit $rc: $(cat "$tmp/err")"
+trun "${SPIN[@]}" --strategy sequential --workers 1 --repeats 2 --out "$tmp/res" --resume
+[[ $rc -eq 0 && $(wc -l <"$tmp/res/results.jsonl") -eq 2 ]] && ok "--resume of a finished sweep with its own options: exit 0, nothing run again" \
+	|| fail "same-option resume: exit $rc, $(wc -l <"$tmp/res/results.jsonl") lines: $(cat "$tmp/err")"
+head -n 1 "$tmp/base/results.jsonl" >"$tmp/res/results.jsonl"
+trun sweep --out "$tmp/res" --resume -q --no-report
+[[ $rc -eq 0 && $(wc -l <"$tmp/res/results.jsonl") -eq 2 ]] && ok "--resume alone runs the missing repeat of the recorded sweep" \
+	|| fail "bare resume: exit $rc, $(wc -l <"$tmp/res/results.jsonl") lines: $(cat "$tmp/err")"
 
 finish "torture (files)"

@@ -54,7 +54,7 @@ echo "== unknown is unknown in the table"
 FAKE_NVML_NOT_SUPPORTED=nvmlDeviceGetUtilizationRates run bench --workload spin --duration 300ms --warmup 10ms \
 	--workers 1 --strategy timeslice --gpu 0
 if grep -q "gpu: util" "$tmp/out"; then
-	! grep -q -- "-1%" "$tmp/out" && grep -q "util unknown mean" "$tmp/out" && ok "util unknown, not -1%" \
+	! grep -q -- "-1%" "$tmp/out" && grep -q "utilization not measured" "$tmp/out" && ok "utilization not measured, not -1%" \
 		|| fail "table: $(grep "gpu:" "$tmp/out")"
 else
 	fail "no telemetry line: $(cat "$tmp/out" "$tmp/err")"
@@ -85,10 +85,11 @@ expect 4 "cannot be executed" "not executable: said so (exit 4), not 'not found'
 echo "== a start timeout does not send the user to a removed directory"
 mkdir -m 0700 "$tmp/p4" "$tmp/l4"
 pipes+=("$tmp/p4")
-FAKE_MPS_READY_DELAY_MS=1500 run mps start --gpus 1 --pipe-dir "$tmp/p4" --log-dir "$tmp/l4" --timeout 300ms
-expect 12 "control.log ends: '" "mps start timeout: the log's last line is quoted (exit 12)"
+FAKE_MPS_READY_DELAY_MS=$((1500 * TIME_FACTOR)) run mps start --gpus 1 --pipe-dir "$tmp/p4" --log-dir "$tmp/l4" \
+	--timeout $((300 * TIME_FACTOR))ms
+expect 12 "control.log" "mps start timeout: the log's last lines are quoted, or said to be empty (exit 12)"
 fake_mps_quit "$tmp/p4"
-sleep 1.5
+sleep $((2 * TIME_FACTOR))
 fake_mps_quit "$tmp/p4"
 
 echo "== messages say things once"
