@@ -92,9 +92,18 @@ const struct cli_cmd cli_farm_cmd = {
 	.epilog = "In a Slurm job, SLURM_SHARDS_ON_NODE (--gres=shard) bounds the slots (and the\n"
 		  "calibration) to shards / GPUs per GPU, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
 		  "(--gres=mps) caps every job (mps-split: that / K each); said in the summary.\n"
-		  "Jobs see GPUSHARE_FARM_JOB (number from 1, as {#}), _ATTEMPT, _SLOT, _GPU (UUID) and _DIR.\n"
+		  "Jobs see GPUSHARE_FARM_JOB (from 1, as {#}), _ATTEMPT, _SLOT, _GPU (UUID), _DIR.\n"
 		  "Ctrl-C once: no new jobs, the running ones finish; twice (or SIGTERM): they are\n"
-		  "stopped too. Either way --resume DIR continues.",
+		  "stopped too. Either way --resume DIR continues, as after --halt.\n"
+		  "--tag: on a terminal the progress line is cleared before each job line and drawn\n"
+		  "again at its next update; -q leaves only the jobs' lines. --halt is not recorded:\n"
+		  "give it again on --resume. --timeout Nx is, like --timeout DURATION.\n"
+		  "\n"
+		  "Examples:\n"
+		  "  gpushare farm --dir scan --dry-run jobs.txt\n"
+		  "  gpushare farm --dir scan --halt 5 --timeout 5x jobs.txt\n"
+		  "  gpushare farm --dir scan --tag -q --range 1..100 -- ./sim --seed {}\n"
+		  "  gpushare farm --resume scan",
 	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "every job done" },
 						 { EXIT_USAGE, "bad option or job file, or above Slurm's share" },
 						 { EXIT_NO_DRIVER, "no driver (with --gpus or --mem-per-job)" },
