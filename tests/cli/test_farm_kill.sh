@@ -54,12 +54,14 @@ twice() { sort -n "$tmp/side" | uniq -d | tr '\n' ' '; }
 
 echo "== jobs that finish while gpushare cannot record them (stopped, then killed)"
 : >"$tmp/side"
-for ((i = 1; i <= 4; i++)); do echo "$tmp/job $i 0.5"; done >"$tmp/jobs4"
+# 2 s each: on a loaded machine the four start up to a second apart, and all four
+# must be running at once before gpushare is stopped.
+for ((i = 1; i <= 4; i++)); do echo "$tmp/job $i 2"; done >"$tmp/jobs4"
 "$GPUSHARE" farm --dir "$tmp/g" --slots 4 -q "$tmp/jobs4" >"$tmp/g.out" 2>&1 &
 fpid=$!
 wait_for 100 0.05 bash -c "[ \"\$(pgrep -f '$tmp/job [0-9]' | wc -l)\" -ge 4 ]" || true
 kill -STOP "$fpid"
-wait_for 100 0.05 bash -c "[ \"\$(wc -l <'$tmp/side')\" -ge 4 ]" || true
+wait_for 200 0.05 bash -c "[ \"\$(wc -l <'$tmp/side')\" -ge 4 ]" || true
 sleep 0.2
 kill -KILL "$fpid"
 kill -CONT "$fpid" 2>/dev/null || true
