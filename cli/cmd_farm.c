@@ -38,11 +38,22 @@ static const struct cli_opt farm_opts[] = {
 	  .help = "never start a job that would not fit in the GPU's free memory (e.g. 8G; each running job counts SIZE)" },
 	{ .id = OPT_RETRIES, .long_name = "retries", .kind = CLI_INT, .value_name = "N",
 	  .help = "run a failed or timed-out job up to N more times", .def = "0", .max = 1000 },
-	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION",
-	  .help = "stop a job that runs longer (e.g. 10m; SIGTERM, SIGKILL 2 s later)" },
+	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION|Nx",
+	  .help = "stop a job that runs longer (e.g. 10m; SIGTERM, SIGKILL 2 s later); Nx: N times the median duration of "
+	  "this run's ok jobs, once " STR(GPUSHARE_FARM_TIMEOUT_MIN_OK) " ended ok, at least 1 s (e.g. 5x)" },
+	{ .id = OPT_HALT, .long_name = "halt", .kind = CLI_INT, .value_name = "N",
+	  .help = "start no more jobs once N jobs failed for good in this run (retries used up, or refused); the running "
+	  "ones finish; exit 8, and --resume DIR continues", .min = 1, .max = 100000000 },
+	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
+	  .help = "print what would run (job number, command, GPU and slot where known, strategy) and run nothing; the "
+	  "farm directory is neither created nor changed" },
+	{ .id = OPT_TAG, .long_name = "tag", .kind = CLI_FLAG,
+	  .help = "stream each line the jobs write to the terminal as it comes, prefixed with JOB (JOB.ATTEMPT for a "
+	  "retry) and a tab: stdout to stdout, stderr to stderr (both to stderr with --json); the out/ files are "
+	  "written as always" },
 	{ .id = OPT_SHARD, .long_name = "shard", .kind = CLI_STRING, .value_name = "I/N",
-	  .help = "run only the jobs whose number mod N is I (default under Slurm: the task's rank of the step's tasks, or the array "
-	  "element)" },
+	  .help = "run only shard I of N: jobs I+1, I+1+N, I+1+2N, ... (default under Slurm: the task's rank of the step's "
+	  "tasks, or the array element)" },
 	{ .id = OPT_ARGS, .long_name = "args", .kind = CLI_FILE, .value_name = "FILE",
 	  .help = "template arguments, one per line ('-': standard input)" },
 	{ .id = OPT_RANGE, .long_name = "range", .kind = CLI_STRING, .value_name = "START..END[:STEP]",
@@ -81,16 +92,25 @@ const struct cli_cmd cli_farm_cmd = {
 	.epilog = "In a Slurm job, SLURM_SHARDS_ON_NODE (--gres=shard) bounds the slots (and the\n"
 		  "calibration) to shards / GPUs per GPU, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
 		  "(--gres=mps) caps every job (mps-split: that / K each); said in the summary.\n"
-		  "Jobs see GPUSHARE_FARM_JOB (number from 0), _ATTEMPT, _SLOT, _GPU (UUID) and _DIR.\n"
+		  "Jobs see GPUSHARE_FARM_JOB (from 1, as {#}), _ATTEMPT, _SLOT, _GPU (UUID), _DIR.\n"
 		  "Ctrl-C once: no new jobs, the running ones finish; twice (or SIGTERM): they are\n"
-		  "stopped too. Either way --resume DIR continues.",
+		  "stopped too. Either way --resume DIR continues, as after --halt.\n"
+		  "--tag: on a terminal the progress line is cleared before each job line and drawn\n"
+		  "again at its next update; -q leaves only the jobs' lines. --halt is not recorded:\n"
+		  "give it again on --resume. --timeout Nx is, like --timeout DURATION.\n"
+		  "\n"
+		  "Examples:\n"
+		  "  gpushare farm --dir scan --dry-run jobs.txt\n"
+		  "  gpushare farm --dir scan --halt 5 --timeout 5x jobs.txt\n"
+		  "  gpushare farm --dir scan --tag -q --range 1..100 -- ./sim --seed {}\n"
+		  "  gpushare farm --resume scan",
 	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "every job done" },
 						 { EXIT_USAGE, "bad option or job file, or above Slurm's share" },
 						 { EXIT_NO_DRIVER, "no driver (with --gpus or --mem-per-job)" },
 						 { EXIT_MPS, "MPS daemon" },
 						 { EXIT_DIR, "farm directory unusable or in use" },
 						 { EXIT_GPU, "GPU not found" },
-						 { EXIT_WORKER, "some jobs failed" },
+						 { EXIT_WORKER, "some jobs failed (also: halted by --halt)" },
 						 { EXIT_IO, "a file cannot be read or written" },
 						 { EXIT_INTERRUPTED, "stopped" } },
 	.n_notes = 9,
@@ -152,7 +172,7 @@ static void on_signal(int sig)
 /* ---- progress ---- */
 
 struct progress_state {
-	bool tty, quiet, open_line;
+	bool tty, quiet, open_line, json;
 	uint64_t batch, next_line, last_ended, last_running;
 	bool printed;
 };
@@ -202,6 +222,30 @@ static void on_progress(const struct gpushare_farm_progress *p, void *arg)
 		(unsigned long long)p->done, (unsigned long long)p->total, (unsigned long long)p->failed,
 		(unsigned long long)p->running, (unsigned long long)p->queued, p->slots,
 		p->calibrating ? " (calibrating)" : "", p->elapsed_s, eta);
+}
+
+/* --tag: a line of a job, "JOB<TAB>line" ("JOB.ATTEMPT" for a retry), on
+ * stdout (its stdout; stderr with --json, which keeps stdout for the
+ * document) or stderr, written and flushed whole by the farm's one thread,
+ * so that lines never mix. A progress line being rewritten on the terminal
+ * is cleared first; the next update draws it again below. */
+static void on_output(uint64_t job, unsigned attempt, int stream, const char *line, size_t len, void *arg)
+{
+	struct progress_state *ps = arg;
+	FILE *f = stream == 1 && !ps->json ? stdout : stderr;
+
+	if (ps->open_line) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		ps->open_line = false;
+	}
+	if (attempt > 1)
+		fprintf(f, "%llu.%u\t", (unsigned long long)job, attempt);
+	else
+		fprintf(f, "%llu\t", (unsigned long long)job);
+	fwrite(line, 1, len, f);
+	fputc('\n', f);
+	fflush(f);
 }
 
 static void on_warn(const char *text, void *arg)
@@ -287,7 +331,7 @@ int cmd_farm(int argc, char **argv)
 	struct gpushare_farm_result r;
 	struct progress_state ps = { 0 };
 	int opt_argc = argc, opt, rc, code, first;
-	bool json = false, dir_given = false;
+	bool json = false, dir_given = false, dry_run = false, tag = false;
 
 	if (argc > 1 && !strcmp(argv[1], "status"))
 		return cmd_farm_status(argc - 1, argv + 1);
@@ -332,12 +376,28 @@ int cmd_farm(int argc, char **argv)
 			break;
 		}
 		case OPT_RETRIES: c.retries = (unsigned)p.num; c.given |= GPUSHARE_FARM_GIVEN_RETRIES; break;
-		case OPT_TIMEOUT:
-			if (gpushare_parse_duration(arg, &c.timeout_ns) || c.timeout_ns == 0)
-				return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected a duration such as 90s or 10m)",
-						 arg);
+		case OPT_TIMEOUT: {
+			size_t len = strlen(arg);
+			char *end = NULL;
+
+			c.timeout_ns = 0;
+			c.timeout_factor = 0;
+			if (len > 1 && arg[len - 1] == 'x') {
+				/* Nx: N times the median of the jobs that ended ok. */
+				c.timeout_factor = strtod(arg, &end);
+				if (end != arg + len - 1 || !(c.timeout_factor >= 1 && c.timeout_factor <= 1000000))
+					return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected Nx with N from 1 to "
+							 "1000000, e.g. 5x, or a duration such as 90s)", arg);
+			} else if (gpushare_parse_duration(arg, &c.timeout_ns) || c.timeout_ns == 0) {
+				return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected a duration such as 90s or 10m, "
+						 "or Nx: N times the median job, e.g. 5x)", arg);
+			}
 			c.given |= GPUSHARE_FARM_GIVEN_TIMEOUT;
 			break;
+		}
+		case OPT_HALT: c.halt = (unsigned)p.num; break;
+		case OPT_DRY_RUN: dry_run = true; break;
+		case OPT_TAG: tag = true; break;
 		case OPT_SHARD: c.shard = arg; break;
 		case OPT_ARGS: c.args_file = arg; break;
 		case OPT_RANGE: c.range = arg; break;
@@ -371,7 +431,20 @@ int cmd_farm(int argc, char **argv)
 	if (c.slots && c.max_slots)
 		return cli_error(EXIT_USAGE, "farm: --max-slots bounds the calibration; it does not go with --slots");
 	ps.tty = isatty(STDERR_FILENO);
+	ps.json = json;
 	c.warn = on_warn;
+	if (dry_run) {
+		if (c.metrics_listen || tag)
+			return cli_error(EXIT_USAGE, "farm: --dry-run runs nothing: it does not go with %s",
+					 c.metrics_listen ? "--metrics-listen" : "--tag");
+		rc = gpushare_farm_dry_run(&c, stdout, json);
+		code = cli_finish_stdout(rc ? exit_for(rc) : EXIT_OK);
+		return rc ? cli_error(code, "farm: %s", gpushare_errdetail()) : code;
+	}
+	if (tag) {
+		c.output = on_output;
+		c.output_arg = &ps;
+	}
 	c.progress = on_progress;
 	c.progress_arg = &ps;
 	cli_catch_stop_signals(on_signal, 0);

@@ -49,6 +49,9 @@ static const struct cli_opt sweep_opts[] = {
 	  .help = "the report also picks the best throughput with p99 under MS" },
 	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG,
 	  .help = "do not write the report at the end" },
+	{ .id = OPT_HALT, .long_name = "halt", .kind = CLI_INT, .value_name = "N",
+	  .help = "start no more runs once N runs of this invocation failed (exit 10; the report covers what ran; "
+	  "--resume continues)", .min = 1, .max = 1000000 },
 	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
 };
 
@@ -296,7 +299,7 @@ static int collect_options(int argc, char **argv, struct opt_set *o)
 static bool free_option(const char *name)
 {
 	static const char *const names[] = { "out", "resume", "quiet", "no-report", "metrics-listen", "metrics-buckets",
-					     "slo-p99", "start-timeout", "mps-pipe-dir" };
+					     "slo-p99", "start-timeout", "mps-pipe-dir", "halt" };
 
 	for (size_t i = 0; i < CLI_N(names); i++) {
 		if (!strcmp(name, names[i]))
@@ -498,6 +501,7 @@ static int cmd_sweep_run(int argc, char **argv)
 						 arg);
 			break;
 		case OPT_NO_REPORT: no_report = true; break;
+		case OPT_HALT: s.halt = (unsigned)p.num; break;
 		case CLI_OPEN_RATE:
 			if ((code = cli_openloop_rate_list("sweep", arg, s.rates, GPUSHARE_SWEEP_MAX_VALUES, &s.n_rates)))
 				return code;
@@ -618,7 +622,11 @@ static int cmd_sweep_run(int argc, char **argv)
 		if (!code)
 			code = rcode;
 	}
-	if (!code && sum.runs_failed)
+	if (!code && sum.halted)
+		code = cli_error(EXIT_PARTIAL, "sweep: halted after %u failed runs (--halt %u); %u runs recorded in '%s', "
+				 "%u of them ok; continue with --resume", sum.runs_failed, s.halt, sum.runs_done, path,
+				 sum.runs_done - sum.runs_failed);
+	else if (!code && sum.runs_failed)
 		code = cli_error(EXIT_PARTIAL, "sweep: %u of %u runs failed or were partial; they are recorded with their error",
 				 sum.runs_failed, sum.runs_done);
 	free(cmdline);

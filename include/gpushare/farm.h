@@ -32,6 +32,8 @@ extern "C" {
 #endif
 
 #define GPUSHARE_FARM_MAX_SLOTS 48   /* MPS clients per GPU (Volta and later) */
+#define GPUSHARE_FARM_TIMEOUT_MIN_OK 5                       /* --timeout Nx: ok attempts before it applies */
+#define GPUSHARE_FARM_TIMEOUT_FLOOR_NS 1000000000ULL          /* --timeout Nx: never below 1 s */
 
 struct gpushare_farm_progress {
 	uint64_t total;             /* jobs of this shard */
@@ -70,6 +72,21 @@ struct gpushare_farm_config {
 	uint64_t mem_per_job_bytes; /* 0: no admission by memory */
 	unsigned retries;           /* attempts after the first for a failed or timed-out job */
 	uint64_t timeout_ns;        /* per attempt; 0: none */
+	/* --timeout Nx: an attempt may run N times the median duration of the
+	 * attempts of this run that ended ok, once GPUSHARE_FARM_TIMEOUT_MIN_OK
+	 * of them did, and never less than GPUSHARE_FARM_TIMEOUT_FLOOR_NS
+	 * (docs/farm.md); 0: none. Not with timeout_ns. */
+	double timeout_factor;
+	/* Stop starting jobs once this many jobs of this run failed for good
+	 * (retries used up, or refused); the running ones finish. 0: never. */
+	unsigned halt;
+	/* Each complete line a job writes to its out/err file, as it comes
+	 * (the farm reads the files about every 50 ms while the job runs, and
+	 * what is left when it ends; a last line without a newline is passed
+	 * whole): job number (from 1), attempt, stream (1 stdout, 2 stderr),
+	 * the line without its newline. NULL: none. Called by the farm's thread. */
+	void (*output)(uint64_t job, unsigned attempt, int stream, const char *line, size_t len, void *arg);
+	void *output_arg;
 	const char *mps_pipe_dir;   /* use this daemon (never stopped); NULL: a private one */
 	/* dcgm-exporter's job mapping directory: the farm's id (SLURM_JOB_ID,
 	 * else farm-<pid>) in the file of each of its GPUs while it runs; NULL none */
@@ -171,6 +188,8 @@ struct gpushare_farm_result {
 	char slurm[160];
 	unsigned slurm_max_slots;   /* the slots per GPU the shards allow; 0 no bound */
 	bool interrupted;           /* a stop was asked */
+	bool halted;                /* --halt: stopped starting jobs after that many failed */
+	uint64_t run_failed;        /* jobs that failed for good in this run */
 	uint64_t not_started;       /* jobs left queued by a stop */
 	uint64_t torn_cut_bytes;    /* a torn last line of the journal (a crash) cut off
 	                             * before this run appended: its size in bytes, 0 none */
@@ -179,11 +198,19 @@ struct gpushare_farm_result {
 
 /* Run the farm. GPUSHARE_OK when every job of the shard is done;
  * GPUSHARE_E_WORKER when some job failed for good (failed, timed out or
- * refused); GPUSHARE_E_INTERRUPTED after a stop. Any other error stops the
+ * refused), also after --halt (r->halted); GPUSHARE_E_INTERRUPTED after a stop. Any other error stops the
  * farm before (or, for a journal write, while) it runs; the result then
  * holds what happened so far. */
 int gpushare_farm_run(const struct gpushare_farm_config *c, struct gpushare_farm_result *r);
 void gpushare_farm_result_release(struct gpushare_farm_result *r);
+
+/* What the farm would run, without running anything or creating or
+ * changing the farm directory (--dry-run): the strategy, slots and GPUs,
+ * then each job of the shard that would run (number, argv after {} and {#},
+ * and its GPU and slot where they are known in advance: the first wave with
+ * --slots and no memory admission), as text or one JSON document on f.
+ * With resume, the jobs the journal holds as finished are left out. */
+int gpushare_farm_dry_run(const struct gpushare_farm_config *c, FILE *f, bool json);
 
 /* The summary of one farm directory or of several shard directories of one
  * farm, also while a farm writes them (`gpushare farm status`). */
@@ -194,7 +221,7 @@ void gpushare_farm_summary_release(struct gpushare_farm_summary *s);
  * retry), stopped, or running now. */
 struct gpushare_farm_job {
 	char dir[512];              /* the farm directory that holds it */
-	uint64_t job;               /* its number (the journal's) */
+	uint64_t job;               /* its number, from 1 (the journal's) */
 	char *command;              /* its argv joined by spaces; NULL unknown */
 	unsigned attempts;          /* the last (or running) attempt's number */
 	unsigned counted;           /* failed and timed-out attempts */

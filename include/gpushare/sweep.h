@@ -151,6 +151,9 @@ struct gpushare_sweep_config {
 	/* > 0: start no run when the time spent by this invocation plus the mean
 	 * time of its runs so far would pass this many seconds. */
 	double budget_seconds;
+	/* > 0: start no run once this many runs of this invocation failed (or
+	 * were partial): a sweep whose every run fails stops early. */
+	unsigned halt;
 };
 
 /* What a sweep did. */
@@ -160,6 +163,7 @@ struct gpushare_sweep_summary {
 	unsigned runs_skipped;          /* already recorded (--resume) */
 	unsigned bad_lines;             /* corrupt lines seen in the results file on resume */
 	bool budget_out;                /* budget_seconds stopped the sweep before select() did */
+	bool halted;                    /* halt failed runs stopped the sweep */
 	bool mps_daemon_started;
 	char mps_pipe_dir[GPUSHARE_PATH_MAX];
 };

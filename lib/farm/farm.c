@@ -108,7 +108,7 @@ static int open_regular(const char *path, FILE **out)
 
 /* The job source before anything is created: the options go together, the
  * range parses, the files can be opened. */
-static int check_source(struct farm *f)
+int farm_check_source(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
 	const char *path = NULL;
@@ -159,7 +159,7 @@ static int open_src(struct farm *f, const char *path, FILE **fp, const char **na
 }
 
 /* Parse the job source into list (which may have a sink). */
-static int load_source(struct farm *f, struct farm_jobs *list)
+int farm_load_source(struct farm *f, struct farm_jobs *list)
 {
 	const struct gpushare_farm_config *c = f->c;
 	const char *name;
@@ -184,7 +184,7 @@ static int load_source(struct farm *f, struct farm_jobs *list)
 	return rc;
 }
 
-static int pick_shard(struct farm *f)
+int farm_pick_shard(struct farm *f)
 {
 	bool from_env = false;
 
@@ -196,7 +196,7 @@ static int pick_shard(struct farm *f)
 static void warn_gpu_state(const struct farm *f, const struct gpushare_gpu_info *gi);
 
 /* The GPUs the jobs run on, from NVML and --gpus / CUDA_VISIBLE_DEVICES. */
-static int pick_gpus(struct farm *f)
+int farm_pick_gpus(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
 	struct gpushare_system_info sys;
@@ -351,6 +351,7 @@ static void header_config(struct farm *f, uint64_t jobs_hash)
 	h->slots = c->slots;
 	snprintf(h->strategy, sizeof(h->strategy), "%s", st ? st->name : "?");
 	h->timeout_ns = c->timeout_ns;
+	h->timeout_factor = c->timeout_factor;
 	h->mem_per_job_bytes = c->mem_per_job_bytes;
 	if (gethostname(h->hostname, sizeof(h->hostname)) != 0)
 		snprintf(h->hostname, sizeof(h->hostname), "unknown");
@@ -461,7 +462,7 @@ static int write_copy(struct farm *f, uint64_t *list_hash)
 	gpushare_farm_jobs_init(&list, f->mode);
 	list.sink = gpushare_farm_jobs_copy_sink;
 	list.sink_arg = out;
-	rc = load_source(f, &list);
+	rc = farm_load_source(f, &list);
 	snprintf(f->jobs_source, sizeof(f->jobs_source), "%s", list.source);
 	gpushare_farm_jobs_release(&list);
 	if ((rc = close_private(tmp, out, rc)))
@@ -514,7 +515,7 @@ static int changed_list(struct farm *f, uint64_t list_hash)
 	int rc;
 
 	gpushare_farm_jobs_init(&list, f->mode);
-	rc = load_source(f, &list);
+	rc = farm_load_source(f, &list);
 	if (!rc)
 		rc = gpushare_farm_journal_load(f->dir, &d);
 	if (!rc) {
@@ -574,7 +575,7 @@ static int hash_record(void *arg, struct farm_journal_data *d, const struct farm
 	return gpushare_fail(GPUSHARE_E_INVAL,
 			     "%s: an attempt of job %" PRIu64 " has hash %016" PRIx64 ", but job %" PRIu64 " of the list "
 			     "is %016" PRIx64 " (a record edited by hand, or of another list); refusing to resume",
-			     d->path, rec->job, rec->hash, rec->job, k->h[rec->job - k->base]);
+			     d->path, FARM_JOB_NUMBER(rec->job), rec->hash, FARM_JOB_NUMBER(rec->job), k->h[rec->job - k->base]);
 }
 
 static int check_record_hashes(struct farm *f)
@@ -600,7 +601,7 @@ static int check_record_hashes(struct farm *f)
 			rc = gpushare_farm_cursor_next(&f->cur, true, NULL, &h[k.n]);
 			if (rc == 0)
 				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' ended before job %" PRIu64, f->cur.path,
-						   k.base + k.n);
+						   FARM_JOB_NUMBER(k.base + k.n));
 			else if (rc == 1)
 				rc = GPUSHARE_OK;
 		}
@@ -907,9 +908,11 @@ static int take_first_header(void *arg, struct farm_journal_data *d, const struc
 	return 1; /* stop the scan: the first header is all we need */
 }
 
-static void seconds_text(uint64_t ns, char *buf, size_t len)
+static void seconds_text(uint64_t ns, double factor, char *buf, size_t len)
 {
-	if (!ns)
+	if (factor > 0)
+		snprintf(buf, len, "%gx", factor);
+	else if (!ns)
 		snprintf(buf, len, "none");
 	else
 		snprintf(buf, len, "%.9gs", (double)ns / 1e9);
@@ -925,7 +928,7 @@ static int differs(const char *dir, const char *opt, const char *was, const char
 /* The options of a resumed farm: those not given are the first run's
  * (its journal's first header), those given must be the same. eff starts
  * as a copy of the caller's config; gpus_buf holds a recorded GPU list. */
-static int resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len)
+int farm_resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len)
 {
 	char path[GPUSHARE_PATH_MAX + 32], a[64], b[64], host[256];
 	struct first_header fh;
@@ -943,6 +946,13 @@ static int resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size
 		return rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_IO ? (gpushare_clear_error(), GPUSHARE_OK) : rc;
 	if (rc == GPUSHARE_OK)
 		gpushare_farm_journal_data_release(&d);
+	/* A journal of an earlier gpushare numbered jobs from 0: its records
+	 * and out/ files would mix two numberings. */
+	if (h->version < 2)
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot resume '%s': its farm was written by an earlier gpushare that "
+				     "numbered jobs from 0 (journal version %u); this one numbers them from 1 and does not "
+				     "append to it. Finish it with that version, or start a new farm (--dir) with the same "
+				     "job list ('farm status %s' still reads it)", eff->dir, h->version, eff->dir);
 	if (gpushare_strategy_parse_list(h->strategy, &strategy, &n) || n != 1)
 		return gpushare_fail(GPUSHARE_E_INVAL, "%s: the first header's strategy '%s' is unknown", path, h->strategy);
 	if (!(given & GPUSHARE_FARM_GIVEN_STRATEGY))
@@ -962,9 +972,10 @@ static int resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size
 		eff->retries = h->retries;
 	if (!(given & GPUSHARE_FARM_GIVEN_TIMEOUT)) {
 		eff->timeout_ns = h->timeout_ns;
-	} else if (eff->timeout_ns != h->timeout_ns) {
-		seconds_text(h->timeout_ns, a, sizeof(a));
-		seconds_text(eff->timeout_ns, b, sizeof(b));
+		eff->timeout_factor = h->timeout_factor;
+	} else if (eff->timeout_ns != h->timeout_ns || eff->timeout_factor != h->timeout_factor) {
+		seconds_text(h->timeout_ns, h->timeout_factor, a, sizeof(a));
+		seconds_text(eff->timeout_ns, eff->timeout_factor, b, sizeof(b));
 		return differs(eff->dir, "--timeout", a, b);
 	}
 	if (!(given & GPUSHARE_FARM_GIVEN_MEM_PER_JOB)) {
@@ -1044,13 +1055,13 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	f.keeper_fd = f.keeper_pidfd = -1;
 	gpushare_run_ctx_init(&f.run, &(struct gpushare_run_opts){ .prefix = "farm", .mps_pipe_dir = c->mps_pipe_dir });
 	farm_stop_level = 0;
-	rc = c->resume && c->dir ? resume_options(&eff, gpus_buf, sizeof(gpus_buf)) : GPUSHARE_OK;
+	rc = c->resume && c->dir ? farm_resume_options(&eff, gpus_buf, sizeof(gpus_buf)) : GPUSHARE_OK;
 	if (!rc)
-		rc = check_source(&f);
+		rc = farm_check_source(&f);
 	if (!rc)
-		rc = pick_shard(&f);
+		rc = farm_pick_shard(&f);
 	if (!rc)
-		rc = pick_gpus(&f);
+		rc = farm_pick_gpus(&f);
 	if (!rc)
 		rc = check_resume_gpus(&f);
 	if (!rc)
@@ -1148,6 +1159,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	}
 	gpushare_metrics_farm_stop(f.metrics);
 	free(f.slots);
+	free(f.ok_hist);
 	free(f.pending);
 	free(f.gpus);
 	if (f.nvml)
@@ -1156,7 +1168,12 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	if (!rc && r->interrupted)
 		rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "stopped with %" PRIu64 " job%s not run",
 				   r->not_started, r->not_started == 1 ? "" : "s");
-	if (!rc && failed > 0)
+	if (!rc && r->halted)
+		rc = gpushare_fail(GPUSHARE_E_WORKER, "halted after %" PRIu64 " failed job%s (--halt %u); the running jobs "
+				   "finished, %" PRIu64 " job%s not started; continue with: gpushare farm --resume %s",
+				   r->run_failed, r->run_failed == 1 ? "" : "s", c->halt, r->not_started,
+				   r->not_started == 1 ? "" : "s", r->dir);
+	else if (!rc && failed > 0)
 		rc = gpushare_fail(GPUSHARE_E_WORKER, "%zu of the shard's %" PRIu64 " job%s failed; see the journal in %s",
 				   failed, r->shard_jobs, r->shard_jobs == 1 ? "" : "s", r->dir);
 	return rc;

@@ -166,7 +166,7 @@ static void write_live(struct farm *f)
 
 		if (!s->busy)
 			continue;
-		built = (j = gpushare_json_obj(jobs, NULL)) != NULL && gpushare_json_int(j, "job", (long long)s->job) &&
+		built = (j = gpushare_json_obj(jobs, NULL)) != NULL && gpushare_json_int(j, "job", (long long)FARM_JOB_NUMBER(s->job)) &&
 		     gpushare_json_int(j, "attempt", s->attempt) && gpushare_json_int(j, "gpu", f->gpus[s->gpu].id.index) &&
 		     gpushare_json_int(j, "slot", s->k) && gpushare_json_num(j, "start_unix_s", s->start_unix_s);
 	}
@@ -283,6 +283,7 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		f->rs.state[job] = FARM_JOB_DONE;
 		f->rs.done++;
 		g->done++;
+		rc = farm_ok_duration(f, end_ns - s->start_ns);
 		break;
 	case FARM_STOPPED:
 		f->r->stopped++;
@@ -292,6 +293,7 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		f->r->refused++;
 		f->rs.state[job] = FARM_JOB_FAILED;
 		f->rs.failed++;
+		f->r->run_failed++;
 		g->failed++;
 		break;
 	case FARM_FAILED:
@@ -301,7 +303,7 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		else
 			f->r->failed_attempts++;
 		s->attempts++;
-		if (s->attempts < f->c->retries + 1 && farm_stop_level == 0) {
+		if (s->attempts < f->c->retries + 1 && farm_stop_level == 0 && !f->r->halted) {
 			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt };
 
 			rc = retry_push(f, &j);
@@ -313,10 +315,13 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		} else {
 			f->rs.state[job] = FARM_JOB_FAILED;
 			f->rs.failed++;
+			f->r->run_failed++;
 			g->failed++;
 		}
 		break;
 	}
+	if (f->c->halt && f->r->run_failed >= f->c->halt)
+		f->r->halted = true; /* --halt: no job starts from now on */
 	return rc;
 }
 
@@ -342,7 +347,7 @@ static int job_env(struct farm *f, struct slot *s, struct gpushare_strv *env)
 	f->run.sx.workers = (int)f->cur_k;
 	rc = gpushare_run_ctx_env(&f->run, (int)s->k, f->placed ? g->id.uuid : "", env, &pl);
 	if (!rc)
-		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_JOB=%zu", s->job);
+		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_JOB=%" PRIu64, FARM_JOB_NUMBER(s->job));
 	if (!rc)
 		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_ATTEMPT=%u", s->attempt);
 	if (!rc)
@@ -370,11 +375,13 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->attempt = j->last_attempt + 1;
 	s->timed_out = s->stopped = false;
 	s->kill_ns = 0;
-	snprintf(s->out_rel, sizeof(s->out_rel), "out/%zu.%u.out", job, s->attempt);
-	snprintf(s->err_rel, sizeof(s->err_rel), "out/%zu.%u.err", job, s->attempt);
+	snprintf(s->out_rel, sizeof(s->out_rel), "out/%" PRIu64 ".%u.out", FARM_JOB_NUMBER(job), s->attempt);
+	snprintf(s->err_rel, sizeof(s->err_rel), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(job), s->attempt);
 	rc = open_output(f, s->out_rel, &out);
 	if (!rc)
 		rc = open_output(f, s->err_rel, &err);
+	if (!rc)
+		rc = farm_tail_open(f, s);
 	if (!rc)
 		rc = job_env(f, s, &env);
 	if (rc)
@@ -399,7 +406,8 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	if (rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_INVAL) {
 		/* Cannot be executed: never will. */
 		char line[1024];
-		int n = snprintf(line, sizeof(line), "gpushare: cannot execute job %zu: %s\n", job, gpushare_errdetail());
+		int n = snprintf(line, sizeof(line), "gpushare: cannot execute job %" PRIu64 ": %s\n", FARM_JOB_NUMBER(job),
+				 gpushare_errdetail());
 
 		if (n > 0 && write(err, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
 			n = 0;
@@ -411,7 +419,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	if (rc)
 		goto out;
 	s->busy = true;
-	s->deadline_ns = f->c->timeout_ns ? s->start_ns + f->c->timeout_ns : 0;
+	s->deadline_ns = farm_deadline(f, s->start_ns);
 	f->running++;
 	if (f->gpus[s->gpu].running++ == 0)
 		f->gpus[s->gpu].busy_start_unix_s = s->start_unix_s;
@@ -423,6 +431,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	}
 out:
 	if (!s->busy) {
+		farm_tail_read(f, s, true);
 		free(s->argv);
 		s->argv = NULL;
 	}
@@ -483,14 +492,14 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 	s.attempt = j->last_attempt + 1;
 	free(j->argv);
 	s.start_unix_s = unix_now();
-	snprintf(s.err_rel, sizeof(s.err_rel), "out/%zu.%u.err", job, s.attempt);
+	snprintf(s.err_rel, sizeof(s.err_rel), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(job), s.attempt);
 	rc = open_output(f, s.err_rel, &fd);
 	if (rc)
 		return rc;
 	if (gpushare_format_mps_size(f->c->mem_per_job_bytes, size, sizeof(size)) != GPUSHARE_OK)
 		snprintf(size, sizeof(size), "%" PRIu64 " bytes", f->c->mem_per_job_bytes);
-	n = snprintf(line, sizeof(line), "gpushare: job %zu not started: --mem-per-job %s is more than the free memory of "
-			 "every chosen GPU\n", job, size);
+	n = snprintf(line, sizeof(line), "gpushare: job %" PRIu64 " not started: --mem-per-job %s is more than the free memory "
+			 "of every chosen GPU\n", FARM_JOB_NUMBER(job), size);
 	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
 		n = 0;
 	close(fd);
@@ -503,7 +512,7 @@ static int dispatch(struct farm *f)
 {
 	int rc = GPUSHARE_OK;
 
-	while (!rc && farm_stop_level == 0 && f->queued) {
+	while (!rc && farm_stop_level == 0 && !f->r->halted && f->queued) {
 		struct slot *s = NULL;
 		struct job_ref j;
 		int got;
@@ -530,6 +539,7 @@ static int finish_slot(struct farm *f, struct slot *s)
 
 	/* What the job left in its process group (a shell's `cmd &`) is killed. */
 	gpushare_child_reap_group(&s->ch);
+	farm_tail_read(f, s, true);
 	gpushare_child_release(&s->ch);
 	s->busy = false;
 	f->running--;
@@ -609,6 +619,8 @@ static void wait_some(struct farm *f, uint64_t now)
 		p[n].revents = 0;
 		n++;
 	}
+	if (f->c->output && sleep_ns > TAIL_NS)
+		sleep_ns = TAIL_NS;
 	if (fallback && sleep_ns > NO_PIDFD_TICK_NS)
 		sleep_ns = NO_PIDFD_TICK_NS;
 	if (!f->running && sleep_ns > NO_PIDFD_TICK_NS * 5)
@@ -688,6 +700,7 @@ int farm_run_loop(struct farm *f)
 			rc = flush_journal(f); /* before anything else starts */
 		if (rc)
 			break;
+		farm_tail_all(f);
 		if (f->calibrating && f->running == 0 &&
 		    (f->round_started >= f->round_quota || (!f->queued && f->round_started)))
 			calibration_step(f);
@@ -702,7 +715,7 @@ int farm_run_loop(struct farm *f)
 			write_live(f);
 			f->last_live_ns = gpushare_now_ns();
 		}
-		if (!f->running && (!f->queued || farm_stop_level > 0))
+		if (!f->running && (!f->queued || farm_stop_level > 0 || f->r->halted))
 			break;
 		wait_some(f, gpushare_now_ns());
 	}
@@ -728,6 +741,7 @@ void farm_stop_all(struct farm *f)
 			continue;
 		gpushare_child_stop(&s->ch, TERM_GRACE_NS);
 		gpushare_child_release(&s->ch);
+		farm_tail_read(f, s, true);
 		free(s->argv);
 		s->argv = NULL;
 		s->busy = false;

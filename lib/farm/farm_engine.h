@@ -15,7 +15,9 @@
 
 #include "clock.h"
 #include "gpushare/child.h"
+#include "gpushare/buf.h"
 #include "gpushare/farm.h"
+#include "gpushare/hist.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
 #include "metrics_farm.h"
@@ -43,6 +45,8 @@ struct farm_gpu {
 	double busy_start_unix_s;          /* when its current busy period began */
 };
 
+struct farm_tail;
+
 struct slot {
 	struct gpushare_child ch;
 	unsigned index;                    /* in farm.slots */
@@ -58,6 +62,7 @@ struct slot {
 	bool timed_out, stopped;
 	char out_rel[64], err_rel[64];
 	char **argv;                       /* from the cursor, owned */
+	struct farm_tail *tail;            /* --tag: reading its out and err files (farm_stream.c) */
 };
 
 /* A job taken from the queue: from the copy, or waiting for a retry. */
@@ -121,6 +126,11 @@ struct farm {
 	double t0_unix_s;
 	struct gpushare_metrics_farm *metrics;
 
+	/* --timeout Nx (farm_stream.c): the durations of this run's ok
+	 * attempts (in microseconds) and the timeout they give; 0 none yet */
+	struct gpushare_hist *ok_hist;
+	uint64_t rel_timeout_ns;
+
 	/* the keeper (farm_keeper.c): its pipe, pid and pidfd; -1/0 none */
 	int keeper_fd;
 	pid_t keeper_pid;
@@ -143,6 +153,24 @@ void farm_update_metrics(struct farm *f);
 void farm_calibration_round(struct farm *f);
 int farm_run_loop(struct farm *f);
 void farm_stop_all(struct farm *f);
+
+/* farm_stream.c: --tag's reading of the jobs' output files, and --timeout Nx. */
+#define TAIL_NS (50 * NS_PER_MS)          /* --tag: read the output files this often */
+int farm_tail_open(struct farm *f, struct slot *s);
+void farm_tail_read(struct farm *f, struct slot *s, bool last);  /* last: the job ended; closes */
+void farm_tail_all(struct farm *f);
+uint64_t farm_deadline(const struct farm *f, uint64_t start_ns);
+int farm_ok_duration(struct farm *f, uint64_t ns);
+
+/* farm.c, also for the dry run (farm_dryrun.c) */
+int farm_check_source(struct farm *f);
+int farm_load_source(struct farm *f, struct farm_jobs *list);
+int farm_pick_shard(struct farm *f);
+int farm_pick_gpus(struct farm *f);
+int farm_resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len);
+
+/* farm_status_jobs.c: one word as a shell reads it back (quoted when needed). */
+int farm_quote_word(struct gpushare_buf *b, const char *w);
 
 /* farm_status.c: DIR/running.json, when a farm wrote one. */
 bool farm_read_live(const char *dir, struct gpushare_farm_live *l);

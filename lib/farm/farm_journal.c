@@ -82,6 +82,7 @@ char *gpushare_farm_journal_header_json(const struct farm_config *cfg)
 	ok = ok && gpushare_json_int(o, "retries", cfg->retries) && gpushare_json_int(o, "slots", cfg->slots) &&
 	     gpushare_json_str_or_null(o, "strategy", cfg->strategy) &&
 	     gpushare_json_num_if(o, "timeout_seconds", (double)cfg->timeout_ns / 1e9, cfg->timeout_ns != 0) &&
+	     (!cfg->timeout_factor || gpushare_json_num(o, "timeout_median_factor", cfg->timeout_factor)) &&
 	     gpushare_json_num_if(o, "mem_per_job_bytes", (double)cfg->mem_per_job_bytes, cfg->mem_per_job_bytes != 0) &&
 	     gpushare_json_str_or_null(o, "hostname", cfg->hostname);
 	ok = ok && (gpus = gpushare_json_arr(o, "gpus")) != NULL;
@@ -103,7 +104,7 @@ char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a)
 	cJSON *o = cJSON_CreateObject();
 	bool ok;
 
-	ok = gpushare_json_str(o, "type", "attempt") && gpushare_json_int(o, "job", (long long)a->job) &&
+	ok = gpushare_json_str(o, "type", "attempt") && gpushare_json_int(o, "job", (long long)FARM_JOB_NUMBER(a->job)) &&
 	     add_hash(o, "hash", a->hash) && gpushare_json_int(o, "attempt", a->attempt) &&
 	     gpushare_json_str(o, "outcome", gpushare_farm_outcome_name(a->outcome)) &&
 	     gpushare_json_num_if(o, "exit_code", a->exit_code, a->exit_code >= 0) &&

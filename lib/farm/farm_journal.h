@@ -29,7 +29,13 @@
 #include "farm_jobs.h"
 
 #define FARM_JOURNAL_NAME "journal.jsonl"
-#define FARM_JOURNAL_VERSION 1
+/* Version 2 numbers jobs from 1 in its attempt records (as in out/JOB.ATTEMPT
+ * file names, GPUSHARE_FARM_JOB and {#}); version 1 (an earlier gpushare)
+ * numbered them from 0. Readers take both; a farm appends only to version 2. */
+#define FARM_JOURNAL_VERSION 2
+/* The number people, files, variables and the journal give the job of
+ * index i (0-based inside the farm). */
+#define FARM_JOB_NUMBER(i) ((uint64_t)(i) + 1)
 /* The longest record a reader accepts (bytes, with the newline). */
 #define FARM_JOURNAL_LINE_MAX (64 * 1024)
 #define FARM_MAX_GPUS 64
@@ -59,6 +65,7 @@ struct farm_gpu_id {
  * (count, list hash, mode) and the same shard; the other fields may change
  * from one run to the next and are recorded for the reader. */
 struct farm_config {
+	unsigned version;              /* the header's journal version (read); 1 numbered jobs from 0 */
 	uint64_t n_jobs;               /* jobs in the whole list (all shards) */
 	uint64_t jobs_hash;            /* gpushare_farm_jobs_list_hash() */
 	enum farm_jobs_mode mode;
@@ -69,6 +76,7 @@ struct farm_config {
 	unsigned slots;                /* jobs at once per GPU */
 	char strategy[32];             /* "mps", "mps-split", "timeslice" */
 	uint64_t timeout_ns;           /* 0 = none */
+	double timeout_factor;         /* --timeout Nx: N; 0 = none */
 	uint64_t mem_per_job_bytes;    /* 0 = not set */
 	char hostname[256];
 	struct farm_gpu_id gpus[FARM_MAX_GPUS];
@@ -80,7 +88,7 @@ struct farm_config {
 
 /* One ended attempt. */
 struct farm_attempt {
-	uint64_t job;                  /* job index, 0-based */
+	uint64_t job;                  /* job index, 0-based (the record says FARM_JOB_NUMBER) */
 	uint64_t hash;                 /* the job's hash */
 	unsigned attempt;              /* 1-based */
 	enum farm_outcome outcome;

@@ -111,8 +111,9 @@ static const char *parse_header(const cJSON *o, struct farm_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	if (!get_uint(o, "version", 1000, &v))
 		return "header without a version";
-	if (v != FARM_JOURNAL_VERSION)
+	if (v < 1 || v > FARM_JOURNAL_VERSION)
 		return "header of an unknown journal version";
+	cfg->version = (unsigned)v;
 	if (!get_uint(o, "jobs", FARM_JOBS_MAX, &cfg->n_jobs) || !get_hash(o, "jobs_hash", &cfg->jobs_hash))
 		return "header without a valid jobs count or jobs_hash";
 	if (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "argv") && strcmp(mode->valuestring, "shell")))
@@ -133,6 +134,8 @@ static const char *parse_header(const cJSON *o, struct farm_config *cfg)
 		return "header with an invalid strategy, hostname or jobs_source";
 	if (get_double(o, "timeout_seconds", &t) && t > 0)
 		cfg->timeout_ns = (uint64_t)(t * 1e9);
+	if (get_double(o, "timeout_median_factor", &t) && t > 0)
+		cfg->timeout_factor = t;
 	if (get_uint(o, "mem_per_job_bytes", UINT64_MAX, &v))
 		cfg->mem_per_job_bytes = v;
 	cfg->busy_periods = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "busy_periods"));
@@ -180,6 +183,9 @@ static const char *parse_attempt(struct farm_journal_data *d, const cJSON *o, st
 	memset(r, 0, sizeof(*r));
 	if (!get_uint(o, "job", FARM_JOBS_MAX, &r->job) || !get_hash(o, "hash", &r->hash))
 		return "attempt without a valid job or hash";
+	/* Version 2 numbers jobs from 1, version 1 from 0: r->job is the index. */
+	if (d->config.version >= 2 && r->job-- == 0)
+		return "attempt of job 0 (jobs are numbered from 1)";
 	if (r->job >= d->config.n_jobs)
 		return "attempt of a job beyond the header's job count";
 	if (!get_uint(o, "attempt", UINT32_MAX, &attempt) || attempt == 0)
@@ -253,7 +259,7 @@ static int parse_line(struct farm_journal_data *d, const char *line, size_t len,
 		if (!why && d->n_headers == 0) {
 			d->config = cfg;
 		} else if (!why && (cfg.n_jobs != d->config.n_jobs || cfg.jobs_hash != d->config.jobs_hash ||
-				    cfg.mode != d->config.mode || cfg.shard.index != d->config.shard.index ||
+				    cfg.mode != d->config.mode || cfg.version != d->config.version || cfg.shard.index != d->config.shard.index ||
 				    cfg.shard.count != d->config.shard.count)) {
 			why = "header of a different job list or shard than the first header";
 		}
@@ -390,11 +396,11 @@ int gpushare_farm_journal_check_resume(const struct farm_journal_data *d, const 
 		if (first >= jobs->n_jobs)
 			return gpushare_fail(GPUSHARE_E_INVAL,
 					     "the journal in '%s' records job %" PRIu64 ", but the job list has only %zu jobs; "
-					     "refusing to resume a different job list", d->path, first, jobs->n_jobs);
+					     "refusing to resume a different job list", d->path, FARM_JOB_NUMBER(first), jobs->n_jobs);
 		gpushare_farm_jobs_format(jobs, (size_t)first, cmd, sizeof(cmd));
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "job %" PRIu64 " (%s:%" PRIu32 ", now '%s') differs from the job the journal in '%s' "
-				     "recorded; refusing to resume a changed job list", first, jobs->source,
+				     "recorded; refusing to resume a changed job list", FARM_JOB_NUMBER(first), jobs->source,
 				     jobs->jobs[first].line, cmd, d->path);
 	}
 	if (old->n_jobs != cfg->n_jobs || old->mode != cfg->mode)

@@ -308,7 +308,7 @@ static bool recorded(const struct farm_journal *j, uint64_t job, unsigned attemp
 			cJSON *o = cJSON_ParseWithLength(p, n);
 			const cJSON *jj = cJSON_GetObjectItemCaseSensitive(o, "job");
 			const cJSON *aa = cJSON_GetObjectItemCaseSensitive(o, "attempt");
-			bool same = cJSON_IsNumber(jj) && cJSON_IsNumber(aa) && (uint64_t)jj->valuedouble == job &&
+			bool same = cJSON_IsNumber(jj) && cJSON_IsNumber(aa) && (uint64_t)jj->valuedouble == FARM_JOB_NUMBER(job) &&
 				    (unsigned)aa->valuedouble == attempt;
 
 			cJSON_Delete(o);
@@ -369,8 +369,8 @@ static void write_missing(struct keeper *k)
 		x->start_unix_s = s->start.start_unix_s;
 		x->end_unix_s = s->end.end_unix_s;
 		x->duration_s = s->end.duration_s;
-		snprintf(x->stdout_path, sizeof(x->stdout_path), "out/%" PRIu64 ".%u.out", x->job, x->attempt);
-		snprintf(x->stderr_path, sizeof(x->stderr_path), "out/%" PRIu64 ".%u.err", x->job, x->attempt);
+		snprintf(x->stdout_path, sizeof(x->stdout_path), "out/%" PRIu64 ".%u.out", FARM_JOB_NUMBER(x->job), x->attempt);
+		snprintf(x->stderr_path, sizeof(x->stderr_path), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(x->job), x->attempt);
 	}
 	if (n)
 		gpushare_farm_journal_write_attempts(&f->journal, a, n);

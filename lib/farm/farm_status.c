@@ -280,7 +280,8 @@ static bool run_obj(cJSON *doc, const char *k, const struct gpushare_farm_result
 		     gpushare_json_int(c, "jobs", (long long)r->calibration[i].jobs) &&
 		     gpushare_json_num(c, "jobs_per_second", r->calibration[i].jobs_per_s);
 	}
-	return ok && gpushare_json_bool(o, "interrupted", r->interrupted) &&
+	return ok && gpushare_json_bool(o, "interrupted", r->interrupted) && gpushare_json_bool(o, "halted", r->halted) &&
+	       gpushare_json_int(o, "failed_this_run", (long long)r->run_failed) &&
 	       gpushare_json_int(o, "not_started", (long long)r->not_started);
 }
 
@@ -340,6 +341,10 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		fprintf(f, "\n");
 		if (r->interrupted)
 			fprintf(f, "stopped: %" PRIu64 " job%s not run; continue with: gpushare farm --resume %s\n",
+				r->not_started, plural(r->not_started), r->dir);
+		else if (r->halted)
+			fprintf(f, "halted after %" PRIu64 " failed job%s (--halt): %" PRIu64 " job%s not started; "
+				"continue with: gpushare farm --resume %s\n", r->run_failed, plural(r->run_failed),
 				r->not_started, plural(r->not_started), r->dir);
 	}
 	duration_text(s->makespan_s, span, sizeof(span));

@@ -69,8 +69,9 @@ static int on_record(void *arg, struct farm_journal_data *d, const struct farm_r
 {
 	struct job_scan *s = arg;
 	struct gpushare_farm_job *j = find_job(s, r->job);
+	/* A version 1 journal (from 0) names its files by the index. */
+	uint64_t file_no = d->config.version >= 2 ? FARM_JOB_NUMBER(r->job) : r->job;
 
-	(void)d;
 	if (r->outcome == FARM_OK) {
 		if (j)
 			j->ok = true;
@@ -87,14 +88,14 @@ static int on_record(void *arg, struct farm_journal_data *d, const struct farm_r
 		snprintf(j->outcome, sizeof(j->outcome), "%s", gpushare_farm_outcome_name((enum farm_outcome)r->outcome));
 		j->exit_code = r->exit_code;
 		j->signal = r->signal;
-		snprintf(j->stderr_path, sizeof(j->stderr_path), "out/%" PRIu64 ".%u.err", r->job, r->attempt);
+		snprintf(j->stderr_path, sizeof(j->stderr_path), "out/%" PRIu64 ".%u.err", file_no, r->attempt);
 	}
 	return GPUSHARE_OK;
 }
 
 /* One word as a shell reads it back: quoted when it holds anything but
  * letters, digits and @%_+=:,./- (as the farm quotes a template's argument). */
-static int add_word(struct gpushare_buf *b, const char *w)
+int farm_quote_word(struct gpushare_buf *b, const char *w)
 {
 	int rc;
 
@@ -135,7 +136,7 @@ static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir)
 			if (v[i].job != idx || strcmp(v[i].dir, dir) || v[i].command)
 				continue;
 			for (size_t k = 0; argv[k]; k++) {
-				if ((k && gpushare_buf_add(&b, " ", 1)) || add_word(&b, argv[k]))
+				if ((k && gpushare_buf_add(&b, " ", 1)) || farm_quote_word(&b, argv[k]))
 					break;
 			}
 			v[i].command = b.len ? strdup(gpushare_buf_str(&b)) : NULL;
@@ -172,9 +173,13 @@ static int add_running(struct job_scan *s)
 	cJSON_ArrayForEach(e, jobs) {
 		struct gpushare_farm_job *j;
 
-		if (!cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "job")) || v->valuedouble < 0)
+		uint64_t idx;
+
+		/* running.json numbers jobs from 1, as the journal does. */
+		if (!cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "job")) || v->valuedouble < 1)
 			continue;
-		if (!(j = find_job(s, (uint64_t)v->valuedouble)) && !(j = add_job(s, (uint64_t)v->valuedouble))) {
+		idx = (uint64_t)v->valuedouble - 1;
+		if (!(j = find_job(s, idx)) && !(j = add_job(s, idx))) {
 			cJSON_Delete(o);
 			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 		}
@@ -188,7 +193,7 @@ static int add_running(struct job_scan *s)
 		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "start_unix_s")))
 			j->start_unix_s = v->valuedouble;
 		snprintf(j->outcome, sizeof(j->outcome), "running");
-		snprintf(j->stderr_path, sizeof(j->stderr_path), "out/%" PRIu64 ".%u.err", j->job, j->attempts);
+		snprintf(j->stderr_path, sizeof(j->stderr_path), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(j->job), j->attempts);
 	}
 	cJSON_Delete(o);
 	return GPUSHARE_OK;
@@ -233,6 +238,8 @@ int gpushare_farm_status_jobs(const char *const *dirs, size_t n, struct gpushare
 		gpushare_farm_jobs_free(s.v, s.n);
 		return rc;
 	}
+	for (size_t i = 0; i < s.n; i++)
+		s.v[i].job = FARM_JOB_NUMBER(s.v[i].job); /* the index until here */
 	*out = s.v;
 	*n_out = s.n;
 	return GPUSHARE_OK;

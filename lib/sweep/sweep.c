@@ -937,6 +937,15 @@ static bool budget_spent(struct sweep_ctx *x)
 	return true;
 }
 
+/* --halt: enough runs of this invocation failed; start no more. */
+static bool halted(struct sweep_ctx *x)
+{
+	if (!x->s->halt || x->sum->runs_failed < x->s->halt)
+		return false;
+	x->sum->halted = true;
+	return true;
+}
+
 /* Racing: each round runs the active cells, then select() narrows them. */
 static int race_loop(struct sweep_ctx *x)
 {
@@ -964,7 +973,7 @@ static int race_loop(struct sweep_ctx *x)
 				rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
 				break;
 			}
-			if (budget_spent(x)) {
+			if (budget_spent(x) || halted(x)) {
 				stop = true;
 				break;
 			}
@@ -1010,6 +1019,8 @@ static int sweep_loop(struct sweep_ctx *x)
 			any_open = true;
 			if (gpushare_bench_interrupted())
 				return gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
+			if (halted(x))
+				return GPUSHARE_OK;
 			rc = run_one(x, k, r);
 		}
 		if (r + 1 >= s->repeats && !adaptive)

@@ -33,10 +33,10 @@ echo "err of \$1" >&2
 exit "\$3"
 EOF
 chmod +x "$tmp/job.sh"
-jobs_file() { # jobs_file FILE N SLEEP [EXIT]
+jobs_file() { # jobs_file FILE N SLEEP [EXIT]: job i (from 1, as the farm numbers them) is job.sh i
 	local i
 	: >"$1"
-	for ((i = 0; i < $2; i++)); do echo "$tmp/job.sh $i $3 ${4:-0}" >>"$1"; done
+	for ((i = 1; i <= $2; i++)); do echo "$tmp/job.sh $i $3 ${4:-0}" >>"$1"; done
 }
 no_jobs() { ! pgrep -f "$tmp/job.sh" >/dev/null; }
 no_jobs_left() {
@@ -69,7 +69,7 @@ check "summary: 8 done" grep -q "jobs: 8 done, 0 failed, 0 unfinished of 8" "$tm
 check "per-GPU busy lines" test "$(grep -c 'GPU GPU-fa4e.*busy' "$tmp/out")" = 2
 check "journal: one header and 8 ok attempts on both GPUs, slots 0..1" journal "$tmp/f1" '
 assert len(hdr) == 1 and hdr[0]["strategy"] == "timeslice" and len(hdr[0]["gpus"]) == 2
-assert sorted(r["job"] for r in recs) == list(range(8))
+assert sorted(r["job"] for r in recs) == list(range(1, 9))
 assert all(r["outcome"] == "ok" and r["exit_code"] == 0 and r["attempt"] == 1 for r in recs)
 assert {r["gpu"] for r in recs} == {0, 1} and {r["slot"] for r in recs} <= {0, 1}'
 check "stdout and stderr in their files" \
@@ -79,8 +79,16 @@ for f in '$tmp'/env/*.1; do
 	g=\$(sed -n 's/^GPUSHARE_FARM_GPU=//p' \$f); v=\$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' \$f)
 	[ -n \"\$g\" ] && [ \"\$g\" = \"\$v\" ] || exit 1
 done"
-check "timeslice jobs see no MPS daemon" grep -q "CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/gpushare/farm-.*/no-mps" "$tmp/env/0.1"
-check "each job ran once" test "$(sort -n "$tmp/side" | tr '\n' ' ')" = "0 1 2 3 4 5 6 7 "
+check "timeslice jobs see no MPS daemon" grep -q "CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/gpushare/farm-.*/no-mps" "$tmp/env/1.1"
+check "each job ran once" test "$(sort -n "$tmp/side" | tr '\n' ' ')" = "1 2 3 4 5 6 7 8 "
+check "numbered from 1: job i (the i-th line) sees GPUSHARE_FARM_JOB=i, writes out/i.1.out" bash -c "
+for i in 1 2 3 4 5 6 7 8; do
+	grep -qx \"GPUSHARE_FARM_JOB=\$i\" '$tmp'/env/\$i.1 && grep -qx \"out of \$i\" '$tmp'/f1/out/\$i.1.out || exit 1
+done
+test ! -e '$tmp'/f1/out/0.1.out"
+check "  and the journal numbers it i, naming those files" journal "$tmp/f1" '
+assert all(r["stdout"] == "out/%d.1.out" % r["job"] and r["stderr"] == "out/%d.1.err" % r["job"] for r in recs)
+assert hdr[0]["version"] == 2'
 check "the run directory is removed" bash -c "! ls -d '$XDG_RUNTIME_DIR'/gpushare/farm-* 2>/dev/null"
 no_jobs_left "timeslice"
 
@@ -101,7 +109,7 @@ check "--json run: strategy mps, 3 slots, 8 ok" python3 -c "
 import json; d = json.load(open('$tmp/out'))
 assert d['run']['strategy'] == 'mps' and d['run']['slots'] == 3 and d['run']['ok'] == 8
 assert d['summary']['done'] == 8"
-check "jobs are clients of the private daemon" grep -q "CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/gpushare/farm-.*/mps/pipe" "$tmp/env/0.1"
+check "jobs are clients of the private daemon" grep -q "CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/gpushare/farm-.*/mps/pipe" "$tmp/env/1.1"
 check "jobs pinned by UUID under MPS" grep -qE "CUDA_VISIBLE_DEVICES=GPU-fa4e" "$tmp/env/5.1"
 check "no daemon left" test -z "$(our_daemons)"
 check "no daemon's pipe directory left" bash -c "! ls -d '$XDG_RUNTIME_DIR'/gpushare/farm-* 2>/dev/null"
@@ -121,17 +129,17 @@ check "non-UTF-8 --dir: farm status --json is valid UTF-8 JSON" utf8_json "$tmp/
 no_jobs_left "non-UTF-8 --dir"
 
 echo "== failing jobs and --retries"
-printf '%s\n' "$tmp/job.sh 0 0 0" "$tmp/job.sh 1 0 3" "sh -c 'kill -9 \$\$'" "/nonexistent/program" >"$tmp/jf"
+printf '%s\n' "$tmp/job.sh 1 0 0" "$tmp/job.sh 2 0 3" "sh -c 'kill -9 \$\$'" "/nonexistent/program" >"$tmp/jf"
 run farm --dir "$tmp/f3" --strategy timeslice --slots 2 --retries 2 "$tmp/jf"
 check "exit 8 (some jobs failed)" test "$rc" = 8
 check "the error names the failed count" grep -q "3 of the shard's 4 jobs failed" "$tmp/err"
 check "journal: 3 attempts of each failing job, exit 3 and SIGKILL; the missing program refused once" journal "$tmp/f3" '
 by = lambda j: [r for r in recs if r["job"] == j]
-assert [r["outcome"] for r in by(0)] == ["ok"]
-assert [r["exit_code"] for r in by(1)] == [3, 3, 3] and [r["attempt"] for r in by(1)] == [1, 2, 3]
-assert [r["signal"] for r in by(2)] == [9, 9, 9] and all(r["outcome"] == "failed" for r in by(2))
-assert [r["outcome"] for r in by(3)] == ["refused"] and by(3)[0]["gpu"] is None'
-check "the refused job's .err says why" grep -q "cannot execute job 3" "$tmp/f3/out/3.1.err"
+assert [r["outcome"] for r in by(1)] == ["ok"]
+assert [r["exit_code"] for r in by(2)] == [3, 3, 3] and [r["attempt"] for r in by(2)] == [1, 2, 3]
+assert [r["signal"] for r in by(3)] == [9, 9, 9] and all(r["outcome"] == "failed" for r in by(3))
+assert [r["outcome"] for r in by(4)] == ["refused"] and by(4)[0]["gpu"] is None'
+check "the refused job's .err says why" grep -q "cannot execute job 4" "$tmp/f3/out/4.1.err"
 check "summary: 1 done, 3 failed" grep -q "jobs: 1 done, 3 failed" "$tmp/out"
 
 echo "== a job that leaves a background process behind"
@@ -141,7 +149,7 @@ check "exit 0" test "$rc" = 0
 no_jobs_left "background process"
 
 echo "== hanging jobs and --timeout"
-printf '%s\n' "$tmp/job.sh 0 60 0" "sh -c 'trap \"\" TERM; $tmp/job.sh 1 60 0'" "$tmp/job.sh 2 0 0" >"$tmp/jh"
+printf '%s\n' "$tmp/job.sh 1 60 0" "sh -c 'trap \"\" TERM; $tmp/job.sh 2 60 0'" "$tmp/job.sh 3 0 0" >"$tmp/jh"
 start=$(date +%s)
 run farm --dir "$tmp/f4" --strategy timeslice --slots 3 --timeout 2s "$tmp/jh"
 took=$(($(date +%s) - start))
@@ -150,9 +158,9 @@ check "ended long before the jobs would ($took s; bound 10 s x $TIME_FACTOR, und
 	test "$took" -lt $((10 * TIME_FACTOR < 50 ? 10 * TIME_FACTOR : 50))
 check "journal: two timeouts (SIGTERM; SIGKILL for the one ignoring it), one ok" journal "$tmp/f4" '
 o = {r["job"]: r for r in recs}
-assert o[0]["outcome"] == "timeout" and o[0]["signal"] == 15, o[0]
-assert o[1]["outcome"] == "timeout" and o[1]["signal"] == 9, o[1]
-assert o[2]["outcome"] == "ok"'
+assert o[1]["outcome"] == "timeout" and o[1]["signal"] == 15, o[1]
+assert o[2]["outcome"] == "timeout" and o[2]["signal"] == 9, o[2]
+assert o[3]["outcome"] == "ok"'
 no_jobs_left "timeout"
 
 echo "== --mem-per-job"
@@ -160,7 +168,7 @@ run farm --dir "$tmp/f5" --strategy timeslice --slots 2 --mem-per-job 100G "$tmp
 check "more than any GPU has: exit 8" test "$rc" = 8
 check "every job refused, never placed" journal "$tmp/f5" '
 assert len(recs) == 8 and all(r["outcome"] == "refused" and r["gpu"] is None for r in recs)'
-check "the .err file says why" grep -q "more than the free memory" "$tmp/f5/out/0.1.err"
+check "the .err file says why" grep -q "job 1 not started: .*more than the free memory" "$tmp/f5/out/1.1.err"
 jobs_file "$tmp/j12" 12 0.3
 run farm --dir "$tmp/f6" --strategy timeslice --slots 4 --mem-per-job 30G "$tmp/j12"
 check "30G on 80G GPUs: exit 0" test "$rc" = 0
@@ -174,7 +182,7 @@ for g in (0, 1):
 if [[ -x "$H/fake_mps_control" ]]; then
 	run farm --dir "$tmp/f7" --strategy mps-split --slots 4 --mem-per-job 2G "$tmp/j8"
 	check "mps-split: pinned-memory limit and 1/K of the SMs per job" \
-		bash -c "grep -qx 'CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2G' '$tmp/env/0.1' && grep -qx 'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25' '$tmp/env/0.1'"
+		bash -c "grep -qx 'CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2G' '$tmp/env/1.1' && grep -qx 'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25' '$tmp/env/1.1'"
 fi
 
 echo "== GPU selection"

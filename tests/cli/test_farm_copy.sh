@@ -23,11 +23,11 @@ unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS 
 at_least() { [ "$(attempts "$1")" -ge "$2" ] 2>/dev/null; } # at_least DIR N: N attempts recorded
 
 echo "== a farm fed on stdin, SIGKILL mid-farm, then --resume DIR alone"
-jobs_file "$tmp/j20" 20 0.1 "$tmp/side1" "$tmp/go" 6
+jobs_file "$tmp/j20" 20 0.1 "$tmp/side1" "$tmp/go" 7
 "$GPUSHARE" farm --dir "$tmp/f1" --strategy timeslice --slots 3 -q - <"$tmp/j20" >"$tmp/f1.out" 2>&1 &
 fpid=$!
-# Jobs 0..5 end; 6, 7 and 8 wait for $tmp/go.
-waiting() { [ "$(pgrep -f "$tmp/job.sh [678] " | wc -l)" -ge 3 ]; }
+# Jobs 1..6 end; 7, 8 and 9 wait for $tmp/go.
+waiting() { [ "$(pgrep -f "$tmp/job.sh [789] " | wc -l)" -ge 3 ]; }
 wait_for 300 0.05 waiting || true
 wait_for 100 0.05 at_least "$tmp/f1" 6 || true
 kill -KILL "$fpid"
@@ -55,13 +55,13 @@ check "the same list again on stdin: accepted, nothing to run" \
 	bash -c "test $rc = 0 && grep -q 'this run: 0 attempts' '$tmp/out'"
 
 echo "== a changed job list is refused, naming the job"
-sed '4s/ 3 / 33 /' "$tmp/j20" >"$tmp/j20-changed"
+sed '4s/ 4 / 44 /' "$tmp/j20" >"$tmp/j20-changed"
 run farm --resume "$tmp/f1" --strategy timeslice -q - <"$tmp/j20-changed"
-check "changed on stdin: exit 2, job 3 and its line named" \
-	bash -c "test $rc = 2 && grep -q 'job 3 (stdin:4, now .*job.sh 33 0.1 .*) differs from the job the journal' '$tmp/err'"
+check "changed on stdin: exit 2, job 4 and its line named" \
+	bash -c "test $rc = 2 && grep -q 'job 4 (stdin:4, now .*job.sh 44 0.1 .*) differs from the job the journal' '$tmp/err'"
 run farm --resume "$tmp/f1" --strategy timeslice -q "$tmp/j20-changed"
 check "changed in a file: exit 2, the file's line named" \
-	bash -c "test $rc = 2 && grep -q 'job 3 (.*j20-changed:4, now' '$tmp/err'"
+	bash -c "test $rc = 2 && grep -q 'job 4 (.*j20-changed:4, now' '$tmp/err'"
 check "  no spooled or temporary file left" bash -c "! ls -A '$tmp/f1' | grep -q tmp"
 head -19 "$tmp/j20" >"$tmp/j19"
 run farm --resume "$tmp/f1" --strategy timeslice -q "$tmp/j19"
@@ -101,8 +101,8 @@ run farm --dir "$tmp/f3" --strategy timeslice -q --args - -- echo '{#}:{}' < <(p
 check "template on stdin: the copy holds the expanded jobs" python3 -c "
 import json; assert [json.loads(l) for l in open('$tmp/f3/jobs.jsonl')] == [['echo', '1:x y'], ['echo', '2:z']]"
 run farm --resume "$tmp/f3" --strategy timeslice -q --args - -- echo '{#}:{}' < <(printf 'x y\nzz\n')
-check "template changed on stdin: exit 2, job 1 at line 2" \
-	bash -c "test $rc = 2 && grep -q 'job 1 (stdin:2, now .echo 2:zz.)' '$tmp/err'"
+check "template changed on stdin: exit 2, job 2 (its {#}) at line 2" \
+	bash -c "test $rc = 2 && grep -q 'job 2 (stdin:2, now .echo 2:zz.)' '$tmp/err'"
 
 echo "== a job file error leaves no directory behind"
 printf 'ok\necho "unterminated\n' >"$tmp/jbad"

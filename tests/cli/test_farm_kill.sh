@@ -35,7 +35,7 @@ our_daemons() {
 	done
 	return 0
 }
-# Job i: a background sleep in its process group, a short run, then its side
+# Job i (numbered from 1, as the farm does): a background sleep in its process group, a short run, then its side
 # effect (its index appended to $tmp/side) as its last act.
 cp "$(command -v sleep)" "$tmp/bg-sleep"
 cat >"$tmp/job" <<'EOF'
@@ -46,7 +46,7 @@ echo "$1" >>"${0%/job}/side"
 EOF
 chmod +x "$tmp/bg-sleep" "$tmp/job"
 N=60
-for ((i = 0; i < N; i++)); do echo "$tmp/job $i 0.$((3 + i % 5))"; done >"$tmp/jobs"
+for ((i = 1; i <= N; i++)); do echo "$tmp/job $i 0.$((3 + i % 5))"; done >"$tmp/jobs"
 : >"$tmp/side"
 left() { pgrep -f "$tmp/" >/dev/null || test -n "$(our_daemons)" || ls -d "$XDG_RUNTIME_DIR"/gpushare/farm-* >/dev/null 2>&1; }
 nothing_left() { ! left; }
@@ -64,7 +64,7 @@ while [ ! -e "$d/gate" ]; do sleep 0.05; done
 echo "$1" >>"$d/side"
 EOF2
 chmod +x "$tmp/gatejob"
-for ((i = 0; i < 4; i++)); do echo "$tmp/gatejob $i"; done >"$tmp/jobs4"
+for ((i = 1; i <= 4; i++)); do echo "$tmp/gatejob $i"; done >"$tmp/jobs4"
 "$GPUSHARE" farm --dir "$tmp/g" --slots 4 -q "$tmp/jobs4" >"$tmp/g.out" 2>&1 &
 fpid=$!
 wait_for $((600 * TIME_FACTOR)) 0.05 bash -c "[ \"\$(ls '$tmp' | grep -c '^started\.')\" -ge 4 ]" || true
@@ -81,7 +81,7 @@ check "the 4 jobs finished while gpushare was stopped" test "$(wc -l <"$tmp/side
 check "the keeper recorded them as ok" python3 -c "
 import json
 recs = [r for r in map(json.loads, open('$tmp/g/journal.jsonl')) if r['type'] == 'attempt']
-assert sorted(r['job'] for r in recs if r['outcome'] == 'ok') == [0, 1, 2, 3], recs"
+assert sorted(r['job'] for r in recs if r['outcome'] == 'ok') == [1, 2, 3, 4], recs"
 run farm --resume "$tmp/g" --slots 4 -q
 check "the resume runs nothing again: exit 0, no side effect twice" \
 	bash -c "test $rc = 0 && test \"\$(wc -l <'$tmp/side')\" = 4 && grep -q 'this run: 0 attempts' '$tmp/out'"
@@ -118,11 +118,11 @@ done
 run farm --resume "$tmp/f" --slots 4 -q
 check "the last resume ends the farm: exit 0" test "$rc" = 0
 check "every job ran to completion exactly once (side effects)" \
-	test "$(sort -n "$tmp/side" | tr '\n' ' ')" = "$(seq 0 $((N - 1)) | tr '\n' ' ')"
+	test "$(sort -n "$tmp/side" | tr '\n' ' ')" = "$(seq 1 "$N" | tr '\n' ' ')"
 check "the journal has one ok attempt per job" python3 -c "
 import collections, json
 ok = collections.Counter(r['job'] for r in map(json.loads, open('$tmp/f/journal.jsonl')) if r['type'] == 'attempt' and r['outcome'] == 'ok')
-assert sorted(ok) == list(range($N)) and set(ok.values()) == {1}, ok"
+assert sorted(ok) == list(range(1, $N + 1)) and set(ok.values()) == {1}, ok"
 check "nothing left at the end" nothing_left
 
 finish "farm kill"

@@ -33,10 +33,10 @@ our_daemons() {
 }
 
 echo "== SIGKILL of gpushare mid-farm under MPS, then --resume"
-# Jobs 6.. wait for a gate, so that gpushare is killed while no job can be
+# Jobs 7.. wait for a gate, so that gpushare is killed while no job can be
 # ending (a job that ends in the instant before its record is written runs
 # again on resume, which would make these checks race).
-jobs_file "$tmp/j24" 24 0.6 "$tmp/side1" "$tmp/gate1" 6
+jobs_file "$tmp/j24" 24 0.6 "$tmp/side1" "$tmp/gate1" 7
 "$GPUSHARE" farm --dir "$tmp/f1" --slots 3 -q "$tmp/j24" >"$tmp/f1.out" 2>&1 &
 fpid=$!
 wait_for 200 0.05 bash -c "[ \"\$(grep -c '\"type\":\"attempt\"' '$tmp/f1/journal.jsonl' 2>/dev/null)\" -ge 6 ]" || true
@@ -86,7 +86,7 @@ fpid=
 check "exit 130" test "$rc" = 130
 check "the two running jobs finished ok, nothing else ran" python3 -c "
 import json; recs = [json.loads(l) for l in open('$tmp/f2/journal.jsonl')][1:]
-assert sorted(r['job'] for r in recs) == [0, 1] and all(r['outcome'] == 'ok' for r in recs), recs"
+assert sorted(r['job'] for r in recs) == [1, 2] and all(r['outcome'] == 'ok' for r in recs), recs"
 check "it says how to continue" grep -q -- "--resume $tmp/f2" "$tmp/f2.out"
 check "it said what a second Ctrl-C does" grep -q "Ctrl-C again stops them" "$tmp/f2.err"
 run farm --resume "$tmp/f2" --strategy timeslice "$tmp/j8"
@@ -109,7 +109,7 @@ fpid=
 check "exit 130" test "$rc" = 130
 check "both running jobs recorded as stopped" python3 -c "
 import json; recs = [json.loads(l) for l in open('$tmp/f4/journal.jsonl')][1:]
-assert sorted(r['job'] for r in recs) == [0, 1] and all(r['outcome'] == 'stopped' for r in recs), recs"
+assert sorted(r['job'] for r in recs) == [1, 2] and all(r['outcome'] == 'stopped' for r in recs), recs"
 check "it said it stops the running jobs" grep -q "stopping the running jobs" "$tmp/f4.err"
 check "no job left" wait_for 30 0.1 no_jobs
 

@@ -165,8 +165,8 @@ echo "== 7. a resume checks every attempt's hash against its job"
 printf 'true\nfalse\n' >"$tmp/tf"
 trun "${F[@]}" --dir "$tmp/r7" "$tmp/tf"
 [[ $rc -eq 8 ]] || fail "base farm with a failing job: exit $rc: $(cat "$tmp/err")"
-# A hand-edited line: job 0's ok attempt, renumbered as job 1 (its hash stays job 0's).
-grep '"job":0,' "$tmp/r7/journal.jsonl" | sed 's/"job":0,/"job":1,/; s/"attempt":1,/"attempt":2,/' >>"$tmp/r7/journal.jsonl"
+# A hand-edited line: job 1's ok attempt, renumbered as job 2 (its hash stays job 1's).
+grep '"job":1,' "$tmp/r7/journal.jsonl" | sed 's/"job":1,/"job":2,/; s/"attempt":1,/"attempt":2,/' >>"$tmp/r7/journal.jsonl"
 before=$(sum "$tmp/r7/journal.jsonl")
 copy_before=$(sum "$tmp/r7/jobs.jsonl")
 trun "${F[@]}" --resume "$tmp/r7" "$tmp/tf"

@@ -22,7 +22,7 @@ for name in ("mps", "ts", "cal"):
     s = doc["summary"]
     assert s["done"] == 24 and s["failed"] == 0, (name, s)
     recs = [json.loads(l) for l in open(f"{d}/{name}/journal.jsonl") if '"attempt"' in l]
-    assert sorted(r["job"] for r in recs) == list(range(24)), name
+    assert sorted(r["job"] for r in recs) == list(range(1, 25)), name  # numbered from 1
     assert all(r["gpu_uuid"] and r["gpu_uuid"].startswith(("GPU-", "MIG-")) for r in recs), name
 mps = [json.loads(l) for l in open(f"{d}/mps/journal.jsonl") if '"attempt"' in l]
 assert len({r["gpu"] for r in mps}) == min(n_gpus, 24), "jobs not spread over the GPUs"

@@ -331,7 +331,7 @@ static void test_resume_from_copy_numbers_attempts(void **state)
 		assert_true(d.records[i].attempt >= 1 && d.records[i].attempt <= 4);
 		assert_false(seen[d.records[i].job] & bit);   /* never twice */
 		seen[d.records[i].job] |= bit;
-		snprintf(path, sizeof(path), "%s/out/%" PRIu64 ".%u.out", fdir, d.records[i].job, d.records[i].attempt);
+		snprintf(path, sizeof(path), "%s/out/%" PRIu64 ".%u.out", fdir, d.records[i].job + 1, d.records[i].attempt);
 		assert_int_equal(access(path, F_OK), 0);
 	}
 	gpushare_farm_journal_data_release(&d);

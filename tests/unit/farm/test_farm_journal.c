@@ -128,6 +128,7 @@ static void test_round_trip(void **state)
 	assert_non_null(strstr(json, "\"outcome\":\"timeout\""));
 	assert_non_null(strstr(json, "\"exit_code\":null"));
 	assert_non_null(strstr(json, "\"signal\":9"));
+	assert_non_null(strstr(json, "\"job\":4,"));   /* index 3 is job 4: numbered from 1 */
 	assert_non_null(strstr(json, "\"stdout\":\"out/3.1.out\""));
 	free(json);
 
@@ -302,13 +303,35 @@ static void test_garbage_rejected(void **state)
 	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":1: attempt record before the header"));
 
-	/* A job index beyond the header's count. */
-	snprintf(text, sizeof(text), "%s\n{\"type\":\"attempt\",\"job\":3,\"hash\":\"0000000000000000\","
+	/* A job number beyond the header's count (3 jobs: 1 to 3). */
+	snprintf(text, sizeof(text), "%s\n{\"type\":\"attempt\",\"job\":4,\"hash\":\"0000000000000000\","
 		 "\"attempt\":1,\"outcome\":\"ok\",\"exit_code\":0,\"signal\":null,\"gpu\":null,"
 		 "\"gpu_uuid\":null,\"slot\":null,\"start_unix_s\":1,\"end_unix_s\":2,\"duration_seconds\":1}\n", hdr);
 	write_text(path, text, O_TRUNC);
 	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), ":2: attempt of a job beyond"));
+
+	/* Job 0: no job of version 2, which numbers them from 1. */
+	snprintf(text, sizeof(text), "%s\n{\"type\":\"attempt\",\"job\":0,\"hash\":\"0000000000000000\","
+		 "\"attempt\":1,\"outcome\":\"ok\",\"exit_code\":0,\"signal\":null,\"gpu\":null,"
+		 "\"gpu_uuid\":null,\"slot\":null,\"start_unix_s\":1,\"end_unix_s\":2,\"duration_seconds\":1}\n", hdr);
+	write_text(path, text, O_TRUNC);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), ":2: attempt of job 0"));
+
+	/* Version 1 (an earlier gpushare) numbered them from 0: read as indices. */
+	{
+		char *v = strstr(text, "\"version\":2");
+
+		assert_non_null(v);
+		v[strlen("\"version\":")] = '1';
+	}
+	write_text(path, text, O_TRUNC);
+	assert_int_equal(gpushare_farm_journal_load(dir, &d), GPUSHARE_OK);
+	assert_int_equal(d.config.version, 1);
+	assert_int_equal(d.n_records, 1);
+	assert_true(d.records[0].job == 0);
+	gpushare_farm_journal_data_release(&d);
 
 	/* A line longer than the bound, even a complete one. */
 	memset(big, 'x', sizeof(big) - 2);
@@ -447,7 +470,7 @@ static void test_resume_refuses_changed_jobs(void **state)
 	assert_int_equal(gpushare_farm_jobs_add_line(&changed, "job 3", 5, 4), 0);
 	make_config(&cfg2, &changed, 0, 1, 0);
 	assert_int_equal(gpushare_farm_journal_check_resume(&d, &cfg2, &changed), GPUSHARE_E_INVAL);
-	assert_non_null(strstr(gpushare_errdetail(), "job 2 (jobs:3, now 'job 2b')"));
+	assert_non_null(strstr(gpushare_errdetail(), "job 3 (jobs:3, now 'job 2b')"));   /* index 2 is job 3 */
 	gpushare_farm_jobs_release(&changed);
 
 	/* Job 3 (not run yet) edited: refused too. */
