@@ -10,14 +10,15 @@
 #
 #   bench/tune_cpu.sh BUILD OUT
 #
-# Env: DUR (1s) the window of a full run; REPEATS (3) of the sweep: the grid
+# Env: HELPERS (BUILD/tests/helpers) where the fake NVML and MPS control are;
+# DUR (1s) the window of a full run; REPEATS (3) of the sweep: the grid
 # at 2 repeats is read from the same sweep (its first two rounds, timed to
 # the start of round 3, to the second); WARM (300ms) the warm-up of every run.
 set -euo pipefail
 B=$(cd "${1:?usage: bench/tune_cpu.sh BUILD OUT}" && pwd)
 O=${2:?usage: bench/tune_cpu.sh BUILD OUT}
 DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms}
-H=$B/tests/helpers
+H=${HELPERS:-$B/tests/helpers}
 G=$B/gpushare
 mkdir -p "$O"
 O=$(cd "$O" && pwd)
