@@ -24,6 +24,9 @@
 #     two rounds, timed to the start of round 3 to the second)
 #   WARM (300ms) warm-up of every run
 #   WORKLOADS ("transformer matmul mlp") which of the three, in this order
+#     ("spin", on the transformer's grid, tries the script without a GPU:
+#     with GPUSHARE_MPS_CONTROL and GPUSHARE_NVML_LIBRARY set to the fakes
+#     of tests/helpers)
 #   DEADLINE (500) seconds after which no step starts and a running one is
 #     interrupted
 #   CLIENT_DUR (2s) window of each client overhead measurement; 0 skips it
@@ -54,7 +57,8 @@ stop_daemons() {
 	local p pid
 	for p in "$XDG_RUNTIME_DIR"/gpushare/*/mps/pipe; do
 		[[ -d "$p" ]] || continue
-		echo quit | CUDA_MPS_PIPE_DIRECTORY=$p timeout 10 nvidia-cuda-mps-control >/dev/null 2>&1 || true
+		echo quit | CUDA_MPS_PIPE_DIRECTORY=$p timeout 10 "${GPUSHARE_MPS_CONTROL:-nvidia-cuda-mps-control}" \
+			>/dev/null 2>&1 || true
 		pid=$(cat "$p/nvidia-cuda-mps-control.pid" 2>/dev/null || true)
 		if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
 			sleep 1
@@ -101,6 +105,7 @@ for name in $WORKLOADS; do
 	transformer) args=(--workload transformer:layers=6:seq=128) grid=$TRANSFORMER_GRID ;;
 	matmul) args=(--workload matmul:size=2048:dtype=fp16) grid=$MATMUL_GRID ;;
 	mlp) args=(-- python3 "$SRC/examples/mlp_worker.py") grid=$MLP_GRID ;;
+	spin) args=(--workload spin:sleep=1:request-us=1ms) grid=$TRANSFORMER_GRID ;;   # the script without a GPU
 	*) echo "unknown workload '$name'" >&2; exit 2 ;;
 	esac
 	IFS='|' read -r strategies workers batches <<<"$grid"
