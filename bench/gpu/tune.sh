@@ -4,8 +4,10 @@
 # first for the next), for three workloads: transformer, matmul and a
 # PyTorch MLP of our own through the Python client (examples/mlp_worker.py).
 # Both get the very same grid, window and warm-up: the variables below are
-# passed to both commands. Then, on the same host, the cost of an empty
-# request through the clients (bench/client_overhead.sh; CPU only).
+# passed to both commands. First, on the same host (CPU only, about 40 s),
+# the cost of an empty request through the clients
+# (bench/client_overhead.sh) and the spin sweep of the issue end to end
+# against its 15 s of windows (SPIN_SWEEP=0 skips it).
 #
 #   bench/gpu/tune.sh BUILD OUT
 #
@@ -27,7 +29,7 @@
 #     ("spin", on the transformer's grid, tries the script without a GPU:
 #     with GPUSHARE_MPS_CONTROL and GPUSHARE_NVML_LIBRARY set to the fakes
 #     of tests/helpers)
-#   DEADLINE (500) seconds after which no step starts and a running one is
+#   DEADLINE (480) seconds after which no step starts and a running one is
 #     interrupted
 #   CLIENT_DUR (2s) window of each client overhead measurement; 0 skips it
 #   Grids (strategies,workers,batches): TRANSFORMER_GRID
@@ -39,7 +41,7 @@ B=$(cd "${1:?usage: bench/gpu/tune.sh BUILD OUT}" && pwd)
 O=${2:?usage: bench/gpu/tune.sh BUILD OUT}
 G=$B/gpushare
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} DEADLINE=${DEADLINE:-500} CLIENT_DUR=${CLIENT_DUR:-2s}
+DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} DEADLINE=${DEADLINE:-480} CLIENT_DUR=${CLIENT_DUR:-2s}
 WORKLOADS=${WORKLOADS:-transformer matmul mlp}
 TRANSFORMER_GRID=${TRANSFORMER_GRID:-timeslice,mps,mps-split|1,2,4,8|1,4}
 MATMUL_GRID=${MATMUL_GRID:-timeslice,mps,mps-split|1,2,4,8|1}
@@ -99,6 +101,20 @@ step() {
 	fi
 }
 
+# CPU-only first (short, and so always measured): the clients, the spin sweep.
+if [[ "$CLIENT_DUR" != 0 ]] && (($(left) > 300)); then
+	echo "== the cost of an empty request through the clients (bench/client_overhead.sh BUILD $CLIENT_DUR)" |
+		tee -a "$O/summary.txt"
+	"$SRC/bench/client_overhead.sh" "$B" "$CLIENT_DUR" 2>&1 | tee -a "$O/summary.txt" || true
+fi
+if [[ "${SPIN_SWEEP:-1}" != 0 ]] && (($(left) > 300)); then
+	echo "== the issue's spin sweep end to end (15.0 s of measurement windows)" | tee -a "$O/summary.txt"
+	t0=$(date +%s.%N)
+	"$G" sweep --out "$O/spin-sweep" --workload spin --strategy timeslice,sequential --workers 1,2,4 --repeats 3 \
+		--duration 0.5s -q --no-report >/dev/null 2>"$O/spin-sweep.err" || echo "spin sweep: exit $?" | tee -a "$O/summary.txt"
+	t1=$(date +%s.%N)
+	python3 -c "w = $t1 - $t0; print(f'spin sweep: {w:.1f} s wall = {w / 15.0:.2f} x its windows')" | tee -a "$O/summary.txt"
+fi
 i=0
 for name in $WORKLOADS; do
 	case $name in
@@ -172,11 +188,6 @@ if not pick:
 PY
 done
 
-if [[ "$CLIENT_DUR" != 0 ]] && (($(left) > 30)); then
-	echo "== the cost of an empty request through the clients (bench/client_overhead.sh BUILD $CLIENT_DUR)" |
-		tee -a "$O/summary.txt"
-	"$SRC/bench/client_overhead.sh" "$B" "$CLIENT_DUR" 2>&1 | tee -a "$O/summary.txt" || true
-fi
 left=$(ps -eo pid=,stat=,args= | awk '$2 !~ /^Z/' | grep -E 'nvidia-cuda-mps-(control|server)|gpushare-worker|mlp_worker' |
 	grep -v grep || true)
 echo "total $(($(date +%s) - START)) s" | tee -a "$O/summary.txt"
