@@ -110,8 +110,8 @@ fi
 if [[ "${SPIN_SWEEP:-1}" != 0 ]] && (($(left) > 300)); then
 	echo "== the issue's spin sweep end to end (15.0 s of measurement windows)" | tee -a "$O/summary.txt"
 	t0=$(date +%s.%N)
-	"$G" sweep --out "$O/spin-sweep" --workload spin --strategy timeslice,sequential --workers 1,2,4 --repeats 3 \
-		--duration 0.5s -q --no-report >/dev/null 2>"$O/spin-sweep.err" || echo "spin sweep: exit $?" | tee -a "$O/summary.txt"
+	"$G" sweep --out "$O/issue-spin-sweep" --workload spin --strategy timeslice,sequential --workers 1,2,4 --repeats 3 \
+		--duration 0.5s -q --no-report >/dev/null 2>"$O/issue-spin-sweep.err" || echo "spin sweep: exit $?" | tee -a "$O/summary.txt"
 	t1=$(date +%s.%N)
 	python3 -c "w = $t1 - $t0; print(f'spin sweep: {w:.1f} s wall = {w / 15.0:.2f} x its windows')" | tee -a "$O/summary.txt"
 fi
