@@ -19,7 +19,7 @@
 # stopped with SIGINT (gpushare then stops its own daemon) when the
 # script's deadline comes, so the whole fits one call.
 #
-# Env (defaults sized for about 8 minutes on one H100; see docs/tune.md for
+# Env (defaults sized for about 9 minutes on one H100; see docs/tune.md for
 # the cost model):
 #   DUR (1s) window of a full run; tune's probes take a quarter
 #   REPEATS (3) of the sweep (the grid at 2 repeats is read from its first
@@ -29,8 +29,11 @@
 #     ("spin", on the transformer's grid, tries the script without a GPU:
 #     with GPUSHARE_MPS_CONTROL and GPUSHARE_NVML_LIBRARY set to the fakes
 #     of tests/helpers)
-#   DEADLINE (480) seconds after which no step starts and a running one is
-#     interrupted
+#   DEADLINE (540) seconds after which no step starts and a running one is
+#     interrupted (under the 600 s of one call; estimated on an H100 from
+#     earlier runs: CPU parts 40 s, transformer 210 s, matmul 90 s, mlp
+#     200 s; WORKLOADS="transformer matmul" then WORKLOADS=mlp SPIN_SWEEP=0
+#     CLIENT_DUR=0 in two calls when one is too short)
 #   CLIENT_DUR (2s) window of each client overhead measurement; 0 skips it
 #   Grids (strategies,workers,batches): TRANSFORMER_GRID
 #     ("timeslice,mps,mps-split|1,2,4,8|1,4"), MATMUL_GRID
@@ -41,7 +44,7 @@ B=$(cd "${1:?usage: bench/gpu/tune.sh BUILD OUT}" && pwd)
 O=${2:?usage: bench/gpu/tune.sh BUILD OUT}
 G=$B/gpushare
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} DEADLINE=${DEADLINE:-480} CLIENT_DUR=${CLIENT_DUR:-2s}
+DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} DEADLINE=${DEADLINE:-540} CLIENT_DUR=${CLIENT_DUR:-2s}
 WORKLOADS=${WORKLOADS:-transformer matmul mlp}
 TRANSFORMER_GRID=${TRANSFORMER_GRID:-timeslice,mps,mps-split|1,2,4,8|1,4}
 MATMUL_GRID=${MATMUL_GRID:-timeslice,mps,mps-split|1,2,4,8|1}
