@@ -53,7 +53,7 @@ static const struct cli_opt tune_run_opts[] = {
 	  .help = "the candidates' strategies: comma list of timeslice, mps, mps-split, mig, sequential, streams",
 	  .def = "timeslice,mps,mps-split", .values = "timeslice mps mps-split mig sequential streams" },
 	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
-	  .help = "each probe's measurement window", .def = "500ms" },
+	  .help = "a full run's measurement window (each probe has a quarter, at least 100ms)", .def = "500ms" },
 	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
 	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L },
 	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
@@ -70,7 +70,7 @@ static const struct cli_opt tune_run_opts[] = {
 
 static const struct cli_opt tune_rate_opt[] = {
 	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_NUMBER, .value_name = "R",
-	  .help = "with --slo: the rate per second where each probe's peak search starts" },
+	  .help = "with --slo: the rate per second where each run's peak search starts" },
 };
 
 static const struct cli_group tune_groups[] = {
@@ -82,7 +82,7 @@ static const struct cli_group tune_groups[] = {
 	  NULL },
 	CLI_GROUP(NULL, tune_rate_opt, NULL),
 	{ NULL, cli_openloop_opts, CLI_N_OPENLOOP_OPTS,
-	  "  (each probe is the peak search of gpushare bench --find-peak, from rate R;\n"
+	  "  (each probe and run is the peak search of gpushare bench --find-peak, from rate R;\n"
 	  "  --load open and --find-peak are implied by --slo)" },
 };
 
