@@ -212,11 +212,8 @@ static bool screen_probes(struct tune_ctx *x)
 	for (size_t k = 0; k < res->n_cands; k++) {
 		struct gpushare_tune_candidate *c = &res->cands[k];
 
-		if (!(c->probe > 0))
-			drop(x, (int)k, 0, isnan(c->probe) && !x->res->probe_sum.budget_out ? GPUSHARE_TUNE_DROP_NOTHING
-							  : isnan(c->probe) ? GPUSHARE_TUNE_NOT_RUN
-									    : GPUSHARE_TUNE_DROP_NOTHING,
-			     -1, NAN);
+		if (!(c->probe > 0))   /* NAN: never run (the budget); 0: failed or nothing done */
+			drop(x, (int)k, 0, isnan(c->probe) ? GPUSHARE_TUNE_NOT_RUN : GPUSHARE_TUNE_DROP_NOTHING, -1, NAN);
 		else if ((int)k != lead && c->probe < t->probe_cut * res->cands[lead].probe)
 			drop(x, (int)k, 0, GPUSHARE_TUNE_DROP_PROBE_CUT, lead, c->probe / res->cands[lead].probe);
 	}
@@ -384,24 +381,32 @@ static void progress(void *arg, const struct gpushare_sweep_progress *p)
 }
 
 /* The probes recorded in probe_path (this invocation's and a resumed
- * one's): each candidate's ok run, NAN none. */
+ * one's): each candidate's ok run; 0 when its runs there all failed (or
+ * found no rate within the bound); NAN when it has none. */
 static int read_probes(const char *probe_path, struct gpushare_tune_result *res)
 {
 	struct gpushare_report rep;
 	int rc = gpushare_report_load(probe_path, &rep);
 
-	for (size_t i = 0; !rc && i < rep.n_runs; i++) {
-		const struct gpushare_report_run *run = &rep.runs[i];
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; !rc && i < rep.n_runs; i++) {
+			const struct gpushare_report_run *run = &rep.runs[i];
+			bool ok = run->status == GPUSHARE_RUN_OK;
 
-		if (run->status != GPUSHARE_RUN_OK || run->repeat != 0)
-			continue;
-		for (size_t k = 0; k < res->n_cands; k++) {
-			if (strcmp(run->key, res->cands[k].cell.key) || !isnan(res->cands[k].probe))
+			if (run->repeat != 0 || (pass == 0 && !ok))
 				continue;
-			if (!run->find_peak)
-				res->cands[k].probe = run->items_per_second;
-			else
-				res->cands[k].probe = run->peak_found ? run->peak_rate : 0;
+			for (size_t k = 0; k < res->n_cands; k++) {
+				struct gpushare_tune_candidate *c = &res->cands[k];
+
+				if (strcmp(run->key, c->cell.key) || !isnan(c->probe))
+					continue;
+				if (!ok)
+					c->probe = 0;
+				else if (!run->find_peak)
+					c->probe = run->items_per_second;
+				else
+					c->probe = run->peak_found ? run->peak_rate : 0;
+			}
 		}
 	}
 	gpushare_report_release(&rep);
