@@ -36,7 +36,7 @@ static const struct cli_opt tune_opts[] = {
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST", .help = "batch sizes",
 	  .def = "1" },
 	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
-	  .help = "runs a candidate gets at most", .def = "6", .min = 2, .max = 10000 },
+	  .help = "full runs a candidate gets at most", .def = "6", .min = 2, .max = 10000 },
 	{ .id = OPT_BUDGET, .long_name = "budget", .kind = CLI_DURATION, .value_name = "TIME",
 	  .help = "start no run past TIME (e.g. 10m) of this invocation; the pick is then the leader so far, and says so" },
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
@@ -53,7 +53,7 @@ static const struct cli_opt tune_run_opts[] = {
 	  .help = "the candidates' strategies: comma list of timeslice, mps, mps-split, mig, sequential, streams",
 	  .def = "timeslice,mps,mps-split", .values = "timeslice mps mps-split mig sequential streams" },
 	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
-	  .help = "each probe's measurement window", .def = "500ms" },
+	  .help = "a full run's measurement window (each probe has a quarter, at least 100ms)", .def = "500ms" },
 	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
 	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L },
 	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
@@ -70,7 +70,7 @@ static const struct cli_opt tune_run_opts[] = {
 
 static const struct cli_opt tune_rate_opt[] = {
 	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_NUMBER, .value_name = "R",
-	  .help = "with --slo: the rate per second where each probe's peak search starts" },
+	  .help = "with --slo: the rate per second where each run's peak search starts" },
 };
 
 static const struct cli_group tune_groups[] = {
@@ -82,7 +82,7 @@ static const struct cli_group tune_groups[] = {
 	  NULL },
 	CLI_GROUP(NULL, tune_rate_opt, NULL),
 	{ NULL, cli_openloop_opts, CLI_N_OPENLOOP_OPTS,
-	  "  (each probe is the peak search of gpushare bench --find-peak, from rate R;\n"
+	  "  (each probe and run is the peak search of gpushare bench --find-peak, from rate R;\n"
 	  "  --load open and --find-peak are implied by --slo)" },
 };
 
@@ -90,11 +90,13 @@ const struct cli_cmd cli_tune_cmd = {
 	.name = "tune",
 	.usage = "gpushare tune --out DIR [options] [--<workload option> VALUE]...\n"
 		 "gpushare tune --out DIR [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]",
-	.about = "Find the best configuration of one workload: strategy x workers per GPU x batch. Every\n"
-		 "candidate gets two short runs, interleaved; after each round the candidates whose\n"
-		 "throughput is significantly below the leader's (Welch's t test on log throughput, 95%)\n"
-		 "are dropped and only the open ones run again, up to --max-repeats runs or --budget.\n"
-		 "Runs are recorded in DIR/" GPUSHARE_SWEEP_RESULTS_FILE " as a sweep's (gpushare report reads them).",
+	.about = "Find the best configuration of one workload: strategy x workers per GPU x batch, by\n"
+		 "successive halving. Every candidate gets one probe (a quarter of --duration); those below\n"
+		 "half the best probe are dropped, and of the rest the best eighth (at least 2) go on to\n"
+		 "full runs, interleaved. After each round a candidate significantly below the leader\n"
+		 "(Welch's t test on log throughput, 95%) is dropped and the better half goes on, until\n"
+		 "one is left, --max-repeats rounds or --budget. Probes are recorded in DIR/" GPUSHARE_TUNE_PROBES_FILE ",\n"
+		 "full runs in DIR/" GPUSHARE_SWEEP_RESULTS_FILE " as a sweep's (gpushare report reads them).",
 	.groups = tune_groups,
 	.n_groups = CLI_N(tune_groups),
 	.epilog = "At the end: the pick, what it beat and by how much (95% t intervals), what was dropped\n"
@@ -125,9 +127,13 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 		gpushare_fmt_rate(p->items_per_second, "items/s", ips, sizeof(ips));
 	else if (!p->run_ok)
 		snprintf(ips, sizeof(ips), "failed or partial");
-	fprintf(stderr, "gpushare: tune: run %u %s w%d b%ld #%d: %s; elapsed %.0fs\n", p->runs_done,
-		gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, p->repeat + 1, ips,
-		p->elapsed_seconds);
+	if (p->repeat < 0)
+		fprintf(stderr, "gpushare: tune: probe %u %s w%d b%ld: %s\n", p->runs_done,
+			gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, ips);
+	else
+		fprintf(stderr, "gpushare: tune: run %u %s w%d b%ld #%d: %s\n", p->runs_done,
+			gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, p->repeat + 1,
+			ips);
 	fflush(stderr);
 }
 
@@ -154,35 +160,85 @@ static void fmt_cmp(const struct gpushare_comparison *c, char *buf, size_t len)
 		snprintf(buf, len, "%s (%s-%s, %s, p = %.2g)", r, lo, hi, gpushare_verdict_name(c->verdict), c->p_value);
 }
 
+/* Why a candidate was dropped, in words: "its probe 0.31x of timeslice w2
+ * b4's, below the cut 0.5x". */
+static void why_text(const struct gpushare_tune_config *t, const struct gpushare_tune_result *res, int k, char *buf,
+		     size_t len)
+{
+	const struct gpushare_tune_candidate *cands = res->cands, *c = &cands[k];
+	char by[64] = "", r[24], cut[24], cmp[128];
+
+	if (c->dropped_by >= 0)
+		cand_name(&cands[c->dropped_by], by, sizeof(by));
+	gpushare_fmt_ratio(c->drop_ratio, r, sizeof(r));
+	gpushare_fmt_ratio(t->probe_cut, cut, sizeof(cut));
+	switch (c->why) {
+	case GPUSHARE_TUNE_DROP_NOTHING:
+		snprintf(buf, len, "%s", t->sweep.bench.find_peak ? "no successful search met the bound"
+					 : !c->runs && isnan(c->probe) ? "no successful run"
+								       : "nothing finished in its windows");
+		break;
+	case GPUSHARE_TUNE_DROP_PROBE_CUT:
+		snprintf(buf, len, "its probe %s of %s's, below the cut %s", r, by, cut);
+		break;
+	case GPUSHARE_TUNE_DROP_PROBE_RANK:
+		snprintf(buf, len, "its probe %s of %s's, rank %d of %zu: only the best %zu went on", r, by,
+			 c->probe_rank, res->n_cands, res->keep);
+		break;
+	case GPUSHARE_TUNE_DROP_CUT:
+		snprintf(buf, len, "its full run %s of %s's, below the cut %s", r, by, cut);
+		break;
+	case GPUSHARE_TUNE_DROP_WELCH:
+		fmt_cmp(&c->at_drop, cmp, sizeof(cmp));
+		snprintf(buf, len, "%s of %s", cmp, by);
+		break;
+	case GPUSHARE_TUNE_DROP_HALF:
+		snprintf(buf, len, "%s of %s: outside the better half of round %d", r, by, c->dropped_round);
+		break;
+	case GPUSHARE_TUNE_NOT_RUN:
+		snprintf(buf, len, "not probed: the budget ran out");
+		break;
+	case GPUSHARE_TUNE_RACING:
+		snprintf(buf, len, "racing");
+		break;
+	}
+}
+
+/* What show_event() needs: the configuration and the result it fills. */
+struct event_ctx {
+	const struct gpushare_tune_config *t;
+	const struct gpushare_tune_result *res;
+};
+
 static void show_event(void *arg, const struct gpushare_tune_event *e)
 {
-	char name[64], by[64], cmp[128];
+	const struct event_ctx *ec = arg;
+	char name[64], why[256];
 
-	(void)arg;
 	if (e->candidate < 0) {
 		if (e->leader >= 0) {
 			cand_name(&e->cands[e->leader], name, sizeof(name));
-			fprintf(stderr, "gpushare: tune: after round %d: %zu racing, leader %s\n", e->round + 1, e->active,
-				name);
+			if (e->round == 0)
+				fprintf(stderr, "gpushare: tune: after the probes: %zu go on, best probe %s\n", e->active,
+					name);
+			else
+				fprintf(stderr, "gpushare: tune: after round %d: %zu racing, leader %s\n", e->round,
+					e->active, name);
 		}
 		return;
 	}
-	cand_name(&e->cands[e->candidate], name, sizeof(name));
-	if (e->leader < 0) {
-		fprintf(stderr, "gpushare: tune: dropped %s: %s\n", name,
-			e->cands[e->candidate].runs ? "nothing finished in its windows"
-						    : "no successful run (a peak search: none met the bound)");
+	if (e->cands[e->candidate].why == GPUSHARE_TUNE_NOT_RUN)
 		return;
-	}
-	cand_name(&e->cands[e->leader], by, sizeof(by));
-	fmt_cmp(&e->cands[e->candidate].at_drop, cmp, sizeof(cmp));
-	fprintf(stderr, "gpushare: tune: dropped %s: %s of %s\n", name, cmp, by);
+	cand_name(&e->cands[e->candidate], name, sizeof(name));
+	why_text(ec->t, ec->res, e->candidate, why, sizeof(why));
+	fprintf(stderr, "gpushare: tune: dropped %s: %s\n", name, why);
 }
 
 static void print_result(const struct gpushare_tune_config *t, const struct gpushare_tune_result *res, FILE *f)
 {
 	const char *unit = t->sweep.bench.find_peak ? "/s peak within the bound" : "items/s";
-	char name[64], v[32], cmp[128];
+	char name[64], v[32], cmp[128], why[256];
+	size_t not_run = 0;
 
 	if (res->best < 0) {
 		fprintf(f, "No pick: no candidate had a successful run%s.\n",
@@ -190,9 +246,17 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 		return;
 	}
 	cand_name(&res->cands[res->best], name, sizeof(name));
-	fprintf(f, "Pick: %s, %s (median of %zu runs)%s\n", name,
-		gpushare_fmt_rate(res->cands[res->best].ci.median, unit, v, sizeof(v)), res->cands[res->best].runs,
-		res->sum.budget_out ? "; the budget ran out: the leader so far" : "");
+	if (res->probes_only)
+		fprintf(f, "Pick: %s, %s in its probe; the budget ran out before any full run: the best probe so far\n",
+			name, gpushare_fmt_rate(res->cands[res->best].probe, unit, v, sizeof(v)));
+	else
+		fprintf(f, "Pick: %s, %s (median of %zu full run%s)%s\n", name,
+			gpushare_fmt_rate(res->cands[res->best].ci.median, unit, v, sizeof(v)),
+			res->cands[res->best].runs, res->cands[res->best].runs == 1 ? "" : "s",
+			res->sum.budget_out ? "; the budget ran out: the leader so far" : "");
+	fprintf(f, "Searched: %zu candidates, %u probes (%.1f s), %u full runs in %d rounds (%.1f s)\n", res->n_cands,
+		res->probe_sum.runs_done + res->probe_sum.runs_skipped, res->probe_seconds,
+		res->sum.runs_done + res->sum.runs_skipped, res->rounds, res->full_seconds);
 	if (res->n_tied) {
 		fprintf(f, "Tied with it (the 95%% t interval holds 1):");
 		for (size_t i = 0; i < res->n_tied; i++) {
@@ -205,23 +269,31 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 	for (size_t k = 0; k < res->n_cands; k++) {
 		const struct gpushare_tune_candidate *c = &res->cands[k];
 
-		if ((int)k == res->best || (c->active && c->vs_best.verdict != GPUSHARE_VERDICT_HIGHER))
+		if ((int)k == res->best || c->active)
 			continue;
-		cand_name(c, name, sizeof(name));
-		if (c->nothing || !c->runs) {
-			fprintf(f, "  dropped %-16s %s\n", name,
-				t->sweep.bench.find_peak ? "no successful search met the bound"
-				: !c->runs		 ? "no successful run"
-							 : "nothing finished in its windows");
+		if (c->why == GPUSHARE_TUNE_NOT_RUN) {
+			not_run++;
 			continue;
 		}
-		fmt_cmp(&c->vs_best, cmp, sizeof(cmp));
-		fprintf(f, "  beat %-19s %s, %zu runs: the pick is %s", name,
-			gpushare_fmt_rate(c->ci.median, unit, v, sizeof(v)), c->runs, cmp);
-		if (c->dropped_round >= 0)
-			fprintf(f, "; dropped after round %d", c->dropped_round + 1);
-		fprintf(f, "\n");
+		cand_name(c, name, sizeof(name));
+		why_text(t, res, (int)k, why, sizeof(why));
+		if (c->runs && c->why != GPUSHARE_TUNE_DROP_NOTHING && !res->probes_only) {
+			fmt_cmp(&c->vs_best, cmp, sizeof(cmp));
+			fprintf(f, "  %-4s %-19s %s, %zu run%s: the pick is %s; dropped after round %d: %s\n",
+				c->vs_best.verdict == GPUSHARE_VERDICT_HIGHER ? "beat"
+				: c->vs_best.verdict == GPUSHARE_VERDICT_TIE  ? "tie"
+									      : "vs",
+				name, gpushare_fmt_rate(c->ci.median, unit, v, sizeof(v)), c->runs, c->runs == 1 ? "" : "s",
+				cmp, c->dropped_round, why);
+		} else if (c->probe > 0) {
+			fprintf(f, "  dropped %s after its probe (%s): %s\n", name,
+				gpushare_fmt_rate(c->probe, unit, v, sizeof(v)), why);
+		} else {
+			fprintf(f, "  dropped %-16s %s\n", name, why);
+		}
 	}
+	if (not_run)
+		fprintf(f, "  not probed: %zu candidates (the budget ran out)\n", not_run);
 	fprintf(f, "Run it: %s\n", res->bench_command);
 	if (res->farm_command[0])
 		fprintf(f, "Jobs this way: %s\n", res->farm_command);
@@ -270,6 +342,7 @@ int cmd_tune(int argc, char **argv)
 	bool quiet = false, json = false, no_report = false, workload_given = false, slo_given = false;
 	struct cli_command_opts co;
 	struct gpushare_tune_result res;
+	struct event_ctx ec = { &t, &res };
 	long vals[GPUSHARE_SWEEP_MAX_VALUES];
 	int opt, rc, code;
 
@@ -395,10 +468,15 @@ int cmd_tune(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "tune: --out '%s' is too long", out);
 	{
 		struct stat st;
+		char probes[GPUSHARE_PATH_MAX + 64];
 
+		snprintf(probes, sizeof(probes), "%s/%s", out, GPUSHARE_TUNE_PROBES_FILE);
 		if (!s->resume && stat(path, &st) == 0 && st.st_size > 0)
 			return cli_error(EXIT_USAGE, "tune: '%s' already holds runs; give --resume to continue, or another --out",
 					 path);
+		if (!s->resume && stat(probes, &st) == 0 && st.st_size > 0)
+			return cli_error(EXIT_USAGE, "tune: '%s' already holds runs; give --resume to continue, or another --out",
+					 probes);
 	}
 	cmdline = cli_command_line(argc, argv);
 	if (!cmdline)
@@ -408,6 +486,7 @@ int cmd_tune(int argc, char **argv)
 	if (!quiet) {
 		s->progress = show_progress;
 		t.event = show_event;
+		t.event_arg = &ec;
 	}
 	cli_catch_interrupts();
 
@@ -415,7 +494,7 @@ int cmd_tune(int argc, char **argv)
 	code = EXIT_OK;
 	if (rc == GPUSHARE_E_INTERRUPTED)
 		code = cli_error(EXIT_INTERRUPTED, "tune: interrupted; %u runs recorded in '%s' (continue with --resume)",
-				 res.sum.runs_done, path);
+				 res.sum.runs_done + res.probe_sum.runs_done, out);
 	else if (rc)
 		code = cli_run_failed("tune", rc);
 	if (!code && !no_report && (res.sum.runs_done || res.sum.runs_skipped))
@@ -434,12 +513,13 @@ int cmd_tune(int argc, char **argv)
 			print_result(&t, &res, stdout);
 		}
 		if (!quiet)
-			fprintf(stderr, "gpushare: tune: %u runs in %d rounds recorded in '%s'%s\n", res.sum.runs_done,
-				res.rounds, path, res.sum.budget_out ? " (budget spent)" : "");
+			fprintf(stderr, "gpushare: tune: %u probes in '%s/%s', %u full runs in %d rounds in '%s'%s\n",
+				res.probe_sum.runs_done, out, GPUSHARE_TUNE_PROBES_FILE, res.sum.runs_done, res.rounds, path,
+				res.sum.budget_out || res.probe_sum.budget_out ? " (budget spent)" : "");
 	}
-	if (!code && res.sum.runs_failed)
+	if (!code && res.sum.runs_failed + res.probe_sum.runs_failed)
 		code = cli_error(EXIT_PARTIAL, "tune: %u of %u runs failed or were partial; they are recorded with their error",
-				 res.sum.runs_failed, res.sum.runs_done);
+				 res.sum.runs_failed + res.probe_sum.runs_failed, res.sum.runs_done + res.probe_sum.runs_done);
 	gpushare_tune_result_release(&res);
 	free(cmdline);
 	gpushare_sweep_config_release(s);

@@ -1,102 +1,201 @@
 #!/usr/bin/env bash
-# The full grid (gpushare sweep) against the race (gpushare tune) on the same
-# GPU, for three workloads: transformer, matmul and a PyTorch MLP of our own
-# (examples/mlp_worker.py). The two run interleaved per workload (the order
-# alternates: sweep first for one workload, tune first for the next), on the
-# same grid: strategies timeslice,mps,mps-split x workers 1,2,4,8 x batch
-# 1,4 (the MLP: 8,32). Prints per workload the time each took, the grid's
-# best cell, tune's pick and the pick's throughput in the grid's own runs
-# against the grid's best.
+# The full grid (gpushare sweep) against the search (gpushare tune) on the
+# same GPU, interleaved per workload (sweep first for one workload, tune
+# first for the next), for three workloads: transformer, matmul and a
+# PyTorch MLP of our own through the Python client (examples/mlp_worker.py).
+# Both get the very same grid, window and warm-up: the variables below are
+# passed to both commands. First, on the same host (CPU only, about 40 s),
+# the cost of an empty request through the clients
+# (bench/client_overhead.sh) and the spin sweep of the issue end to end
+# against its 15 s of windows (SPIN_SWEEP=0 skips it).
 #
 #   bench/gpu/tune.sh BUILD OUT
 #
-# Env: DUR (default 1s) window per run of both; REPEATS (default 3) of the
-# sweep; MAXREP (default 6) tune's --max-repeats. A grid of 24 cells x 3
-# repeats with 1 s windows takes about 3 min per workload on an H100.
+# Prints and writes OUT/summary.txt: per workload the time each took, the
+# runs each did, the grid's best cell, tune's pick, the pick's throughput in
+# the grid's own runs against the grid's best (%), and tune's time over the
+# grid's. Every private MPS daemon of the runs lives under OUT/rt (a private
+# XDG_RUNTIME_DIR) and is stopped on any exit of this script; each step is
+# stopped with SIGINT (gpushare then stops its own daemon) when the
+# script's deadline comes, so the whole fits one call.
+#
+# Env (defaults sized for about 9 minutes on one H100; see docs/tune.md for
+# the cost model):
+#   DUR (1s) window of a full run; tune's probes take a quarter
+#   REPEATS (3) of the sweep (the grid at 2 repeats is read from its first
+#     two rounds, timed to the start of round 3 to the second)
+#   WARM (300ms) warm-up of every run
+#   WORKLOADS ("transformer matmul mlp") which of the three, in this order
+#     ("spin", on the transformer's grid, tries the script without a GPU:
+#     with GPUSHARE_MPS_CONTROL and GPUSHARE_NVML_LIBRARY set to the fakes
+#     of tests/helpers)
+#   DEADLINE (540) seconds after which no step starts and a running one is
+#     interrupted (under the 600 s of one call; estimated on an H100 from
+#     earlier runs: CPU parts 40 s, transformer 210 s, matmul 90 s, mlp
+#     200 s; WORKLOADS="transformer matmul" then WORKLOADS=mlp SPIN_SWEEP=0
+#     CLIENT_DUR=0 in two calls when one is too short)
+#   CLIENT_DUR (2s) window of each client overhead measurement; 0 skips it
+#   Grids (strategies,workers,batches): TRANSFORMER_GRID
+#     ("timeslice,mps,mps-split|1,2,4,8|1,4"), MATMUL_GRID
+#     ("timeslice,mps,mps-split|1,2,4,8|1"), MLP_GRID
+#     ("timeslice,mps,mps-split|1,2,4|32")
 set -euo pipefail
 B=$(cd "${1:?usage: bench/gpu/tune.sh BUILD OUT}" && pwd)
 O=${2:?usage: bench/gpu/tune.sh BUILD OUT}
 G=$B/gpushare
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DUR=${DUR:-1s} REPEATS=${REPEATS:-3} MAXREP=${MAXREP:-6}
+DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} DEADLINE=${DEADLINE:-540} CLIENT_DUR=${CLIENT_DUR:-2s}
+WORKLOADS=${WORKLOADS:-transformer matmul mlp}
+TRANSFORMER_GRID=${TRANSFORMER_GRID:-timeslice,mps,mps-split|1,2,4,8|1,4}
+MATMUL_GRID=${MATMUL_GRID:-timeslice,mps,mps-split|1,2,4,8|1}
+MLP_GRID=${MLP_GRID:-timeslice,mps,mps-split|1,2,4|32}
+START=$(date +%s)
 mkdir -p "$O"
-# shellcheck disable=SC2054  # commas inside the list values
-GRID=(--strategy timeslice,mps,mps-split --workers 1,2,4,8 --duration "$DUR" --warmup 300ms)
+O=$(cd "$O" && pwd)
+export XDG_RUNTIME_DIR=$O/rt
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+
+# Stop every MPS daemon started under our runtime directory: ask it to quit,
+# then end the control daemon by its pid file if it is still there.
+stop_daemons() {
+	local p pid
+	for p in "$XDG_RUNTIME_DIR"/gpushare/*/mps/pipe; do
+		[[ -d "$p" ]] || continue
+		echo quit | CUDA_MPS_PIPE_DIRECTORY=$p timeout 10 "${GPUSHARE_MPS_CONTROL:-nvidia-cuda-mps-control}" \
+			>/dev/null 2>&1 || true
+		pid=$(cat "$p/nvidia-cuda-mps-control.pid" 2>/dev/null || true)
+		if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+			sleep 1
+			kill -TERM "$pid" 2>/dev/null || true
+		fi
+		echo "stopped the MPS daemon of $p" >>"$O/cleanup.log"
+	done
+}
+trap 'stop_daemons' EXIT
+trap 'exit 130' INT TERM
+
+left() { echo $((DEADLINE - ($(date +%s) - START))); }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$O/gpu.txt" 2>&1 || true
-echo "GPU: $(cat "$O/gpu.txt")  date: $(date -u +%FT%TZ)  commit: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo ?)" |
-	tee "$O/summary.txt"
+{
+	echo "GPU: $(cat "$O/gpu.txt")  date: $(date -u +%FT%TZ)  commit: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo ?)"
+	echo "DUR=$DUR REPEATS=$REPEATS WARM=$WARM (the same for grid and tune); $(nproc) CPUs"
+} | tee "$O/summary.txt"
 
-# name | workload arguments | batches
-WORKLOADS=(
-	"transformer|--workload transformer:layers=6:seq=128|1,4"
-	"matmul|--workload matmul:size=2048:dtype=fp16|1,4"
-	"mlp|-- python3 $SRC/examples/mlp_worker.py|8,32"
-)
-
-run_sweep() { # name args batches
-	local t0 t1
+# Run a step with what is left of the deadline (SIGINT at the end: gpushare
+# stops its daemon and records what it finished). $1 name, $2 out file,
+# rest the command. Writes $O/$1.seconds; false when it could not finish.
+step() {
+	local name=$1 out=$2 t0 t1 rc=0 l
+	shift 2
+	l=$(left)
+	if ((l < 10)); then
+		echo "$name: not run (deadline)" | tee -a "$O/summary.txt"
+		return 1
+	fi
 	t0=$(date +%s.%N)
-	# shellcheck disable=SC2086
-	"$G" sweep --out "$O/$1-sweep" "${GRID[@]}" --batch "$3" --repeats "$REPEATS" -q $2 \
-		>"$O/$1-sweep.out" 2>"$O/$1-sweep.err" || echo "$1: sweep exit $?" | tee -a "$O/summary.txt"
+	echo "$t0" >"$O/$name.start"
+	timeout --signal=INT --kill-after=30 "$l" "$@" >"$out" 2>"$O/$name.err" || rc=$?
 	t1=$(date +%s.%N)
-	python3 -c "print(round($t1 - $t0, 1))" >"$O/$1-sweep.seconds"
-}
-run_tune() { # name args batches
-	local t0 t1
-	t0=$(date +%s.%N)
-	# shellcheck disable=SC2086
-	"$G" tune --out "$O/$1-tune" "${GRID[@]}" --batch "$3" --max-repeats "$MAXREP" --json $2 \
-		>"$O/$1-tune.json" 2>"$O/$1-tune.err" || echo "$1: tune exit $?" | tee -a "$O/summary.txt"
-	t1=$(date +%s.%N)
-	python3 -c "print(round($t1 - $t0, 1))" >"$O/$1-tune.seconds"
+	python3 -c "print(round($t1 - $t0, 1))" >"$O/$name.seconds"
+	if ((rc != 0)); then
+		echo "$name: exit $rc$( ((rc == 124 || rc == 130)) && echo " (deadline)")" | tee -a "$O/summary.txt"
+		return 1
+	fi
 }
 
+# CPU-only first (short, and so always measured): the clients, the spin sweep.
+if [[ "$CLIENT_DUR" != 0 ]] && (($(left) > 300)); then
+	echo "== the cost of an empty request through the clients (bench/client_overhead.sh BUILD $CLIENT_DUR)" |
+		tee -a "$O/summary.txt"
+	"$SRC/bench/client_overhead.sh" "$B" "$CLIENT_DUR" 2>&1 | tee -a "$O/summary.txt" || true
+fi
+if [[ "${SPIN_SWEEP:-1}" != 0 ]] && (($(left) > 300)); then
+	echo "== the issue's spin sweep end to end (15.0 s of measurement windows)" | tee -a "$O/summary.txt"
+	t0=$(date +%s.%N)
+	"$G" sweep --out "$O/issue-spin-sweep" --workload spin --strategy timeslice,sequential --workers 1,2,4 --repeats 3 \
+		--duration 0.5s -q --no-report >/dev/null 2>"$O/issue-spin-sweep.err" || echo "spin sweep: exit $?" | tee -a "$O/summary.txt"
+	t1=$(date +%s.%N)
+	python3 -c "w = $t1 - $t0; print(f'spin sweep: {w:.1f} s wall = {w / 15.0:.2f} x its windows')" | tee -a "$O/summary.txt"
+fi
 i=0
-for w in "${WORKLOADS[@]}"; do
-	IFS='|' read -r name args batches <<<"$w"
-	echo "== $name: sweep and tune ($( ((i % 2)) && echo "tune first" || echo "sweep first"))"
+for name in $WORKLOADS; do
+	case $name in
+	transformer) args=(--workload transformer:layers=6:seq=128) grid=$TRANSFORMER_GRID ;;
+	matmul) args=(--workload matmul:size=2048:dtype=fp16) grid=$MATMUL_GRID ;;
+	mlp) args=(-- python3 "$SRC/examples/mlp_worker.py") grid=$MLP_GRID ;;
+	spin) args=(--workload spin:sleep=1:request-us=1ms) grid=$TRANSFORMER_GRID ;;   # the script without a GPU
+	*) echo "unknown workload '$name'" >&2; exit 2 ;;
+	esac
+	IFS='|' read -r strategies workers batches <<<"$grid"
+	GRID=(--strategy "$strategies" --workers "$workers" --batch "$batches" --duration "$DUR" --warmup "$WARM")
+	echo "== $name: grid $strategies x workers $workers x batch $batches ($( ((i % 2)) && echo "tune first" || echo "sweep first"))" |
+		tee -a "$O/summary.txt"
+	# Options before the workload (a command's '--' ends them).
+	sweep_cmd=("$G" sweep --out "$O/$name-sweep" "${GRID[@]}" --repeats "$REPEATS" -q --no-report "${args[@]}")
+	tune_cmd=("$G" tune --out "$O/$name-tune" "${GRID[@]}" --json --no-report "${args[@]}")
+	ok=1
 	if ((i % 2)); then
-		run_tune "$name" "$args" "$batches"
-		run_sweep "$name" "$args" "$batches"
+		step "$name-tune" "$O/$name-tune.json" "${tune_cmd[@]}" || ok=0
+		step "$name-sweep" /dev/null "${sweep_cmd[@]}" || ok=0
 	else
-		run_sweep "$name" "$args" "$batches"
-		run_tune "$name" "$args" "$batches"
+		step "$name-sweep" /dev/null "${sweep_cmd[@]}" || ok=0
+		step "$name-tune" "$O/$name-tune.json" "${tune_cmd[@]}" || ok=0
 	fi
 	i=$((i + 1))
-	python3 - "$O" "$name" <<'PY' | tee -a "$O/summary.txt"
-import json, statistics, sys
-o, name = sys.argv[1], sys.argv[2]
-grid = {}
-for line in open(f"{o}/{name}-sweep/results.jsonl"):
-    r = json.loads(line)
-    if r["status"] == "ok":
-        c = r["cell"]
-        grid.setdefault((c["strategy"], c["workers"], c["batch"]), []).append(
-            r["bench"]["results"][0]["aggregate"]["items_per_second"])
-med = {k: statistics.median(v) for k, v in grid.items()}
-best = max(med, key=med.get)
+	((ok)) || { echo "$name: incomplete, no comparison" | tee -a "$O/summary.txt"; continue; }
+	python3 - "$O" "$name" "$REPEATS" "$START" <<'PY' | tee -a "$O/summary.txt"
+import datetime, json, statistics, sys
+o, name, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows = [json.loads(l) for l in open(f"{o}/{name}-sweep/results.jsonl")]
+sweep_s = float(open(f"{o}/{name}-sweep.seconds").read())
+tune_s = float(open(f"{o}/{name}-tune.seconds").read())
 t = json.load(open(f"{o}/{name}-tune.json"))
+def grid(upto):
+    g = {}
+    for r in rows:
+        if r["status"] == "ok" and r["repeat"] < upto:
+            c = r["cell"]
+            g.setdefault((c["strategy"], c["workers"], c["batch"]), []).append(
+                r["bench"]["results"][0]["aggregate"]["items_per_second"])
+    return {k: statistics.median(v) for k, v in g.items()}
+def stamp(r):
+    d = datetime.datetime.strptime(r["metadata"]["date"], "%Y-%m-%dT%H:%M:%SZ")
+    return d.replace(tzinfo=datetime.timezone.utc).timestamp()
 pick = [c for c in t["candidates"] if c["best"]]
-ts, ss = open(f"{o}/{name}-tune.seconds").read().strip(), open(f"{o}/{name}-sweep.seconds").read().strip()
-runs = sum(len(v) for v in grid.values())
-print(f"{name}: sweep {ss} s ({runs} runs), grid best {best[0]} w{best[1]} b{best[2]} {med[best]:.4g} items/s")
-if pick:
-    p = (pick[0]["strategy"], pick[0]["workers"], pick[0]["batch"])
-    print(f"{name}: tune {ts} s ({t['runs_done']} runs, {t['rounds']} rounds), pick {p[0]} w{p[1]} b{p[2]}"
-          f" {pick[0]['median']:.4g} items/s in its own runs; in the grid's runs {med.get(p, float('nan')):.4g}"
-          f" = {med.get(p, float('nan')) / med[best]:.3f} of the grid's best")
-    tied = [f"{c['strategy']} w{c['workers']} b{c['batch']}" for c in t["candidates"]
-            if c["racing"] and not c["best"]]
-    if tied:
-        print(f"{name}: still racing (tied) at tune's end: {', '.join(tied)}")
-else:
-    print(f"{name}: tune {ts} s: no pick")
+print(f"{name}: tune {tune_s:.1f} s: {t['probes_done']} probes ({t['probe_seconds']:.1f} s), "
+      f"{t['full_runs_done']} full runs in {t['rounds']} rounds ({t['full_seconds']:.1f} s)")
+for n in sorted({2, reps}):
+    med = grid(n)
+    best = max(med, key=med.get)
+    # The first n rounds of the sweep: from its start to the start of the
+    # first run of round n + 1 (a record's date is its run's start, to the
+    # second; runs go round by round).
+    if n < reps:
+        t0 = float(open(f"{o}/{name}-sweep.start").read())
+        gs = stamp(next(r for r in rows if r["repeat"] == n)) - t0
+        how = f" (its first {n} rounds)"
+    else:
+        gs, how = sweep_s, ""
+    runs = sum(1 for r in rows if r["repeat"] < n)
+    line = (f"{name}: grid at {n} repeats{how}: {gs:.1f} s, {runs} runs; best {best[0]} w{best[1]} b{best[2]} "
+            f"{med[best]:.4g} items/s")
+    if pick:
+        p = (pick[0]["strategy"], pick[0]["workers"], pick[0]["batch"])
+        v = med.get(p, float("nan"))
+        line += (f"; tune's pick {p[0]} w{p[1]} b{p[2]}: {v:.4g} in the grid's runs = {100 * v / med[best]:.1f}% "
+                 f"of the best; tune's time {tune_s / gs:.2f} of the grid's")
+    print(line)
+if not pick:
+    print(f"{name}: tune: no pick")
 PY
 done
-left=$(ps -eo pid=,stat=,args= | awk '$2 !~ /^Z/' | grep -E 'nvidia-cuda-mps-(control|server)|gpushare-worker|mlp_worker' | grep -v grep || true)
+
+left=$(ps -eo pid=,stat=,args= | awk '$2 !~ /^Z/' | grep -E 'nvidia-cuda-mps-(control|server)|gpushare-worker|mlp_worker' |
+	grep -v grep || true)
+echo "total $(($(date +%s) - START)) s" | tee -a "$O/summary.txt"
 if [[ -z "$left" ]]; then
-	echo "nothing left running" | tee -a "$O/summary.txt"
+	echo "nothing left running (before the exit trap)" | tee -a "$O/summary.txt"
 else
-	echo "LEFT RUNNING: $left" | tee -a "$O/summary.txt"
+	echo "still running before the exit trap (it stops our daemons): $left" | tee -a "$O/summary.txt"
 fi

@@ -109,8 +109,11 @@ typedef void (*gpushare_sweep_progress_fn)(void *arg, const struct gpushare_swee
  * cell's samples so far (items/s of its ok runs, or under --find-peak the
  * peak rate of the searches that found one; n_samples[k] of them). It
  * clears active[k] of the cells that should run no more; returns true to
- * end the sweep before the next round. Its decisions must follow from the
- * samples only, so a resumed sweep takes the same ones. */
+ * end the sweep before the next round. It is called once before the first
+ * round too, with round -1 (the samples recorded already), to choose the
+ * cells that run at all. Its decisions must follow from the samples (and
+ * what the caller knew before the sweep) only, so a resumed sweep takes
+ * the same ones. */
 typedef bool (*gpushare_sweep_select_fn)(void *arg, int round, const struct gpushare_sweep_cell *cells, size_t n_cells,
 					 const double *const *samples, const size_t *n_samples, bool *active);
 

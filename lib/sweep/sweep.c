@@ -961,9 +961,14 @@ static int race_loop(struct sweep_ctx *x)
 		free(n_samples);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
-	for (size_t k = 0; k < x->n_cells; k++)
+	for (size_t k = 0; k < x->n_cells; k++) {
 		active[k] = true;
-	for (int r = 0; r < x->rounds && !rc; r++) {
+		samples[k] = x->st[k].tput;
+		n_samples[k] = x->st[k].n_tput;
+	}
+	/* Round -1: the caller chooses the cells that run at all. */
+	for (int r = s->select(s->select_arg, -1, x->cells, x->n_cells, samples, n_samples, active) ? x->rounds : 0;
+	     r < x->rounds && !rc; r++) {
 		bool stop = false;
 
 		for (size_t k = 0; k < x->n_cells && !rc && !stop; k++) {

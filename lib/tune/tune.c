@@ -1,9 +1,13 @@
 /*
- * gpushare tune (include/gpushare/tune.h): a race over the cells of a sweep.
- * The sweep engine runs and records the cells round by round; after each
- * round select() drops the candidates clearly behind the leader by the
- * comparison of gpushare/stats.h, so repeats go only where the answer is
- * open.
+ * gpushare tune (include/gpushare/tune.h): successive halving over the
+ * cells of a sweep. The sweep engine runs and records both phases: the
+ * probe round (one short run per cell, into probes.jsonl) and the full
+ * rounds (the survivors only, into the results file). After the probes,
+ * probe_select() drops the cells clearly behind (below probe_cut of the
+ * best probe) and keeps the best keep_fraction; after each full round,
+ * full_select() drops those significantly behind the leader by the
+ * comparison of gpushare/stats.h and keeps the better half, so repeats go
+ * only where the answer is open.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,13 +17,20 @@
 #include <cjson/cJSON.h>
 
 #include "gpushare/gpushare.h"
+#include "gpushare/report.h"
 #include "gpushare/tune.h"
+#include "gpushare/util.h"
 
 #include "json.h"
+
+/* The shortest probe window: below it the start of a run's window (the
+ * stop reaching every worker) weighs on the rate measured. */
+#define PROBE_MIN_NS 100000000ull
 
 struct tune_ctx {
 	struct gpushare_tune_config *t;
 	struct gpushare_tune_result *res;
+	bool probing;                     /* the probe round's sweep runs */
 };
 
 int gpushare_tune_config_init(struct gpushare_tune_config *t)
@@ -36,7 +47,25 @@ int gpushare_tune_config_init(struct gpushare_tune_config *t)
 	t->sweep.n_strategies = 3;
 	t->sweep.max_repeats = 6;
 	t->min_runs = 2;
+	t->probe_fraction = 0.25;
+	t->probe_cut = 0.5;
+	t->keep_fraction = 0.125;
 	return GPUSHARE_OK;
+}
+
+const char *gpushare_tune_drop_name(enum gpushare_tune_drop why)
+{
+	switch (why) {
+	case GPUSHARE_TUNE_DROP_NOTHING: return "nothing";
+	case GPUSHARE_TUNE_DROP_PROBE_CUT: return "probe-cut";
+	case GPUSHARE_TUNE_DROP_PROBE_RANK: return "probe-rank";
+	case GPUSHARE_TUNE_DROP_CUT: return "cut";
+	case GPUSHARE_TUNE_DROP_WELCH: return "welch";
+	case GPUSHARE_TUNE_DROP_HALF: return "half";
+	case GPUSHARE_TUNE_NOT_RUN: return "not-run";
+	case GPUSHARE_TUNE_RACING: break;
+	}
+	return NULL;
 }
 
 /* The geometric mean where there are logs, else the median: the order of
@@ -46,6 +75,7 @@ static double centre(const struct gpushare_ci *ci)
 	return isfinite(ci->log_mean) ? exp(ci->log_mean) : ci->median;
 }
 
+/* The active candidate with the highest centre of its full runs; -1. */
 static int leader(const struct gpushare_tune_result *res)
 {
 	int best = -1;
@@ -59,6 +89,18 @@ static int leader(const struct gpushare_tune_result *res)
 	return best;
 }
 
+/* The candidate with the best probe; -1. */
+static int probe_leader(const struct gpushare_tune_result *res)
+{
+	int best = -1;
+
+	for (size_t k = 0; k < res->n_cands; k++) {
+		if (res->cands[k].probe > 0 && (best < 0 || res->cands[k].probe > res->cands[best].probe))
+			best = (int)k;
+	}
+	return best;
+}
+
 static void event(struct tune_ctx *x, int round, int cand, int lead, size_t active)
 {
 	struct gpushare_tune_event e = { round, cand, lead, active, x->res->cands };
@@ -67,62 +109,204 @@ static void event(struct tune_ctx *x, int round, int cand, int lead, size_t acti
 		x->t->event(x->t->event_arg, &e);
 }
 
-static bool tune_select(void *arg, int round, const struct gpushare_sweep_cell *cells, size_t n_cells,
+static void drop(struct tune_ctx *x, int k, int round, enum gpushare_tune_drop why, int lead, double ratio)
+{
+	struct gpushare_tune_candidate *c = &x->res->cands[k];
+
+	c->active = false;
+	c->why = why;
+	c->dropped_round = round;
+	c->dropped_by = lead;
+	c->drop_ratio = ratio;
+	event(x, round, k, why == GPUSHARE_TUNE_DROP_NOTHING ? -1 : lead, 0);
+}
+
+static size_t n_active(const struct gpushare_tune_result *res)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < res->n_cands; k++)
+		n += res->cands[k].active;
+	return n;
+}
+
+/* Order for the cuts by rank: by key descending, ties by index. */
+struct ranked {
+	double key;
+	int k;
+};
+
+static int by_key_desc(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return x->k - y->k;
+}
+
+/* Keep the best `keep` of the active candidates by key[] (the rest are
+ * dropped with reason why); returns false when out of memory. */
+static bool keep_best(struct tune_ctx *x, const double *key, size_t keep, int round, enum gpushare_tune_drop why,
+		      int lead, double lead_key)
+{
+	struct gpushare_tune_result *res = x->res;
+	struct ranked *v = malloc(res->n_cands * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return false;
+	for (size_t k = 0; k < res->n_cands; k++)
+		if (res->cands[k].active)
+			v[n++] = (struct ranked){ key[k], (int)k };
+	qsort(v, n, sizeof(*v), by_key_desc);
+	for (size_t i = keep; i < n; i++)
+		drop(x, v[i].k, round, why, lead, lead_key > 0 ? v[i].key / lead_key : NAN);
+	free(v);
+	return true;
+}
+
+/* The probe round: its sweep runs every cell once, then stops. */
+static bool probe_select(void *arg, int round, const struct gpushare_sweep_cell *cells, size_t n_cells,
+			 const double *const *samples, const size_t *n_samples, bool *active)
+{
+	(void)arg;
+	(void)cells;
+	(void)n_cells;
+	(void)samples;
+	(void)n_samples;
+	(void)active;
+	return round >= 0;
+}
+
+/* After the probes (all there are: the round may have been cut by the
+ * budget): drop the candidates without one and those clearly behind; keep
+ * the best keep_fraction. */
+static bool screen_probes(struct tune_ctx *x)
+{
+	struct gpushare_tune_result *res = x->res;
+	const struct gpushare_tune_config *t = x->t;
+	double *key = malloc(res->n_cands * sizeof(*key));
+	size_t keep = (size_t)ceil(t->keep_fraction * (double)res->n_cands - 1e-9);
+	int lead = probe_leader(res);
+	struct ranked *v;
+	size_t n = 0;
+	bool ok;
+
+	if (!key)
+		return false;
+	v = malloc(res->n_cands * sizeof(*v));
+	if (!v) {
+		free(key);
+		return false;
+	}
+	for (size_t k = 0; k < res->n_cands; k++) {
+		key[k] = res->cands[k].probe > 0 ? res->cands[k].probe : 0;
+		if (res->cands[k].probe > 0)
+			v[n++] = (struct ranked){ key[k], (int)k };
+	}
+	qsort(v, n, sizeof(*v), by_key_desc);
+	for (size_t i = 0; i < n; i++)
+		res->cands[v[i].k].probe_rank = (int)i + 1;
+	free(v);
+	for (size_t k = 0; k < res->n_cands; k++) {
+		struct gpushare_tune_candidate *c = &res->cands[k];
+
+		if (!(c->probe > 0))   /* NAN: never run (the budget); 0: failed or nothing done */
+			drop(x, (int)k, 0, isnan(c->probe) ? GPUSHARE_TUNE_NOT_RUN : GPUSHARE_TUNE_DROP_NOTHING, -1, NAN);
+		else if ((int)k != lead && c->probe < t->probe_cut * res->cands[lead].probe)
+			drop(x, (int)k, 0, GPUSHARE_TUNE_DROP_PROBE_CUT, lead, c->probe / res->cands[lead].probe);
+	}
+	if (keep < 2)
+		keep = 2;
+	res->keep = keep;
+	ok = lead < 0 || keep_best(x, key, keep, 0, GPUSHARE_TUNE_DROP_PROBE_RANK, lead, res->cands[lead].probe);
+	free(key);
+	event(x, 0, -1, lead, n_active(res));
+	return ok;
+}
+
+/* The full rounds: round -1 keeps the survivors of the probes; after round
+ * r (0-based) every survivor has had r + 1 full runs. */
+static bool full_select(void *arg, int round, const struct gpushare_sweep_cell *cells, size_t n_cells,
 			const double *const *samples, const size_t *n_samples, bool *active)
 {
 	struct tune_ctx *x = arg;
 	struct gpushare_tune_result *res = x->res;
-	size_t n_active = 0;
-	int lead;
+	const struct gpushare_tune_config *t = x->t;
+	double *key;
+	size_t act;
+	int lead, r1 = round + 1;   /* full rounds done; the event's round number */
 
 	(void)cells;
-	res->rounds = round + 1;
+	if (round < 0)
+		goto out;
+	/* The runs up to this round only (a resumed tune hands every recorded
+	 * one at once, in the order they ran): the same decisions again. */
 	for (size_t k = 0; k < n_cells && k < res->n_cands; k++) {
-		gpushare_median_ci(samples[k], n_samples[k], 0.95, &res->cands[k].ci);
-		res->cands[k].runs = n_samples[k];
-	}
-	if (round + 1 >= x->t->min_runs) {
-		/* A candidate without a single ok run (or, searching peaks, without
-		 * a rate that met the bound) after the first runs is out. */
-		for (size_t k = 0; k < res->n_cands; k++) {
-			struct gpushare_tune_candidate *c = &res->cands[k];
-			bool any = false;
+		size_t n = n_samples[k] < (size_t)round + 1 ? n_samples[k] : (size_t)round + 1;
 
-			for (size_t i = 0; i < n_samples[k]; i++)
-				any |= samples[k][i] > 0;
-			if (c->active && !any) {
-				c->active = false;
-				c->nothing = true;
-				c->dropped_round = round;
-				event(x, round, (int)k, -1, 0);
-			}
-		}
-		lead = leader(res);
-		for (size_t k = 0; lead >= 0 && k < res->n_cands; k++) {
-			struct gpushare_tune_candidate *c = &res->cands[k];
-			struct gpushare_comparison cmp;
-
-			if (!c->active || (int)k == lead)
-				continue;
-			gpushare_compare(&c->ci, &res->cands[lead].ci, &cmp);
-			if (cmp.verdict == GPUSHARE_VERDICT_LOWER && cmp.significant) {
-				c->active = false;
-				c->dropped_round = round;
-				c->dropped_by = lead;
-				c->at_drop = cmp;
-				event(x, round, (int)k, lead, 0);
-			}
-		}
+		gpushare_median_ci(samples[k], n, 0.95, &res->cands[k].ci);
+		res->cands[k].runs = n;
 	}
+	res->rounds = r1;
+	/* A candidate whose full run found nothing is out. */
 	for (size_t k = 0; k < res->n_cands; k++) {
-		active[k] = res->cands[k].active;
-		n_active += active[k];
+		struct gpushare_tune_candidate *c = &res->cands[k];
+		bool any = false;
+
+		for (size_t i = 0; i < c->runs; i++)
+			any |= samples[k][i] > 0;
+		if (c->active && !any)
+			drop(x, (int)k, r1, GPUSHARE_TUNE_DROP_NOTHING, -1, NAN);
 	}
 	lead = leader(res);
-	event(x, round, -1, lead, n_active);
-	return n_active <= 1;
-}
+	for (size_t k = 0; lead >= 0 && k < res->n_cands; k++) {
+		struct gpushare_tune_candidate *c = &res->cands[k];
+		struct gpushare_comparison cmp;
 
+		if (!c->active || (int)k == lead)
+			continue;
+		if (c->runs < 2 || res->cands[lead].runs < 2) {
+			/* One run: the probe's rule. */
+			if (centre(&c->ci) < t->probe_cut * centre(&res->cands[lead].ci))
+				drop(x, (int)k, r1, GPUSHARE_TUNE_DROP_CUT, lead,
+				     centre(&c->ci) / centre(&res->cands[lead].ci));
+			continue;
+		}
+		gpushare_compare(&c->ci, &res->cands[lead].ci, &cmp);
+		if (cmp.verdict == GPUSHARE_VERDICT_LOWER && cmp.significant) {
+			c->at_drop = cmp;
+			drop(x, (int)k, r1, GPUSHARE_TUNE_DROP_WELCH, lead, cmp.ratio);
+		}
+	}
+	/* Then the better half goes on; not below two before both have
+	 * min_runs runs (the last comparison needs them). */
+	act = n_active(res);
+	key = malloc(res->n_cands * sizeof(*key));
+	if (!key)
+		return true;
+	for (size_t k = 0; k < res->n_cands; k++)
+		key[k] = res->cands[k].runs ? centre(&res->cands[k].ci) : 0;
+	{
+		size_t keep = (act + 1) / 2;
+
+		if (keep < 2 && r1 < t->min_runs)
+			keep = 2;
+		if (lead >= 0 && keep < act)
+			keep_best(x, key, keep, r1, GPUSHARE_TUNE_DROP_HALF, lead, key[lead]);
+	}
+	free(key);
+out:
+	act = 0;
+	for (size_t k = 0; k < res->n_cands; k++) {
+		active[k] = res->cands[k].active;
+		act += active[k];
+	}
+	if (round >= 0)
+		event(x, r1, -1, leader(res), act);
+	return act <= 1 && (round >= 0 || act == 0);
+}
 /* "spin:request-us=500" -> "--workload spin --request-us 500"; a command:
  * "-- ARGV..." (arguments with spaces or quotes single-quoted). */
 static void workload_args(const struct gpushare_tune_config *t, char *buf, size_t len)
@@ -185,10 +369,151 @@ static void commands(const struct gpushare_tune_config *t, struct gpushare_tune_
 			 "gpushare farm --dir FARMDIR --slots %d --strategy %s JOBFILE", c->workers, gpushare_strategy_name(s));
 }
 
+/* Tune's progress: a probe's run is handed on with repeat -1. */
+static void progress(void *arg, const struct gpushare_sweep_progress *p)
+{
+	struct tune_ctx *x = arg;
+	struct gpushare_sweep_progress q = *p;
+
+	if (x->probing)
+		q.repeat = -1;
+	x->t->sweep.progress(x->t->sweep.progress_arg, &q);
+}
+
+/* The probes recorded in probe_path (this invocation's and a resumed
+ * one's): each candidate's ok run; 0 when its runs there all failed (or
+ * found no rate within the bound); NAN when it has none. */
+static int read_probes(const char *probe_path, struct gpushare_tune_result *res)
+{
+	struct gpushare_report rep;
+	int rc = gpushare_report_load(probe_path, &rep);
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; !rc && i < rep.n_runs; i++) {
+			const struct gpushare_report_run *run = &rep.runs[i];
+			bool ok = run->status == GPUSHARE_RUN_OK;
+
+			if (run->repeat != 0 || (pass == 0 && !ok))
+				continue;
+			for (size_t k = 0; k < res->n_cands; k++) {
+				struct gpushare_tune_candidate *c = &res->cands[k];
+
+				if (strcmp(run->key, c->cell.key) || !isnan(c->probe))
+					continue;
+				if (!ok)
+					c->probe = 0;
+				else if (!run->find_peak)
+					c->probe = run->items_per_second;
+				else
+					c->probe = run->peak_found ? run->peak_rate : 0;
+			}
+		}
+	}
+	gpushare_report_release(&rep);
+	return rc == GPUSHARE_E_NOT_FOUND ? GPUSHARE_OK : rc;
+}
+
+/* The probe round's sweep: every cell once, with probe_fraction of the
+ * window. */
+static int probe_round(struct tune_ctx *x, const char *probe_path)
+{
+	struct gpushare_tune_config *t = x->t;
+	struct gpushare_sweep_config *p = malloc(sizeof(*p));
+	uint64_t t0 = gpushare_now_ns();
+	int rc;
+
+	if (!p)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	*p = t->sweep;
+	p->repeats = 1;
+	p->max_repeats = 1;
+	p->select = probe_select;
+	p->select_arg = x;
+	if (p->bench.requests) {
+		p->bench.requests = (uint64_t)ceil((double)p->bench.requests * t->probe_fraction);
+		if (p->bench.requests < 1)
+			p->bench.requests = 1;
+	} else {
+		uint64_t ns = (uint64_t)((double)p->bench.duration_ns * t->probe_fraction);
+
+		if (ns < PROBE_MIN_NS)
+			ns = PROBE_MIN_NS;
+		if (ns < p->bench.duration_ns)
+			p->bench.duration_ns = ns;
+	}
+	if (p->progress) {
+		p->progress = progress;
+		p->progress_arg = x;
+	}
+	x->probing = true;
+	rc = gpushare_sweep_run(p, probe_path, &x->res->probe_sum);
+	x->probing = false;
+	free(p);
+	x->res->probe_seconds = (double)(gpushare_now_ns() - t0) / 1e9;
+	if (!rc || rc == GPUSHARE_E_INTERRUPTED) {
+		int rrc = read_probes(probe_path, x->res);
+
+		if (!rc)
+			rc = rrc;
+	}
+	return rc;
+}
+
+/* The full rounds: the survivors, the whole window, into results_path,
+ * within what is left of the budget. */
+static int full_rounds(struct tune_ctx *x, const char *results_path)
+{
+	struct gpushare_tune_config *t = x->t;
+	struct gpushare_sweep_config *p = malloc(sizeof(*p));
+	uint64_t t0 = gpushare_now_ns();
+	int rc;
+
+	if (!p)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	*p = t->sweep;
+	p->repeats = 1;
+	p->select = full_select;
+	p->select_arg = x;
+	if (p->budget_seconds > 0) {
+		p->budget_seconds -= x->res->probe_seconds;
+		if (p->budget_seconds <= 0)
+			p->budget_seconds = 1e-9;
+	}
+	rc = gpushare_sweep_run(p, results_path, &x->res->sum);
+	free(p);
+	x->res->full_seconds = (double)(gpushare_now_ns() - t0) / 1e9;
+	return rc;
+}
+
+/* The pick: the leader of the full runs; without any, the best probe
+ * among those still racing. Then its comparison with every other. */
+static void pick(struct gpushare_tune_result *res)
+{
+	res->best = leader(res);
+	if (res->best < 0) {
+		for (size_t k = 0; k < res->n_cands; k++)
+			if (res->cands[k].active && res->cands[k].probe > 0 &&
+			    (res->best < 0 || res->cands[k].probe > res->cands[res->best].probe))
+				res->best = (int)k;
+		res->probes_only = res->best >= 0;
+	}
+	for (size_t k = 0; res->best >= 0 && !res->probes_only && k < res->n_cands; k++) {
+		struct gpushare_tune_candidate *c = &res->cands[k];
+
+		if ((int)k == res->best || !c->runs || c->why == GPUSHARE_TUNE_DROP_NOTHING)
+			continue;
+		gpushare_compare(&res->cands[res->best].ci, &c->ci, &c->vs_best);
+		if (c->active && c->vs_best.verdict != GPUSHARE_VERDICT_HIGHER)
+			res->tied[res->n_tied++] = (int)k;
+	}
+}
+
 int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, struct gpushare_tune_result *res)
 {
-	struct tune_ctx x = { t, res };
+	struct tune_ctx x = { t, res, false };
 	struct gpushare_sweep_cell *cells = NULL;
+	char probe_path[GPUSHARE_PATH_MAX + 64];
+	const char *slash = strrchr(results_path, '/');
 	size_t n = 0;
 	int rc;
 
@@ -201,7 +526,13 @@ int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, 
 				     t->sweep.max_repeats, t->min_runs);
 	if (t->sweep.n_shapes != 1)
 		return gpushare_fail(GPUSHARE_E_INVAL, "tune takes one workload shape, not %zu", t->sweep.n_shapes);
-	t->sweep.repeats = t->min_runs;
+	if (!(t->probe_fraction > 0 && t->probe_fraction <= 1 && t->probe_cut >= 0 && t->probe_cut < 1 &&
+	      t->keep_fraction > 0 && t->keep_fraction <= 1))
+		return gpushare_fail(GPUSHARE_E_INVAL, "probe fraction, cut and keep fraction must lie in (0, 1]");
+	if ((size_t)snprintf(probe_path, sizeof(probe_path), "%.*s%s", slash ? (int)(slash - results_path + 1) : 0,
+			     results_path, GPUSHARE_TUNE_PROBES_FILE) >= sizeof(probe_path))
+		return gpushare_fail(GPUSHARE_E_INVAL, "results path '%s' is too long", results_path);
+	t->sweep.repeats = 1;
 	t->sweep.target_noise = 0;
 	rc = gpushare_sweep_config_check(&t->sweep);
 	if (!rc)
@@ -221,26 +552,19 @@ int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, 
 	for (size_t k = 0; k < n; k++) {
 		res->cands[k].cell = cells[k];
 		res->cands[k].active = true;
+		res->cands[k].probe = NAN;
+		res->cands[k].drop_ratio = NAN;
 		res->cands[k].dropped_round = -1;
 		res->cands[k].dropped_by = -1;
 		res->cands[k].ci.median = res->cands[k].ci.log_mean = NAN;
 	}
 	free(cells);
-	t->sweep.select = tune_select;
-	t->sweep.select_arg = &x;
-	rc = gpushare_sweep_run(&t->sweep, results_path, &res->sum);
-	t->sweep.select = NULL;
-
-	res->best = leader(res);
-	for (size_t k = 0; res->best >= 0 && k < n; k++) {
-		struct gpushare_tune_candidate *c = &res->cands[k];
-
-		if ((int)k == res->best || !c->runs || c->nothing)
-			continue;
-		gpushare_compare(&res->cands[res->best].ci, &c->ci, &c->vs_best);
-		if (c->active && c->vs_best.verdict != GPUSHARE_VERDICT_HIGHER)
-			res->tied[res->n_tied++] = (int)k;
-	}
+	rc = probe_round(&x, probe_path);
+	if (!rc && !screen_probes(&x))
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	if (!rc && !res->probe_sum.budget_out && n_active(res))
+		rc = full_rounds(&x, results_path);
+	pick(res);
 	commands(t, res);
 	return rc;
 }
@@ -274,9 +598,19 @@ int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpusha
 
 	*out = NULL;
 	ok = ok && gpushare_json_str(doc, "shape", t->sweep.shapes[0].label) && gpushare_json_str(doc, "goal", unit) &&
-	     gpushare_json_int(doc, "rounds", res->rounds) && gpushare_json_int(doc, "runs_done", res->sum.runs_done) &&
-	     gpushare_json_int(doc, "runs_skipped", res->sum.runs_skipped) &&
-	     gpushare_json_bool(doc, "budget_out", res->sum.budget_out) &&
+	     gpushare_json_int(doc, "rounds", res->rounds) &&
+	     gpushare_json_int(doc, "runs_done", res->probe_sum.runs_done + res->sum.runs_done) &&
+	     gpushare_json_int(doc, "runs_skipped", res->probe_sum.runs_skipped + res->sum.runs_skipped) &&
+	     gpushare_json_int(doc, "probes_done", res->probe_sum.runs_done) &&
+	     gpushare_json_int(doc, "full_runs_done", res->sum.runs_done) &&
+	     gpushare_json_num(doc, "probe_seconds", res->probe_seconds) &&
+	     gpushare_json_num(doc, "full_seconds", res->full_seconds) &&
+	     gpushare_json_num(doc, "probe_fraction", t->probe_fraction) &&
+	     gpushare_json_num(doc, "probe_cut", t->probe_cut) &&
+	     gpushare_json_num(doc, "keep_fraction", t->keep_fraction) &&
+	     gpushare_json_int(doc, "kept_after_probes", (long long)res->keep) &&
+	     gpushare_json_bool(doc, "budget_out", res->sum.budget_out || res->probe_sum.budget_out) &&
+	     gpushare_json_bool(doc, "probes_only", res->probes_only) &&
 	     gpushare_json_str(doc, "best", res->best >= 0 ? res->cands[res->best].cell.key : NULL) &&
 	     gpushare_json_str_or_null(doc, "bench_command", res->bench_command) &&
 	     gpushare_json_str_or_null(doc, "farm_command", res->farm_command) &&
@@ -287,14 +621,20 @@ int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpusha
 
 		ok = o && gpushare_json_str(o, "strategy", gpushare_strategy_name(c->cell.strategy)) &&
 		     gpushare_json_int(o, "workers", c->cell.workers) && gpushare_json_int(o, "batch", c->cell.batch) &&
+		     gpushare_json_num_if(o, "probe", c->probe, !isnan(c->probe)) &&
+		     gpushare_json_num_if(o, "probe_rank", c->probe_rank, c->probe_rank > 0) &&
 		     gpushare_json_int(o, "runs", (long long)c->runs) && gpushare_json_num(o, "median", c->ci.median) &&
 		     gpushare_json_num(o, "geometric_mean", exp(c->ci.log_mean)) &&
 		     gpushare_json_bool(o, "best", (int)k == res->best) && gpushare_json_bool(o, "racing", c->active) &&
-		     gpushare_json_bool(o, "nothing_measured", c->nothing) &&
-		     gpushare_json_num_if(o, "dropped_after_round", c->dropped_round + 1, c->dropped_round >= 0) &&
+		     gpushare_json_bool(o, "nothing_measured", c->why == GPUSHARE_TUNE_DROP_NOTHING) &&
+		     gpushare_json_str(o, "dropped_why", gpushare_tune_drop_name(c->why)) &&
+		     gpushare_json_num_if(o, "drop_ratio", c->drop_ratio, isfinite(c->drop_ratio)) &&
+		     gpushare_json_num_if(o, "dropped_after_round", c->dropped_round, c->dropped_round >= 0) &&
 		     gpushare_json_str(o, "dropped_by", c->dropped_by >= 0 ? res->cands[c->dropped_by].cell.key : NULL) &&
-		     json_cmp(o, "at_drop", &c->at_drop, c->dropped_by >= 0) &&
-		     json_cmp(o, "best_vs_this", &c->vs_best, (int)k != res->best && c->runs && !c->nothing && res->best >= 0);
+		     json_cmp(o, "at_drop", &c->at_drop, c->why == GPUSHARE_TUNE_DROP_WELCH) &&
+		     json_cmp(o, "best_vs_this", &c->vs_best,
+			      (int)k != res->best && c->runs && c->why != GPUSHARE_TUNE_DROP_NOTHING && res->best >= 0 &&
+				      !res->probes_only);
 	}
 	*out = gpushare_json_finish(doc, ok, false);
 	return *out ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");

@@ -2,9 +2,11 @@
 # End-to-end tests of `gpushare tune` on the CPU: a test worker whose speed
 # is known from its configuration (test_worker --by-config: 2 workers at
 # batch 4 are best, sequential at 4 workers and batch 1 worst), so tune must
-# pick the known best and drop the known worst; --budget stops it and says
-# so; --resume continues a cut-short tune with the same decisions and no run
-# twice; gpushare report reads its directory; bad options are refused.
+# pick the known best and drop the known worst at its probe; the run counts
+# of successive halving (one probe per candidate, full runs only for the
+# survivors); --budget stops it and says so; --resume continues a cut-short
+# tune with the same decisions and no run twice; gpushare report reads its
+# directory; bad options are refused.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -29,30 +31,46 @@ TUNE=(tune --strategy timeslice,sequential --workers 1,2,4 --batch 1,4 --duratio
 	--max-repeats 3)
 CMD=(-- "$tmp/tw" --by-config --warmup 1)
 
-echo "== the known best is picked, the known worst dropped"
+echo "== the known best is picked, the known worst dropped at its probe; run counts of successive halving"
 run "${TUNE[@]}" --out "$tmp/a" --json "${CMD[@]}"
-if [[ $rc -eq 0 ]] && python3 - "$tmp/out" "$tmp/a/results.jsonl" <<'PY'
-import json, sys
+if [[ $rc -eq 0 ]] && python3 - "$tmp/out" "$tmp/a/probes.jsonl" "$tmp/a/results.jsonl" <<'PY'
+import json, sys, collections
 doc = json.load(open(sys.argv[1]))
+key = lambda c: (c["strategy"], c["workers"], c["batch"])
 best = [c for c in doc["candidates"] if c["best"]]
-assert len(best) == 1 and (best[0]["strategy"], best[0]["workers"], best[0]["batch"]) == ("timeslice", 2, 4), best
-worst = [c for c in doc["candidates"] if (c["strategy"], c["workers"], c["batch"]) == ("sequential", 4, 1)][0]
-assert worst["dropped_after_round"] == 2 and not worst["racing"], worst
-assert worst["at_drop"]["verdict"] == "lower" and worst["at_drop"]["method"] == "welch-log", worst
-assert worst["best_vs_this"]["verdict"] == "higher" and worst["best_vs_this"]["t_lo"] > 1, worst
+assert len(best) == 1 and key(best[0]) == ("timeslice", 2, 4), best
+worst = [c for c in doc["candidates"] if key(c) == ("sequential", 4, 1)][0]
+# 70 items/s against 1600: far below half the best probe, out after the probe round.
+assert worst["dropped_after_round"] == 0 and worst["dropped_why"] == "probe-cut" and not worst["racing"], worst
+assert worst["drop_ratio"] < 0.5 and worst["runs"] == 0, worst
 assert "--strategy timeslice --workers 2 --batch 4 -- " in doc["bench_command"], doc["bench_command"]
 assert doc["farm_command"].startswith("gpushare farm --dir FARMDIR --slots 2 --strategy timeslice"), doc
-lines = [json.loads(l) for l in open(sys.argv[2])]
-assert len(lines) == doc["runs_done"] and doc["runs_done"] < 12 * 3, (len(lines), doc["runs_done"])
-runs = {}
-for l in lines:
-    runs[l["cell"]["key"]] = runs.get(l["cell"]["key"], 0) + 1
-assert all(v >= 2 for v in runs.values()) and len(runs) == 12, runs    # every candidate ran twice
+# Run counts: one probe per candidate (12), then full runs only for the best
+# kept_after_probes = max(2, ceil(12 / 8)) = 2 probes: at most 2 rounds of 2
+# before the halving leaves one; the full grid at 2 repeats is 24 full runs.
+probes = [json.loads(l) for l in open(sys.argv[2])]
+full = [json.loads(l) for l in open(sys.argv[3])]
+assert doc["probes_done"] == len(probes) == 12, (doc["probes_done"], len(probes))
+assert collections.Counter(p["cell"]["key"] for p in probes).most_common(1)[0][1] == 1      # one each
+assert all(p["bench"]["config"]["duration_seconds"] == 0.1 for p in probes), "probe window: 200ms / 4, at least 100ms"
+assert all(r["bench"]["config"]["duration_seconds"] == 0.2 for r in full), "full window"
+assert doc["kept_after_probes"] == 2, doc["kept_after_probes"]
+assert doc["full_runs_done"] == len(full) and 1 <= len(full) <= 4, len(full)
+assert doc["runs_done"] == 12 + len(full) and doc["runs_done"] < 24, doc["runs_done"]
+ranked = {c["strategy"] + "|w%d|b%d" % (c["workers"], c["batch"]): c.get("probe_rank") for c in doc["candidates"]}
+for r in full:
+    k = r["cell"]["key"].split("|", 1)[1]
+    assert ranked[k] is not None and ranked[k] <= 2, (k, ranked[k])    # only the survivors ran again
+assert best[0]["runs"] >= 1 and best[0]["racing"]
+assert sum(c["racing"] for c in doc["candidates"]) == 1, "the halving ends with one"
+for c in doc["candidates"]:
+    assert c["best"] or c["dropped_why"] in ("probe-cut", "probe-rank", "cut", "welch", "half"), c
 PY
-then ok "tune: picks timeslice w2 b4, drops sequential w4 b1 after round 2, fewer runs than the full grid"
+then ok "tune: picks timeslice w2 b4, drops sequential w4 b1 at its probe, 12 probes and at most 4 full runs"
 else fail "tune pick: rc $rc $(cat "$tmp/err") $(cat "$tmp/out")"; fi
-grep -q "gpushare: tune: dropped sequential w4 b1: " "$tmp/err" && grep -q "after round 1: 12 racing" "$tmp/err" \
-	&& ok "progress: rounds and drops on stderr" || fail "progress: $(cat "$tmp/err")"
+grep -q "gpushare: tune: dropped sequential w4 b1: its probe .* below the cut 0.500x" "$tmp/err" \
+	&& grep -q "after the probes: 2 go on" "$tmp/err" && grep -q "gpushare: tune: probe 12 " "$tmp/err" \
+	&& ok "progress: probes, the drops and why, rounds on stderr" || fail "progress: $(cat "$tmp/err")"
 [[ -s "$tmp/a/report.md" ]] && ok "the report is written" || fail "no report.md"
 run report "$tmp/a" -q
 [[ $rc -eq 0 ]] && ok "gpushare report reads tune's directory" || fail "report: rc $rc $(cat "$tmp/err")"
@@ -60,41 +78,49 @@ no_workers_left "tune"
 
 echo "== text output"
 run "${TUNE[@]}" --out "$tmp/b" -q "${CMD[@]}"
-grep -q "^Pick: timeslice w2 b4, " "$tmp/out" && grep -q "^  beat sequential w4 b1 .*the pick is .*higher" "$tmp/out" \
+grep -q "^Pick: timeslice w2 b4, " "$tmp/out" && grep -q "^Searched: 12 candidates, 12 probes" "$tmp/out" \
+	&& grep -q "^  dropped sequential w4 b1 after its probe (.*): its probe .* of timeslice w2 b4's, below the cut" "$tmp/out" \
 	&& grep -q "^Run it: gpushare bench --strategy timeslice --workers 2 --batch 4 -- " "$tmp/out" \
-	&& [[ ! -s "$tmp/err" ]] && ok "text: the pick, what it beat, the command; -q: nothing on stderr" \
+	&& [[ ! -s "$tmp/err" ]] && ok "text: the pick, what was dropped and why, the command; -q: nothing on stderr" \
 	|| fail "text: $(cat "$tmp/out") $(cat "$tmp/err")"
 
 echo "== --budget, then --resume"
 run "${TUNE[@]}" --out "$tmp/c" --budget 2s --json "${CMD[@]}"
-n1=$(wc -l <"$tmp/c/results.jsonl")
+n1=$(wc -l <"$tmp/c/probes.jsonl")
 python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["budget_out"] is True and 0 < d["runs_done"] < 24, d["runs_done"]' "$tmp/out" && [[ $rc -eq 0 ]] \
-	&& ok "--budget 2s: stopped after $n1 runs, says so" || fail "--budget: rc $rc $(cat "$tmp/out" "$tmp/err")"
+assert d["budget_out"] is True and d["probes_only"] is True and 0 < d["runs_done"] < 12, d["runs_done"]
+assert d["full_runs_done"] == 0 and sum(c["dropped_why"] == "not-run" for c in d["candidates"]) > 0' "$tmp/out" \
+	&& [[ $rc -eq 0 ]] && [[ ! -e "$tmp/c/results.jsonl" ]] \
+	&& ok "--budget 2s: stopped after $n1 probes, no full run, says so" || fail "--budget: rc $rc $(cat "$tmp/out" "$tmp/err")"
 run "${TUNE[@]}" --out "$tmp/c" --resume --json "${CMD[@]}"
-if [[ $rc -eq 0 ]] && python3 - "$tmp/out" "$tmp/c/results.jsonl" "$n1" <<'PY'
+if [[ $rc -eq 0 ]] && python3 - "$tmp/out" "$tmp/c/probes.jsonl" "$tmp/c/results.jsonl" "$n1" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["runs_skipped"] == int(sys.argv[3]), (d["runs_skipped"], sys.argv[3])
+assert d["runs_skipped"] == int(sys.argv[4]), (d["runs_skipped"], sys.argv[4])
+assert d["probes_done"] == 12 - int(sys.argv[4]) and not d["probes_only"], d
 best = [c for c in d["candidates"] if c["best"]][0]
 assert (best["strategy"], best["workers"], best["batch"]) == ("timeslice", 2, 4), best
-seen = set()
-for l in open(sys.argv[2]):
-    r = json.loads(l)
-    k = (r["cell"]["key"], r["repeat"])
-    assert k not in seen, k          # no run twice
-    seen.add(k)
+for f in sys.argv[2:4]:
+    seen = set()
+    for l in open(f):
+        r = json.loads(l)
+        k = (r["cell"]["key"], r["repeat"])
+        assert k not in seen, k          # no run twice
+        seen.add(k)
 PY
-then ok "--resume: carries on from the $n1 recorded runs, none twice, same pick"
+then ok "--resume: carries on from the $n1 recorded probes, none twice, same pick"
 else fail "--resume: rc $rc $(cat "$tmp/err")"; fi
+cp "$tmp/out" "$tmp/c.first"
 run "${TUNE[@]}" --out "$tmp/c" --resume --json "${CMD[@]}"
 python3 -c '
 import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["runs_done"] == 0, d["runs_done"]' "$tmp/out" && ok "--resume of a finished tune: the same decisions, no new run" \
-	|| fail "--resume again: $(cat "$tmp/err")"
+d, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["runs_done"] == 0, d["runs_done"]
+assert [(c["dropped_why"], c["dropped_after_round"], c["best"]) for c in d["candidates"]] == \
+       [(c["dropped_why"], c["dropped_after_round"], c["best"]) for c in e["candidates"]]' "$tmp/out" "$tmp/c.first" \
+	&& ok "--resume of a finished tune: the same decisions, no new run" || fail "--resume again: $(cat "$tmp/err")"
 
 echo "== bad options"
 for bad in "--repeats 3" "--target-noise 2%" "--workload spin,matmul" "--max-repeats 1" "--budget 0" "--slo p99=10ms"; do
@@ -104,6 +130,10 @@ for bad in "--repeats 3" "--target-noise 2%" "--workload spin,matmul" "--max-rep
 done
 run "${TUNE[@]}" --out "$tmp/a" "${CMD[@]}"
 [[ $rc -eq 2 ]] && grep -q "give --resume" "$tmp/err" && ok "results present without --resume -> 2" || fail "present: $rc"
+mkdir "$tmp/d" && cp "$tmp/c/probes.jsonl" "$tmp/d/"
+run "${TUNE[@]}" --out "$tmp/d" "${CMD[@]}"
+[[ $rc -eq 2 ]] && grep -q "probes.jsonl' already holds runs; give --resume" "$tmp/err" \
+	&& ok "probes present without --resume -> 2" || fail "probes present: $rc $(cat "$tmp/err")"
 run tune --help
 [[ $rc -eq 0 ]] && grep -q -- "--budget TIME" "$tmp/out" && ok "--help" || fail "--help"
 no_workers_left "tune bad options"
