@@ -93,8 +93,8 @@ honours_gres_mps() {
 }
 
 # The assertion that gpushare honours gres/shard: a farm in a job step that
-# holds --gres=shard:2 runs at most 2 jobs at once on the node, even when
-# asked for 4 slots.
+# holds --gres=shard:2 refuses --slots 4 (above the share, said so, nothing
+# run), and left to choose its slots runs at most 2 jobs at once on the node.
 honours_gres_shard() {
 	mkdir -p "$tmp/running"
 	cat >"$tmp/job-conc.sh" <<'EOF'
@@ -107,11 +107,15 @@ rm -f "$r/$1"
 EOF
 	chmod +x "$tmp/job-conc.sh"
 	: >"$tmp/concurrency"
-	sr -N1 -n1 -w node1 --gres=shard:2 "$GPUSHARE" farm --dir "$tmp/shardfarm" --slots 4 --range 0..11 -- \
+	sr -N1 -n1 -w node1 --gres=shard:2 "$GPUSHARE" farm --dir "$tmp/shardfarm4" --slots 4 --range 1..12 -- \
 		"$tmp/job-conc.sh" "{}"
-	check "honours gres/shard: the farm finished (rc $rc)" test "$rc" = 0
-	check "honours gres/shard: at most 2 jobs at once (seen: $(sort -n "$tmp/concurrency" | tail -1))" \
-		test "$(sort -n "$tmp/concurrency" | tail -1)" -le 2
+	check "honours gres/shard: --slots 4 under shard:2 refused naming the share (rc $rc)" \
+		bash -c "test $rc = 2 && grep -q 'SLURM_SHARDS_ON_NODE=2' '$tmp/err' && test ! -s '$tmp/concurrency'"
+	sr -N1 -n1 -w node1 --gres=shard:2 "$GPUSHARE" farm --dir "$tmp/shardfarm" --range 1..12 -- \
+		"$tmp/job-conc.sh" "{}"
+	check "honours gres/shard: the farm finished (rc $rc$( ((rc)) && echo ": $(head -c 400 "$tmp/err")"))" test "$rc" = 0
+	check "honours gres/shard: 12 jobs, at most 2 at once (seen: $(sort -n "$tmp/concurrency" | tail -1))" \
+		test "$(wc -l <"$tmp/concurrency")" = 12 -a "$(sort -n "$tmp/concurrency" | tail -1)" -le 2
 }
 
 echo "== gres/mps: a cluster whose nodes have 2 GPUs with mps:200 each"
