@@ -101,11 +101,11 @@ run "${SW[@]}" --out "$out" --resume -q
 	|| fail "--resume: exit $rc, $(wc -l <"$out/results.jsonl") records: $(cat "$tmp/err")"
 SW_P99=("${SW[@]/p90=50ms/p99=50ms}")
 run "${SW_P99[@]}" --out "$out" --resume -q
-[[ $rc -eq 2 ]] && grep -q "was measured with peak_search" "$tmp/err" && ok "--resume with another --slo refused" \
+[[ $rc -eq 2 ]] && grep -qE -- "--slo|peak_search" "$tmp/err" && ok "--resume with another --slo refused naming it" \
 	|| fail "--resume --slo p99: exit $rc: $(cat "$tmp/err")"
 SW_RES=("${SW[@]/0.1/0.05}")
 run "${SW_RES[@]}" --out "$out" --resume -q
-[[ $rc -eq 2 ]] && grep -q "peak_search" "$tmp/err" && ok "--resume with another --resolution refused" \
+[[ $rc -eq 2 ]] && grep -qE -- "--resolution|peak_search" "$tmp/err" && ok "--resume with another --resolution refused naming it" \
 	|| fail "--resume --resolution: exit $rc: $(cat "$tmp/err")"
 [[ $(wc -l <"$out/results.jsonl") -eq 4 ]] && ok "refused resumes wrote nothing" \
 	|| fail "refused resumes wrote records"
