@@ -118,7 +118,7 @@ run sweep --out "$tmp/cut" --workload spin --sleep on --request-us 5ms --fail-af
 	--resolution 0.1 --tail-samples 20 --duration 2s --repeats 1
 [[ $rc -eq 10 ]] && ok "cut search: exit 10" || fail "cut search: exit $rc: $(cat "$tmp/err")"
 check "cut search: recorded as partial" grep -q '"status":"partial"' "$tmp/cut/results.jsonl"
-check "cut search: the table says failed, not a rate" grep -q '^| timeslice | failed (1) |$' "$tmp/cut/report.md"
+check "cut search: the table says failed, not a rate, and why" grep -qE '^\| timeslice \| failed \(1\): .*a worker failed.* \|$' "$tmp/cut/report.md"
 check "cut search: the recommendation says no search succeeded" grep -q "no search succeeded" "$tmp/cut/report.md"
 no_workers_left "cut search"
 
