@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpushare/bench.h"
 #include "gpushare/buf.h"
@@ -16,6 +17,19 @@
 
 /* PNG/SVG bytes and HTML text grow in a struct gpushare_buf (buf.h), whose
  * `failed` the writers check once at the end. */
+
+/* The merged histogram of one closed-loop cell (shape, strategy, workers,
+ * batch) over its ok runs, sparse: n buckets (gpushare_hist_bucket
+ * indices, ascending) and their counts. Built by the loader. */
+struct gpushare_report_hist_acc {
+	char shape[128];
+	enum gpushare_strategy strategy;
+	int workers;
+	long batch;
+	uint32_t *bucket;
+	uint64_t *count;
+	size_t n;
+};
 
 /* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
 void gpushare_report_add_xml(struct gpushare_buf *b, const char *s);
