@@ -871,7 +871,7 @@ static int cdf_figure(struct shape_ctx *x, long batch, int workers)
 		if (k < 0 || !(h = x->r->cells[k].hist) || !h->count || !(se = new_series(x->p)))
 			continue;
 		snprintf(se->label, sizeof(se->label), "%s", gpushare_strategy_name(x->strat[s]));
-		snprintf(se->key, sizeof(se->key), "%s", se->label);
+		snprintf(se->key, sizeof(se->key), "%s", gpushare_strategy_name(x->strat[s]));
 		se->panel = (int)s;
 		se->color = x->strat[s];
 		se->marker = -1;
