@@ -101,11 +101,13 @@ run "${SW[@]}" --out "$out" --resume -q
 	|| fail "--resume: exit $rc, $(wc -l <"$out/results.jsonl") records: $(cat "$tmp/err")"
 SW_P99=("${SW[@]/p90=50ms/p99=50ms}")
 run "${SW_P99[@]}" --out "$out" --resume -q
-[[ $rc -eq 2 ]] && grep -q "was measured with peak_search" "$tmp/err" && ok "--resume with another --slo refused" \
+[[ $rc -eq 2 ]] && grep -q "ran with --slo p90=50ms, this one asks for --slo p99=50ms" "$tmp/err" &&
+	ok "--resume with another --slo refused, naming the difference" \
 	|| fail "--resume --slo p99: exit $rc: $(cat "$tmp/err")"
 SW_RES=("${SW[@]/0.1/0.05}")
 run "${SW_RES[@]}" --out "$out" --resume -q
-[[ $rc -eq 2 ]] && grep -q "peak_search" "$tmp/err" && ok "--resume with another --resolution refused" \
+[[ $rc -eq 2 ]] && grep -q "ran with --resolution 0.1, this one asks for --resolution 0.05" "$tmp/err" &&
+	ok "--resume with another --resolution refused, naming the difference" \
 	|| fail "--resume --resolution: exit $rc: $(cat "$tmp/err")"
 [[ $(wc -l <"$out/results.jsonl") -eq 4 ]] && ok "refused resumes wrote nothing" \
 	|| fail "refused resumes wrote records"
