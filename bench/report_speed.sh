@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # How long `gpushare report` takes on 1,000 recorded runs (issue 4 asks for
-# under a second). Usage: bench/report_speed.sh BUILD_DIR [RUNS]
+# under a second), and how much memory it holds. Usage:
+#   bench/report_speed.sh BUILD_DIR [RUNS]
 # Builds a results file of RUNS records (default 1000) by copying the records
 # of a short CPU-only spin sweep (7 workers each), with their cells
 # spread over 3 strategies x 5 worker counts x 4 batch sizes, then times the
-# report (best of 3) and prints the number. Build without sanitizers for a
-# meaningful number (-DGPUSHARE_SANITIZE=OFF -DCMAKE_BUILD_TYPE=Release).
+# report (best of 3) and prints the number, with the peak resident memory
+# of each run (GNU time's "Maximum resident set size", when /usr/bin/time
+# is there). Build without sanitizers for a meaningful number
+# (-DGPUSHARE_SANITIZE=OFF -DCMAKE_BUILD_TYPE=Release).
+# KEEP=DIR keeps the generated results file in DIR/results.jsonl and reuses
+# it when it is there already (to compare two builds on the same file).
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd) N=${2:-1000}
 G=$B/gpushare
@@ -15,8 +20,11 @@ trap 'rm -rf "$tmp"' EXIT
 # Real records (7 workers each, like a GPU sweep) as templates.
 "$G" sweep --out "$tmp/seed" --workload spin --request-us 100us --strategy timeslice,sequential \
 	--workers 7 --batch 1 --repeats 1 --duration 100ms --warmup 20ms -q --no-report >/dev/null
-mkdir -p "$tmp/big"
-python3 - "$tmp/seed/results.jsonl" "$tmp/big/results.jsonl" "$N" <<'PY'
+big=$tmp/big
+[[ -n "${KEEP:-}" ]] && big=$KEEP
+mkdir -p "$big"
+[[ -n "${KEEP:-}" && -s "$big/results.jsonl" && $(wc -l <"$big/results.jsonl") -eq $N ]] ||
+python3 - "$tmp/seed/results.jsonl" "$big/results.jsonl" "$N" <<'PY'
 import json, random, sys
 seeds = [json.loads(l) for l in open(sys.argv[1])]
 n = int(sys.argv[3]); random.seed(1)
@@ -32,14 +40,20 @@ with open(sys.argv[2], "w") as f:
         a["items_per_second"] *= random.uniform(0.9, 1.1) * b
         f.write(json.dumps(r, separators=(",", ":")) + "\n")
 PY
-echo "results file: $(wc -l <"$tmp/big/results.jsonl") runs, $(du -h "$tmp/big/results.jsonl" | cut -f1)"
+echo "results file: $(wc -l <"$big/results.jsonl") runs, $(du -h "$big/results.jsonl" | cut -f1)"
 best=
 for i in 1 2 3; do
 	t0=$(date +%s.%N)
-	"$G" report "$tmp/big" --slo-p99 5 -q
+	if [[ -x /usr/bin/time ]]; then
+		/usr/bin/time -v -o "$tmp/time.txt" "$G" report "$big" --slo-p99 5 -q
+	else
+		"$G" report "$big" --slo-p99 5 -q
+	fi
 	t1=$(date +%s.%N)
 	t=$(python3 -c "print(round($t1 - $t0, 3))")
-	echo "run $i: $t s"
+	rss=
+	[[ -s "$tmp/time.txt" ]] && rss=$(awk -F': ' '/Maximum resident set size/ { printf ", peak RSS %.1f MiB", $2 / 1024 }' "$tmp/time.txt")
+	echo "run $i: $t s$rss"
 	if [[ -z "$best" ]] || python3 -c "import sys; sys.exit(0 if $t < $best else 1)"; then best=$t; fi
 done
 echo "gpushare report on $N runs: best of 3 = $best s (target: under 1 s)"

@@ -163,9 +163,15 @@ struct gpushare_report_rec {
 	char slo_text[768];
 };
 
+/* The merged histogram of one closed-loop cell's ok runs, built while
+ * loading (internal to the report). */
+struct gpushare_report_hist_acc;
+
 struct gpushare_report {
-	struct gpushare_report_run *runs;
+	struct gpushare_report_run *runs;   /* without their histograms (hist_n 0): */
 	size_t n_runs;
+	struct gpushare_report_hist_acc *hist_acc;  /* the loader merges them per cell */
+	size_t n_hist_acc;
 	struct gpushare_report_bad_line *bad;
 	size_t n_bad;                /* all corrupt lines (bad[] keeps the first 1000) */
 	size_t n_bad_kept;
@@ -185,8 +191,11 @@ struct gpushare_report {
 	double slo_p99_seconds;      /* 0: none */
 };
 
-/* Read a results file. Corrupt or incomplete lines (not JSON, missing
- * fields, a torn last line) are listed in r->bad and skipped. Returns
+/* Read a results file, streamed one line at a time (memory does not grow
+ * with the file's size: the runs keep their figures, and the histograms of
+ * ok closed-loop runs are merged per cell as they are read). Corrupt or
+ * incomplete lines (not JSON, missing fields, a torn last line, a
+ * duplicate run) are listed in r->bad and skipped. Returns
  * GPUSHARE_E_NOT_FOUND when the file is absent, GPUSHARE_E_IO when it cannot
  * be read; r is always initialised (release it). */
 int gpushare_report_load(const char *path, struct gpushare_report *r);

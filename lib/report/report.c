@@ -620,6 +620,61 @@ static void free_summary(struct gpushare_report *r)
 	r->n_cells = r->n_shapes = r->n_recs = 0;
 }
 
+static int cmp_cell_key(const struct gpushare_report *r, const struct gpushare_report_cell *c, int shape,
+			const struct gpushare_report_hist_acc *a)
+{
+	int cs = shape_index(r, c->shape);
+
+	if (cs != shape)
+		return cs - shape;
+	if ((int)c->strategy != (int)a->strategy)
+		return (int)c->strategy - (int)a->strategy;
+	if (c->workers != a->workers)
+		return c->workers - a->workers;
+	return (c->batch > a->batch) - (c->batch < a->batch);
+}
+
+/* The histograms the loader merged per cell, into the cells (sorted by
+ * shape, strategy, workers, batch). A cell of a shape left out has none. */
+static int attach_hists(struct gpushare_report *r)
+{
+	for (size_t i = 0; i < r->n_hist_acc; i++) {
+		const struct gpushare_report_hist_acc *a = &r->hist_acc[i];
+		int shape = shape_index(r, a->shape);
+		size_t lo = 0, hi = r->n_cells;
+		struct gpushare_report_cell *c = NULL;
+
+		if (shape < 0)
+			continue;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			int d = cmp_cell_key(r, &r->cells[mid], shape, a);
+
+			if (d == 0) {
+				c = &r->cells[mid];
+				break;
+			}
+			if (d < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!c || !c->n_ok)
+			continue;
+		if (!c->hist) {
+			c->hist = malloc(sizeof(*c->hist));
+			if (!c->hist)
+				return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+			gpushare_hist_init(c->hist);
+		}
+		for (size_t b = 0; b < a->n; b++) {
+			c->hist->buckets[a->bucket[b]] += a->count[b];
+			c->hist->count += a->count[b];
+		}
+	}
+	return GPUSHARE_OK;
+}
+
 int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 {
 	struct run_ref *refs;
@@ -667,6 +722,8 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 		n = e;
 	}
 	free(refs);
+	if (!rc)
+		rc = attach_hists(r);
 	if (rc)
 		return rc;
 	return recommend(r);
@@ -686,6 +743,11 @@ void gpushare_report_release(struct gpushare_report *r)
 	for (size_t i = 0; r->runs && i < r->n_runs; i++)
 		gpushare_report_run_release(&r->runs[i]);
 	free(r->runs);
+	for (size_t i = 0; r->hist_acc && i < r->n_hist_acc; i++) {
+		free(r->hist_acc[i].bucket);
+		free(r->hist_acc[i].count);
+	}
+	free(r->hist_acc);
 	free(r->bad);
 	memset(r, 0, sizeof(*r));
 }

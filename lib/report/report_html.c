@@ -60,10 +60,11 @@ static void html_table(const struct gpushare_report *r, struct gpushare_buf *b, 
 	gpushare_buf_addf(b, "</table>\n");
 }
 
-/* A figure inlined as base64 PNG, with its caption. */
+/* A figure inlined as base64 PNG, with its caption; its id is its file's
+ * name, so report.html#shape1-batch1-cdf-w2 links to it. */
 static void html_figure(struct gpushare_buf *b, const struct report_figure *fig)
 {
-	gpushare_buf_addf(b, "<figure><img alt=\"%s\" src=\"data:image/png;base64,", fig->name);
+	gpushare_buf_addf(b, "<figure id=\"%s\"><img alt=\"%s\" src=\"data:image/png;base64,", fig->name, fig->name);
 	base64(b, (const unsigned char *)fig->png.s, fig->png.len);
 	gpushare_buf_addf(b, "\"><figcaption>");
 	gpushare_report_add_xml(b, fig->caption);

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpushare/bench.h"
 #include "gpushare/buf.h"
@@ -16,6 +17,19 @@
 
 /* PNG/SVG bytes and HTML text grow in a struct gpushare_buf (buf.h), whose
  * `failed` the writers check once at the end. */
+
+/* The merged histogram of one closed-loop cell (shape, strategy, workers,
+ * batch) over its ok runs, sparse: n buckets (gpushare_hist_bucket
+ * indices, ascending) and their counts. Built by the loader. */
+struct gpushare_report_hist_acc {
+	char shape[128];
+	enum gpushare_strategy strategy;
+	int workers;
+	long batch;
+	uint32_t *bucket;
+	uint64_t *count;
+	size_t n;
+};
 
 /* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
 void gpushare_report_add_xml(struct gpushare_buf *b, const char *s);
@@ -62,6 +76,10 @@ void gpushare_report_table_cell(const struct report_table *t, size_t s, size_t w
 
 #define RPLOT_MAX_SERIES 48
 #define RPLOT_MAX_POINTS 400
+#define RPLOT_MAX_PANELS 8
+/* More series than this on one plot overlap: a figure that would have more
+ * is drawn as small multiples when its series have panels. */
+#define RPLOT_MAX_OVERLAID 6
 
 enum rplot_unit {
 	RPLOT_NUMBER = 0,            /* plain numbers (workers, batch) */
@@ -73,7 +91,9 @@ enum rplot_unit {
 };
 
 struct rplot_series {
-	char label[96];
+	char label[96];              /* in the legend of a single plot */
+	char key[96];                /* in the legend of small multiples (the line style: "p99") */
+	int panel;                   /* small multiples: index in panel_title */
 	int color;                   /* index in the palette */
 	int dashed;                  /* 0 solid, 1 dashed, 2 dotted, 3 dash-dot */
 	int marker;                  /* 0 circle, 1 square, 2 triangle, 3 diamond; -1 none */
@@ -91,6 +111,11 @@ struct rplot {
 	bool logx;                   /* log axis: base 2 for numbers (batch sizes), 10 otherwise */
 	bool logy;                   /* log10 axis */
 	bool xticks_at_points;       /* ticks at the x values of the points (workers, batches) */
+	/* Small multiples: n_panels > 1 draws one panel per title (a
+	 * strategy), each with the series whose panel is its index, all on the
+	 * same axes; 0 or 1: one plot of every series. */
+	size_t n_panels;
+	char panel_title[RPLOT_MAX_PANELS][64];
 	size_t n_series;
 	struct rplot_series series[RPLOT_MAX_SERIES];
 };

@@ -4,27 +4,40 @@
  * field of the wrong type is listed with its line number and skipped: a
  * sweep killed mid-write leaves at most one torn line, and a hand-edited
  * file must not crash the report.
+ *
+ * The file is streamed, one line at a time, once: memory does not grow with
+ * the file's size. A run keeps its figures (struct gpushare_report_run) but
+ * not its histogram: the histograms of ok closed-loop runs are merged per
+ * cell as they are read (sparse: only buckets some run filled), which is
+ * all the report draws from them. Duplicates are found as they arrive.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpushare/bench.h"
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "hash.h"
+#include "report_internal.h"
 #include "report_load_curve.h"
 #include "report_peak.h"
 
 #define MAX_BAD_KEPT 1000
-/* A results file larger than this is refused rather than read into memory
- * (about 100,000 runs; docs/sweep.md). */
+/* A results file larger than this is refused (about 200,000 runs;
+ * docs/sweep.md): it is streamed, but a report must end in bounded time. */
 #define GPUSHARE_REPORT_MAX_FILE_BYTES ((size_t)1 << 30)
+/* A longer line is no record a sweep writes (64 workers with histograms
+ * stay under 2 MiB): refused as soon as it is seen, never read whole. */
+#define GPUSHARE_REPORT_MAX_LINE_BYTES ((size_t)16 << 20)
 
 static int strategy_from_name(const char *s)
 {
@@ -310,102 +323,416 @@ static int add_bad(struct gpushare_report *r, size_t line, const char *reason)
 	return GPUSHARE_OK;
 }
 
-static int add_run(struct gpushare_report *r, const struct gpushare_report_run *run, size_t *cap)
+/* ---- streaming: one line at a time ---- */
+
+struct loader {
+	struct gpushare_report *r;
+	size_t cap;                  /* of r->runs */
+	size_t *dup;                 /* ok and partial runs by cell and repeat: 1-based index in r->runs, 0 free */
+	size_t dup_size, dup_n;
+	size_t *hist;                /* r->hist_acc by cell: 1-based index, 0 free */
+	size_t hist_size, hist_cap;
+	size_t line;
+	bool have_meta;
+};
+
+static uint64_t cell_hash(const struct gpushare_report_run *run)
 {
-	if (r->n_runs == *cap) {
-		size_t nc = *cap ? *cap * 2 : 256;
+	return gpushare_fnv1a_str(run->shape) ^ ((uint64_t)run->strategy << 56) ^ ((uint64_t)run->workers << 40) ^
+	       ((uint64_t)run->batch * 0x100000001b3ull);
+}
+
+static uint64_t repeat_hash(const struct gpushare_report_run *run)
+{
+	uint64_t rate_bits;
+
+	memcpy(&rate_bits, &run->rate, sizeof(rate_bits));
+	return cell_hash(run) ^ ((uint64_t)run->repeat * 0x9e3779b97f4a7c15ull) ^ (rate_bits * 0xff51afd7ed558ccdull);
+}
+
+/* The cell is its shape, strategy, workers, batch and, under open loop,
+ * offered rate (its "key" is only a label). */
+static bool same_repeat(const struct gpushare_report_run *a, const struct gpushare_report_run *b)
+{
+	return a->repeat == b->repeat && a->strategy == b->strategy && a->workers == b->workers && a->batch == b->batch &&
+	       a->rate == b->rate && !strcmp(a->shape, b->shape);
+}
+
+/* Double the table of ok and partial runs when half full. */
+static int dup_grow(struct loader *ld)
+{
+	size_t size = ld->dup_size ? ld->dup_size * 2 : 1024;
+	size_t *t;
+
+	if (ld->dup_n * 2 < ld->dup_size)
+		return GPUSHARE_OK;
+	t = calloc(size, sizeof(*t));
+	if (!t)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < ld->dup_size; i++) {
+		size_t slot;
+
+		if (!ld->dup[i])
+			continue;
+		slot = (size_t)repeat_hash(&ld->r->runs[ld->dup[i] - 1]) & (size - 1);
+		while (t[slot])
+			slot = (slot + 1) & (size - 1);
+		t[slot] = ld->dup[i];
+	}
+	free(ld->dup);
+	ld->dup = t;
+	ld->dup_size = size;
+	return GPUSHARE_OK;
+}
+
+/* A (cell, repeat) recorded twice with status ok or partial (two sweeps
+ * writing one file, a file appended to itself) would count twice: the later
+ * records are listed as bad lines and left out. A failed run recorded before
+ * its retry is not a duplicate. *slot: where the run goes when it is new. */
+static const struct gpushare_report_run *dup_find(struct loader *ld, const struct gpushare_report_run *run, size_t *slot)
+{
+	*slot = (size_t)repeat_hash(run) & (ld->dup_size - 1);
+	while (ld->dup[*slot]) {
+		const struct gpushare_report_run *o = &ld->r->runs[ld->dup[*slot] - 1];
+
+		if (same_repeat(o, run))
+			return o;
+		*slot = (*slot + 1) & (ld->dup_size - 1);
+	}
+	return NULL;
+}
+
+static int hist_grow(struct loader *ld)
+{
+	struct gpushare_report *r = ld->r;
+	size_t size = ld->hist_size ? ld->hist_size * 2 : 256;
+	size_t *t;
+
+	if (r->n_hist_acc == ld->hist_cap) {
+		size_t nc = ld->hist_cap ? ld->hist_cap * 2 : 64;
+		struct gpushare_report_hist_acc *na = realloc(r->hist_acc, nc * sizeof(*na));
+
+		if (!na)
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		r->hist_acc = na;
+		ld->hist_cap = nc;
+	}
+	if (r->n_hist_acc * 2 < ld->hist_size)
+		return GPUSHARE_OK;
+	t = calloc(size, sizeof(*t));
+	if (!t)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < ld->hist_size; i++) {
+		const struct gpushare_report_hist_acc *a;
+		struct gpushare_report_run k;
+		size_t slot;
+
+		if (!ld->hist[i])
+			continue;
+		a = &r->hist_acc[ld->hist[i] - 1];
+		snprintf(k.shape, sizeof(k.shape), "%s", a->shape);
+		k.strategy = a->strategy;
+		k.workers = a->workers;
+		k.batch = a->batch;
+		slot = (size_t)cell_hash(&k) & (size - 1);
+		while (t[slot])
+			slot = (slot + 1) & (size - 1);
+		t[slot] = ld->hist[i];
+	}
+	free(ld->hist);
+	ld->hist = t;
+	ld->hist_size = size;
+	return GPUSHARE_OK;
+}
+
+/* Merge an ok closed-loop run's histogram into its cell's: sparse, buckets
+ * ascending (gpushare_hist_bucket of each upper bound), counts added. */
+static int fold_hist(struct loader *ld, const struct gpushare_report_run *run)
+{
+	struct gpushare_report *r = ld->r;
+	struct gpushare_report_hist_acc *a = NULL;
+	uint32_t *nb;
+	uint64_t *nc;
+	size_t slot, i = 0, j = 0, n = 0;
+	int rc = hist_grow(ld);
+
+	if (rc)
+		return rc;
+	slot = (size_t)cell_hash(run) & (ld->hist_size - 1);
+	while (ld->hist[slot]) {
+		struct gpushare_report_hist_acc *o = &r->hist_acc[ld->hist[slot] - 1];
+
+		if (o->strategy == run->strategy && o->workers == run->workers && o->batch == run->batch &&
+		    !strcmp(o->shape, run->shape)) {
+			a = o;
+			break;
+		}
+		slot = (slot + 1) & (ld->hist_size - 1);
+	}
+	if (!a) {
+		a = &r->hist_acc[r->n_hist_acc++];
+		memset(a, 0, sizeof(*a));
+		snprintf(a->shape, sizeof(a->shape), "%s", run->shape);
+		a->strategy = run->strategy;
+		a->workers = run->workers;
+		a->batch = run->batch;
+		ld->hist[slot] = r->n_hist_acc;
+	}
+	nb = malloc((a->n + run->hist_n) * sizeof(*nb));
+	nc = malloc((a->n + run->hist_n) * sizeof(*nc));
+	if (!nb || !nc) {
+		free(nb);
+		free(nc);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	while (i < a->n || j < run->hist_n) {
+		uint32_t b = j < run->hist_n ? (uint32_t)gpushare_hist_bucket(run->hist_le_ns[j]) : UINT32_MAX;
+
+		if (i < a->n && a->bucket[i] <= b) {
+			nb[n] = a->bucket[i];
+			nc[n] = a->count[i++];
+			if (nb[n] == b)
+				nc[n] += run->hist_counts[j++];
+		} else {
+			nb[n] = b;
+			nc[n] = run->hist_counts[j++];
+		}
+		/* Two bounds of one bucket (a hand-edited file): one entry. */
+		if (n && nb[n - 1] == nb[n])
+			nc[n - 1] += nc[n];
+		else
+			n++;
+	}
+	free(a->bucket);
+	free(a->count);
+	a->bucket = nb;
+	a->count = nc;
+	a->n = n;
+	return GPUSHARE_OK;
+}
+
+/* One line of the file: a run kept (its histogram folded into its cell's),
+ * or a bad line listed. torn: the last line, without its newline. */
+static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
+{
+	struct gpushare_report *r = ld->r;
+	struct gpushare_report_run run;
+	const struct gpushare_report_run *o;
+	size_t slot = 0;
+	cJSON *root;
+	int rc;
+
+	ld->line++;
+	if (blank(s, l))
+		return GPUSHARE_OK;
+	root = cJSON_ParseWithLength(s, l);
+	if (!root)
+		return add_bad(r, ld->line, torn ? "not valid JSON (torn last line)" : "not valid JSON");
+	if (parse_root(root, &run) != GPUSHARE_OK) {
+		rc = add_bad(r, ld->line, gpushare_errdetail());
+		cJSON_Delete(root);
+		return rc;
+	}
+	run.line = ld->line;
+	take_metadata(r, root, !ld->have_meta);
+	ld->have_meta = true;
+	cJSON_Delete(root);
+	if (run.status != GPUSHARE_RUN_FAILED) {
+		if ((rc = dup_grow(ld))) {
+			gpushare_report_run_release(&run);
+			return rc;
+		}
+		if ((o = dup_find(ld, &run, &slot))) {
+			char why[200], rate[40] = "";
+
+			if (o->rate > 0)
+				snprintf(rate, sizeof(rate), "|r%.9g", o->rate);
+			snprintf(why, sizeof(why), "cell %.60s|%s|w%d|b%ld%s repeat %d is recorded already (line %zu); left out",
+				 o->shape, gpushare_strategy_name(o->strategy), o->workers, o->batch, rate, run.repeat,
+				 o->line);
+			gpushare_report_run_release(&run);
+			return add_bad(r, ld->line, why);
+		}
+	}
+	rc = GPUSHARE_OK;
+	if (run.status == GPUSHARE_RUN_OK && !(run.rate > 0) && !run.find_peak && run.hist_n)
+		rc = fold_hist(ld, &run);
+	/* The histogram lives on in its cell's; the run keeps its figures. */
+	gpushare_report_run_release(&run);
+	if (rc)
+		return rc;
+	if (r->n_runs == ld->cap) {
+		size_t nc = ld->cap ? ld->cap * 2 : 256;
 		struct gpushare_report_run *nr = realloc(r->runs, nc * sizeof(*nr));
 
 		if (!nr)
 			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 		r->runs = nr;
-		*cap = nc;
+		ld->cap = nc;
 	}
-	r->runs[r->n_runs++] = *run;
+	r->runs[r->n_runs++] = run;
+	if (run.status != GPUSHARE_RUN_FAILED) {
+		ld->dup[slot] = r->n_runs;
+		ld->dup_n++;
+	}
 	return GPUSHARE_OK;
 }
 
-
-/* A (cell, repeat) recorded twice with status ok or partial (two sweeps
- * writing one file, a file appended to itself) would count twice: the later
- * records are listed as bad lines and left out. A failed run recorded before
- * its retry is not a duplicate. */
-static int drop_duplicates(struct gpushare_report *r)
+static void loader_done(struct loader *ld, int rc)
 {
-	size_t size = 16, kept = 0;
-	size_t *slots;
-	int rc = GPUSHARE_OK;
+	free(ld->dup);
+	free(ld->hist);
+	/* Hand back only what the runs use. */
+	if (!rc && ld->r->n_runs && ld->r->n_runs < ld->cap) {
+		struct gpushare_report_run *nr = realloc(ld->r->runs, ld->r->n_runs * sizeof(*nr));
 
-	while (size < r->n_runs * 2)
-		size *= 2;
-	slots = calloc(size, sizeof(*slots)); /* 1-based index of a run in the new runs[], 0 free */
-	if (!slots)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < r->n_runs && !rc; i++) {
-		struct gpushare_report_run *run = &r->runs[i];
-		uint64_t rate_bits, h;
-		size_t slot;
-		bool dup = false;
+		if (nr)
+			ld->r->runs = nr;
+	}
+	if (!rc)
+		gpushare_clear_error();
+}
 
-		memcpy(&rate_bits, &run->rate, sizeof(rate_bits));
-		h = gpushare_fnv1a_str(run->shape) ^ ((uint64_t)run->strategy << 56) ^ ((uint64_t)run->workers << 40) ^
-		    ((uint64_t)run->batch * 0x100000001b3ull) ^ ((uint64_t)run->repeat * 0x9e3779b97f4a7c15ull) ^
-		    (rate_bits * 0xff51afd7ed558ccdull);
-		slot = (size_t)h & (size - 1);
-		/* The cell is its shape, strategy, workers, batch and, under open
-		 * loop, offered rate (its "key" is only a label). */
-		while (run->status != GPUSHARE_RUN_FAILED && slots[slot]) {
-			const struct gpushare_report_run *o = &r->runs[slots[slot] - 1];
+/* The lines of the results file, read in blocks (a byte at a time through
+ * stdio cost a third more CPU on a large file). A line inside a block is
+ * used where it lies; one across blocks is gathered in `line`, at most max
+ * bytes of it ever held (a longer one is refused as soon as it is seen). */
+#define READ_BLOCK ((size_t)1 << 20)
 
-			if (o->repeat == run->repeat && o->strategy == run->strategy && o->workers == run->workers &&
-			    o->batch == run->batch && o->rate == run->rate && !strcmp(o->shape, run->shape)) {
-				char why[200], rate[40] = "";
+struct block_reader {
+	int fd;
+	const char *path;
+	char *blk;
+	size_t pos, end;
+	bool eof;
+	char *line;
+	size_t cap;
+};
 
-				if (o->rate > 0)
-					snprintf(rate, sizeof(rate), "|r%.9g", o->rate);
-				snprintf(why, sizeof(why), "cell %.60s|%s|w%d|b%ld%s repeat %d is recorded already (line %zu); left out",
-					 o->shape, gpushare_strategy_name(o->strategy), o->workers, o->batch, rate, run->repeat,
-					 o->line);
-				rc = add_bad(r, run->line, why);
-				dup = true;
-				break;
+/* 1: a line in *s, *len bytes, *newline whether it ended with one; 0: the
+ * end; an error code: a failed read (never taken for the end) or an
+ * overlong line. */
+static int next_line(struct block_reader *b, size_t lineno, const char **s, size_t *len, bool *newline)
+{
+	size_t n = 0;
+
+	for (;;) {
+		const char *p, *q;
+		size_t avail, take;
+
+		if (b->pos == b->end) {
+			ssize_t got;
+
+			if (b->eof) {
+				*s = b->line;
+				*len = n;
+				*newline = false;
+				return n ? 1 : 0;
 			}
-			slot = (slot + 1) & (size - 1);
-		}
-		if (dup) {
-			gpushare_report_run_release(run);
+			got = read(b->fd, b->blk, READ_BLOCK);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got < 0)
+				return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", b->path, strerror(errno));
+			b->eof = got == 0;
+			b->pos = 0;
+			b->end = (size_t)got;
 			continue;
 		}
-		r->runs[kept] = *run;
-		if (run->status != GPUSHARE_RUN_FAILED)
-			slots[slot] = kept + 1;
-		kept++;
+		p = b->blk + b->pos;
+		avail = b->end - b->pos;
+		q = memchr(p, '\n', avail);
+		take = q ? (size_t)(q - p) : avail;
+		if (n + take > GPUSHARE_REPORT_MAX_LINE_BYTES)
+			return gpushare_fail(GPUSHARE_E_INVAL, "%s:%zu: line longer than %zu bytes", b->path, lineno,
+					     GPUSHARE_REPORT_MAX_LINE_BYTES);
+		b->pos += take + (q ? 1 : 0);
+		if (q && n == 0) {
+			*s = p;
+			*len = take;
+			*newline = true;
+			return 1;
+		}
+		if (n + take > b->cap) {
+			size_t nc = b->cap ? b->cap : 4096;
+			char *nl;
+
+			while (nc < n + take)
+				nc *= 2;
+			nl = realloc(b->line, nc);
+			if (!nl)
+				return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", b->path);
+			b->line = nl;
+			b->cap = nc;
+		}
+		memcpy(b->line + n, p, take);
+		n += take;
+		if (q) {
+			*s = b->line;
+			*len = n;
+			*newline = true;
+			return 1;
+		}
 	}
-	free(slots);
-	if (!rc)
-		r->n_runs = kept;
-	return rc;
 }
 
 int gpushare_report_load(const char *path, struct gpushare_report *r)
 {
-	char *data;
-	size_t len;
-	int rc;
+	struct loader ld = { .r = r };
+	struct block_reader br = { .path = path };
+	struct stat st;
+	const char *line = NULL;
+	size_t len = 0, total = 0;
+	bool newline = false;
+	int e, rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = gpushare_read_file(path, GPUSHARE_REPORT_MAX_FILE_BYTES, &data, &len);
-	if (rc)
-		return rc;
-	rc = gpushare_report_load_buffer(data, len, r);
-	free(data);
+	/* Only a regular file of bounded size (O_NONBLOCK: a FIFO with no
+	 * writer must not wait); then read as a stream. */
+	br.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (br.fd < 0)
+		return gpushare_fail(errno == ENOENT ? GPUSHARE_E_NOT_FOUND : GPUSHARE_E_IO, "cannot open '%s': %s", path,
+				     strerror(errno));
+	if (fstat(br.fd, &st) != 0) {
+		e = errno;
+		close(br.fd);
+		return gpushare_fail(GPUSHARE_E_IO, "cannot inspect '%s': %s", path, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(br.fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is not a regular file; refusing to read it", path);
+	}
+	if ((uint64_t)st.st_size > GPUSHARE_REPORT_MAX_FILE_BYTES) {
+		close(br.fd);
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is %lld bytes, more than the %zu bytes read at most", path,
+				     (long long)st.st_size, GPUSHARE_REPORT_MAX_FILE_BYTES);
+	}
+	br.blk = malloc(READ_BLOCK);
+	if (!br.blk) {
+		close(br.fd);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", path);
+	}
+	while ((rc = next_line(&br, ld.line + 1, &line, &len, &newline)) == 1) {
+		total += len + newline;
+		if (total > GPUSHARE_REPORT_MAX_FILE_BYTES) {
+			rc = gpushare_fail(GPUSHARE_E_IO, "'%s' grew past the %zu bytes read at most while it was read", path,
+					   GPUSHARE_REPORT_MAX_FILE_BYTES);
+			break;
+		}
+		if ((rc = loader_line(&ld, line, len, !newline)))
+			break;
+	}
+	free(br.blk);
+	free(br.line);
+	close(br.fd);
+	loader_done(&ld, rc);
 	return rc;
 }
 
 int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_report *r)
 {
-	size_t pos = 0, line = 0, cap = 0;
-	bool have_meta = false;
+	struct loader ld = { .r = r };
+	size_t pos = 0;
 	int rc = GPUSHARE_OK;
 
 	memset(r, 0, sizeof(*r));
@@ -413,31 +740,11 @@ int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_re
 		const char *s = data + pos;
 		const char *nl = memchr(s, '\n', len - pos);
 		size_t l = nl ? (size_t)(nl - s) : len - pos;
-		struct gpushare_report_run run;
-		cJSON *root;
 
 		pos += l + (nl ? 1 : 0);
-		line++;
-		if (blank(s, l))
-			continue;
-		root = cJSON_ParseWithLength(s, l);
-		if (!root) {
-			rc = add_bad(r, line, nl ? "not valid JSON" : "not valid JSON (torn last line)");
-			continue;
-		}
-		if (parse_root(root, &run) != GPUSHARE_OK) {
-			rc = add_bad(r, line, gpushare_errdetail());
-		} else {
-			run.line = line;
-			take_metadata(r, root, !have_meta);
-			have_meta = true;
-			rc = add_run(r, &run, &cap);
-		}
-		cJSON_Delete(root);
+		rc = loader_line(&ld, s, l, !nl);
 	}
-	if (!rc)
-		rc = drop_duplicates(r);
-	gpushare_clear_error();
+	loader_done(&ld, rc);
 	return rc;
 }
 

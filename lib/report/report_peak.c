@@ -73,8 +73,21 @@ int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res,
 		if (get_num(ps, "resolution", &v) && v > 0 && v <= 1)
 			run->peak_resolution = v;
 	}
-	if (!res)
+	if (!res) {
+		/* A failed or partial search without an error of its own says
+		 * why in its peak's note ("stopped: a worker failed at 300/s"). */
+		const cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+							     cJSON_GetObjectItemCaseSensitive(root, "bench"), "results"), 0);
+
+		note = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r0, "peak"), "note");
+		if (!run->error[0] && cJSON_IsString(note) && note->valuestring[0]) {
+			size_t l = gpushare_utf8_copy(run->error, sizeof(run->error), note->valuestring);
+
+			while (l && (run->error[l - 1] == ' ' || run->error[l - 1] == ':'))
+				run->error[--l] = '\0';
+		}
 		return GPUSHARE_OK;
+	}
 	pk = cJSON_GetObjectItemCaseSensitive(res, "peak");
 	if (!cJSON_IsObject(pk))
 		return gpushare_fail(GPUSHARE_E_INVAL, "a peak-search run lacks 'bench.results[0].peak'");
@@ -117,6 +130,7 @@ struct peak_cell {
 	bool open;                   /* a found search saw no rate miss: may be higher */
 	double resolution;           /* the largest of its searches; 0 unknown */
 	bool best, tied;
+	char error[160];             /* the last failed run's reason (one line, no '|'); "" none */
 };
 
 struct peak_table {
@@ -199,6 +213,13 @@ static int fill_cell(const struct gpushare_report *r, const struct peak_table *t
 			continue;
 		if (run->status != GPUSHARE_RUN_OK) {
 			c->n_failed++;
+			if (run->error[0]) {
+				/* one line, and no '|' to break a markdown table */
+				snprintf(c->error, sizeof(c->error), "%s", run->error);
+				for (char *p = c->error; *p; p++)
+					if (*p == '|' || *p == '\n' || *p == '\r')
+						*p = *p == '|' ? '/' : ' ';
+			}
 			continue;
 		}
 		if (n == cap) {
@@ -374,7 +395,8 @@ static const char *rate(double v, char *buf, size_t len)
 }
 
 /* The text of one table cell: "389/s (380/s-395/s, 3 runs)", "none found
- * (2 runs)", "failed (1)", "-" where nothing ran; then what else happened. */
+ * (2 runs)", "failed (1): <the last failed run's reason>", "-" where
+ * nothing ran; then what else happened ("[1 failed: <reason>]"). */
 static void cell_text(const struct peak_cell *c, char *buf, size_t len)
 {
 	size_t ok = c->n_found + c->n_none;
@@ -386,7 +408,10 @@ static void cell_text(const struct peak_cell *c, char *buf, size_t len)
 		return;
 	}
 	if (ok == 0) {
-		snprintf(buf, len, "failed (%zu)", c->n_failed);
+		if (c->error[0])
+			snprintf(buf, len, "failed (%zu): %.100s", c->n_failed, c->error);
+		else
+			snprintf(buf, len, "failed (%zu)", c->n_failed);
 		return;
 	}
 	if (isnan(c->median)) {
@@ -403,7 +428,9 @@ static void cell_text(const struct peak_cell *c, char *buf, size_t len)
 		cat(buf, len, " [none found in %zu]", c->n_none);
 	else if (c->n_found && isnan(c->median))
 		cat(buf, len, " [%zu found one]", c->n_found);
-	if (c->n_failed)
+	if (c->n_failed && c->error[0])
+		cat(buf, len, " [%zu failed: %.100s]", c->n_failed, c->error);
+	else if (c->n_failed)
 		cat(buf, len, " [%zu failed]", c->n_failed);
 }
 
@@ -418,9 +445,9 @@ static const char caption[] =
 	"Each cell: the median over its repeats of the highest offered rate that met the bound (each\n"
 	"search knows it to its resolution), in parentheses the range over the repeats and how many\n"
 	"there were. \"none found\": no rate tried met the bound. A failed run has no peak and is\n"
-	"counted apart. \"+\": a search stopped without any rate missing the bound (--rate-max or its\n"
-	"step limit): the peak may be higher. Bold: the highest median and the cells tied with it\n"
-	"(ranges overlap, or within the search resolution).";
+	"counted apart, with the reason of the cell's last failure. \"+\": a search stopped without\n"
+	"any rate missing the bound (--rate-max or its step limit): the peak may be higher. Bold: the\n"
+	"highest median and the cells tied with it (ranges overlap, or within the search resolution).";
 
 /* The recommendation sentence of a table (no list marker, no newline). */
 static void recommend_text(const struct peak_table *t, char *buf, size_t len)
@@ -553,7 +580,7 @@ int gpushare_report_peak_markdown(const struct gpushare_report *r, FILE *f)
 			fprintf(f, "| %s |", gpushare_strategy_name(p->strategies[s]));
 			for (size_t w = 0; w < p->n_workers; w++) {
 				const struct peak_cell *c = &p->cells[s * p->n_workers + w];
-				char cell[160];
+				char cell[384];
 
 				cell_text(c, cell, sizeof(cell));
 				fprintf(f, c->best || c->tied ? " **%s** |" : " %s |", cell);
@@ -600,7 +627,7 @@ int gpushare_report_peak_html(const struct gpushare_report *r, struct gpushare_b
 			gpushare_buf_addf(b, "<tr><th>%s</th>", gpushare_strategy_name(p->strategies[s]));
 			for (size_t w = 0; w < p->n_workers; w++) {
 				const struct peak_cell *c = &p->cells[s * p->n_workers + w];
-				char cell[160];
+				char cell[384];
 
 				cell_text(c, cell, sizeof(cell));
 				gpushare_buf_addf(b, c->best || c->tied ? "<td class=\"win\">" : "<td>");
@@ -634,7 +661,8 @@ static cJSON *cell_json(const struct peak_table *t, size_t i)
 		  gpushare_json_num(o, "min_per_second", c->lo) &&
 		  gpushare_json_num(o, "max_per_second", c->hi) && gpushare_json_bool(o, "may_be_higher", c->open) &&
 		  gpushare_json_num(o, "resolution", c->resolution > 0 ? c->resolution : NAN) &&
-		  gpushare_json_bool(o, "best", c->best) && gpushare_json_bool(o, "tied", c->tied);
+		  gpushare_json_bool(o, "best", c->best) && gpushare_json_bool(o, "tied", c->tied) &&
+		  (c->error[0] ? gpushare_json_str(o, "error", c->error) : gpushare_json_null(o, "error"));
 
 	if (!ok) {
 		cJSON_Delete(o);

@@ -5,7 +5,10 @@
  * p90, p99, p99.9) against workers on a log axis, fairness (slowest ÷
  * fastest worker) against workers, GPU utilisation and memory against
  * workers when NVML telemetry was recorded, and per worker count the
- * latency CDF of each strategy from the merged histograms. Points are
+ * latency tail (CCDF, log-log) of each strategy from the merged histograms.
+ * A figure that would overlay more than RPLOT_MAX_OVERLAID series (four
+ * percentiles of three strategies) is drawn as small multiples: one panel
+ * per strategy, all on the same axes so they compare. Points are
  * medians over repeats, error bars the interval of the median with the
  * coverage the subtitle states. Axes carry units chosen from the data;
  * numbers are formatted by gpushare/format.h. In the SVG, text stays text
@@ -258,14 +261,203 @@ static size_t log_ticks(const struct axis *a, double *out, size_t max)
 	return n;
 }
 
+/* The size of the picture: one plot is W x H; small multiples (n_panels >
+ * 1) are laid out in rows of up to PANEL_COLS panels, each PANEL_H high. */
+#define PANEL_COLS 2
+#define PANEL_H 250
+#define PANEL_GAP_X 64
+#define PANEL_GAP_Y 58
+
+static size_t panel_rows(const struct rplot *p)
+{
+	return (p->n_panels + PANEL_COLS - 1) / PANEL_COLS;
+}
+
+static void plot_size(const struct rplot *p, int *w, int *h)
+{
+	*w = W;
+	*h = p->n_panels > 1 ? MT + (int)panel_rows(p) * (PANEL_H + PANEL_GAP_Y) - PANEL_GAP_Y + MB : H;
+}
+
+/* The grid, the ticks and the frame of one plot area. */
+static void draw_grid(struct canvas *cv, const struct rplot *p, const struct frame *f, const double *xs, size_t nxs)
+{
+	cairo_t *cr = cv->cr;
+	double ticks[64];
+	char buf[160];
+	size_t nt;
+
+	font(cv, 12, false);
+	cairo_set_line_width(cr, 1);
+	if (f->y.log) {
+		nt = log_ticks(&f->y, ticks, 64);
+	} else {
+		double step = p->yunit == RPLOT_FRACTION ? 0.2 : p->yunit == RPLOT_PERCENT ? 20
+				: nice_step(f->y.hi / f->y.div) * f->y.div;
+
+		nt = 0;
+		for (double y = 0; y <= f->y.hi + step / 2 && nt < 64; y += step) {
+			if (y <= f->y.hi + 1e-9 * f->y.hi)
+				ticks[nt++] = y;
+		}
+	}
+	for (size_t i = 0; i < nt; i++) {
+		double py = map_y(f, ticks[i]);
+
+		cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
+		cairo_move_to(cr, f->px0, floor(py) + 0.5);
+		cairo_line_to(cr, f->px1, floor(py) + 0.5);
+		cairo_stroke(cr);
+		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+		tick_label(&f->y, ticks[i], buf, sizeof(buf));
+		text_at(cv, f->px0 - 8, py, buf, 1, 0.5);
+	}
+	/* Vertical grid and x ticks: at the points, or decades. */
+	if (p->xticks_at_points) {
+		memcpy(ticks, xs, nxs * sizeof(double));
+		nt = nxs;
+	} else if (f->x.log) {
+		nt = log_ticks(&f->x, ticks, 64);
+	} else {
+		double step = nice_step(f->x.hi - f->x.lo);
+
+		nt = 0;
+		for (double x = ceil(f->x.lo / step) * step; x <= f->x.hi && nt < 64; x += step)
+			ticks[nt++] = x;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		double px = map_x(f, ticks[i]);
+
+		if (px < f->px0 - 0.5 || px > f->px1 + 0.5)
+			continue;
+		cairo_set_source_rgb(cr, 0.93, 0.93, 0.93);
+		cairo_move_to(cr, floor(px) + 0.5, f->py0);
+		cairo_line_to(cr, floor(px) + 0.5, f->py1);
+		cairo_stroke(cr);
+		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+		cairo_move_to(cr, floor(px) + 0.5, f->py0);
+		cairo_line_to(cr, floor(px) + 0.5, f->py0 + 5);
+		cairo_stroke(cr);
+		if (p->xunit == RPLOT_NUMBER)
+			snprintf(buf, sizeof(buf), "%g", ticks[i]);
+		else
+			tick_label(&f->x, ticks[i], buf, sizeof(buf));
+		text_at(cv, px, f->py0 + 10, buf, 0.5, 1);
+	}
+	cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+	cairo_rectangle(cr, f->px0 + 0.5, f->py1 + 0.5, f->px1 - f->px0, f->py0 - f->py1);
+	cairo_stroke(cr);
+}
+
+/* Error bars, lines and markers of the series of one panel (all series
+ * when panel < 0). Points at the same x are spread a little so bars do not
+ * hide each other. */
+static void draw_series(struct canvas *cv, const struct rplot *p, const struct frame *f, int panel)
+{
+	cairo_t *cr = cv->cr;
+	size_t n = 0, k = 0;
+
+	for (size_t s = 0; s < p->n_series; s++)
+		n += panel < 0 || p->series[s].panel == panel;
+	cairo_save(cr);
+	cairo_rectangle(cr, f->px0, f->py1 - 6, f->px1 - f->px0, f->py0 - f->py1 + 6);
+	cairo_clip(cr);
+	for (size_t s = 0; s < p->n_series; s++) {
+		const struct rplot_series *se = &p->series[s];
+		double off;
+
+		if (panel >= 0 && se->panel != panel)
+			continue;
+		off = p->xticks_at_points && n > 1 ? ((double)k - (double)(n - 1) / 2) * (14.0 / (double)n) : 0;
+		k++;
+		set_color(cr, se->color, 0.75);
+		cairo_set_line_width(cr, 1.3);
+		for (size_t i = 0; i < se->n; i++) {
+			double px = map_x(f, se->x[i]) + off;
+
+			if (!isfinite(se->lo[i]) || !isfinite(se->hi[i]) || se->hi[i] <= se->lo[i] ||
+			    (f->y.log && se->lo[i] <= 0))
+				continue;
+			cairo_move_to(cr, px, map_y(f, se->lo[i]));
+			cairo_line_to(cr, px, map_y(f, se->hi[i]));
+			cairo_move_to(cr, px - 4, map_y(f, se->lo[i]));
+			cairo_line_to(cr, px + 4, map_y(f, se->lo[i]));
+			cairo_move_to(cr, px - 4, map_y(f, se->hi[i]));
+			cairo_line_to(cr, px + 4, map_y(f, se->hi[i]));
+			cairo_stroke(cr);
+		}
+		set_color(cr, se->color, 1);
+		cairo_set_line_width(cr, se->marker < 0 ? 1.8 : 2.2);
+		set_dash(cr, se->dashed);
+		for (size_t i = 0, drawn = 0; i < se->n; i++) {
+			double px = map_x(f, se->x[i]) + off, py;
+
+			if (f->y.log && !(se->y[i] > 0))
+				continue;
+			py = map_y(f, se->y[i]);
+			if (drawn++ == 0)
+				cairo_move_to(cr, px, py);
+			else
+				cairo_line_to(cr, px, py);
+		}
+		cairo_stroke(cr);
+		cairo_set_dash(cr, NULL, 0, 0);
+		for (size_t i = 0; i < se->n; i++) {
+			if (!(f->y.log && !(se->y[i] > 0)))
+				marker(cr, se->marker, map_x(f, se->x[i]) + off, map_y(f, se->y[i]), 4.2);
+		}
+	}
+	cairo_restore(cr);
+}
+
+/* The legend, right of the plot. Small multiples: one entry per distinct
+ * key (the line style; the panel's title names the strategy, whose colour
+ * the lines keep), in grey. */
+static void draw_legend(struct canvas *cv, const struct rplot *p, double lx, double ly)
+{
+	cairo_t *cr = cv->cr;
+	double lh = p->n_series > 20 ? 15 : 20;
+	size_t row = 0;
+
+	font(cv, p->n_series > 20 ? 11 : 12.5, false);
+	for (size_t s = 0; s < p->n_series; s++) {
+		const struct rplot_series *se = &p->series[s];
+		const char *label = p->n_panels > 1 ? se->key : se->label;
+		double y = ly + (double)row * lh;
+		bool seen = false;
+
+		for (size_t j = 0; j < s && p->n_panels > 1; j++)
+			seen |= !strcmp(p->series[j].key, se->key);
+		if (seen)
+			continue;
+		row++;
+		if (p->n_panels > 1)
+			cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+		else
+			set_color(cr, se->color, 1);
+		cairo_set_line_width(cr, 2.2);
+		set_dash(cr, se->dashed);
+		cairo_move_to(cr, lx, y);
+		cairo_line_to(cr, lx + 30, y);
+		cairo_stroke(cr);
+		cairo_set_dash(cr, NULL, 0, 0);
+		marker(cr, se->marker, lx + 15, y, 4.2);
+		cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
+		text_at(cv, lx + 38, y, label, 0, 0.5);
+	}
+}
+
 static void draw(struct canvas *cv, const struct rplot *p)
 {
 	cairo_t *cr = cv->cr;
 	struct frame f = { 0 };
-	double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = 0, xs[64], ticks[64];
+	double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = 0, xs[64];
 	char buf[160];
-	size_t nxs = 0, nt;
+	size_t nxs = 0;
+	int w, h;
 
+	plot_size(p, &w, &h);
+	/* One range for all series: small multiples share their axes. */
 	for (size_t s = 0; s < p->n_series; s++) {
 		const struct rplot_series *se = &p->series[s];
 
@@ -290,8 +482,8 @@ static void draw(struct canvas *cv, const struct rplot *p)
 		xmax = 2;
 	}
 	f.px0 = ML;
-	f.px1 = W - MR;
-	f.py0 = H - MB;
+	f.px1 = w - MR;
+	f.py0 = h - MB;
 	f.py1 = MT;
 	/* x axis */
 	f.x.unit = p->xunit;
@@ -340,75 +532,37 @@ static void draw(struct canvas *cv, const struct rplot *p)
 	cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
 	text_at(cv, ML, 54, p->subtitle, 0, 0.5);
 
-	/* Horizontal grid and y ticks. */
-	font(cv, 12, false);
-	cairo_set_line_width(cr, 1);
-	if (f.y.log) {
-		nt = log_ticks(&f.y, ticks, 64);
-	} else {
-		double step = p->yunit == RPLOT_FRACTION ? 0.2 : p->yunit == RPLOT_PERCENT ? 20
-				: nice_step(f.y.hi / f.y.div) * f.y.div;
+	if (p->n_panels > 1) {
+		/* Small multiples: one panel per strategy, the same axes. */
+		double pw = (w - ML - MR - (PANEL_COLS - 1) * PANEL_GAP_X) / (double)PANEL_COLS;
 
-		nt = 0;
-		for (double y = 0; y <= f.y.hi + step / 2 && nt < 64; y += step) {
-			if (y <= f.y.hi + 1e-9 * f.y.hi)
-				ticks[nt++] = y;
+		for (size_t k = 0; k < p->n_panels; k++) {
+			struct frame pf = f;
+			size_t col = k % PANEL_COLS, row = k / PANEL_COLS;
+
+			pf.px0 = ML + (double)col * (pw + PANEL_GAP_X);
+			pf.px1 = pf.px0 + pw;
+			pf.py1 = MT + 14 + (double)row * (PANEL_H + PANEL_GAP_Y);
+			pf.py0 = pf.py1 + PANEL_H - 14;
+			draw_grid(cv, p, &pf, xs, nxs);
+			font(cv, 13.5, true);
+			cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+			text_at(cv, (pf.px0 + pf.px1) / 2, pf.py1 - 10, p->panel_title[k], 0.5, 0.5);
+			draw_series(cv, p, &pf, (int)k);
 		}
-	}
-	for (size_t i = 0; i < nt; i++) {
-		double py = map_y(&f, ticks[i]);
-
-		cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-		cairo_move_to(cr, f.px0, floor(py) + 0.5);
-		cairo_line_to(cr, f.px1, floor(py) + 0.5);
-		cairo_stroke(cr);
-		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-		tick_label(&f.y, ticks[i], buf, sizeof(buf));
-		text_at(cv, f.px0 - 8, py, buf, 1, 0.5);
-	}
-	/* Vertical grid and x ticks: at the points, or decades. */
-	if (p->xticks_at_points) {
-		memcpy(ticks, xs, nxs * sizeof(double));
-		nt = nxs;
-	} else if (f.x.log) {
-		nt = log_ticks(&f.x, ticks, 64);
 	} else {
-		double step = nice_step(f.x.hi - f.x.lo);
-
-		nt = 0;
-		for (double x = ceil(f.x.lo / step) * step; x <= f.x.hi && nt < 64; x += step)
-			ticks[nt++] = x;
+		draw_grid(cv, p, &f, xs, nxs);
+		draw_series(cv, p, &f, -1);
 	}
-	for (size_t i = 0; i < nt; i++) {
-		double px = map_x(&f, ticks[i]);
-
-		if (px < f.px0 - 0.5 || px > f.px1 + 0.5)
-			continue;
-		cairo_set_source_rgb(cr, 0.93, 0.93, 0.93);
-		cairo_move_to(cr, floor(px) + 0.5, f.py0);
-		cairo_line_to(cr, floor(px) + 0.5, f.py1);
-		cairo_stroke(cr);
-		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-		cairo_move_to(cr, floor(px) + 0.5, f.py0);
-		cairo_line_to(cr, floor(px) + 0.5, f.py0 + 5);
-		cairo_stroke(cr);
-		if (p->xunit == RPLOT_NUMBER)
-			snprintf(buf, sizeof(buf), "%g", ticks[i]);
-		else
-			tick_label(&f.x, ticks[i], buf, sizeof(buf));
-		text_at(cv, px, f.py0 + 10, buf, 0.5, 1);
-	}
-	cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-	cairo_rectangle(cr, f.px0 + 0.5, f.py1 + 0.5, f.px1 - f.px0, f.py0 - f.py1);
-	cairo_stroke(cr);
 
 	/* Axis labels, with the unit unless every tick has its own. */
 	font(cv, 14, false);
+	cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
 	if (*f.x.uname && !(f.x.log && f.x.unit == RPLOT_SECONDS))
 		snprintf(buf, sizeof(buf), "%s (%s)", p->xlabel, f.x.uname);
 	else
 		snprintf(buf, sizeof(buf), "%s", p->xlabel);
-	text_at(cv, (f.px0 + f.px1) / 2, H - 22, buf, 0.5, 0.5);
+	text_at(cv, (f.px0 + f.px1) / 2, h - 22, buf, 0.5, 0.5);
 	if (*f.y.uname && !(f.y.log && f.y.unit == RPLOT_SECONDS))
 		snprintf(buf, sizeof(buf), "%s (%s)", p->ylabel, f.y.uname);
 	else
@@ -419,76 +573,7 @@ static void draw(struct canvas *cv, const struct rplot *p)
 	text_at(cv, 0, 0, buf, 0.5, 0.5);
 	cairo_restore(cr);
 
-	/* Series: error bars, lines, markers. Points at the same x are spread
-	 * a little so bars do not hide each other. */
-	cairo_save(cr);
-	cairo_rectangle(cr, f.px0, f.py1 - 6, f.px1 - f.px0, f.py0 - f.py1 + 6);
-	cairo_clip(cr);
-	for (size_t s = 0; s < p->n_series; s++) {
-		const struct rplot_series *se = &p->series[s];
-		double off = p->xticks_at_points && p->n_series > 1
-				     ? ((double)s - (double)(p->n_series - 1) / 2) * (14.0 / (double)p->n_series) : 0;
-
-		set_color(cr, se->color, 0.75);
-		cairo_set_line_width(cr, 1.3);
-		for (size_t i = 0; i < se->n; i++) {
-			double px = map_x(&f, se->x[i]) + off;
-
-			if (!isfinite(se->lo[i]) || !isfinite(se->hi[i]) || se->hi[i] <= se->lo[i] ||
-			    (f.y.log && se->lo[i] <= 0))
-				continue;
-			cairo_move_to(cr, px, map_y(&f, se->lo[i]));
-			cairo_line_to(cr, px, map_y(&f, se->hi[i]));
-			cairo_move_to(cr, px - 4, map_y(&f, se->lo[i]));
-			cairo_line_to(cr, px + 4, map_y(&f, se->lo[i]));
-			cairo_move_to(cr, px - 4, map_y(&f, se->hi[i]));
-			cairo_line_to(cr, px + 4, map_y(&f, se->hi[i]));
-			cairo_stroke(cr);
-		}
-		set_color(cr, se->color, 1);
-		cairo_set_line_width(cr, se->marker < 0 ? 1.8 : 2.2);
-		set_dash(cr, se->dashed);
-		for (size_t i = 0, drawn = 0; i < se->n; i++) {
-			double px = map_x(&f, se->x[i]) + off, py;
-
-			if (f.y.log && !(se->y[i] > 0))
-				continue;
-			py = map_y(&f, se->y[i]);
-			if (drawn++ == 0)
-				cairo_move_to(cr, px, py);
-			else
-				cairo_line_to(cr, px, py);
-		}
-		cairo_stroke(cr);
-		cairo_set_dash(cr, NULL, 0, 0);
-		for (size_t i = 0; i < se->n; i++) {
-			if (!(f.y.log && !(se->y[i] > 0)))
-				marker(cr, se->marker, map_x(&f, se->x[i]) + off, map_y(&f, se->y[i]), 4.2);
-		}
-	}
-	cairo_restore(cr);
-
-	/* Legend, right of the plot. */
-	{
-		double lx = f.px1 + 18, ly = f.py1 + 8, lh = p->n_series > 20 ? 15 : 20;
-
-		font(cv, p->n_series > 20 ? 11 : 12.5, false);
-		for (size_t s = 0; s < p->n_series; s++) {
-			const struct rplot_series *se = &p->series[s];
-			double y = ly + (double)s * lh;
-
-			set_color(cr, se->color, 1);
-			cairo_set_line_width(cr, 2.2);
-			set_dash(cr, se->dashed);
-			cairo_move_to(cr, lx, y);
-			cairo_line_to(cr, lx + 30, y);
-			cairo_stroke(cr);
-			cairo_set_dash(cr, NULL, 0, 0);
-			marker(cr, se->marker, lx + 15, y, 4.2);
-			cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-			text_at(cv, lx + 38, y, se->label, 0, 0.5);
-		}
-	}
+	draw_legend(cv, p, f.px1 + 18, f.py1 + 8);
 }
 
 static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned int len)
@@ -526,11 +611,15 @@ static int splice_text(struct gpushare_buf *svg, const struct gpushare_buf *text
 
 int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png, struct gpushare_buf *svg)
 {
-	cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, W, H);
-	struct canvas cv = { .cr = cairo_create(s) };
+	cairo_surface_t *s;
+	struct canvas cv;
 	struct gpushare_buf text = { 0 };
 	cairo_status_t st;
-	int rc;
+	int rc, w, h;
+
+	plot_size(p, &w, &h);
+	s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h);
+	cv = (struct canvas){ .cr = cairo_create(s) };
 
 	draw(&cv, p);
 	st = cairo_status(cv.cr);
@@ -541,7 +630,7 @@ int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png,
 	if (st != CAIRO_STATUS_SUCCESS)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot draw '%s' as PNG: %s", p->title, cairo_status_to_string(st));
 
-	s = cairo_svg_surface_create_for_stream(to_buf, svg, W, H);
+	s = cairo_svg_surface_create_for_stream(to_buf, svg, w, h);
 	cv.cr = cairo_create(s);
 	cv.svg_text = &text;
 	draw(&cv, p);
@@ -700,6 +789,8 @@ static size_t per_strategy(struct shape_ctx *x, long batch, cell_metric m, const
 			break;
 		snprintf(se->label, sizeof(se->label), "%s%s%s", gpushare_strategy_name(x->strat[s]), *suffix ? " " : "",
 			 suffix);
+		snprintf(se->key, sizeof(se->key), "%s", *suffix ? suffix : gpushare_strategy_name(x->strat[s]));
+		se->panel = (int)s;
 		se->color = x->strat[s];
 		se->dashed = dash;
 		se->marker = mark >= 0 ? mark : x->strat[s];
@@ -713,6 +804,38 @@ static size_t per_strategy(struct shape_ctx *x, long batch, cell_metric m, const
 		keep_series(x->p);
 	}
 	return points;
+}
+
+/* Where more than RPLOT_MAX_OVERLAID series would overlap, one panel per
+ * strategy (the series' panel is the strategy's index in x->strat), on
+ * shared axes; strategies without a series get no panel. Returns whether
+ * the figure was split. */
+static bool split_panels(struct shape_ctx *x)
+{
+	struct rplot *p = x->p;
+	int map[GPUSHARE_STRATEGY_COUNT];
+
+	p->n_panels = 0;
+	if (p->n_series <= RPLOT_MAX_OVERLAID || x->ns < 2)
+		return false;
+	for (size_t s = 0; s < x->ns && s < GPUSHARE_STRATEGY_COUNT; s++) {
+		bool used = false;
+
+		for (size_t k = 0; k < p->n_series; k++)
+			used |= p->series[k].panel == (int)s;
+		map[s] = -1;
+		if (!used || p->n_panels >= RPLOT_MAX_PANELS)
+			continue;
+		map[s] = (int)p->n_panels;
+		snprintf(p->panel_title[p->n_panels++], sizeof(p->panel_title[0]), "%s", gpushare_strategy_name(x->strat[s]));
+	}
+	for (size_t k = 0; k < p->n_series; k++)
+		p->series[k].panel = map[p->series[k].panel];
+	if (p->n_panels < 2) {
+		p->n_panels = 0;
+		return false;
+	}
+	return true;
 }
 
 static int fig(struct shape_ctx *x, const char *name, const char *caption)
@@ -748,6 +871,8 @@ static int cdf_figure(struct shape_ctx *x, long batch, int workers)
 		if (k < 0 || !(h = x->r->cells[k].hist) || !h->count || !(se = new_series(x->p)))
 			continue;
 		snprintf(se->label, sizeof(se->label), "%s", gpushare_strategy_name(x->strat[s]));
+		snprintf(se->key, sizeof(se->key), "%s", gpushare_strategy_name(x->strat[s]));
+		se->panel = (int)s;
 		se->color = x->strat[s];
 		se->marker = -1;
 		for (size_t b = 0; b < GPUSHARE_HIST_BUCKETS; b++)
@@ -773,8 +898,9 @@ static int cdf_figure(struct shape_ctx *x, long batch, int workers)
 	if (!drawn)
 		return GPUSHARE_OK;
 	snprintf(name, sizeof(name), "shape%zu-batch%ld-cdf-w%d", x->si + 1, batch, workers);
-	snprintf(cap, sizeof(cap), "%s, %s: the fraction of requests slower than a latency, per strategy, on log "
-				   "axes: 1%% is p99, 0.1%% p99.9 (from the runs' histograms).", x->shape, extra);
+	snprintf(cap, sizeof(cap), "%s, %s: the fraction of requests slower than a latency, %s, on log "
+				   "axes: 1%% is p99, 0.1%% p99.9 (from the runs' histograms).", x->shape, extra,
+		 split_panels(x) ? "one panel per strategy (same axes)" : "per strategy");
 	return fig(x, name, cap);
 }
 
@@ -805,7 +931,8 @@ static int batch_figures(struct shape_ctx *x, long batch)
 		per_strategy(x, batch, pct[k].m, pct[k].name, pct[k].dash, pct[k].marker);
 	snprintf(name, sizeof(name), "shape%zu-batch%ld-latency-vs-workers", x->si + 1, batch);
 	snprintf(cap, sizeof(cap), "%s, batch %ld: p50 (solid), p90 (dash-dot), p99 (dashed) and p99.9 (dotted) latency "
-				   "against worker count, log scale.", x->shape, batch);
+				   "against worker count, log scale%s.", x->shape, batch,
+		 split_panels(x) ? "; one panel per strategy, on the same axes" : "");
 	if ((rc = fig(x, name, cap)))
 		return rc;
 	/* Fairness vs workers. */
@@ -863,6 +990,8 @@ static int shape_figures(const struct gpushare_report *r, size_t si, struct rplo
 					break;
 				snprintf(se->label, sizeof(se->label), "%s, %d %s", gpushare_strategy_name(x.strat[s]),
 					 x.workers[w], x.workers[w] == 1 ? "worker" : "workers");
+				snprintf(se->key, sizeof(se->key), "%d %s", x.workers[w], x.workers[w] == 1 ? "worker" : "workers");
+				se->panel = (int)s;
 				se->color = x.strat[s];
 				se->marker = (int)w;
 				se->dashed = w % 2 == 1;
@@ -876,8 +1005,8 @@ static int shape_figures(const struct gpushare_report *r, size_t si, struct rplo
 			}
 		}
 		snprintf(name, sizeof(name), "shape%zu-throughput-vs-batch", si + 1);
-		snprintf(cap, sizeof(cap), "%s: aggregate throughput against batch size, per strategy and worker count.",
-			 x.shape);
+		snprintf(cap, sizeof(cap), "%s: aggregate throughput against batch size, per strategy and worker count%s.",
+			 x.shape, split_panels(&x) ? " (one panel per strategy, on the same axes)" : "");
 		if ((rc = fig(&x, name, cap)))
 			return rc;
 	}

@@ -101,11 +101,13 @@ run "${SW[@]}" --out "$out" --resume -q
 	|| fail "--resume: exit $rc, $(wc -l <"$out/results.jsonl") records: $(cat "$tmp/err")"
 SW_P99=("${SW[@]/p90=50ms/p99=50ms}")
 run "${SW_P99[@]}" --out "$out" --resume -q
-[[ $rc -eq 2 ]] && grep -qE -- "--slo|peak_search" "$tmp/err" && ok "--resume with another --slo refused naming it" \
+[[ $rc -eq 2 ]] && grep -q "ran with --slo p90=50ms, this one asks for --slo p99=50ms" "$tmp/err" &&
+	ok "--resume with another --slo refused, naming the difference" \
 	|| fail "--resume --slo p99: exit $rc: $(cat "$tmp/err")"
 SW_RES=("${SW[@]/0.1/0.05}")
 run "${SW_RES[@]}" --out "$out" --resume -q
-[[ $rc -eq 2 ]] && grep -qE -- "--resolution|peak_search" "$tmp/err" && ok "--resume with another --resolution refused naming it" \
+[[ $rc -eq 2 ]] && grep -q "ran with --resolution 0.1, this one asks for --resolution 0.05" "$tmp/err" &&
+	ok "--resume with another --resolution refused, naming the difference" \
 	|| fail "--resume --resolution: exit $rc: $(cat "$tmp/err")"
 [[ $(wc -l <"$out/results.jsonl") -eq 4 ]] && ok "refused resumes wrote nothing" \
 	|| fail "refused resumes wrote records"
@@ -118,7 +120,7 @@ run sweep --out "$tmp/cut" --workload spin --sleep on --request-us 5ms --fail-af
 	--resolution 0.1 --tail-samples 20 --duration 2s --repeats 1
 [[ $rc -eq 10 ]] && ok "cut search: exit 10" || fail "cut search: exit $rc: $(cat "$tmp/err")"
 check "cut search: recorded as partial" grep -q '"status":"partial"' "$tmp/cut/results.jsonl"
-check "cut search: the table says failed, not a rate" grep -q '^| timeslice | failed (1) |$' "$tmp/cut/report.md"
+check "cut search: the table says failed, not a rate, and why" grep -qE '^\| timeslice \| failed \(1\): .*a worker failed.* \|$' "$tmp/cut/report.md"
 check "cut search: the recommendation says no search succeeded" grep -q "no search succeeded" "$tmp/cut/report.md"
 no_workers_left "cut search"
 

@@ -20,7 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "gpushare/bench.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 
@@ -320,7 +323,12 @@ static void test_outputs(void **state)
 	assert_non_null(data);
 	assert_non_null(strstr(data, "<svg"));
 	assert_non_null(strstr(data, ">spin: latency percentiles vs workers</text>"));
-	assert_non_null(strstr(data, ">mps p99.9</text>"));
+	/* Four percentiles of several strategies would overlap: one panel per
+	 * strategy (titled with its name), the percentiles in the legend. */
+	assert_non_null(strstr(data, ">p99.9</text>"));
+	assert_non_null(strstr(data, "font-weight=\"bold\" fill=\"rgb(26,26,26)\">mps</text>"));
+	assert_non_null(strstr(data, "font-weight=\"bold\" fill=\"rgb(26,26,26)\">timeslice</text>"));
+	assert_null(strstr(data, ">mps p99.9</text>"));
 	assert_non_null(strstr(data, "transform=\"rotate(-90"));
 	free(data);
 	/* The new figures; none against batch size with one batch size. */
@@ -391,6 +399,67 @@ static void test_outputs(void **state)
 	remove_fixture();
 }
 
+/* The file is streamed: loading it gives what loading its bytes from
+ * memory gives (runs, bad lines, the merged histograms of the cells); runs
+ * keep no histogram of their own; a duplicate's histogram is not merged;
+ * what is not a regular file is refused without blocking. */
+static void test_streamed_load(void **state)
+{
+	struct gpushare_report a, b;
+	char *data, fifo[160];
+	size_t len;
+	int k;
+	FILE *f;
+
+	(void)state;
+	write_fixture(3);
+	/* The first record again: a duplicate, listed and left out. */
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("\n", f);
+	record(f, "timeslice", 1, 0, 5000, 1e-3, 2e-3, "ok");
+	fclose(f);
+	assert_int_equal(gpushare_report_load(path, &a), GPUSHARE_OK);
+	assert_int_equal(gpushare_read_file(path, 1 << 24, &data, &len), GPUSHARE_OK);
+	assert_int_equal(gpushare_report_load_buffer(data, len, &b), GPUSHARE_OK);
+	free(data);
+	assert_int_equal(a.n_runs, b.n_runs);
+	assert_int_equal(a.n_runs, 6 * 3 + 1);
+	assert_int_equal(a.n_bad, b.n_bad);
+	for (size_t i = 0; i < a.n_bad; i++) {
+		assert_int_equal(a.bad[i].line, b.bad[i].line);
+		assert_string_equal(a.bad[i].reason, b.bad[i].reason);
+	}
+	/* Listed in the order of the file; the duplicate last. */
+	assert_non_null(strstr(a.bad[a.n_bad - 1].reason, "is recorded already (line 1)"));
+	for (size_t i = 0; i < a.n_runs; i++)
+		assert_true(a.runs[i].hist_n == 0 && !a.runs[i].hist_le_ns);
+	assert_int_equal(gpushare_report_summarise(&a, 0), GPUSHARE_OK);
+	assert_int_equal(gpushare_report_summarise(&b, 0), GPUSHARE_OK);
+	assert_int_equal(a.n_cells, b.n_cells);
+	for (size_t i = 0; i < a.n_cells; i++) {
+		assert_non_null(a.cells[i].hist);
+		assert_memory_equal(a.cells[i].hist, b.cells[i].hist, sizeof(*a.cells[i].hist));
+	}
+	/* 3 ok runs of 100 requests each; the duplicate's not counted. */
+	k = cell_of(&a, GPUSHARE_STRATEGY_TIMESLICE, 1);
+	assert_true(k >= 0);
+	assert_int_equal(a.cells[k].hist->count, 300);
+	assert_true(a.cells[k].throughput.median < 5000);
+	/* Summarised twice: the same histograms, not twice the counts. */
+	assert_int_equal(gpushare_report_summarise(&a, 0), GPUSHARE_OK);
+	assert_int_equal(a.cells[k].hist->count, 300);
+	gpushare_report_release(&a);
+	gpushare_report_release(&b);
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(gpushare_report_load(fifo, &a), GPUSHARE_E_IO);
+	assert_non_null(strstr(gpushare_errdetail(), "not a regular file"));
+	gpushare_report_release(&a);
+	remove_fixture();
+}
+
 static void test_missing_file(void **state)
 {
 	struct gpushare_report r;
@@ -407,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_load_and_recommend),
 		cmocka_unit_test(test_few_repeats),
 		cmocka_unit_test(test_outputs),
+		cmocka_unit_test(test_streamed_load),
 		cmocka_unit_test(test_missing_file),
 	};
 

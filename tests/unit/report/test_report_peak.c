@@ -38,7 +38,7 @@ static void remove_fixture(void)
 static void peak_record(FILE *f, const char *shape, const char *strategy, int workers, int repeat, const char *status,
 			double rate, double missed_at, double resolution)
 {
-	char peak[512] = "null";
+	char peak[512] = "null", error[128] = "null";
 
 	if (!strcmp(status, "ok")) {
 		char r[32] = "null", m[32] = "null";
@@ -53,9 +53,12 @@ static void peak_record(FILE *f, const char *shape, const char *strategy, int wo
 			 "\"repeated_steps\":0,\"note\":null,\"steps\":[]}",
 			 rate > 0 ? "true" : "false", r, m, resolution);
 	}
+	/* A failed run says why, with the repeat in it (the last one is shown). */
+	if (strcmp(status, "ok"))
+		snprintf(error, sizeof(error), "{\"code\":\"worker\",\"message\":\"worker 0 exited 3 | repeat %d\"}", repeat);
 	fprintf(f,
 		"{\"gpushare_sweep_record\":1,\"cell\":{\"key\":\"k\",\"shape\":\"%s\",\"workload\":\"spin\","
-		"\"strategy\":\"%s\",\"workers\":%d,\"batch\":1},\"repeat\":%d,\"status\":\"%s\",\"error\":null,"
+		"\"strategy\":\"%s\",\"workers\":%d,\"batch\":1},\"repeat\":%d,\"status\":\"%s\",\"error\":%s,"
 		"\"metadata\":{\"gpushare_version\":\"0.1.0\",\"date\":\"2025-01-01T00:00:00Z\",\"host\":\"box\","
 		"\"gpu\":{\"index\":null,\"name\":null,\"uuid\":null},\"driver_version\":null,\"command_line\":[]},"
 		"\"peak_search\":{\"slo\":{\"quantile\":0.99,\"bound_seconds\":0.05},\"first_rate_per_second\":100,"
@@ -63,7 +66,7 @@ static void peak_record(FILE *f, const char *shape, const char *strategy, int wo
 		"\"bench\":{\"config\":{\"find_peak\":true},\"results\":[{\"aggregate\":{\"items_per_second\":%g,"
 		"\"requests_per_second\":%g,\"mean_seconds\":0.01,\"p50_seconds\":0.01,\"p99_seconds\":0.02},"
 		"\"peak\":%s}]}}\n",
-		shape, strategy, workers, repeat, status, resolution, rate, rate, peak);
+		shape, strategy, workers, repeat, status, error, resolution, rate, rate, peak);
 }
 
 /* Peak tables: per strategy and worker count the median over repeats, a
@@ -127,7 +130,9 @@ static void test_peak_tables(void **state)
 	assert_non_null(strstr(data, "| strategy | 1 worker | 2 workers |"));
 	assert_non_null(strstr(data, "| timeslice | 100/s (98.0-102, 3 runs) | **200/s (195-205, 3 runs)** |"));
 	assert_non_null(strstr(data, "| mps | none found (3 runs) [1 found one] | **192/s (190-194, 3 runs)** |"));
-	assert_non_null(strstr(data, "| sequential | 100/s+ (1 run) [2 failed] | failed (1) |"));
+	/* Failed cells give the reason of their last failed run ('|' kept out of the table). */
+	assert_non_null(strstr(data, "| sequential | 100/s+ (1 run) [2 failed: worker 0 exited 3 / repeat 2] | "
+				     "failed (1): worker 0 exited 3 / repeat 0 |"));
 	assert_non_null(strstr(data, "- **Highest rate within p99 <= 50.0 ms (batch 1, peak search):** timeslice, 2 workers "
 				     "at 200/s and mps, 2 workers at 192/s, a tie (within the search resolution). Others: "
 				     "timeslice, 1 worker 100/s; mps, 1 worker none found; sequential, 1 worker 100/s+; "
@@ -173,7 +178,10 @@ static void test_peak_tables(void **state)
 			assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "median_per_second")));
 			assert_int_equal(cJSON_GetObjectItem(c, "runs")->valueint, 0);
 			assert_int_equal(cJSON_GetObjectItem(c, "runs_failed")->valueint, 1);
+			assert_string_equal(cJSON_GetObjectItem(c, "error")->valuestring, "worker 0 exited 3 / repeat 0");
 		}
+		if (!strcmp(st, "timeslice"))
+			assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "error")));
 		if (!strcmp(st, "sequential") && w == 1)
 			assert_true(cJSON_IsTrue(cJSON_GetObjectItem(c, "may_be_higher")));
 	}
