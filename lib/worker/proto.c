@@ -18,6 +18,7 @@
 void gpushare_proto_init(struct gpushare_proto *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->max_rate = GPUSHARE_PROTO_MAX_RATE;
 }
 
 static int proto_error(struct gpushare_proto *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -159,8 +160,8 @@ static int take_line(struct gpushare_proto *p, const char *line, size_t len, uin
 		p->rate_start_ns = now_ns;
 		p->rate_count = 0;
 	}
-	if (++p->rate_count > GPUSHARE_PROTO_MAX_RATE)
-		return proto_error(p, "flood: more than %u messages in one second", GPUSHARE_PROTO_MAX_RATE);
+	if (++p->rate_count > p->max_rate)
+		return proto_error(p, "flood: more than %" PRIu64 " messages in one second", p->max_rate);
 	if (gpushare_proto_parse_line(line, len, &m)) {
 		char detail[128];
 
