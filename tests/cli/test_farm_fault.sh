@@ -104,7 +104,7 @@ echo "== 40 jobs at K=4, --retries 1, job 17 faults (the server log names it)"
 : >"$tmp/runs"
 jobs "$tmp/j40" 40 17
 run farm --dir "$tmp/f" --slots 4 --retries 1 "$tmp/j40"
-check "exit 4 (a job failed)" test "$rc" = 4
+check "exit 8 (a job failed)" test "$rc" = 8
 check "summary: 39 done, 1 failed" grep -q "jobs: 39 done, 1 failed, 0 unfinished of 40" "$tmp/out"
 check "summary names the fault, its culprit and the bystanders" \
 	grep -qE "GPU faults under MPS: 2 \(culprit jobs 17, 17\); 3 bystanders requeued without charge; 1 culprit failed" "$tmp/out"
