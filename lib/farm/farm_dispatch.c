@@ -299,9 +299,10 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		break;
 	case FARM_BYSTANDER: /* of another job's GPU fault: again, not charged */
 		if (farm_stop_level == 0) {
-			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->culprit_before };
+			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->culprit_before,
+					     s->isolate_next };
 
-			rc = j.culprit ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
+			rc = j.culprit || j.isolate ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
 			if (!rc)
 				s->argv = NULL;
 			f->queued++;
@@ -321,7 +322,7 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 			f->rs.failed++;
 			g->failed++;
 		} else if (s->attempts < f->c->retries + 1 && farm_stop_level == 0) {
-			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->fault_culprit };
+			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->fault_culprit, false };
 
 			/* a fault's culprit runs again alone on a GPU */
 			rc = j.culprit ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
@@ -389,7 +390,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->attempts = j->attempts;
 	s->attempt = j->last_attempt + 1;
 	s->timed_out = s->stopped = false;
-	s->isolated = s->fault_named = s->fault_culprit = false;
+	s->isolated = s->fault_named = s->fault_culprit = s->isolate_next = false;
 	s->culprit_before = j->culprit;
 	s->kill_ns = 0;
 	snprintf(s->out_rel, sizeof(s->out_rel), "out/%zu.%u.out", job, s->attempt);

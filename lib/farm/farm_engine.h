@@ -61,7 +61,7 @@ struct slot {
 	bool timed_out, stopped;
 	/* faults under MPS (farm_fault.c): runs alone on its GPU; a culprit's
 	 * retry; the server log names it; recorded as a fault's culprit */
-	bool isolated, culprit_before, fault_named, fault_culprit;
+	bool isolated, culprit_before, fault_named, fault_culprit, isolate_next;
 	char out_rel[64], err_rel[64];
 	char **argv;                       /* from the cursor, owned */
 };
@@ -73,6 +73,7 @@ struct job_ref {
 	char **argv;                       /* owned */
 	unsigned attempts, last_attempt;
 	bool culprit;                      /* a culprit's retry: runs alone on a GPU */
+	bool isolate;                      /* runs alone on a GPU (a suspect of a fault) */
 };
 
 struct farm {

@@ -284,8 +284,9 @@ static int settle(struct farm *f, size_t gi)
 	snprintf(rec.gpu_uuid, sizeof(rec.gpu_uuid), "%s", f->gpus[gi].id.uuid);
 	rec.culprit = w->m[ci].s.job;
 	rec.culprit_attempt = w->m[ci].s.attempt;
-	rec.culprit_failed = w->m[ci].s.culprit_before || w->m[ci].s.attempts + 1 >= f->c->retries + 1 ||
-			     farm_stop_level > 0;
+	/* Told by the order only, the culprit is a suspect: not charged. */
+	rec.culprit_failed = ev != FARM_EVIDENCE_FIRST &&
+			     (w->m[ci].s.culprit_before || w->m[ci].s.attempts + 1 >= f->c->retries + 1 || farm_stop_level > 0);
 	snprintf(rec.evidence, sizeof(rec.evidence), "%s", farm_fault_evidence_name(ev));
 	rec.start_unix_s = w->t0_unix;
 	rec.recovered_unix_s = unix_now();
@@ -297,10 +298,16 @@ static int settle(struct farm *f, size_t gi)
 		int r2;
 
 		f->close_busy = m->close_busy;
-		m->s.fault_culprit = i == ci;
+		bool charge = i == ci && ev != FARM_EVIDENCE_FIRST;
+
+		/* Told by the order only: nobody is charged, and each suspect
+		 * runs alone, so the one that faults again is known for
+		 * certain. */
+		m->s.fault_culprit = charge;
+		m->s.isolate_next = ev == FARM_EVIDENCE_FIRST;
 		if (i != ci)
 			by[rec.n_bystanders++] = m->s.job;
-		r2 = farm_attempt_ended(f, &m->s, i == ci ? FARM_FAILED : FARM_BYSTANDER, m->wstatus, m->end_ns);
+		r2 = farm_attempt_ended(f, &m->s, charge ? FARM_FAILED : FARM_BYSTANDER, m->wstatus, m->end_ns);
 		if (!rc)
 			rc = r2;
 		if (!rc)
@@ -373,8 +380,7 @@ int farm_fault_push_isolated(struct farm *f, const struct job_ref *j)
 		F->iso = p;
 		F->cap_iso = cap;
 	}
-	F->iso[F->n_iso] = *j;
-	F->iso[F->n_iso++].culprit = true;
+	F->iso[F->n_iso++] = *j;
 	return GPUSHARE_OK;
 }
 

@@ -57,7 +57,7 @@ bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_n
 int farm_fault_poll(struct farm *f, uint64_t now);
 /* Start the culprits' retries, each alone on a GPU. */
 int farm_fault_dispatch(struct farm *f);
-/* Queue a culprit's retry (takes j->argv). */
+/* Queue a retry to run alone on a GPU: a culprit's, or a suspect's (takes j->argv). */
 int farm_fault_push_isolated(struct farm *f, const struct job_ref *j);
 /* Some fault is not settled yet (the loop must not end). */
 bool farm_fault_open(const struct farm *f);
