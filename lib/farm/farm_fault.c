@@ -30,6 +30,7 @@ struct member {
 	int wstatus;
 	uint64_t end_ns;
 	bool close_busy;
+	bool not_ready;                /* refused by the faulted server (807) */
 };
 
 struct window {
@@ -68,24 +69,32 @@ const char *farm_fault_evidence_name(enum farm_fault_evidence e)
 
 size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_fault_evidence *ev)
 {
-	size_t first = 0, earlier = 0, n_earlier = 0;
+	size_t first = SIZE_MAX, earlier = 0, n_earlier = 0, n_ran = 0, ran = 0;
 
 	for (size_t i = 0; i < n; i++) {
+		if (c[i].not_ready)
+			continue;
 		if (c[i].named) {
 			*ev = FARM_EVIDENCE_LOG;
 			return i;
 		}
+		if (n_ran++ == 0)
+			ran = i;
 	}
-	if (n <= 1) {
+	if (n_ran == 1) { /* the only one that ran GPU work */
 		*ev = FARM_EVIDENCE_ALONE;
-		return 0;
+		return ran;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (c[i].not_ready && n_ran)
+			continue;
 		if (c[i].earlier && n_earlier++ == 0)
 			earlier = i;
-		if (c[i].end_ns < c[first].end_ns)
+		if (first == SIZE_MAX || c[i].end_ns < c[first].end_ns)
 			first = i;
 	}
+	if (first == SIZE_MAX)
+		first = 0;
 	if (n_earlier == 1) {
 		*ev = FARM_EVIDENCE_EARLIER;
 		return earlier;
@@ -158,12 +167,14 @@ bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_n
 	struct farm_faults *F = f->faults;
 	struct window *w;
 	struct member *m;
+	char path[GPUSHARE_PATH_MAX * 2];
+	enum gpushare_mps_fault k;
 
+	snprintf(path, sizeof(path), "%s/%s", f->dir, s->err_rel);
+	k = gpushare_mps_fault_file(path);
 	if (!F || !F->win[s->gpu].open) {
-		char path[GPUSHARE_PATH_MAX * 2];
-
-		snprintf(path, sizeof(path), "%s/%s", f->dir, s->err_rel);
-		if (gpushare_mps_fault_file(path) != GPUSHARE_MPS_FAULT_FATAL || !(F = faults(f)))
+		/* A fatal error, or the server refusing the job: it is in fault. */
+		if (k == GPUSHARE_MPS_FAULT_NONE || !(F = faults(f)))
 			return false;
 		w = &F->win[s->gpu];
 		w->open = true;
@@ -189,6 +200,7 @@ bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_n
 	m->wstatus = wstatus;
 	m->end_ns = end_ns;
 	m->close_busy = f->close_busy;
+	m->not_ready = k == GPUSHARE_MPS_FAULT_NOT_READY;
 	f->close_busy = false;
 	s->argv = NULL;
 	return true;
@@ -277,6 +289,7 @@ static int settle(struct farm *f, size_t gi)
 		c[i].end_ns = w->m[i].end_ns;
 		c[i].named = w->m[i].s.fault_named;
 		c[i].earlier = was_earlier(F, w->m[i].s.job);
+		c[i].not_ready = w->m[i].not_ready;
 	}
 	ci = farm_fault_pick(c, w->n, &ev);
 	memset(&rec, 0, sizeof(rec));

@@ -32,12 +32,15 @@ struct farm_fault_cand {
 	uint64_t end_ns;         /* when it ended */
 	bool named;              /* the server log names its process */
 	bool earlier;            /* its job failed in an earlier fault of this run */
+	bool not_ready;          /* refused by the faulted server (807): it ran no GPU work */
 };
 
 /* The culprit among n > 0 failed attempts: the one the server log names
  * (the first named when several), else the only one, else the only one
  * that failed in an earlier fault too, else the first to fail (ties: the
- * lower index). Its index; *ev says which rule chose it. */
+ * lower index). Attempts refused by the faulted server (not_ready) are
+ * never chosen while another is there; when all are, the first to fail.
+ * Its index; *ev says which rule chose it. */
 size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_fault_evidence *ev);
 
 struct farm;

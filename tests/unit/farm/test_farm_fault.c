@@ -42,6 +42,22 @@ static void test_pick(void **state)
 	c[0].named = true;
 	assert_int_equal(farm_fault_pick(c, 4, &ev), 0);
 	assert_int_equal(ev, FARM_EVIDENCE_LOG);
+	/* refused by the faulted server (807): never the culprit while another ran */
+	memset(c, 0, sizeof(c));
+	c[0].end_ns = 5;
+	c[0].not_ready = true;
+	c[1].end_ns = 20;
+	c[2].end_ns = 10;
+	assert_int_equal(farm_fault_pick(c, 3, &ev), 2);
+	assert_int_equal(ev, FARM_EVIDENCE_FIRST);
+	c[2].not_ready = true;
+	assert_int_equal(farm_fault_pick(c, 3, &ev), 1);
+	assert_int_equal(ev, FARM_EVIDENCE_ALONE);
+	c[0].named = true; /* a log naming a refused process does not count */
+	assert_int_equal(farm_fault_pick(c, 3, &ev), 1);
+	c[1].not_ready = true; /* all refused: the first to fail, a suspect */
+	assert_int_equal(farm_fault_pick(c, 3, &ev), 0);
+	assert_int_equal(ev, FARM_EVIDENCE_FIRST);
 	assert_string_equal(farm_fault_evidence_name(FARM_EVIDENCE_LOG), "server log");
 	assert_string_equal(farm_fault_evidence_name(FARM_EVIDENCE_FIRST), "first to fail");
 }
