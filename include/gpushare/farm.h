@@ -168,6 +168,7 @@ struct gpushare_farm_result {
 	uint64_t skipped;           /* finished in earlier runs (resume) */
 	/* This run only. */
 	uint64_t ended, ok, failed_attempts, timeouts, refused, stopped;
+	uint64_t bystanders;        /* attempts failed by another job's GPU fault (requeued) */
 	double run_s;               /* this run's wall time, start to end */
 	double run_jobs_per_s;      /* attempts ended / run_s */
 	unsigned slots;             /* slots per GPU used after calibration */

@@ -298,6 +298,7 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		g->failed++;
 		break;
 	case FARM_BYSTANDER: /* of another job's GPU fault: again, not charged */
+		f->r->bystanders++;
 		if (farm_stop_level == 0) {
 			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->culprit_before,
 					     s->isolate_next };

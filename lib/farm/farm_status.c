@@ -293,7 +293,8 @@ static bool run_obj(cJSON *doc, const char *k, const struct gpushare_farm_result
 		  gpushare_json_int(o, "failed_attempts", (long long)r->failed_attempts) &&
 		  gpushare_json_int(o, "timeouts", (long long)r->timeouts) &&
 		  gpushare_json_int(o, "refused", (long long)r->refused) &&
-		  gpushare_json_int(o, "stopped", (long long)r->stopped) && gpushare_json_num(o, "seconds", r->run_s) &&
+		  gpushare_json_int(o, "stopped", (long long)r->stopped) &&
+		  gpushare_json_int(o, "bystanders", (long long)r->bystanders) && gpushare_json_num(o, "seconds", r->run_s) &&
 		  gpushare_json_num(o, "attempts_per_second", r->run_jobs_per_s) && gpushare_json_int(o, "slots", r->slots) &&
 		  gpushare_json_bool(o, "calibrated", r->calibrated) && (cal = gpushare_json_arr(o, "calibration")) != NULL;
 
@@ -359,6 +360,8 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		fprintf(f, "this run: %" PRIu64 " attempt%s in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
 			   " failed, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64 " stopped",
 			r->ended, plural(r->ended), span, r->run_jobs_per_s, r->ok, r->failed_attempts, r->timeouts, r->refused, r->stopped);
+		if (r->bystanders)
+			fprintf(f, ", %" PRIu64 " bystander%s of a GPU fault", r->bystanders, plural(r->bystanders));
 		if (r->skipped)
 			fprintf(f, "; %" PRIu64 " finished earlier", r->skipped);
 		fprintf(f, "\n");

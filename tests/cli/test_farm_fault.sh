@@ -6,9 +6,10 @@
 # slow process may), the three jobs beside it are recorded as bystanders
 # and requeued without charge, the culprit's retry runs alone on the GPU and
 # faults again, so it is failed; 39 jobs are done. The journal, the
-# summary, `farm status` and its --json say so. The same farm without the
-# fault reports nothing. A fault that no log names: the first to fail is
-# the culprit. Nothing is left running.
+# summary, `farm status` and its --json say so. A farm without a fault
+# reports nothing. A fault that no log names: the first to fail is only a
+# suspect, nobody is charged, each of the fault's jobs runs again alone and
+# the one that faults alone is the culprit. Nothing is left running.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -106,6 +107,7 @@ jobs "$tmp/j40" 40 17
 run farm --dir "$tmp/f" --slots 4 --retries 1 "$tmp/j40"
 check "exit 8 (a job failed)" test "$rc" = 8
 check "summary: 39 done, 1 failed" grep -q "jobs: 39 done, 1 failed, 0 unfinished of 40" "$tmp/out"
+check "this run: 3 bystanders of a GPU fault" grep -qE "^this run: .*, 3 bystanders of a GPU fault$" "$tmp/out"
 check "summary names the fault, its culprit and the bystanders" \
 	grep -qE "GPU faults under MPS: 2 \(culprit jobs 17, 17\); 3 bystanders requeued without charge; 1 culprit failed" "$tmp/out"
 check "journal: the first fault names job 17 from the server log, 3 bystanders; the second, job 17 alone, failed" journal "$tmp/f" '
@@ -146,29 +148,36 @@ assert f['count'] == 2 and f['bystanders_requeued'] == 3 and f['culprits_failed'
 assert f['recovery_seconds'] > 0, f"
 wait_for 20 0.1 nothing_left && ok "nothing left running" || fail "left: $(pgrep -af "$tmp/client" || true) $(our_daemons)"
 
-echo "== the same farm without a fault: nothing reported"
+echo "== a farm without a fault: nothing reported"
 : >"$tmp/runs"
-jobs "$tmp/j40c" 40 -1
-run farm --dir "$tmp/c" --slots 4 --retries 1 --json "$tmp/j40c"
+jobs "$tmp/j16c" 16 -1
+run farm --dir "$tmp/c" --slots 4 --retries 1 --json "$tmp/j16c"
 check "exit 0" test "$rc" = 0
-check "json: 40 done, no fault" python3 -c "
+check "json: 16 done, no fault" python3 -c "
 import json
 s = json.load(open('$tmp/out'))['summary']
-assert s['done'] == 40 and s['failed'] == 0 and s['faults']['count'] == 0 and s['faults']['culprits'] == [], s"
+assert s['done'] == 16 and s['failed'] == 0 and s['faults']['count'] == 0 and s['faults']['culprits'] == [], s"
 check "journal: no fault record, no bystander" journal "$tmp/c" '
-assert not faults and all(r["outcome"] == "ok" for r in recs) and len(recs) == 40'
+assert not faults and all(r["outcome"] == "ok" for r in recs) and len(recs) == 16'
 run farm status "$tmp/c"
 check "farm status says nothing of faults" bash -c "! grep -qi fault '$tmp/out'"
 
-echo "== a culprit the log does not name (it leaves first): the first to fail"
+echo "== a culprit the log does not name (it leaves first): suspects run alone"
 # Linger 0: the culprit fails before the others notice; its log line names
-# a process that is gone, so the order of the failures tells.
+# a process that is gone, so only the order of the failures tells.
 jobs "$tmp/j8" 8 2 0
 run farm --dir "$tmp/g" --slots 4 --retries 1 "$tmp/j8"
 check "7 done, the culprit failed" grep -q "jobs: 7 done, 1 failed, 0 unfinished of 8" "$tmp/out"
-check "journal: culprit job 2, the first to fail, then alone" journal "$tmp/g" '
-assert faults[0]["culprit"] == 2 and faults[0]["evidence"] in ("first to fail", "server log"), faults
-assert faults[-1]["culprit"] == 2 and faults[-1]["culprit_failed"], faults
+check "journal: job 2 first suspected, then alone, then failed; no one else charged" journal "$tmp/g" '
+a = faults[0]
+assert a["culprit"] == 2 and a["evidence"] in ("first to fail", "server log"), faults
+if a["evidence"] == "first to fail":
+    assert not a["culprit_failed"] and all(r["outcome"] == "bystander" for r in recs if r["job"] in [2] + a["bystanders"] and r["attempt"] == 1)
+    # each suspect ran again alone
+    for j in a["bystanders"]:
+        r = [x for x in recs if x["job"] == j and x["outcome"] == "ok"][0]
+        assert not [x for x in recs if x["job"] != j and x["start_unix_s"] < r["end_unix_s"] and x["end_unix_s"] > r["start_unix_s"]], (j, r)
+assert faults[-1]["culprit"] == 2 and faults[-1]["culprit_failed"] and faults[-1]["evidence"] == "alone", faults
 assert not [r for r in recs if r["outcome"] == "failed" and r["job"] != 2]'
 
 echo "== timeslice: no fault containment (each process has its own context)"
