@@ -33,16 +33,26 @@ S=$O/summary.md
 [[ -x $J ]] || { echo "no $J: build with CUDA (tests/gpu/run.sh)" >&2; exit 1; }
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_VISIBLE_DEVICES
 
-# The private daemons of this script's farms (under XDG_RUNTIME_DIR or the
-# per-user directory gpushare uses): stopped with quit, then killed.
+# The private daemons of this script's farms (their pipe directory under
+# the directory gpushare keeps per user: $XDG_RUNTIME_DIR/gpushare or
+# /tmp/gpushare-UID): a farm stops its own; one left (a farm that died) is
+# stopped here with quit, then killed, and so is a server left without it.
+farm_pipe() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p'; }
+ours() { [[ $1 == */gpushare/farm-* || $1 == /tmp/gpushare-*/farm-* ]]; }
 stop_daemons() {
 	local p d
 	for p in $(pgrep -u "$(id -u)" -f nvidia-cuda-mps-control || true); do
-		d=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p')
-		[[ $d == */gpushare/farm-* ]] || continue
+		d=$(farm_pipe "$p")
+		ours "$d" || continue
 		echo "farm_fault.sh: stopping a daemon left at $d (pid $p)" >&2
 		echo quit | CUDA_MPS_PIPE_DIRECTORY=$d timeout 10 nvidia-cuda-mps-control >/dev/null 2>&1 || true
 		sleep 1
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	for p in $(pgrep -u "$(id -u)" -f nvidia-cuda-mps-server || true); do
+		d=$(farm_pipe "$p")
+		ours "$d" || continue
+		echo "farm_fault.sh: killing a server left at $d (pid $p)" >&2
 		kill -KILL "$p" 2>/dev/null || true
 	done
 }
