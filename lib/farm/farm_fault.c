@@ -63,6 +63,8 @@ const char *farm_fault_evidence_name(enum farm_fault_evidence e)
 		return "earlier fault";
 	case FARM_EVIDENCE_FIRST:
 		return "first to fail";
+	case FARM_EVIDENCE_REFUSED:
+		return "refused";
 	}
 	return "unknown";
 }
@@ -95,6 +97,10 @@ size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_faul
 	}
 	if (first == SIZE_MAX)
 		first = 0;
+	if (!n_ran) {
+		*ev = FARM_EVIDENCE_REFUSED;
+		return first;
+	}
 	if (n_earlier == 1) {
 		*ev = FARM_EVIDENCE_EARLIER;
 		return earlier;
@@ -298,7 +304,7 @@ static int settle(struct farm *f, size_t gi)
 	rec.culprit = w->m[ci].s.job;
 	rec.culprit_attempt = w->m[ci].s.attempt;
 	/* Told by the order only, the culprit is a suspect: not charged. */
-	rec.culprit_failed = ev != FARM_EVIDENCE_FIRST &&
+	rec.culprit_failed = ev != FARM_EVIDENCE_FIRST && ev != FARM_EVIDENCE_REFUSED &&
 			     (w->m[ci].s.culprit_before || w->m[ci].s.attempts + 1 >= f->c->retries + 1 || farm_stop_level > 0);
 	snprintf(rec.evidence, sizeof(rec.evidence), "%s", farm_fault_evidence_name(ev));
 	rec.start_unix_s = w->t0_unix;
@@ -312,15 +318,18 @@ static int settle(struct farm *f, size_t gi)
 
 		f->close_busy = m->close_busy;
 		bool charge = i == ci && ev != FARM_EVIDENCE_FIRST;
+		/* Only refused (a server that stays in fault, or another's
+		 * fault): ordinary failures, or they would come back forever. */
+		bool refused = ev == FARM_EVIDENCE_REFUSED;
 
 		/* Told by the order only: nobody is charged, and each suspect
 		 * runs alone, so the one that faults again is known for
 		 * certain. */
-		m->s.fault_culprit = charge;
+		m->s.fault_culprit = charge && !refused;
 		m->s.isolate_next = ev == FARM_EVIDENCE_FIRST;
-		if (i != ci)
+		if (i != ci && !refused)
 			by[rec.n_bystanders++] = m->s.job;
-		r2 = farm_attempt_ended(f, &m->s, charge ? FARM_FAILED : FARM_BYSTANDER, m->wstatus, m->end_ns);
+		r2 = farm_attempt_ended(f, &m->s, charge || refused ? FARM_FAILED : FARM_BYSTANDER, m->wstatus, m->end_ns);
 		if (!rc)
 			rc = r2;
 		if (!rc)
@@ -369,8 +378,12 @@ int farm_fault_poll(struct farm *f, uint64_t now)
 					w->next_check_ns = now + FARM_FAULT_CHECK_NS;
 					continue;
 				}
-				server_faulted(f, true);
-				w->restarted = true;
+				/* A daemon of the farm's own: its server is shut
+				 * down (the next client starts a new one). */
+				if (f->run.sx.mps.started) {
+					server_faulted(f, true);
+					w->restarted = true;
+				}
 			}
 		}
 		rc = settle(f, gi);

@@ -23,6 +23,7 @@ enum farm_fault_evidence {
 	FARM_EVIDENCE_ALONE,     /* it was the only attempt that failed */
 	FARM_EVIDENCE_EARLIER,   /* the only one that failed in an earlier fault too */
 	FARM_EVIDENCE_FIRST,     /* the first to fail */
+	FARM_EVIDENCE_REFUSED,   /* every attempt was refused by the server (807): none ran */
 };
 
 const char *farm_fault_evidence_name(enum farm_fault_evidence e);
@@ -39,7 +40,8 @@ struct farm_fault_cand {
  * (the first named when several), else the only one, else the only one
  * that failed in an earlier fault too, else the first to fail (ties: the
  * lower index). Attempts refused by the faulted server (not_ready) are
- * never chosen while another is there; when all are, the first to fail.
+ * never chosen while another is there; when all are, the first to fail
+ * (FARM_EVIDENCE_REFUSED: they are charged as ordinary failures).
  * Its index; *ev says which rule chose it. */
 size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_fault_evidence *ev);
 

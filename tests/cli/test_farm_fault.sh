@@ -107,7 +107,12 @@ jobs "$tmp/j40" 40 17
 run farm --dir "$tmp/f" --slots 4 --retries 1 "$tmp/j40"
 check "exit 8 (a job failed)" test "$rc" = 8
 check "summary: 39 done, 1 failed" grep -q "jobs: 39 done, 1 failed, 0 unfinished of 40" "$tmp/out"
-check "this run: 3 bystanders of a GPU fault" grep -qE "^this run: .*, 3 bystanders of a GPU fault$" "$tmp/out"
+cp "$tmp/out" "$tmp/f.out"
+check "this run: the bystanders of the GPU fault, as many as the journal's" journal "$tmp/f" '
+import re
+line = [l for l in open("'"$tmp/f.out"'") if l.startswith("this run:")][0]
+n = int(re.search(r", ([0-9]+) bystanders? of a GPU fault$", line).group(1))
+assert n == len([r for r in recs if r["outcome"] == "bystander"]) >= 3, line'
 check "summary names the fault, its culprit and the bystanders" \
 	grep -qE "GPU faults under MPS: 2 \(culprit jobs 17, 17\); 3 bystanders requeued without charge; 1 culprit failed" "$tmp/out"
 check "journal: the first fault names job 17 from the server log, 3 bystanders; the second, job 17 alone, failed" journal "$tmp/f" '
@@ -179,6 +184,16 @@ if a["evidence"] == "first to fail":
         assert not [x for x in recs if x["job"] != j and x["start_unix_s"] < r["end_unix_s"] and x["end_unix_s"] > r["start_unix_s"]], (j, r)
 assert faults[-1]["culprit"] == 2 and faults[-1]["culprit_failed"] and faults[-1]["evidence"] == "alone", faults
 assert not [r for r in recs if r["outcome"] == "failed" and r["job"] != 2]'
+
+echo "== a job refused by a faulted server (807), no fault seen: an ordinary failure"
+printf '#!/bin/sh\necho "client: CUDA error cudaErrorMpsServerNotReady (807): MPS server is not ready" >&2\nexit 3\n' >"$tmp/refused"
+chmod +x "$tmp/refused"
+{ echo "$tmp/refused"; echo "$tmp/client 1 4"; } >"$tmp/jr"
+run farm --dir "$tmp/r" --slots 2 --retries 1 "$tmp/jr"
+check "exit 8, the refused job failed, charged twice" journal "$tmp/r" '
+assert [r["outcome"] for r in recs if r["job"] == 0] == ["failed", "failed"], recs
+assert all(f["evidence"] == "refused" and f["bystanders"] == [] and not f["culprit_failed"] for f in faults) and faults, faults
+assert [r["outcome"] for r in recs if r["job"] == 1] == ["ok"], recs'
 
 echo "== timeslice: no fault containment (each process has its own context)"
 jobs "$tmp/j4" 4 1

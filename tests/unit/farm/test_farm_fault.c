@@ -55,9 +55,9 @@ static void test_pick(void **state)
 	assert_int_equal(ev, FARM_EVIDENCE_ALONE);
 	c[0].named = true; /* a log naming a refused process does not count */
 	assert_int_equal(farm_fault_pick(c, 3, &ev), 1);
-	c[1].not_ready = true; /* all refused: the first to fail, a suspect */
+	c[1].not_ready = true; /* all refused: the first to fail, none ran */
 	assert_int_equal(farm_fault_pick(c, 3, &ev), 0);
-	assert_int_equal(ev, FARM_EVIDENCE_FIRST);
+	assert_int_equal(ev, FARM_EVIDENCE_REFUSED);
 	assert_string_equal(farm_fault_evidence_name(FARM_EVIDENCE_LOG), "server log");
 	assert_string_equal(farm_fault_evidence_name(FARM_EVIDENCE_FIRST), "first to fail");
 }
