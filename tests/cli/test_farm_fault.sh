@@ -195,6 +195,15 @@ assert [r["outcome"] for r in recs if r["job"] == 0] == ["failed", "failed"], re
 assert all(f["evidence"] == "refused" and f["bystanders"] == [] and not f["culprit_failed"] for f in faults) and faults, faults
 assert [r["outcome"] for r in recs if r["job"] == 1] == ["ok"], recs'
 
+echo "== a server that stays in FAULT after its clients left: shut down after 10 s"
+jobs "$tmp/js" 4 1
+FAKE_MPS_STICKY_FAULT=1 run farm --dir "$tmp/s" --slots 4 --retries 1 "$tmp/js"
+check "3 done, the culprit failed" grep -q "jobs: 3 done, 1 failed, 0 unfinished of 4" "$tmp/out"
+check "journal: each fault's server was shut down after about 10 s" journal "$tmp/s" '
+assert len(faults) == 2 and all(f["server_restarted"] and f["recovery_seconds"] >= 10 for f in faults), faults
+assert faults[-1]["culprit"] == 1 and faults[-1]["culprit_failed"], faults'
+wait_for 20 0.1 nothing_left && ok "nothing left running" || fail "left: $(pgrep -af "$tmp/client" || true) $(our_daemons)"
+
 echo "== timeslice: no fault containment (each process has its own context)"
 jobs "$tmp/j4" 4 1
 run farm --dir "$tmp/t" --strategy timeslice --slots 4 --retries 0 "$tmp/j4"

@@ -25,6 +25,8 @@
  * Knobs (environment of the daemon): FAKE_MPS_START_FAIL=1 makes -d fail;
  * FAKE_MPS_READY_DELAY_MS delays the socket; FAKE_MPS_IGNORE_SET=1 makes
  * setters accept but not apply values; FAKE_MPS_NO_QUIT=1 ignores quit;
+ * FAKE_MPS_STICKY_FAULT=1 keeps a faulted server in FAULT after its
+ * clients have left (until shutdown_server);
  * FAKE_MPS_START_LOG=FILE appends "<daemon pid> <pipe dir>" to FILE at each
  * daemon start.
  */
@@ -67,6 +69,7 @@ static struct {
 	int quitting;
 	int ignore_set;
 	int no_quit;
+	int sticky_fault;
 } st = { .default_pct = 100.0 };
 
 static const char *env_or(const char *name, const char *def)
@@ -147,7 +150,7 @@ static void recover_servers(void)
 		struct server *s = &st.servers[i];
 		int alive = 0;
 
-		if (!s->fault)
+		if (!s->fault || st.sticky_fault)
 			continue;
 		for (int j = 0; j < s->n_sticky; j++)
 			alive += kill(s->sticky[j], 0) == 0;
@@ -422,6 +425,7 @@ static int daemon_main(void)
 	snprintf(st.log_dir, sizeof(st.log_dir), "%s", env_or("CUDA_MPS_LOG_DIRECTORY", "/var/log/nvidia-mps"));
 	st.ignore_set = getenv("FAKE_MPS_IGNORE_SET") != NULL;
 	st.no_quit = getenv("FAKE_MPS_NO_QUIT") != NULL;
+	st.sticky_fault = getenv("FAKE_MPS_STICKY_FAULT") != NULL;
 	if (getenv("FAKE_MPS_START_FAIL"))
 		return 1;
 	if (pipe(ready) != 0)
