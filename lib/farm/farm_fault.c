@@ -286,6 +286,11 @@ static int settle(struct farm *f, size_t gi)
 	size_t ci, n;
 	int rc = GPUSHARE_OK;
 
+	if (!w->n) { /* its first attempt could not be kept: recorded as it was */
+		free(c);
+		free(by);
+		goto close;
+	}
 	if (!c || !by) {
 		free(c);
 		free(by);
@@ -305,7 +310,7 @@ static int settle(struct farm *f, size_t gi)
 	rec.culprit_attempt = w->m[ci].s.attempt;
 	/* Told by the order only, the culprit is a suspect: not charged. */
 	rec.culprit_failed = ev != FARM_EVIDENCE_FIRST && ev != FARM_EVIDENCE_REFUSED &&
-			     (w->m[ci].s.culprit_before || w->m[ci].s.attempts + 1 >= f->c->retries + 1 || farm_stop_level > 0);
+			     (w->m[ci].s.culprit_before || w->m[ci].s.attempts + 1 >= f->c->retries + 1);
 	snprintf(rec.evidence, sizeof(rec.evidence), "%s", farm_fault_evidence_name(ev));
 	rec.start_unix_s = w->t0_unix;
 	rec.recovered_unix_s = unix_now();
@@ -314,13 +319,13 @@ static int settle(struct farm *f, size_t gi)
 	rec.server_restarted = w->restarted;
 	for (size_t i = 0; i < w->n; i++) {
 		struct member *m = &w->m[i];
-		int r2;
-
-		f->close_busy = m->close_busy;
 		bool charge = i == ci && ev != FARM_EVIDENCE_FIRST;
 		/* Only refused (a server that stays in fault, or another's
 		 * fault): ordinary failures, or they would come back forever. */
 		bool refused = ev == FARM_EVIDENCE_REFUSED;
+		int r2;
+
+		f->close_busy = m->close_busy;
 
 		/* Told by the order only: nobody is charged, and each suspect
 		 * runs alone, so the one that faults again is known for
@@ -346,13 +351,14 @@ static int settle(struct farm *f, size_t gi)
 	for (size_t i = 0; i < n && F->n_seen < SEEN_MAX; i++)
 		if (!seen(F, pids[i]))
 			F->seen[F->n_seen++] = pids[i];
+	free(c);
+	free(by);
+close:
 	w->n = 0;
 	w->open = false;
 	F->n_open--;
 	if (f->gpus[gi].hold == FARM_HOLD_FAULT)
 		f->gpus[gi].hold = FARM_HOLD_NONE;
-	free(c);
-	free(by);
 	return rc;
 }
 
