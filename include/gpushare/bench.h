@@ -316,6 +316,10 @@ struct gpushare_bench_result {
 	bool partial;                  /* a worker failed mid-run; the rest was stopped */
 	bool interrupted;              /* SIGINT/SIGTERM */
 	int failed_worker;             /* slot index, -1 none */
+	/* The blast radius: the other workers that failed with the same CUDA
+	 * error as failed_worker (under MPS a fatal GPU fault, error 700, is
+	 * reported to every client of the GPU); 0 none */
+	int failed_with;
 	char failure[512];             /* one line, "" none; FAILED / SKIPPED: the reason */
 	char mps_pipe_dir[GPUSHARE_PATH_MAX]; /* daemon used, "" none */
 	bool mps_daemon_started;

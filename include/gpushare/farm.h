@@ -157,6 +157,15 @@ struct gpushare_farm_summary {
 	struct gpushare_farm_gpu *gpus;
 	size_t n_gpus;
 	bool torn_tail;             /* a journal's last line was torn and ignored */
+	/* Fatal GPU faults under MPS (docs/farm.md, "Faults under MPS"): how
+	 * many, the jobs failed by another's fault and requeued without
+	 * charge, the culprits failed for good, the time from each fault's
+	 * first failure until its server served again (summed), and the
+	 * culprits' job numbers (the first 16 faults). */
+	uint64_t faults, bystanders, culprits_failed;
+	double fault_recovery_s;
+	uint64_t culprits[16];
+	size_t n_culprits;
 	/* farm status: the farms still running on the directories (or killed
 	 * while running: stale). */
 	struct gpushare_farm_live *live;
@@ -176,6 +185,7 @@ struct gpushare_farm_result {
 	uint64_t skipped;           /* finished in earlier runs (resume) */
 	/* This run only. */
 	uint64_t ended, ok, failed_attempts, timeouts, refused, stopped;
+	uint64_t bystanders;        /* attempts failed by another job's GPU fault (requeued) */
 	double run_s;               /* this run's wall time, start to end */
 	double run_jobs_per_s;      /* attempts ended / run_s */
 	unsigned slots;             /* slots per GPU used after calibration */

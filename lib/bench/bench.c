@@ -498,6 +498,20 @@ static void settle_one(struct gpushare_bench_result *res)
 		return;
 	if (res->interrupted && !res->failure[0])
 		snprintf(res->failure, sizeof(res->failure), "interrupted before the window ended");
+	if (res->failed_worker >= 0 && (size_t)res->failed_worker < res->n_workers && !res->failed_with) {
+		int cuda = res->workers[res->failed_worker].cuda_error;
+
+		for (size_t i = 0; cuda && i < res->n_workers; i++)
+			res->failed_with += (int)i != res->failed_worker && res->workers[i].cuda_error == cuda;
+		if (res->failed_with) {
+			size_t len = strlen(res->failure);
+
+			snprintf(res->failure + len, sizeof(res->failure) - len,
+				 "; %d other worker%s failed with CUDA error %d too%s", res->failed_with,
+				 res->failed_with == 1 ? "" : "s", cuda,
+				 cuda == 700 || (cuda >= 714 && cuda <= 719) ? " (a fatal GPU fault reaches every client of an MPS server)" : "");
+		}
+	}
 	if (res->partial || res->interrupted || res->failed_worker >= 0 || res->failure[0])
 		res->status = GPUSHARE_RESULT_FAILED;
 }

@@ -170,6 +170,7 @@ static cJSON *json_result(const struct gpushare_bench_result *res, const struct 
 	if (ok && res->failure[0] && res->status != GPUSHARE_RESULT_SKIPPED) {
 		ok = (fail = gpushare_json_obj(o, "failure")) != NULL &&
 		     gpushare_json_num_if(fail, "worker", res->failed_worker, res->failed_worker >= 0) &&
+		     gpushare_json_int(fail, "failed_with", res->failed_with) &&
 		     gpushare_json_str(fail, "message", res->failure);
 	} else if (ok) {
 		ok = gpushare_json_null(o, "failure");

@@ -583,7 +583,7 @@ static int check_record_hashes(struct farm *f)
 	char path[GPUSHARE_PATH_MAX + 32];
 	uint64_t block = f->n_jobs < HASH_BLOCK ? f->n_jobs : HASH_BLOCK;
 	struct hash_check k = { NULL, 0, 0 };
-	const struct farm_journal_scan scan = { NULL, hash_record, &k };
+	const struct farm_journal_scan scan = { NULL, hash_record, &k, NULL };
 	uint64_t *h;
 	int rc;
 
@@ -620,7 +620,7 @@ static int open_resume(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
 	struct resume_scan rsc = { &f->rs, 0 };
-	const struct farm_journal_scan scan = { resume_header, resume_record, &rsc };
+	const struct farm_journal_scan scan = { resume_header, resume_record, &rsc, NULL };
 	struct farm_journal_data d;
 	char path[GPUSHARE_PATH_MAX + 32];
 	const struct farm_config *old;
@@ -932,7 +932,7 @@ int farm_resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size_t
 {
 	char path[GPUSHARE_PATH_MAX + 32], a[64], b[64], host[256];
 	struct first_header fh;
-	const struct farm_journal_scan scan = { take_first_header, NULL, &fh };
+	const struct farm_journal_scan scan = { take_first_header, NULL, &fh, NULL };
 	struct farm_journal_data d;
 	const struct farm_config *h = &fh.cfg;
 	unsigned given = eff->given;
@@ -1005,7 +1005,7 @@ static int check_resume_gpus(const struct farm *f)
 {
 	char path[GPUSHARE_PATH_MAX + 32], a[1024] = "", b[1024] = "";
 	struct first_header fh;
-	const struct farm_journal_scan scan = { take_first_header, NULL, &fh };
+	const struct farm_journal_scan scan = { take_first_header, NULL, &fh, NULL };
 	struct farm_journal_data d;
 	bool same;
 	int rc;

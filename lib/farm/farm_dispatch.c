@@ -38,6 +38,7 @@
 #include "run_ctx.h"
 #include "farm_engine.h"
 #include "farm_keeper.h"
+#include "farm_fault.h"
 
 
 /* ---- stop requests (async-signal-safe) ---- */
@@ -109,6 +110,7 @@ static int next_job(struct farm *f, struct job_ref *j)
 
 void farm_free_retries(struct farm *f)
 {
+	farm_fault_free(f);
 	for (size_t i = 0; i < f->n_retry; i++)
 		free(f->retry[(f->retry_head + i) % f->retry_cap].argv);
 	free(f->retry);
@@ -245,6 +247,7 @@ static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int
 	if (a.gpu >= 0)
 		snprintf(a.gpu_uuid, sizeof(a.gpu_uuid), "%s", g->id.uuid);
 	a.slot = a.gpu >= 0 ? (int)s->k : -1;
+	a.culprit = s->fault_culprit && o == FARM_FAILED;
 	a.start_unix_s = s->start_unix_s;
 	a.duration_s = s->start_ns ? (double)(end_ns - s->start_ns) / 1e9 : 0;
 	a.end_unix_s = s->start_unix_s + a.duration_s;
@@ -296,6 +299,20 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		f->r->run_failed++;
 		g->failed++;
 		break;
+	case FARM_BYSTANDER: /* of another job's GPU fault: again, not charged */
+		f->r->bystanders++;
+		if (farm_stop_level == 0) {
+			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->culprit_before,
+					     s->isolate_next };
+
+			rc = j.culprit || j.isolate ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
+			if (!rc)
+				s->argv = NULL;
+			f->queued++;
+		} else {
+			f->r->not_started++;
+		}
+		break;
 	case FARM_FAILED:
 	case FARM_TIMEOUT:
 		if (o == FARM_TIMEOUT)
@@ -303,10 +320,16 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		else
 			f->r->failed_attempts++;
 		s->attempts++;
-		if (s->attempts < f->c->retries + 1 && farm_stop_level == 0 && !f->r->halted) {
-			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt };
+		if (s->fault_culprit && s->culprit_before) { /* faulted again, alone: failed */
+			f->rs.state[job] = FARM_JOB_FAILED;
+			f->rs.failed++;
+			f->r->run_failed++;
+			g->failed++;
+		} else if (s->attempts < f->c->retries + 1 && farm_stop_level == 0 && !f->r->halted) {
+			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->fault_culprit, false };
 
-			rc = retry_push(f, &j);
+			/* a fault's culprit runs again alone on a GPU */
+			rc = j.culprit ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
 			if (!rc)
 				s->argv = NULL;
 			f->queued++;
@@ -374,6 +397,8 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->attempts = j->attempts;
 	s->attempt = j->last_attempt + 1;
 	s->timed_out = s->stopped = false;
+	s->isolated = s->fault_named = s->fault_culprit = s->isolate_next = false;
+	s->culprit_before = j->culprit;
 	s->kill_ns = 0;
 	snprintf(s->out_rel, sizeof(s->out_rel), "out/%" PRIu64 ".%u.out", FARM_JOB_NUMBER(job), s->attempt);
 	snprintf(s->err_rel, sizeof(s->err_rel), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(job), s->attempt);
@@ -453,7 +478,7 @@ static struct slot *free_slot(struct farm *f)
 	for (size_t g = 0; g < f->n_gpus; g++) {
 		const struct farm_gpu *gp = &f->gpus[g];
 
-		if (gp->running >= f->cur_k || gp->running >= gp->mem_cap || gp->running >= best_running)
+		if (gp->running >= f->cur_k || gp->running >= gp->mem_cap || gp->running >= best_running || gp->hold)
 			continue;
 		for (unsigned k = 0; k < f->cur_k; k++) {
 			struct slot *s = &f->slots[g * f->max_k + k];
@@ -510,7 +535,7 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 /* Start jobs while slots are free, jobs wait and no stop was asked. */
 static int dispatch(struct farm *f)
 {
-	int rc = GPUSHARE_OK;
+	int rc = f->faults ? farm_fault_dispatch(f) : GPUSHARE_OK;
 
 	while (!rc && farm_stop_level == 0 && !f->r->halted && f->queued) {
 		struct slot *s = NULL;
@@ -551,6 +576,10 @@ static int finish_slot(struct farm *f, struct slot *s)
 		o = FARM_STOPPED;
 	else
 		o = gpushare_child_ok(ws) ? FARM_OK : FARM_FAILED;
+	if (f->faults)
+		farm_fault_slot_ended(f, s);
+	if (o == FARM_FAILED && f->fault_watch && farm_fault_take(f, s, ws, end))
+		return GPUSHARE_OK; /* held until its GPU's fault is settled */
 	rc = attempt_ended(f, s, o, ws, end);
 	free(s->argv);
 	s->argv = NULL;
@@ -683,6 +712,7 @@ int farm_run_loop(struct farm *f)
 {
 	int rc = GPUSHARE_OK;
 
+	farm_fault_init(f);
 	for (;;) {
 		uint64_t now = gpushare_now_ns();
 		bool ended = false;
@@ -696,6 +726,8 @@ int farm_run_loop(struct farm *f)
 				ended = true;
 			}
 		}
+		if (!rc && f->faults)
+			rc = farm_fault_poll(f, now);
 		if (!rc)
 			rc = flush_journal(f); /* before anything else starts */
 		if (rc)
@@ -715,7 +747,7 @@ int farm_run_loop(struct farm *f)
 			write_live(f);
 			f->last_live_ns = gpushare_now_ns();
 		}
-		if (!f->running && (!f->queued || farm_stop_level > 0 || f->r->halted))
+		if (!f->running && (!f->queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f))
 			break;
 		wait_some(f, gpushare_now_ns());
 	}
@@ -746,4 +778,21 @@ void farm_stop_all(struct farm *f)
 		s->argv = NULL;
 		s->busy = false;
 	}
+}
+
+/* ---- for farm_fault.c ---- */
+
+int farm_attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
+{
+	return attempt_ended(f, s, o, wstatus, end_ns);
+}
+
+int farm_flush_journal(struct farm *f)
+{
+	return flush_journal(f);
+}
+
+int farm_start_job(struct farm *f, struct slot *s, const struct job_ref *j)
+{
+	return start_job(f, s, j);
 }

@@ -43,9 +43,11 @@ struct farm_gpu {
 	unsigned running;
 	uint64_t done, failed, attempts;
 	double busy_start_unix_s;          /* when its current busy period began */
+	uint8_t hold;                      /* FARM_HOLD_*: no job is placed there (farm_fault.c) */
 };
 
 struct farm_tail;
+enum { FARM_HOLD_NONE, FARM_HOLD_FAULT, FARM_HOLD_RESERVED, FARM_HOLD_ISOLATED };
 
 struct slot {
 	struct gpushare_child ch;
@@ -60,6 +62,9 @@ struct slot {
 	uint64_t start_ns, deadline_ns, kill_ns;
 	double start_unix_s;
 	bool timed_out, stopped;
+	/* faults under MPS (farm_fault.c): runs alone on its GPU; a culprit's
+	 * retry; the server log names it; recorded as a fault's culprit */
+	bool isolated, culprit_before, fault_named, fault_culprit, isolate_next;
 	char out_rel[64], err_rel[64];
 	char **argv;                       /* from the cursor, owned */
 	struct farm_tail *tail;            /* --tag: reading its out and err files (farm_stream.c) */
@@ -71,6 +76,8 @@ struct job_ref {
 	uint64_t hash;
 	char **argv;                       /* owned */
 	unsigned attempts, last_attempt;
+	bool culprit;                      /* a culprit's retry: runs alone on a GPU */
+	bool isolate;                      /* runs alone on a GPU (a suspect of a fault) */
 };
 
 struct farm {
@@ -131,6 +138,11 @@ struct farm {
 	struct gpushare_hist *ok_hist;
 	uint64_t rel_timeout_ns;
 
+	/* faults under MPS (farm_fault.c): watched under mps and mps-split;
+	 * their state, NULL until the first one */
+	bool fault_watch;
+	struct farm_faults *faults;
+
 	/* the keeper (farm_keeper.c): its pipe, pid and pidfd; -1/0 none */
 	int keeper_fd;
 	pid_t keeper_pid;
@@ -153,6 +165,10 @@ void farm_update_metrics(struct farm *f);
 void farm_calibration_round(struct farm *f);
 int farm_run_loop(struct farm *f);
 void farm_stop_all(struct farm *f);
+/* For farm_fault.c: the dispatch's own steps. */
+int farm_attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns);
+int farm_flush_journal(struct farm *f);
+int farm_start_job(struct farm *f, struct slot *s, const struct job_ref *j);
 
 /* farm_stream.c: --tag's reading of the jobs' output files, and --timeout Nx. */
 #define TAIL_NS (50 * NS_PER_MS)          /* --tag: read the output files this often */

@@ -28,7 +28,7 @@
 
 static const char *const outcome_names[] = {
 	[FARM_OK] = "ok", [FARM_FAILED] = "failed", [FARM_TIMEOUT] = "timeout",
-	[FARM_REFUSED] = "refused", [FARM_STOPPED] = "stopped",
+	[FARM_REFUSED] = "refused", [FARM_STOPPED] = "stopped", [FARM_BYSTANDER] = "bystander",
 };
 
 const char *gpushare_farm_outcome_name(enum farm_outcome o)
@@ -118,6 +118,30 @@ char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a)
 	     gpushare_json_str_or_null(o, "stderr", a->stderr_path);
 	if (ok && a->has_gpu_busy)
 		ok = gpushare_json_num(o, "gpu_busy_seconds", a->gpu_busy_s);
+	if (ok && a->culprit)
+		ok = gpushare_json_str(o, "fault", "culprit");
+	return gpushare_json_finish(o, ok, false);
+}
+
+char *gpushare_farm_journal_fault_json(const struct farm_fault_record *f)
+{
+	cJSON *o = cJSON_CreateObject(), *by;
+	bool ok = gpushare_json_str(o, "type", "fault") && gpushare_json_int(o, "gpu", f->gpu) &&
+		  gpushare_json_str_or_null(o, "gpu_uuid", f->gpu_uuid) &&
+		  gpushare_json_int(o, "culprit", (long long)FARM_JOB_NUMBER(f->culprit)) &&
+		  gpushare_json_int(o, "culprit_attempt", f->culprit_attempt) &&
+		  gpushare_json_bool(o, "culprit_failed", f->culprit_failed) &&
+		  gpushare_json_str(o, "evidence", f->evidence) && (by = gpushare_json_arr(o, "bystanders")) != NULL;
+
+	for (size_t i = 0; ok && i < f->n_bystanders; i++) {
+		cJSON *n = cJSON_CreateNumber((double)FARM_JOB_NUMBER(f->bystanders[i]));
+
+		ok = n && cJSON_AddItemToArray(by, n);
+	}
+	ok = ok && gpushare_json_num(o, "start_unix_s", f->start_unix_s) &&
+	     gpushare_json_num(o, "recovered_unix_s", f->recovered_unix_s) &&
+	     gpushare_json_num(o, "recovery_seconds", f->recovered_unix_s - f->start_unix_s) &&
+	     gpushare_json_bool(o, "server_restarted", f->server_restarted);
 	return gpushare_json_finish(o, ok, false);
 }
 
@@ -427,6 +451,11 @@ int gpushare_farm_journal_write_header(struct farm_journal *j, const struct farm
 int gpushare_farm_journal_write_attempt(struct farm_journal *j, const struct farm_attempt *a)
 {
 	return write_record(j, gpushare_farm_journal_attempt_json(a));
+}
+
+int gpushare_farm_journal_write_fault(struct farm_journal *j, const struct farm_fault_record *f)
+{
+	return write_record(j, gpushare_farm_journal_fault_json(f));
 }
 
 int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n)

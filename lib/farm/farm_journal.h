@@ -47,9 +47,11 @@ enum farm_outcome {
 	FARM_REFUSED,   /* never started: cannot be executed, or can never fit */
 	FARM_STOPPED,   /* killed by gpushare on a stop (second Ctrl-C, SIGTERM):
 	                 * runs again on resume, not counted against --retries */
+	FARM_BYSTANDER, /* failed by another job's fatal GPU fault under MPS:
+	                 * runs again, not counted against --retries */
 };
 
-/* "ok", "failed", "timeout", "refused", "stopped". */
+/* "ok", "failed", "timeout", "refused", "stopped", "bystander". */
 const char *gpushare_farm_outcome_name(enum farm_outcome o);
 /* The inverse; -1 when unknown. */
 int gpushare_farm_outcome_parse(const char *s);
@@ -105,6 +107,28 @@ struct farm_attempt {
 	 * period it closed (first start on the idle GPU to this end). */
 	bool has_gpu_busy;
 	double gpu_busy_s;
+	/* A failed attempt that caused a fatal GPU fault under MPS ("fault":
+	 * "culprit" in the record); counted against --retries as any failure. */
+	bool culprit;
+};
+
+/* A fatal GPU fault under MPS and its containment ("type":"fault", written
+ * after the attempts it names): the culprit's attempt, the bystanders
+ * (attempts failed by it, requeued without charge), from the first failure
+ * to the server serving again. */
+struct farm_fault_record {
+	int gpu;                       /* NVML index */
+	char gpu_uuid[96];
+	uint64_t culprit;              /* job */
+	unsigned culprit_attempt;
+	bool culprit_failed;           /* failed for good (faulted again, or no retry left) */
+	char evidence[32];             /* how the culprit was told: "server log", "alone",
+	                                * "earlier fault", "first to fail" */
+	const uint64_t *bystanders;    /* jobs; the reader keeps only their count */
+	size_t n_bystanders;
+	double start_unix_s;           /* the first failure */
+	double recovered_unix_s;       /* the server serves again */
+	bool server_restarted;         /* it did not recover in time and was shut down */
 };
 
 /* ---- writing ---- */
@@ -154,10 +178,12 @@ int gpushare_farm_journal_write_attempt(struct farm_journal *j, const struct far
  * records the attempts that ended together at once). A
  * crash mid-write can leave only the last line torn, as for one record. */
 int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct farm_attempt *a, size_t n);
+int gpushare_farm_journal_write_fault(struct farm_journal *j, const struct farm_fault_record *f);
 
 /* The JSON of a record (for --json output and tests); caller frees. */
 char *gpushare_farm_journal_header_json(const struct farm_config *cfg);
 char *gpushare_farm_journal_attempt_json(const struct farm_attempt *a);
+char *gpushare_farm_journal_fault_json(const struct farm_fault_record *f);
 
 /* ---- reading ---- */
 
@@ -192,6 +218,8 @@ struct farm_journal_scan {
 	int (*header)(void *arg, struct farm_journal_data *d, const struct farm_config *cfg);
 	int (*record)(void *arg, struct farm_journal_data *d, const struct farm_record *r);
 	void *arg;
+	/* for every fault record (bystanders NULL, their count kept); may be NULL */
+	int (*fault)(void *arg, struct farm_journal_data *d, const struct farm_fault_record *f);
 };
 
 /* Read the journal file at path in one pass, keeping no record (d->records
@@ -287,6 +315,11 @@ struct farm_summary {
 	struct farm_gpu_summary *gpus;
 	size_t n_gpus;
 	bool torn_tail;          /* some journal had a torn last line */
+	/* fatal GPU faults under MPS (fault records) */
+	uint64_t faults, bystanders, culprits_failed;
+	double fault_recovery_s; /* summed: first failure to serving again */
+	uint64_t culprits[16];   /* the culprits' jobs, the first 16 faults */
+	size_t n_culprits;
 };
 
 /* Summarise one or more journal files of the same job list (shards of one

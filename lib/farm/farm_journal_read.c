@@ -225,6 +225,38 @@ static const char *parse_attempt(struct farm_journal_data *d, const cJSON *o, st
 	return NULL;
 }
 
+/* Parse a fault record into f (bystanders counted, not kept); NULL on
+ * success, else what is wrong. */
+static const char *parse_fault(struct farm_journal_data *d, const cJSON *o, struct farm_fault_record *f)
+{
+	const cJSON *by = cJSON_GetObjectItemCaseSensitive(o, "bystanders"), *e;
+	const cJSON *failed = cJSON_GetObjectItemCaseSensitive(o, "culprit_failed");
+	const cJSON *restarted = cJSON_GetObjectItemCaseSensitive(o, "server_restarted");
+	uint64_t attempt;
+
+	memset(f, 0, sizeof(*f));
+	/* Job numbers from 1 (fault records came with journal version 2). */
+	if (!get_uint(o, "culprit", FARM_JOBS_MAX, &f->culprit) || f->culprit == 0 || f->culprit > d->config.n_jobs ||
+	    !get_uint(o, "culprit_attempt", UINT32_MAX, &attempt) || !cJSON_IsArray(by))
+		return "fault without a valid culprit, culprit_attempt or bystanders";
+	f->culprit--;
+	f->culprit_attempt = (unsigned)attempt;
+	cJSON_ArrayForEach(e, by) {
+		if (!cJSON_IsNumber(e) || e->valuedouble < 1 || e->valuedouble > (double)d->config.n_jobs)
+			return "fault with a bystander that is not a job of the list";
+		f->n_bystanders++;
+	}
+	if (!get_int_or_null(o, "gpu", &f->gpu) || !get_str(o, "gpu_uuid", f->gpu_uuid, sizeof(f->gpu_uuid)) ||
+	    !get_str(o, "evidence", f->evidence, sizeof(f->evidence)))
+		return "fault with an invalid gpu, gpu_uuid or evidence";
+	if (!get_double(o, "start_unix_s", &f->start_unix_s) || !get_double(o, "recovered_unix_s", &f->recovered_unix_s) ||
+	    f->recovered_unix_s < f->start_unix_s)
+		return "fault without valid start_unix_s and recovered_unix_s";
+	f->culprit_failed = cJSON_IsTrue(failed);
+	f->server_restarted = cJSON_IsTrue(restarted);
+	return NULL;
+}
+
 static int add_record(struct farm_journal_data *d, const struct farm_record *r)
 {
 	if (d->n_records == d->cap) {
@@ -274,6 +306,13 @@ static int parse_line(struct farm_journal_data *d, const char *line, size_t len,
 			why = "attempt record before the header";
 		else if (!(why = parse_attempt(d, o, &r)) && scan->record)
 			rc = scan->record(scan->arg, d, &r);
+	} else if (!strcmp(type->valuestring, "fault")) {
+		struct farm_fault_record f;
+
+		if (!d->n_headers)
+			why = "fault record before the header";
+		else if (!(why = parse_fault(d, o, &f)) && scan->fault)
+			rc = scan->fault(scan->arg, d, &f);
 	} else {
 		why = "unknown record type";
 	}
@@ -364,7 +403,7 @@ static int keep_record(void *arg, struct farm_journal_data *d, const struct farm
 
 int gpushare_farm_journal_load_path(const char *path, struct farm_journal_data *out)
 {
-	const struct farm_journal_scan keep = { NULL, keep_record, NULL };
+	const struct farm_journal_scan keep = { NULL, keep_record, NULL, NULL };
 
 	return gpushare_farm_journal_scan_path(path, out, &keep);
 }
@@ -459,7 +498,7 @@ int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *re
 	default:
 		break;
 	}
-	/* failed, timeout, stopped: kept until the end decides. */
+	/* failed, timeout, stopped, bystander: kept until the end decides. */
 	if (r->n_notes == r->cap_notes) {
 		size_t cap = r->cap_notes ? r->cap_notes * 2 : 64;
 
@@ -471,7 +510,7 @@ int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *re
 	}
 	e = &r->notes[r->n_notes++];
 	e->job = rec->job;
-	e->attempts = rec->outcome == FARM_STOPPED ? 0 : 1;
+	e->attempts = rec->outcome == FARM_STOPPED || rec->outcome == FARM_BYSTANDER ? 0 : 1;
 	e->last_attempt = rec->attempt;
 	return GPUSHARE_OK;
 }

@@ -233,6 +233,23 @@ static int status_record(void *arg, struct farm_journal_data *d, const struct fa
 	return GPUSHARE_OK;
 }
 
+static int status_fault(void *arg, struct farm_journal_data *d, const struct farm_fault_record *f)
+{
+	struct status_ctx *c = arg;
+	struct farm_summary *s = c->s;
+
+	(void)d;
+	if (c->phase != 1)
+		return GPUSHARE_OK;
+	s->faults++;
+	s->bystanders += f->n_bystanders;
+	s->culprits_failed += f->culprit_failed;
+	s->fault_recovery_s += f->recovered_unix_s - f->start_unix_s;
+	if (s->n_culprits < sizeof(s->culprits) / sizeof(s->culprits[0]))
+		s->culprits[s->n_culprits++] = f->culprit;
+	return GPUSHARE_OK;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -278,7 +295,7 @@ static double union_length(struct interval *iv, size_t m)
 
 static int status_pass(struct status_ctx *c, const char *const *paths, size_t n)
 {
-	const struct farm_journal_scan scan = { status_header, status_record, c };
+	const struct farm_journal_scan scan = { status_header, status_record, c, status_fault };
 	int rc = GPUSHARE_OK;
 
 	for (size_t k = 0; k < n && !rc; k++) {

@@ -51,6 +51,12 @@ static void summary_from(struct gpushare_farm_summary *out, const struct farm_su
 	out->makespan_s = s->makespan_s;
 	out->jobs_per_s = s->jobs_per_s;
 	out->torn_tail = s->torn_tail;
+	out->faults = s->faults;
+	out->bystanders = s->bystanders;
+	out->culprits_failed = s->culprits_failed;
+	out->fault_recovery_s = s->fault_recovery_s;
+	out->n_culprits = s->n_culprits;
+	memcpy(out->culprits, s->culprits, sizeof(out->culprits));
 	out->gpus = s->n_gpus ? calloc(s->n_gpus, sizeof(*out->gpus)) : NULL;
 	if (!out->gpus)
 		return;
@@ -207,6 +213,24 @@ void gpushare_farm_result_release(struct gpushare_farm_result *r)
 
 /* ---- output ---- */
 
+/* "faults": what fatal GPU faults under MPS cost, and their culprits. */
+static bool faults_obj(cJSON *o, const struct gpushare_farm_summary *s)
+{
+	cJSON *f = gpushare_json_obj(o, "faults"), *c;
+	bool ok = gpushare_json_int(f, "count", (long long)s->faults) &&
+		  gpushare_json_int(f, "bystanders_requeued", (long long)s->bystanders) &&
+		  gpushare_json_int(f, "culprits_failed", (long long)s->culprits_failed) &&
+		  gpushare_json_num(f, "recovery_seconds", s->fault_recovery_s) &&
+		  (c = gpushare_json_arr(f, "culprits")) != NULL;
+
+	for (size_t i = 0; ok && i < s->n_culprits; i++) {
+		cJSON *n = cJSON_CreateNumber((double)FARM_JOB_NUMBER(s->culprits[i]));
+
+		ok = n && cJSON_AddItemToArray(c, n);
+	}
+	return ok;
+}
+
 /* Each adds its object under k of doc; false when out of memory. */
 static bool summary_obj(cJSON *doc, const char *k, const struct gpushare_farm_summary *s)
 {
@@ -230,7 +254,7 @@ static bool summary_obj(cJSON *doc, const char *k, const struct gpushare_farm_su
 		     gpushare_json_num(g, "busy_seconds", s->gpus[i].busy_s) &&
 		     gpushare_json_num(g, "busy_fraction", s->gpus[i].busy_fraction);
 	}
-	ok = ok && (jl = gpushare_json_arr(o, "job_list")) != NULL;
+	ok = ok && faults_obj(o, s) && (jl = gpushare_json_arr(o, "job_list")) != NULL;
 	for (size_t i = 0; ok && i < s->n_job_list; i++) {
 		const struct gpushare_farm_job *j = &s->job_list[i];
 		cJSON *e = gpushare_json_obj(jl, NULL);
@@ -269,7 +293,8 @@ static bool run_obj(cJSON *doc, const char *k, const struct gpushare_farm_result
 		  gpushare_json_int(o, "failed_attempts", (long long)r->failed_attempts) &&
 		  gpushare_json_int(o, "timeouts", (long long)r->timeouts) &&
 		  gpushare_json_int(o, "refused", (long long)r->refused) &&
-		  gpushare_json_int(o, "stopped", (long long)r->stopped) && gpushare_json_num(o, "seconds", r->run_s) &&
+		  gpushare_json_int(o, "stopped", (long long)r->stopped) &&
+		  gpushare_json_int(o, "bystanders", (long long)r->bystanders) && gpushare_json_num(o, "seconds", r->run_s) &&
 		  gpushare_json_num(o, "attempts_per_second", r->run_jobs_per_s) && gpushare_json_int(o, "slots", r->slots) &&
 		  gpushare_json_bool(o, "calibrated", r->calibrated) && (cal = gpushare_json_arr(o, "calibration")) != NULL;
 
@@ -336,6 +361,8 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		fprintf(f, "this run: %" PRIu64 " attempt%s in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
 			   " failed, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64 " stopped",
 			r->ended, plural(r->ended), span, r->run_jobs_per_s, r->ok, r->failed_attempts, r->timeouts, r->refused, r->stopped);
+		if (r->bystanders)
+			fprintf(f, ", %" PRIu64 " bystander%s of a GPU fault", r->bystanders, plural(r->bystanders));
 		if (r->skipped)
 			fprintf(f, "; %" PRIu64 " finished earlier", r->skipped);
 		fprintf(f, "\n");
@@ -360,6 +387,14 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 	for (size_t i = 0; i < s->n_gpus; i++)
 		fprintf(f, "  GPU %-42s %6" PRIu64 " attempt%s, busy %5.1f %% of the makespan\n", s->gpus[i].id,
 			s->gpus[i].attempts, plural(s->gpus[i].attempts), 100 * s->gpus[i].busy_fraction);
+	if (s->faults) {
+		fprintf(f, "GPU faults under MPS: %" PRIu64 " (culprit job%s", s->faults, plural(s->n_culprits));
+		for (size_t i = 0; i < s->n_culprits; i++)
+			fprintf(f, "%s%" PRIu64, i ? ", " : " ", FARM_JOB_NUMBER(s->culprits[i]));
+		fprintf(f, "%s); %" PRIu64 " bystander%s requeued without charge; %" PRIu64 " culprit%s failed; "
+			   "recovery %.1f s\n", s->faults > s->n_culprits ? ", ..." : "", s->bystanders, plural(s->bystanders),
+			s->culprits_failed, plural(s->culprits_failed), s->fault_recovery_s);
+	}
 	for (size_t i = 0; i < s->n_live; i++) {
 		const struct gpushare_farm_live *l = &s->live[i];
 

@@ -208,7 +208,7 @@ int gpushare_farm_status_jobs(const char *const *dirs, size_t n, struct gpushare
 	*n_out = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
 		char path[GPUSHARE_PATH_MAX + 32];
-		const struct farm_journal_scan scan = { NULL, on_record, &s };
+		const struct farm_journal_scan scan = { NULL, on_record, &s, NULL };
 		struct farm_journal_data d;
 		size_t first = s.n, keep;
 

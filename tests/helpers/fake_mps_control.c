@@ -13,10 +13,20 @@
  *  - servers start lazily: none until a client attaches; quit waits for
  *    attached clients to leave, then stops servers and exits.
  * Test-only commands: `fake_attach <pid>` attaches process <pid> as a client
- * (starting a server process first if none runs).
+ * (starting a server process first if none runs; while the server is in
+ * fault it replies "807" and attaches nothing); `fake_fault <pid>` fakes a
+ * fatal GPU fault of client <pid>, as Volta MPS handles one: server.log
+ * names the client ("Client <pid> encountered a fatal GPU error"), the
+ * server's status is FAULT, and the file "fault" in the pipe directory
+ * (holding <pid>) tells the other clients (a stand-in client polls it) to
+ * fail with the fault's error; once every client that was attached then
+ * has exited, the server logs that it recreates its context, the file goes
+ * and the status is ACTIVE again. `shutdown_server <pid>` stops a server.
  * Knobs (environment of the daemon): FAKE_MPS_START_FAIL=1 makes -d fail;
  * FAKE_MPS_READY_DELAY_MS delays the socket; FAKE_MPS_IGNORE_SET=1 makes
  * setters accept but not apply values; FAKE_MPS_NO_QUIT=1 ignores quit;
+ * FAKE_MPS_STICKY_FAULT=1 keeps a faulted server in FAULT after its
+ * clients have left (until shutdown_server);
  * FAKE_MPS_START_LOG=FILE appends "<daemon pid> <pipe dir>" to FILE at each
  * daemon start.
  */
@@ -44,6 +54,9 @@ struct server {
 	char mem[NDEV][16];
 	pid_t clients[MAX_CLIENTS];
 	int n_clients;
+	int fault;                 /* a fatal fault: until its sticky clients are gone */
+	pid_t sticky[MAX_CLIENTS];
+	int n_sticky;
 };
 
 static struct {
@@ -56,6 +69,7 @@ static struct {
 	int quitting;
 	int ignore_set;
 	int no_quit;
+	int sticky_fault;
 } st = { .default_pct = 100.0 };
 
 static const char *env_or(const char *name, const char *def)
@@ -86,6 +100,69 @@ static void logf_(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', f);
 	fclose(f);
+}
+
+/* A line of server.log, as the server writes it. */
+static void slogf(pid_t server, const char *fmt, ...)
+{
+	char path[300];
+	FILE *f;
+	va_list ap;
+	time_t t = time(NULL);
+	struct tm tm;
+	char ts[32];
+
+	snprintf(path, sizeof(path), "%s/server.log", st.log_dir);
+	f = fopen(path, "a");
+	if (!f)
+		return;
+	gmtime_r(&t, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+	fprintf(f, "[%s.000 Other %6d] ", ts, (int)server);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fclose(f);
+}
+
+static void fault_file(pid_t pid, int on)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/fault", st.pipe_dir);
+	if (!on) {
+		unlink(path);
+		return;
+	}
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+}
+
+/* A server in fault whose sticky clients have all exited serves again. */
+static void recover_servers(void)
+{
+	for (int i = 0; i < st.n_servers; i++) {
+		struct server *s = &st.servers[i];
+		int alive = 0;
+
+		if (!s->fault || st.sticky_fault)
+			continue;
+		for (int j = 0; j < s->n_sticky; j++)
+			alive += kill(s->sticky[j], 0) == 0;
+		if (alive)
+			continue;
+		slogf(s->pid, "Destroy server context on device 0");
+		slogf(s->pid, "Creating server context on device 0");
+		s->fault = 0;
+		s->n_sticky = 0;
+		s->n_clients = 0;
+		fault_file(0, 0);
+	}
 }
 
 static int sock_path(struct sockaddr_un *sa)
@@ -217,7 +294,33 @@ static void handle(char *line, char *out, size_t len)
 		for (int i = 0; i < st.n_servers; i++)
 			snprintf(out + strlen(out), len - strlen(out), "%d\n", (int)st.servers[i].pid);
 	} else if (!strcmp(argv[0], "get_server_status") && argc == 2 && (s = find_server(atoi(argv[1])))) {
-		snprintf(out, len, "ACTIVE\n");
+		snprintf(out, len, "%s\n", s->fault ? "FAULT" : "ACTIVE");
+	} else if (!strcmp(argv[0], "shutdown_server") && argc == 2 && (s = find_server(atoi(argv[1])))) {
+		slogf(s->pid, "Server has been notified to shutdown");
+		kill(s->pid, SIGTERM);
+		waitpid(s->pid, NULL, 0);
+		if (s->fault)
+			fault_file(0, 0);
+		*s = st.servers[--st.n_servers];
+	} else if (!strcmp(argv[0], "fake_fault") && argc == 2) {
+		pid_t c = atoi(argv[1]);
+
+		s = st.n_servers ? &st.servers[0] : NULL;
+		if (!s) {
+			snprintf(out, len, "1\n");
+			return;
+		}
+		if (!s->fault) {
+			s->fault = 1;
+			s->n_sticky = 0;
+			for (int j = 0; j < s->n_clients; j++)
+				if (kill(s->clients[j], 0) == 0)
+					s->sticky[s->n_sticky++] = s->clients[j];
+			slogf(s->pid, "Client %d encountered a fatal GPU error: an illegal memory access was encountered (700)",
+			      (int)c);
+			fault_file(c, 1);
+		}
+		snprintf(out, len, "0\n");
 	} else if (!strcmp(argv[0], "get_client_list") && argc == 2 && (s = find_server(atoi(argv[1])))) {
 		for (int j = 0; j < s->n_clients; j++)
 			snprintf(out + strlen(out), len - strlen(out), "%d\n", (int)s->clients[j]);
@@ -263,6 +366,10 @@ static void handle(char *line, char *out, size_t len)
 			st.default_prio = atoi(argv[1]);
 	} else if (!strcmp(argv[0], "fake_attach") && argc == 2) {
 		s = st.n_servers ? &st.servers[0] : start_server();
+		if (s && s->fault) {
+			snprintf(out, len, "807\n");
+			return;
+		}
 		if (s && s->n_clients < MAX_CLIENTS)
 			s->clients[s->n_clients++] = atoi(argv[1]);
 		logf_("User did not send valid credentials");
@@ -284,6 +391,7 @@ static void daemon_loop(int lfd)
 		fd_set rf;
 		struct timeval tv = { 0, 50000 };
 
+		recover_servers();
 		if (st.quitting && live_clients() == 0)
 			stop_all_and_exit();
 		FD_ZERO(&rf);
@@ -317,6 +425,7 @@ static int daemon_main(void)
 	snprintf(st.log_dir, sizeof(st.log_dir), "%s", env_or("CUDA_MPS_LOG_DIRECTORY", "/var/log/nvidia-mps"));
 	st.ignore_set = getenv("FAKE_MPS_IGNORE_SET") != NULL;
 	st.no_quit = getenv("FAKE_MPS_NO_QUIT") != NULL;
+	st.sticky_fault = getenv("FAKE_MPS_STICKY_FAULT") != NULL;
 	if (getenv("FAKE_MPS_START_FAIL"))
 		return 1;
 	if (pipe(ready) != 0)

@@ -209,6 +209,49 @@ static void make_report(struct gpushare_bench_report *r, struct gpushare_bench_c
 	assert_int_equal(gpushare_bench_report_settle(r, GPUSHARE_OK), GPUSHARE_OK);
 }
 
+/* The blast radius of a failure: the other workers with the same CUDA
+ * error (a fatal fault under MPS reaches every client of the server). */
+static void test_blast_radius(void **state)
+{
+	static struct gpushare_bench_config c;
+	struct gpushare_bench_report r;
+	cJSON *doc, *fail;
+	char *text;
+
+	(void)state;
+	make_report(&r, &c);
+	assert_int_equal(r.results[1].failed_with, 0); /* a signal, no CUDA error */
+	assert_string_equal(r.results[1].failure, "worker 1 (pid 7) was killed by signal 11");
+	gpushare_bench_report_release(&r);
+
+	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
+	c.workers = 3;
+	gpushare_bench_report_init(&r, &c);
+	r.results = calloc(1, sizeof(*r.results));
+	assert_non_null(r.results);
+	r.n_results = 1;
+	assert_int_equal(gpushare_bench_result_init(&r.results[0], GPUSHARE_STRATEGY_MPS, 3), GPUSHARE_OK);
+	r.results[0].partial = true;
+	r.results[0].failed_worker = 1;
+	snprintf(r.results[0].failure, sizeof(r.results[0].failure), "worker 1 (pid 8) failed: illegal address (CUDA error 700)");
+	for (int i = 0; i < 3; i++) {
+		r.results[0].workers[i].failed = true;
+		r.results[0].workers[i].cuda_error = i == 2 ? 0 : 700; /* worker 2 was stopped */
+	}
+	gpushare_bench_result_compute(&r.results[0], 0);
+	assert_int_equal(gpushare_bench_report_settle(&r, GPUSHARE_OK), GPUSHARE_OK);
+	assert_int_equal(r.results[0].failed_with, 1);
+	assert_non_null(strstr(r.results[0].failure, "; 1 other worker failed with CUDA error 700 too (a fatal GPU fault"));
+	assert_int_equal(gpushare_bench_report_json(&r, &text), GPUSHARE_OK);
+	doc = cJSON_Parse(text);
+	fail = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "results"), 0), "failure");
+	assert_int_equal(cJSON_GetObjectItem(fail, "worker")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(fail, "failed_with")->valueint, 1);
+	cJSON_Delete(doc);
+	free(text);
+	gpushare_bench_report_release(&r);
+}
+
 static void test_json(void **state)
 {
 	static struct gpushare_bench_config c;
@@ -446,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_compute),
 		cmocka_unit_test(test_telemetry),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_blast_radius),
 		cmocka_unit_test(test_csv_and_table),
 		cmocka_unit_test(test_settle_error),
 		cmocka_unit_test(test_summary),

@@ -1,0 +1,483 @@
+/*
+ * Fault containment under MPS (farm_fault.h). While a GPU's fault is open
+ * (from the first attempt that failed with a fatal GPU error until every
+ * job on that GPU has ended) no job is placed there, and every attempt that
+ * fails there is held, unrecorded. Then, once the MPS server serves again
+ * (or was shut down after FARM_FAULT_RECOVER_NS in its FAULT state), the
+ * culprit is chosen (farm_fault_pick), the others are recorded as
+ * bystanders and requeued without charge, the culprit as failed, its retry
+ * queued to run alone on a GPU, and a fault record says what happened.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/strategy.h"
+#include "mps_fault.h"
+#include "mps_parse.h"
+#include "farm_engine.h"
+#include "farm_fault.h"
+
+#define SEEN_MAX 64
+
+struct member {
+	struct slot s;                 /* the slot as it ended (its argv owned here) */
+	int wstatus;
+	uint64_t end_ns;
+	bool close_busy;
+	bool not_ready;                /* refused by the faulted server (807) */
+};
+
+struct window {
+	bool open, restarted;
+	uint64_t recover_t0_ns, next_check_ns;
+	double t0_unix;
+	struct member *m;
+	size_t n, cap;
+};
+
+struct farm_faults {
+	struct window *win;            /* one per GPU */
+	size_t n_open;
+	struct job_ref *iso;           /* culprits' retries, to run alone */
+	size_t n_iso, cap_iso;
+	uint64_t *earlier;             /* jobs that failed in a settled fault */
+	size_t n_earlier, cap_earlier;
+	pid_t seen[SEEN_MAX];          /* server-log pids of settled faults */
+	size_t n_seen;
+};
+
+const char *farm_fault_evidence_name(enum farm_fault_evidence e)
+{
+	switch (e) {
+	case FARM_EVIDENCE_LOG:
+		return "server log";
+	case FARM_EVIDENCE_ALONE:
+		return "alone";
+	case FARM_EVIDENCE_EARLIER:
+		return "earlier fault";
+	case FARM_EVIDENCE_FIRST:
+		return "first to fail";
+	case FARM_EVIDENCE_REFUSED:
+		return "refused";
+	}
+	return "unknown";
+}
+
+size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_fault_evidence *ev)
+{
+	size_t first = SIZE_MAX, earlier = 0, n_earlier = 0, n_ran = 0, ran = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].not_ready)
+			continue;
+		if (c[i].named) {
+			*ev = FARM_EVIDENCE_LOG;
+			return i;
+		}
+		if (n_ran++ == 0)
+			ran = i;
+	}
+	if (n_ran == 1) { /* the only one that ran GPU work */
+		*ev = FARM_EVIDENCE_ALONE;
+		return ran;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].not_ready && n_ran)
+			continue;
+		if (c[i].earlier && n_earlier++ == 0)
+			earlier = i;
+		if (first == SIZE_MAX || c[i].end_ns < c[first].end_ns)
+			first = i;
+	}
+	if (first == SIZE_MAX)
+		first = 0;
+	if (!n_ran) {
+		*ev = FARM_EVIDENCE_REFUSED;
+		return first;
+	}
+	if (n_earlier == 1) {
+		*ev = FARM_EVIDENCE_EARLIER;
+		return earlier;
+	}
+	*ev = FARM_EVIDENCE_FIRST;
+	return first;
+}
+
+void farm_fault_init(struct farm *f)
+{
+	f->fault_watch = (f->c->strategy == GPUSHARE_STRATEGY_MPS || f->c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT) &&
+			 f->run.sx.mps.open;
+}
+
+static struct farm_faults *faults(struct farm *f)
+{
+	if (!f->faults) {
+		f->faults = calloc(1, sizeof(*f->faults));
+		if (f->faults && !(f->faults->win = calloc(f->n_gpus ? f->n_gpus : 1, sizeof(*f->faults->win)))) {
+			free(f->faults);
+			f->faults = NULL;
+		}
+	}
+	return f->faults;
+}
+
+void farm_fault_slot_ended(struct farm *f, struct slot *s)
+{
+	if (s->isolated) {
+		s->isolated = false;
+		if (f->gpus[s->gpu].hold == FARM_HOLD_ISOLATED)
+			f->gpus[s->gpu].hold = FARM_HOLD_NONE;
+	}
+}
+
+static bool seen(const struct farm_faults *F, pid_t p)
+{
+	for (size_t i = 0; i < F->n_seen; i++)
+		if (F->seen[i] == p)
+			return true;
+	return false;
+}
+
+/* The server log's new culprit pids: mark the attempts on GPU gi whose
+ * process (group) they are, the one that just ended (ended) included. */
+static void name_from_log(struct farm *f, size_t gi, struct slot *ended)
+{
+	pid_t pids[SEEN_MAX];
+	size_t n = gpushare_mps_fault_log_clients(f->run.sx.mps.m.log_dir, pids, SEEN_MAX);
+
+	for (size_t i = 0; i < n; i++) {
+		pid_t pg;
+
+		if (seen(f->faults, pids[i]))
+			continue;
+		if (pids[i] == ended->ch.pid || pids[i] == ended->ch.pgid)
+			ended->fault_named = true;
+		pg = getpgid(pids[i]);
+		for (unsigned k = 0; k < f->max_k; k++) {
+			struct slot *s = &f->slots[gi * f->max_k + k];
+
+			if (s->busy && (s->ch.pid == pids[i] || (pg > 0 && s->ch.pgid == pg)))
+				s->fault_named = true;
+		}
+	}
+}
+
+bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_ns)
+{
+	struct farm_faults *F = f->faults;
+	struct window *w;
+	struct member *m;
+	char path[GPUSHARE_PATH_MAX * 2];
+	enum gpushare_mps_fault k;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, s->err_rel);
+	k = gpushare_mps_fault_file(path);
+	if (!F || !F->win[s->gpu].open) {
+		/* A fatal error, or the server refusing the job: it is in fault. */
+		if (k == GPUSHARE_MPS_FAULT_NONE || !(F = faults(f)))
+			return false;
+		w = &F->win[s->gpu];
+		w->open = true;
+		w->restarted = false;
+		w->recover_t0_ns = w->next_check_ns = 0;
+		w->t0_unix = s->start_unix_s + (double)(end_ns - s->start_ns) / 1e9;
+		F->n_open++;
+		f->gpus[s->gpu].hold = FARM_HOLD_FAULT;
+	}
+	w = &F->win[s->gpu];
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 8;
+		struct member *p = realloc(w->m, cap * sizeof(*p));
+
+		if (!p)
+			return false;
+		w->m = p;
+		w->cap = cap;
+	}
+	name_from_log(f, s->gpu, s);
+	m = &w->m[w->n++];
+	m->s = *s;
+	m->wstatus = wstatus;
+	m->end_ns = end_ns;
+	m->close_busy = f->close_busy;
+	m->not_ready = k == GPUSHARE_MPS_FAULT_NOT_READY;
+	f->close_busy = false;
+	s->argv = NULL;
+	return true;
+}
+
+/* Whether a server of the farm's daemon says FAULT; with shut, those are
+ * shut down (the next client starts a new one). Errors count as not. */
+static bool server_faulted(struct farm *f, bool shut)
+{
+	const struct gpushare_mps *m = &f->run.sx.mps.m;
+	char *reply = NULL, cmd[64];
+	pid_t *pids = NULL;
+	size_t n = 0;
+	bool faulted = false;
+
+	if (gpushare_mps_command(m, "get_server_list", &reply) == GPUSHARE_OK &&
+	    gpushare_mps_parse_pid_list(reply, &pids, &n) == GPUSHARE_OK) {
+		for (size_t i = 0; i < n; i++) {
+			char *st = NULL;
+
+			snprintf(cmd, sizeof(cmd), "get_server_status %d", (int)pids[i]);
+			if (gpushare_mps_command(m, cmd, &st) == GPUSHARE_OK && strstr(st, "FAULT")) {
+				faulted = true;
+				if (shut) {
+					char *r2 = NULL;
+
+					snprintf(cmd, sizeof(cmd), "shutdown_server %d", (int)pids[i]);
+					gpushare_mps_command(m, cmd, &r2);
+					free(r2);
+				}
+			}
+			free(st);
+		}
+	}
+	free(reply);
+	free(pids);
+	gpushare_clear_error();
+	return faulted;
+}
+
+static int add_earlier(struct farm_faults *F, uint64_t job)
+{
+	for (size_t i = 0; i < F->n_earlier; i++)
+		if (F->earlier[i] == job)
+			return GPUSHARE_OK;
+	if (F->n_earlier == F->cap_earlier) {
+		size_t cap = F->cap_earlier ? F->cap_earlier * 2 : 16;
+		uint64_t *p = realloc(F->earlier, cap * sizeof(*p));
+
+		if (!p)
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		F->earlier = p;
+		F->cap_earlier = cap;
+	}
+	F->earlier[F->n_earlier++] = job;
+	return GPUSHARE_OK;
+}
+
+static bool was_earlier(const struct farm_faults *F, uint64_t job)
+{
+	for (size_t i = 0; i < F->n_earlier; i++)
+		if (F->earlier[i] == job)
+			return true;
+	return false;
+}
+
+/* Record the fault of GPU gi: its attempts, then its fault record. */
+static int settle(struct farm *f, size_t gi)
+{
+	struct farm_faults *F = f->faults;
+	struct window *w = &F->win[gi];
+	struct farm_fault_cand *c = calloc(w->n, sizeof(*c));
+	uint64_t *by = calloc(w->n, sizeof(*by));
+	struct farm_fault_record rec;
+	enum farm_fault_evidence ev;
+	pid_t pids[SEEN_MAX];
+	size_t ci, n;
+	int rc = GPUSHARE_OK;
+
+	if (!w->n) { /* its first attempt could not be kept: recorded as it was */
+		free(c);
+		free(by);
+		goto close;
+	}
+	if (!c || !by) {
+		free(c);
+		free(by);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < w->n; i++) {
+		c[i].end_ns = w->m[i].end_ns;
+		c[i].named = w->m[i].s.fault_named;
+		c[i].earlier = was_earlier(F, w->m[i].s.job);
+		c[i].not_ready = w->m[i].not_ready;
+	}
+	ci = farm_fault_pick(c, w->n, &ev);
+	memset(&rec, 0, sizeof(rec));
+	rec.gpu = f->gpus[gi].id.index;
+	snprintf(rec.gpu_uuid, sizeof(rec.gpu_uuid), "%s", f->gpus[gi].id.uuid);
+	rec.culprit = w->m[ci].s.job;
+	rec.culprit_attempt = w->m[ci].s.attempt;
+	/* Told by the order only, the culprit is a suspect: not charged. */
+	rec.culprit_failed = ev != FARM_EVIDENCE_FIRST && ev != FARM_EVIDENCE_REFUSED &&
+			     (w->m[ci].s.culprit_before || w->m[ci].s.attempts + 1 >= f->c->retries + 1);
+	snprintf(rec.evidence, sizeof(rec.evidence), "%s", farm_fault_evidence_name(ev));
+	rec.start_unix_s = w->t0_unix;
+	rec.recovered_unix_s = unix_now();
+	if (rec.recovered_unix_s < rec.start_unix_s)
+		rec.recovered_unix_s = rec.start_unix_s;
+	rec.server_restarted = w->restarted;
+	for (size_t i = 0; i < w->n; i++) {
+		struct member *m = &w->m[i];
+		bool charge = i == ci && ev != FARM_EVIDENCE_FIRST;
+		/* Only refused (a server that stays in fault, or another's
+		 * fault): ordinary failures, or they would come back forever. */
+		bool refused = ev == FARM_EVIDENCE_REFUSED;
+		int r2;
+
+		f->close_busy = m->close_busy;
+
+		/* Told by the order only: nobody is charged, and each suspect
+		 * runs alone, so the one that faults again is known for
+		 * certain. */
+		m->s.fault_culprit = charge && !refused;
+		m->s.isolate_next = ev == FARM_EVIDENCE_FIRST;
+		if (i != ci && !refused)
+			by[rec.n_bystanders++] = m->s.job;
+		r2 = farm_attempt_ended(f, &m->s, charge || refused ? FARM_FAILED : FARM_BYSTANDER, m->wstatus, m->end_ns);
+		if (!rc)
+			rc = r2;
+		if (!rc)
+			rc = add_earlier(F, m->s.job);
+		free(m->s.argv);
+		m->s.argv = NULL;
+	}
+	rec.bystanders = by;
+	if (!rc)
+		rc = farm_flush_journal(f);
+	if (!rc)
+		rc = gpushare_farm_journal_write_fault(&f->journal, &rec);
+	n = gpushare_mps_fault_log_clients(f->run.sx.mps.m.log_dir, pids, SEEN_MAX);
+	for (size_t i = 0; i < n && F->n_seen < SEEN_MAX; i++)
+		if (!seen(F, pids[i]))
+			F->seen[F->n_seen++] = pids[i];
+	free(c);
+	free(by);
+close:
+	w->n = 0;
+	w->open = false;
+	F->n_open--;
+	if (f->gpus[gi].hold == FARM_HOLD_FAULT)
+		f->gpus[gi].hold = FARM_HOLD_NONE;
+	return rc;
+}
+
+int farm_fault_poll(struct farm *f, uint64_t now)
+{
+	struct farm_faults *F = f->faults;
+	int rc = GPUSHARE_OK;
+
+	for (size_t gi = 0; F && F->n_open && gi < f->n_gpus && !rc; gi++) {
+		struct window *w = &F->win[gi];
+
+		if (!w->open || f->gpus[gi].running)
+			continue;
+		/* Every client has left: wait (bounded) until the server is
+		 * out of its FAULT state; not when the farm stops. */
+		if (!w->recover_t0_ns)
+			w->recover_t0_ns = now;
+		if (farm_stop_level == 0) {
+			if (now < w->next_check_ns)
+				continue;
+			if (server_faulted(f, false)) {
+				if (now - w->recover_t0_ns < FARM_FAULT_RECOVER_NS) {
+					w->next_check_ns = now + FARM_FAULT_CHECK_NS;
+					continue;
+				}
+				/* A daemon of the farm's own: its server is shut
+				 * down (the next client starts a new one). */
+				if (f->run.sx.mps.started) {
+					server_faulted(f, true);
+					w->restarted = true;
+				}
+			}
+		}
+		rc = settle(f, gi);
+	}
+	return rc;
+}
+
+int farm_fault_push_isolated(struct farm *f, const struct job_ref *j)
+{
+	struct farm_faults *F = faults(f);
+
+	if (!F)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	if (F->n_iso == F->cap_iso) {
+		size_t cap = F->cap_iso ? F->cap_iso * 2 : 4;
+		struct job_ref *p = realloc(F->iso, cap * sizeof(*p));
+
+		if (!p)
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		F->iso = p;
+		F->cap_iso = cap;
+	}
+	F->iso[F->n_iso++] = *j;
+	return GPUSHARE_OK;
+}
+
+int farm_fault_dispatch(struct farm *f)
+{
+	struct farm_faults *F = f->faults;
+	int rc = GPUSHARE_OK;
+
+	while (!rc && F && F->n_iso && farm_stop_level == 0) {
+		size_t best = SIZE_MAX, fewest = SIZE_MAX;
+		bool reserved = false;
+
+		for (size_t g = 0; g < f->n_gpus; g++) {
+			const struct farm_gpu *gp = &f->gpus[g];
+
+			reserved = reserved || gp->hold == FARM_HOLD_RESERVED;
+			if (gp->running == 0 && gp->mem_cap > 0 &&
+			    (gp->hold == FARM_HOLD_RESERVED || (gp->hold == FARM_HOLD_NONE && best == SIZE_MAX)))
+				best = g;
+			if (gp->hold == FARM_HOLD_NONE && gp->mem_cap > 0 && (fewest == SIZE_MAX || gp->running < f->gpus[fewest].running))
+				fewest = g;
+		}
+		if (best != SIZE_MAX) {
+			struct slot *s = &f->slots[best * f->max_k];
+			struct job_ref j = F->iso[0];
+
+			memmove(F->iso, F->iso + 1, (F->n_iso - 1) * sizeof(*F->iso));
+			F->n_iso--;
+			f->gpus[best].hold = FARM_HOLD_ISOLATED;
+			rc = farm_start_job(f, s, &j);
+			if (s->busy)
+				s->isolated = true;
+			else
+				f->gpus[best].hold = FARM_HOLD_NONE;
+			continue;
+		}
+		/* Keep new jobs off one GPU until it is empty. */
+		if (!reserved && fewest != SIZE_MAX)
+			f->gpus[fewest].hold = FARM_HOLD_RESERVED;
+		break;
+	}
+	return rc;
+}
+
+bool farm_fault_open(const struct farm *f)
+{
+	return f->faults && f->faults->n_open;
+}
+
+void farm_fault_free(struct farm *f)
+{
+	struct farm_faults *F = f->faults;
+
+	if (!F)
+		return;
+	for (size_t g = 0; g < f->n_gpus; g++) {
+		for (size_t i = 0; i < F->win[g].n; i++)
+			free(F->win[g].m[i].s.argv);
+		free(F->win[g].m);
+	}
+	for (size_t i = 0; i < F->n_iso; i++)
+		free(F->iso[i].argv);
+	free(F->iso);
+	free(F->earlier);
+	free(F->win);
+	free(F);
+	f->faults = NULL;
+}

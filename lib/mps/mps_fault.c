@@ -1,0 +1,164 @@
+/*
+ * Recognising a fatal GPU fault under MPS (mps_fault.h): from a client's
+ * error text and from the MPS server's log.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpushare/util.h"
+#include "mps_fault.h"
+
+#define ERR_TAIL (16 * 1024)
+#define LOG_TAIL (256 * 1024)
+
+/* Case-insensitive search in text[0..len) (not NUL-terminated). */
+static const char *find_ci(const char *text, size_t len, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	for (size_t i = 0; n && i + n <= len; i++) {
+		size_t k = 0;
+
+		while (k < n && tolower((unsigned char)text[i + k]) == tolower((unsigned char)needle[k]))
+			k++;
+		if (k == n)
+			return text + i;
+	}
+	return NULL;
+}
+
+/* A number in the text as an error code: not part of a longer number. */
+static bool has_code(const char *text, size_t len, const char *code)
+{
+	size_t n = strlen(code);
+
+	for (size_t i = 0; i + n <= len; i++) {
+		if (memcmp(text + i, code, n) != 0)
+			continue;
+		if ((i > 0 && (isalnum((unsigned char)text[i - 1]) || text[i - 1] == '.')) ||
+		    (i + n < len && isalnum((unsigned char)text[i + n])))
+			continue;
+		/* "error 700", "(700)", "code=700", "code 700", "700:" */
+		if ((i > 0 && (text[i - 1] == '(' || text[i - 1] == '=' || text[i - 1] == '#')) ||
+		    (i >= 6 && find_ci(text + i - 6, 6, "error ")) || (i >= 5 && find_ci(text + i - 5, 5, "code ")) ||
+		    (i >= 7 && find_ci(text + i - 7, 7, "status ")))
+			return true;
+	}
+	return false;
+}
+
+enum gpushare_mps_fault gpushare_mps_fault_text(const char *text, size_t len)
+{
+	static const char *const fatal[] = {
+		"illegal memory access", "illegal address", "ILLEGAL_ADDRESS", "IllegalAddress",
+		"hardware stack error", "HARDWARE_STACK_ERROR", "HardwareStackError",
+		"illegal instruction", "ILLEGAL_INSTRUCTION", "IllegalInstruction",
+		"misaligned address", "MISALIGNED_ADDRESS", "MisalignedAddress",
+		"invalid address space", "INVALID_ADDRESS_SPACE", "InvalidAddressSpace",
+		"invalid program counter", "INVALID_PC", "InvalidPc",
+		"unspecified launch failure", "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure",
+	};
+	static const char *const fatal_codes[] = { "700", "714", "715", "716", "717", "718", "719" };
+	static const char *const not_ready[] = { "MPS server is not ready", "MPS_SERVER_NOT_READY", "MpsServerNotReady",
+						 "server not ready" };
+
+	if (!text)
+		return GPUSHARE_MPS_FAULT_NONE;
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		if (find_ci(text, len, fatal[i]))
+			return GPUSHARE_MPS_FAULT_FATAL;
+	for (size_t i = 0; i < sizeof(fatal_codes) / sizeof(fatal_codes[0]); i++)
+		if (has_code(text, len, fatal_codes[i]))
+			return GPUSHARE_MPS_FAULT_FATAL;
+	for (size_t i = 0; i < sizeof(not_ready) / sizeof(not_ready[0]); i++)
+		if (find_ci(text, len, not_ready[i]))
+			return GPUSHARE_MPS_FAULT_NOT_READY;
+	if (has_code(text, len, "807"))
+		return GPUSHARE_MPS_FAULT_NOT_READY;
+	return GPUSHARE_MPS_FAULT_NONE;
+}
+
+/* The last `max` bytes of path into a malloc'ed buffer; NULL when none. */
+static char *read_tail(const char *path, size_t max, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	off_t from;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+
+	*len = 0;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		goto out;
+	from = st.st_size > (off_t)max ? st.st_size - (off_t)max : 0;
+	buf = malloc((size_t)(st.st_size - from) + 1);
+	if (!buf)
+		goto out;
+	r = pread(fd, buf, (size_t)(st.st_size - from), from);
+	if (r <= 0) {
+		free(buf);
+		buf = NULL;
+		goto out;
+	}
+	buf[r] = '\0';
+	*len = (size_t)r;
+out:
+	close(fd);
+	return buf;
+}
+
+enum gpushare_mps_fault gpushare_mps_fault_file(const char *path)
+{
+	size_t len;
+	char *text = read_tail(path, ERR_TAIL, &len);
+	enum gpushare_mps_fault k = gpushare_mps_fault_text(text, len);
+
+	free(text);
+	return k;
+}
+
+size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t max)
+{
+	char path[GPUSHARE_PATH_MAX + 16];
+	size_t len, n = 0;
+	char *text, *line, *save = NULL;
+
+	if (!log_dir || !*log_dir || !max)
+		return 0;
+	snprintf(path, sizeof(path), "%s/server.log", log_dir);
+	text = read_tail(path, LOG_TAIL, &len);
+	if (!text)
+		return 0;
+	for (line = strtok_r(text, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
+		size_t ll = strlen(line);
+		const char *c = find_ci(line, ll, "client ");
+		long pid;
+		char *end;
+		bool dup = false;
+
+		if (!c || !find_ci(line, ll, "fatal"))
+			continue;
+		c += 7;
+		if (!strncmp(c, "process ", 8))
+			c += 8;
+		if (!isdigit((unsigned char)*c))
+			continue;
+		pid = strtol(c, &end, 10);
+		if (pid <= 0 || pid > (long)0x3fffffff || isalnum((unsigned char)*end))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			dup = dup || pids[i] == (pid_t)pid;
+		if (!dup)
+			pids[n++] = (pid_t)pid;
+	}
+	free(text);
+	return n;
+}

@@ -1,0 +1,39 @@
+/*
+ * Fatal GPU faults under MPS (docs/farm.md, "Faults under MPS"). On Volta
+ * and later a fatal fault of one client (an illegal address, error 700) is
+ * reported to every client of that GPU's server, without naming the one
+ * that caused it; the server refuses new clients (807) until all of them
+ * have left. These read what a client and the server leave behind: the
+ * error text in a client's standard error, and the server log's lines that
+ * name a client as the one that faulted, where a server writes them.
+ */
+#ifndef GPUSHARE_MPS_FAULT_H
+#define GPUSHARE_MPS_FAULT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+enum gpushare_mps_fault {
+	GPUSHARE_MPS_FAULT_NONE = 0,
+	GPUSHARE_MPS_FAULT_FATAL,      /* a sticky error: illegal address (700), launch failure (719) ... */
+	GPUSHARE_MPS_FAULT_NOT_READY,  /* the server refused the client while in fault (807) */
+};
+
+/* What an error output says, case-insensitively: the CUDA runtime's and the
+ * driver's names and texts of the sticky errors 700 and 714 to 719, "error
+ * 700"-style numbers, and 807 (the server not ready). A fatal fault wins
+ * over 807. */
+enum gpushare_mps_fault gpushare_mps_fault_text(const char *text, size_t len);
+
+/* The same for the last 16 KiB of a file (a job's .err file); NONE when it
+ * cannot be read. */
+enum gpushare_mps_fault gpushare_mps_fault_file(const char *path);
+
+/* The client pids that the server log (log_dir/server.log, its last 256
+ * KiB) names as having caused a fatal fault: lines that say "fatal" and
+ * "client <pid>". In the order of the log (the first to fault first); at
+ * most max; returns how many. The stand-in server writes such lines; a
+ * server that names no client gives 0. */
+size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t max);
+
+#endif
