@@ -142,7 +142,7 @@ static int dry_record(void *arg, struct farm_journal_data *d, const struct farm_
 static int dry_journal(struct farm *f)
 {
 	char path[GPUSHARE_PATH_MAX + 32];
-	const struct farm_journal_scan scan = { dry_header, dry_record, &f->rs };
+	const struct farm_journal_scan scan = { dry_header, dry_record, &f->rs, NULL };
 	struct farm_journal_data d;
 	int rc;
 

@@ -77,12 +77,13 @@ echo "$1 $GPUSHARE_FARM_ATTEMPT ok" >>"$runs"
 EOF
 chmod +x "$tmp/client"
 
-# jobs FILE N FAULTY [LINGER]: N clients of 6 to 9 ticks; job FAULTY (if
-# >= 0) faults after 2 ticks.
+# jobs FILE N FAULTY [LINGER]: N clients of 6 to 9 ticks, jobs 1 to N
+# (numbered as the farm numbers them); job FAULTY (if >= 1) faults after 2
+# ticks.
 jobs() {
 	local i
 	: >"$1"
-	for ((i = 0; i < $2; i++)); do
+	for ((i = 1; i <= $2; i++)); do
 		if ((i == $3)); then
 			echo "$tmp/client $i 8 fault 2 ${4:-0.4}" >>"$1"
 		else
@@ -132,7 +133,7 @@ for j in a["bystanders"]:
     assert [r["outcome"] for r in rs] == ["bystander", "ok"], rs
 assert not [r for r in recs if r["outcome"] == "failed" and r["job"] != 17], "an innocent job was charged"
 ok = {r["job"] for r in recs if r["outcome"] == "ok"}
-assert ok == set(range(40)) - {17}, ok'
+assert ok == set(range(1, 41)) - {17}, ok'
 check "the culprit's retry ran alone on the GPU" journal "$tmp/f" '
 c = [r for r in recs if r["job"] == 17 and r["attempt"] == 2][0]
 beside = [r for r in recs if r["job"] != 17 and r["start_unix_s"] < c["end_unix_s"] and r["end_unix_s"] > c["start_unix_s"]]
@@ -155,7 +156,7 @@ wait_for 20 0.1 nothing_left && ok "nothing left running" || fail "left: $(pgrep
 
 echo "== a farm without a fault: nothing reported"
 : >"$tmp/runs"
-jobs "$tmp/j16c" 16 -1
+jobs "$tmp/j16c" 16 0
 run farm --dir "$tmp/c" --slots 4 --retries 1 --json "$tmp/j16c"
 check "exit 0" test "$rc" = 0
 check "json: 16 done, no fault" python3 -c "
@@ -191,9 +192,9 @@ chmod +x "$tmp/refused"
 { echo "$tmp/refused"; echo "$tmp/client 1 4"; } >"$tmp/jr"
 run farm --dir "$tmp/r" --slots 2 --retries 1 "$tmp/jr"
 check "exit 8, the refused job failed, charged twice" journal "$tmp/r" '
-assert [r["outcome"] for r in recs if r["job"] == 0] == ["failed", "failed"], recs
+assert [r["outcome"] for r in recs if r["job"] == 1] == ["failed", "failed"], recs
 assert all(f["evidence"] == "refused" and f["bystanders"] == [] and not f["culprit_failed"] for f in faults) and faults, faults
-assert [r["outcome"] for r in recs if r["job"] == 1] == ["ok"], recs'
+assert [r["outcome"] for r in recs if r["job"] == 2] == ["ok"], recs'
 
 echo "== a server that stays in FAULT after its clients left: shut down after 10 s"
 jobs "$tmp/js" 4 1
