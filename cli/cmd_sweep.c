@@ -147,8 +147,15 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 
 	fmt_clock(p->elapsed_seconds, el, sizeof(el));
 	fmt_clock(p->eta_seconds, eta, sizeof(eta));
-	snprintf(what, sizeof(what), "%s %s w%d b%ld #%d", p->shape_label, gpushare_strategy_name(p->cell->strategy),
-		 p->cell->workers, p->cell->batch, p->repeat + 1);
+	{
+		char tp[24] = "";
+
+		/* A set thread percentage of mps-split: " t50%". */
+		if (p->cell->thread_pct > 0)
+			snprintf(tp, sizeof(tp), " t%g%%", p->cell->thread_pct);
+		snprintf(what, sizeof(what), "%s %s w%d b%ld%s #%d", p->shape_label,
+			 gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, tp, p->repeat + 1);
+	}
 	if (ps->tty) {
 		char bar[31];
 		unsigned filled = (unsigned)(30.0 * p->runs_done / total);

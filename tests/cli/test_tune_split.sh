@@ -120,7 +120,7 @@ echo "== sweep --thread-percentage: distinct cells, the report shows them, --res
 # shellcheck disable=SC2054
 SPIN=(sweep --workload spin --request-us 200us --duration 150ms --warmup 30ms --warmup-requests 1
 	--strategy mps,mps-split --workers 2 --repeats 1)
-run "${SPIN[@]}" --thread-percentage 1x,100,30 --out "$tmp/s" -q
+run "${SPIN[@]}" --thread-percentage 1x,100,30 --out "$tmp/s"
 if [[ $rc -eq 0 ]] && python3 - "$tmp/s/results.jsonl" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
@@ -133,6 +133,9 @@ for r in recs:
 PY
 then ok "sweep: mps, mps-split at the default 50%, at 100% and at 30%: 4 cells, 4 records"
 else fail "sweep: rc $rc $(cat "$tmp/err")"; fi
+grep -q "gpushare: sweep: [0-9]/4 spin mps-split w2 b1 t30% #1: " "$tmp/err" \
+	&& grep -q "gpushare: sweep: [0-9]/4 spin mps-split w2 b1 #1: " "$tmp/err" \
+	&& ok "progress names a set percentage" || fail "progress: $(cat "$tmp/err")"
 grep -q "spin (mps-split threads 30%)" "$tmp/s/report.md" && grep -q "spin (mps-split threads 100%)" "$tmp/s/report.md" \
 	&& ok "the report shows the set percentages apart" || fail "report.md: $(grep -n "spin" "$tmp/s/report.md" | head)"
 run sweep --out "$tmp/s" --resume -q
