@@ -38,7 +38,7 @@ static const struct cli_opt sweep_opts[] = {
 	  .help = "batch sizes, e.g. 1,2,4,8", .def = "1" },
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "mps-split only: active thread percentages per worker, an axis of the mps-split cells, e.g. 25,50,100 "
-	  "or 1x,2x,100 (K x the default share 100/N); default: 100/N" },
+	  "or 1x,2x,100 (K x the default share 100/N; auto: 1x,2x,100); default: 100/N only" },
 	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "R",
 	  .help = "runs per cell (default 5); the median is reported", .min = 1, .max = 10000 },
 	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",

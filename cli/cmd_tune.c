@@ -397,7 +397,7 @@ int cmd_tune(int argc, char **argv)
 			break;
 		case OPT_THREAD_PCT:
 			tp_given = true;
-			if (strcmp(arg, "auto") && gpushare_sweep_parse_thread_pcts(arg, s->thread_pcts, &s->n_thread_pcts))
+			if (gpushare_sweep_parse_thread_pcts(arg, s->thread_pcts, &s->n_thread_pcts))
 				return bad_value("--thread-percentage", arg);
 			break;
 		case OPT_OUT: out = arg; break;

@@ -218,9 +218,13 @@ int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name,
  * GPUSHARE_E_INVAL naming the bad item. */
 int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n);
 
+/* The thread percentages "auto" stands for: the default share 100/N, twice
+ * it (at most 100) and the whole GPU (docs/tune.md says why). */
+#define GPUSHARE_SWEEP_THREAD_PCTS_AUTO "1x,2x,100"
+
 /* Parse a --thread-percentage list: "25,50,100", "1x,2x,100" (K x the
- * default share 100/N), a trailing % allowed; no item twice.
- * GPUSHARE_E_INVAL naming the bad item. */
+ * default share 100/N), a trailing % allowed; no item twice; "auto" alone
+ * is GPUSHARE_SWEEP_THREAD_PCTS_AUTO. GPUSHARE_E_INVAL naming the bad item. */
 int gpushare_sweep_parse_thread_pcts(const char *s, struct gpushare_sweep_tpct *out, size_t *n);
 
 /* The default active thread percentage of mps-split with N workers: 100/N

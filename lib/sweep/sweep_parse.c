@@ -58,6 +58,8 @@ int gpushare_sweep_parse_thread_pcts(const char *s, struct gpushare_sweep_tpct *
 	*n = 0;
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty list (expected e.g. 25,50,100 or 1x,2x,100)");
+	if (!strcmp(s, "auto"))
+		s = p = GPUSHARE_SWEEP_THREAD_PCTS_AUTO;
 	for (;;) {
 		size_t len = strcspn(p, ",");
 		char item[32];

@@ -46,12 +46,10 @@ int gpushare_tune_config_init(struct gpushare_tune_config *t)
 	t->sweep.strategies[2] = GPUSHARE_STRATEGY_MPS_SPLIT;
 	t->sweep.n_strategies = 3;
 	t->sweep.max_repeats = 6;
-	/* mps-split's thread percentage: the default share 100/N, twice it
-	 * (capped at 100) and the whole GPU (docs/tune.md says why). */
-	t->sweep.thread_pcts[0] = (struct gpushare_sweep_tpct){ 1, true };
-	t->sweep.thread_pcts[1] = (struct gpushare_sweep_tpct){ 2, true };
-	t->sweep.thread_pcts[2] = (struct gpushare_sweep_tpct){ 100, false };
-	t->sweep.n_thread_pcts = 3;
+	/* mps-split's thread percentages: auto (docs/tune.md says why). */
+	rc = gpushare_sweep_parse_thread_pcts("auto", t->sweep.thread_pcts, &t->sweep.n_thread_pcts);
+	if (rc)
+		return rc;
 	t->min_runs = 2;
 	t->probe_fraction = 0.25;
 	t->probe_cut = 0.5;

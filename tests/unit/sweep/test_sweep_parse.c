@@ -39,6 +39,10 @@ static void test_parse(void **state)
 	assert_true(v[0].value == 1 && v[0].times);
 	assert_true(v[1].value == 2 && v[1].times);
 	assert_true(v[3].value == 1.5 && v[3].times);
+	assert_int_equal(gpushare_sweep_parse_thread_pcts("auto", v, &n), GPUSHARE_OK);
+	assert_int_equal(n, 3);
+	assert_true(v[0].value == 1 && v[0].times && v[1].value == 2 && v[1].times && v[2].value == 100 && !v[2].times);
+	assert_int_equal(gpushare_sweep_parse_thread_pcts("auto,50", v, &n), GPUSHARE_E_INVAL);
 	/* 2 and 2x are different items. */
 	assert_int_equal(gpushare_sweep_parse_thread_pcts("2,2x", v, &n), GPUSHARE_OK);
 	assert_int_equal(n, 2);
