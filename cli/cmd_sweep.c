@@ -36,6 +36,9 @@ static const struct cli_opt sweep_opts[] = {
 	  .help = "worker counts, e.g. 1,3,5,7", .def = "1,2,4" },
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "batch sizes, e.g. 1,2,4,8", .def = "1" },
+	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "mps-split only: active thread percentages per worker, an axis of the mps-split cells, e.g. 25,50,100 "
+	  "or 1x,2x,100 (K x the default share 100/N; auto: 1x,2x,100); default: 100/N only" },
 	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "R",
 	  .help = "runs per cell (default 5); the median is reported", .min = 1, .max = 10000 },
 	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",
@@ -144,8 +147,15 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 
 	fmt_clock(p->elapsed_seconds, el, sizeof(el));
 	fmt_clock(p->eta_seconds, eta, sizeof(eta));
-	snprintf(what, sizeof(what), "%s %s w%d b%ld #%d", p->shape_label, gpushare_strategy_name(p->cell->strategy),
-		 p->cell->workers, p->cell->batch, p->repeat + 1);
+	{
+		char tp[24] = "";
+
+		/* A set thread percentage of mps-split: " t50%". */
+		if (p->cell->thread_pct > 0)
+			snprintf(tp, sizeof(tp), " t%g%%", p->cell->thread_pct);
+		snprintf(what, sizeof(what), "%s %s w%d b%ld%s #%d", p->shape_label,
+			 gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, tp, p->repeat + 1);
+	}
 	if (ps->tty) {
 		char bar[31];
 		unsigned filled = (unsigned)(30.0 * p->runs_done / total);
@@ -492,6 +502,10 @@ static int cmd_sweep_run(int argc, char **argv)
 		case OPT_BATCH:
 			if (gpushare_sweep_parse_int_list(arg, 1, 1L << 30, s.batches, &s.n_batches))
 				return bad_value("--batch", arg);
+			break;
+		case OPT_THREAD_PCT:
+			if (gpushare_sweep_parse_thread_pcts(arg, s.thread_pcts, &s.n_thread_pcts))
+				return bad_value("--thread-percentage", arg);
 			break;
 		case OPT_OUT: out = arg; break;
 		case OPT_RESUME: s.resume = true; break;

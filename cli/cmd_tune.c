@@ -35,6 +35,9 @@ static const struct cli_opt tune_opts[] = {
 	  .help = "workers per GPU", .def = "1,2,4" },
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST", .help = "batch sizes",
 	  .def = "1" },
+	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_STRING, .value_name = "auto|LIST",
+	  .help = "mps-split's candidates: active thread percentages per worker, e.g. 25,50,100, or Kx = K x 100/N; "
+	  "auto: 1x,2x,100 (the default share, twice it, the whole GPU)", .def = "auto" },
 	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
 	  .help = "full runs a candidate gets at most", .def = "6", .min = 2, .max = 10000 },
 	{ .id = OPT_BUDGET, .long_name = "budget", .kind = CLI_DURATION, .value_name = "TIME",
@@ -110,9 +113,11 @@ const struct cli_cmd cli_tune_cmd = {
 
 /* ---- progress ---- */
 
+static void cell_name(const struct gpushare_sweep_cell *c, char *buf, size_t len);
+
 static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 {
-	char ips[32];
+	char ips[32], name[80];
 
 	(void)arg;
 	if (!p->run_done)
@@ -127,19 +132,27 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 		gpushare_fmt_rate(p->items_per_second, "items/s", ips, sizeof(ips));
 	else if (!p->run_ok)
 		snprintf(ips, sizeof(ips), "failed or partial");
+	cell_name(p->cell, name, sizeof(name));
 	if (p->repeat < 0)
-		fprintf(stderr, "gpushare: tune: probe %u %s w%d b%ld: %s\n", p->runs_done,
-			gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, ips);
+		fprintf(stderr, "gpushare: tune: probe %u %s: %s\n", p->runs_done, name, ips);
 	else
-		fprintf(stderr, "gpushare: tune: run %u %s w%d b%ld #%d: %s\n", p->runs_done,
-			gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, p->repeat + 1,
-			ips);
+		fprintf(stderr, "gpushare: tune: run %u %s #%d: %s\n", p->runs_done, name, p->repeat + 1, ips);
 	fflush(stderr);
+}
+
+/* "mps w2 b4"; an mps-split cell with its thread percentage: "mps-split
+ * w4 b1 t50%". */
+static void cell_name(const struct gpushare_sweep_cell *c, char *buf, size_t len)
+{
+	int l = snprintf(buf, len, "%s w%d b%ld", gpushare_strategy_name(c->strategy), c->workers, c->batch);
+
+	if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && l >= 0 && (size_t)l < len)
+		snprintf(buf + l, len - (size_t)l, " t%g%%", gpushare_sweep_cell_thread_pct(c));
 }
 
 static void cand_name(const struct gpushare_tune_candidate *c, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s w%d b%ld", gpushare_strategy_name(c->cell.strategy), c->cell.workers, c->cell.batch);
+	cell_name(&c->cell, buf, len);
 }
 
 /* "0.41x (0.38x-0.44x, p < 0.001)" */
@@ -297,6 +310,10 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 	fprintf(f, "Run it: %s\n", res->bench_command);
 	if (res->farm_command[0])
 		fprintf(f, "Jobs this way: %s\n", res->farm_command);
+	else if (res->cands[res->best].cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
+		fprintf(f, "Jobs this way: none: gpushare farm gives each mps-split slot the default share 100/N (%g%% "
+			"here), not the pick's %g%%\n", gpushare_sweep_default_thread_pct(res->cands[res->best].cell.workers),
+			gpushare_sweep_cell_thread_pct(&res->cands[res->best].cell));
 }
 
 /* ---- options ---- */
@@ -339,7 +356,7 @@ int cmd_tune(int argc, char **argv)
 	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nv;
 	const char *workload = "matmul", *out = NULL, *slo_text = NULL;
 	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
-	bool quiet = false, json = false, no_report = false, workload_given = false, slo_given = false;
+	bool quiet = false, json = false, no_report = false, workload_given = false, slo_given = false, tp_given = false;
 	struct cli_command_opts co;
 	struct gpushare_tune_result res;
 	struct event_ctx ec = { &t, &res };
@@ -377,6 +394,11 @@ int cmd_tune(int argc, char **argv)
 		case OPT_BATCH:
 			if (gpushare_sweep_parse_int_list(arg, 1, 1L << 30, s->batches, &s->n_batches))
 				return bad_value("--batch", arg);
+			break;
+		case OPT_THREAD_PCT:
+			tp_given = true;
+			if (gpushare_sweep_parse_thread_pcts(arg, s->thread_pcts, &s->n_thread_pcts))
+				return bad_value("--thread-percentage", arg);
 			break;
 		case OPT_OUT: out = arg; break;
 		case OPT_RESUME: s->resume = true; break;
@@ -431,6 +453,17 @@ int cmd_tune(int argc, char **argv)
 	if (co.strategy_given) {
 		memcpy(s->strategies, s->bench.strategies, s->bench.n_strategies * sizeof(s->strategies[0]));
 		s->n_strategies = s->bench.n_strategies;
+	}
+	{
+		bool split = false;
+
+		for (size_t i = 0; i < s->n_strategies; i++)
+			split |= s->strategies[i] == GPUSHARE_STRATEGY_MPS_SPLIT;
+		if (!split && tp_given)
+			return cli_error(EXIT_USAGE, "tune: --thread-percentage is an axis of the mps-split candidates only; "
+					 "add mps-split to --strategy or leave it out");
+		if (!split)
+			s->n_thread_pcts = 0;   /* the default auto list: nothing to search */
 	}
 	if (s->bench.command) {
 		if (gpushare_sweep_set_command(s, s->bench.command, s->bench.command_mode))

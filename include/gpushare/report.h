@@ -53,6 +53,11 @@ struct gpushare_report_run {
 	enum gpushare_strategy strategy;
 	int workers;
 	long batch;
+	/* mps-split's active thread percentage per worker (cell.thread_percentage);
+	 * 0 the default 100/N, also for records without it. When set, shape
+	 * carries it too (gpushare_report_shape_label), so the tables show those
+	 * runs apart. */
+	double thread_pct;
 	int repeat;
 	enum gpushare_run_status status;
 	char error[160];             /* a failed or partial run's error.message (or code); "" none */
@@ -211,6 +216,11 @@ int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_re
  * report over a huge file stays bounded in time, memory and output. Linear
  * in the number of runs. */
 int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes);
+
+/* The shape name a run is reported under: shape itself, or for an
+ * mps-split run at a set thread percentage "SHAPE (mps-split threads P%)",
+ * cut to fit len (as valid UTF-8). */
+void gpushare_report_shape_label(const char *shape, double thread_pct, char *out, size_t len);
 
 /* Parse one line into run (GPUSHARE_E_INVAL with a reason as detail). Used
  * by the loader and by sweep --resume. On success release the run with

@@ -77,9 +77,21 @@ struct gpushare_sweep_cell {
 	long batch;
 	double rate;                    /* open loop: arrivals per second; 0 closed loop
 					 * and --find-peak (the search picks its rates) */
+	double thread_pct;              /* mps-split: every worker's active thread
+					 * percentage; 0 the default, 100/N rounded down
+					 * (at least 1), also for the other strategies */
 	char key[192];                  /* "<shape label>|<strategy>|w<workers>|b<batch>",
-					 * then "|r<rate>" under open loop, "|peak" for a
-					 * --find-peak search */
+					 * then "|t<percentage>" for an mps-split cell with
+					 * thread_pct set, "|r<rate>" under open loop,
+					 * "|peak" for a --find-peak search */
+};
+
+/* One item of the thread percentage axis (--thread-percentage LIST): a
+ * percentage P in (0, 100], or with times a multiple K of the default
+ * share (K x 100/N, rounded down, at most 100; "1x" is the default). */
+struct gpushare_sweep_tpct {
+	double value;
+	bool times;
 };
 
 /* Progress handed to the caller: after each finished run (run_done true)
@@ -131,6 +143,14 @@ struct gpushare_sweep_config {
 	 * bench.find_peak at most one: the first rate each search tries. */
 	double rates[GPUSHARE_SWEEP_MAX_VALUES];
 	size_t n_rates;
+	/* mps-split: the active thread percentages, an axis of the grid for the
+	 * mps-split cells only (the other strategies have one cell each). An
+	 * item that comes to the default share of a worker count (100/N rounded
+	 * down) is that default cell; items that come to the same percentage
+	 * give one cell. 0 items: the default only. Given without mps-split in
+	 * strategies: GPUSHARE_E_INVAL from gpushare_sweep_config_check(). */
+	struct gpushare_sweep_tpct thread_pcts[GPUSHARE_SWEEP_MAX_VALUES];
+	size_t n_thread_pcts;
 	int repeats;                    /* fixed repeats per cell (default 5) */
 	double target_noise;            /* adaptive: relative half-width of the interval of the
 					 * median throughput (at >= 95% coverage), e.g. 0.02; 0 = off */
@@ -197,6 +217,23 @@ int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name,
  * without duplicates, into out[] (at most GPUSHARE_SWEEP_MAX_VALUES).
  * GPUSHARE_E_INVAL naming the bad item. */
 int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n);
+
+/* The thread percentages "auto" stands for: the default share 100/N, twice
+ * it (at most 100) and the whole GPU (docs/tune.md says why). */
+#define GPUSHARE_SWEEP_THREAD_PCTS_AUTO "1x,2x,100"
+
+/* Parse a --thread-percentage list: "25,50,100", "1x,2x,100" (K x the
+ * default share 100/N), a trailing % allowed; no item twice; "auto" alone
+ * is GPUSHARE_SWEEP_THREAD_PCTS_AUTO. GPUSHARE_E_INVAL naming the bad item. */
+int gpushare_sweep_parse_thread_pcts(const char *s, struct gpushare_sweep_tpct *out, size_t *n);
+
+/* The default active thread percentage of mps-split with N workers: 100/N
+ * rounded down, at least 1 (what bench gives without --thread-percentage). */
+double gpushare_sweep_default_thread_pct(int workers);
+
+/* The active thread percentage every worker of cell gets: for mps-split
+ * its thread_pct, or the default share; 0 for the other strategies. */
+double gpushare_sweep_cell_thread_pct(const struct gpushare_sweep_cell *cell);
 
 /* Check the grid (non-empty lists, shapes valid with every batch) and the
  * bench settings; in command mode also gpushare_bench_command_check() (the

@@ -112,13 +112,17 @@ struct gpushare_tune_result {
 	int rounds;                       /* full rounds run (the last may be partial) */
 	double probe_seconds;             /* the probe round's wall time */
 	double full_seconds;              /* the full rounds' */
-	char bench_command[2560];         /* gpushare bench ... to run the pick */
-	char farm_command[256];           /* gpushare farm ... (mps, mps-split, timeslice); "" */
+	char bench_command[2560];         /* gpushare bench ... to run the pick (mps-split:
+					   * with its --thread-percentage) */
+	char farm_command[256];           /* gpushare farm ... (mps, timeslice, mps-split at
+					   * the default share, all farm runs); "" */
 };
 
 /* Defaults: the sweep's (gpushare_sweep_config_init), strategies
- * timeslice,mps,mps-split, workers 1,2,4, max_repeats 6, min_runs 2,
- * probe_fraction 0.25, probe_cut 0.5, keep_fraction 0.125. */
+ * timeslice,mps,mps-split, workers 1,2,4, mps-split's thread percentages
+ * 1x,2x,100 (the default share 100/N, twice it, the whole GPU; clear
+ * sweep.n_thread_pcts when mps-split is not a strategy), max_repeats 6,
+ * min_runs 2, probe_fraction 0.25, probe_cut 0.5, keep_fraction 0.125. */
 int gpushare_tune_config_init(struct gpushare_tune_config *t);
 
 /* Run the race, recording the full runs into results_path and the probes

@@ -207,6 +207,12 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	run->repeat = (int)repeat;
 	if (get_num(cell, "rate_per_second", &run->rate) && !(run->rate > 0 && run->rate <= 1e9))
 		return gpushare_fail(GPUSHARE_E_INVAL, "'cell.rate_per_second' is not a rate");
+	/* Absent (older records, other strategies): the default 100/N. */
+	if (get_num(cell, "thread_percentage", &run->thread_pct)) {
+		if (!(run->thread_pct > 0 && run->thread_pct <= 100))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'cell.thread_percentage' is not a percentage");
+		gpushare_report_shape_label(shape, run->thread_pct, run->shape, sizeof(run->shape));
+	}
 	/* Only an ok run has figures (a failed or partial one has nulls). */
 	if (run->status != GPUSHARE_RUN_OK)
 		return gpushare_report_load_peak(root, NULL, run);
@@ -236,6 +242,17 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	if (gpushare_report_load_peak(root, res, run))
 		return GPUSHARE_E_INVAL;
 	return parse_hist(cJSON_GetObjectItemCaseSensitive(agg, "histogram"), run);
+}
+
+void gpushare_report_shape_label(const char *shape, double thread_pct, char *out, size_t len)
+{
+	char buf[256];
+
+	if (thread_pct > 0)
+		snprintf(buf, sizeof(buf), "%s (mps-split threads %g%%)", shape, thread_pct);
+	else
+		snprintf(buf, sizeof(buf), "%s", shape);
+	gpushare_utf8_copy(out, len, buf);
 }
 
 int gpushare_report_parse_line(const char *text, size_t len, struct gpushare_report_run *run)

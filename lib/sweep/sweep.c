@@ -186,41 +186,18 @@ int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name,
 	return GPUSHARE_OK;
 }
 
-int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n)
+/* An item of the axis for N workers: its percentage, 0 when that is the
+ * default share. */
+static double resolve_tpct(const struct gpushare_sweep_tpct *t, int workers)
 {
-	const char *p = s;
+	double def = gpushare_sweep_default_thread_pct(workers);
+	double v = t->times ? floor(t->value * 100.0 / (workers > 0 ? workers : 1)) : t->value;
 
-	*n = 0;
-	if (!s || !*s)
-		return gpushare_fail(GPUSHARE_E_INVAL, "empty list (expected e.g. 1,3,5)");
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		char item[32];
-		long v;
-
-		if (len == 0)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty item", s);
-		if (len >= sizeof(item) || strspn(p, "0123456789") != len)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%.*s' is not a whole number", (int)(len < 32 ? len : 32), p);
-		memcpy(item, p, len);
-		item[len] = '\0';
-		if (gpushare_parse_int(item, min, max, &v))
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (expected %ld to %ld)", item, min, max);
-		for (size_t j = 0; j < *n; j++) {
-			if (out[j] == v)
-				return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is listed twice", item);
-		}
-		if (*n >= GPUSHARE_SWEEP_MAX_VALUES)
-			return gpushare_fail(GPUSHARE_E_INVAL, "more than %d values", GPUSHARE_SWEEP_MAX_VALUES);
-		out[(*n)++] = v;
-		p += len;
-		if (!*p)
-			break;
-		p++;
-		if (!*p)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' ends with a comma", s);
-	}
-	return GPUSHARE_OK;
+	if (v > 100)
+		v = 100;
+	if (v < 1)
+		v = 1;
+	return v == def ? 0 : v;
 }
 
 /* The bench configuration of one cell. */
@@ -235,6 +212,11 @@ static void cell_config(const struct gpushare_sweep_config *s, const struct gpus
 	c->strategies[0] = cell->strategy;
 	c->n_strategies = 1;
 	c->ceiling = false;
+	c->n_thread_percentage = 0;
+	if (cell->thread_pct > 0) {
+		c->thread_percentage[0] = cell->thread_pct;
+		c->n_thread_percentage = 1;
+	}
 	if (cell->rate > 0)
 		c->rate = cell->rate;
 	else if (s->bench.find_peak && s->n_rates == 1)
@@ -250,8 +232,8 @@ static size_t grid_rates(const struct gpushare_sweep_config *s)
 
 int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_sweep_cell **cells, size_t *n)
 {
-	size_t n_rates = grid_rates(s) ? grid_rates(s) : 1;
-	size_t total = s->n_shapes * s->n_strategies * s->n_workers * s->n_batches * n_rates, k = 0;
+	size_t n_rates = grid_rates(s) ? grid_rates(s) : 1, n_tp = s->n_thread_pcts ? s->n_thread_pcts : 1;
+	size_t total = s->n_shapes * s->n_strategies * s->n_workers * s->n_batches * n_rates * n_tp, k = 0;
 	struct gpushare_sweep_cell *v;
 
 	*cells = NULL;
@@ -264,26 +246,44 @@ int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_
 	for (size_t a = 0; a < s->n_shapes; a++)
 		for (size_t b = 0; b < s->n_strategies; b++)
 			for (size_t w = 0; w < s->n_workers; w++)
-				for (size_t t = 0; t < s->n_batches; t++)
-					for (size_t q = 0; q < n_rates; q++) {
-						struct gpushare_sweep_cell *c = &v[k++];
-						size_t len;
+				for (size_t h = 0; h < n_tp; h++)
+					for (size_t t = 0; t < s->n_batches; t++)
+						for (size_t q = 0; q < n_rates; q++) {
+							struct gpushare_sweep_cell *c = &v[k];
+							double tp = 0;
+							bool seen = false;
+							size_t len;
 
-						c->shape = (int)a;
-						c->strategy = s->strategies[b];
-						c->workers = s->workers[w];
-						c->batch = s->batches[t];
-						c->rate = grid_rates(s) ? s->rates[q] : 0;
-						snprintf(c->key, sizeof(c->key), "%s|%s|w%d|b%ld", s->shapes[a].label,
-							 gpushare_strategy_name(c->strategy), c->workers, c->batch);
-						len = strlen(c->key);
-						if (c->rate > 0)
-							snprintf(c->key + len, sizeof(c->key) - len, "|r%.9g", c->rate);
-						else if (s->bench.find_peak)
-							snprintf(c->key + len, sizeof(c->key) - len, "|peak");
-					}
+							/* The thread percentage: mps-split only; the
+							 * items that come to one percentage, one cell. */
+							if (s->strategies[b] == GPUSHARE_STRATEGY_MPS_SPLIT && s->n_thread_pcts)
+								tp = resolve_tpct(&s->thread_pcts[h], s->workers[w]);
+							else if (h > 0)
+								continue;
+							for (size_t g = 0; g < h && s->strategies[b] == GPUSHARE_STRATEGY_MPS_SPLIT; g++)
+								seen |= resolve_tpct(&s->thread_pcts[g], s->workers[w]) == tp;
+							if (seen)
+								continue;
+							k++;
+							c->shape = (int)a;
+							c->strategy = s->strategies[b];
+							c->workers = s->workers[w];
+							c->batch = s->batches[t];
+							c->thread_pct = tp;
+							c->rate = grid_rates(s) ? s->rates[q] : 0;
+							snprintf(c->key, sizeof(c->key), "%s|%s|w%d|b%ld", s->shapes[a].label,
+								 gpushare_strategy_name(c->strategy), c->workers, c->batch);
+							len = strlen(c->key);
+							if (tp > 0)
+								snprintf(c->key + len, sizeof(c->key) - len, "|t%g", tp);
+							len = strlen(c->key);
+							if (c->rate > 0)
+								snprintf(c->key + len, sizeof(c->key) - len, "|r%.9g", c->rate);
+							else if (s->bench.find_peak)
+								snprintf(c->key + len, sizeof(c->key) - len, "|peak");
+						}
 	*cells = v;
-	*n = total;
+	*n = k;
 	return GPUSHARE_OK;
 }
 
@@ -304,6 +304,15 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no batch size given");
 	if (s->repeats < 1)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--repeats must be at least 1");
+	if (s->n_thread_pcts) {
+		bool split = false;
+
+		for (size_t i = 0; i < s->n_strategies; i++)
+			split |= s->strategies[i] == GPUSHARE_STRATEGY_MPS_SPLIT;
+		if (!split)
+			return gpushare_fail(GPUSHARE_E_INVAL, "--thread-percentage is an axis of the mps-split cells only; "
+					     "add mps-split to --strategy or leave it out");
+	}
 	if (s->n_rates && s->bench.load != GPUSHARE_LOAD_OPEN)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--rate needs --load open");
 	if (s->bench.find_peak && s->n_rates > 1)
@@ -428,8 +437,14 @@ static int find_cell(const struct sweep_ctx *x, const struct gpushare_report_run
 	for (size_t i = 0; i < x->n_cells; i++) {
 		const struct gpushare_sweep_cell *c = &x->cells[i];
 
-		if (c->strategy == run->strategy && c->workers == run->workers && c->batch == run->batch &&
-		    c->rate == run->rate && !strcmp(x->s->shapes[c->shape].label, run->shape))
+		char label[sizeof(run->shape)];
+
+		if (c->strategy != run->strategy || c->workers != run->workers || c->batch != run->batch ||
+		    c->rate != run->rate || c->thread_pct != run->thread_pct)
+			continue;
+		/* A run at a set thread percentage is read back under its label. */
+		gpushare_report_shape_label(x->s->shapes[c->shape].label, c->thread_pct, label, sizeof(label));
+		if (!strcmp(label, run->shape))
 			return (int)i;
 	}
 	return -1;

@@ -58,6 +58,7 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 	     gpushare_json_num(c, "workers", cell->workers) &&
 	     gpushare_json_num(c, "batch", (double)cell->batch) &&
 	     (cell->rate <= 0 || gpushare_json_num(c, "rate_per_second", cell->rate)) &&
+	     (cell->thread_pct <= 0 || gpushare_json_num(c, "thread_percentage", cell->thread_pct)) &&
 	     gpushare_json_num(doc, "repeat", repeat) && gpushare_json_str(doc, "status", status);
 	if (ok && rc != GPUSHARE_OK) {
 		ok = (err = gpushare_json_obj(doc, "error")) != NULL &&

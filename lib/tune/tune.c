@@ -46,6 +46,10 @@ int gpushare_tune_config_init(struct gpushare_tune_config *t)
 	t->sweep.strategies[2] = GPUSHARE_STRATEGY_MPS_SPLIT;
 	t->sweep.n_strategies = 3;
 	t->sweep.max_repeats = 6;
+	/* mps-split's thread percentages: auto (docs/tune.md says why). */
+	rc = gpushare_sweep_parse_thread_pcts("auto", t->sweep.thread_pcts, &t->sweep.n_thread_pcts);
+	if (rc)
+		return rc;
 	t->min_runs = 2;
 	t->probe_fraction = 0.25;
 	t->probe_cut = 0.5;
@@ -353,7 +357,7 @@ static void workload_args(const struct gpushare_tune_config *t, char *buf, size_
 static void commands(const struct gpushare_tune_config *t, struct gpushare_tune_result *res)
 {
 	const struct gpushare_sweep_cell *c;
-	char wl[1024];
+	char wl[1024], tp[48] = "";
 	int s;
 
 	if (res->best < 0)
@@ -361,10 +365,17 @@ static void commands(const struct gpushare_tune_config *t, struct gpushare_tune_
 	c = &res->cands[res->best].cell;
 	s = c->strategy;
 	workload_args(t, wl, sizeof(wl));
-	snprintf(res->bench_command, sizeof(res->bench_command), "gpushare bench --strategy %s --workers %d --batch %ld%s%s",
-		 gpushare_strategy_name(s), c->workers, c->batch, t->sweep.shapes[0].command ? t->bench_extra : wl,
+	/* mps-split: the picked percentage, also when it is the default. */
+	if (s == GPUSHARE_STRATEGY_MPS_SPLIT)
+		snprintf(tp, sizeof(tp), " --thread-percentage %g", gpushare_sweep_cell_thread_pct(c));
+	snprintf(res->bench_command, sizeof(res->bench_command),
+		 "gpushare bench --strategy %s --workers %d --batch %ld%s%s%s", gpushare_strategy_name(s), c->workers,
+		 c->batch, tp, t->sweep.shapes[0].command ? t->bench_extra : wl,
 		 t->sweep.shapes[0].command ? wl : t->bench_extra);
-	if ((s == GPUSHARE_STRATEGY_MPS || s == GPUSHARE_STRATEGY_MPS_SPLIT || s == GPUSHARE_STRATEGY_TIMESLICE))
+	/* farm's mps-split gives each of its slots the default share: no farm
+	 * command for a pick at another percentage. */
+	if ((s == GPUSHARE_STRATEGY_MPS || (s == GPUSHARE_STRATEGY_MPS_SPLIT && c->thread_pct <= 0) ||
+	     s == GPUSHARE_STRATEGY_TIMESLICE))
 		snprintf(res->farm_command, sizeof(res->farm_command),
 			 "gpushare farm --dir FARMDIR --slots %d --strategy %s JOBFILE", c->workers, gpushare_strategy_name(s));
 }
@@ -621,6 +632,8 @@ int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpusha
 
 		ok = o && gpushare_json_str(o, "strategy", gpushare_strategy_name(c->cell.strategy)) &&
 		     gpushare_json_int(o, "workers", c->cell.workers) && gpushare_json_int(o, "batch", c->cell.batch) &&
+		     gpushare_json_num_if(o, "thread_percentage", gpushare_sweep_cell_thread_pct(&c->cell),
+					  c->cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT) &&
 		     gpushare_json_num_if(o, "probe", c->probe, !isnan(c->probe)) &&
 		     gpushare_json_num_if(o, "probe_rank", c->probe_rank, c->probe_rank > 0) &&
 		     gpushare_json_int(o, "runs", (long long)c->runs) && gpushare_json_num(o, "median", c->ci.median) &&

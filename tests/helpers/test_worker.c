@@ -26,7 +26,9 @@
  *   --by-config        a speed known from the configuration (gpushare tune tests):
  *                      each request of GPUSHARE_BATCH items sleeps
  *                      (1 ms + 1 ms x batch) x (1 for 1 or 2 GPUSHARE_WORKERS, else 6);
- *                      items/s together: w1 b1 500, b4 800; w2 1000, 1600; w4 333, 533
+ *                      items/s together: w1 b1 500, b4 800; w2 1000, 1600; w4 333, 533;
+ *                      with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE P (mps-split) each
+ *                      request also takes x(1 + |P - 50| / 50): fastest at 50%
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -133,6 +135,12 @@ int main(int argc, char **argv)
 		case O_BY_CONFIG:
 			request_us = (1000 + 1000 * gpushare_client_env_long("GPUSHARE_BATCH", 1)) *
 				     (gpushare_client_env_long("GPUSHARE_WORKERS", 1) <= 2 ? 1 : 6);
+			if (getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) {
+				double pct = atof(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+
+				/* mps-split: fastest at 50%, x(1 + |P - 50| / 50) away from it. */
+				request_us = (long)((double)request_us * (1 + (pct > 50 ? pct - 50 : 50 - pct) / 50));
+			}
 			break;
 		case O_BAD_DONE: bad_done = true; break;
 		default:

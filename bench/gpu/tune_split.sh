@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# mps-split's active thread percentage on a GPU: per workload (transformer,
+# matmul), the grid of mps and mps-split at the default share 100/N, twice
+# it and 100% (gpushare sweep --thread-percentage 1x,2x,100) and gpushare
+# tune over the same candidates (its default --thread-percentage auto), on
+# the same lease, one after the other.
+#
+#   bench/gpu/tune_split.sh BUILD OUT
+#
+# Prints and writes OUT/summary.txt: per workload and cell (strategy,
+# workers, percentage) the median items/s of the grid's runs, the grid's
+# best, tune's pick with its bench command, the pick's median in the grid
+# against the grid's best (%), and the time each took. Every private MPS
+# daemon lives under OUT/rt (a private XDG_RUNTIME_DIR) and is stopped on
+# any exit of this script; each step is stopped with SIGINT (gpushare then
+# stops its own daemon) when the deadline comes, so the whole fits one call.
+#
+# Env: DUR (1s) window of a full run (tune's probes a quarter), REPEATS (3)
+# of the grid, WARM (300ms), WORKERS (2,4,8), WORKLOADS ("transformer
+# matmul"), DEADLINE (540) seconds after which no step starts.
+set -euo pipefail
+B=$(cd "${1:?usage: bench/gpu/tune_split.sh BUILD OUT}" && pwd)
+O=${2:?usage: bench/gpu/tune_split.sh BUILD OUT}
+G=$B/gpushare
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} WORKERS=${WORKERS:-2,4,8} DEADLINE=${DEADLINE:-540}
+WORKLOADS=${WORKLOADS:-transformer matmul}
+START=$(date +%s)
+mkdir -p "$O"
+O=$(cd "$O" && pwd)
+export XDG_RUNTIME_DIR=$O/rt
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+
+# Stop every MPS daemon started under our runtime directory: ask it to quit,
+# then end the control daemon by its pid file if it is still there.
+stop_daemons() {
+	local p pid
+	for p in "$XDG_RUNTIME_DIR"/gpushare/*/mps/pipe; do
+		[[ -d "$p" ]] || continue
+		echo quit | CUDA_MPS_PIPE_DIRECTORY=$p timeout 10 "${GPUSHARE_MPS_CONTROL:-nvidia-cuda-mps-control}" \
+			>/dev/null 2>&1 || true
+		pid=$(cat "$p/nvidia-cuda-mps-control.pid" 2>/dev/null || true)
+		if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+			sleep 1
+			kill -TERM "$pid" 2>/dev/null || true
+		fi
+		echo "stopped the MPS daemon of $p" >>"$O/cleanup.log"
+	done
+}
+trap 'stop_daemons' EXIT
+trap 'exit 130' INT TERM
+
+left() { echo $((DEADLINE - ($(date +%s) - START))); }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$O/gpu.txt" 2>&1 || true
+{
+	echo "GPU: $(cat "$O/gpu.txt")  date: $(date -u +%FT%TZ)  commit: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo ?)"
+	echo "DUR=$DUR REPEATS=$REPEATS WARM=$WARM WORKERS=$WORKERS; percentages 1x,2x,100 (grid and tune)"
+} | tee "$O/summary.txt"
+
+# $1 name, $2 stdout file, rest the command; writes $O/$1.seconds.
+step() {
+	local name=$1 out=$2 t0 t1 rc=0 l
+	shift 2
+	l=$(left)
+	if ((l < 10)); then
+		echo "$name: not run (deadline)" | tee -a "$O/summary.txt"
+		return 1
+	fi
+	t0=$(date +%s.%N)
+	timeout --signal=INT --kill-after=30 "$l" "$@" >"$out" 2>"$O/$name.err" || rc=$?
+	t1=$(date +%s.%N)
+	python3 -c "print(round($t1 - $t0, 1))" >"$O/$name.seconds"
+	if ((rc != 0)); then
+		echo "$name: exit $rc" | tee -a "$O/summary.txt"
+		return 1
+	fi
+}
+
+for wl in $WORKLOADS; do
+	echo "== $wl" | tee -a "$O/summary.txt"
+	step "$wl-grid" /dev/null "$G" sweep --out "$O/$wl-grid" --workload "$wl" --strategy mps,mps-split \
+		--workers "$WORKERS" --thread-percentage 1x,2x,100 --repeats "$REPEATS" --duration "$DUR" \
+		--warmup "$WARM" -q --no-report || true
+	step "$wl-tune" "$O/$wl-tune.json" "$G" tune --out "$O/$wl-tune" --workload "$wl" --strategy mps,mps-split \
+		--workers "$WORKERS" --thread-percentage auto --duration "$DUR" --warmup "$WARM" --json -q --no-report || true
+	python3 - "$O/$wl-grid/results.jsonl" "$O/$wl-tune.json" "$O/$wl-grid.seconds" "$O/$wl-tune.seconds" <<'PY' |
+import json, os, statistics, sys
+runs = {}
+if os.path.exists(sys.argv[1]):
+    for line in open(sys.argv[1]):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("status") == "ok":
+            ips = r["bench"]["results"][0]["aggregate"]["items_per_second"]
+            runs.setdefault(r["cell"]["key"].split("|", 1)[1], []).append(ips)
+med = {k: statistics.median(v) for k, v in runs.items()}
+for k in sorted(med):
+    print(f"  grid {k:28s} {med[k]:12.1f} items/s ({len(runs[k])} runs)")
+best = max(med, key=med.get) if med else None
+if best:
+    print(f"  grid best: {best} {med[best]:.1f} items/s")
+sec = lambda p: open(p).read().strip() if os.path.exists(p) else "?"
+try:
+    d = json.load(open(sys.argv[2]))
+    pick = d["best"].split("|", 1)[1] if d.get("best") else None
+    print(f"  tune pick: {pick}  ({d['runs_done']} runs)  {d['bench_command']}")
+    if pick and best and pick in med:
+        print(f"  the pick in the grid: {100 * med[pick] / med[best]:.1f}% of the grid's best")
+except (OSError, ValueError, KeyError) as e:
+    print(f"  tune: no result ({e})")
+print(f"  time: grid {sec(sys.argv[3])} s, tune {sec(sys.argv[4])} s")
+PY
+		tee -a "$O/summary.txt"
+done
