@@ -133,7 +133,9 @@ for name in $WORKLOADS; do
 		tee -a "$O/summary.txt"
 	# Options before the workload (a command's '--' ends them).
 	sweep_cmd=("$G" sweep --out "$O/$name-sweep" "${GRID[@]}" --repeats "$REPEATS" -q --no-report "${args[@]}")
-	tune_cmd=("$G" tune --out "$O/$name-tune" "${GRID[@]}" --json --no-report "${args[@]}")
+	# tune searches the same cells: mps-split at its default share only (its
+	# thread-percentage search is measured by bench/gpu/tune_split.sh)
+	tune_cmd=("$G" tune --out "$O/$name-tune" "${GRID[@]}" --thread-percentage 1x --json --no-report "${args[@]}")
 	ok=1
 	if ((i % 2)); then
 		step "$name-tune" "$O/$name-tune.json" "${tune_cmd[@]}" || ok=0
