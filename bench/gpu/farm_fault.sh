@@ -63,7 +63,7 @@ stop_daemons
 for mode in clean fault; do
 	f=$O/jobs-$mode.txt
 	: >"$f"
-	for ((i = 0; i < JOBS; i++)); do
+	for ((i = 1; i <= JOBS; i++)); do # job numbers from 1, as the farm numbers them
 		if [[ $mode == fault && $i == "$FAULT_JOB" ]]; then
 			echo "$J --seconds $SPJ --fault --after 0.5" >>"$f"
 		else

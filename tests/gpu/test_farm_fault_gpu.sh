@@ -15,7 +15,7 @@ JOB=${GPUSHARE_TEST_HELPERS:?}/fault_job
 D=$(mktemp -d /tmp/gsfault.XXXXXX)
 trap 'rm -rf "$D"' EXIT
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_VISIBLE_DEVICES
-for i in $(seq 0 39); do
+for i in $(seq 1 40); do # job numbers from 1, as the farm numbers them
 	if [[ $i == 17 ]]; then echo "$JOB --seconds 1.5 --fault --after 0.4"; else echo "$JOB --seconds 1.5"; fi
 done >"$D/jobs.txt"
 set +e
