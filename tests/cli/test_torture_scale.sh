@@ -15,7 +15,7 @@ export GPUSHARE_WORKER="$tmp/gpushare-worker"
 export CUDA_MPS_PIPE_DIRECTORY="$tmp/no-daemon"
 private_xdg
 
-run sweep --workload spin --request-us 100us --duration 60ms --warmup 10ms --warmup-requests 1 -q --no-report \
+run sweep --workload spin --request-us 100us --duration $((60 * TIME_FACTOR))ms --warmup 10ms --warmup-requests 1 -q --no-report \
 	--strategy sequential --workers 1 --repeats 1 --out "$tmp/base"
 [[ $rc -eq 0 ]] && ok "base sweep" || fail "base sweep: exit $rc: $(cat "$tmp/err")"
 
