@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC1091,SC2154,SC2034
 # gpushare exec reports a fatal GPU fault under MPS, with the stand-in MPS
 # (tests/helpers/fake_mps_control.c, fake_fault) and a stand-in client
 # ($tmp/app-client): four ranks of one job by hand (Open MPI's variables) on one
