@@ -66,7 +66,11 @@ const struct cli_cmd cli_exec_cmd = {
 		  "Slurm's share is the job's cap: with --gres=mps:N every rank gets at most N%\n"
 		  "of its GPU (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=N; mps-split: N / the ranks on\n"
 		  "the GPU); timeslice is refused there. One line per job says what was\n"
-		  "honoured and which daemon was joined.",
+		  "honoured and which daemon was joined.\n"
+		  "\n"
+		  "Under mps and mps-split, when ranks fail in a fatal GPU fault, the node's\n"
+		  "last rank says per GPU which rank faulted (named by the server log, else the\n"
+		  "first to fail, a suspect) and which ranks failed with it (the blast radius).",
 	.exit_intro = "PROGRAM's (128+N when it was killed by signal N); before it runs, gpushare's own\n"
 		      "(127 PROGRAM could not be started, 128+N a signal N arrived before it ran):",
 	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "usage, no launcher found, a binding the ranks do not fit, or a "
@@ -282,6 +286,8 @@ int cmd_exec(int argc, char **argv)
 		cli_warn("exec: %s", gpushare_errdetail());
 	wait_forwarding(&ch);
 	code = gpushare_child_exit_code(ch.wstatus);
+	if (gpushare_exec_finished(&x, ch.wstatus))
+		cli_warn("exec: %s", gpushare_errdetail());
 	gpushare_child_reap_group(&ch);
 	gpushare_child_release(&ch);
 
@@ -289,7 +295,13 @@ int cmd_exec(int argc, char **argv)
 	if (rc)
 		cli_warn("exec: the job's MPS daemon on this node: %s", *gpushare_errdetail() ? gpushare_errdetail()
 												: gpushare_strerror(rc));
-	else if (leave.last && leave.missing)
+	for (const char *l = leave.fault; *l;) {
+		size_t n = strcspn(l, "\n");
+
+		fprintf(stderr, "gpushare: exec: %.*s\n", (int)n, l);
+		l += n + (l[n] == '\n');
+	}
+	if (!rc && leave.last && leave.missing)
 		cli_warn("exec: %zu rank(s) of this node never arrived within %d ms; the job's daemon was stopped",
 			 leave.missing, GPUSHARE_EXEC_GRACE_MS);
 	return code;

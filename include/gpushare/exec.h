@@ -111,10 +111,22 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
  * what is left of it is killed should the rank be killed. */
 int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid);
 
+/* The program has ended (wstatus from waitpid()). Under mps and mps-split a
+ * program that failed (non-zero exit, or a signal) is recorded for the
+ * node's fault report (see gpushare_exec_leave.fault), with whether a
+ * server of the job's daemon says FAULT now. Errors are only informative. */
+int gpushare_exec_finished(struct gpushare_exec *x, int wstatus);
+
 struct gpushare_exec_leave {
 	bool last;                      /* no other rank of the job is alive here */
 	size_t missing;                 /* ranks that never arrived (the grace ran out) */
 	bool daemon_stopped;
+	/* For the node's last rank: one line per GPU whose ranks failed in a
+	 * fatal GPU fault under MPS: the culprit (named by the server log, else
+	 * the first to fail, a suspect) and the ranks that failed with it (the
+	 * blast radius), separated by '\n'; "" when there was no fault
+	 * (docs/exec.md, "GPU faults under MPS"). */
+	char fault[2048];
 };
 
 /* Leave the job: the last rank stops the daemon and removes the job's

@@ -17,6 +17,9 @@
  *   mps/pipe, mps/log   its directories
  *   no-mps       an empty pipe directory for timeslice ranks
  *   shared-gpu-warned   the marker that the once-per-job warning was given
+ *   failed       under MPS, one line per rank whose program failed
+ *                (exec_fault.c): read by the node's last rank for the
+ *                fault report
  *
  * Whoever removes the directory holds its lock while doing so and unlinks
  * the lock file last; a rank that was waiting for that lock then finds it
@@ -53,6 +56,8 @@
 #include "jobdir.h"
 #include "launcher.h"
 #include "exec_keeper.h"
+#include "exec_fault.h"
+#include "mps_fault.h"
 #include "run_ctx.h"
 #include "strategy.h"
 
@@ -68,6 +73,7 @@ struct gpushare_exec_priv {
 	bool dry_run;
 	const volatile sig_atomic_t *interrupted;
 	const char *map_dir;            /* --hpc-job-mapping-dir, NULL none */
+	pid_t pgid;                     /* the program's group (its leader's pid); 0 none */
 };
 
 /* ---- the node's GPUs ---- */
@@ -258,7 +264,8 @@ static int register_rank(struct gpushare_exec *x, const char *own)
 			return rc;
 		{
 			char sub[GPUSHARE_PATH_MAX];
-			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned", "said" };
+			static const char *const names[] = { "ranks", "daemon", "keeper", "mps", "shared-gpu-warned", "said",
+							      "failed" };
 
 			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 				if (!gpushare_jobdir_path(sub, sizeof(sub), x->job_dir, names[i]))
@@ -662,11 +669,32 @@ int gpushare_exec_started(struct gpushare_exec *x, pid_t pgid)
 
 	if (!x->priv || x->priv->rank_fd < 0)
 		return GPUSHARE_OK;
+	x->priv->pgid = pgid;
 	n = snprintf(text, sizeof(text), "%d %llu %d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid()),
 		     (int)pgid, gpushare_pid_start_time(pgid));
 	if (pwrite(x->priv->rank_fd, text, (size_t)n, 0) != n)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot record the program in the rank file: %s", strerror(errno));
 	return GPUSHARE_OK;
+}
+
+int gpushare_exec_finished(struct gpushare_exec *x, int wstatus)
+{
+	struct gpushare_exec_priv *p = x->priv;
+	struct exec_failure f = { 0 };
+	int rc;
+
+	f.code = gpushare_child_exit_code(wstatus);
+	if (!p || p->dry_run || p->rank_fd < 0 || !x->uses_mps || f.code == 0)
+		return GPUSHARE_OK;
+	f.end_ns = gpushare_now_ns();
+	f.local_rank = x->local_rank;
+	f.rank = x->rank;
+	f.gpu_index = x->gpu_index;
+	f.ranks_on_gpu = x->ranks_on_gpu;
+	f.pid = p->pgid;
+	f.server_fault = gpushare_mps_fault_server(&p->run.sx.mps.m);
+	rc = exec_fault_record(x->job_dir, &f);
+	return rc;
 }
 
 /* ---- close ---- */
@@ -714,6 +742,8 @@ int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *inf
 	if (!rc && info->last) {
 		close(p->rank_fd);
 		p->rank_fd = -1;
+		if (x->uses_mps)
+			exec_fault_report(x->job_dir, x->node, p->run.sx.mps.m.log_dir, info->fault, sizeof(info->fault));
 		if (p->map_dir && gpushare_slurm_job_unmap_all(p->map_dir, map_job_id(x)) != GPUSHARE_OK)
 			gpushare_clear_error(); /* the mapping is informative; the daemon's stop matters */
 		rc = exec_stop_detached(x->job_dir, fd, &info->daemon_stopped);

@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 #include "mps_fault.h"
+#include "mps_parse.h"
 
 #define ERR_TAIL (16 * 1024)
 #define LOG_TAIL (256 * 1024)
@@ -161,4 +163,27 @@ size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t m
 	}
 	free(text);
 	return n;
+}
+
+bool gpushare_mps_fault_server(const struct gpushare_mps *m)
+{
+	char *reply = NULL, cmd[64];
+	pid_t *pids = NULL;
+	size_t n = 0;
+	bool faulted = false;
+
+	if (gpushare_mps_command(m, "get_server_list", &reply) == GPUSHARE_OK &&
+	    gpushare_mps_parse_pid_list(reply, &pids, &n) == GPUSHARE_OK) {
+		for (size_t i = 0; i < n && !faulted; i++) {
+			char *st = NULL;
+
+			snprintf(cmd, sizeof(cmd), "get_server_status %d", (int)pids[i]);
+			faulted = gpushare_mps_command(m, cmd, &st) == GPUSHARE_OK && st && strstr(st, "FAULT");
+			free(st);
+		}
+	}
+	free(reply);
+	free(pids);
+	gpushare_clear_error();
+	return faulted;
 }

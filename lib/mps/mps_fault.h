@@ -10,8 +10,11 @@
 #ifndef GPUSHARE_MPS_FAULT_H
 #define GPUSHARE_MPS_FAULT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "gpushare/mps.h"
 
 enum gpushare_mps_fault {
 	GPUSHARE_MPS_FAULT_NONE = 0,
@@ -35,5 +38,9 @@ enum gpushare_mps_fault gpushare_mps_fault_file(const char *path);
  * most max; returns how many. The stand-in server writes such lines; a
  * server that names no client gives 0. */
 size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t max);
+
+/* Whether a server of the daemon m says FAULT (get_server_list, then
+ * get_server_status of each). Errors count as not; the error is cleared. */
+bool gpushare_mps_fault_server(const struct gpushare_mps *m);
 
 #endif
