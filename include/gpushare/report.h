@@ -45,11 +45,18 @@ extern "C" {
 enum gpushare_run_status { GPUSHARE_RUN_OK, GPUSHARE_RUN_PARTIAL, GPUSHARE_RUN_FAILED };
 
 /* One recorded run (one line of the results file). Figures are those of
- * bench.results[0].aggregate; only runs with status ok carry them. */
+ * bench.results[0].aggregate; only runs with status ok carry them.
+ * The names (shape, workload, key, error, peak_note, device_name) are never
+ * NULL ("" unknown). In a loaded report they are the report's, each
+ * distinct string kept once for all runs (valid until
+ * gpushare_report_release()), so a run costs its figures, not its text;
+ * from gpushare_report_parse_line() they are the run's own (text, freed by
+ * gpushare_report_run_release()). */
 struct gpushare_report_run {
-	char shape[128];
-	char workload[32];
-	char key[192];
+	const char *shape;           /* at most 127 bytes, as all names below */
+	const char *workload;        /* at most 31 */
+	const char *key;             /* at most 191 */
+	char *text;                  /* the run's own names (parse_line); NULL in a report */
 	enum gpushare_strategy strategy;
 	int workers;
 	long batch;
@@ -60,7 +67,7 @@ struct gpushare_report_run {
 	double thread_pct;
 	int repeat;
 	enum gpushare_run_status status;
-	char error[160];             /* a failed or partial run's error.message (or code); "" none */
+	const char *error;           /* a failed or partial run's error.message (or code); "" none; at most 159 */
 	size_t line;                 /* 1-based line in the file */
 	double items_per_second, requests_per_second;
 	double mean_seconds, p50_seconds, p90_seconds, p99_seconds, p999_seconds;
@@ -89,12 +96,12 @@ struct gpushare_report_run {
 	double peak_missed_at;       /* the lowest rate that missed it; 0 none (the
 				      * search stopped without a miss: the peak may be higher) */
 	int peak_steps;
-	char peak_note[160];         /* how the search ended when not bracketed; "" */
+	const char *peak_note;       /* how the search ended when not bracketed; ""; at most 159 */
 	/* The devices the workers ran on (bench.results[0].workers[]): the
 	 * first worker's device_name ("NVIDIA H100 80GB HBM3 MIG 1g.10gb"; ""
 	 * unknown) and how many distinct visible_devices they had (0 unknown).
 	 * Read of ok runs; gpushare plan takes a MIG layout from them. */
-	char device_name[96];
+	const char *device_name;     /* at most 95 */
 	int n_devices;
 };
 
@@ -171,11 +178,14 @@ struct gpushare_report_rec {
 /* The merged histogram of one closed-loop cell's ok runs, built while
  * loading (internal to the report). */
 struct gpushare_report_hist_acc;
+/* The distinct names of the runs, each kept once (internal to the report). */
+struct gpushare_report_names;
 
 struct gpushare_report {
 	struct gpushare_report_run *runs;   /* without their histograms (hist_n 0): */
 	size_t n_runs;
 	struct gpushare_report_hist_acc *hist_acc;  /* the loader merges them per cell */
+	struct gpushare_report_names *names;         /* the runs' strings point into it */
 	size_t n_hist_acc;
 	struct gpushare_report_bad_line *bad;
 	size_t n_bad;                /* all corrupt lines (bad[] keeps the first 1000) */

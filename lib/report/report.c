@@ -735,6 +735,11 @@ void gpushare_report_run_release(struct gpushare_report_run *run)
 	free(run->hist_counts);
 	run->hist_le_ns = run->hist_counts = NULL;
 	run->hist_n = 0;
+	if (run->text) {
+		free(run->text);
+		run->text = NULL;
+		run->shape = run->workload = run->key = run->error = run->peak_note = run->device_name = "";
+	}
 }
 
 void gpushare_report_release(struct gpushare_report *r)
@@ -748,6 +753,7 @@ void gpushare_report_release(struct gpushare_report *r)
 		free(r->hist_acc[i].count);
 	}
 	free(r->hist_acc);
+	gpushare_report_names_free(r->names);
 	free(r->bad);
 	memset(r, 0, sizeof(*r));
 }

@@ -31,6 +31,21 @@ struct gpushare_report_hist_acc {
 	size_t n;
 };
 
+/* A run's names while its record is parsed (struct gpushare_report_run
+ * points at them once they are kept: the report's shared copies, or the
+ * run's own block). */
+struct gpushare_report_text {
+	char shape[128];
+	char workload[32];
+	char key[192];
+	char error[160];
+	char peak_note[160];
+	char device_name[96];
+};
+
+/* Free the report's names (gpushare_report_release()). */
+void gpushare_report_names_free(struct gpushare_report_names *n);
+
 /* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
 void gpushare_report_add_xml(struct gpushare_buf *b, const char *s);
 

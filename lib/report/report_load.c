@@ -121,7 +121,7 @@ static int parse_hist(const cJSON *h, struct gpushare_report_run *run)
 /* The workers' devices: the first device_name, and the number of distinct
  * visible_devices (a MIG run has one per instance). Optional: absent or
  * odd entries leave them unknown. */
-static void load_devices(const cJSON *workers, struct gpushare_report_run *run)
+static void load_devices(const cJSON *workers, struct gpushare_report_run *run, struct gpushare_report_text *t)
 {
 	const char *seen[GPUSHARE_BENCH_MAX_WORKERS];
 	const cJSON *w;
@@ -131,8 +131,8 @@ static void load_devices(const cJSON *workers, struct gpushare_report_run *run)
 		const char *name = get_str(w, "device_name"), *vis = get_str(w, "visible_devices");
 		size_t i;
 
-		if (name && !run->device_name[0] && strlen(name) < sizeof(run->device_name))
-			gpushare_utf8_copy(run->device_name, sizeof(run->device_name), name);
+		if (name && !t->device_name[0] && strlen(name) < sizeof(t->device_name))
+			gpushare_utf8_copy(t->device_name, sizeof(t->device_name), name);
 		if (!vis)
 			continue;
 		for (i = 0; i < n && strcmp(seen[i], vis); i++)
@@ -143,13 +143,16 @@ static void load_devices(const cJSON *workers, struct gpushare_report_run *run)
 	run->n_devices = (int)n;
 }
 
-static int parse_root(const cJSON *root, struct gpushare_report_run *run)
+/* The record into run's figures and t's names (run's names are left NULL:
+ * the caller points them at kept copies). */
+static int parse_root(const cJSON *root, struct gpushare_report_run *run, struct gpushare_report_text *t)
 {
 	const cJSON *cell, *bench, *results, *res, *agg, *tel;
 	const char *shape, *wl, *strat, *status, *key;
 	double workers, batch, repeat, version;
 
 	memset(run, 0, sizeof(*run));
+	memset(t, 0, sizeof(*t));
 	if (!cJSON_IsObject(root))
 		return gpushare_fail(GPUSHARE_E_INVAL, "not a JSON object");
 	if (!get_num(root, "gpushare_sweep_record", &version))
@@ -166,7 +169,7 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	key = get_str(cell, "key");
 	if (!shape || !wl || !strat || !key)
 		return gpushare_fail(GPUSHARE_E_INVAL, "'cell' lacks shape, workload, strategy or key");
-	if (strlen(shape) >= sizeof(run->shape) || strlen(wl) >= sizeof(run->workload) || strlen(key) >= sizeof(run->key))
+	if (strlen(shape) >= sizeof(t->shape) || strlen(wl) >= sizeof(t->workload) || strlen(key) >= sizeof(t->key))
 		return gpushare_fail(GPUSHARE_E_INVAL, "'cell' has an overlong name");
 	run->strategy = strategy_from_name(strat);
 	if (run->strategy < 0)
@@ -196,12 +199,12 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 		if (!why || !*why)
 			why = err ? get_str(err, "code") : NULL;
 		if (why && run->status != GPUSHARE_RUN_OK)
-			gpushare_utf8_copy(run->error, sizeof(run->error), why);
+			gpushare_utf8_copy(t->error, sizeof(t->error), why);
 	}
 	/* Names reach HTML, plots and JSON: valid UTF-8 from here on. */
-	gpushare_utf8_copy(run->shape, sizeof(run->shape), shape);
-	gpushare_utf8_copy(run->workload, sizeof(run->workload), wl);
-	gpushare_utf8_copy(run->key, sizeof(run->key), key);
+	gpushare_utf8_copy(t->shape, sizeof(t->shape), shape);
+	gpushare_utf8_copy(t->workload, sizeof(t->workload), wl);
+	gpushare_utf8_copy(t->key, sizeof(t->key), key);
 	run->workers = (int)workers;
 	run->batch = (long)batch;
 	run->repeat = (int)repeat;
@@ -211,11 +214,11 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	if (get_num(cell, "thread_percentage", &run->thread_pct)) {
 		if (!(run->thread_pct > 0 && run->thread_pct <= 100))
 			return gpushare_fail(GPUSHARE_E_INVAL, "'cell.thread_percentage' is not a percentage");
-		gpushare_report_shape_label(shape, run->thread_pct, run->shape, sizeof(run->shape));
+		gpushare_report_shape_label(shape, run->thread_pct, t->shape, sizeof(t->shape));
 	}
 	/* Only an ok run has figures (a failed or partial one has nulls). */
 	if (run->status != GPUSHARE_RUN_OK)
-		return gpushare_report_load_peak(root, NULL, run);
+		return gpushare_report_load_peak(root, NULL, run, t);
 	bench = cJSON_GetObjectItemCaseSensitive(root, "bench");
 	results = cJSON_GetObjectItemCaseSensitive(bench, "results");
 	res = cJSON_GetArrayItem(results, 0);
@@ -236,10 +239,10 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run)
 	tel = cJSON_GetObjectItemCaseSensitive(res, "telemetry");
 	run->util_mean_pct = get_opt(tel, "util_mean_percent", 0, 100);
 	run->mem_used_max_bytes = get_opt(tel, "mem_used_max_bytes", 0, INFINITY);
-	load_devices(cJSON_GetObjectItemCaseSensitive(res, "workers"), run);
+	load_devices(cJSON_GetObjectItemCaseSensitive(res, "workers"), run, t);
 	if (run->rate > 0 && gpushare_report_load_open(res, run))
 		return GPUSHARE_E_INVAL;
-	if (gpushare_report_load_peak(root, res, run))
+	if (gpushare_report_load_peak(root, res, run, t))
 		return GPUSHARE_E_INVAL;
 	return parse_hist(cJSON_GetObjectItemCaseSensitive(agg, "histogram"), run);
 }
@@ -255,18 +258,134 @@ void gpushare_report_shape_label(const char *shape, double thread_pct, char *out
 	gpushare_utf8_copy(out, len, buf);
 }
 
+static const char empty_name[1] = "";
+
+/* A run whose record could not be used: names "", nothing owned. */
+static void run_blank(struct gpushare_report_run *run)
+{
+	run->shape = run->workload = run->key = run->error = run->peak_note = run->device_name = empty_name;
+	run->text = NULL;
+}
+
 int gpushare_report_parse_line(const char *text, size_t len, struct gpushare_report_run *run)
 {
 	cJSON *root = cJSON_ParseWithLength(text, len);
+	struct gpushare_report_text t;
+	const char *src[6];
+	const char **dst[6];
+	size_t sz = 0, at = 0;
 	int rc;
 
 	if (!root) {
 		memset(run, 0, sizeof(*run));
+		run_blank(run);
 		return gpushare_fail(GPUSHARE_E_INVAL, "not valid JSON (a torn or edited line)");
 	}
-	rc = parse_root(root, run);
+	rc = parse_root(root, run, &t);
 	cJSON_Delete(root);
-	return rc;
+	run_blank(run);
+	if (rc) {
+		gpushare_report_run_release(run);
+		return rc;
+	}
+	/* The run's own names, in one block. */
+	src[0] = t.shape, src[1] = t.workload, src[2] = t.key, src[3] = t.error, src[4] = t.peak_note,
+	src[5] = t.device_name;
+	dst[0] = &run->shape, dst[1] = &run->workload, dst[2] = &run->key, dst[3] = &run->error,
+	dst[4] = &run->peak_note, dst[5] = &run->device_name;
+	for (size_t i = 0; i < 6; i++)
+		sz += strlen(src[i]) + 1;
+	run->text = malloc(sz);
+	if (!run->text) {
+		gpushare_report_run_release(run);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < 6; i++) {
+		size_t l = strlen(src[i]) + 1;
+
+		memcpy(run->text + at, src[i], l);
+		*dst[i] = run->text + at;
+		at += l;
+	}
+	return GPUSHARE_OK;
+}
+
+/* The report's names: each distinct string once, in an open-addressed set
+ * (a power-of-two table, at most half full). */
+struct gpushare_report_names {
+	char **slot;
+	size_t size, n;
+};
+
+void gpushare_report_names_free(struct gpushare_report_names *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->size; i++)
+		free(n->slot[i]);
+	free(n->slot);
+	free(n);
+}
+
+static int names_grow(struct gpushare_report_names *n)
+{
+	size_t size = n->size ? n->size * 2 : 64;
+	char **slot = calloc(size, sizeof(*slot));
+
+	if (!slot)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < n->size; i++) {
+		size_t k;
+
+		if (!n->slot[i])
+			continue;
+		for (k = (size_t)gpushare_fnv1a_str(n->slot[i]) & (size - 1); slot[k]; k = (k + 1) & (size - 1))
+			;
+		slot[k] = n->slot[i];
+	}
+	free(n->slot);
+	n->slot = slot;
+	n->size = size;
+	return GPUSHARE_OK;
+}
+
+/* The report's copy of s ("" needs none); NULL out of memory. */
+static const char *name_keep(struct gpushare_report *r, const char *s)
+{
+	struct gpushare_report_names *n = r->names;
+	size_t k;
+
+	if (!*s)
+		return empty_name;
+	if (!n) {
+		n = r->names = calloc(1, sizeof(*n));
+		if (!n)
+			return NULL;
+	}
+	if ((n->n + 1) * 2 > n->size && names_grow(n))
+		return NULL;
+	for (k = (size_t)gpushare_fnv1a_str(s) & (n->size - 1); n->slot[k]; k = (k + 1) & (n->size - 1)) {
+		if (!strcmp(n->slot[k], s))
+			return n->slot[k];
+	}
+	n->slot[k] = strdup(s);
+	if (!n->slot[k])
+		return NULL;
+	n->n++;
+	return n->slot[k];
+}
+
+/* Point run's names at the report's copies of t's. */
+static int names_take(struct gpushare_report *r, struct gpushare_report_run *run, const struct gpushare_report_text *t)
+{
+	run->text = NULL;
+	if (!(run->shape = name_keep(r, t->shape)) || !(run->workload = name_keep(r, t->workload)) ||
+	    !(run->key = name_keep(r, t->key)) || !(run->error = name_keep(r, t->error)) ||
+	    !(run->peak_note = name_keep(r, t->peak_note)) || !(run->device_name = name_keep(r, t->device_name))) {
+		run_blank(run);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	return GPUSHARE_OK;
 }
 
 static void copy_str(char *dst, size_t len, const cJSON *o, const char *k)
@@ -447,7 +566,7 @@ static int hist_grow(struct loader *ld)
 		if (!ld->hist[i])
 			continue;
 		a = &r->hist_acc[ld->hist[i] - 1];
-		snprintf(k.shape, sizeof(k.shape), "%s", a->shape);
+		k.shape = a->shape;
 		k.strategy = a->strategy;
 		k.workers = a->workers;
 		k.batch = a->batch;
@@ -534,6 +653,7 @@ static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 {
 	struct gpushare_report *r = ld->r;
 	struct gpushare_report_run run;
+	struct gpushare_report_text t;
 	const struct gpushare_report_run *o;
 	size_t slot = 0;
 	cJSON *root;
@@ -545,8 +665,14 @@ static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 	root = cJSON_ParseWithLength(s, l);
 	if (!root)
 		return add_bad(r, ld->line, torn ? "not valid JSON (torn last line)" : "not valid JSON");
-	if (parse_root(root, &run) != GPUSHARE_OK) {
+	if (parse_root(root, &run, &t) != GPUSHARE_OK) {
+		gpushare_report_run_release(&run);
 		rc = add_bad(r, ld->line, gpushare_errdetail());
+		cJSON_Delete(root);
+		return rc;
+	}
+	if ((rc = names_take(r, &run, &t))) {
+		gpushare_report_run_release(&run);
 		cJSON_Delete(root);
 		return rc;
 	}

@@ -57,7 +57,8 @@ static bool get_slo(const cJSON *o, double *q, double *bound)
 	return true;
 }
 
-int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res, struct gpushare_report_run *run)
+int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res, struct gpushare_report_run *run,
+			      struct gpushare_report_text *t)
 {
 	const cJSON *ps = cJSON_GetObjectItemCaseSensitive(root, "peak_search");
 	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "bench"), "config");
@@ -80,11 +81,11 @@ int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res,
 							     cJSON_GetObjectItemCaseSensitive(root, "bench"), "results"), 0);
 
 		note = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r0, "peak"), "note");
-		if (!run->error[0] && cJSON_IsString(note) && note->valuestring[0]) {
-			size_t l = gpushare_utf8_copy(run->error, sizeof(run->error), note->valuestring);
+		if (!t->error[0] && cJSON_IsString(note) && note->valuestring[0]) {
+			size_t l = gpushare_utf8_copy(t->error, sizeof(t->error), note->valuestring);
 
-			while (l && (run->error[l - 1] == ' ' || run->error[l - 1] == ':'))
-				run->error[--l] = '\0';
+			while (l && (t->error[l - 1] == ' ' || t->error[l - 1] == ':'))
+				t->error[--l] = '\0';
 		}
 		return GPUSHARE_OK;
 	}
@@ -108,7 +109,7 @@ int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res,
 	run->peak_steps = cJSON_IsArray(steps) ? cJSON_GetArraySize(steps) : 0;
 	note = cJSON_GetObjectItemCaseSensitive(pk, "note");
 	if (cJSON_IsString(note))
-		gpushare_utf8_copy(run->peak_note, sizeof(run->peak_note), note->valuestring);
+		gpushare_utf8_copy(t->peak_note, sizeof(t->peak_note), note->valuestring);
 	return GPUSHARE_OK;
 }
 

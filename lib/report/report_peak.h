@@ -19,8 +19,9 @@ struct cJSON;
 /* Fill run's peak-search fields from a record: root (the record; its
  * "peak_search" and bench.config.find_peak say whether a search ran, and
  * for what bound) and res (bench.results[0], NULL when the run is not ok:
- * its "peak" holds the outcome). GPUSHARE_E_INVAL with a detail. */
-int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res, struct gpushare_report_run *run);
+ * its "peak" holds the outcome); the error and note go into t. GPUSHARE_E_INVAL with a detail. */
+int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res, struct gpushare_report_run *run,
+			      struct gpushare_report_text *t);
 
 /* Whether the report holds peak searches (of one shape: shape non-NULL). */
 bool gpushare_report_peak_any(const struct gpushare_report *r, const char *shape);

@@ -437,7 +437,7 @@ static int find_cell(const struct sweep_ctx *x, const struct gpushare_report_run
 	for (size_t i = 0; i < x->n_cells; i++) {
 		const struct gpushare_sweep_cell *c = &x->cells[i];
 
-		char label[sizeof(run->shape)];
+		char label[128];   /* a run's shape: at most 127 bytes */
 
 		if (c->strategy != run->strategy || c->workers != run->workers || c->batch != run->batch ||
 		    c->rate != run->rate || c->thread_pct != run->thread_pct)

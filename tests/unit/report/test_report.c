@@ -434,6 +434,19 @@ static void test_streamed_load(void **state)
 	assert_non_null(strstr(a.bad[a.n_bad - 1].reason, "is recorded already (line 1)"));
 	for (size_t i = 0; i < a.n_runs; i++)
 		assert_true(a.runs[i].hist_n == 0 && !a.runs[i].hist_le_ns);
+	/* A run keeps no text of its own: every name is the report's one copy,
+	 * shared by all the runs that have it. */
+	for (size_t i = 0; i < a.n_runs; i++) {
+		assert_null(a.runs[i].text);
+		assert_string_equal(a.runs[i].shape, "spin");
+		assert_string_equal(a.runs[i].key, "k");
+		assert_ptr_equal(a.runs[i].shape, a.runs[0].shape);
+		assert_ptr_equal(a.runs[i].workload, a.runs[0].shape);
+		assert_ptr_equal(a.runs[i].key, a.runs[0].key);
+		assert_non_null(a.runs[i].error);
+		assert_non_null(a.runs[i].peak_note);
+		assert_non_null(a.runs[i].device_name);
+	}
 	assert_int_equal(gpushare_report_summarise(&a, 0), GPUSHARE_OK);
 	assert_int_equal(gpushare_report_summarise(&b, 0), GPUSHARE_OK);
 	assert_int_equal(a.n_cells, b.n_cells);

@@ -29,7 +29,8 @@ static void add(size_t *n, const char *shape, enum gpushare_strategy s, double r
 	struct gpushare_report_run *r = &runs[(*n)++];
 
 	memset(r, 0, sizeof(*r));
-	snprintf(r->shape, sizeof(r->shape), "%s", shape);
+	r->shape = shape;
+	r->workload = r->key = r->error = r->peak_note = r->device_name = "";
 	r->strategy = s;
 	r->workers = 2;
 	r->batch = 1;

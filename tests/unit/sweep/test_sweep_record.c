@@ -70,8 +70,7 @@ static void test_record_round_trip(void **state)
 	assert_true(run.p99_seconds > 1.9e-3 && run.p99_seconds < 2.1e-3);
 	/* The merged histogram travels with the record, for the report's CDFs. */
 	assert_true(run.hist_n > 0 && run.hist_counts != NULL);
-	free(run.hist_le_ns);
-	free(run.hist_counts);
+	gpushare_report_run_release(&run);
 	free(line);
 	/* A failed run is recorded with its error and read back as failed. */
 	r.partial = false;
@@ -81,6 +80,9 @@ static void test_record_round_trip(void **state)
 	assert_non_null(strstr(line, "worker 1 died"));
 	assert_int_equal(gpushare_report_parse_line(line, strlen(line), &run), GPUSHARE_OK);
 	assert_int_equal(run.status, GPUSHARE_RUN_FAILED);
+	assert_non_null(strstr(run.error, "worker 1 died"));
+	assert_string_equal(run.key, "spin|mps|w2|b4");
+	gpushare_report_run_release(&run);
 	/* A torn line is refused, not misread. */
 	assert_int_equal(gpushare_report_parse_line(line, strlen(line) / 2, &run), GPUSHARE_E_INVAL);
 	free(line);
