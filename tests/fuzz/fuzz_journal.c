@@ -11,7 +11,9 @@
  *
  *   build-fuzz/tests/fuzz_journal -max_total_time=20 tests/fuzz/corpus_journal
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -28,6 +28,13 @@ static void check_str(const char *s, size_t size)
 		abort();
 }
 
+/* A run's strings point into the report's own copies: present and valid. */
+static void check_ptr(const char *s)
+{
+	if (!s || !gpushare_utf8_valid(s))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gpushare_report r;
@@ -47,9 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < r.n_runs; i++) {
 		const struct gpushare_report_run *run = &r.runs[i];
 
-		check_str(run->shape, sizeof(run->shape));
-		check_str(run->workload, sizeof(run->workload));
-		check_str(run->key, sizeof(run->key));
+		check_ptr(run->shape);
+		check_ptr(run->workload);
+		check_ptr(run->key);
 		if (run->workers < 1 || run->batch < 1 || run->repeat < 0 || run->line < 1 || run->line > lines + 1)
 			abort();
 	}
