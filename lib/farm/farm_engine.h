@@ -190,5 +190,8 @@ int farm_quote_word(struct gpushare_buf *b, const char *w);
 
 /* farm_status.c: DIR/running.json, when a farm wrote one. */
 bool farm_read_live(const char *dir, struct gpushare_farm_live *l);
+/* farm_status.c: DIR/running.json parsed, or NULL (none, or not JSON). */
+struct cJSON;
+struct cJSON *farm_live_parse(const char *dir);
 
 #endif

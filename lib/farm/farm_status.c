@@ -73,12 +73,12 @@ static void summary_from(struct gpushare_farm_summary *out, const struct farm_su
 	}
 }
 
-/* DIR/running.json, when a farm wrote one (lib: write_live). */
-bool farm_read_live(const char *dir, struct gpushare_farm_live *l)
+/* DIR/running.json parsed (at most 16 MiB read, no link followed); NULL
+ * when there is none or it is not JSON. */
+cJSON *farm_live_parse(const char *dir)
 {
-	char path[GPUSHARE_PATH_MAX + 32], chunk[4096], host[256];
+	char path[GPUSHARE_PATH_MAX + 32], chunk[4096];
 	struct gpushare_buf text = { 0 };
-	const cJSON *v;
 	cJSON *o;
 	ssize_t n;
 	int fd;
@@ -86,7 +86,7 @@ bool farm_read_live(const char *dir, struct gpushare_farm_live *l)
 	snprintf(path, sizeof(path), "%s/" LIVE_NAME, dir);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return NULL;
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len < (16u << 20)) {
 		if (gpushare_buf_add(&text, chunk, (size_t)n) != GPUSHARE_OK)
 			break;
@@ -94,6 +94,16 @@ bool farm_read_live(const char *dir, struct gpushare_farm_live *l)
 	close(fd);
 	o = cJSON_Parse(gpushare_buf_str(&text));
 	gpushare_buf_release(&text);
+	return o;
+}
+
+/* DIR/running.json, when a farm wrote one (lib: write_live). */
+bool farm_read_live(const char *dir, struct gpushare_farm_live *l)
+{
+	char host[256];
+	const cJSON *v;
+	cJSON *o = farm_live_parse(dir);
+
 	if (!o)
 		return false;
 	memset(l, 0, sizeof(*l));

@@ -151,24 +151,9 @@ static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir)
 /* The jobs running now on dir, as its running.json says. */
 static int add_running(struct job_scan *s)
 {
-	char path[GPUSHARE_PATH_MAX + 32], chunk[4096];
-	struct gpushare_buf text = { 0 };
 	const cJSON *jobs, *e, *v;
-	cJSON *o;
-	ssize_t n;
-	int fd;
+	cJSON *o = farm_live_parse(s->dir);
 
-	snprintf(path, sizeof(path), "%s/" LIVE_NAME, s->dir);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return GPUSHARE_OK;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len < (16u << 20)) {
-		if (gpushare_buf_add(&text, chunk, (size_t)n) != GPUSHARE_OK)
-			break;
-	}
-	close(fd);
-	o = cJSON_Parse(gpushare_buf_str(&text));
-	gpushare_buf_release(&text);
 	jobs = o ? cJSON_GetObjectItemCaseSensitive(o, "jobs") : NULL;
 	cJSON_ArrayForEach(e, jobs) {
 		struct gpushare_farm_job *j;
