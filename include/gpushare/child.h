@@ -137,6 +137,9 @@ bool gpushare_child_ok(int wstatus);
 /* "exited with status 3", "was killed by signal 9 (SIGKILL)" */
 void gpushare_child_describe(int wstatus, char *buf, size_t len);
 
+/* Call fn for every process in /proc but zombies, with its process group. */
+void gpushare_proc_each(void (*fn)(pid_t pid, pid_t pgrp, void *arg), void *arg);
+
 /* How many processes are in process group pgid (by /proc), excluding
  * zombies. */
 size_t gpushare_pgroup_count(pid_t pgid);

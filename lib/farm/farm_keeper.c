@@ -255,42 +255,21 @@ static bool parent_gone(struct keeper *k)
 	return getppid() != k->parent;
 }
 
+static void kill_job_member(pid_t pid, pid_t pgrp, void *arg)
+{
+	const struct keeper *k = arg;
+
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->ks[i].state != K_IDLE && k->ks[i].start.pgid == pgrp && pid != pgrp)
+			kill(pid, SIGKILL);
+	}
+}
+
 /* SIGKILL to every process of the running jobs' groups but their leaders
  * (the mirrors, which then report how the job ended). */
 static void kill_jobs(struct keeper *k)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char path[300], buf[512], *p;
-		long pid, pgrp;
-		int fd;
-		ssize_t r;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		r = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = '\0';
-		p = strrchr(buf, ')');
-		if (!p || p[1] != ' ' || sscanf(p + 3, "%*d %ld", &pgrp) != 1)
-			continue;
-		pid = strtol(e->d_name, NULL, 10);
-		for (size_t i = 0; i < k->n; i++) {
-			if (k->ks[i].state != K_IDLE && k->ks[i].start.pgid == pgrp && pid != pgrp)
-				kill((pid_t)pid, SIGKILL);
-		}
-	}
-	closedir(d);
+	gpushare_proc_each(kill_job_member, k);
 }
 
 /* Is the attempt already in the journal's tail (written by gpushare just

@@ -370,14 +370,13 @@ void gpushare_child_signal(struct gpushare_child *ch, int sig)
 	ch->signalled = sig;
 }
 
-size_t gpushare_pgroup_count(pid_t pgid)
+void gpushare_proc_each(void (*fn)(pid_t pid, pid_t pgrp, void *arg), void *arg)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	size_t n = 0;
 
 	if (!d)
-		return 0;
+		return;
 	while ((e = readdir(d))) {
 		char path[300], buf[512], *p;
 		long pgrp;
@@ -399,11 +398,31 @@ size_t gpushare_pgroup_count(pid_t pgid)
 		p = strrchr(buf, ')');
 		if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
 			continue;
-		if (sscanf(p + 3, "%*d %ld", &pgrp) == 1 && pgrp == (long)pgid)
-			n++;
+		if (sscanf(p + 3, "%*d %ld", &pgrp) == 1)
+			fn((pid_t)strtol(e->d_name, NULL, 10), (pid_t)pgrp, arg);
 	}
 	closedir(d);
-	return n;
+}
+
+struct pgroup_count {
+	pid_t pgid;
+	size_t n;
+};
+
+static void count_member(pid_t pid, pid_t pgrp, void *arg)
+{
+	struct pgroup_count *c = arg;
+
+	(void)pid;
+	c->n += pgrp == c->pgid;
+}
+
+size_t gpushare_pgroup_count(pid_t pgid)
+{
+	struct pgroup_count c = { pgid, 0 };
+
+	gpushare_proc_each(count_member, &c);
+	return c.n;
 }
 
 size_t gpushare_pgroup_kill(pid_t pgid)
