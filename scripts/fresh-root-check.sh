@@ -101,6 +101,18 @@ for r in "${ROOTS[@]}"; do
 		"$(cat "$r/etc/hostname" 2>/dev/null || hostname)" >"$r/etc/hosts"
 done
 rm -f "$W/root.tar"
+# A machine on this network trusts the network's own certificate
+# authorities (those the host added under /usr/local/share/ca-certificates,
+# such as an HTTPS proxy's): without them npm's registry is unreachable over
+# TLS. The fresh roots get those, and nothing else of the host's.
+local_cas=(/usr/local/share/ca-certificates/*.crt)
+if [[ -e ${local_cas[0]} ]]; then
+	for r in "${ROOTS[@]}"; do
+		cp "${local_cas[@]}" "$r/usr/local/share/ca-certificates/"
+		chroot "$r" /usr/sbin/update-ca-certificates >/dev/null
+	done
+	echo "fresh-root: the network's certificate authorities: ${local_cas[*]##*/}"
+fi
 end "create the fresh $SUITE root (mmdebstrap, two copies)"
 
 R=${ROOTS[0]}
