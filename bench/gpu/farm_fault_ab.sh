@@ -17,17 +17,10 @@ O=$(cd "$O" && pwd)
 J=$NEW/tests/helpers/fault_job
 JOBS=${JOBS:-40} K=${K:-4} SPJ=${SECONDS_PER_JOB:-2} ROUNDS=${ROUNDS:-2}
 [[ -x $J ]] || { echo "no $J: build NEW_BUILD with CUDA" >&2; exit 1; }
-export XDG_RUNTIME_DIR=$O/rt
-mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+# shellcheck source=bench/gpu/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_private_runtime
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_VISIBLE_DEVICES
-stop_daemons() {
-	local p
-	for p in "$XDG_RUNTIME_DIR"/gpushare/*/mps/pipe; do
-		[[ -d "$p" ]] || continue
-		echo quit | CUDA_MPS_PIPE_DIRECTORY=$p timeout 10 nvidia-cuda-mps-control >/dev/null 2>&1 || true
-	done
-}
-trap stop_daemons EXIT
 for ((i = 1; i <= JOBS; i++)); do echo "$J --seconds $SPJ"; done >"$O/jobs.txt"
 S=$O/summary.txt
 echo "clean farm: $JOBS jobs of $SPJ s, K=$K, --retries 1, --strategy mps, GPU 0; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0 2>/dev/null); $(date -u +%FT%TZ)" | tee "$S"

@@ -28,54 +28,11 @@ WORKLOADS=${WORKLOADS:-transformer matmul}
 START=$(date +%s)
 mkdir -p "$O"
 O=$(cd "$O" && pwd)
-export XDG_RUNTIME_DIR=$O/rt
-mkdir -p "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
-
-# Stop every MPS daemon started under our runtime directory: ask it to quit,
-# then end the control daemon by its pid file if it is still there.
-stop_daemons() {
-	local p pid
-	for p in "$XDG_RUNTIME_DIR"/gpushare/*/mps/pipe; do
-		[[ -d "$p" ]] || continue
-		echo quit | CUDA_MPS_PIPE_DIRECTORY=$p timeout 10 "${GPUSHARE_MPS_CONTROL:-nvidia-cuda-mps-control}" \
-			>/dev/null 2>&1 || true
-		pid=$(cat "$p/nvidia-cuda-mps-control.pid" 2>/dev/null || true)
-		if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-			sleep 1
-			kill -TERM "$pid" 2>/dev/null || true
-		fi
-		echo "stopped the MPS daemon of $p" >>"$O/cleanup.log"
-	done
-}
-trap 'stop_daemons' EXIT
-trap 'exit 130' INT TERM
-
-left() { echo $((DEADLINE - ($(date +%s) - START))); }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$O/gpu.txt" 2>&1 || true
-{
-	echo "GPU: $(cat "$O/gpu.txt")  date: $(date -u +%FT%TZ)  commit: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo ?)"
-	echo "DUR=$DUR REPEATS=$REPEATS WARM=$WARM WORKERS=$WORKERS; percentages 1x,2x,100 (grid and tune)"
-} | tee "$O/summary.txt"
-
-# $1 name, $2 stdout file, rest the command; writes $O/$1.seconds.
-step() {
-	local name=$1 out=$2 t0 t1 rc=0 l
-	shift 2
-	l=$(left)
-	if ((l < 10)); then
-		echo "$name: not run (deadline)" | tee -a "$O/summary.txt"
-		return 1
-	fi
-	t0=$(date +%s.%N)
-	timeout --signal=INT --kill-after=30 "$l" "$@" >"$out" 2>"$O/$name.err" || rc=$?
-	t1=$(date +%s.%N)
-	python3 -c "print(round($t1 - $t0, 1))" >"$O/$name.seconds"
-	if ((rc != 0)); then
-		echo "$name: exit $rc" | tee -a "$O/summary.txt"
-		return 1
-	fi
-}
+# shellcheck source=bench/gpu/lib.sh
+. "$SRC/bench/gpu/lib.sh"
+bench_private_runtime
+bench_header
+echo "DUR=$DUR REPEATS=$REPEATS WARM=$WARM WORKERS=$WORKERS; percentages 1x,2x,100 (grid and tune)" | tee -a "$O/summary.txt"
 
 for wl in $WORKLOADS; do
 	echo "== $wl" | tee -a "$O/summary.txt"
