@@ -52,8 +52,8 @@ const struct cli_cmd cli_exporter_cmd = {
 
 struct exporter {
 	struct gpushare_metrics_system_opts opts;
-	pthread_mutex_t lock;          /* one collection at a time: the MPS daemon
-					* answers one control client at a time anyway */
+	pthread_mutex_t lock;          /* guards warned_no_driver (the server runs
+					* one collection at a time and shares it) */
 	bool warned_no_driver;
 };
 

@@ -14,6 +14,14 @@
  * seconds after it began. A request body is never read: other methods get
  * 405 and a GET or HEAD announcing a body gets 413.
  *
+ * Scrapes that arrive while a collection runs share the next one instead of
+ * queueing one each (collect_shared): collections run one at a time, and a
+ * request is answered by the first collection that started after it
+ * arrived, so an answer is never older than its request and any number of
+ * concurrent scrapes cost at most two collections (the one under way and
+ * the next). A collection that is slow (MPS daemons that answer slowly on
+ * a loaded machine) then no longer piles up requests behind it.
+ *
  * The listening socket is made here, not by libmicrohttpd, so a taken port
  * gives the kernel's own reason (EADDRINUSE) and port 0 can be asked for.
  * The server's threads start with SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE blocked: the
@@ -58,6 +66,11 @@ struct gpushare_metrics_server {
 	bool stop;
 	bool watchdog_started;
 	pthread_t watchdog;
+	/* The last collection, shared by the requests that waited for it. */
+	pthread_mutex_t collect_lock; /* one collection at a time; guards the fields below */
+	char *last;                   /* its text (UTF-8 fixed); NULL none or failed */
+	size_t last_len;
+	uint64_t last_start_ns;       /* when it started */
 };
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -175,6 +188,70 @@ static bool has_body(struct MHD_Connection *conn)
 	return te != NULL || (cl && strspn(cl, "0") != strlen(cl));
 }
 
+/* One collection: the producer's text, made valid UTF-8 (label values such
+ * as process names may hold any bytes; the exposition format is UTF-8). */
+static int collect(struct gpushare_metrics_server *s, char **text, size_t *len)
+{
+	char *t = NULL, *fixed;
+	size_t n = 0;
+
+	if (s->fn(s->arg, &t, &n) != GPUSHARE_OK || !t)
+		return GPUSHARE_E_SYS;
+	if (memchr(t, '\0', n) == NULL) {
+		fixed = malloc(n + 1);
+		if (!fixed) {
+			free(t);
+			return GPUSHARE_E_NOMEM;
+		}
+		memcpy(fixed, t, n);
+		fixed[n] = '\0';
+		free(t);
+		t = gpushare_utf8_fix(fixed);
+		if (!t)
+			return GPUSHARE_E_NOMEM;
+		n = strlen(t);
+	}
+	*text = t;
+	*len = n;
+	return GPUSHARE_OK;
+}
+
+/* The answer to a request that arrived at `arrived`: the last collection if
+ * it started after that, else a new one (which later arrivals then share).
+ * The caller owns the copy in *text. */
+static int collect_shared(struct gpushare_metrics_server *s, char **text, size_t *len)
+{
+	uint64_t arrived = gpushare_now_ns();
+	int rc = GPUSHARE_OK;
+
+	pthread_mutex_lock(&s->collect_lock);
+	if (!s->last || s->last_start_ns < arrived) {
+		uint64_t start = gpushare_now_ns();
+		char *t;
+		size_t n;
+
+		free(s->last);
+		s->last = NULL;
+		rc = collect(s, &t, &n);
+		if (!rc) {
+			s->last = t;
+			s->last_len = n;
+			s->last_start_ns = start;
+		}
+	}
+	if (!rc) {
+		*text = malloc(s->last_len + 1);
+		if (*text) {
+			memcpy(*text, s->last, s->last_len + 1);
+			*len = s->last_len;
+		} else {
+			rc = GPUSHARE_E_NOMEM;
+		}
+	}
+	pthread_mutex_unlock(&s->collect_lock);
+	return rc;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
@@ -209,23 +286,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return reply_static(conn, MHD_HTTP_CONTENT_TOO_LARGE, too_large, false);
 	if (strcmp(url, "/metrics") != 0)
 		return reply_static(conn, MHD_HTTP_NOT_FOUND, not_found, false);
-	if (s->fn(s->arg, &text, &len) != GPUSHARE_OK || !text)
+	if (collect_shared(s, &text, &len) != GPUSHARE_OK)
 		return reply_static(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, failed, false);
-	/* Label values (process names, workload labels) may hold any bytes;
-	 * the exposition format is UTF-8. */
-	{
-		char *fixed;
-
-		if (memchr(text, '\0', len) == NULL && (fixed = malloc(len + 1)) != NULL) {
-			memcpy(fixed, text, len);
-			fixed[len] = '\0';
-			free(text);
-			text = gpushare_utf8_fix(fixed);
-			if (!text)
-				return reply_static(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, failed, false);
-			len = strlen(text);
-		}
-	}
 	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(text);
@@ -240,7 +302,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void server_free(struct gpushare_metrics_server *s)
 {
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->collect_lock);
 	pthread_cond_destroy(&s->wake);
+	free(s->last);
 	free(s);
 }
 
@@ -308,6 +372,7 @@ int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metr
 	s->port = port;
 	s->conns.next = s->conns.prev = &s->conns;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->collect_lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
 	rc = listen_socket(addr, port, &fd, &s->port);
 	if (rc) {

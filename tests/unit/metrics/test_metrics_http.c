@@ -2,9 +2,12 @@
  * Unit tests of lib/metrics/metrics_http.c: the libmicrohttpd server of
  * GET /metrics: status codes (200, 404, 405 with Allow, 413, 500 when the
  * producer fails), the content type, HEAD without a body, a taken port and
- * an address that is not this machine's.
+ * an address that is not this machine's; concurrent scrapes share a
+ * collection, and no answer is older than its request.
  */
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -124,11 +127,97 @@ static void test_server_producer_fails(void **state)
 	gpushare_clear_error();
 }
 
+/* A slow producer: each collection takes 1 s and says which it was. */
+static atomic_int slow_started;
+
+static int produce_slow(void *arg, char **text, size_t *len)
+{
+	int n = atomic_fetch_add(&slow_started, 1) + 1;
+
+	(void)arg;
+	usleep(1000 * 1000);
+	*text = malloc(32);
+	snprintf(*text, 32, "collection %d\n", n);
+	*len = strlen(*text);
+	return GPUSHARE_OK;
+}
+
+/* A scrape from a thread (no cmocka asserts there): the collections
+ * started before it was sent, and the collection that answered it. */
+struct scrape {
+	pthread_t t;
+	uint16_t port;
+	int started_before, answered_by;
+	bool ok;
+};
+
+static void *scrape_main(void *arg)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct scrape *sc = arg;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(sc->port) };
+	struct timeval tv = { .tv_sec = 60 };
+	char out[4096];
+	size_t len = 0;
+	ssize_t n;
+	const char *body;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return NULL;
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		sc->started_before = atomic_load(&slow_started);
+		if (write(fd, req, sizeof(req) - 1) == (ssize_t)sizeof(req) - 1)
+			while (len < sizeof(out) - 1 && (n = read(fd, out + len, sizeof(out) - 1 - len)) > 0)
+				len += (size_t)n;
+	}
+	close(fd);
+	out[len] = '\0';
+	body = strstr(out, "\r\n\r\ncollection ");
+	sc->ok = strncmp(out, "HTTP/1.1 200", 12) == 0 && body && sscanf(body + 4, "collection %d", &sc->answered_by) == 1;
+	return NULL;
+}
+
+/* Eight scrapes at once while collections take 1 s: they share
+ * collections (each one collecting would take 8), and every answer comes
+ * from a collection that started after its request was sent. A scrape
+ * after them gets a new collection. */
+static void test_server_shared_collection(void **state)
+{
+	struct gpushare_metrics_server *s;
+	struct scrape sc[8], last;
+	int i;
+
+	(void)state;
+	atomic_store(&slow_started, 0);
+	assert_int_equal(gpushare_metrics_server_start("127.0.0.1", 0, produce_slow, NULL, &s), GPUSHARE_OK);
+	for (i = 0; i < 8; i++) {
+		sc[i] = (struct scrape){ .port = gpushare_metrics_server_port(s) };
+		assert_int_equal(pthread_create(&sc[i].t, NULL, scrape_main, &sc[i]), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(sc[i].t, NULL);
+		assert_true(sc[i].ok);
+		assert_true(sc[i].answered_by > sc[i].started_before);
+	}
+	/* At most two when the eight arrive within the first collection; one
+	 * more for each second a request's thread was held up. */
+	assert_true(atomic_load(&slow_started) <= 4);
+	last = (struct scrape){ .port = gpushare_metrics_server_port(s) };
+	scrape_main(&last);
+	assert_true(last.ok);
+	assert_true(last.answered_by > last.started_before);
+	gpushare_metrics_server_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_server),
 		cmocka_unit_test(test_server_producer_fails),
+		cmocka_unit_test(test_server_shared_collection),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
