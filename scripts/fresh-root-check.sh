@@ -49,6 +49,13 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 mount_root() { # /proc, /sys (with the cgroups), /dev, /dev/pts and a private /dev/shm inside root $1
+	# The root itself a mount point, as / is on a machine: `unshare
+	# --mount` (the cluster tests' namespaces) makes / private, which the
+	# kernel refuses for a chroot's plain directory. A slave copy: nothing
+	# mounted or unmounted inside reaches the host.
+	mount --bind "$1" "$1"
+	mount --make-rslave "$1"
+	mounted+=("$1")
 	mount -t proc proc "$1/proc"
 	mounted+=("$1/proc")
 	mount -t sysfs sysfs "$1/sys" # hwloc (slurmd, Open MPI) reads the CPU topology there
