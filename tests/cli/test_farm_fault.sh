@@ -177,13 +177,18 @@ echo "== a culprit the log does not name (it leaves first): suspects run alone"
 jobs "$tmp/j8" 8 2 0
 run farm --dir "$tmp/g" --slots 4 --retries 1 "$tmp/j8"
 check "7 done, the culprit failed" grep -q "jobs: 7 done, 1 failed, 0 unfinished of 8" "$tmp/out"
-check "journal: job 2 first suspected, then alone, then failed; no one else charged" journal "$tmp/g" '
+check "journal: the fault's jobs suspected, job 2 then alone, then failed; no one else charged" journal "$tmp/g" '
 a = faults[0]
-assert a["culprit"] == 2 and a["evidence"] in ("first to fail", "server log"), faults
-if a["evidence"] == "first to fail":
-    assert not a["culprit_failed"] and all(r["outcome"] == "bystander" for r in recs if r["job"] in [2] + a["bystanders"] and r["attempt"] == 1)
-    # each suspect ran again alone
-    for j in a["bystanders"]:
+suspects = [a["culprit"]] + a["bystanders"]
+assert a["evidence"] in ("first to fail", "server log") and 2 in suspects, faults
+if a["evidence"] == "server log":
+    assert a["culprit"] == 2, faults
+else:
+    # The first to fail is only a suspect: job 2 as a rule, but on a busy
+    # machine the failure of a bystander may be seen first. Nobody is charged.
+    assert not a["culprit_failed"] and all(r["outcome"] == "bystander" for r in recs if r["job"] in suspects and r["attempt"] == 1)
+    # each suspect but the culprit ran again alone, and ended ok
+    for j in [x for x in suspects if x != 2]:
         r = [x for x in recs if x["job"] == j and x["outcome"] == "ok"][0]
         assert not [x for x in recs if x["job"] != j and x["start_unix_s"] < r["end_unix_s"] and x["end_unix_s"] > r["start_unix_s"]], (j, r)
 assert faults[-1]["culprit"] == 2 and faults[-1]["culprit_failed"] and faults[-1]["evidence"] == "alone", faults
