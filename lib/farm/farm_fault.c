@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "grow.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/strategy.h"
@@ -252,15 +253,8 @@ static int add_earlier(struct farm_faults *F, uint64_t job)
 	for (size_t i = 0; i < F->n_earlier; i++)
 		if (F->earlier[i] == job)
 			return GPUSHARE_OK;
-	if (F->n_earlier == F->cap_earlier) {
-		size_t cap = F->cap_earlier ? F->cap_earlier * 2 : 16;
-		uint64_t *p = realloc(F->earlier, cap * sizeof(*p));
-
-		if (!p)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		F->earlier = p;
-		F->cap_earlier = cap;
-	}
+	if (gpushare_grow(&F->earlier, F->n_earlier, &F->cap_earlier, sizeof(*F->earlier), 16))
+		return GPUSHARE_E_NOMEM;
 	F->earlier[F->n_earlier++] = job;
 	return GPUSHARE_OK;
 }
@@ -403,15 +397,8 @@ int farm_fault_push_isolated(struct farm *f, const struct job_ref *j)
 
 	if (!F)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	if (F->n_iso == F->cap_iso) {
-		size_t cap = F->cap_iso ? F->cap_iso * 2 : 4;
-		struct job_ref *p = realloc(F->iso, cap * sizeof(*p));
-
-		if (!p)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		F->iso = p;
-		F->cap_iso = cap;
-	}
+	if (gpushare_grow(&F->iso, F->n_iso, &F->cap_iso, sizeof(*F->iso), 4))
+		return GPUSHARE_E_NOMEM;
 	F->iso[F->n_iso++] = *j;
 	return GPUSHARE_OK;
 }
