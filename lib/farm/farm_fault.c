@@ -20,7 +20,6 @@
 #include "gpushare/mps.h"
 #include "gpushare/strategy.h"
 #include "mps_fault.h"
-#include "mps_parse.h"
 #include "farm_engine.h"
 #include "farm_fault.h"
 
@@ -213,41 +212,6 @@ bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_n
 	return true;
 }
 
-/* Whether a server of the farm's daemon says FAULT; with shut, those are
- * shut down (the next client starts a new one). Errors count as not. */
-static bool server_faulted(struct farm *f, bool shut)
-{
-	const struct gpushare_mps *m = &f->run.sx.mps.m;
-	char *reply = NULL, cmd[64];
-	pid_t *pids = NULL;
-	size_t n = 0;
-	bool faulted = false;
-
-	if (gpushare_mps_command(m, "get_server_list", &reply) == GPUSHARE_OK &&
-	    gpushare_mps_parse_pid_list(reply, &pids, &n) == GPUSHARE_OK) {
-		for (size_t i = 0; i < n; i++) {
-			char *st = NULL;
-
-			snprintf(cmd, sizeof(cmd), "get_server_status %d", (int)pids[i]);
-			if (gpushare_mps_command(m, cmd, &st) == GPUSHARE_OK && strstr(st, "FAULT")) {
-				faulted = true;
-				if (shut) {
-					char *r2 = NULL;
-
-					snprintf(cmd, sizeof(cmd), "shutdown_server %d", (int)pids[i]);
-					gpushare_mps_command(m, cmd, &r2);
-					free(r2);
-				}
-			}
-			free(st);
-		}
-	}
-	free(reply);
-	free(pids);
-	gpushare_clear_error();
-	return faulted;
-}
-
 static int add_earlier(struct farm_faults *F, uint64_t job)
 {
 	for (size_t i = 0; i < F->n_earlier; i++)
@@ -373,7 +337,7 @@ int farm_fault_poll(struct farm *f, uint64_t now)
 		if (farm_stop_level == 0) {
 			if (now < w->next_check_ns)
 				continue;
-			if (server_faulted(f, false)) {
+			if (gpushare_mps_fault_server(&f->run.sx.mps.m, false)) {
 				if (now - w->recover_t0_ns < FARM_FAULT_RECOVER_NS) {
 					w->next_check_ns = now + FARM_FAULT_CHECK_NS;
 					continue;
@@ -381,7 +345,7 @@ int farm_fault_poll(struct farm *f, uint64_t now)
 				/* A daemon of the farm's own: its server is shut
 				 * down (the next client starts a new one). */
 				if (f->run.sx.mps.started) {
-					server_faulted(f, true);
+					gpushare_mps_fault_server(&f->run.sx.mps.m, true);
 					w->restarted = true;
 				}
 			}
