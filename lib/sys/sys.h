@@ -37,6 +37,14 @@ void gpushare_remove_tree(const char *path);
 
 /* ---- child processes ---- */
 
+struct gpushare_child;
+
+/* Start fn(arg) (which ends with _exit()) in a child process that may
+ * outlive this one (no parent-death signal), its standard streams on
+ * /dev/null: a keeper or a stopper that finishes what this process began.
+ * ch is initialised here; as gpushare_child_start(). */
+int gpushare_child_start_detached(struct gpushare_child *ch, void (*fn)(void *arg), void *arg);
+
 struct gpushare_run_result {
 	int status;        /* exit code, or 128+signal when killed by a signal */
 	bool timed_out;    /* the child was killed because the timeout ran out */
