@@ -28,6 +28,15 @@ int gpushare_user_dir(char *buf, size_t len);
  * GPUSHARE_E_DIR with a detail naming the offending path otherwise. */
 int gpushare_private_dir(const char *path);
 
+/* Call fn(path, arg) for each entry of the per-user directory
+ * (gpushare_user_dir()) whose name starts with one of prefixes (a NULL-ended
+ * list) and is not skip (may be NULL), and that is a directory, not a link,
+ * owned by this user. fn returns > 0 for an entry to count in *n, 0 for
+ * one not to, < 0 for an error that ends the walk and is returned. A user
+ * directory that is not there: GPUSHARE_OK and 0. */
+int gpushare_user_dir_each(const char *const *prefixes, const char *skip, int (*fn)(const char *path, void *arg),
+			   void *arg, size_t *n);
+
 /* Check that every parent of `path` is searchable by this process. */
 int gpushare_check_parents(const char *path);
 
