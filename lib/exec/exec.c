@@ -692,7 +692,7 @@ int gpushare_exec_finished(struct gpushare_exec *x, int wstatus)
 	f.gpu_index = x->gpu_index;
 	f.ranks_on_gpu = x->ranks_on_gpu;
 	f.pid = p->pgid;
-	f.server_fault = gpushare_mps_fault_server(&p->run.sx.mps.m);
+	f.server_fault = gpushare_mps_fault_server(&p->run.sx.mps.m, false);
 	rc = exec_fault_record(x->job_dir, &f);
 	return rc;
 }

@@ -102,12 +102,7 @@ pid_t exec_keeper_start(const char *dir, long local_size, int rank_fd, int lock_
 	struct gpushare_child ch;
 	pid_t pid = 0;
 
-	gpushare_child_init(&ch);
-	ch.fn = keeper_main;
-	ch.arg = &a;
-	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	if (gpushare_child_start(&ch) == GPUSHARE_OK) {
+	if (gpushare_child_start_detached(&ch, keeper_main, &a) == GPUSHARE_OK) {
 		char path[GPUSHARE_PATH_MAX], text[64];
 		int n = snprintf(text, sizeof(text), "%d %llu\n", (int)ch.pid, gpushare_pid_start_time(ch.pid));
 
@@ -161,12 +156,7 @@ int exec_stop_detached(const char *dir, int lock_fd, bool *stopped)
 	int rc;
 
 	*stopped = false;
-	gpushare_child_init(&ch);
-	ch.fn = stopper_main;
-	ch.arg = &a;
-	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	rc = gpushare_child_start(&ch);
+	rc = gpushare_child_start_detached(&ch, stopper_main, &a);
 	if (rc) {
 		/* Cannot fork: stop it here. */
 		gpushare_clear_error();

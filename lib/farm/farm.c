@@ -108,7 +108,7 @@ static int open_regular(const char *path, FILE **out)
 
 /* The job source before anything is created: the options go together, the
  * range parses, the files can be opened. */
-int farm_check_source(struct farm *f)
+static int farm_check_source(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
 	const char *path = NULL;
@@ -184,7 +184,7 @@ int farm_load_source(struct farm *f, struct farm_jobs *list)
 	return rc;
 }
 
-int farm_pick_shard(struct farm *f)
+static int farm_pick_shard(struct farm *f)
 {
 	bool from_env = false;
 
@@ -196,7 +196,7 @@ int farm_pick_shard(struct farm *f)
 static void warn_gpu_state(const struct farm *f, const struct gpushare_gpu_info *gi);
 
 /* The GPUs the jobs run on, from NVML and --gpus / CUDA_VISIBLE_DEVICES. */
-int farm_pick_gpus(struct farm *f)
+static int farm_pick_gpus(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
 	struct gpushare_system_info sys;
@@ -928,7 +928,7 @@ static int differs(const char *dir, const char *opt, const char *was, const char
 /* The options of a resumed farm: those not given are the first run's
  * (its journal's first header), those given must be the same. eff starts
  * as a copy of the caller's config; gpus_buf holds a recorded GPU list. */
-int farm_resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len)
+static int farm_resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len)
 {
 	char path[GPUSHARE_PATH_MAX + 32], a[64], b[64], host[256];
 	struct first_header fh;
@@ -1037,6 +1037,29 @@ static int check_resume_gpus(const struct farm *f)
 	return same ? GPUSHARE_OK : differs(f->c->dir, "--gpus", a, b);
 }
 
+void farm_init(struct farm *f, struct gpushare_farm_config *eff, struct gpushare_farm_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	memset(f, 0, sizeof(*f));
+	f->c = eff;
+	f->r = r;
+	f->journal.fd = -1;
+	f->keeper_fd = f->keeper_pidfd = -1;
+}
+
+int farm_take_source(struct farm *f, struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len)
+{
+	int rc = eff->resume && eff->dir ? farm_resume_options(eff, gpus_buf, gpus_len) : GPUSHARE_OK;
+
+	if (!rc)
+		rc = farm_check_source(f);
+	if (!rc)
+		rc = farm_pick_shard(f);
+	if (!rc)
+		rc = farm_pick_gpus(f);
+	return rc;
+}
+
 int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_farm_result *r)
 {
 	struct gpushare_farm_config eff = *c_in;
@@ -1047,21 +1070,10 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	size_t failed;
 	int rc;
 
-	memset(r, 0, sizeof(*r));
-	memset(&f, 0, sizeof(f));
-	f.c = c;
-	f.r = r;
-	f.journal.fd = -1;
-	f.keeper_fd = f.keeper_pidfd = -1;
+	farm_init(&f, &eff, r);
 	gpushare_run_ctx_init(&f.run, &(struct gpushare_run_opts){ .prefix = "farm", .mps_pipe_dir = c->mps_pipe_dir });
 	farm_stop_level = 0;
-	rc = c->resume && c->dir ? farm_resume_options(&eff, gpus_buf, sizeof(gpus_buf)) : GPUSHARE_OK;
-	if (!rc)
-		rc = farm_check_source(&f);
-	if (!rc)
-		rc = farm_pick_shard(&f);
-	if (!rc)
-		rc = farm_pick_gpus(&f);
+	rc = farm_take_source(&f, &eff, gpus_buf, sizeof(gpus_buf));
 	if (!rc)
 		rc = check_resume_gpus(&f);
 	if (!rc)

@@ -213,23 +213,12 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 	struct dry d;
 	int rc;
 
-	memset(&r, 0, sizeof(r));
-	memset(&f, 0, sizeof(f));
+	farm_init(&f, &eff, &r);
 	memset(&d, 0, sizeof(d));
-	f.c = &eff;
-	f.r = &r;
-	f.journal.fd = -1;
-	f.keeper_fd = f.keeper_pidfd = -1;
 	if (!eff.dir)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no farm directory: give --dir DIR or --resume DIR");
 	snprintf(f.dir, sizeof(f.dir), "%s", eff.dir);
-	rc = eff.resume ? farm_resume_options(&eff, gpus_buf, sizeof(gpus_buf)) : GPUSHARE_OK;
-	if (!rc)
-		rc = farm_check_source(&f);
-	if (!rc)
-		rc = farm_pick_shard(&f);
-	if (!rc)
-		rc = farm_pick_gpus(&f);
+	rc = farm_take_source(&f, &eff, gpus_buf, sizeof(gpus_buf));
 	if (!rc && eff.resume)
 		rc = dry_journal(&f);
 	if (!rc) {

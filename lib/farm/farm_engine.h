@@ -178,12 +178,14 @@ void farm_tail_all(struct farm *f);
 uint64_t farm_deadline(const struct farm *f, uint64_t start_ns);
 int farm_ok_duration(struct farm *f, uint64_t ns);
 
-/* farm.c, also for the dry run (farm_dryrun.c) */
-int farm_check_source(struct farm *f);
+/* farm.c, also for the dry run (farm_dryrun.c). farm_init: f empty, its
+ * config eff and result r (r cleared), no descriptors open. Then
+ * farm_take_source, the steps before anything is created: a resumed
+ * farm's recorded options into eff (gpus_buf holds a recorded GPU list),
+ * the job source checked, the shard and the GPUs picked. */
+void farm_init(struct farm *f, struct gpushare_farm_config *eff, struct gpushare_farm_result *r);
+int farm_take_source(struct farm *f, struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len);
 int farm_load_source(struct farm *f, struct farm_jobs *list);
-int farm_pick_shard(struct farm *f);
-int farm_pick_gpus(struct farm *f);
-int farm_resume_options(struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len);
 
 /* farm_status_jobs.c: one word as a shell reads it back (quoted when needed). */
 int farm_quote_word(struct gpushare_buf *b, const char *w);

@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "grow.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/strategy.h"
 #include "mps_fault.h"
-#include "mps_parse.h"
 #include "farm_engine.h"
 #include "farm_fault.h"
 
@@ -212,55 +212,13 @@ bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_n
 	return true;
 }
 
-/* Whether a server of the farm's daemon says FAULT; with shut, those are
- * shut down (the next client starts a new one). Errors count as not. */
-static bool server_faulted(struct farm *f, bool shut)
-{
-	const struct gpushare_mps *m = &f->run.sx.mps.m;
-	char *reply = NULL, cmd[64];
-	pid_t *pids = NULL;
-	size_t n = 0;
-	bool faulted = false;
-
-	if (gpushare_mps_command(m, "get_server_list", &reply) == GPUSHARE_OK &&
-	    gpushare_mps_parse_pid_list(reply, &pids, &n) == GPUSHARE_OK) {
-		for (size_t i = 0; i < n; i++) {
-			char *st = NULL;
-
-			snprintf(cmd, sizeof(cmd), "get_server_status %d", (int)pids[i]);
-			if (gpushare_mps_command(m, cmd, &st) == GPUSHARE_OK && strstr(st, "FAULT")) {
-				faulted = true;
-				if (shut) {
-					char *r2 = NULL;
-
-					snprintf(cmd, sizeof(cmd), "shutdown_server %d", (int)pids[i]);
-					gpushare_mps_command(m, cmd, &r2);
-					free(r2);
-				}
-			}
-			free(st);
-		}
-	}
-	free(reply);
-	free(pids);
-	gpushare_clear_error();
-	return faulted;
-}
-
 static int add_earlier(struct farm_faults *F, uint64_t job)
 {
 	for (size_t i = 0; i < F->n_earlier; i++)
 		if (F->earlier[i] == job)
 			return GPUSHARE_OK;
-	if (F->n_earlier == F->cap_earlier) {
-		size_t cap = F->cap_earlier ? F->cap_earlier * 2 : 16;
-		uint64_t *p = realloc(F->earlier, cap * sizeof(*p));
-
-		if (!p)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		F->earlier = p;
-		F->cap_earlier = cap;
-	}
+	if (gpushare_grow(&F->earlier, F->n_earlier, &F->cap_earlier, sizeof(*F->earlier), 16))
+		return GPUSHARE_E_NOMEM;
 	F->earlier[F->n_earlier++] = job;
 	return GPUSHARE_OK;
 }
@@ -379,7 +337,7 @@ int farm_fault_poll(struct farm *f, uint64_t now)
 		if (farm_stop_level == 0) {
 			if (now < w->next_check_ns)
 				continue;
-			if (server_faulted(f, false)) {
+			if (gpushare_mps_fault_server(&f->run.sx.mps.m, false)) {
 				if (now - w->recover_t0_ns < FARM_FAULT_RECOVER_NS) {
 					w->next_check_ns = now + FARM_FAULT_CHECK_NS;
 					continue;
@@ -387,7 +345,7 @@ int farm_fault_poll(struct farm *f, uint64_t now)
 				/* A daemon of the farm's own: its server is shut
 				 * down (the next client starts a new one). */
 				if (f->run.sx.mps.started) {
-					server_faulted(f, true);
+					gpushare_mps_fault_server(&f->run.sx.mps.m, true);
 					w->restarted = true;
 				}
 			}
@@ -403,15 +361,8 @@ int farm_fault_push_isolated(struct farm *f, const struct job_ref *j)
 
 	if (!F)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	if (F->n_iso == F->cap_iso) {
-		size_t cap = F->cap_iso ? F->cap_iso * 2 : 4;
-		struct job_ref *p = realloc(F->iso, cap * sizeof(*p));
-
-		if (!p)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		F->iso = p;
-		F->cap_iso = cap;
-	}
+	if (gpushare_grow(&F->iso, F->n_iso, &F->cap_iso, sizeof(*F->iso), 4))
+		return GPUSHARE_E_NOMEM;
 	F->iso[F->n_iso++] = *j;
 	return GPUSHARE_OK;
 }

@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "grow.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/buf.h"
 #include "farm_journal.h"
@@ -74,15 +75,8 @@ struct status_ctx {
 
 static int add_interval(struct gpu_acc *g, double start, double end)
 {
-	if (g->n_iv == g->cap_iv) {
-		size_t cap = g->cap_iv ? g->cap_iv * 2 : 64;
-		struct interval *p = realloc(g->iv, cap * sizeof(*p));
-
-		if (!p)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		g->iv = p;
-		g->cap_iv = cap;
-	}
+	if (gpushare_grow(&g->iv, g->n_iv, &g->cap_iv, sizeof(*g->iv), 64))
+		return GPUSHARE_E_NOMEM;
 	g->iv[g->n_iv++] = (struct interval){ start, end };
 	return GPUSHARE_OK;
 }
@@ -197,15 +191,8 @@ static int status_record(void *arg, struct farm_journal_data *d, const struct fa
 			if (c->state[r->job] != FARM_JOB_DONE)
 				c->state[r->job] = FARM_JOB_FAILED;
 		} else if (r->outcome == FARM_FAILED || r->outcome == FARM_TIMEOUT) {
-			if (c->n_fails == c->cap_fails) {
-				size_t cap = c->cap_fails ? c->cap_fails * 2 : 64;
-				uint64_t *p = realloc(c->fails, cap * sizeof(*p));
-
-				if (!p)
-					return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-				c->fails = p;
-				c->cap_fails = cap;
-			}
+			if (gpushare_grow(&c->fails, c->n_fails, &c->cap_fails, sizeof(*c->fails), 64))
+				return GPUSHARE_E_NOMEM;
 			c->fails[c->n_fails++] = r->job;
 		}
 		if (g) {

@@ -430,12 +430,7 @@ int farm_keeper_start(struct farm *f)
 	k.rd = fds[0];
 	keeper_farm = f;
 	f->keeper_fd = fds[1];
-	gpushare_child_init(&ch);
-	ch.fn = keeper_main;
-	ch.arg = &k;
-	ch.in = ch.out = ch.err = GPUSHARE_CHILD_DEVNULL;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	rc = gpushare_child_start(&ch);
+	rc = gpushare_child_start_detached(&ch, keeper_main, &k);
 	close(fds[0]);
 	free(k.ks);
 	if (rc) {

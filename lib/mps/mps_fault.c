@@ -165,7 +165,7 @@ size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t m
 	return n;
 }
 
-bool gpushare_mps_fault_server(const struct gpushare_mps *m)
+bool gpushare_mps_fault_server(const struct gpushare_mps *m, bool shut)
 {
 	char *reply = NULL, cmd[64];
 	pid_t *pids = NULL;
@@ -174,11 +174,20 @@ bool gpushare_mps_fault_server(const struct gpushare_mps *m)
 
 	if (gpushare_mps_command(m, "get_server_list", &reply) == GPUSHARE_OK &&
 	    gpushare_mps_parse_pid_list(reply, &pids, &n) == GPUSHARE_OK) {
-		for (size_t i = 0; i < n && !faulted; i++) {
+		for (size_t i = 0; i < n && (shut || !faulted); i++) {
 			char *st = NULL;
 
 			snprintf(cmd, sizeof(cmd), "get_server_status %d", (int)pids[i]);
-			faulted = gpushare_mps_command(m, cmd, &st) == GPUSHARE_OK && st && strstr(st, "FAULT");
+			if (gpushare_mps_command(m, cmd, &st) == GPUSHARE_OK && st && strstr(st, "FAULT")) {
+				faulted = true;
+				if (shut) {
+					char *r2 = NULL;
+
+					snprintf(cmd, sizeof(cmd), "shutdown_server %d", (int)pids[i]);
+					gpushare_mps_command(m, cmd, &r2);
+					free(r2);
+				}
+			}
 			free(st);
 		}
 	}

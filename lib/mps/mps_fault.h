@@ -40,7 +40,10 @@ enum gpushare_mps_fault gpushare_mps_fault_file(const char *path);
 size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t max);
 
 /* Whether a server of the daemon m says FAULT (get_server_list, then
- * get_server_status of each). Errors count as not; the error is cleared. */
-bool gpushare_mps_fault_server(const struct gpushare_mps *m);
+ * get_server_status of each). Without shut, the first that says so ends
+ * the search; with shut, every one that says so is shut down
+ * (shutdown_server: the next client starts a new one). Errors count as
+ * not; the error is cleared. */
+bool gpushare_mps_fault_server(const struct gpushare_mps *m, bool shut);
 
 #endif

@@ -132,39 +132,33 @@ static int scan_run(const char *kind, const char *run, struct gpushare_mps_priva
 	return rc;
 }
 
+struct private_list {
+	struct gpushare_mps_private *list;
+	size_t n, cap;
+};
+
+static int scan_entry(const char *run, void *arg)
+{
+	struct private_list *l = arg;
+
+	return scan_run(run_kind(strrchr(run, '/') + 1), run, &l->list, &l->n, &l->cap);
+}
+
 int gpushare_mps_private_list(struct gpushare_mps_private **out, size_t *n_out)
 {
-	char user[GPUSHARE_PATH_MAX];
-	struct gpushare_mps_private *list = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
-	DIR *d;
-	int rc = gpushare_user_dir(user, sizeof(user));
+	static const char *const prefixes[] = { "bench-", "sweep-", "farm-", "exec-", NULL };
+	struct private_list l = { NULL, 0, 0 };
+	size_t runs;
+	int rc;
 
 	*out = NULL;
 	*n_out = 0;
-	if (rc)
-		return rc;
-	d = opendir(user);
-	if (!d)
-		return GPUSHARE_OK; /* nothing was ever run here */
-	while (!rc && (e = readdir(d))) {
-		char run[GPUSHARE_PATH_MAX];
-		const char *kind = run_kind(e->d_name);
-		struct stat st;
-
-		if (!kind || (size_t)snprintf(run, sizeof(run), "%s/%s", user, e->d_name) >= sizeof(run))
-			continue;
-		if (lstat(run, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-			continue;
-		rc = scan_run(kind, run, &list, &n, &cap);
-	}
-	closedir(d);
+	rc = gpushare_user_dir_each(prefixes, NULL, scan_entry, &l, &runs);
 	if (rc) {
-		free(list);
+		free(l.list);
 		return rc;
 	}
-	*out = list;
-	*n_out = n;
+	*out = l.list;
+	*n_out = l.n;
 	return GPUSHARE_OK;
 }

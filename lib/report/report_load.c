@@ -26,6 +26,7 @@
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
+#include "grow.h"
 #include "hash.h"
 #include "report_internal.h"
 #include "report_load_curve.h"
@@ -544,15 +545,8 @@ static int hist_grow(struct loader *ld)
 	size_t size = ld->hist_size ? ld->hist_size * 2 : 256;
 	size_t *t;
 
-	if (r->n_hist_acc == ld->hist_cap) {
-		size_t nc = ld->hist_cap ? ld->hist_cap * 2 : 64;
-		struct gpushare_report_hist_acc *na = realloc(r->hist_acc, nc * sizeof(*na));
-
-		if (!na)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		r->hist_acc = na;
-		ld->hist_cap = nc;
-	}
+	if (gpushare_grow(&r->hist_acc, r->n_hist_acc, &ld->hist_cap, sizeof(*r->hist_acc), 64))
+		return GPUSHARE_E_NOMEM;
 	if (r->n_hist_acc * 2 < ld->hist_size)
 		return GPUSHARE_OK;
 	t = calloc(size, sizeof(*t));

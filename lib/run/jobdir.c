@@ -322,36 +322,19 @@ static bool reap_one(const char *dir)
 	return true;
 }
 
+static int reap_entry(const char *dir, void *arg)
+{
+	(void)arg;
+	return reap_one(dir);
+}
+
 int gpushare_jobdir_reap(const char *skip, size_t *reaped)
 {
-	char user[GPUSHARE_PATH_MAX];
-	struct dirent *e;
-	size_t n = 0;
-	DIR *d;
-	int rc = gpushare_user_dir(user, sizeof(user));
+	static const char *const prefixes[] = { "exec-", NULL };
+	size_t n;
+	int rc = gpushare_user_dir_each(prefixes, skip, reap_entry, NULL, &n);
 
-	if (reaped)
-		*reaped = 0;
-	if (rc)
-		return rc;
-	d = opendir(user);
-	if (!d)
-		return GPUSHARE_OK;
-	while ((e = readdir(d))) {
-		char dir[GPUSHARE_PATH_MAX];
-		struct stat st;
-
-		if (strncmp(e->d_name, "exec-", 5) != 0 || (skip && !strcmp(e->d_name, skip)))
-			continue;
-		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", user, e->d_name) >= sizeof(dir))
-			continue;
-		if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-			continue;
-		if (reap_one(dir))
-			n++;
-	}
-	closedir(d);
 	if (reaped)
 		*reaped = n;
-	return GPUSHARE_OK;
+	return rc;
 }

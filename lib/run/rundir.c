@@ -121,37 +121,27 @@ void gpushare_rundir_cleanup(const char *dir)
 	gpushare_rundir_remove(dir);
 }
 
+/* A run directory whose gpushare is gone: its daemons stopped, removed. */
+static int reap_run(const char *run, void *arg)
+{
+	(void)arg;
+	if (owner_alive(run))
+		return 0;
+	stop_daemons(run);
+	gpushare_rundir_remove(run);
+	return 1;
+}
+
 int gpushare_rundir_reap(size_t *reaped)
 {
-	char user[GPUSHARE_PATH_MAX];
-	struct dirent *e;
-	size_t n = 0;
-	DIR *d;
-	int rc = gpushare_user_dir(user, sizeof(user));
+	static const char *const prefixes[] = { "bench-", "sweep-", "farm-", NULL };
+	size_t n;
+	int rc = gpushare_user_dir_each(prefixes, NULL, reap_run, NULL, &n);
 
 	if (reaped)
 		*reaped = 0;
 	if (rc)
 		return rc;
-	d = opendir(user);
-	if (!d)
-		return GPUSHARE_OK; /* nothing was ever run here */
-	while ((e = readdir(d))) {
-		char run[GPUSHARE_PATH_MAX];
-		struct stat st;
-
-		if (strncmp(e->d_name, "bench-", 6) != 0 && strncmp(e->d_name, "sweep-", 6) != 0 &&
-		    strncmp(e->d_name, "farm-", 5) != 0)
-			continue;
-		if ((size_t)snprintf(run, sizeof(run), "%s/%s", user, e->d_name) >= sizeof(run))
-			continue;
-		if (lstat(run, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || owner_alive(run))
-			continue;
-		stop_daemons(run);
-		gpushare_rundir_remove(run);
-		n++;
-	}
-	closedir(d);
 	/* Jobs of gpushare exec whose ranks here were all killed. */
 	{
 		size_t jobs = 0;

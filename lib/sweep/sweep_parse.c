@@ -14,33 +14,22 @@
 #include "gpushare/sweep.h"
 #include "gpushare/util.h"
 
-int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n)
+/* Walk the comma-separated list s (its emptiness checked by the caller),
+ * giving each item (p, len: not empty, without the comma) to item(); a
+ * list that ends with a comma is refused. */
+static int each_item(const char *s, int (*item)(void *arg, const char *p, size_t len), void *arg)
 {
 	const char *p = s;
 
-	*n = 0;
-	if (!s || !*s)
-		return gpushare_fail(GPUSHARE_E_INVAL, "empty list (expected e.g. 1,3,5)");
 	for (;;) {
 		size_t len = strcspn(p, ",");
-		char item[32];
-		long v;
+		int rc;
 
 		if (len == 0)
 			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty item", s);
-		if (len >= sizeof(item) || strspn(p, "0123456789") != len)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%.*s' is not a whole number", (int)(len < 32 ? len : 32), p);
-		memcpy(item, p, len);
-		item[len] = '\0';
-		if (gpushare_parse_int(item, min, max, &v))
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (expected %ld to %ld)", item, min, max);
-		for (size_t j = 0; j < *n; j++) {
-			if (out[j] == v)
-				return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is listed twice", item);
-		}
-		if (*n >= GPUSHARE_SWEEP_MAX_VALUES)
-			return gpushare_fail(GPUSHARE_E_INVAL, "more than %d values", GPUSHARE_SWEEP_MAX_VALUES);
-		out[(*n)++] = v;
+		rc = item(arg, p, len);
+		if (rc)
+			return rc;
 		p += len;
 		if (!*p)
 			break;
@@ -51,55 +40,93 @@ int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, 
 	return GPUSHARE_OK;
 }
 
+struct int_list {
+	long min, max;
+	long *out;
+	size_t *n;
+};
+
+static int int_item(void *arg, const char *p, size_t len)
+{
+	struct int_list *l = arg;
+	char item[32];
+	long v;
+
+	if (len >= sizeof(item) || strspn(p, "0123456789") != len)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%.*s' is not a whole number", (int)(len < 32 ? len : 32), p);
+	memcpy(item, p, len);
+	item[len] = '\0';
+	if (gpushare_parse_int(item, l->min, l->max, &v))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (expected %ld to %ld)", item, l->min, l->max);
+	for (size_t j = 0; j < *l->n; j++) {
+		if (l->out[j] == v)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is listed twice", item);
+	}
+	if (*l->n >= GPUSHARE_SWEEP_MAX_VALUES)
+		return gpushare_fail(GPUSHARE_E_INVAL, "more than %d values", GPUSHARE_SWEEP_MAX_VALUES);
+	l->out[(*l->n)++] = v;
+	return GPUSHARE_OK;
+}
+
+int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n)
+{
+	struct int_list l = { min, max, out, n };
+
+	*n = 0;
+	if (!s || !*s)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty list (expected e.g. 1,3,5)");
+	return each_item(s, int_item, &l);
+}
+
+struct tpct_list {
+	struct gpushare_sweep_tpct *out;
+	size_t *n;
+};
+
+static int tpct_item(void *arg, const char *p, size_t len)
+{
+	struct tpct_list *l = arg;
+	char item[32];
+	struct gpushare_sweep_tpct v = { 0, false };
+
+	if (len >= sizeof(item))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%.32s...' is not a percentage", p);
+	memcpy(item, p, len);
+	item[len] = '\0';
+	if (item[len - 1] == 'x') {
+		char *end = NULL;
+
+		item[len - 1] = '\0';
+		errno = 0;
+		v.value = strtod(item, &end);
+		v.times = true;
+		if (!*item || *end || errno || !(v.value > 0 && v.value <= 100) || !strchr("0123456789.", *item))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%sx' is not a multiple of the default share (expected "
+					     "e.g. 2x, in (0x, 100x])", item);
+	} else if (gpushare_parse_percent(item, &v.value)) {
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a percentage in (0, 100] nor a multiple Kx "
+				     "of the default share", item);
+	}
+	for (size_t j = 0; j < *l->n; j++) {
+		if (l->out[j].value == v.value && l->out[j].times == v.times)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%.*s' is listed twice", (int)len, p);
+	}
+	if (*l->n >= GPUSHARE_SWEEP_MAX_VALUES)
+		return gpushare_fail(GPUSHARE_E_INVAL, "more than %d values", GPUSHARE_SWEEP_MAX_VALUES);
+	l->out[(*l->n)++] = v;
+	return GPUSHARE_OK;
+}
+
 int gpushare_sweep_parse_thread_pcts(const char *s, struct gpushare_sweep_tpct *out, size_t *n)
 {
-	const char *p = s;
+	struct tpct_list l = { out, n };
 
 	*n = 0;
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty list (expected e.g. 25,50,100 or 1x,2x,100)");
 	if (!strcmp(s, "auto"))
-		s = p = GPUSHARE_SWEEP_THREAD_PCTS_AUTO;
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		char item[32];
-		struct gpushare_sweep_tpct v = { 0, false };
-
-		if (len == 0)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty item", s);
-		if (len >= sizeof(item))
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%.32s...' is not a percentage", p);
-		memcpy(item, p, len);
-		item[len] = '\0';
-		if (item[len - 1] == 'x') {
-			char *end = NULL;
-
-			item[len - 1] = '\0';
-			errno = 0;
-			v.value = strtod(item, &end);
-			v.times = true;
-			if (!*item || *end || errno || !(v.value > 0 && v.value <= 100) || !strchr("0123456789.", *item))
-				return gpushare_fail(GPUSHARE_E_INVAL, "'%sx' is not a multiple of the default share (expected "
-						     "e.g. 2x, in (0x, 100x])", item);
-		} else if (gpushare_parse_percent(item, &v.value)) {
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a percentage in (0, 100] nor a multiple Kx "
-					     "of the default share", item);
-		}
-		for (size_t j = 0; j < *n; j++) {
-			if (out[j].value == v.value && out[j].times == v.times)
-				return gpushare_fail(GPUSHARE_E_INVAL, "'%.*s' is listed twice", (int)len, p);
-		}
-		if (*n >= GPUSHARE_SWEEP_MAX_VALUES)
-			return gpushare_fail(GPUSHARE_E_INVAL, "more than %d values", GPUSHARE_SWEEP_MAX_VALUES);
-		out[(*n)++] = v;
-		p += len;
-		if (!*p)
-			break;
-		p++;
-		if (!*p)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' ends with a comma", s);
-	}
-	return GPUSHARE_OK;
+		s = GPUSHARE_SWEEP_THREAD_PCTS_AUTO;
+	return each_item(s, tpct_item, &l);
 }
 
 double gpushare_sweep_default_thread_pct(int workers)

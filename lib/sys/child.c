@@ -38,6 +38,16 @@ void gpushare_child_init(struct gpushare_child *ch)
 	ch->pidfd = ch->in_fd = ch->out_fd = ch->err_fd = -1;
 }
 
+int gpushare_child_start_detached(struct gpushare_child *ch, void (*fn)(void *arg), void *arg)
+{
+	gpushare_child_init(ch);
+	ch->fn = fn;
+	ch->arg = arg;
+	ch->in = ch->out = ch->err = GPUSHARE_CHILD_DEVNULL;
+	ch->flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	return gpushare_child_start(ch);
+}
+
 int gpushare_child_exit_code(int wstatus)
 {
 	if (WIFEXITED(wstatus))

@@ -7,6 +7,7 @@
  * every parent must belong to root or this user, and one that others may
  * write must be sticky and belong to root or this user (as /tmp).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -33,6 +34,46 @@ int gpushare_user_dir(char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return gpushare_fail(GPUSHARE_E_INVAL, "user directory path too long");
 	return GPUSHARE_OK;
+}
+
+static bool has_prefix(const char *name, const char *const *prefixes)
+{
+	for (size_t i = 0; prefixes[i]; i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
+int gpushare_user_dir_each(const char *const *prefixes, const char *skip, int (*fn)(const char *path, void *arg),
+			   void *arg, size_t *n)
+{
+	char user[GPUSHARE_PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int rc = gpushare_user_dir(user, sizeof(user));
+
+	*n = 0;
+	if (rc)
+		return rc;
+	d = opendir(user);
+	if (!d)
+		return GPUSHARE_OK; /* nothing was ever run here */
+	while (rc >= 0 && (e = readdir(d))) {
+		char path[GPUSHARE_PATH_MAX];
+		struct stat st;
+
+		if (!has_prefix(e->d_name, prefixes) || (skip && !strcmp(e->d_name, skip)))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", user, e->d_name) >= sizeof(path))
+			continue;
+		if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		rc = fn(path, arg);
+		if (rc > 0)
+			(*n)++;
+	}
+	closedir(d);
+	return rc < 0 ? rc : GPUSHARE_OK;
 }
 
 int gpushare_check_parents(const char *path)

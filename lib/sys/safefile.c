@@ -23,6 +23,31 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 
+/* Read fd into buf[*n..want) (from offset at + *n when at >= 0, else from
+ * where the file stands), retrying when interrupted, until want bytes or
+ * the end of the file: 0 when full, 1 at the end. On an error buf is
+ * freed, fd closed and the read of path fails. */
+static int fill(int fd, char *buf, size_t *n, size_t want, off_t at, const char *path)
+{
+	while (*n < want) {
+		ssize_t r = at >= 0 ? pread(fd, buf + *n, want - *n, at + (off_t)*n) : read(fd, buf + *n, want - *n);
+		int e;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = errno;
+			free(buf);
+			close(fd);
+			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path, strerror(e));
+		}
+		if (r == 0)
+			return 1;
+		*n += (size_t)r;
+	}
+	return 0;
+}
+
 int gpushare_read_file(const char *path, size_t max_bytes, char **data, size_t *len)
 {
 	struct stat st;
@@ -59,8 +84,6 @@ int gpushare_read_file(const char *path, size_t max_bytes, char **data, size_t *
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", path);
 	}
 	for (;;) {
-		ssize_t r;
-
 		if (n == cap) {
 			size_t nc = cap * 2 < max_bytes + 1 ? cap * 2 : max_bytes + 1;
 			char *nb;
@@ -76,18 +99,11 @@ int gpushare_read_file(const char *path, size_t max_bytes, char **data, size_t *
 			buf = nb;
 			cap = nc;
 		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			e = errno;
-			free(buf);
-			close(fd);
-			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path, strerror(e));
-		}
-		if (r == 0)
+		e = fill(fd, buf, &n, cap, -1, path);
+		if (e < 0)
+			return e;
+		if (e > 0)
 			break;
-		n += (size_t)r;
 	}
 	close(fd);
 	if (n > max_bytes) {
@@ -197,21 +213,9 @@ int gpushare_read_file_tail(const char *path, size_t max_bytes, char **data, siz
 		close(fd);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory reading '%s'", path);
 	}
-	while (n < want) {
-		ssize_t r = pread(fd, buf + n, want - n, from + (off_t)n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			e = errno;
-			free(buf);
-			close(fd);
-			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path, strerror(e));
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
+	e = fill(fd, buf, &n, want, from, path);
+	if (e < 0)
+		return e;
 	close(fd);
 	buf[n] = '\0';
 	*data = buf;

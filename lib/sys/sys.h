@@ -28,6 +28,15 @@ int gpushare_user_dir(char *buf, size_t len);
  * GPUSHARE_E_DIR with a detail naming the offending path otherwise. */
 int gpushare_private_dir(const char *path);
 
+/* Call fn(path, arg) for each entry of the per-user directory
+ * (gpushare_user_dir()) whose name starts with one of prefixes (a NULL-ended
+ * list) and is not skip (may be NULL), and that is a directory, not a link,
+ * owned by this user. fn returns > 0 for an entry to count in *n, 0 for
+ * one not to, < 0 for an error that ends the walk and is returned. A user
+ * directory that is not there: GPUSHARE_OK and 0. */
+int gpushare_user_dir_each(const char *const *prefixes, const char *skip, int (*fn)(const char *path, void *arg),
+			   void *arg, size_t *n);
+
 /* Check that every parent of `path` is searchable by this process. */
 int gpushare_check_parents(const char *path);
 
@@ -36,6 +45,14 @@ int gpushare_check_parents(const char *path);
 void gpushare_remove_tree(const char *path);
 
 /* ---- child processes ---- */
+
+struct gpushare_child;
+
+/* Start fn(arg) (which ends with _exit()) in a child process that may
+ * outlive this one (no parent-death signal), its standard streams on
+ * /dev/null: a keeper or a stopper that finishes what this process began.
+ * ch is initialised here; as gpushare_child_start(). */
+int gpushare_child_start_detached(struct gpushare_child *ch, void (*fn)(void *arg), void *arg);
 
 struct gpushare_run_result {
 	int status;        /* exit code, or 128+signal when killed by a signal */

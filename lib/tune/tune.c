@@ -424,22 +424,36 @@ static int read_probes(const char *probe_path, struct gpushare_tune_result *res)
 	return rc == GPUSHARE_E_NOT_FOUND ? GPUSHARE_OK : rc;
 }
 
+/* A round's sweep (freed by the caller): the tune's own, one repeat per
+ * round, its cells chosen by select; NULL when out of memory (the error
+ * set). */
+static struct gpushare_sweep_config *round_sweep(struct tune_ctx *x, gpushare_sweep_select_fn select)
+{
+	struct gpushare_sweep_config *p = malloc(sizeof(*p));
+
+	if (!p) {
+		gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		return NULL;
+	}
+	*p = x->t->sweep;
+	p->repeats = 1;
+	p->select = select;
+	p->select_arg = x;
+	return p;
+}
+
 /* The probe round's sweep: every cell once, with probe_fraction of the
  * window. */
 static int probe_round(struct tune_ctx *x, const char *probe_path)
 {
 	struct gpushare_tune_config *t = x->t;
-	struct gpushare_sweep_config *p = malloc(sizeof(*p));
 	uint64_t t0 = gpushare_now_ns();
+	struct gpushare_sweep_config *p = round_sweep(x, probe_select);
 	int rc;
 
 	if (!p)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	*p = t->sweep;
-	p->repeats = 1;
+		return GPUSHARE_E_NOMEM;
 	p->max_repeats = 1;
-	p->select = probe_select;
-	p->select_arg = x;
 	if (p->bench.requests) {
 		p->bench.requests = (uint64_t)ceil((double)p->bench.requests * t->probe_fraction);
 		if (p->bench.requests < 1)
@@ -474,17 +488,12 @@ static int probe_round(struct tune_ctx *x, const char *probe_path)
  * within what is left of the budget. */
 static int full_rounds(struct tune_ctx *x, const char *results_path)
 {
-	struct gpushare_tune_config *t = x->t;
-	struct gpushare_sweep_config *p = malloc(sizeof(*p));
 	uint64_t t0 = gpushare_now_ns();
+	struct gpushare_sweep_config *p = round_sweep(x, full_select);
 	int rc;
 
 	if (!p)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	*p = t->sweep;
-	p->repeats = 1;
-	p->select = full_select;
-	p->select_arg = x;
+		return GPUSHARE_E_NOMEM;
 	if (p->budget_seconds > 0) {
 		p->budget_seconds -= x->res->probe_seconds;
 		if (p->budget_seconds <= 0)

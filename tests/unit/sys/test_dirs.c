@@ -103,12 +103,65 @@ static void test_remove_tree(void **state)
 	gpushare_remove_tree(top); /* gone already: nothing to do */
 }
 
+static int count_entry(const char *path, void *arg)
+{
+	const char *name = strrchr(path, '/') + 1;
+
+	(void)arg;
+	/* "farm-b" is not counted; "farm-stop" ends the walk with an error. */
+	if (!strcmp(name, "farm-stop"))
+		return GPUSHARE_E_IO;
+	return strcmp(name, "farm-b") != 0;
+}
+
+static void test_user_dir_each(void **state)
+{
+	static const char *const prefixes[] = { "bench-", "farm-", NULL };
+	const char *old = getenv("XDG_RUNTIME_DIR");
+	char *saved = old ? strdup(old) : NULL;
+	char user[256], path[320];
+	size_t n = 99;
+
+	(void)state;
+	setenv("XDG_RUNTIME_DIR", dir, 1);
+	/* No user directory yet: nothing. */
+	assert_int_equal(gpushare_user_dir_each(prefixes, NULL, count_entry, NULL, &n), GPUSHARE_OK);
+	assert_int_equal(n, 0);
+	snprintf(user, sizeof(user), "%s/gpushare", dir);
+	assert_int_equal(mkdir(user, 0700), 0);
+	for (size_t i = 0; i < 5; i++) {
+		static const char *const names[] = { "bench-a", "farm-a", "farm-b", "sweep-a", "bench-skip" };
+
+		snprintf(path, sizeof(path), "%s/%s", user, names[i]);
+		assert_int_equal(mkdir(path, 0700), 0);
+	}
+	/* A file and a link with the prefix are passed over. */
+	snprintf(path, sizeof(path), "%s/farm-file", user);
+	fclose(fopen(path, "w"));
+	snprintf(path, sizeof(path), "%s/farm-link", user);
+	assert_int_equal(symlink("farm-a", path), 0);
+	assert_int_equal(gpushare_user_dir_each(prefixes, "bench-skip", count_entry, NULL, &n), GPUSHARE_OK);
+	assert_int_equal(n, 2); /* bench-a, farm-a */
+	assert_int_equal(gpushare_user_dir_each(prefixes, NULL, count_entry, NULL, &n), GPUSHARE_OK);
+	assert_int_equal(n, 3);
+	snprintf(path, sizeof(path), "%s/farm-stop", user);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(gpushare_user_dir_each(prefixes, NULL, count_entry, NULL, &n), GPUSHARE_E_IO);
+	gpushare_clear_error();
+	if (saved)
+		setenv("XDG_RUNTIME_DIR", saved, 1);
+	else
+		unsetenv("XDG_RUNTIME_DIR");
+	free(saved);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_user_dir),
 		cmocka_unit_test(test_private_dir),
 		cmocka_unit_test(test_remove_tree),
+		cmocka_unit_test(test_user_dir_each),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
