@@ -148,7 +148,11 @@ PEAK_OK='r["peak"]["found"] and 100 / 1.1 / 1.05 <= r["peak"]["rate_per_second"]
 LOUD=() # SPIN with progress on stderr
 for a in "${SPIN[@]}"; do [[ $a == -q ]] || LOUD+=("$a"); done
 run "${LOUD[@]}" "${PEAK[@]}"
-check "progress names each search step and its rate" grep -q "^gpushare: timeslice peak search step 2 at 120/s: measuring" "$tmp/err"
+# The second step doubles the rate after a first step that met the bound,
+# else halves it (a busy machine can fail the first step far below capacity).
+step2=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["results"][0]["peak"]["steps"]; print("120" if s[0]["pass"] else "30.0")' "$tmp/out" 2>/dev/null || echo "?")
+check "progress names each search step and its rate (step 2 at $step2/s)" bash -c "grep -q '^gpushare: timeslice peak search step 1 at 60.0/s: measuring' '$tmp/err' &&
+	grep -q '^gpushare: timeslice peak search step 2 at $step2/s: measuring' '$tmp/err'"
 cp "$tmp/out" "$tmp/peak.json"
 if [[ $rc -eq 0 ]] && ! py "$tmp/peak.json" "$PEAK_OK" >/dev/null; then
 	# A shared test machine can freeze a worker for tens of milliseconds and
