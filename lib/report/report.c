@@ -153,13 +153,8 @@ static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, 
 
 		if (run->status != GPUSHARE_RUN_OK) {
 			c->n_failed++;
-			if (run->error[0]) {
-				/* one line, and no '|' to break a markdown table */
-				snprintf(c->error, sizeof(c->error), "%s", run->error);
-				for (char *p = c->error; *p; p++)
-					if (*p == '|' || *p == '\n' || *p == '\r')
-						*p = *p == '|' ? '/' : ' ';
-			}
+			if (run->error[0])
+				gpushare_report_error_line(c->error, sizeof(c->error), run->error);
 			continue;
 		}
 		k++;
@@ -199,6 +194,14 @@ static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, 
 }
 
 /* ---- recommendation ---- */
+
+void gpushare_report_error_line(char *dst, size_t len, const char *error)
+{
+	snprintf(dst, len, "%s", error);
+	for (char *p = dst; *p; p++)
+		if (*p == '|' || *p == '\n' || *p == '\r')
+			*p = *p == '|' ? '/' : ' ';
+}
 
 bool gpushare_report_sharing(int strategy)
 {

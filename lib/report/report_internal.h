@@ -49,6 +49,10 @@ void gpushare_report_names_free(struct gpushare_report_names *n);
 /* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
 void gpushare_report_add_xml(struct gpushare_buf *b, const char *s);
 
+/* A failed run's reason for a table cell: one line with no '|' to break a
+ * markdown table ('|' becomes '/', line breaks spaces), cut to len. */
+void gpushare_report_error_line(char *dst, size_t len, const char *error);
+
 /* Sharing strategies answer "how should N processes share"; sequential and
  * streams are references. */
 bool gpushare_report_sharing(int strategy);

@@ -214,13 +214,8 @@ static int fill_cell(const struct gpushare_report *r, const struct peak_table *t
 			continue;
 		if (run->status != GPUSHARE_RUN_OK) {
 			c->n_failed++;
-			if (run->error[0]) {
-				/* one line, and no '|' to break a markdown table */
-				snprintf(c->error, sizeof(c->error), "%s", run->error);
-				for (char *p = c->error; *p; p++)
-					if (*p == '|' || *p == '\n' || *p == '\r')
-						*p = *p == '|' ? '/' : ' ';
-			}
+			if (run->error[0])
+				gpushare_report_error_line(c->error, sizeof(c->error), run->error);
 			continue;
 		}
 		if (n == cap) {
