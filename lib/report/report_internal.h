@@ -143,6 +143,14 @@ struct rplot {
  * elements (searchable, selectable). GPUSHARE_E_IO on a cairo error. */
 int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png, struct gpushare_buf *svg);
 
+/* p's title as the plot draws it: the title itself when it fits the
+ * image's width, else cut in its middle with an ellipsis to fit (the figure's
+ * caption keeps the whole). Into out (len bytes, room for the title and 8
+ * more); width: its drawn width in pixels, max_width: the room it has (from
+ * its left margin to the image's right edge, less a margin). For tests and
+ * tools; GPUSHARE_E_UNSUPPORTED without cairo. */
+int gpushare_report_plot_title(const struct rplot *p, char *out, size_t len, double *width, double *max_width);
+
 /* One rendered plot of the report. */
 struct report_figure {
 	char name[96];               /* file name without extension */
