@@ -48,6 +48,11 @@ int gpushare_strv_vaddf(struct gpushare_strv *l, const char *fmt, va_list ap) __
 char *const *gpushare_strv_list(const struct gpushare_strv *l);
 void gpushare_strv_release(struct gpushare_strv *l);
 
+/* Append a formatted string to the NUL-terminated string in buf, an array
+ * of len bytes, cut to fit: for text of a bounded size (a title, a line of
+ * words) kept in a fixed array; a buf that is already full is left as it is. */
+void gpushare_str_catf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #ifdef __cplusplus
 }
 #endif

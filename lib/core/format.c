@@ -65,38 +65,38 @@ static const struct unit si_units[] = { { "", 1 }, { "k", 1e3 }, { "M", 1e6 }, {
 static const struct unit byte_units[] = {
 	{ "B", 1 }, { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
 };
+/* One unit each, for in_unit(): "1.5x", "42.1%" (of a value already in percent). */
+static const struct unit times_unit[] = { { "x", 1 } };
+static const struct unit percent_unit[] = { { "%", 1 } };
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-const char *gpushare_fmt_seconds(double s, char *buf, size_t len)
+/* v in the unit of u (n, ascending) that pick() chooses: three significant
+ * digits, sep, the unit's name; "-" when v is not finite. */
+static const char *in_unit(double v, const struct unit *u, size_t n, const char *sep, char *buf, size_t len)
 {
-	const struct unit *u;
-	char n[32];
-
-	if (!isfinite(s)) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	if (s == 0) {
-		snprintf(buf, len, "0 s");
-		return buf;
-	}
-	u = pick(time_units, N(time_units), s);
-	snprintf(buf, len, "%s %s", gpushare_fmt_sig(s / u->size, n, sizeof(n)), u->name);
-	return buf;
-}
-
-const char *gpushare_fmt_si(double v, char *buf, size_t len)
-{
-	const struct unit *u;
-	char n[32];
+	char num[32];
 
 	if (!isfinite(v)) {
 		snprintf(buf, len, "-");
 		return buf;
 	}
-	u = pick(si_units, N(si_units), v);
-	snprintf(buf, len, "%s%s", gpushare_fmt_sig(v / u->size, n, sizeof(n)), u->name);
+	u = pick(u, n, v);
+	snprintf(buf, len, "%s%s%s", gpushare_fmt_sig(v / u->size, num, sizeof(num)), sep, u->name);
 	return buf;
+}
+
+const char *gpushare_fmt_seconds(double s, char *buf, size_t len)
+{
+	if (s == 0) {
+		snprintf(buf, len, "0 s");
+		return buf;
+	}
+	return in_unit(s, time_units, N(time_units), " ", buf, len);
+}
+
+const char *gpushare_fmt_si(double v, char *buf, size_t len)
+{
+	return in_unit(v, si_units, N(si_units), "", buf, len);
 }
 
 const char *gpushare_fmt_rate(double v, const char *unit, char *buf, size_t len)
@@ -113,40 +113,17 @@ const char *gpushare_fmt_rate(double v, const char *unit, char *buf, size_t len)
 
 const char *gpushare_fmt_bytes(double b, char *buf, size_t len)
 {
-	const struct unit *u;
-	char n[32];
-
-	if (!isfinite(b)) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	u = pick(byte_units, N(byte_units), b);
-	snprintf(buf, len, "%s %s", gpushare_fmt_sig(b / u->size, n, sizeof(n)), u->name);
-	return buf;
+	return in_unit(b, byte_units, N(byte_units), " ", buf, len);
 }
 
 const char *gpushare_fmt_ratio(double r, char *buf, size_t len)
 {
-	char n[32];
-
-	if (!isfinite(r)) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	snprintf(buf, len, "%sx", gpushare_fmt_sig(r, n, sizeof(n)));
-	return buf;
+	return in_unit(r, times_unit, N(times_unit), "", buf, len);
 }
 
 const char *gpushare_fmt_percent(double fraction, char *buf, size_t len)
 {
-	char n[32];
-
-	if (!isfinite(fraction)) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	snprintf(buf, len, "%s%%", gpushare_fmt_sig(fraction * 100, n, sizeof(n)));
-	return buf;
+	return in_unit(fraction * 100, percent_unit, N(percent_unit), "", buf, len);
 }
 
 const char *gpushare_fmt_coverage(double fraction, char *buf, size_t len)

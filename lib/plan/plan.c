@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpushare/buf.h"
 #include "gpushare/files.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
@@ -64,19 +65,6 @@ static void warn(struct gpushare_plan *p, const char *fmt, ...)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(p->warnings[p->n_warnings++], sizeof(p->warnings[0]), fmt, ap);
-	va_end(ap);
-}
-
-static void cat(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void cat(char *dst, size_t len, const char *fmt, ...)
-{
-	size_t used = strlen(dst);
-	va_list ap;
-
-	if (used + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(dst + used, len - used, fmt, ap);
 	va_end(ap);
 }
 
@@ -230,20 +218,20 @@ static void gains(const struct gpushare_report *r, const struct gpushare_report_
 		    !sharing(c->strategy) || !c->n_ok)
 			continue;
 		gpushare_compare(&me->throughput, &c->throughput, &cmp);
-		cat(p->gains, sizeof(p->gains), "%s%s the throughput of %s", any ? "; " : "",
+		gpushare_str_catf(p->gains, sizeof(p->gains), "%s%s the throughput of %s", any ? "; " : "",
 		    gpushare_fmt_ratio(cmp.ratio, x, sizeof(x)), gpushare_strategy_name(c->strategy));
 		if (isfinite(cmp.ratio_lo) && isfinite(cmp.ratio_hi))
-			cat(p->gains, sizeof(p->gains), " (%s-%s", gpushare_fmt_ratio(cmp.ratio_lo, lo, sizeof(lo)),
+			gpushare_str_catf(p->gains, sizeof(p->gains), " (%s-%s", gpushare_fmt_ratio(cmp.ratio_lo, lo, sizeof(lo)),
 			    gpushare_fmt_ratio(cmp.ratio_hi, hi, sizeof(hi)));
 		else
-			cat(p->gains, sizeof(p->gains), " (no interval");
+			gpushare_str_catf(p->gains, sizeof(p->gains), " (no interval");
 		if (cmp.verdict == GPUSHARE_VERDICT_TIE)
-			cat(p->gains, sizeof(p->gains), "; a tie)");
+			gpushare_str_catf(p->gains, sizeof(p->gains), "; a tie)");
 		else if (cmp.verdict == GPUSHARE_VERDICT_HIGHER || cmp.verdict == GPUSHARE_VERDICT_LOWER)
-			cat(p->gains, sizeof(p->gains), "; %s, %s confidence)", cmp.significant ? "significant" : "not significant",
+			gpushare_str_catf(p->gains, sizeof(p->gains), "; %s, %s confidence)", cmp.significant ? "significant" : "not significant",
 			    gpushare_fmt_coverage(cmp.confidence, conf, sizeof(conf)));
 		else
-			cat(p->gains, sizeof(p->gains), ")");
+			gpushare_str_catf(p->gains, sizeof(p->gains), ")");
 		any = true;
 	}
 	if (!any)
@@ -401,10 +389,10 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	gains(r, rec, p);
 	at = at_of(rec, p->workers);
 	if (at && at->throughput_text[0])
-		cat(p->report_text, sizeof(p->report_text), "At %d workers: %s", p->workers, at->throughput_text);
+		gpushare_str_catf(p->report_text, sizeof(p->report_text), "At %d workers: %s", p->workers, at->throughput_text);
 	sc = scaling_of(rec, p->strategy);
 	if (sc && sc->text[0])
-		cat(p->report_text, sizeof(p->report_text), "%sWorkers: %s", p->report_text[0] ? " " : "", sc->text);
+		gpushare_str_catf(p->report_text, sizeof(p->report_text), "%sWorkers: %s", p->report_text[0] ? " " : "", sc->text);
 	/* What the plan cannot carry over. */
 	if (c->n_failed)
 		warn(p, "%zu run%s of this cell failed; the figures are of the %zu that succeeded", c->n_failed,

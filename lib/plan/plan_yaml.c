@@ -175,6 +175,19 @@ static void kv_int(struct yw *w, const char *k, long long v)
 	integer(w, v);
 }
 
+/* Open a Kubernetes object's mapping with its apiVersion, kind and
+ * metadata.name; the caller adds the rest and closes it (map_end). */
+static void k8s_object_start(struct yw *w, const char *api_version, const char *kind, const char *name)
+{
+	map_start(w);
+	kv_str(w, "apiVersion", api_version);
+	kv_str(w, "kind", kind);
+	str(w, "metadata");
+	map_start(w);
+	kv_str(w, "name", name);
+	map_end(w);
+}
+
 /* A Kubernetes object name (DNS-1123 subdomain, at most 63 characters
  * here so it is a label too). */
 static int k8s_name(const struct gpushare_plan_options *o, const struct gpushare_plan *p, char *out, size_t len)
@@ -264,13 +277,7 @@ int plan_render_device_plugin(const struct gpushare_report *r, const struct gpus
 		device_plugin_config(&w, p);
 		doc_end(&w);
 		doc_start(&w, false);
-		map_start(&w);
-		kv_str(&w, "apiVersion", "v1");
-		kv_str(&w, "kind", "ConfigMap");
-		str(&w, "metadata");
-		map_start(&w);
-		kv_str(&w, "name", name);
-		map_end(&w);
+		k8s_object_start(&w, "v1", "ConfigMap", name);
 		str(&w, "data");
 		map_start(&w);
 		str(&w, "config.yaml");
@@ -312,13 +319,7 @@ int plan_render_dra(const struct gpushare_report *r, const struct gpushare_plan_
 		return rc;
 	}
 	doc_start(&w, true);
-	map_start(&w);
-	kv_str(&w, "apiVersion", "resource.k8s.io/v1");
-	kv_str(&w, "kind", "ResourceClaimTemplate");
-	str(&w, "metadata");
-	map_start(&w);
-	kv_str(&w, "name", name);
-	map_end(&w);
+	k8s_object_start(&w, "resource.k8s.io/v1", "ResourceClaimTemplate", name);
 	str(&w, "spec");
 	map_start(&w);
 	str(&w, "spec");

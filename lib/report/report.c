@@ -8,12 +8,12 @@
  * plots in report_plot.c and the HTML page in report_html.c.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/buf.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
@@ -153,13 +153,8 @@ static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, 
 
 		if (run->status != GPUSHARE_RUN_OK) {
 			c->n_failed++;
-			if (run->error[0]) {
-				/* one line, and no '|' to break a markdown table */
-				snprintf(c->error, sizeof(c->error), "%s", run->error);
-				for (char *p = c->error; *p; p++)
-					if (*p == '|' || *p == '\n' || *p == '\r')
-						*p = *p == '|' ? '/' : ' ';
-			}
+			if (run->error[0])
+				gpushare_report_error_line(c->error, sizeof(c->error), run->error);
 			continue;
 		}
 		k++;
@@ -199,6 +194,14 @@ static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, 
 }
 
 /* ---- recommendation ---- */
+
+void gpushare_report_error_line(char *dst, size_t len, const char *error)
+{
+	snprintf(dst, len, "%s", error);
+	for (char *p = dst; *p; p++)
+		if (*p == '|' || *p == '\n' || *p == '\r')
+			*p = *p == '|' ? '/' : ' ';
+}
 
 bool gpushare_report_sharing(int strategy)
 {
@@ -279,20 +282,6 @@ void gpushare_report_compare_text(const struct gpushare_comparison *c, const cha
 	}
 }
 
-/* Append to buf (len bytes). */
-static void cat(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void cat(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t l = strlen(buf);
-	va_list ap;
-
-	if (l + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + l, len - l, fmt, ap);
-	va_end(ap);
-}
-
 static bool in_list(const int *v, size_t n, int x)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -358,10 +347,10 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 			 sname(r, at->best),
 			 gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
 		for (size_t i = 0; i < at->n_references; i++)
-			cat(at->throughput_text, sizeof(at->throughput_text), "%s%s %s", i ? ", " : ". Reference: ",
+			gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "%s%s %s", i ? ", " : ". Reference: ",
 			    sname(r, at->references[i]),
 			    gpushare_fmt_rate(r->cells[at->references[i]].throughput.median, "items/s", a, sizeof(a)));
-		cat(at->throughput_text, sizeof(at->throughput_text), ".");
+		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), ".");
 		snprintf(at->latency_text, sizeof(at->latency_text), "only %s measured (no contest), p99 %s.",
 			 sname(r, at->best), gpushare_fmt_seconds(r->cells[at->best].p99_latency.median, b, sizeof(b)));
 		at->n_tied = 0;
@@ -401,16 +390,16 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 	if (at->n_tied > 1) {
 		snprintf(at->throughput_text, sizeof(at->throughput_text), "tie between ");
 		for (size_t i = 0; i < at->n_tied; i++)
-			cat(at->throughput_text, sizeof(at->throughput_text), "%s%s", i ? (i + 1 == at->n_tied ? " and " : ", ") : "",
+			gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "%s%s", i ? (i + 1 == at->n_tied ? " and " : ", ") : "",
 			    sname(r, at->tied[i]));
-		cat(at->throughput_text, sizeof(at->throughput_text), " (highest median: %s, %s)", sname(r, at->best),
+		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), " (highest median: %s, %s)", sname(r, at->best),
 		    gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
 	} else {
 		snprintf(at->throughput_text, sizeof(at->throughput_text), "%s, %s", sname(r, at->best),
 			 gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
 		if (at->next >= 0) {
 			gpushare_report_compare_text(&at->vs_next, "the throughput", sname(r, at->next), t, sizeof(t));
-			cat(at->throughput_text, sizeof(at->throughput_text), "; %s", t);
+			gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "; %s", t);
 		}
 	}
 	/* Timeslice, and mps against mps-split, unless said already (a tie, or
@@ -418,34 +407,34 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 	if (at->timeslice >= 0 && !in_list(at->tied, at->n_tied, at->timeslice) &&
 	    !(at->n_tied == 1 && at->next == at->timeslice)) {
 		gpushare_report_compare_text(&at->vs_timeslice, "the throughput", "timeslice", t, sizeof(t));
-		cat(at->throughput_text, sizeof(at->throughput_text), "; %s: %s", sname(r, at->best), t);
+		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "; %s: %s", sname(r, at->best), t);
 	}
 	if (at->mps >= 0 && at->mps_split >= 0 &&
 	    !(in_list(at->tied, at->n_tied, at->mps) && in_list(at->tied, at->n_tied, at->mps_split)) &&
 	    !(at->n_tied == 1 && ((at->best == at->mps && at->next == at->mps_split) ||
 				  (at->best == at->mps_split && at->next == at->mps)))) {
 		gpushare_report_compare_text(&at->mps_vs_split, "the throughput", "mps-split", t, sizeof(t));
-		cat(at->throughput_text, sizeof(at->throughput_text), "; mps: %s", t);
+		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "; mps: %s", t);
 	}
-	cat(at->throughput_text, sizeof(at->throughput_text), ".");
+	gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), ".");
 	for (size_t i = 0; i < at->n_references; i++)
-		cat(at->throughput_text, sizeof(at->throughput_text), "%s%s %s", i ? ", " : " Reference: ",
+		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "%s%s %s", i ? ", " : " Reference: ",
 		    sname(r, at->references[i]),
 		    gpushare_fmt_rate(r->cells[at->references[i]].throughput.median, "items/s", a, sizeof(a)));
 	if (at->n_references)
-		cat(at->throughput_text, sizeof(at->throughput_text), ".");
+		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), ".");
 
 	snprintf(at->latency_text, sizeof(at->latency_text), "%s, p99 %s", sname(r, at->lowest_p99),
 		 gpushare_fmt_seconds(r->cells[at->lowest_p99].p99_latency.median, b, sizeof(b)));
 	if (at->n_p99_tied > 1) {
-		cat(at->latency_text, sizeof(at->latency_text), " (tie with ");
+		gpushare_str_catf(at->latency_text, sizeof(at->latency_text), " (tie with ");
 		for (size_t i = 1; i < at->n_p99_tied; i++)
-			cat(at->latency_text, sizeof(at->latency_text), "%s%s %s", i > 1 ? ", " : "",
+			gpushare_str_catf(at->latency_text, sizeof(at->latency_text), "%s%s %s", i > 1 ? ", " : "",
 			    sname(r, at->p99_tied[i]),
 			    gpushare_fmt_seconds(r->cells[at->p99_tied[i]].p99_latency.median, b, sizeof(b)));
-		cat(at->latency_text, sizeof(at->latency_text), ")");
+		gpushare_str_catf(at->latency_text, sizeof(at->latency_text), ")");
 	}
-	cat(at->latency_text, sizeof(at->latency_text), ".");
+	gpushare_str_catf(at->latency_text, sizeof(at->latency_text), ".");
 }
 
 /* For each strategy: its best worker count and the smallest one within the
@@ -510,7 +499,7 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 				 workers_word(r->cells[sc->smallest].workers), r->cells[sc->smallest].workers == 1 ? "es" : "",
 				 a, best->workers, workers_word(best->workers));
 		if (!gpushare_report_sharing(sc->strategy))
-			cat(sc->text, sizeof(sc->text), " (a reference, not a way to share)");
+			gpushare_str_catf(sc->text, sizeof(sc->text), " (a reference, not a way to share)");
 	}
 }
 
@@ -556,14 +545,14 @@ static void answer_slo(const struct gpushare_report *r, struct gpushare_report_r
 			 workers_word(p->workers), gpushare_fmt_rate(p->throughput.median, "items/s", a, sizeof(a)),
 			 gpushare_fmt_seconds(p->p99_latency.median, b, sizeof(b)));
 		if (rec->n_slo_tied > 1) {
-			cat(rec->slo_text, sizeof(rec->slo_text), "; ties in throughput with");
+			gpushare_str_catf(rec->slo_text, sizeof(rec->slo_text), "; ties in throughput with");
 			for (size_t i = 1; i < rec->n_slo_tied; i++)
-				cat(rec->slo_text, sizeof(rec->slo_text), "%s %s at %d", i > 1 ? "," : "",
+				gpushare_str_catf(rec->slo_text, sizeof(rec->slo_text), "%s %s at %d", i > 1 ? "," : "",
 				    sname(r, rec->slo_tied[i]), r->cells[rec->slo_tied[i]].workers);
 		}
-		cat(rec->slo_text, sizeof(rec->slo_text), ".");
+		gpushare_str_catf(rec->slo_text, sizeof(rec->slo_text), ".");
 		if (gpushare_ci_has_interval(&p->p99_latency) && p->p99_latency.hi > r->slo_p99_seconds)
-			cat(rec->slo_text, sizeof(rec->slo_text),
+			gpushare_str_catf(rec->slo_text, sizeof(rec->slo_text),
 			    " Its p99 interval reaches above the target: a repeat may miss it.");
 	}
 }

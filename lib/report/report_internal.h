@@ -49,6 +49,10 @@ void gpushare_report_names_free(struct gpushare_report_names *n);
 /* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
 void gpushare_report_add_xml(struct gpushare_buf *b, const char *s);
 
+/* A failed run's reason for a table cell: one line with no '|' to break a
+ * markdown table ('|' becomes '/', line breaks spaces), cut to len. */
+void gpushare_report_error_line(char *dst, size_t len, const char *error);
+
 /* Sharing strategies answer "how should N processes share"; sequential and
  * streams are references. */
 bool gpushare_report_sharing(int strategy);
@@ -138,6 +142,14 @@ struct rplot {
 /* Render p as PNG and SVG into memory. The SVG keeps its text as <text>
  * elements (searchable, selectable). GPUSHARE_E_IO on a cairo error. */
 int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png, struct gpushare_buf *svg);
+
+/* p's title as the plot draws it: the title itself when it fits the
+ * image's width, else cut in its middle with an ellipsis to fit (the figure's
+ * caption keeps the whole). Into out (len bytes, room for the title and 8
+ * more); width: its drawn width in pixels, max_width: the room it has (from
+ * its left margin to the image's right edge, less a margin). For tests and
+ * tools; GPUSHARE_E_UNSUPPORTED without cairo. */
+int gpushare_report_plot_title(const struct rplot *p, char *out, size_t len, double *width, double *max_width);
 
 /* One rendered plot of the report. */
 struct report_figure {

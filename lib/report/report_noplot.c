@@ -17,7 +17,17 @@ int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png,
 	return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "gpushare was built without cairo: no plots");
 }
 
-int gpushare_report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)
+int gpushare_report_plot_title(const struct rplot *p, char *out, size_t len, double *width, double *max_width)
+{
+	(void)p;
+	(void)out;
+	(void)len;
+	(void)width;
+	(void)max_width;
+	return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "gpushare was built without cairo: no plots");
+}
+
+const struct gpushare_report *r, struct report_figure **figs, size_t *n)
 {
 	(void)r;
 	*figs = NULL;

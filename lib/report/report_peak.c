@@ -18,12 +18,12 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/buf.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "json.h"
@@ -214,13 +214,8 @@ static int fill_cell(const struct gpushare_report *r, const struct peak_table *t
 			continue;
 		if (run->status != GPUSHARE_RUN_OK) {
 			c->n_failed++;
-			if (run->error[0]) {
-				/* one line, and no '|' to break a markdown table */
-				snprintf(c->error, sizeof(c->error), "%s", run->error);
-				for (char *p = c->error; *p; p++)
-					if (*p == '|' || *p == '\n' || *p == '\r')
-						*p = *p == '|' ? '/' : ' ';
-			}
+			if (run->error[0])
+				gpushare_report_error_line(c->error, sizeof(c->error), run->error);
 			continue;
 		}
 		if (n == cap) {
@@ -362,20 +357,6 @@ static int build(const struct gpushare_report *r, struct peak_table **out, size_
 
 /* ---- words ---- */
 
-static void cat(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void cat(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t l = strlen(buf);
-	va_list ap;
-
-	if (l + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + l, len - l, fmt, ap);
-	va_end(ap);
-}
-
 /* "p99 <= 50 ms", or "the bound (unknown)". */
 static void bound_text(const struct peak_table *t, char *buf, size_t len)
 {
@@ -420,19 +401,19 @@ static void cell_text(const struct peak_cell *c, char *buf, size_t len)
 	} else {
 		gpushare_fmt_si(c->median, m, sizeof(m));
 		if (c->n_found > 1)
-			cat(buf, len, "%s/s%s (%s-%s, %zu runs)", m, c->open ? "+" : "", gpushare_fmt_si(c->lo, a, sizeof(a)),
+			gpushare_str_catf(buf, len, "%s/s%s (%s-%s, %zu runs)", m, c->open ? "+" : "", gpushare_fmt_si(c->lo, a, sizeof(a)),
 			    gpushare_fmt_si(c->hi, b, sizeof(b)), ok);
 		else
-			cat(buf, len, "%s/s%s (%zu run%s)", m, c->open ? "+" : "", ok, ok == 1 ? "" : "s");
+			gpushare_str_catf(buf, len, "%s/s%s (%zu run%s)", m, c->open ? "+" : "", ok, ok == 1 ? "" : "s");
 	}
 	if (c->n_none && !isnan(c->median))
-		cat(buf, len, " [none found in %zu]", c->n_none);
+		gpushare_str_catf(buf, len, " [none found in %zu]", c->n_none);
 	else if (c->n_found && isnan(c->median))
-		cat(buf, len, " [%zu found one]", c->n_found);
+		gpushare_str_catf(buf, len, " [%zu found one]", c->n_found);
 	if (c->n_failed && c->error[0])
-		cat(buf, len, " [%zu failed: %.100s]", c->n_failed, c->error);
+		gpushare_str_catf(buf, len, " [%zu failed: %.100s]", c->n_failed, c->error);
 	else if (c->n_failed)
-		cat(buf, len, " [%zu failed]", c->n_failed);
+		gpushare_str_catf(buf, len, " [%zu failed]", c->n_failed);
 }
 
 static void cell_name(const struct peak_table *t, size_t i, char *buf, size_t len)
@@ -469,36 +450,36 @@ static void recommend_text(const struct peak_table *t, char *buf, size_t len)
 	}
 	b = &t->cells[t->best];
 	cell_name(t, (size_t)t->best, name, sizeof(name));
-	cat(buf, len, "%s at %s", name, rate(b->median, a, sizeof(a)));
+	gpushare_str_catf(buf, len, "%s at %s", name, rate(b->median, a, sizeof(a)));
 	for (size_t i = 0; i < n; i++) {
 		if (!t->cells[i].tied)
 			continue;
 		cell_name(t, i, name, sizeof(name));
-		cat(buf, len, " and %s at %s", name, rate(t->cells[i].median, a, sizeof(a)));
+		gpushare_str_catf(buf, len, " and %s at %s", name, rate(t->cells[i].median, a, sizeof(a)));
 	}
 	if (t->n_tied)
-		cat(buf, len, ", a tie (%s)",
+		gpushare_str_catf(buf, len, ", a tie (%s)",
 		    t->tie_by_range ? "the ranges of their repeats overlap"
 				    : "within the search resolution");
 	if (b->open)
-		cat(buf, len, "; its search stopped without a rate that missed the bound: the peak may be higher");
+		gpushare_str_catf(buf, len, "; its search stopped without a rate that missed the bound: the peak may be higher");
 	for (size_t i = 0; i < n; i++) {
 		const struct peak_cell *c = &t->cells[i];
 
 		if (c->best || c->tied || c->n_found + c->n_none + c->n_failed == 0)
 			continue;
 		cell_name(t, i, name, sizeof(name));
-		cat(buf, len, "%s %s ", others++ ? ";" : ". Others:", name);
+		gpushare_str_catf(buf, len, "%s %s ", others++ ? ";" : ". Others:", name);
 		if (!isnan(c->median))
-			cat(buf, len, "%s%s", rate(c->median, a, sizeof(a)), c->open ? "+" : "");
+			gpushare_str_catf(buf, len, "%s%s", rate(c->median, a, sizeof(a)), c->open ? "+" : "");
 		else if (c->n_found + c->n_none)
-			cat(buf, len, "none found");
+			gpushare_str_catf(buf, len, "none found");
 		else
-			cat(buf, len, "failed");
+			gpushare_str_catf(buf, len, "failed");
 		open += c->open;
 	}
 	if (open)
-		cat(buf, len, " (+: stopped without a miss, may be higher)");
+		gpushare_str_catf(buf, len, " (+: stopped without a miss, may be higher)");
 }
 
 static void table_title(const struct peak_table *t, char *buf, size_t len)

@@ -12,7 +12,9 @@
  * medians over repeats, error bars the interval of the median with the
  * coverage the subtitle states. Axes carry units chosen from the data;
  * numbers are formatted by gpushare/format.h. In the SVG, text stays text
- * (<text> elements), so it can be searched and read by tools.
+ * (<text> elements), so it can be searched and read by tools. A title too
+ * wide for the image (a long shape or command) is cut in its middle with an
+ * ellipsis; the figure's caption keeps it whole.
  */
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -35,6 +37,8 @@
 #define MT 78
 #define MB 72
 #define FONT "DejaVu Sans"
+#define TITLE_SIZE 19
+#define TITLE_MR 16  /* the least room between a title and the image's right edge */
 
 /* Colour-blind friendly palette (Okabe-Ito, with dark grey for sequential),
  * indexed by enum gpushare_strategy. */
@@ -134,6 +138,52 @@ static void text_at(struct canvas *cv, double x, double y, const char *s, double
 		gpushare_report_add_xml(cv->svg_text, s);
 		gpushare_buf_addf(cv->svg_text, "</text>\n");
 	}
+}
+
+/* The offsets where the characters of s begin (UTF-8: the bytes that are
+ * not continuation bytes), then where the last one ends: n + 1 offsets for n
+ * characters, at most max - 1 characters counted (what follows is left out). */
+static size_t char_starts(const char *s, size_t *at, size_t max)
+{
+	size_t n = 0, i = 0;
+
+	for (; s[i]; i++) {
+		if (((unsigned char)s[i] & 0xC0) == 0x80)
+			continue;
+		if (n + 1 == max)
+			break;
+		at[n++] = i;
+	}
+	at[n] = i;
+	return n;
+}
+
+/* s as it fits in max_w pixels in the current font: itself when it does,
+ * else its start and its end around an ellipsis in the middle ("shape
+ * ab…yz: throughput vs workers"), as many whole characters of both as fit,
+ * so the shape's beginning and the plot's kind both stay. Into out (len
+ * bytes); returns the width of its ink. */
+static double fit_text(cairo_t *cr, const char *s, double max_w, char *out, size_t len)
+{
+	static const char ellipsis[] = "\u2026";
+	size_t at[512], n = char_starts(s, at, sizeof(at) / sizeof(at[0]));
+	cairo_text_extents_t e;
+
+	snprintf(out, len, "%s", s);
+	cairo_text_extents(cr, out, &e);
+	if (e.width <= max_w)
+		return e.width;
+	for (size_t keep = n; keep-- > 0;) {
+		size_t head = at[(keep + 1) / 2], tail = at[n - keep / 2];
+
+		if (head + sizeof(ellipsis) + (at[n] - tail) > len)
+			continue;
+		snprintf(out, len, "%.*s%s%.*s", (int)head, s, ellipsis, (int)(at[n] - tail), s + tail);
+		cairo_text_extents(cr, out, &e);
+		if (e.width <= max_w)
+			break;
+	}
+	return e.width;
 }
 
 static void marker(cairo_t *cr, int kind, double x, double y, double r)
@@ -452,7 +502,7 @@ static void draw(struct canvas *cv, const struct rplot *p)
 	cairo_t *cr = cv->cr;
 	struct frame f = { 0 };
 	double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = 0, xs[64];
-	char buf[160];
+	char buf[160], title[sizeof(p->title) + 8];
 	size_t nxs = 0;
 	int w, h;
 
@@ -525,9 +575,10 @@ static void draw(struct canvas *cv, const struct rplot *p)
 	/* Background, title. */
 	cairo_set_source_rgb(cr, 1, 1, 1);
 	cairo_paint(cr);
-	font(cv, 19, true);
+	font(cv, TITLE_SIZE, true);
 	cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-	text_at(cv, ML, 30, p->title, 0, 0.5);
+	fit_text(cr, p->title, w - ML - TITLE_MR, title, sizeof(title));
+	text_at(cv, ML, 30, title, 0, 0.5);
 	font(cv, 12.5, false);
 	cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
 	text_at(cv, ML, 54, p->subtitle, 0, 0.5);
@@ -574,6 +625,29 @@ static void draw(struct canvas *cv, const struct rplot *p)
 	cairo_restore(cr);
 
 	draw_legend(cv, p, f.px1 + 18, f.py1 + 8);
+}
+
+int gpushare_report_plot_title(const struct rplot *p, char *out, size_t len, double *width, double *max_width)
+{
+	cairo_surface_t *s;
+	struct canvas cv;
+	cairo_status_t st;
+	int w, h;
+
+	plot_size(p, &w, &h);
+	*max_width = w - ML - TITLE_MR;
+	s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+	cv = (struct canvas){ .cr = cairo_create(s) };
+	font(&cv, TITLE_SIZE, true);
+	*width = fit_text(cv.cr, p->title, *max_width, out, len);
+	st = cairo_status(cv.cr);
+	cairo_destroy(cv.cr);
+	cairo_surface_destroy(s);
+	cairo_debug_reset_static_data();
+	FcFini();
+	if (st != CAIRO_STATUS_SUCCESS)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot lay out '%s': %s", p->title, cairo_status_to_string(st));
+	return GPUSHARE_OK;
 }
 
 static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned int len)

@@ -102,6 +102,21 @@ static void test_strv(void **state)
 	assert_null(gpushare_strv_list(&l)[0]);
 }
 
+/* A fixed array: appends are cut to fit, a full array stays as it is. */
+static void test_str_catf(void **state)
+{
+	char s[12] = "";
+
+	(void)state;
+	gpushare_str_catf(s, sizeof(s), "%d workers", 4);
+	assert_string_equal(s, "4 workers");
+	gpushare_str_catf(s, sizeof(s), ", %s", "mps");
+	assert_string_equal(s, "4 workers, ");
+	gpushare_str_catf(s, sizeof(s), "more");
+	assert_string_equal(s, "4 workers, ");
+	assert_int_equal(strlen(s), sizeof(s) - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -109,6 +124,7 @@ int main(void)
 		cmocka_unit_test(test_grows),
 		cmocka_unit_test(test_failed_sticks),
 		cmocka_unit_test(test_strv),
+		cmocka_unit_test(test_str_catf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
