@@ -281,6 +281,13 @@ fi
 
 echo "== --target-noise repeats until the CI is narrow enough"
 run "${SPIN[@]}" --strategy sequential --workers 1 --repeats 2 --target-noise 50% --max-repeats 8 --out "$tmp/t" -q --no-report
+if [[ $rc -eq 10 ]] && grep -q "no request ended in the measurement window" "$tmp/t/results.jsonl"; then
+	# A busy machine froze a worker through a whole 150 ms window: that
+	# run failed honestly, it is not what this check is about. Once more.
+	echo "note: a run saw no request end in its window (a frozen machine); once more"
+	rm -rf "$tmp/t"
+	run "${SPIN[@]}" --strategy sequential --workers 1 --repeats 2 --target-noise 50% --max-repeats 8 --out "$tmp/t" -q --no-report
+fi
 n=$(wc -l <"$tmp/t/results.jsonl")
 [[ $rc -eq 0 && $n -ge 6 && $n -le 8 ]] && ok "--target-noise: $n runs (6..8)" || fail "--target-noise: exit $rc, $n runs"
 [[ ! -e "$tmp/t/report.md" ]] && ok "--no-report" || fail "--no-report wrote a report"

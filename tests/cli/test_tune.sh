@@ -85,16 +85,36 @@ grep -q "^Pick: timeslice w2 b4, " "$tmp/out" && grep -q "^Searched: 12 candidat
 	|| fail "text: $(cat "$tmp/out") $(cat "$tmp/err")"
 
 echo "== --budget, then --resume"
-run "${TUNE[@]}" --out "$tmp/c" --budget 2s --json "${CMD[@]}"
-n1=$(wc -l <"$tmp/c/probes.jsonl")
+picked() { python3 -c '
+import json, sys
+b = [c for c in json.load(open(sys.argv[1]))["candidates"] if c["best"]]
+sys.exit(0 if b and (b[0]["strategy"], b[0]["workers"], b[0]["batch"]) == ("timeslice", 2, 4) else 1)' "$1" 2>/dev/null; }
+for try in 1 2; do
+	rm -rf "$tmp/c"
+	run "${TUNE[@]}" --out "$tmp/c" --budget 2s --json "${CMD[@]}"
+	budget_rc=$rc
+	cp "$tmp/out" "$tmp/c.budget.out"
+	cp "$tmp/err" "$tmp/c.budget.err"
+	n1=$(wc -l <"$tmp/c/probes.jsonl")
+	budget_results=$([[ -e "$tmp/c/results.jsonl" ]] && echo yes || echo no)
+	run "${TUNE[@]}" --out "$tmp/c" --resume --json "${CMD[@]}"
+	# A busy machine can freeze a 100 ms probe enough to drop the best (the
+	# probe cut is half the best probe): the machine, not the resume. Once
+	# more from the start.
+	if [[ $try -eq 1 && $rc -eq 0 ]] && ! picked "$tmp/out"; then
+		echo "note: the resumed tune picked another configuration (a frozen probe?); once more"
+		continue
+	fi
+	break
+done
 python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["budget_out"] is True and d["probes_only"] is True and 0 < d["runs_done"] < 12, d["runs_done"]
-assert d["full_runs_done"] == 0 and sum(c["dropped_why"] == "not-run" for c in d["candidates"]) > 0' "$tmp/out" \
-	&& [[ $rc -eq 0 ]] && [[ ! -e "$tmp/c/results.jsonl" ]] \
-	&& ok "--budget 2s: stopped after $n1 probes, no full run, says so" || fail "--budget: rc $rc $(cat "$tmp/out" "$tmp/err")"
-run "${TUNE[@]}" --out "$tmp/c" --resume --json "${CMD[@]}"
+assert d["full_runs_done"] == 0 and sum(c["dropped_why"] == "not-run" for c in d["candidates"]) > 0' "$tmp/c.budget.out" \
+	&& [[ $budget_rc -eq 0 && $budget_results == no ]] \
+	&& ok "--budget 2s: stopped after $n1 probes, no full run, says so" \
+	|| fail "--budget: rc $budget_rc $(cat "$tmp/c.budget.out" "$tmp/c.budget.err")"
 if [[ $rc -eq 0 ]] && python3 - "$tmp/out" "$tmp/c/probes.jsonl" "$tmp/c/results.jsonl" "$n1" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
