@@ -144,7 +144,9 @@ echo "== --find-peak on a deterministic 10 ms service: capacity 100/s"
 # p99: a busy test machine's hiccups must not decide the answer.
 PEAK=(--request-us 10ms --workers 1 --load open --arrival uniform --rate 60 --find-peak
 	--slo p90=50ms --resolution 0.1 --tail-samples 20 --duration 1s)
-PEAK_OK='r["peak"]["found"] and 100 / 1.1 / 1.05 <= r["peak"]["rate_per_second"] <= 103'
+# The service may take longer than 10 ms: 5% on a quiet machine, 5% x
+# TIME_FACTOR on a busy one (the real capacity is then lower).
+PEAK_OK="r[\"peak\"][\"found\"] and 100 / 1.1 / (1 + 0.05 * $TIME_FACTOR) <= r[\"peak\"][\"rate_per_second\"] <= 103"
 LOUD=() # SPIN with progress on stderr
 for a in "${SPIN[@]}"; do [[ $a == -q ]] || LOUD+=("$a"); done
 run "${LOUD[@]}" "${PEAK[@]}"

@@ -25,8 +25,10 @@ unset GPUSHARE_MPS_CONTROL
 # The search as test_openloop.sh checks bench --find-peak: p90 (a busy test
 # machine's hiccups must not decide the answer), 20 tail samples (200
 # requests a step), 10% resolution. A peak is right when it lies within the
-# resolution below the capacity (and a 5% allowance for the service taking
-# a little longer than 5 ms), or at most 3% above it.
+# resolution below the capacity (and an allowance for the service taking
+# longer than 5 ms: 5% on a quiet machine, 5% x TIME_FACTOR on a busy one,
+# where a 5 ms sleep overshoots more and the real capacity is lower), or at
+# most 3% above it.
 SW=(sweep --workload spin --sleep on --request-us 5ms --strategy timeslice,sequential --workers 1,2
 	--warmup 200ms --load open --arrival uniform --rate 150 --find-peak --slo p90=50ms --resolution 0.1
 	--tail-samples 20 --duration 500ms --repeats 1)
@@ -34,15 +36,16 @@ SW=(sweep --workload spin --sleep on --request-us 5ms --strategy timeslice,seque
 # peaks_ok FILE: every record found its peak within the resolution of the
 # known capacity; prints the records that did not.
 peaks_ok() {
-	python3 - "$1" <<'EOF'
-import json, sys
+	TIME_FACTOR=$TIME_FACTOR python3 - "$1" <<'EOF'
+import json, os, sys
 bad = 0
 recs = [json.loads(l) for l in open(sys.argv[1])]
 for d in recs:
     c = d["cell"]
     cap = 200.0 * (c["workers"] if c["strategy"] == "timeslice" else 1)
     p = d["bench"]["results"][0]["peak"]
-    if d["status"] != "ok" or not p["found"] or not (cap / 1.1 / 1.05 <= p["rate_per_second"] <= cap * 1.03):
+    slack = 1 + 0.05 * float(os.environ.get("TIME_FACTOR", "1"))
+    if d["status"] != "ok" or not p["found"] or not (cap / 1.1 / slack <= p["rate_per_second"] <= cap * 1.03):
         bad += 1
         print("  %s w%d: status %s, peak %s, capacity %g; steps %s" % (c["strategy"], c["workers"], d["status"],
               p and p["rate_per_second"], cap, p and [(s["rate_per_second"], s["pass"]) for s in p["steps"]]))
