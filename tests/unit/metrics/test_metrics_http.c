@@ -202,9 +202,10 @@ static void test_server_shared_collection(void **state)
 		assert_true(sc[i].ok);
 		assert_true(sc[i].answered_by > sc[i].started_before);
 	}
-	/* At most two when the eight arrive within the first collection; one
-	 * more for each second a request's thread was held up. */
-	assert_true(atomic_load(&slow_started) <= 4);
+	/* Two when the eight arrive within the first collection, one more for
+	 * each further second over which a busy machine spreads their
+	 * arrivals; a server without sharing runs eight, whatever the timing. */
+	assert_true(atomic_load(&slow_started) <= 6);
 	last = (struct scrape){ .port = gpushare_metrics_server_port(s) };
 	scrape_main(&last);
 	assert_true(last.ok);
