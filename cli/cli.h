@@ -133,6 +133,30 @@ int cli_openloop_rate(const char *cmd, const char *arg, double *rate);
 /* sweep --rate LIST: at most max distinct rates into out. An exit status. */
 int cli_openloop_rate_list(const char *cmd, const char *arg, double *out, size_t max, size_t *n);
 
+/* What sweep and tune share (cli/cli_sweep.c). */
+struct gpushare_sweep_config;
+/* The options of every workload that a --workload names (each item of a
+ * list) and cmd has not, each once, into names (at most max; they point
+ * into the workload tables): they join the option table. Their count. */
+size_t cli_sweep_prescan(const struct cli_cmd *cmd, int argc, char **argv, const char **names, size_t max);
+/* --workers, --batch or --thread-percentage (opt) into s: an exit status
+ * ("<cmd>: invalid <option> ..."), or CLI_NOT_MINE for another option. */
+int cli_sweep_axis_option(const char *cmd, int opt, const char *arg, struct gpushare_sweep_config *s);
+/* The workload options given (values[i] for names[i], NULL when not given)
+ * set on s's shapes: an exit status. */
+int cli_sweep_shape_options(const char *cmd, struct gpushare_sweep_config *s, size_t n, const char **names,
+			    const char **values);
+
+/* Any other option of sweep or tune: a workload option's value into
+ * values, a command-mode or open-loop option into s->bench. An exit status. */
+int cli_sweep_other_option(struct cli_command_opts *co, const struct cli_parse *p, int opt, const char **values,
+			   struct gpushare_sweep_config *s);
+/* After the parse: the command-mode options into s->bench
+ * (cli_command_apply) and --strategy as the sweep's strategies. An exit
+ * status. */
+int cli_sweep_apply_command(const struct cli_command_opts *co, const char *cmd, int argc, char **argv,
+			    bool workload_given, struct gpushare_sweep_config *s);
+
 /* More of what bench and sweep share (cli/util.c). */
 
 /* "<cmd>: invalid <opt> '<value>': <gpushare_errdetail()>", EXIT_USAGE. */

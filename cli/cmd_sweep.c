@@ -205,40 +205,6 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 
 /* ---- options ---- */
 
-/* Workload options of every workload named in --workload, so they join the
- * option table. names[] point into the static workload tables. */
-static size_t prescan_options(int argc, char **argv, const char **names, size_t max)
-{
-	size_t n = 0;
-
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		char buf[512], *save = NULL, *item;
-
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (!(v = cli_workload_arg(argc, argv, &i)))
-			continue;
-		snprintf(buf, sizeof(buf), "%s", v);
-		for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-			const struct gpushare_wl_desc *d;
-
-			item[strcspn(item, ":")] = '\0';
-			d = gpushare_workload_find(item);
-			for (size_t j = 0; d && j < d->n_opts; j++) {
-				bool seen = false;
-
-				seen |= cli_cmd_has_option(&cli_sweep_cmd, d->opts[j].name);
-				for (size_t k = 0; k < n; k++)
-					seen |= !strcmp(names[k], d->opts[j].name);
-				if (!seen && n < max)
-					names[n++] = d->opts[j].name;
-			}
-		}
-	}
-	return n;
-}
-
 static int bad_value(const char *opt, const char *value)
 {
 	return cli_bad_value("sweep", opt, value);
@@ -279,7 +245,7 @@ struct opt_set {
 static int collect_options(int argc, char **argv, struct opt_set *o)
 {
 	const char *wl_names[MAX_WL_OPTS];
-	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS);
+	size_t n_wl = cli_sweep_prescan(&cli_sweep_cmd, argc, argv, wl_names, MAX_WL_OPTS);
 	struct cli_command_opts co;
 	struct cli_parse p;
 	int opt;
@@ -461,7 +427,7 @@ static int cmd_sweep_run(int argc, char **argv)
 	struct cli_parse p;
 	const char *wl_names[MAX_WL_OPTS];
 	const char *wl_values[MAX_WL_OPTS] = { 0 };
-	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nv;
+	size_t n_wl = cli_sweep_prescan(&cli_sweep_cmd, argc, argv, wl_names, MAX_WL_OPTS);
 	const char *workloads = "matmul", *out = NULL;
 	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
 	bool quiet = false, no_report = false, workload_given = false;
@@ -469,7 +435,6 @@ static int cmd_sweep_run(int argc, char **argv)
 	struct progress_state ps = { 0 };
 	struct gpushare_sweep_summary sum;
 	double slo = 0;
-	long vals[GPUSHARE_SWEEP_MAX_VALUES];
 	int opt, rc, code;
 
 	if (gpushare_sweep_config_init(&s))
@@ -493,19 +458,10 @@ static int cmd_sweep_run(int argc, char **argv)
 			workload_given = true;
 			break;
 		case OPT_WORKERS:
-			if (gpushare_sweep_parse_int_list(arg, 1, GPUSHARE_BENCH_MAX_WORKERS, vals, &nv))
-				return bad_value("--workers", arg);
-			for (size_t i = 0; i < nv; i++)
-				s.workers[i] = (int)vals[i];
-			s.n_workers = nv;
-			break;
 		case OPT_BATCH:
-			if (gpushare_sweep_parse_int_list(arg, 1, 1L << 30, s.batches, &s.n_batches))
-				return bad_value("--batch", arg);
-			break;
 		case OPT_THREAD_PCT:
-			if (gpushare_sweep_parse_thread_pcts(arg, s.thread_pcts, &s.n_thread_pcts))
-				return bad_value("--thread-percentage", arg);
+			if ((code = cli_sweep_axis_option("sweep", opt, arg, &s)))
+				return code;
 			break;
 		case OPT_OUT: out = arg; break;
 		case OPT_RESUME: s.resume = true; break;
@@ -521,13 +477,7 @@ static int cmd_sweep_run(int argc, char **argv)
 				return code;
 			break;
 		default:
-			if (opt >= CLI_ID_EXTRA) {
-				wl_values[opt - CLI_ID_EXTRA] = arg;
-				break;
-			}
-			if ((code = cli_command_option(&co, &p, &s.bench)) == CLI_NOT_MINE)
-				code = cli_openloop_option(&p, &s.bench);
-			if (code)
+			if ((code = cli_sweep_other_option(&co, &p, opt, wl_values, &s)))
 				return code;
 		}
 	}
@@ -537,12 +487,8 @@ static int cmd_sweep_run(int argc, char **argv)
 		return cli_unexpected_argument("sweep", argv[p.optind]);
 	if (!out)
 		return cli_error(EXIT_USAGE, "sweep: --out DIR is required (where results and report go)");
-	if ((code = cli_command_apply(&co, "sweep", argc, argv, workload_given, &s.bench)))
+	if ((code = cli_sweep_apply_command(&co, "sweep", argc, argv, workload_given, &s)))
 		return code;
-	if (co.strategy_given) {
-		memcpy(s.strategies, s.bench.strategies, s.bench.n_strategies * sizeof(s.strategies[0]));
-		s.n_strategies = s.bench.n_strategies;
-	}
 	if (co.repeats)
 		s.repeats = co.repeats;
 	if (co.target_noise > 0)
@@ -566,15 +512,8 @@ static int cmd_sweep_run(int argc, char **argv)
 				return bad_value("--workload", item); /* the shape at fault, not the whole list */
 		}
 	}
-	for (size_t i = 0; i < n_wl; i++) {
-		char name[80];
-
-		if (!wl_values[i])
-			continue;
-		snprintf(name, sizeof(name), "--%s", wl_names[i]);
-		if (gpushare_sweep_set_option(&s, wl_names[i], wl_values[i]))
-			return bad_value(name, wl_values[i]);
-	}
+	if ((code = cli_sweep_shape_options("sweep", &s, n_wl, wl_names, wl_values)))
+		return code;
 	if (gpushare_sweep_config_check(&s))
 		return cli_error(EXIT_USAGE, "sweep: %s", gpushare_errdetail());
 	for (size_t i = 0; i < s.n_strategies; i++) {

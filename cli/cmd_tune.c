@@ -318,29 +318,6 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 
 /* ---- options ---- */
 
-static size_t prescan_options(int argc, char **argv, const char **names, size_t max)
-{
-	size_t n = 0;
-
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		char buf[512];
-		const struct gpushare_wl_desc *d;
-
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (!(v = cli_workload_arg(argc, argv, &i)))
-			continue;
-		snprintf(buf, sizeof(buf), "%s", v);
-		buf[strcspn(buf, ":,")] = '\0';
-		d = gpushare_workload_find(buf);
-		for (size_t j = 0; d && j < d->n_opts && n < max; j++)
-			if (!cli_cmd_has_option(&cli_tune_cmd, d->opts[j].name))
-				names[n++] = d->opts[j].name;
-	}
-	return n;
-}
-
 static int bad_value(const char *opt, const char *value)
 {
 	return cli_bad_value("tune", opt, value);
@@ -353,14 +330,13 @@ int cmd_tune(int argc, char **argv)
 	struct cli_parse p;
 	const char *wl_names[MAX_WL_OPTS];
 	const char *wl_values[MAX_WL_OPTS] = { 0 };
-	size_t n_wl = prescan_options(argc, argv, wl_names, MAX_WL_OPTS), nv;
+	size_t n_wl = cli_sweep_prescan(&cli_tune_cmd, argc, argv, wl_names, MAX_WL_OPTS);
 	const char *workload = "matmul", *out = NULL, *slo_text = NULL;
 	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
 	bool quiet = false, json = false, no_report = false, workload_given = false, slo_given = false, tp_given = false;
 	struct cli_command_opts co;
 	struct gpushare_tune_result res;
 	struct event_ctx ec = { &t, &res };
-	long vals[GPUSHARE_SWEEP_MAX_VALUES];
 	int opt, rc, code;
 
 	if (gpushare_tune_config_init(&t))
@@ -384,21 +360,13 @@ int cmd_tune(int argc, char **argv)
 			workload = arg;
 			workload_given = true;
 			break;
-		case OPT_WORKERS:
-			if (gpushare_sweep_parse_int_list(arg, 1, GPUSHARE_BENCH_MAX_WORKERS, vals, &nv))
-				return bad_value("--workers", arg);
-			for (size_t i = 0; i < nv; i++)
-				s->workers[i] = (int)vals[i];
-			s->n_workers = nv;
-			break;
-		case OPT_BATCH:
-			if (gpushare_sweep_parse_int_list(arg, 1, 1L << 30, s->batches, &s->n_batches))
-				return bad_value("--batch", arg);
-			break;
 		case OPT_THREAD_PCT:
 			tp_given = true;
-			if (gpushare_sweep_parse_thread_pcts(arg, s->thread_pcts, &s->n_thread_pcts))
-				return bad_value("--thread-percentage", arg);
+			/* fall through */
+		case OPT_WORKERS:
+		case OPT_BATCH:
+			if ((code = cli_sweep_axis_option("tune", opt, arg, s)))
+				return code;
 			break;
 		case OPT_OUT: out = arg; break;
 		case OPT_RESUME: s->resume = true; break;
@@ -424,13 +392,7 @@ int cmd_tune(int argc, char **argv)
 				return code;
 			break;
 		default:
-			if (opt >= CLI_ID_EXTRA) {
-				wl_values[opt - CLI_ID_EXTRA] = arg;
-				break;
-			}
-			if ((code = cli_command_option(&co, &p, &s->bench)) == CLI_NOT_MINE)
-				code = cli_openloop_option(&p, &s->bench);
-			if (code)
+			if ((code = cli_sweep_other_option(&co, &p, opt, wl_values, s)))
 				return code;
 		}
 	}
@@ -448,12 +410,8 @@ int cmd_tune(int argc, char **argv)
 	} else if (s->bench.find_peak) {
 		return cli_error(EXIT_USAGE, "tune: --find-peak needs --slo pNN=D");
 	}
-	if ((code = cli_command_apply(&co, "tune", argc, argv, workload_given, &s->bench)))
+	if ((code = cli_sweep_apply_command(&co, "tune", argc, argv, workload_given, s)))
 		return code;
-	if (co.strategy_given) {
-		memcpy(s->strategies, s->bench.strategies, s->bench.n_strategies * sizeof(s->strategies[0]));
-		s->n_strategies = s->bench.n_strategies;
-	}
 	{
 		bool split = false;
 
@@ -471,15 +429,8 @@ int cmd_tune(int argc, char **argv)
 	} else if (gpushare_sweep_add_shape(s, workload)) {
 		return bad_value("--workload", workload);
 	}
-	for (size_t i = 0; i < n_wl; i++) {
-		char name[80];
-
-		if (!wl_values[i])
-			continue;
-		snprintf(name, sizeof(name), "--%s", wl_names[i]);
-		if (gpushare_sweep_set_option(s, wl_names[i], wl_values[i]))
-			return bad_value(name, wl_values[i]);
-	}
+	if ((code = cli_sweep_shape_options("tune", s, n_wl, wl_names, wl_values)))
+		return code;
 	if (gpushare_sweep_config_check(s))
 		return cli_error(EXIT_USAGE, "tune: %s", gpushare_errdetail());
 	/* What the pick's bench command needs besides strategy, workers, batch. */

@@ -91,7 +91,7 @@ b = [c for c in json.load(open(sys.argv[1]))["candidates"] if c["best"]]
 sys.exit(0 if b and (b[0]["strategy"], b[0]["workers"], b[0]["batch"]) == ("timeslice", 2, 4) else 1)' "$1" 2>/dev/null; }
 for try in 1 2; do
 	rm -rf "$tmp/c"
-	run "${TUNE[@]}" --out "$tmp/c" --budget 2s --json "${CMD[@]}"
+	run "${TUNE[@]}" --out "$tmp/c" --budget 1s --json "${CMD[@]}"
 	budget_rc=$rc
 	cp "$tmp/out" "$tmp/c.budget.out"
 	cp "$tmp/err" "$tmp/c.budget.err"
@@ -113,7 +113,7 @@ d = json.load(open(sys.argv[1]))
 assert d["budget_out"] is True and d["probes_only"] is True and 0 < d["runs_done"] < 12, d["runs_done"]
 assert d["full_runs_done"] == 0 and sum(c["dropped_why"] == "not-run" for c in d["candidates"]) > 0' "$tmp/c.budget.out" \
 	&& [[ $budget_rc -eq 0 && $budget_results == no ]] \
-	&& ok "--budget 2s: stopped after $n1 probes, no full run, says so" \
+	&& ok "--budget 1s: stopped after $n1 probes, no full run, says so" \
 	|| fail "--budget: rc $budget_rc $(cat "$tmp/c.budget.out" "$tmp/c.budget.err")"
 if [[ $rc -eq 0 ]] && python3 - "$tmp/out" "$tmp/c/probes.jsonl" "$tmp/c/results.jsonl" "$n1" <<'PY'
 import json, sys

@@ -89,9 +89,9 @@ run report "$tmp/a" -q
 no_workers_left "tune"
 
 echo "== tune --budget, then --resume (same options)"
-run "${TUNE[@]}" --out "$tmp/c" --budget 2s --json "${CMD[@]}"
+run "${TUNE[@]}" --out "$tmp/c" --budget 1s --json "${CMD[@]}"
 n1=$(wc -l <"$tmp/c/probes.jsonl")
-[[ $rc -eq 0 && $n1 -ge 1 && $n1 -lt 6 ]] && ok "--budget 2s: $n1 probes" || fail "--budget: rc $rc n1 $n1 $(cat "$tmp/err")"
+[[ $rc -eq 0 && $n1 -ge 1 && $n1 -lt 6 ]] && ok "--budget 1s: $n1 probes" || fail "--budget: rc $rc n1 $n1 $(cat "$tmp/err")"
 run "${TUNE[@]}" --out "$tmp/c" --resume --json "${CMD[@]}"
 if [[ $rc -eq 0 ]] && python3 -c "$check_py" "$tmp/out" "$tmp/c/probes.jsonl" "$tmp/c/results.jsonl" \
 	&& python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["runs_skipped"] == int(sys.argv[2]), d["runs_skipped"]' \
