@@ -114,17 +114,26 @@ check "the next report succeeds (exit $rc)" test "$rc" -eq 0
 check "and removes the temporary files of the killed ones" test -z "$(find "$tmp/big" -name '.*.tmp-*')"
 
 echo "== exporter"
+# Each exporter writes its own file: a file shared by the four would let the
+# next one's wait see the last one's "serving" before its shell has even
+# opened it, and the signal would hit a process that has no handler yet.
 for sig in HUP QUIT INT TERM; do
-	"$GPUSHARE" exporter --listen 127.0.0.1:0 >/dev/null 2>"$tmp/e.err" &
+	err=$tmp/e-$sig.err
+	"$GPUSHARE" exporter --listen 127.0.0.1:0 >/dev/null 2>"$err" &
 	pid=$!
-	wait_for 100 0.05 grep -q serving "$tmp/e.err" || true
+	if ! wait_for $((200 * TIME_FACTOR)) 0.05 grep -q serving "$err"; then
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		fail "exporter SIG$sig: never said it serves: $(cat "$err")"
+		continue
+	fi
 	kill -"$sig" "$pid"
 	set +e
 	wait "$pid"
 	rc=$?
 	set -e
-	[[ $rc -eq 0 ]] && grep -q "stopped by SIG$sig" "$tmp/e.err" && ok "exporter: SIG$sig stops it cleanly (exit 0)" \
-		|| fail "exporter SIG$sig: exit $rc: $(cat "$tmp/e.err")"
+	[[ $rc -eq 0 ]] && grep -q "stopped by SIG$sig" "$err" && ok "exporter: SIG$sig stops it cleanly (exit 0)" \
+		|| fail "exporter SIG$sig: exit $rc: $(cat "$err")"
 done
 
 finish "torture (signals)"
