@@ -81,6 +81,16 @@ wait_for() {
 	return 1
 }
 
+# catches PID SIG: process PID has its own handler for SIG (a name such as
+# INT): its SigCgt mask in /proc has the bit. Signal a process only once this
+# holds, or a loaded machine delivers it before the handler is in place.
+catches() {
+	local num mask
+	num=$(kill -l "$2") || return 1
+	mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
+	[[ -n $mask ]] && (((16#$mask >> (num - 1)) & 1))
+}
+
 # no_workers_left WHAT: within 2 s no process runs the worker linked at
 # $tmp/gpushare-worker (a test's own GPUSHARE_WORKER).
 no_workers_left() {
