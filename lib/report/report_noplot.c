@@ -27,7 +27,7 @@ int gpushare_report_plot_title(const struct rplot *p, char *out, size_t len, dou
 	return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "gpushare was built without cairo: no plots");
 }
 
-const struct gpushare_report *r, struct report_figure **figs, size_t *n)
+int gpushare_report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)
 {
 	(void)r;
 	*figs = NULL;
