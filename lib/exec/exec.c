@@ -743,7 +743,9 @@ int gpushare_exec_close(struct gpushare_exec *x, struct gpushare_exec_leave *inf
 		close(p->rank_fd);
 		p->rank_fd = -1;
 		if (x->uses_mps)
-			exec_fault_report(x->job_dir, x->node, p->run.sx.mps.m.log_dir, info->fault, sizeof(info->fault));
+			exec_fault_report(x->job_dir, x->node, p->run.sx.mps.m.log_dir,
+					  x->daemon_source && !strcmp(x->daemon_source, "job"), info->fault,
+					  sizeof(info->fault));
 		if (p->map_dir && gpushare_slurm_job_unmap_all(p->map_dir, map_job_id(x)) != GPUSHARE_OK)
 			gpushare_clear_error(); /* the mapping is informative; the daemon's stop matters */
 		rc = exec_stop_detached(x->job_dir, fd, &info->daemon_stopped);

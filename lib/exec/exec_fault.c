@@ -110,24 +110,46 @@ static void add_rank(struct gpushare_buf *b, const struct exec_failure *f)
 		gpushare_buf_addf(b, "local rank %ld", f->local_rank);
 }
 
+/* What the server log says: the clients it names as the culprit (a server
+ * that names one), the clients a fault tore down (R580), and whether it
+ * records a fatal fault at all; own: the daemon is the job's own, so every
+ * client of it is a rank of this job. */
+struct fault_log {
+	pid_t named[MAX_NAMED], affected[MAX_NAMED];
+	size_t n_named, n_affected;
+	bool seen, own, matched; /* matched: some failed rank is among affected */
+};
+
+/* Whether the failures g[0..n) of one GPU had a fault: a rank saw the
+ * server in FAULT (R580 holds that state for some 50 ms only), the log names
+ * a rank as the culprit or among the clients the fault tore down, or, when
+ * no failed rank is among those (a rank's program forked the CUDA process),
+ * the job's own daemon logged a fatal fault. */
+static bool had_fault(const struct exec_failure *g, size_t n, const struct fault_log *L)
+{
+	for (size_t i = 0; i < n; i++)
+		if (g[i].server_fault || named_in(g[i].pid, L->named, L->n_named) ||
+		    named_in(g[i].pid, L->affected, L->n_affected))
+			return true;
+	return L->seen && L->own && !L->matched;
+}
+
 /* The line for the failures g[0..n) of one GPU, when they had a fault. */
 static void report_gpu(struct gpushare_buf *b, const char *node, const struct exec_failure *g, size_t n,
-		       const pid_t *named, size_t n_named)
+		       const struct fault_log *L)
 {
-	bool fault = false, from_log;
+	bool from_log;
 	size_t c, others = 0, k = 0;
 
-	for (size_t i = 0; i < n; i++)
-		fault = fault || g[i].server_fault || named_in(g[i].pid, named, n_named);
-	if (!fault)
+	if (!had_fault(g, n, L))
 		return;
-	c = exec_fault_pick(g, n, named, n_named, &from_log);
+	c = exec_fault_pick(g, n, L->named, L->n_named, &from_log);
 	if (gpushare_buf_str(b)[0])
 		gpushare_buf_addf(b, "\n");
 	gpushare_buf_addf(b, "GPU fault under MPS on node %s GPU %u: ", node, g[c].gpu_index);
 	add_rank(b, &g[c]);
 	gpushare_buf_addf(b, from_log ? " faulted (named by the server log)"
-				      : " is the suspect (the first to fail; the server log names no rank)");
+				      : " is the suspect (the first to fail; the server log names no culprit)");
 	for (size_t i = 0; i < n; i++) {
 		if (i == c)
 			continue;
@@ -145,11 +167,12 @@ static void report_gpu(struct gpushare_buf *b, const char *node, const struct ex
 		gpushare_buf_addf(b, "; no other rank on the GPU failed (blast radius 0 of %zu)", k);
 }
 
-void exec_fault_report(const char *dir, const char *node, const char *log_dir, char *out, size_t len)
+void exec_fault_report(const char *dir, const char *node, const char *log_dir, bool own_daemon, char *out,
+		       size_t len)
 {
 	struct exec_failure *f = NULL, *g;
-	pid_t named[MAX_NAMED];
-	size_t n = read_failures(dir, &f), n_named = 0;
+	struct fault_log *L;
+	size_t n = read_failures(dir, &f);
 	struct gpushare_buf b = { 0 };
 
 	if (len)
@@ -158,7 +181,16 @@ void exec_fault_report(const char *dir, const char *node, const char *log_dir, c
 		free(f);
 		return;
 	}
-	n_named = gpushare_mps_fault_log_clients(log_dir, named, MAX_NAMED);
+	if (!(L = calloc(1, sizeof(*L)))) {
+		free(g);
+		free(f);
+		return;
+	}
+	L->n_named = gpushare_mps_fault_log_clients(log_dir, L->named, MAX_NAMED);
+	L->seen = gpushare_mps_fault_log_affected(log_dir, L->affected, MAX_NAMED, &L->n_affected);
+	L->own = own_daemon;
+	for (size_t i = 0; i < n; i++)
+		L->matched = L->matched || named_in(f[i].pid, L->affected, L->n_affected);
 	/* GPU by GPU, in the order of their first failure. */
 	for (size_t i = 0; i < n; i++) {
 		size_t m = 0;
@@ -172,11 +204,12 @@ void exec_fault_report(const char *dir, const char *node, const char *log_dir, c
 			if (f[j].gpu_index == f[i].gpu_index)
 				g[m++] = f[j];
 		qsort(g, m, sizeof(*g), by_rank);
-		report_gpu(&b, node, g, m, named, n_named);
+		report_gpu(&b, node, g, m, L);
 	}
 	if (len)
 		snprintf(out, len, "%s", gpushare_buf_str(&b));
 	gpushare_buf_release(&b);
+	free(L);
 	free(g);
 	free(f);
 }

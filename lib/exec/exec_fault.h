@@ -30,10 +30,13 @@ int exec_fault_record(const char *dir, const struct exec_failure *f);
 
 /* The report for the failures recorded in dir, with the server log of
  * log_dir (may be NULL or ""): one line per GPU that had a fault (a rank
- * saw the server in FAULT, or the log names a rank's program as having
- * faulted), without "gpushare: exec: " and separated by '\n'. "" when no
- * fault. */
-void exec_fault_report(const char *dir, const char *node, const char *log_dir, char *out, size_t len);
+ * saw the server in FAULT, the log names a rank's program as the culprit or
+ * among the clients the fault tore down, or, own_daemon (the job's own
+ * daemon, whose clients are all this job's ranks), the log records a fatal
+ * fault that names no failed rank's program), without "gpushare: exec: "
+ * and separated by '\n'. "" when no fault. */
+void exec_fault_report(const char *dir, const char *node, const char *log_dir, bool own_daemon, char *out,
+		       size_t len);
 
 /* The culprit among n failures of one GPU: the one whose pid is in named
  * (the server log's faulting clients), else the first to fail (*from_log

@@ -165,6 +165,76 @@ size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t m
 	return n;
 }
 
+/* Adds pid to pids[0..*n) unless there or full. */
+static void add_pid(pid_t *pids, size_t max, size_t *n, long pid)
+{
+	if (pid <= 0 || pid > (long)0x3fffffff)
+		return;
+	for (size_t i = 0; i < *n; i++)
+		if (pids[i] == (pid_t)pid)
+			return;
+	if (*n < max)
+		pids[(*n)++] = (pid_t)pid;
+}
+
+/* The text after a log line's "[date time Who  pid] " prefix. */
+static const char *log_message(const char *line)
+{
+	const char *m = line[0] == '[' ? strchr(line, ']') : NULL;
+
+	if (!m)
+		return line;
+	m++;
+	while (*m == ' ')
+		m++;
+	return m;
+}
+
+bool gpushare_mps_fault_log_affected(const char *log_dir, pid_t *pids, size_t max, size_t *n)
+{
+	char path[GPUSHARE_PATH_MAX + 16];
+	size_t len;
+	char *text, *line, *save = NULL;
+	bool seen = false, in_sticky = false;
+
+	*n = 0;
+	if (!log_dir || !*log_dir)
+		return false;
+	snprintf(path, sizeof(path), "%s/server.log", log_dir);
+	text = read_tail(path, LOG_TAIL, &len);
+	if (!text)
+		return false;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *msg = log_message(line), *c;
+		size_t ml = strlen(msg);
+		char *end;
+		long pid;
+
+		if (find_ci(msg, ml, "fatal GPU error"))
+			seen = true;
+		if (in_sticky) {
+			/* the list: one pid alone per line */
+			pid = strtol(msg, &end, 10);
+			if (end != msg && *end == '\0') {
+				add_pid(pids, max, n, pid);
+				continue;
+			}
+			in_sticky = false;
+		}
+		if (find_ci(msg, ml, "have a sticky error set")) {
+			in_sticky = true;
+			continue;
+		}
+		if (find_ci(msg, ml, "torn down") && (c = find_ci(msg, ml, "{PID: ")) != NULL) {
+			pid = strtol(c + 6, &end, 10);
+			if (end != c + 6)
+				add_pid(pids, max, n, pid);
+		}
+	}
+	free(text);
+	return seen;
+}
+
 bool gpushare_mps_fault_server(const struct gpushare_mps *m, bool shut)
 {
 	char *reply = NULL, cmd[64];

@@ -6,7 +6,7 @@
 # GPU. One rank faults; the others fail when the server reports the fault,
 # as every client of a faulted MPS server does. The node's last rank says
 # which rank faulted (named by the server log, though it fails last) and the
-# blast radius; when the log names no rank, the first to fail is the
+# blast radius; when the log names no culprit, the first to fail is the
 # suspect. A rank that fails without a fault, or a job under timeslice,
 # reports nothing. Nothing is left running.
 set -euo pipefail
@@ -96,7 +96,7 @@ job fe2 mps-split wait fault-unnamed wait wait
 check "every rank failed (exit 3)" test "$(codes)" = "3 3 3 3"
 check "one report" test "$(reports)" = 1
 check "  rank 1 the suspect, ranks 0,2,3 with it" grep -q "GPU 0: rank 1 is the suspect (the first to fail; the server \
-log names no rank); ranks 0,2,3 failed with it (blast radius 3 of 4 ranks on the GPU)$" "$tmp/err"
+log names no culprit); ranks 0,2,3 failed with it (blast radius 3 of 4 ranks on the GPU)$" "$tmp/err"
 check "  daemon stopped" no_daemon_left
 
 echo "== a rank fails without a fault: nothing reported"

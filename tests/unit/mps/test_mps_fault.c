@@ -84,11 +84,48 @@ static void test_file_and_log(void **state)
 	assert_int_equal(gpushare_mps_fault_log_clients("", p, 8), 0);
 }
 
+/* R580's own lines (an H100, 2026-11-24): a fault recorded, its clients
+ * torn down and sticky; the "encountered" client is not taken for a
+ * culprit (it was a bystander there). */
+static void test_log_r580(void **state)
+{
+	char path[128];
+	pid_t p[8];
+	size_t n;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/server.log", dir);
+	write_file(path, "[2026-11-24 22:33:51.896 Server  5791] Client {PID: 5778, Context ID: 0} connected\n"
+			 "[2026-11-24 22:33:53.183 Server  5791] Client {PID: 5781, Context: 1} encountered a fatal GPU "
+			 "error.\n"
+			 "[2026-11-24 22:33:53.183 Server  5791] Client {PID: 5779, Context ID: 1} on device 0 to be torn "
+			 "down\n"
+			 "[2026-11-24 22:33:53.183 Server  5791] The following client process have a sticky error set:\n"
+			 "[2026-11-24 22:33:53.183 Server  5791] 5781\n"
+			 "[2026-11-24 22:33:53.183 Server  5791] 5782\n"
+			 "[2026-11-24 22:33:53.183 Server  5791] 5779\n"
+			 "[2026-11-24 22:33:53.207 Server  5791] Server failed to recevie command with status 806, "
+			 "assuming client {PID: 5778, Context ID: 1} exit\n");
+	assert_int_equal(gpushare_mps_fault_log_clients(dir, p, 8), 0);
+	assert_true(gpushare_mps_fault_log_affected(dir, p, 8, &n));
+	assert_int_equal(n, 3);
+	assert_int_equal(p[0], 5779);
+	assert_int_equal(p[1], 5781);
+	assert_int_equal(p[2], 5782);
+	assert_true(gpushare_mps_fault_log_affected(dir, p, 2, &n));
+	assert_int_equal(n, 2);
+	write_file(path, "[2026-11-24 22:33:51.896 Server  5791] Client {PID: 5778, Context ID: 0} connected\n");
+	assert_false(gpushare_mps_fault_log_affected(dir, p, 8, &n));
+	assert_int_equal(n, 0);
+	assert_false(gpushare_mps_fault_log_affected(NULL, p, 8, &n));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_file_and_log),
+		cmocka_unit_test(test_log_r580),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
