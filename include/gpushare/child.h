@@ -50,6 +50,12 @@ enum gpushare_child_flags {
 	 * For a keeper that must learn how a job ended even when gpushare
 	 * was killed (lib/farm/farm_keeper.c). Not with fn or SAME_PGROUP. */
 	GPUSHARE_CHILD_MIRROR = 1u << 4,
+	/* With MIRROR: do not wait for the program's exec. Start returns once
+	 * the mirror is forked, so that a dispatcher does not wait, job after
+	 * job, for a fork, a vfork and an exec in turn; a failed exec is known
+	 * once the child has been reaped (exec_errno). A program not found in
+	 * PATH is still refused by start itself. */
+	GPUSHARE_CHILD_LATE_EXEC_ERROR = 1u << 5,
 };
 
 struct gpushare_child {
@@ -87,12 +93,14 @@ struct gpushare_child {
 	pid_t pgid;                    /* its process group (== pid unless SAME_PGROUP) */
 	int pidfd;                     /* -1 when the kernel has none */
 	int in_fd, out_fd, err_fd;     /* our ends of _PIPE descriptors, else -1 */
+	int report_fd;                 /* LATE_EXEC_ERROR: where an exec failure comes, else -1 */
 
 	/* ---- filled as it ends ---- */
 	bool exited;                   /* reaped */
 	int wstatus;                   /* as from waitpid() */
 	int signalled;                 /* the last signal stop sent, 0 none */
 	size_t stragglers;             /* group members killed after the leader exited */
+	int exec_errno;                /* LATE_EXEC_ERROR: exec's errno once reaped, 0 when it ran */
 };
 
 /* Set defaults: INHERIT for the three streams, no flags, no fds kept. */

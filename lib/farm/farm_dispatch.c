@@ -420,7 +420,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->ch.flags = GPUSHARE_CHILD_IGNORE_SIGINT;
 	if (f->keeper_fd >= 0) {
 		/* Under a mirror that tells the keeper how it ended. */
-		s->ch.flags |= GPUSHARE_CHILD_MIRROR;
+		s->ch.flags |= GPUSHARE_CHILD_MIRROR | GPUSHARE_CHILD_LATE_EXEC_ERROR;
 		s->ch.mirror_start = farm_keeper_job_started;
 		s->ch.mirror_exit = farm_keeper_job_ended;
 		s->ch.mirror_arg = s;
@@ -555,6 +555,24 @@ static int dispatch(struct farm *f)
 
 /* ---- watching running jobs ---- */
 
+/* A job whose program could not be executed (exec's errno e): its .err
+ * file says why, as for one refused at start. */
+static void refused_note(struct farm *f, const struct slot *s, int e)
+{
+	char path[GPUSHARE_PATH_MAX * 2], line[1024];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, s->err_rel);
+	n = snprintf(line, sizeof(line), "gpushare: cannot execute job %" PRIu64 ": cannot execute '%s': %s\n",
+		     FARM_JOB_NUMBER(s->job), s->argv && s->argv[0] ? s->argv[0] : "", strerror(e));
+	fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		n = 0;
+	close(fd);
+}
+
 static int finish_slot(struct farm *f, struct slot *s)
 {
 	uint64_t end = gpushare_now_ns();
@@ -570,7 +588,12 @@ static int finish_slot(struct farm *f, struct slot *s)
 	f->running--;
 	f->gpus[s->gpu].running--;
 	f->close_busy = f->gpus[s->gpu].running == 0; /* this attempt ends the GPU's busy period */
-	if (s->timed_out)
+	if (s->ch.exec_errno) {
+		/* Cannot be executed (learnt as the mirror ended): as at start. */
+		refused_note(f, s, s->ch.exec_errno);
+		ws = 0;
+		o = FARM_REFUSED;
+	} else if (s->timed_out)
 		o = FARM_TIMEOUT;
 	else if (s->stopped)
 		o = FARM_STOPPED;

@@ -35,7 +35,7 @@ void gpushare_child_init(struct gpushare_child *ch)
 {
 	memset(ch, 0, sizeof(*ch));
 	ch->in = ch->out = ch->err = GPUSHARE_CHILD_INHERIT;
-	ch->pidfd = ch->in_fd = ch->out_fd = ch->err_fd = -1;
+	ch->pidfd = ch->in_fd = ch->out_fd = ch->err_fd = ch->report_fd = -1;
 }
 
 int gpushare_child_start_detached(struct gpushare_child *ch, void (*fn)(void *arg), void *arg)
@@ -237,7 +237,8 @@ int gpushare_child_start(struct gpushare_child *ch)
 	ssize_t got;
 
 	ch->pid = ch->pgid = 0;
-	ch->pidfd = ch->in_fd = ch->out_fd = ch->err_fd = -1;
+	ch->pidfd = ch->in_fd = ch->out_fd = ch->err_fd = ch->report_fd = -1;
+	ch->exec_errno = 0;
 	ch->exited = false;
 	ch->wstatus = 0;
 	ch->signalled = 0;
@@ -246,6 +247,8 @@ int gpushare_child_start(struct gpushare_child *ch)
 		return gpushare_fail(GPUSHARE_E_INVAL, "too many descriptors to keep open in a child");
 	if ((ch->flags & GPUSHARE_CHILD_MIRROR) && (ch->fn || (ch->flags & GPUSHARE_CHILD_SAME_PGROUP)))
 		return gpushare_fail(GPUSHARE_E_INVAL, "a mirrored child runs a program in a group of its own");
+	if ((ch->flags & GPUSHARE_CHILD_LATE_EXEC_ERROR) && !(ch->flags & GPUSHARE_CHILD_MIRROR))
+		return gpushare_fail(GPUSHARE_E_INVAL, "only a mirrored child reports its exec late");
 	if (!ch->fn) {
 		if (!ch->argv || !ch->argv[0])
 			return gpushare_fail(GPUSHARE_E_INVAL, "no program to start");
@@ -291,9 +294,20 @@ int gpushare_child_start(struct gpushare_child *ch)
 	ch->pid = pid;
 	ch->pgid = ch->flags & GPUSHARE_CHILD_SAME_PGROUP ? getpgrp() : pid;
 	close_fd(&report[1]);
-	do
-		got = read(report[0], &exec_errno, sizeof(exec_errno));
-	while (got < 0 && errno == EINTR);
+	if (ch->flags & GPUSHARE_CHILD_LATE_EXEC_ERROR) {
+		/* Read when reaped (gpushare_child_poll), never blocking then. */
+		int fl = fcntl(report[0], F_GETFL);
+
+		if (fl >= 0)
+			fcntl(report[0], F_SETFL, fl | O_NONBLOCK);
+		ch->report_fd = report[0];
+		report[0] = -1;
+		got = 0;
+	} else {
+		do
+			got = read(report[0], &exec_errno, sizeof(exec_errno));
+		while (got < 0 && errno == EINTR);
+	}
 	if (got == (ssize_t)sizeof(exec_errno)) {
 		while (waitpid(pid, &ch->wstatus, 0) < 0 && errno == EINTR)
 			;
@@ -338,6 +352,15 @@ bool gpushare_child_poll(struct gpushare_child *ch)
 			ch->wstatus = 0;
 		ch->exited = true;
 		close_fd(&ch->pidfd);
+		if (ch->report_fd >= 0) {
+			/* Every writer is gone: the mirror, and its program at
+			 * exec (close-on-exec) or at its failed exec's _exit. */
+			int e = 0;
+
+			if (read(ch->report_fd, &e, sizeof(e)) == (ssize_t)sizeof(e) && e > 0)
+				ch->exec_errno = e;
+			close_fd(&ch->report_fd);
+		}
 	}
 	return ch->exited;
 }
@@ -490,6 +513,7 @@ int gpushare_child_stop(struct gpushare_child *ch, uint64_t term_ns)
 void gpushare_child_release(struct gpushare_child *ch)
 {
 	close_fd(&ch->pidfd);
+	close_fd(&ch->report_fd);
 	close_fd(&ch->in_fd);
 	close_fd(&ch->out_fd);
 	close_fd(&ch->err_fd);

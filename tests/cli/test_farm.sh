@@ -129,18 +129,24 @@ check "non-UTF-8 --dir: farm status --json is valid UTF-8 JSON" utf8_json "$tmp/
 no_jobs_left "non-UTF-8 --dir"
 
 echo "== failing jobs and --retries"
-printf '%s\n' "$tmp/job.sh 1 0 0" "$tmp/job.sh 2 0 3" "sh -c 'kill -9 \$\$'" "/nonexistent/program" >"$tmp/jf"
+# Job 5 is executable but no program (no "#!", not ELF): found in PATH,
+# refused by exec itself, which the farm learns as the job's mirror ends.
+printf 'not a program\n' >"$tmp/noexec"
+chmod +x "$tmp/noexec"
+printf '%s\n' "$tmp/job.sh 1 0 0" "$tmp/job.sh 2 0 3" "sh -c 'kill -9 \$\$'" "/nonexistent/program" "$tmp/noexec" >"$tmp/jf"
 run farm --dir "$tmp/f3" --strategy timeslice --slots 2 --retries 2 "$tmp/jf"
 check "exit 8 (some jobs failed)" test "$rc" = 8
-check "the error names the failed count" grep -q "3 of the shard's 4 jobs failed" "$tmp/err"
-check "journal: 3 attempts of each failing job, exit 3 and SIGKILL; the missing program refused once" journal "$tmp/f3" '
+check "the error names the failed count" grep -q "4 of the shard's 5 jobs failed" "$tmp/err"
+check "journal: 3 attempts of each failing job, exit 3 and SIGKILL; the missing program and the non-program refused once" journal "$tmp/f3" '
 by = lambda j: [r for r in recs if r["job"] == j]
 assert [r["outcome"] for r in by(1)] == ["ok"]
 assert [r["exit_code"] for r in by(2)] == [3, 3, 3] and [r["attempt"] for r in by(2)] == [1, 2, 3]
 assert [r["signal"] for r in by(3)] == [9, 9, 9] and all(r["outcome"] == "failed" for r in by(3))
-assert [r["outcome"] for r in by(4)] == ["refused"] and by(4)[0]["gpu"] is None'
+assert [r["outcome"] for r in by(4)] == ["refused"] and by(4)[0]["gpu"] is None
+assert [r["outcome"] for r in by(5)] == ["refused"]'
 check "the refused job's .err says why" grep -q "cannot execute job 4" "$tmp/f3/out/4.1.err"
-check "summary: 1 done, 3 failed" grep -q "jobs: 1 done, 3 failed" "$tmp/out"
+check "  and the non-program's: exec's reason" grep -q "cannot execute job 5: .*Exec format error" "$tmp/f3/out/5.1.err"
+check "summary: 1 done, 4 failed" grep -q "jobs: 1 done, 4 failed" "$tmp/out"
 
 echo "== a job that leaves a background process behind"
 printf '%s\n' "sh -c '$tmp/job.sh 98 60 0 & exit 0'" >"$tmp/jbg"

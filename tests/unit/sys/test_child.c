@@ -306,6 +306,54 @@ static void test_mirror(void **state)
 	mirror_pipe = -1;
 }
 
+/* GPUSHARE_CHILD_LATE_EXEC_ERROR: start returns once the mirror is forked;
+ * a program that exec refuses (executable, but no "#!" and not ELF) is
+ * known when the child is reaped, with exec's errno; one that ran has
+ * none. Only with MIRROR. */
+static void test_mirror_late_exec_error(void **state)
+{
+	struct gpushare_child ch;
+	char path[] = "/tmp/gpushare-test-noexec.XXXXXX";
+	char *argv[] = { path, NULL };
+	static char *ok[] = { "/bin/sh", "-c", "exit 0", NULL };
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "not a program\n", 14), 14);
+	assert_int_equal(fchmod(fd, 0700), 0);
+	close(fd);
+
+	gpushare_child_init(&ch);
+	ch.argv = argv;
+	ch.path = path;
+	ch.flags = GPUSHARE_CHILD_MIRROR | GPUSHARE_CHILD_LATE_EXEC_ERROR;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_true(ch.pid > 0);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_int_equal(ch.exec_errno, ENOEXEC);
+	assert_true(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 127);
+	assert_int_equal(ch.report_fd, -1);
+	gpushare_child_release(&ch);
+
+	gpushare_child_init(&ch);
+	ch.argv = ok;
+	ch.flags = GPUSHARE_CHILD_MIRROR | GPUSHARE_CHILD_LATE_EXEC_ERROR;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_int_equal(ch.exec_errno, 0);
+	assert_true(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 0);
+	gpushare_child_release(&ch);
+
+	gpushare_child_init(&ch);
+	ch.argv = ok;
+	ch.flags = GPUSHARE_CHILD_LATE_EXEC_ERROR;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_E_INVAL);
+	gpushare_clear_error();
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -318,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_environment),
 		cmocka_unit_test(test_run_kills_stragglers),
 		cmocka_unit_test(test_mirror),
+		cmocka_unit_test(test_mirror_late_exec_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
