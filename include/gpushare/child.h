@@ -77,6 +77,12 @@ struct gpushare_child {
 	 * GPUSHARE_CHILD_INHERIT (default when 0 is meant, set explicitly),
 	 * _DEVNULL, _PIPE. */
 	int in, out, err;
+	/* When set, the child itself creates (truncates) this file and gives it
+	 * as stdout / stderr (out / err are then ignored): opened after the
+	 * fork, with O_NOFOLLOW and mode 0666, so that a dispatcher does not
+	 * create two files per job on its own thread. A failure to open is
+	 * E_IO from start, or, with LATE_EXEC_ERROR, open_errno once reaped. */
+	const char *out_path, *err_path;
 	/* Descriptors that stay open in the child (their close-on-exec flag is
 	 * cleared there), at most 8. */
 	int keep_fds[8];
@@ -101,6 +107,8 @@ struct gpushare_child {
 	int signalled;                 /* the last signal stop sent, 0 none */
 	size_t stragglers;             /* group members killed after the leader exited */
 	int exec_errno;                /* LATE_EXEC_ERROR: exec's errno once reaped, 0 when it ran */
+	int open_errno;                /* LATE_EXEC_ERROR: out_path's or err_path's open errno, or 0 */
+	const char *open_path;         /* which of the two it was */
 };
 
 /* Set defaults: INHERIT for the three streams, no flags, no fds kept. */

@@ -389,7 +389,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 {
 	struct gpushare_strv env = { 0 };
 	size_t job = j->job;
-	int out = -1, err = -1, rc;
+	int out = -1, err = -1, rc = GPUSHARE_OK;
 
 	s->job = job;
 	s->hash = j->hash;
@@ -402,11 +402,19 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->kill_ns = 0;
 	snprintf(s->out_rel, sizeof(s->out_rel), "out/%" PRIu64 ".%u.out", FARM_JOB_NUMBER(job), s->attempt);
 	snprintf(s->err_rel, sizeof(s->err_rel), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(job), s->attempt);
-	rc = open_output(f, s->out_rel, &out);
-	if (!rc)
-		rc = open_output(f, s->err_rel, &err);
-	if (!rc)
-		rc = farm_tail_open(f, s);
+	if (f->c->output) {
+		/* Tailed as it runs: the files must exist before it starts. */
+		rc = open_output(f, s->out_rel, &out);
+		if (!rc)
+			rc = open_output(f, s->err_rel, &err);
+		if (!rc)
+			rc = farm_tail_open(f, s);
+	} else if ((size_t)snprintf(s->out_path, sizeof(s->out_path), "%s/%s", f->dir, s->out_rel) >=
+			   sizeof(s->out_path) ||
+		   (size_t)snprintf(s->err_path, sizeof(s->err_path), "%s/%s", f->dir, s->err_rel) >=
+			   sizeof(s->err_path)) {
+		rc = gpushare_fail(GPUSHARE_E_INVAL, "the farm directory's path is too long");
+	}
 	if (!rc)
 		rc = job_env(f, s, &env);
 	if (rc)
@@ -417,6 +425,10 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->ch.in = GPUSHARE_CHILD_DEVNULL;
 	s->ch.out = out;
 	s->ch.err = err;
+	if (out < 0) {
+		s->ch.out_path = s->out_path;
+		s->ch.err_path = s->err_path;
+	}
 	s->ch.flags = GPUSHARE_CHILD_IGNORE_SIGINT;
 	if (f->keeper_fd >= 0) {
 		/* Under a mirror that tells the keeper how it ended. */
@@ -434,7 +446,9 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		int n = snprintf(line, sizeof(line), "gpushare: cannot execute job %" PRIu64 ": %s\n", FARM_JOB_NUMBER(job),
 				 gpushare_errdetail());
 
-		if (n > 0 && write(err, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		if (err < 0 && open_output(f, s->err_rel, &err) != GPUSHARE_OK)
+			gpushare_clear_error(); /* the record says refused all the same */
+		if (err >= 0 && n > 0 && write(err, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
 			n = 0;
 		gpushare_clear_error();
 		f->queued--;
@@ -588,6 +602,15 @@ static int finish_slot(struct farm *f, struct slot *s)
 	f->running--;
 	f->gpus[s->gpu].running--;
 	f->close_busy = f->gpus[s->gpu].running == 0; /* this attempt ends the GPU's busy period */
+	if (s->ch.open_errno) {
+		/* Its output files could not be created: the farm's trouble
+		 * (a full disk, a removed directory), as at start. */
+		rc = gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", s->ch.open_path ? s->ch.open_path : s->err_path,
+				   strerror(s->ch.open_errno));
+		free(s->argv);
+		s->argv = NULL;
+		return rc;
+	}
 	if (s->ch.exec_errno) {
 		/* Cannot be executed (learnt as the mirror ended): as at start. */
 		refused_note(f, s, s->ch.exec_errno);

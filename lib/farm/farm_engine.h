@@ -66,6 +66,9 @@ struct slot {
 	 * retry; the server log names it; recorded as a fault's culprit */
 	bool isolated, culprit_before, fault_named, fault_culprit, isolate_next;
 	char out_rel[64], err_rel[64];
+	/* The same under the farm directory, when the job's child creates them
+	 * (every farm but one that tails them, --tag): off the farm's thread. */
+	char out_path[GPUSHARE_PATH_MAX + 64], err_path[GPUSHARE_PATH_MAX + 64];
 	char **argv;                       /* from the cursor, owned */
 	struct farm_tail *tail;            /* --tag: reading its out and err files (farm_stream.c) */
 };

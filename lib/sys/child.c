@@ -76,6 +76,22 @@ void gpushare_child_describe(int wstatus, char *buf, size_t len)
 }
 
 /* In the child: put descriptor `want` (one of ours or a choice) on `target`. */
+/* In the child: create path and make it descriptor target. The errno of a
+ * failed open goes to the parent negated (see report_errno). */
+static int child_file(const char *path, int target)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+
+	if (fd < 0)
+		return -1;
+	if (dup2(fd, target) < 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 static int child_stream(int want, int pipe_end, int devnull, int target)
 {
 	int fd = want;
@@ -170,7 +186,7 @@ static _Noreturn void child_main(const struct gpushare_child *ch, const char *pa
 				 int report, const int pipes[3][2], int devnull)
 {
 	sigset_t none;
-	int e;
+	int e, which = 0;
 
 	if (!(ch->flags & GPUSHARE_CHILD_SAME_PGROUP) && setpgid(0, 0) != 0)
 		goto fail;
@@ -190,13 +206,25 @@ static _Noreturn void child_main(const struct gpushare_child *ch, const char *pa
 	signal(SIGPIPE, SIG_DFL);
 	if (child_stream(ch->in, pipes[0][0], devnull, 0) != 0)
 		goto fail;
+	/* err first: STDOUT_TO_STDERR duplicates it */
+	if (ch->err_path && child_file(ch->err_path, 2) != 0) {
+		which = 0;
+		goto open_fail;
+	}
+	if (ch->out_path && !(ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR) && child_file(ch->out_path, 1) != 0) {
+		which = 1;
+		goto open_fail;
+	}
 	if (ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR) {
+		if (!ch->err_path && child_stream(ch->err, pipes[2][1], devnull, 2) != 0)
+			goto fail;
 		if (dup2(2, 1) < 0)
 			goto fail;
-	} else if (child_stream(ch->out, pipes[1][1], devnull, 1) != 0) {
+	} else if (!ch->out_path && child_stream(ch->out, pipes[1][1], devnull, 1) != 0) {
 		goto fail;
 	}
-	if (child_stream(ch->err, pipes[2][1], devnull, 2) != 0)
+	if (!ch->err_path && !(ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR) &&
+	    child_stream(ch->err, pipes[2][1], devnull, 2) != 0)
 		goto fail;
 	for (size_t i = 0; i < ch->n_keep_fds; i++) {
 		int flags = fcntl(ch->keep_fds[i], F_GETFD);
@@ -214,6 +242,11 @@ static _Noreturn void child_main(const struct gpushare_child *ch, const char *pa
 	execve(path, ch->argv, envp);
 fail:
 	e = errno;
+	if (write(report, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+open_fail:
+	e = -(errno * 2 + which); /* negative: an output file (which), not the exec */
 	if (write(report, &e, sizeof(e)) < 0)
 		_exit(127);
 	_exit(127);
@@ -238,7 +271,8 @@ int gpushare_child_start(struct gpushare_child *ch)
 
 	ch->pid = ch->pgid = 0;
 	ch->pidfd = ch->in_fd = ch->out_fd = ch->err_fd = ch->report_fd = -1;
-	ch->exec_errno = 0;
+	ch->exec_errno = ch->open_errno = 0;
+	ch->open_path = NULL;
 	ch->exited = false;
 	ch->wstatus = 0;
 	ch->signalled = 0;
@@ -312,8 +346,12 @@ int gpushare_child_start(struct gpushare_child *ch)
 		while (waitpid(pid, &ch->wstatus, 0) < 0 && errno == EINTR)
 			;
 		ch->exited = true;
-		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "cannot execute '%s': %s", ch->fn ? "(function)" : path,
-				   strerror(exec_errno));
+		if (exec_errno < 0)
+			rc = gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s",
+					   (-exec_errno) & 1 ? ch->out_path : ch->err_path, strerror((-exec_errno) >> 1));
+		else
+			rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "cannot execute '%s': %s",
+					   ch->fn ? "(function)" : path, strerror(exec_errno));
 		goto out;
 	}
 	ch->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -359,6 +397,10 @@ bool gpushare_child_poll(struct gpushare_child *ch)
 
 			if (read(ch->report_fd, &e, sizeof(e)) == (ssize_t)sizeof(e) && e > 0)
 				ch->exec_errno = e;
+			else if (e < 0) {
+				ch->open_errno = (-e) >> 1;
+				ch->open_path = (-e) & 1 ? ch->out_path : ch->err_path;
+			}
 			close_fd(&ch->report_fd);
 		}
 	}

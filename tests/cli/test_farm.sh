@@ -148,6 +148,18 @@ check "the refused job's .err says why" grep -q "cannot execute job 4" "$tmp/f3/
 check "  and the non-program's: exec's reason" grep -q "cannot execute job 5: .*Exec format error" "$tmp/f3/out/5.1.err"
 check "summary: 1 done, 4 failed" grep -q "jobs: 1 done, 4 failed" "$tmp/out"
 
+echo "== a job's output file is a symbolic link: never followed, the farm stops (exit 11)"
+# Created by the job's child, not by the farm: the farm learns it as the
+# child ends, and fails as when it created the files itself.
+mkdir -p "$tmp/flink/out"
+echo keep >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/flink/out/1.1.err"
+printf '%s\n' /bin/true /bin/true >"$tmp/jl"
+run farm --dir "$tmp/flink" --strategy timeslice --slots 1 "$tmp/jl"
+check "exit 11" test "$rc" = 11
+check "  the error names the file and the reason" grep -q "cannot open '$tmp/flink/out/1.1.err': Too many levels of symbolic links" "$tmp/err"
+check "  the link's target is untouched" test "$(cat "$tmp/victim")" = keep
+
 echo "== a job that leaves a background process behind"
 printf '%s\n' "sh -c '$tmp/job.sh 98 60 0 & exit 0'" >"$tmp/jbg"
 run farm --dir "$tmp/fbg" --strategy timeslice --slots 1 "$tmp/jbg"
