@@ -219,7 +219,11 @@ expect 12 "worker 0 was not ready after 1 s \(--start-timeout\)" "never ready" \
 echo "== interrupt: SIGINT stops the commands, partial results printed"
 "$GPUSHARE" bench -q --strategy timeslice --workers 2 --duration 30s --warmup 0 -- "$TW" >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-sleep 1.5
+# Once its handler is in place and both commands run (a loaded machine may
+# take longer than any fixed pause), and a little into the measurement.
+wait_for $((100 * TIME_FACTOR)) 0.05 catches "$pid" INT || true
+wait_for $((200 * TIME_FACTOR)) 0.05 bash -c "[ \"\$(pgrep -fc -- '^$TW')\" -ge 2 ]" || true
+sleep 1
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
