@@ -171,7 +171,7 @@ void exec_fault_report(const char *dir, const char *node, const char *log_dir, b
 		       size_t len)
 {
 	struct exec_failure *f = NULL, *g;
-	struct fault_log *L;
+	struct fault_log L = { 0 };
 	size_t n = read_failures(dir, &f);
 	struct gpushare_buf b = { 0 };
 
@@ -181,16 +181,11 @@ void exec_fault_report(const char *dir, const char *node, const char *log_dir, b
 		free(f);
 		return;
 	}
-	if (!(L = calloc(1, sizeof(*L)))) {
-		free(g);
-		free(f);
-		return;
-	}
-	L->n_named = gpushare_mps_fault_log_clients(log_dir, L->named, MAX_NAMED);
-	L->seen = gpushare_mps_fault_log_affected(log_dir, L->affected, MAX_NAMED, &L->n_affected);
-	L->own = own_daemon;
+	L.n_named = gpushare_mps_fault_log_clients(log_dir, L.named, MAX_NAMED);
+	L.seen = gpushare_mps_fault_log_affected(log_dir, L.affected, MAX_NAMED, &L.n_affected);
+	L.own = own_daemon;
 	for (size_t i = 0; i < n; i++)
-		L->matched = L->matched || named_in(f[i].pid, L->affected, L->n_affected);
+		L.matched = L.matched || named_in(f[i].pid, L.affected, L.n_affected);
 	/* GPU by GPU, in the order of their first failure. */
 	for (size_t i = 0; i < n; i++) {
 		size_t m = 0;
@@ -204,12 +199,11 @@ void exec_fault_report(const char *dir, const char *node, const char *log_dir, b
 			if (f[j].gpu_index == f[i].gpu_index)
 				g[m++] = f[j];
 		qsort(g, m, sizeof(*g), by_rank);
-		report_gpu(&b, node, g, m, L);
+		report_gpu(&b, node, g, m, &L);
 	}
 	if (len)
 		snprintf(out, len, "%s", gpushare_buf_str(&b));
 	gpushare_buf_release(&b);
-	free(L);
 	free(g);
 	free(f);
 }

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,14 +351,45 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 
 /* ---- starting a job ---- */
 
+/* path = the farm directory's rel; E_INVAL when it does not fit. */
+static int farm_path(const struct farm *f, const char *rel, char *path, size_t len)
+{
+	if ((size_t)snprintf(path, len, "%s/%s", f->dir, rel) >= len)
+		return gpushare_fail(GPUSHARE_E_INVAL, "the farm directory's path is too long");
+	return GPUSHARE_OK;
+}
+
 static int open_output(struct farm *f, const char *rel, int *fd)
 {
 	char path[GPUSHARE_PATH_MAX * 2];
+	int rc = farm_path(f, rel, path, sizeof(path));
 
-	snprintf(path, sizeof(path), "%s/%s", f->dir, rel);
+	if (rc)
+		return rc;
 	*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (*fd < 0)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", path, strerror(errno));
+	return GPUSHARE_OK;
+}
+
+/* The job's .err file (err_rel, made afresh) says in one line why it did not
+ * run. The line is formatted before anything else can change errdetail. */
+static int err_line(struct farm *f, const char *err_rel, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int err_line(struct farm *f, const char *err_rel, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int fd, n, rc;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if ((rc = open_output(f, err_rel, &fd)) != GPUSHARE_OK)
+		return rc;
+	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		n = 0;
+	close(fd);
 	return GPUSHARE_OK;
 }
 
@@ -409,11 +441,10 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 			rc = open_output(f, s->err_rel, &err);
 		if (!rc)
 			rc = farm_tail_open(f, s);
-	} else if ((size_t)snprintf(s->out_path, sizeof(s->out_path), "%s/%s", f->dir, s->out_rel) >=
-			   sizeof(s->out_path) ||
-		   (size_t)snprintf(s->err_path, sizeof(s->err_path), "%s/%s", f->dir, s->err_rel) >=
-			   sizeof(s->err_path)) {
-		rc = gpushare_fail(GPUSHARE_E_INVAL, "the farm directory's path is too long");
+	} else {
+		rc = farm_path(f, s->out_rel, s->out_path, sizeof(s->out_path));
+		if (!rc)
+			rc = farm_path(f, s->err_rel, s->err_path, sizeof(s->err_path));
 	}
 	if (!rc)
 		rc = job_env(f, s, &env);
@@ -441,15 +472,12 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->start_ns = gpushare_now_ns();
 	rc = gpushare_child_start(&s->ch);
 	if (rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_INVAL) {
-		/* Cannot be executed: never will. */
-		char line[1024];
-		int n = snprintf(line, sizeof(line), "gpushare: cannot execute job %" PRIu64 ": %s\n", FARM_JOB_NUMBER(job),
-				 gpushare_errdetail());
-
-		if (err < 0 && open_output(f, s->err_rel, &err) != GPUSHARE_OK)
-			gpushare_clear_error(); /* the record says refused all the same */
-		if (err >= 0 && n > 0 && write(err, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
-			n = 0;
+		/* Cannot be executed: never will. The record says refused
+		 * even when its .err file cannot say why. */
+		err_line(f, s->err_rel, "gpushare: cannot execute job %" PRIu64 ": %s\n", FARM_JOB_NUMBER(job),
+			 gpushare_errdetail());
+		if (out < 0)
+			open_output(f, s->out_rel, &out); /* both files, as for a job that ran */
 		gpushare_clear_error();
 		f->queued--;
 		rc = attempt_ended(f, s, FARM_REFUSED, 0, s->start_ns);
@@ -520,9 +548,9 @@ static bool never_fits(const struct farm *f)
 static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 {
 	struct slot s;
-	char size[32], line[512];
+	char size[32];
 	size_t job = j->job;
-	int fd, rc, n;
+	int rc;
 
 	memset(&s, 0, sizeof(s));
 	s.job = job;
@@ -532,16 +560,12 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 	free(j->argv);
 	s.start_unix_s = unix_now();
 	snprintf(s.err_rel, sizeof(s.err_rel), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(job), s.attempt);
-	rc = open_output(f, s.err_rel, &fd);
-	if (rc)
-		return rc;
 	if (gpushare_format_mps_size(f->c->mem_per_job_bytes, size, sizeof(size)) != GPUSHARE_OK)
 		snprintf(size, sizeof(size), "%" PRIu64 " bytes", f->c->mem_per_job_bytes);
-	n = snprintf(line, sizeof(line), "gpushare: job %" PRIu64 " not started: --mem-per-job %s is more than the free memory "
-			 "of every chosen GPU\n", FARM_JOB_NUMBER(job), size);
-	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
-		n = 0;
-	close(fd);
+	rc = err_line(f, s.err_rel, "gpushare: job %" PRIu64 " not started: --mem-per-job %s is more than the free "
+		      "memory of every chosen GPU\n", FARM_JOB_NUMBER(job), size);
+	if (rc)
+		return rc;
 	f->queued--;
 	return attempt_ended(f, &s, FARM_REFUSED, 0, 0);
 }
@@ -569,24 +593,6 @@ static int dispatch(struct farm *f)
 
 /* ---- watching running jobs ---- */
 
-/* A job whose program could not be executed (exec's errno e): its .err
- * file says why, as for one refused at start. */
-static void refused_note(struct farm *f, const struct slot *s, int e)
-{
-	char path[GPUSHARE_PATH_MAX * 2], line[1024];
-	int fd, n;
-
-	snprintf(path, sizeof(path), "%s/%s", f->dir, s->err_rel);
-	n = snprintf(line, sizeof(line), "gpushare: cannot execute job %" PRIu64 ": cannot execute '%s': %s\n",
-		     FARM_JOB_NUMBER(s->job), s->argv && s->argv[0] ? s->argv[0] : "", strerror(e));
-	fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
-		n = 0;
-	close(fd);
-}
-
 static int finish_slot(struct farm *f, struct slot *s)
 {
 	uint64_t end = gpushare_now_ns();
@@ -605,15 +611,17 @@ static int finish_slot(struct farm *f, struct slot *s)
 	if (s->ch.open_errno) {
 		/* Its output files could not be created: the farm's trouble
 		 * (a full disk, a removed directory), as at start. */
-		rc = gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", s->ch.open_path ? s->ch.open_path : s->err_path,
-				   strerror(s->ch.open_errno));
+		rc = gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", s->ch.open_path, strerror(s->ch.open_errno));
 		free(s->argv);
 		s->argv = NULL;
 		return rc;
 	}
 	if (s->ch.exec_errno) {
 		/* Cannot be executed (learnt as the mirror ended): as at start. */
-		refused_note(f, s, s->ch.exec_errno);
+		if (err_line(f, s->err_rel, "gpushare: cannot execute job %" PRIu64 ": cannot execute '%s': %s\n",
+			     FARM_JOB_NUMBER(s->job), s->argv && s->argv[0] ? s->argv[0] : "",
+			     strerror(s->ch.exec_errno)) != GPUSHARE_OK)
+			gpushare_clear_error();
 		ws = 0;
 		o = FARM_REFUSED;
 	} else if (s->timed_out)

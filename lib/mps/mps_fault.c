@@ -127,44 +127,6 @@ enum gpushare_mps_fault gpushare_mps_fault_file(const char *path)
 	return k;
 }
 
-size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t max)
-{
-	char path[GPUSHARE_PATH_MAX + 16];
-	size_t len, n = 0;
-	char *text, *line, *save = NULL;
-
-	if (!log_dir || !*log_dir || !max)
-		return 0;
-	snprintf(path, sizeof(path), "%s/server.log", log_dir);
-	text = read_tail(path, LOG_TAIL, &len);
-	if (!text)
-		return 0;
-	for (line = strtok_r(text, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
-		size_t ll = strlen(line);
-		const char *c = find_ci(line, ll, "client ");
-		long pid;
-		char *end;
-		bool dup = false;
-
-		if (!c || !find_ci(line, ll, "fatal"))
-			continue;
-		c += 7;
-		if (!strncmp(c, "process ", 8))
-			c += 8;
-		if (!isdigit((unsigned char)*c))
-			continue;
-		pid = strtol(c, &end, 10);
-		if (pid <= 0 || pid > (long)0x3fffffff || isalnum((unsigned char)*end))
-			continue;
-		for (size_t i = 0; i < n; i++)
-			dup = dup || pids[i] == (pid_t)pid;
-		if (!dup)
-			pids[n++] = (pid_t)pid;
-	}
-	free(text);
-	return n;
-}
-
 /* Adds pid to pids[0..*n) unless there or full. */
 static void add_pid(pid_t *pids, size_t max, size_t *n, long pid)
 {
@@ -175,6 +137,45 @@ static void add_pid(pid_t *pids, size_t max, size_t *n, long pid)
 			return;
 	if (*n < max)
 		pids[(*n)++] = (pid_t)pid;
+}
+
+/* The last 256 KiB of log_dir/server.log; NULL when there is none. */
+static char *server_log(const char *log_dir, size_t *len)
+{
+	char path[GPUSHARE_PATH_MAX + 16];
+
+	if (!log_dir || !*log_dir)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/server.log", log_dir);
+	return read_tail(path, LOG_TAIL, len);
+}
+
+size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t max)
+{
+	size_t len, n = 0;
+	char *text, *line, *save = NULL;
+
+	if (!max || !(text = server_log(log_dir, &len)))
+		return 0;
+	for (line = strtok_r(text, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
+		size_t ll = strlen(line);
+		const char *c = find_ci(line, ll, "client ");
+		long pid;
+		char *end;
+
+		if (!c || !find_ci(line, ll, "fatal"))
+			continue;
+		c += 7;
+		if (!strncmp(c, "process ", 8))
+			c += 8;
+		if (!isdigit((unsigned char)*c))
+			continue;
+		pid = strtol(c, &end, 10);
+		if (!isalnum((unsigned char)*end))
+			add_pid(pids, max, &n, pid);
+	}
+	free(text);
+	return n;
 }
 
 /* The text after a log line's "[date time Who  pid] " prefix. */
@@ -192,17 +193,12 @@ static const char *log_message(const char *line)
 
 bool gpushare_mps_fault_log_affected(const char *log_dir, pid_t *pids, size_t max, size_t *n)
 {
-	char path[GPUSHARE_PATH_MAX + 16];
 	size_t len;
 	char *text, *line, *save = NULL;
 	bool seen = false, in_sticky = false;
 
 	*n = 0;
-	if (!log_dir || !*log_dir)
-		return false;
-	snprintf(path, sizeof(path), "%s/server.log", log_dir);
-	text = read_tail(path, LOG_TAIL, &len);
-	if (!text)
+	if (!(text = server_log(log_dir, &len)))
 		return false;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		const char *msg = log_message(line), *c;

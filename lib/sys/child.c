@@ -75,9 +75,26 @@ void gpushare_child_describe(int wstatus, char *buf, size_t len)
 	}
 }
 
-/* In the child: put descriptor `want` (one of ours or a choice) on `target`. */
-/* In the child: create path and make it descriptor target. The errno of a
- * failed open goes to the parent negated (see report_errno). */
+/* What the child writes on the report pipe when it cannot go on: exec's
+ * errno (or that of a step before it), or, negated, an output file's open
+ * errno and which file (out_path 1, err_path 0). */
+static int report_open_failure(int err, int which)
+{
+	return -(err * 2 + which);
+}
+
+/* The parent's side: sets exec_errno, or open_errno and open_path. */
+static void take_report(struct gpushare_child *ch, int e)
+{
+	if (e > 0) {
+		ch->exec_errno = e;
+	} else if (e < 0) {
+		ch->open_errno = (-e) >> 1;
+		ch->open_path = (-e) & 1 ? ch->out_path : ch->err_path;
+	}
+}
+
+/* In the child: create path and make it descriptor target. */
 static int child_file(const char *path, int target)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -92,6 +109,7 @@ static int child_file(const char *path, int target)
 	return 0;
 }
 
+/* In the child: put descriptor `want` (one of ours or a choice) on `target`. */
 static int child_stream(int want, int pipe_end, int devnull, int target)
 {
 	int fd = want;
@@ -206,26 +224,25 @@ static _Noreturn void child_main(const struct gpushare_child *ch, const char *pa
 	signal(SIGPIPE, SIG_DFL);
 	if (child_stream(ch->in, pipes[0][0], devnull, 0) != 0)
 		goto fail;
-	/* err first: STDOUT_TO_STDERR duplicates it */
-	if (ch->err_path && child_file(ch->err_path, 2) != 0) {
-		which = 0;
-		goto open_fail;
-	}
-	if (ch->out_path && !(ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR) && child_file(ch->out_path, 1) != 0) {
-		which = 1;
-		goto open_fail;
-	}
 	if (ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR) {
-		if (!ch->err_path && child_stream(ch->err, pipes[2][1], devnull, 2) != 0)
-			goto fail;
 		if (dup2(2, 1) < 0)
 			goto fail;
-	} else if (!ch->out_path && child_stream(ch->out, pipes[1][1], devnull, 1) != 0) {
+	} else if (ch->out_path) {
+		if (child_file(ch->out_path, 1) != 0) {
+			which = 1;
+			goto open_fail;
+		}
+	} else if (child_stream(ch->out, pipes[1][1], devnull, 1) != 0) {
 		goto fail;
 	}
-	if (!ch->err_path && !(ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR) &&
-	    child_stream(ch->err, pipes[2][1], devnull, 2) != 0)
+	if (ch->err_path) {
+		if (child_file(ch->err_path, 2) != 0) {
+			which = 0;
+			goto open_fail;
+		}
+	} else if (child_stream(ch->err, pipes[2][1], devnull, 2) != 0) {
 		goto fail;
+	}
 	for (size_t i = 0; i < ch->n_keep_fds; i++) {
 		int flags = fcntl(ch->keep_fds[i], F_GETFD);
 
@@ -246,7 +263,7 @@ fail:
 		_exit(127);
 	_exit(127);
 open_fail:
-	e = -(errno * 2 + which); /* negative: an output file (which), not the exec */
+	e = report_open_failure(errno, which);
 	if (write(report, &e, sizeof(e)) < 0)
 		_exit(127);
 	_exit(127);
@@ -346,12 +363,12 @@ int gpushare_child_start(struct gpushare_child *ch)
 		while (waitpid(pid, &ch->wstatus, 0) < 0 && errno == EINTR)
 			;
 		ch->exited = true;
-		if (exec_errno < 0)
-			rc = gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s",
-					   (-exec_errno) & 1 ? ch->out_path : ch->err_path, strerror((-exec_errno) >> 1));
+		take_report(ch, exec_errno);
+		if (ch->open_errno)
+			rc = gpushare_fail(GPUSHARE_E_IO, "cannot open '%s': %s", ch->open_path, strerror(ch->open_errno));
 		else
 			rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "cannot execute '%s': %s",
-					   ch->fn ? "(function)" : path, strerror(exec_errno));
+					   ch->fn ? "(function)" : path, strerror(ch->exec_errno));
 		goto out;
 	}
 	ch->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -395,12 +412,8 @@ bool gpushare_child_poll(struct gpushare_child *ch)
 			 * exec (close-on-exec) or at its failed exec's _exit. */
 			int e = 0;
 
-			if (read(ch->report_fd, &e, sizeof(e)) == (ssize_t)sizeof(e) && e > 0)
-				ch->exec_errno = e;
-			else if (e < 0) {
-				ch->open_errno = (-e) >> 1;
-				ch->open_path = (-e) & 1 ? ch->out_path : ch->err_path;
-			}
+			if (read(ch->report_fd, &e, sizeof(e)) == (ssize_t)sizeof(e))
+				take_report(ch, e);
 			close_fd(&ch->report_fd);
 		}
 	}

@@ -145,6 +145,7 @@ assert [r["signal"] for r in by(3)] == [9, 9, 9] and all(r["outcome"] == "failed
 assert [r["outcome"] for r in by(4)] == ["refused"] and by(4)[0]["gpu"] is None
 assert [r["outcome"] for r in by(5)] == ["refused"]'
 check "the refused job's .err says why" grep -q "cannot execute job 4" "$tmp/f3/out/4.1.err"
+check "  and its .out exists too, as for a job that ran" test -f "$tmp/f3/out/4.1.out"
 check "  and the non-program's: exec's reason" grep -q "cannot execute job 5: .*Exec format error" "$tmp/f3/out/5.1.err"
 check "summary: 1 done, 4 failed" grep -q "jobs: 1 done, 4 failed" "$tmp/out"
 
