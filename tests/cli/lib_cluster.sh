@@ -76,9 +76,9 @@
 # and cluster_stop when done.
 #
 # Settings follow the tested one-node recipe (tests/cli/lib_slurm.sh):
-# MessageTimeout=2, every wait bounded and checking that the daemons live,
-# proctrack/linuxproc (no cgroups), config_overrides (8 CPUs per node on a
-# small machine). Inside its namespaces the cluster uses Slurm's usual ports
+# MessageTimeout=10 (why not 2: see there), every wait bounded and checking
+# that the daemons live, proctrack/linuxproc (no cgroups), config_overrides
+# (8 CPUs per node on a small machine). Inside its namespaces the cluster uses Slurm's usual ports
 # 6817 and 6818: they are private to it, so clusters of concurrent tests
 # never collide.
 
@@ -201,7 +201,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
 MailProg=/bin/true
-MessageTimeout=2
+MessageTimeout=10
 ReturnToService=2
 SlurmdParameters=config_overrides
 EOF

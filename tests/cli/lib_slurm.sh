@@ -14,6 +14,10 @@
 #                            safe to call twice and from an EXIT trap
 #   slurm_wait_job JID [S]   wait (bounded, default 30 s) until the batch job
 #                            has ended; prints its final state
+#   slurm_diag [JID]         print (to stderr, never failing) what explains a
+#                            job that does not start or end: the nodes'
+#                            states and reasons, the queue, the job, and the
+#                            tails of the daemons' logs (removed by slurm_stop)
 #
 # Gres of another shape (the lines `gpushare plan --for slurm` writes):
 # SLURM_TEST_GRES_TYPES (GresTypes=, default gpu,mps or gpu,shard), SLURM_TEST_NODE_GRES
@@ -30,9 +34,14 @@
 # Optional, read by slurm_start: SLURM_TEST_SHARING=shard configures gres/shard
 # (8 per GPU) instead of gres/mps (Slurm 22.05 miscounts mps beside shard);
 # SLURM_TEST_CONF_EXTRA holds more slurm.conf lines (e.g. Prolog=, Epilog=).
-# Settings follow the tested recipe (MessageTimeout=2 so that a client of a
-# dead controller fails in a second; every wait bounded and checking that
-# the daemons still live; char devices for the fake GPUs).
+# Settings follow the tested recipe (every wait bounded and checking that
+# the daemons still live; char devices for the fake GPUs), but for
+# MessageTimeout: Slurm's own 10 s, not the recipe's 2. On a loaded machine
+# (CI's CPU-hog pass) slurmd can take over 2 s to answer; the controller then
+# marks the node not responding, requeues the batch job it was launching and
+# leaves it pending for minutes (a 6 s SIGSTOP of slurmd reproduces it: over
+# 150 s pending with 2, started at once with 10). A dead controller still
+# fails fast: every client call here is wrapped in `timeout`.
 
 SLURM_DIR=
 SLURM_PIDS=()
@@ -88,7 +97,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
 MailProg=/bin/true
-MessageTimeout=2
+MessageTimeout=10
 ReturnToService=2
 SlurmdParameters=config_overrides
 GresTypes=${SLURM_TEST_GRES_TYPES:-gpu,$sharing}
@@ -161,4 +170,20 @@ slurm_wait_job() {
 	done
 	echo "TIMEOUT"
 	return 1
+}
+
+slurm_diag() {
+	local jid=${1-} f
+	{
+		echo "--- slurm_diag ${jid:+(job $jid) }at $(date +%T.%N)"
+		timeout 10 sinfo -N -o '%N %T %E' 2>&1 || true
+		timeout 10 squeue -o '%i %T %r %M %N' 2>&1 || true
+		[[ -n $jid ]] && { timeout 10 scontrol show job "$jid" 2>&1 || true; }
+		for f in "$SLURM_DIR"/log/*.log; do
+			[[ -f $f ]] || continue
+			echo "--- tail of $f"
+			tail -n 40 "$f" || true
+		done
+		echo "--- end of slurm_diag"
+	} >&2
 }

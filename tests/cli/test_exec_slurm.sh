@@ -100,12 +100,12 @@ EOF
 chmod +x "$tmp/app-long.sh"
 rm -f "$tmp"/up-*
 idle() { test -z "$(timeout 5 squeue -h 2>/dev/null)"; }
-wait_for 300 0.1 idle || true
+wait_for $((300 * TIME_FACTOR)) 0.1 idle || slurm_diag
 before=$(starts)
 jid=$(sbatch --parsable -n 4 --gres=gpu:2 -o "$tmp/job.out" --wrap "srun $GPUSHARE exec -- $tmp/app-long.sh")
 up() { test "$(find "$tmp" -maxdepth 1 -name 'up-*' | wc -l)" = 4; }
-check "job $jid: 4 ranks running" wait_for 600 0.1 up
-up || { cat "$tmp/job.out"; timeout 5 scontrol show job "$jid" || true; }
+check "job $jid: 4 ranks running" wait_for $((600 * TIME_FACTOR)) 0.1 up
+up || { cat "$tmp/job.out" || true; slurm_diag "$jid"; }
 check "  under one daemon" test "$(($(starts) - before)) $(daemons_alive)" = "1 1"
 scancel "$jid"
 check "scancel: the job ends" test "$(slurm_wait_job "$jid" 60)" = CANCELLED
@@ -118,7 +118,7 @@ before=$(starts)
 jid=$(cd "$tmp" && GPUSHARE=$GPUSHARE APP=$tmp/app-show.sh sbatch --parsable -o "$tmp/mpi.out" \
 	"$GPUSHARE_SOURCE_DIR/examples/slurm/mpi.sbatch")
 st=$(slurm_wait_job "$jid" 90 || true)
-check "job $jid completed" test "$st" = COMPLETED || cat "$tmp/mpi.out"
+check "job $jid completed" test "$st" = COMPLETED || { cat "$tmp/mpi.out" || true; slurm_diag "$jid"; }
 cp "$tmp/mpi.out" "$tmp/out"
 check "8 ranks, block: 0-3 on GPU 0, 4-7 on GPU 1" \
 	test "$(binding)" = "0:$uuid0 1:$uuid0 2:$uuid0 3:$uuid0 4:$uuid1 5:$uuid1 6:$uuid1 7:$uuid1 "
