@@ -69,10 +69,14 @@ run() {
 	set -e
 }
 
-# Returns 1 when CMD never succeeded; the waits that only bound a start-up
-# add `|| true` and let the checks after them tell.
+# wait_for TRIES DELAY CMD...: run CMD until it succeeds, at most TRIES x
+# TIME_FACTOR times, DELAY seconds apart: the bound, a quiet machine's,
+# grows with the load like every other wall-clock bound here (so never
+# multiply TRIES by TIME_FACTOR again). Returns 1 when CMD never succeeded;
+# the waits that only bound a start-up add `|| true` and let the checks
+# after them tell.
 wait_for() {
-	local tries=$1 delay=$2 i
+	local tries=$(($1 * TIME_FACTOR)) delay=$2 i
 	shift 2
 	for ((i = 0; i < tries; i++)); do
 		"$@" && return 0

@@ -221,8 +221,8 @@ echo "== interrupt: SIGINT stops the commands, partial results printed"
 pid=$!
 # Once its handler is in place and both commands run (a loaded machine may
 # take longer than any fixed pause), and a little into the measurement.
-wait_for $((100 * TIME_FACTOR)) 0.05 catches "$pid" INT || true
-wait_for $((200 * TIME_FACTOR)) 0.05 bash -c "[ \"\$(pgrep -fc -- '^$TW')\" -ge 2 ]" || true
+wait_for 100 0.05 catches "$pid" INT || true
+wait_for 200 0.05 bash -c "[ \"\$(pgrep -fc -- '^$TW')\" -ge 2 ]" || true
 sleep 1
 kill -INT "$pid"
 rc=0

@@ -100,11 +100,11 @@ EOF
 chmod +x "$tmp/app-long.sh"
 rm -f "$tmp"/up-*
 idle() { test -z "$(timeout 5 squeue -h 2>/dev/null)"; }
-wait_for $((300 * TIME_FACTOR)) 0.1 idle || slurm_diag
+wait_for 300 0.1 idle || slurm_diag
 before=$(starts)
 jid=$(sbatch --parsable -n 4 --gres=gpu:2 -o "$tmp/job.out" --wrap "srun $GPUSHARE exec -- $tmp/app-long.sh")
 up() { test "$(find "$tmp" -maxdepth 1 -name 'up-*' | wc -l)" = 4; }
-check "job $jid: 4 ranks running" wait_for $((600 * TIME_FACTOR)) 0.1 up
+check "job $jid: 4 ranks running" wait_for 600 0.1 up
 up || { cat "$tmp/job.out" || true; slurm_diag "$jid"; }
 check "  under one daemon" test "$(($(starts) - before)) $(daemons_alive)" = "1 1"
 scancel "$jid"

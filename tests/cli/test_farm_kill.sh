@@ -67,16 +67,16 @@ chmod +x "$tmp/gatejob"
 for ((i = 1; i <= 4; i++)); do echo "$tmp/gatejob $i"; done >"$tmp/jobs4"
 "$GPUSHARE" farm --dir "$tmp/g" --slots 4 -q "$tmp/jobs4" >"$tmp/g.out" 2>&1 &
 fpid=$!
-wait_for $((600 * TIME_FACTOR)) 0.05 bash -c "[ \"\$(ls '$tmp' | grep -c '^started\.')\" -ge 4 ]" || true
+wait_for 600 0.05 bash -c "[ \"\$(ls '$tmp' | grep -c '^started\.')\" -ge 4 ]" || true
 kill -STOP "$fpid"
 : >"$tmp/gate"
-wait_for $((600 * TIME_FACTOR)) 0.05 bash -c "[ \"\$(wc -l <'$tmp/side')\" -ge 4 ]" || true
+wait_for 600 0.05 bash -c "[ \"\$(wc -l <'$tmp/side')\" -ge 4 ]" || true
 sleep "$TIME_FACTOR" # the mirrors (not stopped) tell the keeper the jobs ended
 kill -KILL "$fpid"
 kill -CONT "$fpid" 2>/dev/null || true
 wait "$fpid" 2>/dev/null || true
 fpid=
-wait_for $((40 * TIME_FACTOR)) 0.05 nothing_left || true
+wait_for 40 0.05 nothing_left || true
 check "the 4 jobs finished while gpushare was stopped" test "$(wc -l <"$tmp/side")" = 4
 check "the keeper recorded them as ok" python3 -c "
 import json
@@ -109,7 +109,7 @@ for round in 0 1 2 3 4; do
 	wait "$fpid" 2>/dev/null || true
 	fpid=
 	t0=$(date +%s.%N)
-	wait_for $((40 * TIME_FACTOR)) 0.05 nothing_left || true
+	wait_for 40 0.05 nothing_left || true
 	t=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.2f}')")
 	check "kill $((round + 1)) (after ${delays[$round]} s, $running job processes): nothing left ($t s)" \
 		nothing_left

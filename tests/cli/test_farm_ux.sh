@@ -92,7 +92,7 @@ printf '%s\n' "$tmp/slow.sh a" "$tmp/slow.sh b" >"$tmp/jt"
 "$GPUSHARE" farm --dir "$tmp/t" --strategy timeslice --slots 2 --tag -q "$tmp/jt" >"$tmp/t.out" 2>"$tmp/t.err" &
 fpid=$!
 streamed() { grep -qx $'1\tfirst of a' "$tmp/t.out" && grep -qx $'2\tfirst of b' "$tmp/t.out"; }
-wait_for $((100 * TIME_FACTOR)) 0.05 streamed || true
+wait_for 100 0.05 streamed || true
 check "each job's first line is on stdout while the jobs still run" streamed
 check "  its stderr line on stderr" bash -c "grep -qx \$'1\\terr of a' '$tmp/t.err' && grep -qx \$'2\\terr of b' '$tmp/t.err'"
 check "  the jobs are still running (waiting at the gate)" test -n "$(pgrep -f "$tmp/slow.sh" || true)"

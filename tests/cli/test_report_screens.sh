@@ -159,7 +159,7 @@ not_blank() {
 port=$(free_port)
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$tmp/www" >"$tmp/http.log" 2>&1 &
 pids+=($!)
-wait_for $((50 * TIME_FACTOR)) 0.1 python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null ||
+wait_for 50 0.1 python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null ||
 	fail "the loopback HTTP server did not start"
 
 echo "== the sweep report in Chromium"

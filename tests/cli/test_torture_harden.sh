@@ -122,7 +122,7 @@ for sig in INT TERM; do
 	pids+=("$pid")
 	exec 7>"$tmp/fifo-$sig"
 	echo true >&7
-	wait_for $((100 * TIME_FACTOR)) 0.05 catches "$pid" "$sig" || true
+	wait_for 100 0.05 catches "$pid" "$sig" || true
 	sleep 0.2 # on to the read of the list, which waits for more: fd 7 stays open
 	kill -"$sig" "$pid"
 	timeout 30 tail --pid="$pid" -f /dev/null

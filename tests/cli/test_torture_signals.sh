@@ -64,7 +64,7 @@ for sig in HUP QUIT INT TERM; do
 		rc=$?
 		set -e
 		check "SIG$sig at $phase: exit 130 (got $rc: $(head -c 200 "$tmp/s.err"))" test "$rc" -eq 130
-		wait_for $((20 * TIME_FACTOR)) 0.1 test "$(fake_daemons)" -eq 0 || true
+		wait_for 20 0.1 test "$(fake_daemons)" -eq 0 || true
 		check "SIG$sig at $phase: no MPS daemon left ($(fake_daemons))" test "$(fake_daemons)" -eq 0
 		check "SIG$sig at $phase: no run directory left" test -z "$(ls -d "$tmp"/xdg/gpushare/sweep-* 2>/dev/null)"
 		if [[ -s "$out/results.jsonl" ]]; then
@@ -121,7 +121,7 @@ for sig in HUP QUIT INT TERM; do
 	err=$tmp/e-$sig.err
 	"$GPUSHARE" exporter --listen 127.0.0.1:0 >/dev/null 2>"$err" &
 	pid=$!
-	if ! wait_for $((200 * TIME_FACTOR)) 0.05 grep -q serving "$err"; then
+	if ! wait_for 200 0.05 grep -q serving "$err"; then
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 		fail "exporter SIG$sig: never said it serves: $(cat "$err")"
