@@ -11,6 +11,9 @@
 #             exec + wait, K at once, nothing else): the farm at K is compared
 #             with it (ratio), the supervision (mirror, keeper, journal) being
 #             the difference
+#   CPU       each row's CPU time (user + system, the command and every
+#             descendant it waited for) and minor page faults, per job: where
+#             the wall-clock ratio hides what the supervision costs
 #   memory    peak RSS (/usr/bin/time -v) of farms of 1,000, N and 100,000 jobs
 #             (MEM_SIZES), of `farm status` and of `--resume DIR` on each, and
 #             the bytes per job between the sizes
@@ -51,38 +54,53 @@ res=$O/farm_dispatch.md
 	echo "- farm directories on: $(df -T "$T" | awk 'NR==2 {print $2}') ($T)"
 	echo "- command: bench/farm_dispatch.sh $1 $2 (N=$N, SLOTS=\"$SLOTS\")"
 	echo
-	echo "| what | jobs | slots | makespan (s) | per job (ms) | jobs/s |"
-	echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+	echo "| what | jobs | slots | makespan (s) | per job (ms) | jobs/s | CPU per job (ms) | minor faults per job |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 } >"$res"
 
-start=$(date +%s.%N)
-for ((i = 0; i < N; i++)); do /bin/true; done
-end=$(date +%s.%N)
+# measured CMD...: run CMD (its output to /dev/null); print its wall seconds,
+# then the CPU time (user + system) and minor page faults of it and all its
+# descendants that were waited for, per job (getrusage of the children).
+measured() {
+	python3 - "$N" "$@" <<'PY'
+import resource, subprocess, sys, time
+n = int(sys.argv[1])
+r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+t0 = time.monotonic()
+rc = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL).returncode
+w = time.monotonic() - t0
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (r.ru_utime - r0.ru_utime) + (r.ru_stime - r0.ru_stime)
+print(f"{w:.6f} {1e3 * cpu / n:.3f} {(r.ru_minflt - r0.ru_minflt) / n:.0f}")
+sys.exit(rc)
+PY
+}
+
+read -r s cpu flt < <(measured bash -c 'for ((i = 0; i < $1; i++)); do /bin/true; done' sh "$N")
 python3 -c "
-s = $end - $start; n = $N
-print(f'| shell loop, fork + exec + wait only | {n} | 1 | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
+s = $s; n = $N
+print(f'| shell loop, fork + exec + wait only | {n} | 1 | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} | $cpu | $flt |')" >>"$res"
 
 declare -A floor
 for k in $SLOTS; do
-	start=$(date +%s.%N)
-	awk -v n="$N" 'BEGIN { for (i = 0; i < n; i++) print i }' | xargs -P "$k" -n 1 /bin/true
-	end=$(date +%s.%N)
-	floor[$k]=$(python3 -c "print($end - $start)")
+	read -r s cpu flt < <(measured bash -c 'awk -v n="$1" "BEGIN { for (i = 0; i < n; i++) print i }" | xargs -P "$2" -n 1 /bin/true' sh "$N" "$k")
+	floor[$k]=$s
 	python3 -c "
 s = ${floor[$k]}; n = $N
-print(f'| floor: xargs -P $k -n 1 /bin/true (fork + exec + wait, K at once) | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
+print(f'| floor: xargs -P $k -n 1 /bin/true (fork + exec + wait, K at once) | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} | $cpu | $flt |')" >>"$res"
 done
 
 for k in $SLOTS; do
 	d=$T/farm-$N-k$k
 	rm -rf "$d"
-	"$G" farm --dir "$d" --strategy timeslice --slots "$k" --json -q "$T/jobs-$N.txt" >"$T/farm-$N-k$k.json"
+	read -r _ cpu flt < <(measured bash -c '"$1" farm --dir "$2" --strategy timeslice --slots "$3" --json -q "$4" >"$5"' \
+		sh "$G" "$d" "$k" "$T/jobs-$N.txt" "$T/farm-$N-k$k.json")
 	s=$(json_field "$T/farm-$N-k$k.json" "['run']['seconds']")
 	done_=$(json_field "$T/farm-$N-k$k.json" "['summary']['done']")
 	[[ $done_ == "$N" ]] || { echo "farm at K=$k did only $done_ of $N jobs" >&2; exit 1; }
 	python3 -c "
 s = $s; n = $N
-print(f'| gpushare farm ({s / ${floor[$k]}:.2f}x the floor at K=$k) | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} |')" >>"$res"
+print(f'| gpushare farm ({s / ${floor[$k]}:.2f}x the floor at K=$k) | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} | $cpu | $flt |')" >>"$res"
 	rm -rf "$d"
 done
 [[ -n ${NO_MEMORY:-} ]] && { cat "$res"; exit 0; }
