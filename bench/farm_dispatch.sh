@@ -76,18 +76,23 @@ sys.exit(rc)
 PY
 }
 
+# row WHAT SLOTS SECONDS CPU FAULTS: one line of the table (N jobs).
+row() {
+	python3 -c "
+import sys
+what, k, s, cpu, flt = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
+n = $N
+print(f'| {what} | {n} | {k} | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} | {cpu} | {flt} |')" "$@" >>"$res"
+}
+
 read -r s cpu flt < <(measured bash -c 'for ((i = 0; i < $1; i++)); do /bin/true; done' sh "$N")
-python3 -c "
-s = $s; n = $N
-print(f'| shell loop, fork + exec + wait only | {n} | 1 | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} | $cpu | $flt |')" >>"$res"
+row "shell loop, fork + exec + wait only" 1 "$s" "$cpu" "$flt"
 
 declare -A floor
 for k in $SLOTS; do
 	read -r s cpu flt < <(measured bash -c 'awk -v n="$1" "BEGIN { for (i = 0; i < n; i++) print i }" | xargs -P "$2" -n 1 /bin/true' sh "$N" "$k")
 	floor[$k]=$s
-	python3 -c "
-s = ${floor[$k]}; n = $N
-print(f'| floor: xargs -P $k -n 1 /bin/true (fork + exec + wait, K at once) | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} | $cpu | $flt |')" >>"$res"
+	row "floor: xargs -P $k -n 1 /bin/true (fork + exec + wait, K at once)" "$k" "$s" "$cpu" "$flt"
 done
 
 for k in $SLOTS; do
@@ -98,9 +103,7 @@ for k in $SLOTS; do
 	s=$(json_field "$T/farm-$N-k$k.json" "['run']['seconds']")
 	done_=$(json_field "$T/farm-$N-k$k.json" "['summary']['done']")
 	[[ $done_ == "$N" ]] || { echo "farm at K=$k did only $done_ of $N jobs" >&2; exit 1; }
-	python3 -c "
-s = $s; n = $N
-print(f'| gpushare farm ({s / ${floor[$k]}:.2f}x the floor at K=$k) | {n} | $k | {s:.2f} | {1e3 * s / n:.3f} | {n / s:.0f} | $cpu | $flt |')" >>"$res"
+	row "gpushare farm ($(python3 -c "print(f'{$s / ${floor[$k]}:.2f}')")x the floor at K=$k)" "$k" "$s" "$cpu" "$flt"
 	rm -rf "$d"
 done
 [[ -n ${NO_MEMORY:-} ]] && { cat "$res"; exit 0; }

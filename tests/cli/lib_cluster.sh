@@ -78,9 +78,9 @@
 # Settings follow the tested one-node recipe (tests/cli/lib_slurm.sh):
 # MessageTimeout=10 (why not 2: see there), every wait bounded and checking
 # that the daemons live, proctrack/linuxproc (no cgroups), config_overrides
-# (8 CPUs per node on a small machine). Inside its namespaces the cluster uses Slurm's usual ports
-# 6817 and 6818: they are private to it, so clusters of concurrent tests
-# never collide.
+# (8 CPUs per node on a small machine). Inside its namespaces the cluster
+# uses Slurm's usual ports 6817 and 6818: they are private to it, so
+# clusters of concurrent tests never collide.
 
 CLUSTER_DIR=
 CLUSTER_NODES=()
