@@ -40,18 +40,19 @@ enum gpushare_child_flags {
 	/* The stdout the child would get is gpushare's stderr (workers'
 	 * chatter never reaches JSON or CSV on stdout). */
 	GPUSHARE_CHILD_STDOUT_TO_STDERR = 1u << 3,
-	/* Run the program under a mirror: the forked child stays a copy of
-	 * gpushare (it does not die with gpushare, and ignores SIGINT,
-	 * SIGTERM, SIGHUP and SIGQUIT) that forks and executes the program in
-	 * its own process group, calls mirror_start once the program is
-	 * forked, waits for it, calls mirror_exit with its wait status and
-	 * then ends the same way (that exit status, or that signal). Signals
-	 * to the group reach the program; the child's pid is the group's id.
-	 * For a keeper that must learn how a job ended even when gpushare
-	 * was killed (lib/farm/farm_keeper.c). Not with fn or SAME_PGROUP. */
+	/* Run the program under a mirror: a child that shares gpushare's
+	 * memory and runs its code (lib/sys/child.c says how), does not die
+	 * with gpushare, ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT, forks
+	 * and executes the program in its own process group, calls
+	 * mirror_start once the program is forked, waits for it, calls
+	 * mirror_exit with its wait status and then ends the same way (that
+	 * exit status, or that signal). Signals to the group reach the
+	 * program; the child's pid is the group's id. For a keeper that must
+	 * learn how a job ended even when gpushare was killed
+	 * (lib/farm/farm_keeper.c). Not with fn or SAME_PGROUP. */
 	GPUSHARE_CHILD_MIRROR = 1u << 4,
 	/* With MIRROR: do not wait for the program's exec. Start returns once
-	 * the mirror is forked, so that a dispatcher does not wait, job after
+	 * the mirror runs, so that a dispatcher does not wait, job after
 	 * job, for a fork, a vfork and an exec in turn; a failed exec is known
 	 * once the child has been reaped (exec_errno). A program not found in
 	 * PATH is still refused by start itself. */
@@ -88,8 +89,10 @@ struct gpushare_child {
 	int keep_fds[8];
 	size_t n_keep_fds;
 	unsigned flags;                /* enum gpushare_child_flags */
-	/* GPUSHARE_CHILD_MIRROR: called in the mirror (a copy of this
-	 * process), which must only write to descriptors there. */
+	/* GPUSHARE_CHILD_MIRROR: called in the mirror, which shares this
+	 * process's memory (lib/sys/child.c says how): they must only read
+	 * what does not change while the job runs and write to descriptors,
+	 * taking no lock and allocating nothing. */
 	void (*mirror_start)(void *arg);
 	void (*mirror_exit)(void *arg, int wstatus);
 	void *mirror_arg;
@@ -100,6 +103,7 @@ struct gpushare_child {
 	int pidfd;                     /* -1 when the kernel has none */
 	int in_fd, out_fd, err_fd;     /* our ends of _PIPE descriptors, else -1 */
 	int report_fd;                 /* LATE_EXEC_ERROR: where an exec failure comes, else -1 */
+	int spawn_state;               /* MIRROR, internal: the mirror runs (1) or could not start (-errno) */
 
 	/* ---- filled as it ends ---- */
 	bool exited;                   /* reaped */

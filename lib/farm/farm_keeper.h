@@ -4,16 +4,17 @@
  * long enough to leave nothing behind and lose no finished job.
  *
  * Every job runs under a mirror (GPUSHARE_CHILD_MIRROR in lib/sys/child.c):
- * a copy of gpushare that leads the job's process group, tells the keeper
- * when the job starts and how it ended, and ends the same way. gpushare
- * tells the keeper which attempts it has written to the journal. When
- * gpushare dies (any signal, SIGKILL too) the keeper kills every job
- * process of every running group (the mirrors excepted, so that a job that
- * had already ended is still reported), waits for the mirrors, writes the
- * journal records of the attempts that ended but were not recorded yet
- * (ok or failed: a finished job never runs again on resume), stops the run
- * directory's MPS daemon and removes the directory. It holds the journal's
- * lock (inherited) until then, so a --resume waits for it.
+ * a process that shares gpushare's memory but outlives it, leads the job's
+ * process group, tells the keeper when the job starts and how it ended, and
+ * ends the same way. gpushare tells the keeper which attempts it has written
+ * to the journal. When gpushare dies (any signal, SIGKILL too) the keeper
+ * kills every job process of every running group (the mirrors excepted, so
+ * that a job that had already ended is still reported), waits for the
+ * mirrors, writes the journal records of the attempts that ended but were
+ * not recorded yet (ok or failed: a finished job never runs again on
+ * resume), stops the run directory's MPS daemon and removes the directory.
+ * It holds the journal's lock (inherited) until then, so a --resume waits
+ * for it.
  */
 #ifndef GPUSHARE_FARM_KEEPER_H
 #define GPUSHARE_FARM_KEEPER_H

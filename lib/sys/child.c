@@ -6,11 +6,28 @@
  * writes its errno there when execve fails, and the parent's read returns 0
  * bytes (EOF) once exec has closed the pipe. Waiting uses the child's pidfd
  * (Linux 5.3) so that an exit is seen at once; without one, a 2 ms poll.
+ *
+ * A mirror (GPUSHARE_CHILD_MIRROR) lives as long as its job, so a fork would
+ * cost gpushare, job after job, the copy of its page tables and then a
+ * copy-on-write fault for every page any of its threads writes while a
+ * mirror shares it (most of a farm's CPU per job, measured). A mirror is
+ * therefore a clone that shares gpushare's memory (CLONE_VM | CLONE_VFORK,
+ * as posix_spawn does), made by a spawner thread of a small pool that stays
+ * suspended in the clone until its mirror ends, so that the mirror borrows
+ * that thread's thread-local state and nothing else runs on it. The mirror
+ * reads only its request (copies of everything it needs, freed by the
+ * spawner once the mirror is gone), runs with every signal handler of
+ * gpushare's reset before it unblocks signals, and calls nothing that takes
+ * a lock or allocates: system calls and the mirror callbacks only. When
+ * gpushare dies, the memory stays mapped for the mirrors that still run.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,7 +159,9 @@ static _Noreturn void mirror_end(int st)
 		sigemptyset(&one);
 		sigaddset(&one, sig);
 		sigprocmask(SIG_UNBLOCK, &one, NULL);
-		raise(sig);
+		/* kill, not raise: raise signals the thread whose state the
+		 * mirror borrows (see the top of this file). */
+		kill(getpid(), sig);
 		_exit(128 + sig);
 	}
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 255);
@@ -276,6 +295,231 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* ---- mirrors: cloned by a spawner thread (see the top of this file) ---- */
+
+#define VM_STACK_BYTES (256 * 1024)
+
+/* What a mirror reads: copies, so that the caller may free or reuse its
+ * own the moment start returns. Freed by the spawner once the mirror is gone. */
+struct vm_req {
+	struct gpushare_child ch;      /* the caller's, with the pointers below */
+	struct gpushare_child *caller; /* its pid and spawn_state are set */
+	char path[GPUSHARE_PATH_MAX];
+	char **argv, **envp;           /* each one block: pointers, then strings */
+	char *out_path, *err_path;
+	int pipes[3][2], devnull, report;
+	pid_t parent;
+	struct vm_req *next;
+};
+
+static pthread_mutex_t vm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t vm_cond = PTHREAD_COND_INITIALIZER;
+static struct vm_req *vm_head, *vm_tail;
+static size_t vm_idle;
+
+/* The caller's spawn_state: set once, by the mirror or its spawner. */
+static void spawn_state_set(struct gpushare_child *caller, int st)
+{
+	__atomic_store_n(&caller->spawn_state, st, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &caller->spawn_state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* A NULL-terminated vector as one block (NULL for NULL). */
+static char **vec_copy(char *const *v)
+{
+	size_t n = 0, bytes = 0;
+	char **out, *p;
+
+	if (!v)
+		return NULL;
+	for (; v[n]; n++)
+		bytes += strlen(v[n]) + 1;
+	out = malloc((n + 1) * sizeof(*out) + bytes);
+	if (!out)
+		return NULL;
+	p = (char *)(out + n + 1);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(v[i]) + 1;
+
+		out[i] = memcpy(p, v[i], len);
+		p += len;
+	}
+	out[n] = NULL;
+	return out;
+}
+
+static void vm_req_free(struct vm_req *r)
+{
+	if (!r)
+		return;
+	free(r->argv);
+	free(r->envp);
+	free(r->out_path);
+	free(r->err_path);
+	free(r);
+}
+
+/* The mirror: tell the caller it runs (its pid is set by now), put back
+ * the default action of every signal gpushare catches, then go on as a
+ * forked child would. */
+static int vm_child(void *arg)
+{
+	struct vm_req *r = arg;
+
+	spawn_state_set(r->caller, 1);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
+			sa.sa_handler = SIG_DFL;
+			sa.sa_flags = 0;
+			sigaction(sig, &sa, NULL);
+		}
+	}
+	child_main(&r->ch, r->path, r->envp, r->parent, r->report, (const int(*)[2])r->pipes, r->devnull);
+}
+
+/* The mirror's stack is an array in its spawner's frame, on the spawner
+ * thread's own stack: a sanitizer that unpoisons "the stack below sp" after
+ * a vfork (the mirror's, of its program) then finds sp inside the stack of
+ * the thread whose state the mirror borrows. A stack anywhere else (heap,
+ * mmap) makes that range wrap around the address space. Not instrumented, so
+ * that the array is never moved to a sanitizer's fake stack. */
+__attribute__((no_sanitize_address)) static void *vm_spawner(void *unused)
+{
+	_Alignas(16) unsigned char stack[VM_STACK_BYTES];
+
+	(void)unused;
+	for (;;) {
+		struct vm_req *r;
+		pid_t pid;
+
+		pthread_mutex_lock(&vm_lock);
+		while (!vm_head) {
+			vm_idle++;
+			pthread_cond_wait(&vm_cond, &vm_lock);
+			vm_idle--;
+		}
+		r = vm_head;
+		vm_head = r->next;
+		if (!vm_head)
+			vm_tail = NULL;
+		pthread_mutex_unlock(&vm_lock);
+		/* Suspended here until the mirror has ended. */
+		pid = clone(vm_child, stack + VM_STACK_BYTES, CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, r,
+			    &r->caller->pid);
+		if (pid < 0)
+			spawn_state_set(r->caller, -errno);
+		vm_req_free(r);
+	}
+	return NULL;
+}
+
+/* A child forked by gpushare has none of its threads: its own pool starts
+ * empty (the lock is held across the fork, so that the child's copy of the
+ * queue is consistent). */
+static void vm_fork_prepare(void)
+{
+	pthread_mutex_lock(&vm_lock);
+}
+
+static void vm_fork_parent(void)
+{
+	pthread_mutex_unlock(&vm_lock);
+}
+
+static void vm_fork_child(void)
+{
+	vm_head = vm_tail = NULL;
+	vm_idle = 0;
+	pthread_mutex_unlock(&vm_lock);
+}
+
+static pthread_once_t vm_once = PTHREAD_ONCE_INIT;
+static int vm_once_rc;
+
+static void vm_init(void)
+{
+	vm_once_rc = pthread_atfork(vm_fork_prepare, vm_fork_parent, vm_fork_child);
+}
+
+/* Hand the request to an idle spawner, or to a new one (started with every
+ * signal blocked, as the mirror then starts). */
+static int vm_post(struct vm_req *r)
+{
+	int rc = 0;
+
+	pthread_once(&vm_once, vm_init);
+	if (vm_once_rc)
+		return vm_once_rc;
+	pthread_mutex_lock(&vm_lock);
+	if (vm_idle == 0) {
+		sigset_t all, old;
+		pthread_attr_t attr;
+		pthread_t t;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, VM_STACK_BYTES + 64 * 1024);
+		rc = pthread_create(&t, &attr, vm_spawner, NULL);
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	if (!rc) {
+		r->next = NULL;
+		if (vm_tail)
+			vm_tail->next = r;
+		else
+			vm_head = r;
+		vm_tail = r;
+		pthread_cond_signal(&vm_cond);
+	}
+	pthread_mutex_unlock(&vm_lock);
+	return rc;
+}
+
+/* Start the mirror; its pid, or -1 with errno set (nothing started). */
+static pid_t vm_spawn(struct gpushare_child *ch, const char *path, char **envp, pid_t parent, int report,
+		      const int pipes[3][2], int devnull)
+{
+	struct vm_req *r = calloc(1, sizeof(*r));
+	int st, e;
+
+	if (!r)
+		return errno = ENOMEM, -1;
+	r->ch = *ch;
+	r->caller = ch;
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	r->argv = vec_copy(ch->argv);
+	r->envp = vec_copy(envp);
+	r->out_path = ch->out_path ? strdup(ch->out_path) : NULL;
+	r->err_path = ch->err_path ? strdup(ch->err_path) : NULL;
+	if (!r->argv || !r->envp || (ch->out_path && !r->out_path) || (ch->err_path && !r->err_path)) {
+		vm_req_free(r);
+		return errno = ENOMEM, -1;
+	}
+	r->ch.argv = r->argv;
+	r->ch.envp = r->envp;
+	r->ch.out_path = r->out_path;
+	r->ch.err_path = r->err_path;
+	memcpy(r->pipes, pipes, sizeof(r->pipes));
+	r->devnull = devnull;
+	r->report = report;
+	r->parent = parent;
+	__atomic_store_n(&ch->spawn_state, 0, __ATOMIC_RELAXED);
+	if ((e = vm_post(r)) != 0) {
+		vm_req_free(r);
+		return errno = e, -1;
+	}
+	while ((st = __atomic_load_n(&ch->spawn_state, __ATOMIC_ACQUIRE)) == 0)
+		syscall(SYS_futex, &ch->spawn_state, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	if (st < 0)
+		return errno = -st, -1;
+	return ch->pid;
+}
+
 int gpushare_child_start(struct gpushare_child *ch)
 {
 	int pipes[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
@@ -330,9 +574,13 @@ int gpushare_child_start(struct gpushare_child *ch)
 		rc = gpushare_fail(GPUSHARE_E_SYS, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	pid = fork();
+	if (ch->flags & GPUSHARE_CHILD_MIRROR)
+		pid = vm_spawn(ch, path, envp, parent, report[1], (const int(*)[2])pipes, devnull);
+	else
+		pid = fork();
 	if (pid < 0) {
-		rc = gpushare_fail(GPUSHARE_E_SYS, "fork: %s", strerror(errno));
+		rc = gpushare_fail(GPUSHARE_E_SYS, "%s: %s", ch->flags & GPUSHARE_CHILD_MIRROR ? "clone" : "fork",
+				   strerror(errno));
 		goto out;
 	}
 	if (pid == 0) {

@@ -354,6 +354,61 @@ static void test_mirror_late_exec_error(void **state)
 	unlink(path);
 }
 
+/* A mirror runs in the caller's memory (a clone, not a copy: what a
+ * mirror costs per job rests on it), several run at once (one spawner
+ * each), and a process forked by the caller after mirrors ran starts its
+ * own (the spawners do not survive a fork; a child that waited for one
+ * would hang, so it has an alarm). */
+static volatile pid_t mirror_pid_seen;
+
+static void on_start_note_pid(void *arg)
+{
+	(void)arg;
+	mirror_pid_seen = getpid();
+}
+
+static void test_mirror_memory_pool_fork(void **state)
+{
+	struct gpushare_child ch[6];
+	char *argv[] = { "/bin/sh", "-c", "sleep 0.2; exit 3", NULL };
+	pid_t pid;
+	int st;
+
+	(void)state;
+	for (size_t i = 0; i < 6; i++) {
+		gpushare_child_init(&ch[i]);
+		ch[i].argv = argv;
+		ch[i].flags = GPUSHARE_CHILD_MIRROR;
+		if (i == 0)
+			ch[i].mirror_start = on_start_note_pid;
+		assert_int_equal(gpushare_child_start(&ch[i]), GPUSHARE_OK);
+	}
+	for (size_t i = 0; i < 6; i++) {
+		assert_int_equal(gpushare_child_wait(&ch[i], 10000 * MS), GPUSHARE_OK);
+		assert_true(WIFEXITED(ch[i].wstatus) && WEXITSTATUS(ch[i].wstatus) == 3);
+	}
+	assert_int_equal(mirror_pid_seen, ch[0].pid);
+	for (size_t i = 0; i < 6; i++)
+		gpushare_child_release(&ch[i]);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct gpushare_child c;
+
+		alarm(30);
+		gpushare_child_init(&c);
+		c.argv = argv;
+		c.flags = GPUSHARE_CHILD_MIRROR;
+		_exit(gpushare_child_start(&c) == GPUSHARE_OK && gpushare_child_wait(&c, 10000 * MS) == GPUSHARE_OK &&
+			      WIFEXITED(c.wstatus) && WEXITSTATUS(c.wstatus) == 3
+		      ? 0
+		      : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_run_kills_stragglers),
 		cmocka_unit_test(test_mirror),
 		cmocka_unit_test(test_mirror_late_exec_error),
+		cmocka_unit_test(test_mirror_memory_pool_fork),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
