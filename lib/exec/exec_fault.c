@@ -20,7 +20,6 @@
 #include "exec_fault.h"
 
 #define MAX_FAILURES 4096
-#define MAX_NAMED 64
 
 int exec_fault_record(const char *dir, const struct exec_failure *f)
 {
@@ -115,9 +114,8 @@ static void add_rank(struct gpushare_buf *b, const struct exec_failure *f)
  * records a fatal fault at all; own: the daemon is the job's own, so every
  * client of it is a rank of this job. */
 struct fault_log {
-	pid_t named[MAX_NAMED], affected[MAX_NAMED];
-	size_t n_named, n_affected;
-	bool seen, own, matched; /* matched: some failed rank is among affected */
+	struct gpushare_mps_fault_log log;
+	bool own, matched; /* matched: some failed rank is among log.affected */
 };
 
 /* Whether the failures g[0..n) of one GPU had a fault: a rank saw the
@@ -128,10 +126,10 @@ struct fault_log {
 static bool had_fault(const struct exec_failure *g, size_t n, const struct fault_log *L)
 {
 	for (size_t i = 0; i < n; i++)
-		if (g[i].server_fault || named_in(g[i].pid, L->named, L->n_named) ||
-		    named_in(g[i].pid, L->affected, L->n_affected))
+		if (g[i].server_fault || named_in(g[i].pid, L->log.named, L->log.n_named) ||
+		    named_in(g[i].pid, L->log.affected, L->log.n_affected))
 			return true;
-	return L->seen && L->own && !L->matched;
+	return L->log.fatal && L->own && !L->matched;
 }
 
 /* The line for the failures g[0..n) of one GPU, when they had a fault. */
@@ -143,7 +141,7 @@ static void report_gpu(struct gpushare_buf *b, const char *node, const struct ex
 
 	if (!had_fault(g, n, L))
 		return;
-	c = exec_fault_pick(g, n, L->named, L->n_named, &from_log);
+	c = exec_fault_pick(g, n, L->log.named, L->log.n_named, &from_log);
 	if (gpushare_buf_str(b)[0])
 		gpushare_buf_addf(b, "\n");
 	gpushare_buf_addf(b, "GPU fault under MPS on node %s GPU %u: ", node, g[c].gpu_index);
@@ -181,11 +179,10 @@ void exec_fault_report(const char *dir, const char *node, const char *log_dir, b
 		free(f);
 		return;
 	}
-	L.n_named = gpushare_mps_fault_log_clients(log_dir, L.named, MAX_NAMED);
-	L.seen = gpushare_mps_fault_log_affected(log_dir, L.affected, MAX_NAMED, &L.n_affected);
+	gpushare_mps_fault_log_read(log_dir, &L.log);
 	L.own = own_daemon;
 	for (size_t i = 0; i < n; i++)
-		L.matched = L.matched || named_in(f[i].pid, L.affected, L.n_affected);
+		L.matched = L.matched || named_in(f[i].pid, L.log.affected, L.log.n_affected);
 	/* GPU by GPU, in the order of their first failure. */
 	for (size_t i = 0; i < n; i++) {
 		size_t m = 0;

@@ -148,8 +148,12 @@ static bool seen(const struct farm_faults *F, pid_t p)
  * process (group) they are, the one that just ended (ended) included. */
 static void name_from_log(struct farm *f, size_t gi, struct slot *ended)
 {
-	pid_t pids[SEEN_MAX];
-	size_t n = gpushare_mps_fault_log_clients(f->run.sx.mps.m.log_dir, pids, SEEN_MAX);
+	struct gpushare_mps_fault_log log;
+	const pid_t *pids = log.named;
+	size_t n;
+
+	gpushare_mps_fault_log_read(f->run.sx.mps.m.log_dir, &log);
+	n = log.n_named;
 
 	for (size_t i = 0; i < n; i++) {
 		pid_t pg;
@@ -240,8 +244,8 @@ static int settle(struct farm *f, size_t gi)
 	uint64_t *by = calloc(w->n, sizeof(*by));
 	struct farm_fault_record rec;
 	enum farm_fault_evidence ev;
-	pid_t pids[SEEN_MAX];
-	size_t ci, n;
+	struct gpushare_mps_fault_log log;
+	size_t ci;
 	int rc = GPUSHARE_OK;
 
 	if (!w->n) { /* its first attempt could not be kept: recorded as it was */
@@ -305,10 +309,10 @@ static int settle(struct farm *f, size_t gi)
 		rc = farm_flush_journal(f);
 	if (!rc)
 		rc = gpushare_farm_journal_write_fault(&f->journal, &rec);
-	n = gpushare_mps_fault_log_clients(f->run.sx.mps.m.log_dir, pids, SEEN_MAX);
-	for (size_t i = 0; i < n && F->n_seen < SEEN_MAX; i++)
-		if (!seen(F, pids[i]))
-			F->seen[F->n_seen++] = pids[i];
+	gpushare_mps_fault_log_read(f->run.sx.mps.m.log_dir, &log);
+	for (size_t i = 0; i < log.n_named && F->n_seen < SEEN_MAX; i++)
+		if (!seen(F, log.named[i]))
+			F->seen[F->n_seen++] = log.named[i];
 	free(c);
 	free(by);
 close:

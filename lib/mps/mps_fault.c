@@ -150,34 +150,6 @@ static char *server_log(const char *log_dir, size_t *len)
 	return read_tail(path, LOG_TAIL, len);
 }
 
-size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t max)
-{
-	size_t len, n = 0;
-	char *text, *line, *save = NULL;
-
-	if (!max || !(text = server_log(log_dir, &len)))
-		return 0;
-	for (line = strtok_r(text, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
-		size_t ll = strlen(line);
-		const char *c = find_ci(line, ll, "client ");
-		long pid;
-		char *end;
-
-		if (!c || !find_ci(line, ll, "fatal"))
-			continue;
-		c += 7;
-		if (!strncmp(c, "process ", 8))
-			c += 8;
-		if (!isdigit((unsigned char)*c))
-			continue;
-		pid = strtol(c, &end, 10);
-		if (!isalnum((unsigned char)*end))
-			add_pid(pids, max, &n, pid);
-	}
-	free(text);
-	return n;
-}
-
 /* The text after a log line's "[date time Who  pid] " prefix. */
 static const char *log_message(const char *line)
 {
@@ -191,28 +163,49 @@ static const char *log_message(const char *line)
 	return m;
 }
 
-bool gpushare_mps_fault_log_affected(const char *log_dir, pid_t *pids, size_t max, size_t *n)
+/* A line that names a client as having caused a fatal fault: its pid, else 0. */
+static long named_client(const char *line)
 {
+	size_t ll = strlen(line);
+	const char *c = find_ci(line, ll, "client ");
+	char *end;
+	long pid;
+
+	if (!c || !find_ci(line, ll, "fatal"))
+		return 0;
+	c += 7;
+	if (!strncmp(c, "process ", 8))
+		c += 8;
+	if (!isdigit((unsigned char)*c))
+		return 0;
+	pid = strtol(c, &end, 10);
+	return isalnum((unsigned char)*end) ? 0 : pid;
+}
+
+void gpushare_mps_fault_log_read(const char *log_dir, struct gpushare_mps_fault_log *log)
+{
+	const size_t max = GPUSHARE_MPS_FAULT_LOG_MAX;
 	size_t len;
 	char *text, *line, *save = NULL;
-	bool seen = false, in_sticky = false;
+	bool in_sticky = false;
 
-	*n = 0;
+	memset(log, 0, sizeof(*log));
 	if (!(text = server_log(log_dir, &len)))
-		return false;
+		return;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		const char *msg = log_message(line), *c;
 		size_t ml = strlen(msg);
 		char *end;
 		long pid;
 
+		add_pid(log->named, max, &log->n_named, named_client(line));
 		if (find_ci(msg, ml, "fatal GPU error"))
-			seen = true;
+			log->fatal = true;
 		if (in_sticky) {
 			/* the list: one pid alone per line */
 			pid = strtol(msg, &end, 10);
 			if (end != msg && *end == '\0') {
-				add_pid(pids, max, n, pid);
+				add_pid(log->affected, max, &log->n_affected, pid);
 				continue;
 			}
 			in_sticky = false;
@@ -224,11 +217,10 @@ bool gpushare_mps_fault_log_affected(const char *log_dir, pid_t *pids, size_t ma
 		if (find_ci(msg, ml, "torn down") && (c = find_ci(msg, ml, "{PID: ")) != NULL) {
 			pid = strtol(c + 6, &end, 10);
 			if (end != c + 6)
-				add_pid(pids, max, n, pid);
+				add_pid(log->affected, max, &log->n_affected, pid);
 		}
 	}
 	free(text);
-	return seen;
 }
 
 bool gpushare_mps_fault_server(const struct gpushare_mps *m, bool shut)

@@ -32,25 +32,32 @@ enum gpushare_mps_fault gpushare_mps_fault_text(const char *text, size_t len);
  * cannot be read. */
 enum gpushare_mps_fault gpushare_mps_fault_file(const char *path);
 
-/* The client pids that the server log (log_dir/server.log, its last 256
- * KiB) names as having caused a fatal fault: lines that say "fatal" and
- * "client <pid>". In the order of the log (the first to fault first); at
- * most max; returns how many. The stand-in server writes such lines; a
- * server that names no client gives 0; R580's "Client {PID: N, ...}" lines
- * are not taken (see gpushare_mps_fault_log_affected). */
-size_t gpushare_mps_fault_log_clients(const char *log_dir, pid_t *pids, size_t max);
+/* What the server log (log_dir/server.log, its last 256 KiB, read once)
+ * says of fatal faults:
+ * - named: the client pids it names as having caused one, from lines that
+ *   say "fatal" and "client <pid>", in the order of the log (the first to
+ *   fault first). The stand-in server writes such lines; a server that
+ *   names no client gives none; R580's "Client {PID: N, ...}" lines are not
+ *   taken (see affected).
+ * - fatal: whether it records a fatal fault whatever it names ("fatal GPU
+ *   error", as R580 writes "Client {PID: N, Context: C} encountered a fatal
+ *   GPU error" and "Server is handling a fatal GPU error");
+ * - affected: the clients it tore down or set a sticky error on ("Client
+ *   {PID: N, ...} ... to be torn down", the list after "have a sticky error
+ *   set:"). R580 names in its "encountered" line the client that first saw
+ *   the error, which on an H100 was a bystander, not the client that
+ *   faulted: these are the fault's clients, never its culprit.
+ * At most GPUSHARE_MPS_FAULT_LOG_MAX of each; all empty when there is no
+ * log. */
+#define GPUSHARE_MPS_FAULT_LOG_MAX 64
 
-/* What the server log (log_dir/server.log, its last 256 KiB) says of fatal
- * faults whatever it names: returns whether it records one ("fatal GPU
- * error", as R580 writes "Client {PID: N, Context: C} encountered a fatal
- * GPU error" and "Server is handling a fatal GPU error"), and puts in
- * pids (at most max, *n of them) the clients it tore down or set a sticky
- * error on ("Client {PID: N, ...} ... to be torn down", the list after
- * "have a sticky error set:"). R580 names in its "encountered" line the
- * client that first saw the error, which on an H100 was a bystander, not
- * the client that faulted: these are the fault's clients, never its
- * culprit. */
-bool gpushare_mps_fault_log_affected(const char *log_dir, pid_t *pids, size_t max, size_t *n);
+struct gpushare_mps_fault_log {
+	pid_t named[GPUSHARE_MPS_FAULT_LOG_MAX], affected[GPUSHARE_MPS_FAULT_LOG_MAX];
+	size_t n_named, n_affected;
+	bool fatal;
+};
+
+void gpushare_mps_fault_log_read(const char *log_dir, struct gpushare_mps_fault_log *log);
 
 /* Whether a server of the daemon m says FAULT (get_server_list, then
  * get_server_status of each). Without shut, the first that says so ends

@@ -59,7 +59,7 @@ static void write_file(const char *path, const char *text)
 static void test_file_and_log(void **state)
 {
 	char path[128];
-	pid_t p[8];
+	struct gpushare_mps_fault_log log;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/1.1.err", dir);
@@ -68,7 +68,9 @@ static void test_file_and_log(void **state)
 	snprintf(path, sizeof(path), "%s/missing.err", dir);
 	assert_int_equal(gpushare_mps_fault_file(path), GPUSHARE_MPS_FAULT_NONE);
 
-	assert_int_equal(gpushare_mps_fault_log_clients(dir, p, 8), 0); /* no server.log */
+	gpushare_mps_fault_log_read(dir, &log); /* no server.log */
+	assert_int_equal(log.n_named, 0);
+	assert_false(log.fatal);
 	snprintf(path, sizeof(path), "%s/server.log", dir);
 	write_file(path,
 		   "[2026-11-24 13:00:00.000 Other  4242] Server failed to recevie command with status 806, assuming client 77 exit\n"
@@ -77,11 +79,13 @@ static void test_file_and_log(void **state)
 		   "[2026-11-24 13:00:01.000 Other  4242] The following clients have a sticky error set: 1234, 555\n"
 		   "[2026-11-24 13:00:02.000 Other  4242] client process 999 hit a fatal fault\n"
 		   "[2026-11-24 13:00:03.000 Other  4242] Client 1234 encountered a fatal GPU error again\n");
-	assert_int_equal(gpushare_mps_fault_log_clients(dir, p, 8), 2);
-	assert_int_equal(p[0], 1234);
-	assert_int_equal(p[1], 999);
-	assert_int_equal(gpushare_mps_fault_log_clients(dir, p, 1), 1);
-	assert_int_equal(gpushare_mps_fault_log_clients("", p, 8), 0);
+	gpushare_mps_fault_log_read(dir, &log);
+	assert_int_equal(log.n_named, 2);
+	assert_int_equal(log.named[0], 1234);
+	assert_int_equal(log.named[1], 999);
+	assert_true(log.fatal);
+	gpushare_mps_fault_log_read("", &log);
+	assert_int_equal(log.n_named, 0);
 }
 
 /* R580's own lines (an H100, 2026-11-24): a fault recorded, its clients
@@ -90,8 +94,8 @@ static void test_file_and_log(void **state)
 static void test_log_r580(void **state)
 {
 	char path[128];
-	pid_t p[8];
-	size_t n;
+	struct gpushare_mps_fault_log log;
+	FILE *fp;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/server.log", dir);
@@ -106,18 +110,30 @@ static void test_log_r580(void **state)
 			 "[2026-11-24 22:33:53.183 Server  5791] 5779\n"
 			 "[2026-11-24 22:33:53.207 Server  5791] Server failed to recevie command with status 806, "
 			 "assuming client {PID: 5778, Context ID: 1} exit\n");
-	assert_int_equal(gpushare_mps_fault_log_clients(dir, p, 8), 0);
-	assert_true(gpushare_mps_fault_log_affected(dir, p, 8, &n));
-	assert_int_equal(n, 3);
-	assert_int_equal(p[0], 5779);
-	assert_int_equal(p[1], 5781);
-	assert_int_equal(p[2], 5782);
-	assert_true(gpushare_mps_fault_log_affected(dir, p, 2, &n));
-	assert_int_equal(n, 2);
+	gpushare_mps_fault_log_read(dir, &log);
+	assert_int_equal(log.n_named, 0);
+	assert_true(log.fatal);
+	assert_int_equal(log.n_affected, 3);
+	assert_int_equal(log.affected[0], 5779);
+	assert_int_equal(log.affected[1], 5781);
+	assert_int_equal(log.affected[2], 5782);
+	/* More clients than the bound: the first GPUSHARE_MPS_FAULT_LOG_MAX. */
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fprintf(fp, "[2026-11-24 22:33:53.183 Server  5791] The following client process have a sticky error set:\n");
+	for (int i = 0; i < GPUSHARE_MPS_FAULT_LOG_MAX + 10; i++)
+		fprintf(fp, "[2026-11-24 22:33:53.183 Server  5791] %d\n", 1000 + i);
+	assert_int_equal(fclose(fp), 0);
+	gpushare_mps_fault_log_read(dir, &log);
+	assert_int_equal(log.n_affected, GPUSHARE_MPS_FAULT_LOG_MAX);
+	assert_int_equal(log.affected[GPUSHARE_MPS_FAULT_LOG_MAX - 1], 1000 + GPUSHARE_MPS_FAULT_LOG_MAX - 1);
 	write_file(path, "[2026-11-24 22:33:51.896 Server  5791] Client {PID: 5778, Context ID: 0} connected\n");
-	assert_false(gpushare_mps_fault_log_affected(dir, p, 8, &n));
-	assert_int_equal(n, 0);
-	assert_false(gpushare_mps_fault_log_affected(NULL, p, 8, &n));
+	gpushare_mps_fault_log_read(dir, &log);
+	assert_false(log.fatal);
+	assert_int_equal(log.n_affected, 0);
+	gpushare_mps_fault_log_read(NULL, &log);
+	assert_false(log.fatal);
+	assert_int_equal(log.n_affected + log.n_named, 0);
 }
 
 int main(void)
