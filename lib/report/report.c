@@ -8,6 +8,7 @@
  * plots in report_plot.c and the HTML page in report_html.c.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "report_internal.h"
+#include "grow.h"
 
 /* ---- formatting ---- */
 
@@ -664,25 +666,32 @@ static int attach_hists(struct gpushare_report *r)
 	return GPUSHARE_OK;
 }
 
+/* Whether refs a and b are runs of the same cell. */
+static bool same_cell(const struct run_ref *a, const struct run_ref *b)
+{
+	return a->shape == b->shape && a->run->strategy == b->run->strategy && a->run->workers == b->run->workers &&
+	       a->run->batch == b->run->batch;
+}
+
 int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 {
 	struct run_ref *refs;
-	size_t n = 0, m = 0;
+	size_t n = 0, m = 0, n_cells = 0, cap_shapes = 0;
 	int rc = GPUSHARE_OK;
 
 	free_summary(r);
 	r->slo_p99_seconds = slo_p99_seconds;
 	refs = calloc(r->n_runs ? r->n_runs : 1, sizeof(*refs));
-	r->shapes = calloc(r->n_runs ? r->n_runs : 1, sizeof(*r->shapes));
-	r->cells = calloc(r->n_runs ? r->n_runs : 1, sizeof(*r->cells));
-	if (!refs || !r->shapes || !r->cells) {
-		free(refs);
+	if (!refs)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < r->n_runs; i++) {
 		int s = shape_index(r, r->runs[i].shape);
 
 		if (s < 0) {
+			if ((rc = gpushare_grow(&r->shapes, r->n_shapes, &cap_shapes, sizeof(*r->shapes), 8)) != GPUSHARE_OK) {
+				free(refs);
+				return rc;
+			}
 			s = (int)r->n_shapes++;
 			snprintf(r->shapes[s], sizeof(r->shapes[s]), "%s", r->runs[i].shape);
 		}
@@ -694,13 +703,20 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 		refs[m++].shape = s;
 	}
 	qsort(refs, m, sizeof(*refs), cmp_run);
+	/* The cells as many as there are, not as runs. */
+	for (size_t i = 0; i < m; i++)
+		n_cells += i == 0 || !same_cell(&refs[i - 1], &refs[i]);
+	r->cells = calloc(n_cells ? n_cells : 1, sizeof(*r->cells));
+	if (!r->cells) {
+		free(refs);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
 	while (n < m && !rc) {
 		size_t e = n + 1;
 		struct gpushare_report_cell *c = &r->cells[r->n_cells++];
 		const struct gpushare_report_run *first = refs[n].run;
 
-		while (e < m && refs[e].shape == refs[n].shape && refs[e].run->strategy == first->strategy &&
-		       refs[e].run->workers == first->workers && refs[e].run->batch == first->batch)
+		while (e < m && same_cell(&refs[n], &refs[e]))
 			e++;
 		snprintf(c->shape, sizeof(c->shape), "%s", first->shape);
 		snprintf(c->workload, sizeof(c->workload), "%s", first->workload);
