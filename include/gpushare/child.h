@@ -107,7 +107,7 @@ struct gpushare_child {
 
 	/* ---- filled as it ends ---- */
 	bool exited;                   /* reaped */
-	int wstatus;                   /* as from waitpid() */
+	int wstatus;                   /* as from waitpid(), or GPUSHARE_CHILD_STATUS_LOST */
 	int signalled;                 /* the last signal stop sent, 0 none */
 	size_t stragglers;             /* group members killed after the leader exited */
 	int exec_errno;                /* LATE_EXEC_ERROR: exec's errno once reaped, 0 when it ran */
@@ -144,6 +144,11 @@ int gpushare_child_stop(struct gpushare_child *ch, uint64_t term_ns);
  * leader was reaped; returns how many there were (also added to
  * ch->stragglers). A no-op for SAME_PGROUP children. */
 size_t gpushare_child_reap_group(struct gpushare_child *ch);
+
+/* The wstatus of a child that something else in this process reaped: its
+ * status is lost. Neither an exit nor a signal (exit code 255, not ok). A
+ * child start refuses while SIGCHLD is ignored, which would lose every one. */
+#define GPUSHARE_CHILD_STATUS_LOST 0xff7f
 
 /* Close our descriptors of the child (pipes, pidfd). Does not wait. */
 void gpushare_child_release(struct gpushare_child *ch);

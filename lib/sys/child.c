@@ -81,7 +81,9 @@ bool gpushare_child_ok(int wstatus)
 
 void gpushare_child_describe(int wstatus, char *buf, size_t len)
 {
-	if (WIFEXITED(wstatus)) {
+	if (wstatus == GPUSHARE_CHILD_STATUS_LOST) {
+		snprintf(buf, len, "was reaped elsewhere (its exit status is lost)");
+	} else if (WIFEXITED(wstatus)) {
 		snprintf(buf, len, "exited with status %d", WEXITSTATUS(wstatus));
 	} else if (WIFSIGNALED(wstatus)) {
 		const char *abbrev = sigabbrev_np(WTERMSIG(wstatus));
@@ -520,6 +522,15 @@ static pid_t vm_spawn(struct gpushare_child *ch, const char *path, char **envp, 
 	return ch->pid;
 }
 
+/* With SIGCHLD ignored the kernel reaps children itself and waitpid finds
+ * none: their exit statuses are lost. */
+static bool sigchld_ignored(void)
+{
+	struct sigaction sa;
+
+	return sigaction(SIGCHLD, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN;
+}
+
 int gpushare_child_start(struct gpushare_child *ch)
 {
 	int pipes[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
@@ -544,6 +555,9 @@ int gpushare_child_start(struct gpushare_child *ch)
 		return gpushare_fail(GPUSHARE_E_INVAL, "a mirrored child runs a program in a group of its own");
 	if ((ch->flags & GPUSHARE_CHILD_LATE_EXEC_ERROR) && !(ch->flags & GPUSHARE_CHILD_MIRROR))
 		return gpushare_fail(GPUSHARE_E_INVAL, "only a mirrored child reports its exec late");
+	if (sigchld_ignored())
+		return gpushare_fail(GPUSHARE_E_INVAL, "SIGCHLD is ignored in this process, so a child's exit status "
+						       "would be lost; set it to SIG_DFL before starting children");
 	if (!ch->fn) {
 		if (!ch->argv || !ch->argv[0])
 			return gpushare_fail(GPUSHARE_E_INVAL, "no program to start");
@@ -651,8 +665,10 @@ bool gpushare_child_poll(struct gpushare_child *ch)
 		w = waitpid(ch->pid, &ch->wstatus, WNOHANG);
 	while (w < 0 && errno == EINTR);
 	if (w == ch->pid || (w < 0 && errno == ECHILD)) {
+		/* Reaped by someone else: its status is lost, and never
+		 * taken for a success. */
 		if (w < 0)
-			ch->wstatus = 0;
+			ch->wstatus = GPUSHARE_CHILD_STATUS_LOST;
 		ch->exited = true;
 		close_fd(&ch->pidfd);
 		if (ch->report_fd >= 0) {

@@ -5,7 +5,8 @@
 # daemon it started, removes its run directory, leaves only whole records,
 # and --resume carries on. A report killed mid-write leaves no half file, and
 # the next report removes its temporary files. The exporter stops cleanly.
-# (bench's own SIGHUP handling is tested with bench.)
+# (bench's own SIGHUP handling is tested with bench.) A farm started with
+# SIGCHLD ignored by its parent still records its failed jobs as failed.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -135,5 +136,25 @@ for sig in HUP QUIT INT TERM; do
 	[[ $rc -eq 0 ]] && grep -q "stopped by SIG$sig" "$err" && ok "exporter: SIG$sig stops it cleanly (exit 0)" \
 		|| fail "exporter SIG$sig: exit $rc: $(cat "$err")"
 done
+
+echo "== a disposition inherited from the parent: SIGCHLD ignored"
+# The kernel would reap every child itself and every exit status would be
+# lost (failed jobs recorded ok): gpushare restores the default at start.
+printf 'sh -c "exit 3"\ntrue\nfalse\n' >"$tmp/chld-jobs"
+set +e
+python3 -c '
+import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$GPUSHARE" farm --dir "$tmp/chld" --strategy timeslice --slots 2 -q \
+	"$tmp/chld-jobs" >"$tmp/chld.out" 2>"$tmp/chld.err"
+rc=$?
+set -e
+[[ $rc -eq 8 ]] && ok "farm under an ignored SIGCHLD: exit 8 (some jobs failed)" || fail "farm under an ignored SIGCHLD: exit $rc (want 8): $(cat "$tmp/chld.err")"
+counts=$("$GPUSHARE" farm status "$tmp/chld" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+s = d.get("summary", d)
+print(s["done"], s["failed"])')
+[[ $counts == "1 2" ]] && ok "farm under an ignored SIGCHLD: 1 done, 2 failed" || fail "farm under an ignored SIGCHLD: done, failed = $counts (want 1 2)"
 
 finish "torture (signals)"

@@ -409,6 +409,35 @@ static void test_mirror_memory_pool_fork(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* With SIGCHLD ignored the kernel reaps children and their statuses are
+ * lost: start refuses rather than report a failure as a success; a status
+ * lost otherwise is neither ok nor an exit. */
+static void test_sigchld_ignored(void **state)
+{
+	struct gpushare_child ch;
+	char *argv[] = { "/bin/sh", "-c", "exit 3", NULL };
+	char text[96];
+
+	(void)state;
+	assert_true(signal(SIGCHLD, SIG_IGN) != SIG_ERR);
+	gpushare_child_init(&ch);
+	ch.argv = argv;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "SIGCHLD is ignored"));
+	assert_true(ch.pid <= 0);
+	gpushare_clear_error();
+	assert_true(signal(SIGCHLD, SIG_DFL) != SIG_ERR);
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_exit_code(ch.wstatus), 3);
+	gpushare_child_release(&ch);
+
+	assert_false(gpushare_child_ok(GPUSHARE_CHILD_STATUS_LOST));
+	assert_int_equal(gpushare_child_exit_code(GPUSHARE_CHILD_STATUS_LOST), 255);
+	gpushare_child_describe(GPUSHARE_CHILD_STATUS_LOST, text, sizeof(text));
+	assert_string_equal(text, "was reaped elsewhere (its exit status is lost)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -423,6 +452,7 @@ int main(void)
 		cmocka_unit_test(test_mirror),
 		cmocka_unit_test(test_mirror_late_exec_error),
 		cmocka_unit_test(test_mirror_memory_pool_fork),
+		cmocka_unit_test(test_sigchld_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
