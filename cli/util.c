@@ -402,13 +402,21 @@ void cli_catch_stop_signals(void (*handler)(int), int flags)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	struct sigaction sa;
+	sigset_t set;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = handler;
 	sa.sa_flags = flags;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		sigaction(sigs[i], &sa, NULL);
+		sigaddset(&set, sigs[i]);
+	}
+	/* Blocked in a mask inherited across exec (a launcher's thread that
+	 * had blocked them), they would stay pending: a SIGTERM from the user,
+	 * timeout or scancel would never stop the command. */
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -6,7 +6,8 @@
 # and --resume carries on. A report killed mid-write leaves no half file, and
 # the next report removes its temporary files. The exporter stops cleanly.
 # (bench's own SIGHUP handling is tested with bench.) A farm started with
-# SIGCHLD ignored by its parent still records its failed jobs as failed.
+# SIGCHLD ignored by its parent still records its failed jobs as failed, and
+# one started with SIGTERM blocked still stops on SIGTERM.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -156,5 +157,34 @@ d = json.load(sys.stdin)
 s = d.get("summary", d)
 print(s["done"], s["failed"])')
 [[ $counts == "1 2" ]] && ok "farm under an ignored SIGCHLD: 1 done, 2 failed" || fail "farm under an ignored SIGCHLD: done, failed = $counts (want 1 2)"
+
+echo "== a mask inherited from the parent: SIGTERM and SIGINT blocked"
+# They would stay pending and the farm would never stop: gpushare unblocks
+# the signals it stops on.
+printf 'sleep 60\nsleep 60\n' >"$tmp/mask-jobs"
+python3 -c '
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+os.execv(sys.argv[1], sys.argv[1:])' "$GPUSHARE" farm --dir "$tmp/mask" --strategy timeslice --slots 2 -q \
+	"$tmp/mask-jobs" >"$tmp/mask.out" 2>"$tmp/mask.err" &
+pid=$!
+pids+=("$pid")
+if ! wait_for 100 0.05 catches "$pid" TERM; then
+	fail "farm with SIGTERM blocked by its parent: never caught SIGTERM: $(cat "$tmp/mask.err")"
+else
+	sleep 0.5
+	kill -TERM "$pid"
+	if wait_for 100 0.1 bash -c '! kill -0 "$1" 2>/dev/null' sh "$pid"; then
+		set +e
+		wait "$pid"
+		rc=$?
+		set -e
+		[[ $rc -eq 130 ]] && ok "farm with SIGTERM blocked by its parent: SIGTERM stops it (exit 130)" \
+			|| fail "farm with SIGTERM blocked by its parent: exit $rc (want 130): $(cat "$tmp/mask.err")"
+	else
+		fail "farm with SIGTERM blocked by its parent: still running 10 s (x load) after SIGTERM"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+fi
 
 finish "torture (signals)"
