@@ -180,6 +180,11 @@ char **cli_command_line(int argc, char **argv);
 void cli_catch_interrupts(void);
 /* SIGINT, SIGTERM, SIGHUP and SIGQUIT to handler (sigaction flags), SIGPIPE ignored. */
 void cli_catch_stop_signals(void (*handler)(int), int flags);
+/* At the start of every command, what a parent may leave across exec that
+ * would break it: SIGCHLD back to its default action (ignored, children's
+ * exit statuses are lost) and the stop signals above unblocked. Other
+ * dispositions (nohup's ignored SIGHUP) are kept. 0, or -1 on failure. */
+int cli_reset_inherited_signals(void);
 /* "mps", "mps-split" or "timeslice" (the strategies farm and exec run): 0, or -1. */
 int cli_parse_sharing_strategy(const char *s, int *out);
 /* After a failed run: the library's detail when it has one, else

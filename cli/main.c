@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -105,11 +104,7 @@ int main(int argc, char **argv)
 {
 	if (reserve_std_fds() != 0)
 		return EXIT_FAILURE_GENERIC;
-	/* SIGCHLD ignored by whoever started us (inherited across exec) would
-	 * make the kernel reap every child, and every job's, worker's and
-	 * daemon's exit status would be lost: the default action is restored
-	 * (other inherited dispositions, such as nohup's SIGHUP, are kept). */
-	if (signal(SIGCHLD, SIG_DFL) == SIG_ERR)
+	if (cli_reset_inherited_signals() != 0)
 		return EXIT_FAILURE_GENERIC;
 	if (argc < 2) {
 		usage(stderr);

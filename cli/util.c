@@ -398,25 +398,36 @@ static void on_interrupt(int sig)
 	gpushare_bench_interrupt();
 }
 
+/* The signals a command stops on. */
+static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+int cli_reset_inherited_signals(void)
+{
+	sigset_t set;
+
+	/* SIGCHLD ignored would make the kernel reap every child, and every
+	 * job's, worker's and daemon's exit status would be lost. */
+	if (signal(SIGCHLD, SIG_DFL) == SIG_ERR)
+		return -1;
+	/* Blocked (a launcher's thread that had blocked them), they would stay
+	 * pending: a SIGTERM from the user, timeout or scancel would never stop
+	 * the command. */
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
+		sigaddset(&set, stop_sigs[i]);
+	return sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 void cli_catch_stop_signals(void (*handler)(int), int flags)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	struct sigaction sa;
-	sigset_t set;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = handler;
 	sa.sa_flags = flags;
 	sigemptyset(&sa.sa_mask);
-	sigemptyset(&set);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		sigaction(sigs[i], &sa, NULL);
-		sigaddset(&set, sigs[i]);
-	}
-	/* Blocked in a mask inherited across exec (a launcher's thread that
-	 * had blocked them), they would stay pending: a SIGTERM from the user,
-	 * timeout or scancel would never stop the command. */
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
+		sigaction(stop_sigs[i], &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
