@@ -105,7 +105,7 @@ const struct cli_cmd cli_farm_cmd = {
 		  "  gpushare farm --dir scan --tag -q --range 1..100 -- ./sim --seed {}\n"
 		  "  gpushare farm --resume scan",
 	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "every job done" },
-						 { EXIT_USAGE, "bad option or job file, or above Slurm's share" },
+						 { EXIT_USAGE, "bad option or job file, above Slurm's share or the open-file limit" },
 						 { EXIT_NO_DRIVER, "no driver (with --gpus or --mem-per-job)" },
 						 { EXIT_MPS, "MPS daemon" },
 						 { EXIT_DIR, "farm directory unusable or in use" },

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -344,4 +345,23 @@ long gpushare_pid_uid(pid_t pid)
 	if (!p)
 		return -1;
 	return strtol(p + 5, NULL, 10);
+}
+
+int gpushare_reserve_fds(size_t need, const char *what)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return gpushare_fail(GPUSHARE_E_SYS, "getrlimit: %s", strerror(errno));
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return GPUSHARE_OK;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "%s need about %zu open files, but this process may open only %llu (ulimit -n; "
+				     "hard limit %llu): raise the limit or use fewer",
+				     what, need, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+	rl.rlim_cur = need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return gpushare_fail(GPUSHARE_E_SYS, "cannot raise the open-file limit to %zu: %s", need, strerror(errno));
+	return GPUSHARE_OK;
 }

@@ -85,6 +85,13 @@ void gpushare_env_free(char **envp);
  * the resolved path to buf. GPUSHARE_E_NOT_FOUND if it is not executable. */
 int gpushare_which(const char *prog, char *buf, size_t len);
 
+/* Room for `need` open descriptors: the soft RLIMIT_NOFILE is raised to
+ * need when it is lower (never above the hard limit; raised, not set to the
+ * hard limit, so that children see a modest one). GPUSHARE_E_INVAL, saying
+ * what needs them (`what`, "48 slots on 1 GPU") and the limits, when the
+ * hard limit is below need. */
+int gpushare_reserve_fds(size_t need, const char *what);
+
 /* Whether process `pid` exists (kill(pid, 0) says yes or EPERM). */
 bool gpushare_pid_alive(pid_t pid);
 

@@ -3,7 +3,8 @@
 # taken for the end of a list, Slurm counts that overflow, --shell templates
 # that would run an argument, stop signals while the job list is read, a
 # refused --resume that changed the journal, torn lines cut silently,
-# hand-edited journals, limits reported with their reason. Each case ends
+# hand-edited journals, limits reported with their reason, an open-file
+# limit too low for the slots. Each case ends
 # with its documented status and a one-line error, and a refused command
 # leaves the files it was given as they were.
 set -euo pipefail
@@ -256,5 +257,24 @@ expect 2 "an empty path" "--mps-pipe-dir '': refused (exit 2)"
 check "  ... nothing created" test ! -e "$tmp/p2"
 trun report ''
 [[ $rc -eq 2 ]] && ok "report '': exit 2" || fail "report '': exit $rc"
+
+echo "== the open-file limit: raised when the hard limit allows, else refused before anything"
+printf 'true\n%.0s' $(seq 60) >"$tmp/nofile-jobs"
+set +e
+(ulimit -S -n 32 && timeout -k 5 60 "$GPUSHARE" farm --strategy timeslice --slots 40 -q --dir "$tmp/nofile-ok" \
+	"$tmp/nofile-jobs") >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+[[ $rc -eq 0 ]] && ok "farm --slots 40 with a soft limit of 32 open files: the limit raised, exit 0" \
+	|| fail "farm --slots 40 under a soft limit of 32: exit $rc: $(head -c 600 "$tmp/err")"
+set +e
+(ulimit -n 32 && timeout -k 5 60 "$GPUSHARE" farm --strategy timeslice --slots 40 -q --dir "$tmp/nofile-no" \
+	"$tmp/nofile-jobs") >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+expect 2 "40 slots on .* need about .* open files, but this process may open only 32" \
+	"farm --slots 40 under a hard limit of 32 open files: exit 2, why"
+one_line "farm under a hard open-file limit"
+check "  ... no farm directory created" test ! -e "$tmp/nofile-no"
 
 finish "hardening torture"
