@@ -28,6 +28,7 @@
 #include "farm_journal.h"
 #include "gpushare/strategy.h"
 #include "gpushare/farm.h"
+#include "gpushare/format.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
@@ -349,7 +350,7 @@ static void duration_text(double s, char *buf, size_t len)
 
 int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r)
 {
-	char span[32];
+	char span[32], num[48];
 
 	if (r) {
 		fprintf(f, "farm %s: %s, shard %lu/%lu (%" PRIu64 " job%s)", r->dir, r->strategy, r->shard_index,
@@ -357,9 +358,9 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		if (r->calibrated && r->n_calibration) {
 			fprintf(f, ", %u slot%s per GPU by calibration (", r->slots, plural(r->slots));
 			for (size_t i = 0; i < r->n_calibration; i++)
-				fprintf(f, "%sK=%u: %.3g jobs/s over %" PRIu64 " job%s", i ? ", " : "",
-					r->calibration[i].slots, r->calibration[i].jobs_per_s, r->calibration[i].jobs,
-					plural(r->calibration[i].jobs));
+				fprintf(f, "%sK=%u: %s jobs/s over %" PRIu64 " job%s", i ? ", " : "",
+					r->calibration[i].slots, gpushare_fmt_si(r->calibration[i].jobs_per_s, num, sizeof(num)),
+					r->calibration[i].jobs, plural(r->calibration[i].jobs));
 			fprintf(f, ")\n");
 		} else {
 			fprintf(f, ", %u slot%s per GPU\n", r->slots, r->slots == 1 ? "" : "s");
@@ -368,9 +369,9 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 			fprintf(f, "slurm: honoured %s%s\n", r->slurm,
 				r->slurm_max_slots ? "; the shards bound the slots per GPU" : "");
 		duration_text(r->run_s, span, sizeof(span));
-		fprintf(f, "this run: %" PRIu64 " attempt%s in %s (%.3g per second): %" PRIu64 " ok, %" PRIu64
+		fprintf(f, "this run: %" PRIu64 " attempt%s in %s (%s per second): %" PRIu64 " ok, %" PRIu64
 			   " failed, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64 " stopped",
-			r->ended, plural(r->ended), span, r->run_jobs_per_s, r->ok, r->failed_attempts, r->timeouts, r->refused, r->stopped);
+			r->ended, plural(r->ended), span, gpushare_fmt_si(r->run_jobs_per_s, num, sizeof(num)), r->ok, r->failed_attempts, r->timeouts, r->refused, r->stopped);
 		if (r->bystanders)
 			fprintf(f, ", %" PRIu64 " bystander%s of a GPU fault", r->bystanders, plural(r->bystanders));
 		if (r->skipped)
@@ -391,7 +392,7 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		fprintf(f, " (%zu of %lu shards seen)", s->shards_seen, s->shard_count);
 	fprintf(f, "\n");
 	if (s->jobs_per_s > 0)
-		fprintf(f, "makespan %s, %.3g jobs/s\n", span, s->jobs_per_s);
+		fprintf(f, "makespan %s, %s jobs/s\n", span, gpushare_fmt_si(s->jobs_per_s, num, sizeof(num)));
 	else
 		fprintf(f, "makespan %s, jobs/s not defined yet\n", span);
 	for (size_t i = 0; i < s->n_gpus; i++)
