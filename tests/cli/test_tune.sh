@@ -68,8 +68,10 @@ for c in doc["candidates"]:
 PY
 then ok "tune: picks timeslice w2 b4, drops sequential w4 b1 at its probe, 12 probes and at most 4 full runs"
 else fail "tune pick: rc $rc $(cat "$tmp/err") $(cat "$tmp/out")"; fi
+# Two are kept after the probes, but on a loaded machine the second best's
+# probe may fall below the cut too (one goes on then).
 grep -q "gpushare: tune: dropped sequential w4 b1: its probe .* below the cut 0.500x" "$tmp/err" \
-	&& grep -q "after the probes: 2 go on" "$tmp/err" && grep -q "gpushare: tune: probe 12 " "$tmp/err" \
+	&& grep -qE "after the probes: [12] go on" "$tmp/err" && grep -q "gpushare: tune: probe 12 " "$tmp/err" \
 	&& ok "progress: probes, the drops and why, rounds on stderr" || fail "progress: $(cat "$tmp/err")"
 [[ -s "$tmp/a/report.md" ]] && ok "the report is written" || fail "no report.md"
 run report "$tmp/a" -q
