@@ -7,6 +7,7 @@
 #define GPUSHARE_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -178,7 +179,10 @@ char **cli_command_line(int argc, char **argv);
 /* SIGINT and SIGTERM stop the running benchmark (gpushare_bench_interrupt());
  * SIGPIPE is ignored. */
 void cli_catch_interrupts(void);
-/* SIGINT, SIGTERM, SIGHUP and SIGQUIT to handler (sigaction flags), SIGPIPE ignored. */
+/* The signals a command stops on: SIGINT, SIGTERM, SIGHUP and SIGQUIT, but
+ * SIGHUP when it is ignored (nohup). */
+void cli_stop_signals(sigset_t *set);
+/* cli_stop_signals() to handler (sigaction flags), SIGPIPE ignored. */
 void cli_catch_stop_signals(void (*handler)(int), int flags);
 /* At the start of every command, what a parent may leave across exec that
  * would break it: SIGCHLD back to its default action (ignored, children's

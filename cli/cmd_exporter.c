@@ -113,11 +113,7 @@ static int serve(struct exporter *e, const char *addr, uint16_t port)
 
 	/* Blocked before the server's threads exist, so they inherit it and
 	 * the signals wait for sigwait() below. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
+	cli_stop_signals(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	rc = gpushare_metrics_server_start(addr, port, produce, e, &srv);

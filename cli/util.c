@@ -418,16 +418,31 @@ int cli_reset_inherited_signals(void)
 	return sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
+void cli_stop_signals(sigset_t *set)
+{
+	struct sigaction hup;
+
+	sigemptyset(set);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
+		sigaddset(set, stop_sigs[i]);
+	/* nohup: the user asked for the hangup to be ignored. */
+	if (sigaction(SIGHUP, NULL, &hup) == 0 && !(hup.sa_flags & SA_SIGINFO) && hup.sa_handler == SIG_IGN)
+		sigdelset(set, SIGHUP);
+}
+
 void cli_catch_stop_signals(void (*handler)(int), int flags)
 {
 	struct sigaction sa;
+	sigset_t set;
 
+	cli_stop_signals(&set);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = handler;
 	sa.sa_flags = flags;
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
-		sigaction(stop_sigs[i], &sa, NULL);
+		if (sigismember(&set, stop_sigs[i]))
+			sigaction(stop_sigs[i], &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -7,7 +7,8 @@
 # the next report removes its temporary files. The exporter stops cleanly.
 # (bench's own SIGHUP handling is tested with bench.) A farm started with
 # SIGCHLD ignored by its parent still records its failed jobs as failed, and
-# one started with SIGTERM blocked still stops on SIGTERM.
+# one started with SIGTERM blocked still stops on SIGTERM, and one under
+# nohup does not stop on SIGHUP.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -185,6 +186,24 @@ else
 		fail "farm with SIGTERM blocked by its parent: still running 10 s (x load) after SIGTERM"
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
+fi
+
+echo "== nohup: an ignored SIGHUP stays ignored"
+printf 'sleep 1\nsleep 1\n' >"$tmp/hup-jobs"
+nohup "$GPUSHARE" farm --dir "$tmp/hup" --strategy timeslice --slots 2 -q "$tmp/hup-jobs" >"$tmp/hup.out" \
+	2>"$tmp/hup.err" </dev/null &
+pid=$!
+pids+=("$pid")
+if wait_for 100 0.05 catches "$pid" TERM; then
+	kill -HUP "$pid" 2>/dev/null || true
+	set +e
+	wait "$pid"
+	rc=$?
+	set -e
+	[[ $rc -eq 0 ]] && ok "farm under nohup: SIGHUP ignored, every job done (exit 0)" \
+		|| fail "farm under nohup: SIGHUP gave exit $rc (want 0): $(cat "$tmp/hup.err")"
+else
+	fail "farm under nohup: never caught SIGTERM: $(cat "$tmp/hup.err")"
 fi
 
 finish "torture (signals)"
