@@ -868,16 +868,9 @@ static int job_mapping(struct farm *f, bool add)
 	return rc;
 }
 
-/* Each running job holds its pidfd and its exec report (and, with --tag,
- * two pipes); the farm itself a few dozen (journal, lock, keeper, metrics,
- * MPS, the driver's). */
-#define FARM_FDS_BASE 64
-#define FARM_FDS_PER_SLOT 4
-
 static int alloc_slots(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
-	char what[96];
 	int rc;
 
 	if (c->slots > GPUSHARE_FARM_MAX_SLOTS || c->max_slots > GPUSHARE_FARM_MAX_SLOTS)
@@ -887,10 +880,7 @@ static int alloc_slots(struct farm *f)
 	if (f->r->slurm_max_slots && f->max_k > f->r->slurm_max_slots)
 		f->max_k = f->r->slurm_max_slots; /* calibration tries no more than the shards allow */
 	f->cur_k = c->slots ? c->slots : 1;
-	snprintf(what, sizeof(what), "%u slot%s on %zu GPU%s", f->max_k, f->max_k == 1 ? "" : "s", f->n_gpus,
-		 f->n_gpus == 1 ? "" : "s");
-	rc = gpushare_reserve_fds(FARM_FDS_BASE + FARM_FDS_PER_SLOT * f->n_gpus * f->max_k, what);
-	if (rc)
+	if ((rc = farm_reserve_fds(f)) != GPUSHARE_OK)
 		return rc;
 	f->slots = calloc(f->n_gpus * f->max_k, sizeof(*f->slots));
 	if (!f->slots)

@@ -816,6 +816,21 @@ int farm_run_loop(struct farm *f)
 	return rc;
 }
 
+/* Each running job holds its pidfd and its exec report (and, with --tag,
+ * two pipes); the farm itself a few dozen (journal, lock, keeper, metrics,
+ * MPS, the driver's). */
+#define FDS_BASE 64
+#define FDS_PER_SLOT 4
+
+int farm_reserve_fds(const struct farm *f)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "%u slot%s on %zu GPU%s", f->max_k, f->max_k == 1 ? "" : "s", f->n_gpus,
+		 f->n_gpus == 1 ? "" : "s");
+	return gpushare_reserve_fds(FDS_BASE + FDS_PER_SLOT * f->n_gpus * f->max_k, what);
+}
+
 /* Something went wrong mid-farm (a journal write): stop every running job
  * at once, recording nothing more. */
 void farm_stop_all(struct farm *f)

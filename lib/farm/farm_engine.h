@@ -168,6 +168,9 @@ void farm_update_metrics(struct farm *f);
 void farm_calibration_round(struct farm *f);
 int farm_run_loop(struct farm *f);
 void farm_stop_all(struct farm *f);
+/* Room for the descriptors of max_k slots on each GPU (gpushare_reserve_fds):
+ * the soft open-file limit raised, or GPUSHARE_E_INVAL naming both limits. */
+int farm_reserve_fds(const struct farm *f);
 /* For farm_fault.c: the dispatch's own steps. */
 int farm_attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns);
 int farm_flush_journal(struct farm *f);
