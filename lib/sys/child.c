@@ -307,7 +307,8 @@ struct vm_req {
 	struct gpushare_child ch;      /* the caller's, with the pointers below */
 	struct gpushare_child *caller; /* its pid and spawn_state are set */
 	char path[GPUSHARE_PATH_MAX];
-	char **argv, **envp;           /* each one block: pointers, then strings */
+	char **argv, **envp;           /* argv one block (pointers, then strings); envp too, */
+	bool envp_built;               /* or start's own (gpushare_env_build), taken over */
 	char *out_path, *err_path;
 	int pipes[3][2], devnull, report;
 	pid_t parent;
@@ -355,7 +356,10 @@ static void vm_req_free(struct vm_req *r)
 	if (!r)
 		return;
 	free(r->argv);
-	free(r->envp);
+	if (r->envp_built)
+		gpushare_env_free(r->envp);
+	else
+		free(r->envp);
 	free(r->out_path);
 	free(r->err_path);
 	free(r);
@@ -482,8 +486,10 @@ static int vm_post(struct vm_req *r)
 	return rc;
 }
 
-/* Start the mirror; its pid, or -1 with errno set (nothing started). */
-static pid_t vm_spawn(struct gpushare_child *ch, const char *path, char **envp, pid_t parent, int report,
+/* Start the mirror; its pid, or -1 with errno set (nothing started). An
+ * environment start built for this child (*envp not the caller's ch->envp)
+ * is taken over, not copied, and *envp set to NULL. */
+static pid_t vm_spawn(struct gpushare_child *ch, const char *path, char ***envp, pid_t parent, int report,
 		      const int pipes[3][2], int devnull)
 {
 	struct vm_req *r = calloc(1, sizeof(*r));
@@ -495,7 +501,13 @@ static pid_t vm_spawn(struct gpushare_child *ch, const char *path, char **envp, 
 	r->caller = ch;
 	snprintf(r->path, sizeof(r->path), "%s", path);
 	r->argv = vec_copy(ch->argv);
-	r->envp = vec_copy(envp);
+	if (*envp != (char **)ch->envp) {
+		r->envp = *envp;
+		r->envp_built = true;
+		*envp = NULL;
+	} else {
+		r->envp = vec_copy(*envp);
+	}
 	r->out_path = ch->out_path ? strdup(ch->out_path) : NULL;
 	r->err_path = ch->err_path ? strdup(ch->err_path) : NULL;
 	if (!r->argv || !r->envp || (ch->out_path && !r->out_path) || (ch->err_path && !r->err_path)) {
@@ -589,7 +601,7 @@ int gpushare_child_start(struct gpushare_child *ch)
 		goto out;
 	}
 	if (ch->flags & GPUSHARE_CHILD_MIRROR)
-		pid = vm_spawn(ch, path, envp, parent, report[1], (const int(*)[2])pipes, devnull);
+		pid = vm_spawn(ch, path, &envp, parent, report[1], (const int(*)[2])pipes, devnull);
 	else
 		pid = fork();
 	if (pid < 0) {
