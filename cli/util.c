@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "gpushare/bench.h"
+#include "gpushare/child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 #include "gpushare/mps.h"
@@ -401,6 +402,16 @@ static void on_interrupt(int sig)
 /* The signals a command stops on. */
 static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
+void cli_stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
+		sigaddset(set, stop_sigs[i]);
+	/* nohup: the user asked for the hangup to be ignored. */
+	if (gpushare_signal_ignored(SIGHUP))
+		sigdelset(set, SIGHUP);
+}
+
 int cli_reset_inherited_signals(void)
 {
 	sigset_t set;
@@ -412,22 +423,8 @@ int cli_reset_inherited_signals(void)
 	/* Blocked (a launcher's thread that had blocked them), they would stay
 	 * pending: a SIGTERM from the user, timeout or scancel would never stop
 	 * the command. */
-	sigemptyset(&set);
-	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
-		sigaddset(&set, stop_sigs[i]);
+	cli_stop_signals(&set);
 	return sigprocmask(SIG_UNBLOCK, &set, NULL);
-}
-
-void cli_stop_signals(sigset_t *set)
-{
-	struct sigaction hup;
-
-	sigemptyset(set);
-	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
-		sigaddset(set, stop_sigs[i]);
-	/* nohup: the user asked for the hangup to be ignored. */
-	if (sigaction(SIGHUP, NULL, &hup) == 0 && !(hup.sa_flags & SA_SIGINFO) && hup.sa_handler == SIG_IGN)
-		sigdelset(set, SIGHUP);
 }
 
 void cli_catch_stop_signals(void (*handler)(int), int flags)

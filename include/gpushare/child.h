@@ -150,6 +150,10 @@ size_t gpushare_child_reap_group(struct gpushare_child *ch);
  * child start refuses while SIGCHLD is ignored, which would lose every one. */
 #define GPUSHARE_CHILD_STATUS_LOST 0xff7f
 
+/* Whether signal sig's action in this process is SIG_IGN (as a parent may
+ * leave it across exec: SIGCHLD, or nohup's SIGHUP). */
+bool gpushare_signal_ignored(int sig);
+
 /* Close our descriptors of the child (pipes, pidfd). Does not wait. */
 void gpushare_child_release(struct gpushare_child *ch);
 

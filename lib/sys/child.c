@@ -534,13 +534,11 @@ static pid_t vm_spawn(struct gpushare_child *ch, const char *path, char ***envp,
 	return ch->pid;
 }
 
-/* With SIGCHLD ignored the kernel reaps children itself and waitpid finds
- * none: their exit statuses are lost. */
-static bool sigchld_ignored(void)
+bool gpushare_signal_ignored(int sig)
 {
 	struct sigaction sa;
 
-	return sigaction(SIGCHLD, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN;
+	return sigaction(sig, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN;
 }
 
 int gpushare_child_start(struct gpushare_child *ch)
@@ -567,7 +565,9 @@ int gpushare_child_start(struct gpushare_child *ch)
 		return gpushare_fail(GPUSHARE_E_INVAL, "a mirrored child runs a program in a group of its own");
 	if ((ch->flags & GPUSHARE_CHILD_LATE_EXEC_ERROR) && !(ch->flags & GPUSHARE_CHILD_MIRROR))
 		return gpushare_fail(GPUSHARE_E_INVAL, "only a mirrored child reports its exec late");
-	if (sigchld_ignored())
+	/* With SIGCHLD ignored the kernel reaps children itself and waitpid
+	 * finds none: their exit statuses would be lost. */
+	if (gpushare_signal_ignored(SIGCHLD))
 		return gpushare_fail(GPUSHARE_E_INVAL, "SIGCHLD is ignored in this process, so a child's exit status "
 						       "would be lost; set it to SIG_DFL before starting children");
 	if (!ch->fn) {
