@@ -149,24 +149,21 @@ static bool seen(const struct farm_faults *F, pid_t p)
 static void name_from_log(struct farm *f, size_t gi, struct slot *ended)
 {
 	struct gpushare_mps_fault_log log;
-	const pid_t *pids = log.named;
-	size_t n;
 
 	gpushare_mps_fault_log_read(f->run.sx.mps.m.log_dir, &log);
-	n = log.n_named;
-
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < log.n_named; i++) {
+		const pid_t p = log.named[i];
 		pid_t pg;
 
-		if (seen(f->faults, pids[i]))
+		if (seen(f->faults, p))
 			continue;
-		if (pids[i] == ended->ch.pid || pids[i] == ended->ch.pgid)
+		if (p == ended->ch.pid || p == ended->ch.pgid)
 			ended->fault_named = true;
-		pg = getpgid(pids[i]);
+		pg = getpgid(p);
 		for (unsigned k = 0; k < f->max_k; k++) {
 			struct slot *s = &f->slots[gi * f->max_k + k];
 
-			if (s->busy && (s->ch.pid == pids[i] || (pg > 0 && s->ch.pgid == pg)))
+			if (s->busy && (s->ch.pid == p || (pg > 0 && s->ch.pgid == pg)))
 				s->fault_named = true;
 		}
 	}
