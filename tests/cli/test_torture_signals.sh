@@ -62,10 +62,8 @@ for sig in HUP QUIT INT TERM; do
 			wait_for 300 0.05 test -s "$out/results.jsonl" || true
 		fi
 		kill -"$sig" "$pid"
-		set +e
-		wait "$pid"
-		rc=$?
-		set -e
+		rc=0
+		wait "$pid" || rc=$?
 		check "SIG$sig at $phase: exit 130 (got $rc: $(head -c 200 "$tmp/s.err"))" test "$rc" -eq 130
 		wait_for 20 0.1 test "$(fake_daemons)" -eq 0 || true
 		check "SIG$sig at $phase: no MPS daemon left ($(fake_daemons))" test "$(fake_daemons)" -eq 0
@@ -131,10 +129,8 @@ for sig in HUP QUIT INT TERM; do
 		continue
 	fi
 	kill -"$sig" "$pid"
-	set +e
-	wait "$pid"
-	rc=$?
-	set -e
+	rc=0
+	wait "$pid" || rc=$?
 	[[ $rc -eq 0 ]] && grep -q "stopped by SIG$sig" "$err" && ok "exporter: SIG$sig stops it cleanly (exit 0)" \
 		|| fail "exporter SIG$sig: exit $rc: $(cat "$err")"
 done
@@ -176,10 +172,8 @@ else
 	sleep 0.5
 	kill -TERM "$pid"
 	if wait_for 100 0.1 bash -c '! kill -0 "$1" 2>/dev/null' sh "$pid"; then
-		set +e
-		wait "$pid"
-		rc=$?
-		set -e
+		rc=0
+		wait "$pid" || rc=$?
 		[[ $rc -eq 130 ]] && ok "farm with SIGTERM blocked by its parent: SIGTERM stops it (exit 130)" \
 			|| fail "farm with SIGTERM blocked by its parent: exit $rc (want 130): $(cat "$tmp/mask.err")"
 	else
@@ -196,10 +190,8 @@ pid=$!
 pids+=("$pid")
 if wait_for 100 0.05 catches "$pid" TERM; then
 	kill -HUP "$pid" 2>/dev/null || true
-	set +e
-	wait "$pid"
-	rc=$?
-	set -e
+	rc=0
+	wait "$pid" || rc=$?
 	[[ $rc -eq 0 ]] && ok "farm under nohup: SIGHUP ignored, every job done (exit 0)" \
 		|| fail "farm under nohup: SIGHUP gave exit $rc (want 0): $(cat "$tmp/hup.err")"
 else
