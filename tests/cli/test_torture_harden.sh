@@ -250,7 +250,7 @@ set -e
 expect 2 "not below its job's size" "exec with rank 7 of 2: refused (exit 2)"
 trun farm --dir "$tmp/p1" --strategy timeslice --slots 1 "$tmp/one"
 check "farm of one job, one slot: no '1 jobs', '1 slots', '1 attempts'" \
-	bash -c '! grep -E "\b1 (jobs|slots|attempts)\b" "$1"' _ "$tmp/out"
+	bash -c '! grep -P "(?<![0-9.])1 (jobs|slots|attempts)\b(?!/)" "$1"' _ "$tmp/out"
 check "  ... '1 job' and '1 slot'" grep -q "(1 job), 1 slot per GPU" "$tmp/out"
 trun "${F[@]}" --dir "$tmp/p2" --mps-pipe-dir '' "$tmp/two"
 expect 2 "an empty path" "--mps-pipe-dir '': refused (exit 2)"
