@@ -33,7 +33,10 @@ CMD=(-- "$tmp/tw" --by-config --warmup 1)
 
 echo "== the known best is picked, the known worst dropped at its probe; run counts of successive halving"
 run "${TUNE[@]}" --out "$tmp/a" --json "${CMD[@]}"
-if [[ $rc -eq 0 ]] && python3 - "$tmp/out" "$tmp/a/probes.jsonl" "$tmp/a/results.jsonl" <<'PY'
+# On a loaded machine the worst candidate's 100 ms probe (70 items/s over 4
+# workers taking turns) may see no request at all: a failed probe (exit 10),
+# dropped for "nothing finished". Any other failure fails the test.
+if [[ $rc -eq 0 || $rc -eq 10 ]] && python3 - "$tmp/out" "$tmp/a/probes.jsonl" "$tmp/a/results.jsonl" "$rc" <<'PY'
 import json, sys, collections
 doc = json.load(open(sys.argv[1]))
 key = lambda c: (c["strategy"], c["workers"], c["batch"])
@@ -41,8 +44,13 @@ best = [c for c in doc["candidates"] if c["best"]]
 assert len(best) == 1 and key(best[0]) == ("timeslice", 2, 4), best
 worst = [c for c in doc["candidates"] if key(c) == ("sequential", 4, 1)][0]
 # 70 items/s against 1600: far below half the best probe, out after the probe round.
-assert worst["dropped_after_round"] == 0 and worst["dropped_why"] == "probe-cut" and not worst["racing"], worst
-assert worst["drop_ratio"] < 0.5 and worst["runs"] == 0, worst
+assert worst["dropped_after_round"] == 0 and not worst["racing"] and worst["runs"] == 0, worst
+failed = [p["cell"]["key"] for p in map(json.loads, open(sys.argv[2])) if p["status"] != "ok"]
+failed += [r["cell"]["key"] for r in map(json.loads, open(sys.argv[3])) if r["status"] != "ok"]
+if sys.argv[4] == "10":
+    assert worst["dropped_why"] == "nothing" and failed and all(k.endswith("|sequential|w4|b1") for k in failed), failed
+else:
+    assert worst["dropped_why"] == "probe-cut" and worst["drop_ratio"] < 0.5 and not failed, (worst, failed)
 assert "--strategy timeslice --workers 2 --batch 4 -- " in doc["bench_command"], doc["bench_command"]
 assert doc["farm_command"].startswith("gpushare farm --dir FARMDIR --slots 2 --strategy timeslice"), doc
 # Run counts: one probe per candidate (12), then full runs only for the best
@@ -70,7 +78,7 @@ then ok "tune: picks timeslice w2 b4, drops sequential w4 b1 at its probe, 12 pr
 else fail "tune pick: rc $rc $(cat "$tmp/err") $(cat "$tmp/out")"; fi
 # Two are kept after the probes, but on a loaded machine the second best's
 # probe may fall below the cut too (one goes on then).
-grep -q "gpushare: tune: dropped sequential w4 b1: its probe .* below the cut 0.500x" "$tmp/err" \
+grep -qE "gpushare: tune: dropped sequential w4 b1: (its probe .* below the cut 0.500x|nothing finished)" "$tmp/err" \
 	&& grep -qE "after the probes: [12] go on" "$tmp/err" && grep -q "gpushare: tune: probe 12 " "$tmp/err" \
 	&& ok "progress: probes, the drops and why, rounds on stderr" || fail "progress: $(cat "$tmp/err")"
 [[ -s "$tmp/a/report.md" ]] && ok "the report is written" || fail "no report.md"
