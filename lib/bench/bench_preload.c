@@ -185,6 +185,10 @@ static int start_server(const struct gpushare_bench_config *c, const char *path)
 		return -1;
 	}
 	close(sv[1]);
+	/* What start read lives in this frame and in the caller's config. */
+	pl.ch.path = NULL;
+	pl.ch.argv = NULL;
+	pl.ch.env_set = NULL;
 	if (await_ready(sv[0], c->start_timeout_ns ? c->start_timeout_ns : DEFAULT_START_NS, why, sizeof(why))) {
 		close(sv[0]);
 		gpushare_child_stop(&pl.ch, STOP_WAIT_NS);
