@@ -101,6 +101,7 @@ struct cli_command_opts {
 	bool mode_given;
 	int mode;                  /* enum gpushare_cmd_mode */
 	uint64_t jobs;             /* --jobs K; 0 none */
+	bool preload;              /* --preload */
 	bool warmup_given;
 	bool duration_given;
 	bool strategy_given;       /* --strategy went into c->strategies */
@@ -197,6 +198,8 @@ int cli_run_failed(const char *cmd, int rc);
 /* Say on stderr where a --metrics-listen server serves, with the port it
  * took ("gpushare: CMD: serving metrics at http://127.0.0.1:PORT/metrics"). */
 void cli_announce_metrics(const char *cmd);
+/* --preload's notices on stderr: "gpushare: CMD: ..." (warnings also when quiet). */
+void cli_announce_preload(const char *cmd, bool quiet);
 /* Warn that `workers` exceed the MPS clients a GPU accepts (CUDA error 808). */
 void cli_warn_mps_clients(int workers);
 

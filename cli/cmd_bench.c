@@ -400,6 +400,7 @@ int cmd_bench(int argc, char **argv)
 	}
 	cli_catch_interrupts();
 	cli_announce_metrics("bench");
+	cli_announce_preload("bench", quiet);
 
 	rep.repeats = co.repeats ? co.repeats : 1;
 	rep.target_noise = co.target_noise;
@@ -407,6 +408,7 @@ int cmd_bench(int argc, char **argv)
 	if (rep.max_repeats < rep.repeats)
 		rep.max_repeats = rep.repeats;
 	rc = gpushare_bench_run_repeats(&c, &rep, &report);
+	gpushare_bench_preload_release();
 	if (ps.line_open)
 		fputs("\r\033[K", stderr);
 	if (rc != GPUSHARE_OK && rc != GPUSHARE_E_INTERRUPTED)

@@ -553,8 +553,10 @@ static int cmd_sweep_run(int argc, char **argv)
 	}
 	cli_catch_interrupts();
 	cli_announce_metrics("sweep");
+	cli_announce_preload("sweep", quiet);
 
 	rc = gpushare_sweep_run(&s, path, &sum);
+	gpushare_bench_preload_release();
 	if (ps.line_open)
 		fputs("\r\033[K", stderr);
 	code = EXIT_OK;

@@ -473,8 +473,10 @@ int cmd_tune(int argc, char **argv)
 		t.event_arg = &ec;
 	}
 	cli_catch_interrupts();
+	cli_announce_preload("tune", quiet);
 
 	rc = gpushare_tune_run(&t, path, &res);
+	gpushare_bench_preload_release();
 	code = EXIT_OK;
 	if (rc == GPUSHARE_E_INTERRUPTED)
 		code = cli_error(EXIT_INTERRUPTED, "tune: interrupted; %u runs recorded in '%s' (continue with --resume)",

@@ -53,7 +53,7 @@ enum cli_opt_id {
 	CLI_OPT_MODE = CLI_OPT_FIRST, CLI_OPT_JOBS, CLI_OPT_WARMUP, CLI_OPT_GPU, CLI_OPT_MPS_PIPE_DIR,
 	CLI_OPT_METRICS_LISTEN, CLI_OPT_METRICS_BUCKETS, CLI_OPT_STRATEGY, CLI_OPT_DURATION, CLI_OPT_REQUESTS,
 	CLI_OPT_WARMUP_REQUESTS, CLI_OPT_START_TIMEOUT, CLI_OPT_REPEATS, CLI_OPT_TARGET_NOISE, CLI_OPT_MAX_REPEATS,
-	CLI_OPT_GPUS,
+	CLI_OPT_GPUS, CLI_OPT_PRELOAD,
 	CLI_OPT_END,
 	/* open-loop, shared by bench and sweep (cli_openloop_option()) */
 	CLI_OPEN_FIRST = CLI_OPT_END,
@@ -142,12 +142,12 @@ extern const struct cli_cmd cli_info_cmd, cli_mps_cmd, cli_bench_cmd, cli_sweep_
 /* The option groups bench and sweep share (cli/util.c, cli/cli_openloop.c);
  * the sizes are checked where they are defined. */
 #define CLI_N_RUN_OPTS 9
-#define CLI_N_PROGRAM_OPTS 2
+#define CLI_N_PROGRAM_OPTS 3
 #define CLI_N_METRICS_OPTS 2
 #define CLI_N_OPENLOOP_OPTS 5
 #define CLI_N_PEAK_OPTS 5
 extern const struct cli_opt cli_run_opts[CLI_N_RUN_OPTS];         /* --strategy ... --mps-pipe-dir */
-extern const struct cli_opt cli_program_opts[CLI_N_PROGRAM_OPTS]; /* --mode, --jobs */
+extern const struct cli_opt cli_program_opts[CLI_N_PROGRAM_OPTS]; /* --mode, --jobs, --preload */
 extern const struct cli_opt cli_metrics_opts[CLI_N_METRICS_OPTS]; /* --metrics-listen, --metrics-buckets */
 extern const struct cli_opt cli_openloop_opts[CLI_N_OPENLOOP_OPTS]; /* --load ... --drain, less --rate */
 extern const struct cli_opt cli_peak_opts[CLI_N_PEAK_OPTS];       /* --find-peak ... --rate-max */

@@ -164,8 +164,9 @@ int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int arg
 	if (o->max_repeats && !(o->target_noise > 0))
 		return cli_error(EXIT_USAGE, "%s: --max-repeats bounds --target-noise; give both", cmd);
 	if (o->cmd_at < 0) {
-		if (o->mode_given || o->jobs)
-			return cli_error(EXIT_USAGE, "%s: --mode and --jobs apply to a command given after '--'", cmd);
+		if (o->mode_given || o->jobs || o->preload)
+			return cli_error(EXIT_USAGE, "%s: --mode, --jobs and --preload apply to a command given after '--'",
+					 cmd);
 		/* Without --warmup a built-in workload's warm-up ends once its rate
 		 * is stable, at most the default 2 s (docs/bench.md). */
 		c->warmup_adaptive = !o->warmup_given;
@@ -186,6 +187,10 @@ int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int arg
 	} else if (o->jobs) {
 		return cli_error(EXIT_USAGE, "%s: --jobs needs --mode job", cmd);
 	}
+	if (o->preload && o->mode == GPUSHARE_CMD_JOB)
+		return cli_error(EXIT_USAGE, "%s: --preload forks request-mode workers; job mode runs the command to "
+				 "completion each time", cmd);
+	c->preload = o->preload;
 	c->command_mode = o->mode;
 	c->command = &argv[o->cmd_at + 1];
 	return EXIT_OK;
@@ -300,6 +305,9 @@ const struct cli_opt cli_program_opts[] = {
 	  "per job, jobs/s, makespan; no warm-up unless --warmup is given", .values = "request job" },
 	{ .id = CLI_OPT_JOBS, .long_name = "jobs", .kind = CLI_INT, .value_name = "K",
 	  .help = "job mode: K jobs per worker (else jobs for --duration)", .min = 1, .max = 1000000000L },
+	{ .id = CLI_OPT_PRELOAD, .long_name = "preload", .kind = CLI_FLAG,
+	  .help = "request mode, Python client: start the command once and fork each run's workers from "
+	  "it at its first gpushare call, so its imports are paid once (see gpushare-bench(1))" },
 };
 _Static_assert(CLI_N(cli_program_opts) == CLI_N_PROGRAM_OPTS, "CLI_N_PROGRAM_OPTS");
 
@@ -343,6 +351,9 @@ int cli_command_option(struct cli_command_opts *o, const struct cli_parse *p, st
 	case CLI_OPT_MODE: return parse_mode(o, cmd, arg);
 	case CLI_OPT_JOBS:
 		o->jobs = (uint64_t)p->num;
+		return EXIT_OK;
+	case CLI_OPT_PRELOAD:
+		o->preload = true;
 		return EXIT_OK;
 	case CLI_OPT_WARMUP: return parse_warmup(o, cmd, arg, c);
 	case CLI_OPT_GPU: return parse_gpu(cmd, arg, c);
@@ -505,4 +516,27 @@ static void metrics_notice(const char *addr, uint16_t port, void *arg)
 void cli_announce_metrics(const char *cmd)
 {
 	gpushare_metrics_set_listen_notice(metrics_notice, (void *)cmd);
+}
+
+struct preload_notice {
+	const char *cmd;
+	bool quiet;
+};
+
+static void preload_notice(void *arg, bool warning, const char *text)
+{
+	const struct preload_notice *n = arg;
+
+	if (n->quiet && !warning)
+		return;
+	fprintf(stderr, "gpushare: %s: %s%s\n", n->cmd, warning ? "warning: " : "", text);
+	fflush(stderr);
+}
+
+void cli_announce_preload(const char *cmd, bool quiet)
+{
+	static struct preload_notice n;
+
+	n = (struct preload_notice){ cmd, quiet };
+	gpushare_bench_set_preload_notice(preload_notice, &n);
 }

@@ -2,7 +2,10 @@
 """A small PyTorch MLP as a gpushare request-mode worker, whose batch comes from
 gpushare (GPUSHARE_BATCH, each value of --batch in a sweep or tune):
 
-    gpushare tune --out tn --strategy timeslice,mps --workers 1,2,4 --batch 8,32,128 -- python3 examples/mlp_worker.py
+    gpushare tune --out tn --strategy timeslice,mps --workers 1,2,4 --batch 8,32,128 --preload -- python3 examples/mlp_worker.py
+
+(--preload: torch is imported once; each worker is forked at gs.batch(), before
+the model touches the GPU.)
 
 One request is one forward pass of a 4-layer MLP (hidden --hidden, fp16) over
 GPUSHARE_BATCH random rows, synchronized. The gpushare lines are marked."""

@@ -30,12 +30,24 @@ running() stays True: bound the loop yourself then (gs.active() tells).
 
 Timestamps are time.monotonic_ns(), which is CLOCK_MONOTONIC on Linux, the
 clock gpushare uses. One client per process; not thread-safe.
+
+Under `gpushare ... --preload -- CMD` (GPUSHARE_PRELOAD_FD set) the first
+call of this module (batch(), init(), ready(), ...) does not return in the
+process gpushare started: that process becomes a fork server, and the call
+returns in each worker gpushare asks it to fork, with that worker's
+environment. So imports before it are paid once per sweep or tune, not per
+run. The GPU must be untouched until then (CUDA initialised earlier is
+refused, and the workers start the command as usual); see docs/bench.md.
 """
 
 import contextlib
 import os
 import select
+import signal
 import socket
+import struct
+import sys
+import threading
 import time
 
 PROTOCOL = 2  # the highest version this client speaks
@@ -246,9 +258,168 @@ class Client:
 _client = None
 
 
+def _cuda_initialised():
+    """Whether this process has called cuInit. Loading libcuda is not enough
+    (torch loads it at import): a driver call made before cuInit answers
+    CUDA_ERROR_NOT_INITIALIZED (3) without initialising anything."""
+    try:
+        with open("/proc/self/maps") as f:
+            if not any("libcuda.so" in line for line in f):
+                return False
+        import ctypes
+        n = ctypes.c_int(0)
+        return ctypes.CDLL("libcuda.so.1").cuDeviceGetCount(ctypes.byref(n)) != 3
+    except (OSError, AttributeError):
+        return True  # loaded, and it cannot be asked: take it as used
+
+
+def _preload_refusal():
+    """Why this process cannot fork workers, or None."""
+    if _cuda_initialised():
+        return "CUDA is initialised before the first gpushare call; move GPU work after it"
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            return "torch initialised CUDA before the first gpushare call; move GPU work after it"
+    except Exception:  # an odd torch: the maps check above stands
+        pass
+    if threading.active_count() > 1:
+        return "the program runs %d Python threads before its first gpushare call" % threading.active_count()
+    return None
+
+
+def _preload_child(ctl, kids, wake, report, status, envfd):
+    """In a forked worker: leave the server's state, take the worker's
+    environment, die with the server."""
+    ctl.close()
+    for k in kids.values():
+        k.close()
+    for f in wake + [status]:
+        os.close(f)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    server = os.getppid()
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != server:
+        os._exit(1)
+    chunks = []
+    os.lseek(envfd, 0, os.SEEK_SET)
+    while True:
+        b = os.read(envfd, 1 << 16)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(envfd)
+    env = {}
+    for item in b"".join(chunks).split(b"\0"):
+        if item:
+            k, _, v = item.partition(b"=")
+            env[os.fsdecode(k)] = os.fsdecode(v)
+    env["GPUSHARE_REPORT_FD"] = str(report)
+    os.set_inheritable(report, True)
+    os.environ.clear()
+    os.environ.update(env)
+
+
+def _preload_serve(fd):
+    """The fork server of --preload (docs/protocol.md, "Preloading").
+    Returns only in a forked worker."""
+    ctl = socket.socket(fileno=fd)
+    why = _preload_refusal()
+    if why:
+        try:
+            ctl.send(("refuse " + why).encode("ascii", "replace")[:300])
+        finally:
+            os._exit(0)
+    wake = list(os.pipe())
+    os.set_blocking(wake[1], False)
+    signal.set_wakeup_fd(wake[1])
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    kids = {}  # pid -> its status socket
+    ctl.send(b"ready")
+    while True:
+        try:
+            r, _, _ = select.select([ctl, wake[0]], [], [])
+        except InterruptedError:
+            r = []
+        if wake[0] in r:
+            os.read(wake[0], 4096)
+        while kids:
+            try:
+                pid, st = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            k = kids.pop(pid, None)
+            if k is not None:
+                try:
+                    k.send(struct.pack("i", st))
+                except OSError:
+                    pass
+                k.close()
+        if ctl not in r:
+            continue
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 16, 4)
+        except InterruptedError:
+            continue
+        except OSError:
+            msg, fds = b"", []
+        if not msg:  # gpushare is gone: so are its workers
+            for pid in kids:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            os._exit(0)
+        if msg != b"fork" or len(fds) != 3:
+            for f in fds:
+                os.close(f)
+            continue
+        report, status, envfd = fds
+        try:
+            pid = os.fork()
+        except OSError as e:
+            os.write(status, struct.pack("i", -(e.errno or 1)))
+            for f in fds:
+                os.close(f)
+            continue
+        if pid == 0:
+            _preload_child(ctl, kids, wake, report, status, envfd)
+            return
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        os.close(report)
+        os.close(envfd)
+        k = socket.socket(fileno=status)
+        try:
+            k.send(struct.pack("i", pid))
+        except OSError:
+            pass
+        kids[pid] = k
+
+
+def _preload():
+    fd = os.environ.pop("GPUSHARE_PRELOAD_FD", "")
+    if fd.isdigit():
+        _preload_serve(int(fd))
+
+
 def _get():
     global _client
     if _client is None:
+        _preload()
         _client = Client()
     return _client
 
@@ -259,6 +430,7 @@ def init(version=1):
     return the client already started."""
     global _client
     if _client is None:
+        _preload()
         _client = Client(version=version)
     return _client
 

@@ -35,6 +35,12 @@
 #     200 s; WORKLOADS="transformer matmul" then WORKLOADS=mlp SPIN_SWEEP=0
 #     CLIENT_DUR=0 in two calls when one is too short)
 #   CLIENT_DUR (2s) window of each client overhead measurement; 0 skips it
+#   PRELOAD (1) grid and tune of the mlp both with --preload (its Python
+#     process and its imports once per command, the workers forked from it);
+#     0 both without
+#   PRELOAD_AB (0) 1: after the mlp comparison, its grid again without
+#     --preload: both sweeps' times and each cell's median side by side
+#     (does forking the workers change what they measure?)
 #   Grids (strategies,workers,batches): TRANSFORMER_GRID
 #     ("timeslice,mps,mps-split|1,2,4,8|1,4"), MATMUL_GRID
 #     ("timeslice,mps,mps-split|1,2,4,8|1"), MLP_GRID
@@ -77,7 +83,9 @@ for name in $WORKLOADS; do
 	case $name in
 	transformer) args=(--workload transformer:layers=6:seq=128) grid=$TRANSFORMER_GRID ;;
 	matmul) args=(--workload matmul:size=2048:dtype=fp16) grid=$MATMUL_GRID ;;
-	mlp) args=(-- python3 "$SRC/examples/mlp_worker.py") grid=$MLP_GRID ;;
+	mlp)
+		args=(-- python3 "$SRC/examples/mlp_worker.py") grid=$MLP_GRID
+		[[ ${PRELOAD:-1} == 0 ]] || args=(--preload "${args[@]}") ;;
 	spin) args=(--workload spin:sleep=1:request-us=1ms) grid=$TRANSFORMER_GRID ;;   # the script without a GPU
 	*) echo "unknown workload '$name'" >&2; exit 2 ;;
 	esac
@@ -145,6 +153,32 @@ for n in sorted({2, reps}):
 if not pick:
     print(f"{name}: tune: no pick")
 PY
+	if [[ $name == mlp && ${PRELOAD_AB:-0} == 1 && ${PRELOAD:-1} != 0 ]]; then
+		echo "== mlp: the same grid without --preload" | tee -a "$O/summary.txt"
+		nopre=("$G" sweep --out "$O/mlp-sweep-nopreload" "${GRID[@]}" --repeats "$REPEATS" -q --no-report -- python3 \
+			"$SRC/examples/mlp_worker.py")
+		step mlp-sweep-nopreload /dev/null "${nopre[@]}" &&
+			python3 - "$O" <<'PY' | tee -a "$O/summary.txt"
+import json, statistics, sys
+o = sys.argv[1]
+def cells(d):
+    g = {}
+    for l in open(f"{o}/{d}/results.jsonl"):
+        r = json.loads(l)
+        if r["status"] == "ok":
+            c = r["cell"]
+            g.setdefault((c["strategy"], c["workers"], c["batch"]), []).append(
+                r["bench"]["results"][0]["aggregate"]["items_per_second"])
+    return g
+a, b = cells("mlp-sweep"), cells("mlp-sweep-nopreload")
+ta = float(open(f"{o}/mlp-sweep.seconds").read()); tb = float(open(f"{o}/mlp-sweep-nopreload.seconds").read())
+print(f"mlp grid: {ta:.1f} s with --preload, {tb:.1f} s without ({ta / tb:.2f}x)")
+for k in sorted(set(a) | set(b)):
+    ma, mb = (statistics.median(a[k]) if k in a else float("nan")), (statistics.median(b[k]) if k in b else float("nan"))
+    print(f"  {k[0]:10s} w{k[1]} b{k[2]}: {ma:9.1f} items/s with, {mb:9.1f} without ({100 * (ma / mb - 1):+.1f}%); "
+          f"runs with {sorted(round(x) for x in a.get(k, []))}, without {sorted(round(x) for x in b.get(k, []))}")
+PY
+	fi
 done
 
 left=$(ps -eo pid=,stat=,args= | awk '$2 !~ /^Z/' | grep -E 'nvidia-cuda-mps-(control|server)|gpushare-worker|mlp_worker' |

@@ -141,6 +141,11 @@ struct gpushare_bench_config {
 	 * else jobs run back to back for `duration_ns`. */
 	char **command;                        /* NULL-terminated argv; NULL: built-in workload */
 	enum gpushare_cmd_mode command_mode;
+	/* Request mode: start the command once and fork each run's workers
+	 * from it at its first call of the gpushare Python client (docs/bench.md,
+	 * "Preloading a Python worker"). Kept across the runs of this process
+	 * until gpushare_bench_preload_release(). */
+	bool preload;
 	int argc;                              /* the command line, for the report */
 	char **argv;
 	gpushare_bench_progress_fn progress;   /* may be NULL */
@@ -431,6 +436,17 @@ void gpushare_bench_relative(const struct gpushare_bench_summary *a, const struc
 /* The reference of the relative summary: timeslice when it has an OK run,
  * else the first strategy with one; -1 none. Index into r->summary. */
 int gpushare_bench_reference(const struct gpushare_bench_report *r);
+
+/* --preload: what happens to the preloaded command, one line of text per
+ * event: started and loaded (warning false); not preloaded and why, or
+ * started again (warning true). fn NULL: silent. */
+typedef void (*gpushare_bench_notice_fn)(void *arg, bool warning, const char *text);
+void gpushare_bench_set_preload_notice(gpushare_bench_notice_fn fn, void *arg);
+
+/* Stop the preloaded command (config.preload) and forget it; runs after
+ * this start it again. Call once the runs are over; gpushare's exit ends it
+ * too. */
+void gpushare_bench_preload_release(void);
 
 /* Async-signal-safe: ask a running gpushare_bench_run() to stop. */
 void gpushare_bench_interrupt(void);

@@ -57,6 +57,9 @@ enum gpushare_child_flags {
 	 * once the child has been reaped (exec_errno). A program not found in
 	 * PATH is still refused by start itself. */
 	GPUSHARE_CHILD_LATE_EXEC_ERROR = 1u << 5,
+	/* Set by gpushare_child_adopt(): another process of ours forked it
+	 * and tells its wait status (a preloaded command, lib/bench). */
+	GPUSHARE_CHILD_ADOPTED = 1u << 6,
 };
 
 struct gpushare_child {
@@ -100,7 +103,8 @@ struct gpushare_child {
 	/* ---- filled by gpushare_child_start() ---- */
 	pid_t pid;                     /* 0 before start */
 	pid_t pgid;                    /* its process group (== pid unless SAME_PGROUP) */
-	int pidfd;                     /* -1 when the kernel has none */
+	int pidfd;                     /* readable once it has ended: a pidfd, or an
+					* adopted child's status socket; -1 none */
 	int in_fd, out_fd, err_fd;     /* our ends of _PIPE descriptors, else -1 */
 	int report_fd;                 /* LATE_EXEC_ERROR: where an exec failure comes, else -1 */
 	int spawn_state;               /* MIRROR, internal: the mirror runs (1) or could not start (-errno) */
@@ -122,6 +126,14 @@ void gpushare_child_init(struct gpushare_child *ch);
  * be executed (the detail says why: not found, not executable, exec's
  * errno); the child is then already reaped. */
 int gpushare_child_start(struct gpushare_child *ch);
+
+/* Track a process that another process of ours forked on our behalf (a
+ * fork server): pid leads a process group of its own, and its wait status
+ * (an int, as from waitpid()) arrives on status_fd, a socket that ch owns
+ * from now on; end of file without it means the status is lost
+ * (GPUSHARE_CHILD_STATUS_LOST). ch is initialised here; poll, wait, signal,
+ * stop, reap_group and release then work as for a child of ours. */
+void gpushare_child_adopt(struct gpushare_child *ch, pid_t pid, int status_fd);
 
 /* Reap the child if it has exited; true once it has been reaped. */
 bool gpushare_child_poll(struct gpushare_child *ch);

@@ -154,6 +154,9 @@ int gpushare_bench_config_check(const struct gpushare_bench_config *c)
 	if (c->n_priority > 1 && c->n_priority != c->workers)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--priority has %d values for %d workers (give one or %d)",
 				     c->n_priority, c->workers, c->workers);
+	if (c->preload && !c->command)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--preload forks workers from your own command: give one "
+				     "after '--' (a built-in workload starts in milliseconds)");
 	return gpushare_bench_open_check(c);
 }
 

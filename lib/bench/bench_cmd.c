@@ -46,6 +46,7 @@
 #include "clock.h"
 #include "sys.h"
 #include "bench_cmd.h"
+#include "bench_preload.h"
 #include "gpushare/child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/hist.h"
@@ -97,6 +98,9 @@ int gpushare_bench_command_check(const struct gpushare_bench_config *c)
 
 	if (!c->command)
 		return GPUSHARE_OK;
+	if (c->preload && c->command_mode == GPUSHARE_CMD_JOB)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--preload forks request-mode workers from a command "
+				     "that uses the gpushare client; job mode runs the command to completion");
 	if (c->command_mode != GPUSHARE_CMD_REQUEST && c->command_mode != GPUSHARE_CMD_JOB)
 		return gpushare_fail(GPUSHARE_E_INVAL, "unknown command mode %d (expected job or request)",
 				     c->command_mode);
@@ -257,8 +261,10 @@ static int build_env(struct relay *r, const char *report_fd)
  * gpushare's terminal. */
 static int start_cmd(struct relay *r, int child_fd, char *msg, size_t len)
 {
-	gpushare_child_init(&r->cmd);
 	r->cmd_cleaned = false;
+	if (r->s->preload_ctl >= 0 && child_fd >= 0)
+		return gpushare_preload_fork(r->s->preload_ctl, r->envp, child_fd, &r->cmd, msg, len);
+	gpushare_child_init(&r->cmd);
 	r->cmd.path = r->s->path;
 	r->cmd.argv = r->s->c->command;
 	r->cmd.envp = r->envp;

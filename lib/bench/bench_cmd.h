@@ -20,6 +20,7 @@ struct gpushare_cmd_spec {
 	int workers;                       /* GPUSHARE_WORKERS */
 	long batch;                        /* GPUSHARE_BATCH */
 	char *const *env;                  /* the strategy's NAME=VALUE / NAME entries, NULL-terminated */
+	int preload_ctl;                   /* --preload: the fork server's socket; -1 none */
 };
 
 /* Resolve c->command[0] into path (PATH search when it has no '/'). */

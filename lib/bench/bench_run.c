@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "sys.h"
 #include "bench_cmd.h"
+#include "bench_preload.h"
 #include "gpushare/buf.h"
 #include "gpushare/child.h"
 #include "gpushare/bench.h"
@@ -54,6 +55,7 @@ struct bench_ctx {
 	struct gpushare_bench_report *r;
 	char worker[GPUSHARE_PATH_MAX];
 	char command[GPUSHARE_PATH_MAX];     /* command mode: the resolved program */
+	int preload_ctl;                     /* --preload: its fork server (bench_preload.h); -1 none */
 	bool nvml;                           /* telemetry available */
 	unsigned gpu_index;
 	struct gpushare_system_info sys;
@@ -173,7 +175,7 @@ static int spawn(struct session *s, const struct proc_spec *p, struct worker_pro
 		cs = (struct gpushare_cmd_spec){
 			.c = c, .path = s->x->command, .reg = s->reg, .slot = (uint32_t)p->first_slot,
 			.worker = (int)s->offset + p->first_slot, .workers = (int)s->res->n_workers,
-			.batch = p->batch, .env = gpushare_strv_list(&p->env),
+			.batch = p->batch, .env = gpushare_strv_list(&p->env), .preload_ctl = s->x->preload_ctl,
 		};
 		wp->ch.fn = relay_main;
 		wp->ch.arg = &cs;
@@ -1116,8 +1118,11 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	rc = gpushare_bench_config_check(c);
 	if (!rc)
 		rc = c->command ? gpushare_bench_command_check(c) : find_worker(c, x.worker, sizeof(x.worker));
+	x.preload_ctl = -1;
 	if (!rc && c->command)
 		rc = gpushare_cmd_resolve(c, x.command, sizeof(x.command));
+	if (!rc && c->command && c->preload)
+		x.preload_ctl = gpushare_preload_ensure(c, x.command);
 	if (!rc)
 		rc = setup_gpu(&x);
 	strategy_ctx(&x);

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -667,12 +668,40 @@ out:
 	return rc;
 }
 
+void gpushare_child_adopt(struct gpushare_child *ch, pid_t pid, int status_fd)
+{
+	gpushare_child_init(ch);
+	ch->pid = pid;
+	ch->pgid = pid;
+	ch->pidfd = status_fd;
+	ch->flags = GPUSHARE_CHILD_ADOPTED;
+}
+
+/* An adopted child has ended once its status came, or its teller is gone. */
+static bool adopted_poll(struct gpushare_child *ch)
+{
+	int st = 0;
+	ssize_t n;
+
+	do
+		n = recv(ch->pidfd, &st, sizeof(st), MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return false;
+	ch->wstatus = n == (ssize_t)sizeof(st) ? st : GPUSHARE_CHILD_STATUS_LOST;
+	ch->exited = true;
+	close_fd(&ch->pidfd);
+	return true;
+}
+
 bool gpushare_child_poll(struct gpushare_child *ch)
 {
 	pid_t w;
 
 	if (ch->exited || ch->pid <= 0)
 		return true;
+	if (ch->flags & GPUSHARE_CHILD_ADOPTED)
+		return adopted_poll(ch);
 	do
 		w = waitpid(ch->pid, &ch->wstatus, WNOHANG);
 	while (w < 0 && errno == EINTR);

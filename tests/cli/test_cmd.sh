@@ -173,7 +173,7 @@ expect 2 "streams strategy cannot run a command" "streams" --strategy timeslice,
 expect 2 "no command after '--'" "empty command" "${FAST[@]}" --
 expect 2 "--jobs needs --mode job" "--jobs in request mode" "${FAST[@]}" --jobs 3 -- "$TW"
 expect 2 "give --workload or a command" "--workload with a command" --workload spin -- "$TW"
-expect 2 "--mode and --jobs apply to a command" "--mode without a command" --mode job --workload spin
+expect 2 "--mode, --jobs and --preload apply to a command" "--mode without a command" --mode job --workload spin
 
 echo "== misbehaving commands: reported, stopped; the others carry on"
 check_others() {

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# --preload (no GPU): a Python worker started once, its workers forked at its
+# first gpushare call. Checks that it starts once for a whole sweep, that
+# every worker gets its own run's environment (batch, index, the strategy's
+# MPS variables under the stand-in daemon) and not the server's, that a
+# worker's exit status is its run's, that a command which cannot be
+# preloaded (a thread before the first call, an exit) falls back to starting
+# as usual with a warning, that a server killed mid-sweep is started again,
+# and that nothing is left after SIGINT or SIGKILL of gpushare.
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}" "${GPUSHARE_SOURCE_DIR:?}"
+HELPERS=$GPUSHARE_TEST_HELPERS
+
+tmp=$(mktemp -d /tmp/gpushare-preload-test.XXXXXX)
+cleanup() {
+	pkill -KILL -f "$tmp/|^sleep 301$" 2>/dev/null || true
+	if [[ -d "$tmp/mps" ]]; then
+		CUDA_MPS_PIPE_DIRECTORY=$tmp/mps "$HELPERS/fake_mps_control" <<<quit >/dev/null 2>&1 || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# A private path to the worker, so that pgrep finds only this test's processes.
+cp "$GPUSHARE_SOURCE_DIR/tests/helpers/py_preload.py" "$tmp/w.py"
+mkdir -p "$tmp/python"
+cp "$GPUSHARE_SOURCE_DIR/python/gpushare_client.py" "$tmp/python/"
+sed -i "s|os.path.join(os.path.dirname(os.path.abspath(__file__)), \"..\", \"..\", \"python\")|\"$tmp/python\"|" "$tmp/w.py"
+W=(python3 "$tmp/w.py")
+export CUDA_MPS_PIPE_DIRECTORY="$tmp/no-daemon"
+export GPUSHARE_MPS_CONTROL="$HELPERS/fake_mps_control"
+
+# In this shell (a 'bash -c' would find itself).
+gone() { ! pgrep -f "$1" >/dev/null; }
+none_left() {
+	local what=$1
+	if wait_for 25 0.2 gone "$tmp/|^sleep 301\$"; then
+		ok "$what: nothing left"
+	else
+		fail "$what: processes left: $(pgrep -af "$tmp/|^sleep 301\$" || true)"
+		pkill -KILL -f "$tmp/|^sleep 301\$" || true
+	fi
+}
+
+starts() { grep -c '^start ' "$1" || true; }
+
+SW=(sweep --no-report --duration 200ms --warmup 50ms --start-timeout 60s)
+
+echo "== one start for a whole sweep; each worker has its run's environment"
+run "${SW[@]}" --out "$tmp/s1" --strategy timeslice,mps-split --workers 1,2 --batch 1,3 --repeats 1 --preload \
+	-- "${W[@]}" --log "$tmp/log1" --import-s 0.5
+[[ $rc -eq 0 ]] && ok "sweep --preload: exit 0" || fail "sweep --preload: exit $rc: $(tail -c 800 "$tmp/err")"
+check "the command started once for 8 runs" test "$(starts "$tmp/log1")" -eq 1
+check "12 workers (4 runs x 1 + 4 runs x 2)" test "$(grep -c '^worker ' "$tmp/log1")" -eq 12
+check "notice: loaded, and forks from it" grep -q "preload: python3 (pid [0-9]*) loaded in .* s; each run forks its workers from it" "$tmp/err"
+server=$(sed -n 's/^start //p' "$tmp/log1")
+python3 - "$tmp/log1" "$server" <<'PY' && ok "workers: forked from the server, distinct, with each run's batch, index and MPS share; no preload socket" || fail "workers: $(cat "$tmp/log1")"
+import collections, sys
+lines = [l.split() for l in open(sys.argv[1]) if l.startswith("worker ")]
+server = sys.argv[2]
+pids = [l[1] for l in lines]
+assert len(set(pids)) == len(pids) and server not in pids, pids
+assert all(l[2] == server for l in lines), "parent is not the server"
+kv = [dict(x.split("=", 1) for x in l[3:]) for l in lines]
+assert all(k["preload_fd"] == "0" for k in kv)
+assert collections.Counter(k["batch"] for k in kv) == {"1": 6, "3": 6}, kv
+assert collections.Counter(k["worker"] for k in kv) == {"0/1": 4, "0/2": 4, "1/2": 4}, kv
+split = [k for k in kv if k["pct"] != "-"]
+# mps-split runs: 1 worker at 100%, 2 workers at 50% each; every one with the daemon's pipe directory
+assert collections.Counter(k["pct"] for k in split) == {"100": 2, "50": 4}, split
+assert all(k["pipe"].endswith("pipe") or "mps" in k["pipe"] for k in split), split
+assert all(k["pipe"] == "-" or k["pct"] != "-" or True for k in kv)
+PY
+python3 - "$tmp/s1/results.jsonl" <<'PY' && ok "8 runs recorded ok" || fail "results: $(head -c 600 "$tmp/s1/results.jsonl")"
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(runs) == 8 and all(r["status"] == "ok" for r in runs), [r["status"] for r in runs]
+PY
+none_left "sweep --preload"
+
+echo "== without --preload: one start per worker (what --preload saves)"
+run "${SW[@]}" --out "$tmp/s0" --strategy timeslice --workers 1,2 --repeats 1 -- "${W[@]}" --log "$tmp/log0"
+check "without --preload: 3 starts for 3 workers" test "$(starts "$tmp/log0")" -eq 3
+
+echo "== bench --preload: a worker's exit status is its run's"
+run bench -q --strategy timeslice --workers 2 --duration 200ms --warmup 50ms --preload -- "${W[@]}" --log "$tmp/log2" \
+	--exit-after-ready 7
+[[ $rc -ne 0 ]] && grep -q "exited with status 7" "$tmp/err" && ok "a forked worker's exit 7 fails the run (exit $rc)" \
+	|| fail "exit 7: exit $rc: $(tail -c 600 "$tmp/err")"
+none_left "bench, failing workers"
+
+echo "== a command that cannot be preloaded starts as usual, with a warning"
+run "${SW[@]}" --out "$tmp/s3" -q --strategy timeslice --workers 2 --repeats 1 --preload -- "${W[@]}" --log "$tmp/log3" --thread
+[[ $rc -eq 0 ]] && ok "a thread before the first call: the runs still succeed" || fail "thread: exit $rc: $(tail -c 600 "$tmp/err")"
+check "  ... warning says why, even with -q" grep -q "warning: --preload: the command cannot be preloaded: the program runs 2 Python threads" "$tmp/err"
+check "  ... the refused server and then each worker started (3 starts)" test "$(starts "$tmp/log3")" -eq 3
+run "${SW[@]}" --out "$tmp/s4" -q --strategy timeslice --workers 1 --repeats 2 --preload -- "${W[@]}" --log "$tmp/log4" \
+	--exit-if-preload 3
+[[ $rc -eq 0 ]] && ok "an exit before the first call: the runs still succeed" || fail "exit before: exit $rc: $(tail -c 600 "$tmp/err")"
+check "  ... warning: exited with status 3 before its first gpushare call" \
+	grep -q "warning: --preload: the command exited with status 3 before its first gpushare call" "$tmp/err"
+check "  ... tried once, not again at the second run (3 starts)" test "$(starts "$tmp/log4")" -eq 3
+none_left "refusals"
+
+echo "== usage"
+run bench --preload --workload spin --duration 100ms
+[[ $rc -eq 2 ]] && grep -q "apply to a command given after '--'" "$tmp/err" && ok "--preload without a command: exit 2" \
+	|| fail "--preload without a command: exit $rc $(cat "$tmp/err")"
+run bench --preload --mode job -- true
+[[ $rc -eq 2 ]] && grep -q "preload forks request-mode workers" "$tmp/err" && ok "--preload --mode job: exit 2" \
+	|| fail "--preload --mode job: exit $rc $(cat "$tmp/err")"
+
+echo "== the server killed mid-sweep is started again"
+"$GPUSHARE" "${SW[@]}" --out "$tmp/s5" --strategy timeslice --workers 1 --repeats 6 --duration 1s --preload \
+	-- "${W[@]}" --log "$tmp/log5" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_for 300 0.05 grep -q "loaded in" "$tmp/err" || true
+wait_for 300 0.05 bash -c "[ \"\$(grep -c '^worker ' '$tmp/log5' 2>/dev/null)\" -ge 2 ]" || true
+kill -KILL "$(sed -n '1s/^start //p' "$tmp/log5")" || true
+rc=0
+wait "$pid" || rc=$?
+check "  ... warning: the preloaded command was killed; started again" \
+	grep -q "warning: --preload: the preloaded command (pid [0-9]*) was killed by signal 9 (SIGKILL); starting it again" "$tmp/err"
+check "  ... 2 starts" test "$(starts "$tmp/log5")" -eq 2
+python3 - "$tmp/s5/results.jsonl" <<'PY' && ok "  ... 6 runs recorded, at most one failed, the last ok" || fail "  ... results: $(cut -c1-200 "$tmp/s5/results.jsonl")"
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+bad = [r for r in runs if r["status"] != "ok"]
+assert len(runs) == 6 and len(bad) <= 1 and runs[-1]["status"] == "ok", [r["status"] for r in runs]
+PY
+none_left "server killed"
+
+echo "== nothing outlives gpushare: SIGINT, then SIGKILL, mid-run (workers leave background processes)"
+for sig in INT KILL; do
+	: >"$tmp/log6"
+	"$GPUSHARE" "${SW[@]}" --out "$tmp/s6-$sig" --strategy timeslice --workers 2 --repeats 3 --duration 5s --preload \
+		-- "${W[@]}" --log "$tmp/log6" --background >"$tmp/out" 2>"$tmp/err" &
+	pid=$!
+	wait_for 300 0.05 bash -c "[ \"\$(grep -c '^worker ' '$tmp/log6' 2>/dev/null)\" -ge 2 ]" || true
+	sleep 0.5
+	kill "-$sig" "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	if [[ $sig == INT ]]; then
+		[[ $rc -eq 130 ]] && ok "SIGINT: exit 130" || fail "SIGINT: exit $rc: $(tail -c 400 "$tmp/err")"
+	fi
+	# The background sleeps are in the workers' groups: an orderly stop (SIGINT)
+	# ends them; after SIGKILL of gpushare its workers die with it (as commands
+	# started without --preload do) and what they left in the background is
+	# not followed.
+	if [[ $sig == INT ]]; then
+		none_left "SIGINT"
+	else
+		if wait_for 25 0.2 gone "$tmp/w.py"; then
+			ok "SIGKILL: the server and its workers gone"
+		else
+			fail "SIGKILL: left: $(pgrep -af "$tmp/" || true)"
+		fi
+	fi
+	pkill -KILL -f "^sleep 301$" 2>/dev/null || true
+done
+
+finish preload
