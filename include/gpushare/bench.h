@@ -383,6 +383,8 @@ struct gpushare_bench_report {
 	struct gpushare_bench_result *ceiling;   /* NULL unless config->ceiling (with
 						  * repeats: the first repeat's) */
 	bool partial, interrupted;
+	bool preloaded;                /* config->preload and the workers were forked from the
+					* preloaded command (false: it could not be, they started as usual) */
 	/* gpushare_bench_run_repeats(): results[] holds every run, in the order
 	 * run (repeat 0 of each strategy, then repeat 1 ...), and summary[] one
 	 * entry per configured strategy. repeats 0: a single gpushare_bench_run(). */

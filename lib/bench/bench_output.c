@@ -251,7 +251,8 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	     gpushare_json_num(o, "warmup_requests", (double)c->warmup_requests) &&
 	     gpushare_json_num(o, "start_timeout_seconds", (double)c->start_timeout_ns / 1e9) &&
 	     gpushare_json_str(o, "gpu", c->gpu) && gpushare_json_str_or_null(o, "mps_pipe_dir", c->mps_pipe_dir) &&
-	     gpushare_json_bool(o, "ceiling", c->ceiling) && gpushare_openloop_json_config(o, c);
+	     gpushare_json_bool(o, "ceiling", c->ceiling) && gpushare_json_bool(o, "preload", c->preload) &&
+	     gpushare_openloop_json_config(o, c);
 	ok = ok && (arr = gpushare_json_arr(o, "thread_percentage")) != NULL;
 	for (int i = 0; ok && i < c->n_thread_percentage; i++)
 		ok = gpushare_json_num(arr, NULL, c->thread_percentage[i]);
@@ -428,7 +429,8 @@ int gpushare_bench_report_json(const struct gpushare_bench_report *r, char **tex
 		ok = gpushare_json_add(doc, "config", cfg);
 	}
 	ok = ok && gpushare_json_bool(doc, "partial", r->partial) &&
-	     gpushare_json_bool(doc, "interrupted", r->interrupted);
+	     gpushare_json_bool(doc, "interrupted", r->interrupted) &&
+	     gpushare_json_bool(doc, "preloaded", r->preloaded);
 	if (ok) {
 		ceil = r->ceiling ? json_result(r->ceiling, r->config) : cJSON_CreateNull();
 		ok = gpushare_json_add(doc, "ceiling", ceil);

@@ -78,6 +78,8 @@ static int gather(struct gpushare_bench_report *r, struct gpushare_bench_report 
 	}
 	r->partial |= one->partial;
 	r->interrupted |= one->interrupted;
+	/* Preloaded only when every repeat was. */
+	r->preloaded = one->preloaded && (repeat == 0 || r->preloaded);
 	return GPUSHARE_OK;
 }
 

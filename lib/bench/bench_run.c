@@ -1123,6 +1123,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 		rc = gpushare_cmd_resolve(c, x.command, sizeof(x.command));
 	if (!rc && c->command && c->preload)
 		x.preload_ctl = gpushare_preload_ensure(c, x.command);
+	r->preloaded = x.preload_ctl >= 0;
 	if (!rc)
 		rc = setup_gpu(&x);
 	strategy_ctx(&x);

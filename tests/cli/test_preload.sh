@@ -78,6 +78,7 @@ python3 - "$tmp/s1/results.jsonl" <<'PY' && ok "8 runs recorded ok" || fail "res
 import json, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 assert len(runs) == 8 and all(r["status"] == "ok" for r in runs), [r["status"] for r in runs]
+assert all(r["bench"]["config"]["preload"] and r["bench"]["preloaded"] for r in runs), "recorded as preloaded"
 PY
 none_left "sweep --preload"
 
@@ -97,6 +98,10 @@ run "${SW[@]}" --out "$tmp/s3" -q --strategy timeslice --workers 2 --repeats 1 -
 [[ $rc -eq 0 ]] && ok "a thread before the first call: the runs still succeed" || fail "thread: exit $rc: $(tail -c 600 "$tmp/err")"
 check "  ... warning says why, even with -q" grep -q "warning: --preload: the command cannot be preloaded: the program runs 2 Python threads" "$tmp/err"
 check "  ... the refused server and then each worker started (3 starts)" test "$(starts "$tmp/log3")" -eq 3
+check "  ... recorded as asked for and not preloaded" python3 -c '
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+assert r["bench"]["config"]["preload"] is True and r["bench"]["preloaded"] is False' "$tmp/s3/results.jsonl"
 run "${SW[@]}" --out "$tmp/s4" -q --strategy timeslice --workers 1 --repeats 2 --preload -- "${W[@]}" --log "$tmp/log4" \
 	--exit-if-preload 3
 [[ $rc -eq 0 ]] && ok "an exit before the first call: the runs still succeed" || fail "exit before: exit $rc: $(tail -c 600 "$tmp/err")"

@@ -368,7 +368,7 @@ bad 2 "cannot run command '/no/such/program'" sweep --strategy timeslice --out "
 [[ ! -e "$tmp/nosuch/results.jsonl" ]] && ok "missing program: no results file written" || fail "missing program: results file written"
 bad 2 "the streams strategy cannot run a command" sweep --strategy timeslice,streams --out "$tmp/w" -- /bin/true
 bad 2 "--jobs needs --mode job" sweep --jobs 2 --out "$tmp/w" -- /bin/true
-bad 2 "--mode and --jobs apply to a command" sweep --workload spin --mode job --out "$tmp/w"
+bad 2 "--mode, --jobs and --preload apply to a command" sweep --workload spin --mode job --out "$tmp/w"
 bad 2 "invalid --metrics-listen" sweep --workload spin --metrics-listen 127.0.0.1:99999 --out "$tmp/w"
 bad 2 "invalid --metrics-buckets" sweep --workload spin --metrics-buckets 0.2,0.1 --out "$tmp/w"
 [[ ! -e "$tmp/w" ]] && ok "refusals: --out not created" || fail "a refused sweep created --out"
