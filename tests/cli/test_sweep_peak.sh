@@ -26,9 +26,10 @@ unset GPUSHARE_MPS_CONTROL
 # machine's hiccups must not decide the answer), 20 tail samples (200
 # requests a step), 10% resolution. A peak is right when it lies within the
 # resolution below the capacity (and an allowance for the service taking
-# longer than 5 ms: 5% on a quiet machine, 5% x TIME_FACTOR on a busy one,
-# where a 5 ms sleep overshoots more and the real capacity is lower), or at
-# most 3% above it.
+# longer than 5 ms: 5% on a quiet machine, 10% x TIME_FACTOR on a busy one,
+# where a 5 ms sleep overshoots more and the real capacity is lower: beside
+# the CPU hog at TIME_FACTOR 4, one worker failed p90 <= 50 ms at 163/s, its
+# capacity 18% below 200/s), or at most 3% above it.
 SW=(sweep --workload spin --sleep on --request-us 5ms --strategy timeslice,sequential --workers 1,2
 	--warmup 200ms --load open --arrival uniform --rate 150 --find-peak --slo p90=50ms --resolution 0.1
 	--tail-samples 20 --duration 500ms --repeats 1)
@@ -44,7 +45,8 @@ for d in recs:
     c = d["cell"]
     cap = 200.0 * (c["workers"] if c["strategy"] == "timeslice" else 1)
     p = d["bench"]["results"][0]["peak"]
-    slack = 1 + 0.05 * float(os.environ.get("TIME_FACTOR", "1"))
+    tf = float(os.environ.get("TIME_FACTOR", "1"))
+    slack = 1 + (0.05 if tf <= 1 else 0.1 * tf)
     if d["status"] != "ok" or not p["found"] or not (cap / 1.1 / slack <= p["rate_per_second"] <= cap * 1.03):
         bad += 1
         print("  %s w%d: status %s, peak %s, capacity %g; steps %s" % (c["strategy"], c["workers"], d["status"],
