@@ -15,6 +15,13 @@
  *   gpushare_report_summarise(&r, slo_p99_seconds);
  *   rc = gpushare_report_write(&r, "out");                report.md, summary.csv, ...
  *   gpushare_report_release(&r);
+ * Every run of a loaded report, kept whole or folded (file order):
+ *   struct gpushare_report_cursor c;
+ *   const struct gpushare_report_run *run;
+ *   rc = gpushare_report_cursor_open(&r, &c);
+ *   while (!rc && (run = gpushare_report_cursor_next(&c)))
+ *           ... run->key, run->repeat, run->status, run->items_per_second ...
+ *   gpushare_report_cursor_close(&c);
  */
 #ifndef GPUSHARE_REPORT_H
 #define GPUSHARE_REPORT_H
@@ -51,7 +58,11 @@ enum gpushare_run_status { GPUSHARE_RUN_OK, GPUSHARE_RUN_PARTIAL, GPUSHARE_RUN_F
  * distinct string kept once for all runs (valid until
  * gpushare_report_release()), so a run costs its figures, not its text;
  * from gpushare_report_parse_line() they are the run's own (text, freed by
- * gpushare_report_run_release()). */
+ * gpushare_report_run_release()). A loaded report keeps this whole struct
+ * (304 bytes) only for the runs that need it (struct gpushare_report:
+ * whole[]); an ok closed-loop run is folded into its group's samples (80
+ * bytes) and read back as this struct through struct
+ * gpushare_report_cursor. */
 struct gpushare_report_run {
 	const char *shape;           /* at most 127 bytes, as all names below */
 	const char *workload;        /* at most 31 */
@@ -103,6 +114,40 @@ struct gpushare_report_run {
 	 * Read of ok runs; gpushare plan takes a MIG layout from them. */
 	const char *device_name;     /* at most 95 */
 	int n_devices;
+};
+
+/* An ok closed-loop run as a loaded report keeps it: its place in the file
+ * and the figures the cells' statistics read (those of struct
+ * gpushare_report_run of the same names; NaN unknown), 80 bytes. Its cell,
+ * names and devices are its group's (struct gpushare_report_group); its
+ * status is ok, it has no error, rate, peak search nor histogram of its own
+ * (the loader merged that into its cell's), and requests_per_second is not
+ * kept (no report, plan or tune reads it). */
+struct gpushare_report_sample {
+	double items_per_second;
+	double mean_seconds, p50_seconds, p90_seconds, p99_seconds, p999_seconds;
+	double fairness, util_mean_pct, mem_used_max_bytes;
+	uint32_t line;               /* 1-based line in the file */
+	int32_t repeat;
+};
+
+/* The ok closed-loop runs of one cell (shape, strategy, workers, batch)
+ * that agree on everything but their figures: the same thread percentage,
+ * workload, cell key and devices (first worker's device_name, n_devices),
+ * kept once for all of them. A cell's ok runs are normally one group;
+ * runs of a cell recorded under another key, workload or device (a merged
+ * or hand-edited file, MIG instances of two layouts) form groups of their
+ * own, so a run read back through struct gpushare_report_cursor is the run
+ * that was recorded. Names point into the report, as a whole run's do. */
+struct gpushare_report_group {
+	const char *shape, *workload, *key, *device_name;
+	enum gpushare_strategy strategy;
+	int workers;
+	long batch;
+	double thread_pct;
+	int n_devices;
+	struct gpushare_report_sample *samples;  /* in file order, at least one */
+	size_t n_samples;
 };
 
 /* A line that could not be used. */
@@ -181,9 +226,24 @@ struct gpushare_report_hist_acc;
 /* The distinct names of the runs, each kept once (internal to the report). */
 struct gpushare_report_names;
 
+/* A loaded report: every usable run of the file, n_runs of them, in one of
+ * two forms. An ok closed-loop run (status ok, no rate, no peak search) is
+ * folded into its group (groups[]: its cell's names once, then 80 bytes of
+ * figures a run), which is all the cells' exact statistics need. The runs
+ * that need the whole record stay whole (whole[], struct
+ * gpushare_report_run, in file order): open-loop runs (rate > 0) and peak
+ * searches, which the load-curve and peak tables read field by field, and
+ * failed or partial runs, few, whose errors and counts the report shows.
+ * Neither form keeps its histogram (hist_n 0): the loader merges the ok
+ * closed-loop runs' per cell. struct gpushare_report_cursor reads every run
+ * in file order, whichever its form. A report built by hand may hold any
+ * run whole (n_runs counting them, groups none). */
 struct gpushare_report {
-	struct gpushare_report_run *runs;   /* without their histograms (hist_n 0): */
-	size_t n_runs;
+	size_t n_runs;               /* every run: n_whole + the groups' n_samples */
+	struct gpushare_report_run *whole;           /* runs kept whole, in file order */
+	size_t n_whole;
+	struct gpushare_report_group *groups;        /* ok closed-loop runs, folded */
+	size_t n_groups;
 	struct gpushare_report_hist_acc *hist_acc;  /* the loader merges them per cell */
 	struct gpushare_report_names *names;         /* the runs' strings point into it */
 	size_t n_hist_acc;
@@ -207,8 +267,9 @@ struct gpushare_report {
 };
 
 /* Read a results file, streamed one line at a time (memory does not grow
- * with the file's size: the runs keep their figures, and the histograms of
- * ok closed-loop runs are merged per cell as they are read). Corrupt or
+ * with the file's size: the runs keep their figures, an ok closed-loop run
+ * 80 bytes in its group, and the histograms of ok closed-loop runs are
+ * merged per cell as they are read). Corrupt or
  * incomplete lines (not JSON, missing fields, a torn last line, a
  * duplicate run) are listed in r->bad and skipped. Returns
  * GPUSHARE_E_NOT_FOUND when the file is absent, GPUSHARE_E_IO when it cannot
@@ -222,10 +283,35 @@ int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_re
 #define GPUSHARE_REPORT_MAX_SHAPES 64
 
 /* Keep only the runs of the first max_shapes shapes (in order of first
- * appearance) and count the rest in n_shapes_omitted / n_runs_omitted, so a
- * report over a huge file stays bounded in time, memory and output. Linear
- * in the number of runs. */
+ * appearance in the file), whole or folded, and count the rest in
+ * n_shapes_omitted / n_runs_omitted (n_runs is what is left), so a report
+ * over a huge file stays bounded in time, memory and output. Linear in the
+ * number of whole runs and groups. */
 int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes);
+
+/* The runs with status failed or partial (all of them kept whole). */
+size_t gpushare_report_n_failed(const struct gpushare_report *r);
+
+/* Every run of a report, in file order (by line), whether kept whole or
+ * folded: the one way to walk all of a report's runs. A whole run is
+ * returned as it is kept; a folded one as a struct gpushare_report_run
+ * built from its group and sample (status ok, error "", rate 0, no peak
+ * search, no histogram, requests_per_second NaN), valid until the next
+ * call. The fields are private. */
+struct gpushare_report_cursor {
+	const struct gpushare_report *r;
+	size_t whole;                /* the next of r->whole */
+	size_t *heap, n_heap;        /* groups by the line of their next sample */
+	size_t *next;                /* each group's next sample */
+	struct gpushare_report_run view;
+};
+
+/* Start at the report's first run. GPUSHARE_E_NOMEM (c then yields no run;
+ * close it all the same). */
+int gpushare_report_cursor_open(const struct gpushare_report *r, struct gpushare_report_cursor *c);
+/* The next run; NULL after the last. */
+const struct gpushare_report_run *gpushare_report_cursor_next(struct gpushare_report_cursor *c);
+void gpushare_report_cursor_close(struct gpushare_report_cursor *c);
 
 /* The shape name a run is reported under: shape itself, or for an
  * mps-split run at a set thread percentage "SHAPE (mps-split threads P%)",

@@ -245,7 +245,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	const struct gpushare_report_scaling *sc;
 	const struct gpushare_report_at_workers *at;
 	const struct gpushare_report_cell *c;
-	size_t ok = 0;
+	size_t ok = r->n_runs - gpushare_report_n_failed(r);
 	char a[320];
 	int k, rc;
 
@@ -253,8 +253,6 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	p->rec = p->cell = -1;
 	if (!gpushare_plan_target_name(o->target))
 		return gpushare_fail(GPUSHARE_E_INVAL, "unknown plan target");
-	for (size_t i = 0; i < r->n_runs; i++)
-		ok += r->runs[i].status == GPUSHARE_RUN_OK;
 	if (!ok)
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the results hold no successful run (%zu runs, all failed)",
 				     r->n_runs);
@@ -344,9 +342,13 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
 		p->thread_percentage = 100 / p->workers;
 	if (p->strategy == GPUSHARE_STRATEGY_MIG) {
-		/* The layout the runs saw: the profile from the MIG device's name. */
-		for (size_t i = 0; i < r->n_runs; i++) {
-			const struct gpushare_report_run *run = &r->runs[i];
+		/* The layout the runs saw: the profile from the MIG device's name
+		 * (the first run's in the file that names one). */
+		struct gpushare_report_cursor cur;
+		const struct gpushare_report_run *run;
+
+		rc = gpushare_report_cursor_open(r, &cur);
+		while (!rc && (run = gpushare_report_cursor_next(&cur))) {
 			const char *m;
 
 			if (run->status != GPUSHARE_RUN_OK || run->strategy != GPUSHARE_STRATEGY_MIG ||
@@ -367,6 +369,9 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 			if (run->n_devices > p->mig_instances)
 				p->mig_instances = run->n_devices;
 		}
+		gpushare_report_cursor_close(&cur);
+		if (rc)
+			return rc;
 		if (!p->mig_profile[0] || p->mig_instances < 1)
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
 					     "the 'mig' runs do not record their MIG devices (device name and instances)");

@@ -4,7 +4,8 @@
  * recommendation: per (shape, batch) and worker count the best way to share
  * with its gains and ties, per strategy the worker count that is enough,
  * and the best throughput under a p99 target.
- * Loading lives in report_load.c, the text outputs in report_text.c, the
+ * Loading lives in report_load.c (the runs' two forms, kept whole or folded
+ * into groups, in report_runs.c), the text outputs in report_text.c, the
  * plots in report_plot.c and the HTML page in report_html.c.
  */
 #include <math.h>
@@ -47,10 +48,17 @@ static int shape_index(const struct gpushare_report *r, const char *shape)
 	return -1;
 }
 
-/* Sort order of runs: shape (first appearance), strategy, workers, batch. */
+/* The runs of a closed-loop cell come as units: whole runs and groups of
+ * folded ones (report_runs.c). Sort order: shape (first appearance),
+ * strategy, workers, batch, first line. */
 struct run_ref {
-	const struct gpushare_report_run *run;
+	const struct gpushare_report_run *run;     /* whole, or NULL */
+	const struct gpushare_report_group *group; /* else its group */
 	int shape;
+	enum gpushare_strategy strategy;
+	int workers;
+	long batch;
+	size_t line;
 };
 
 static int cmp_run(const void *a, const void *b)
@@ -59,13 +67,13 @@ static int cmp_run(const void *a, const void *b)
 
 	if (x->shape != y->shape)
 		return x->shape - y->shape;
-	if (x->run->strategy != y->run->strategy)
-		return x->run->strategy - y->run->strategy;
-	if (x->run->workers != y->run->workers)
-		return x->run->workers - y->run->workers;
-	if (x->run->batch != y->run->batch)
-		return (x->run->batch > y->run->batch) - (x->run->batch < y->run->batch);
-	return (x->run->line > y->run->line) - (x->run->line < y->run->line);
+	if (x->strategy != y->strategy)
+		return x->strategy - y->strategy;
+	if (x->workers != y->workers)
+		return x->workers - y->workers;
+	if (x->batch != y->batch)
+		return (x->batch > y->batch) - (x->batch < y->batch);
+	return (x->line > y->line) - (x->line < y->line);
 }
 
 int gpushare_report_find_cell(const struct gpushare_report *r, const char *shape, enum gpushare_strategy strategy, int workers, long batch)
@@ -139,36 +147,97 @@ size_t gpushare_report_shape_strategies(const struct gpushare_report *r, const c
 	return shape_distinct(r, shape, KEY_STRATEGY, out, NULL, max);
 }
 
-static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, size_t n)
+/* One run of a cell: whole, or a folded sample. */
+struct cell_run {
+	size_t line;
+	const struct gpushare_report_run *run;
+	const struct gpushare_report_sample *sample;
+};
+
+static int cmp_cell_run(const void *a, const void *b)
+{
+	const struct cell_run *x = a, *y = b;
+
+	return (x->line > y->line) - (x->line < y->line);
+}
+
+/* The runs of the cell's n_refs units in file order (each unit's own are). */
+static struct cell_run *cell_runs(const struct run_ref *refs, size_t n_refs, size_t *n)
+{
+	struct cell_run *cr;
+	size_t k = 0;
+
+	*n = 0;
+	for (size_t i = 0; i < n_refs; i++)
+		*n += refs[i].run ? 1 : refs[i].group->n_samples;
+	cr = malloc((*n ? *n : 1) * sizeof(*cr));
+	if (!cr)
+		return NULL;
+	for (size_t i = 0; i < n_refs; i++) {
+		if (refs[i].run) {
+			cr[k].line = refs[i].run->line;
+			cr[k].run = refs[i].run;
+			cr[k++].sample = NULL;
+			continue;
+		}
+		for (size_t j = 0; j < refs[i].group->n_samples; j++) {
+			cr[k].line = refs[i].group->samples[j].line;
+			cr[k].run = NULL;
+			cr[k++].sample = &refs[i].group->samples[j];
+		}
+	}
+	if (n_refs > 1)
+		qsort(cr, k, sizeof(*cr), cmp_cell_run);
+	return cr;
+}
+
+static int summarise_cell(struct gpushare_report_cell *c, const struct run_ref *refs, size_t n_refs)
 {
 	enum { T, MEAN, P50, P90, P99, P999, FAIR, UTIL, MEM, NF };
+	size_t n, k = 0, kn[NF] = { 0 };
+	struct cell_run *cr = cell_runs(refs, n_refs, &n);
 	double *t = malloc((n ? n : 1) * NF * sizeof(double));
-	size_t k = 0, kn[NF] = { 0 };
 
-	if (!t)
+	if (!t || !cr) {
+		free(t);
+		free(cr);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
 	for (size_t i = 0; i < n; i++) {
-		const struct gpushare_report_run *run = refs[i].run;
-		const double v[NF] = { run->items_per_second, run->mean_seconds, run->p50_seconds, run->p90_seconds,
-				       run->p99_seconds, run->p999_seconds, run->fairness, run->util_mean_pct,
-				       run->mem_used_max_bytes };
+		const struct gpushare_report_run *run = cr[i].run;
+		const struct gpushare_report_sample *s = cr[i].sample;
+		double v[NF];
 
-		if (run->status != GPUSHARE_RUN_OK) {
+		if (run && run->status != GPUSHARE_RUN_OK) {
 			c->n_failed++;
 			if (run->error[0])
 				gpushare_report_error_line(c->error, sizeof(c->error), run->error);
 			continue;
+		}
+		if (s) {
+			const double f[NF] = { s->items_per_second, s->mean_seconds, s->p50_seconds, s->p90_seconds,
+					       s->p99_seconds, s->p999_seconds, s->fairness, s->util_mean_pct,
+					       s->mem_used_max_bytes };
+
+			memcpy(v, f, sizeof(v));
+		} else {
+			const double f[NF] = { run->items_per_second, run->mean_seconds, run->p50_seconds, run->p90_seconds,
+					       run->p99_seconds, run->p999_seconds, run->fairness, run->util_mean_pct,
+					       run->mem_used_max_bytes };
+
+			memcpy(v, f, sizeof(v));
 		}
 		k++;
 		for (int f = 0; f < NF; f++) {
 			if (isfinite(v[f]))
 				t[f * n + kn[f]++] = v[f];
 		}
-		if (run->hist_n) {
+		if (run && run->hist_n) {
 			if (!c->hist) {
 				c->hist = malloc(sizeof(*c->hist));
 				if (!c->hist) {
 					free(t);
+					free(cr);
 					return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 				}
 				gpushare_hist_init(c->hist);
@@ -181,6 +250,7 @@ static int summarise_cell(struct gpushare_report_cell *c, struct run_ref *refs, 
 			}
 		}
 	}
+	free(cr);
 	c->n_ok = k;
 	gpushare_median_ci(t + T * n, kn[T], 0.95, &c->throughput);
 	gpushare_median_ci(t + MEAN * n, kn[MEAN], 0.95, &c->mean_latency);
@@ -669,39 +739,56 @@ static int attach_hists(struct gpushare_report *r)
 /* Whether refs a and b are runs of the same cell. */
 static bool same_cell(const struct run_ref *a, const struct run_ref *b)
 {
-	return a->shape == b->shape && a->run->strategy == b->run->strategy && a->run->workers == b->run->workers &&
-	       a->run->batch == b->run->batch;
+	return a->shape == b->shape && a->strategy == b->strategy && a->workers == b->workers && a->batch == b->batch;
 }
 
 int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 {
+	struct report_unit *units;
 	struct run_ref *refs;
-	size_t n = 0, m = 0, n_cells = 0, cap_shapes = 0;
-	int rc = GPUSHARE_OK;
+	size_t n = 0, m = 0, n_units = 0, n_cells = 0, cap_shapes = 0;
+	int rc;
 
 	free_summary(r);
 	r->slo_p99_seconds = slo_p99_seconds;
-	refs = calloc(r->n_runs ? r->n_runs : 1, sizeof(*refs));
-	if (!refs)
+	if ((rc = gpushare_report_units(r, &units, &n_units)))
+		return rc;
+	refs = calloc(n_units ? n_units : 1, sizeof(*refs));
+	if (!refs) {
+		free(units);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < r->n_runs; i++) {
-		int s = shape_index(r, r->runs[i].shape);
+	}
+	/* In the order of their first line: the shapes in order of first
+	 * appearance. */
+	for (size_t i = 0; i < n_units; i++) {
+		const struct report_unit *u = &units[i];
+		const char *shape = gpushare_report_unit_shape(u);
+		int s = shape_index(r, shape);
+		struct run_ref *ref = &refs[m];
 
 		if (s < 0) {
 			if ((rc = gpushare_grow(&r->shapes, r->n_shapes, &cap_shapes, sizeof(*r->shapes), 8)) != GPUSHARE_OK) {
+				free(units);
 				free(refs);
 				return rc;
 			}
 			s = (int)r->n_shapes++;
-			snprintf(r->shapes[s], sizeof(r->shapes[s]), "%s", r->runs[i].shape);
+			snprintf(r->shapes[s], sizeof(r->shapes[s]), "%s", shape);
 		}
 		/* Open-loop runs form load curves (report_load_curve.c) or peak
 		 * tables (report_peak.c), not cells. */
-		if (r->runs[i].rate > 0 || r->runs[i].find_peak)
+		if (u->run && (u->run->rate > 0 || u->run->find_peak))
 			continue;
-		refs[m].run = &r->runs[i];
-		refs[m++].shape = s;
+		ref->run = u->run;
+		ref->group = u->group;
+		ref->shape = s;
+		ref->strategy = u->run ? u->run->strategy : u->group->strategy;
+		ref->workers = u->run ? u->run->workers : u->group->workers;
+		ref->batch = u->run ? u->run->batch : u->group->batch;
+		ref->line = gpushare_report_unit_line(u);
+		m++;
 	}
+	free(units);
 	qsort(refs, m, sizeof(*refs), cmp_run);
 	/* The cells as many as there are, not as runs. */
 	for (size_t i = 0; i < m; i++)
@@ -714,12 +801,13 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 	while (n < m && !rc) {
 		size_t e = n + 1;
 		struct gpushare_report_cell *c = &r->cells[r->n_cells++];
-		const struct gpushare_report_run *first = refs[n].run;
+		const struct run_ref *first = &refs[n];
 
 		while (e < m && same_cell(&refs[n], &refs[e]))
 			e++;
-		snprintf(c->shape, sizeof(c->shape), "%s", first->shape);
-		snprintf(c->workload, sizeof(c->workload), "%s", first->workload);
+		/* The names of the cell's first run in the file. */
+		snprintf(c->shape, sizeof(c->shape), "%s", first->run ? first->run->shape : first->group->shape);
+		snprintf(c->workload, sizeof(c->workload), "%s", first->run ? first->run->workload : first->group->workload);
 		c->strategy = first->strategy;
 		c->workers = first->workers;
 		c->batch = first->batch;
@@ -750,9 +838,12 @@ void gpushare_report_run_release(struct gpushare_report_run *run)
 void gpushare_report_release(struct gpushare_report *r)
 {
 	free_summary(r);
-	for (size_t i = 0; r->runs && i < r->n_runs; i++)
-		gpushare_report_run_release(&r->runs[i]);
-	free(r->runs);
+	for (size_t i = 0; r->whole && i < r->n_whole; i++)
+		gpushare_report_run_release(&r->whole[i]);
+	free(r->whole);
+	for (size_t i = 0; r->groups && i < r->n_groups; i++)
+		free(r->groups[i].samples);
+	free(r->groups);
 	for (size_t i = 0; r->hist_acc && i < r->n_hist_acc; i++) {
 		free(r->hist_acc[i].bucket);
 		free(r->hist_acc[i].count);

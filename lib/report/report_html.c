@@ -81,10 +81,8 @@ static void meta_row(struct gpushare_buf *b, const char *k, const char *v)
 int gpushare_report_html(const struct gpushare_report *r, const struct report_figure *figs, size_t n_figs, struct gpushare_buf *b)
 {
 	char buf[64];
-	size_t failed = 0;
+	size_t failed = gpushare_report_n_failed(r);
 
-	for (size_t i = 0; i < r->n_runs; i++)
-		failed += r->runs[i].status != GPUSHARE_RUN_OK;
 	gpushare_buf_addf(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		       "<title>gpushare sweep report</title>\n<style>\n"
 		       "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;line-height:1.4}\n"

@@ -46,6 +46,47 @@ struct gpushare_report_text {
 /* Free the report's names (gpushare_report_release()). */
 void gpushare_report_names_free(struct gpushare_report_names *n);
 
+/* ---- the runs, whole or folded (report_runs.c) ---- */
+
+/* Whether the loader folds run into a group: an ok closed-loop run (no
+ * rate, no peak search) whose line fits a sample. */
+bool gpushare_report_foldable(const struct gpushare_report_run *run);
+
+/* The loader's table of r->groups by their identity (cell, thread
+ * percentage, names, devices) and their capacities. */
+struct report_folder {
+	size_t *slot;                /* 1-based index in r->groups, 0 free */
+	size_t size;
+	size_t *cap;                 /* of each group's samples */
+	size_t cap_room;             /* of cap */
+	size_t groups_cap;           /* of r->groups */
+};
+
+/* Fold a foldable run (names the report's) into its group, made when new:
+ * *group, *sample where it went. n_runs is the caller's to count. */
+int gpushare_report_fold(struct gpushare_report *r, struct report_folder *f, const struct gpushare_report_run *run,
+			 size_t *group, size_t *sample);
+/* The end of loading: free f's table and hand back the groups' unused room. */
+void gpushare_report_fold_done(struct gpushare_report *r, struct report_folder *f);
+
+/* A folded run as a whole one (what the cursor yields). */
+void gpushare_report_group_run(const struct gpushare_report_group *g, const struct gpushare_report_sample *s,
+			       struct gpushare_report_run *run);
+
+/* The report's runs in units, a whole run or a group, in the order of
+ * their first line: whole runs in their order, each group where its first
+ * sample falls among them (so a shape's first unit is its first run in the
+ * file). */
+struct report_unit {
+	const struct gpushare_report_run *run;     /* a whole run, or NULL */
+	const struct gpushare_report_group *group; /* else a group */
+	size_t index;                              /* in r->whole or r->groups */
+};
+int gpushare_report_units(const struct gpushare_report *r, struct report_unit **units, size_t *n);
+const char *gpushare_report_unit_shape(const struct report_unit *u);
+/* The line of a unit's first run. */
+size_t gpushare_report_unit_line(const struct report_unit *u);
+
 /* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
 void gpushare_report_add_xml(struct gpushare_buf *b, const char *s);
 

@@ -6,10 +6,12 @@
  * file must not crash the report.
  *
  * The file is streamed, one line at a time, once: memory does not grow with
- * the file's size. A run keeps its figures (struct gpushare_report_run) but
- * not its histogram: the histograms of ok closed-loop runs are merged per
- * cell as they are read (sparse: only buckets some run filled), which is
- * all the report draws from them. Duplicates are found as they arrive.
+ * the file's size. A run keeps its figures but not its histogram: the
+ * histograms of ok closed-loop runs are merged per cell as they are read
+ * (sparse: only buckets some run filled), which is all the report draws
+ * from them. An ok closed-loop run is folded into its group (80 bytes of
+ * figures, report_runs.c); the others stay whole (struct
+ * gpushare_report_run). Duplicates are found as they arrive, among both.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -464,32 +466,81 @@ static int add_bad(struct gpushare_report *r, size_t line, const char *reason)
 
 struct loader {
 	struct gpushare_report *r;
-	size_t cap;                  /* of r->runs */
-	size_t *dup;                 /* ok and partial runs by cell and repeat: 1-based index in r->runs, 0 free */
+	size_t cap;                  /* of r->whole */
+	/* Ok and partial runs by cell and repeat, 0 free: a whole run as its
+	 * 1-based index in r->whole, a folded one as DUP_FOLDED | group << 32 |
+	 * sample. */
+	uint64_t *dup;
 	size_t dup_size, dup_n;
+	struct report_folder fold;
 	size_t *hist;                /* r->hist_acc by cell: 1-based index, 0 free */
 	size_t hist_size, hist_cap;
 	size_t line;
 	bool have_meta;
 };
 
-static uint64_t cell_hash(const struct gpushare_report_run *run)
+#define DUP_FOLDED ((uint64_t)1 << 63)
+
+/* What a duplicate is known by, of a run whole or folded. */
+struct dup_key {
+	const char *shape;
+	enum gpushare_strategy strategy;
+	int workers;
+	long batch;
+	double rate;
+	int repeat;
+	size_t line;
+};
+
+static void key_of_run(const struct gpushare_report_run *run, struct dup_key *k)
 {
-	return gpushare_fnv1a_str(run->shape) ^ ((uint64_t)run->strategy << 56) ^ ((uint64_t)run->workers << 40) ^
-	       ((uint64_t)run->batch * 0x100000001b3ull);
+	k->shape = run->shape;
+	k->strategy = run->strategy;
+	k->workers = run->workers;
+	k->batch = run->batch;
+	k->rate = run->rate;
+	k->repeat = run->repeat;
+	k->line = run->line;
 }
 
-static uint64_t repeat_hash(const struct gpushare_report_run *run)
+static void key_of_entry(const struct loader *ld, uint64_t e, struct dup_key *k)
+{
+	const struct gpushare_report_group *g;
+	const struct gpushare_report_sample *s;
+
+	if (!(e & DUP_FOLDED)) {
+		key_of_run(&ld->r->whole[e - 1], k);
+		return;
+	}
+	g = &ld->r->groups[(e & ~DUP_FOLDED) >> 32];
+	s = &g->samples[e & 0xffffffffu];
+	k->shape = g->shape;
+	k->strategy = g->strategy;
+	k->workers = g->workers;
+	k->batch = g->batch;
+	k->rate = 0;
+	k->repeat = s->repeat;
+	k->line = s->line;
+}
+
+static uint64_t cell_hash(const char *shape, enum gpushare_strategy strategy, int workers, long batch)
+{
+	return gpushare_fnv1a_str(shape) ^ ((uint64_t)strategy << 56) ^ ((uint64_t)workers << 40) ^
+	       ((uint64_t)batch * 0x100000001b3ull);
+}
+
+static uint64_t repeat_hash(const struct dup_key *k)
 {
 	uint64_t rate_bits;
 
-	memcpy(&rate_bits, &run->rate, sizeof(rate_bits));
-	return cell_hash(run) ^ ((uint64_t)run->repeat * 0x9e3779b97f4a7c15ull) ^ (rate_bits * 0xff51afd7ed558ccdull);
+	memcpy(&rate_bits, &k->rate, sizeof(rate_bits));
+	return cell_hash(k->shape, k->strategy, k->workers, k->batch) ^ ((uint64_t)k->repeat * 0x9e3779b97f4a7c15ull) ^
+	       (rate_bits * 0xff51afd7ed558ccdull);
 }
 
 /* The cell is its shape, strategy, workers, batch and, under open loop,
  * offered rate (its "key" is only a label). */
-static bool same_repeat(const struct gpushare_report_run *a, const struct gpushare_report_run *b)
+static bool same_repeat(const struct dup_key *a, const struct dup_key *b)
 {
 	return a->repeat == b->repeat && a->strategy == b->strategy && a->workers == b->workers && a->batch == b->batch &&
 	       a->rate == b->rate && !strcmp(a->shape, b->shape);
@@ -499,7 +550,7 @@ static bool same_repeat(const struct gpushare_report_run *a, const struct gpusha
 static int dup_grow(struct loader *ld)
 {
 	size_t size = ld->dup_size ? ld->dup_size * 2 : 1024;
-	size_t *t;
+	uint64_t *t;
 
 	if (ld->dup_n * 2 < ld->dup_size)
 		return GPUSHARE_OK;
@@ -507,11 +558,13 @@ static int dup_grow(struct loader *ld)
 	if (!t)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < ld->dup_size; i++) {
+		struct dup_key k;
 		size_t slot;
 
 		if (!ld->dup[i])
 			continue;
-		slot = (size_t)repeat_hash(&ld->r->runs[ld->dup[i] - 1]) & (size - 1);
+		key_of_entry(ld, ld->dup[i], &k);
+		slot = (size_t)repeat_hash(&k) & (size - 1);
 		while (t[slot])
 			slot = (slot + 1) & (size - 1);
 		t[slot] = ld->dup[i];
@@ -525,18 +578,21 @@ static int dup_grow(struct loader *ld)
 /* A (cell, repeat) recorded twice with status ok or partial (two sweeps
  * writing one file, a file appended to itself) would count twice: the later
  * records are listed as bad lines and left out. A failed run recorded before
- * its retry is not a duplicate. *slot: where the run goes when it is new. */
-static const struct gpushare_report_run *dup_find(struct loader *ld, const struct gpushare_report_run *run, size_t *slot)
+ * its retry is not a duplicate. *slot: where the run goes when it is new;
+ * true with the earlier run's key in *o when it is not. */
+static bool dup_find(struct loader *ld, const struct gpushare_report_run *run, size_t *slot, struct dup_key *o)
 {
-	*slot = (size_t)repeat_hash(run) & (ld->dup_size - 1);
-	while (ld->dup[*slot]) {
-		const struct gpushare_report_run *o = &ld->r->runs[ld->dup[*slot] - 1];
+	struct dup_key k;
 
-		if (same_repeat(o, run))
-			return o;
+	key_of_run(run, &k);
+	*slot = (size_t)repeat_hash(&k) & (ld->dup_size - 1);
+	while (ld->dup[*slot]) {
+		key_of_entry(ld, ld->dup[*slot], o);
+		if (same_repeat(o, &k))
+			return true;
 		*slot = (*slot + 1) & (ld->dup_size - 1);
 	}
-	return NULL;
+	return false;
 }
 
 static int hist_grow(struct loader *ld)
@@ -554,17 +610,12 @@ static int hist_grow(struct loader *ld)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < ld->hist_size; i++) {
 		const struct gpushare_report_hist_acc *a;
-		struct gpushare_report_run k;
 		size_t slot;
 
 		if (!ld->hist[i])
 			continue;
 		a = &r->hist_acc[ld->hist[i] - 1];
-		k.shape = a->shape;
-		k.strategy = a->strategy;
-		k.workers = a->workers;
-		k.batch = a->batch;
-		slot = (size_t)cell_hash(&k) & (size - 1);
+		slot = (size_t)cell_hash(a->shape, a->strategy, a->workers, a->batch) & (size - 1);
 		while (t[slot])
 			slot = (slot + 1) & (size - 1);
 		t[slot] = ld->hist[i];
@@ -588,7 +639,7 @@ static int fold_hist(struct loader *ld, const struct gpushare_report_run *run)
 
 	if (rc)
 		return rc;
-	slot = (size_t)cell_hash(run) & (ld->hist_size - 1);
+	slot = (size_t)cell_hash(run->shape, run->strategy, run->workers, run->batch) & (ld->hist_size - 1);
 	while (ld->hist[slot]) {
 		struct gpushare_report_hist_acc *o = &r->hist_acc[ld->hist[slot] - 1];
 
@@ -641,15 +692,17 @@ static int fold_hist(struct loader *ld, const struct gpushare_report_run *run)
 	return GPUSHARE_OK;
 }
 
-/* One line of the file: a run kept (its histogram folded into its cell's),
- * or a bad line listed. torn: the last line, without its newline. */
+/* One line of the file: a run kept (whole, or folded into its group; its
+ * histogram merged into its cell's), or a bad line listed. torn: the last
+ * line, without its newline. */
 static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 {
 	struct gpushare_report *r = ld->r;
 	struct gpushare_report_run run;
 	struct gpushare_report_text t;
-	const struct gpushare_report_run *o;
-	size_t slot = 0;
+	struct dup_key o;
+	size_t slot = 0, group, sample;
+	uint64_t entry;
 	cJSON *root;
 	int rc;
 
@@ -679,14 +732,13 @@ static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 			gpushare_report_run_release(&run);
 			return rc;
 		}
-		if ((o = dup_find(ld, &run, &slot))) {
+		if (dup_find(ld, &run, &slot, &o)) {
 			char why[200], rate[40] = "";
 
-			if (o->rate > 0)
-				snprintf(rate, sizeof(rate), "|r%.9g", o->rate);
+			if (o.rate > 0)
+				snprintf(rate, sizeof(rate), "|r%.9g", o.rate);
 			snprintf(why, sizeof(why), "cell %.60s|%s|w%d|b%ld%s repeat %d is recorded already (line %zu); left out",
-				 o->shape, gpushare_strategy_name(o->strategy), o->workers, o->batch, rate, run.repeat,
-				 o->line);
+				 o.shape, gpushare_strategy_name(o.strategy), o.workers, o.batch, rate, run.repeat, o.line);
 			gpushare_report_run_release(&run);
 			return add_bad(r, ld->line, why);
 		}
@@ -698,18 +750,19 @@ static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 	gpushare_report_run_release(&run);
 	if (rc)
 		return rc;
-	if (r->n_runs == ld->cap) {
-		size_t nc = ld->cap ? ld->cap * 2 : 256;
-		struct gpushare_report_run *nr = realloc(r->runs, nc * sizeof(*nr));
-
-		if (!nr)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		r->runs = nr;
-		ld->cap = nc;
+	if (gpushare_report_foldable(&run)) {
+		if ((rc = gpushare_report_fold(r, &ld->fold, &run, &group, &sample)))
+			return rc;
+		entry = DUP_FOLDED | (uint64_t)group << 32 | sample;
+	} else {
+		if ((rc = gpushare_grow(&r->whole, r->n_whole, &ld->cap, sizeof(*r->whole), 64)))
+			return rc;
+		r->whole[r->n_whole++] = run;
+		entry = r->n_whole;
 	}
-	r->runs[r->n_runs++] = run;
+	r->n_runs++;
 	if (run.status != GPUSHARE_RUN_FAILED) {
-		ld->dup[slot] = r->n_runs;
+		ld->dup[slot] = entry;
 		ld->dup_n++;
 	}
 	return GPUSHARE_OK;
@@ -719,12 +772,13 @@ static void loader_done(struct loader *ld, int rc)
 {
 	free(ld->dup);
 	free(ld->hist);
+	gpushare_report_fold_done(ld->r, &ld->fold);
 	/* Hand back only what the runs use. */
-	if (!rc && ld->r->n_runs && ld->r->n_runs < ld->cap) {
-		struct gpushare_report_run *nr = realloc(ld->r->runs, ld->r->n_runs * sizeof(*nr));
+	if (!rc && ld->r->n_whole && ld->r->n_whole < ld->cap) {
+		struct gpushare_report_run *nr = realloc(ld->r->whole, ld->r->n_whole * sizeof(*nr));
 
 		if (nr)
-			ld->r->runs = nr;
+			ld->r->whole = nr;
 	}
 	if (!rc)
 		gpushare_clear_error();
@@ -883,53 +937,4 @@ int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_re
 	}
 	loader_done(&ld, rc);
 	return rc;
-}
-
-int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes)
-{
-	size_t size = 16, n_ids = 0, kept = 0;
-	const char **names;
-	size_t *ids, *run_id;
-
-	r->n_shapes_omitted = r->n_runs_omitted = 0;
-	while (size < r->n_runs * 2)
-		size *= 2;
-	/* An open-addressing table of names (slot -> id in order of first
-	 * appearance), filled before any run moves. */
-	names = calloc(size, sizeof(*names));
-	ids = calloc(size, sizeof(*ids));
-	run_id = calloc(r->n_runs ? r->n_runs : 1, sizeof(*run_id));
-	if (!names || !ids || !run_id) {
-		free(names);
-		free(ids);
-		free(run_id);
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < r->n_runs; i++) {
-		size_t slot = (size_t)gpushare_fnv1a_str(r->runs[i].shape) & (size - 1);
-
-		while (names[slot] && strcmp(names[slot], r->runs[i].shape) != 0)
-			slot = (slot + 1) & (size - 1);
-		if (!names[slot]) {
-			names[slot] = r->runs[i].shape;
-			ids[slot] = n_ids++;
-		}
-		run_id[i] = ids[slot];
-	}
-	for (size_t i = 0; i < r->n_runs; i++) {
-		if (run_id[i] >= max_shapes) {
-			r->n_runs_omitted++;
-			gpushare_report_run_release(&r->runs[i]);
-			continue;
-		}
-		if (kept != i)
-			r->runs[kept] = r->runs[i];
-		kept++;
-	}
-	r->n_shapes_omitted = n_ids > max_shapes ? n_ids - max_shapes : 0;
-	r->n_runs = kept;
-	free(names);
-	free(ids);
-	free(run_id);
-	return GPUSHARE_OK;
 }

@@ -67,8 +67,8 @@ int gpushare_report_load_open(const struct cJSON *res, struct gpushare_report_ru
 
 bool gpushare_report_load_curve_any(const struct gpushare_report *r)
 {
-	for (size_t i = 0; i < r->n_runs; i++) {
-		if (r->runs[i].rate > 0)
+	for (size_t i = 0; i < r->n_whole; i++) {
+		if (r->whole[i].rate > 0)
 			return true;
 	}
 	return false;
@@ -110,8 +110,8 @@ static void make_point(const struct gpushare_report *r, const struct curve *c, d
 
 	memset(p, 0, sizeof(*p));
 	p->rate = rate;
-	for (size_t i = 0; i < r->n_runs && n < MAX_REPEATS_KEPT; i++) {
-		const struct gpushare_report_run *run = &r->runs[i];
+	for (size_t i = 0; i < r->n_whole && n < MAX_REPEATS_KEPT; i++) {
+		const struct gpushare_report_run *run = &r->whole[i];
 
 		if (run->rate != rate || run->status != GPUSHARE_RUN_OK || !same_curve(c, run))
 			continue;
@@ -133,15 +133,15 @@ static void make_point(const struct gpushare_report *r, const struct curve *c, d
 /* The curves, in order of first appearance, points by rising rate. */
 static int build(const struct gpushare_report *r, struct curve **out, size_t *n_out)
 {
-	struct curve *cv = calloc(r->n_runs ? r->n_runs : 1, sizeof(*cv));
+	struct curve *cv = calloc(r->n_whole ? r->n_whole : 1, sizeof(*cv));
 	size_t n = 0;
 
 	*out = NULL;
 	*n_out = 0;
 	if (!cv)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < r->n_runs; i++) {
-		const struct gpushare_report_run *run = &r->runs[i];
+	for (size_t i = 0; i < r->n_whole; i++) {
+		const struct gpushare_report_run *run = &r->whole[i];
 		struct curve *c = NULL;
 		bool have = false;
 
@@ -157,7 +157,7 @@ static int build(const struct gpushare_report *r, struct curve **out, size_t *n_
 			c->strategy = run->strategy;
 			c->workers = run->workers;
 			c->batch = run->batch;
-			c->pts = calloc(r->n_runs, sizeof(*c->pts));
+			c->pts = calloc(r->n_whole, sizeof(*c->pts));
 			if (!c->pts) {
 				curves_free(cv, n);
 				return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
@@ -219,10 +219,15 @@ bool gpushare_report_load_curve_only(const struct gpushare_report *r, const char
 {
 	bool any = false;
 
-	for (size_t i = 0; i < r->n_runs; i++) {
-		if (strcmp(r->runs[i].shape, shape))
+	/* Folded runs are closed-loop ones. */
+	for (size_t i = 0; i < r->n_groups; i++) {
+		if (!strcmp(r->groups[i].shape, shape))
+			return false;
+	}
+	for (size_t i = 0; i < r->n_whole; i++) {
+		if (strcmp(r->whole[i].shape, shape))
 			continue;
-		if (r->runs[i].rate <= 0)
+		if (r->whole[i].rate <= 0)
 			return false;
 		any = true;
 	}
@@ -237,8 +242,8 @@ int gpushare_report_load_curve_recommend(const struct gpushare_report *r, const 
 	int best = -1, rc;
 	bool any = false;
 
-	for (size_t i = 0; i < r->n_runs && !any; i++)
-		any = r->runs[i].rate > 0 && !strcmp(r->runs[i].shape, shape);
+	for (size_t i = 0; i < r->n_whole && !any; i++)
+		any = r->whole[i].rate > 0 && !strcmp(r->whole[i].shape, shape);
 	if (!any)
 		return GPUSHARE_OK;
 	if (r->slo_p99_seconds <= 0) {

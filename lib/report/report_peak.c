@@ -115,8 +115,8 @@ int gpushare_report_load_peak(const struct cJSON *root, const struct cJSON *res,
 
 bool gpushare_report_peak_any(const struct gpushare_report *r, const char *shape)
 {
-	for (size_t i = 0; i < r->n_runs; i++) {
-		if (r->runs[i].find_peak && (!shape || !strcmp(r->runs[i].shape, shape)))
+	for (size_t i = 0; i < r->n_whole; i++) {
+		if (r->whole[i].find_peak && (!shape || !strcmp(r->whole[i].shape, shape)))
 			return true;
 	}
 	return false;
@@ -207,8 +207,8 @@ static int fill_cell(const struct gpushare_report *r, const struct peak_table *t
 	double *v = NULL;
 
 	c->median = c->lo = c->hi = NAN;
-	for (size_t i = 0; i < r->n_runs; i++) {
-		const struct gpushare_report_run *run = &r->runs[i];
+	for (size_t i = 0; i < r->n_whole; i++) {
+		const struct gpushare_report_run *run = &r->whole[i];
 
 		if (!run->find_peak || run->strategy != strategy || run->workers != workers || !same_table(t, run))
 			continue;
@@ -298,7 +298,7 @@ static void tables_free(struct peak_table *t, size_t n)
 /* The tables, ordered by shape (as the report lists them), batch, bound. */
 static int build(const struct gpushare_report *r, struct peak_table **out, size_t *n_out)
 {
-	struct peak_table *t = calloc(r->n_runs ? r->n_runs : 1, sizeof(*t));
+	struct peak_table *t = calloc(r->n_whole ? r->n_whole : 1, sizeof(*t));
 	size_t n = 0;
 	int rc = GPUSHARE_OK;
 
@@ -306,8 +306,8 @@ static int build(const struct gpushare_report *r, struct peak_table **out, size_
 	*n_out = 0;
 	if (!t)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < r->n_runs; i++) {
-		const struct gpushare_report_run *run = &r->runs[i];
+	for (size_t i = 0; i < r->n_whole; i++) {
+		const struct gpushare_report_run *run = &r->whole[i];
 		struct peak_table *p = NULL;
 
 		if (!run->find_peak)

@@ -247,10 +247,8 @@ static void md_recommendation(const struct gpushare_report *r, FILE *f)
 
 int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 {
-	size_t failed = 0;
+	size_t failed = gpushare_report_n_failed(r);
 
-	for (size_t i = 0; i < r->n_runs; i++)
-		failed += r->runs[i].status != GPUSHARE_RUN_OK;
 	fprintf(f, "# gpushare sweep report\n\n");
 	fprintf(f, "- GPU: %s%s%s%s, driver %s\n", r->gpu_name[0] ? r->gpu_name : "none (CPU-only workload)",
 		r->gpu_uuid[0] ? " (" : "", r->gpu_uuid, r->gpu_uuid[0] ? ")" : "",
@@ -275,8 +273,9 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 	for (size_t i = 0; i < r->n_shapes; i++) {
 		bool open = false;
 
-		for (size_t k = 0; k < r->n_runs && !open; k++)
-			open = r->runs[k].rate > 0 && !strcmp(r->runs[k].shape, r->shapes[i]);
+		/* Open-loop runs are whole. */
+		for (size_t k = 0; k < r->n_whole && !open; k++)
+			open = r->whole[k].rate > 0 && !strcmp(r->whole[k].shape, r->shapes[i]);
 		if (!open && !gpushare_report_peak_any(r, r->shapes[i]))
 			continue;
 		fprintf(f, "### %s, open loop\n\n", r->shapes[i]);

@@ -656,6 +656,8 @@ static int check_resume_config(struct sweep_ctx *x)
 static int load_existing(struct sweep_ctx *x)
 {
 	struct gpushare_report rep;
+	struct gpushare_report_cursor cur;
+	const struct gpushare_report_run *run;
 	struct stat sb;
 	int rc;
 
@@ -683,8 +685,9 @@ static int load_existing(struct sweep_ctx *x)
 		return rc;
 	}
 	x->sum->bad_lines = (unsigned)rep.n_bad;
-	for (size_t i = 0; i < rep.n_runs && !rc; i++) {
-		const struct gpushare_report_run *run = &rep.runs[i];
+	/* In file order: the first record of a (cell, repeat) counts. */
+	rc = gpushare_report_cursor_open(&rep, &cur);
+	while (!rc && (run = gpushare_report_cursor_next(&cur))) {
 		int k = find_cell(x, run);
 
 		/* Failed runs are tried again; runs of cells outside this grid
@@ -699,6 +702,7 @@ static int load_existing(struct sweep_ctx *x)
 		else if (run->status == GPUSHARE_RUN_OK && run->peak_found)
 			rc = add_sample(&x->st[k], run->peak_rate);
 	}
+	gpushare_report_cursor_close(&cur);
 	gpushare_report_release(&rep);
 	return rc;
 }

@@ -399,9 +399,12 @@ static int read_probes(const char *probe_path, struct gpushare_tune_result *res)
 	struct gpushare_report rep;
 	int rc = gpushare_report_load(probe_path, &rep);
 
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; !rc && i < rep.n_runs; i++) {
-			const struct gpushare_report_run *run = &rep.runs[i];
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		struct gpushare_report_cursor cur;
+		const struct gpushare_report_run *run;
+
+		rc = gpushare_report_cursor_open(&rep, &cur);
+		while (!rc && (run = gpushare_report_cursor_next(&cur))) {
 			bool ok = run->status == GPUSHARE_RUN_OK;
 
 			if (run->repeat != 0 || (pass == 0 && !ok))
@@ -419,6 +422,7 @@ static int read_probes(const char *probe_path, struct gpushare_tune_result *res)
 					c->probe = run->peak_found ? run->peak_rate : 0;
 			}
 		}
+		gpushare_report_cursor_close(&cur);
 	}
 	gpushare_report_release(&rep);
 	return rc == GPUSHARE_E_NOT_FOUND ? GPUSHARE_OK : rc;

@@ -5,8 +5,9 @@
  * the loader's promises: no read or write out of bounds (the sanitizers
  * watch, with the buffer exactly as long as the input), every line is either
  * a run or a corrupt line, every name it keeps is valid UTF-8 and
- * NUL-terminated within its field, and capping the shapes keeps only runs of
- * the first shapes. Built with clang and -DGPUSHARE_FUZZ=ON
+ * NUL-terminated within its field, every run is read back once in file
+ * order whether kept whole or folded (only ok closed-loop runs are), and
+ * capping the shapes keeps only runs of the first shapes. Built with clang and -DGPUSHARE_FUZZ=ON
  * (tests/CMakeLists.txt); seeds in tests/fuzz/corpus_results/.
  *
  *   build-fuzz/tests/fuzz_results -max_total_time=20 tests/fuzz/corpus_results
@@ -35,12 +36,39 @@ static void check_ptr(const char *s)
 		abort();
 }
 
+/* Every run through the cursor, in file order: each line at most once,
+ * names valid; the first 64 shapes (up to 64 runs) into shapes. The count. */
+static size_t walk(const struct gpushare_report *r, size_t lines, const char **shapes, size_t *n_shapes)
+{
+	struct gpushare_report_cursor c;
+	const struct gpushare_report_run *run;
+	size_t n = 0, last = 0;
+
+	if (gpushare_report_cursor_open(r, &c) != GPUSHARE_OK)
+		abort(); /* only out of memory may fail */
+	while ((run = gpushare_report_cursor_next(&c))) {
+		check_ptr(run->shape);
+		check_ptr(run->workload);
+		check_ptr(run->key);
+		if (run->workers < 1 || run->batch < 1 || run->repeat < 0 || run->line <= last || run->line > lines + 1)
+			abort();
+		last = run->line;
+		if (n < 64)
+			shapes[n] = run->shape;
+		n++;
+	}
+	gpushare_report_cursor_close(&c);
+	*n_shapes = n < 64 ? n : 64;
+	return n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gpushare_report r;
 	/* An exact-size copy: a read one byte past the input is caught. */
 	char *buf = malloc(size ? size : 1);
-	size_t lines = 0, n_runs;
+	const char *shapes[64];
+	size_t lines = 0, n_runs, n_shapes;
 
 	if (!buf)
 		return 0;
@@ -51,13 +79,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		lines += buf[i] == '\n';
 	if (r.n_runs + r.n_bad > lines + 1 || r.n_bad_kept > r.n_bad)
 		abort();
-	for (size_t i = 0; i < r.n_runs; i++) {
-		const struct gpushare_report_run *run = &r.runs[i];
+	/* Every run once, whole or folded: ok closed-loop runs folded only. */
+	if (walk(&r, lines, shapes, &n_shapes) != r.n_runs)
+		abort();
+	for (size_t i = 0; i < r.n_whole; i++) {
+		const struct gpushare_report_run *run = &r.whole[i];
 
-		check_ptr(run->shape);
-		check_ptr(run->workload);
-		check_ptr(run->key);
-		if (run->workers < 1 || run->batch < 1 || run->repeat < 0 || run->line < 1 || run->line > lines + 1)
+		if (run->status == GPUSHARE_RUN_OK && !(run->rate > 0) && !run->find_peak)
 			abort();
 	}
 	for (size_t i = 0; i < r.n_bad_kept; i++)
@@ -66,16 +94,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_str(r.command_line, sizeof(r.command_line));
 	check_str(r.gpu_name, sizeof(r.gpu_name));
 	n_runs = r.n_runs;
-	if (gpushare_report_cap_shapes(&r, 2) != GPUSHARE_OK || r.n_runs + r.n_runs_omitted != n_runs)
+	if (gpushare_report_cap_shapes(&r, 2) != GPUSHARE_OK || r.n_runs + r.n_runs_omitted != n_runs ||
+	    walk(&r, lines, shapes, &n_shapes) != r.n_runs)
 		abort();
-	for (size_t i = 0; i < r.n_runs && i < 64; i++) {
+	for (size_t i = 0; i < n_shapes; i++) {
 		size_t distinct = 0;
 
 		for (size_t j = 0; j <= i && distinct <= 2; j++) {
 			bool seen = false;
 
 			for (size_t k = 0; k < j && !seen; k++)
-				seen = !strcmp(r.runs[k].shape, r.runs[j].shape);
+				seen = !strcmp(shapes[k], shapes[j]);
 			distinct += !seen;
 		}
 		if (distinct > 2)

@@ -60,12 +60,13 @@ static void test_median_ci(void **state)
 	}
 }
 
-/* One record as the sweep writes it, reduced to what the report reads. */
-static void record(FILE *f, const char *strategy, int workers, int repeat, double ips, double mean, double p99,
-		   const char *status)
+/* One record as the sweep writes it, reduced to what the report reads, of
+ * a shape and cell key. */
+static void record_of(FILE *f, const char *shape, const char *key, const char *strategy, int workers, int repeat,
+		      double ips, double mean, double p99, const char *status)
 {
 	fprintf(f,
-		"{\"gpushare_sweep_record\":1,\"cell\":{\"key\":\"k\",\"shape\":\"spin\",\"workload\":\"spin\","
+		"{\"gpushare_sweep_record\":1,\"cell\":{\"key\":\"%s\",\"shape\":\"%s\",\"workload\":\"spin\","
 		"\"strategy\":\"%s\",\"workers\":%d,\"batch\":1},\"repeat\":%d,\"status\":\"%s\",\"error\":null,"
 		"\"metadata\":{\"gpushare_version\":\"0.1.0\",\"date\":\"2025-01-01T00:00:%02dZ\",\"host\":\"box\","
 		"\"gpu\":{\"index\":0,\"name\":\"Test GPU\",\"uuid\":\"GPU-1\"},\"driver_version\":\"580\","
@@ -74,8 +75,15 @@ static void record(FILE *f, const char *strategy, int workers, int repeat, doubl
 		"\"mean_seconds\":%g,\"p50_seconds\":%g,\"p90_seconds\":%g,\"p99_seconds\":%g,\"p999_seconds\":%g,"
 		"\"fairness\":%g,\"histogram\":{\"le_seconds\":[%g,%g,%g],\"counts\":[50,40,10]}},"
 		"\"telemetry\":{\"samples\":10,\"util_mean_percent\":%d,\"mem_used_max_bytes\":%d}}]}}\n",
-		strategy, workers, repeat, status, repeat, ips, ips, mean, mean, mean * 1.5, p99, p99 * 1.2,
+		key, shape, strategy, workers, repeat, status, repeat, ips, ips, mean, mean, mean * 1.5, p99, p99 * 1.2,
 		0.9 + 0.01 * repeat, mean * 0.9, mean, p99, 30 * workers, workers << 28);
+}
+
+/* One record of shape "spin", cell key "k". */
+static void record(FILE *f, const char *strategy, int workers, int repeat, double ips, double mean, double p99,
+		   const char *status)
+{
+	record_of(f, "spin", "k", strategy, workers, repeat, ips, mean, p99, status);
 }
 
 static char dir[64];
@@ -432,20 +440,36 @@ static void test_streamed_load(void **state)
 	}
 	/* Listed in the order of the file; the duplicate last. */
 	assert_non_null(strstr(a.bad[a.n_bad - 1].reason, "is recorded already (line 1)"));
-	for (size_t i = 0; i < a.n_runs; i++)
-		assert_true(a.runs[i].hist_n == 0 && !a.runs[i].hist_le_ns);
+	for (size_t i = 0; i < a.n_whole; i++)
+		assert_true(a.whole[i].hist_n == 0 && !a.whole[i].hist_le_ns);
 	/* A run keeps no text of its own: every name is the report's one copy,
-	 * shared by all the runs that have it. */
-	for (size_t i = 0; i < a.n_runs; i++) {
-		assert_null(a.runs[i].text);
-		assert_string_equal(a.runs[i].shape, "spin");
-		assert_string_equal(a.runs[i].key, "k");
-		assert_ptr_equal(a.runs[i].shape, a.runs[0].shape);
-		assert_ptr_equal(a.runs[i].workload, a.runs[0].shape);
-		assert_ptr_equal(a.runs[i].key, a.runs[0].key);
-		assert_non_null(a.runs[i].error);
-		assert_non_null(a.runs[i].peak_note);
-		assert_non_null(a.runs[i].device_name);
+	 * shared by all the runs that have it, whole or folded. */
+	{
+		struct gpushare_report_cursor c;
+		const struct gpushare_report_run *run;
+		const char *shape = NULL, *key = NULL;
+		size_t n = 0;
+
+		assert_int_equal(gpushare_report_cursor_open(&a, &c), GPUSHARE_OK);
+		while ((run = gpushare_report_cursor_next(&c))) {
+			if (!n) {
+				shape = run->shape;
+				key = run->key;
+			}
+			assert_null(run->text);
+			assert_true(run->hist_n == 0 && !run->hist_le_ns);
+			assert_string_equal(run->shape, "spin");
+			assert_string_equal(run->key, "k");
+			assert_ptr_equal(run->shape, shape);
+			assert_ptr_equal(run->workload, shape);
+			assert_ptr_equal(run->key, key);
+			assert_non_null(run->error);
+			assert_non_null(run->peak_note);
+			assert_non_null(run->device_name);
+			n++;
+		}
+		gpushare_report_cursor_close(&c);
+		assert_int_equal(n, a.n_runs);
 	}
 	assert_int_equal(gpushare_report_summarise(&a, 0), GPUSHARE_OK);
 	assert_int_equal(gpushare_report_summarise(&b, 0), GPUSHARE_OK);
@@ -473,6 +497,117 @@ static void test_streamed_load(void **state)
 	remove_fixture();
 }
 
+/* An ok closed-loop run is folded into its group (its cell's names once,
+ * 80 bytes of figures); only the others stay whole. The cursor reads them
+ * all back in file order as they were recorded; a duplicate of a folded run
+ * is still a bad line; capping the shapes drops folded runs too, by the
+ * shapes' first appearance in the file. */
+static void test_folded_runs(void **state)
+{
+	struct gpushare_report r;
+	struct gpushare_report_cursor c;
+	const struct gpushare_report_run *run;
+	size_t n = 0, last = 0, folded = 0;
+	int k;
+	FILE *f;
+
+	(void)state;
+	assert_true(sizeof(struct gpushare_report_sample) <= 80);
+	write_fixture(5);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("\n", f); /* ends the torn line 35 */
+	/* Line 36: a duplicate of timeslice 3 workers, repeat 2 (line 15),
+	 * folded; line 37: that cell once more under another key. */
+	record(f, "timeslice", 3, 2, 7777, 3e-3, 9.7e-3, "ok");
+	record_of(f, "spin", "k2", "timeslice", 3, 5, 1010, 3e-3, 9.7e-3, "ok");
+	fclose(f);
+	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
+	/* 6 cells x 5 repeats + the one under k2 folded, the failed run whole. */
+	assert_int_equal(r.n_runs, 6 * 5 + 2);
+	assert_int_equal(r.n_whole, 1);
+	assert_int_equal(r.whole[0].status, GPUSHARE_RUN_FAILED);
+	assert_int_equal(r.n_groups, 7);
+	for (size_t i = 0; i < r.n_groups; i++) {
+		const struct gpushare_report_group *g = &r.groups[i];
+
+		folded += g->n_samples;
+		assert_int_equal(g->n_samples, strcmp(g->key, "k") ? 1 : 5);
+		for (size_t j = 1; j < g->n_samples; j++)
+			assert_true(g->samples[j].line > g->samples[j - 1].line);
+	}
+	assert_int_equal(folded + r.n_whole, r.n_runs);
+	assert_int_equal(r.n_bad, 4);
+	assert_int_equal(r.bad[3].line, 36);
+	assert_non_null(strstr(r.bad[3].reason, "cell spin|timeslice|w3|b1 repeat 2 is recorded already (line 15)"));
+	/* Every run once, in file order, as recorded. */
+	assert_int_equal(gpushare_report_cursor_open(&r, &c), GPUSHARE_OK);
+	while ((run = gpushare_report_cursor_next(&c))) {
+		assert_true(run->line > last);
+		last = run->line;
+		if (run->line == 15) {
+			assert_int_equal(run->strategy, GPUSHARE_STRATEGY_TIMESLICE);
+			assert_int_equal(run->workers, 3);
+			assert_int_equal(run->repeat, 2);
+			assert_true(run->items_per_second == 1004 && run->p99_seconds == 9.7e-3);
+			assert_int_equal(run->status, GPUSHARE_RUN_OK);
+			assert_string_equal(run->error, "");
+		}
+		if (run->line == 37)
+			assert_string_equal(run->key, "k2");
+		n++;
+	}
+	gpushare_report_cursor_close(&c);
+	assert_int_equal(n, r.n_runs);
+	assert_int_equal(last, 37);
+	/* The two groups of timeslice at 3 workers are one cell of 6 runs. */
+	assert_int_equal(gpushare_report_summarise(&r, 0), GPUSHARE_OK);
+	assert_int_equal(r.n_cells, 6);
+	k = cell_of(&r, GPUSHARE_STRATEGY_TIMESLICE, 3);
+	assert_true(k >= 0);
+	assert_int_equal(r.cells[k].n_ok, 6);
+	assert_int_equal(r.cells[k].throughput.n, 6);
+	k = cell_of(&r, GPUSHARE_STRATEGY_MPS, 3);
+	assert_int_equal(r.cells[k].n_ok, 5);
+	assert_int_equal(r.cells[k].n_failed, 1);
+	gpushare_report_release(&r);
+	remove_fixture();
+
+	/* Shapes by first appearance in the file: "c" first (a failed run,
+	 * whole), then "a", then "b"; capped at 2, "b"'s folded runs go. */
+	snprintf(dir, sizeof(dir), "/tmp/gpushare-report-unit.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/results.jsonl", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	record_of(f, "c", "c", "mps", 1, 9, 0, 0, 0, "failed");
+	for (int i = 0; i < 3; i++) {
+		record_of(f, "a", "a", "mps", 1, i, 100 + i, 1e-3, 2e-3, "ok");
+		record_of(f, "b", "b", "mps", 1, i, 200 + i, 1e-3, 2e-3, "ok");
+		record_of(f, "b", "b2", "timeslice", 2, i, 300 + i, 1e-3, 2e-3, "ok");
+		record_of(f, "c", "c", "mps", 1, i, 400 + i, 1e-3, 2e-3, "ok");
+	}
+	fclose(f);
+	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
+	assert_int_equal(r.n_runs, 13);
+	assert_int_equal(r.n_whole, 1);
+	assert_int_equal(r.n_groups, 4);
+	assert_int_equal(gpushare_report_cap_shapes(&r, 2), GPUSHARE_OK);
+	assert_int_equal(r.n_shapes_omitted, 1);
+	assert_int_equal(r.n_runs_omitted, 6);
+	assert_int_equal(r.n_runs, 7);
+	assert_int_equal(r.n_whole, 1);
+	assert_int_equal(r.n_groups, 2);
+	for (size_t i = 0; i < r.n_groups; i++)
+		assert_string_not_equal(r.groups[i].shape, "b");
+	assert_int_equal(gpushare_report_summarise(&r, 0), GPUSHARE_OK);
+	assert_int_equal(r.n_shapes, 2);
+	assert_string_equal(r.shapes[0], "c");
+	assert_string_equal(r.shapes[1], "a");
+	gpushare_report_release(&r);
+	remove_fixture();
+}
+
 static void test_missing_file(void **state)
 {
 	struct gpushare_report r;
@@ -490,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_few_repeats),
 		cmocka_unit_test(test_outputs),
 		cmocka_unit_test(test_streamed_load),
+		cmocka_unit_test(test_folded_runs),
 		cmocka_unit_test(test_missing_file),
 	};
 

@@ -57,8 +57,8 @@ static void make(struct gpushare_report *r, double slo)
 	add(&n, "spin", GPUSHARE_STRATEGY_MPS, 400, 0.003, 0);
 	add(&n, "spin", GPUSHARE_STRATEGY_MPS, 300, 0.002, 5);
 	memset(r, 0, sizeof(*r));
-	r->runs = runs;
-	r->n_runs = n;
+	r->whole = runs;
+	r->n_whole = r->n_runs = n;
 	r->shapes = shapes;
 	r->n_shapes = 1;
 	r->slo_p99_seconds = slo;
@@ -94,7 +94,7 @@ static void test_any_only(void **state)
 	assert_false(gpushare_report_load_curve_only(&r, "nothing"));
 	runs[0].rate = 0; /* a closed-loop run of the shape */
 	assert_false(gpushare_report_load_curve_only(&r, "spin"));
-	r.n_runs = 1;
+	r.n_whole = r.n_runs = 1;
 	assert_false(gpushare_report_load_curve_any(&r));
 }
 

@@ -115,9 +115,12 @@ static void test_peak_tables(void **state)
 	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
 	assert_int_equal(r.n_bad, 0);
 	assert_int_equal(r.n_runs, 21);
-	assert_true(r.runs[0].find_peak && r.runs[0].peak_found && r.runs[0].peak_rate == 100);
-	assert_true(r.runs[0].peak_quantile == 0.99 && r.runs[0].peak_bound_seconds == 0.05);
-	assert_true(r.runs[13].find_peak && r.runs[13].status == GPUSHARE_RUN_FAILED && r.runs[13].peak_bound_seconds == 0.05);
+	/* Peak searches are kept whole, none folded. */
+	assert_int_equal(r.n_whole, 21);
+	assert_int_equal(r.n_groups, 0);
+	assert_true(r.whole[0].find_peak && r.whole[0].peak_found && r.whole[0].peak_rate == 100);
+	assert_true(r.whole[0].peak_quantile == 0.99 && r.whole[0].peak_bound_seconds == 0.05);
+	assert_true(r.whole[13].find_peak && r.whole[13].status == GPUSHARE_RUN_FAILED && r.whole[13].peak_bound_seconds == 0.05);
 	assert_int_equal(gpushare_report_summarise(&r, 0), GPUSHARE_OK);
 	/* Peak searches are not throughput cells. */
 	assert_int_equal(r.n_cells, 0);
