@@ -55,6 +55,11 @@ int gpushare_read_line(FILE *f, const char *name, size_t lineno, size_t max, con
  * owned by this user: GPUSHARE_E_IO otherwise. The descriptor is close-on-exec. */
 int gpushare_open_append(const char *path, mode_t mode, int *fd);
 
+/* Write all len bytes of buf to fd, through EINTR and short writes: 0, or
+ * -1 with errno set (ENOSPC when a write took no byte, so that a full disk
+ * is said as such and never as a "short write"). */
+int gpushare_write_all(int fd, const void *buf, size_t len);
+
 /* Check that a file can be created at path (its directory exists and is
  * writable), so a long run does not end in a failed write. */
 int gpushare_check_writable(const char *path);

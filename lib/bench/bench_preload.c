@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "bench_preload.h"
+#include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 
 #define DEFAULT_START_NS (120 * NS_PER_S)
@@ -233,22 +234,12 @@ int gpushare_preload_ensure(const struct gpushare_bench_config *c, const char *p
 	return pl.ctl;
 }
 
+/* The environment as NAME=VALUE strings, each ended by its NUL. */
 static int write_env(int fd, char *const *envp)
 {
 	for (size_t i = 0; envp[i]; i++) {
-		const char *p = envp[i];
-		size_t left = strlen(p) + 1;
-
-		while (left > 0) {
-			ssize_t w = write(fd, p, left);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return -1;
-			p += w;
-			left -= (size_t)w;
-		}
+		if (gpushare_write_all(fd, envp[i], strlen(envp[i]) + 1) != 0)
+			return -1;
 	}
 	return 0;
 }

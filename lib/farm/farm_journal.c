@@ -23,6 +23,7 @@
 
 #include "gpushare/gpushare.h"
 #include "gpushare/buf.h"
+#include "gpushare/files.h"
 #include "json.h"
 #include "farm_journal.h"
 
@@ -399,21 +400,12 @@ void gpushare_farm_journal_close(struct farm_journal *j)
 /* Write all n bytes (one write() unless the disk fills in between): the
  * system's reason on failure (ENOSPC rather than "short write"). The first
  * write cuts a torn last line off first. */
-static int write_all(struct farm_journal *j, const char *p, size_t n)
+static int journal_append(struct farm_journal *j, const char *p, size_t n)
 {
 	int rc = cut_torn_tail(j);
 
-	while (!rc && n > 0) {
-		ssize_t w = write(j->fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", j->path,
-					     strerror(w < 0 ? errno : ENOSPC));
-		p += w;
-		n -= (size_t)w;
-	}
+	if (!rc && gpushare_write_all(j->fd, p, n) != 0)
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", j->path, strerror(errno));
 	return rc;
 }
 
@@ -438,7 +430,7 @@ static int write_record(struct farm_journal *j, char *json)
 		return gpushare_fail(GPUSHARE_E_INVAL, "journal record of %zu bytes is longer than %d", n,
 				     FARM_JOURNAL_LINE_MAX);
 	}
-	rc = write_all(j, line, n);
+	rc = journal_append(j, line, n);
 	free(line);
 	return rc ? rc : after_write(j);
 }
@@ -480,7 +472,7 @@ int gpushare_farm_journal_write_attempts(struct farm_journal *j, const struct fa
 		gpushare_buf_release(&b);
 		return rc;
 	}
-	rc = write_all(j, b.s, b.len);
+	rc = journal_append(j, b.s, b.len);
 	if (!rc)
 		rc = after_write(j);
 	gpushare_buf_release(&b);

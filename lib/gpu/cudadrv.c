@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "gpushare/child.h"
+#include "gpushare/files.h"
 #include "cuda_types.h"
 #include "gpu_internal.h"
 #include "gpushare/gpushare.h"
@@ -165,23 +166,6 @@ static void cuda_child_query(struct cuda_reply *rep, struct gpushare_cuda_dev *d
 	/* No dlclose and no cuda teardown: the child exits right away. */
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static _Noreturn void cuda_child(int fd, const char *pipe_dir)
 {
 	struct gpushare_cuda_dev devs[CUDA_MAX_DEVICES];
@@ -203,8 +187,8 @@ static _Noreturn void cuda_child(int fd, const char *pipe_dir)
 	} else {
 		cuda_child_query(&rep, devs);
 	}
-	if (write_all(fd, &rep, sizeof(rep)) != 0 ||
-	    write_all(fd, devs, rep.n * sizeof(devs[0])) != 0)
+	if (gpushare_write_all(fd, &rep, sizeof(rep)) != 0 ||
+	    gpushare_write_all(fd, devs, rep.n * sizeof(devs[0])) != 0)
 		_exit(1);
 	_exit(0);
 }

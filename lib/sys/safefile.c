@@ -350,11 +350,31 @@ int gpushare_check_writable(const char *path)
 	return GPUSHARE_OK;
 }
 
+int gpushare_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 int gpushare_write_file_atomic(const char *path, const char *data, size_t len)
 {
 	char dir[GPUSHARE_PATH_MAX], base[GPUSHARE_PATH_MAX], tmp[GPUSHARE_PATH_MAX + 64];
 	struct stat st;
-	size_t off = 0;
 	int fd, dfd, rc = split_path(path, dir, sizeof(dir), base, sizeof(base));
 
 	if (rc)
@@ -375,15 +395,8 @@ int gpushare_write_file_atomic(const char *path, const char *data, size_t len)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
 	if (fchmod(fd, 0644) != 0)
 		goto fail;
-	while (off < len) {
-		ssize_t w = write(fd, data + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			goto fail;
-		off += (size_t)w;
-	}
+	if (gpushare_write_all(fd, data, len) != 0)
+		goto fail;
 	if (fsync(fd) != 0)
 		goto fail;
 	if (close(fd) != 0) {
