@@ -62,7 +62,7 @@ int cli_sweep_axis_option(const char *cmd, int opt, const char *arg, struct gpus
 			return cli_bad_value(cmd, "--batch", arg);
 		return EXIT_OK;
 	case OPT_THREAD_PCT:
-		if (gpushare_sweep_parse_thread_pcts(arg, s->thread_pcts, &s->n_thread_pcts))
+		if (gpushare_sweep_set_thread_pcts(s, arg))
 			return cli_bad_value(cmd, "--thread-percentage", arg);
 		return EXIT_OK;
 	default:

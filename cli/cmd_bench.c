@@ -23,8 +23,9 @@
 #define STR(x) STR_(x)
 
 static const struct cli_opt bench_opts[] = {
-	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_ENUM, .value_name = "NAME",
-	  .help = "workload; see below", .def = "matmul", .values = "@workloads" },
+	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_ENUM, .value_name = "NAME|A+B",
+	  .help = "workload (see below), or a mix of 2 to 4 sharing the GPU, each NAME[:opt=value]..., "
+	  "e.g. transformer+matmul:size=1024", .def = "matmul", .values = "@workloads" },
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_INT, .value_name = "B", .help = "items per request",
 	  .def = "1", .min = 1, .max = 1L << 30 },
 	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_INT, .value_name = "N",
@@ -34,7 +35,8 @@ static const struct cli_opt bench_opts[] = {
 
 static const struct cli_opt bench_split_opts[] = {
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "mps-split: SM share per worker, one value or one per worker", .def = "100/N" },
+	  .help = "mps-split: SM share per worker, one value or one per worker; a mix: each workload's share, 30/70",
+	  .def = "100/N" },
 	{ .id = OPT_MEM_LIMIT, .long_name = "mem-limit", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "mps-split: pinned device memory per worker (4G or 4G,2G,...)" },
 	{ .id = OPT_PRIORITY, .long_name = "priority", .kind = CLI_LIST, .value_name = "LIST",
@@ -91,6 +93,9 @@ static void bench_more_help(FILE *f)
 	const struct gpushare_wl_desc *list;
 	size_t n = gpushare_workloads(&list);
 
+	fprintf(f, "\nA mix (--workload A+B) runs --workers / 2 workers of each side by side; an option given\n"
+		"as --NAME applies to every workload of the mix that has it, one in a spec (A:size=1024) to that\n"
+		"one. Under mps-split, --thread-percentage 30/70 gives each workload its share of the GPU.\n");
 	fprintf(f, "\nWorkloads and their options:\n");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "  %-12s %s\n", list[i].name, list[i].summary);
@@ -268,7 +273,9 @@ int cmd_bench(int argc, char **argv)
 	struct cli_parse p;
 	const struct gpushare_wl_desc *wl;
 	const char *wl_name = prescan_workload(argc, argv);
-	const char *wl_names[GPUSHARE_WL_MAX_OPTS], *wl_values[GPUSHARE_WL_MAX_OPTS] = { 0 };
+	const char *wl_names[GPUSHARE_WL_MAX_OPTS * GPUSHARE_BENCH_MAX_MIX];
+	const char *wl_values[GPUSHARE_WL_MAX_OPTS * GPUSHARE_BENCH_MAX_MIX] = { 0 };
+	char label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
 	struct raw_lists raw = { 0 };
 	bool json = false, csv = false, quiet = false, verbose = false;
 	struct cli_command_opts co;
@@ -279,12 +286,11 @@ int cmd_bench(int argc, char **argv)
 	char **cmdline;
 	size_t n_wl = 0;
 	int opt, rc, code;
-	char whose[96];
+	char whose[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL + 16];
 
 	if (gpushare_bench_config_init(&c))
 		return cli_fail(GPUSHARE_E_NOT_FOUND, "bench");
-	wl = wl_name ? gpushare_workload_find(wl_name) : c.wl.desc;
-	if (!wl) {
+	if (wl_name && !strpbrk(wl_name, "+:") && !gpushare_workload_find(wl_name)) {
 		const struct gpushare_wl_desc *list;
 		size_t n = gpushare_workloads(&list);
 		char names[256] = "";
@@ -293,17 +299,29 @@ int cmd_bench(int argc, char **argv)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", list[i].name);
 		return cli_error(EXIT_USAGE, "bench: unknown workload '%s' (expected %s)", wl_name, names);
 	}
-	if (gpushare_wl_params_init(&c.wl, wl))
-		return cli_fail(GPUSHARE_E_INVAL, "bench");
-	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++)
-		wl_names[n_wl++] = wl->opts[i].name;
+	if (wl_name && gpushare_bench_set_workload(&c, wl_name))
+		return cli_error(EXIT_USAGE, "bench: --workload: %s", gpushare_errdetail());
+	wl = c.wl.desc;
+	/* The workload options that join the table: every member's, once. */
+	for (int m = 0; m < (c.n_mix >= 2 ? c.n_mix : 1); m++) {
+		const struct gpushare_wl_desc *d = c.n_mix >= 2 ? c.mix[m].wl.desc : wl;
+
+		for (size_t i = 0; i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
+			bool seen = false;
+
+			for (size_t k = 0; k < n_wl; k++)
+				seen |= !strcmp(wl_names[k], d->opts[i].name);
+			if (!seen)
+				wl_names[n_wl++] = d->opts[i].name;
+		}
+	}
 	/* Everything after the first "--" is the command; options stop there.
 	 * A bench option of the same name as a workload option wins. */
 	cli_command_scan(&co, argc, argv);
 	cli_parse_init(&p, &cli_bench_cmd, co.opt_argc, argv);
 	p.extra = wl_names;
 	p.n_extra = n_wl;
-	snprintf(whose, sizeof(whose), "workload '%s'", wl->name);
+	snprintf(whose, sizeof(whose), "workload '%s'", gpushare_bench_workload_label(&c, label, sizeof(label)));
 	p.whose = whose;
 	while ((opt = cli_parse_next(&p)) > 0) {
 		switch (opt) {
@@ -340,33 +358,37 @@ int cmd_bench(int argc, char **argv)
 	if ((code = cli_command_apply(&co, "bench", argc, argv, wl_name != NULL, &c)))
 		return code;
 	if (c.command) {
-		for (size_t i = 0; i < GPUSHARE_WL_MAX_OPTS; i++) {
+		for (size_t i = 0; i < n_wl; i++) {
 			if (wl_values[i])
 				return cli_error(EXIT_USAGE, "bench: --%s is an option of workload '%s', not of a command",
-						 wl->opts[i].name, wl->name);
+						 wl_names[i], wl->name);
 		}
 		if (c.ceiling && c.command_mode == GPUSHARE_CMD_JOB)
 			return cli_error(EXIT_USAGE, "bench: --ceiling needs request mode (it runs one worker with batch x N)");
 		if (gpushare_bench_command_check(&c))
 			return cli_error(EXIT_USAGE, "bench: %s", gpushare_errdetail());
 	}
-	for (size_t i = 0; i < wl->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
+	for (size_t i = 0; i < n_wl; i++) {
 		char name[80];
 
 		if (!wl_values[i])
 			continue;
-		if (gpushare_wl_params_set(&c.wl, wl->opts[i].name, wl_values[i])) {
-			snprintf(name, sizeof(name), "--%s", wl->opts[i].name);
+		if (gpushare_bench_set_wl_option(&c, wl_names[i], wl_values[i])) {
+			snprintf(name, sizeof(name), "--%s", wl_names[i]);
 			return bad_value(name, wl_values[i]);
 		}
 	}
-	if (gpushare_wl_params_check(&c.wl))
+	if (c.n_mix < 2 && gpushare_wl_params_check(&c.wl))
 		return cli_error(EXIT_USAGE, "bench: invalid options of workload '%s': %s", wl->name, gpushare_errdetail());
 	if (json && csv)
 		return cli_error(EXIT_USAGE, "bench: give --json or --csv, not both");
-	if (raw.thread_pct && gpushare_bench_parse_percent_list(raw.thread_pct, c.workers, c.thread_percentage,
-								&c.n_thread_percentage))
+	if (raw.thread_pct && strchr(raw.thread_pct, '/')) {
+		if (gpushare_bench_parse_mix_shares(raw.thread_pct, c.n_mix, c.mix_share, &c.n_mix_share))
+			return bad_value("--thread-percentage", raw.thread_pct);
+	} else if (raw.thread_pct && gpushare_bench_parse_percent_list(raw.thread_pct, c.workers, c.thread_percentage,
+								       &c.n_thread_percentage)) {
 		return bad_value("--thread-percentage", raw.thread_pct);
+	}
 	if (raw.mem_limit && gpushare_bench_parse_size_list(raw.mem_limit, c.workers, c.mem_limit_bytes, &c.n_mem_limit))
 		return bad_value("--mem-limit", raw.mem_limit);
 	if (raw.priority && gpushare_bench_parse_priority_list(raw.priority, c.workers, c.priority, &c.n_priority))

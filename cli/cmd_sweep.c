@@ -195,7 +195,7 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 		char ips[32];
 
 		fprintf(stderr, "gpushare: sweep: %u/%u %s: %s; elapsed %s, ETA %s\n", p->runs_done, p->runs_planned, what,
-			gpushare_fmt_rate(p->items_per_second, "items/s", ips, sizeof(ips)), el, eta);
+			gpushare_fmt_rate(p->items_per_second, p->cell && p->cell->n_mix >= 2 ? "score" : "items/s", ips, sizeof(ips)), el, eta);
 	} else {
 		fprintf(stderr, "gpushare: sweep: %u/%u %s: failed or partial; elapsed %s, ETA %s\n", p->runs_done,
 			p->runs_planned, what, el, eta);

@@ -129,7 +129,7 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 	} else if (p->run_ok && p->peak)
 		snprintf(ips, sizeof(ips), "no rate met the bound");
 	else if (p->run_ok && !p->peak)
-		gpushare_fmt_rate(p->items_per_second, "items/s", ips, sizeof(ips));
+		gpushare_fmt_rate(p->items_per_second, p->cell->n_mix >= 2 ? "score" : "items/s", ips, sizeof(ips));
 	else if (!p->run_ok)
 		snprintf(ips, sizeof(ips), "failed or partial");
 	cell_name(p->cell, name, sizeof(name));
@@ -145,9 +145,10 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 static void cell_name(const struct gpushare_sweep_cell *c, char *buf, size_t len)
 {
 	int l = snprintf(buf, len, "%s w%d b%ld", gpushare_strategy_name(c->strategy), c->workers, c->batch);
+	char pct[32];
 
 	if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && l >= 0 && (size_t)l < len)
-		snprintf(buf + l, len - (size_t)l, " t%g%%", gpushare_sweep_cell_thread_pct(c));
+		snprintf(buf + l, len - (size_t)l, " t%s%%", gpushare_sweep_cell_thread_pct_text(c, pct, sizeof(pct)));
 }
 
 static void cand_name(const struct gpushare_tune_candidate *c, char *buf, size_t len)
@@ -249,8 +250,9 @@ static void show_event(void *arg, const struct gpushare_tune_event *e)
 
 static void print_result(const struct gpushare_tune_config *t, const struct gpushare_tune_result *res, FILE *f)
 {
-	const char *unit = t->sweep.bench.find_peak ? "/s peak within the bound" : "items/s";
-	char name[64], v[32], cmp[128], why[256];
+	const char *unit = t->sweep.bench.find_peak ? "/s peak within the bound"
+			   : t->sweep.shapes[0].n_mix >= 2 ? "score" : "items/s";
+	char name[64], v[32], cmp[128], why[256], pct[32];
 	size_t not_run = 0;
 
 	if (res->best < 0) {
@@ -259,6 +261,9 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 		return;
 	}
 	cand_name(&res->cands[res->best], name, sizeof(name));
+	if (t->sweep.shapes[0].n_mix >= 2)
+		fprintf(f, "A mix of %d workloads: each candidate's score is the geometric mean of their items/s\n",
+			t->sweep.shapes[0].n_mix);
 	if (res->probes_only)
 		fprintf(f, "Pick: %s, %s in its probe; the budget ran out before any full run: the best probe so far\n",
 			name, gpushare_fmt_rate(res->cands[res->best].probe, unit, v, sizeof(v)));
@@ -310,6 +315,11 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 	fprintf(f, "Run it: %s\n", res->bench_command);
 	if (res->farm_command[0])
 		fprintf(f, "Jobs this way: %s\n", res->farm_command);
+	else if (res->cands[res->best].cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT && res->cands[res->best].cell.n_mix >= 2)
+		fprintf(f, "Jobs this way: none: gpushare farm gives each mps-split slot the default share 100/N (%g%% "
+			"here), not the pick's split %s%%\n",
+			gpushare_sweep_default_thread_pct(res->cands[res->best].cell.workers),
+			gpushare_sweep_cell_thread_pct_text(&res->cands[res->best].cell, pct, sizeof(pct)));
 	else if (res->cands[res->best].cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
 		fprintf(f, "Jobs this way: none: gpushare farm gives each mps-split slot the default share 100/N (%g%% "
 			"here), not the pick's %g%%\n", gpushare_sweep_default_thread_pct(res->cands[res->best].cell.workers),

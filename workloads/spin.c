@@ -12,6 +12,10 @@
  * worker slow-worker) and one can stall once (stall-after, stall,
  * stall-worker): a single request that sleeps for `stall` on top of its
  * busy loop, as a worker held up by a page fault storm or a GC would.
+ *
+ * by-threads stretches each request by 100/P under an MPS active thread
+ * percentage P, as a kernel bound by its SM share would run: the tests of
+ * a mix's split under mps-split have a best share to find.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -71,6 +75,15 @@ static int spin_init(const struct gpushare_wl_params *p, int thread_index, void 
 		s->stall_ns = gpushare_wl_get_duration_ns(p, "stall");
 	}
 	s->sleep = gpushare_wl_get_bool(p, "sleep");
+	/* by-threads: a stand-in for a kernel whose speed follows its SM share
+	 * under mps-split (tests of a mix's split). */
+	if (gpushare_wl_get_bool(p, "by-threads")) {
+		const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+		double v = pct && *pct ? strtod(pct, NULL) : 0;
+
+		if (v >= 1 && v <= 100)
+			s->request_ns = (uint64_t)((double)s->request_ns * 100.0 / v);
+	}
 	s->fail_after = gpushare_wl_get_int(p, "fail-after");
 	s->mode = strcmp(mode, "crash") == 0 ? FAIL_CRASH : strcmp(mode, "hang") == 0 ? FAIL_HANG : FAIL_ERROR;
 	info->sm_count = -1;

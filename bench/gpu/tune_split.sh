@@ -17,14 +17,16 @@
 #
 # Env: DUR (1s) window of a full run (tune's probes a quarter), REPEATS (3)
 # of the grid, WARM (300ms), WORKERS (2,4,8), WORKLOADS ("transformer
-# matmul"), DEADLINE (540) seconds after which no step starts.
+# matmul transformer+matmul:size=2048": a mix A+B is measured together and
+# its split searched, 25/75, 50/50, 75/25, in grid and tune alike),
+# DEADLINE (540) seconds after which no step starts.
 set -euo pipefail
 B=$(cd "${1:?usage: bench/gpu/tune_split.sh BUILD OUT}" && pwd)
 O=${2:?usage: bench/gpu/tune_split.sh BUILD OUT}
 G=$B/gpushare
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} WORKERS=${WORKERS:-2,4,8} DEADLINE=${DEADLINE:-540}
-WORKLOADS=${WORKLOADS:-transformer matmul}
+WORKLOADS=${WORKLOADS:-transformer matmul transformer+matmul:size=2048}
 START=$(date +%s)
 mkdir -p "$O"
 O=$(cd "$O" && pwd)
@@ -32,15 +34,20 @@ O=$(cd "$O" && pwd)
 . "$SRC/bench/gpu/lib.sh"
 bench_private_runtime
 bench_header
-echo "DUR=$DUR REPEATS=$REPEATS WARM=$WARM WORKERS=$WORKERS; percentages 1x,2x,100 (grid and tune)" | tee -a "$O/summary.txt"
+echo "DUR=$DUR REPEATS=$REPEATS WARM=$WARM WORKERS=$WORKERS; percentages 1x,2x,100 (a mix: its splits, auto) in grid, auto in tune; a mix's figures are its score" | tee -a "$O/summary.txt"
 
 for wl in $WORKLOADS; do
 	echo "== $wl" | tee -a "$O/summary.txt"
-	step "$wl-grid" /dev/null "$G" sweep --out "$O/$wl-grid" --workload "$wl" --strategy mps,mps-split \
-		--workers "$WORKERS" --thread-percentage 1x,2x,100 --repeats "$REPEATS" --duration "$DUR" \
+	# A mix (A+B): the grid measures the splits tune's auto searches.
+	pcts=1x,2x,100
+	[[ $wl == *+* ]] && pcts=auto
+	name=${wl//[:+=]/_}
+	step "$name-grid" /dev/null "$G" sweep --out "$O/$name-grid" --workload "$wl" --strategy mps,mps-split \
+		--workers "$WORKERS" --thread-percentage "$pcts" --repeats "$REPEATS" --duration "$DUR" \
 		--warmup "$WARM" -q --no-report || true
-	step "$wl-tune" "$O/$wl-tune.json" "$G" tune --out "$O/$wl-tune" --workload "$wl" --strategy mps,mps-split \
+	step "$name-tune" "$O/$name-tune.json" "$G" tune --out "$O/$name-tune" --workload "$wl" --strategy mps,mps-split \
 		--workers "$WORKERS" --thread-percentage auto --duration "$DUR" --warmup "$WARM" --json -q --no-report || true
+	wl=$name
 	python3 - "$O/$wl-grid/results.jsonl" "$O/$wl-tune.json" "$O/$wl-grid.seconds" "$O/$wl-tune.seconds" <<'PY' |
 import json, os, statistics, sys
 runs = {}
@@ -51,7 +58,9 @@ if os.path.exists(sys.argv[1]):
         except ValueError:
             continue
         if r.get("status") == "ok":
-            ips = r["bench"]["results"][0]["aggregate"]["items_per_second"]
+            res = r["bench"]["results"][0]
+            # A mix is compared by its score (the geometric mean of its workloads' items/s).
+            ips = res["score"] if res.get("score") is not None else res["aggregate"]["items_per_second"]
             runs.setdefault(r["cell"]["key"].split("|", 1)[1], []).append(ips)
 med = {k: statistics.median(v) for k, v in runs.items()}
 for k in sorted(med):

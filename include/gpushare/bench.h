@@ -46,6 +46,18 @@ extern "C" {
 #define GPUSHARE_BENCH_MAX_WORKERS 64
 #define GPUSHARE_BENCH_MAX_GPUS 64
 
+/* A mix: several workloads sharing the GPU in one run (`--workload A+B`,
+ * docs/bench.md, "A mix of workloads"). Each member is a workload spec
+ * "name[:opt=value]..." as a sweep's shape; the members' workers run side by
+ * side, worker i running member i / (workers / n_mix). */
+#define GPUSHARE_BENCH_MAX_MIX 4
+#define GPUSHARE_BENCH_MIX_LABEL 128
+
+struct gpushare_bench_mix_member {
+	char label[GPUSHARE_BENCH_MIX_LABEL];  /* the member's spec as given */
+	struct gpushare_wl_params wl;          /* its options; batch: the config's wl.batch */
+};
+
 /* Open loop (docs/bench.md, "Open-loop load"). The load kinds and the
  * dispatch of arrivals to workers are enum gpushare_load and enum
  * gpushare_dispatch of gpushare/region.h. */
@@ -104,7 +116,16 @@ enum gpushare_cmd_mode {
 
 struct gpushare_bench_config {
 	struct gpushare_wl_params wl;          /* workload, its options (given[] marks
-					        * those passed on) and batch */
+					        * those passed on) and batch; a mix: member 0's */
+	/* A mix (gpushare_bench_set_workload("A+B")): n_mix >= 2 members; 0: one
+	 * workload, wl. Every member's worker gets wl.batch. */
+	struct gpushare_bench_mix_member mix[GPUSHARE_BENCH_MAX_MIX];
+	int n_mix;
+	/* mps-split of a mix: each member's share of the GPU in percent
+	 * ("--thread-percentage 30/70"); each worker of a member gets its share
+	 * over the member's workers, rounded down, at least 1. 0: not given. */
+	double mix_share[GPUSHARE_BENCH_MAX_MIX];
+	int n_mix_share;
 	int workers;                           /* 1..GPUSHARE_BENCH_MAX_WORKERS */
 	bool workers_given;                    /* mig: otherwise one per instance */
 	int strategies[GPUSHARE_STRATEGY_COUNT];
@@ -180,6 +201,51 @@ struct gpushare_bench_config {
 
 /* "request", "job". */
 const char *gpushare_cmd_mode_name(int mode);
+
+/* The workload of the run: "name", "name:opt=value:..." or a mix of 2 to
+ * GPUSHARE_BENCH_MAX_MIX such specs joined by '+'. Sets wl (a mix: member
+ * 0) and mix/n_mix; options given later with gpushare_bench_set_wl_option()
+ * apply to every member that has them. GPUSHARE_E_INVAL naming the problem. */
+int gpushare_bench_set_workload(struct gpushare_bench_config *c, const char *spec);
+
+/* Parse "A+B..." (or one spec) into m[0..*n): GPUSHARE_E_INVAL naming the
+ * problem. */
+int gpushare_bench_parse_mix(const char *spec, struct gpushare_bench_mix_member *m, int *n);
+
+/* The members of a mix in a workload or shape label ("A+B": 2; "A" and a
+ * sweep's "command:..." shape: 1). */
+int gpushare_bench_mix_count(const char *label);
+
+/* A split given by the first member's share: the others share the rest
+ * evenly (rounded down, at least 1 each). out: n_mix values. */
+void gpushare_bench_mix_shares(int n_mix, double first, double *out);
+
+/* That split as text, "25/75" or "50/25/25". */
+const char *gpushare_bench_mix_split_text(int n_mix, double first, char *buf, size_t size);
+
+/* Parse one spec "name[:opt=value]..." into p (defaults for the rest).
+ * GPUSHARE_E_INVAL naming the unknown workload, option or bad value. */
+int gpushare_bench_parse_workload_spec(const char *spec, struct gpushare_wl_params *p);
+
+/* Set a workload option on the workload, or on every member of a mix that
+ * has it. GPUSHARE_E_NOT_FOUND when none has it; GPUSHARE_E_INVAL for a bad
+ * value, or one the member's spec already gives. */
+int gpushare_bench_set_wl_option(struct gpushare_bench_config *c, const char *name, const char *value);
+
+/* The workload label: the mix's "A+B" or the workload's name. */
+const char *gpushare_bench_workload_label(const struct gpushare_bench_config *c, char *buf, size_t size);
+
+/* Which member of the mix worker i runs (0 when no mix). */
+int gpushare_bench_mix_member_of(int n_mix, int workers, int i);
+
+/* mps-split's thread percentage of each of the `workers` workers from the
+ * mix's shares (n_mix_share > 0): share / the member's workers, rounded
+ * down, at least 1. */
+void gpushare_bench_mix_thread_percentages(const struct gpushare_bench_config *c, double *out);
+
+/* Parse "30/70": one share per member of a mix, each in (0, 100].
+ * GPUSHARE_E_INVAL naming the item or the count. */
+int gpushare_bench_parse_mix_shares(const char *s, int n_mix, double *out, int *n);
 
 /* Command mode only (OK otherwise): the command can be executed (PATH is
  * searched; never a shell) and every strategy applies (`streams` does not).
@@ -345,7 +411,22 @@ struct gpushare_bench_result {
 	struct gpushare_hist hist;     /* all workers merged */
 	struct gpushare_bench_openloop open; /* open loop; open.on false otherwise */
 	struct gpushare_bench_peak peak;     /* --find-peak: the search (the rest is its best step) */
+	/* A mix: per member, its workers together; score is the geometric mean
+	 * of the members' items/s (gpushare_bench_result_score). Set n_mix
+	 * before gpushare_bench_result_compute(). */
+	int n_mix;
+	struct gpushare_bench_mix_result {
+		uint64_t requests, items;
+		double items_per_second, requests_per_second, p50_seconds, p99_seconds;
+		double fairness;               /* min/max worker throughput within the member */
+		double thread_percentage_set;  /* the member's share of the GPU asked for; -1 none */
+	} mix[GPUSHARE_BENCH_MAX_MIX];
+	double mix_score;
 };
+
+/* The figure a run is compared by: items/s, or for a mix the geometric
+ * mean of its members' items/s (0 when one of them did nothing). */
+double gpushare_bench_result_score(const struct gpushare_bench_result *res);
 
 /* The spread of one strategy over the repeats of gpushare_bench_run_repeats(),
  * over its OK runs only. */

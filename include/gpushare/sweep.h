@@ -65,8 +65,11 @@ void gpushare_sweep_argv_free(char **argv);
 struct gpushare_sweep_shape {
 	char label[128];                /* "matmul:size=4096", as given;
 					 * "command:ARGV..." for a command */
-	struct gpushare_wl_params wl;   /* batch is set per cell; unused for a command */
+	struct gpushare_wl_params wl;   /* batch is set per cell; unused for a command; a mix: member 0's */
 	bool command;                   /* the shape of gpushare_sweep_set_command() */
+	/* A mix "A+B" (docs/bench.md, "A mix of workloads"): its members; 0 one workload. */
+	struct gpushare_bench_mix_member mix[GPUSHARE_BENCH_MAX_MIX];
+	int n_mix;
 };
 
 /* One cell of the grid. */
@@ -79,7 +82,10 @@ struct gpushare_sweep_cell {
 					 * and --find-peak (the search picks its rates) */
 	double thread_pct;              /* mps-split: every worker's active thread
 					 * percentage; 0 the default, 100/N rounded down
-					 * (at least 1), also for the other strategies */
+					 * (at least 1), also for the other strategies.
+					 * A mix: the first workload's share of the GPU,
+					 * the others sharing the rest evenly */
+	int n_mix;                      /* the shape is a mix of n_mix workloads; 0 not */
 	char key[192];                  /* "<shape label>|<strategy>|w<workers>|b<batch>",
 					 * then "|t<percentage>" for an mps-split cell with
 					 * thread_pct set, "|r<rate>" under open loop,
@@ -151,6 +157,9 @@ struct gpushare_sweep_config {
 	 * strategies: GPUSHARE_E_INVAL from gpushare_sweep_config_check(). */
 	struct gpushare_sweep_tpct thread_pcts[GPUSHARE_SWEEP_MAX_VALUES];
 	size_t n_thread_pcts;
+	/* The list is "auto": a mix's cells then take the first workload's
+	 * shares GPUSHARE_SWEEP_MIX_THREAD_PCTS_AUTO instead. */
+	bool thread_pcts_auto;
 	int repeats;                    /* fixed repeats per cell (default 5) */
 	double target_noise;            /* adaptive: relative half-width of the interval of the
 					 * median throughput (at >= 95% coverage), e.g. 0.02; 0 = off */
@@ -222,6 +231,15 @@ int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, 
  * it (at most 100) and the whole GPU (docs/tune.md says why). */
 #define GPUSHARE_SWEEP_THREAD_PCTS_AUTO "1x,2x,100"
 
+/* "auto" for a mix: the first workload's share at half, once and one and a
+ * half times its even share 100/M (25, 50 and 75 for two workloads). An
+ * item Kx of a mix's axis is K x 100/M for the first workload. */
+#define GPUSHARE_SWEEP_MIX_THREAD_PCTS_AUTO "0.5x,1x,1.5x"
+
+/* Set s->thread_pcts from a --thread-percentage list (as parsed below) and
+ * thread_pcts_auto when it is "auto". */
+int gpushare_sweep_set_thread_pcts(struct gpushare_sweep_config *s, const char *text);
+
 /* Parse a --thread-percentage list: "25,50,100", "1x,2x,100" (K x the
  * default share 100/N), a trailing % allowed; no item twice; "auto" alone
  * is GPUSHARE_SWEEP_THREAD_PCTS_AUTO. GPUSHARE_E_INVAL naming the bad item. */
@@ -234,6 +252,10 @@ double gpushare_sweep_default_thread_pct(int workers);
 /* The active thread percentage every worker of cell gets: for mps-split
  * its thread_pct, or the default share; 0 for the other strategies. */
 double gpushare_sweep_cell_thread_pct(const struct gpushare_sweep_cell *cell);
+
+/* That percentage as bench's --thread-percentage takes it: "50" per worker,
+ * or a mix's split "25/75" (the first workload's share, the rest even). */
+const char *gpushare_sweep_cell_thread_pct_text(const struct gpushare_sweep_cell *cell, char *buf, size_t len);
 
 /* Check the grid (non-empty lists, shapes valid with every batch) and the
  * bench settings; in command mode also gpushare_bench_command_check() (the

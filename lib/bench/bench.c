@@ -15,6 +15,8 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
 
+#include "bench_mix.h"
+
 const char *gpushare_result_status_name(int status)
 {
 	switch (status) {
@@ -157,6 +159,8 @@ int gpushare_bench_config_check(const struct gpushare_bench_config *c)
 	if (c->preload && !c->command)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--preload forks workers from your own command: give one "
 				     "after '--' (a built-in workload starts in milliseconds)");
+	if (bench_mix_check(c))
+		return GPUSHARE_E_INVAL;
 	return gpushare_bench_open_check(c);
 }
 
@@ -410,6 +414,13 @@ void gpushare_bench_result_compute(struct gpushare_bench_result *res, double cei
 	hist_stats(&res->hist, &res->mean_seconds, &res->stddev_seconds, &res->p50_seconds, &res->p90_seconds,
 		   &res->p99_seconds, &res->p999_seconds, &res->max_seconds);
 	res->fairness = res->n_workers && max_tp > 0 ? min_tp / max_tp : 0;
+	if (res->n_mix >= 2) {
+		/* Workers of different workloads: fairness within each. */
+		bench_mix_compute(res);
+		res->fairness = 1;
+		for (int m = 0; m < res->n_mix; m++)
+			res->fairness = fmin(res->fairness, res->mix[m].fairness);
+	}
 	res->efficiency = ceiling_items_per_second > 0 ? res->items_per_second / ceiling_items_per_second : -1;
 	res->tflops = flops > 0 && res->window_seconds > 0 ? flops / res->window_seconds / 1e12 : -1;
 	gpushare_bench_telemetry_finish(&res->telemetry);
@@ -495,6 +506,23 @@ static void settle_empty(struct gpushare_bench_result *res)
 	res->status = GPUSHARE_RESULT_FAILED;
 }
 
+/* A mix is compared by the geometric mean of its workloads' items/s: one
+ * that finished nothing leaves the run without a score, never a 0. */
+static void settle_mix(struct gpushare_bench_result *res, const struct gpushare_bench_config *c)
+{
+	if (res->n_mix < 2 || res->status == GPUSHARE_RESULT_SKIPPED || res->failure[0] || !res->requests)
+		return;
+	for (int m = 0; m < res->n_mix; m++) {
+		if (res->mix[m].requests)
+			continue;
+		snprintf(res->failure, sizeof(res->failure),
+			 "workload '%s' of the mix ended no request in the measurement window (the mix has no score)",
+			 c && m < c->n_mix ? c->mix[m].label : "?");
+		res->status = GPUSHARE_RESULT_FAILED;
+		return;
+	}
+}
+
 static void settle_one(struct gpushare_bench_result *res)
 {
 	if (res->status == GPUSHARE_RESULT_SKIPPED)
@@ -531,8 +559,10 @@ int gpushare_bench_report_settle(struct gpushare_bench_report *r, int rc)
 	for (size_t i = 0; i < r->n_results; i++)
 		settle_one(&r->results[i]);
 	if (rc == GPUSHARE_OK) {
-		for (size_t i = 0; i < r->n_results; i++)
+		for (size_t i = 0; i < r->n_results; i++) {
 			settle_empty(&r->results[i]);
+			settle_mix(&r->results[i], c);
+		}
 		return GPUSHARE_OK;
 	}
 	if (rc != GPUSHARE_E_INTERRUPTED) {
@@ -548,8 +578,10 @@ int gpushare_bench_report_settle(struct gpushare_bench_report *r, int rc)
 			failed_name = gpushare_strategy_name(res->strategy);
 		}
 	}
-	for (size_t i = 0; i < r->n_results; i++)
+	for (size_t i = 0; i < r->n_results; i++) {
 		settle_empty(&r->results[i]);
+		settle_mix(&r->results[i], c);
+	}
 	if (!c)
 		return GPUSHARE_OK;
 	for (size_t i = r->n_results; i < c->n_strategies; i++) {

@@ -154,6 +154,39 @@ static cJSON *json_telemetry(const struct gpushare_bench_telemetry *t)
 	return o;
 }
 
+/* "mix": per member its workers' figures together, and "score", the
+ * geometric mean of their items/s that a mix is compared by; both null for
+ * one workload. */
+static bool json_mix_result(cJSON *o, const struct gpushare_bench_result *res, const struct gpushare_bench_config *c,
+			    bool fig)
+{
+	cJSON *arr;
+	bool ok;
+
+	if (res->n_mix < 2)
+		return gpushare_json_null(o, "mix") && gpushare_json_null(o, "score");
+	ok = (arr = gpushare_json_arr(o, "mix")) != NULL &&
+	     gpushare_json_num_if(o, "score", res->mix_score, fig && res->mix_score > 0);
+	for (int m = 0; ok && m < res->n_mix; m++) {
+		const struct gpushare_bench_mix_result *x = &res->mix[m];
+		cJSON *e = gpushare_json_obj(arr, NULL);
+		bool lat = fig && x->requests > 0;
+
+		ok = e && gpushare_json_str(e, "spec", c && m < c->n_mix ? c->mix[m].label : "") &&
+		     gpushare_json_num(e, "workers", (double)res->n_workers / res->n_mix) &&
+		     gpushare_json_num_if(e, "requests", (double)x->requests, fig) &&
+		     gpushare_json_num_if(e, "items", (double)x->items, fig) &&
+		     gpushare_json_num_if(e, "requests_per_second", x->requests_per_second, fig) &&
+		     gpushare_json_num_if(e, "items_per_second", x->items_per_second, fig) &&
+		     gpushare_json_num_if(e, "p50_seconds", x->p50_seconds, lat) &&
+		     gpushare_json_num_if(e, "p99_seconds", x->p99_seconds, lat) &&
+		     gpushare_json_num_if(e, "fairness", x->fairness, fig) &&
+		     gpushare_json_num_if(e, "thread_percentage_set", x->thread_percentage_set,
+					  x->thread_percentage_set > 0);
+	}
+	return ok;
+}
+
 static cJSON *json_result(const struct gpushare_bench_result *res, const struct gpushare_bench_config *c)
 {
 	cJSON *o = cJSON_CreateObject(), *agg, *fail, *mps, *tel, *workers;
@@ -202,6 +235,7 @@ static cJSON *json_result(const struct gpushare_bench_result *res, const struct 
 
 		ok = gpushare_json_add(agg, "histogram", h);
 	}
+	ok = ok && json_mix_result(o, res, c, fig);
 	if (ok) {
 		tel = json_telemetry(&res->telemetry);
 		ok = gpushare_json_add(o, "telemetry", tel);
@@ -219,16 +253,43 @@ static cJSON *json_result(const struct gpushare_bench_result *res, const struct 
 	return o;
 }
 
+/* "mix": per member of a mix its spec, workload, options, workers and share
+ * (mps-split, given as a split); null for one workload. */
+static bool json_mix_config(cJSON *o, const struct gpushare_bench_config *c)
+{
+	cJSON *arr;
+	bool ok;
+
+	if (c->n_mix < 2 || c->command)
+		return gpushare_json_null(o, "mix");
+	ok = (arr = gpushare_json_arr(o, "mix")) != NULL;
+	for (int m = 0; ok && m < c->n_mix; m++) {
+		const struct gpushare_wl_params *p = &c->mix[m].wl;
+		cJSON *e = gpushare_json_obj(arr, NULL), *opts;
+
+		ok = e && gpushare_json_str(e, "spec", c->mix[m].label) &&
+		     gpushare_json_str(e, "workload", p->desc->name) &&
+		     (opts = gpushare_json_obj(e, "workload_options")) != NULL;
+		for (size_t i = 0; ok && i < p->desc->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++)
+			ok = gpushare_json_str(opts, p->desc->opts[i].name, p->values[i]);
+		ok = ok && gpushare_json_num(e, "workers", c->workers / c->n_mix) &&
+		     gpushare_json_num_if(e, "share_percent", c->mix_share[m], m < c->n_mix_share);
+	}
+	return ok;
+}
+
 static cJSON *json_config(const struct gpushare_bench_config *c)
 {
 	cJSON *o = cJSON_CreateObject(), *opts, *strat, *arr;
 	const struct gpushare_wl_desc *d = c->wl.desc;
 	bool ok = o != NULL;
 
+	char label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
+
 	if (c->command)
 		d = NULL; /* command mode (lib/bench_cmd.c): no built-in workload */
-	ok = ok && gpushare_json_str(o, "workload", d ? d->name : "command") &&
-	     (opts = gpushare_json_obj(o, "workload_options")) != NULL;
+	ok = ok && gpushare_json_str(o, "workload", gpushare_bench_workload_label(c, label, sizeof(label))) &&
+	     (opts = gpushare_json_obj(o, "workload_options")) != NULL && json_mix_config(o, c);
 	if (ok && c->command) {
 		ok = (arr = gpushare_json_arr(o, "command")) != NULL &&
 		     gpushare_json_str(o, "command_mode", gpushare_cmd_mode_name(c->command_mode));
@@ -237,7 +298,8 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	} else if (ok) {
 		ok = gpushare_json_null(o, "command") && gpushare_json_null(o, "command_mode");
 	}
-	for (size_t i = 0; ok && d && i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++)
+	/* A mix: each workload's options are in "mix". */
+	for (size_t i = 0; ok && d && c->n_mix < 2 && i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++)
 		ok = gpushare_json_str(opts, d->opts[i].name, c->wl.values[i]);
 	ok = ok && gpushare_json_num(o, "batch", (double)c->wl.batch) && gpushare_json_num(o, "workers", c->workers) &&
 	     (strat = gpushare_json_arr(o, "strategies")) != NULL;
@@ -495,7 +557,7 @@ static void csv_u64(FILE *f, uint64_t v, bool known)
 /* The key columns every row ends with: "workload,workers" (the workload's
  * name, "command" for a command of one's own; the configured worker count),
  * so that CSVs of several runs can be joined. */
-static char csv_key[128];
+static char csv_key[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL + 32];
 
 static void csv_open(FILE *f, const struct gpushare_bench_result *res, bool aggregate)
 {
@@ -573,6 +635,30 @@ static void csv_result(FILE *f, const struct gpushare_bench_result *res)
 	fprintf(f, ",%s,%s,%d,%s", res->partial ? "true" : "false", fig ? "false" : "true", res->repeat,
 		gpushare_result_status_name(res->status));
 	csv_open(f, res, true);
+	/* A mix: a row per member ("mix", the member's index in the worker
+	 * column), its workers' figures together. */
+	for (int m = 0; res->n_mix >= 2 && m < res->n_mix; m++) {
+		const struct gpushare_bench_mix_result *x = &res->mix[m];
+		bool ml = fig && x->requests > 0;
+
+		fprintf(f, "%s,mix,%d,", name, m);
+		csv_u64(f, x->requests, fig);
+		csv_u64(f, x->items, fig);
+		fputs(",,", f);
+		csv_num(f, x->requests_per_second, fig);
+		csv_num(f, x->items_per_second, fig);
+		fputs(",,", f);
+		csv_num(f, x->p50_seconds, ml);
+		fputc(',', f);
+		csv_num(f, x->p99_seconds, ml);
+		fputs(",,,,", f);
+		csv_num(f, x->thread_percentage_set, x->thread_percentage_set > 0);
+		fputc(',', f);
+		csv_num(f, x->fairness, fig);
+		fprintf(f, ",,,%s,%s,%d,%s", res->partial ? "true" : "false", fig ? "false" : "true", res->repeat,
+			gpushare_result_status_name(res->status));
+		csv_open(f, NULL, false);
+	}
 }
 
 /* Figure k (mean, stddev, min, max, median, lo, hi) of st; NaN unknown. */
@@ -616,7 +702,8 @@ static void csv_summary(FILE *f, const struct gpushare_bench_summary *s)
 int gpushare_bench_write_csv(const struct gpushare_bench_report *r, FILE *f)
 {
 	const struct gpushare_bench_config *c = r->config;
-	const char *wl = !c ? "" : c->command ? "command" : c->wl.desc ? c->wl.desc->name : "";
+	char label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
+	const char *wl = !c ? "" : gpushare_bench_workload_label(c, label, sizeof(label));
 
 	snprintf(csv_key, sizeof(csv_key), "%s,", strpbrk(wl, ",\"\n") ? "" : wl);
 	if (c)
@@ -720,6 +807,31 @@ static void table_workers(FILE *f, const struct gpushare_bench_result *res, cons
 	}
 }
 
+/* A mix: a line per member, then the score. */
+static void table_mix(FILE *f, const struct gpushare_bench_result *res, const struct gpushare_bench_config *cfg)
+{
+	bool fig = res->status == GPUSHARE_RESULT_OK;
+	char a[24], b[24], c[24], d[24], share[48] = "";
+
+	if (res->n_mix < 2 || !fig)
+		return;
+	for (int m = 0; m < res->n_mix; m++) {
+		const struct gpushare_bench_mix_result *x = &res->mix[m];
+		bool lat = x->requests > 0;
+
+		if (x->thread_percentage_set > 0)
+			snprintf(share, sizeof(share), ", threads %g%%", x->thread_percentage_set);
+		fprintf(f, "  %s (%zu workers%s): %s, %s, p50 %s, p99 %s\n",
+			cfg && m < cfg->n_mix ? cfg->mix[m].label : "?", res->n_workers / (size_t)res->n_mix, share,
+			gpushare_fmt_rate(x->requests_per_second, "req/s", a, sizeof(a)),
+			gpushare_fmt_rate(x->items_per_second, "items/s", b, sizeof(b)),
+			lat ? gpushare_fmt_seconds(x->p50_seconds, c, sizeof(c)) : "-",
+			lat ? gpushare_fmt_seconds(x->p99_seconds, d, sizeof(d)) : "-");
+	}
+	fprintf(f, "  score %s (the geometric mean of the workloads' items/s)\n",
+		res->mix_score > 0 ? gpushare_fmt_sig(res->mix_score, a, sizeof(a)) : "0 (a workload did nothing)");
+}
+
 static void table_row(FILE *f, const struct gpushare_bench_result *res, bool verbose,
 		      const struct gpushare_bench_config *cfg)
 {
@@ -751,6 +863,7 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 
 		fprintf(f, "  %s TFLOP/s\n", gpushare_fmt_sig(res->tflops, tf, sizeof(tf)));
 	}
+	table_mix(f, res, cfg);
 	gpushare_openloop_table(f, res, cfg);
 	table_telemetry(f, &res->telemetry);
 	if (verbose && res->status != GPUSHARE_RESULT_SKIPPED)
@@ -930,10 +1043,15 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 	const struct gpushare_bench_config *c = r->config;
 	bool jobs = c && c->command && c->command_mode == GPUSHARE_CMD_JOB;
 	bool repeated = r->repeats >= 2 && r->n_summary;
+	char label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
 
 	if (c && c->command)
 		fprintf(f, "command '%s' in %s mode, batch %ld, %d worker%s, ", c->command[0],
 			gpushare_cmd_mode_name(c->command_mode), c->wl.batch, c->workers, c->workers == 1 ? "" : "s");
+	else if (c && c->n_mix >= 2)
+		fprintf(f, "a mix of %d workloads (%s), batch %ld, %d workers (%d each), ", c->n_mix,
+			gpushare_bench_workload_label(c, label, sizeof(label)), c->wl.batch, c->workers,
+			c->workers / c->n_mix);
 	else if (c && c->wl.desc)
 		fprintf(f, "workload %s, batch %ld, %d worker%s, ", c->wl.desc->name, c->wl.batch, c->workers,
 			c->workers == 1 ? "" : "s");
@@ -989,6 +1107,9 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 			}
 		}
 	}
+	if (c && c->n_mix >= 2 && (repeated || r->n_summary >= 2))
+		fprintf(f, "(a mix: items/s over the repeats and the comparison below are of the score, the geometric "
+			"mean of its workloads' items/s)\n");
 	if (r->n_summary)
 		gpushare_bench_write_relative(r, f);
 	if (ferror(f))

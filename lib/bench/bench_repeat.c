@@ -169,7 +169,7 @@ enum { F_ITEMS, F_REQS, F_MEAN, F_P50, F_P90, F_P99, F_P999, F_FAIR, F_EFF, N_FI
 static double figure(const struct gpushare_bench_result *res, int f)
 {
 	switch (f) {
-	case F_ITEMS: return res->items_per_second;
+	case F_ITEMS: return gpushare_bench_result_score(res);   /* a mix: its score */
 	case F_REQS: return res->requests_per_second;
 	case F_MEAN: return res->mean_seconds;
 	case F_P50: return res->p50_seconds;

@@ -63,6 +63,7 @@ struct bench_ctx {
 	struct gpushare_run_ctx run;         /* run directory, strategy context (visible: the GPU(s)) */
 	struct gpushare_metrics_bench *metrics; /* --metrics-listen; NULL off */
 	int peak_step;                       /* --find-peak: the step running (1-based), 0 none */
+	double mix_tpct[GPUSHARE_BENCH_MAX_WORKERS]; /* a mix's split: each worker's percentage */
 };
 
 /* One worker process to start. */
@@ -159,7 +160,9 @@ static int add_option(struct gpushare_strv *argv, const char *name, const char *
 static int spawn(struct session *s, const struct proc_spec *p, struct worker_proc *wp)
 {
 	const struct gpushare_bench_config *c = s->x->c;
-	const struct gpushare_wl_desc *d = c->wl.desc;
+	int member = gpushare_bench_mix_member_of(c->n_mix, c->workers, (int)s->offset + p->first_slot);
+	const struct gpushare_wl_params *wl = c->n_mix >= 2 ? &c->mix[member].wl : &c->wl;
+	const struct gpushare_wl_desc *d = wl->desc;
 	struct gpushare_strv argv = { 0 };
 	struct gpushare_cmd_spec cs;
 	int rc;
@@ -195,8 +198,8 @@ static int spawn(struct session *s, const struct proc_spec *p, struct worker_pro
 	if (!rc)
 		rc = add_option(&argv, "--warmup-requests", "%" PRIu64, c->warmup_requests);
 	for (size_t i = 0; !rc && i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
-		if (c->wl.given[i])
-			rc = add_option(&argv, "--opt", "%s=%s", d->opts[i].name, c->wl.values[i]);
+		if (wl->given[i])
+			rc = add_option(&argv, "--opt", "%s=%s", d->opts[i].name, wl->values[i]);
 	}
 	if (!rc) {
 		wp->ch.path = s->x->worker;
@@ -975,7 +978,16 @@ static int setup_gpu(struct bench_ctx *x)
 {
 	const struct gpushare_bench_config *c = x->c;
 	bool need_driver = !c->command && c->wl.desc->needs_gpu;
+	const char *needs = c->wl.desc->name;
+	bool wl_needs;
 	int rc;
+
+	for (int i = 0; i < c->n_mix && !c->command; i++) {
+		if (c->mix[i].wl.desc->needs_gpu && !need_driver)
+			needs = c->mix[i].wl.desc->name;
+		need_driver |= c->mix[i].wl.desc->needs_gpu;
+	}
+	wl_needs = need_driver;
 
 	for (size_t i = 0; i < c->n_strategies; i++)
 		need_driver |= c->strategies[i] == GPUSHARE_STRATEGY_MIG;
@@ -993,7 +1005,7 @@ static int setup_gpu(struct bench_ctx *x)
 
 			snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
 			return gpushare_fail(GPUSHARE_E_NO_DRIVER, "workload '%s'%s needs an NVIDIA GPU%s%s",
-					     c->wl.desc->name, c->wl.desc->needs_gpu ? "" : " under mig",
+					     needs, wl_needs ? "" : " under mig",
 					     detail[0] ? ": " : "", detail);
 		}
 		gpushare_clear_error();
@@ -1042,6 +1054,7 @@ static int add_result(struct gpushare_bench_report *r, int strategy, size_t n, s
 	rc = gpushare_bench_result_init(&nr[r->n_results], strategy, n);
 	if (rc)
 		return rc;
+	nr[r->n_results].n_mix = r->config && r->config->n_mix >= 2 ? r->config->n_mix : 0;
 	*out = &nr[r->n_results++];
 	return GPUSHARE_OK;
 }
@@ -1057,6 +1070,11 @@ static void strategy_ctx(struct bench_ctx *x)
 	sx->workers = c->workers;
 	sx->thread_percentage = c->thread_percentage;
 	sx->n_thread_percentage = c->n_thread_percentage;
+	if (c->n_mix_share) {
+		gpushare_bench_mix_thread_percentages(c, x->mix_tpct);
+		sx->thread_percentage = x->mix_tpct;
+		sx->n_thread_percentage = c->workers;
+	}
 	sx->mem_limit_bytes = c->mem_limit_bytes;
 	sx->n_mem_limit = c->n_mem_limit;
 	sx->priority = c->priority;

@@ -256,8 +256,12 @@ int gpushare_metrics_bench_start(const struct gpushare_bench_config *c, struct g
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate the metrics view");
 	pthread_mutex_init(&m->lock, NULL);
 	/* Command mode runs no built-in workload: "command", as in the JSON. */
-	snprintf(m->next.workload, sizeof(m->next.workload), "%s",
-		 c->command ? "command" : c->wl.desc ? c->wl.desc->name : "");
+	{
+		char label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
+
+		snprintf(m->next.workload, sizeof(m->next.workload), "%s",
+			 gpushare_bench_workload_label(c, label, sizeof(label)));
+	}
 	m->live = m->next;
 	if (c->n_metrics_buckets) {
 		m->n_le = c->n_metrics_buckets > GPUSHARE_METRICS_MAX_BUCKETS ? GPUSHARE_METRICS_MAX_BUCKETS

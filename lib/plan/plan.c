@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpushare/bench.h"
 #include "gpushare/buf.h"
 #include "gpushare/files.h"
 #include "gpushare/format.h"
@@ -339,8 +340,31 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
 				     "the measured best is one process per GPU (%s at 1 worker): there is no sharing to configure",
 				     gpushare_strategy_name(p->strategy));
-	if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
+	if (gpushare_bench_mix_count(rec->shape) >= 2)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+				     "'%s' is a mix of workloads measured side by side: a plan configures the processes of "
+				     "one workload; run the mix as the tune or sweep measured it (gpushare bench --workload "
+				     "A+B, under mps-split with the split of its label)", rec->shape);
+	if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT) {
+		/* The percentage the runs had: a set one (the shape's label
+		 * "(mps-split threads P%)"), else the default share 100/K. */
+		struct gpushare_report_cursor cur;
+		const struct gpushare_report_run *run;
+
 		p->thread_percentage = 100 / p->workers;
+		rc = gpushare_report_cursor_open(r, &cur);
+		while (!rc && (run = gpushare_report_cursor_next(&cur))) {
+			if (run->status == GPUSHARE_RUN_OK && run->strategy == GPUSHARE_STRATEGY_MPS_SPLIT &&
+			    run->workers == p->workers && run->batch == rec->batch && !strcmp(run->shape, rec->shape) &&
+			    run->thread_pct >= 1) {
+				p->thread_percentage = (int)run->thread_pct;
+				break;
+			}
+		}
+		gpushare_report_cursor_close(&cur);
+		if (rc)
+			return rc;
+	}
 	if (p->strategy == GPUSHARE_STRATEGY_MIG) {
 		/* The layout the runs saw: the profile from the MIG device's name
 		 * (the first run's in the file that names one). */
@@ -427,7 +451,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 			"replicas %d%% of the SMs (100/replicas)%s", p->workers, 100 / p->workers, x);
 	}
 	if (o->target == GPUSHARE_PLAN_K8S_DEVICE_PLUGIN && p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT &&
-	    100 % p->workers)
+	    (100 % p->workers || p->thread_percentage != 100 / p->workers))
 		warn(p, "the sweep gave each worker %d%% of the SMs; the plugin's split is 100/%d", p->thread_percentage,
 		     p->workers);
 	return GPUSHARE_OK;

@@ -130,6 +130,11 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		       "medians are a tie; apart, they state their joint coverage (95%% from 7 runs each). "
 		       "Highlighted: the best sharing strategy of a column, or tied with it, where two or more were "
 		       "measured.</p>\n");
+	if (gpushare_report_mix_note(r)) {
+		gpushare_buf_addf(b, "<p>");
+		gpushare_report_add_xml(b, gpushare_report_mix_note(r));
+		gpushare_buf_addf(b, "</p>\n");
+	}
 	gpushare_buf_addf(b, "<h2>Recommendation</h2>\n");
 	for (size_t i = 0; i < r->n_recs; i++) {
 		const struct gpushare_report_rec *rec = &r->recs[i];

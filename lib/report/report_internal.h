@@ -90,6 +90,9 @@ size_t gpushare_report_unit_line(const struct report_unit *u);
 /* Text for HTML or SVG: the characters XML reserves (< > & ") escaped. */
 void gpushare_report_add_xml(struct gpushare_buf *b, const char *s);
 
+/* What a mix's figures are, for the reports that have one (NULL none). */
+const char *gpushare_report_mix_note(const struct gpushare_report *r);
+
 /* A failed run's reason for a table cell: one line with no '|' to break a
  * markdown table ('|' becomes '/', line breaks spaces), cut to len. */
 void gpushare_report_error_line(char *dst, size_t len, const char *error);

@@ -233,6 +233,9 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run, struct
 	    !get_num(agg, "mean_seconds", &run->mean_seconds) || !get_num(agg, "p50_seconds", &run->p50_seconds) ||
 	    !get_num(agg, "p99_seconds", &run->p99_seconds))
 		return gpushare_fail(GPUSHARE_E_INVAL, "'bench.results[0].aggregate' lacks a throughput or latency");
+	/* A mix is compared by its score (docs/bench.md, "A mix of workloads"). */
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(res, "score")))
+		run->items_per_second = cJSON_GetObjectItemCaseSensitive(res, "score")->valuedouble;
 	if (run->items_per_second < 0 || run->mean_seconds < 0 || run->p99_seconds < 0)
 		return gpushare_fail(GPUSHARE_E_INVAL, "negative throughput or latency");
 	/* Optional figures: unknown (NaN) when absent or null. */
@@ -254,7 +257,12 @@ void gpushare_report_shape_label(const char *shape, double thread_pct, char *out
 {
 	char buf[256];
 
-	if (thread_pct > 0)
+	char split[64];
+
+	if (thread_pct > 0 && gpushare_bench_mix_count(shape) >= 2)
+		snprintf(buf, sizeof(buf), "%s (mps-split shares %s)", shape,
+			 gpushare_bench_mix_split_text(gpushare_bench_mix_count(shape), thread_pct, split, sizeof(split)));
+	else if (thread_pct > 0)
 		snprintf(buf, sizeof(buf), "%s (mps-split threads %g%%)", shape, thread_pct);
 	else
 		snprintf(buf, sizeof(buf), "%s", shape);

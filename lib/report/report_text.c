@@ -218,6 +218,17 @@ static const char stats_note[] =
 	"Beside it, the distribution-free rule: a tie when the intervals of the medians overlap, else\n"
 	"apart at the joint coverage of both intervals (95% from 7 runs each).\n";
 
+const char *gpushare_report_mix_note(const struct gpushare_report *r)
+{
+	for (size_t i = 0; i < r->n_shapes; i++) {
+		if (gpushare_bench_mix_count(r->shapes[i]) >= 2)
+			return "A mix (A+B, several workloads in one run) is measured by its score, the geometric mean of "
+			       "its workloads' items/s: its throughput figures and verdicts are of the score; each "
+			       "workload's own figures are in the results file (bench.results[0].mix).";
+	}
+	return NULL;
+}
+
 static void md_recommendation(const struct gpushare_report *r, FILE *f)
 {
 	char slo[32];
@@ -269,6 +280,8 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 		fprintf(f, "%s\n", r->n_bad > 10 ? "; ..." : "");
 	}
 	fprintf(f, "\n%s\n", stats_note);
+	if (gpushare_report_mix_note(r))
+		fprintf(f, "%s\n\n", gpushare_report_mix_note(r));
 	md_recommendation(r, f);
 	for (size_t i = 0; i < r->n_shapes; i++) {
 		bool open = false;

@@ -68,13 +68,11 @@ void gpushare_sweep_config_release(struct gpushare_sweep_config *s)
 int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
 {
 	struct gpushare_sweep_shape *sh;
-	const struct gpushare_wl_desc *d;
-	char buf[128], *name, *item, *save = NULL;
-	int rc;
+	int rc, n;
 
 	if (!spec || !*spec)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty workload in the list");
-	if (strlen(spec) >= sizeof(buf))
+	if (strlen(spec) >= sizeof(sh->label))
 		return gpushare_fail(GPUSHARE_E_INVAL, "workload shape '%.40s...' is too long", spec);
 	if (s->n_shapes >= GPUSHARE_SWEEP_MAX_SHAPES)
 		return gpushare_fail(GPUSHARE_E_INVAL, "more than %d workload shapes", GPUSHARE_SWEEP_MAX_SHAPES);
@@ -84,35 +82,16 @@ int gpushare_sweep_add_shape(struct gpushare_sweep_config *s, const char *spec)
 		if (!strcmp(s->shapes[i].label, spec))
 			return gpushare_fail(GPUSHARE_E_INVAL, "workload shape '%s' is listed twice", spec);
 	}
-	snprintf(buf, sizeof(buf), "%s", spec);
-	name = strtok_r(buf, ":", &save);
-	d = name ? gpushare_workload_find(name) : NULL;
-	if (!d || spec[0] == ':')
-		return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s'", name && spec[0] != ':' ? name : "");
 	sh = &s->shapes[s->n_shapes];
 	memset(sh, 0, sizeof(*sh));
-	rc = gpushare_wl_params_init(&sh->wl, d);
+	/* One spec, or a mix of them (the same parser as bench's --workload). */
+	rc = gpushare_bench_parse_mix(spec, sh->mix, &n);
 	if (rc)
 		return rc;
-	while ((item = strtok_r(NULL, ":", &save)) != NULL) {
-		char *eq = strchr(item, '=');
-
-		if (!eq || eq == item || !eq[1])
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not opt=value", item);
-		*eq = '\0';
-		/* Earlier items sit in buf before this one as "opt\0value\0". */
-		for (const char *prev = buf + strlen(buf) + 1; prev < item;) {
-			if (!strcmp(prev, item))
-				return gpushare_fail(GPUSHARE_E_INVAL, "option '%s' is given twice", item);
-			prev += strlen(prev) + 1;
-			prev += strlen(prev) + 1;
-		}
-		rc = gpushare_wl_params_set(&sh->wl, item, eq + 1);
-		if (rc == GPUSHARE_E_NOT_FOUND)
-			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s'", d->name, item);
-		if (rc)
-			return GPUSHARE_E_INVAL;
-	}
+	sh->wl = sh->mix[0].wl;
+	if (n < 2)
+		memset(sh->mix, 0, sizeof(sh->mix));
+	sh->n_mix = n >= 2 ? n : 0;
 	gpushare_utf8_copy(sh->label, sizeof(sh->label), spec);
 	s->n_shapes++;
 	return GPUSHARE_OK;
@@ -171,6 +150,14 @@ int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name,
 
 		if (s->shapes[i].command)
 			continue;
+		for (int m = 0; m < s->shapes[i].n_mix; m++) {
+			rc = gpushare_wl_params_set(&s->shapes[i].mix[m].wl, name, value);
+			if (rc == GPUSHARE_E_NOT_FOUND)
+				continue;
+			if (rc)
+				return rc;
+			set++;
+		}
 		rc = gpushare_wl_params_set(&s->shapes[i].wl, name, value);
 
 		if (rc == GPUSHARE_E_NOT_FOUND)
@@ -188,10 +175,12 @@ int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name,
 
 /* An item of the axis for N workers: its percentage, 0 when that is the
  * default share. */
-static double resolve_tpct(const struct gpushare_sweep_tpct *t, int workers)
+static double resolve_tpct(const struct gpushare_sweep_shape *sh, const struct gpushare_sweep_tpct *t, int workers)
 {
-	double def = gpushare_sweep_default_thread_pct(workers);
-	double v = t->times ? floor(t->value * 100.0 / (workers > 0 ? workers : 1)) : t->value;
+	/* A mix: the first workload's share, its even share 100/M the default. */
+	double unit = sh->n_mix >= 2 ? 100.0 / sh->n_mix : 100.0 / (workers > 0 ? workers : 1);
+	double def = sh->n_mix >= 2 ? floor(unit) : gpushare_sweep_default_thread_pct(workers);
+	double v = t->times ? floor(t->value * unit) : t->value;
 
 	if (v > 100)
 		v = 100;
@@ -200,20 +189,42 @@ static double resolve_tpct(const struct gpushare_sweep_tpct *t, int workers)
 	return v == def ? 0 : v;
 }
 
+/* The thread percentage axis of shape sh: a mix's own under "auto". */
+static const struct gpushare_sweep_tpct *tpct_axis(const struct gpushare_sweep_config *s,
+						    const struct gpushare_sweep_shape *sh, size_t *n)
+{
+	static const struct gpushare_sweep_tpct mix_auto[] = { { 0.5, true }, { 1, true }, { 1.5, true } };
+
+	if (sh->n_mix >= 2 && s->thread_pcts_auto && s->n_thread_pcts) {
+		*n = sizeof(mix_auto) / sizeof(mix_auto[0]);
+		return mix_auto;
+	}
+	*n = s->n_thread_pcts;
+	return s->thread_pcts;
+}
+
 /* The bench configuration of one cell. */
 static void cell_config(const struct gpushare_sweep_config *s, const struct gpushare_sweep_cell *cell,
 			struct gpushare_bench_config *c)
 {
+	const struct gpushare_sweep_shape *sh = &s->shapes[cell->shape];
+
 	*c = s->bench;
-	c->wl = s->shapes[cell->shape].wl;
+	c->wl = sh->wl;
 	c->wl.batch = cell->batch;
+	memcpy(c->mix, sh->mix, sizeof(c->mix));
+	c->n_mix = sh->n_mix;
+	c->n_mix_share = 0;
 	c->workers = cell->workers;
 	c->workers_given = true;
 	c->strategies[0] = cell->strategy;
 	c->n_strategies = 1;
 	c->ceiling = false;
 	c->n_thread_percentage = 0;
-	if (cell->thread_pct > 0) {
+	if (cell->thread_pct > 0 && sh->n_mix >= 2) {
+		gpushare_bench_mix_shares(sh->n_mix, cell->thread_pct, c->mix_share);
+		c->n_mix_share = sh->n_mix;
+	} else if (cell->thread_pct > 0) {
 		c->thread_percentage[0] = cell->thread_pct;
 		c->n_thread_percentage = 1;
 	}
@@ -232,12 +243,19 @@ static size_t grid_rates(const struct gpushare_sweep_config *s)
 
 int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_sweep_cell **cells, size_t *n)
 {
-	size_t n_rates = grid_rates(s) ? grid_rates(s) : 1, n_tp = s->n_thread_pcts ? s->n_thread_pcts : 1;
+	size_t n_rates = grid_rates(s) ? grid_rates(s) : 1, n_tp = 1;
 	size_t total = s->n_shapes * s->n_strategies * s->n_workers * s->n_batches * n_rates * n_tp, k = 0;
 	struct gpushare_sweep_cell *v;
 
 	*cells = NULL;
 	*n = 0;
+	for (size_t a = 0; a < s->n_shapes; a++) {
+		size_t m;
+
+		(void)tpct_axis(s, &s->shapes[a], &m);
+		n_tp = m > n_tp ? m : n_tp;
+	}
+	total = s->n_shapes * s->n_strategies * s->n_workers * s->n_batches * n_rates * n_tp;
 	if (total == 0)
 		return gpushare_fail(GPUSHARE_E_INVAL, "the grid is empty");
 	v = calloc(total, sizeof(*v));
@@ -254,18 +272,23 @@ int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_
 							bool seen = false;
 							size_t len;
 
+							const struct gpushare_sweep_shape *sh = &s->shapes[a];
+							size_t n_axis;
+							const struct gpushare_sweep_tpct *axis = tpct_axis(s, sh, &n_axis);
+
 							/* The thread percentage: mps-split only; the
 							 * items that come to one percentage, one cell. */
-							if (s->strategies[b] == GPUSHARE_STRATEGY_MPS_SPLIT && s->n_thread_pcts)
-								tp = resolve_tpct(&s->thread_pcts[h], s->workers[w]);
+							if (s->strategies[b] == GPUSHARE_STRATEGY_MPS_SPLIT && h < n_axis)
+								tp = resolve_tpct(sh, &axis[h], s->workers[w]);
 							else if (h > 0)
 								continue;
 							for (size_t g = 0; g < h && s->strategies[b] == GPUSHARE_STRATEGY_MPS_SPLIT; g++)
-								seen |= resolve_tpct(&s->thread_pcts[g], s->workers[w]) == tp;
+								seen |= resolve_tpct(sh, &axis[g], s->workers[w]) == tp;
 							if (seen)
 								continue;
 							k++;
 							c->shape = (int)a;
+							c->n_mix = sh->n_mix;
 							c->strategy = s->strategies[b];
 							c->workers = s->workers[w];
 							c->batch = s->batches[t];
@@ -335,6 +358,14 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 			if (gpushare_wl_params_check(&p))
 				return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s': %s", s->shapes[i].label,
 						     gpushare_errdetail());
+			for (int m = 0; m < s->shapes[i].n_mix; m++) {
+				struct gpushare_wl_params q = s->shapes[i].mix[m].wl;
+
+				q.batch = s->batches[b];
+				if (gpushare_wl_params_check(&q))
+					return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s': %s", s->shapes[i].mix[m].label,
+							     gpushare_errdetail());
+			}
 		}
 	}
 	rc = gpushare_sweep_cells(s, &cells, &n);
@@ -848,7 +879,7 @@ static int start_metrics(struct sweep_ctx *x)
  * of every run of the sweep stay apart (and keep their final values). */
 static int label_metrics(struct sweep_ctx *x, const struct gpushare_sweep_cell *cell, int repeat)
 {
-	char workers[16], batch[24], rep[16];
+	char workers[16], batch[24], rep[16], label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
 	struct gpushare_metrics_label l[] = {
 		{ "shape", x->s->shapes[cell->shape].label }, { "workers", workers }, { "batch", batch },
 		{ "repeat", rep },
@@ -859,7 +890,7 @@ static int label_metrics(struct sweep_ctx *x, const struct gpushare_sweep_cell *
 	snprintf(workers, sizeof(workers), "%d", cell->workers);
 	snprintf(batch, sizeof(batch), "%ld", cell->batch);
 	snprintf(rep, sizeof(rep), "%d", repeat);
-	return gpushare_metrics_bench_set_run(x->metrics, x->c->command ? "command" : x->c->wl.desc->name, l,
+	return gpushare_metrics_bench_set_run(x->metrics, gpushare_bench_workload_label(x->c, label, sizeof(label)), l,
 					      sizeof(l) / sizeof(l[0]));
 }
 
@@ -918,7 +949,7 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 		wrc = append_line(x, line);
 	free(line);
 	if (!wrc) {
-		double ips = ok ? r.results[0].items_per_second : NAN;
+		double ips = ok ? gpushare_bench_result_score(&r.results[0]) : NAN;   /* a mix: its score */
 
 		x->sum->runs_done++;
 		if (!ok)

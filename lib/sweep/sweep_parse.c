@@ -129,6 +129,14 @@ int gpushare_sweep_parse_thread_pcts(const char *s, struct gpushare_sweep_tpct *
 	return each_item(s, tpct_item, &l);
 }
 
+int gpushare_sweep_set_thread_pcts(struct gpushare_sweep_config *s, const char *text)
+{
+	int rc = gpushare_sweep_parse_thread_pcts(text, s->thread_pcts, &s->n_thread_pcts);
+
+	s->thread_pcts_auto = !rc && !strcmp(text, "auto");
+	return rc;
+}
+
 double gpushare_sweep_default_thread_pct(int workers)
 {
 	double share = floor(100.0 / (workers > 0 ? workers : 1));
@@ -140,5 +148,17 @@ double gpushare_sweep_cell_thread_pct(const struct gpushare_sweep_cell *cell)
 {
 	if (cell->strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
 		return 0;
-	return cell->thread_pct > 0 ? cell->thread_pct : gpushare_sweep_default_thread_pct(cell->workers);
+	if (cell->thread_pct > 0)
+		return cell->thread_pct;
+	if (cell->n_mix >= 2)
+		return floor(100.0 / cell->n_mix);   /* a mix: the first workload's even share */
+	return gpushare_sweep_default_thread_pct(cell->workers);
+}
+
+const char *gpushare_sweep_cell_thread_pct_text(const struct gpushare_sweep_cell *cell, char *buf, size_t len)
+{
+	if (cell->n_mix >= 2)
+		return gpushare_bench_mix_split_text(cell->n_mix, gpushare_sweep_cell_thread_pct(cell), buf, len);
+	snprintf(buf, len, "%g", gpushare_sweep_cell_thread_pct(cell));
+	return buf;
 }

@@ -39,8 +39,9 @@ int gpushare_sweep_record(const struct gpushare_sweep_cell *cell, const char *sh
 			  int cuda_driver_version, char **line)
 {
 	cJSON *doc = cJSON_CreateObject(), *c, *m, *gpu, *cmd, *err, *bench = NULL;
-	/* A command has no built-in workload: "command", as in the bench document. */
-	const char *workload = !r->config ? "" : r->config->command ? "command"
+	/* A command has no built-in workload: "command", as in the bench
+	 * document; a mix "mix" (its members are in bench.config.mix). */
+	const char *workload = !r->config ? "" : r->config->command ? "command" : r->config->n_mix >= 2 ? "mix"
 				 : r->config->wl.desc ? r->config->wl.desc->name : "";
 	/* A run the bench settled as failed (no request in its window) is
 	 * recorded failed with its reason, as the report reads it. */

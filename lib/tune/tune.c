@@ -47,7 +47,7 @@ int gpushare_tune_config_init(struct gpushare_tune_config *t)
 	t->sweep.n_strategies = 3;
 	t->sweep.max_repeats = 6;
 	/* mps-split's thread percentages: auto (docs/tune.md says why). */
-	rc = gpushare_sweep_parse_thread_pcts("auto", t->sweep.thread_pcts, &t->sweep.n_thread_pcts);
+	rc = gpushare_sweep_set_thread_pcts(&t->sweep, "auto");
 	if (rc)
 		return rc;
 	t->min_runs = 2;
@@ -335,6 +335,11 @@ static void workload_args(const struct gpushare_tune_config *t, char *buf, size_
 		}
 		return;
 	}
+	if (sh->n_mix >= 2) {
+		/* A mix: its spec as it was given (bench takes the same). */
+		snprintf(buf, len, " --workload %s", sh->label);
+		return;
+	}
 	{
 		char label[sizeof(sh->label)], *save = NULL, *item;
 		bool first = true;
@@ -357,7 +362,7 @@ static void workload_args(const struct gpushare_tune_config *t, char *buf, size_
 static void commands(const struct gpushare_tune_config *t, struct gpushare_tune_result *res)
 {
 	const struct gpushare_sweep_cell *c;
-	char wl[1024], tp[48] = "";
+	char wl[1024], tp[64] = "", pct[32];
 	int s;
 
 	if (res->best < 0)
@@ -367,7 +372,8 @@ static void commands(const struct gpushare_tune_config *t, struct gpushare_tune_
 	workload_args(t, wl, sizeof(wl));
 	/* mps-split: the picked percentage, also when it is the default. */
 	if (s == GPUSHARE_STRATEGY_MPS_SPLIT)
-		snprintf(tp, sizeof(tp), " --thread-percentage %g", gpushare_sweep_cell_thread_pct(c));
+		snprintf(tp, sizeof(tp), " --thread-percentage %s",
+			 gpushare_sweep_cell_thread_pct_text(c, pct, sizeof(pct)));
 	snprintf(res->bench_command, sizeof(res->bench_command),
 		 "gpushare bench --strategy %s --workers %d --batch %ld%s%s%s", gpushare_strategy_name(s), c->workers,
 		 c->batch, tp, t->sweep.shapes[0].command ? t->bench_extra : wl,
@@ -617,7 +623,8 @@ static bool json_cmp(cJSON *parent, const char *k, const struct gpushare_compari
 int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpushare_tune_result *res, char **out)
 {
 	cJSON *doc = cJSON_CreateObject(), *a = NULL;
-	const char *unit = t->sweep.bench.find_peak ? "peak_rate_per_second" : "items_per_second";
+	const char *unit = t->sweep.bench.find_peak ? "peak_rate_per_second"
+			   : t->sweep.shapes[0].n_mix >= 2 ? "score" : "items_per_second";
 	bool ok = doc != NULL;
 
 	*out = NULL;
@@ -642,11 +649,16 @@ int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpusha
 	for (size_t k = 0; ok && k < res->n_cands; k++) {
 		const struct gpushare_tune_candidate *c = &res->cands[k];
 		cJSON *o = gpushare_json_obj(a, NULL);
+		char split[32];
 
 		ok = o && gpushare_json_str(o, "strategy", gpushare_strategy_name(c->cell.strategy)) &&
 		     gpushare_json_int(o, "workers", c->cell.workers) && gpushare_json_int(o, "batch", c->cell.batch) &&
 		     gpushare_json_num_if(o, "thread_percentage", gpushare_sweep_cell_thread_pct(&c->cell),
 					  c->cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT) &&
+		     gpushare_json_str_or_null(o, "split", c->cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT &&
+								   c->cell.n_mix >= 2
+							   ? gpushare_sweep_cell_thread_pct_text(&c->cell, split, sizeof(split))
+							   : "") &&
 		     gpushare_json_num_if(o, "probe", c->probe, !isnan(c->probe)) &&
 		     gpushare_json_num_if(o, "probe_rank", c->probe_rank, c->probe_rank > 0) &&
 		     gpushare_json_int(o, "runs", (long long)c->runs) && gpushare_json_num(o, "median", c->ci.median) &&

@@ -38,6 +38,9 @@ static const struct gpushare_wl_option spin_opts[] = {
 	  .help = "the worker (its index) that runs slow-us requests" },
 	{ .name = "sleep", .type = GPUSHARE_WL_BOOL, .def = "off",
 	  .help = "sleep through each request instead of spinning (a worker waiting on a device)" },
+	{ .name = "by-threads", .type = GPUSHARE_WL_BOOL, .def = "off",
+	  .help = "a request lasts 100/P times as long under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE P (a kernel whose "
+		  "speed follows its SM share); for tests" },
 };
 
 static const struct gpushare_wl_option matmul_opts[] = {

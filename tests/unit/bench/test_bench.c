@@ -480,6 +480,74 @@ static void test_atomic_write(void **state)
 	rmdir(dir);
 }
 
+/* A mix: its specs, the split's per-worker percentages, the members' figures
+ * and the score, the geometric mean of their items/s. */
+static void test_mix(void **state)
+{
+	struct gpushare_bench_config c;
+	struct gpushare_bench_result res;
+	double tp[GPUSHARE_BENCH_MAX_WORKERS];
+	char buf[64];
+	int n;
+
+	(void)state;
+	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
+	c.wl.batch = 8;
+	assert_int_equal(gpushare_bench_set_workload(&c, "spin:request-us=1ms+spin+spin:sleep=on"), GPUSHARE_OK);
+	assert_int_equal(c.n_mix, 3);
+	assert_int_equal(c.wl.batch, 8);
+	assert_string_equal(c.mix[2].label, "spin:sleep=on");
+	assert_string_equal(gpushare_bench_workload_label(&c, buf, sizeof(buf)), "spin:request-us=1ms+spin+spin:sleep=on");
+	/* An option for all: set where the spec did not give it, refused where it did. */
+	assert_int_equal(gpushare_bench_set_wl_option(&c, "sleep", "on"), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'spin:sleep=on'"));
+	assert_int_equal(gpushare_bench_set_workload(&c, "spin+spin:sleep=on"), GPUSHARE_OK);
+	assert_int_equal(gpushare_bench_set_wl_option(&c, "request-us", "2ms"), GPUSHARE_OK);
+	assert_string_equal(gpushare_wl_get(&c.mix[1].wl, "request-us"), "2ms");
+	assert_int_equal(gpushare_bench_set_wl_option(&c, "size", "10"), GPUSHARE_E_NOT_FOUND);
+	/* Blocks of workers; the split over each workload's workers. */
+	c.workers = 6;
+	assert_int_equal(gpushare_bench_mix_member_of(2, 6, 2), 0);
+	assert_int_equal(gpushare_bench_mix_member_of(2, 6, 3), 1);
+	assert_int_equal(gpushare_bench_parse_mix_shares("30/70", 2, c.mix_share, &c.n_mix_share), GPUSHARE_OK);
+	gpushare_bench_mix_thread_percentages(&c, tp);
+	assert_true(tp[0] == 10 && tp[2] == 10 && tp[3] == 23 && tp[5] == 23);
+	assert_int_equal(gpushare_bench_parse_mix_shares("30/70/1", 2, c.mix_share, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_bench_parse_mix_shares("30", 2, c.mix_share, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_bench_parse_mix_shares("30/70", 1, c.mix_share, &n), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_bench_mix_split_text(3, 50, buf, sizeof(buf)), "50/25/25");
+	assert_int_equal(gpushare_bench_mix_count("command:a+b"), 1);
+	assert_int_equal(gpushare_bench_mix_count("a+b"), 2);
+	assert_int_equal(gpushare_bench_config_check(&c), GPUSHARE_OK);
+	c.workers = 5;
+	assert_int_equal(gpushare_bench_config_check(&c), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_bench_set_workload(&c, "spin++spin"), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_bench_set_workload(&c, "spin+a+b+c+d"), GPUSHARE_E_INVAL);
+	/* The figures: 2 workers of 400 and 2 of 100 items in a 1 s window. */
+	assert_int_equal(gpushare_bench_result_init(&res, GPUSHARE_STRATEGY_TIMESLICE, 4), GPUSHARE_OK);
+	res.n_mix = 2;
+	for (int i = 0; i < 4; i++) {
+		res.workers[i].requests = i < 2 ? 400 : 100;
+		res.workers[i].items_per_request = 1;
+		res.workers[i].window_seconds = 1;
+		gpushare_hist_record(&res.workers[i].hist, i < 2 ? 1000000 : 4000000);
+	}
+	gpushare_bench_result_compute(&res, 0);
+	assert_true(fabs(res.mix[0].items_per_second - 800) < 1e-9);
+	assert_true(fabs(res.mix[1].items_per_second - 200) < 1e-9);
+	assert_true(fabs(res.mix_score - 400) < 1e-9);   /* sqrt(800 x 200) */
+	assert_true(fabs(gpushare_bench_result_score(&res) - 400) < 1e-9);
+	assert_true(fabs(res.items_per_second - 1000) < 1e-9);
+	assert_true(res.fairness == 1);                   /* even within each workload */
+	res.workers[3].requests = 0;
+	gpushare_bench_result_compute(&res, 0);
+	assert_true(res.fairness == 0);
+	res.workers[2].requests = 0;
+	gpushare_bench_result_compute(&res, 0);
+	assert_true(res.mix_score == 0);                  /* a workload that did nothing */
+	gpushare_bench_result_release(&res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -494,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_settle_error),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_mix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,382 @@
+/*
+ * A mix of workloads in one run (`--workload A+B`, docs/bench.md, "A mix of
+ * workloads"): the workload specs, which worker runs which member, the
+ * members' shares of the GPU under mps-split, and the figures per member
+ * with the score a mix is compared by (the geometric mean of the members'
+ * items/s: each member's speedup weighs the same whatever its unit).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushare/bench.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/util.h"
+#include "gpushare/utf8.h"
+
+#include "bench_mix.h"
+
+int gpushare_bench_parse_workload_spec(const char *spec, struct gpushare_wl_params *p)
+{
+	const struct gpushare_wl_desc *d;
+	char buf[GPUSHARE_BENCH_MIX_LABEL], *name, *item, *save = NULL;
+	int rc;
+
+	if (!spec || !*spec)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty workload");
+	if (strlen(spec) >= sizeof(buf))
+		return gpushare_fail(GPUSHARE_E_INVAL, "workload '%.40s...' is too long", spec);
+	snprintf(buf, sizeof(buf), "%s", spec);
+	name = strtok_r(buf, ":", &save);
+	d = name && spec[0] != ':' ? gpushare_workload_find(name) : NULL;
+	if (!d)
+		return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s'", name && spec[0] != ':' ? name : "");
+	rc = gpushare_wl_params_init(p, d);
+	if (rc)
+		return rc;
+	while ((item = strtok_r(NULL, ":", &save)) != NULL) {
+		char *eq = strchr(item, '=');
+
+		if (!eq || eq == item || !eq[1])
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not opt=value", item);
+		*eq = '\0';
+		/* Earlier items sit in buf before this one as "opt\0value\0". */
+		for (const char *prev = buf + strlen(buf) + 1; prev < item;) {
+			if (!strcmp(prev, item))
+				return gpushare_fail(GPUSHARE_E_INVAL, "option '%s' is given twice", item);
+			prev += strlen(prev) + 1;
+			prev += strlen(prev) + 1;
+		}
+		rc = gpushare_wl_params_set(p, item, eq + 1);
+		if (rc == GPUSHARE_E_NOT_FOUND)
+			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s'", d->name, item);
+		if (rc)
+			return GPUSHARE_E_INVAL;
+	}
+	return GPUSHARE_OK;
+}
+
+int gpushare_bench_parse_mix(const char *spec, struct gpushare_bench_mix_member *m, int *n_out)
+{
+	const char *p = spec;
+	int n = 0, rc;
+
+	*n_out = 0;
+	if (!spec || !*spec)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty workload");
+	for (;;) {
+		size_t len = strcspn(p, "+");
+
+		if (len == 0)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty workload in its mix", spec);
+		if (n >= GPUSHARE_BENCH_MAX_MIX)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' mixes more than %d workloads", spec,
+					     GPUSHARE_BENCH_MAX_MIX);
+		if (len >= sizeof(m[n].label))
+			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%.40s...' is too long", p);
+		memset(&m[n], 0, sizeof(m[n]));
+		memcpy(m[n].label, p, len);
+		m[n].label[len] = '\0';
+		rc = gpushare_bench_parse_workload_spec(m[n].label, &m[n].wl);
+		if (rc)
+			return rc;
+		n++;
+		p += len;
+		if (!*p)
+			break;
+		p++;
+		if (!*p)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty workload in its mix", spec);
+	}
+	*n_out = n;
+	return GPUSHARE_OK;
+}
+
+int gpushare_bench_set_workload(struct gpushare_bench_config *c, const char *spec)
+{
+	struct gpushare_bench_mix_member m[GPUSHARE_BENCH_MAX_MIX];
+	long batch = c->wl.batch;
+	int n, rc = gpushare_bench_parse_mix(spec, m, &n);
+
+	if (rc)
+		return rc;
+	c->wl = m[0].wl;
+	c->wl.batch = batch;
+	memset(c->mix, 0, sizeof(c->mix));
+	c->n_mix = 0;
+	if (n > 1) {
+		memcpy(c->mix, m, sizeof(m[0]) * (size_t)n);
+		c->n_mix = n;
+	}
+	return GPUSHARE_OK;
+}
+
+/* Set name=value on p unless its spec gave it: 1 set, 0 p has no such
+ * option, else the error. */
+static int set_one(struct gpushare_wl_params *p, const char *label, const char *name, const char *value)
+{
+	for (size_t i = 0; p->desc && i < p->desc->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
+		if (strcmp(p->desc->opts[i].name, name))
+			continue;
+		if (p->given[i])
+			return gpushare_fail(GPUSHARE_E_INVAL, "--%s is given twice: as an option and in workload '%s'",
+					     name, label);
+		return gpushare_wl_params_set(p, name, value) ? GPUSHARE_E_INVAL : 1;
+	}
+	return 0;
+}
+
+int gpushare_bench_set_wl_option(struct gpushare_bench_config *c, const char *name, const char *value)
+{
+	int set = 0, rc;
+
+	if (c->n_mix < 2) {
+		rc = set_one(&c->wl, c->wl.desc ? c->wl.desc->name : "", name, value);
+		if (rc < 0 || rc > 1)
+			return rc;
+		if (rc == 0)
+			return gpushare_fail(GPUSHARE_E_NOT_FOUND, "workload '%s' has no option '%s'",
+					     c->wl.desc ? c->wl.desc->name : "", name);
+		return GPUSHARE_OK;
+	}
+	for (int i = 0; i < c->n_mix; i++) {
+		rc = set_one(&c->mix[i].wl, c->mix[i].label, name, value);
+		if (rc != 0 && rc != 1)
+			return rc;
+		set += rc;
+	}
+	if (!set)
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "no workload of the mix has option '%s'", name);
+	{
+		long batch = c->wl.batch;
+
+		c->wl = c->mix[0].wl;
+		c->wl.batch = batch;
+	}
+	return GPUSHARE_OK;
+}
+
+const char *gpushare_bench_workload_label(const struct gpushare_bench_config *c, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	if (!size)
+		return "";
+	buf[0] = '\0';
+	if (c->command) {
+		snprintf(buf, size, "command");
+		return buf;
+	}
+	if (c->n_mix < 2) {
+		snprintf(buf, size, "%s", c->wl.desc ? c->wl.desc->name : "");
+		return buf;
+	}
+	for (int i = 0; i < c->n_mix && len < size; i++) {
+		int k = snprintf(buf + len, size - len, "%s%s", i ? "+" : "", c->mix[i].label);
+
+		if (k < 0)
+			break;
+		len += (size_t)k;
+	}
+	if (len >= size)
+		buf[gpushare_utf8_cut(buf, size - 1)] = '\0';
+	return buf;
+}
+
+int gpushare_bench_mix_member_of(int n_mix, int workers, int i)
+{
+	int per;
+
+	if (n_mix < 2 || workers < n_mix)
+		return 0;
+	per = workers / n_mix;
+	return i / per < n_mix ? i / per : n_mix - 1;
+}
+
+void gpushare_bench_mix_thread_percentages(const struct gpushare_bench_config *c, double *out)
+{
+	int per = c->n_mix >= 2 && c->workers >= c->n_mix ? c->workers / c->n_mix : 1;
+
+	for (int i = 0; i < c->workers; i++) {
+		int m = gpushare_bench_mix_member_of(c->n_mix, c->workers, i);
+		double share = m < c->n_mix_share ? c->mix_share[m] : 100.0 / (c->n_mix ? c->n_mix : 1);
+		double v = floor(share / per);
+
+		out[i] = v >= 1 ? v : 1;
+	}
+}
+
+int gpushare_bench_parse_mix_shares(const char *s, int n_mix, double *out, int *n)
+{
+	const char *p = s;
+	int count = 0;
+
+	*n = 0;
+	if (n_mix < 2)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s': shares separated by '/' split the GPU between the workloads "
+				     "of a mix (--workload A+B); give one percentage or one per worker", s);
+	for (;;) {
+		char item[32];
+		size_t len = strcspn(p, "/");
+		int rc;
+
+		if (len == 0 || len >= sizeof(item))
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a split such as 30/70", s);
+		if (count >= n_mix)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has more shares than the %d workloads of the mix", s,
+					     n_mix);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		rc = gpushare_parse_percent(item, &out[count]);
+		if (rc)
+			return rc;
+		count++;
+		p += len;
+		if (!*p)
+			break;
+		p++;
+	}
+	if (count != n_mix)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has %d shares for a mix of %d workloads", s, count, n_mix);
+	*n = count;
+	return GPUSHARE_OK;
+}
+
+int bench_mix_check(const struct gpushare_bench_config *c)
+{
+	if (c->n_mix < 2) {
+		if (c->n_mix_share)
+			return gpushare_fail(GPUSHARE_E_INVAL, "--thread-percentage with '/' splits a mix: give --workload A+B");
+		return GPUSHARE_OK;
+	}
+	if (c->command)
+		return gpushare_fail(GPUSHARE_E_INVAL, "a mix runs built-in workloads, not a command");
+	if (c->workers % c->n_mix)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--workers %d does not divide among the %d workloads of the mix "
+				     "(give a multiple of %d)", c->workers, c->n_mix, c->n_mix);
+	if (c->ceiling)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--ceiling runs one workload in one process; it does not apply to a mix");
+	if (c->load == GPUSHARE_LOAD_OPEN)
+		return gpushare_fail(GPUSHARE_E_INVAL, "a mix is measured in closed loop (open-loop arrivals would go to "
+				     "whichever workload is free)");
+	for (size_t i = 0; i < c->n_strategies; i++) {
+		if (c->strategies[i] == GPUSHARE_STRATEGY_STREAMS)
+			return gpushare_fail(GPUSHARE_E_INVAL, "streams runs every worker in one process of one workload; "
+					     "it does not apply to a mix");
+	}
+	if (c->n_mix_share && c->n_thread_percentage)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--thread-percentage: give a split (30/70) or per-worker values, "
+				     "not both");
+	for (int i = 0; i < c->n_mix; i++) {
+		struct gpushare_wl_params p = c->mix[i].wl;
+
+		p.batch = c->wl.batch;
+		if (gpushare_wl_params_check(&p))
+			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s': %s", c->mix[i].label, gpushare_errdetail());
+	}
+	return GPUSHARE_OK;
+}
+
+void bench_mix_compute(struct gpushare_bench_result *res)
+{
+	int n = res->n_mix;
+
+	res->mix_score = 0;
+	if (n < 2 || res->n_workers < (size_t)n)
+		return;
+	for (int m = 0; m < n; m++) {
+		struct gpushare_bench_mix_result *r = &res->mix[m];
+		struct gpushare_hist h;
+		double window_sum = 0, window_max = 0, min_tp = INFINITY, max_tp = 0;
+
+		gpushare_hist_init(&h);
+		r->requests = r->items = 0;
+		r->thread_percentage_set = -1;
+		for (size_t i = 0; i < res->n_workers; i++) {
+			const struct gpushare_bench_worker *w = &res->workers[i];
+
+			if (gpushare_bench_mix_member_of(n, (int)res->n_workers, (int)i) != m)
+				continue;
+			r->requests += w->requests;
+			r->items += w->items;
+			window_sum += w->window_seconds;
+			if (w->window_seconds > window_max)
+				window_max = w->window_seconds;
+			if (w->requests_per_second < min_tp)
+				min_tp = w->requests_per_second;
+			if (w->requests_per_second > max_tp)
+				max_tp = w->requests_per_second;
+			if (w->thread_percentage_set > 0)
+				r->thread_percentage_set = (r->thread_percentage_set > 0 ? r->thread_percentage_set : 0) +
+							   w->thread_percentage_set;
+			gpushare_hist_merge(&h, &w->hist);
+		}
+		/* As the aggregate: sequential workers each had their own window. */
+		{
+			double win = res->strategy == GPUSHARE_STRATEGY_SEQUENTIAL ? window_sum : window_max;
+
+			r->items_per_second = win > 0 ? (double)r->items / win : 0;
+			r->requests_per_second = win > 0 ? (double)r->requests / win : 0;
+		}
+		r->fairness = max_tp > 0 ? min_tp / max_tp : 0;
+		r->p50_seconds = h.count ? (double)gpushare_hist_quantile(&h, 0.50) / 1e9 : 0;
+		r->p99_seconds = h.count ? (double)gpushare_hist_quantile(&h, 0.99) / 1e9 : 0;
+	}
+	{
+		double log_sum = 0;
+		bool zero = false;
+
+		for (int m = 0; m < n; m++) {
+			if (!(res->mix[m].items_per_second > 0))
+				zero = true;
+			else
+				log_sum += log(res->mix[m].items_per_second);
+		}
+		res->mix_score = zero ? 0 : exp(log_sum / n);
+	}
+}
+
+double gpushare_bench_result_score(const struct gpushare_bench_result *res)
+{
+	return res->n_mix >= 2 ? res->mix_score : res->items_per_second;
+}
+
+int gpushare_bench_mix_count(const char *label)
+{
+	int n = 1;
+
+	if (label && !strncmp(label, "command:", 8))
+		return 1;   /* a sweep's command shape: its '+' are the command's */
+	for (const char *p = label; p && *p; p++)
+		n += *p == '+';
+	return n;
+}
+
+void gpushare_bench_mix_shares(int n_mix, double first, double *out)
+{
+	double rest = n_mix > 1 ? floor((100.0 - first) / (n_mix - 1)) : 0;
+
+	out[0] = first;
+	for (int m = 1; m < n_mix; m++)
+		out[m] = rest >= 1 ? rest : 1;
+}
+
+const char *gpushare_bench_mix_split_text(int n_mix, double first, char *buf, size_t size)
+{
+	double v[GPUSHARE_BENCH_MAX_MIX];
+	size_t len = 0;
+
+	if (n_mix > GPUSHARE_BENCH_MAX_MIX)
+		n_mix = GPUSHARE_BENCH_MAX_MIX;
+	gpushare_bench_mix_shares(n_mix, first, v);
+	buf[0] = '\0';
+	for (int m = 0; m < n_mix && len < size; m++) {
+		int k = snprintf(buf + len, size - len, "%s%g", m ? "/" : "", v[m]);
+
+		if (k < 0)
+			break;
+		len += (size_t)k;
+	}
+	return buf;
+}
