@@ -212,6 +212,7 @@ best = [c for c in doc["candidates"] if c["best"]]
 assert len(best) == 1 and best[0]["split"] == "90/10", doc["candidates"]
 assert doc["bench_command"].endswith("--thread-percentage 90/10 --workload " + sys.argv[2]), doc["bench_command"]
 assert doc["farm_command"] is None
+assert doc["plan_command"] is None and doc["exec_command"] is None   # plan refuses a mix; no command
 EOF
 	then
 		pick_ok=true
