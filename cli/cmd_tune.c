@@ -324,6 +324,10 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 		fprintf(f, "Jobs this way: none: gpushare farm gives each mps-split slot the default share 100/N (%g%% "
 			"here), not the pick's %g%%\n", gpushare_sweep_default_thread_pct(res->cands[res->best].cell.workers),
 			gpushare_sweep_cell_thread_pct(&res->cands[res->best].cell));
+	if (res->exec_command[0])
+		fprintf(f, "Ranks this way: %s\n", res->exec_command);
+	if (res->plan_command[0])
+		fprintf(f, "Plan it: %s (TARGET: slurm, k8s-device-plugin, k8s-dra or env)\n", res->plan_command);
 }
 
 /* ---- options ---- */

@@ -116,6 +116,14 @@ struct gpushare_tune_result {
 					   * with its --thread-percentage) */
 	char farm_command[256];           /* gpushare farm ... (mps, timeslice, mps-split at
 					   * the default share, all farm runs); "" */
+	/* gpushare plan DIR --for TARGET --shape ... --batch B --strategy S: the
+	 * pick's configuration for a scheduler from tune's results; "" where plan
+	 * has none (a mix, one worker, sequential, streams, open loop, the
+	 * probes only). */
+	char plan_command[GPUSHARE_PATH_MAX + 512];
+	/* mpirun -np K gpushare exec ... -- CMD: a command's pick as ranks
+	 * (request mode; timeslice, mps, mps-split); "" otherwise. */
+	char exec_command[2560];
 };
 
 /* Defaults: the sweep's (gpushare_sweep_config_init), strategies

@@ -16,6 +16,7 @@
 #include "gpushare/region.h"
 
 #include "bench_mix.h"
+#include "items.h"
 
 const char *gpushare_result_status_name(int status)
 {
@@ -191,41 +192,46 @@ int gpushare_bench_open_check(const struct gpushare_bench_config *c)
 	return GPUSHARE_OK;
 }
 
-/* Split s at commas into at most max items; calls parse(item) for each. */
+/* A per-worker list being parsed (parse_list). */
+struct list_items {
+	const char *s, *what;
+	int workers, count;
+	int (*parse)(const char *item, void *out, int i);
+	void *out;
+};
+
+static int list_item(void *arg, const char *p, size_t len)
+{
+	struct list_items *x = arg;
+	char item[64];
+
+	if (x->count >= GPUSHARE_BENCH_MAX_WORKERS || (x->workers > 0 && x->count >= x->workers))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has more %s values than the %d workers", x->s, x->what,
+				     x->workers > 0 ? x->workers : GPUSHARE_BENCH_MAX_WORKERS);
+	if (len >= sizeof(item))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a %s list (an overlong item)", x->s, x->what);
+	memcpy(item, p, len);
+	item[len] = '\0';
+	return x->parse(item, x->out, x->count++);
+}
+
+/* Split s at commas into one value or `workers` values; parse(item) each. */
 static int parse_list(const char *s, int workers, const char *what, int *n,
 		      int (*parse)(const char *item, void *out, int i), void *out)
 {
-	char item[64];
-	const char *p = s;
-	int count = 0;
+	struct list_items x = { s, what, workers, 0, parse, out };
+	int rc;
 
 	*n = 0;
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty %s list", what);
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		int rc;
-
-		if (count >= GPUSHARE_BENCH_MAX_WORKERS || (workers > 0 && count >= workers))
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has more %s values than the %d workers", s, what,
-					     workers > 0 ? workers : GPUSHARE_BENCH_MAX_WORKERS);
-		if (len == 0 || len >= sizeof(item))
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a %s list (empty or overlong item)", s, what);
-		memcpy(item, p, len);
-		item[len] = '\0';
-		rc = parse(item, out, count);
-		if (rc)
-			return rc;
-		count++;
-		p += len;
-		if (!*p)
-			break;
-		p++;
-	}
-	if (count > 1 && workers > 0 && count != workers)
-		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has %d %s values for %d workers (give one or %d)", s, count,
+	rc = gpushare_each_item(s, ',', list_item, &x);
+	if (rc)
+		return rc;
+	if (x.count > 1 && workers > 0 && x.count != workers)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has %d %s values for %d workers (give one or %d)", s, x.count,
 				     what, workers, workers);
-	*n = count;
+	*n = x.count;
 	return GPUSHARE_OK;
 }
 

@@ -16,6 +16,7 @@
 #include "gpushare/utf8.h"
 
 #include "bench_mix.h"
+#include "items.h"
 
 int gpushare_bench_parse_workload_spec(const char *spec, struct gpushare_wl_params *p)
 {
@@ -57,39 +58,41 @@ int gpushare_bench_parse_workload_spec(const char *spec, struct gpushare_wl_para
 	return GPUSHARE_OK;
 }
 
+/* Where gpushare_bench_parse_mix puts the members. */
+struct mix_items {
+	const char *spec;
+	struct gpushare_bench_mix_member *m;
+	int n;
+};
+
+static int mix_item(void *arg, const char *p, size_t len)
+{
+	struct mix_items *x = arg;
+	struct gpushare_bench_mix_member *m = &x->m[x->n];
+
+	if (x->n >= GPUSHARE_BENCH_MAX_MIX)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' mixes more than %d workloads", x->spec, GPUSHARE_BENCH_MAX_MIX);
+	if (len >= sizeof(m->label))
+		return gpushare_fail(GPUSHARE_E_INVAL, "workload '%.40s...' is too long", p);
+	memset(m, 0, sizeof(*m));
+	memcpy(m->label, p, len);
+	m->label[len] = '\0';
+	x->n++;
+	return gpushare_bench_parse_workload_spec(m->label, &m->wl);
+}
+
 int gpushare_bench_parse_mix(const char *spec, struct gpushare_bench_mix_member *m, int *n_out)
 {
-	const char *p = spec;
-	int n = 0, rc;
+	struct mix_items x = { spec, m, 0 };
+	int rc;
 
 	*n_out = 0;
 	if (!spec || !*spec)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty workload");
-	for (;;) {
-		size_t len = strcspn(p, "+");
-
-		if (len == 0)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty workload in its mix", spec);
-		if (n >= GPUSHARE_BENCH_MAX_MIX)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' mixes more than %d workloads", spec,
-					     GPUSHARE_BENCH_MAX_MIX);
-		if (len >= sizeof(m[n].label))
-			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%.40s...' is too long", p);
-		memset(&m[n], 0, sizeof(m[n]));
-		memcpy(m[n].label, p, len);
-		m[n].label[len] = '\0';
-		rc = gpushare_bench_parse_workload_spec(m[n].label, &m[n].wl);
-		if (rc)
-			return rc;
-		n++;
-		p += len;
-		if (!*p)
-			break;
-		p++;
-		if (!*p)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty workload in its mix", spec);
-	}
-	*n_out = n;
+	rc = gpushare_each_item(spec, '+', mix_item, &x);
+	if (rc)
+		return rc;
+	*n_out = x.n;
 	return GPUSHARE_OK;
 }
 
@@ -207,39 +210,42 @@ void gpushare_bench_mix_thread_percentages(const struct gpushare_bench_config *c
 	}
 }
 
+/* Where gpushare_bench_parse_mix_shares puts the shares. */
+struct share_items {
+	const char *s;
+	int n_mix, n;
+	double *out;
+};
+
+static int share_item(void *arg, const char *p, size_t len)
+{
+	struct share_items *x = arg;
+	char item[32];
+
+	if (x->n >= x->n_mix)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has more shares than the %d workloads of the mix", x->s, x->n_mix);
+	if (len >= sizeof(item))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a split such as 30/70", x->s);
+	memcpy(item, p, len);
+	item[len] = '\0';
+	return gpushare_parse_percent(item, &x->out[x->n++]);
+}
+
 int gpushare_bench_parse_mix_shares(const char *s, int n_mix, double *out, int *n)
 {
-	const char *p = s;
-	int count = 0;
+	struct share_items x = { s, n_mix, 0, out };
+	int rc;
 
 	*n = 0;
 	if (n_mix < 2)
 		return gpushare_fail(GPUSHARE_E_INVAL, "'%s': shares separated by '/' split the GPU between the workloads "
 				     "of a mix (--workload A+B); give one percentage or one per worker", s);
-	for (;;) {
-		char item[32];
-		size_t len = strcspn(p, "/");
-		int rc;
-
-		if (len == 0 || len >= sizeof(item))
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a split such as 30/70", s);
-		if (count >= n_mix)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has more shares than the %d workloads of the mix", s,
-					     n_mix);
-		memcpy(item, p, len);
-		item[len] = '\0';
-		rc = gpushare_parse_percent(item, &out[count]);
-		if (rc)
-			return rc;
-		count++;
-		p += len;
-		if (!*p)
-			break;
-		p++;
-	}
-	if (count != n_mix)
-		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has %d shares for a mix of %d workloads", s, count, n_mix);
-	*n = count;
+	rc = gpushare_each_item(s, '/', share_item, &x);
+	if (rc)
+		return rc;
+	if (x.n != n_mix)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has %d shares for a mix of %d workloads", s, x.n, n_mix);
+	*n = x.n;
 	return GPUSHARE_OK;
 }
 

@@ -14,6 +14,7 @@
 
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
+#include "items.h"
 
 int gpushare_parse_percent(const char *s, double *out)
 {
@@ -124,5 +125,30 @@ int gpushare_parse_duration(const char *s, uint64_t *ns)
 	if (v > 1e18)
 		return gpushare_fail(GPUSHARE_E_INVAL, "duration '%s' is too long", s);
 	*ns = (uint64_t)v;
+	return GPUSHARE_OK;
+}
+
+int gpushare_each_item(const char *s, char sep, int (*item)(void *arg, const char *p, size_t len), void *arg)
+{
+	const char *p = s;
+
+	if (!s || !*s)
+		return gpushare_fail(GPUSHARE_E_INVAL, "empty list");
+	for (;;) {
+		size_t len = strcspn(p, (const char[]){ sep, '\0' });
+		int rc;
+
+		if (len == 0)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty item", s);
+		rc = item(arg, p, len);
+		if (rc)
+			return rc;
+		p += len;
+		if (!*p)
+			break;
+		p++;
+		if (!*p)
+			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' ends with '%c'", s, sep);
+	}
 	return GPUSHARE_OK;
 }

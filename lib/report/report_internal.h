@@ -14,6 +14,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/buf.h"
 #include "gpushare/report.h"
+#include "index.h"
 
 /* PNG/SVG bytes and HTML text grow in a struct gpushare_buf (buf.h), whose
  * `failed` the writers check once at the end. */
@@ -55,8 +56,7 @@ bool gpushare_report_foldable(const struct gpushare_report_run *run);
 /* The loader's table of r->groups by their identity (cell, thread
  * percentage, names, devices) and their capacities. */
 struct report_folder {
-	size_t *slot;                /* 1-based index in r->groups, 0 free */
-	size_t size;
+	struct gpushare_index ix;    /* r->groups: 1-based index */
 	size_t *cap;                 /* of each group's samples */
 	size_t cap_room;             /* of cap */
 	size_t groups_cap;           /* of r->groups */

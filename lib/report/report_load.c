@@ -30,6 +30,7 @@
 #include "gpushare/report.h"
 #include "grow.h"
 #include "hash.h"
+#include "index.h"
 #include "report_internal.h"
 #include "report_load_curve.h"
 #include "report_peak.h"
@@ -321,50 +322,40 @@ int gpushare_report_parse_line(const char *text, size_t len, struct gpushare_rep
 	return GPUSHARE_OK;
 }
 
-/* The report's names: each distinct string once, in an open-addressed set
- * (a power-of-two table, at most half full). */
+/* The report's names: each distinct string once, in an index of their
+ * pointers. */
 struct gpushare_report_names {
-	char **slot;
-	size_t size, n;
+	struct gpushare_index ix;
 };
 
 void gpushare_report_names_free(struct gpushare_report_names *n)
 {
 	if (!n)
 		return;
-	for (size_t i = 0; i < n->size; i++)
-		free(n->slot[i]);
-	free(n->slot);
+	for (size_t i = 0; i < n->ix.size; i++)
+		free((char *)(uintptr_t)n->ix.slot[i]);
+	gpushare_index_release(&n->ix);
 	free(n);
 }
 
-static int names_grow(struct gpushare_report_names *n)
+static uint64_t name_hash(const void *ctx, uint64_t value)
 {
-	size_t size = n->size ? n->size * 2 : 64;
-	char **slot = calloc(size, sizeof(*slot));
+	(void)ctx;
+	return gpushare_fnv1a_str((const char *)(uintptr_t)value);
+}
 
-	if (!slot)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < n->size; i++) {
-		size_t k;
-
-		if (!n->slot[i])
-			continue;
-		for (k = (size_t)gpushare_fnv1a_str(n->slot[i]) & (size - 1); slot[k]; k = (k + 1) & (size - 1))
-			;
-		slot[k] = n->slot[i];
-	}
-	free(n->slot);
-	n->slot = slot;
-	n->size = size;
-	return GPUSHARE_OK;
+static bool name_same(const void *ctx, uint64_t value)
+{
+	return !strcmp((const char *)(uintptr_t)value, ctx);
 }
 
 /* The report's copy of s ("" needs none); NULL out of memory. */
 static const char *name_keep(struct gpushare_report *r, const char *s)
 {
 	struct gpushare_report_names *n = r->names;
+	bool found;
 	size_t k;
+	char *copy;
 
 	if (!*s)
 		return empty_name;
@@ -373,17 +364,16 @@ static const char *name_keep(struct gpushare_report *r, const char *s)
 		if (!n)
 			return NULL;
 	}
-	if ((n->n + 1) * 2 > n->size && names_grow(n))
+	if (gpushare_index_room(&n->ix, 64, name_hash, NULL))
 		return NULL;
-	for (k = (size_t)gpushare_fnv1a_str(s) & (n->size - 1); n->slot[k]; k = (k + 1) & (n->size - 1)) {
-		if (!strcmp(n->slot[k], s))
-			return n->slot[k];
-	}
-	n->slot[k] = strdup(s);
-	if (!n->slot[k])
+	k = gpushare_index_find(&n->ix, gpushare_fnv1a_str(s), name_same, s, &found);
+	if (found)
+		return (const char *)(uintptr_t)n->ix.slot[k];
+	copy = strdup(s);
+	if (!copy)
 		return NULL;
-	n->n++;
-	return n->slot[k];
+	gpushare_index_put(&n->ix, k, (uint64_t)(uintptr_t)copy);
+	return copy;
 }
 
 /* Point run's names at the report's copies of t's. */
@@ -478,11 +468,10 @@ struct loader {
 	/* Ok and partial runs by cell and repeat, 0 free: a whole run as its
 	 * 1-based index in r->whole, a folded one as DUP_FOLDED | group << 32 |
 	 * sample. */
-	uint64_t *dup;
-	size_t dup_size, dup_n;
+	struct gpushare_index dup;
 	struct report_folder fold;
-	size_t *hist;                /* r->hist_acc by cell: 1-based index, 0 free */
-	size_t hist_size, hist_cap;
+	struct gpushare_index hist;  /* r->hist_acc by cell: 1-based index */
+	size_t hist_cap;
 	size_t line;
 	bool have_meta;
 };
@@ -554,33 +543,28 @@ static bool same_repeat(const struct dup_key *a, const struct dup_key *b)
 	       a->rate == b->rate && !strcmp(a->shape, b->shape);
 }
 
-/* Double the table of ok and partial runs when half full. */
-static int dup_grow(struct loader *ld)
+static uint64_t dup_hash(const void *ctx, uint64_t e)
 {
-	size_t size = ld->dup_size ? ld->dup_size * 2 : 1024;
-	uint64_t *t;
+	struct dup_key k;
 
-	if (ld->dup_n * 2 < ld->dup_size)
-		return GPUSHARE_OK;
-	t = calloc(size, sizeof(*t));
-	if (!t)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < ld->dup_size; i++) {
-		struct dup_key k;
-		size_t slot;
+	key_of_entry(ctx, e, &k);
+	return repeat_hash(&k);
+}
 
-		if (!ld->dup[i])
-			continue;
-		key_of_entry(ld, ld->dup[i], &k);
-		slot = (size_t)repeat_hash(&k) & (size - 1);
-		while (t[slot])
-			slot = (slot + 1) & (size - 1);
-		t[slot] = ld->dup[i];
-	}
-	free(ld->dup);
-	ld->dup = t;
-	ld->dup_size = size;
-	return GPUSHARE_OK;
+/* What dup_same compares against: the new run's key, and the held run's
+ * key when it matches. */
+struct dup_probe {
+	const struct loader *ld;
+	const struct dup_key *k;
+	struct dup_key *o;
+};
+
+static bool dup_same(const void *ctx, uint64_t e)
+{
+	const struct dup_probe *p = ctx;
+
+	key_of_entry(p->ld, e, p->o);
+	return same_repeat(p->o, p->k);
 }
 
 /* A (cell, repeat) recorded twice with status ok or partial (two sweeps
@@ -591,47 +575,34 @@ static int dup_grow(struct loader *ld)
 static bool dup_find(struct loader *ld, const struct gpushare_report_run *run, size_t *slot, struct dup_key *o)
 {
 	struct dup_key k;
+	struct dup_probe p = { ld, &k, o };
+	bool found;
 
 	key_of_run(run, &k);
-	*slot = (size_t)repeat_hash(&k) & (ld->dup_size - 1);
-	while (ld->dup[*slot]) {
-		key_of_entry(ld, ld->dup[*slot], o);
-		if (same_repeat(o, &k))
-			return true;
-		*slot = (*slot + 1) & (ld->dup_size - 1);
-	}
-	return false;
+	*slot = gpushare_index_find(&ld->dup, repeat_hash(&k), dup_same, &p, &found);
+	return found;
 }
 
-static int hist_grow(struct loader *ld)
+static uint64_t hist_hash(const void *ctx, uint64_t i)
 {
-	struct gpushare_report *r = ld->r;
-	size_t size = ld->hist_size ? ld->hist_size * 2 : 256;
-	size_t *t;
+	const struct gpushare_report_hist_acc *a = &((const struct gpushare_report *)ctx)->hist_acc[i - 1];
 
-	if (gpushare_grow(&r->hist_acc, r->n_hist_acc, &ld->hist_cap, sizeof(*r->hist_acc), 64))
-		return GPUSHARE_E_NOMEM;
-	if (r->n_hist_acc * 2 < ld->hist_size)
-		return GPUSHARE_OK;
-	t = calloc(size, sizeof(*t));
-	if (!t)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < ld->hist_size; i++) {
-		const struct gpushare_report_hist_acc *a;
-		size_t slot;
+	return cell_hash(a->shape, a->strategy, a->workers, a->batch);
+}
 
-		if (!ld->hist[i])
-			continue;
-		a = &r->hist_acc[ld->hist[i] - 1];
-		slot = (size_t)cell_hash(a->shape, a->strategy, a->workers, a->batch) & (size - 1);
-		while (t[slot])
-			slot = (slot + 1) & (size - 1);
-		t[slot] = ld->hist[i];
-	}
-	free(ld->hist);
-	ld->hist = t;
-	ld->hist_size = size;
-	return GPUSHARE_OK;
+/* What hist_same compares against: the run and the report. */
+struct hist_probe {
+	const struct gpushare_report *r;
+	const struct gpushare_report_run *run;
+};
+
+static bool hist_same(const void *ctx, uint64_t i)
+{
+	const struct hist_probe *p = ctx;
+	const struct gpushare_report_hist_acc *o = &p->r->hist_acc[i - 1];
+
+	return o->strategy == p->run->strategy && o->workers == p->run->workers && o->batch == p->run->batch &&
+	       !strcmp(o->shape, p->run->shape);
 }
 
 /* Merge an ok closed-loop run's histogram into its cell's: sparse, buckets
@@ -643,21 +614,16 @@ static int fold_hist(struct loader *ld, const struct gpushare_report_run *run)
 	uint32_t *nb;
 	uint64_t *nc;
 	size_t slot, i = 0, j = 0, n = 0;
-	int rc = hist_grow(ld);
+	struct hist_probe p = { r, run };
+	bool found;
 
-	if (rc)
-		return rc;
-	slot = (size_t)cell_hash(run->shape, run->strategy, run->workers, run->batch) & (ld->hist_size - 1);
-	while (ld->hist[slot]) {
-		struct gpushare_report_hist_acc *o = &r->hist_acc[ld->hist[slot] - 1];
-
-		if (o->strategy == run->strategy && o->workers == run->workers && o->batch == run->batch &&
-		    !strcmp(o->shape, run->shape)) {
-			a = o;
-			break;
-		}
-		slot = (slot + 1) & (ld->hist_size - 1);
-	}
+	if (gpushare_grow(&r->hist_acc, r->n_hist_acc, &ld->hist_cap, sizeof(*r->hist_acc), 64) ||
+	    gpushare_index_room(&ld->hist, 256, hist_hash, r))
+		return GPUSHARE_E_NOMEM;
+	slot = gpushare_index_find(&ld->hist, cell_hash(run->shape, run->strategy, run->workers, run->batch), hist_same,
+				   &p, &found);
+	if (found)
+		a = &r->hist_acc[ld->hist.slot[slot] - 1];
 	if (!a) {
 		a = &r->hist_acc[r->n_hist_acc++];
 		memset(a, 0, sizeof(*a));
@@ -665,7 +631,7 @@ static int fold_hist(struct loader *ld, const struct gpushare_report_run *run)
 		a->strategy = run->strategy;
 		a->workers = run->workers;
 		a->batch = run->batch;
-		ld->hist[slot] = r->n_hist_acc;
+		gpushare_index_put(&ld->hist, slot, r->n_hist_acc);
 	}
 	nb = malloc((a->n + run->hist_n) * sizeof(*nb));
 	nc = malloc((a->n + run->hist_n) * sizeof(*nc));
@@ -736,7 +702,7 @@ static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 	ld->have_meta = true;
 	cJSON_Delete(root);
 	if (run.status != GPUSHARE_RUN_FAILED) {
-		if ((rc = dup_grow(ld))) {
+		if ((rc = gpushare_index_room(&ld->dup, 1024, dup_hash, ld))) {
 			gpushare_report_run_release(&run);
 			return rc;
 		}
@@ -770,16 +736,15 @@ static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 	}
 	r->n_runs++;
 	if (run.status != GPUSHARE_RUN_FAILED) {
-		ld->dup[slot] = entry;
-		ld->dup_n++;
+		gpushare_index_put(&ld->dup, slot, entry);
 	}
 	return GPUSHARE_OK;
 }
 
 static void loader_done(struct loader *ld, int rc)
 {
-	free(ld->dup);
-	free(ld->hist);
+	gpushare_index_release(&ld->dup);
+	gpushare_index_release(&ld->hist);
 	gpushare_report_fold_done(ld->r, &ld->fold);
 	/* Hand back only what the runs use. */
 	if (!rc && ld->r->n_whole && ld->r->n_whole < ld->cap) {

@@ -66,31 +66,22 @@ static bool is_group_of(const struct gpushare_report_group *g, const struct gpus
 	       g->batch == run->batch && g->thread_pct == run->thread_pct && g->n_devices == run->n_devices;
 }
 
-/* Double the table when half full. */
-static int folder_grow(struct gpushare_report *r, struct report_folder *f)
+static uint64_t group_index_hash(const void *ctx, uint64_t i)
 {
-	size_t size = f->size ? f->size * 2 : 256;
-	size_t *t;
+	return hash_of_group(&((const struct gpushare_report *)ctx)->groups[i - 1]);
+}
 
-	if ((r->n_groups + 1) * 2 <= f->size)
-		return GPUSHARE_OK;
-	t = calloc(size, sizeof(*t));
-	if (!t)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < f->size; i++) {
-		size_t k;
+/* What group_same compares against: the run and the report. */
+struct group_probe {
+	const struct gpushare_report *r;
+	const struct gpushare_report_run *run;
+};
 
-		if (!f->slot[i])
-			continue;
-		k = (size_t)hash_of_group(&r->groups[f->slot[i] - 1]) & (size - 1);
-		while (t[k])
-			k = (k + 1) & (size - 1);
-		t[k] = f->slot[i];
-	}
-	free(f->slot);
-	f->slot = t;
-	f->size = size;
-	return GPUSHARE_OK;
+static bool group_same(const void *ctx, uint64_t i)
+{
+	const struct group_probe *p = ctx;
+
+	return is_group_of(&p->r->groups[i - 1], p->run);
 }
 
 int gpushare_report_fold(struct gpushare_report *r, struct report_folder *f, const struct gpushare_report_run *run,
@@ -98,20 +89,19 @@ int gpushare_report_fold(struct gpushare_report *r, struct report_folder *f, con
 {
 	struct gpushare_report_group *g = NULL;
 	struct gpushare_report_sample *s;
+	struct group_probe p = { r, run };
+	bool found;
 	size_t k;
 	int rc;
 
-	if ((rc = folder_grow(r, f)))
+	if ((rc = gpushare_index_room(&f->ix, 256, group_index_hash, r)))
 		return rc;
-	k = (size_t)group_hash(run->shape, run->workload, run->key, run->device_name, run->strategy, run->workers,
-			       run->batch, run->thread_pct, run->n_devices) &
-	    (f->size - 1);
-	for (; f->slot[k]; k = (k + 1) & (f->size - 1)) {
-		if (is_group_of(&r->groups[f->slot[k] - 1], run)) {
-			g = &r->groups[f->slot[k] - 1];
-			break;
-		}
-	}
+	k = gpushare_index_find(&f->ix,
+				group_hash(run->shape, run->workload, run->key, run->device_name, run->strategy,
+					   run->workers, run->batch, run->thread_pct, run->n_devices),
+				group_same, &p, &found);
+	if (found)
+		g = &r->groups[f->ix.slot[k] - 1];
 	if (!g) {
 		if (r->n_groups >= MAX_GROUPS - 1)
 			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory (more than 2^31 cells)");
@@ -130,7 +120,7 @@ int gpushare_report_fold(struct gpushare_report *r, struct report_folder *f, con
 		g->thread_pct = run->thread_pct;
 		g->n_devices = run->n_devices;
 		f->cap[r->n_groups] = 0;
-		f->slot[k] = ++r->n_groups;
+		gpushare_index_put(&f->ix, k, ++r->n_groups);
 	}
 	if ((rc = gpushare_grow(&g->samples, g->n_samples, &f->cap[g - r->groups], sizeof(*g->samples), 8)))
 		return rc;
@@ -169,7 +159,7 @@ void gpushare_report_fold_done(struct gpushare_report *r, struct report_folder *
 		if (ng)
 			r->groups = ng;
 	}
-	free(f->slot);
+	gpushare_index_release(&f->ix);
 	free(f->cap);
 	memset(f, 0, sizeof(*f));
 }
@@ -352,51 +342,74 @@ void gpushare_report_cursor_close(struct gpushare_report_cursor *c)
 
 /* ---- capping the shapes ---- */
 
+/* A shape's id: the names by id, one looked for. */
+struct shape_probe {
+	const char *const *names;
+	const char *shape;
+};
+
+static uint64_t shape_hash(const void *ctx, uint64_t id)
+{
+	return gpushare_fnv1a_str(((const struct shape_probe *)ctx)->names[id - 1]);
+}
+
+static bool shape_same(const void *ctx, uint64_t id)
+{
+	const struct shape_probe *p = ctx;
+
+	return !strcmp(p->names[id - 1], p->shape);
+}
+
 int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes)
 {
-	size_t size = 16, n_ids = 0, n_units = 0, kept = 0, omitted = 0;
+	size_t n_ids = 0, n_units = 0, kept = 0, omitted = 0;
 	struct report_unit *units = NULL;
+	struct gpushare_index ix = { 0 };
 	const char **names;
-	size_t *ids;
 	bool *drop_whole, *drop_group;
 	int rc;
 
 	r->n_shapes_omitted = r->n_runs_omitted = 0;
 	if ((rc = gpushare_report_units(r, &units, &n_units)))
 		return rc;
-	while (size < n_units * 2)
-		size *= 2;
-	/* An open-addressing table of names (slot -> id in order of first
-	 * appearance), filled before any run moves. */
-	names = calloc(size, sizeof(*names));
-	ids = calloc(size, sizeof(*ids));
+	/* The shapes' ids in order of first appearance, found before any run
+	 * moves: names[id] is the shape, the index finds the id (+1). */
+	names = calloc(n_units ? n_units : 1, sizeof(*names));
 	drop_whole = calloc(r->n_whole ? r->n_whole : 1, sizeof(*drop_whole));
 	drop_group = calloc(r->n_groups ? r->n_groups : 1, sizeof(*drop_group));
-	if (!names || !ids || !drop_whole || !drop_group) {
+	if (!names || !drop_whole || !drop_group) {
 		free(units);
 		free(names);
-		free(ids);
 		free(drop_whole);
 		free(drop_group);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n_units; i++) {
-		const char *shape = gpushare_report_unit_shape(&units[i]);
-		size_t slot = (size_t)gpushare_fnv1a_str(shape) & (size - 1);
+		struct shape_probe p = { names, gpushare_report_unit_shape(&units[i]) };
+		size_t slot, id;
+		bool found;
 
-		while (names[slot] && strcmp(names[slot], shape) != 0)
-			slot = (slot + 1) & (size - 1);
-		if (!names[slot]) {
-			names[slot] = shape;
-			ids[slot] = n_ids++;
+		if ((rc = gpushare_index_room(&ix, 16, shape_hash, &p))) {
+			free(units);
+			free(names);
+			free(drop_whole);
+			free(drop_group);
+			return rc;
 		}
-		if (ids[slot] < max_shapes)
+		slot = gpushare_index_find(&ix, gpushare_fnv1a_str(p.shape), shape_same, &p, &found);
+		if (!found) {
+			names[n_ids++] = p.shape;
+			gpushare_index_put(&ix, slot, n_ids);
+		}
+		id = (size_t)ix.slot[slot] - 1;
+		if (id < max_shapes)
 			continue;
 		if (units[i].run)
 			drop_whole[units[i].index] = true;
 		else
 			drop_group[units[i].index] = true;
 	}
+	gpushare_index_release(&ix);
 	for (size_t i = 0; i < r->n_whole; i++) {
 		if (drop_whole[i]) {
 			omitted++;
@@ -425,7 +438,6 @@ int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes)
 	r->n_runs -= omitted < r->n_runs ? omitted : r->n_runs;
 	free(units);
 	free(names);
-	free(ids);
 	free(drop_whole);
 	free(drop_group);
 	return GPUSHARE_OK;

@@ -16,6 +16,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/util.h"
+#include "items.h"
 #include "strategy.h"
 
 static void placement_reset(struct gpushare_placement *p, const char *visible)
@@ -336,34 +337,39 @@ const char *gpushare_strategy_name(int strategy)
 	return strategy_names[strategy];
 }
 
+/* Where gpushare_strategy_parse_list puts the strategies. */
+struct strategy_items {
+	int *out;
+	size_t *n;
+};
+
+static int strategy_item(void *arg, const char *p, size_t len)
+{
+	struct strategy_items *x = arg;
+	int found = -1;
+
+	for (int i = 0; i < GPUSHARE_STRATEGY_COUNT; i++) {
+		if (strlen(strategy_names[i]) == len && strncmp(p, strategy_names[i], len) == 0)
+			found = i;
+	}
+	if (found < 0)
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "unknown strategy '%.*s' (expected timeslice, mps, mps-split, mig, sequential or streams)",
+				     (int)len, p);
+	for (size_t j = 0; j < *x->n; j++) {
+		if (x->out[j] == found)
+			return gpushare_fail(GPUSHARE_E_INVAL, "strategy '%s' is listed twice", strategy_names[found]);
+	}
+	x->out[(*x->n)++] = found;
+	return GPUSHARE_OK;
+}
+
 int gpushare_strategy_parse_list(const char *s, int *out, size_t *n)
 {
-	const char *p = s;
+	struct strategy_items x = { out, n };
 
 	*n = 0;
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty strategy list (expected e.g. timeslice,mps)");
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		int found = -1;
-
-		for (int i = 0; i < GPUSHARE_STRATEGY_COUNT; i++) {
-			if (strlen(strategy_names[i]) == len && strncmp(p, strategy_names[i], len) == 0)
-				found = i;
-		}
-		if (found < 0)
-			return gpushare_fail(GPUSHARE_E_INVAL,
-					     "unknown strategy '%.*s' (expected timeslice, mps, mps-split, mig, sequential or streams)",
-					     (int)len, p);
-		for (size_t j = 0; j < *n; j++) {
-			if (out[j] == found)
-				return gpushare_fail(GPUSHARE_E_INVAL, "strategy '%s' is listed twice", strategy_names[found]);
-		}
-		out[(*n)++] = found;
-		p += len;
-		if (!*p)
-			break;
-		p++;
-	}
-	return GPUSHARE_OK;
+	return gpushare_each_item(s, ',', strategy_item, &x);
 }

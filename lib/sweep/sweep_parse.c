@@ -13,32 +13,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/sweep.h"
 #include "gpushare/util.h"
-
-/* Walk the comma-separated list s (its emptiness checked by the caller),
- * giving each item (p, len: not empty, without the comma) to item(); a
- * list that ends with a comma is refused. */
-static int each_item(const char *s, int (*item)(void *arg, const char *p, size_t len), void *arg)
-{
-	const char *p = s;
-
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		int rc;
-
-		if (len == 0)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty item", s);
-		rc = item(arg, p, len);
-		if (rc)
-			return rc;
-		p += len;
-		if (!*p)
-			break;
-		p++;
-		if (!*p)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' ends with a comma", s);
-	}
-	return GPUSHARE_OK;
-}
+#include "items.h"
 
 struct int_list {
 	long min, max;
@@ -75,7 +50,7 @@ int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, 
 	*n = 0;
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty list (expected e.g. 1,3,5)");
-	return each_item(s, int_item, &l);
+	return gpushare_each_item(s, ',', int_item, &l);
 }
 
 struct tpct_list {
@@ -126,7 +101,7 @@ int gpushare_sweep_parse_thread_pcts(const char *s, struct gpushare_sweep_tpct *
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty list (expected e.g. 25,50,100 or 1x,2x,100)");
 	if (!strcmp(s, "auto"))
 		s = GPUSHARE_SWEEP_THREAD_PCTS_AUTO;
-	return each_item(s, tpct_item, &l);
+	return gpushare_each_item(s, ',', tpct_item, &l);
 }
 
 int gpushare_sweep_set_thread_pcts(struct gpushare_sweep_config *s, const char *text)

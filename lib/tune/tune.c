@@ -311,6 +311,20 @@ out:
 		event(x, r1, -1, leader(res), act);
 	return act <= 1 && (round >= 0 || act == 0);
 }
+/* Append " WORD" to buf (l used of len), single-quoted when the shell
+ * would read it otherwise. */
+static size_t shell_word(char *buf, size_t l, size_t len, const char *w)
+{
+	if (l >= len)
+		return l;
+	if (*w && !strpbrk(w, " \t\n'\"\\$`*?[]{}()<>|&;#~!"))
+		return l + (size_t)snprintf(buf + l, len - l, " %s", w);
+	l += (size_t)snprintf(buf + l, len - l, " '");
+	for (const char *p = w; *p && l < len; p++)
+		l += (size_t)snprintf(buf + l, len - l, *p == '\'' ? "'\\''" : "%c", *p);
+	return l < len ? l + (size_t)snprintf(buf + l, len - l, "'") : l;
+}
+
 /* "spin:request-us=500" -> "--workload spin --request-us 500"; a command:
  * "-- ARGV..." (arguments with spaces or quotes single-quoted). */
 static void workload_args(const struct gpushare_tune_config *t, char *buf, size_t len)
@@ -323,16 +337,8 @@ static void workload_args(const struct gpushare_tune_config *t, char *buf, size_
 		if (t->sweep.bench.command_mode == GPUSHARE_CMD_JOB)
 			l += (size_t)snprintf(buf + l, l < len ? len - l : 0, " --mode job");
 		l += (size_t)snprintf(buf + l, l < len ? len - l : 0, " --");
-		for (char **a = t->sweep.bench.command; *a && l < len; a++) {
-			if (**a && !strpbrk(*a, " \t\n'\"\\$`*?[]{}()<>|&;#~!"))
-				l += (size_t)snprintf(buf + l, len - l, " %s", *a);
-			else {
-				l += (size_t)snprintf(buf + l, l < len ? len - l : 0, " '");
-				for (const char *p = *a; *p && l < len; p++)
-					l += (size_t)snprintf(buf + l, len - l, *p == '\'' ? "'\\''" : "%c", *p);
-				l += (size_t)snprintf(buf + l, l < len ? len - l : 0, "'");
-			}
-		}
+		for (char **a = t->sweep.bench.command; *a && l < len; a++)
+			l = shell_word(buf, l, len, *a);
 		return;
 	}
 	if (sh->n_mix >= 2) {
@@ -359,7 +365,60 @@ static void workload_args(const struct gpushare_tune_config *t, char *buf, size_
 	}
 }
 
-static void commands(const struct gpushare_tune_config *t, struct gpushare_tune_result *res)
+/* The pick's plan: `gpushare plan DIR --for TARGET` on the tune's results
+ * for the pick's shape (with its set percentage), batch and strategy;
+ * "" where plan has nothing to configure (see gpushare/tune.h). */
+static void plan_command(const struct gpushare_tune_config *t, const struct gpushare_sweep_cell *c,
+			 const char *results_path, struct gpushare_tune_result *res)
+{
+	char dir[GPUSHARE_PATH_MAX], shape[160], *slash;
+	size_t l;
+	int s = c->strategy;
+
+	if (res->probes_only || t->sweep.bench.find_peak || t->sweep.bench.load == GPUSHARE_LOAD_OPEN ||
+	    c->n_mix >= 2 || c->workers < 2 ||
+	    (s != GPUSHARE_STRATEGY_TIMESLICE && s != GPUSHARE_STRATEGY_MPS && s != GPUSHARE_STRATEGY_MPS_SPLIT))
+		return;
+	snprintf(dir, sizeof(dir), "%s", results_path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	gpushare_report_shape_label(t->sweep.shapes[0].label, s == GPUSHARE_STRATEGY_MPS_SPLIT ? c->thread_pct : 0, shape,
+				    sizeof(shape));
+	l = (size_t)snprintf(res->plan_command, sizeof(res->plan_command), "gpushare plan");
+	l = shell_word(res->plan_command, l, sizeof(res->plan_command), dir);
+	l += (size_t)snprintf(res->plan_command + l, l < sizeof(res->plan_command) ? sizeof(res->plan_command) - l : 0,
+			      " --for TARGET --shape");
+	l = shell_word(res->plan_command, l, sizeof(res->plan_command), shape);
+	if (l < sizeof(res->plan_command))
+		snprintf(res->plan_command + l, sizeof(res->plan_command) - l, " --batch %ld --strategy %s", c->batch,
+			 gpushare_strategy_name(s));
+}
+
+/* A command's pick as MPI or srun ranks: `gpushare exec` with the pick's
+ * strategy, ranks per GPU and percentage. */
+static void exec_command(const struct gpushare_tune_config *t, const struct gpushare_sweep_cell *c,
+			 struct gpushare_tune_result *res)
+{
+	char pct[32], tp[64] = "";
+	size_t l;
+	int s = c->strategy;
+
+	if (!t->sweep.shapes[0].command || !t->sweep.bench.command || t->sweep.bench.command_mode != GPUSHARE_CMD_REQUEST ||
+	    (s != GPUSHARE_STRATEGY_TIMESLICE && s != GPUSHARE_STRATEGY_MPS && s != GPUSHARE_STRATEGY_MPS_SPLIT))
+		return;
+	if (s == GPUSHARE_STRATEGY_MPS_SPLIT)
+		snprintf(tp, sizeof(tp), " --thread-percentage %s", gpushare_sweep_cell_thread_pct_text(c, pct, sizeof(pct)));
+	l = (size_t)snprintf(res->exec_command, sizeof(res->exec_command),
+			     "mpirun -np %d gpushare exec --strategy %s --ranks-per-gpu %d%s --", c->workers,
+			     gpushare_strategy_name(s), c->workers, tp);
+	for (char **a = t->sweep.bench.command; *a && l < sizeof(res->exec_command); a++)
+		l = shell_word(res->exec_command, l, sizeof(res->exec_command), *a);
+}
+
+static void commands(const struct gpushare_tune_config *t, const char *results_path, struct gpushare_tune_result *res)
 {
 	const struct gpushare_sweep_cell *c;
 	char wl[1024], tp[64] = "", pct[32];
@@ -384,6 +443,8 @@ static void commands(const struct gpushare_tune_config *t, struct gpushare_tune_
 	     s == GPUSHARE_STRATEGY_TIMESLICE))
 		snprintf(res->farm_command, sizeof(res->farm_command),
 			 "gpushare farm --dir FARMDIR --slots %d --strategy %s JOBFILE", c->workers, gpushare_strategy_name(s));
+	plan_command(t, c, results_path, res);
+	exec_command(t, c, res);
 }
 
 /* Tune's progress: a probe's run is handed on with repeat -1. */
@@ -595,7 +656,7 @@ int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, 
 	if (!rc && !res->probe_sum.budget_out && n_active(res))
 		rc = full_rounds(&x, results_path);
 	pick(res);
-	commands(t, res);
+	commands(t, results_path, res);
 	return rc;
 }
 
@@ -645,6 +706,8 @@ int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpusha
 	     gpushare_json_str(doc, "best", res->best >= 0 ? res->cands[res->best].cell.key : NULL) &&
 	     gpushare_json_str_or_null(doc, "bench_command", res->bench_command) &&
 	     gpushare_json_str_or_null(doc, "farm_command", res->farm_command) &&
+	     gpushare_json_str_or_null(doc, "plan_command", res->plan_command) &&
+	     gpushare_json_str_or_null(doc, "exec_command", res->exec_command) &&
 	     (a = gpushare_json_arr(doc, "candidates")) != NULL;
 	for (size_t k = 0; ok && k < res->n_cands; k++) {
 		const struct gpushare_tune_candidate *c = &res->cands[k];

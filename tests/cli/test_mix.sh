@@ -144,7 +144,8 @@ refused "a split of 3 for 2 workloads" "more shares than the 2 workloads" "${BEN
 refused "a split item out of range" "thread-percentage '30/170'" "${BENCH[@]}" --workers 2 --strategy mps-split \
 	--thread-percentage 30/170
 refused "an unknown workload in the mix" "unknown workload 'nosuch'" bench --workload spin+nosuch --workers 2
-refused "an empty workload in the mix" "empty workload in its mix" bench --workload spin+ --workers 2
+refused "an empty workload at the mix's end" "'spin+' ends with '+'" bench --workload spin+ --workers 2
+refused "an empty workload in the mix" "'spin++spin' has an empty item" bench --workload spin++spin --workers 2
 refused "five workloads" "mixes more than 4 workloads" bench --workload spin+spin+spin+spin+spin --workers 5
 refused "an option twice" "given twice" bench --workload 'spin:request-us=1ms+spin' --request-us 2ms --workers 2
 no_workers_left "refusals"
@@ -211,6 +212,7 @@ best = [c for c in doc["candidates"] if c["best"]]
 assert len(best) == 1 and best[0]["split"] == "90/10", doc["candidates"]
 assert doc["bench_command"].endswith("--thread-percentage 90/10 --workload " + sys.argv[2]), doc["bench_command"]
 assert doc["farm_command"] is None
+assert doc["plan_command"] is None and doc["exec_command"] is None   # plan refuses a mix; no command
 EOF
 	then
 		pick_ok=true

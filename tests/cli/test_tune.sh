@@ -53,6 +53,12 @@ else:
     assert worst["dropped_why"] == "probe-cut" and worst["drop_ratio"] < 0.5 and not failed, (worst, failed)
 assert "--strategy timeslice --workers 2 --batch 4 -- " in doc["bench_command"], doc["bench_command"]
 assert doc["farm_command"].startswith("gpushare farm --dir FARMDIR --slots 2 --strategy timeslice"), doc
+# The same pick as MPI ranks, and as a plan of tune's own results.
+assert doc["exec_command"].startswith("mpirun -np 2 gpushare exec --strategy timeslice --ranks-per-gpu 2 -- "), doc
+assert doc["exec_command"].endswith("/tw --by-config --warmup 1"), doc["exec_command"]
+assert doc["plan_command"].startswith("gpushare plan ") and " --for TARGET --shape " in doc["plan_command"], doc
+assert doc["plan_command"].endswith(" --batch 4 --strategy timeslice"), doc["plan_command"]
+open(sys.argv[1] + ".plan", "w").write(doc["plan_command"])
 # Run counts: one probe per candidate (12), then full runs only for the best
 # kept_after_probes = max(2, ceil(12 / 8)) = 2 probes: at most 2 rounds of 2
 # before the halving leaves one; the full grid at 2 repeats is 24 full runs.
@@ -76,6 +82,16 @@ for c in doc["candidates"]:
 PY
 then ok "tune: picks timeslice w2 b4, drops sequential w4 b1 at its probe, 12 probes and at most 4 full runs"
 else fail "tune pick: rc $rc $(cat "$tmp/err") $(cat "$tmp/out")"; fi
+# The plan command tune printed runs as given (TARGET: env) on tune's results.
+plan=$(cat "$tmp/out.plan" 2>/dev/null || true)
+plan_env=${plan/--for TARGET/--for env}
+set +e
+out=$(eval "\"\$GPUSHARE\"${plan_env#gpushare}" 2>"$tmp/plan.err")
+prc=$?
+set -e
+[[ $prc -eq 0 && $out == *"Time-slicing needs no variable: run 2 processes per GPU"* ]] \
+	&& ok "tune's plan command: the pick's timeslice at 2 per GPU (exit 0)" \
+	|| fail "tune's plan command '$plan_env': exit $prc: $(cat "$tmp/plan.err")"
 # Two are kept after the probes, but on a loaded machine the second best's
 # probe may fall below the cut too (one goes on then).
 grep -qE "gpushare: tune: dropped sequential w4 b1: (its probe .* below the cut 0.500x|nothing finished)" "$tmp/err" \

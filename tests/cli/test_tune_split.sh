@@ -72,6 +72,7 @@ assert len(best) == 1 and (best[0]["batch"], best[0]["thread_percentage"]) == (4
 assert doc["best"].endswith("|mps-split|w4|b4|t50"), doc["best"]
 assert "--strategy mps-split --workers 4 --batch 4 --thread-percentage 50 -- " in doc["bench_command"], doc["bench_command"]
 assert doc["farm_command"] is None, doc["farm_command"]
+assert "--shape \x27command:" in doc["plan_command"] and "(mps-split threads 50%)\x27 --batch 4 --strategy mps-split" in doc["plan_command"], doc["plan_command"]
 '
 
 echo "== tune: the percentages are candidates, recorded apart, the pick's command carries its percentage"
