@@ -9,6 +9,7 @@
 #   run ARGS...                 gpushare ARGS: status in $rc, output in $tmp/out, $tmp/err
 #   wait_for TRIES DELAY CMD... run CMD until it succeeds, at most TRIES times
 #   private_xdg                 a private XDG_RUNTIME_DIR under $tmp
+#   served_port FILE            the port an exporter says in FILE it serves on, in $port
 #   free_port                   a free TCP port on 127.0.0.1
 #   hold_port FILE SECONDS      a process ($holder) that holds a port, written to FILE
 #   fake_mps_start PIPE LOG     the fake MPS control daemon, started and answering
@@ -104,6 +105,21 @@ no_workers_left() {
 		sleep 0.2
 	done
 	fail "$what: workers left: $(pgrep -af "$tmp/gpushare-worker" || true)"
+}
+
+# served_port FILE: the port an exporter says in FILE (its stderr) it serves
+# on, in $port ("" when it never says); waits up to 5 s x TIME_FACTOR. FILE
+# may not exist yet: the shell that started the exporter in the background
+# makes it in the child, which a loaded machine may not have run yet (under
+# set -e a failing sed here once ended a test before it began).
+served_port() {
+	local i
+	port=
+	for ((i = 0; i < 100 * TIME_FACTOR; i++)); do
+		port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "$1" 2>/dev/null || true)
+		[[ -n $port ]] && return 0
+		sleep 0.05
+	done
 }
 
 private_xdg() {

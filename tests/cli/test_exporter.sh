@@ -153,15 +153,6 @@ elif mode == "silent":
     print(int((time.monotonic() - t) * 1000))
 EOF
 http() { TIME_FACTOR=$TIME_FACTOR python3 "$tmp/http.py" "$@"; }
-# served_port <stderr file>: the port the exporter says it serves on; waits up to 5 s x TIME_FACTOR.
-served_port() {
-	port=
-	for _ in $(seq $((100 * TIME_FACTOR))); do
-		port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "$1")
-		[[ -n $port ]] && break
-		sleep 0.05
-	done
-}
 
 "$GPUSHARE" exporter --listen 127.0.0.1:0 --pipe-dir "$tmp/pipe" 2>"$tmp/exporter.err" &
 exporter=$!

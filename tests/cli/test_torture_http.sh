@@ -66,14 +66,6 @@ EOF
 scrape() {
 	curl -s -o /dev/null --max-time 10 -w '%{http_code} %{time_total}\n' "http://127.0.0.1:$1/metrics" || echo "000 10"
 }
-served_port() {
-	port=
-	for _ in $(seq 100); do
-		port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "$1")
-		[[ -n $port ]] && break
-		sleep 0.05
-	done
-}
 
 "$GPUSHARE" exporter --listen 127.0.0.1:0 2>"$tmp/exporter.err" &
 exporter=$!
