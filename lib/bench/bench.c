@@ -383,12 +383,44 @@ static void openloop_compute(struct gpushare_bench_result *res)
 	o->lateness_max_seconds = (double)o->lateness.max_ns / 1e9;
 }
 
+void bench_span_sum(const struct gpushare_bench_result *res, size_t first, size_t last, struct bench_span *s,
+		    struct gpushare_hist *hist)
+{
+	double min_tp = INFINITY, max_tp = 0, window_sum = 0, window_max = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->thread_percentage_set = -1;
+	gpushare_hist_init(hist);
+	for (size_t i = first; i < last && i < res->n_workers; i++) {
+		const struct gpushare_bench_worker *w = &res->workers[i];
+
+		s->requests += w->requests;
+		s->items += w->items;
+		window_sum += w->window_seconds;
+		if (w->window_seconds > window_max)
+			window_max = w->window_seconds;
+		if (w->requests_per_second < min_tp)
+			min_tp = w->requests_per_second;
+		if (w->requests_per_second > max_tp)
+			max_tp = w->requests_per_second;
+		if (w->thread_percentage_set > 0)
+			s->thread_percentage_set = (s->thread_percentage_set > 0 ? s->thread_percentage_set : 0) +
+						   w->thread_percentage_set;
+		gpushare_hist_merge(hist, &w->hist);
+	}
+	/* Sequential workers each had the GPU alone for their own window: the
+	 * total is over the sum. Concurrent workers shared one window (the
+	 * longest, in requests mode). */
+	s->window_seconds = res->strategy == GPUSHARE_STRATEGY_SEQUENTIAL ? window_sum : window_max;
+	s->fairness = max_tp > 0 ? min_tp / max_tp : 0;
+}
+
 void gpushare_bench_result_compute(struct gpushare_bench_result *res, double ceiling_items_per_second)
 {
-	double min_tp = INFINITY, max_tp = 0, flops = 0, window_sum = 0, window_max = 0;
+	struct bench_span all;
+	double flops = 0;
 
-	res->requests = res->items = res->errors = 0;
-	gpushare_hist_init(&res->hist);
+	res->errors = 0;
 	for (size_t i = 0; i < res->n_workers; i++) {
 		struct gpushare_bench_worker *w = &res->workers[i];
 
@@ -398,28 +430,18 @@ void gpushare_bench_result_compute(struct gpushare_bench_result *res, double cei
 		hist_stats(&w->hist, &w->mean_seconds, &w->stddev_seconds, &w->p50_seconds, &w->p90_seconds,
 			   &w->p99_seconds, &w->p999_seconds, &w->max_seconds);
 		w->min_seconds = w->hist.count ? (double)w->hist.min_ns / 1e9 : 0;
-		res->requests += w->requests;
-		res->items += w->items;
 		res->errors += w->errors;
 		flops += w->flops_per_request * (double)w->requests;
-		window_sum += w->window_seconds;
-		if (w->window_seconds > window_max)
-			window_max = w->window_seconds;
-		if (w->requests_per_second < min_tp)
-			min_tp = w->requests_per_second;
-		if (w->requests_per_second > max_tp)
-			max_tp = w->requests_per_second;
-		gpushare_hist_merge(&res->hist, &w->hist);
 	}
-	/* Sequential workers each had the GPU alone for their own window: the
-	 * aggregate is the total over the sum. Concurrent workers shared one
-	 * window (the longest, in requests mode). */
-	res->window_seconds = res->strategy == GPUSHARE_STRATEGY_SEQUENTIAL ? window_sum : window_max;
+	bench_span_sum(res, 0, res->n_workers, &all, &res->hist);
+	res->requests = all.requests;
+	res->items = all.items;
+	res->window_seconds = all.window_seconds;
 	res->requests_per_second = res->window_seconds > 0 ? (double)res->requests / res->window_seconds : 0;
 	res->items_per_second = res->window_seconds > 0 ? (double)res->items / res->window_seconds : 0;
 	hist_stats(&res->hist, &res->mean_seconds, &res->stddev_seconds, &res->p50_seconds, &res->p90_seconds,
 		   &res->p99_seconds, &res->p999_seconds, &res->max_seconds);
-	res->fairness = res->n_workers && max_tp > 0 ? min_tp / max_tp : 0;
+	res->fairness = res->n_workers ? all.fairness : 0;
 	if (res->n_mix >= 2) {
 		/* Workers of different workloads: fairness within each. */
 		bench_mix_compute(res);

@@ -293,39 +293,19 @@ void bench_mix_compute(struct gpushare_bench_result *res)
 		return;
 	for (int m = 0; m < n; m++) {
 		struct gpushare_bench_mix_result *r = &res->mix[m];
+		size_t per = res->n_workers / (size_t)n;
+		/* Its block of workers (gpushare_bench_mix_member_of: the last takes any rest). */
+		size_t last = m == n - 1 ? res->n_workers : (size_t)(m + 1) * per;
+		struct bench_span s;
 		struct gpushare_hist h;
-		double window_sum = 0, window_max = 0, min_tp = INFINITY, max_tp = 0;
 
-		gpushare_hist_init(&h);
-		r->requests = r->items = 0;
-		r->thread_percentage_set = -1;
-		for (size_t i = 0; i < res->n_workers; i++) {
-			const struct gpushare_bench_worker *w = &res->workers[i];
-
-			if (gpushare_bench_mix_member_of(n, (int)res->n_workers, (int)i) != m)
-				continue;
-			r->requests += w->requests;
-			r->items += w->items;
-			window_sum += w->window_seconds;
-			if (w->window_seconds > window_max)
-				window_max = w->window_seconds;
-			if (w->requests_per_second < min_tp)
-				min_tp = w->requests_per_second;
-			if (w->requests_per_second > max_tp)
-				max_tp = w->requests_per_second;
-			if (w->thread_percentage_set > 0)
-				r->thread_percentage_set = (r->thread_percentage_set > 0 ? r->thread_percentage_set : 0) +
-							   w->thread_percentage_set;
-			gpushare_hist_merge(&h, &w->hist);
-		}
-		/* As the aggregate: sequential workers each had their own window. */
-		{
-			double win = res->strategy == GPUSHARE_STRATEGY_SEQUENTIAL ? window_sum : window_max;
-
-			r->items_per_second = win > 0 ? (double)r->items / win : 0;
-			r->requests_per_second = win > 0 ? (double)r->requests / win : 0;
-		}
-		r->fairness = max_tp > 0 ? min_tp / max_tp : 0;
+		bench_span_sum(res, (size_t)m * per, last, &s, &h);
+		r->requests = s.requests;
+		r->items = s.items;
+		r->items_per_second = s.window_seconds > 0 ? (double)s.items / s.window_seconds : 0;
+		r->requests_per_second = s.window_seconds > 0 ? (double)s.requests / s.window_seconds : 0;
+		r->fairness = s.fairness;
+		r->thread_percentage_set = s.thread_percentage_set;
 		r->p50_seconds = h.count ? (double)gpushare_hist_quantile(&h, 0.50) / 1e9 : 0;
 		r->p99_seconds = h.count ? (double)gpushare_hist_quantile(&h, 0.99) / 1e9 : 0;
 	}

@@ -1,6 +1,6 @@
 /*
  * A mix of workloads (bench_mix.c): the checks of a mix's configuration and
- * its per-member figures, for bench.c.
+ * its per-member figures, for bench.c; the workers' totals both use.
  */
 #ifndef GPUSHARE_BENCH_MIX_H
 #define GPUSHARE_BENCH_MIX_H
@@ -11,6 +11,19 @@
  * that do not divide) and each member's options with the batch.
  * GPUSHARE_E_INVAL with a detail; OK for a run of one workload. */
 int bench_mix_check(const struct gpushare_bench_config *c);
+
+/* The totals of workers [first, last) of res (bench.c), their histograms
+ * merged into *hist (emptied first): what the aggregate and each workload of
+ * a mix are computed from. */
+struct bench_span {
+	uint64_t requests, items;
+	double window_seconds;          /* sequential: the sum of their windows; else the longest */
+	double fairness;                /* min/max worker throughput; 0 none */
+	double thread_percentage_set;   /* mps-split: their percentages added up; -1 none */
+};
+
+void bench_span_sum(const struct gpushare_bench_result *res, size_t first, size_t last, struct bench_span *s,
+		    struct gpushare_hist *hist);
 
 /* The members' figures and the score, from the workers' (res->n_mix >= 2). */
 void bench_mix_compute(struct gpushare_bench_result *res);
