@@ -315,15 +315,11 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 	fprintf(f, "Run it: %s\n", res->bench_command);
 	if (res->farm_command[0])
 		fprintf(f, "Jobs this way: %s\n", res->farm_command);
-	else if (res->cands[res->best].cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT && res->cands[res->best].cell.n_mix >= 2)
-		fprintf(f, "Jobs this way: none: gpushare farm gives each mps-split slot the default share 100/N (%g%% "
-			"here), not the pick's split %s%%\n",
-			gpushare_sweep_default_thread_pct(res->cands[res->best].cell.workers),
-			gpushare_sweep_cell_thread_pct_text(&res->cands[res->best].cell, pct, sizeof(pct)));
 	else if (res->cands[res->best].cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
 		fprintf(f, "Jobs this way: none: gpushare farm gives each mps-split slot the default share 100/N (%g%% "
-			"here), not the pick's %g%%\n", gpushare_sweep_default_thread_pct(res->cands[res->best].cell.workers),
-			gpushare_sweep_cell_thread_pct(&res->cands[res->best].cell));
+			"here), not the pick's %s%s%%\n", gpushare_sweep_default_thread_pct(res->cands[res->best].cell.workers),
+			res->cands[res->best].cell.n_mix >= 2 ? "split " : "",
+			gpushare_sweep_cell_thread_pct_text(&res->cands[res->best].cell, pct, sizeof(pct)));
 	if (res->exec_command[0])
 		fprintf(f, "Ranks this way: %s\n", res->exec_command);
 	if (res->plan_command[0])

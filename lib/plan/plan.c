@@ -162,6 +162,14 @@ static const struct gpushare_report_at_workers *at_of(const struct gpushare_repo
 }
 
 /* Whether target can express strategy s; else a refusal. */
+/* An ok run of the planned cell: strategy s at `workers`, the
+ * recommendation's shape and batch. */
+static bool cell_run(const struct gpushare_report_run *run, int s, int workers, const struct gpushare_report_rec *rec)
+{
+	return run->status == GPUSHARE_RUN_OK && (int)run->strategy == s && run->workers == workers &&
+	       run->batch == rec->batch && !strcmp(run->shape, rec->shape);
+}
+
 static int expressible(const struct gpushare_plan_options *o, int s)
 {
 	const char *t = gpushare_plan_target_name(o->target), *sn = gpushare_strategy_name(s);
@@ -354,9 +362,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		p->thread_percentage = 100 / p->workers;
 		rc = gpushare_report_cursor_open(r, &cur);
 		while (!rc && (run = gpushare_report_cursor_next(&cur))) {
-			if (run->status == GPUSHARE_RUN_OK && run->strategy == GPUSHARE_STRATEGY_MPS_SPLIT &&
-			    run->workers == p->workers && run->batch == rec->batch && !strcmp(run->shape, rec->shape) &&
-			    run->thread_pct >= 1) {
+			if (cell_run(run, GPUSHARE_STRATEGY_MPS_SPLIT, p->workers, rec) && run->thread_pct >= 1) {
 				p->thread_percentage = (int)run->thread_pct;
 				break;
 			}
@@ -375,8 +381,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		while (!rc && (run = gpushare_report_cursor_next(&cur))) {
 			const char *m;
 
-			if (run->status != GPUSHARE_RUN_OK || run->strategy != GPUSHARE_STRATEGY_MIG ||
-			    run->workers != p->workers || strcmp(run->shape, rec->shape) || run->batch != rec->batch)
+			if (!cell_run(run, GPUSHARE_STRATEGY_MIG, p->workers, rec))
 				continue;
 			m = strstr(run->device_name, " MIG ");
 			if (m && !p->mig_profile[0]) {

@@ -82,6 +82,7 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 {
 	char buf[64];
 	size_t failed = gpushare_report_n_failed(r);
+	const char *mix_note;
 
 	gpushare_buf_addf(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		       "<title>gpushare sweep report</title>\n<style>\n"
@@ -130,9 +131,9 @@ int gpushare_report_html(const struct gpushare_report *r, const struct report_fi
 		       "medians are a tie; apart, they state their joint coverage (95%% from 7 runs each). "
 		       "Highlighted: the best sharing strategy of a column, or tied with it, where two or more were "
 		       "measured.</p>\n");
-	if (gpushare_report_mix_note(r)) {
+	if ((mix_note = gpushare_report_mix_note(r))) {
 		gpushare_buf_addf(b, "<p>");
-		gpushare_report_add_xml(b, gpushare_report_mix_note(r));
+		gpushare_report_add_xml(b, mix_note);
 		gpushare_buf_addf(b, "</p>\n");
 	}
 	gpushare_buf_addf(b, "<h2>Recommendation</h2>\n");

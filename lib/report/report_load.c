@@ -235,8 +235,7 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run, struct
 	    !get_num(agg, "p99_seconds", &run->p99_seconds))
 		return gpushare_fail(GPUSHARE_E_INVAL, "'bench.results[0].aggregate' lacks a throughput or latency");
 	/* A mix is compared by its score (docs/bench.md, "A mix of workloads"). */
-	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(res, "score")))
-		run->items_per_second = cJSON_GetObjectItemCaseSensitive(res, "score")->valuedouble;
+	get_num(res, "score", &run->items_per_second);   /* absent or null: one workload */
 	if (run->items_per_second < 0 || run->mean_seconds < 0 || run->p99_seconds < 0)
 		return gpushare_fail(GPUSHARE_E_INVAL, "negative throughput or latency");
 	/* Optional figures: unknown (NaN) when absent or null. */

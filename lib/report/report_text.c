@@ -259,6 +259,7 @@ static void md_recommendation(const struct gpushare_report *r, FILE *f)
 int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 {
 	size_t failed = gpushare_report_n_failed(r);
+	const char *mix_note;
 
 	fprintf(f, "# gpushare sweep report\n\n");
 	fprintf(f, "- GPU: %s%s%s%s, driver %s\n", r->gpu_name[0] ? r->gpu_name : "none (CPU-only workload)",
@@ -280,8 +281,8 @@ int gpushare_report_write_markdown(const struct gpushare_report *r, FILE *f)
 		fprintf(f, "%s\n", r->n_bad > 10 ? "; ..." : "");
 	}
 	fprintf(f, "\n%s\n", stats_note);
-	if (gpushare_report_mix_note(r))
-		fprintf(f, "%s\n\n", gpushare_report_mix_note(r));
+	if ((mix_note = gpushare_report_mix_note(r)))
+		fprintf(f, "%s\n\n", mix_note);
 	md_recommendation(r, f);
 	for (size_t i = 0; i < r->n_shapes; i++) {
 		bool open = false;
