@@ -14,6 +14,7 @@
 #   hold_port FILE SECONDS      a process ($holder) that holds a port, written to FILE
 #   fake_mps_start PIPE LOG     the fake MPS control daemon, started and answering
 #   fake_mps_quit PIPE [LOG]    ask it to quit; never fails
+#   fake_mps_quit_left          quit every fake daemon left under $tmp/xdg; never fails
 #   fake_gpu_processes          $plain, $server, $client: processes the fake NVML reports
 #   kill_pids                   kill every process in the array pids (for cleanup traps)
 #   TIME_FACTOR                 multiply wall-clock bounds by it (the machine's load)
@@ -145,6 +146,17 @@ fake_mps_start() {
 fake_mps_quit() {
 	echo quit | env CUDA_MPS_PIPE_DIRECTORY="$1" ${2:+CUDA_MPS_LOG_DIRECTORY="$2"} \
 		"$GPUSHARE_TEST_HELPERS/fake_mps_control" >/dev/null 2>&1 || true
+}
+
+# fake_mps_quit_left: quit every fake MPS daemon a run of this test left
+# under its private XDG_RUNTIME_DIR ($tmp/xdg, private_xdg): a killed or
+# interrupted sweep's, tune's or bench's; never fails.
+fake_mps_quit_left() {
+	local p
+	for p in "$tmp"/xdg/gpushare/*/mps/pipe; do
+		[[ -S "$p/control" ]] && fake_mps_quit "$p"
+	done
+	return 0
 }
 
 # Three sleeping processes the fake NVML reports on GPU 1 (FAKE_NVML_PIDS):

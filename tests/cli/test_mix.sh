@@ -30,9 +30,7 @@ fi
 
 tmp=$(mktemp -d /tmp/gpushare-mix-test.XXXXXX)
 cleanup() {
-	for p in "$tmp"/xdg/gpushare/*/mps/pipe; do
-		[[ -d "$p" ]] && fake_mps_quit "$p" || true
-	done
+	fake_mps_quit_left
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

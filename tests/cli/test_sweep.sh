@@ -18,9 +18,7 @@ tmp=$(mktemp -d /tmp/gpushare-sweep-test.XXXXXX)
 cleanup() {
 	# A daemon left by a killed sweep lives under our XDG_RUNTIME_DIR.
 	if [[ -n "$HELPERS" ]]; then
-		for p in "$tmp"/xdg/gpushare/sweep-*/mps/pipe; do
-			[[ -d "$p" ]] && fake_mps_quit "$p" || true
-		done
+		fake_mps_quit_left
 	fi
 	rm -rf "$tmp"
 }

@@ -17,7 +17,7 @@ pipes=()
 cleanup() {
 	local p
 	for p in "${pipes[@]}"; do fake_mps_quit "$p"; done
-	for p in "$tmp"/xdg/gpushare/sweep-*/mps/pipe; do [[ -S "$p/control" ]] && fake_mps_quit "$p"; done
+	fake_mps_quit_left
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

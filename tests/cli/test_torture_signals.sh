@@ -19,7 +19,7 @@ tmp=$(mktemp -d /tmp/gpushare-torture-sig.XXXXXX)
 pids=()
 cleanup() {
 	kill_pids
-	for p in "$tmp"/xdg/gpushare/sweep-*/mps/pipe; do [[ -S "$p/control" ]] && fake_mps_quit "$p"; done
+	fake_mps_quit_left
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -27,9 +27,7 @@ fi
 tmp=$(mktemp -d /tmp/gpushare-tune-split-test.XXXXXX)
 cleanup() {
 	# A daemon left by an interrupted run lives under our XDG_RUNTIME_DIR.
-	for p in "$tmp"/xdg/gpushare/*/mps/pipe; do
-		[[ -d "$p" ]] && fake_mps_quit "$p" || true
-	done
+	fake_mps_quit_left
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
