@@ -90,8 +90,11 @@ wait_for() {
 # catches PID SIG: process PID has its own handler for SIG (a name such as
 # INT): its SigCgt mask in /proc has the bit. Signal a process only once this
 # holds, or a loaded machine delivers it before the handler is in place.
+# A job started with '&' is first a copy of this shell, with this shell's
+# traps, until it runs its command: such a copy never counts.
 catches() {
 	local num mask
+	[[ /proc/$1/exe -ef /proc/$$/exe ]] && return 1
 	num=$(kill -l "$2") || return 1
 	mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
 	[[ -n $mask ]] && (((16#$mask >> (num - 1)) & 1))
