@@ -22,6 +22,12 @@
 # Env (defaults sized for about 9 minutes on one H100; see docs/tune.md for
 # the cost model):
 #   DUR (1s) window of a full run; tune's probes take a quarter
+#   MLP_DUR (4s) the same for the mlp: a forked PyTorch worker costs about
+#     2 s per run before its window (its CUDA context, model and cuBLAS),
+#     and tune's probe round is at least one such start per candidate, so
+#     a 1 s window leaves tune at about 0.45 of the grid whatever it drops
+#     (docs/tune.md, "What it costs"); at 4 s the model predicts 0.32, and
+#     single runs vary less
 #   REPEATS (3) of the sweep (the grid at 2 repeats is read from its first
 #     two rounds, timed to the start of round 3 to the second)
 #   WARM (300ms) warm-up of every run
@@ -50,7 +56,7 @@ B=$(cd "${1:?usage: bench/gpu/tune.sh BUILD OUT}" && pwd)
 O=${2:?usage: bench/gpu/tune.sh BUILD OUT}
 G=$B/gpushare
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DUR=${DUR:-1s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} DEADLINE=${DEADLINE:-540} CLIENT_DUR=${CLIENT_DUR:-2s}
+DUR=${DUR:-1s} MLP_DUR=${MLP_DUR:-4s} REPEATS=${REPEATS:-3} WARM=${WARM:-300ms} DEADLINE=${DEADLINE:-540} CLIENT_DUR=${CLIENT_DUR:-2s}
 WORKLOADS=${WORKLOADS:-transformer matmul mlp}
 TRANSFORMER_GRID=${TRANSFORMER_GRID:-timeslice,mps,mps-split|1,2,4,8|1,4}
 MATMUL_GRID=${MATMUL_GRID:-timeslice,mps,mps-split|1,2,4,8|1}
@@ -62,7 +68,7 @@ O=$(cd "$O" && pwd)
 . "$SRC/bench/gpu/lib.sh"
 bench_private_runtime
 bench_header
-echo "DUR=$DUR REPEATS=$REPEATS WARM=$WARM (the same for grid and tune); $(nproc) CPUs" | tee -a "$O/summary.txt"
+echo "DUR=$DUR (mlp: $MLP_DUR) REPEATS=$REPEATS WARM=$WARM (the same for grid and tune); $(nproc) CPUs" | tee -a "$O/summary.txt"
 
 # CPU-only first (short, and so always measured): the clients, the spin sweep.
 if [[ "$CLIENT_DUR" != 0 ]] && (($(left) > 300)); then
@@ -80,18 +86,19 @@ if [[ "${SPIN_SWEEP:-1}" != 0 ]] && (($(left) > 300)); then
 fi
 i=0
 for name in $WORKLOADS; do
+	dur=$DUR
 	case $name in
 	transformer) args=(--workload transformer:layers=6:seq=128) grid=$TRANSFORMER_GRID ;;
 	matmul) args=(--workload matmul:size=2048:dtype=fp16) grid=$MATMUL_GRID ;;
 	mlp)
-		args=(-- python3 "$SRC/examples/mlp_worker.py") grid=$MLP_GRID
+		args=(-- python3 "$SRC/examples/mlp_worker.py") grid=$MLP_GRID dur=$MLP_DUR
 		[[ ${PRELOAD:-1} == 0 ]] || args=(--preload "${args[@]}") ;;
 	spin) args=(--workload spin:sleep=1:request-us=1ms) grid=$TRANSFORMER_GRID ;;   # the script without a GPU
 	*) echo "unknown workload '$name'" >&2; exit 2 ;;
 	esac
 	IFS='|' read -r strategies workers batches <<<"$grid"
-	GRID=(--strategy "$strategies" --workers "$workers" --batch "$batches" --duration "$DUR" --warmup "$WARM")
-	echo "== $name: grid $strategies x workers $workers x batch $batches ($( ((i % 2)) && echo "tune first" || echo "sweep first"))" |
+	GRID=(--strategy "$strategies" --workers "$workers" --batch "$batches" --duration "$dur" --warmup "$WARM")
+	echo "== $name: grid $strategies x workers $workers x batch $batches, window $dur ($( ((i % 2)) && echo "tune first" || echo "sweep first"))" |
 		tee -a "$O/summary.txt"
 	# Options before the workload (a command's '--' ends them).
 	sweep_cmd=("$G" sweep --out "$O/$name-sweep" "${GRID[@]}" --repeats "$REPEATS" -q --no-report "${args[@]}")
