@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gpushare/bench.h"
+#include "gpushare/buf.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 #include "gpushare/utf8.h"
@@ -18,44 +19,52 @@
 #include "bench_mix.h"
 #include "items.h"
 
+struct spec_walk {
+	struct gpushare_wl_params *p;
+	const struct gpushare_wl_desc *d; /* NULL before the name */
+	char seen[GPUSHARE_BENCH_MIX_LABEL]; /* ":opt" for each option so far, then ':' */
+};
+
+/* The spec's first item is the workload's name; each later one opt=value. */
+static int spec_item(void *arg, const char *s, size_t len)
+{
+	struct spec_walk *w = arg;
+	char item[GPUSHARE_BENCH_MIX_LABEL], key[GPUSHARE_BENCH_MIX_LABEL + 2], *eq;
+	int rc;
+
+	memcpy(item, s, len); /* len < strlen(spec) < sizeof(item) */
+	item[len] = '\0';
+	if (!w->d) {
+		w->d = gpushare_workload_find(item);
+		if (!w->d)
+			return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s'", item);
+		return gpushare_wl_params_init(w->p, w->d);
+	}
+	eq = strchr(item, '=');
+	if (!eq || eq == item || !eq[1])
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not opt=value", item);
+	*eq = '\0';
+	snprintf(key, sizeof(key), ":%s:", item);
+	if (strstr(w->seen, key))
+		return gpushare_fail(GPUSHARE_E_INVAL, "option '%s' is given twice", item);
+	gpushare_str_catf(w->seen, sizeof(w->seen), "%s", key + 1);
+	rc = gpushare_wl_params_set(w->p, item, eq + 1);
+	if (rc == GPUSHARE_E_NOT_FOUND)
+		return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s'", w->d->name, item);
+	return rc ? GPUSHARE_E_INVAL : GPUSHARE_OK;
+}
+
 int gpushare_bench_parse_workload_spec(const char *spec, struct gpushare_wl_params *p)
 {
-	const struct gpushare_wl_desc *d;
-	char buf[GPUSHARE_BENCH_MIX_LABEL], *name, *item, *save = NULL;
-	int rc;
+	struct spec_walk w = { .p = p, .seen = ":" };
+	char what[GPUSHARE_BENCH_MIX_LABEL + 16];
 
 	if (!spec || !*spec)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty workload");
-	if (strlen(spec) >= sizeof(buf))
+	if (strlen(spec) >= GPUSHARE_BENCH_MIX_LABEL)
 		return gpushare_fail(GPUSHARE_E_INVAL, "workload '%.40s...' is too long", spec);
-	snprintf(buf, sizeof(buf), "%s", spec);
-	name = strtok_r(buf, ":", &save);
-	d = name && spec[0] != ':' ? gpushare_workload_find(name) : NULL;
-	if (!d)
-		return gpushare_fail(GPUSHARE_E_INVAL, "unknown workload '%s'", name && spec[0] != ':' ? name : "");
-	rc = gpushare_wl_params_init(p, d);
-	if (rc)
-		return rc;
-	while ((item = strtok_r(NULL, ":", &save)) != NULL) {
-		char *eq = strchr(item, '=');
-
-		if (!eq || eq == item || !eq[1])
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not opt=value", item);
-		*eq = '\0';
-		/* Earlier items sit in buf before this one as "opt\0value\0". */
-		for (const char *prev = buf + strlen(buf) + 1; prev < item;) {
-			if (!strcmp(prev, item))
-				return gpushare_fail(GPUSHARE_E_INVAL, "option '%s' is given twice", item);
-			prev += strlen(prev) + 1;
-			prev += strlen(prev) + 1;
-		}
-		rc = gpushare_wl_params_set(p, item, eq + 1);
-		if (rc == GPUSHARE_E_NOT_FOUND)
-			return gpushare_fail(GPUSHARE_E_INVAL, "workload '%s' has no option '%s'", d->name, item);
-		if (rc)
-			return GPUSHARE_E_INVAL;
-	}
-	return GPUSHARE_OK;
+	snprintf(what, sizeof(what), "workload '%s'", spec);
+	return gpushare_each_item_named(what, spec, ':', spec_item, &w);
 }
 
 /* Where gpushare_bench_parse_mix puts the members. */

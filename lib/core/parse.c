@@ -128,18 +128,21 @@ int gpushare_parse_duration(const char *s, uint64_t *ns)
 	return GPUSHARE_OK;
 }
 
-int gpushare_each_item(const char *s, char sep, int (*item)(void *arg, const char *p, size_t len), void *arg)
+int gpushare_each_item_named(const char *what, const char *s, char sep,
+			     int (*item)(void *arg, const char *p, size_t len), void *arg)
 {
 	const char *p = s;
 
 	if (!s || !*s)
-		return gpushare_fail(GPUSHARE_E_INVAL, "empty list");
+		return what ? gpushare_fail(GPUSHARE_E_INVAL, "%s is empty", what)
+			    : gpushare_fail(GPUSHARE_E_INVAL, "empty list");
 	for (;;) {
 		size_t len = strcspn(p, (const char[]){ sep, '\0' });
 		int rc;
 
 		if (len == 0)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty item", s);
+			return what ? gpushare_fail(GPUSHARE_E_INVAL, "%s has an empty item", what)
+				    : gpushare_fail(GPUSHARE_E_INVAL, "'%s' has an empty item", s);
 		rc = item(arg, p, len);
 		if (rc)
 			return rc;
@@ -148,7 +151,32 @@ int gpushare_each_item(const char *s, char sep, int (*item)(void *arg, const cha
 			break;
 		p++;
 		if (!*p)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%s' ends with '%c'", s, sep);
+			return what ? gpushare_fail(GPUSHARE_E_INVAL, "%s ends with '%c'", what, sep)
+				    : gpushare_fail(GPUSHARE_E_INVAL, "'%s' ends with '%c'", s, sep);
 	}
 	return GPUSHARE_OK;
+}
+
+int gpushare_each_item(const char *s, char sep, int (*item)(void *arg, const char *p, size_t len), void *arg)
+{
+	return gpushare_each_item_named(NULL, s, sep, item, arg);
+}
+
+const char *gpushare_find_item(const char *list, char sep, const char *s, bool nocase, size_t *len)
+{
+	size_t n = strlen(s);
+
+	for (const char *p = list; p && *p;) {
+		size_t l = strcspn(p, (const char[]){ sep, '\0' });
+
+		if (l == n && n > 0 && !(nocase ? strncasecmp(p, s, n) : strncmp(p, s, n))) {
+			if (len)
+				*len = l;
+			return p;
+		}
+		p += l;
+		if (*p)
+			p++;
+	}
+	return NULL;
 }

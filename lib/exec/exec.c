@@ -53,6 +53,7 @@
 #include "gpushare/slurm.h"
 #include "gpushare/util.h"
 #include "gpu_select.h"
+#include "items.h"
 #include "jobdir.h"
 #include "launcher.h"
 #include "exec_keeper.h"
@@ -198,20 +199,7 @@ static int record_write(const char *dir, pid_t pid, const char *gpus)
 
 static bool list_has(const char *list, const char *item)
 {
-	size_t n = strlen(item);
-
-	if (!strcmp(list, "all"))
-		return true;
-	for (const char *p = list; *p;) {
-		size_t l = strcspn(p, ",");
-
-		if (l == n && !strncmp(p, item, n))
-			return true;
-		p += l;
-		if (*p == ',')
-			p++;
-	}
-	return false;
+	return !strcmp(list, "all") || gpushare_find_item(list, ',', item, false, NULL);
 }
 
 /* ---- open ---- */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpushare/gpushare.h"
+#include "items.h"
 #include "launcher.h"
 
 const char *gpushare_launcher_kind_name(enum launcher_kind k)
@@ -38,40 +39,64 @@ static int env_long(gpushare_getenv_fn getenv_fn, void *ctx, const char *name, l
 	return 1;
 }
 
+struct tasks_walk {
+	long node, seen, count;
+	bool bad; /* an item is not N or N(xR) */
+};
+
+enum { TASKS_FOUND = 1 }; /* stops the walk: a count found (errors are < 0) */
+
+/* One item N or N(xR) of a tasks-per-node list. */
+static int tasks_item(void *arg, const char *p, size_t len)
+{
+	struct tasks_walk *w = arg;
+	const char *stop = p + len;
+	char *end;
+	long n, rep = 1;
+
+	w->bad = true;
+	errno = 0;
+	n = strtol(p, &end, 10);
+	if (errno || end == p || n < 0 || *p == '-' || *p == '+')
+		return GPUSHARE_E_INVAL;
+	if (end < stop && *end == '(') {
+		if (end[1] != 'x' || end[2] == '-' || end[2] == '+')
+			return GPUSHARE_E_INVAL;
+		p = end + 2;
+		rep = strtol(p, &end, 10);
+		if (errno || end == p || rep < 1 || *end != ')')
+			return GPUSHARE_E_INVAL;
+		end++;
+	}
+	if (end != stop)
+		return GPUSHARE_E_INVAL;
+	w->bad = false;
+	if (w->node < w->seen + rep) {
+		w->count = n;
+		return TASKS_FOUND;
+	}
+	w->seen += rep;
+	return GPUSHARE_OK;
+}
+
 int gpushare_launcher_parse_tasks_per_node(const char *s, long node, long *count)
 {
-	const char *p = s;
-	long seen = 0;
+	struct tasks_walk w = { node, 0, 0, false };
+	char what[96];
+	int rc;
 
 	if (!s || !*s || node < 0)
 		goto bad;
-	while (*p) {
-		char *end;
-		long n, rep = 1;
-
-		errno = 0;
-		n = strtol(p, &end, 10);
-		if (errno || end == p || n < 0 || *p == '-' || *p == '+')
-			goto bad;
-		p = end;
-		if (*p == '(') {
-			if (p[1] != 'x')
-				goto bad;
-			rep = strtol(p + 2, &end, 10);
-			if (errno || end == p + 2 || rep < 1 || *end != ')')
-				goto bad;
-			p = end + 1;
-		}
-		if (node < seen + rep) {
-			*count = n;
-			return GPUSHARE_OK;
-		}
-		seen += rep;
-		if (*p == ',')
-			p++;
-		else if (*p)
-			goto bad;
+	snprintf(what, sizeof(what), "tasks-per-node list '%.60s'", s);
+	rc = gpushare_each_item_named(what, s, ',', tasks_item, &w);
+	if (rc == TASKS_FOUND) {
+		*count = w.count;
+		return GPUSHARE_OK;
 	}
+	if (w.bad)
+		goto bad;
+	if (rc)
+		return rc;
 	return gpushare_fail(GPUSHARE_E_INVAL, "tasks-per-node list '%s' has no entry for node %ld", s, node);
 bad:
 	return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a tasks-per-node list (expected e.g. 4(x2),3)",

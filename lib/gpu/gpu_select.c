@@ -11,6 +11,7 @@
 
 #include "gpushare/gpushare.h"
 #include "gpu_select.h"
+#include "items.h"
 
 /* ---- GPUs ---- */
 
@@ -22,8 +23,6 @@ static int find_gpu(const struct gpushare_gpu_ref *inv, size_t n_inv, const char
 	char buf[128];
 	int found = -1;
 
-	if (len == 0)
-		return gpushare_fail(GPUSHARE_E_INVAL, "%s holds an empty item", what);
 	if (len >= sizeof(buf))
 		return gpushare_fail(GPUSHARE_E_INVAL, "%s: item too long", what);
 	memcpy(buf, item, len);
@@ -55,32 +54,39 @@ static int find_gpu(const struct gpushare_gpu_ref *inv, size_t n_inv, const char
 	return found;
 }
 
+struct gpu_list {
+	const struct gpushare_gpu_ref *inv;
+	size_t n_inv;
+	const char *what;
+	int *pos;
+	size_t *n;
+};
+
+static int gpu_item(void *arg, const char *p, size_t len)
+{
+	struct gpu_list *l = arg;
+	int k = find_gpu(l->inv, l->n_inv, p, len, l->what);
+
+	if (k < 0)
+		return k;
+	for (size_t i = 0; i < *l->n; i++)
+		if (l->pos[i] == k)
+			return gpushare_fail(GPUSHARE_E_INVAL, "%s names GPU %u (%s) twice", l->what,
+					     l->inv[k].index, l->inv[k].uuid);
+	if (*l->n == l->n_inv)
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s names more GPUs than there are", l->what);
+	l->pos[(*l->n)++] = k;
+	return GPUSHARE_OK;
+}
+
 /* Parse a comma-separated list into positions of inv; no duplicates. */
 static int parse_list(const struct gpushare_gpu_ref *inv, size_t n_inv, const char *list, const char *what,
 		      int *pos, size_t *n)
 {
-	const char *p = list;
+	struct gpu_list l = { inv, n_inv, what, pos, n };
 
 	*n = 0;
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		int k = find_gpu(inv, n_inv, p, len, what);
-
-		if (k < 0)
-			return k;
-		for (size_t i = 0; i < *n; i++)
-			if (pos[i] == k)
-				return gpushare_fail(GPUSHARE_E_INVAL, "%s names GPU %u (%s) twice", what,
-						     inv[k].index, inv[k].uuid);
-		if (*n == n_inv)
-			return gpushare_fail(GPUSHARE_E_INVAL, "%s names more GPUs than there are", what);
-		pos[(*n)++] = k;
-		p += len;
-		if (!*p)
-			break;
-		p++;            /* a trailing comma leaves an empty item: an error above */
-	}
-	return GPUSHARE_OK;
+	return gpushare_each_item_named(what, list, ',', gpu_item, &l);
 }
 
 int gpushare_gpu_select(const struct gpushare_gpu_ref *inv, size_t n_inv, const char *spec,

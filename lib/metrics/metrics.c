@@ -20,6 +20,7 @@
 
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
+#include "items.h"
 
 /* ---- the buffer (gpushare/buf.h) ---- */
 
@@ -271,36 +272,47 @@ int gpushare_metrics_parse_listen(const char *s, char *addr, size_t addr_len, ui
 	return GPUSHARE_OK;
 }
 
+struct bucket_list {
+	double *out;
+	size_t k;
+};
+
+/* One upper bound in seconds: positive, finite, above the one before. */
+static int bucket_item(void *arg, const char *p, size_t len)
+{
+	struct bucket_list *l = arg;
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(p, &end);
+	if (end != p + len || errno == ERANGE)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%.*s' is not a number of seconds", (int)len, p);
+	if (!isfinite(v) || v <= 0)
+		return gpushare_fail(GPUSHARE_E_INVAL, "bucket '%.*s' must be positive and finite (+Inf is implied)",
+				     (int)len, p);
+	if (l->k > 0 && v <= l->out[l->k - 1])
+		return gpushare_fail(GPUSHARE_E_INVAL, "buckets must increase: '%.*s' after %g", (int)len, p,
+				     l->out[l->k - 1]);
+	if (l->k >= GPUSHARE_METRICS_MAX_BUCKETS)
+		return gpushare_fail(GPUSHARE_E_INVAL, "more than %d buckets", GPUSHARE_METRICS_MAX_BUCKETS);
+	l->out[l->k++] = v;
+	return GPUSHARE_OK;
+}
+
 int gpushare_metrics_parse_buckets(const char *s, double *out, size_t *n)
 {
-	const char *p = s;
-	size_t k = 0;
+	struct bucket_list l = { out, 0 };
+	char what[96];
+	int rc;
 
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty bucket list");
-	for (;;) {
-		char *end;
-		double v;
-
-		errno = 0;
-		v = strtod(p, &end);
-		if (end == p || (*end && *end != ',') || errno == ERANGE)
-			return gpushare_fail(GPUSHARE_E_INVAL, "'%.*s' is not a number of seconds", (int)strcspn(p, ","), p);
-		if (!isfinite(v) || v <= 0)
-			return gpushare_fail(GPUSHARE_E_INVAL, "bucket '%.*s' must be positive and finite (+Inf is implied)",
-					     (int)strcspn(p, ","), p);
-		if (k > 0 && v <= out[k - 1])
-			return gpushare_fail(GPUSHARE_E_INVAL, "buckets must increase: '%.*s' after %g",
-					     (int)strcspn(p, ","), p, out[k - 1]);
-		if (k >= GPUSHARE_METRICS_MAX_BUCKETS)
-			return gpushare_fail(GPUSHARE_E_INVAL, "more than %d buckets", GPUSHARE_METRICS_MAX_BUCKETS);
-		out[k++] = v;
-		if (!*end)
-			break;
-		p = end + 1;
-	}
-	*n = k;
-	return GPUSHARE_OK;
+	snprintf(what, sizeof(what), "bucket list '%.60s'", s);
+	rc = gpushare_each_item_named(what, s, ',', bucket_item, &l);
+	if (!rc)
+		*n = l.k;
+	return rc;
 }
 
 size_t gpushare_metrics_default_buckets(double *out, size_t max)

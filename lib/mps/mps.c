@@ -27,6 +27,7 @@
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "items.h"
 #include "mps_parse.h"
 
 #define DEFAULT_CONTROL "nvidia-cuda-mps-control"
@@ -322,20 +323,53 @@ void gpushare_mps_limits_init(struct gpushare_mps_limits *l)
 	l->priority = -1;
 }
 
+struct mem_list {
+	const char *s;
+	unsigned seen;
+	struct gpushare_mps_limits *limits;
+};
+
+/* One DEVICE=SIZE item of a memory limit list. */
+static int mem_item(void *arg, const char *p, size_t len)
+{
+	struct mem_list *l = arg;
+	char tok[512], *eq;
+	uint64_t bytes;
+	long dev;
+	int rc;
+
+	memcpy(tok, p, len); /* len < strlen(s) < sizeof(tok) */
+	tok[len] = '\0';
+	eq = strchr(tok, '=');
+	if (!eq)
+		return gpushare_fail(GPUSHARE_E_INVAL, "memory limit '%s' must be DEVICE=SIZE (e.g. 0=4G)", tok);
+	*eq = '\0';
+	rc = gpushare_parse_int(tok, 0, 15, &dev);
+	if (rc)
+		return gpushare_fail(GPUSHARE_E_INVAL, "device '%s' in memory limit is not an ordinal 0-15", tok);
+	rc = gpushare_parse_size(eq + 1, &bytes);
+	if (rc)
+		return rc;
+	if (l->seen & (1u << dev))
+		return gpushare_fail(GPUSHARE_E_INVAL, "device %ld is given twice in memory limit '%s'", dev, l->s);
+	l->seen |= 1u << dev;
+	l->limits->mem_limit_bytes[dev] = bytes;
+	if (dev + 1 > l->limits->n_mem_limits)
+		l->limits->n_mem_limits = (int)dev + 1;
+	return GPUSHARE_OK;
+}
+
 int gpushare_mps_parse_mem_limits(const char *s, int ndev, struct gpushare_mps_limits *limits)
 {
-	char buf[512];
-	char *save = NULL, *tok;
-	unsigned seen = 0;
+	struct mem_list l = { s, 0, limits };
+	char what[96];
 	int rc;
 
 	if (!s || !*s)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty memory limit");
-	if (s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))
-		return gpushare_fail(GPUSHARE_E_INVAL, "memory limit '%s' has an empty item", s);
-	if (strlen(s) >= sizeof(buf))
+	if (strlen(s) >= 512)
 		return gpushare_fail(GPUSHARE_E_INVAL, "memory limit list '%.40s...' is too long", s);
-	if (!strchr(s, '=')) {
+	if (!strchr(s, '=') && !strchr(s, ',')) {
 		uint64_t bytes;
 
 		rc = gpushare_parse_size(s, &bytes);
@@ -348,29 +382,8 @@ int gpushare_mps_parse_mem_limits(const char *s, int ndev, struct gpushare_mps_l
 		limits->n_mem_limits = ndev;
 		return GPUSHARE_OK;
 	}
-	strcpy(buf, s);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-		uint64_t bytes;
-		long dev;
-
-		if (!eq)
-			return gpushare_fail(GPUSHARE_E_INVAL, "memory limit '%s' must be DEVICE=SIZE (e.g. 0=4G)", tok);
-		*eq = '\0';
-		rc = gpushare_parse_int(tok, 0, 15, &dev);
-		if (rc)
-			return gpushare_fail(GPUSHARE_E_INVAL, "device '%s' in memory limit is not an ordinal 0-15", tok);
-		rc = gpushare_parse_size(eq + 1, &bytes);
-		if (rc)
-			return rc;
-		if (seen & (1u << dev))
-			return gpushare_fail(GPUSHARE_E_INVAL, "device %ld is given twice in memory limit '%s'", dev, s);
-		seen |= 1u << dev;
-		limits->mem_limit_bytes[dev] = bytes;
-		if (dev + 1 > limits->n_mem_limits)
-			limits->n_mem_limits = (int)dev + 1;
-	}
-	return GPUSHARE_OK;
+	snprintf(what, sizeof(what), "memory limit '%.60s'", s);
+	return gpushare_each_item_named(what, s, ',', mem_item, &l);
 }
 
 /* Apply each set limit with its setter, then read it back: setters print
@@ -969,10 +982,34 @@ int gpushare_mps_log_tail(const struct gpushare_mps *m, int n, char **text)
 	return *text ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "log");
 }
 
+/* One GPU (index or UUID) of the visible list: refused when Prohibited. */
+static int mode_item(void *arg, const char *p, size_t len)
+{
+	bool *default_mode = arg;
+	char tok[128];
+	unsigned idx;
+	int mode, rc;
+
+	if (len >= sizeof(tok))
+		return gpushare_fail(GPUSHARE_E_INVAL, "GPU '%.*s...' is too long a name", 40, p);
+	memcpy(tok, p, len);
+	tok[len] = '\0';
+	rc = gpushare_gpu_find(tok, &idx);
+	if (!rc)
+		rc = gpushare_gpu_compute_mode(idx, &mode);
+	if (rc)
+		return rc;
+	if (mode == GPUSHARE_COMPUTE_PROHIBITED)
+		return gpushare_fail(GPUSHARE_E_PROHIBITED,
+				     "GPU %u is in compute mode Prohibited: no CUDA process, MPS included, can run there",
+				     idx);
+	if (mode == GPUSHARE_COMPUTE_DEFAULT)
+		*default_mode = true;
+	return GPUSHARE_OK;
+}
+
 int gpushare_mps_check_compute_mode(const char *visible_devices, bool *default_mode)
 {
-	char buf[512];
-	char *save = NULL, *tok;
 	unsigned count = 0;
 	int rc;
 
@@ -981,38 +1018,19 @@ int gpushare_mps_check_compute_mode(const char *visible_devices, bool *default_m
 	if (rc)
 		return rc;
 	if (visible_devices && *visible_devices) {
-		snprintf(buf, sizeof(buf), "%s", visible_devices);
+		char what[96];
+
+		snprintf(what, sizeof(what), "GPU list '%.60s'", visible_devices);
+		rc = gpushare_each_item_named(what, visible_devices, ',', mode_item, default_mode);
 	} else {
 		rc = gpushare_gpu_count(&count);
-		if (rc)
-			goto out;
-		buf[0] = '\0';
-		for (unsigned i = 0; i < count; i++) {
-			size_t l = strlen(buf);
+		for (unsigned i = 0; !rc && i < count; i++) {
+			char tok[16];
+			int n = snprintf(tok, sizeof(tok), "%u", i);
 
-			snprintf(buf + l, sizeof(buf) - l, "%s%u", i ? "," : "", i);
+			rc = mode_item(default_mode, tok, (size_t)n);
 		}
 	}
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		unsigned idx;
-		int mode;
-
-		rc = gpushare_gpu_find(tok, &idx);
-		if (rc)
-			goto out;
-		rc = gpushare_gpu_compute_mode(idx, &mode);
-		if (rc)
-			goto out;
-		if (mode == GPUSHARE_COMPUTE_PROHIBITED) {
-			rc = gpushare_fail(GPUSHARE_E_PROHIBITED,
-					   "GPU %u is in compute mode Prohibited: no CUDA process, MPS included, can run there",
-					   idx);
-			goto out;
-		}
-		if (mode == GPUSHARE_COMPUTE_DEFAULT)
-			*default_mode = true;
-	}
-out:
 	gpushare_nvml_close();
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 #include "gpushare/workload.h"
+#include "items.h"
 
 #define N_OPTS(a) (sizeof(a) / sizeof((a)[0]))
 #define US_PER_MIN 60000000L
@@ -156,21 +157,14 @@ static int parse_bool(const char *s, bool *out)
  * spelling to buf. */
 static bool find_choice(const char *choices, const char *s, char *buf, size_t len)
 {
-	const char *c = choices;
+	size_t n;
+	const char *c = gpushare_find_item(choices, ',', s, true, &n);
 
-	while (*c) {
-		size_t n = strcspn(c, ",");
-
-		if (n == strlen(s) && strncasecmp(c, s, n) == 0 && n < len) {
-			memcpy(buf, c, n);
-			buf[n] = '\0';
-			return true;
-		}
-		c += n;
-		if (*c == ',')
-			c++;
-	}
-	return false;
+	if (!c || n >= len)
+		return false;
+	memcpy(buf, c, n);
+	buf[n] = '\0';
+	return true;
 }
 
 /* Put the option's name in front of the detail a parser left. */

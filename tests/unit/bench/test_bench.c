@@ -523,6 +523,30 @@ static void test_mix(void **state)
 	assert_int_equal(gpushare_bench_config_check(&c), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_bench_set_workload(&c, "spin++spin"), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_bench_set_workload(&c, "spin+a+b+c+d"), GPUSHARE_E_INVAL);
+	/* A workload spec: its name, then opt=value items, none empty or twice. */
+	{
+		struct gpushare_wl_params p;
+
+		assert_int_equal(gpushare_bench_parse_workload_spec("spin:request-us=2ms:sleep=on", &p), GPUSHARE_OK);
+		assert_string_equal(gpushare_wl_get(&p, "request-us"), "2ms");
+		assert_string_equal(gpushare_wl_get(&p, "sleep"), "on");
+		assert_int_equal(gpushare_bench_parse_workload_spec("spin::sleep=on", &p), GPUSHARE_E_INVAL);
+		assert_string_equal(gpushare_errdetail(), "workload 'spin::sleep=on' has an empty item");
+		assert_int_equal(gpushare_bench_parse_workload_spec("spin:", &p), GPUSHARE_E_INVAL);
+		assert_string_equal(gpushare_errdetail(), "workload 'spin:' ends with ':'");
+		assert_int_equal(gpushare_bench_parse_workload_spec(":spin", &p), GPUSHARE_E_INVAL);
+		assert_int_equal(gpushare_bench_parse_workload_spec("spin:sleep", &p), GPUSHARE_E_INVAL);
+		assert_string_equal(gpushare_errdetail(), "'sleep' is not opt=value");
+		assert_int_equal(gpushare_bench_parse_workload_spec("spin:sleep=on:sleep=off", &p), GPUSHARE_E_INVAL);
+		assert_string_equal(gpushare_errdetail(), "option 'sleep' is given twice");
+		/* An option whose name begins another's is not the same option. */
+		assert_int_equal(gpushare_bench_parse_workload_spec("spin:stall-after=3:stall=2s", &p), GPUSHARE_OK);
+		assert_string_equal(gpushare_wl_get(&p, "stall"), "2s");
+		assert_int_equal(gpushare_bench_parse_workload_spec("nosuch:x=1", &p), GPUSHARE_E_INVAL);
+		assert_string_equal(gpushare_errdetail(), "unknown workload 'nosuch'");
+		assert_int_equal(gpushare_bench_parse_workload_spec("spin:size=1", &p), GPUSHARE_E_INVAL);
+		assert_string_equal(gpushare_errdetail(), "workload 'spin' has no option 'size'");
+	}
 	/* The figures: 2 workers of 400 and 2 of 100 items in a 1 s window. */
 	assert_int_equal(gpushare_bench_result_init(&res, GPUSHARE_STRATEGY_TIMESLICE, 4), GPUSHARE_OK);
 	res.n_mix = 2;

@@ -1,16 +1,18 @@
 /*
  * Unit tests: parsing of user values (percentages, sizes, integers,
- * durations) and the MPS size format.
+ * durations), the MPS size format, and the one walk of a list of items.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
+#include "items.h"
 
 static void test_percent(void **state)
 {
@@ -103,6 +105,60 @@ static void test_int_duration(void **state)
 	assert_int_equal(gpushare_parse_duration("1e30s", &ns), GPUSHARE_E_INVAL);
 }
 
+/* Collects the items it is given as "[item]" in a buffer; fails on "bad". */
+static int collect(void *arg, const char *p, size_t len)
+{
+	char *out = arg;
+	size_t o = strlen(out);
+
+	if (len == 3 && !strncmp(p, "bad", 3))
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "item bad");
+	snprintf(out + o, 128 - o, "[%.*s]", (int)len, p);
+	return GPUSHARE_OK;
+}
+
+static void test_items(void **state)
+{
+	char got[128];
+	size_t len = 0;
+	const char *hit;
+
+	(void)state;
+	got[0] = '\0';
+	assert_int_equal(gpushare_each_item("1,22,333", ',', collect, got), GPUSHARE_OK);
+	assert_string_equal(got, "[1][22][333]");
+	got[0] = '\0';
+	assert_int_equal(gpushare_each_item("a:b=1", ':', collect, got), GPUSHARE_OK);
+	assert_string_equal(got, "[a][b=1]");
+	/* The first error stops the walk and is returned as it is. */
+	got[0] = '\0';
+	assert_int_equal(gpushare_each_item("1,bad,3", ',', collect, got), GPUSHARE_E_NOT_FOUND);
+	assert_string_equal(got, "[1]");
+	/* Empty lists, empty items and a separator at the end. */
+	assert_int_equal(gpushare_each_item("", ',', collect, got), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_each_item("1,,2", ',', collect, got), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_errdetail(), "'1,,2' has an empty item");
+	assert_int_equal(gpushare_each_item("1,", ',', collect, got), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_errdetail(), "'1,' ends with ','");
+	/* Named: the refusal says what the list is. */
+	assert_int_equal(gpushare_each_item_named("--gpus ',0'", ",0", ',', collect, got), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_errdetail(), "--gpus ',0' has an empty item");
+	assert_int_equal(gpushare_each_item_named("X", "", ',', collect, got), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_errdetail(), "X is empty");
+
+	/* Membership: whole items only, case as asked, empty never matches. */
+	hit = gpushare_find_item("fp32,FP16,bf16", ',', "fp16", true, &len);
+	assert_non_null(hit);
+	assert_int_equal(len, 4);
+	assert_memory_equal(hit, "FP16", 4);
+	assert_null(gpushare_find_item("fp32,FP16,bf16", ',', "fp16", false, NULL));
+	assert_null(gpushare_find_item("fp32,fp16", ',', "fp", false, NULL));
+	assert_null(gpushare_find_item("fp32,fp16", ',', "fp16,", false, NULL));
+	assert_null(gpushare_find_item("a,,b", ',', "", false, NULL));
+	assert_non_null(gpushare_find_item("GPU-a,GPU-b", ',', "GPU-b", false, NULL));
+	assert_null(gpushare_find_item(NULL, ',', "x", false, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -110,6 +166,7 @@ int main(void)
 		cmocka_unit_test(test_size),
 		cmocka_unit_test(test_mps_size),
 		cmocka_unit_test(test_int_duration),
+		cmocka_unit_test(test_items),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

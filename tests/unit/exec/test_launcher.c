@@ -136,6 +136,13 @@ static void test_tasks_per_node(void **state)
 	assert_int_equal(gpushare_launcher_parse_tasks_per_node("", 0, &n), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_launcher_parse_tasks_per_node("a", 0, &n), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4;3", 1, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "is not a tasks-per-node list"));
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4,,3", 1, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "has an empty item"));
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x2)3", 2, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x-1)", 0, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_launcher_parse_tasks_per_node("4(x2),3", 3, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "no entry for node 3"));
 }
 
 static const struct gpushare_gpu_ref inv[] = {

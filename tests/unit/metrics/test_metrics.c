@@ -91,6 +91,13 @@ static void test_parse_buckets(void **state)
 	assert_int_equal(gpushare_metrics_parse_buckets("1,abc", le, &n), GPUSHARE_E_INVAL);
 	assert_non_null(strstr(gpushare_errdetail(), "'abc'"));
 	assert_int_equal(gpushare_metrics_parse_buckets("1,", le, &n), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_errdetail(), "bucket list '1,' ends with ','");
+	assert_int_equal(gpushare_metrics_parse_buckets("1,,2", le, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_metrics_parse_buckets("1e,2", le, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'1e' is not a number"));
+	assert_int_equal(gpushare_metrics_parse_buckets("0.5,2.5e1", le, &n), GPUSHARE_OK);
+	assert_int_equal(n, 2);
+	assert_true(le[1] == 25.0);
 	assert_int_equal(gpushare_metrics_parse_buckets("", le, &n), GPUSHARE_E_INVAL);
 	for (int i = 1; i <= GPUSHARE_METRICS_MAX_BUCKETS + 1; i++)
 		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s%d", i > 1 ? "," : "", i);

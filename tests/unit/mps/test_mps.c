@@ -368,6 +368,13 @@ static void test_mem_limit_parse(void **state)
 	assert_int_equal(gpushare_mps_parse_mem_limits("0=1G,", 2, &l), GPUSHARE_E_INVAL); /* an empty item */
 	assert_int_equal(gpushare_mps_parse_mem_limits("", 2, &l), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_mps_parse_mem_limits("abc", 2, &l), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_mps_parse_mem_limits("0=1G,,1=2G", 2, &l), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_errdetail(), "memory limit '0=1G,,1=2G' has an empty item");
+	/* A list of sizes without devices: each item must name its device. */
+	assert_int_equal(gpushare_mps_parse_mem_limits("1G,2G", 2, &l), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'1G' must be DEVICE=SIZE"));
+	assert_int_equal(gpushare_mps_parse_mem_limits("0=1G,0=2G", 2, &l), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "given twice"));
 }
 
 int main(void)
