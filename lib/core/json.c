@@ -136,3 +136,35 @@ bool gpushare_json_compare_method(cJSON *o, const struct gpushare_comparison *c)
 	       gpushare_json_str(o, "order_verdict", gpushare_verdict_name(c->order_verdict)) &&
 	       gpushare_json_num(o, "order_confidence", c->order_confidence);
 }
+
+bool gpushare_json_get_u64(const cJSON *o, const char *k, uint64_t max, uint64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	uint64_t u;
+
+	/* (double)UINT64_MAX rounds up to 2^64, which no uint64_t holds. */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble >= 0x1p64 ||
+	    v->valuedouble != floor(v->valuedouble))
+		return false;
+	u = (uint64_t)v->valuedouble;
+	if (u > max)
+		return false;
+	*out = u;
+	return true;
+}
+
+bool gpushare_json_get_int(const cJSON *o, const char *k, long long lo, long long hi, long long *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	long long n;
+
+	/* Within (-2^63, 2^63) the conversion is defined. */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > -0x1p63) || !(v->valuedouble < 0x1p63) ||
+	    v->valuedouble != floor(v->valuedouble))
+		return false;
+	n = (long long)v->valuedouble;
+	if (n < lo || n > hi)
+		return false;
+	*out = n;
+	return true;
+}

@@ -60,6 +60,13 @@ struct gpushare_comparison;
  * rule's "order_verdict", "order_confidence" (null where unknown). */
 bool gpushare_json_compare_method(cJSON *o, const struct gpushare_comparison *c);
 
+/* Reading back (what gpushare wrote, or a file someone edited): the whole
+ * number at key k of o when it lies in [0, max] (u64) or [lo, hi] (int);
+ * false when absent, not a number, a fraction or out of range (*out then
+ * untouched). Never a conversion C leaves undefined. */
+bool gpushare_json_get_u64(const cJSON *o, const char *k, uint64_t max, uint64_t *out);
+bool gpushare_json_get_int(const cJSON *o, const char *k, long long lo, long long hi, long long *out);
+
 /* The text of doc, indented when pretty, always valid UTF-8 (a string that
  * came in some other way, say parsed from a file, is repaired too); NULL
  * when doc is NULL or out of memory. Free with free(). */

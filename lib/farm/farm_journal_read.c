@@ -24,6 +24,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/buf.h"
 #include "farm_journal.h"
+#include "json.h"
 
 /* ---- reading ---- */
 
@@ -32,18 +33,6 @@ void gpushare_farm_journal_data_release(struct farm_journal_data *d)
 	free(d->records);
 	free(d->gpus);
 	memset(d, 0, sizeof(*d));
-}
-
-/* A non-negative integer field; false when absent or not one. */
-static bool get_uint(const cJSON *o, const char *k, uint64_t max, uint64_t *out)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > (double)max ||
-	    v->valuedouble != floor(v->valuedouble))
-		return false;
-	*out = (uint64_t)v->valuedouble;
-	return true;
 }
 
 /* An integer field or null (-1 then); false when absent or neither. */
@@ -109,22 +98,22 @@ static const char *parse_header(const cJSON *o, struct farm_config *cfg)
 	double t;
 
 	memset(cfg, 0, sizeof(*cfg));
-	if (!get_uint(o, "version", 1000, &v))
+	if (!gpushare_json_get_u64(o, "version", 1000, &v))
 		return "header without a version";
 	if (v < 1 || v > FARM_JOURNAL_VERSION)
 		return "header of an unknown journal version";
 	cfg->version = (unsigned)v;
-	if (!get_uint(o, "jobs", FARM_JOBS_MAX, &cfg->n_jobs) || !get_hash(o, "jobs_hash", &cfg->jobs_hash))
+	if (!gpushare_json_get_u64(o, "jobs", FARM_JOBS_MAX, &cfg->n_jobs) || !get_hash(o, "jobs_hash", &cfg->jobs_hash))
 		return "header without a valid jobs count or jobs_hash";
 	if (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "argv") && strcmp(mode->valuestring, "shell")))
 		return "header without a valid mode";
 	cfg->mode = strcmp(mode->valuestring, "shell") ? FARM_JOBS_ARGV : FARM_JOBS_SHELL;
-	if (!cJSON_IsObject(shard) || !get_uint(shard, "index", FARM_JOBS_MAX, &idx) ||
-	    !get_uint(shard, "count", FARM_JOBS_MAX, &cnt) || cnt == 0 || idx >= cnt)
+	if (!cJSON_IsObject(shard) || !gpushare_json_get_u64(shard, "index", FARM_JOBS_MAX, &idx) ||
+	    !gpushare_json_get_u64(shard, "count", FARM_JOBS_MAX, &cnt) || cnt == 0 || idx >= cnt)
 		return "header without a valid shard";
 	cfg->shard.index = (unsigned long)idx;
 	cfg->shard.count = (unsigned long)cnt;
-	if (!get_uint(o, "retries", UINT_MAX, &retries) || !get_uint(o, "slots", UINT_MAX, &slots))
+	if (!gpushare_json_get_u64(o, "retries", UINT_MAX, &retries) || !gpushare_json_get_u64(o, "slots", UINT_MAX, &slots))
 		return "header without valid retries or slots";
 	cfg->retries = (unsigned)retries;
 	cfg->slots = (unsigned)slots;
@@ -132,11 +121,14 @@ static const char *parse_header(const cJSON *o, struct farm_config *cfg)
 	    !get_str(o, "hostname", cfg->hostname, sizeof(cfg->hostname)) ||
 	    !get_str(o, "jobs_source", cfg->jobs_source, sizeof(cfg->jobs_source)))
 		return "header with an invalid strategy, hostname or jobs_source";
-	if (get_double(o, "timeout_seconds", &t) && t > 0)
+	if (get_double(o, "timeout_seconds", &t) && t > 0) {
+		if (t > 1e9)   /* above what --timeout takes (1e18 ns) */
+			return "header with an invalid timeout_seconds";
 		cfg->timeout_ns = (uint64_t)(t * 1e9);
+	}
 	if (get_double(o, "timeout_median_factor", &t) && t > 0)
 		cfg->timeout_factor = t;
-	if (get_uint(o, "mem_per_job_bytes", UINT64_MAX, &v))
+	if (gpushare_json_get_u64(o, "mem_per_job_bytes", UINT64_MAX, &v))
 		cfg->mem_per_job_bytes = v;
 	cfg->busy_periods = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "busy_periods"));
 	if (gpus && !cJSON_IsArray(gpus))
@@ -181,14 +173,14 @@ static const char *parse_attempt(struct farm_journal_data *d, const cJSON *o, st
 	int gpu, outcome;
 
 	memset(r, 0, sizeof(*r));
-	if (!get_uint(o, "job", FARM_JOBS_MAX, &r->job) || !get_hash(o, "hash", &r->hash))
+	if (!gpushare_json_get_u64(o, "job", FARM_JOBS_MAX, &r->job) || !get_hash(o, "hash", &r->hash))
 		return "attempt without a valid job or hash";
 	/* Version 2 numbers jobs from 1, version 1 from 0: r->job is the index. */
 	if (d->config.version >= 2 && r->job-- == 0)
 		return "attempt of job 0 (jobs are numbered from 1)";
 	if (r->job >= d->config.n_jobs)
 		return "attempt of a job beyond the header's job count";
-	if (!get_uint(o, "attempt", UINT32_MAX, &attempt) || attempt == 0)
+	if (!gpushare_json_get_u64(o, "attempt", UINT32_MAX, &attempt) || attempt == 0)
 		return "attempt without a valid attempt number";
 	r->attempt = (uint32_t)attempt;
 	outcome = cJSON_IsString(out) ? gpushare_farm_outcome_parse(out->valuestring) : -1;
@@ -236,8 +228,8 @@ static const char *parse_fault(struct farm_journal_data *d, const cJSON *o, stru
 
 	memset(f, 0, sizeof(*f));
 	/* Job numbers from 1 (fault records came with journal version 2). */
-	if (!get_uint(o, "culprit", FARM_JOBS_MAX, &f->culprit) || f->culprit == 0 || f->culprit > d->config.n_jobs ||
-	    !get_uint(o, "culprit_attempt", UINT32_MAX, &attempt) || !cJSON_IsArray(by))
+	if (!gpushare_json_get_u64(o, "culprit", FARM_JOBS_MAX, &f->culprit) || f->culprit == 0 || f->culprit > d->config.n_jobs ||
+	    !gpushare_json_get_u64(o, "culprit_attempt", UINT32_MAX, &attempt) || !cJSON_IsArray(by))
 		return "fault without a valid culprit, culprit_attempt or bystanders";
 	f->culprit--;
 	f->culprit_attempt = (unsigned)attempt;

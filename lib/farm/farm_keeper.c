@@ -287,8 +287,9 @@ static bool recorded(const struct farm_journal *j, uint64_t job, unsigned attemp
 			cJSON *o = cJSON_ParseWithLength(p, n);
 			const cJSON *jj = cJSON_GetObjectItemCaseSensitive(o, "job");
 			const cJSON *aa = cJSON_GetObjectItemCaseSensitive(o, "attempt");
-			bool same = cJSON_IsNumber(jj) && cJSON_IsNumber(aa) && (uint64_t)jj->valuedouble == FARM_JOB_NUMBER(job) &&
-				    (unsigned)aa->valuedouble == attempt;
+			/* Compared as doubles: exact for every count below 2^53. */
+			bool same = cJSON_IsNumber(jj) && cJSON_IsNumber(aa) &&
+				    jj->valuedouble == (double)FARM_JOB_NUMBER(job) && aa->valuedouble == (double)attempt;
 
 			cJSON_Delete(o);
 			if (same)

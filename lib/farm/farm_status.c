@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -104,21 +105,21 @@ bool farm_read_live(const char *dir, struct gpushare_farm_live *l)
 	char host[256];
 	const cJSON *v;
 	cJSON *o = farm_live_parse(dir);
+	long long n;
+	uint64_t u;
 
 	if (!o)
 		return false;
 	memset(l, 0, sizeof(*l));
 	snprintf(l->dir, sizeof(l->dir), "%s", dir);
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "pid")))
-		l->pid = (long)v->valuedouble;
+	if (gpushare_json_get_int(o, "pid", 1, INT_MAX, &n))
+		l->pid = (long)n;
 	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "host")))
 		snprintf(l->host, sizeof(l->host), "%s", v->valuestring);
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "running")))
-		l->running = (uint64_t)v->valuedouble;
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "queued")))
-		l->queued = (uint64_t)v->valuedouble;
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "slots")))
-		l->slots = (unsigned)v->valuedouble;
+	gpushare_json_get_u64(o, "running", UINT64_MAX, &l->running);
+	gpushare_json_get_u64(o, "queued", UINT64_MAX, &l->queued);
+	if (gpushare_json_get_u64(o, "slots", UINT_MAX, &u))
+		l->slots = (unsigned)u;
 	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "updated_unix_s")))
 		l->updated_unix_s = v->valuedouble;
 	cJSON_Delete(o);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "gpushare/buf.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
+#include "json.h"
 #include "gpushare/farm.h"
 #include "gpushare/gpushare.h"
 #include "farm_engine.h"
@@ -159,22 +161,23 @@ static int add_running(struct job_scan *s)
 		struct gpushare_farm_job *j;
 
 		uint64_t idx;
+		long long n;
 
 		/* running.json numbers jobs from 1, as the journal does. */
-		if (!cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "job")) || v->valuedouble < 1)
+		if (!gpushare_json_get_u64(e, "job", FARM_JOBS_MAX, &idx) || idx < 1)
 			continue;
-		idx = (uint64_t)v->valuedouble - 1;
+		idx--;
 		if (!(j = find_job(s, idx)) && !(j = add_job(s, idx))) {
 			cJSON_Delete(o);
 			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 		}
 		j->running = true;
-		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "attempt")))
-			j->attempts = (unsigned)v->valuedouble;
-		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "gpu")))
-			j->gpu = (int)v->valuedouble;
-		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "slot")))
-			j->slot = (int)v->valuedouble;
+		if (gpushare_json_get_int(e, "attempt", 0, UINT_MAX, &n))
+			j->attempts = (unsigned)n;
+		if (gpushare_json_get_int(e, "gpu", -1, INT_MAX, &n))
+			j->gpu = (int)n;
+		if (gpushare_json_get_int(e, "slot", -1, INT_MAX, &n))
+			j->slot = (int)n;
 		if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(e, "start_unix_s")))
 			j->start_unix_s = v->valuedouble;
 		snprintf(j->outcome, sizeof(j->outcome), "running");

@@ -182,6 +182,50 @@ static void test_documents(void **state)
 	free(text);
 }
 
+/* Reading whole numbers back, never through a conversion C leaves undefined. */
+static void test_get_u64(void **state)
+{
+	cJSON *o = cJSON_Parse("{\"a\":42,\"big\":18446744073709551616,\"top\":18446744073709549568,"
+			       "\"neg\":-1,\"frac\":1.5,\"s\":\"7\",\"huge\":9.28e23,\"nan\":null}");
+	uint64_t v = 7;
+
+	(void)state;
+	assert_non_null(o);
+	assert_true(gpushare_json_get_u64(o, "a", 100, &v));
+	assert_int_equal(v, 42);
+	assert_false(gpushare_json_get_u64(o, "a", 41, &v));       /* above max */
+	assert_int_equal(v, 42);                                   /* untouched */
+	assert_false(gpushare_json_get_u64(o, "big", UINT64_MAX, &v));   /* 2^64 */
+	assert_true(gpushare_json_get_u64(o, "top", UINT64_MAX, &v));    /* the largest double below it */
+	assert_true(v == 18446744073709549568ull);
+	assert_false(gpushare_json_get_u64(o, "neg", UINT64_MAX, &v));
+	assert_false(gpushare_json_get_u64(o, "frac", UINT64_MAX, &v));
+	assert_false(gpushare_json_get_u64(o, "s", UINT64_MAX, &v));
+	assert_false(gpushare_json_get_u64(o, "huge", UINT64_MAX, &v));
+	assert_false(gpushare_json_get_u64(o, "nan", UINT64_MAX, &v));
+	assert_false(gpushare_json_get_u64(o, "absent", UINT64_MAX, &v));
+	cJSON_Delete(o);
+}
+
+static void test_get_int(void **state)
+{
+	cJSON *o = cJSON_Parse("{\"a\":-1,\"b\":3,\"huge\":-9.28e23,\"edge\":9223372036854775808}");
+	long long v = 0;
+
+	(void)state;
+	assert_non_null(o);
+	assert_true(gpushare_json_get_int(o, "a", -1, 10, &v));
+	assert_int_equal(v, -1);
+	assert_false(gpushare_json_get_int(o, "a", 0, 10, &v));
+	assert_true(gpushare_json_get_int(o, "b", 0, 3, &v));
+	assert_int_equal(v, 3);
+	assert_false(gpushare_json_get_int(o, "b", 0, 2, &v));
+	assert_false(gpushare_json_get_int(o, "huge", INT64_MIN, INT64_MAX, &v));
+	assert_false(gpushare_json_get_int(o, "edge", INT64_MIN, INT64_MAX, &v));   /* 2^63 */
+	assert_int_equal(v, 3);
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +233,8 @@ int main(void)
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_failure),
 		cmocka_unit_test(test_documents),
+		cmocka_unit_test(test_get_u64),
+		cmocka_unit_test(test_get_int),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
