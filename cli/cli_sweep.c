@@ -25,7 +25,8 @@ size_t cli_sweep_prescan(const struct cli_cmd *cmd, int argc, char **argv, const
 		if (!(v = cli_workload_arg(argc, argv, &i)))
 			continue;
 		snprintf(buf, sizeof(buf), "%s", v);
-		for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		/* Each shape of the list, each workload of a mix A+B. */
+		for (item = strtok_r(buf, ",+", &save); item; item = strtok_r(NULL, ",+", &save)) {
 			const struct gpushare_wl_desc *d;
 
 			item[strcspn(item, ":")] = '\0';

@@ -60,6 +60,11 @@ int gpushare_wl_params_init(struct gpushare_wl_params *p, const struct gpushare_
 /* Set option `name` to `value`, validating it. GPUSHARE_E_NOT_FOUND when the
  * workload has no such option; GPUSHARE_E_INVAL when the value is bad. */
 int gpushare_wl_params_set(struct gpushare_wl_params *p, const char *name, const char *value);
+/* An option given for every workload (--NAME VALUE) set on p, which must
+ * not have it from its spec already (`label`, the spec, names it in the
+ * refusal): 1 set, 0 p has no such option, else GPUSHARE_E_INVAL. */
+int gpushare_wl_params_set_unless_given(struct gpushare_wl_params *p, const char *label, const char *name,
+					const char *value);
 /* Check what no single option can: relations between options (transformer:
  * hidden % heads == 0) and batch >= 1. Call after the last _set();
  * GPUSHARE_E_INVAL with a detail when the combination is invalid. */

@@ -124,27 +124,12 @@ int gpushare_bench_set_workload(struct gpushare_bench_config *c, const char *spe
 	return GPUSHARE_OK;
 }
 
-/* Set name=value on p unless its spec gave it: 1 set, 0 p has no such
- * option, else the error. */
-static int set_one(struct gpushare_wl_params *p, const char *label, const char *name, const char *value)
-{
-	for (size_t i = 0; p->desc && i < p->desc->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
-		if (strcmp(p->desc->opts[i].name, name))
-			continue;
-		if (p->given[i])
-			return gpushare_fail(GPUSHARE_E_INVAL, "--%s is given twice: as an option and in workload '%s'",
-					     name, label);
-		return gpushare_wl_params_set(p, name, value) ? GPUSHARE_E_INVAL : 1;
-	}
-	return 0;
-}
-
 int gpushare_bench_set_wl_option(struct gpushare_bench_config *c, const char *name, const char *value)
 {
 	int set = 0, rc;
 
 	if (c->n_mix < 2) {
-		rc = set_one(&c->wl, c->wl.desc ? c->wl.desc->name : "", name, value);
+		rc = gpushare_wl_params_set_unless_given(&c->wl, c->wl.desc ? c->wl.desc->name : "", name, value);
 		if (rc < 0 || rc > 1)
 			return rc;
 		if (rc == 0)
@@ -153,7 +138,7 @@ int gpushare_bench_set_wl_option(struct gpushare_bench_config *c, const char *na
 		return GPUSHARE_OK;
 	}
 	for (int i = 0; i < c->n_mix; i++) {
-		rc = set_one(&c->mix[i].wl, c->mix[i].label, name, value);
+		rc = gpushare_wl_params_set_unless_given(&c->mix[i].wl, c->mix[i].label, name, value);
 		if (rc != 0 && rc != 1)
 			return rc;
 		set += rc;

@@ -150,21 +150,25 @@ int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name,
 
 		if (s->shapes[i].command)
 			continue;
+		/* As bench: where the spec gave it, the option is refused. */
 		for (int m = 0; m < s->shapes[i].n_mix; m++) {
-			rc = gpushare_wl_params_set(&s->shapes[i].mix[m].wl, name, value);
-			if (rc == GPUSHARE_E_NOT_FOUND)
-				continue;
-			if (rc)
+			rc = gpushare_wl_params_set_unless_given(&s->shapes[i].mix[m].wl, s->shapes[i].mix[m].label, name,
+								 value);
+			if (rc < 0)
 				return rc;
-			set++;
+			set += (size_t)rc;
 		}
-		rc = gpushare_wl_params_set(&s->shapes[i].wl, name, value);
+		if (s->shapes[i].n_mix >= 2) {
+			long batch = s->shapes[i].wl.batch;
 
-		if (rc == GPUSHARE_E_NOT_FOUND)
+			s->shapes[i].wl = s->shapes[i].mix[0].wl;   /* the first workload's, as when added */
+			s->shapes[i].wl.batch = batch;
 			continue;
-		if (rc)
+		}
+		rc = gpushare_wl_params_set_unless_given(&s->shapes[i].wl, s->shapes[i].label, name, value);
+		if (rc < 0)
 			return rc;
-		set++;
+		set += (size_t)rc;
 	}
 	if (!set) {
 		gpushare_clear_error();

@@ -301,6 +301,19 @@ int gpushare_wl_params_init(struct gpushare_wl_params *p, const struct gpushare_
 	return GPUSHARE_OK;
 }
 
+int gpushare_wl_params_set_unless_given(struct gpushare_wl_params *p, const char *label, const char *name,
+					const char *value)
+{
+	int i = p->desc ? opt_index(p->desc, name) : -1;
+
+	if (i < 0)
+		return 0;
+	if (p->given[i])
+		return gpushare_fail(GPUSHARE_E_INVAL, "--%s is given twice: as an option and in workload '%s'", name,
+				     label);
+	return gpushare_wl_params_set(p, name, value) ? GPUSHARE_E_INVAL : 1;
+}
+
 int gpushare_wl_params_set(struct gpushare_wl_params *p, const char *name, const char *value)
 {
 	char buf[sizeof(p->values[0])];

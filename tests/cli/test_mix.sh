@@ -177,6 +177,26 @@ else
 	fail "report of the mix: $(grep -n 'mps-split' "$tmp/sw/report.md" | head -5)"
 fi
 
+echo "== sweep and tune: an option for every workload of a mix (--NAME VALUE), refused where a spec gave it"
+run sweep --out "$tmp/swo" --workload 'spin:request-us=300us+spin:request-us=900us' --sleep on --strategy timeslice \
+	--workers 2 --repeats 1 --duration 200ms --warmup 20ms -q --no-report
+if [[ $rc -eq 0 ]] && python3 - "$tmp/swo/results.jsonl" <<'EOF'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+mix = r["bench"]["config"]["mix"]
+assert [m["workload_options"]["sleep"] for m in mix] == ["on", "on"], mix
+assert [m["workload_options"]["request-us"] for m in mix] == ["300us", "900us"], mix
+EOF
+then ok "sweep: --sleep reaches both workloads of the mix, each keeps its own --request-us"
+else fail "sweep mix option: exit $rc $(cat "$tmp/err")"; fi
+run tune --out "$tmp/tno" --workload 'spin+spin:request-us=900us' --sleep on \
+	--strategy timeslice --workers 2 --duration 100ms --warmup 10ms --max-repeats 2 -q --json
+[[ $rc -eq 0 || $rc -eq 10 ]] && ok "tune: a workload option beside a mix is an option (exit $rc)" \
+	|| fail "tune mix option: exit $rc $(cat "$tmp/err")"
+refused "sweep: an option a spec of the mix gave" "--request-us is given twice: as an option and in workload" \
+	sweep --out "$tmp/swr" --workload 'spin+spin:request-us=900us' --request-us 400us --workers 2
+no_workers_left "mix options"
+
 echo "== plan: a set percentage is the one the runs had; a mix is refused"
 run plan "$tmp/sw" --for env --shape 'spin:sleep=on (mps-split threads 30%)' --batch 1
 [[ $rc -eq 0 ]] && grep -qx 'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30' "$tmp/out" \

@@ -66,10 +66,28 @@ static void test_shapes(void **state)
 	assert_int_equal(gpushare_sweep_add_shape(&cfg, ""), GPUSHARE_E_INVAL);
 	assert_int_equal(cfg.n_shapes, 2);
 	/* An option reaches every shape that has it, and only those. */
-	assert_int_equal(gpushare_sweep_set_option(&cfg, "dtype", "fp32"), GPUSHARE_OK);
-	assert_string_equal(gpushare_wl_get(&cfg.shapes[1].wl, "dtype"), "fp32");
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "k", "512"), GPUSHARE_OK);
+	assert_string_equal(gpushare_wl_get(&cfg.shapes[1].wl, "k"), "512");
 	assert_int_equal(gpushare_sweep_set_option(&cfg, "nosuch", "1"), GPUSHARE_E_NOT_FOUND);
-	assert_int_equal(gpushare_sweep_set_option(&cfg, "dtype", "fp7"), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "n", "huge"), GPUSHARE_E_INVAL);
+	/* One the shape's spec gave is refused, as bench refuses it: the
+	 * shape's label would name a value that did not run. */
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "dtype", "fp32"), GPUSHARE_E_INVAL);
+	assert_string_equal(gpushare_errdetail(),
+			    "--dtype is given twice: as an option and in workload 'matmul:size=256:dtype=bf16'");
+	assert_string_equal(gpushare_wl_get(&cfg.shapes[1].wl, "dtype"), "bf16");
+	/* A mix: each workload that has the option, its first's as the shape's. */
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin:sleep=on+matmul:size=512"), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "dtype", "bf16"), GPUSHARE_E_INVAL);   /* shape 1 gave it */
+	memmove(&cfg.shapes[0], &cfg.shapes[2], sizeof(cfg.shapes[0]));   /* the mix alone */
+	cfg.n_shapes = 1;
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "request-us", "2ms"), GPUSHARE_OK);
+	assert_string_equal(gpushare_wl_get(&cfg.shapes[0].mix[0].wl, "request-us"), "2ms");
+	assert_string_equal(gpushare_wl_get(&cfg.shapes[0].wl, "request-us"), "2ms");
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "dtype", "fp32"), GPUSHARE_OK);
+	assert_string_equal(gpushare_wl_get(&cfg.shapes[0].mix[1].wl, "dtype"), "fp32");
+	assert_int_equal(gpushare_sweep_set_option(&cfg, "size", "1024"), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "in workload 'matmul:size=512'"));
 }
 
 static void test_cells_and_check(void **state)
