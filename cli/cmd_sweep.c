@@ -225,199 +225,20 @@ static int make_out_dir(const char *out)
 	return EXIT_OK;
 }
 
-/* ---- --resume: the recorded sweep's options ---- */
-
-#define MAX_PAIRS 256
-
-struct opt_pair {
-	const char *name;   /* long name */
-	const char *value;  /* NULL: a flag */
-};
-
-struct opt_set {
-	struct opt_pair pairs[MAX_PAIRS];
-	size_t n;
-	char **tail;        /* after "--": the command, or NULL */
-	int n_tail;
-};
-
-/* The options of a sweep command line (argv[0] "sweep"), by long name. */
-static int collect_options(int argc, char **argv, struct opt_set *o)
-{
-	const char *wl_names[MAX_WL_OPTS];
-	size_t n_wl = cli_sweep_prescan(&cli_sweep_cmd, argc, argv, wl_names, MAX_WL_OPTS);
-	struct cli_command_opts co;
-	struct cli_parse p;
-	int opt;
-
-	memset(o, 0, sizeof(*o));
-	cli_command_scan(&co, argc, argv);
-	cli_parse_init(&p, &cli_sweep_cmd, co.opt_argc, argv);
-	p.extra = wl_names;
-	p.n_extra = n_wl;
-	p.whose = "the workloads";
-	while ((opt = cli_parse_next(&p)) > 0) {
-		if (o->n == MAX_PAIRS)
-			return cli_error(EXIT_USAGE, "sweep: too many options");
-		o->pairs[o->n].name = p.opt ? p.opt->long_name : wl_names[opt - CLI_ID_EXTRA];
-		o->pairs[o->n++].value = p.arg;
-	}
-	if (opt < 0)
-		return p.status;
-	if (co.opt_argc < argc) {
-		o->tail = argv + co.opt_argc + 1;
-		o->n_tail = argc - co.opt_argc - 1;
-	}
-	return EXIT_OK;
-}
-
 /* Options that do not change what is measured: given again, they apply. */
-static bool free_option(const char *name)
-{
-	static const char *const names[] = { "out", "resume", "quiet", "no-report", "metrics-listen", "metrics-buckets",
-					     "slo-p99", "start-timeout", "mps-pipe-dir", "halt" };
-
-	for (size_t i = 0; i < CLI_N(names); i++) {
-		if (!strcmp(name, names[i]))
-			return true;
-	}
-	return false;
-}
-
-static const struct opt_pair *find_pair(const struct opt_set *o, const char *name)
-{
-	for (size_t i = o->n; i-- > 0;) {
-		if (!strcmp(o->pairs[i].name, name))
-			return &o->pairs[i];
-	}
-	return NULL;
-}
+static const char *const sweep_free_opts[] = { "out", "resume", "quiet", "no-report", "metrics-listen",
+					       "metrics-buckets", "slo-p99", "start-timeout", "mps-pipe-dir", "halt" };
 
 static int cmd_sweep_run(int argc, char **argv);
 
-/* sweep --out DIR --resume [options]: continue exactly the recorded grid.
- * The first record's command line gives the options; those given again
- * must be the same, except the ones that measure nothing (free_option). */
-static int sweep_resume(int argc, char **argv, const char *out)
-{
-	static struct opt_set now, was;
-	char path[GPUSHARE_PATH_MAX + 64], **rec = NULL, **nargv, **names;
-	size_t n_names = 0;
-	int rc, nrec = 0, nargc = 0, code;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", out, GPUSHARE_SWEEP_RESULTS_FILE) >= sizeof(path))
-		return cli_error(EXIT_USAGE, "sweep: --out '%s' is too long", out);
-	rc = gpushare_sweep_recorded_argv(path, &rec);
-	if (rc == GPUSHARE_E_NOT_FOUND) {
-		gpushare_clear_error();
-		return cmd_sweep_run(argc, argv); /* nothing recorded yet: a new sweep */
-	}
-	if (rc)
-		return cli_error(EXIT_IO, "sweep: --resume: %s", gpushare_errdetail());
-	while (rec[nrec])
-		nrec++;
-	if (nrec < 2 || strcmp(rec[1], "sweep")) {
-		gpushare_sweep_argv_free(rec);
-		return cli_error(EXIT_USAGE, "sweep: --resume: '%s' was not recorded by gpushare sweep", path);
-	}
-	if ((code = collect_options(argc, argv, &now)) || (code = collect_options(nrec - 1, rec + 1, &was))) {
-		gpushare_sweep_argv_free(rec);
-		return code;
-	}
-	for (size_t i = 0; i < now.n; i++) {
-		const struct opt_pair *g = &now.pairs[i], *r = find_pair(&was, g->name);
-
-		if (free_option(g->name))
-			continue;
-		if (!r || (g->value && (!r->value || strcmp(g->value, r->value)))) {
-			code = cli_error(EXIT_USAGE, "sweep: --resume: the sweep recorded in '%s' ran %s --%s%s%s, this one asks for "
-					 "--%s%s%s; leave it out to continue the recorded sweep, or give another --out",
-					 path, r ? "with" : "without", g->name, r && r->value ? " " : "", r && r->value ? r->value : "",
-					 g->name, g->value ? " " : "", g->value ? g->value : "");
-			gpushare_sweep_argv_free(rec);
-			return code;
-		}
-	}
-	if (now.tail) {
-		bool same = was.tail && was.n_tail == now.n_tail;
-
-		for (int i = 0; same && i < now.n_tail; i++)
-			same = !strcmp(was.tail[i], now.tail[i]);
-		if (!same) {
-			gpushare_sweep_argv_free(rec);
-			return cli_error(EXIT_USAGE, "sweep: --resume: the sweep recorded in '%s' ran %s command; this one asks for "
-					 "'%s ...'; leave it out to continue the recorded sweep, or give another --out", path,
-					 was.tail ? "another" : "no", now.tail[0]);
-		}
-	}
-	/* sweep, the recorded options that measure, the free ones given now, -- CMD */
-	nargv = calloc(2 * (was.n + now.n) + (size_t)was.n_tail + 4, sizeof(*nargv));
-	names = calloc(was.n + now.n + 1, sizeof(*names));
-	if (!nargv || !names) {
-		free(nargv);
-		free(names);
-		gpushare_sweep_argv_free(rec);
-		return cli_fail(GPUSHARE_E_NOMEM, "sweep");
-	}
-	nargv[nargc++] = argv[0];
-	for (int pass = 0; pass < 2; pass++) {
-		const struct opt_set *o = pass ? &now : &was;
-
-		for (size_t i = 0; i < o->n; i++) {
-			char *name;
-
-			if (free_option(o->pairs[i].name) != (pass == 1))
-				continue;
-			if (!(name = malloc(strlen(o->pairs[i].name) + 3))) {
-				code = cli_fail(GPUSHARE_E_NOMEM, "sweep");
-				goto out;
-			}
-			sprintf(name, "--%s", o->pairs[i].name);
-			names[n_names++] = name;
-			nargv[nargc++] = name;
-			if (o->pairs[i].value)
-				nargv[nargc++] = (char *)o->pairs[i].value;
-		}
-	}
-	if (was.tail) {
-		nargv[nargc++] = "--";
-		for (int i = 0; i < was.n_tail; i++)
-			nargv[nargc++] = was.tail[i];
-	}
-	code = cmd_sweep_run(nargc, nargv);
-out:
-	for (size_t i = 0; i < n_names; i++)
-		free(names[i]);
-	free(names);
-	free(nargv);
-	gpushare_sweep_argv_free(rec);
-	return code;
-}
-
-static bool help_asked(int argc, char **argv)
-{
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return true;
-	}
-	return false;
-}
-
 int cmd_sweep(int argc, char **argv)
 {
-	const char *out = NULL;
-	bool resume = false;
+	static const struct cli_resume r = { &cli_sweep_cmd, GPUSHARE_SWEEP_RESULTS_FILE, sweep_free_opts,
+					     CLI_N(sweep_free_opts), cmd_sweep_run };
+	const char *out = cli_resume_asked(argc, argv);
 
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-		if (!strcmp(argv[i], "--resume"))
-			resume = true;
-		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
-			out = argv[i + 1];
-		else if (!strncmp(argv[i], "--out=", 6))
-			out = argv[i] + 6;
-	}
-	if (resume && out && *out && !help_asked(argc, argv))
-		return sweep_resume(argc, argv, out);
+	if (out)
+		return cli_resume(&r, argc, argv, out);
 	return cmd_sweep_run(argc, argv);
 }
 

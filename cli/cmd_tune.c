@@ -24,7 +24,7 @@
 #include "gpushare/util.h"
 #include "gpushare/workload.h"
 
-#define MAX_WL_OPTS GPUSHARE_WL_MAX_OPTS
+#define MAX_WL_OPTS (GPUSHARE_WL_MAX_OPTS * 4)   /* a mix: each workload's */
 
 static const struct cli_opt tune_opts[] = {
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_DIR, .value_name = "DIR",
@@ -333,7 +333,25 @@ static int bad_value(const char *opt, const char *value)
 	return cli_bad_value("tune", opt, value);
 }
 
+/* Options that do not change what is measured or decided: given again
+ * with --resume, they apply. */
+static const char *const tune_free_opts[] = { "out", "resume", "quiet", "json", "no-report", "start-timeout",
+					      "mps-pipe-dir", "budget", "preload" };
+
+static int cmd_tune_run(int argc, char **argv);
+
 int cmd_tune(int argc, char **argv)
+{
+	static const struct cli_resume r = { &cli_tune_cmd, GPUSHARE_TUNE_PROBES_FILE, tune_free_opts,
+					     CLI_N(tune_free_opts), cmd_tune_run };
+	const char *out = cli_resume_asked(argc, argv);
+
+	if (out)
+		return cli_resume(&r, argc, argv, out);
+	return cmd_tune_run(argc, argv);
+}
+
+static int cmd_tune_run(int argc, char **argv)
 {
 	static struct gpushare_tune_config t;  /* large: kept off the stack */
 	struct gpushare_sweep_config *s = &t.sweep;

@@ -124,14 +124,16 @@ typedef void (*gpushare_sweep_progress_fn)(void *arg, const struct gpushare_swee
 
 /* Racing (gpushare tune): called after each round r (0-based; every active
  * cell has had its run of that round, recorded ones included) with each
- * cell's samples so far (items/s of its ok runs, or under --find-peak the
- * peak rate of the searches that found one; n_samples[k] of them). It
- * clears active[k] of the cells that should run no more; returns true to
- * end the sweep before the next round. It is called once before the first
- * round too, with round -1 (the samples recorded already), to choose the
- * cells that run at all. Its decisions must follow from the samples (and
- * what the caller knew before the sweep) only, so a resumed sweep takes
- * the same ones. */
+ * cell's samples by round: samples[k][i] for i < n_samples[k] (= r + 1) is
+ * round i's sample (items/s of an ok run, or under --find-peak the peak
+ * rate of a search that found one), NAN where the cell did not run that
+ * round or its run left none (failed, partial, no rate within the bound).
+ * It clears active[k] of the cells that should run no more; returns true
+ * to end the sweep before the next round. It is called once before the
+ * first round too, with round -1 (n_samples 0), to choose the cells that
+ * run at all. Its decisions must follow from the samples (and what the
+ * caller knew before the sweep) only, so a resumed sweep takes the same
+ * ones: a race's failed runs are recorded runs that are not tried again. */
 typedef bool (*gpushare_sweep_select_fn)(void *arg, int round, const struct gpushare_sweep_cell *cells, size_t n_cells,
 					 const double *const *samples, const size_t *n_samples, bool *active);
 
@@ -183,6 +185,9 @@ struct gpushare_sweep_config {
 	/* > 0: start no run when the time spent by this invocation plus the mean
 	 * time of its runs so far would pass this many seconds. */
 	double budget_seconds;
+	/* That mean before this invocation has finished a run (0: none known):
+	 * what an earlier phase (tune's probes) says a run will take. */
+	double budget_run_seconds;
 	/* > 0: start no run once this many runs of this invocation failed (or
 	 * were partial): a sweep whose every run fails stops early. */
 	unsigned halt;

@@ -400,7 +400,8 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 /* ---- the run ---- */
 
 struct cell_state {
-	bool *recorded;          /* [round]: a run with status ok or partial is in the file */
+	bool *recorded;          /* [round]: a run with status ok or partial is in the file (racing: any status) */
+	double *val;             /* [round]: that run's sample (as in tput); NAN when it left none */
 	double *tput;            /* items/s of ok runs */
 	size_t n_tput;
 };
@@ -422,6 +423,8 @@ struct sweep_ctx {
 	int cuda_version;
 	bool nvml;
 	struct gpushare_run_ctx run;   /* the sweep's run directory and MPS daemon, for every mps cell */
+	bool want_daemon;              /* racing: start it once a cell that still runs needs it */
+	char visible[128];             /* the GPUs it serves */
 	struct gpushare_metrics_bench *metrics;   /* --metrics-listen: one view for every run; NULL off */
 	bool metrics_owned;            /* started here (not the caller's bench.metrics) */
 	/* The run in progress, for progress callbacks. */
@@ -485,7 +488,8 @@ static int find_cell(const struct sweep_ctx *x, const struct gpushare_report_run
 	return -1;
 }
 
-static int add_sample(struct cell_state *st, double v)
+/* The sample of round r's run of a cell. */
+static int add_sample(struct cell_state *st, int r, double v)
 {
 	double *nv = realloc(st->tput, (st->n_tput + 1) * sizeof(*nv));
 
@@ -493,6 +497,7 @@ static int add_sample(struct cell_state *st, double v)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	st->tput = nv;
 	st->tput[st->n_tput++] = v;
+	st->val[r] = v;
 	return GPUSHARE_OK;
 }
 
@@ -725,17 +730,20 @@ static int load_existing(struct sweep_ctx *x)
 	while (!rc && (run = gpushare_report_cursor_next(&cur))) {
 		int k = find_cell(x, run);
 
-		/* Failed runs are tried again; runs of cells outside this grid
-		 * stay in the file for the report. */
-		if (k < 0 || run->status == GPUSHARE_RUN_FAILED || run->repeat < 0 || run->repeat >= x->rounds)
+		/* Failed runs are tried again, except in a race, whose decisions
+		 * took them as they were (a resumed race takes the same ones);
+		 * runs of cells outside this grid stay in the file for the
+		 * report. */
+		if (k < 0 || run->repeat < 0 || run->repeat >= x->rounds ||
+		    (run->status == GPUSHARE_RUN_FAILED && !x->s->select))
 			continue;
 		if (x->st[k].recorded[run->repeat])
 			continue;
 		x->st[k].recorded[run->repeat] = true;
 		if (run->status == GPUSHARE_RUN_OK && !run->find_peak)
-			rc = add_sample(&x->st[k], run->items_per_second);
+			rc = add_sample(&x->st[k], run->repeat, run->items_per_second);
 		else if (run->status == GPUSHARE_RUN_OK && run->peak_found)
-			rc = add_sample(&x->st[k], run->peak_rate);
+			rc = add_sample(&x->st[k], run->repeat, run->peak_rate);
 	}
 	gpushare_report_cursor_close(&cur);
 	gpushare_report_release(&rep);
@@ -958,12 +966,12 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 		x->sum->runs_done++;
 		if (!ok)
 			x->sum->runs_failed++;
-		if (rc == GPUSHARE_OK && repeat < x->rounds)
+		if ((rc == GPUSHARE_OK || x->s->select) && repeat < x->rounds)
 			x->st[k].recorded[repeat] = true;
 		if (ok && !r.results[0].peak.searched)
-			wrc = add_sample(&x->st[k], ips);
+			wrc = add_sample(&x->st[k], repeat, ips);
 		else if (ok && r.results[0].peak.found)
-			wrc = add_sample(&x->st[k], r.results[0].peak.rate);   /* the sample of a search: its peak */
+			wrc = add_sample(&x->st[k], repeat, r.results[0].peak.rate);   /* the sample of a search: its peak */
 		x->run_seconds_sum += (double)(gpushare_now_ns() - t0) / 1e9;
 		report_progress(x, true, ok, ips, NULL, ok && r.results[0].peak.searched ? &r.results[0].peak : NULL);
 	}
@@ -983,7 +991,7 @@ static bool converged(const struct sweep_ctx *x, size_t k)
 static bool budget_spent(struct sweep_ctx *x)
 {
 	double spent = (double)(gpushare_now_ns() - x->t0_ns) / 1e9;
-	double per_run = x->sum->runs_done ? x->run_seconds_sum / x->sum->runs_done : 0;
+	double per_run = x->sum->runs_done ? x->run_seconds_sum / x->sum->runs_done : x->s->budget_run_seconds;
 
 	if (x->s->budget_seconds <= 0 || spent + per_run <= x->s->budget_seconds)
 		return false;
@@ -1017,12 +1025,22 @@ static int race_loop(struct sweep_ctx *x)
 	}
 	for (size_t k = 0; k < x->n_cells; k++) {
 		active[k] = true;
-		samples[k] = x->st[k].tput;
-		n_samples[k] = x->st[k].n_tput;
+		samples[k] = x->st[k].val;
+		n_samples[k] = 0;
 	}
 	/* Round -1: the caller chooses the cells that run at all. */
-	for (int r = s->select(s->select_arg, -1, x->cells, x->n_cells, samples, n_samples, active) ? x->rounds : 0;
-	     r < x->rounds && !rc; r++) {
+	int first = s->select(s->select_arg, -1, x->cells, x->n_cells, samples, n_samples, active) ? x->rounds : 0;
+
+	/* The sweep's MPS daemon, when a cell that still runs needs one. */
+	for (size_t k = 0; first < x->rounds && x->want_daemon && !x->run.sx.mps.open && !rc && k < x->n_cells; k++) {
+		bool open = false;
+
+		for (int r = 0; r < x->rounds; r++)
+			open |= !x->st[k].recorded[r];
+		if (active[k] && open && gpushare_strategy_uses_mps(x->cells[k].strategy))
+			rc = start_daemon(x, x->visible);
+	}
+	for (int r = first; r < x->rounds && !rc; r++) {
 		bool stop = false;
 
 		for (size_t k = 0; k < x->n_cells && !rc && !stop; k++) {
@@ -1042,10 +1060,8 @@ static int race_loop(struct sweep_ctx *x)
 		}
 		if (rc || stop)
 			break;
-		for (size_t k = 0; k < x->n_cells; k++) {
-			samples[k] = x->st[k].tput;
-			n_samples[k] = x->st[k].n_tput;
-		}
+		for (size_t k = 0; k < x->n_cells; k++)
+			n_samples[k] = (size_t)r + 1;
 		if (s->select(s->select_arg, r, x->cells, x->n_cells, samples, n_samples, active))
 			break;
 	}
@@ -1100,7 +1116,6 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		       struct gpushare_sweep_summary *sum)
 {
 	struct sweep_ctx x;
-	char visible[128];
 	bool need_mps = false;
 	int rc;
 
@@ -1124,8 +1139,11 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 	}
 	for (size_t k = 0; k < x.n_cells && !rc; k++) {
 		x.st[k].recorded = calloc((size_t)x.rounds, sizeof(bool));
-		if (!x.st[k].recorded)
+		x.st[k].val = malloc((size_t)x.rounds * sizeof(double));
+		if (!x.st[k].recorded || !x.st[k].val)
 			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		for (int r = 0; x.st[k].val && r < x.rounds; r++)
+			x.st[k].val[r] = NAN;
 	}
 	if (!rc)
 		rc = lock_results_dir(&x);
@@ -1136,18 +1154,20 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 	if (!rc)
 		rc = open_results(&x);
 	for (size_t k = 0; k < x.n_cells && !rc; k++) {
-		for (int r = 0; r < s->repeats; r++) {
+		for (int r = 0; r < (s->select ? x.rounds : s->repeats); r++) {
 			if (x.st[k].recorded[r])
 				sum->runs_skipped++;
-			else
+			else if (r < s->repeats)
 				x.planned++;
 		}
 		need_mps |= gpushare_strategy_uses_mps(x.cells[k].strategy);
 	}
 	if (!rc)
-		query_gpu(&x, visible, sizeof(visible));
-	if (!rc && need_mps && !s->bench.mps_pipe_dir[0] && x.planned > 0)
-		rc = start_daemon(&x, visible);
+		query_gpu(&x, x.visible, sizeof(x.visible));
+	/* A race knows which cells run only from its first choice (race_loop). */
+	x.want_daemon = need_mps && !s->bench.mps_pipe_dir[0];
+	if (!rc && x.want_daemon && x.planned > 0 && !s->select)
+		rc = start_daemon(&x, x.visible);
 	if (!rc)
 		rc = sweep_loop(&x);
 
@@ -1168,6 +1188,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 	}
 	for (size_t k = 0; x.st && k < x.n_cells; k++) {
 		free(x.st[k].recorded);
+		free(x.st[k].val);
 		free(x.st[k].tput);
 	}
 	free(x.st);

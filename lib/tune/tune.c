@@ -31,6 +31,8 @@ struct tune_ctx {
 	struct gpushare_tune_config *t;
 	struct gpushare_tune_result *res;
 	bool probing;                     /* the probe round's sweep runs */
+	int rc;                           /* an error of a selection (out of memory) */
+	uint64_t probe_window_ns;         /* a probe's window */
 };
 
 int gpushare_tune_config_init(struct gpushare_tune_config *t)
@@ -238,30 +240,35 @@ static bool full_select(void *arg, int round, const struct gpushare_sweep_cell *
 	struct tune_ctx *x = arg;
 	struct gpushare_tune_result *res = x->res;
 	const struct gpushare_tune_config *t = x->t;
-	double *key;
-	size_t act;
+	double *key, *v;
+	size_t act, short_of_runs = 0;
 	int lead, r1 = round + 1;   /* full rounds done; the event's round number */
 
 	(void)cells;
 	if (round < 0)
 		goto out;
-	/* The runs up to this round only (a resumed tune hands every recorded
-	 * one at once, in the order they ran): the same decisions again. */
+	v = malloc((size_t)r1 * sizeof(*v));
+	if (!v) {
+		x->rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		return true;
+	}
+	/* The samples of the rounds up to this one, by round (a resumed tune
+	 * has later ones recorded already): the same decisions again. */
 	for (size_t k = 0; k < n_cells && k < res->n_cands; k++) {
-		size_t n = n_samples[k] < (size_t)round + 1 ? n_samples[k] : (size_t)round + 1;
+		size_t n = 0;
 
-		gpushare_median_ci(samples[k], n, 0.95, &res->cands[k].ci);
+		for (size_t i = 0; i < n_samples[k] && i < (size_t)r1; i++)
+			if (isfinite(samples[k][i]))
+				v[n++] = samples[k][i];
+		gpushare_median_ci(v, n, 0.95, &res->cands[k].ci);
 		res->cands[k].runs = n;
 	}
+	free(v);
 	res->rounds = r1;
 	/* A candidate whose full run found nothing is out. */
 	for (size_t k = 0; k < res->n_cands; k++) {
 		struct gpushare_tune_candidate *c = &res->cands[k];
-		bool any = false;
-
-		for (size_t i = 0; i < c->runs; i++)
-			any |= samples[k][i] > 0;
-		if (c->active && !any)
+		if (c->active && !(c->runs && c->ci.median > 0))
 			drop(x, (int)k, r1, GPUSHARE_TUNE_DROP_NOTHING, -1, NAN);
 	}
 	lead = leader(res);
@@ -288,17 +295,21 @@ static bool full_select(void *arg, int round, const struct gpushare_sweep_cell *
 	 * min_runs runs (the last comparison needs them). */
 	act = n_active(res);
 	key = malloc(res->n_cands * sizeof(*key));
-	if (!key)
+	if (!key) {
+		x->rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 		return true;
-	for (size_t k = 0; k < res->n_cands; k++)
+	}
+	for (size_t k = 0; k < res->n_cands; k++) {
 		key[k] = res->cands[k].runs ? centre(&res->cands[k].ci) : 0;
+		short_of_runs += res->cands[k].active && res->cands[k].runs < (size_t)t->min_runs;
+	}
 	{
 		size_t keep = (act + 1) / 2;
 
-		if (keep < 2 && r1 < t->min_runs)
+		if (keep < 2 && short_of_runs)
 			keep = 2;
-		if (lead >= 0 && keep < act)
-			keep_best(x, key, keep, r1, GPUSHARE_TUNE_DROP_HALF, lead, key[lead]);
+		if (lead >= 0 && keep < act && !keep_best(x, key, keep, r1, GPUSHARE_TUNE_DROP_HALF, lead, key[lead]))
+			x->rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
 	free(key);
 out:
@@ -537,6 +548,7 @@ static int probe_round(struct tune_ctx *x, const char *probe_path)
 		if (ns < p->bench.duration_ns)
 			p->bench.duration_ns = ns;
 	}
+	x->probe_window_ns = p->bench.duration_ns;
 	if (p->progress) {
 		p->progress = progress;
 		p->progress_arg = x;
@@ -570,6 +582,15 @@ static int full_rounds(struct tune_ctx *x, const char *results_path)
 		if (p->budget_seconds <= 0)
 			p->budget_seconds = 1e-9;
 	}
+	/* Before its first full run, what a probe of this invocation took (its
+	 * share of the round, the daemon's start included), with the rest of
+	 * the window (or, counted in requests, as if in proportion). */
+	if (x->res->probe_sum.runs_done) {
+		double probe = x->res->probe_seconds / x->res->probe_sum.runs_done;
+
+		p->budget_run_seconds = p->bench.requests ? probe / x->t->probe_fraction
+					: probe + (double)(p->bench.duration_ns - x->probe_window_ns) / 1e9;
+	}
 	rc = gpushare_sweep_run(p, results_path, &x->res->sum);
 	free(p);
 	x->res->full_seconds = (double)(gpushare_now_ns() - t0) / 1e9;
@@ -601,7 +622,7 @@ static void pick(struct gpushare_tune_result *res)
 
 int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, struct gpushare_tune_result *res)
 {
-	struct tune_ctx x = { t, res, false };
+	struct tune_ctx x = { t, res, false, GPUSHARE_OK, 0 };
 	struct gpushare_sweep_cell *cells = NULL;
 	char probe_path[GPUSHARE_PATH_MAX + 64];
 	const char *slash = strrchr(results_path, '/');
@@ -655,6 +676,8 @@ int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, 
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	if (!rc && !res->probe_sum.budget_out && n_active(res))
 		rc = full_rounds(&x, results_path);
+	if (!rc)
+		rc = x.rc;
 	pick(res);
 	commands(t, results_path, res);
 	return rc;

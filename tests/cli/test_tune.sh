@@ -168,6 +168,63 @@ assert [(c["dropped_why"], c["dropped_after_round"], c["best"]) for c in d["cand
        [(c["dropped_why"], c["dropped_after_round"], c["best"]) for c in e["candidates"]]' "$tmp/out" "$tmp/c.first" \
 	&& ok "--resume of a finished tune: the same decisions, no new run" || fail "--resume again: $(cat "$tmp/err")"
 
+echo "== --resume takes the recorded options; other ones are refused"
+run tune --out "$tmp/c" --resume --json
+python3 -c '
+import json, sys
+d, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["runs_done"] == 0 and d["shape"] == e["shape"], d
+assert [(c["dropped_why"], c["best"]) for c in d["candidates"]] == [(c["dropped_why"], c["best"]) for c in e["candidates"]]
+' "$tmp/out" "$tmp/c.first" && [[ $rc -eq 0 ]] \
+	&& ok "--resume with only --out: the recorded options and command, the same decisions" \
+	|| fail "--resume with only --out: rc $rc $(cat "$tmp/err")"
+run tune --out "$tmp/c" --resume --workers 1,2 --json "${CMD[@]}"
+[[ $rc -eq 2 ]] && grep -q "ran with --workers 1,2,4, this one asks for --workers 1,2" "$tmp/err" \
+	&& ok "--resume with other --workers -> 2: $(head -1 "$tmp/err")" || fail "--resume --workers: rc $rc $(cat "$tmp/err")"
+run tune --out "$tmp/c" --resume --max-repeats 4 --json "${CMD[@]}"
+[[ $rc -eq 2 ]] && grep -q "max-repeats" "$tmp/err" && ok "--resume with another --max-repeats -> 2" \
+	|| fail "--resume --max-repeats: rc $rc $(cat "$tmp/err")"
+run tune --out "$tmp/c" --resume --json -- "$tmp/tw" --warmup 1
+[[ $rc -eq 2 ]] && grep -q "ran another command" "$tmp/err" && ok "--resume with another command -> 2" \
+	|| fail "--resume other command: rc $rc $(cat "$tmp/err")"
+
+echo "== a failed full run is a recorded run: --resume does not run it again, and decides the same"
+# The first full run of timeslice w2 b4 (the best) fails: its two workers
+# are the 3rd and 4th starts of that configuration (the probe's are 1 and 2).
+cat >"$tmp/flaky.sh" <<FLAKY
+#!/bin/sh
+if [ "\$GPUSHARE_WORKERS" = 2 ] && [ "\$GPUSHARE_BATCH" = 4 ]; then
+	n=\$(flock "$tmp/count.lock" sh -c 'n=\$((\$(cat "\$0" 2>/dev/null || echo 0) + 1)); echo \$n >"\$0"; echo \$n' "$tmp/count")
+	case \$n in 3 | 4) exit 3 ;; esac
+fi
+exec "$tmp/tw" "\$@"
+FLAKY
+chmod +x "$tmp/flaky.sh"
+FLAKY=(tune --strategy timeslice --workers 1,2,4 --batch 1,4 --duration 200ms --warmup 30ms --max-repeats 3 --json)
+run "${FLAKY[@]}" --out "$tmp/f" -- "$tmp/flaky.sh" --by-config --warmup 1
+frc=$rc
+cp "$tmp/out" "$tmp/f.first"
+run tune --out "$tmp/f" --resume --json
+if python3 - "$tmp/f.first" "$tmp/out" "$tmp/f/results.jsonl" <<'PY'
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+full = [json.loads(l) for l in open(sys.argv[3])]
+failed = [r for r in full if r["status"] == "failed"]
+assert [r["cell"]["key"].split("|")[2:] for r in failed] == [["w2", "b4"]], [r["cell"]["key"] for r in failed]
+w2b4 = [c for c in a["candidates"] if (c["workers"], c["batch"]) == (2, 4)][0]
+assert w2b4["dropped_why"] == "nothing" and w2b4["dropped_after_round"] == 1, w2b4
+assert b["runs_done"] == 0, b["runs_done"]
+key = lambda d: [(c["dropped_why"], c["dropped_after_round"], c["runs"], c["best"]) for c in d["candidates"]]
+assert key(a) == key(b), (key(a), key(b))
+PY
+then
+	ok "a failed full run (exit $frc): dropped for nothing after round 1; --resume runs nothing and decides the same"
+elif [[ $(cat "$tmp/count" 2>/dev/null || echo 0) -lt 3 ]]; then
+	echo "note: timeslice w2 b4 was dropped at its probe on this busy machine: no full run of it to fail"
+else
+	fail "a failed full run, then --resume: rc $frc/$rc $(cat "$tmp/f.first" "$tmp/err")"
+fi
+
 echo "== bad options"
 for bad in "--repeats 3" "--target-noise 2%" "--workload spin,matmul" "--max-repeats 1" "--budget 0" "--slo p99=10ms"; do
 	# shellcheck disable=SC2086
