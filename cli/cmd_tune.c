@@ -43,7 +43,7 @@ static const struct cli_opt tune_opts[] = {
 	{ .id = OPT_BUDGET, .long_name = "budget", .kind = CLI_DURATION, .value_name = "TIME",
 	  .help = "start no run past TIME (e.g. 10m) of this invocation; the pick is then the leader so far, and says so" },
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
-	  .help = "continue the tune recorded in DIR (same options)" },
+	  .help = "continue the tune recorded in DIR with its recorded options; recorded runs are not run again" },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the result as JSON on stdout" },
 	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG, .help = "do not write the report at the end" },
 	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
