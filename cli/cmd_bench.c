@@ -93,9 +93,10 @@ static void bench_more_help(FILE *f)
 	const struct gpushare_wl_desc *list;
 	size_t n = gpushare_workloads(&list);
 
-	fprintf(f, "\nA mix (--workload A+B) runs --workers / 2 workers of each side by side; an option given\n"
-		"as --NAME applies to every workload of the mix that has it, one in a spec (A:size=1024) to that\n"
-		"one. Under mps-split, --thread-percentage 30/70 gives each workload its share of the GPU.\n");
+	fprintf(f, "\nA mix (--workload A+B, up to 4 workloads) runs --workers / M workers of each of its M\n"
+		"workloads side by side; an option given as --NAME applies to every workload of the mix that has\n"
+		"it, one in a spec (A:size=1024) to that one. Under mps-split, --thread-percentage 30/70 gives\n"
+		"each workload its share of the GPU.\n");
 	fprintf(f, "\nWorkloads and their options:\n");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "  %-12s %s\n", list[i].name, list[i].summary);

@@ -85,7 +85,7 @@ struct gpushare_plan {
 	char mig_profile[32];        /* mig: "1g.10gb"; "" */
 	int mig_instances;           /* mig: instances per GPU */
 	/* The comment block: one sentence per entry, no newlines. */
-	char measured[512];          /* "matmul, batch 1: mps, 4 workers per GPU: 34.5k items/s (...)" */
+	char measured[640];          /* "matmul, batch 1: mps, 4 workers per GPU: 34.5k items/s (...)" */
 	char gains[1536];            /* against every other sharing strategy at K */
 	char report_text[1024];      /* the report's own answer at K and its scaling sentence */
 	char warnings[GPUSHARE_PLAN_MAX_WARNINGS][320];

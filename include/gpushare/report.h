@@ -48,6 +48,11 @@ extern "C" {
 #define GPUSHARE_SWEEP_RECORD_VERSION 1
 
 #define GPUSHARE_REPORT_MAX_STRATEGIES 8
+/* A shape's name in a report: the sweep's label (at most 127 bytes) and, for
+ * mps-split at a set percentage, " (mps-split threads 50%)" or a mix's
+ * " (mps-split shares 12/29/29/29)": room for both, so that no two cells'
+ * names are cut to one. */
+#define GPUSHARE_REPORT_SHAPE_LEN 192
 
 enum gpushare_run_status { GPUSHARE_RUN_OK, GPUSHARE_RUN_PARTIAL, GPUSHARE_RUN_FAILED };
 
@@ -158,7 +163,7 @@ struct gpushare_report_bad_line {
 
 /* All repeats of one cell, summarised over its ok runs. */
 struct gpushare_report_cell {
-	char shape[128];
+	char shape[GPUSHARE_REPORT_SHAPE_LEN];
 	char workload[32];
 	enum gpushare_strategy strategy;
 	int workers;
@@ -207,7 +212,7 @@ struct gpushare_report_scaling {
 
 /* The recommendation of one (shape, batch). */
 struct gpushare_report_rec {
-	char shape[128];
+	char shape[GPUSHARE_REPORT_SHAPE_LEN];
 	long batch;
 	struct gpushare_report_at_workers *at;   /* one per worker count, ascending */
 	size_t n_at;

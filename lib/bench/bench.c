@@ -626,6 +626,7 @@ int gpushare_bench_report_settle(struct gpushare_bench_report *r, int rc)
 			return erc;
 		r->n_results++;
 		res->status = GPUSHARE_RESULT_SKIPPED;
+		res->n_mix = c->n_mix >= 2 ? c->n_mix : 0;   /* a mix's, without figures: not one workload */
 		if (rc == GPUSHARE_E_INTERRUPTED)
 			snprintf(res->failure, sizeof(res->failure), "not run: interrupted");
 		else if (failed_name)

@@ -264,6 +264,10 @@ int bench_mix_check(const struct gpushare_bench_config *c)
 		if (c->strategies[i] == GPUSHARE_STRATEGY_STREAMS)
 			return gpushare_fail(GPUSHARE_E_INVAL, "streams runs every worker in one process of one workload; "
 					     "it does not apply to a mix");
+		if (c->strategies[i] == GPUSHARE_STRATEGY_MIG && !c->workers_given)
+			return gpushare_fail(GPUSHARE_E_INVAL, "a mix on mig needs --workers (a multiple of %d): mig's own "
+					     "count, one worker per MIG instance, need not divide among the workloads",
+					     c->n_mix);
 	}
 	if (c->n_mix_share && c->n_thread_percentage)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--thread-percentage: give a split (30/70) or per-worker values, "

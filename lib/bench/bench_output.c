@@ -173,7 +173,8 @@ static bool json_mix_result(cJSON *o, const struct gpushare_bench_result *res, c
 		bool lat = fig && x->requests > 0;
 
 		ok = e && gpushare_json_str(e, "spec", c && m < c->n_mix ? c->mix[m].label : "") &&
-		     gpushare_json_num(e, "workers", (double)res->n_workers / res->n_mix) &&
+		     gpushare_json_num(e, "workers", res->n_workers ? (double)res->n_workers / res->n_mix
+						     : c ? (double)c->workers / res->n_mix : NAN) &&
 		     gpushare_json_num_if(e, "requests", (double)x->requests, fig) &&
 		     gpushare_json_num_if(e, "items", (double)x->items, fig) &&
 		     gpushare_json_num_if(e, "requests_per_second", x->requests_per_second, fig) &&
@@ -829,7 +830,7 @@ static void table_mix(FILE *f, const struct gpushare_bench_result *res, const st
 			lat ? gpushare_fmt_seconds(x->p99_seconds, d, sizeof(d)) : "-");
 	}
 	fprintf(f, "  score %s (the geometric mean of the workloads' items/s)\n",
-		res->mix_score > 0 ? gpushare_fmt_sig(res->mix_score, a, sizeof(a)) : "0 (a workload did nothing)");
+		res->mix_score > 0 ? gpushare_fmt_sig(res->mix_score, a, sizeof(a)) : "none (a workload did nothing)");
 }
 
 static void table_row(FILE *f, const struct gpushare_bench_result *res, bool verbose,

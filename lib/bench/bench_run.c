@@ -1163,6 +1163,10 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 		int n = c->workers;
 
 		rc = st->workers(&x.run.sx, c->workers, c->workers_given, &n);
+		/* A mix deals c->workers out in blocks (bench_mix_check). */
+		if (!rc && c->n_mix >= 2 && n != c->workers)
+			rc = gpushare_fail(GPUSHARE_E_INVAL, "%s runs %d workers, not the mix's %d", st->name, n,
+					   c->workers);
 		if (!rc)
 			rc = add_result(r, st->id, (size_t)n, &res);
 		if (rc)

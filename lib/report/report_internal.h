@@ -23,7 +23,7 @@
  * batch) over its ok runs, sparse: n buckets (gpushare_hist_bucket
  * indices, ascending) and their counts. Built by the loader. */
 struct gpushare_report_hist_acc {
-	char shape[128];
+	char shape[GPUSHARE_REPORT_SHAPE_LEN];
 	enum gpushare_strategy strategy;
 	int workers;
 	long batch;
@@ -36,7 +36,7 @@ struct gpushare_report_hist_acc {
  * points at them once they are kept: the report's shared copies, or the
  * run's own block). */
 struct gpushare_report_text {
-	char shape[128];
+	char shape[GPUSHARE_REPORT_SHAPE_LEN];
 	char workload[32];
 	char key[192];
 	char error[160];

@@ -173,7 +173,8 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run, struct
 	key = get_str(cell, "key");
 	if (!shape || !wl || !strat || !key)
 		return gpushare_fail(GPUSHARE_E_INVAL, "'cell' lacks shape, workload, strategy or key");
-	if (strlen(shape) >= sizeof(t->shape) || strlen(wl) >= sizeof(t->workload) || strlen(key) >= sizeof(t->key))
+	/* A shape's name keeps room for its mps-split suffix (report.h). */
+	if (strlen(shape) >= sizeof(t->shape) - 64 || strlen(wl) >= sizeof(t->workload) || strlen(key) >= sizeof(t->key))
 		return gpushare_fail(GPUSHARE_E_INVAL, "'cell' has an overlong name");
 	run->strategy = strategy_from_name(strat);
 	if (run->strategy < 0)
@@ -234,8 +235,12 @@ static int parse_root(const cJSON *root, struct gpushare_report_run *run, struct
 	    !get_num(agg, "mean_seconds", &run->mean_seconds) || !get_num(agg, "p50_seconds", &run->p50_seconds) ||
 	    !get_num(agg, "p99_seconds", &run->p99_seconds))
 		return gpushare_fail(GPUSHARE_E_INVAL, "'bench.results[0].aggregate' lacks a throughput or latency");
-	/* A mix is compared by its score (docs/bench.md, "A mix of workloads"). */
-	get_num(res, "score", &run->items_per_second);   /* absent or null: one workload */
+	/* A mix is compared by its score (docs/bench.md, "A mix of workloads"),
+	 * never by items/s that add up different workloads' items. */
+	if (!strcmp(wl, "mix") || cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(res, "mix"))) {
+		if (!get_num(res, "score", &run->items_per_second) || !(run->items_per_second > 0))
+			return gpushare_fail(GPUSHARE_E_INVAL, "an ok run of a mix without a score");
+	}
 	if (run->items_per_second < 0 || run->mean_seconds < 0 || run->p99_seconds < 0)
 		return gpushare_fail(GPUSHARE_E_INVAL, "negative throughput or latency");
 	/* Optional figures: unknown (NaN) when absent or null. */

@@ -133,6 +133,7 @@ refused() { # refused WHAT PATTERN ARGS...
 }
 refused "3 workers for 2 workloads" "does not divide among the 2 workloads" "${BENCH[@]}" --workers 3 --strategy timeslice
 refused "streams" "streams runs every worker in one process" "${BENCH[@]}" --workers 2 --strategy streams
+refused "mig without --workers" "a mix on mig needs --workers" bench --workload spin+spin --strategy mig
 refused "--ceiling" "ceiling .* does not apply to a mix" "${BENCH[@]}" --workers 2 --strategy timeslice --ceiling
 refused "open loop" "a mix is measured in closed loop" "${BENCH[@]}" --workers 2 --strategy timeslice --load open --rate 100
 refused "a split without a mix" "split the GPU between the workloads" bench --workload spin --workers 2 \
@@ -196,6 +197,24 @@ run tune --out "$tmp/tno" --workload 'spin+spin:request-us=900us' --sleep on \
 refused "sweep: an option a spec of the mix gave" "--request-us is given twice: as an option and in workload" \
 	sweep --out "$tmp/swr" --workload 'spin+spin:request-us=900us' --request-us 400us --workers 2
 no_workers_left "mix options"
+
+echo "== report: an ok run of a mix without a score is a bad line, never its summed items/s"
+mkdir -p "$tmp/sw-bad"
+python3 - "$tmp/sw/results.jsonl" "$tmp/sw-bad/results.jsonl" <<'EOF'
+import json, sys
+out = open(sys.argv[2], "w")
+done = False
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if not done and r["cell"]["workload"] == "mix" and r["status"] == "ok":
+        r["bench"]["results"][0]["score"] = None
+        done = True
+    out.write(json.dumps(r) + "\n")
+assert done
+EOF
+run report "$tmp/sw-bad"
+[[ $rc -eq 0 ]] && grep -q "an ok run of a mix without a score; line skipped" "$tmp/err" \
+	&& ok "report: the scoreless mix run skipped with a warning" || fail "report of a scoreless mix: exit $rc $(cat "$tmp/err")"
 
 echo "== plan: a set percentage is the one the runs had; a mix is refused"
 run plan "$tmp/sw" --for env --shape 'spin:sleep=on (mps-split threads 30%)' --batch 1
