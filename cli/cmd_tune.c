@@ -166,6 +166,13 @@ static void fmt_cmp(const struct gpushare_comparison *c, char *buf, size_t len)
 		snprintf(buf, len, "%s (too few runs: no verdict)", r);
 		return;
 	}
+	if (c->method == GPUSHARE_METHOD_ORDER) {   /* no t test (a run at 0): the order statistics' rule */
+		gpushare_fmt_ratio(c->ratio_lo, lo, sizeof(lo));
+		gpushare_fmt_ratio(c->ratio_hi, hi, sizeof(hi));
+		snprintf(buf, len, "%s (%s-%s, order statistics, %s%s)", r, lo, hi, gpushare_verdict_name(c->verdict),
+			 c->verdict == GPUSHARE_VERDICT_TIE || c->significant ? "" : ", not significant");
+		return;
+	}
 	gpushare_fmt_ratio(c->t_lo, lo, sizeof(lo));
 	gpushare_fmt_ratio(c->t_hi, hi, sizeof(hi));
 	if (c->p_value < 0.001)
@@ -189,8 +196,7 @@ static void why_text(const struct gpushare_tune_config *t, const struct gpushare
 	switch (c->why) {
 	case GPUSHARE_TUNE_DROP_NOTHING:
 		snprintf(buf, len, "%s", t->sweep.bench.find_peak ? "no successful search met the bound"
-					 : !c->runs && isnan(c->probe) ? "no successful run"
-								       : "nothing finished in its windows");
+					 : "no successful run (failed, or nothing finished in its window)");
 		break;
 	case GPUSHARE_TUNE_DROP_PROBE_CUT:
 		snprintf(buf, len, "its probe %s of %s's, below the cut %s", r, by, cut);
@@ -276,7 +282,7 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 		res->probe_sum.runs_done + res->probe_sum.runs_skipped, res->probe_seconds,
 		res->sum.runs_done + res->sum.runs_skipped, res->rounds, res->full_seconds);
 	if (res->n_tied) {
-		fprintf(f, "Tied with it (the 95%% t interval holds 1):");
+		fprintf(f, "Tied with it (no clear win: the 95%% interval holds 1, or not significant):");
 		for (size_t i = 0; i < res->n_tied; i++) {
 			cand_name(&res->cands[res->tied[i]], name, sizeof(name));
 			fmt_cmp(&res->cands[res->tied[i]].vs_best, cmp, sizeof(cmp));
@@ -286,9 +292,25 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 	}
 	for (size_t k = 0; k < res->n_cands; k++) {
 		const struct gpushare_tune_candidate *c = &res->cands[k];
+		bool tied = false;
 
-		if ((int)k == res->best || c->active)
+		for (size_t i = 0; i < res->n_tied; i++)
+			tied |= res->tied[i] == (int)k;
+		if ((int)k == res->best || tied)
 			continue;
+		if (c->active) {   /* the search stopped (budget, --max-repeats) with it still racing */
+			cand_name(c, name, sizeof(name));
+			if (!c->runs || res->probes_only) {
+				fprintf(f, "  racing %s: no full run yet\n", name);
+				continue;
+			}
+			fmt_cmp(&c->vs_best, cmp, sizeof(cmp));
+			fprintf(f, "  %-4s %-19s %s, %zu run%s: the pick is %s; still racing when the search stopped\n",
+				c->vs_best.verdict == GPUSHARE_VERDICT_HIGHER && c->vs_best.significant ? "beat" : "vs",
+				name, gpushare_fmt_rate(c->ci.median, unit, v, sizeof(v)), c->runs, c->runs == 1 ? "" : "s",
+				cmp);
+			continue;
+		}
 		if (c->why == GPUSHARE_TUNE_NOT_RUN) {
 			not_run++;
 			continue;
@@ -298,14 +320,16 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 		if (c->runs && c->why != GPUSHARE_TUNE_DROP_NOTHING && !res->probes_only) {
 			fmt_cmp(&c->vs_best, cmp, sizeof(cmp));
 			fprintf(f, "  %-4s %-19s %s, %zu run%s: the pick is %s; dropped after round %d: %s\n",
-				c->vs_best.verdict == GPUSHARE_VERDICT_HIGHER ? "beat"
+				c->vs_best.verdict == GPUSHARE_VERDICT_HIGHER && c->vs_best.significant ? "beat"
 				: c->vs_best.verdict == GPUSHARE_VERDICT_TIE  ? "tie"
 									      : "vs",
 				name, gpushare_fmt_rate(c->ci.median, unit, v, sizeof(v)), c->runs, c->runs == 1 ? "" : "s",
 				cmp, c->dropped_round, why);
-		} else if (c->probe > 0) {
+		} else if (c->probe > 0 && c->dropped_round == 0) {
 			fprintf(f, "  dropped %s after its probe (%s): %s\n", name,
 				gpushare_fmt_rate(c->probe, unit, v, sizeof(v)), why);
+		} else if (c->dropped_round > 0) {
+			fprintf(f, "  dropped %s after round %d: %s\n", name, c->dropped_round, why);
 		} else {
 			fprintf(f, "  dropped %-16s %s\n", name, why);
 		}

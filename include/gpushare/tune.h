@@ -106,7 +106,7 @@ struct gpushare_tune_result {
 	size_t n_cands;
 	int best;                         /* the pick: the highest geometric mean of the
 					   * candidates still racing; -1 none */
-	int tied[GPUSHARE_TUNE_MAX_CANDIDATES];   /* still racing and a tie with the pick */
+	int tied[GPUSHARE_TUNE_MAX_CANDIDATES];   /* still racing, compared, and no clear win of the pick */
 	size_t n_tied;
 	size_t keep;                      /* how many the probes' rank let go on */
 	int rounds;                       /* full rounds run (the last may be partial) */

@@ -347,6 +347,11 @@ static void workload_args(const struct gpushare_tune_config *t, char *buf, size_
 	if (sh->command && t->sweep.bench.command) {
 		if (t->sweep.bench.command_mode == GPUSHARE_CMD_JOB)
 			l += (size_t)snprintf(buf + l, l < len ? len - l : 0, " --mode job");
+		if (t->sweep.bench.command_mode == GPUSHARE_CMD_JOB && t->sweep.bench.requests)
+			l += (size_t)snprintf(buf + l, l < len ? len - l : 0, " --jobs %llu",
+					      (unsigned long long)t->sweep.bench.requests);
+		if (t->sweep.bench.preload)
+			l += (size_t)snprintf(buf + l, l < len ? len - l : 0, " --preload");
 		l += (size_t)snprintf(buf + l, l < len ? len - l : 0, " --");
 		for (char **a = t->sweep.bench.command; *a && l < len; a++)
 			l = shell_word(buf, l, len, *a);
@@ -409,11 +414,12 @@ static void plan_command(const struct gpushare_tune_config *t, const struct gpus
 }
 
 /* A command's pick as MPI or srun ranks: `gpushare exec` with the pick's
- * strategy, ranks per GPU and percentage. */
+ * strategy, ranks per GPU and percentage; its batch, as bench gives it,
+ * in GPUSHARE_BATCH (exec sets none: Open MPI's -x exports it). */
 static void exec_command(const struct gpushare_tune_config *t, const struct gpushare_sweep_cell *c,
 			 struct gpushare_tune_result *res)
 {
-	char pct[32], tp[64] = "";
+	char pct[32], tp[64] = "", batch[48] = "";
 	size_t l;
 	int s = c->strategy;
 
@@ -422,8 +428,10 @@ static void exec_command(const struct gpushare_tune_config *t, const struct gpus
 		return;
 	if (s == GPUSHARE_STRATEGY_MPS_SPLIT)
 		snprintf(tp, sizeof(tp), " --thread-percentage %s", gpushare_sweep_cell_thread_pct_text(c, pct, sizeof(pct)));
+	if (c->batch != 1)
+		snprintf(batch, sizeof(batch), " -x GPUSHARE_BATCH=%ld", c->batch);
 	l = (size_t)snprintf(res->exec_command, sizeof(res->exec_command),
-			     "mpirun -np %d gpushare exec --strategy %s --ranks-per-gpu %d%s --", c->workers,
+			     "mpirun -np %d%s gpushare exec --strategy %s --ranks-per-gpu %d%s --", c->workers, batch,
 			     gpushare_strategy_name(s), c->workers, tp);
 	for (char **a = t->sweep.bench.command; *a && l < sizeof(res->exec_command); a++)
 		l = shell_word(res->exec_command, l, sizeof(res->exec_command), *a);
@@ -615,7 +623,9 @@ static void pick(struct gpushare_tune_result *res)
 		if ((int)k == res->best || !c->runs || c->why == GPUSHARE_TUNE_DROP_NOTHING)
 			continue;
 		gpushare_compare(&res->cands[res->best].ci, &c->ci, &c->vs_best);
-		if (c->active && c->vs_best.verdict != GPUSHARE_VERDICT_HIGHER)
+		/* A tie: compared, and not a clear win (a significant one). */
+		if (c->active && c->vs_best.method != GPUSHARE_METHOD_NONE &&
+		    !(c->vs_best.verdict == GPUSHARE_VERDICT_HIGHER && c->vs_best.significant))
 			res->tied[res->n_tied++] = (int)k;
 	}
 }
@@ -745,7 +755,7 @@ int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpusha
 								   c->cell.n_mix >= 2
 							   ? gpushare_sweep_cell_thread_pct_text(&c->cell, split, sizeof(split))
 							   : "") &&
-		     gpushare_json_num_if(o, "probe", c->probe, !isnan(c->probe)) &&
+		     gpushare_json_num_if(o, "probe", c->probe, c->probe > 0) &&   /* failed or none: null, never 0 */
 		     gpushare_json_num_if(o, "probe_rank", c->probe_rank, c->probe_rank > 0) &&
 		     gpushare_json_int(o, "runs", (long long)c->runs) && gpushare_json_num(o, "median", c->ci.median) &&
 		     gpushare_json_num(o, "geometric_mean", exp(c->ci.log_mean)) &&

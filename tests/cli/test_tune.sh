@@ -35,7 +35,7 @@ echo "== the known best is picked, the known worst dropped at its probe; run cou
 run "${TUNE[@]}" --out "$tmp/a" --json "${CMD[@]}"
 # On a loaded machine the worst candidate's 100 ms probe (70 items/s over 4
 # workers taking turns) may see no request at all: a failed probe (exit 10),
-# dropped for "nothing finished". Any other failure fails the test.
+# dropped for "no successful run". Any other failure fails the test.
 if [[ $rc -eq 0 || $rc -eq 10 ]] && python3 - "$tmp/out" "$tmp/a/probes.jsonl" "$tmp/a/results.jsonl" "$rc" <<'PY'
 import json, sys, collections
 doc = json.load(open(sys.argv[1]))
@@ -54,7 +54,7 @@ else:
 assert "--strategy timeslice --workers 2 --batch 4 -- " in doc["bench_command"], doc["bench_command"]
 assert doc["farm_command"].startswith("gpushare farm --dir FARMDIR --slots 2 --strategy timeslice"), doc
 # The same pick as MPI ranks, and as a plan of tune's own results.
-assert doc["exec_command"].startswith("mpirun -np 2 gpushare exec --strategy timeslice --ranks-per-gpu 2 -- "), doc
+assert doc["exec_command"].startswith("mpirun -np 2 -x GPUSHARE_BATCH=4 gpushare exec --strategy timeslice --ranks-per-gpu 2 -- "), doc
 assert doc["exec_command"].endswith("/tw --by-config --warmup 1"), doc["exec_command"]
 assert doc["plan_command"].startswith("gpushare plan ") and " --for TARGET --shape " in doc["plan_command"], doc
 assert doc["plan_command"].endswith(" --batch 4 --strategy timeslice"), doc["plan_command"]
@@ -94,7 +94,7 @@ set -e
 	|| fail "tune's plan command '$plan_env': exit $prc: $(cat "$tmp/plan.err")"
 # Two are kept after the probes, but on a loaded machine the second best's
 # probe may fall below the cut too (one goes on then).
-grep -qE "gpushare: tune: dropped sequential w4 b1: (its probe .* below the cut 0.500x|nothing finished)" "$tmp/err" \
+grep -qE "gpushare: tune: dropped sequential w4 b1: (its probe .* below the cut 0.500x|no successful run)" "$tmp/err" \
 	&& grep -qE "after the probes: [12] go on" "$tmp/err" && grep -q "gpushare: tune: probe 12 " "$tmp/err" \
 	&& ok "progress: probes, the drops and why, rounds on stderr" || fail "progress: $(cat "$tmp/err")"
 [[ -s "$tmp/a/report.md" ]] && ok "the report is written" || fail "no report.md"
@@ -107,7 +107,8 @@ run "${TUNE[@]}" --out "$tmp/b" -q "${CMD[@]}"
 grep -q "^Pick: timeslice w2 b4, " "$tmp/out" && grep -q "^Searched: 12 candidates, 12 probes" "$tmp/out" \
 	&& grep -q "^  dropped sequential w4 b1 after its probe (.*): its probe .* of timeslice w2 b4's, below the cut" "$tmp/out" \
 	&& grep -q "^Run it: gpushare bench --strategy timeslice --workers 2 --batch 4 -- " "$tmp/out" \
-	&& [[ ! -s "$tmp/err" ]] && ok "text: the pick, what was dropped and why, the command; -q: nothing on stderr" \
+	&& grep -q "^Ranks this way: mpirun -np 2 -x GPUSHARE_BATCH=4 gpushare exec --strategy timeslice --ranks-per-gpu 2 -- " "$tmp/out" \
+	&& [[ ! -s "$tmp/err" ]] && ok "text: the pick, what was dropped and why, the commands (the ranks' batch too); -q: nothing on stderr" \
 	|| fail "text: $(cat "$tmp/out") $(cat "$tmp/err")"
 
 echo "== --budget, then --resume"
