@@ -148,11 +148,11 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 	fmt_clock(p->elapsed_seconds, el, sizeof(el));
 	fmt_clock(p->eta_seconds, eta, sizeof(eta));
 	{
-		char tp[24] = "";
+		char tp[40] = "", pct[32];
 
-		/* A set thread percentage of mps-split: " t50%". */
+		/* A set thread percentage of mps-split: " t50%", a mix's split " t25/75%". */
 		if (p->cell->thread_pct > 0)
-			snprintf(tp, sizeof(tp), " t%g%%", p->cell->thread_pct);
+			snprintf(tp, sizeof(tp), " t%s%%", gpushare_sweep_cell_thread_pct_text(p->cell, pct, sizeof(pct)));
 		snprintf(what, sizeof(what), "%s %s w%d b%ld%s #%d", p->shape_label,
 			 gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, tp, p->repeat + 1);
 	}
