@@ -389,6 +389,7 @@ static int cmd_tune_run(int argc, char **argv)
 	struct cli_command_opts co;
 	struct gpushare_tune_result res;
 	struct event_ctx ec = { &t, &res };
+	char open_extra[256] = "";
 	int opt, rc, code;
 
 	if (gpushare_tune_config_init(&t))
@@ -446,6 +447,15 @@ static int cmd_tune_run(int argc, char **argv)
 		default:
 			if ((code = cli_sweep_other_option(&co, &p, opt, wl_values, s)))
 				return code;
+			/* An open-loop or peak-search option the pick's bench command needs too
+			 * (--load, --find-peak, --slo and --rate are written there anyway). */
+			if (opt == CLI_OPEN_ARRIVAL || opt == CLI_OPEN_SEED || opt == CLI_OPEN_DISPATCH ||
+			    opt == CLI_OPEN_DRAIN || opt == CLI_OPEN_RESOLUTION || opt == CLI_OPEN_TAIL_SAMPLES ||
+			    opt == CLI_OPEN_RATE_MAX) {
+				size_t l = strlen(open_extra);
+
+				snprintf(open_extra + l, sizeof(open_extra) - l, " --%s %s", p.opt->long_name, arg);
+			}
 		}
 	}
 	if (opt < 0)
@@ -493,8 +503,8 @@ static int cmd_tune_run(int argc, char **argv)
 	if (slo_given) {
 		size_t l = strlen(t.bench_extra);
 
-		snprintf(t.bench_extra + l, sizeof(t.bench_extra) - l, " --load open --rate %.9g --find-peak --slo %s",
-			 s->rates[0], slo_text);
+		snprintf(t.bench_extra + l, sizeof(t.bench_extra) - l, " --load open --rate %.9g --find-peak --slo %s%s",
+			 s->rates[0], slo_text, open_extra);
 	}
 	if (!*out)
 		return cli_error(EXIT_USAGE, "tune: empty --out");

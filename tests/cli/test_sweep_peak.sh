@@ -132,6 +132,21 @@ check "cut search: the table says failed, not a rate, and why" grep -qE '^\| tim
 check "cut search: the recommendation says no search succeeded" grep -q "no search succeeded" "$tmp/cut/report.md"
 no_workers_left "cut search"
 
+echo "== tune --slo: the pick's bench command carries the search's open-loop options"
+run tune --out "$tmp/tslo" --workload spin --sleep on --request-us 5ms --strategy timeslice --workers 1 \
+	--warmup 100ms --arrival uniform --rate 50 --slo p90=50ms --resolution 0.2 --tail-samples 10 --duration 500ms \
+	--json -q
+if [[ $rc -eq 0 || $rc -eq 10 ]] && python3 - "$tmp/out" <<'EOF'
+import json, sys
+cmd = json.load(open(sys.argv[1]))["bench_command"]
+for want in ("--load open --rate 50 --find-peak --slo p90=50ms", "--arrival uniform", "--resolution 0.2",
+             "--tail-samples 10"):
+    assert want in cmd, (want, cmd)
+EOF
+then ok "tune --slo: Run it carries --arrival, --resolution and --tail-samples"
+else fail "tune --slo: exit $rc: $(cat "$tmp/err" "$tmp/out")"; fi
+no_workers_left "tune --slo"
+
 echo "== refused combinations"
 bad() { # bad TEXT ARGS...
 	local text=$1
