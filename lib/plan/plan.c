@@ -21,6 +21,7 @@
 #include "gpushare/stats.h"
 #include "gpushare/strategy.h"
 #include "plan_internal.h"
+#include "report_internal.h"
 
 static const char *const target_names[GPUSHARE_PLAN_TARGET_COUNT] = {
 	[GPUSHARE_PLAN_SLURM] = "slurm",
@@ -221,26 +222,15 @@ static void gains(const struct gpushare_report *r, const struct gpushare_report_
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct gpushare_report_cell *c = &r->cells[i];
 		struct gpushare_comparison cmp;
-		char x[16], lo[16], hi[16], conf[16];
+		char text[512];
 
 		if ((int)i == p->cell || strcmp(c->shape, rec->shape) || c->batch != rec->batch || c->workers != p->workers ||
 		    !sharing(c->strategy) || !c->n_ok)
 			continue;
 		gpushare_compare(&me->throughput, &c->throughput, &cmp);
-		gpushare_str_catf(p->gains, sizeof(p->gains), "%s%s the throughput of %s", any ? "; " : "",
-		    gpushare_fmt_ratio(cmp.ratio, x, sizeof(x)), gpushare_strategy_name(c->strategy));
-		if (isfinite(cmp.ratio_lo) && isfinite(cmp.ratio_hi))
-			gpushare_str_catf(p->gains, sizeof(p->gains), " (%s-%s", gpushare_fmt_ratio(cmp.ratio_lo, lo, sizeof(lo)),
-			    gpushare_fmt_ratio(cmp.ratio_hi, hi, sizeof(hi)));
-		else
-			gpushare_str_catf(p->gains, sizeof(p->gains), " (no interval");
-		if (cmp.verdict == GPUSHARE_VERDICT_TIE)
-			gpushare_str_catf(p->gains, sizeof(p->gains), "; a tie)");
-		else if (cmp.verdict == GPUSHARE_VERDICT_HIGHER || cmp.verdict == GPUSHARE_VERDICT_LOWER)
-			gpushare_str_catf(p->gains, sizeof(p->gains), "; %s, %s confidence)", cmp.significant ? "significant" : "not significant",
-			    gpushare_fmt_coverage(cmp.confidence, conf, sizeof(conf)));
-		else
-			gpushare_str_catf(p->gains, sizeof(p->gains), ")");
+		/* The report's words: each interval beside the test it belongs to. */
+		gpushare_report_compare_text(&cmp, "the throughput", gpushare_strategy_name(c->strategy), text, sizeof(text));
+		gpushare_str_catf(p->gains, sizeof(p->gains), "%s%s", any ? "; " : "", text);
 		any = true;
 	}
 	if (!any)
