@@ -449,6 +449,13 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	    (100 % p->workers || p->thread_percentage != 100 / p->workers))
 		warn(p, "the sweep gave each worker %d%% of the SMs; the plugin's split is 100/%d", p->thread_percentage,
 		     p->workers);
+	/* The job script runs gpushare farm, whose mps-split gives each slot the
+	 * default share: say so when the runs had another. */
+	if (o->target == GPUSHARE_PLAN_SLURM && p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT &&
+	    p->thread_percentage != 100 / p->workers)
+		warn(p, "the runs gave each worker %d%% of the SMs; job.sh's gpushare farm gives each of its %d slots "
+			"%d%% (100/%d): for %d%%, run the jobs another way", p->thread_percentage, p->workers,
+		     100 / p->workers, p->workers, p->thread_percentage);
 	return GPUSHARE_OK;
 }
 
@@ -462,8 +469,19 @@ int plan_comment(struct gpushare_buf *b, const char *text)
 		int rc = gpushare_buf_add(b, n ? "# " : "#", n ? 2 : 1);
 
 		for (size_t i = 0; !rc && i < n; i++) {
-			char ch = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
+			const unsigned char *u = (const unsigned char *)s + i;
+			char ch = *u < 0x20 || *u == 0x7f ? ' ' : s[i];
 
+			/* YAML readers also end a line at U+0085, U+2028 and U+2029
+			 * (UTF-8 C2 85, E2 80 A8, E2 80 A9): a space each, so no text
+			 * (a shape, a path, a host) leaves the comment. */
+			if (i + 1 < n && u[0] == 0xc2 && u[1] == 0x85) {
+				ch = ' ';
+				i += 1;
+			} else if (i + 2 < n && u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) {
+				ch = ' ';
+				i += 2;
+			}
 			rc = gpushare_buf_add(b, &ch, 1);
 		}
 		/* A backslash ending a line would continue it in slurm.conf. */

@@ -81,6 +81,11 @@ static void comments(void **state)
 	assert_int_equal(plan_comment(&b, "ends in \\\nnext"), 0);
 	assert_string_equal(gpushare_buf_str(&b), "# one\n#\n# two three four\n# ends in \\ \n# next\n");
 	gpushare_buf_release(&b);
+	/* YAML's other line breaks (U+0085, U+2028, U+2029) never end a comment;
+	 * other UTF-8 stays. */
+	assert_int_equal(plan_comment(&b, "a\xc2\x85" "kind: Secret\xe2\x80\xa8" "b\xe2\x80\xa9" "c \xc3\xa9"), 0);
+	assert_string_equal(gpushare_buf_str(&b), "# a kind: Secret b c \xc3\xa9" "\n");
+	gpushare_buf_release(&b);
 }
 
 static void quantities(void **state)
