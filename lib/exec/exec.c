@@ -398,8 +398,8 @@ static int join_daemon(struct gpushare_exec *x, const char *opt_dir, bool dry_ru
 		x->daemon_pid = alive ? r.pid : 0;
 		return GPUSHARE_OK;
 	}
-	if (!gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name)))
-		gpushare_exec_reap(name, &x->reaped);
+	snprintf(name, sizeof(name), "%s", strrchr(x->job_dir, '/') ? strrchr(x->job_dir, '/') + 1 : x->job_dir);
+	gpushare_exec_reap(name, &x->reaped);
 	gpushare_clear_error();
 	rc = gpushare_run_ctx_start(&p->run, p->ops->id);
 	if (rc)
@@ -583,11 +583,28 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	x->local_size = li.local_size;
 	job_key(&li, x->job_key, sizeof(x->job_key));
 	gpushare_jobdir_node_name(x->node, sizeof(x->node));
-	if ((rc = gpushare_exec_dir_name(x->job_key, x->node, name, sizeof(name))) ||
-	    (rc = gpushare_user_dir(user, sizeof(user))) || (rc = gpushare_jobdir_path(x->job_dir, sizeof(x->job_dir), user, name)))
+	if ((rc = gpushare_user_dir(user, sizeof(user))))
 		return rc;
 	/* The daemon's sockets go in DIR/mps/pipe, at most 80 characters (see
-	 * lib/mps): refused here, before anything of the job is created. */
+	 * lib/mps): a long job key is shortened to fit under this user
+	 * directory; what still does not fit is refused here, before anything
+	 * of the job is created. */
+	{
+		size_t room = sizeof(name);
+
+		if (gpushare_strategy_get(o->strategy)->uses_mps && strlen(user) + 1 + strlen("/mps/pipe") < 80 &&
+		    80 - strlen(user) - 1 - strlen("/mps/pipe") + 1 < room)
+			room = 80 - strlen(user) - 1 - strlen("/mps/pipe") + 1;
+		rc = gpushare_exec_dir_name(x->job_key, x->node, name, room);
+		if (rc && room < sizeof(name))
+			return gpushare_fail(GPUSHARE_E_INVAL, "no room under '%s' for the job's pipe directory (the MPS "
+					     "daemon's sockets need a path of at most 80 characters); use a shorter "
+					     "XDG_RUNTIME_DIR", user);
+		if (!rc)
+			rc = gpushare_jobdir_path(x->job_dir, sizeof(x->job_dir), user, name);
+		if (rc)
+			return rc;
+	}
 	if (gpushare_strategy_get(o->strategy)->uses_mps && strlen(x->job_dir) + strlen("/mps/pipe") > 80)
 		return gpushare_fail(GPUSHARE_E_INVAL, "the job's pipe directory '%s/mps/pipe' would be longer than 80 "
 				     "characters (the MPS daemon's sockets go there); use a shorter XDG_RUNTIME_DIR or job id",

@@ -46,6 +46,9 @@ static void sanitize(char *s)
 int gpushare_jobdir_name(const char *job_key, const char *node, char *out, size_t len)
 {
 	char name[256], key[128], host[96];
+	/* At most 48 characters after "exec-", fewer when out is shorter: a
+	 * longer name keeps its start and ends in a hash of the whole. */
+	size_t max = len > 6 ? len - 6 : 0;
 
 	if (!job_key || !*job_key || !node || !*node)
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty job key or node name");
@@ -54,11 +57,15 @@ int gpushare_jobdir_name(const char *job_key, const char *node, char *out, size_
 	sanitize(key);
 	sanitize(host);
 	snprintf(name, sizeof(name), "%s@%s", key, host);
-	if (strlen(name) > 48) {
+	if (max > 48)
+		max = 48;
+	if (strlen(name) > max) {
 		uint64_t h = gpushare_fnv1a_str(name);
 
-		name[31] = '\0';
-		snprintf(name + 31, sizeof(name) - 31, "-%016llx", (unsigned long long)h);
+		if (max < 17 + 4)
+			return gpushare_fail(GPUSHARE_E_INVAL, "no room for a job directory name (%zu characters)", max);
+		name[max - 17] = '\0';
+		snprintf(name + max - 17, sizeof(name) - (max - 17), "-%016llx", (unsigned long long)h);
 	}
 	if ((size_t)snprintf(out, len, "exec-%s", name) >= len)
 		return gpushare_fail(GPUSHARE_E_INVAL, "job directory name too long");

@@ -81,6 +81,13 @@ static void test_dir_name(void **state)
 		assert_true(strlen(a) <= 5 + 48);
 		assert_string_not_equal(a, b);
 	}
+	/* Shortened to fit a smaller room (the pipe path's 80 characters). */
+	assert_int_equal(gpushare_exec_dir_name("ompi-prterun-host-12345_1", "node-with-a-long-name", out, 36),
+			 GPUSHARE_OK);
+	assert_int_equal(strlen(out), 35);
+	assert_memory_equal(out, "exec-ompi-prterun--", 19);   /* its start, then a hash */
+	assert_int_equal(gpushare_exec_dir_name("ompi-prterun-host-12345_1", "node-with-a-long-name", out, 20),
+			 GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_exec_dir_name("", "n", out, sizeof(out)), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_exec_dir_name("k", "n", out, 8), GPUSHARE_E_INVAL);
 }
