@@ -161,7 +161,7 @@ static int inventory(const char *dir, bool write_cache, struct gpushare_gpu_ref 
 struct daemon_record {
 	pid_t pid;
 	unsigned long long start;
-	char gpus[1024];
+	char gpus[GPUSHARE_RUN_VISIBLE_MAX];
 };
 
 static bool record_read(const char *dir, struct daemon_record *r)
@@ -169,14 +169,23 @@ static bool record_read(const char *dir, struct daemon_record *r)
 	char path[GPUSHARE_PATH_MAX];
 	char *data = NULL;
 	size_t len;
-	int pid = 0;
+	int pid = 0, at = 0;
 
 	memset(r, 0, sizeof(*r));
-	if (gpushare_jobdir_path(path, sizeof(path), dir, "daemon") || gpushare_read_file(path, 4096, &data, &len)) {
+	if (gpushare_jobdir_path(path, sizeof(path), dir, "daemon") ||
+	    gpushare_read_file(path, GPUSHARE_RUN_VISIBLE_MAX + 64, &data, &len)) {
 		gpushare_clear_error();
 		return false;
 	}
-	if (sscanf(data, "%d %llu %1023s", &pid, &r->start, r->gpus) < 2 || pid <= 0) {
+	if (sscanf(data, "%d %llu %n", &pid, &r->start, &at) >= 2 && at > 0) {
+		size_t n = strcspn(data + at, " \n");   /* the GPU list: what record_write wrote */
+
+		if (n < sizeof(r->gpus)) {
+			memcpy(r->gpus, data + at, n);
+			r->gpus[n] = '\0';
+		}
+	}
+	if (!at || pid <= 0) {
 		free(data);
 		return false;
 	}
@@ -187,11 +196,13 @@ static bool record_read(const char *dir, struct daemon_record *r)
 
 static int record_write(const char *dir, pid_t pid, const char *gpus)
 {
-	char path[GPUSHARE_PATH_MAX], text[1200];
+	char path[GPUSHARE_PATH_MAX], text[GPUSHARE_RUN_VISIBLE_MAX + 64];
 	int n = snprintf(text, sizeof(text), "%d %llu %s\n", (int)pid, gpushare_pid_start_time(pid),
 			 gpus && *gpus ? gpus : "all");
 	int rc = gpushare_jobdir_path(path, sizeof(path), dir, "daemon");
 
+	if (!rc && (n < 0 || (size_t)n >= sizeof(text)))
+		rc = gpushare_fail(GPUSHARE_E_INVAL, "the job's GPU list is too long to record");
 	if (!rc)
 		rc = gpushare_write_file_atomic(path, text, (size_t)n);
 	return rc;

@@ -71,7 +71,7 @@ static int tasks_item(void *arg, const char *p, size_t len)
 	if (end != stop)
 		return GPUSHARE_E_INVAL;
 	w->bad = false;
-	if (w->node < w->seen + rep) {
+	if (w->node - w->seen < rep) {   /* node >= seen here: no overflow, nor in seen += rep after */
 		w->count = n;
 		return TASKS_FOUND;
 	}

@@ -516,7 +516,8 @@ int gpushare_mps_clean_stale(const struct gpushare_mps *m)
  * reach the daemon) that is not killed afterwards: the daemon lives on. */
 static int spawn_daemon(const struct gpushare_mps *m, const char *path, const char *visible_devices)
 {
-	char pipe_env[GPUSHARE_PATH_MAX + 32], log_env[GPUSHARE_PATH_MAX + 32], vis_env[512];
+	/* CUDA_VISIBLE_DEVICES of up to 64 GPUs' UUIDs (40 characters each). */
+	char pipe_env[GPUSHARE_PATH_MAX + 32], log_env[GPUSHARE_PATH_MAX + 32], vis_env[64 * 41 + 32];
 	char *env[4] = { NULL, NULL, NULL, NULL };
 	char *argv[3] = { (char *)path, "-d", NULL };
 	struct gpushare_child ch;
