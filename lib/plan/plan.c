@@ -274,6 +274,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	p->rec = rc;
 	rec = &r->recs[p->rec];
 	if (o->goal == GPUSHARE_PLAN_SLO) {
+		int forced = o->strategy;
 		char b[32];
 
 		if (!(o->slo_p99_seconds > 0))
@@ -283,12 +284,15 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 					     "no sharing strategy kept its median p99 under %s (%s, batch %ld)",
 					     gpushare_fmt_seconds(o->slo_p99_seconds, b, sizeof(b)), rec->shape, rec->batch);
 		p->cell = rec->slo;
-		if (o->strategy >= 0 && (int)r->cells[p->cell].strategy != o->strategy) {
+		/* mig-parted plans the mig runs, as for the throughput goal. */
+		if (forced < 0 && o->target == GPUSHARE_PLAN_MIG_PARTED)
+			forced = GPUSHARE_STRATEGY_MIG;
+		if (forced >= 0 && (int)r->cells[p->cell].strategy != forced) {
 			/* The forced strategy's best cell under the bound. */
 			p->cell = -1;
 			for (size_t i = 0; i < r->n_cells; i++) {
 				c = &r->cells[i];
-				if ((int)c->strategy != o->strategy || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
+				if ((int)c->strategy != forced || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
 				    !c->n_ok || !(c->p99_latency.median <= o->slo_p99_seconds))
 					continue;
 				if (p->cell < 0 || c->throughput.median > r->cells[p->cell].throughput.median)
@@ -296,7 +300,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 			}
 			if (p->cell < 0)
 				return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "'%s' never kept its median p99 under %s",
-						     gpushare_strategy_name(o->strategy),
+						     gpushare_strategy_name(forced),
 						     gpushare_fmt_seconds(o->slo_p99_seconds, b, sizeof(b)));
 		}
 	} else {
@@ -511,10 +515,22 @@ int plan_comment_block(struct gpushare_buf *b, const struct gpushare_report *r, 
 		rc = gpushare_buf_addf(&t, "GPU: %s%s%s%s%s\n", r->gpu_name[0] ? r->gpu_name : "unknown (no driver)",
 				       r->driver_version[0] ? ", driver " : "", r->driver_version,
 				       r->host[0] ? ", host " : "", r->host);
-	if (!rc)
-		rc = gpushare_buf_addf(&t, "Goal: %s\n",
-				       o->goal == GPUSHARE_PLAN_SLO ? "highest throughput with median p99 under the bound"
-								    : "highest throughput, fewest workers within noise");
+	if (!rc && o->goal == GPUSHARE_PLAN_SLO) {
+		const struct gpushare_ci *l = &r->cells[p->cell].p99_latency;
+		char bound[32], m[32], lo[32], hi[32];
+
+		gpushare_fmt_seconds(o->slo_p99_seconds, bound, sizeof(bound));
+		gpushare_fmt_seconds(l->median, m, sizeof(m));
+		if (gpushare_ci_has_interval(l))
+			rc = gpushare_buf_addf(&t, "Goal: highest throughput with median p99 under %s; its p99: %s (%s-%s, "
+					       "median of %zu runs)\n", bound, m, gpushare_fmt_seconds(l->lo, lo, sizeof(lo)),
+					       gpushare_fmt_seconds(l->hi, hi, sizeof(hi)), l->n);
+		else
+			rc = gpushare_buf_addf(&t, "Goal: highest throughput with median p99 under %s; its p99: %s (one run)\n",
+					       bound, m);
+	} else if (!rc) {
+		rc = gpushare_buf_addf(&t, "Goal: highest throughput, fewest workers within noise\n");
+	}
 	if (!rc)
 		rc = gpushare_buf_addf(&t, "Gain at %d workers: %s\n", p->workers, p->gains);
 	if (!rc && p->report_text[0])

@@ -57,6 +57,12 @@ check "it states the gain over timeslice with its interval" \
 check "it names the command that measured" grep -q "^# Measured by: gpushare sweep --out sw" "$tmp/out"
 run plan "$FIX/mps-h100" --for mig-parted
 check "mig-parted plans the mig runs: 7 x 1g.10gb" grep -q '"1g.10gb": 7' "$tmp/out"
+run plan "$FIX/mps-h100" --for mig-parted --goal slo --slo-p99 50ms
+check "mig-parted under --goal slo plans the mig runs too, and states the bound and their p99" \
+	bash -c "grep -q '\"1g.10gb\": 7' '$tmp/out' && grep -q '^# Goal: highest throughput with median p99 under 50.0 ms; its p99: ' '$tmp/out'"
+run plan "$FIX/mps-h100" --for mig-parted --goal slo --slo-p99 2ms
+check "  and refuses when mig never met the bound (exit 14), whatever else did" \
+	bash -c "[[ $rc -eq 14 ]] && grep -q \"'mig' never kept its median p99 under 2.00 ms\" '$tmp/err'"
 
 echo "== --out"
 run plan "$FIX/mps-h100" --for k8s-dra --out "$tmp/claim.yaml"
