@@ -80,7 +80,8 @@ struct gpushare_plan {
 	int workers;                 /* K: processes per GPU */
 	int thread_percentage;       /* mps-split: 100 / K; else 0 */
 	uint64_t mem_limit_bytes;    /* MPS pinned memory limit per client; 0 none */
-	char gpu_model[96];          /* the results' GPU name ("" unknown) */
+	char gpu_model[96];          /* the GPU the chosen shape's runs name ("" unknown) */
+	char host[256], driver_version[80];   /* where they ran: their first record's */
 	char gres_type[48];          /* Slurm gres Type (from --gpu-model or the GPU name); "" none */
 	char mig_profile[32];        /* mig: "1g.10gb"; "" */
 	int mig_instances;           /* mig: instances per GPU */

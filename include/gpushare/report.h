@@ -210,6 +210,14 @@ struct gpushare_report_scaling {
 	char text[384];
 };
 
+/* Where a shape's runs were measured: the first record of the shape's GPU,
+ * driver and host, and a GPU model another record of it names (a results
+ * file may hold runs of several machines). */
+struct gpushare_report_shape_meta {
+	char shape[GPUSHARE_REPORT_SHAPE_LEN];
+	char gpu_name[96], gpu_other[96], host[256], driver_version[80];
+};
+
 /* The recommendation of one (shape, batch). */
 struct gpushare_report_rec {
 	char shape[GPUSHARE_REPORT_SHAPE_LEN];
@@ -257,6 +265,8 @@ struct gpushare_report {
 	size_t n_bad_kept;
 	/* Metadata of the first record, and the date span. */
 	char version[32], host[256], gpu_name[96], gpu_uuid[96], driver_version[80];
+	struct gpushare_report_shape_meta *shape_meta;   /* per shape, in order of first appearance */
+	size_t n_shape_meta;
 	char first_date[32], last_date[32];
 	char command_line[1024];
 	/* Left out by gpushare_report_cap_shapes(): shapes beyond the cap and their runs. */
@@ -264,7 +274,7 @@ struct gpushare_report {
 	/* Filled by gpushare_report_summarise(). */
 	struct gpushare_report_cell *cells;
 	size_t n_cells;
-	char (*shapes)[128];         /* distinct shapes, in order of first appearance */
+	char (*shapes)[GPUSHARE_REPORT_SHAPE_LEN];   /* distinct shapes, in order of first appearance */
 	size_t n_shapes;
 	struct gpushare_report_rec *recs;   /* one per (shape, batch), shapes in order */
 	size_t n_recs;
@@ -283,6 +293,9 @@ int gpushare_report_load(const char *path, struct gpushare_report *r);
 
 /* The same over len bytes already in memory (need not be NUL-terminated). */
 int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_report *r);
+
+/* The metadata of shape's records; NULL when no record names it. */
+const struct gpushare_report_shape_meta *gpushare_report_shape_meta(const struct gpushare_report *r, const char *shape);
 
 /* At most this many workload shapes are reported (tables, plots, HTML). */
 #define GPUSHARE_REPORT_MAX_SHAPES 64

@@ -255,24 +255,36 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	if (!ok)
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the results hold no successful run (%zu runs, all failed)",
 				     r->n_runs);
-	gpushare_utf8_copy(p->gpu_model, sizeof(p->gpu_model), r->gpu_name);
-	if (o->gpu_model) {
-		if (!r->gpu_name[0])
-			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
-					     "--gpu-model %s: the results do not name their GPU (measured without a driver)",
-					     o->gpu_model);
-		if (!model_matches(r->gpu_name, o->gpu_model))
-			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "--gpu-model %s: the results were measured on '%s'",
-					     o->gpu_model, r->gpu_name);
-		gres_type(o->gpu_model, true, p->gres_type, sizeof(p->gres_type));
-	} else if (r->gpu_name[0]) {
-		gres_type(r->gpu_name, false, p->gres_type, sizeof(p->gres_type));
-	}
 	rc = pick_rec(r, o);
 	if (rc < 0)
 		return rc;
 	p->rec = rc;
 	rec = &r->recs[p->rec];
+	/* The GPU, driver and host of this shape's runs (a results file may
+	 * hold several machines'); one configuration is for one GPU model. */
+	{
+		const struct gpushare_report_shape_meta *sm = gpushare_report_shape_meta(r, rec->shape);
+
+		gpushare_utf8_copy(p->gpu_model, sizeof(p->gpu_model), sm ? sm->gpu_name : r->gpu_name);
+		gpushare_utf8_copy(p->host, sizeof(p->host), sm ? sm->host : r->host);
+		gpushare_utf8_copy(p->driver_version, sizeof(p->driver_version), sm ? sm->driver_version : r->driver_version);
+		if (sm && sm->gpu_other[0])
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the runs of %s were measured on more than one GPU model "
+					     "('%s' and '%s'): plan from one model's runs", rec->shape, sm->gpu_name,
+					     sm->gpu_other);
+	}
+	if (o->gpu_model) {
+		if (!p->gpu_model[0])
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+					     "--gpu-model %s: the results do not name their GPU (measured without a driver)",
+					     o->gpu_model);
+		if (!model_matches(p->gpu_model, o->gpu_model))
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "--gpu-model %s: the results were measured on '%s'",
+					     o->gpu_model, p->gpu_model);
+		gres_type(o->gpu_model, true, p->gres_type, sizeof(p->gres_type));
+	} else if (p->gpu_model[0]) {
+		gres_type(p->gpu_model, false, p->gres_type, sizeof(p->gres_type));
+	}
 	if (o->goal == GPUSHARE_PLAN_SLO) {
 		int forced = o->strategy;
 		char b[32];
@@ -512,9 +524,9 @@ int plan_comment_block(struct gpushare_buf *b, const struct gpushare_report *r, 
 	if (!rc)
 		rc = gpushare_buf_addf(&t, "Measured: %s\n", p->measured);
 	if (!rc)
-		rc = gpushare_buf_addf(&t, "GPU: %s%s%s%s%s\n", r->gpu_name[0] ? r->gpu_name : "unknown (no driver)",
-				       r->driver_version[0] ? ", driver " : "", r->driver_version,
-				       r->host[0] ? ", host " : "", r->host);
+		rc = gpushare_buf_addf(&t, "GPU: %s%s%s%s%s\n", p->gpu_model[0] ? p->gpu_model : "unknown (no driver)",
+				       p->driver_version[0] ? ", driver " : "", p->driver_version,
+				       p->host[0] ? ", host " : "", p->host);
 	if (!rc && o->goal == GPUSHARE_PLAN_SLO) {
 		const struct gpushare_ci *l = &r->cells[p->cell].p99_latency;
 		char bound[32], m[32], lo[32], hi[32];
@@ -644,7 +656,7 @@ int gpushare_plan_json(const struct gpushare_report *r, const struct gpushare_pl
 		cJSON_AddStringToObject(root, "mig_profile", p->mig_profile);
 		cJSON_AddNumberToObject(root, "mig_instances", p->mig_instances);
 	}
-	cJSON_AddStringToObject(root, "gpu", r->gpu_name);
+	cJSON_AddStringToObject(root, "gpu", p->gpu_model);
 	ci = ci_json(&c->throughput);
 	if (ci)
 		cJSON_AddItemToObject(root, "throughput_items_per_second", ci);

@@ -212,7 +212,7 @@ int plan_render_slurm(const struct gpushare_report *r, const struct gpushare_pla
 		      const struct gpushare_plan *p, struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 };
-	const char *nodes = o->nodes ? o->nodes : r->host;
+	const char *nodes = o->nodes ? o->nodes : p->host;
 	int rc;
 
 	if (p->strategy != GPUSHARE_STRATEGY_TIMESLICE && p->strategy != GPUSHARE_STRATEGY_MPS &&

@@ -851,5 +851,6 @@ void gpushare_report_release(struct gpushare_report *r)
 	free(r->hist_acc);
 	gpushare_report_names_free(r->names);
 	free(r->bad);
+	free(r->shape_meta);
 	memset(r, 0, sizeof(*r));
 }

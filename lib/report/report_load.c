@@ -401,6 +401,15 @@ static void copy_str(char *dst, size_t len, const cJSON *o, const char *k)
 		gpushare_utf8_copy(dst, len, s);
 }
 
+const struct gpushare_report_shape_meta *gpushare_report_shape_meta(const struct gpushare_report *r, const char *shape)
+{
+	for (size_t i = r->n_shape_meta; i-- > 0;) {
+		if (!strcmp(r->shape_meta[i].shape, shape))
+			return &r->shape_meta[i];
+	}
+	return NULL;
+}
+
 static void take_metadata(struct gpushare_report *r, const cJSON *root, bool first)
 {
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "metadata");
@@ -478,7 +487,40 @@ struct loader {
 	size_t hist_cap;
 	size_t line;
 	bool have_meta;
+	size_t cap_meta, last_meta;  /* of r->shape_meta; the last one taken */
 };
+
+/* The record's GPU, driver and host for its shape: the first of the shape
+ * kept, another GPU model noted. */
+static int take_shape_meta(struct loader *ld, const cJSON *m, const char *shape)
+{
+	struct gpushare_report *r = ld->r;
+	const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(m, "gpu");
+	struct gpushare_report_shape_meta *sm = ld->last_meta < r->n_shape_meta &&
+							!strcmp(r->shape_meta[ld->last_meta].shape, shape)
+						? &r->shape_meta[ld->last_meta]
+						: (struct gpushare_report_shape_meta *)gpushare_report_shape_meta(r, shape);
+	char name[sizeof(sm->gpu_name)] = "";
+
+	if (!sm) {
+		int rc = gpushare_grow(&r->shape_meta, r->n_shape_meta, &ld->cap_meta, sizeof(*r->shape_meta), 8);
+
+		if (rc)
+			return rc;
+		sm = &r->shape_meta[r->n_shape_meta++];
+		memset(sm, 0, sizeof(*sm));
+		snprintf(sm->shape, sizeof(sm->shape), "%s", shape);
+		copy_str(sm->gpu_name, sizeof(sm->gpu_name), gpu, "name");
+		copy_str(sm->host, sizeof(sm->host), m, "host");
+		copy_str(sm->driver_version, sizeof(sm->driver_version), m, "driver_version");
+	} else {
+		copy_str(name, sizeof(name), gpu, "name");
+		if (name[0] && sm->gpu_name[0] && strcmp(name, sm->gpu_name) && !sm->gpu_other[0])
+			snprintf(sm->gpu_other, sizeof(sm->gpu_other), "%s", name);
+	}
+	ld->last_meta = (size_t)(sm - r->shape_meta);
+	return GPUSHARE_OK;
+}
 
 #define DUP_FOLDED ((uint64_t)1 << 63)
 
@@ -704,10 +746,10 @@ static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 	run.line = ld->line;
 	take_metadata(r, root, !ld->have_meta);
 	ld->have_meta = true;
-	cJSON_Delete(root);
 	if (run.status != GPUSHARE_RUN_FAILED) {
 		if ((rc = gpushare_index_room(&ld->dup, 1024, dup_hash, ld))) {
 			gpushare_report_run_release(&run);
+			cJSON_Delete(root);
 			return rc;
 		}
 		if (dup_find(ld, &run, &slot, &o)) {
@@ -718,10 +760,17 @@ static int loader_line(struct loader *ld, const char *s, size_t l, bool torn)
 			snprintf(why, sizeof(why), "cell %.60s|%s|w%d|b%ld%s repeat %d is recorded already (line %zu); left out",
 				 o.shape, gpushare_strategy_name(o.strategy), o.workers, o.batch, rate, run.repeat, o.line);
 			gpushare_report_run_release(&run);
+			cJSON_Delete(root);
 			return add_bad(r, ld->line, why);
 		}
 	}
-	rc = GPUSHARE_OK;
+	/* A run kept: where it ran counts for its shape. */
+	rc = take_shape_meta(ld, cJSON_GetObjectItemCaseSensitive(root, "metadata"), run.shape);
+	cJSON_Delete(root);
+	if (rc) {
+		gpushare_report_run_release(&run);
+		return rc;
+	}
 	if (run.status == GPUSHARE_RUN_OK && !(run.rate > 0) && !run.find_peak && run.hist_n)
 		rc = fold_hist(ld, &run);
 	/* The histogram lives on in its cell's; the run keeps its figures. */

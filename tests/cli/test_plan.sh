@@ -132,6 +132,23 @@ usage_error "two shapes without --shape" "choose one with --shape" "$tmp" --for 
 run plan "$tmp" --for env --shape tiny
 check "two shapes, --shape tiny: exit 0, timeslice at 8 (fewer workers give less, t test) (got $rc)" \
 	bash -c "test $rc -eq 0 && grep -q 'tiny, batch 1: timeslice with 8 workers' '$tmp/out'"
+check "  the GPU line is that shape's runs' GPU, not the first record's" \
+	grep -q "^# GPU: NVIDIA A100-SXM4-40GB, driver .*, host a100-07" "$tmp/out"
+mkdir -p "$tmp/two-models"
+python3 - "$FIX/timeslice-a100/results.jsonl" "$tmp/two-models/results.jsonl" <<'EOF'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+with open(sys.argv[2], "w") as out:
+    for r in recs:
+        out.write(json.dumps(r) + "\n")
+    for r in recs:   # the same cells again, other repeats, on another model
+        r["repeat"] += 100
+        r["metadata"]["gpu"]["name"] = "NVIDIA H200"
+        out.write(json.dumps(r) + "\n")
+EOF
+run plan "$tmp/two-models" --for env
+check "one shape measured on two GPU models: refused (exit 14), naming both" \
+	bash -c "[[ $rc -eq 14 ]] && grep -q \"more than one GPU model ('NVIDIA A100-SXM4-40GB' and 'NVIDIA H200')\" '$tmp/err'"
 run plan "$tmp/none" --for env
 check "a directory without results: exit 11 (got $rc)" test "$rc" -eq 11
 

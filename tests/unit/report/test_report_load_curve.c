@@ -22,7 +22,7 @@
 #include "report_load_curve.h"
 
 static struct gpushare_report_run runs[16];
-static char shapes[2][128] = { "spin", "other" };
+static char shapes[2][GPUSHARE_REPORT_SHAPE_LEN] = { "spin", "other" };
 
 static void add(size_t *n, const char *shape, enum gpushare_strategy s, double rate, double p99, double unfinished)
 {
