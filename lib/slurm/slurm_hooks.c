@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,10 +72,17 @@ static int lock_state(const char *dir, int *fd)
 {
 	char path[GPUSHARE_PATH_MAX];
 	pid_t holder = 0;
+	int rc;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/.lock", dir) >= sizeof(path))
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s': path too long", dir);
-	return gpushare_lock_acquire(path, HOOK_LOCK_WAIT_NS, fd, &holder);
+	rc = gpushare_lock_acquire(path, HOOK_LOCK_WAIT_NS, fd, &holder);
+	/* Held the whole wait: a timeout (exit 12, docs/slurm.md), as the other
+	 * locks say it. */
+	if (rc == GPUSHARE_E_BUSY)
+		rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "'%s' still held by pid %ld after %llu s", path, (long)holder,
+				   (unsigned long long)(HOOK_LOCK_WAIT_NS / NS_PER_S));
+	return rc;
 }
 
 static int job_path(const char *dir, const char *job, char *out, size_t len)
@@ -137,9 +145,16 @@ static int job_from_env(struct job_record *r)
 	size_t n_sel = 0;
 	int rc;
 
+	long v;
+
 	memset(r, 0, sizeof(*r));
-	r->uid = uid && *uid ? (uid_t)strtoul(uid, NULL, 10) : getuid();
-	r->gid = gid && *gid ? (gid_t)strtoul(gid, NULL, 10) : getgid();
+	/* What the daemon runs as: never a garbled value read as 0 (root). */
+	if (uid && *uid && gpushare_parse_int(uid, 0, (long)UINT32_MAX - 1, &v))
+		return gpushare_fail(GPUSHARE_E_INVAL, "SLURM_JOB_UID='%.40s' is not a user id", uid);
+	r->uid = uid && *uid ? (uid_t)v : getuid();
+	if (gid && *gid && gpushare_parse_int(gid, 0, (long)UINT32_MAX - 1, &v))
+		return gpushare_fail(GPUSHARE_E_INVAL, "SLURM_JOB_GID='%.40s' is not a group id", gid);
+	r->gid = gid && *gid ? (gid_t)v : getgid();
 	if ((!cvd || !*cvd) && (!jg || !*jg))
 		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node (no CUDA_VISIBLE_DEVICES "
 				     "or SLURM_JOB_GPUS)");
@@ -190,6 +205,22 @@ struct start_arg {
 	gid_t gid;
 };
 
+/* In a child of a hook run as root for someone else: become that user, with
+ * the user's groups (a site may give /dev/nvidia* to a group). Exits 1 when
+ * it cannot. */
+static void become_user(uid_t uid, gid_t gid)
+{
+	struct passwd *pw;
+
+	if (uid == geteuid())
+		return;
+	pw = getpwuid(uid);
+	if ((pw ? initgroups(pw->pw_name, gid) : setgroups(0, NULL)) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+		fprintf(stderr, "cannot become uid %u: %s\n", (unsigned)uid, strerror(errno));
+		_exit(1);
+	}
+}
+
 /* In a child: become the job's user (when the prolog runs as root for
  * someone else), then start the daemon and wait until it answers. Exit 0
  * started, 3 already running, 4 no control program, 1 failed (the reason on
@@ -203,11 +234,7 @@ static _Noreturn void start_main(void *argp)
 	struct gpushare_mps_start_info info;
 	int rc;
 
-	if (a->uid != geteuid() &&
-	    (setgroups(0, NULL) != 0 || setgid(a->gid) != 0 || setuid(a->uid) != 0)) {
-		fprintf(stderr, "cannot become uid %u: %s\n", (unsigned)a->uid, strerror(errno));
-		_exit(1);
-	}
+	become_user(a->uid, a->gid);
 	/* The daemon serves every job of the user on the GPU: the first job's
 	 * share must not become its default (a client can only lower it). */
 	unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
@@ -275,6 +302,13 @@ static int ensure_daemon(const char *state, const struct job_record *r, const ch
 	}
 	if (!rc)
 		*started = WEXITSTATUS(ch.wstatus) == 0;
+	if (rc == GPUSHARE_E_TIMEOUT) {
+		struct gpushare_errsave e;
+
+		gpushare_error_save(&e);
+		gpushare_child_stop(&ch, NS_PER_S);
+		gpushare_error_restore(&e, rc);
+	}
 	gpushare_child_release(&ch);
 	return rc;
 }
@@ -386,51 +420,118 @@ static bool daemon_used(const char *state, const char *skip, uid_t uid, const ch
 	return used;
 }
 
-static int stop_daemon(const char *state, uid_t uid, const char *uuid, bool *stopped)
+/* In a child, as the job's user: the daemon's directory is the user's (the
+ * prolog gave it away), so what it holds (the pipe, the log, the clients the
+ * daemon names) is acted on with the user's rights only, never root's. Stop
+ * the daemon, then remove its pipe and log directories. Exit 0 stopped, 3
+ * none was running, 1 failed (the reason on standard error). */
+static _Noreturn void stop_main(void *argp)
 {
-	char base[GPUSHARE_PATH_MAX], pipe[GPUSHARE_PATH_MAX + 8], log[GPUSHARE_PATH_MAX + 8];
+	const struct start_arg *a = argp;
+	char pipe[GPUSHARE_PATH_MAX + 8], log[GPUSHARE_PATH_MAX + 8];
 	struct gpushare_mps m;
 	struct gpushare_mps_stop_info info;
+	bool running = false;
 	pid_t pid = 0;
-	int rc = daemon_dir(state, uid, uuid, base, sizeof(base));
+	int rc;
 
-	if (rc)
-		return rc;
-	snprintf(pipe, sizeof(pipe), "%s/pipe", base);
-	snprintf(log, sizeof(log), "%s/log", base);
-	*stopped = false;
+	become_user(a->uid, a->gid);
+	snprintf(pipe, sizeof(pipe), "%s/pipe", a->base);
+	snprintf(log, sizeof(log), "%s/log", a->base);
 	rc = gpushare_mps_init(&m, pipe, log);
 	if (!rc && gpushare_mps_state(&m, &pid) == GPUSHARE_MPS_RUNNING) {
+		running = true;
 		rc = gpushare_mps_stop(&m, true, &info);
-		*stopped = !rc;
 	}
-	if (!rc)
-		gpushare_remove_tree(base);
+	if (rc) {
+		fprintf(stderr, "%s\n", *gpushare_errdetail() ? gpushare_errdetail() : gpushare_strerror(rc));
+		_exit(1);
+	}
+	gpushare_remove_tree(pipe);
+	gpushare_remove_tree(log);
+	_exit(running ? 0 : 3);
+}
+
+static int stop_daemon(const char *state, const struct job_record *r, const char *uuid, bool *stopped)
+{
+	char base[GPUSHARE_PATH_MAX], err[512];
+	struct start_arg a = { base, uuid, r->uid, r->gid };
+	struct gpushare_child ch;
+	ssize_t elen;
+	int rc = daemon_dir(state, r->uid, uuid, base, sizeof(base));
+
+	*stopped = false;
+	if (rc)
+		return rc;
+	if (access(base, F_OK) != 0)
+		return GPUSHARE_OK;   /* nothing was started there */
+	gpushare_child_init(&ch);
+	ch.fn = stop_main;
+	ch.arg = &a;
+	ch.in = ch.out = GPUSHARE_CHILD_DEVNULL;
+	ch.err = GPUSHARE_CHILD_PIPE;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	if (rc)
+		return rc;
+	rc = gpushare_child_wait(&ch, HOOK_LOCK_WAIT_NS);
+	if (!rc && !(WIFEXITED(ch.wstatus) && (WEXITSTATUS(ch.wstatus) == 0 || WEXITSTATUS(ch.wstatus) == 3))) {
+		elen = ch.err_fd >= 0 ? read(ch.err_fd, err, sizeof(err) - 1) : -1;
+		err[elen > 0 ? elen : 0] = '\0';
+		err[strcspn(err, "\n")] = '\0';
+		rc = gpushare_fail(GPUSHARE_E_MPS_REPLY, "the MPS daemon for uid %u on %s did not stop: %s",
+				   (unsigned)r->uid, uuid, *err ? err : "no reason given");
+	}
+	if (!rc) {
+		*stopped = WEXITSTATUS(ch.wstatus) == 0;
+		/* Root removes only the directory it made, when the user's
+		 * child left it empty (anything else in it stays, as the user's). */
+		(void)rmdir(base);
+	}
+	if (rc == GPUSHARE_E_TIMEOUT) {
+		struct gpushare_errsave e;
+
+		gpushare_error_save(&e);
+		gpushare_child_stop(&ch, NS_PER_S);
+		gpushare_error_restore(&e, rc);
+	}
+	gpushare_child_release(&ch);
 	return rc;
+}
+
+/* The epilog's status: its first failure to stop, else the mapping's. */
+static int epilog_status(int first, int map_rc, struct gpushare_errsave *map_err)
+{
+	if (first || !map_rc)
+		return first;
+	return gpushare_error_restore(map_err, map_rc);
 }
 
 int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r)
 {
 	char state[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX];
 	struct job_record job;
+	struct gpushare_errsave map_err = { 0 };
 	struct stat st;
-	int rc, first = GPUSHARE_OK, fd = -1;
+	int rc, first = GPUSHARE_OK, map_rc = GPUSHARE_OK, fd = -1;
 
 	hook_init(o, r, state, sizeof(state));
 	if ((rc = job_id(r, "epilog")))
 		return rc;
-	if (o && o->hpc_job_mapping_dir && (rc = gpushare_slurm_job_unmap_all(o->hpc_job_mapping_dir, r->job_id)))
-		return rc;
+	/* A mapping that cannot be updated is said, but the job's daemons are
+	 * stopped all the same. */
+	if (o && o->hpc_job_mapping_dir && (map_rc = gpushare_slurm_job_unmap_all(o->hpc_job_mapping_dir, r->job_id)))
+		gpushare_error_save(&map_err);
 	if (stat(state, &st) != 0) {
 		r->already = true; /* no prolog ever ran here */
-		return GPUSHARE_OK;
+		return epilog_status(GPUSHARE_OK, map_rc, &map_err);
 	}
 	if ((rc = job_path(state, r->job_id, path, sizeof(path))) || (rc = lock_state(state, &fd)))
 		return rc;
 	if (!record_read(path, &job)) {
 		r->already = true;
 		gpushare_lock_release(fd);
-		return GPUSHARE_OK;
+		return epilog_status(GPUSHARE_OK, map_rc, &map_err);
 	}
 	r->mps = true;
 	r->n_gpus = job.n_gpus;
@@ -441,7 +542,7 @@ int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpush
 			r->kept++;
 			continue;
 		}
-		rc = stop_daemon(state, job.uid, job.gpus[i], &stopped);
+		rc = stop_daemon(state, &job, job.gpus[i], &stopped);
 		if (rc && !first)
 			first = rc;
 		else if (rc)
@@ -455,5 +556,5 @@ int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpush
 	if (!first && unlink(path) != 0 && errno != ENOENT)
 		first = gpushare_fail(GPUSHARE_E_IO, "cannot remove '%s': %s", path, strerror(errno));
 	gpushare_lock_release(fd);
-	return first;
+	return epilog_status(first, map_rc, &map_err);
 }

@@ -181,6 +181,48 @@ maph 5 prolog
 check "  a job without GPUs: nothing mapped" test "$(ls "$map" | wc -l) $(grep -c 'no MPS daemon$' "$tmp/out")" = "0 1"
 check "  no job record, no daemon directory" test "$(ls "$tmp/sd2/jobs" | wc -l) $(ls -d "$tmp"/sd2/mps-* 2>/dev/null | wc -l)" = "0 0"
 
+echo "== the epilog acts on a job's daemon as the job's user, never as root"
+# The daemon's directory is the user's: what it holds is stopped and removed
+# with the user's rights (root would follow whatever the user put there).
+if [[ $(id -u) -eq 0 ]] && id nobody >/dev/null 2>&1; then
+	nob=$(id -u nobody)
+	nobg=$(id -g nobody)
+	sd3=$(mktemp -d /tmp/gsn.XXXXXX)   # short: the daemon's pipe path is at most 80 characters
+	chmod 755 "$sd3"
+	hookn() {
+		env -u SLURM_JOB_ID -u FAKE_MPS_START_LOG SLURM_JOB_ID="8$1" SLURM_JOB_UID="$nob" SLURM_JOB_GID="$nobg" \
+			CUDA_VISIBLE_DEVICES=0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$GPUSHARE" slurm "$2" --state-dir "$sd3/sd" \
+			>"$tmp/out" 2>&1 || rc=$?
+	}
+	rc=0
+	hookn 1 prolog
+	base=$(ls -d "$sd3"/sd/mps-"$nob"-* 2>/dev/null | head -1 || true)
+	[[ -n $base ]] || base=$sd3/none
+	dpid=$(cat "$base/pipe/nvidia-cuda-mps-control.pid" 2>/dev/null || echo 0)
+	check "prolog for uid $nob: its daemon runs as that user" \
+		test "$rc $(stat -c %u "/proc/$dpid" 2>/dev/null)" = "0 $nob"
+	# A directory of root's inside the user's log directory: the user cannot
+	# empty it, root could.
+	mkdir -m 700 "$base/log/root-dir"
+	touch "$base/log/root-dir/file"
+	rc=0
+	hookn 1 epilog
+	check "epilog: the daemon stopped (exit $rc: $(head -c 200 "$tmp/out"))" \
+		bash -c "[[ $rc -eq 0 ]] && grep -q 'job 81: 1 MPS daemon stopped' '$tmp/out'"
+	gone() { ! alive_pid "$1"; }
+	check "  and is gone" gone "$dpid"
+	check "  as the user: root's directory in the user's is still there, the pipe directory gone" \
+		bash -c "[[ -e '$base/log/root-dir/file' && ! -e '$base/pipe' ]]"
+	rc=0
+	env -u SLURM_JOB_ID SLURM_JOB_ID=89 SLURM_JOB_UID=12ab SLURM_JOB_GID=0 CUDA_VISIBLE_DEVICES=0 \
+		CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$GPUSHARE" slurm prolog --state-dir "$sd3/sd" >"$tmp/out" 2>&1 || rc=$?
+	check "a garbled SLURM_JOB_UID: refused (exit $rc), never read as uid 0" \
+		bash -c "[[ $rc -ne 0 ]] && grep -q \"SLURM_JOB_UID='12ab' is not a user id\" '$tmp/out' && ! ls -d '$sd3'/sd/mps-0-* 2>/dev/null"
+	rm -rf "$sd3"
+else
+	echo "SKIP: the epilog as another user needs root and the user nobody"
+fi
+
 echo "== Prolog=/Epilog= in slurm.conf: two concurrent gres/mps jobs on one GPU"
 touch "$tmp/hooks-on"
 before=$(starts)
