@@ -109,13 +109,20 @@ static int write_out(const char *path, const struct gpushare_plan_output *out)
 	}
 	if (mkdir(path, 0755) && errno != EEXIST)
 		return cli_error(EXIT_IO, "plan: cannot create directory '%s': %s", path, strerror(errno));
+	/* Never through a link someone put in its place. */
+	{
+		struct stat st;
+
+		if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+			return cli_error(EXIT_IO, "plan: --out '%s' is not a directory (a symbolic link is not followed)", path);
+	}
 	for (size_t i = 0; i < out->n_parts; i++) {
+		bool script = strstr(out->parts[i].name, ".sh") != NULL;
+
 		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, out->parts[i].name) >= sizeof(p))
 			return cli_error(EXIT_USAGE, "plan: path '%s' is too long", path);
-		if (gpushare_write_file_atomic(p, out->parts[i].text, out->parts[i].len))
+		if (gpushare_write_file_atomic_mode(p, out->parts[i].text, out->parts[i].len, script ? 0755 : 0644))
 			return cli_error(EXIT_IO, "plan: %s", detail());
-		if (strstr(out->parts[i].name, ".sh") && chmod(p, 0755))
-			return cli_error(EXIT_IO, "plan: cannot make '%s' executable: %s", p, strerror(errno));
 	}
 	return EXIT_OK;
 }

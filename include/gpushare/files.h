@@ -71,6 +71,8 @@ int gpushare_check_writable(const char *path);
  * of the same name left by a writer that is gone (killed mid-write) are
  * removed first. Mode 0644. */
 int gpushare_write_file_atomic(const char *path, const char *data, size_t len);
+/* The same with the file's mode (a script: 0755), set before the rename. */
+int gpushare_write_file_atomic_mode(const char *path, const char *data, size_t len, mode_t mode);
 
 /* ---- locks ---- */
 

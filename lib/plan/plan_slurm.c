@@ -10,6 +10,7 @@
  */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpushare/gpushare.h"
@@ -78,15 +79,80 @@ int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *
 	return rc;
 }
 
-/* The device files of G GPUs: "/dev/nvidia0" or "/dev/nvidia[0-3]". */
-static void device_files(const struct gpushare_plan_options *o, char *out, size_t len)
+/* How many files a File= expression names: "/dev/nvidia0" one,
+ * "/dev/nvidia[0-3]" four, "/dev/nvidia[0,2-3]" three, a comma list of
+ * such its sum; -1 when it cannot tell. */
+static long count_files(const char *s)
 {
-	if (o->device_file)
-		snprintf(out, len, "%s", o->device_file);
-	else if (o->gpus_per_node > 1)
-		snprintf(out, len, "/dev/nvidia[0-%d]", o->gpus_per_node - 1);
-	else
-		snprintf(out, len, "/dev/nvidia0");
+	long n = 0;
+
+	while (*s) {
+		const char *open = strchr(s, '['), *comma = strchr(s, ',');
+
+		if (!open || (comma && comma < open)) {   /* a plain name */
+			n++;
+			if (!comma)
+				break;
+			s = comma + 1;
+			continue;
+		}
+		{
+			long in = 0;
+			const char *p = open + 1;
+
+			while (*p && *p != ']') {
+				char *end;
+				long a = strtol(p, &end, 10), b = a;
+
+				if (end == p)
+					return -1;
+				p = end;
+				if (*p == '-') {
+					b = strtol(p + 1, &end, 10);
+					if (end == p + 1 || b < a)
+						return -1;
+					p = end;
+				}
+				in += b - a + 1;
+				if (*p == ',')
+					p++;
+				else if (*p != ']')
+					return -1;
+			}
+			if (*p != ']')
+				return -1;
+			n += in;
+			s = p + 1;
+			if (*s == ',')
+				s++;
+			else if (*s)
+				return -1;
+		}
+	}
+	return n;
+}
+
+/* The device files of G GPUs: "/dev/nvidia0" or "/dev/nvidia[0-3]", or
+ * --device-file, which must name G files when it can be counted. */
+static int device_files(const struct gpushare_plan_options *o, char *out, size_t len)
+{
+	int g = o->gpus_per_node > 0 ? o->gpus_per_node : 1;
+	long n;
+
+	if (!o->device_file) {
+		if (g > 1)
+			snprintf(out, len, "/dev/nvidia[0-%d]", g - 1);
+		else
+			snprintf(out, len, "/dev/nvidia0");
+		return GPUSHARE_OK;
+	}
+	if ((size_t)snprintf(out, len, "%s", o->device_file) >= len)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%.40s...' is too long", o->device_file);
+	n = count_files(o->device_file);
+	if (n >= 0 && n != g)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%s' names %ld file%s for %d GPU%s per node "
+				     "(--gpus-per-node)", o->device_file, n, n == 1 ? "" : "s", g, g == 1 ? "" : "s");
+	return GPUSHARE_OK;
 }
 
 static int gres_conf(const struct gpushare_report *r, const struct gpushare_plan_options *o,
@@ -99,8 +165,9 @@ static int gres_conf(const struct gpushare_report *r, const struct gpushare_plan
 	size_t n = 0;
 	int rc;
 
-	device_files(o, files, sizeof(files));
-	rc = plan_comment_block(b, r, o, p);
+	rc = device_files(o, files, sizeof(files));
+	if (!rc)
+		rc = plan_comment_block(b, r, o, p);
 	if (!rc)
 		rc = plan_comment(b, shard ? "\ngres.conf: each GPU as K shards; a job asking --gres=shard:1 gets one,\n"
 					     "and K such jobs run on one GPU at once (time-sliced, as measured)."

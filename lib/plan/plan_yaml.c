@@ -206,10 +206,13 @@ static int k8s_name(const struct gpushare_plan_options *o, const struct gpushare
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)out[i];
 
-		if (!(islower(c) || isdigit(c) || c == '-' || c == '.'))
+		/* Each '.'-separated label starts and ends with a letter or digit
+		 * (DNS-1123: "a..b" and "a-.b" are refused by the API server). */
+		if (!(islower(c) || isdigit(c) || c == '-' || c == '.') ||
+		    (c == '.' && (!isalnum((unsigned char)out[i - 1]) || !isalnum((unsigned char)out[i + 1]))))
 			return gpushare_fail(GPUSHARE_E_INVAL,
 					     "--name '%.80s' is not a Kubernetes name (1-63 lowercase letters, digits, '-', '.', "
-					     "starting and ending with a letter or digit)", out);
+					     "each part between dots starting and ending with a letter or digit)", out);
 	}
 	return 0;
 }

@@ -373,6 +373,11 @@ int gpushare_write_all(int fd, const void *buf, size_t len)
 
 int gpushare_write_file_atomic(const char *path, const char *data, size_t len)
 {
+	return gpushare_write_file_atomic_mode(path, data, len, 0644);
+}
+
+int gpushare_write_file_atomic_mode(const char *path, const char *data, size_t len, mode_t mode)
+{
 	char dir[GPUSHARE_PATH_MAX], base[GPUSHARE_PATH_MAX], tmp[GPUSHARE_PATH_MAX + 64];
 	struct stat st;
 	int fd, dfd, rc = split_path(path, dir, sizeof(dir), base, sizeof(base));
@@ -393,7 +398,7 @@ int gpushare_write_file_atomic(const char *path, const char *data, size_t len)
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return gpushare_fail(GPUSHARE_E_IO, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
-	if (fchmod(fd, 0644) != 0)
+	if (fchmod(fd, mode) != 0)   /* before the rename: the file is never seen with another mode */
 		goto fail;
 	if (gpushare_write_all(fd, data, len) != 0)
 		goto fail;

@@ -125,6 +125,18 @@ usage_error "a bad Kubernetes name" "not a Kubernetes name" "$FIX/mps-h100" --fo
 usage_error "a mig-parted name with a line break" "not a mig-parted config name" "$FIX/mps-h100" --for mig-parted --name $'x\ny'
 usage_error "a node list Slurm cannot parse" "it holds white space" "$FIX/mps-h100" --for slurm --nodes "a b"
 usage_error "a device file with '#'" "starts a comment" "$FIX/mps-h100" --for slurm --device-file "/dev/nvidia#0"
+usage_error "a Kubernetes name with an empty part" "not a Kubernetes name" "$FIX/mps-h100" --for k8s-dra --name a..b
+usage_error "a Kubernetes name with a part ending in '-'" "not a Kubernetes name" "$FIX/mps-h100" --for k8s-dra --name a-.b
+usage_error "one device file for 4 GPUs per node" "names 1 file for 4 GPUs per node" "$FIX/mps-h100" --for slurm \
+	--gpus-per-node 4 --device-file /dev/nvidia0
+run plan "$FIX/mps-h100" --for slurm --gpus-per-node 3 --device-file '/dev/nvidia[0,2-3]'
+check "three device files for 3 GPUs per node: exit 0, written as given (got $rc)" \
+	bash -c "[[ $rc -eq 0 ]] && grep -q 'File=/dev/nvidia\[0,2-3\]' '$tmp/out'"
+mkdir -p "$tmp/real-dir"
+ln -s "$tmp/real-dir" "$tmp/link-dir"
+run plan "$FIX/mps-h100" --for slurm --out "$tmp/link-dir"
+check "--out DIR that is a symbolic link: exit 11, nothing written through it (got $rc)" \
+	bash -c "[[ $rc -eq 11 ]] && [[ -z \$(ls '$tmp/real-dir') ]]"
 usage_error "a pipe dir that needs quoting" "would need quoting" "$FIX/mps-h100" --for env --mps-pipe-dir '/tmp/a b'
 usage_error "an unknown shape" "no workload shape 'x'" "$FIX/mps-h100" --for env --shape x
 cat "$FIX/mps-h100/results.jsonl" "$FIX/timeslice-a100/results.jsonl" >"$tmp/results.jsonl"
