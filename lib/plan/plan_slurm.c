@@ -232,7 +232,8 @@ static int job_script(const struct gpushare_report *r, const struct gpushare_pla
 		return rc;
 	if (shard) {
 		rc = plan_comment(b, "\nK array elements, each on one shard: K of them share a GPU. Each element runs\n"
-				     "its share of the job list (gpushare farm reads SLURM_ARRAY_TASK_*); resubmit to resume.\n"
+				     "its share of the job list (gpushare farm reads SLURM_ARRAY_TASK_*). To resume,\n"
+				     "resubmit with the same FARM_DIR (the default names the job id, which changes).\n"
 				     "  sbatch job.sh JOBFILE [FARM_DIR]");
 		if (!rc)
 			rc = gpushare_buf_addf(b,
@@ -255,7 +256,8 @@ static int job_script(const struct gpushare_report *r, const struct gpushare_pla
 		return rc;
 	}
 	rc = plan_comment(b, "\nOne job per GPU: gpushare farm runs K jobs at once on it under its own MPS\n"
-			     "daemon. Resubmit to resume.\n"
+			     "daemon. To resume, resubmit with the same FARM_DIR (the default names the job\n"
+			     "id, which changes).\n"
 			     "  sbatch job.sh JOBFILE [FARM_DIR]");
 	if (!rc)
 		rc = gpushare_buf_addf(b,
