@@ -260,15 +260,53 @@ static _Noreturn void start_main(void *argp)
 	_exit(info.already_running ? 3 : 0);
 }
 
+/* Run fn(arg) in a child (it becomes the job's user first: become_user) and
+ * wait for it, at most the lock's wait (then it is stopped): its exit code
+ * in *code (-1 when it did not exit), and when not 0 or 3 the one line of
+ * reason it wrote on standard error in err ("no reason given" when none). */
+static int as_user(void (*fn)(void *), void *arg, int *code, char *err, size_t len)
+{
+	struct gpushare_child ch;
+	ssize_t n;
+	int rc;
+
+	*code = -1;
+	snprintf(err, len, "no reason given");
+	gpushare_child_init(&ch);
+	ch.fn = fn;
+	ch.arg = arg;
+	ch.in = ch.out = GPUSHARE_CHILD_DEVNULL;
+	ch.err = GPUSHARE_CHILD_PIPE;
+	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
+	rc = gpushare_child_start(&ch);
+	if (rc)
+		return rc;
+	/* Its one line of reason fits the pipe: read after it has ended. */
+	rc = gpushare_child_wait(&ch, HOOK_LOCK_WAIT_NS);
+	if (!rc) {
+		*code = WIFEXITED(ch.wstatus) ? WEXITSTATUS(ch.wstatus) : -1;
+		if (*code != 0 && *code != 3 && ch.err_fd >= 0 && (n = read(ch.err_fd, err, len - 1)) > 0) {
+			err[n] = '\0';
+			err[strcspn(err, "\n")] = '\0';
+		}
+	} else if (rc == GPUSHARE_E_TIMEOUT) {
+		struct gpushare_errsave e;
+
+		gpushare_error_save(&e);
+		gpushare_child_stop(&ch, NS_PER_S);
+		gpushare_error_restore(&e, rc);
+	}
+	gpushare_child_release(&ch);
+	return rc;
+}
+
 /* Make sure the daemon of uid on GPU uuid runs and answers. */
 static int ensure_daemon(const char *state, const struct job_record *r, const char *uuid, bool *started)
 {
 	char base[GPUSHARE_PATH_MAX], err[512];
 	struct start_arg a = { base, uuid, r->uid, r->gid };
-	struct gpushare_child ch;
 	struct stat st;
-	ssize_t elen = 0;
-	int rc = daemon_dir(state, r->uid, uuid, base, sizeof(base));
+	int code, rc = daemon_dir(state, r->uid, uuid, base, sizeof(base));
 
 	*started = false;
 	if (rc)
@@ -280,36 +318,12 @@ static int ensure_daemon(const char *state, const struct job_record *r, const ch
 	if (st.st_uid != r->uid && lchown(base, r->uid, r->gid) != 0)
 		return gpushare_fail(GPUSHARE_E_DIR, "cannot give '%s' to uid %u: %s", base, (unsigned)r->uid,
 				     strerror(errno));
-	gpushare_child_init(&ch);
-	ch.fn = start_main;
-	ch.arg = &a;
-	ch.in = ch.out = GPUSHARE_CHILD_DEVNULL;
-	ch.err = GPUSHARE_CHILD_PIPE;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	rc = gpushare_child_start(&ch);
-	if (rc)
-		return rc;
-	/* Its one line of reason fits the pipe: read after it has ended. */
-	rc = gpushare_child_wait(&ch, HOOK_LOCK_WAIT_NS);
-	if (!rc && !(WIFEXITED(ch.wstatus) && (WEXITSTATUS(ch.wstatus) == 0 || WEXITSTATUS(ch.wstatus) == 3))) {
-		elen = ch.err_fd >= 0 ? read(ch.err_fd, err, sizeof(err) - 1) : -1;
-		err[elen > 0 ? elen : 0] = '\0';
-		err[strcspn(err, "\n")] = '\0';
-		rc = gpushare_fail(WIFEXITED(ch.wstatus) && WEXITSTATUS(ch.wstatus) == 4 ? GPUSHARE_E_NO_MPS_BINARY
-											: GPUSHARE_E_MPS_NOT_RUNNING,
-				   "the MPS daemon for uid %u on %s did not start: %s", (unsigned)r->uid, uuid,
-				   *err ? err : "no reason given");
-	}
+	rc = as_user(start_main, &a, &code, err, sizeof(err));
+	if (!rc && code != 0 && code != 3)
+		rc = gpushare_fail(code == 4 ? GPUSHARE_E_NO_MPS_BINARY : GPUSHARE_E_MPS_NOT_RUNNING,
+				   "the MPS daemon for uid %u on %s did not start: %s", (unsigned)r->uid, uuid, err);
 	if (!rc)
-		*started = WEXITSTATUS(ch.wstatus) == 0;
-	if (rc == GPUSHARE_E_TIMEOUT) {
-		struct gpushare_errsave e;
-
-		gpushare_error_save(&e);
-		gpushare_child_stop(&ch, NS_PER_S);
-		gpushare_error_restore(&e, rc);
-	}
-	gpushare_child_release(&ch);
+		*started = code == 0;
 	return rc;
 }
 
@@ -456,46 +470,23 @@ static int stop_daemon(const char *state, const struct job_record *r, const char
 {
 	char base[GPUSHARE_PATH_MAX], err[512];
 	struct start_arg a = { base, uuid, r->uid, r->gid };
-	struct gpushare_child ch;
-	ssize_t elen;
-	int rc = daemon_dir(state, r->uid, uuid, base, sizeof(base));
+	int code, rc = daemon_dir(state, r->uid, uuid, base, sizeof(base));
 
 	*stopped = false;
 	if (rc)
 		return rc;
 	if (access(base, F_OK) != 0)
 		return GPUSHARE_OK;   /* nothing was started there */
-	gpushare_child_init(&ch);
-	ch.fn = stop_main;
-	ch.arg = &a;
-	ch.in = ch.out = GPUSHARE_CHILD_DEVNULL;
-	ch.err = GPUSHARE_CHILD_PIPE;
-	ch.flags = GPUSHARE_CHILD_NO_PDEATHSIG;
-	rc = gpushare_child_start(&ch);
-	if (rc)
-		return rc;
-	rc = gpushare_child_wait(&ch, HOOK_LOCK_WAIT_NS);
-	if (!rc && !(WIFEXITED(ch.wstatus) && (WEXITSTATUS(ch.wstatus) == 0 || WEXITSTATUS(ch.wstatus) == 3))) {
-		elen = ch.err_fd >= 0 ? read(ch.err_fd, err, sizeof(err) - 1) : -1;
-		err[elen > 0 ? elen : 0] = '\0';
-		err[strcspn(err, "\n")] = '\0';
+	rc = as_user(stop_main, &a, &code, err, sizeof(err));
+	if (!rc && code != 0 && code != 3)
 		rc = gpushare_fail(GPUSHARE_E_MPS_REPLY, "the MPS daemon for uid %u on %s did not stop: %s",
-				   (unsigned)r->uid, uuid, *err ? err : "no reason given");
-	}
+				   (unsigned)r->uid, uuid, err);
 	if (!rc) {
-		*stopped = WEXITSTATUS(ch.wstatus) == 0;
+		*stopped = code == 0;
 		/* Root removes only the directory it made, when the user's
 		 * child left it empty (anything else in it stays, as the user's). */
 		(void)rmdir(base);
 	}
-	if (rc == GPUSHARE_E_TIMEOUT) {
-		struct gpushare_errsave e;
-
-		gpushare_error_save(&e);
-		gpushare_child_stop(&ch, NS_PER_S);
-		gpushare_error_restore(&e, rc);
-	}
-	gpushare_child_release(&ch);
 	return rc;
 }
 
