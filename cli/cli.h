@@ -159,10 +159,12 @@ int cli_sweep_other_option(struct cli_command_opts *co, const struct cli_parse *
 int cli_sweep_apply_command(const struct cli_command_opts *co, const char *cmd, int argc, char **argv,
 			    bool workload_given, struct gpushare_sweep_config *s);
 
-/* --resume of sweep and tune: the options recorded in DIR/file's first
- * record apply; those given again must be the same, except free_opts (they
- * measure nothing: given again, they apply); a command after "--" must be
- * the recorded one. Runs run() with that command line; an exit status. */
+/* sweep and tune: a command line without --resume (or with --help) goes to
+ * run() as it is. With --resume --out DIR, the options recorded in
+ * DIR/file's first record apply; those given again must be the same, except
+ * free_opts (they measure nothing: given again, they apply); a command after
+ * "--" must be the recorded one. Runs run() with that command line; an exit
+ * status. */
 struct cli_resume {
 	const struct cli_cmd *cmd;
 	const char *file;
@@ -170,10 +172,7 @@ struct cli_resume {
 	size_t n_free;
 	int (*run)(int argc, char **argv);
 };
-int cli_resume(const struct cli_resume *r, int argc, char **argv, const char *out);
-/* The --out DIR of a command line that asks for --resume (not --help);
- * NULL otherwise. */
-const char *cli_resume_asked(int argc, char **argv);
+int cli_resume(const struct cli_resume *r, int argc, char **argv);
 
 /* More of what bench and sweep share (cli/util.c). */
 

@@ -181,7 +181,9 @@ static const struct opt_pair *find_pair(const struct opt_set *o, const char *nam
 	return NULL;
 }
 
-const char *cli_resume_asked(int argc, char **argv)
+/* The --out DIR of a command line that asks for --resume (not --help);
+ * NULL otherwise. */
+static const char *resume_asked(int argc, char **argv)
 {
 	const char *out = NULL;
 	bool resume = false;
@@ -199,14 +201,16 @@ const char *cli_resume_asked(int argc, char **argv)
 	return resume && out && *out ? out : NULL;
 }
 
-int cli_resume(const struct cli_resume *r, int argc, char **argv, const char *out)
+int cli_resume(const struct cli_resume *r, int argc, char **argv)
 {
 	static struct opt_set now, was;
-	const char *name = r->cmd->name;
+	const char *name = r->cmd->name, *out = resume_asked(argc, argv);
 	char path[GPUSHARE_PATH_MAX + 64], **rec = NULL, **nargv, **names;
 	size_t n_names = 0;
 	int rc, nrec = 0, nargc = 0, code;
 
+	if (!out)
+		return r->run(argc, argv);   /* not a resume */
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", out, r->file) >= sizeof(path))
 		return cli_error(EXIT_USAGE, "%s: --out '%s' is too long", name, out);
 	rc = gpushare_sweep_recorded_argv(path, &rec);

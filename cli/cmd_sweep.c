@@ -235,11 +235,8 @@ int cmd_sweep(int argc, char **argv)
 {
 	static const struct cli_resume r = { &cli_sweep_cmd, GPUSHARE_SWEEP_RESULTS_FILE, sweep_free_opts,
 					     CLI_N(sweep_free_opts), cmd_sweep_run };
-	const char *out = cli_resume_asked(argc, argv);
 
-	if (out)
-		return cli_resume(&r, argc, argv, out);
-	return cmd_sweep_run(argc, argv);
+	return cli_resume(&r, argc, argv);
 }
 
 static int cmd_sweep_run(int argc, char **argv)

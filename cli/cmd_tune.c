@@ -368,11 +368,8 @@ int cmd_tune(int argc, char **argv)
 {
 	static const struct cli_resume r = { &cli_tune_cmd, GPUSHARE_TUNE_PROBES_FILE, tune_free_opts,
 					     CLI_N(tune_free_opts), cmd_tune_run };
-	const char *out = cli_resume_asked(argc, argv);
 
-	if (out)
-		return cli_resume(&r, argc, argv, out);
-	return cmd_tune_run(argc, argv);
+	return cli_resume(&r, argc, argv);
 }
 
 static int cmd_tune_run(int argc, char **argv)
