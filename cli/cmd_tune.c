@@ -56,7 +56,7 @@ static const struct cli_opt tune_run_opts[] = {
 	  .help = "the candidates' strategies: comma list of timeslice, mps, mps-split, mig, sequential, streams",
 	  .def = "timeslice,mps,mps-split", .values = "timeslice mps mps-split mig sequential streams" },
 	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
-	  .help = "a full run's measurement window (each probe has a quarter, at least 100ms)", .def = "500ms" },
+	  .help = "a full run's measurement window (each probe has an eighth, at least 100ms)", .def = "500ms" },
 	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
 	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L },
 	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
@@ -94,7 +94,7 @@ const struct cli_cmd cli_tune_cmd = {
 	.usage = "gpushare tune --out DIR [options] [--<workload option> VALUE]...\n"
 		 "gpushare tune --out DIR [options] [--mode request|job] [--jobs K] -- CMD [ARGS...]",
 	.about = "Find the best configuration of one workload: strategy x workers per GPU x batch, by\n"
-		 "successive halving. Every candidate gets one probe (a quarter of --duration); those below\n"
+		 "successive halving. Every candidate gets one probe (an eighth of --duration); those below\n"
 		 "half the best probe are dropped, and of the rest the best eighth (at least 2) go on to\n"
 		 "full runs, interleaved. After each round a candidate significantly below the leader\n"
 		 "(Welch's t test on log throughput, 95%) is dropped and the better half goes on, until\n"

@@ -21,7 +21,7 @@
 #
 # Env (defaults sized for about 9 minutes on one H100; see docs/tune.md for
 # the cost model):
-#   DUR (1s) window of a full run; tune's probes take a quarter
+#   DUR (1s) window of a full run; tune's probes take an eighth
 #   MLP_DUR (4s) the same for the mlp: a forked PyTorch worker costs about
 #     2 s per run before its window (its CUDA context, model and cuBLAS),
 #     and tune's probe round is at least one such start per candidate, so

@@ -15,7 +15,7 @@
 # any exit of this script; each step is stopped with SIGINT (gpushare then
 # stops its own daemon) when the deadline comes, so the whole fits one call.
 #
-# Env: DUR (1s) window of a full run (tune's probes a quarter), REPEATS (3)
+# Env: DUR (1s) window of a full run (tune's probes an eighth), REPEATS (3)
 # of the grid, WARM (300ms), WORKERS (2,4,8), WORKLOADS ("transformer
 # matmul transformer+matmul:size=2048": a mix A+B is measured together and
 # its split searched, 25/75, 50/50, 75/25, in grid and tune alike),

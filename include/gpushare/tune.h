@@ -86,7 +86,7 @@ struct gpushare_tune_config {
 	int min_runs;                     /* full runs the last two get before one is
 					   * dropped by rank (2) */
 	double probe_fraction;            /* the probe's window (or requests) over the full
-					   * one (0.25; at least 100 ms, 1 request) */
+					   * one (0.125; at least 100 ms, 1 request) */
 	double probe_cut;                 /* n = 1: dropped below this x the best (0.5) */
 	double keep_fraction;             /* of the probes: the best this share go on
 					   * (0.125, rounded up, at least 2) */
@@ -130,7 +130,7 @@ struct gpushare_tune_result {
  * timeslice,mps,mps-split, workers 1,2,4, mps-split's thread percentages
  * 1x,2x,100 (the default share 100/N, twice it, the whole GPU; clear
  * sweep.n_thread_pcts when mps-split is not a strategy), max_repeats 6,
- * min_runs 2, probe_fraction 0.25, probe_cut 0.5, keep_fraction 0.125. */
+ * min_runs 2, probe_fraction 0.125, probe_cut 0.5, keep_fraction 0.125. */
 int gpushare_tune_config_init(struct gpushare_tune_config *t);
 
 /* Run the race, recording the full runs into results_path and the probes

@@ -53,7 +53,7 @@ int gpushare_tune_config_init(struct gpushare_tune_config *t)
 	if (rc)
 		return rc;
 	t->min_runs = 2;
-	t->probe_fraction = 0.25;
+	t->probe_fraction = 0.125;
 	t->probe_cut = 0.5;
 	t->keep_fraction = 0.125;
 	return GPUSHARE_OK;
