@@ -26,8 +26,8 @@
 #     2 s per run before its window (its CUDA context, model and cuBLAS),
 #     and tune's probe round is at least one such start per candidate, so
 #     a 1 s window leaves tune at about 0.45 of the grid whatever it drops
-#     (docs/tune.md, "What it costs"); at 4 s the model predicts 0.32, and
-#     single runs vary less
+#     (docs/tune.md, "What it costs"); at 4 s, 0.30 on an H100
+#     (docs/benchmarks.md, 2026-11-27), and single runs vary less
 #   REPEATS (3) of the sweep (the grid at 2 repeats is read from its first
 #     two rounds, timed to the start of round 3 to the second)
 #   WARM (300ms) warm-up of every run
