@@ -306,7 +306,7 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 			}
 			fmt_cmp(&c->vs_best, cmp, sizeof(cmp));
 			fprintf(f, "  %-4s %-19s %s, %zu run%s: the pick is %s; still racing when the search stopped\n",
-				c->vs_best.verdict == GPUSHARE_VERDICT_HIGHER && c->vs_best.significant ? "beat" : "vs",
+				gpushare_compare_clear(&c->vs_best, GPUSHARE_VERDICT_HIGHER) ? "beat" : "vs",
 				name, gpushare_fmt_rate(c->ci.median, unit, v, sizeof(v)), c->runs, c->runs == 1 ? "" : "s",
 				cmp);
 			continue;
@@ -320,7 +320,7 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 		if (c->runs && c->why != GPUSHARE_TUNE_DROP_NOTHING && !res->probes_only) {
 			fmt_cmp(&c->vs_best, cmp, sizeof(cmp));
 			fprintf(f, "  %-4s %-19s %s, %zu run%s: the pick is %s; dropped after round %d: %s\n",
-				c->vs_best.verdict == GPUSHARE_VERDICT_HIGHER && c->vs_best.significant ? "beat"
+				gpushare_compare_clear(&c->vs_best, GPUSHARE_VERDICT_HIGHER) ? "beat"
 				: c->vs_best.verdict == GPUSHARE_VERDICT_TIE  ? "tie"
 									      : "vs",
 				name, gpushare_fmt_rate(c->ci.median, unit, v, sizeof(v)), c->runs, c->runs == 1 ? "" : "s",

@@ -106,6 +106,11 @@ struct gpushare_comparison {
 };
 void gpushare_compare(const struct gpushare_ci *a, const struct gpushare_ci *b, struct gpushare_comparison *out);
 
+/* A clear difference: the verdict is `verdict` (HIGHER: a clearly above b,
+ * LOWER: clearly below) and significant. A verdict that is not significant
+ * is no clear win or loss: a tie, in the words a user reads. */
+bool gpushare_compare_clear(const struct gpushare_comparison *c, enum gpushare_verdict verdict);
+
 /* "tie", "higher", "lower", "unknown". */
 const char *gpushare_verdict_name(int verdict);
 

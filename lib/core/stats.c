@@ -278,6 +278,12 @@ void gpushare_compare(const struct gpushare_ci *a, const struct gpushare_ci *b, 
 	}
 }
 
+bool gpushare_compare_clear(const struct gpushare_comparison *c, enum gpushare_verdict verdict)
+{
+	return (verdict == GPUSHARE_VERDICT_HIGHER || verdict == GPUSHARE_VERDICT_LOWER) && c->verdict == verdict &&
+	       c->significant;
+}
+
 const char *gpushare_verdict_name(int verdict)
 {
 	switch (verdict) {

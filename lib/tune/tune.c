@@ -286,7 +286,7 @@ static bool full_select(void *arg, int round, const struct gpushare_sweep_cell *
 			continue;
 		}
 		gpushare_compare(&c->ci, &res->cands[lead].ci, &cmp);
-		if (cmp.verdict == GPUSHARE_VERDICT_LOWER && cmp.significant) {
+		if (gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_LOWER)) {
 			c->at_drop = cmp;
 			drop(x, (int)k, r1, GPUSHARE_TUNE_DROP_WELCH, lead, cmp.ratio);
 		}
@@ -623,9 +623,9 @@ static void pick(struct gpushare_tune_result *res)
 		if ((int)k == res->best || !c->runs || c->why == GPUSHARE_TUNE_DROP_NOTHING)
 			continue;
 		gpushare_compare(&res->cands[res->best].ci, &c->ci, &c->vs_best);
-		/* A tie: compared, and not a clear win (a significant one). */
+		/* A tie: compared, and not a clear win. */
 		if (c->active && c->vs_best.method != GPUSHARE_METHOD_NONE &&
-		    !(c->vs_best.verdict == GPUSHARE_VERDICT_HIGHER && c->vs_best.significant))
+		    !gpushare_compare_clear(&c->vs_best, GPUSHARE_VERDICT_HIGHER))
 			res->tied[res->n_tied++] = (int)k;
 	}
 }

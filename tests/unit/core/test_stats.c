@@ -132,13 +132,23 @@ static void test_compare_two_runs(void **state)
 	assert_true(cmp.t_lo > 2.3 && cmp.t_hi < 2.6);
 	assert_int_equal(cmp.order_verdict, GPUSHARE_VERDICT_HIGHER);
 	assert_true(fabs(cmp.order_confidence - 0.25) < 1e-12);
+	assert_true(gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_HIGHER));
+	assert_false(gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_LOWER));
+	assert_false(gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_TIE));
 	gpushare_compare(&cs, &cf, &cmp);
 	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_LOWER);
+	assert_true(gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_LOWER));
+	assert_false(gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_HIGHER));
+	/* Apart but not significant: no clear win. */
+	cmp.significant = false;
+	assert_false(gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_LOWER));
 	gpushare_median_ci(n1, 2, 0.95, &c1);
 	gpushare_median_ci(n2, 2, 0.95, &c2);
 	gpushare_compare(&c2, &c1, &cmp);
 	assert_int_equal(cmp.verdict, GPUSHARE_VERDICT_TIE);
 	assert_false(cmp.significant);
+	assert_false(gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_HIGHER));
+	assert_false(gpushare_compare_clear(&cmp, GPUSHARE_VERDICT_TIE));
 	/* Even apart order intervals (two runs each, 5% gap, 2% spread) are a tie. */
 	{
 		const double p[] = { 1000, 1020 }, q[] = { 1050, 1071 };
