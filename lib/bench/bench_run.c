@@ -1131,7 +1131,8 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	x.r = r;
-	gpushare_run_ctx_init(&x.run, &(struct gpushare_run_opts){ .prefix = "bench", .mps_pipe_dir = c->mps_pipe_dir });
+	gpushare_run_ctx_init(&x.run, &(struct gpushare_run_opts){ .prefix = "bench", .mps_pipe_dir = c->mps_pipe_dir,
+									 .keeper = true });
 	fill_metadata(&x);
 	rc = gpushare_bench_config_check(c);
 	if (!rc)

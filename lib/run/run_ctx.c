@@ -20,6 +20,8 @@ void gpushare_run_ctx_init(struct gpushare_run_ctx *r, const struct gpushare_run
 	memset(r, 0, sizeof(*r));
 	r->prefix = o->prefix;
 	r->dry_run = o->dry_run;
+	r->want_keeper = o->keeper;
+	r->keeper_fd = -1;
 	if (o->dir)
 		snprintf(r->dir, sizeof(r->dir), "%s", o->dir);
 	snprintf(r->visible, sizeof(r->visible), "%s", o->visible ? o->visible : "");
@@ -89,6 +91,9 @@ int gpushare_run_ctx_open(struct gpushare_run_ctx *r)
 		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
 	if (mkdir(r->no_mps_dir, 0700) != 0)
 		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", r->no_mps_dir, strerror(errno));
+	/* Without it a killed run's daemon waits for the next run's reap. */
+	if (r->want_keeper)
+		gpushare_rundir_keeper_start(r->dir, &r->keeper_fd, &r->keeper);
 	return GPUSHARE_OK;
 }
 
@@ -150,5 +155,6 @@ int gpushare_run_ctx_close(struct gpushare_run_ctx *r, int rc)
 	if (r->own_dir && r->dir[0])
 		gpushare_rundir_remove(r->dir);
 	r->own_dir = false;
+	gpushare_rundir_keeper_finish(&r->keeper_fd, &r->keeper);
 	return rc;
 }

@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "gpushare/buf.h"
+#include "gpushare/child.h"
 #include "gpu_select.h"
 #include "gpushare/util.h"
 #include "strategy.h"
@@ -36,6 +37,8 @@ struct gpushare_run_opts {
 	bool dry_run;              /* with dir: create nothing in it */
 	const char *visible;       /* GPUs for a daemon started here (UUIDs when known); NULL or "" all */
 	const char *mps_pipe_dir;  /* a daemon to use and never stop; NULL or "" start one */
+	bool keeper;               /* with prefix: a keeper cleans the directory up after a kill
+				    * (lib/run/rundir.h; the farm has its own) */
 };
 
 struct gpushare_run_ctx {
@@ -44,6 +47,9 @@ struct gpushare_run_ctx {
 	char visible[GPUSHARE_RUN_VISIBLE_MAX];
 	const char *prefix;
 	bool own_dir;                         /* created by open, removed by close */
+	bool want_keeper;
+	int keeper_fd;                        /* our end of the keeper's socket; -1 none */
+	struct gpushare_child keeper;
 	bool dry_run;
 	const struct gpushare_strategy_ops *st; /* the strategy started or joined; NULL none */
 	bool started;                         /* its teardown is due (at stop or close) */

@@ -3,7 +3,8 @@
  * daemon's pipe and log directories, an empty pipe directory for plain
  * workers). Each holds an `owner` file naming the process that created it
  * (pid and start time, so a reused pid is not mistaken for it). gpushare
- * removes its run directory when the run ends; if it was killed first,
+ * removes its run directory when the run ends; if it was killed first, the
+ * run's keeper (below) cleans it up at once, and failing that
  * gpushare_rundir_reap() — called at the start of every bench, sweep and farm —
  * stops any MPS daemon left under a dead owner's directory and removes it,
  * so a killed run leaves nothing running for long. It also cleans up after
@@ -12,13 +13,17 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "sys.h"
 #include "rundir.h"
 #include "jobdir.h"
@@ -119,6 +124,86 @@ void gpushare_rundir_cleanup(const char *dir)
 		return;
 	stop_daemons(dir);
 	gpushare_rundir_remove(dir);
+}
+
+/* ---- the run's keeper ---- */
+
+#define KEEPER_OWNER_WAIT_NS (10 * NS_PER_S)
+#define KEEPER_TICK_NS (10 * NS_PER_MS)
+
+struct keeper_arg {
+	const char *dir;
+	int rd;
+};
+
+static _Noreturn void keeper_main(void *argp)
+{
+	const struct keeper_arg *a = argp;
+	uint64_t deadline;
+	ssize_t n;
+	char c = 0;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	/* Only the read end: a write end held here (ours, or a pipe of an
+	 * outer run's keeper) would keep that pipe from ending. */
+	if (a->rd > 3)
+		close_range(3, (unsigned)a->rd - 1, 0);
+	close_range((unsigned)a->rd + 1, ~0U, 0);
+	do
+		n = read(a->rd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1 && c == 'D')
+		_exit(0);
+	/* gpushare closed its end by exiting: wait for it to be gone (its
+	 * descriptors close before it is a zombie), then clean up. */
+	deadline = gpushare_now_ns() + KEEPER_OWNER_WAIT_NS;
+	while (owner_alive(a->dir)) {
+		if (gpushare_now_ns() >= deadline)
+			_exit(0);
+		gpushare_sleep_ns(KEEPER_TICK_NS);
+	}
+	gpushare_rundir_cleanup(a->dir);
+	_exit(0);
+}
+
+void gpushare_rundir_keeper_start(const char *dir, int *fd, struct gpushare_child *ch)
+{
+	struct keeper_arg a = { dir, -1 };
+	int fds[2];
+
+	*fd = -1;
+	gpushare_child_init(ch);
+	/* A socket rather than a pipe: 'D' to a keeper already gone is
+	 * EPIPE, never SIGPIPE (MSG_NOSIGNAL). */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+		return;
+	a.rd = fds[0];
+	if (gpushare_child_start_detached(ch, keeper_main, &a) != GPUSHARE_OK) {
+		gpushare_clear_error();
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	close(fds[0]);
+	*fd = fds[1];
+}
+
+void gpushare_rundir_keeper_finish(int *fd, struct gpushare_child *ch)
+{
+	if (*fd < 0)
+		return;
+	if (send(*fd, "D", 1, MSG_NOSIGNAL) != 1) {
+		/* It is gone already: nothing to tell. */
+	}
+	close(*fd);
+	*fd = -1;
+	/* It ends at once; reaped here, so that a sweep leaves no zombie per run. */
+	if (gpushare_child_wait(ch, 5 * NS_PER_S) != GPUSHARE_OK)
+		gpushare_child_stop(ch, NS_PER_S);
+	gpushare_child_release(ch);
 }
 
 /* A run directory whose gpushare is gone: its daemons stopped, removed. */

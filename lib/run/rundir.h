@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "gpushare/child.h"
+
 /* Create a private run directory <user dir>/<prefix>-XXXXXX ("bench",
  * "sweep") holding an `owner` file that names this process. */
 int gpushare_rundir_create(const char *prefix, char *out, size_t len);
@@ -17,6 +19,18 @@ void gpushare_rundir_remove(const char *dir);
 /* Stop any MPS daemon under the run directory `dir` (forced) and remove
  * it: what a run's keeper does when its run was killed. */
 void gpushare_rundir_cleanup(const char *dir);
+
+/* A run's keeper: a process that outlives a killed gpushare (SIGKILL
+ * included) for the moment it takes to stop the MPS daemon under `dir` and
+ * remove it. It holds one end of a socket pair whose other end, *fd,
+ * only gpushare holds (close-on-exec); gpushare_rundir_keeper_finish() tells it
+ * the run ended as it should ('D'), and it ends. The end of the socket without
+ * 'D' means gpushare is gone: once the owner named in dir/owner is no
+ * longer alive (up to 10 s), it cleans up as gpushare_rundir_cleanup().
+ * *fd is -1 and the keeper absent when it could not start (the next run's
+ * gpushare_rundir_reap() is then the only clean-up after a kill). */
+void gpushare_rundir_keeper_start(const char *dir, int *fd, struct gpushare_child *ch);
+void gpushare_rundir_keeper_finish(int *fd, struct gpushare_child *ch);
 
 /* Clean up after killed runs: for every bench-* or sweep-* run directory
  * whose owner process is gone, stop any MPS daemon under it (forced) and

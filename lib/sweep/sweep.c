@@ -810,7 +810,7 @@ static int start_daemon(struct sweep_ctx *x, const char *visible)
 {
 	int rc;
 
-	gpushare_run_ctx_init(&x->run, &(struct gpushare_run_opts){ .prefix = "sweep", .visible = visible });
+	gpushare_run_ctx_init(&x->run, &(struct gpushare_run_opts){ .prefix = "sweep", .visible = visible, .keeper = true });
 	rc = gpushare_run_ctx_open(&x->run);
 	if (rc)
 		return rc;

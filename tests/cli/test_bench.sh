@@ -375,23 +375,48 @@ EOF
 	[[ $rc -eq 0 ]] && ok "--mps-pipe-dir: exit 0" || fail "--mps-pipe-dir: exit $rc $(cat "$tmp/err")"
 	pid=$(cat "$daemon_dir/pipe/nvidia-cuda-mps-control.pid")
 	kill -0 "$pid" && ok "--mps-pipe-dir: daemon still running" || fail "--mps-pipe-dir: daemon was stopped"
-	echo "== a SIGKILLed gpushare leaves its MPS daemon; the next run stops it"
-	private_xdg
-	"$GPUSHARE" "${SPIN[@]}" --workers 2 --strategy mps --duration 30s >/dev/null 2>&1 &
-	gpid=$!
+	# The run's keeper: gpushare's child that runs gpushare's own binary (the
+	# workers run gpushare-worker).
+	keeper_of() {
+		local c
+		for c in $(pgrep -P "$1"); do
+			[[ $(readlink "/proc/$c/exe" 2>/dev/null) == "$(readlink -f "$GPUSHARE")" ]] && echo "$c"
+		done
+		return 0
+	}
+	daemon_gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^Z' <(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); }
 	pidglob="$tmp/xdg/gpushare/bench-*/mps/pipe/nvidia-cuda-mps-control.pid"
-	wait_for 100 0.1 compgen -G "$pidglob" >/dev/null || fail "killed run: no daemon appeared"
-	sleep 0.5
+	# Start a 30 s mps run; sets gpid, keeper and left (its daemon's pid).
+	start_killable() {
+		"$GPUSHARE" "${SPIN[@]}" --workers 2 --strategy mps --duration 30s >/dev/null 2>&1 &
+		gpid=$!
+		wait_for 100 0.1 compgen -G "$pidglob" >/dev/null || fail "killed run: no daemon appeared"
+		sleep 0.5
+		keeper=$(keeper_of "$gpid")
+		left=$(cat "$(compgen -G "$pidglob" | head -1)" 2>/dev/null || echo 0)
+		[[ -n "$keeper" && "$left" -gt 0 ]] && ok "a run with its keeper ($keeper) and its daemon ($left)" \
+			|| fail "expected a keeper (got '$keeper') and a daemon (got '$left')"
+	}
+	echo "== a SIGKILLed gpushare: its keeper stops its MPS daemon and removes its directory"
+	private_xdg
+	start_killable
 	kill -KILL "$gpid"
 	wait "$gpid" 2>/dev/null || true
-	pidfile=$(compgen -G "$pidglob" | head -1)
-	left=$(cat "$pidfile" 2>/dev/null || echo 0)
-	kill -0 "$left" 2>/dev/null && ok "killed run: its daemon $left is still running" \
-		|| fail "killed run: expected its daemon to outlive it"
+	wait_for 100 0.1 daemon_gone "$left" && ok "the keeper stopped the killed run's daemon" \
+		|| fail "the killed run's daemon $left still runs"
+	wait_for 100 0.1 bash -c "! compgen -G '$tmp/xdg/gpushare/bench-*' >/dev/null" \
+		&& ok "the keeper removed the killed run's directory" || fail "the killed run's directory is still there"
+	wait_for 100 0.1 bash -c "! kill -0 $keeper 2>/dev/null" && ok "the keeper ended" || fail "the keeper $keeper still runs"
+	echo "== gpushare and its keeper both SIGKILLed: the daemon stays; the next run stops it"
+	start_killable
+	kill -KILL "$keeper" "$gpid"
+	wait "$gpid" 2>/dev/null || true
+	sleep 0.5
+	kill -0 "$left" 2>/dev/null && ok "killed run and keeper: its daemon $left is still running" \
+		|| fail "killed run and keeper: expected its daemon to outlive them"
 	run "${SPIN[@]}" --workers 1 --strategy sequential
 	[[ $rc -eq 0 ]] || fail "run after the kill: exit $rc $(cat "$tmp/err")"
-	wait_for 50 0.1 bash -c "! kill -0 $left 2>/dev/null || grep -q '^Z' <(awk '{print \$3}' /proc/$left/stat 2>/dev/null)" \
-		&& ok "next run stopped the left-over daemon" || fail "left-over daemon $left still running"
+	wait_for 50 0.1 daemon_gone "$left" && ok "next run stopped the left-over daemon" || fail "left-over daemon $left still running"
 	compgen -G "$tmp/xdg/gpushare/bench-*" >/dev/null && fail "killed run's directory was not removed" \
 		|| ok "killed run's directory removed"
 	unset GPUSHARE_MPS_CONTROL

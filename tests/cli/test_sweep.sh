@@ -274,6 +274,25 @@ assert len(pairs) == 8 and max(pairs.values()) == 1, pairs
 assert len(dirs) == 2, dirs                      # one per invocation (interrupted + resumed)
 EOF
 	ls -d "$tmp"/xdg/gpushare/sweep-* >/dev/null 2>&1 && fail "sweep run directory left behind" || ok "run directory removed"
+	echo "== a SIGKILLed sweep: its keeper stops the daemon and removes the run directory, at once"
+	"$GPUSHARE" "${SPIN[@]}" --strategy mps --workers 1 --repeats 2 --duration 30s --out "$tmp/k" -q \
+		>/dev/null 2>&1 &
+	pid=$!
+	dpid=
+	for _ in $(seq 1 $((400 * TIME_FACTOR))); do
+		f=$(ls "$tmp"/xdg/gpushare/sweep-*/mps/pipe/nvidia-cuda-mps-control.pid 2>/dev/null | head -1 || true)
+		[[ -n "$f" ]] && dpid=$(cat "$f" 2>/dev/null || true)
+		[[ -n "$dpid" ]] && break
+		sleep 0.05
+	done
+	[[ -n "$dpid" ]] && ok "the sweep's daemon runs (pid $dpid)" || fail "no daemon seen"
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null || true
+	wait_for 100 0.1 bash -c "! kill -0 $dpid 2>/dev/null || [[ \$(ps -o stat= -p $dpid) == Z* ]]" \
+		&& ok "SIGKILL: the keeper stopped the daemon, no other gpushare run" || fail "SIGKILL: daemon $dpid still runs"
+	wait_for 100 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/sweep-* >/dev/null 2>&1" \
+		&& ok "SIGKILL: the keeper removed the run directory" || fail "SIGKILL: the run directory is still there"
+	no_workers_left "sweep SIGKILL"
 	unset GPUSHARE_MPS_CONTROL
 fi
 
