@@ -134,7 +134,9 @@ python3 - "$tmp/s5/results.jsonl" <<'PY' && ok "  ... 6 runs recorded, at most o
 import json, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 bad = [r for r in runs if r["status"] != "ok"]
-assert len(runs) == 6 and len(bad) <= 1 and runs[-1]["status"] == "ok", [r["status"] for r in runs]
+assert len(runs) == 6 and len(bad) <= 1 and runs[-1]["status"] == "ok", [
+    (r["status"], r.get("error"), [(x.get("reason"), x.get("failure")) for x in r["bench"]["results"]] if r.get("bench") else None)
+    for r in runs]
 PY
 none_left "server killed"
 
