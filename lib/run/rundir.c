@@ -147,8 +147,8 @@ static _Noreturn void keeper_main(void *argp)
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	/* Only the read end: a write end held here (ours, or a pipe of an
-	 * outer run's keeper) would keep that pipe from ending. */
+	/* Only our end: gpushare's end held here (or an outer run's keeper's
+	 * socket) would keep that socket from ending. */
 	if (a->rd > 3)
 		close_range(3, (unsigned)a->rd - 1, 0);
 	close_range((unsigned)a->rd + 1, ~0U, 0);
