@@ -81,6 +81,10 @@ void gpushare_run_result_release(struct gpushare_run_result *res);
 char **gpushare_env_build(char *const env[]);
 void gpushare_env_free(char **envp);
 
+/* A gpushare_getenv_fn (getenv_fn.h) over this process's environment (ctx
+ * unused). */
+const char *gpushare_getenv_process(void *ctx, const char *name);
+
 /* Find `prog` in PATH (or take it as a path if it contains '/') and write
  * the resolved path to buf. GPUSHARE_E_NOT_FOUND if it is not executable. */
 int gpushare_which(const char *prog, char *buf, size_t len);

@@ -18,6 +18,7 @@
 #include "farm_jobs.h"
 #include "gpu_select.h"
 #include "launcher.h"
+#include "sys.h"
 
 static int die(const char *what, int rc)
 {
