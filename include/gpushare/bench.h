@@ -156,7 +156,7 @@ struct gpushare_bench_config {
 	int n_priority;                        /* 0: leave unset */
 	bool ceiling;                          /* also run batch x N in one process */
 	char worker_path[GPUSHARE_PATH_MAX];   /* "" = $GPUSHARE_WORKER, else next to /proc/self/exe */
-	/* Command mode (`gpushare bench -- CMD`, lib/bench_cmd.c): each worker
+	/* Command mode (`gpushare bench -- CMD`, lib/bench/bench_cmd.c): each worker
 	 * runs this program instead of gpushare-worker; the workload fields are
 	 * then unused. Job mode: `requests` is the jobs per worker (--jobs K),
 	 * else jobs run back to back for `duration_ns`. */

@@ -2,7 +2,7 @@
  * Internal to libgpushare: the per-user state directory, private and run
  * directories, and small process helpers (environment building, PATH
  * lookup, /proc readers, gpushare_run() for short commands). The child
- * processes themselves are lib/child.h.
+ * processes themselves are include/gpushare/child.h.
  */
 #ifndef GPUSHARE_SYS_H
 #define GPUSHARE_SYS_H
