@@ -36,7 +36,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LONG_LINES = 900
-INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|([A-Za-z_]\w*))', re.M)
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include(?:[ \t]*"([^"\n]+)"|[ \t]*<([^>\n]+)>|[ \t]+([A-Za-z_]\w*))', re.M)
 PLANT = re.compile(r"plant:\s*(\S+)")
 SOURCE_EXT = (".c", ".h")
 
@@ -292,6 +292,11 @@ def check_objects(layers, lists, errors):
                 errors.append(f"{o}: an object of {layer}/ that is not built (build before the check)")
             else:
                 objects[o] = layer
+    listed = {layer for layer, _ in lists}
+    for d in sorted(layers.rank):
+        folder = os.path.join(ROOT, "lib", d)
+        if lists and d not in listed and os.path.isdir(folder) and any(n.endswith(".c") for n in os.listdir(folder)):
+            errors.append(f"lib/{d}/: no objects of it to check (lib/CMakeLists.txt lists its layers)")
     if not objects:
         return 0
     try:

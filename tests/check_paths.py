@@ -12,9 +12,9 @@ of its headings (GitHub's anchors).
 
 Not the tree's, so not checked: files of the installed tree (lib/lib*.a,
 lib/*.so*, lib/pkgconfig/...), paths git ignores (tests/k8s/node_modules),
-and a program the build makes: tests/<dir>/NAME where tests/<dir>/NAME.c or
-.cu is there, and tests/helpers/NAME, the folder of the build tree that
-holds the programs of tests/helpers/*.c and tests/gpu/*.cu.
+and a program the build makes: tests/<dir>/<name> where tests/<dir>/<name>.c
+or .cu is there, and tests/helpers/<name>, the folder of the build tree
+that holds the programs of tests/helpers/*.c and tests/gpu/*.cu.
 
 The files read: the tracked text files of the tree (git ls-files, or a walk
 without git) whose names end in one of TEXT_EXT, or CMakeLists.txt, less
