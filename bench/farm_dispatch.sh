@@ -2,7 +2,7 @@
 # What does gpushare farm cost per job, and does its memory stay flat in the
 # number of jobs? Runs farms of N `/bin/true` jobs on the CPU (no GPU, no
 # MPS: --strategy timeslice), so that the makespan is almost all dispatch:
-# fork + exec through lib/child.c, the job's output files, one fsync'ed
+# fork + exec through lib/sys/child.c, the job's output files, one fsync'ed
 # journal record per job, the wait.
 #
 #   dispatch  N jobs (default 10000) at K = 1, 2 and 4 slots: makespan / N

@@ -1,5 +1,5 @@
 /*
- * gpushare farm: run a queue of jobs on K slots per GPU (lib/farm.c), and
+ * gpushare farm: run a queue of jobs on K slots per GPU (lib/farm/farm.c), and
  * gpushare farm status: summarise farm directories (docs/farm.md).
  */
 #include <signal.h>

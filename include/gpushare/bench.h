@@ -156,7 +156,7 @@ struct gpushare_bench_config {
 	int n_priority;                        /* 0: leave unset */
 	bool ceiling;                          /* also run batch x N in one process */
 	char worker_path[GPUSHARE_PATH_MAX];   /* "" = $GPUSHARE_WORKER, else next to /proc/self/exe */
-	/* Command mode (`gpushare bench -- CMD`, lib/bench_cmd.c): each worker
+	/* Command mode (`gpushare bench -- CMD`, lib/bench/bench_cmd.c): each worker
 	 * runs this program instead of gpushare-worker; the workload fields are
 	 * then unused. Job mode: `requests` is the jobs per worker (--jobs K),
 	 * else jobs run back to back for `duration_ns`. */
@@ -576,6 +576,61 @@ int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f
 
 /* gpushare_write_file_atomic() and gpushare_check_writable(): see
  * gpushare/files.h. */
+
+/* ---- the live view of a benchmark (Prometheus, gpushare/metrics.h) ---- */
+
+/*
+ * Usage (a benchmark; lib/bench/bench_run.c does this):
+ *   gpushare_metrics_bench_start(config, &m);   NULL when --metrics-listen is off
+ *   per region: gpushare_metrics_bench_attach(m, ...) after creating it,
+ *               gpushare_metrics_bench_detach(m) before unmapping it;
+ *   gpushare_metrics_bench_stop(m).
+ * All bench functions accept m == NULL and then do nothing.
+ *
+ * Usage (several runs, one server; lib/sweep/sweep.c does this):
+ *   gpushare_metrics_bench_start(config listing every strategy, &m);
+ *   per run: gpushare_metrics_bench_set_run(m, workload, labels, n);
+ *            run.metrics = m; gpushare_bench_run(&run, ...);
+ *   gpushare_metrics_bench_stop(m).
+ */
+
+struct gpushare_metrics_bench;
+
+/* Start serving config->metrics_listen (off when ""; *out = NULL). */
+int gpushare_metrics_bench_start(const struct gpushare_bench_config *c, struct gpushare_metrics_bench **out);
+
+/* A region of strategy `strategy` is live: slot i is worker offset + i.
+ * mps_pipe_dir: the daemon its workers use, "" or NULL none. The region must
+ * stay mapped until gpushare_metrics_bench_detach(). */
+void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, int strategy,
+				   struct gpushare_region_header *reg, uint32_t n_slots, size_t offset,
+				   const char *mps_pipe_dir);
+
+/* Keep the region's final values (its series stay in the exposition until
+ * the server stops) and forget the region. Waits for a scrape that is
+ * reading it; never touches the workers. */
+void gpushare_metrics_bench_detach(struct gpushare_metrics_bench *m);
+
+/* Run labels: a view that serves several runs (a sweep) labels the series
+ * of each run so Prometheus tells the runs apart. The labels set here (at
+ * most GPUSHARE_METRICS_MAX_RUN_LABELS, after strategy, workload and
+ * worker) and the workload label's value (NULL or "": unchanged; at
+ * first the config's) apply to the regions attached from now on; a
+ * region's series keep the labels they were attached with. Names: [a-zA-Z_][a-zA-Z0-9_]*, shorter than
+ * GPUSHARE_METRICS_RUN_LABEL_NAME_MAX, unique, none of strategy, workload,
+ * worker, le, phase; keep them the same from run to run. Values are copied
+ * (cut at GPUSHARE_METRICS_RUN_LABEL_VALUE_MAX - 1 bytes). GPUSHARE_E_INVAL
+ * for a bad name or too many labels. m == NULL: nothing. */
+#define GPUSHARE_METRICS_MAX_RUN_LABELS 4
+#define GPUSHARE_METRICS_RUN_LABEL_NAME_MAX 32
+#define GPUSHARE_METRICS_RUN_LABEL_VALUE_MAX 192
+int gpushare_metrics_bench_set_run(struct gpushare_metrics_bench *m, const char *workload,
+				   const struct gpushare_metrics_label *labels, size_t n_labels);
+
+/* The exposition of the live view (for tests and --once style callers). */
+int gpushare_metrics_bench_render(struct gpushare_metrics_bench *m, char **text, size_t *len);
+
+void gpushare_metrics_bench_stop(struct gpushare_metrics_bench *m);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
  * gpushare utilities for programs that use the library: parsing of
  * user-supplied values the way gpushare's own options are parsed, and the
  * clock. (Directories, run directories and processes are the library's own
- * business: lib/sys.h.)
+ * business: lib/sys/sys.h.)
  */
 #ifndef GPUSHARE_UTIL_H
 #define GPUSHARE_UTIL_H

@@ -1,13 +1,13 @@
 /*
  * Command mode of `gpushare bench` (`gpushare bench [options] -- CMD ARGS`):
- * any program as a worker. lib/bench_run.c forks one relay per worker where
+ * any program as a worker. lib/bench/bench_run.c forks one relay per worker where
  * it would exec gpushare-worker; the relay plays gpushare-worker's part of
  * the region protocol (docs/region.md) on behalf of a program that knows
  * nothing about it:
  *
  *  - request mode: the relay starts the command once, with a socket on
  *    GPUSHARE_REPORT_FD, and reads what it writes (docs/protocol.md,
- *    lib/proto.c). "ready" turns the slot READY; at GO the relay writes "go";
+ *    lib/worker/proto.c). "ready" turns the slot READY; at GO the relay writes "go";
  *    each reported request inside the window goes into the slot's histogram;
  *    at the end it writes "stop" and waits for the command to exit. A
  *    version-2 command is handed its requests instead ("req ID", answered

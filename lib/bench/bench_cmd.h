@@ -1,7 +1,7 @@
 /*
  * Command mode of the benchmark launcher (internal to libgpushare): the
- * relay that lib/bench_run.c forks in place of gpushare-worker when the
- * configuration names a command. See lib/bench_cmd.c.
+ * relay that lib/bench/bench_run.c forks in place of gpushare-worker when the
+ * configuration names a command. See lib/bench/bench_cmd.c.
  */
 #ifndef GPUSHARE_BENCH_CMD_H
 #define GPUSHARE_BENCH_CMD_H

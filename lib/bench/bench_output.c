@@ -288,7 +288,7 @@ static cJSON *json_config(const struct gpushare_bench_config *c)
 	char label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
 
 	if (c->command)
-		d = NULL; /* command mode (lib/bench_cmd.c): no built-in workload */
+		d = NULL; /* command mode (lib/bench/bench_cmd.c): no built-in workload */
 	ok = ok && gpushare_json_str(o, "workload", gpushare_bench_workload_label(c, label, sizeof(label))) &&
 	     (opts = gpushare_json_obj(o, "workload_options")) != NULL && json_mix_config(o, c);
 	if (ok && c->command) {

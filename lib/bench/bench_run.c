@@ -1,9 +1,9 @@
 /*
  * The benchmark engine: the parent side of the region protocol
- * (include/gpushare/region.h). For each strategy (lib/strategy.c) it checks
+ * (include/gpushare/region.h). For each strategy (lib/strategy/strategy.c) it checks
  * what the strategy needs before anything runs, lets it prepare (a private
  * MPS daemon), starts the workers (gpushare-worker processes, or relays of
- * a command, lib/bench_cmd.c) through lib/child.c, holds them at the start
+ * a command, lib/bench/bench_cmd.c) through lib/sys/child.c, holds them at the start
  * barrier, opens the measurement window, samples the GPU while they run,
  * stops them (STOP, then SIGTERM, then SIGKILL, to each worker's whole
  * process group) and turns their slots into a struct gpushare_bench_result.
@@ -174,7 +174,7 @@ static int spawn(struct session *s, const struct proc_spec *p, struct worker_pro
 	wp->ch.flags = GPUSHARE_CHILD_IGNORE_SIGINT | GPUSHARE_CHILD_STDOUT_TO_STDERR;
 	if (c->command) {
 		/* Command mode: the child becomes the worker's relay
-		 * (lib/bench_cmd.c) and never execs gpushare-worker. */
+		 * (lib/bench/bench_cmd.c) and never execs gpushare-worker. */
 		cs = (struct gpushare_cmd_spec){
 			.c = c, .path = s->x->command, .reg = s->reg, .slot = (uint32_t)p->first_slot,
 			.worker = (int)s->offset + p->first_slot, .workers = (int)s->res->n_workers,
@@ -826,7 +826,7 @@ static int run_strategy(struct bench_ctx *x, const struct gpushare_strategy_ops 
  * step passes when it ran without a failed worker and its quantile, with
  * the requests left unserved counted as longer than any, is within the
  * bound. Each step's window offers at least min_requests arrivals on
- * average (lib/openloop.c: gpushare_peak_min_requests). */
+ * average (lib/bench/openloop.c: gpushare_peak_min_requests). */
 static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st, struct gpushare_bench_result *res)
 {
 	const struct gpushare_bench_config *c0 = x->c;
@@ -938,7 +938,7 @@ static void fill_metadata(struct bench_ctx *x)
 		snprintf(r->host, sizeof(r->host), "%s", u.nodename);
 }
 
-/* --gpus: the GPUs (lib/launcher.c's rules), the first one's index as the
+/* --gpus: the GPUs (lib/exec/launcher.c's rules), the first one's index as the
  * run's GPU (telemetry, mig), all their UUIDs for the MPS daemon. */
 static int select_gpus(struct bench_ctx *x)
 {

@@ -2,7 +2,7 @@
  * Open-loop load (internal to libgpushare): the arrival schedule, the
  * dispatcher thread that hands arrivals to the workers through the region's
  * rings at their scheduled times, and the search for the highest rate that
- * meets a latency bound. lib/bench_run.c drives them; the rings and the
+ * meets a latency bound. lib/bench/bench_run.c drives them; the rings and the
  * workers' side are in gpushare/region.h.
  */
 #ifndef GPUSHARE_OPENLOOP_H
@@ -70,7 +70,7 @@ bool gpushare_dispatcher_finished(const struct gpushare_dispatcher *d);
 /* Ask the thread to end and join it; its counters are final afterwards. */
 void gpushare_dispatcher_stop(struct gpushare_dispatcher *d);
 
-/* ---- the session's hooks (lib/bench_run.c) ---- */
+/* ---- the session's hooks (lib/bench/bench_run.c) ---- */
 
 /* Create the region for a run of n_slots slots: with the rings the
  * configuration's dispatch needs under open loop, plain otherwise. */
@@ -125,7 +125,7 @@ bool gpushare_peak_search_next(struct gpushare_peak_search *s, double *rate);
 /* The outcome of the step at `rate`. */
 void gpushare_peak_search_result(struct gpushare_peak_search *s, double rate, bool pass);
 
-/* ---- printing (lib/openloop_output.c, called by lib/bench_output.c) ---- */
+/* ---- printing (lib/bench/openloop_output.c, called by lib/bench/bench_output.c) ---- */
 
 struct cJSON;
 /* Add "open_loop" and "peak" (objects or null) to a result object. */

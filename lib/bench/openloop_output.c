@@ -2,7 +2,7 @@
  * How open-loop results print: the "open_loop" and "peak" objects of a
  * result in the JSON document (docs/bench-schema.json), the configuration's
  * open-loop fields, and the lines under a strategy's row in the table.
- * Called from lib/bench_output.c.
+ * Called from lib/bench/bench_output.c.
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>

@@ -8,7 +8,7 @@
 /* Returns the value of `name`, or NULL when it is not set. */
 typedef const char *(*gpushare_getenv_fn)(void *ctx, const char *name);
 
-/* A gpushare_getenv_fn over this process's environment (ctx unused). */
-const char *gpushare_getenv_process(void *ctx, const char *name);
+/* The one over this process's environment is gpushare_getenv_process()
+ * (lib/sys/sys.h). */
 
 #endif

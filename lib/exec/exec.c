@@ -2,7 +2,7 @@
  * One rank of an MPI or srun job (include/gpushare/exec.h, docs/exec.md).
  *
  * The job directory <user dir>/exec-<job key>@<node> has its lock beside it
- * (<dir>.lock, lib/lock.c); every decision below is taken under it. It holds:
+ * (<dir>.lock, lib/sys/lock.c); every decision below is taken under it. It holds:
  *   ranks/<r>    one file per local rank that arrived, "pid start-time"
  *                and, once its program runs, the program's process group
  *                and start time,

@@ -5,7 +5,7 @@
  * run context) and runs it; farm_dispatch.c holds the queue, the slots and
  * the main loop, farm_status.c the summaries (farm_engine.h: their state).
  *
- * One thread does everything: it starts jobs through lib/child.c (each in a
+ * One thread does everything: it starts jobs through lib/sys/child.c (each in a
  * process group of its own, dying with gpushare), sleeps in poll() on the
  * running jobs' pidfds (or a short tick without them), records each ended
  * attempt in the journal (farm_journal.c: one line per attempt, the

@@ -19,12 +19,6 @@
 #include "gpushare/files.h"
 #include "hash.h"
 
-const char *gpushare_getenv_process(void *ctx, const char *name)
-{
-	(void)ctx;
-	return getenv(name);
-}
-
 void gpushare_farm_jobs_init(struct farm_jobs *list, enum farm_jobs_mode mode)
 {
 	memset(list, 0, sizeof(*list));

@@ -1,4 +1,4 @@
-/* The live metrics of a farm (lib/metrics_farm.h). */
+/* The live metrics of a farm (lib/farm/metrics_farm.h). */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>

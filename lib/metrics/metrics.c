@@ -4,7 +4,7 @@
  * gpushare's log-linear histograms; and the parsing of the two values a user
  * gives (a listen address and a bucket list).
  *
- * Format rules this writer keeps (and tests/unit/test_metrics.c checks with
+ * Format rules this writer keeps (and tests/unit/metrics/test_metrics.c checks with
  * promtool): lines end in "\n", the last one included; HELP text escapes
  * backslash and newline; label values escape backslash, double quote and
  * newline; a family's samples follow its HELP/TYPE lines together; buckets

@@ -1,4 +1,4 @@
-/* A private MPS session for a run (lib/mps_session.h). */
+/* A private MPS session for a run (lib/mps/mps_session.h). */
 #include <stdio.h>
 #include <string.h>
 

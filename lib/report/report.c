@@ -1,6 +1,6 @@
 /*
  * Sweep reports: grouping recorded runs into cells, their statistics
- * (medians with order-statistic intervals, lib/stats.c), and the
+ * (medians with order-statistic intervals, lib/core/stats.c), and the
  * recommendation: per (shape, batch) and worker count the best way to share
  * with its gains and ties, per strategy the worker count that is enough,
  * and the best throughput under a p99 target.

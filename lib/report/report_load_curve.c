@@ -185,7 +185,7 @@ static int build(const struct gpushare_report *r, struct curve **out, size_t *n_
 	return GPUSHARE_OK;
 }
 
-/* A duration or a rate through lib/format.c; "-" when nothing measured it. */
+/* A duration or a rate through lib/core/format.c; "-" when nothing measured it. */
 static const char *fmt_s(double s, bool known, char *buf, size_t len)
 {
 	if (!known || !isfinite(s)) {

@@ -4,7 +4,7 @@
  * --rate LIST`) grouped into one curve per shape, strategy, workers and
  * batch, the peak rate within the bound marked on each, and the "highest
  * rate within the bound" line of the recommendation. See
- * lib/report_load_curve.c.
+ * lib/report/report_load_curve.c.
  */
 #ifndef GPUSHARE_REPORT_LOAD_CURVE_H
 #define GPUSHARE_REPORT_LOAD_CURVE_H

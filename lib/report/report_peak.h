@@ -3,7 +3,7 @@
  * `gpushare sweep --load open --find-peak --slo pNN=D` grouped into one
  * table per shape, batch and bound, the peak rate within the bound per
  * strategy (rows) and worker count (columns), and the recommendation's
- * "highest rate within the bound" from those peaks. See lib/report_peak.c.
+ * "highest rate within the bound" from those peaks. See lib/report/report_peak.c.
  */
 #ifndef GPUSHARE_REPORT_PEAK_H
 #define GPUSHARE_REPORT_PEAK_H

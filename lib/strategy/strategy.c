@@ -1,5 +1,5 @@
 /*
- * The strategy table (lib/strategy.h): timeslice, mps, mps-split, mig,
+ * The strategy table (lib/strategy/strategy.h): timeslice, mps, mps-split, mig,
  * sequential, streams, and the ceiling run.
  *
  * Workers that must not reach any MPS daemon (every strategy but mps and
@@ -134,7 +134,7 @@ static int mps_check(const struct gpushare_strategy_ctx *x)
 }
 
 /* The daemon's directories are <run>/mps/{pipe,log}, where a later run
- * finds and stops it should this one be killed (lib/rundir.c). */
+ * finds and stops it should this one be killed (lib/run/rundir.c). */
 static int mps_prepare(struct gpushare_strategy_ctx *x)
 {
 	char base[GPUSHARE_PATH_MAX];

@@ -1,6 +1,6 @@
 /*
  * Child processes: start, wait for and stop a program (or a forked function)
- * in a process group of its own. See lib/child.h for the contract.
+ * in a process group of its own. See include/gpushare/child.h for the contract.
  *
  * Exec failure reaches the parent through a close-on-exec pipe: the child
  * writes its errno there when execve fails, and the parent's read returns 0

@@ -29,6 +29,12 @@ static bool env_name_eq(const char *entry, const char *name, size_t name_len)
 	return strncmp(entry, name, name_len) == 0 && (entry[name_len] == '=' || entry[name_len] == '\0');
 }
 
+const char *gpushare_getenv_process(void *ctx, const char *name)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
 char **gpushare_env_build(char *const env[])
 {
 	size_t n = 0, extra = 0, i, j, k = 0;

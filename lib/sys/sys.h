@@ -2,7 +2,7 @@
  * Internal to libgpushare: the per-user state directory, private and run
  * directories, and small process helpers (environment building, PATH
  * lookup, /proc readers, gpushare_run() for short commands). The child
- * processes themselves are lib/child.h.
+ * processes themselves are include/gpushare/child.h.
  */
 #ifndef GPUSHARE_SYS_H
 #define GPUSHARE_SYS_H
@@ -80,6 +80,10 @@ void gpushare_run_result_release(struct gpushare_run_result *res);
  * gpushare_env_free(). */
 char **gpushare_env_build(char *const env[]);
 void gpushare_env_free(char **envp);
+
+/* A gpushare_getenv_fn (getenv_fn.h) over this process's environment (ctx
+ * unused). */
+const char *gpushare_getenv_process(void *ctx, const char *name);
 
 /* Find `prog` in PATH (or take it as a path if it contains '/') and write
  * the resolved path to buf. GPUSHARE_E_NOT_FOUND if it is not executable. */

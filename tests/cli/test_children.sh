@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end tests of how gpushare ends its children (lib/child.c): a job
+# End-to-end tests of how gpushare ends its children (lib/sys/child.c): a job
 # that forks background processes leaves none behind and gpushare says it
 # killed them; a command that closes its report channel before it is ready
 # fails at once, not at the start timeout; SIGHUP and SIGQUIT during a run

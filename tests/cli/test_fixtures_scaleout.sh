@@ -3,7 +3,7 @@
 # 2-task batch job and a 3-element array with the documented variables, and
 # Open MPI starts 3 ranks; under both launchers the print_binding helper
 # finds the node-local rank and count and binds to the GPUs of the stand-in
-# NVML as lib/launcher.c's rules say.
+# NVML as lib/exec/launcher.c's rules say.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_slurm.sh"

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the worker reporting protocol parser (lib/proto.c):
+ * libFuzzer harness for the worker reporting protocol parser (lib/worker/proto.c):
  * feeds arbitrary bytes in arbitrary pieces, the way a misbehaving worker
  * writes them, and checks the parser's promises: it never reads or writes
  * out of bounds (the sanitizers watch), it never holds more than one line,

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the results loader (lib/report_load.c), which both
+ * libFuzzer harness for the results loader (lib/report/report_load.c), which both
  * `gpushare report` and `sweep --resume` use on a file anyone may have
  * edited, truncated or planted: arbitrary bytes as a results file. Checks
  * the loader's promises: no read or write out of bounds (the sanitizers

@@ -1,6 +1,6 @@
 /*
  * A test program for the launcher rules: run under mpirun or srun, it prints
- * on one line what lib/launcher.c makes of the current environment, the
+ * on one line what lib/exec/launcher.c makes of the current environment, the
  * launcher, the ranks, the job key and the GPU this rank would be bound to
  * (GPUs from NVML, the stand-in one in tests). Usage:
  *   print_binding [--gpus SPEC] [--bind round-robin|block] [--ranks-per-gpu K]
@@ -18,6 +18,7 @@
 #include "farm_jobs.h"
 #include "gpu_select.h"
 #include "launcher.h"
+#include "sys.h"
 
 static int die(const char *what, int rc)
 {

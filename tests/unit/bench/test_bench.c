@@ -1,6 +1,6 @@
 /*
- * Unit tests of the benchmark's model and printers (lib/bench.c,
- * lib/bench_output.c): strategy and per-worker list parsing, statistics
+ * Unit tests of the benchmark's model and printers (lib/bench/bench.c,
+ * lib/bench/bench_output.c): strategy and per-worker list parsing, statistics
  * computed from histograms, the JSON document, CSV rows and the atomic file
  * write. The launcher itself is tested end to end by tests/cli/test_bench.sh.
  */

@@ -1,6 +1,6 @@
 /*
- * Unit tests of open-loop load (lib/openloop.c and the rings of
- * lib/region.c): the arrival schedules, the rings under concurrent
+ * Unit tests of open-loop load (lib/bench/openloop.c and the rings of
+ * lib/worker/region.c): the arrival schedules, the rings under concurrent
  * consumers, the open-loop recording rule, quantiles with unserved
  * requests, the per-step request rule, the peak search against analytic
  * capacities, the --slo parser, and the dispatcher handing out a schedule.

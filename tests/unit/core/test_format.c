@@ -1,4 +1,4 @@
-/* Unit tests of lib/format.c: one number format for people. */
+/* Unit tests of lib/core/format.c: one number format for people. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

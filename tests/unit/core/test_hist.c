@@ -1,5 +1,5 @@
 /*
- * Unit tests of lib/hist.c: bucket layout, quantile accuracy against exactly
+ * Unit tests of lib/core/hist.c: bucket layout, quantile accuracy against exactly
  * sorted data, merge, mean/stddev, count_le and empty/overflow cases.
  */
 #include <setjmp.h>

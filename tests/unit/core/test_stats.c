@@ -1,4 +1,4 @@
-/* Unit tests of lib/stats.c: median intervals with their exact coverage,
+/* Unit tests of lib/core/stats.c: median intervals with their exact coverage,
  * spread, and comparisons (tie, significance at the stated level). */
 #include <math.h>
 #include <setjmp.h>

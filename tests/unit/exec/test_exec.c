@@ -1,5 +1,5 @@
 /*
- * Unit tests of the exec module (lib/exec.c): job directory names, refusals,
+ * Unit tests of the exec module (lib/exec/exec.c): job directory names, refusals,
  * two ranks of one job in one process (rank files are separate flock()
  * locks, so they behave as two processes would), the last rank's clean-up,
  * the stale directory of a killed job of the same key, and the reaping of a

@@ -1,5 +1,5 @@
 /*
- * Unit tests: the farm engine (lib/farm.c) without a driver (jobs run
+ * Unit tests: the farm engine (lib/farm/farm.c) without a driver (jobs run
  * unplaced, as on one GPU): a farm of shell jobs end to end, retries and a
  * final failure, a timeout, resume after a partial run, the calibration's
  * choice, the summary as JSON and text (the live metrics text is

@@ -1,5 +1,5 @@
 /*
- * Unit tests of GPU discovery (lib/nvml.c, lib/cudadrv.c) against the fake
+ * Unit tests of GPU discovery (lib/gpu/nvml.c, lib/gpu/cudadrv.c) against the fake
  * NVML and libcuda of tests/helpers (found through GPUSHARE_TEST_HELPERS).
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests: the strategy table (lib/strategy.c): every strategy has an
+ * Unit tests: the strategy table (lib/strategy/strategy.c): every strategy has an
  * entry with its name and layout; the environment each gives a worker; the
  * checks that run before anything starts (control program, MIG, a daemon
  * in the way of timeslice); the private MPS session against the stand-in

@@ -1,5 +1,5 @@
 /*
- * Unit tests: the child-process module (lib/child.c): exec failure reported
+ * Unit tests: the child-process module (lib/sys/child.c): exec failure reported
  * back, exit statuses and signals, a bounded wait, stop of a whole process
  * group (a child that ignores SIGTERM, grandchildren), stragglers left by a
  * leader that exited, a forked function, pipes.

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the worker reporting protocol parser (lib/proto.c,
+ * Unit tests of the worker reporting protocol parser (lib/worker/proto.c,
  * docs/protocol.md): every message, every kind of malformed line, partial
  * writes split at every byte, the line bound, the flood bound, and that a
  * failure is final.

@@ -1,5 +1,5 @@
 /*
- * Unit tests of lib/region.c: creating a sealed region, attaching from
+ * Unit tests of lib/worker/region.c: creating a sealed region, attaching from
  * another process through the descriptor, and refusing regions that are not
  * ours (bad magic, version, slot size, file size, unsealed files).
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests of lib/workload.c: the built-in workload tables, defaults, and
+ * Unit tests of lib/worker/workload.c: the built-in workload tables, defaults, and
  * validation of every option type (int, choice, duration, bool), including
  * bad values, bounds, unknown names and cross-option checks.
  */

@@ -1,4 +1,4 @@
-/* Unit tests of lib/sys/utf8.c: validity, repair with U+FFFD and cutting
+/* Unit tests of lib/core/utf8.c: validity, repair with U+FFFD and cutting
  * between characters, never inside one. */
 #include <setjmp.h>
 #include <stdarg.h>
