@@ -1,6 +1,7 @@
 /*
  * A mix of workloads (bench_mix.c): the checks of a mix's configuration and
- * its per-member figures, for bench.c; the workers' totals both use.
+ * its per-member figures, for bench.c; the workers' totals (the aggregate
+ * and each member are computed from them).
  */
 #ifndef GPUSHARE_BENCH_MIX_H
 #define GPUSHARE_BENCH_MIX_H
@@ -12,7 +13,7 @@
  * GPUSHARE_E_INVAL with a detail; OK for a run of one workload. */
 int bench_mix_check(const struct gpushare_bench_config *c);
 
-/* The totals of workers [first, last) of res (bench.c), their histograms
+/* The totals of workers [first, last) of res, their histograms
  * merged into *hist (emptied first): what the aggregate and each workload of
  * a mix are computed from. */
 struct bench_span {
