@@ -47,6 +47,11 @@ struct gpushare_report_text {
 /* Free the report's names (gpushare_report_release()). */
 void gpushare_report_names_free(struct gpushare_report_names *n);
 
+/* Free what gpushare_report_summarise() made (cells, shapes, the
+ * recommendation) and zero their counts (report.c); the loader's
+ * gpushare_report_release() (report_load.c) frees the runs too. */
+void gpushare_report_summary_release(struct gpushare_report *r);
+
 /* ---- the runs, whole or folded (report_runs.c) ---- */
 
 /* Whether the loader folds run into a group: an ok closed-loop run (no

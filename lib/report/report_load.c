@@ -964,3 +964,25 @@ int gpushare_report_load_buffer(const char *data, size_t len, struct gpushare_re
 	loader_done(&ld, rc);
 	return rc;
 }
+
+/* ---- release: what the loader and the summary made ---- */
+
+void gpushare_report_release(struct gpushare_report *r)
+{
+	gpushare_report_summary_release(r);
+	for (size_t i = 0; r->whole && i < r->n_whole; i++)
+		gpushare_report_run_release(&r->whole[i]);
+	free(r->whole);
+	for (size_t i = 0; r->groups && i < r->n_groups; i++)
+		free(r->groups[i].samples);
+	free(r->groups);
+	for (size_t i = 0; r->hist_acc && i < r->n_hist_acc; i++) {
+		free(r->hist_acc[i].bucket);
+		free(r->hist_acc[i].count);
+	}
+	free(r->hist_acc);
+	gpushare_report_names_free(r->names);
+	free(r->bad);
+	free(r->shape_meta);
+	memset(r, 0, sizeof(*r));
+}
