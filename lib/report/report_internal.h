@@ -1,7 +1,8 @@
 /*
  * Internals shared by the report modules: the table model of the markdown
  * and HTML reports, comparison sentences, the plot description drawn by
- * report_plot.c (cairo) and the XML escaper. Numbers are formatted by
+ * report_plot.c (cairo; the report's figures and its load curves are
+ * described as such plots) and the XML escaper. Numbers are formatted by
  * gpushare/format.h throughout.
  */
 #ifndef GPUSHARE_REPORT_INTERNAL_H
@@ -156,6 +157,7 @@ enum rplot_unit {
 	RPLOT_FRACTION,              /* 0..1 */
 	RPLOT_PERCENT,               /* 0..100 */
 	RPLOT_BYTES,                 /* MiB, GiB */
+	RPLOT_REQUEST_RATE,          /* requests/s: k, M suffixes */
 };
 
 struct rplot_series {
@@ -168,6 +170,7 @@ struct rplot_series {
 	size_t n;
 	double x[RPLOT_MAX_POINTS], y[RPLOT_MAX_POINTS];
 	double lo[RPLOT_MAX_POINTS], hi[RPLOT_MAX_POINTS];   /* error bar; NaN none */
+	size_t ring;                 /* 1-based index of a point drawn ringed (a peak); 0 none */
 };
 
 struct rplot {
@@ -184,6 +187,10 @@ struct rplot {
 	 * same axes; 0 or 1: one plot of every series. */
 	size_t n_panels;
 	char panel_title[RPLOT_MAX_PANELS][64];
+	/* A reference value of y drawn as a dashed grey line across the plot
+	 * with its label (a latency bound); 0 none. The y axis includes it. */
+	double yref;
+	char yref_label[64];
 	size_t n_series;
 	struct rplot_series series[RPLOT_MAX_SERIES];
 };
@@ -199,6 +206,11 @@ int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png,
  * its left margin to the image's right edge, less a margin). For tests and
  * tools; GPUSHARE_E_UNSUPPORTED without cairo. */
 int gpushare_report_plot_title(const struct rplot *p, char *out, size_t len, double *width, double *max_width);
+
+/* Drop what drawing keeps cached (cairo's fonts and glyphs, fontconfig's
+ * configuration): after the last plot of a report, so that a report leaves
+ * nothing allocated behind. Nothing without cairo. */
+void gpushare_report_plot_done(void);
 
 /* One rendered plot of the report. */
 struct report_figure {
