@@ -316,6 +316,21 @@ void bench_span_sum(const struct gpushare_bench_result *res, size_t first, size_
 	s->fairness = max_tp > 0 ? min_tp / max_tp : 0;
 }
 
+/* The workers pinned to GPU g of --gpus (bench_mix.h). */
+void bench_gpu_sum(const struct gpushare_bench_report *r, const struct gpushare_bench_result *res, size_t g,
+		   size_t *workers, double *rps, double *ips)
+{
+	*workers = 0;
+	*rps = *ips = 0;
+	for (size_t i = 0; i < res->n_workers; i++) {
+		if (strcmp(res->workers[i].visible_devices, r->gpu_uuids[g]) != 0)
+			continue;
+		(*workers)++;
+		*rps += res->workers[i].requests_per_second;
+		*ips += res->workers[i].items_per_second;
+	}
+}
+
 void bench_mix_compute(struct gpushare_bench_result *res)
 {
 	int n = res->n_mix;

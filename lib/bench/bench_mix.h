@@ -1,7 +1,7 @@
 /*
  * A mix of workloads (bench_mix.c): the checks of a mix's configuration and
- * its per-member figures, for bench.c; the workers' totals (the aggregate
- * and each member are computed from them).
+ * its per-member figures, for bench.c; the workers' totals (the aggregate,
+ * each member and each GPU of --gpus are computed from them).
  */
 #ifndef GPUSHARE_BENCH_MIX_H
 #define GPUSHARE_BENCH_MIX_H
@@ -25,6 +25,12 @@ struct bench_span {
 
 void bench_span_sum(const struct gpushare_bench_result *res, size_t first, size_t last, struct bench_span *s,
 		    struct gpushare_hist *hist);
+
+/* --gpus: the workers pinned to GPU g (by the UUID they were given) and
+ * their summed requests/s and items/s, for the printers (the JSON's "gpus",
+ * the table's per-GPU lines). */
+void bench_gpu_sum(const struct gpushare_bench_report *r, const struct gpushare_bench_result *res, size_t g,
+		   size_t *workers, double *rps, double *ips);
 
 /* The members' figures and the score, from the workers' (res->n_mix >= 2). */
 void bench_mix_compute(struct gpushare_bench_result *res);
