@@ -45,6 +45,19 @@ struct gpushare_report_text {
 	char device_name[96];
 };
 
+/* ---- one record of the results file (report_parse.c) ---- */
+
+struct cJSON;
+
+/* Fill run from a record (its figures; its names into t). GPUSHARE_E_INVAL
+ * with the reason when a field is missing or of the wrong type. */
+int gpushare_report_parse_root(const struct cJSON *root, struct gpushare_report_run *run,
+			       struct gpushare_report_text *t);
+/* A run whose record could not be used: names "", nothing owned. */
+void gpushare_report_run_blank(struct gpushare_report_run *run);
+/* The string member k of object o; NULL when absent or not a string. */
+const char *gpushare_report_get_str(const struct cJSON *o, const char *k);
+
 /* Free the report's names (gpushare_report_release()). */
 void gpushare_report_names_free(struct gpushare_report_names *n);
 
