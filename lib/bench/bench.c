@@ -383,38 +383,6 @@ static void openloop_compute(struct gpushare_bench_result *res)
 	o->lateness_max_seconds = (double)o->lateness.max_ns / 1e9;
 }
 
-void bench_span_sum(const struct gpushare_bench_result *res, size_t first, size_t last, struct bench_span *s,
-		    struct gpushare_hist *hist)
-{
-	double min_tp = INFINITY, max_tp = 0, window_sum = 0, window_max = 0;
-
-	memset(s, 0, sizeof(*s));
-	s->thread_percentage_set = -1;
-	gpushare_hist_init(hist);
-	for (size_t i = first; i < last && i < res->n_workers; i++) {
-		const struct gpushare_bench_worker *w = &res->workers[i];
-
-		s->requests += w->requests;
-		s->items += w->items;
-		window_sum += w->window_seconds;
-		if (w->window_seconds > window_max)
-			window_max = w->window_seconds;
-		if (w->requests_per_second < min_tp)
-			min_tp = w->requests_per_second;
-		if (w->requests_per_second > max_tp)
-			max_tp = w->requests_per_second;
-		if (w->thread_percentage_set > 0)
-			s->thread_percentage_set = (s->thread_percentage_set > 0 ? s->thread_percentage_set : 0) +
-						   w->thread_percentage_set;
-		gpushare_hist_merge(hist, &w->hist);
-	}
-	/* Sequential workers each had the GPU alone for their own window: the
-	 * total is over the sum. Concurrent workers shared one window (the
-	 * longest, in requests mode). */
-	s->window_seconds = res->strategy == GPUSHARE_STRATEGY_SEQUENTIAL ? window_sum : window_max;
-	s->fairness = max_tp > 0 ? min_tp / max_tp : 0;
-}
-
 void gpushare_bench_result_compute(struct gpushare_bench_result *res, double ceiling_items_per_second)
 {
 	struct bench_span all;

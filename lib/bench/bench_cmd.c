@@ -1,9 +1,9 @@
 /*
  * Command mode of `gpushare bench` (`gpushare bench [options] -- CMD ARGS`):
- * any program as a worker. lib/bench/bench_run.c forks one relay per worker where
- * it would exec gpushare-worker; the relay plays gpushare-worker's part of
- * the region protocol (docs/region.md) on behalf of a program that knows
- * nothing about it:
+ * any program as a worker. lib/bench/bench_workers.c forks one relay per
+ * worker where it would exec gpushare-worker; the relay plays
+ * gpushare-worker's part of the region protocol (docs/region.md) on behalf
+ * of a program that knows nothing about it:
  *
  *  - request mode: the relay starts the command once, with a socket on
  *    GPUSHARE_REPORT_FD, and reads what it writes (docs/protocol.md,

@@ -1,6 +1,6 @@
 /*
  * Command mode of the benchmark launcher (internal to libgpushare): the
- * relay that lib/bench/bench_run.c forks in place of gpushare-worker when the
+ * relay that bench_workers.c forks in place of gpushare-worker when the
  * configuration names a command. See lib/bench/bench_cmd.c.
  */
 #ifndef GPUSHARE_BENCH_CMD_H
@@ -26,7 +26,7 @@ struct gpushare_cmd_spec {
 /* Resolve c->command[0] into path (PATH search when it has no '/'). */
 int gpushare_cmd_resolve(const struct gpushare_bench_config *c, char *path, size_t len);
 
-/* Run in the child that bench_run.c forked for one worker (after its
+/* Run in the child that bench_workers.c forked for one worker (after its
  * PR_SET_PDEATHSIG and signal setup): starts the command, relays its
  * reports (or times its jobs) into the slot, follows the region's phases
  * like gpushare-worker does, and exits with a gpushare_worker_exit status.

@@ -282,6 +282,55 @@ int bench_mix_check(const struct gpushare_bench_config *c)
 	return GPUSHARE_OK;
 }
 
+/* The workers' totals (bench_mix.h): the aggregate's (bench.c) and each
+ * member's. */
+void bench_span_sum(const struct gpushare_bench_result *res, size_t first, size_t last, struct bench_span *s,
+		    struct gpushare_hist *hist)
+{
+	double min_tp = INFINITY, max_tp = 0, window_sum = 0, window_max = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->thread_percentage_set = -1;
+	gpushare_hist_init(hist);
+	for (size_t i = first; i < last && i < res->n_workers; i++) {
+		const struct gpushare_bench_worker *w = &res->workers[i];
+
+		s->requests += w->requests;
+		s->items += w->items;
+		window_sum += w->window_seconds;
+		if (w->window_seconds > window_max)
+			window_max = w->window_seconds;
+		if (w->requests_per_second < min_tp)
+			min_tp = w->requests_per_second;
+		if (w->requests_per_second > max_tp)
+			max_tp = w->requests_per_second;
+		if (w->thread_percentage_set > 0)
+			s->thread_percentage_set = (s->thread_percentage_set > 0 ? s->thread_percentage_set : 0) +
+						   w->thread_percentage_set;
+		gpushare_hist_merge(hist, &w->hist);
+	}
+	/* Sequential workers each had the GPU alone for their own window: the
+	 * total is over the sum. Concurrent workers shared one window (the
+	 * longest, in requests mode). */
+	s->window_seconds = res->strategy == GPUSHARE_STRATEGY_SEQUENTIAL ? window_sum : window_max;
+	s->fairness = max_tp > 0 ? min_tp / max_tp : 0;
+}
+
+/* The workers pinned to GPU g of --gpus (bench_mix.h). */
+void bench_gpu_sum(const struct gpushare_bench_report *r, const struct gpushare_bench_result *res, size_t g,
+		   size_t *workers, double *rps, double *ips)
+{
+	*workers = 0;
+	*rps = *ips = 0;
+	for (size_t i = 0; i < res->n_workers; i++) {
+		if (strcmp(res->workers[i].visible_devices, r->gpu_uuids[g]) != 0)
+			continue;
+		(*workers)++;
+		*rps += res->workers[i].requests_per_second;
+		*ips += res->workers[i].items_per_second;
+	}
+}
+
 void bench_mix_compute(struct gpushare_bench_result *res)
 {
 	int n = res->n_mix;

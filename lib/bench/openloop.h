@@ -70,7 +70,7 @@ bool gpushare_dispatcher_finished(const struct gpushare_dispatcher *d);
 /* Ask the thread to end and join it; its counters are final afterwards. */
 void gpushare_dispatcher_stop(struct gpushare_dispatcher *d);
 
-/* ---- the session's hooks (lib/bench/bench_run.c) ---- */
+/* ---- the session's hooks (lib/bench/bench_workers.c) ---- */
 
 /* Create the region for a run of n_slots slots: with the rings the
  * configuration's dispatch needs under open loop, plain otherwise. */

@@ -666,7 +666,7 @@ static int recommend(struct gpushare_report *r)
 	return GPUSHARE_OK;
 }
 
-static void free_summary(struct gpushare_report *r)
+void gpushare_report_summary_release(struct gpushare_report *r)
 {
 	for (size_t i = 0; r->cells && i < r->n_cells; i++)
 		free(r->cells[i].hist);
@@ -749,7 +749,7 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 	size_t n = 0, m = 0, n_units = 0, n_cells = 0, cap_shapes = 0;
 	int rc;
 
-	free_summary(r);
+	gpushare_report_summary_release(r);
 	r->slo_p99_seconds = slo_p99_seconds;
 	if ((rc = gpushare_report_units(r, &units, &n_units)))
 		return rc;
@@ -820,37 +820,4 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 	if (rc)
 		return rc;
 	return recommend(r);
-}
-
-void gpushare_report_run_release(struct gpushare_report_run *run)
-{
-	free(run->hist_le_ns);
-	free(run->hist_counts);
-	run->hist_le_ns = run->hist_counts = NULL;
-	run->hist_n = 0;
-	if (run->text) {
-		free(run->text);
-		run->text = NULL;
-		run->shape = run->workload = run->key = run->error = run->peak_note = run->device_name = "";
-	}
-}
-
-void gpushare_report_release(struct gpushare_report *r)
-{
-	free_summary(r);
-	for (size_t i = 0; r->whole && i < r->n_whole; i++)
-		gpushare_report_run_release(&r->whole[i]);
-	free(r->whole);
-	for (size_t i = 0; r->groups && i < r->n_groups; i++)
-		free(r->groups[i].samples);
-	free(r->groups);
-	for (size_t i = 0; r->hist_acc && i < r->n_hist_acc; i++) {
-		free(r->hist_acc[i].bucket);
-		free(r->hist_acc[i].count);
-	}
-	free(r->hist_acc);
-	gpushare_report_names_free(r->names);
-	free(r->bad);
-	free(r->shape_meta);
-	memset(r, 0, sizeof(*r));
 }

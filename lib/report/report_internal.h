@@ -1,7 +1,8 @@
 /*
  * Internals shared by the report modules: the table model of the markdown
  * and HTML reports, comparison sentences, the plot description drawn by
- * report_plot.c (cairo) and the XML escaper. Numbers are formatted by
+ * report_plot.c (cairo; the report's figures and its load curves are
+ * described as such plots) and the XML escaper. Numbers are formatted by
  * gpushare/format.h throughout.
  */
 #ifndef GPUSHARE_REPORT_INTERNAL_H
@@ -44,8 +45,26 @@ struct gpushare_report_text {
 	char device_name[96];
 };
 
+/* ---- one record of the results file (report_parse.c) ---- */
+
+struct cJSON;
+
+/* Fill run from a record (its figures; its names into t). GPUSHARE_E_INVAL
+ * with the reason when a field is missing or of the wrong type. */
+int gpushare_report_parse_root(const struct cJSON *root, struct gpushare_report_run *run,
+			       struct gpushare_report_text *t);
+/* A run whose record could not be used: names "", nothing owned. */
+void gpushare_report_run_blank(struct gpushare_report_run *run);
+/* The string member k of object o; NULL when absent or not a string. */
+const char *gpushare_report_get_str(const struct cJSON *o, const char *k);
+
 /* Free the report's names (gpushare_report_release()). */
 void gpushare_report_names_free(struct gpushare_report_names *n);
+
+/* Free what gpushare_report_summarise() made (cells, shapes, the
+ * recommendation) and zero their counts (report.c); the loader's
+ * gpushare_report_release() (report_load.c) frees the runs too. */
+void gpushare_report_summary_release(struct gpushare_report *r);
 
 /* ---- the runs, whole or folded (report_runs.c) ---- */
 
@@ -151,6 +170,7 @@ enum rplot_unit {
 	RPLOT_FRACTION,              /* 0..1 */
 	RPLOT_PERCENT,               /* 0..100 */
 	RPLOT_BYTES,                 /* MiB, GiB */
+	RPLOT_REQUEST_RATE,          /* requests/s: k, M suffixes */
 };
 
 struct rplot_series {
@@ -163,6 +183,7 @@ struct rplot_series {
 	size_t n;
 	double x[RPLOT_MAX_POINTS], y[RPLOT_MAX_POINTS];
 	double lo[RPLOT_MAX_POINTS], hi[RPLOT_MAX_POINTS];   /* error bar; NaN none */
+	size_t ring;                 /* 1-based index of a point drawn ringed (a peak); 0 none */
 };
 
 struct rplot {
@@ -179,6 +200,10 @@ struct rplot {
 	 * same axes; 0 or 1: one plot of every series. */
 	size_t n_panels;
 	char panel_title[RPLOT_MAX_PANELS][64];
+	/* A reference value of y drawn as a dashed grey line across the plot
+	 * with its label (a latency bound); 0 none. The y axis includes it. */
+	double yref;
+	char yref_label[64];
 	size_t n_series;
 	struct rplot_series series[RPLOT_MAX_SERIES];
 };
@@ -194,6 +219,11 @@ int gpushare_report_plot_render(const struct rplot *p, struct gpushare_buf *png,
  * its left margin to the image's right edge, less a margin). For tests and
  * tools; GPUSHARE_E_UNSUPPORTED without cairo. */
 int gpushare_report_plot_title(const struct rplot *p, char *out, size_t len, double *width, double *max_width);
+
+/* Drop what drawing keeps cached (cairo's fonts and glyphs, fontconfig's
+ * configuration): after the last plot of a report, so that a report leaves
+ * nothing allocated behind. Nothing without cairo. */
+void gpushare_report_plot_done(void);
 
 /* One rendered plot of the report. */
 struct report_figure {

@@ -4,8 +4,9 @@
  * median over repeats of p50, p99 and the achieved rate), and the curve's
  * peak: the highest offered rate whose median p99 is within the report's
  * bound (--slo-p99). Written as a section of report.md, as load_curve.csv
- * and as one SVG figure per shape (p99 on a log scale against the offered
- * rate, the bound as a dashed line, the peaks as rings).
+ * and as one figure per shape (PNG and SVG, drawn by report_plot.c: p99 on
+ * a log scale against the offered rate, the bound as a dashed line, the
+ * peaks as rings).
  *
  * A peak here is known to the grid's resolution only: the true peak lies
  * between the marked rate and the next rate of the list. `gpushare bench
@@ -21,6 +22,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/stats.h"
 #include "report_internal.h"
 #include "report_load_curve.h"
 
@@ -81,12 +83,15 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double median(double *v, size_t n)
+/* The median of v[0..n-1] (lib/core/stats.c); 0 when n is 0. */
+static double median(const double *v, size_t n)
 {
+	struct gpushare_ci ci;
+
 	if (n == 0)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	gpushare_median_ci(v, n, GPUSHARE_SIGNIFICANCE, &ci);
+	return ci.median;
 }
 
 static bool same_curve(const struct curve *c, const struct gpushare_report_run *run)
@@ -341,121 +346,80 @@ int gpushare_report_load_curve_markdown(const struct gpushare_report *r, FILE *f
 
 /* ---- files ---- */
 
-static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
-				       "#e377c2", "#17becf" };
-
-#define W 840.0
-#define H 440.0
-#define ML 70.0
-#define MR 290.0
-#define MT 40.0
-#define MB 50.0
-
-/* p99 against offered rate for the curves of one shape; log-scaled p99. */
-static void svg_shape(struct gpushare_buf *b, const struct gpushare_report *r, const struct curve *cv, size_t n,
-		      const char *shape)
+/* p99 against the offered rate for the curves of one shape, p99 on a log
+ * axis, the bound as a dashed line and each curve's peak ringed: a plot of
+ * report_plot.c. false when no curve of the shape has a point to draw. */
+static bool plot_shape(struct rplot *p, const struct gpushare_report *r, const struct curve *cv, size_t n,
+		       const char *shape)
 {
-	double xmax = 0, ymin = INFINITY, ymax = 0, lmin, lmax;
-	size_t shown = 0;
+	bool any = false;
 
-	for (size_t k = 0; k < n; k++) {
-		if (strcmp(cv[k].shape, shape))
-			continue;
-		for (size_t j = 0; j < cv[k].n_pts; j++) {
-			const struct point *p = &cv[k].pts[j];
-
-			if (!p->n || p->p99 <= 0)
-				continue;
-			xmax = fmax(xmax, p->rate);
-			ymin = fmin(ymin, p->p99);
-			ymax = fmax(ymax, p->p99);
-		}
-	}
-	if (r->slo_p99_seconds > 0) {
-		ymin = fmin(ymin, r->slo_p99_seconds);
-		ymax = fmax(ymax, r->slo_p99_seconds);
-	}
-	if (!(xmax > 0) || !(ymax > 0))
-		return;
-	lmin = floor(log10(ymin));
-	lmax = ceil(log10(ymax));
-	if (lmax <= lmin)
-		lmax = lmin + 1;
-	xmax *= 1.05;
-#define X(v) (ML + (v) / xmax * (W - ML - MR))
-#define Y(v) (H - MB - (log10(v) - lmin) / (lmax - lmin) * (H - MT - MB))
-	gpushare_buf_addf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
-		     "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
-	gpushare_buf_addf(b, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">p99 latency vs offered load: ", ML);
-	gpushare_report_add_xml(b, shape);
-	gpushare_buf_addf(b, "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, H - MB,
-		  W - MR, H - MB);
-	gpushare_buf_addf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML, MT, ML, H - MB);
-	for (double e = lmin; e <= lmax; e++) {
-		double v = pow(10, e);
-		char t[24];
-
-		fmt_s(v, true, t, sizeof(t));
-		gpushare_buf_addf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-			     "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-			  ML, Y(v), W - MR, Y(v), ML - 6, Y(v) + 4, t);
-	}
-	for (int i = 0; i <= 5; i++) {
-		double v = xmax / 1.05 * i / 5;
-		char t[24];
-
-		gpushare_buf_addf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(v), H - MB + 16,
-			  fmt_rate(v, true, t, sizeof(t)));
-	}
-	gpushare_buf_addf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">offered requests/s</text>\n",
-		  (ML + W - MR) / 2, H - 10);
+	memset(p, 0, sizeof(*p));
+	snprintf(p->title, sizeof(p->title), "p99 latency vs offered load: %s", shape);
+	snprintf(p->subtitle, sizeof(p->subtitle),
+		 "open loop: latency from the scheduled arrival; medians over repeats%s",
+		 r->slo_p99_seconds > 0 ? "; the peak within the bound ringed" : "");
+	snprintf(p->xlabel, sizeof(p->xlabel), "offered load");
+	snprintf(p->ylabel, sizeof(p->ylabel), "p99 latency");
+	p->xunit = RPLOT_REQUEST_RATE;
+	p->yunit = RPLOT_SECONDS;
+	p->logy = true;
 	if (r->slo_p99_seconds > 0) {
 		char t[24];
 
-		fmt_s(r->slo_p99_seconds, true, t, sizeof(t));
-		gpushare_buf_addf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"gray\" stroke-dasharray=\"6,4\"/>"
-			     "<text x=\"%.1f\" y=\"%.1f\" fill=\"gray\">bound %s</text>\n",
-			  ML, Y(r->slo_p99_seconds), W - MR, Y(r->slo_p99_seconds), ML + 4, Y(r->slo_p99_seconds) - 4, t);
+		p->yref = r->slo_p99_seconds;
+		snprintf(p->yref_label, sizeof(p->yref_label), "bound %s", fmt_s(r->slo_p99_seconds, true, t, sizeof(t)));
 	}
-	for (size_t k = 0; k < n; k++) {
-		const char *col = palette[shown % (sizeof(palette) / sizeof(palette[0]))];
-		char name[96], t[24];
-		bool first = true;
+	for (size_t k = 0; k < n && p->n_series < RPLOT_MAX_SERIES; k++) {
+		struct rplot_series *se = &p->series[p->n_series];
+		char t[24];
+		size_t l;
 
 		if (strcmp(cv[k].shape, shape))
 			continue;
-		gpushare_buf_addf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
-		for (size_t j = 0; j < cv[k].n_pts; j++) {
-			const struct point *p = &cv[k].pts[j];
-
-			if (!p->n || p->p99 <= 0)
-				continue;
-			gpushare_buf_addf(b, "%s%.1f,%.1f", first ? "" : " ", X(p->rate), Y(p->p99));
-			first = false;
-		}
-		gpushare_buf_addf(b, "\"/>\n");
-		for (size_t j = 0; j < cv[k].n_pts; j++) {
-			const struct point *p = &cv[k].pts[j];
-
-			if (!p->n || p->p99 <= 0)
-				continue;
-			gpushare_buf_addf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", X(p->rate), Y(p->p99), col);
-			if ((int)j == cv[k].peak)
-				gpushare_buf_addf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
-					  X(p->rate), Y(p->p99), col);
-		}
-		curve_name(&cv[k], name, sizeof(name));
-		gpushare_buf_addf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
-			  W - MR + 12, MT + 18.0 * (double)shown + 2, col, W - MR + 30, MT + 18.0 * (double)shown + 6);
-		gpushare_report_add_xml(b, name);
+		se->color = (int)p->n_series;
+		curve_name(&cv[k], se->label, sizeof(se->label));
+		l = strlen(se->label);
 		if (cv[k].peak >= 0)
-			gpushare_buf_addf(b, " (peak %s/s)", fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
-		gpushare_buf_addf(b, "</text>\n");
-		shown++;
+			snprintf(se->label + l, sizeof(se->label) - l, " (peak %s/s)",
+				 fmt_rate(cv[k].pts[cv[k].peak].rate, true, t, sizeof(t)));
+		for (size_t j = 0; j < cv[k].n_pts && se->n < RPLOT_MAX_POINTS; j++) {
+			const struct point *pt = &cv[k].pts[j];
+
+			if (!pt->n || pt->p99 <= 0)
+				continue;
+			if ((int)j == cv[k].peak)
+				se->ring = se->n + 1;
+			se->x[se->n] = pt->rate;
+			se->y[se->n] = pt->p99;
+			se->lo[se->n] = se->hi[se->n] = NAN;
+			se->n++;
+		}
+		any |= se->n > 0;
+		p->n_series++;
 	}
-	gpushare_buf_addf(b, "</svg>\n");
-#undef X
-#undef Y
+	return any;
+}
+
+/* plots/load_curve-<s + 1>.png and .svg of shape s; nothing without cairo. */
+static int write_plot(const struct rplot *p, const char *dir, size_t s)
+{
+	char path[GPUSHARE_PATH_MAX + 64];
+	struct gpushare_buf png = { 0 }, svg = { 0 };
+	int rc = gpushare_report_plot_render(p, &png, &svg);
+
+	if (rc == GPUSHARE_E_UNSUPPORTED) {
+		rc = GPUSHARE_OK;
+	} else if (!rc) {
+		snprintf(path, sizeof(path), "%s/plots/load_curve-%zu.png", dir, s + 1);
+		rc = gpushare_write_file_atomic(path, png.s, png.len);
+		snprintf(path, sizeof(path), "%s/plots/load_curve-%zu.svg", dir, s + 1);
+		if (!rc)
+			rc = gpushare_write_file_atomic(path, svg.s, svg.len);
+	}
+	gpushare_buf_release(&png);
+	gpushare_buf_release(&svg);
+	return rc;
 }
 
 int gpushare_report_load_curve_write(const struct gpushare_report *r, const char *dir)
@@ -463,6 +427,7 @@ int gpushare_report_load_curve_write(const struct gpushare_report *r, const char
 	char path[GPUSHARE_PATH_MAX + 64];
 	struct curve *cv;
 	struct gpushare_buf b = { 0 };
+	struct rplot *plot = NULL;
 	size_t n;
 	int rc;
 
@@ -493,19 +458,16 @@ int gpushare_report_load_curve_write(const struct gpushare_report *r, const char
 	}
 	snprintf(path, sizeof(path), "%s/load_curve.csv", dir);
 	rc = b.failed ? gpushare_fail(GPUSHARE_E_NOMEM, "out of memory") : gpushare_write_file_atomic(path, b.s, b.len);
-	for (size_t s = 0; s < r->n_shapes && !rc; s++) {
-		b.len = 0;
-		svg_shape(&b, r, cv, n, r->shapes[s]);
-		if (b.failed) {
-			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-			break;
-		}
-		if (b.len == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/plots/load_curve-%zu.svg", dir, s + 1);
-		rc = gpushare_write_file_atomic(path, b.s, b.len);
-	}
 	gpushare_buf_release(&b);
+	if (!rc && !(plot = malloc(sizeof(*plot))))
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t s = 0; s < r->n_shapes && !rc; s++) {
+		if (plot_shape(plot, r, cv, n, r->shapes[s]))
+			rc = write_plot(plot, dir, s);
+	}
+	if (plot)
+		gpushare_report_plot_done();
+	free(plot);
 	curves_free(cv, n);
 	return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * Reports in a build without cairo (lib/CMakeLists.txt picks this file
- * when cairo is not found): no figures; the tables, summaries, HTML and the
- * recommendation are written as usual.
+ * when cairo is not found): no figures and no load-curve plots; the tables,
+ * summaries, load_curve.csv, HTML and the recommendation are written as
+ * usual.
  */
 #include <stddef.h>
 
@@ -25,6 +26,10 @@ int gpushare_report_plot_title(const struct rplot *p, char *out, size_t len, dou
 	(void)width;
 	(void)max_width;
 	return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "gpushare was built without cairo: no plots");
+}
+
+void gpushare_report_plot_done(void)
+{
 }
 
 int gpushare_report_figures(const struct gpushare_report *r, struct report_figure **figs, size_t *n)

@@ -27,6 +27,19 @@ bool gpushare_report_foldable(const struct gpushare_report_run *run)
 	return run->status == GPUSHARE_RUN_OK && !(run->rate > 0) && !run->find_peak && run->line <= UINT32_MAX;
 }
 
+void gpushare_report_run_release(struct gpushare_report_run *run)
+{
+	free(run->hist_le_ns);
+	free(run->hist_counts);
+	run->hist_le_ns = run->hist_counts = NULL;
+	run->hist_n = 0;
+	if (run->text) {
+		free(run->text);
+		run->text = NULL;
+		run->shape = run->workload = run->key = run->error = run->peak_note = run->device_name = "";
+	}
+}
+
 /* ---- folding ---- */
 
 static uint64_t mix(uint64_t h, uint64_t v)

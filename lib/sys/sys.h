@@ -1,8 +1,9 @@
 /*
  * Internal to libgpushare: the per-user state directory, private and run
- * directories, and small process helpers (environment building, PATH
- * lookup, /proc readers, gpushare_run() for short commands). The child
- * processes themselves are include/gpushare/child.h.
+ * directories (dirs.c), and small process helpers: environment building and
+ * PATH lookup (env.c), /proc readers and gpushare_run() for short commands
+ * (proc.c). The child processes themselves are child.c
+ * (include/gpushare/child.h).
  */
 #ifndef GPUSHARE_SYS_H
 #define GPUSHARE_SYS_H
@@ -75,6 +76,8 @@ int gpushare_run(char *const argv[], char *const env[], const char *input,
 
 void gpushare_run_result_release(struct gpushare_run_result *res);
 
+/* ---- a child's environment and program (env.c) ---- */
+
 /* Build an environment from this process's, with `env` applied as in
  * gpushare_run(). The result and its strings are malloc'ed; free with
  * gpushare_env_free(). */
@@ -88,6 +91,8 @@ const char *gpushare_getenv_process(void *ctx, const char *name);
 /* Find `prog` in PATH (or take it as a path if it contains '/') and write
  * the resolved path to buf. GPUSHARE_E_NOT_FOUND if it is not executable. */
 int gpushare_which(const char *prog, char *buf, size_t len);
+
+/* ---- descriptors and /proc (proc.c) ---- */
 
 /* Room for `need` open descriptors: the soft RLIMIT_NOFILE is raised to
  * need when it is lower (never above the hard limit; raised, not set to the

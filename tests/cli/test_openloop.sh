@@ -225,7 +225,8 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 assert [float(r["rate_per_second"]) for r in rows] == [50, 100, 1000], rows
 assert [r["peak"] for r in rows] == ["false", "true", "false"], rows
 assert float(rows[2]["p99_seconds"]) > 0.1 > float(rows[1]["p99_seconds"])' "$tmp/sweep/load_curve.csv"
-check "the curve is drawn" grep -q "<polyline" "$tmp/sweep/plots/load_curve-1.svg"
+check "the curve is drawn" grep -q ">timeslice, 1 worker" "$tmp/sweep/plots/load_curve-1.svg"
+check "the curve is drawn as PNG too" test -s "$tmp/sweep/plots/load_curve-1.png"
 run "${SW[@]}" --resume
 [[ $rc -eq 0 && $(wc -l <"$tmp/sweep/results.jsonl") -eq 3 ]] && ok "sweep --resume: the three rates are known cells" \
 	|| fail "resume: exit $rc, $(wc -l <"$tmp/sweep/results.jsonl") records: $(cat "$tmp/err")"

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the sweep's grid (lib/sweep/sweep.c): list and shape
+ * Unit tests of the sweep's grid (lib/sweep/sweep_config.c): list and shape
  * parsing, cell order and keys, configuration checks (the records are
  * tests/unit/sweep/test_sweep_record.c). The
  * run loop itself (append, resume, interruption) is tested end to end by
