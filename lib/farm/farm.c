@@ -66,6 +66,7 @@
 #include "strategy.h"
 #include "run_ctx.h"
 #include "farm_engine.h"
+#include "farm_fault.h"
 #include "farm_keeper.h"
 
 
@@ -342,7 +343,7 @@ static void header_config(struct farm *f, uint64_t jobs_hash)
 	const struct gpushare_strategy_ops *st = gpushare_strategy_get(c->strategy);
 
 	memset(h, 0, sizeof(*h));
-	h->n_jobs = f->n_jobs;
+	h->n_jobs = f->q.n_jobs;
 	h->jobs_hash = jobs_hash;
 	h->mode = f->mode;
 	snprintf(h->jobs_source, sizeof(h->jobs_source), "%s", f->jobs_source);
@@ -467,9 +468,9 @@ static int write_copy(struct farm *f, uint64_t *list_hash)
 	gpushare_farm_jobs_release(&list);
 	if ((rc = close_private(tmp, out, rc)))
 		return rc;
-	rc = gpushare_farm_cursor_open(&f->cur, tmp);
+	rc = gpushare_farm_cursor_open(&f->q.cur, tmp);
 	if (!rc)
-		rc = gpushare_farm_cursor_scan(&f->cur, f->mode, &f->n_jobs, list_hash);
+		rc = gpushare_farm_cursor_scan(&f->q.cur, f->mode, &f->q.n_jobs, list_hash);
 	if (rc)
 		unlink(tmp);
 	return rc;
@@ -485,7 +486,7 @@ static int install_copy(struct farm *f)
 
 	dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
 	dir_path(f, FARM_JOBS_COPY_NAME, path, sizeof(path));
-	snprintf(f->cur.path, sizeof(f->cur.path), "%s", path);
+	snprintf(f->q.cur.path, sizeof(f->q.cur.path), "%s", path);
 	if (lstat(path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
 		unlink(tmp);
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is %s; refusing to replace it", path,
@@ -581,26 +582,26 @@ static int hash_record(void *arg, struct farm_journal_data *d, const struct farm
 static int check_record_hashes(struct farm *f)
 {
 	char path[GPUSHARE_PATH_MAX + 32];
-	uint64_t block = f->n_jobs < HASH_BLOCK ? f->n_jobs : HASH_BLOCK;
+	uint64_t block = f->q.n_jobs < HASH_BLOCK ? f->q.n_jobs : HASH_BLOCK;
 	struct hash_check k = { NULL, 0, 0 };
 	const struct farm_journal_scan scan = { NULL, hash_record, &k, NULL };
 	uint64_t *h;
 	int rc;
 
-	if (!f->n_jobs)
+	if (!f->q.n_jobs)
 		return GPUSHARE_OK;
 	if (!(h = malloc(block * sizeof(*h))))
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	k.h = h;
 	dir_path(f, FARM_JOURNAL_NAME, path, sizeof(path));
-	rc = gpushare_farm_cursor_rewind(&f->cur);
-	for (k.base = 0; !rc && k.base < f->n_jobs; k.base += k.n) {
+	rc = gpushare_farm_cursor_rewind(&f->q.cur);
+	for (k.base = 0; !rc && k.base < f->q.n_jobs; k.base += k.n) {
 		struct farm_journal_data d;
 
-		for (k.n = 0; !rc && k.n < block && k.base + k.n < f->n_jobs; k.n++) {
-			rc = gpushare_farm_cursor_next(&f->cur, true, NULL, &h[k.n]);
+		for (k.n = 0; !rc && k.n < block && k.base + k.n < f->q.n_jobs; k.n++) {
+			rc = gpushare_farm_cursor_next(&f->q.cur, true, NULL, &h[k.n]);
 			if (rc == 0)
-				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' ended before job %" PRIu64, f->cur.path,
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' ended before job %" PRIu64, f->q.cur.path,
 						   FARM_JOB_NUMBER(k.base + k.n));
 			else if (rc == 1)
 				rc = GPUSHARE_OK;
@@ -610,7 +611,7 @@ static int check_record_hashes(struct farm *f)
 	}
 	free(h);
 	if (!rc)
-		rc = gpushare_farm_cursor_rewind(&f->cur);
+		rc = gpushare_farm_cursor_rewind(&f->q.cur);
 	return rc;
 }
 
@@ -619,7 +620,7 @@ static int check_record_hashes(struct farm *f)
 static int open_resume(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
-	struct resume_scan rsc = { &f->rs, 0 };
+	struct resume_scan rsc = { &f->q.rs, 0 };
 	const struct farm_journal_scan scan = { resume_header, resume_record, &rsc, NULL };
 	struct farm_journal_data d;
 	char path[GPUSHARE_PATH_MAX + 32];
@@ -638,10 +639,10 @@ static int open_resume(struct farm *f)
 		if (!rc)
 			rc = write_copy(f, &hash);
 		header_config(f, hash);
-		if (!rc && (f->n_jobs != old->n_jobs || f->mode != old->mode || hash != old->jobs_hash)) {
+		if (!rc && (f->q.n_jobs != old->n_jobs || f->mode != old->mode || hash != old->jobs_hash)) {
 			char tmp[GPUSHARE_PATH_MAX + 32];
 
-			gpushare_farm_cursor_close(&f->cur);
+			gpushare_farm_cursor_close(&f->q.cur);
 			dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
 			unlink(tmp);
 			rc = changed_list(f, hash);
@@ -649,7 +650,7 @@ static int open_resume(struct farm *f)
 			char tmp[GPUSHARE_PATH_MAX + 32];
 
 			/* Refused: the directory's copy stays as it was. */
-			gpushare_farm_cursor_close(&f->cur);
+			gpushare_farm_cursor_close(&f->q.cur);
 			dir_path(f, COPY_TMP_NAME, tmp, sizeof(tmp));
 			unlink(tmp);
 		}
@@ -659,16 +660,16 @@ static int open_resume(struct farm *f)
 		f->mode = old->mode;
 		snprintf(f->jobs_source, sizeof(f->jobs_source), "%s", old->jobs_source);
 		dir_path(f, FARM_JOBS_COPY_NAME, path, sizeof(path));
-		rc = gpushare_farm_cursor_open(&f->cur, path);
+		rc = gpushare_farm_cursor_open(&f->q.cur, path);
 		if (rc == GPUSHARE_E_NOT_FOUND)
 			rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' holds no copy of the job list (a farm of an older gpushare?); "
 					   "give the job list again", f->dir);
 		if (!rc)
-			rc = gpushare_farm_cursor_scan(&f->cur, f->mode, &f->n_jobs, &hash);
-		if (!rc && (f->n_jobs != old->n_jobs || hash != old->jobs_hash))
+			rc = gpushare_farm_cursor_scan(&f->q.cur, f->mode, &f->q.n_jobs, &hash);
+		if (!rc && (f->q.n_jobs != old->n_jobs || hash != old->jobs_hash))
 			rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' holds %" PRIu64 " jobs (list hash %016" PRIx64 ") but the journal's "
 					   "farm had %" PRIu64 " (%016" PRIx64 "); refusing to resume: give the job list again",
-					   path, f->n_jobs, hash, old->n_jobs, old->jobs_hash);
+					   path, f->q.n_jobs, hash, old->n_jobs, old->jobs_hash);
 		if (!rc)
 			rc = check_record_hashes(f);
 		header_config(f, hash);
@@ -679,7 +680,7 @@ static int open_resume(struct farm *f)
 				   "resume each shard in its own directory", f->shard.index, f->shard.count,
 				   old->shard.index, old->shard.count);
 	if (!rc)
-		rc = gpushare_farm_resume_end(&f->rs, &f->shard, c->retries);
+		rc = gpushare_farm_resume_end(&f->q.rs, &f->shard, c->retries);
 	gpushare_farm_journal_data_release(&d);
 	return rc;
 }
@@ -766,9 +767,9 @@ static int open_dir(struct farm *f)
 		rc = install_copy(f);
 	header_config(f, hash);
 	if (!rc)
-		rc = gpushare_farm_resume_begin(&f->rs, (size_t)f->n_jobs);
+		rc = gpushare_farm_resume_begin(&f->q.rs, (size_t)f->q.n_jobs);
 	if (!rc)
-		rc = gpushare_farm_resume_end(&f->rs, &f->shard, c->retries);
+		rc = gpushare_farm_resume_end(&f->q.rs, &f->shard, c->retries);
 	return rc;
 }
 
@@ -1097,14 +1098,18 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		snprintf(r->strategy, sizeof(r->strategy), "%s", st ? st->name : "?");
 		r->shard_index = f.shard.index;
 		r->shard_count = f.shard.count;
-		r->shard_jobs = gpushare_farm_shard_size(&f.shard, (size_t)f.n_jobs);
-		r->skipped = f.rs.done + f.rs.failed;
-		f.queued = f.rs.pending;
-		f.calibrating = c->slots == 0 && f.queued > 0;
-		r->calibrated = f.calibrating;
+		r->shard_jobs = gpushare_farm_shard_size(&f.shard, (size_t)f.q.n_jobs);
+		r->skipped = f.q.rs.done + f.q.rs.failed;
+		f.q.queued = f.q.rs.pending;
+		if (c->slots == 0 && f.q.queued > 0) {
+			unsigned min_cap = UINT32_MAX;
+
+			for (size_t i = 0; i < f.n_gpus; i++)
+				min_cap = f.gpus[i].mem_cap < min_cap ? f.gpus[i].mem_cap : min_cap;
+			farm_calib_begin(&f.cal, f.cur_k, f.max_k, f.n_gpus, min_cap);
+		}
+		r->calibrated = f.cal.on;
 		r->slots = f.cur_k;
-		if (f.calibrating)
-			farm_calibration_round(&f);
 		/* The header first: a farm killed while its strategy starts can
 		 * be resumed (a failure before the run loop still undoes a new
 		 * directory). */
@@ -1114,13 +1119,13 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		f.header_written = !rc;
 		/* Nothing left to run (a finished farm resumed): no daemon either. */
 		if (!rc)
-			rc = f.queued ? setup_strategy(&f) : GPUSHARE_OK;
+			rc = f.q.queued ? setup_strategy(&f) : GPUSHARE_OK;
 		/* Before any thread: the keeper is a fork of this process. And
 		 * before the MPS daemon starts: a gpushare killed while it
 		 * starts leaves it to the keeper, which stops it. */
-		if (!rc && f.queued)
+		if (!rc && f.q.queued)
 			rc = farm_keeper_start(&f);
-		if (!rc && f.queued)
+		if (!rc && f.q.queued)
 			rc = gpushare_run_ctx_start(&f.run, c->strategy);
 	}
 	if (!rc && c->hpc_job_mapping_dir)
@@ -1144,7 +1149,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		r->run_s = (double)(gpushare_now_ns() - f.t0_ns) / 1e9;
 		r->run_jobs_per_s = r->run_s > 0 ? (double)r->ended / r->run_s : 0;
 		r->interrupted = farm_stop_level > 0;
-		r->not_started += f.queued;
+		r->not_started += f.q.queued;
 		farm_update_metrics(&f);
 		farm_progress(&f, true);
 		farm_remove_live(&f);
@@ -1155,10 +1160,9 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		job_mapping(&f, false);
 	rc = gpushare_run_ctx_close(&f.run, rc);
 	farm_keeper_finish(&f);
-	farm_free_retries(&f);
-	gpushare_farm_cursor_close(&f.cur);
-	failed = f.rs.failed;
-	gpushare_farm_resume_release(&f.rs);   /* before the summary: one per-job array at a time */
+	farm_fault_free(&f);
+	failed = f.q.rs.failed;
+	farm_queue_release(&f.q);   /* before the summary: one per-job array at a time */
 	r->torn_cut_bytes = f.journal.cut_bytes;
 	if (f.journal_open)
 		gpushare_farm_journal_close(&f.journal);

@@ -54,71 +54,6 @@ void gpushare_farm_stop(bool now)
 		farm_stop_level = 1;
 }
 
-/* ---- the queue ---- */
-
-static int retry_push(struct farm *f, const struct job_ref *j)
-{
-	if (f->n_retry == f->retry_cap) {
-		size_t cap = f->retry_cap ? f->retry_cap * 2 : 16;
-		struct job_ref *nr = malloc(cap * sizeof(*nr));
-
-		if (!nr)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		for (size_t i = 0; i < f->n_retry; i++)
-			nr[i] = f->retry[(f->retry_head + i) % f->retry_cap];
-		free(f->retry);
-		f->retry = nr;
-		f->retry_cap = cap;
-		f->retry_head = 0;
-	}
-	f->retry[(f->retry_head + f->n_retry) % f->retry_cap] = *j;
-	f->n_retry++;
-	return GPUSHARE_OK;
-}
-
-/* The next job to start: 1 and *j (its argv is the caller's); 0 when none
- * is waiting; < 0 when the copy cannot be read. */
-static int next_job(struct farm *f, struct job_ref *j)
-{
-	memset(j, 0, sizeof(*j));
-	if (f->n_retry) {
-		*j = f->retry[f->retry_head];
-		f->retry_head = (f->retry_head + 1) % f->retry_cap;
-		f->n_retry--;
-		return 1;
-	}
-	while (f->cur.index < f->n_jobs) {
-		uint64_t i = f->cur.index;
-		bool pending = f->rs.state[i] == FARM_JOB_PENDING;
-		uint32_t attempts, last;
-		int rc = gpushare_farm_cursor_next(&f->cur, pending, &j->argv, &j->hash);
-
-		if (rc < 0)
-			return rc;
-		if (rc == 0)
-			return gpushare_fail(GPUSHARE_E_IO, "'%s' ends after %" PRIu64 " of its %" PRIu64 " jobs",
-					     f->cur.path, i, f->n_jobs);
-		if (!pending)
-			continue;
-		gpushare_farm_resume_lookup(&f->rs, i, &attempts, &last);
-		j->job = (size_t)i;
-		j->attempts = attempts;
-		j->last_attempt = last;
-		return 1;
-	}
-	return 0;
-}
-
-void farm_free_retries(struct farm *f)
-{
-	farm_fault_free(f);
-	for (size_t i = 0; i < f->n_retry; i++)
-		free(f->retry[(f->retry_head + i) % f->retry_cap].argv);
-	free(f->retry);
-	f->retry = NULL;
-	f->n_retry = 0;
-}
-
 /* ---- recording ---- */
 
 void farm_progress(struct farm *f, bool force)
@@ -132,16 +67,16 @@ void farm_progress(struct farm *f, bool force)
 	f->last_progress_ns = now;
 	memset(&p, 0, sizeof(p));
 	p.total = f->r->shard_jobs;
-	p.done = f->rs.done;
-	p.failed = f->rs.failed;
+	p.done = f->q.rs.done;
+	p.failed = f->q.rs.failed;
 	p.running = f->running;
-	p.queued = f->queued;
+	p.queued = f->q.queued;
 	p.ended_this_run = f->r->ended;
 	p.elapsed_s = (double)(now - f->t0_ns) / 1e9;
-	rate = p.elapsed_s > 0 ? (double)(f->rs.done + f->rs.failed - f->r->skipped) / p.elapsed_s : 0;
-	p.eta_s = rate > 0 && !f->calibrating ? (double)(p.running + p.queued) / rate : -1;
+	rate = p.elapsed_s > 0 ? (double)(f->q.rs.done + f->q.rs.failed - f->r->skipped) / p.elapsed_s : 0;
+	p.eta_s = rate > 0 && !f->cal.on ? (double)(p.running + p.queued) / rate : -1;
 	p.slots = f->cur_k;
-	p.calibrating = f->calibrating;
+	p.calibrating = f->cal.on;
 	p.stopping = farm_stop_level > 0;
 	f->c->progress(&p, f->c->progress_arg);
 }
@@ -160,7 +95,7 @@ static void write_live(struct farm *f)
 	bool built = gpushare_json_int(o, "pid", getpid()) && gpushare_json_str(o, "host", f->cfg.hostname) &&
 		  gpushare_json_num(o, "started_unix_s", f->t0_unix_s) &&
 		  gpushare_json_num(o, "updated_unix_s", unix_now()) && gpushare_json_int(o, "slots", f->cur_k) &&
-		  gpushare_json_int(o, "queued", (long long)f->queued) && gpushare_json_int(o, "running", f->running) &&
+		  gpushare_json_int(o, "queued", (long long)f->q.queued) && gpushare_json_int(o, "running", f->running) &&
 		  (jobs = gpushare_json_arr(o, "jobs")) != NULL;
 
 	for (size_t i = 0; built && i < f->n_gpus * f->max_k; i++) {
@@ -206,7 +141,7 @@ void farm_update_metrics(struct farm *f)
 		return;
 	for (size_t i = 0; i < f->n_gpus; i++)
 		gpushare_metrics_farm_gpu(f->metrics, i, f->gpus[i].running, f->gpus[i].done, f->gpus[i].failed);
-	gpushare_metrics_farm_totals(f->metrics, f->queued, f->running, f->rs.done, f->rs.failed, f->cur_k);
+	gpushare_metrics_farm_totals(f->metrics, f->q.queued, f->running, f->q.rs.done, f->q.rs.failed, f->cur_k);
 }
 
 /* Write the pending records: one write, one fsync. */
@@ -277,15 +212,11 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		return rc;
 	f->r->ended++;
 	g->attempts++;
-	if (f->calibrating) {
-		f->round_ended++;
-		f->round_last_end_ns = end_ns;
-	}
+	farm_calib_ended(&f->cal, end_ns);
 	switch (o) {
 	case FARM_OK:
 		f->r->ok++;
-		f->rs.state[job] = FARM_JOB_DONE;
-		f->rs.done++;
+		farm_queue_done(&f->q, job);
 		g->done++;
 		rc = farm_ok_duration(f, end_ns - s->start_ns);
 		break;
@@ -295,8 +226,7 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		break;
 	case FARM_REFUSED:
 		f->r->refused++;
-		f->rs.state[job] = FARM_JOB_FAILED;
-		f->rs.failed++;
+		farm_queue_failed(&f->q, job);
 		f->r->run_failed++;
 		g->failed++;
 		break;
@@ -306,10 +236,10 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->culprit_before,
 					     s->isolate_next };
 
-			rc = j.culprit || j.isolate ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
+			rc = j.culprit || j.isolate ? farm_queue_push_alone(&f->q, &j) : farm_queue_push(&f->q, &j);
 			if (!rc)
 				s->argv = NULL;
-			f->queued++;
+			f->q.queued++;
 		} else {
 			f->r->not_started++;
 		}
@@ -322,23 +252,21 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 			f->r->failed_attempts++;
 		s->attempts++;
 		if (s->fault_culprit && s->culprit_before) { /* faulted again, alone: failed */
-			f->rs.state[job] = FARM_JOB_FAILED;
-			f->rs.failed++;
+			farm_queue_failed(&f->q, job);
 			f->r->run_failed++;
 			g->failed++;
 		} else if (s->attempts < f->c->retries + 1 && farm_stop_level == 0 && !f->r->halted) {
 			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->fault_culprit, false };
 
 			/* a fault's culprit runs again alone on a GPU */
-			rc = j.culprit ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
+			rc = j.culprit ? farm_queue_push_alone(&f->q, &j) : farm_queue_push(&f->q, &j);
 			if (!rc)
 				s->argv = NULL;
-			f->queued++;
+			f->q.queued++;
 		} else if (s->attempts < f->c->retries + 1) {
 			f->r->not_started++;
 		} else {
-			f->rs.state[job] = FARM_JOB_FAILED;
-			f->rs.failed++;
+			farm_queue_failed(&f->q, job);
 			f->r->run_failed++;
 			g->failed++;
 		}
@@ -479,7 +407,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		if (out < 0)
 			open_output(f, s->out_rel, &out); /* both files, as for a job that ran */
 		gpushare_clear_error();
-		f->queued--;
+		f->q.queued--;
 		rc = attempt_ended(f, s, FARM_REFUSED, 0, s->start_ns);
 		goto out;
 	}
@@ -490,12 +418,8 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	f->running++;
 	if (f->gpus[s->gpu].running++ == 0)
 		f->gpus[s->gpu].busy_start_unix_s = s->start_unix_s;
-	f->queued--;
-	if (f->calibrating) {
-		if (!f->round_started)
-			f->round_t0_ns = s->start_ns;
-		f->round_started++;
-	}
+	f->q.queued--;
+	farm_calib_started(&f->cal, s->start_ns);
 out:
 	if (!s->busy) {
 		farm_tail_read(f, s, true);
@@ -566,25 +490,48 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 		      "memory of every chosen GPU\n", FARM_JOB_NUMBER(job), size);
 	if (rc)
 		return rc;
-	f->queued--;
+	f->q.queued--;
 	return attempt_ended(f, &s, FARM_REFUSED, 0, 0);
+}
+
+/* Start the retries that run alone, each on a GPU of its own. */
+static int dispatch_alone(struct farm *f)
+{
+	int rc = GPUSHARE_OK;
+
+	while (!rc && f->q.n_alone && farm_stop_level == 0) {
+		size_t g = farm_fault_gpu_alone(f->gpus, f->n_gpus);
+		struct slot *s;
+		struct job_ref j;
+
+		if (g == SIZE_MAX || !farm_queue_next_alone(&f->q, &j))
+			break;
+		s = &f->slots[g * f->max_k];
+		f->gpus[g].hold = FARM_HOLD_ISOLATED;
+		rc = start_job(f, s, &j);
+		if (s->busy)
+			s->isolated = true;
+		else
+			f->gpus[g].hold = FARM_HOLD_NONE;
+	}
+	return rc;
 }
 
 /* Start jobs while slots are free, jobs wait and no stop was asked. */
 static int dispatch(struct farm *f)
 {
-	int rc = f->faults ? farm_fault_dispatch(f) : GPUSHARE_OK;
+	int rc = dispatch_alone(f);
 
-	while (!rc && farm_stop_level == 0 && !f->r->halted && f->queued) {
+	while (!rc && farm_stop_level == 0 && !f->r->halted && f->q.queued) {
 		struct slot *s = NULL;
 		struct job_ref j;
 		int got;
 
-		if (f->calibrating && f->round_started >= f->round_quota)
+		if (farm_calib_full(&f->cal))
 			break;
 		if (!(f->c->mem_per_job_bytes && never_fits(f)) && !(s = free_slot(f)))
 			break;
-		if ((got = next_job(f, &j)) <= 0)
+		if ((got = farm_queue_next(&f->q, &j)) <= 0)
 			return got;
 		rc = s ? start_job(f, s, &j) : refuse_for_memory(f, &j);
 	}
@@ -630,8 +577,7 @@ static int finish_slot(struct farm *f, struct slot *s)
 		o = FARM_STOPPED;
 	else
 		o = gpushare_child_ok(ws) ? FARM_OK : FARM_FAILED;
-	if (f->faults)
-		farm_fault_slot_ended(f, s);
+	farm_fault_slot_ended(f, s);
 	if (o == FARM_FAILED && f->fault_watch && farm_fault_take(f, s, ws, end))
 		return GPUSHARE_OK; /* held until its GPU's fault is settled */
 	rc = attempt_ended(f, s, o, ws, end);
@@ -714,52 +660,6 @@ static void wait_some(struct farm *f, uint64_t now)
 		free(p);
 }
 
-/* ---- calibration ---- */
-
-void farm_calibration_round(struct farm *f)
-{
-	f->round_quota = 2ULL * f->cur_k * f->n_gpus;
-	f->round_started = f->round_ended = 0;
-	f->round_t0_ns = f->round_last_end_ns = 0;
-}
-
-/* After a drained round: keep K, double it, or settle. */
-static void calibration_step(struct farm *f)
-{
-	struct gpushare_farm_result *r = f->r;
-	double span = f->round_last_end_ns > f->round_t0_ns ? (double)(f->round_last_end_ns - f->round_t0_ns) / 1e9 : 0;
-	double rate = span > 0 ? (double)f->round_ended / span : 0;
-	bool complete = f->round_started >= f->round_quota;
-	bool settle = false;
-
-	if (r->n_calibration < sizeof(r->calibration) / sizeof(r->calibration[0])) {
-		r->calibration[r->n_calibration].slots = f->cur_k;
-		r->calibration[r->n_calibration].jobs_per_s = rate;
-		r->calibration[r->n_calibration].jobs = f->round_ended;
-		r->n_calibration++;
-	}
-	if (!f->best_k || rate >= f->best_rate * CALIBRATION_GAIN) {
-		f->best_k = f->cur_k;
-		f->best_rate = rate;
-	} else {
-		settle = true;  /* no gain from the larger K */
-	}
-	if (!complete || f->cur_k * 2 > f->max_k || r->n_calibration >= sizeof(r->calibration) / sizeof(r->calibration[0]))
-		settle = true;
-	for (size_t g = 0; g < f->n_gpus && !settle; g++) {
-		if (f->gpus[g].mem_cap <= f->cur_k)
-			settle = true; /* memory admits no more */
-	}
-	if (settle) {
-		f->calibrating = false;
-		f->cur_k = f->best_k;
-		r->slots = f->cur_k;
-		return;
-	}
-	f->cur_k *= 2;
-	farm_calibration_round(f);
-}
-
 /* ---- the run ---- */
 
 int farm_run_loop(struct farm *f)
@@ -787,9 +687,8 @@ int farm_run_loop(struct farm *f)
 		if (rc)
 			break;
 		farm_tail_all(f);
-		if (f->calibrating && f->running == 0 &&
-		    (f->round_started >= f->round_quota || (!f->queued && f->round_started)))
-			calibration_step(f);
+		if (farm_calib_due(&f->cal, f->running, f->q.queued))
+			f->cur_k = farm_calib_step(&f->cal, f->cur_k, f->r);
 		rc = dispatch(f);
 		if (!rc)
 			rc = flush_journal(f); /* jobs refused while dispatching */
@@ -801,18 +700,11 @@ int farm_run_loop(struct farm *f)
 			write_live(f);
 			f->last_live_ns = gpushare_now_ns();
 		}
-		if (!f->running && (!f->queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f))
+		if (!f->running && (!f->q.queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f))
 			break;
 		wait_some(f, gpushare_now_ns());
 	}
-	if (f->calibrating) {
-		f->calibrating = false;
-		if (f->round_ended)
-			calibration_step(f);
-		f->calibrating = false;
-		if (f->best_k)
-			f->cur_k = f->r->slots = f->best_k;
-	}
+	f->cur_k = farm_calib_finish(&f->cal, f->cur_k, f->r);
 	return rc;
 }
 
@@ -859,9 +751,4 @@ int farm_attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int 
 int farm_flush_journal(struct farm *f)
 {
 	return flush_journal(f);
-}
-
-int farm_start_job(struct farm *f, struct slot *s, const struct job_ref *j)
-{
-	return start_job(f, s, j);
 }

@@ -18,8 +18,10 @@
 #include "gpushare/buf.h"
 #include "gpushare/farm.h"
 #include "gpushare/hist.h"
+#include "farm_calib.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
+#include "farm_queue.h"
 #include "metrics_farm.h"
 #include "run_ctx.h"
 
@@ -28,7 +30,6 @@
 #define PROGRESS_NS NS_PER_S
 #define TERM_GRACE_NS (2 * NS_PER_S)      /* SIGTERM, then SIGKILL this much later */
 #define DEFAULT_MAX_SLOTS 16
-#define CALIBRATION_GAIN 1.05             /* a larger K must beat the best by 5 % */
 #define PENDING_MAX 64                    /* attempt records written with one fsync */
 #define LIVE_NAME "running.json"          /* what runs now, for farm status */
 
@@ -73,22 +74,12 @@ struct slot {
 	struct farm_tail *tail;            /* --tag: reading its out and err files (farm_stream.c) */
 };
 
-/* A job taken from the queue: from the copy, or waiting for a retry. */
-struct job_ref {
-	size_t job;
-	uint64_t hash;
-	char **argv;                       /* owned */
-	unsigned attempts, last_attempt;
-	bool culprit;                      /* a culprit's retry: runs alone on a GPU */
-	bool isolate;                      /* runs alone on a GPU (a suspect of a fault) */
-};
-
 struct farm {
 	const struct gpushare_farm_config *c;
 	struct gpushare_farm_result *r;
-	/* the job list: DIR/jobs.jsonl, read in order */
-	struct farm_cursor cur;
-	uint64_t n_jobs;
+	/* the queue (farm_queue.c): the copy of the job list, the job
+	 * states, the retries */
+	struct farm_queue q;
 	enum farm_jobs_mode mode;
 	char jobs_source[256];
 	char stdin_spool[GPUSHARE_PATH_MAX + 32];  /* resume: standard input kept here to read twice */
@@ -100,7 +91,6 @@ struct farm {
 	bool journal_open;
 	struct farm_attempt *pending;      /* ended attempts not written yet */
 	size_t n_pending;
-	struct farm_resume rs;
 	char dir[GPUSHARE_PATH_MAX];
 
 	/* GPUs and slots */
@@ -119,17 +109,8 @@ struct farm {
 	double thread_cap;                 /* Slurm's gres/mps percentage, 0 none */
 	bool mapped;                       /* in the job mapping (--hpc-job-mapping-dir) */
 
-	/* queue */
-	struct job_ref *retry;             /* jobs to try again, a FIFO */
-	size_t n_retry, retry_head, retry_cap;
-	uint64_t queued;                   /* jobs of the shard waiting */
-
-	/* calibration */
-	bool calibrating;
-	uint64_t round_quota, round_started, round_ended;
-	uint64_t round_t0_ns, round_last_end_ns;
-	double best_rate;
-	unsigned best_k;
+	/* the calibration of K (farm_calib.c) */
+	struct farm_calib cal;
 
 	/* timing */
 	uint64_t t0_ns, last_progress_ns, last_live_ns;
@@ -161,11 +142,9 @@ static inline double unix_now(void)
 }
 
 /* farm_dispatch.c */
-void farm_free_retries(struct farm *f);
 void farm_progress(struct farm *f, bool force);
 void farm_remove_live(struct farm *f);
 void farm_update_metrics(struct farm *f);
-void farm_calibration_round(struct farm *f);
 int farm_run_loop(struct farm *f);
 void farm_stop_all(struct farm *f);
 /* Room for the descriptors of max_k slots on each GPU (gpushare_reserve_fds):
@@ -174,7 +153,6 @@ int farm_reserve_fds(const struct farm *f);
 /* For farm_fault.c: the dispatch's own steps. */
 int farm_attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns);
 int farm_flush_journal(struct farm *f);
-int farm_start_job(struct farm *f, struct slot *s, const struct job_ref *j);
 
 /* farm_stream.c: --tag's reading of the jobs' output files, and --timeout Nx. */
 #define TAIL_NS (50 * NS_PER_MS)          /* --tag: read the output files this often */

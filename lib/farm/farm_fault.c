@@ -44,8 +44,6 @@ struct window {
 struct farm_faults {
 	struct window *win;            /* one per GPU */
 	size_t n_open;
-	struct job_ref *iso;           /* culprits' retries, to run alone */
-	size_t n_iso, cap_iso;
 	uint64_t *earlier;             /* jobs that failed in a settled fault */
 	size_t n_earlier, cap_earlier;
 	pid_t seen[SEEN_MAX];          /* server-log pids of settled faults */
@@ -356,57 +354,27 @@ int farm_fault_poll(struct farm *f, uint64_t now)
 	return rc;
 }
 
-int farm_fault_push_isolated(struct farm *f, const struct job_ref *j)
+size_t farm_fault_gpu_alone(struct farm_gpu *gpus, size_t n_gpus)
 {
-	struct farm_faults *F = faults(f);
+	size_t best = SIZE_MAX, fewest = SIZE_MAX;
+	bool reserved = false;
 
-	if (!F)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	if (gpushare_grow(&F->iso, F->n_iso, &F->cap_iso, sizeof(*F->iso), 4))
-		return GPUSHARE_E_NOMEM;
-	F->iso[F->n_iso++] = *j;
-	return GPUSHARE_OK;
-}
+	for (size_t g = 0; g < n_gpus; g++) {
+		const struct farm_gpu *gp = &gpus[g];
 
-int farm_fault_dispatch(struct farm *f)
-{
-	struct farm_faults *F = f->faults;
-	int rc = GPUSHARE_OK;
-
-	while (!rc && F && F->n_iso && farm_stop_level == 0) {
-		size_t best = SIZE_MAX, fewest = SIZE_MAX;
-		bool reserved = false;
-
-		for (size_t g = 0; g < f->n_gpus; g++) {
-			const struct farm_gpu *gp = &f->gpus[g];
-
-			reserved = reserved || gp->hold == FARM_HOLD_RESERVED;
-			if (gp->running == 0 && gp->mem_cap > 0 &&
-			    (gp->hold == FARM_HOLD_RESERVED || (gp->hold == FARM_HOLD_NONE && best == SIZE_MAX)))
-				best = g;
-			if (gp->hold == FARM_HOLD_NONE && gp->mem_cap > 0 && (fewest == SIZE_MAX || gp->running < f->gpus[fewest].running))
-				fewest = g;
-		}
-		if (best != SIZE_MAX) {
-			struct slot *s = &f->slots[best * f->max_k];
-			struct job_ref j = F->iso[0];
-
-			memmove(F->iso, F->iso + 1, (F->n_iso - 1) * sizeof(*F->iso));
-			F->n_iso--;
-			f->gpus[best].hold = FARM_HOLD_ISOLATED;
-			rc = farm_start_job(f, s, &j);
-			if (s->busy)
-				s->isolated = true;
-			else
-				f->gpus[best].hold = FARM_HOLD_NONE;
-			continue;
-		}
-		/* Keep new jobs off one GPU until it is empty. */
-		if (!reserved && fewest != SIZE_MAX)
-			f->gpus[fewest].hold = FARM_HOLD_RESERVED;
-		break;
+		reserved = reserved || gp->hold == FARM_HOLD_RESERVED;
+		if (gp->running == 0 && gp->mem_cap > 0 &&
+		    (gp->hold == FARM_HOLD_RESERVED || (gp->hold == FARM_HOLD_NONE && best == SIZE_MAX)))
+			best = g;
+		if (gp->hold == FARM_HOLD_NONE && gp->mem_cap > 0 && (fewest == SIZE_MAX || gp->running < gpus[fewest].running))
+			fewest = g;
 	}
-	return rc;
+	if (best != SIZE_MAX)
+		return best;
+	/* Keep new jobs off one GPU until it is empty. */
+	if (!reserved && fewest != SIZE_MAX)
+		gpus[fewest].hold = FARM_HOLD_RESERVED;
+	return SIZE_MAX;
 }
 
 bool farm_fault_open(const struct farm *f)
@@ -425,9 +393,6 @@ void farm_fault_free(struct farm *f)
 			free(F->win[g].m[i].s.argv);
 		free(F->win[g].m);
 	}
-	for (size_t i = 0; i < F->n_iso; i++)
-		free(F->iso[i].argv);
-	free(F->iso);
 	free(F->earlier);
 	free(F->win);
 	free(F);

@@ -47,7 +47,7 @@ size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_faul
 
 struct farm;
 struct slot;
-struct job_ref;
+struct farm_gpu;
 
 /* Called by the dispatch (farm_dispatch.c). */
 void farm_fault_init(struct farm *f);
@@ -60,10 +60,11 @@ bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_n
 /* Settle the faults whose GPU all clients have left: records, requeues,
  * the fault record. */
 int farm_fault_poll(struct farm *f, uint64_t now);
-/* Start the culprits' retries, each alone on a GPU. */
-int farm_fault_dispatch(struct farm *f);
-/* Queue a retry to run alone on a GPU: a culprit's, or a suspect's (takes j->argv). */
-int farm_fault_push_isolated(struct farm *f, const struct job_ref *j);
+/* The GPU where a retry that must run alone (a culprit's, a suspect's)
+ * starts now: an empty one, the one reserved for it first; SIZE_MAX when
+ * none is empty (one GPU is then reserved: no new job is placed there until
+ * it is empty). */
+size_t farm_fault_gpu_alone(struct farm_gpu *gpus, size_t n_gpus);
 /* Some fault is not settled yet (the loop must not end). */
 bool farm_fault_open(const struct farm *f);
 void farm_fault_free(struct farm *f);
