@@ -1,9 +1,11 @@
 /*
- * The farm's dispatch (lib/farm/farm_engine.h): the queue (the copy of the
- * job list read by a cursor, then the retries), slots, starting jobs with
- * their slot's environment, recording how each attempt ended (the journal,
- * the live file, metrics and progress), time-outs and stops, the
- * calibration of K, and the main loop that ties them together.
+ * The farm's dispatch (lib/farm/farm_engine.h): jobs taken from the queue
+ * (farm_queue.c) into free slots, started with their slot's environment;
+ * how each attempt ended recorded (the journal, then what is next for its
+ * job: done, failed, a retry) with the live file, metrics and progress;
+ * time-outs and stops; and the main loop that ties them together, telling
+ * the calibration (farm_calib.c) and the fault part (farm_fault.c) what
+ * starts and ends.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +42,7 @@
 #include "farm_engine.h"
 #include "farm_keeper.h"
 #include "farm_fault.h"
+#include "farm_live.h"
 
 
 /* ---- stop requests (async-signal-safe) ---- */
@@ -81,60 +84,6 @@ void farm_progress(struct farm *f, bool force)
 	f->c->progress(&p, f->c->progress_arg);
 }
 
-/* DIR/running.json: the jobs running now, written about once a second
- * (a temporary file renamed over it, so a reader never sees half of it)
- * and removed at the end, so that `farm status` can tell a running farm,
- * and one that was killed, from a stopped one. Best effort: the journal is
- * the record; a failure here changes nothing else. */
-static void write_live(struct farm *f)
-{
-	char path[GPUSHARE_PATH_MAX + 32], tmp[GPUSHARE_PATH_MAX + 32];
-	cJSON *o = cJSON_CreateObject(), *jobs;
-	char *text = NULL;
-	int fd;
-	bool built = gpushare_json_int(o, "pid", getpid()) && gpushare_json_str(o, "host", f->cfg.hostname) &&
-		  gpushare_json_num(o, "started_unix_s", f->t0_unix_s) &&
-		  gpushare_json_num(o, "updated_unix_s", unix_now()) && gpushare_json_int(o, "slots", f->cur_k) &&
-		  gpushare_json_int(o, "queued", (long long)f->q.queued) && gpushare_json_int(o, "running", f->running) &&
-		  (jobs = gpushare_json_arr(o, "jobs")) != NULL;
-
-	for (size_t i = 0; built && i < f->n_gpus * f->max_k; i++) {
-		const struct slot *s = &f->slots[i];
-		cJSON *j;
-
-		if (!s->busy)
-			continue;
-		built = (j = gpushare_json_obj(jobs, NULL)) != NULL && gpushare_json_int(j, "job", (long long)FARM_JOB_NUMBER(s->job)) &&
-		     gpushare_json_int(j, "attempt", s->attempt) && gpushare_json_int(j, "gpu", f->gpus[s->gpu].id.index) &&
-		     gpushare_json_int(j, "slot", s->k) && gpushare_json_num(j, "start_unix_s", s->start_unix_s);
-	}
-	/* A document missing a job is not written: the last one stays. */
-	text = gpushare_json_finish(o, built, false);
-	if (!text)
-		return;
-	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);
-	snprintf(tmp, sizeof(tmp), "%s/." LIVE_NAME ".tmp", f->dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd >= 0) {
-		size_t len = strlen(text);
-		bool ok = write(fd, text, len) == (ssize_t)len;
-
-		if (close(fd) == 0 && ok)
-			rename(tmp, path);
-		else
-			unlink(tmp);
-	}
-	free(text);
-}
-
-void farm_remove_live(struct farm *f)
-{
-	char path[GPUSHARE_PATH_MAX + 32];
-
-	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);
-	unlink(path);
-}
-
 void farm_update_metrics(struct farm *f)
 {
 	if (!f->metrics)
@@ -158,7 +107,8 @@ static int flush_journal(struct farm *f)
 	return rc;
 }
 
-static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
+static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns,
+		  bool close_busy)
 {
 	struct farm_attempt *ap, a;
 	const struct farm_gpu *g = &f->gpus[s->gpu];
@@ -189,11 +139,10 @@ static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int
 	a.end_unix_s = s->start_unix_s + a.duration_s;
 	snprintf(a.stdout_path, sizeof(a.stdout_path), "%s", s->out_rel);
 	snprintf(a.stderr_path, sizeof(a.stderr_path), "%s", s->err_rel);
-	if (f->close_busy && a.gpu >= 0) {
+	if (close_busy && a.gpu >= 0) {
 		a.has_gpu_busy = true;
 		a.gpu_busy_s = a.end_unix_s > g->busy_start_unix_s ? a.end_unix_s - g->busy_start_unix_s : 0;
 	}
-	f->close_busy = false;
 	*ap = a;
 	f->n_pending++;
 	return GPUSHARE_OK;
@@ -201,12 +150,14 @@ static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int
 
 /* An attempt ended with outcome o: record it, then decide what is next for
  * its job (done, failed for good, again, or again on resume). A retry takes
- * the slot's argv (s->argv is NULL then). */
-static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
+ * the slot's argv (s->argv is NULL then). close_busy: the attempt ended its
+ * GPU's busy period. */
+static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns,
+			 bool close_busy)
 {
 	struct farm_gpu *g = &f->gpus[s->gpu];
 	size_t job = s->job;
-	int rc = record(f, s, o, wstatus, end_ns);
+	int rc = record(f, s, o, wstatus, end_ns, close_busy);
 
 	if (rc)
 		return rc;
@@ -218,7 +169,17 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		f->r->ok++;
 		farm_queue_done(&f->q, job);
 		g->done++;
-		rc = farm_ok_duration(f, end_ns - s->start_ns);
+		if ((rc = farm_ok_duration(&f->timeout, f->c, end_ns - s->start_ns)) > 0) {
+			/* The running attempts get the new deadline too (one not
+			 * yet being stopped: a stop under way keeps its course). */
+			for (size_t i = 0; i < f->n_gpus * f->max_k; i++) {
+				struct slot *run = &f->slots[i];
+
+				if (run->busy && !run->kill_ns)
+					run->deadline_ns = run->start_ns + f->timeout.rel_ns;
+			}
+			rc = GPUSHARE_OK;
+		}
 		break;
 	case FARM_STOPPED:
 		f->r->stopped++;
@@ -368,7 +329,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		if (!rc)
 			rc = open_output(f, s->err_rel, &err);
 		if (!rc)
-			rc = farm_tail_open(f, s);
+			rc = farm_tail_open(f->c, f->dir, s);
 	} else {
 		rc = farm_path(f, s->out_rel, s->out_path, sizeof(s->out_path));
 		if (!rc)
@@ -396,7 +357,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		s->ch.mirror_exit = farm_keeper_job_ended;
 		s->ch.mirror_arg = s;
 	}
-	s->start_unix_s = unix_now();
+	s->start_unix_s = farm_unix_now();
 	s->start_ns = gpushare_now_ns();
 	rc = gpushare_child_start(&s->ch);
 	if (rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_INVAL) {
@@ -408,13 +369,13 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 			open_output(f, s->out_rel, &out); /* both files, as for a job that ran */
 		gpushare_clear_error();
 		f->q.queued--;
-		rc = attempt_ended(f, s, FARM_REFUSED, 0, s->start_ns);
+		rc = attempt_ended(f, s, FARM_REFUSED, 0, s->start_ns, false);
 		goto out;
 	}
 	if (rc)
 		goto out;
 	s->busy = true;
-	s->deadline_ns = farm_deadline(f, s->start_ns);
+	s->deadline_ns = farm_deadline(&f->timeout, f->c, s->start_ns);
 	f->running++;
 	if (f->gpus[s->gpu].running++ == 0)
 		f->gpus[s->gpu].busy_start_unix_s = s->start_unix_s;
@@ -422,7 +383,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	farm_calib_started(&f->cal, s->start_ns);
 out:
 	if (!s->busy) {
-		farm_tail_read(f, s, true);
+		farm_tail_read(f->c, s, true);
 		free(s->argv);
 		s->argv = NULL;
 	}
@@ -482,7 +443,7 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 	s.attempts = j->attempts;
 	s.attempt = j->last_attempt + 1;
 	free(j->argv);
-	s.start_unix_s = unix_now();
+	s.start_unix_s = farm_unix_now();
 	snprintf(s.err_rel, sizeof(s.err_rel), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(job), s.attempt);
 	if (gpushare_format_mps_size(f->c->mem_per_job_bytes, size, sizeof(size)) != GPUSHARE_OK)
 		snprintf(size, sizeof(size), "%" PRIu64 " bytes", f->c->mem_per_job_bytes);
@@ -491,7 +452,7 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 	if (rc)
 		return rc;
 	f->q.queued--;
-	return attempt_ended(f, &s, FARM_REFUSED, 0, 0);
+	return attempt_ended(f, &s, FARM_REFUSED, 0, 0, false);
 }
 
 /* Start the retries that run alone, each on a GPU of its own. */
@@ -540,21 +501,58 @@ static int dispatch(struct farm *f)
 
 /* ---- watching running jobs ---- */
 
+static struct farm_fault_view fault_view(struct farm *f)
+{
+	struct farm_fault_view v = { f->gpus, f->n_gpus, f->slots, f->max_k, f->dir, &f->run.sx.mps, f->c->retries };
+
+	return v;
+}
+
+/* Record the faults whose GPU all clients have left: each attempt (the
+ * bystanders requeued without charge), then the fault record. */
+static int settle_faults(struct farm *f, uint64_t now)
+{
+	struct farm_fault_view v = fault_view(f);
+	struct farm_fault_settle st;
+	int got, rc = GPUSHARE_OK;
+
+	while (!rc && (got = farm_fault_poll(f->faults, &v, now, farm_stop_level > 0, &st)) != 0) {
+		if (got < 0)
+			return got;
+		for (size_t i = 0; i < st.n; i++) {
+			struct farm_fault_member *m = &st.m[i];
+			int r2 = attempt_ended(f, &m->s, m->o, m->wstatus, m->end_ns, m->close_busy);
+
+			if (!rc)
+				rc = r2;
+		}
+		if (!rc)
+			rc = flush_journal(f);
+		if (!rc)
+			rc = gpushare_farm_journal_write_fault(&f->journal, &st.rec);
+		got = farm_fault_settled(f->faults, &v, &st);
+		if (!rc)
+			rc = got;
+	}
+	return rc;
+}
+
 static int finish_slot(struct farm *f, struct slot *s)
 {
 	uint64_t end = gpushare_now_ns();
 	int ws = s->ch.wstatus;
 	enum farm_outcome o;
+	bool close_busy;
 	int rc;
 
 	/* What the job left in its process group (a shell's `cmd &`) is killed. */
 	gpushare_child_reap_group(&s->ch);
-	farm_tail_read(f, s, true);
+	farm_tail_read(f->c, s, true);
 	gpushare_child_release(&s->ch);
 	s->busy = false;
 	f->running--;
 	f->gpus[s->gpu].running--;
-	f->close_busy = f->gpus[s->gpu].running == 0; /* this attempt ends the GPU's busy period */
+	close_busy = f->gpus[s->gpu].running == 0; /* this attempt ends the GPU's busy period */
 	if (s->ch.open_errno) {
 		/* Its output files could not be created: the farm's trouble
 		 * (a full disk, a removed directory), as at start. */
@@ -577,10 +575,14 @@ static int finish_slot(struct farm *f, struct slot *s)
 		o = FARM_STOPPED;
 	else
 		o = gpushare_child_ok(ws) ? FARM_OK : FARM_FAILED;
-	farm_fault_slot_ended(f, s);
-	if (o == FARM_FAILED && f->fault_watch && farm_fault_take(f, s, ws, end))
-		return GPUSHARE_OK; /* held until its GPU's fault is settled */
-	rc = attempt_ended(f, s, o, ws, end);
+	farm_fault_slot_ended(f->gpus, s);
+	if (o == FARM_FAILED && f->fault_watch) {
+		struct farm_fault_view v = fault_view(f);
+
+		if (farm_fault_take(&f->faults, &v, s, ws, end, close_busy))
+			return GPUSHARE_OK; /* held until its GPU's fault is settled */
+	}
+	rc = attempt_ended(f, s, o, ws, end, close_busy);
 	free(s->argv);
 	s->argv = NULL;
 	return rc;
@@ -666,7 +668,7 @@ int farm_run_loop(struct farm *f)
 {
 	int rc = GPUSHARE_OK;
 
-	farm_fault_init(f);
+	f->fault_watch = farm_fault_watched(f->c->strategy, &f->run.sx.mps);
 	for (;;) {
 		uint64_t now = gpushare_now_ns();
 		bool ended = false;
@@ -681,12 +683,15 @@ int farm_run_loop(struct farm *f)
 			}
 		}
 		if (!rc && f->faults)
-			rc = farm_fault_poll(f, now);
+			rc = settle_faults(f, now);
 		if (!rc)
 			rc = flush_journal(f); /* before anything else starts */
 		if (rc)
 			break;
-		farm_tail_all(f);
+		for (size_t i = 0; f->c->output && i < f->n_gpus * f->max_k; i++) {
+			if (f->slots[i].busy)
+				farm_tail_read(f->c, &f->slots[i], false);
+		}
 		if (farm_calib_due(&f->cal, f->running, f->q.queued))
 			f->cur_k = farm_calib_step(&f->cal, f->cur_k, f->r);
 		rc = dispatch(f);
@@ -697,10 +702,12 @@ int farm_run_loop(struct farm *f)
 		farm_update_metrics(f);
 		farm_progress(f, ended);
 		if (gpushare_now_ns() - f->last_live_ns >= PROGRESS_NS) {
-			write_live(f);
+			struct farm_live_head h = { f->cfg.hostname, f->t0_unix_s, f->cur_k, f->q.queued, f->running };
+
+			farm_live_write(f->dir, &h, f->slots, f->n_gpus * f->max_k, f->gpus);
 			f->last_live_ns = gpushare_now_ns();
 		}
-		if (!f->running && (!f->q.queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f))
+		if (!f->running && (!f->q.queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f->faults))
 			break;
 		wait_some(f, gpushare_now_ns());
 	}
@@ -734,21 +741,9 @@ void farm_stop_all(struct farm *f)
 			continue;
 		gpushare_child_stop(&s->ch, TERM_GRACE_NS);
 		gpushare_child_release(&s->ch);
-		farm_tail_read(f, s, true);
+		farm_tail_read(f->c, s, true);
 		free(s->argv);
 		s->argv = NULL;
 		s->busy = false;
 	}
-}
-
-/* ---- for farm_fault.c ---- */
-
-int farm_attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
-{
-	return attempt_ended(f, s, o, wstatus, end_ns);
-}
-
-int farm_flush_journal(struct farm *f)
-{
-	return flush_journal(f);
 }

@@ -20,6 +20,7 @@
 #include "gpushare/strategy.h"
 #include "json.h"
 #include "farm_engine.h"
+#include "farm_dir.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
 
@@ -53,7 +54,7 @@ static int dry_job(struct dry *d, uint64_t idx, char **argv)
 	}
 	d->listed++;
 	for (size_t k = 0; argv[k]; k++) {
-		if ((k && gpushare_buf_add(&cmd, " ", 1)) || farm_quote_word(&cmd, argv[k]))
+		if ((k && gpushare_buf_add(&cmd, " ", 1)) || gpushare_farm_jobs_quote_word(&cmd, argv[k]))
 			break;
 	}
 	if (cmd.failed) {

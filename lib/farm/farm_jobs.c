@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "gpushare/buf.h"
 #include "gpushare/gpushare.h"
 #include "farm_jobs.h"
 #include "gpushare/files.h"
@@ -367,6 +368,18 @@ static bool sh_safe(const char *s, size_t len)
 			return false;
 	}
 	return true;
+}
+
+int gpushare_farm_jobs_quote_word(struct gpushare_buf *b, const char *w)
+{
+	int rc;
+
+	if (sh_safe(w, strlen(w)))
+		return gpushare_buf_add(b, w, strlen(w));
+	rc = gpushare_buf_add(b, "'", 1);
+	for (const char *p = w; !rc && *p; p++)
+		rc = *p == '\'' ? gpushare_buf_add(b, "'\\''", 4) : gpushare_buf_add(b, p, 1);
+	return rc ? rc : gpushare_buf_add(b, "'", 1);
 }
 
 /* Append s, single-quoted for /bin/sh when needed. */

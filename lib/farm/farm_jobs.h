@@ -138,6 +138,12 @@ int gpushare_farm_jobs_template_stream(struct farm_jobs *list, char *const tmpl[
  * shell mode: { "/bin/sh", "-c", LINE, NULL }. */
 int gpushare_farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv);
 
+/* Append one word as a shell reads it back: single-quoted when it holds
+ * anything but letters, digits and @%_+=:,./- (as a template's argument is
+ * quoted under --shell). */
+struct gpushare_buf;
+int gpushare_farm_jobs_quote_word(struct gpushare_buf *b, const char *w);
+
 /* Job i as one readable line (words shell-quoted where needed), truncated
  * with "..." to fit buf. For messages and `--dry-run`. */
 void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len);
