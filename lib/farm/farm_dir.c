@@ -23,6 +23,7 @@
 #include "gpushare/util.h"
 #include "strategy.h"
 #include "farm_jobs.h"
+#include "farm_copy.h"
 #include "farm_journal.h"
 #include "farm_live.h"
 #include "farm_engine.h"

@@ -45,9 +45,7 @@
 #include "farm_live.h"
 
 
-/* ---- stop requests (async-signal-safe) ---- */
-
-volatile sig_atomic_t farm_stop_level;
+/* ---- stop requests (async-signal-safe; the level lives in farm_jobs.c) ---- */
 
 void gpushare_farm_stop(bool now)
 {

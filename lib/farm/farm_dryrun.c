@@ -22,6 +22,7 @@
 #include "farm_engine.h"
 #include "farm_dir.h"
 #include "farm_jobs.h"
+#include "farm_copy.h"
 #include "farm_journal.h"
 
 struct dry {

@@ -37,10 +37,6 @@
 #define DEFAULT_MAX_SLOTS 16
 #define PENDING_MAX 64                    /* attempt records written with one fsync */
 
-/* Stop requests (gpushare_farm_stop(), async-signal-safe): 1 no new jobs,
- * 2 stop the running ones too. */
-extern volatile sig_atomic_t farm_stop_level;
-
 /*
  * One farm (gpushare_farm_run(), or its dry run). Its parts, each the state
  * of one file, which the others reach only through that file's functions:

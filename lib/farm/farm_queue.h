@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "farm_jobs.h"
+#include "farm_copy.h"
 #include "farm_journal.h"
 
 /* A job taken from the queue: from the copy, or waiting for a retry. */

@@ -22,6 +22,7 @@
 
 #include "gpushare/buf.h"
 #include "farm_jobs.h"
+#include "farm_copy.h"
 #include "farm_journal.h"
 #include "json.h"
 #include "gpushare/farm.h"
