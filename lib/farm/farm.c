@@ -313,7 +313,6 @@ static int job_mapping(struct farm *f, bool add)
 static int alloc_slots(struct farm *f)
 {
 	const struct gpushare_farm_config *c = f->c;
-	int rc;
 
 	if (c->slots > GPUSHARE_FARM_MAX_SLOTS || c->max_slots > GPUSHARE_FARM_MAX_SLOTS)
 		return gpushare_fail(GPUSHARE_E_INVAL, "at most %d slots per GPU (the MPS client limit)",
@@ -322,22 +321,7 @@ static int alloc_slots(struct farm *f)
 	if (f->r->slurm_max_slots && f->max_k > f->r->slurm_max_slots)
 		f->max_k = f->r->slurm_max_slots; /* calibration tries no more than the shards allow */
 	f->cur_k = c->slots ? c->slots : 1;
-	if ((rc = farm_reserve_fds(f)) != GPUSHARE_OK)
-		return rc;
-	f->slots = calloc(f->n_gpus * f->max_k, sizeof(*f->slots));
-	if (!f->slots)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	for (size_t g = 0; g < f->n_gpus; g++) {
-		for (unsigned k = 0; k < f->max_k; k++) {
-			struct slot *s = &f->slots[g * f->max_k + k];
-
-			gpushare_child_init(&s->ch);
-			s->index = (unsigned)(g * f->max_k + k);
-			s->gpu = g;
-			s->k = k;
-		}
-	}
-	return GPUSHARE_OK;
+	return farm_slots_alloc(f);
 }
 
 void farm_init(struct farm *f, struct gpushare_farm_config *eff, struct gpushare_farm_result *r)

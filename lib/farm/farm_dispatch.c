@@ -82,6 +82,25 @@ void farm_progress(struct farm *f, bool force)
 	f->c->progress(&p, f->c->progress_arg);
 }
 
+/* DIR/running.json (farm_live.c): the jobs running now. */
+static void write_live(struct farm *f)
+{
+	struct farm_live_head h = { f->cfg.hostname, f->t0_unix_s, f->cur_k, f->q.queued, f->running };
+	struct farm_live_job *run = calloc(f->running ? f->running : 1, sizeof(*run));
+	size_t n = 0;
+
+	if (!run)
+		return; /* best effort: the last one stays */
+	for (size_t i = 0; i < f->n_gpus * f->max_k && n < f->running; i++) {
+		const struct slot *s = &f->slots[i];
+
+		if (s->busy)
+			run[n++] = (struct farm_live_job){ s->job, s->attempt, f->gpus[s->gpu].id.index, s->k, s->start_unix_s };
+	}
+	farm_live_write(f->dir, &h, run, n);
+	free(run);
+}
+
 void farm_update_metrics(struct farm *f)
 {
 	if (!f->metrics)
@@ -327,7 +346,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		if (!rc)
 			rc = open_output(f, s->err_rel, &err);
 		if (!rc)
-			rc = farm_tail_open(f->c, f->dir, s);
+			rc = farm_tail_open(f->c, f->dir, s->out_rel, s->err_rel, s->job, s->attempt, &s->tail);
 	} else {
 		rc = farm_path(f, s->out_rel, s->out_path, sizeof(s->out_path));
 		if (!rc)
@@ -381,7 +400,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	farm_calib_started(&f->cal, s->start_ns);
 out:
 	if (!s->busy) {
-		farm_tail_read(f->c, s, true);
+		farm_tail_read(f->c, &s->tail, true);
 		free(s->argv);
 		s->argv = NULL;
 	}
@@ -545,7 +564,7 @@ static int finish_slot(struct farm *f, struct slot *s)
 
 	/* What the job left in its process group (a shell's `cmd &`) is killed. */
 	gpushare_child_reap_group(&s->ch);
-	farm_tail_read(f->c, s, true);
+	farm_tail_read(f->c, &s->tail, true);
 	gpushare_child_release(&s->ch);
 	s->busy = false;
 	f->running--;
@@ -688,7 +707,7 @@ int farm_run_loop(struct farm *f)
 			break;
 		for (size_t i = 0; f->c->output && i < f->n_gpus * f->max_k; i++) {
 			if (f->slots[i].busy)
-				farm_tail_read(f->c, &f->slots[i], false);
+				farm_tail_read(f->c, &f->slots[i].tail, false);
 		}
 		if (farm_calib_due(&f->cal, f->running, f->q.queued))
 			f->cur_k = farm_calib_step(&f->cal, f->cur_k, f->r);
@@ -700,9 +719,7 @@ int farm_run_loop(struct farm *f)
 		farm_update_metrics(f);
 		farm_progress(f, ended);
 		if (gpushare_now_ns() - f->last_live_ns >= PROGRESS_NS) {
-			struct farm_live_head h = { f->cfg.hostname, f->t0_unix_s, f->cur_k, f->q.queued, f->running };
-
-			farm_live_write(f->dir, &h, f->slots, f->n_gpus * f->max_k, f->gpus);
+			write_live(f);
 			f->last_live_ns = gpushare_now_ns();
 		}
 		if (!f->running && (!f->q.queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f->faults))
@@ -719,13 +736,29 @@ int farm_run_loop(struct farm *f)
 #define FDS_BASE 64
 #define FDS_PER_SLOT 4
 
-int farm_reserve_fds(const struct farm *f)
+int farm_slots_alloc(struct farm *f)
 {
 	char what[96];
+	int rc;
 
 	snprintf(what, sizeof(what), "%u slot%s on %zu GPU%s", f->max_k, f->max_k == 1 ? "" : "s", f->n_gpus,
 		 f->n_gpus == 1 ? "" : "s");
-	return gpushare_reserve_fds(FDS_BASE + FDS_PER_SLOT * f->n_gpus * f->max_k, what);
+	if ((rc = gpushare_reserve_fds(FDS_BASE + FDS_PER_SLOT * f->n_gpus * f->max_k, what)) != GPUSHARE_OK)
+		return rc;
+	f->slots = calloc(f->n_gpus * f->max_k, sizeof(*f->slots));
+	if (!f->slots)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t g = 0; g < f->n_gpus; g++) {
+		for (unsigned k = 0; k < f->max_k; k++) {
+			struct slot *s = &f->slots[g * f->max_k + k];
+
+			gpushare_child_init(&s->ch);
+			s->index = (unsigned)(g * f->max_k + k);
+			s->gpu = g;
+			s->k = k;
+		}
+	}
+	return GPUSHARE_OK;
 }
 
 /* Something went wrong mid-farm (a journal write): stop every running job
@@ -739,7 +772,7 @@ void farm_stop_all(struct farm *f)
 			continue;
 		gpushare_child_stop(&s->ch, TERM_GRACE_NS);
 		gpushare_child_release(&s->ch);
-		farm_tail_read(f->c, s, true);
+		farm_tail_read(f->c, &s->tail, true);
 		free(s->argv);
 		s->argv = NULL;
 		s->busy = false;

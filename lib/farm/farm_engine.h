@@ -104,9 +104,10 @@ void farm_progress(struct farm *f, bool force);
 void farm_update_metrics(struct farm *f);
 int farm_run_loop(struct farm *f);
 void farm_stop_all(struct farm *f);
-/* Room for the descriptors of max_k slots on each GPU (gpushare_reserve_fds):
- * the soft open-file limit raised, or GPUSHARE_E_INVAL naming both limits. */
-int farm_reserve_fds(const struct farm *f);
+/* The max_k slots of each GPU, with room for their descriptors
+ * (gpushare_reserve_fds: the soft open-file limit raised, or
+ * GPUSHARE_E_INVAL naming both limits). */
+int farm_slots_alloc(struct farm *f);
 
 /* farm.c, also for the dry run (farm_dryrun.c). farm_init: f empty, its
  * config eff and result r (r cleared), no descriptors open. Then

@@ -17,10 +17,10 @@
 #include "gpushare/util.h"
 #include "json.h"
 #include "sys.h"
+#include "farm_journal.h"
 #include "farm_live.h"
 
-void farm_live_write(const char *dir, const struct farm_live_head *h, const struct slot *slots, size_t n_slots,
-		     const struct farm_gpu *gpus)
+void farm_live_write(const char *dir, const struct farm_live_head *h, const struct farm_live_job *run, size_t n)
 {
 	char path[GPUSHARE_PATH_MAX + 32], tmp[GPUSHARE_PATH_MAX + 32];
 	cJSON *o = cJSON_CreateObject(), *jobs;
@@ -32,15 +32,13 @@ void farm_live_write(const char *dir, const struct farm_live_head *h, const stru
 		  gpushare_json_int(o, "queued", (long long)h->queued) && gpushare_json_int(o, "running", h->running) &&
 		  (jobs = gpushare_json_arr(o, "jobs")) != NULL;
 
-	for (size_t i = 0; built && i < n_slots; i++) {
-		const struct slot *s = &slots[i];
+	for (size_t i = 0; built && i < n; i++) {
+		const struct farm_live_job *s = &run[i];
 		cJSON *j;
 
-		if (!s->busy)
-			continue;
 		built = (j = gpushare_json_obj(jobs, NULL)) != NULL && gpushare_json_int(j, "job", (long long)FARM_JOB_NUMBER(s->job)) &&
-		     gpushare_json_int(j, "attempt", s->attempt) && gpushare_json_int(j, "gpu", gpus[s->gpu].id.index) &&
-		     gpushare_json_int(j, "slot", s->k) && gpushare_json_num(j, "start_unix_s", s->start_unix_s);
+		     gpushare_json_int(j, "attempt", s->attempt) && gpushare_json_int(j, "gpu", s->gpu) &&
+		     gpushare_json_int(j, "slot", s->slot) && gpushare_json_num(j, "start_unix_s", s->start_unix_s);
 	}
 	/* A document missing a job is not written: the last one stays. */
 	text = gpushare_json_finish(o, built, false);

@@ -14,7 +14,6 @@
 #include <stdint.h>
 
 #include "gpushare/farm.h"
-#include "farm_slot.h"
 
 #define FARM_LIVE_NAME "running.json"
 
@@ -27,10 +26,17 @@ struct farm_live_head {
 	unsigned running;
 };
 
-/* Write DIR/running.json: h, and the busy ones of the n_slots slots (their
- * GPUs in gpus). */
-void farm_live_write(const char *dir, const struct farm_live_head *h, const struct slot *slots, size_t n_slots,
-		     const struct farm_gpu *gpus);
+/* A job running now. */
+struct farm_live_job {
+	uint64_t job;                      /* index (the file says FARM_JOB_NUMBER) */
+	unsigned attempt;
+	int gpu;                           /* NVML index, -1 unplaced */
+	unsigned slot;                     /* on its GPU */
+	double start_unix_s;
+};
+
+/* Write DIR/running.json: h and the n jobs of run. */
+void farm_live_write(const char *dir, const struct farm_live_head *h, const struct farm_live_job *run, size_t n);
 void farm_live_remove(const char *dir);
 /* DIR/running.json parsed (at most 16 MiB read, no link followed); NULL
  * when there is none or it is not JSON. */

@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "gpushare/child.h"
 #include "gpushare/util.h"
@@ -53,14 +52,5 @@ struct slot {
 	char **argv;                       /* from the cursor, owned */
 	struct farm_tail *tail;            /* --tag: reading its out and err files (farm_stream.c) */
 };
-
-/* The wall clock, in seconds since the epoch (the records' times). */
-static inline double farm_unix_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 #endif

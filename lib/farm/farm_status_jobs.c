@@ -27,6 +27,7 @@
 #include "json.h"
 #include "gpushare/farm.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/util.h"
 #include "farm_live.h"
 
 struct job_scan {

@@ -25,6 +25,8 @@
 #include "gpushare/farm.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/hist.h"
+#include "gpushare/util.h"
+#include "farm_journal.h"
 #include "farm_stream.h"
 
 #define TAIL_LINE_MAX (64 * 1024)   /* a longer line is passed in pieces of this size */
@@ -32,11 +34,14 @@
 struct farm_tail {
 	int fd[2];                      /* out, err; -1 closed */
 	struct gpushare_buf part[2];    /* a line not ended yet */
+	uint64_t job;                   /* its job's number (FARM_JOB_NUMBER) */
+	unsigned attempt;
 };
 
-int farm_tail_open(const struct gpushare_farm_config *c, const char *dir, struct slot *s)
+int farm_tail_open(const struct gpushare_farm_config *c, const char *dir, const char *out_rel, const char *err_rel,
+		   uint64_t job, unsigned attempt, struct farm_tail **tp)
 {
-	const char *rel[2] = { s->out_rel, s->err_rel };
+	const char *rel[2] = { out_rel, err_rel };
 	struct farm_tail *t;
 
 	if (!c->output)
@@ -57,17 +62,20 @@ int farm_tail_open(const struct gpushare_farm_config *c, const char *dir, struct
 			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path, strerror(e));
 		}
 	}
-	s->tail = t;
+	t->job = FARM_JOB_NUMBER(job);
+	t->attempt = attempt;
+	*tp = t;
 	return GPUSHARE_OK;
 }
 
-static void emit(const struct gpushare_farm_config *c, const struct slot *s, int stream, const char *line, size_t len)
+static void emit(const struct gpushare_farm_config *c, const struct farm_tail *t, int stream, const char *line,
+		 size_t len)
 {
-	c->output(FARM_JOB_NUMBER(s->job), s->attempt, stream + 1, line, len, c->output_arg);
+	c->output(t->job, t->attempt, stream + 1, line, len, c->output_arg);
 }
 
 /* Pass the complete lines read so far (and, last, the rest). */
-static void drain(const struct gpushare_farm_config *c, const struct slot *s, struct farm_tail *t, int i, bool last)
+static void drain(const struct gpushare_farm_config *c, struct farm_tail *t, int i, bool last)
 {
 	struct gpushare_buf *b = &t->part[i];
 	char chunk[16384];
@@ -81,10 +89,10 @@ static void drain(const struct gpushare_farm_config *c, const struct slot *s, st
 				continue;
 			if (b->len) {
 				if (gpushare_buf_add(b, chunk + from, k - from) == GPUSHARE_OK)
-					emit(c, s, i, b->s, b->len);
+					emit(c, t, i, b->s, b->len);
 				b->len = 0;
 			} else {
-				emit(c, s, i, chunk + from, k - from);
+				emit(c, t, i, chunk + from, k - from);
 			}
 			from = chunk[k] == '\n' ? k + 1 : k;
 		}
@@ -92,19 +100,19 @@ static void drain(const struct gpushare_farm_config *c, const struct slot *s, st
 			b->len = 0; /* out of memory: the piece is lost to the terminal, not to the file */
 	}
 	if (last && b->len) {
-		emit(c, s, i, b->s, b->len);
+		emit(c, t, i, b->s, b->len);
 		b->len = 0;
 	}
 }
 
-void farm_tail_read(const struct gpushare_farm_config *c, struct slot *s, bool last)
+void farm_tail_read(const struct gpushare_farm_config *c, struct farm_tail **tp, bool last)
 {
-	struct farm_tail *t = s->tail;
+	struct farm_tail *t = *tp;
 
 	if (!t)
 		return;
 	for (int i = 0; i < 2; i++)
-		drain(c, s, t, i, last);
+		drain(c, t, i, last);
 	if (!last)
 		return;
 	for (int i = 0; i < 2; i++) {
@@ -112,7 +120,7 @@ void farm_tail_read(const struct gpushare_farm_config *c, struct slot *s, bool l
 		gpushare_buf_release(&t->part[i]);
 	}
 	free(t);
-	s->tail = NULL;
+	*tp = NULL;
 }
 
 /* ---- --timeout Nx ---- */

@@ -3,8 +3,8 @@
  * (lib/farm/farm_stream.c): --tag's reading of each running attempt's
  * output files, line by line, to the caller's output callback; and
  * --timeout Nx, the deadline taken from the durations of this run's ok
- * attempts. Neither knows the farm: each is given the config, and the
- * slot whose files it reads.
+ * attempts. Neither knows the farm: each is given the config and its own
+ * state.
  */
 #ifndef GPUSHARE_FARM_STREAM_H
 #define GPUSHARE_FARM_STREAM_H
@@ -15,18 +15,21 @@
 #include "clock.h"
 #include "gpushare/farm.h"
 #include "gpushare/hist.h"
-#include "farm_slot.h"
 
 /* ---- --tag ---- */
 
 #define TAIL_NS (50 * NS_PER_MS)          /* read the output files this often */
 
-/* With --tag (c->output): open the reading of s's out and err files (under
- * dir; they exist already) into s->tail. Without: nothing. */
-int farm_tail_open(const struct gpushare_farm_config *c, const char *dir, struct slot *s);
-/* Pass the lines s's files have gained; last (the job ended): the rest
- * too, and close. Nothing when s has no tail. */
-void farm_tail_read(const struct gpushare_farm_config *c, struct slot *s, bool last);
+struct farm_tail;
+
+/* With --tag (c->output): open the reading of an attempt's out and err
+ * files (dir/out_rel, dir/err_rel; they exist already) into *t, its lines
+ * passed as job index job's attempt. Without: nothing (*t stays NULL). */
+int farm_tail_open(const struct gpushare_farm_config *c, const char *dir, const char *out_rel, const char *err_rel,
+		   uint64_t job, unsigned attempt, struct farm_tail **t);
+/* Pass the lines the files have gained; last (the job ended): the rest
+ * too, and close (*t NULL). Nothing when *t is NULL. */
+void farm_tail_read(const struct gpushare_farm_config *c, struct farm_tail **t, bool last);
 
 /* ---- --timeout Nx ---- */
 
