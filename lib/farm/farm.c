@@ -50,7 +50,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "clock.h"
 #include "sys.h"
 #include "gpushare/buf.h"
 #include "gpushare/child.h"

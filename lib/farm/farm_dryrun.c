@@ -17,7 +17,6 @@
 #include "gpushare/farm.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
-#include "gpushare/strategy.h"
 #include "json.h"
 #include "farm_engine.h"
 #include "farm_dir.h"

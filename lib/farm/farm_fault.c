@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "grow.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"

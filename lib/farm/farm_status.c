@@ -20,23 +20,16 @@
 
 #include <cjson/cJSON.h>
 
-#include "clock.h"
 #include "sys.h"
 #include "gpushare/buf.h"
 #include "json.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
-#include "gpushare/strategy.h"
 #include "gpushare/farm.h"
 #include "gpushare/format.h"
-#include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
-#include "gpushare/util.h"
-#include "gpu_select.h"
-#include "metrics_farm.h"
 #include "strategy.h"
-#include "run_ctx.h"
 #include "farm_live.h"
 
 
