@@ -1,9 +1,11 @@
 /*
- * The farm's dispatch (lib/farm/farm_engine.h): the queue (the copy of the
- * job list read by a cursor, then the retries), slots, starting jobs with
- * their slot's environment, recording how each attempt ended (the journal,
- * the live file, metrics and progress), time-outs and stops, the
- * calibration of K, and the main loop that ties them together.
+ * The farm's dispatch (lib/farm/farm_engine.h): jobs taken from the queue
+ * (farm_queue.c) into free slots, started with their slot's environment;
+ * how each attempt ended recorded (the journal, then what is next for its
+ * job: done, failed, a retry) with the live file, metrics and progress;
+ * time-outs and stops; and the main loop that ties them together, telling
+ * the calibration (farm_calib.c) and the fault part (farm_fault.c) what
+ * starts and ends.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,27 +26,22 @@
 #include "clock.h"
 #include "sys.h"
 #include "gpushare/buf.h"
-#include "json.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
-#include "gpushare/strategy.h"
 #include "gpushare/farm.h"
-#include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
-#include "gpu_select.h"
 #include "metrics_farm.h"
 #include "strategy.h"
 #include "run_ctx.h"
 #include "farm_engine.h"
 #include "farm_keeper.h"
 #include "farm_fault.h"
+#include "farm_live.h"
 
 
-/* ---- stop requests (async-signal-safe) ---- */
-
-volatile sig_atomic_t farm_stop_level;
+/* ---- stop requests (async-signal-safe; the level lives in farm_jobs.c) ---- */
 
 void gpushare_farm_stop(bool now)
 {
@@ -52,71 +49,6 @@ void gpushare_farm_stop(bool now)
 		farm_stop_level = 2;
 	else if (farm_stop_level < 1)
 		farm_stop_level = 1;
-}
-
-/* ---- the queue ---- */
-
-static int retry_push(struct farm *f, const struct job_ref *j)
-{
-	if (f->n_retry == f->retry_cap) {
-		size_t cap = f->retry_cap ? f->retry_cap * 2 : 16;
-		struct job_ref *nr = malloc(cap * sizeof(*nr));
-
-		if (!nr)
-			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		for (size_t i = 0; i < f->n_retry; i++)
-			nr[i] = f->retry[(f->retry_head + i) % f->retry_cap];
-		free(f->retry);
-		f->retry = nr;
-		f->retry_cap = cap;
-		f->retry_head = 0;
-	}
-	f->retry[(f->retry_head + f->n_retry) % f->retry_cap] = *j;
-	f->n_retry++;
-	return GPUSHARE_OK;
-}
-
-/* The next job to start: 1 and *j (its argv is the caller's); 0 when none
- * is waiting; < 0 when the copy cannot be read. */
-static int next_job(struct farm *f, struct job_ref *j)
-{
-	memset(j, 0, sizeof(*j));
-	if (f->n_retry) {
-		*j = f->retry[f->retry_head];
-		f->retry_head = (f->retry_head + 1) % f->retry_cap;
-		f->n_retry--;
-		return 1;
-	}
-	while (f->cur.index < f->n_jobs) {
-		uint64_t i = f->cur.index;
-		bool pending = f->rs.state[i] == FARM_JOB_PENDING;
-		uint32_t attempts, last;
-		int rc = gpushare_farm_cursor_next(&f->cur, pending, &j->argv, &j->hash);
-
-		if (rc < 0)
-			return rc;
-		if (rc == 0)
-			return gpushare_fail(GPUSHARE_E_IO, "'%s' ends after %" PRIu64 " of its %" PRIu64 " jobs",
-					     f->cur.path, i, f->n_jobs);
-		if (!pending)
-			continue;
-		gpushare_farm_resume_lookup(&f->rs, i, &attempts, &last);
-		j->job = (size_t)i;
-		j->attempts = attempts;
-		j->last_attempt = last;
-		return 1;
-	}
-	return 0;
-}
-
-void farm_free_retries(struct farm *f)
-{
-	farm_fault_free(f);
-	for (size_t i = 0; i < f->n_retry; i++)
-		free(f->retry[(f->retry_head + i) % f->retry_cap].argv);
-	free(f->retry);
-	f->retry = NULL;
-	f->n_retry = 0;
 }
 
 /* ---- recording ---- */
@@ -132,72 +64,37 @@ void farm_progress(struct farm *f, bool force)
 	f->last_progress_ns = now;
 	memset(&p, 0, sizeof(p));
 	p.total = f->r->shard_jobs;
-	p.done = f->rs.done;
-	p.failed = f->rs.failed;
+	p.done = f->q.rs.done;
+	p.failed = f->q.rs.failed;
 	p.running = f->running;
-	p.queued = f->queued;
+	p.queued = f->q.queued;
 	p.ended_this_run = f->r->ended;
 	p.elapsed_s = (double)(now - f->t0_ns) / 1e9;
-	rate = p.elapsed_s > 0 ? (double)(f->rs.done + f->rs.failed - f->r->skipped) / p.elapsed_s : 0;
-	p.eta_s = rate > 0 && !f->calibrating ? (double)(p.running + p.queued) / rate : -1;
+	rate = p.elapsed_s > 0 ? (double)(f->q.rs.done + f->q.rs.failed - f->r->skipped) / p.elapsed_s : 0;
+	p.eta_s = rate > 0 && !f->cal.on ? (double)(p.running + p.queued) / rate : -1;
 	p.slots = f->cur_k;
-	p.calibrating = f->calibrating;
+	p.calibrating = f->cal.on;
 	p.stopping = farm_stop_level > 0;
 	f->c->progress(&p, f->c->progress_arg);
 }
 
-/* DIR/running.json: the jobs running now, written about once a second
- * (a temporary file renamed over it, so a reader never sees half of it)
- * and removed at the end, so that `farm status` can tell a running farm,
- * and one that was killed, from a stopped one. Best effort: the journal is
- * the record; a failure here changes nothing else. */
+/* DIR/running.json (farm_live.c): the jobs running now. */
 static void write_live(struct farm *f)
 {
-	char path[GPUSHARE_PATH_MAX + 32], tmp[GPUSHARE_PATH_MAX + 32];
-	cJSON *o = cJSON_CreateObject(), *jobs;
-	char *text = NULL;
-	int fd;
-	bool built = gpushare_json_int(o, "pid", getpid()) && gpushare_json_str(o, "host", f->cfg.hostname) &&
-		  gpushare_json_num(o, "started_unix_s", f->t0_unix_s) &&
-		  gpushare_json_num(o, "updated_unix_s", unix_now()) && gpushare_json_int(o, "slots", f->cur_k) &&
-		  gpushare_json_int(o, "queued", (long long)f->queued) && gpushare_json_int(o, "running", f->running) &&
-		  (jobs = gpushare_json_arr(o, "jobs")) != NULL;
+	struct farm_live_head h = { f->cfg.hostname, f->t0_unix_s, f->cur_k, f->q.queued, f->running };
+	struct farm_live_job *run = calloc(f->running ? f->running : 1, sizeof(*run));
+	size_t n = 0;
 
-	for (size_t i = 0; built && i < f->n_gpus * f->max_k; i++) {
+	if (!run)
+		return; /* best effort: the last one stays */
+	for (size_t i = 0; i < f->n_gpus * f->max_k && n < f->running; i++) {
 		const struct slot *s = &f->slots[i];
-		cJSON *j;
 
-		if (!s->busy)
-			continue;
-		built = (j = gpushare_json_obj(jobs, NULL)) != NULL && gpushare_json_int(j, "job", (long long)FARM_JOB_NUMBER(s->job)) &&
-		     gpushare_json_int(j, "attempt", s->attempt) && gpushare_json_int(j, "gpu", f->gpus[s->gpu].id.index) &&
-		     gpushare_json_int(j, "slot", s->k) && gpushare_json_num(j, "start_unix_s", s->start_unix_s);
+		if (s->busy)
+			run[n++] = (struct farm_live_job){ s->job, s->attempt, f->gpus[s->gpu].id.index, s->k, s->start_unix_s };
 	}
-	/* A document missing a job is not written: the last one stays. */
-	text = gpushare_json_finish(o, built, false);
-	if (!text)
-		return;
-	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);
-	snprintf(tmp, sizeof(tmp), "%s/." LIVE_NAME ".tmp", f->dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd >= 0) {
-		size_t len = strlen(text);
-		bool ok = write(fd, text, len) == (ssize_t)len;
-
-		if (close(fd) == 0 && ok)
-			rename(tmp, path);
-		else
-			unlink(tmp);
-	}
-	free(text);
-}
-
-void farm_remove_live(struct farm *f)
-{
-	char path[GPUSHARE_PATH_MAX + 32];
-
-	snprintf(path, sizeof(path), "%s/" LIVE_NAME, f->dir);
-	unlink(path);
+	farm_live_write(f->dir, &h, run, n);
+	free(run);
 }
 
 void farm_update_metrics(struct farm *f)
@@ -206,7 +103,7 @@ void farm_update_metrics(struct farm *f)
 		return;
 	for (size_t i = 0; i < f->n_gpus; i++)
 		gpushare_metrics_farm_gpu(f->metrics, i, f->gpus[i].running, f->gpus[i].done, f->gpus[i].failed);
-	gpushare_metrics_farm_totals(f->metrics, f->queued, f->running, f->rs.done, f->rs.failed, f->cur_k);
+	gpushare_metrics_farm_totals(f->metrics, f->q.queued, f->running, f->q.rs.done, f->q.rs.failed, f->cur_k);
 }
 
 /* Write the pending records: one write, one fsync. */
@@ -223,7 +120,8 @@ static int flush_journal(struct farm *f)
 	return rc;
 }
 
-static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
+static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns,
+		  bool close_busy)
 {
 	struct farm_attempt *ap, a;
 	const struct farm_gpu *g = &f->gpus[s->gpu];
@@ -254,11 +152,10 @@ static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int
 	a.end_unix_s = s->start_unix_s + a.duration_s;
 	snprintf(a.stdout_path, sizeof(a.stdout_path), "%s", s->out_rel);
 	snprintf(a.stderr_path, sizeof(a.stderr_path), "%s", s->err_rel);
-	if (f->close_busy && a.gpu >= 0) {
+	if (close_busy && a.gpu >= 0) {
 		a.has_gpu_busy = true;
 		a.gpu_busy_s = a.end_unix_s > g->busy_start_unix_s ? a.end_unix_s - g->busy_start_unix_s : 0;
 	}
-	f->close_busy = false;
 	*ap = a;
 	f->n_pending++;
 	return GPUSHARE_OK;
@@ -266,28 +163,36 @@ static int record(struct farm *f, const struct slot *s, enum farm_outcome o, int
 
 /* An attempt ended with outcome o: record it, then decide what is next for
  * its job (done, failed for good, again, or again on resume). A retry takes
- * the slot's argv (s->argv is NULL then). */
-static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
+ * the slot's argv (s->argv is NULL then). close_busy: the attempt ended its
+ * GPU's busy period. */
+static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns,
+			 bool close_busy)
 {
 	struct farm_gpu *g = &f->gpus[s->gpu];
 	size_t job = s->job;
-	int rc = record(f, s, o, wstatus, end_ns);
+	int rc = record(f, s, o, wstatus, end_ns, close_busy);
 
 	if (rc)
 		return rc;
 	f->r->ended++;
 	g->attempts++;
-	if (f->calibrating) {
-		f->round_ended++;
-		f->round_last_end_ns = end_ns;
-	}
+	farm_calib_ended(&f->cal, end_ns);
 	switch (o) {
 	case FARM_OK:
 		f->r->ok++;
-		f->rs.state[job] = FARM_JOB_DONE;
-		f->rs.done++;
+		farm_queue_done(&f->q, job);
 		g->done++;
-		rc = farm_ok_duration(f, end_ns - s->start_ns);
+		if ((rc = farm_ok_duration(&f->timeout, f->c, end_ns - s->start_ns)) > 0) {
+			/* The running attempts get the new deadline too (one not
+			 * yet being stopped: a stop under way keeps its course). */
+			for (size_t i = 0; i < f->n_gpus * f->max_k; i++) {
+				struct slot *run = &f->slots[i];
+
+				if (run->busy && !run->kill_ns)
+					run->deadline_ns = run->start_ns + f->timeout.rel_ns;
+			}
+			rc = GPUSHARE_OK;
+		}
 		break;
 	case FARM_STOPPED:
 		f->r->stopped++;
@@ -295,8 +200,7 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		break;
 	case FARM_REFUSED:
 		f->r->refused++;
-		f->rs.state[job] = FARM_JOB_FAILED;
-		f->rs.failed++;
+		farm_queue_failed(&f->q, job);
 		f->r->run_failed++;
 		g->failed++;
 		break;
@@ -306,10 +210,10 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->culprit_before,
 					     s->isolate_next };
 
-			rc = j.culprit || j.isolate ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
+			rc = j.culprit || j.isolate ? farm_queue_push_alone(&f->q, &j) : farm_queue_push(&f->q, &j);
 			if (!rc)
 				s->argv = NULL;
-			f->queued++;
+			f->q.queued++;
 		} else {
 			f->r->not_started++;
 		}
@@ -322,23 +226,21 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 			f->r->failed_attempts++;
 		s->attempts++;
 		if (s->fault_culprit && s->culprit_before) { /* faulted again, alone: failed */
-			f->rs.state[job] = FARM_JOB_FAILED;
-			f->rs.failed++;
+			farm_queue_failed(&f->q, job);
 			f->r->run_failed++;
 			g->failed++;
 		} else if (s->attempts < f->c->retries + 1 && farm_stop_level == 0 && !f->r->halted) {
 			struct job_ref j = { job, s->hash, s->argv, s->attempts, s->attempt, s->fault_culprit, false };
 
 			/* a fault's culprit runs again alone on a GPU */
-			rc = j.culprit ? farm_fault_push_isolated(f, &j) : retry_push(f, &j);
+			rc = j.culprit ? farm_queue_push_alone(&f->q, &j) : farm_queue_push(&f->q, &j);
 			if (!rc)
 				s->argv = NULL;
-			f->queued++;
+			f->q.queued++;
 		} else if (s->attempts < f->c->retries + 1) {
 			f->r->not_started++;
 		} else {
-			f->rs.state[job] = FARM_JOB_FAILED;
-			f->rs.failed++;
+			farm_queue_failed(&f->q, job);
 			f->r->run_failed++;
 			g->failed++;
 		}
@@ -440,7 +342,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		if (!rc)
 			rc = open_output(f, s->err_rel, &err);
 		if (!rc)
-			rc = farm_tail_open(f, s);
+			rc = farm_tail_open(f->c, f->dir, s->out_rel, s->err_rel, s->job, s->attempt, &s->tail);
 	} else {
 		rc = farm_path(f, s->out_rel, s->out_path, sizeof(s->out_path));
 		if (!rc)
@@ -468,7 +370,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		s->ch.mirror_exit = farm_keeper_job_ended;
 		s->ch.mirror_arg = s;
 	}
-	s->start_unix_s = unix_now();
+	s->start_unix_s = farm_unix_now();
 	s->start_ns = gpushare_now_ns();
 	rc = gpushare_child_start(&s->ch);
 	if (rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_INVAL) {
@@ -479,26 +381,22 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		if (out < 0)
 			open_output(f, s->out_rel, &out); /* both files, as for a job that ran */
 		gpushare_clear_error();
-		f->queued--;
-		rc = attempt_ended(f, s, FARM_REFUSED, 0, s->start_ns);
+		f->q.queued--;
+		rc = attempt_ended(f, s, FARM_REFUSED, 0, s->start_ns, false);
 		goto out;
 	}
 	if (rc)
 		goto out;
 	s->busy = true;
-	s->deadline_ns = farm_deadline(f, s->start_ns);
+	s->deadline_ns = farm_deadline(&f->timeout, f->c, s->start_ns);
 	f->running++;
 	if (f->gpus[s->gpu].running++ == 0)
 		f->gpus[s->gpu].busy_start_unix_s = s->start_unix_s;
-	f->queued--;
-	if (f->calibrating) {
-		if (!f->round_started)
-			f->round_t0_ns = s->start_ns;
-		f->round_started++;
-	}
+	f->q.queued--;
+	farm_calib_started(&f->cal, s->start_ns);
 out:
 	if (!s->busy) {
-		farm_tail_read(f, s, true);
+		farm_tail_read(f->c, &s->tail, true);
 		free(s->argv);
 		s->argv = NULL;
 	}
@@ -558,7 +456,7 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 	s.attempts = j->attempts;
 	s.attempt = j->last_attempt + 1;
 	free(j->argv);
-	s.start_unix_s = unix_now();
+	s.start_unix_s = farm_unix_now();
 	snprintf(s.err_rel, sizeof(s.err_rel), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(job), s.attempt);
 	if (gpushare_format_mps_size(f->c->mem_per_job_bytes, size, sizeof(size)) != GPUSHARE_OK)
 		snprintf(size, sizeof(size), "%" PRIu64 " bytes", f->c->mem_per_job_bytes);
@@ -566,25 +464,48 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 		      "memory of every chosen GPU\n", FARM_JOB_NUMBER(job), size);
 	if (rc)
 		return rc;
-	f->queued--;
-	return attempt_ended(f, &s, FARM_REFUSED, 0, 0);
+	f->q.queued--;
+	return attempt_ended(f, &s, FARM_REFUSED, 0, 0, false);
+}
+
+/* Start the retries that run alone, each on a GPU of its own. */
+static int dispatch_alone(struct farm *f)
+{
+	int rc = GPUSHARE_OK;
+
+	while (!rc && f->q.n_alone && farm_stop_level == 0) {
+		size_t g = farm_fault_gpu_alone(f->gpus, f->n_gpus);
+		struct slot *s;
+		struct job_ref j;
+
+		if (g == SIZE_MAX || !farm_queue_next_alone(&f->q, &j))
+			break;
+		s = &f->slots[g * f->max_k];
+		f->gpus[g].hold = FARM_HOLD_ISOLATED;
+		rc = start_job(f, s, &j);
+		if (s->busy)
+			s->isolated = true;
+		else
+			f->gpus[g].hold = FARM_HOLD_NONE;
+	}
+	return rc;
 }
 
 /* Start jobs while slots are free, jobs wait and no stop was asked. */
 static int dispatch(struct farm *f)
 {
-	int rc = f->faults ? farm_fault_dispatch(f) : GPUSHARE_OK;
+	int rc = dispatch_alone(f);
 
-	while (!rc && farm_stop_level == 0 && !f->r->halted && f->queued) {
+	while (!rc && farm_stop_level == 0 && !f->r->halted && f->q.queued) {
 		struct slot *s = NULL;
 		struct job_ref j;
 		int got;
 
-		if (f->calibrating && f->round_started >= f->round_quota)
+		if (farm_calib_full(&f->cal))
 			break;
 		if (!(f->c->mem_per_job_bytes && never_fits(f)) && !(s = free_slot(f)))
 			break;
-		if ((got = next_job(f, &j)) <= 0)
+		if ((got = farm_queue_next(&f->q, &j)) <= 0)
 			return got;
 		rc = s ? start_job(f, s, &j) : refuse_for_memory(f, &j);
 	}
@@ -593,21 +514,58 @@ static int dispatch(struct farm *f)
 
 /* ---- watching running jobs ---- */
 
+static struct farm_fault_view fault_view(struct farm *f)
+{
+	struct farm_fault_view v = { f->gpus, f->n_gpus, f->slots, f->max_k, f->dir, &f->run.sx.mps, f->c->retries };
+
+	return v;
+}
+
+/* Record the faults whose GPU all clients have left: each attempt (the
+ * bystanders requeued without charge), then the fault record. */
+static int settle_faults(struct farm *f, uint64_t now)
+{
+	struct farm_fault_view v = fault_view(f);
+	struct farm_fault_settle st;
+	int got, rc = GPUSHARE_OK;
+
+	while (!rc && (got = farm_fault_poll(f->faults, &v, now, farm_stop_level > 0, &st)) != 0) {
+		if (got < 0)
+			return got;
+		for (size_t i = 0; i < st.n; i++) {
+			struct farm_fault_member *m = &st.m[i];
+			int r2 = attempt_ended(f, &m->s, m->o, m->wstatus, m->end_ns, m->close_busy);
+
+			if (!rc)
+				rc = r2;
+		}
+		if (!rc)
+			rc = flush_journal(f);
+		if (!rc)
+			rc = gpushare_farm_journal_write_fault(&f->journal, &st.rec);
+		got = farm_fault_settled(f->faults, &v, &st);
+		if (!rc)
+			rc = got;
+	}
+	return rc;
+}
+
 static int finish_slot(struct farm *f, struct slot *s)
 {
 	uint64_t end = gpushare_now_ns();
 	int ws = s->ch.wstatus;
 	enum farm_outcome o;
+	bool close_busy;
 	int rc;
 
 	/* What the job left in its process group (a shell's `cmd &`) is killed. */
 	gpushare_child_reap_group(&s->ch);
-	farm_tail_read(f, s, true);
+	farm_tail_read(f->c, &s->tail, true);
 	gpushare_child_release(&s->ch);
 	s->busy = false;
 	f->running--;
 	f->gpus[s->gpu].running--;
-	f->close_busy = f->gpus[s->gpu].running == 0; /* this attempt ends the GPU's busy period */
+	close_busy = f->gpus[s->gpu].running == 0; /* this attempt ends the GPU's busy period */
 	if (s->ch.open_errno) {
 		/* Its output files could not be created: the farm's trouble
 		 * (a full disk, a removed directory), as at start. */
@@ -630,11 +588,14 @@ static int finish_slot(struct farm *f, struct slot *s)
 		o = FARM_STOPPED;
 	else
 		o = gpushare_child_ok(ws) ? FARM_OK : FARM_FAILED;
-	if (f->faults)
-		farm_fault_slot_ended(f, s);
-	if (o == FARM_FAILED && f->fault_watch && farm_fault_take(f, s, ws, end))
-		return GPUSHARE_OK; /* held until its GPU's fault is settled */
-	rc = attempt_ended(f, s, o, ws, end);
+	farm_fault_slot_ended(f->gpus, s);
+	if (o == FARM_FAILED && f->fault_watch) {
+		struct farm_fault_view v = fault_view(f);
+
+		if (farm_fault_take(&f->faults, &v, s, ws, end, close_busy))
+			return GPUSHARE_OK; /* held until its GPU's fault is settled */
+	}
+	rc = attempt_ended(f, s, o, ws, end, close_busy);
 	free(s->argv);
 	s->argv = NULL;
 	return rc;
@@ -714,59 +675,13 @@ static void wait_some(struct farm *f, uint64_t now)
 		free(p);
 }
 
-/* ---- calibration ---- */
-
-void farm_calibration_round(struct farm *f)
-{
-	f->round_quota = 2ULL * f->cur_k * f->n_gpus;
-	f->round_started = f->round_ended = 0;
-	f->round_t0_ns = f->round_last_end_ns = 0;
-}
-
-/* After a drained round: keep K, double it, or settle. */
-static void calibration_step(struct farm *f)
-{
-	struct gpushare_farm_result *r = f->r;
-	double span = f->round_last_end_ns > f->round_t0_ns ? (double)(f->round_last_end_ns - f->round_t0_ns) / 1e9 : 0;
-	double rate = span > 0 ? (double)f->round_ended / span : 0;
-	bool complete = f->round_started >= f->round_quota;
-	bool settle = false;
-
-	if (r->n_calibration < sizeof(r->calibration) / sizeof(r->calibration[0])) {
-		r->calibration[r->n_calibration].slots = f->cur_k;
-		r->calibration[r->n_calibration].jobs_per_s = rate;
-		r->calibration[r->n_calibration].jobs = f->round_ended;
-		r->n_calibration++;
-	}
-	if (!f->best_k || rate >= f->best_rate * CALIBRATION_GAIN) {
-		f->best_k = f->cur_k;
-		f->best_rate = rate;
-	} else {
-		settle = true;  /* no gain from the larger K */
-	}
-	if (!complete || f->cur_k * 2 > f->max_k || r->n_calibration >= sizeof(r->calibration) / sizeof(r->calibration[0]))
-		settle = true;
-	for (size_t g = 0; g < f->n_gpus && !settle; g++) {
-		if (f->gpus[g].mem_cap <= f->cur_k)
-			settle = true; /* memory admits no more */
-	}
-	if (settle) {
-		f->calibrating = false;
-		f->cur_k = f->best_k;
-		r->slots = f->cur_k;
-		return;
-	}
-	f->cur_k *= 2;
-	farm_calibration_round(f);
-}
-
 /* ---- the run ---- */
 
 int farm_run_loop(struct farm *f)
 {
 	int rc = GPUSHARE_OK;
 
-	farm_fault_init(f);
+	f->fault_watch = farm_fault_watched(f->c->strategy, &f->run.sx.mps);
 	for (;;) {
 		uint64_t now = gpushare_now_ns();
 		bool ended = false;
@@ -781,15 +696,17 @@ int farm_run_loop(struct farm *f)
 			}
 		}
 		if (!rc && f->faults)
-			rc = farm_fault_poll(f, now);
+			rc = settle_faults(f, now);
 		if (!rc)
 			rc = flush_journal(f); /* before anything else starts */
 		if (rc)
 			break;
-		farm_tail_all(f);
-		if (f->calibrating && f->running == 0 &&
-		    (f->round_started >= f->round_quota || (!f->queued && f->round_started)))
-			calibration_step(f);
+		for (size_t i = 0; f->c->output && i < f->n_gpus * f->max_k; i++) {
+			if (f->slots[i].busy)
+				farm_tail_read(f->c, &f->slots[i].tail, false);
+		}
+		if (farm_calib_due(&f->cal, f->running, f->q.queued))
+			f->cur_k = farm_calib_step(&f->cal, f->cur_k, f->r);
 		rc = dispatch(f);
 		if (!rc)
 			rc = flush_journal(f); /* jobs refused while dispatching */
@@ -801,18 +718,11 @@ int farm_run_loop(struct farm *f)
 			write_live(f);
 			f->last_live_ns = gpushare_now_ns();
 		}
-		if (!f->running && (!f->queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f))
+		if (!f->running && (!f->q.queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f->faults))
 			break;
 		wait_some(f, gpushare_now_ns());
 	}
-	if (f->calibrating) {
-		f->calibrating = false;
-		if (f->round_ended)
-			calibration_step(f);
-		f->calibrating = false;
-		if (f->best_k)
-			f->cur_k = f->r->slots = f->best_k;
-	}
+	f->cur_k = farm_calib_finish(&f->cal, f->cur_k, f->r);
 	return rc;
 }
 
@@ -822,13 +732,29 @@ int farm_run_loop(struct farm *f)
 #define FDS_BASE 64
 #define FDS_PER_SLOT 4
 
-int farm_reserve_fds(const struct farm *f)
+int farm_slots_alloc(struct farm *f)
 {
 	char what[96];
+	int rc;
 
 	snprintf(what, sizeof(what), "%u slot%s on %zu GPU%s", f->max_k, f->max_k == 1 ? "" : "s", f->n_gpus,
 		 f->n_gpus == 1 ? "" : "s");
-	return gpushare_reserve_fds(FDS_BASE + FDS_PER_SLOT * f->n_gpus * f->max_k, what);
+	if ((rc = gpushare_reserve_fds(FDS_BASE + FDS_PER_SLOT * f->n_gpus * f->max_k, what)) != GPUSHARE_OK)
+		return rc;
+	f->slots = calloc(f->n_gpus * f->max_k, sizeof(*f->slots));
+	if (!f->slots)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t g = 0; g < f->n_gpus; g++) {
+		for (unsigned k = 0; k < f->max_k; k++) {
+			struct slot *s = &f->slots[g * f->max_k + k];
+
+			gpushare_child_init(&s->ch);
+			s->index = (unsigned)(g * f->max_k + k);
+			s->gpu = g;
+			s->k = k;
+		}
+	}
+	return GPUSHARE_OK;
 }
 
 /* Something went wrong mid-farm (a journal write): stop every running job
@@ -842,26 +768,9 @@ void farm_stop_all(struct farm *f)
 			continue;
 		gpushare_child_stop(&s->ch, TERM_GRACE_NS);
 		gpushare_child_release(&s->ch);
-		farm_tail_read(f, s, true);
+		farm_tail_read(f->c, &s->tail, true);
 		free(s->argv);
 		s->argv = NULL;
 		s->busy = false;
 	}
-}
-
-/* ---- for farm_fault.c ---- */
-
-int farm_attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, int wstatus, uint64_t end_ns)
-{
-	return attempt_ended(f, s, o, wstatus, end_ns);
-}
-
-int farm_flush_journal(struct farm *f)
-{
-	return flush_journal(f);
-}
-
-int farm_start_job(struct farm *f, struct slot *s, const struct job_ref *j)
-{
-	return start_job(f, s, j);
 }

@@ -17,10 +17,11 @@
 #include "gpushare/farm.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
-#include "gpushare/strategy.h"
 #include "json.h"
 #include "farm_engine.h"
+#include "farm_dir.h"
 #include "farm_jobs.h"
+#include "farm_copy.h"
 #include "farm_journal.h"
 
 struct dry {
@@ -43,7 +44,7 @@ static int dry_job(struct dry *d, uint64_t idx, char **argv)
 	d->total++;
 	if (!farm_shard_has(&f->shard, (size_t)idx))
 		return GPUSHARE_OK;
-	if (d->resume && (idx >= f->rs.n_jobs || f->rs.state[idx] != FARM_JOB_PENDING))
+	if (d->resume && (idx >= f->q.rs.n_jobs || f->q.rs.state[idx] != FARM_JOB_PENDING))
 		return GPUSHARE_OK;
 	/* The first wave: jobs go to the GPU with the fewest running, the
 	 * lowest free slot; after it, whichever ends first decides. */
@@ -53,7 +54,7 @@ static int dry_job(struct dry *d, uint64_t idx, char **argv)
 	}
 	d->listed++;
 	for (size_t k = 0; argv[k]; k++) {
-		if ((k && gpushare_buf_add(&cmd, " ", 1)) || farm_quote_word(&cmd, argv[k]))
+		if ((k && gpushare_buf_add(&cmd, " ", 1)) || gpushare_farm_jobs_quote_word(&cmd, argv[k]))
 			break;
 	}
 	if (cmd.failed) {
@@ -142,7 +143,7 @@ static int dry_record(void *arg, struct farm_journal_data *d, const struct farm_
 static int dry_journal(struct farm *f)
 {
 	char path[GPUSHARE_PATH_MAX + 32];
-	const struct farm_journal_scan scan = { dry_header, dry_record, &f->rs, NULL };
+	const struct farm_journal_scan scan = { dry_header, dry_record, &f->q.rs, NULL };
 	struct farm_journal_data d;
 	int rc;
 
@@ -156,7 +157,7 @@ static int dry_journal(struct farm *f)
 		rc = gpushare_fail(GPUSHARE_E_INVAL, "this is shard %lu/%lu but the journal's farm was shard %lu/%lu",
 				   f->shard.index, f->shard.count, d.config.shard.index, d.config.shard.count);
 	if (!rc)
-		rc = gpushare_farm_resume_end(&f->rs, &f->shard, f->c->retries);
+		rc = gpushare_farm_resume_end(&f->q.rs, &f->shard, f->c->retries);
 	gpushare_farm_journal_data_release(&d);
 	return rc;
 }
@@ -250,7 +251,7 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 			fprintf(out, "%" PRIu64 " of %" PRIu64 " job%s would run\n", d.listed, d.total,
 				d.total == 1 ? "" : "s");
 	}
-	gpushare_farm_resume_release(&f.rs);
+	gpushare_farm_resume_release(&f.q.rs);
 	free(f.slots);
 	free(f.gpus);
 	if (f.nvml)

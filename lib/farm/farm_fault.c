@@ -14,40 +14,29 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "grow.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/strategy.h"
 #include "mps_fault.h"
-#include "farm_engine.h"
 #include "farm_fault.h"
 
 #define SEEN_MAX 64
-
-struct member {
-	struct slot s;                 /* the slot as it ended (its argv owned here) */
-	int wstatus;
-	uint64_t end_ns;
-	bool close_busy;
-	bool not_ready;                /* refused by the faulted server (807) */
-};
 
 struct window {
 	bool open, restarted;
 	uint64_t recover_t0_ns, next_check_ns;
 	double t0_unix;
-	struct member *m;
+	struct farm_fault_member *m;
 	size_t n, cap;
 };
 
 struct farm_faults {
 	struct window *win;            /* one per GPU */
 	size_t n_open;
-	struct job_ref *iso;           /* culprits' retries, to run alone */
-	size_t n_iso, cap_iso;
 	uint64_t *earlier;             /* jobs that failed in a settled fault */
 	size_t n_earlier, cap_earlier;
+	uint64_t *by;                  /* the bystanders of the fault being settled */
 	pid_t seen[SEEN_MAX];          /* server-log pids of settled faults */
 	size_t n_seen;
 };
@@ -109,30 +98,29 @@ size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_faul
 	return first;
 }
 
-void farm_fault_init(struct farm *f)
+bool farm_fault_watched(int strategy, const struct gpushare_mps_session *mps)
 {
-	f->fault_watch = (f->c->strategy == GPUSHARE_STRATEGY_MPS || f->c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT) &&
-			 f->run.sx.mps.open;
+	return (strategy == GPUSHARE_STRATEGY_MPS || strategy == GPUSHARE_STRATEGY_MPS_SPLIT) && mps->open;
 }
 
-static struct farm_faults *faults(struct farm *f)
+static struct farm_faults *faults(struct farm_faults **F, size_t n_gpus)
 {
-	if (!f->faults) {
-		f->faults = calloc(1, sizeof(*f->faults));
-		if (f->faults && !(f->faults->win = calloc(f->n_gpus ? f->n_gpus : 1, sizeof(*f->faults->win)))) {
-			free(f->faults);
-			f->faults = NULL;
+	if (!*F) {
+		*F = calloc(1, sizeof(**F));
+		if (*F && !((*F)->win = calloc(n_gpus ? n_gpus : 1, sizeof(*(*F)->win)))) {
+			free(*F);
+			*F = NULL;
 		}
 	}
-	return f->faults;
+	return *F;
 }
 
-void farm_fault_slot_ended(struct farm *f, struct slot *s)
+void farm_fault_slot_ended(struct farm_gpu *gpus, struct slot *s)
 {
 	if (s->isolated) {
 		s->isolated = false;
-		if (f->gpus[s->gpu].hold == FARM_HOLD_ISOLATED)
-			f->gpus[s->gpu].hold = FARM_HOLD_NONE;
+		if (gpus[s->gpu].hold == FARM_HOLD_ISOLATED)
+			gpus[s->gpu].hold = FARM_HOLD_NONE;
 	}
 }
 
@@ -146,22 +134,22 @@ static bool seen(const struct farm_faults *F, pid_t p)
 
 /* The server log's new culprit pids: mark the attempts on GPU gi whose
  * process (group) they are, the one that just ended (ended) included. */
-static void name_from_log(struct farm *f, size_t gi, struct slot *ended)
+static void name_from_log(struct farm_faults *F, const struct farm_fault_view *v, size_t gi, struct slot *ended)
 {
 	struct gpushare_mps_fault_log log;
 
-	gpushare_mps_fault_log_read(f->run.sx.mps.m.log_dir, &log);
+	gpushare_mps_fault_log_read(v->mps->m.log_dir, &log);
 	for (size_t i = 0; i < log.n_named; i++) {
 		const pid_t p = log.named[i];
 		pid_t pg;
 
-		if (seen(f->faults, p))
+		if (seen(F, p))
 			continue;
 		if (p == ended->ch.pid || p == ended->ch.pgid)
 			ended->fault_named = true;
 		pg = getpgid(p);
-		for (unsigned k = 0; k < f->max_k; k++) {
-			struct slot *s = &f->slots[gi * f->max_k + k];
+		for (unsigned k = 0; k < v->max_k; k++) {
+			struct slot *s = &v->slots[gi * v->max_k + k];
 
 			if (s->busy && (s->ch.pid == p || (pg > 0 && s->ch.pgid == pg)))
 				s->fault_named = true;
@@ -169,19 +157,20 @@ static void name_from_log(struct farm *f, size_t gi, struct slot *ended)
 	}
 }
 
-bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_ns)
+bool farm_fault_take(struct farm_faults **Fp, const struct farm_fault_view *v, struct slot *s, int wstatus,
+		     uint64_t end_ns, bool close_busy)
 {
-	struct farm_faults *F = f->faults;
+	struct farm_faults *F = *Fp;
 	struct window *w;
-	struct member *m;
+	struct farm_fault_member *m;
 	char path[GPUSHARE_PATH_MAX * 2];
 	enum gpushare_mps_fault k;
 
-	snprintf(path, sizeof(path), "%s/%s", f->dir, s->err_rel);
+	snprintf(path, sizeof(path), "%s/%s", v->dir, s->err_rel);
 	k = gpushare_mps_fault_file(path);
 	if (!F || !F->win[s->gpu].open) {
 		/* A fatal error, or the server refusing the job: it is in fault. */
-		if (k == GPUSHARE_MPS_FAULT_NONE || !(F = faults(f)))
+		if (k == GPUSHARE_MPS_FAULT_NONE || !(F = faults(Fp, v->n_gpus)))
 			return false;
 		w = &F->win[s->gpu];
 		w->open = true;
@@ -189,26 +178,25 @@ bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_n
 		w->recover_t0_ns = w->next_check_ns = 0;
 		w->t0_unix = s->start_unix_s + (double)(end_ns - s->start_ns) / 1e9;
 		F->n_open++;
-		f->gpus[s->gpu].hold = FARM_HOLD_FAULT;
+		v->gpus[s->gpu].hold = FARM_HOLD_FAULT;
 	}
 	w = &F->win[s->gpu];
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 8;
-		struct member *p = realloc(w->m, cap * sizeof(*p));
+		struct farm_fault_member *p = realloc(w->m, cap * sizeof(*p));
 
 		if (!p)
 			return false;
 		w->m = p;
 		w->cap = cap;
 	}
-	name_from_log(f, s->gpu, s);
+	name_from_log(F, v, s->gpu, s);
 	m = &w->m[w->n++];
 	m->s = *s;
 	m->wstatus = wstatus;
 	m->end_ns = end_ns;
-	m->close_busy = f->close_busy;
+	m->close_busy = close_busy;
 	m->not_ready = k == GPUSHARE_MPS_FAULT_NOT_READY;
-	f->close_busy = false;
 	s->argv = NULL;
 	return true;
 }
@@ -232,27 +220,32 @@ static bool was_earlier(const struct farm_faults *F, uint64_t job)
 	return false;
 }
 
-/* Record the fault of GPU gi: its attempts, then its fault record. */
-static int settle(struct farm *f, size_t gi)
+/* The fault of GPU gi is over: no more jobs held there. */
+static void close_window(struct farm_faults *F, const struct farm_fault_view *v, size_t gi)
 {
-	struct farm_faults *F = f->faults;
+	struct window *w = &F->win[gi];
+
+	w->n = 0;
+	w->open = false;
+	F->n_open--;
+	if (v->gpus[gi].hold == FARM_HOLD_FAULT)
+		v->gpus[gi].hold = FARM_HOLD_NONE;
+}
+
+/* Tell the culprit of GPU gi's fault from the bystanders: each attempt's
+ * outcome, and the fault record. */
+static int settle(struct farm_faults *F, const struct farm_fault_view *v, size_t gi, struct farm_fault_settle *out)
+{
 	struct window *w = &F->win[gi];
 	struct farm_fault_cand *c = calloc(w->n, sizeof(*c));
-	uint64_t *by = calloc(w->n, sizeof(*by));
-	struct farm_fault_record rec;
+	struct farm_fault_record *rec = &out->rec;
 	enum farm_fault_evidence ev;
-	struct gpushare_mps_fault_log log;
 	size_t ci;
-	int rc = GPUSHARE_OK;
 
-	if (!w->n) { /* its first attempt could not be kept: recorded as it was */
+	free(F->by);
+	F->by = calloc(w->n, sizeof(*F->by));
+	if (!c || !F->by) {
 		free(c);
-		free(by);
-		goto close;
-	}
-	if (!c || !by) {
-		free(c);
-		free(by);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < w->n; i++) {
@@ -262,29 +255,30 @@ static int settle(struct farm *f, size_t gi)
 		c[i].not_ready = w->m[i].not_ready;
 	}
 	ci = farm_fault_pick(c, w->n, &ev);
-	memset(&rec, 0, sizeof(rec));
-	rec.gpu = f->gpus[gi].id.index;
-	snprintf(rec.gpu_uuid, sizeof(rec.gpu_uuid), "%s", f->gpus[gi].id.uuid);
-	rec.culprit = w->m[ci].s.job;
-	rec.culprit_attempt = w->m[ci].s.attempt;
+	free(c);
+	memset(out, 0, sizeof(*out));
+	out->gpu = gi;
+	out->m = w->m;
+	out->n = w->n;
+	rec->gpu = v->gpus[gi].id.index;
+	snprintf(rec->gpu_uuid, sizeof(rec->gpu_uuid), "%s", v->gpus[gi].id.uuid);
+	rec->culprit = w->m[ci].s.job;
+	rec->culprit_attempt = w->m[ci].s.attempt;
 	/* Told by the order only, the culprit is a suspect: not charged. */
-	rec.culprit_failed = ev != FARM_EVIDENCE_FIRST && ev != FARM_EVIDENCE_REFUSED &&
-			     (w->m[ci].s.culprit_before || w->m[ci].s.attempts + 1 >= f->c->retries + 1);
-	snprintf(rec.evidence, sizeof(rec.evidence), "%s", farm_fault_evidence_name(ev));
-	rec.start_unix_s = w->t0_unix;
-	rec.recovered_unix_s = unix_now();
-	if (rec.recovered_unix_s < rec.start_unix_s)
-		rec.recovered_unix_s = rec.start_unix_s;
-	rec.server_restarted = w->restarted;
+	rec->culprit_failed = ev != FARM_EVIDENCE_FIRST && ev != FARM_EVIDENCE_REFUSED &&
+			      (w->m[ci].s.culprit_before || w->m[ci].s.attempts + 1 >= v->retries + 1);
+	snprintf(rec->evidence, sizeof(rec->evidence), "%s", farm_fault_evidence_name(ev));
+	rec->start_unix_s = w->t0_unix;
+	rec->recovered_unix_s = farm_unix_now();
+	if (rec->recovered_unix_s < rec->start_unix_s)
+		rec->recovered_unix_s = rec->start_unix_s;
+	rec->server_restarted = w->restarted;
 	for (size_t i = 0; i < w->n; i++) {
-		struct member *m = &w->m[i];
+		struct farm_fault_member *m = &w->m[i];
 		bool charge = i == ci && ev != FARM_EVIDENCE_FIRST;
 		/* Only refused (a server that stays in fault, or another's
 		 * fault): ordinary failures, or they would come back forever. */
 		bool refused = ev == FARM_EVIDENCE_REFUSED;
-		int r2;
-
-		f->close_busy = m->close_busy;
 
 		/* Told by the order only: nobody is charged, and each suspect
 		 * runs alone, so the one that faults again is known for
@@ -292,144 +286,110 @@ static int settle(struct farm *f, size_t gi)
 		m->s.fault_culprit = charge && !refused;
 		m->s.isolate_next = ev == FARM_EVIDENCE_FIRST;
 		if (i != ci && !refused)
-			by[rec.n_bystanders++] = m->s.job;
-		r2 = farm_attempt_ended(f, &m->s, charge || refused ? FARM_FAILED : FARM_BYSTANDER, m->wstatus, m->end_ns);
-		if (!rc)
-			rc = r2;
-		if (!rc)
-			rc = add_earlier(F, m->s.job);
-		free(m->s.argv);
-		m->s.argv = NULL;
+			F->by[rec->n_bystanders++] = m->s.job;
+		m->o = charge || refused ? FARM_FAILED : FARM_BYSTANDER;
 	}
-	rec.bystanders = by;
-	if (!rc)
-		rc = farm_flush_journal(f);
-	if (!rc)
-		rc = gpushare_farm_journal_write_fault(&f->journal, &rec);
-	gpushare_mps_fault_log_read(f->run.sx.mps.m.log_dir, &log);
-	for (size_t i = 0; i < log.n_named && F->n_seen < SEEN_MAX; i++)
-		if (!seen(F, log.named[i]))
-			F->seen[F->n_seen++] = log.named[i];
-	free(c);
-	free(by);
-close:
-	w->n = 0;
-	w->open = false;
-	F->n_open--;
-	if (f->gpus[gi].hold == FARM_HOLD_FAULT)
-		f->gpus[gi].hold = FARM_HOLD_NONE;
-	return rc;
+	rec->bystanders = F->by;
+	return 1;
 }
 
-int farm_fault_poll(struct farm *f, uint64_t now)
+int farm_fault_poll(struct farm_faults *F, const struct farm_fault_view *v, uint64_t now, bool stopping,
+		    struct farm_fault_settle *out)
 {
-	struct farm_faults *F = f->faults;
-	int rc = GPUSHARE_OK;
-
-	for (size_t gi = 0; F && F->n_open && gi < f->n_gpus && !rc; gi++) {
+	for (size_t gi = 0; F && F->n_open && gi < v->n_gpus; gi++) {
 		struct window *w = &F->win[gi];
 
-		if (!w->open || f->gpus[gi].running)
+		if (!w->open || v->gpus[gi].running)
 			continue;
 		/* Every client has left: wait (bounded) until the server is
 		 * out of its FAULT state; not when the farm stops. */
 		if (!w->recover_t0_ns)
 			w->recover_t0_ns = now;
-		if (farm_stop_level == 0) {
+		if (!stopping) {
 			if (now < w->next_check_ns)
 				continue;
-			if (gpushare_mps_fault_server(&f->run.sx.mps.m, false)) {
+			if (gpushare_mps_fault_server(&v->mps->m, false)) {
 				if (now - w->recover_t0_ns < FARM_FAULT_RECOVER_NS) {
 					w->next_check_ns = now + FARM_FAULT_CHECK_NS;
 					continue;
 				}
 				/* A daemon of the farm's own: its server is shut
 				 * down (the next client starts a new one). */
-				if (f->run.sx.mps.started) {
-					gpushare_mps_fault_server(&f->run.sx.mps.m, true);
+				if (v->mps->started) {
+					gpushare_mps_fault_server(&v->mps->m, true);
 					w->restarted = true;
 				}
 			}
 		}
-		rc = settle(f, gi);
-	}
-	return rc;
-}
-
-int farm_fault_push_isolated(struct farm *f, const struct job_ref *j)
-{
-	struct farm_faults *F = faults(f);
-
-	if (!F)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	if (gpushare_grow(&F->iso, F->n_iso, &F->cap_iso, sizeof(*F->iso), 4))
-		return GPUSHARE_E_NOMEM;
-	F->iso[F->n_iso++] = *j;
-	return GPUSHARE_OK;
-}
-
-int farm_fault_dispatch(struct farm *f)
-{
-	struct farm_faults *F = f->faults;
-	int rc = GPUSHARE_OK;
-
-	while (!rc && F && F->n_iso && farm_stop_level == 0) {
-		size_t best = SIZE_MAX, fewest = SIZE_MAX;
-		bool reserved = false;
-
-		for (size_t g = 0; g < f->n_gpus; g++) {
-			const struct farm_gpu *gp = &f->gpus[g];
-
-			reserved = reserved || gp->hold == FARM_HOLD_RESERVED;
-			if (gp->running == 0 && gp->mem_cap > 0 &&
-			    (gp->hold == FARM_HOLD_RESERVED || (gp->hold == FARM_HOLD_NONE && best == SIZE_MAX)))
-				best = g;
-			if (gp->hold == FARM_HOLD_NONE && gp->mem_cap > 0 && (fewest == SIZE_MAX || gp->running < f->gpus[fewest].running))
-				fewest = g;
-		}
-		if (best != SIZE_MAX) {
-			struct slot *s = &f->slots[best * f->max_k];
-			struct job_ref j = F->iso[0];
-
-			memmove(F->iso, F->iso + 1, (F->n_iso - 1) * sizeof(*F->iso));
-			F->n_iso--;
-			f->gpus[best].hold = FARM_HOLD_ISOLATED;
-			rc = farm_start_job(f, s, &j);
-			if (s->busy)
-				s->isolated = true;
-			else
-				f->gpus[best].hold = FARM_HOLD_NONE;
+		if (!w->n) { /* its first attempt could not be kept: recorded as it was */
+			close_window(F, v, gi);
 			continue;
 		}
-		/* Keep new jobs off one GPU until it is empty. */
-		if (!reserved && fewest != SIZE_MAX)
-			f->gpus[fewest].hold = FARM_HOLD_RESERVED;
-		break;
+		return settle(F, v, gi, out);
 	}
+	return 0;
+}
+
+int farm_fault_settled(struct farm_faults *F, const struct farm_fault_view *v, struct farm_fault_settle *st)
+{
+	struct gpushare_mps_fault_log log;
+	int rc = GPUSHARE_OK;
+
+	for (size_t i = 0; i < st->n; i++) {
+		if (!rc)
+			rc = add_earlier(F, st->m[i].s.job);
+		free(st->m[i].s.argv);
+		st->m[i].s.argv = NULL;
+	}
+	gpushare_mps_fault_log_read(v->mps->m.log_dir, &log);
+	for (size_t i = 0; i < log.n_named && F->n_seen < SEEN_MAX; i++)
+		if (!seen(F, log.named[i]))
+			F->seen[F->n_seen++] = log.named[i];
+	free(F->by);
+	F->by = NULL;
+	close_window(F, v, st->gpu);
 	return rc;
 }
 
-bool farm_fault_open(const struct farm *f)
+size_t farm_fault_gpu_alone(struct farm_gpu *gpus, size_t n_gpus)
 {
-	return f->faults && f->faults->n_open;
+	size_t best = SIZE_MAX, fewest = SIZE_MAX;
+	bool reserved = false;
+
+	for (size_t g = 0; g < n_gpus; g++) {
+		const struct farm_gpu *gp = &gpus[g];
+
+		reserved = reserved || gp->hold == FARM_HOLD_RESERVED;
+		if (gp->running == 0 && gp->mem_cap > 0 &&
+		    (gp->hold == FARM_HOLD_RESERVED || (gp->hold == FARM_HOLD_NONE && best == SIZE_MAX)))
+			best = g;
+		if (gp->hold == FARM_HOLD_NONE && gp->mem_cap > 0 && (fewest == SIZE_MAX || gp->running < gpus[fewest].running))
+			fewest = g;
+	}
+	if (best != SIZE_MAX)
+		return best;
+	/* Keep new jobs off one GPU until it is empty. */
+	if (!reserved && fewest != SIZE_MAX)
+		gpus[fewest].hold = FARM_HOLD_RESERVED;
+	return SIZE_MAX;
 }
 
-void farm_fault_free(struct farm *f)
+bool farm_fault_open(const struct farm_faults *F)
 {
-	struct farm_faults *F = f->faults;
+	return F && F->n_open;
+}
 
+void farm_fault_free(struct farm_faults *F, size_t n_gpus)
+{
 	if (!F)
 		return;
-	for (size_t g = 0; g < f->n_gpus; g++) {
+	for (size_t g = 0; g < n_gpus; g++) {
 		for (size_t i = 0; i < F->win[g].n; i++)
 			free(F->win[g].m[i].s.argv);
 		free(F->win[g].m);
 	}
-	for (size_t i = 0; i < F->n_iso; i++)
-		free(F->iso[i].argv);
-	free(F->iso);
+	free(F->by);
 	free(F->earlier);
 	free(F->win);
 	free(F);
-	f->faults = NULL;
 }

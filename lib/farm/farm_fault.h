@@ -14,6 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
+#include "mps_session.h"
+#include "farm_journal.h"
+#include "farm_slot.h"
+
 #define FARM_FAULT_RECOVER_NS (10 * NS_PER_S)  /* the server's FAULT state, then it is shut down */
 #define FARM_FAULT_CHECK_NS (100 * NS_PER_MS)  /* how often the server's state is asked meanwhile */
 
@@ -45,27 +50,71 @@ struct farm_fault_cand {
  * Its index; *ev says which rule chose it. */
 size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_fault_evidence *ev);
 
-struct farm;
-struct slot;
-struct job_ref;
+/* ---- the farm's side: the fault state of a run ---- */
 
-/* Called by the dispatch (farm_dispatch.c). */
-void farm_fault_init(struct farm *f);
-/* A slot's attempt ended (any outcome) and f->faults exists: the GPU of an
- * isolated job is free again. */
-void farm_fault_slot_ended(struct farm *f, struct slot *s);
+struct farm_faults;  /* the open faults, the jobs of settled ones: NULL until the first */
+
+/* What the fault part sees of the farm: its GPUs (it sets their holds),
+ * their slots (n_gpus * max_k; it marks those the server log names), the
+ * farm directory (the jobs' .err files) and the MPS session. */
+struct farm_fault_view {
+	struct farm_gpu *gpus;
+	size_t n_gpus;
+	struct slot *slots;
+	unsigned max_k;
+	const char *dir;
+	const struct gpushare_mps_session *mps;
+	unsigned retries;        /* --retries: a culprit with none left fails for good */
+};
+
+/* An attempt held in a fault: the slot as it ended (its argv owned here
+ * until the fault is settled) and how it ended. */
+struct farm_fault_member {
+	struct slot s;
+	int wstatus;
+	uint64_t end_ns;
+	bool close_busy;         /* it ended its GPU's busy period */
+	bool not_ready;          /* refused by the faulted server (807) */
+	enum farm_outcome o;     /* when settled: FARM_FAILED or FARM_BYSTANDER */
+};
+
+/* A fault ready to be recorded: its attempts, in the order they ended (the
+ * culprit's slot with fault_culprit, the suspects' with isolate_next), and
+ * its journal record. Held by the fault state until farm_fault_settled. */
+struct farm_fault_settle {
+	size_t gpu;
+	struct farm_fault_member *m;
+	size_t n;
+	struct farm_fault_record rec;
+};
+
+/* Faults are watched under mps and mps-split with a daemon. */
+bool farm_fault_watched(int strategy, const struct gpushare_mps_session *mps);
+/* A slot's attempt ended (any outcome): the GPU of an isolated job is free
+ * again. */
+void farm_fault_slot_ended(struct farm_gpu *gpus, struct slot *s);
 /* A failed attempt under MPS: true when it belongs to a fault (it is kept,
- * with its argv, until the fault is settled; nothing is recorded yet). */
-bool farm_fault_take(struct farm *f, struct slot *s, int wstatus, uint64_t end_ns);
-/* Settle the faults whose GPU all clients have left: records, requeues,
- * the fault record. */
-int farm_fault_poll(struct farm *f, uint64_t now);
-/* Start the culprits' retries, each alone on a GPU. */
-int farm_fault_dispatch(struct farm *f);
-/* Queue a retry to run alone on a GPU: a culprit's, or a suspect's (takes j->argv). */
-int farm_fault_push_isolated(struct farm *f, const struct job_ref *j);
+ * argv included: s->argv is NULL then; nothing is recorded yet). *F is
+ * made at the first fault. */
+bool farm_fault_take(struct farm_faults **F, const struct farm_fault_view *v, struct slot *s, int wstatus,
+		     uint64_t end_ns, bool close_busy);
+/* The next fault whose GPU all clients have left (and whose server serves
+ * again, or was shut down): 1 and *out, to be recorded by the caller, then
+ * passed to farm_fault_settled; 0 when none; < 0 out of memory. While the
+ * farm stops (stopping) the servers are not waited for. */
+int farm_fault_poll(struct farm_faults *F, const struct farm_fault_view *v, uint64_t now, bool stopping,
+		    struct farm_fault_settle *out);
+/* The fault of *st recorded: its GPU takes jobs again; what is left of its
+ * attempts (argv) is freed; its jobs count as having failed in a fault
+ * (out of memory for that: GPUSHARE_E_NOMEM). */
+int farm_fault_settled(struct farm_faults *F, const struct farm_fault_view *v, struct farm_fault_settle *st);
+/* The GPU where a retry that must run alone (a culprit's, a suspect's)
+ * starts now: an empty one, the one reserved for it first; SIZE_MAX when
+ * none is empty (one GPU is then reserved: no new job is placed there until
+ * it is empty). */
+size_t farm_fault_gpu_alone(struct farm_gpu *gpus, size_t n_gpus);
 /* Some fault is not settled yet (the loop must not end). */
-bool farm_fault_open(const struct farm *f);
-void farm_fault_free(struct farm *f);
+bool farm_fault_open(const struct farm_faults *F);
+void farm_fault_free(struct farm_faults *F, size_t n_gpus);
 
 #endif

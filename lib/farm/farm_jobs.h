@@ -39,8 +39,10 @@
  * JSON); the writer refuses a job that would not fit, so that its reader
  * never meets one. */
 #define FARM_COPY_LINE_MAX (16 * FARM_JOB_LINE_MAX)
-/* Set by a stop signal while a list is read (lib/farm: farm_stop_level):
- * a read it interrupts ends the loading with GPUSHARE_E_INTERRUPTED. */
+/* Stop requests (gpushare_farm_stop(), async-signal-safe; defined in
+ * farm_jobs.c, the lowest file that reads it): 1 no new jobs, 2 stop the running ones too. Set while a
+ * list is read, a read it interrupts ends the loading with
+ * GPUSHARE_E_INTERRUPTED. */
 #include <signal.h>
 extern volatile sig_atomic_t farm_stop_level;
 /* The most jobs a list may hold (a range larger than this is refused). */
@@ -138,6 +140,12 @@ int gpushare_farm_jobs_template_stream(struct farm_jobs *list, char *const tmpl[
  * shell mode: { "/bin/sh", "-c", LINE, NULL }. */
 int gpushare_farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv);
 
+/* Append one word as a shell reads it back: single-quoted when it holds
+ * anything but letters, digits and @%_+=:,./- (as a template's argument is
+ * quoted under --shell). */
+struct gpushare_buf;
+int gpushare_farm_jobs_quote_word(struct gpushare_buf *b, const char *w);
+
 /* Job i as one readable line (words shell-quoted where needed), truncated
  * with "..." to fit buf. For messages and `--dry-run`. */
 void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len);
@@ -151,39 +159,6 @@ uint64_t gpushare_farm_list_hash_begin(enum farm_jobs_mode mode, uint64_t n_jobs
 uint64_t gpushare_farm_list_hash_add(uint64_t h, uint64_t job_hash);
 /* The hash of one job from its argv (NULL-terminated). */
 uint64_t gpushare_farm_argv_hash(char *const *argv);
-
-/* ---- the farm directory's copy of the list: DIR/jobs.jsonl ---- */
-
-#define FARM_JOBS_COPY_NAME "jobs.jsonl"
-
-/* A sink (struct farm_jobs.sink) that writes each job as one line of JSON,
- * an array of its argv strings, to the stdio stream `arg` (a FILE *). */
-int gpushare_farm_jobs_copy_sink(void *arg, const struct farm_jobs *list);
-
-/* Reads a copy in job order, one job at a time. */
-struct farm_cursor {
-	FILE *f;
-	char *line;
-	size_t cap;
-	uint64_t index;          /* the number of the next job */
-	char path[4096 + 64];
-};
-
-/* Open a copy for reading: a symbolic link, anything but a regular file,
- * or a file of another user is refused (GPUSHARE_E_DIR); a missing file is
- * GPUSHARE_E_NOT_FOUND. */
-int gpushare_farm_cursor_open(struct farm_cursor *c, const char *path);
-/* The next job: 1 and its argv (malloc'ed, NULL-terminated, the strings in
- * the same allocation: free(*argv) frees all; argv may be NULL) and hash
- * (may be NULL); 0 at the end; GPUSHARE_E_INVAL naming the line when it is
- * not an array of strings. With parse false the job is skipped unread. */
-int gpushare_farm_cursor_next(struct farm_cursor *c, bool parse, char ***argv, uint64_t *hash);
-/* Back to job 0. */
-int gpushare_farm_cursor_rewind(struct farm_cursor *c);
-/* Read the whole copy for its count and list hash, then rewind. */
-int gpushare_farm_cursor_scan(struct farm_cursor *c, enum farm_jobs_mode mode, uint64_t *n_jobs,
-			      uint64_t *list_hash);
-void gpushare_farm_cursor_close(struct farm_cursor *c);
 
 /* ---- sharding ---- */
 

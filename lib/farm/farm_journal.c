@@ -60,21 +60,13 @@ static bool add_hash(cJSON *o, const char *k, uint64_t h)
 	return gpushare_json_str(o, k, buf);
 }
 
-static double now_unix_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 char *gpushare_farm_journal_header_json(const struct farm_config *cfg)
 {
 	cJSON *o = cJSON_CreateObject(), *shard, *gpus;
 	bool ok;
 
 	ok = gpushare_json_str(o, "type", "header") && gpushare_json_int(o, "version", FARM_JOURNAL_VERSION) &&
-	     gpushare_json_num(o, "time_unix_s", now_unix_s()) && gpushare_json_int(o, "jobs", (long long)cfg->n_jobs) &&
+	     gpushare_json_num(o, "time_unix_s", farm_unix_now()) && gpushare_json_int(o, "jobs", (long long)cfg->n_jobs) &&
 	     add_hash(o, "jobs_hash", cfg->jobs_hash) && gpushare_json_str(o, "mode", gpushare_farm_jobs_mode_name(cfg->mode)) &&
 	     gpushare_json_str_or_null(o, "jobs_source", cfg->jobs_source);
 	ok = ok && (shard = gpushare_json_obj(o, "shard")) != NULL &&

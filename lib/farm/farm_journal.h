@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include "farm_jobs.h"
@@ -36,6 +37,16 @@
 /* The number people, files, variables and the journal give the job of
  * index i (0-based inside the farm). */
 #define FARM_JOB_NUMBER(i) ((uint64_t)(i) + 1)
+
+/* The wall clock, in seconds since the epoch (the records' times). */
+static inline double farm_unix_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* The longest record a reader accepts (bytes, with the newline). */
 #define FARM_JOURNAL_LINE_MAX (64 * 1024)
 #define FARM_MAX_GPUS 64

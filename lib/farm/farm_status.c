@@ -20,24 +20,17 @@
 
 #include <cjson/cJSON.h>
 
-#include "clock.h"
 #include "sys.h"
 #include "gpushare/buf.h"
 #include "json.h"
 #include "gpushare/child.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
-#include "gpushare/strategy.h"
 #include "gpushare/farm.h"
 #include "gpushare/format.h"
-#include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
-#include "gpushare/util.h"
-#include "gpu_select.h"
-#include "metrics_farm.h"
 #include "strategy.h"
-#include "run_ctx.h"
-#include "farm_engine.h"
+#include "farm_live.h"
 
 
 static void summary_from(struct gpushare_farm_summary *out, const struct farm_summary *s)
@@ -73,61 +66,6 @@ static void summary_from(struct gpushare_farm_summary *out, const struct farm_su
 		g->busy_s = s->gpus[i].busy_s;
 		g->busy_fraction = s->gpus[i].busy_fraction;
 	}
-}
-
-/* DIR/running.json parsed (at most 16 MiB read, no link followed); NULL
- * when there is none or it is not JSON. */
-cJSON *farm_live_parse(const char *dir)
-{
-	char path[GPUSHARE_PATH_MAX + 32], chunk[4096];
-	struct gpushare_buf text = { 0 };
-	cJSON *o;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/" LIVE_NAME, dir);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0 && text.len < (16u << 20)) {
-		if (gpushare_buf_add(&text, chunk, (size_t)n) != GPUSHARE_OK)
-			break;
-	}
-	close(fd);
-	o = cJSON_Parse(gpushare_buf_str(&text));
-	gpushare_buf_release(&text);
-	return o;
-}
-
-/* DIR/running.json, when a farm wrote one (lib: write_live). */
-bool farm_read_live(const char *dir, struct gpushare_farm_live *l)
-{
-	char host[256];
-	const cJSON *v;
-	cJSON *o = farm_live_parse(dir);
-	long long n;
-	uint64_t u;
-
-	if (!o)
-		return false;
-	memset(l, 0, sizeof(*l));
-	snprintf(l->dir, sizeof(l->dir), "%s", dir);
-	if (gpushare_json_get_int(o, "pid", 1, INT_MAX, &n))
-		l->pid = (long)n;
-	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "host")))
-		snprintf(l->host, sizeof(l->host), "%s", v->valuestring);
-	gpushare_json_get_u64(o, "running", UINT64_MAX, &l->running);
-	gpushare_json_get_u64(o, "queued", UINT64_MAX, &l->queued);
-	if (gpushare_json_get_u64(o, "slots", UINT_MAX, &u))
-		l->slots = (unsigned)u;
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "updated_unix_s")))
-		l->updated_unix_s = v->valuedouble;
-	cJSON_Delete(o);
-	if (gethostname(host, sizeof(host)) == 0) {
-		host[sizeof(host) - 1] = '\0';
-		l->stale = strcmp(host, l->host) == 0 && (l->pid <= 0 || !gpushare_pid_alive((pid_t)l->pid));
-	}
-	return true;
 }
 
 int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm_summary *out)
@@ -197,7 +135,7 @@ int gpushare_farm_status(const char *const *dirs, size_t n, struct gpushare_farm
 	if (!rc && !(out->live = calloc(n ? n : 1, sizeof(*out->live))))
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (farm_read_live(dirs[i], &out->live[out->n_live]))
+		if (farm_live_read(dirs[i], &out->live[out->n_live]))
 			out->n_live++;
 	}
 	if (!rc)
@@ -417,7 +355,7 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 			fprintf(f, "%s: running now: %" PRIu64 " job%s, %" PRIu64 " queued, %u slot%s per GPU (pid %ld on %s, "
 				   "%.1f s ago)\n", l->dir, l->running, plural(l->running), l->queued, l->slots,
 				plural(l->slots), l->pid, l->host,
-				unix_now() - l->updated_unix_s);
+				farm_unix_now() - l->updated_unix_s);
 	}
 	for (size_t i = 0; i < s->n_job_list; i++) {
 		const struct gpushare_farm_job *j = &s->job_list[i];

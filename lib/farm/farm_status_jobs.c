@@ -22,11 +22,13 @@
 
 #include "gpushare/buf.h"
 #include "farm_jobs.h"
+#include "farm_copy.h"
 #include "farm_journal.h"
 #include "json.h"
 #include "gpushare/farm.h"
 #include "gpushare/gpushare.h"
-#include "farm_engine.h"
+#include "gpushare/util.h"
+#include "farm_live.h"
 
 struct job_scan {
 	struct gpushare_farm_job *v;
@@ -95,20 +97,6 @@ static int on_record(void *arg, struct farm_journal_data *d, const struct farm_r
 	return GPUSHARE_OK;
 }
 
-/* One word as a shell reads it back: quoted when it holds anything but
- * letters, digits and @%_+=:,./- (as the farm quotes a template's argument). */
-int farm_quote_word(struct gpushare_buf *b, const char *w)
-{
-	int rc;
-
-	if (*w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%_+=:,./-") == strlen(w))
-		return gpushare_buf_add(b, w, strlen(w));
-	rc = gpushare_buf_add(b, "'", 1);
-	for (const char *p = w; !rc && *p; p++)
-		rc = *p == '\'' ? gpushare_buf_add(b, "'\\''", 4) : gpushare_buf_add(b, p, 1);
-	return rc ? rc : gpushare_buf_add(b, "'", 1);
-}
-
 /* The commands of the listed jobs of dir, from its copy of the job list. */
 static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir)
 {
@@ -138,7 +126,7 @@ static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir)
 			if (v[i].job != idx || strcmp(v[i].dir, dir) || v[i].command)
 				continue;
 			for (size_t k = 0; argv[k]; k++) {
-				if ((k && gpushare_buf_add(&b, " ", 1)) || farm_quote_word(&b, argv[k]))
+				if ((k && gpushare_buf_add(&b, " ", 1)) || gpushare_farm_jobs_quote_word(&b, argv[k]))
 					break;
 			}
 			v[i].command = b.len ? strdup(gpushare_buf_str(&b)) : NULL;

@@ -1,5 +1,5 @@
 /*
- * What the farm watches while jobs run, beside their ends (farm_engine.h):
+ * What the farm watches while jobs run, beside their ends (farm_stream.h):
  *
  * --tag: each running attempt's out/JOB.ATTEMPT.out and .err files are read
  * as they grow (about every TAIL_NS, and once more when the attempt ends),
@@ -25,28 +25,33 @@
 #include "gpushare/farm.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/hist.h"
-#include "farm_engine.h"
+#include "gpushare/util.h"
+#include "farm_journal.h"
+#include "farm_stream.h"
 
 #define TAIL_LINE_MAX (64 * 1024)   /* a longer line is passed in pieces of this size */
 
 struct farm_tail {
 	int fd[2];                      /* out, err; -1 closed */
 	struct gpushare_buf part[2];    /* a line not ended yet */
+	uint64_t job;                   /* its job's number (FARM_JOB_NUMBER) */
+	unsigned attempt;
 };
 
-int farm_tail_open(struct farm *f, struct slot *s)
+int farm_tail_open(const struct gpushare_farm_config *c, const char *dir, const char *out_rel, const char *err_rel,
+		   uint64_t job, unsigned attempt, struct farm_tail **tp)
 {
-	const char *rel[2] = { s->out_rel, s->err_rel };
+	const char *rel[2] = { out_rel, err_rel };
 	struct farm_tail *t;
 
-	if (!f->c->output)
+	if (!c->output)
 		return GPUSHARE_OK;
 	if (!(t = calloc(1, sizeof(*t))))
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (int i = 0; i < 2; i++) {
 		char path[GPUSHARE_PATH_MAX * 2];
 
-		snprintf(path, sizeof(path), "%s/%s", f->dir, rel[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, rel[i]);
 		t->fd[i] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (t->fd[i] < 0) {
 			int e = errno;
@@ -57,17 +62,20 @@ int farm_tail_open(struct farm *f, struct slot *s)
 			return gpushare_fail(GPUSHARE_E_IO, "cannot read '%s': %s", path, strerror(e));
 		}
 	}
-	s->tail = t;
+	t->job = FARM_JOB_NUMBER(job);
+	t->attempt = attempt;
+	*tp = t;
 	return GPUSHARE_OK;
 }
 
-static void emit(struct farm *f, const struct slot *s, int stream, const char *line, size_t len)
+static void emit(const struct gpushare_farm_config *c, const struct farm_tail *t, int stream, const char *line,
+		 size_t len)
 {
-	f->c->output(FARM_JOB_NUMBER(s->job), s->attempt, stream + 1, line, len, f->c->output_arg);
+	c->output(t->job, t->attempt, stream + 1, line, len, c->output_arg);
 }
 
 /* Pass the complete lines read so far (and, last, the rest). */
-static void drain(struct farm *f, const struct slot *s, struct farm_tail *t, int i, bool last)
+static void drain(const struct gpushare_farm_config *c, struct farm_tail *t, int i, bool last)
 {
 	struct gpushare_buf *b = &t->part[i];
 	char chunk[16384];
@@ -81,10 +89,10 @@ static void drain(struct farm *f, const struct slot *s, struct farm_tail *t, int
 				continue;
 			if (b->len) {
 				if (gpushare_buf_add(b, chunk + from, k - from) == GPUSHARE_OK)
-					emit(f, s, i, b->s, b->len);
+					emit(c, t, i, b->s, b->len);
 				b->len = 0;
 			} else {
-				emit(f, s, i, chunk + from, k - from);
+				emit(c, t, i, chunk + from, k - from);
 			}
 			from = chunk[k] == '\n' ? k + 1 : k;
 		}
@@ -92,19 +100,19 @@ static void drain(struct farm *f, const struct slot *s, struct farm_tail *t, int
 			b->len = 0; /* out of memory: the piece is lost to the terminal, not to the file */
 	}
 	if (last && b->len) {
-		emit(f, s, i, b->s, b->len);
+		emit(c, t, i, b->s, b->len);
 		b->len = 0;
 	}
 }
 
-void farm_tail_read(struct farm *f, struct slot *s, bool last)
+void farm_tail_read(const struct gpushare_farm_config *c, struct farm_tail **tp, bool last)
 {
-	struct farm_tail *t = s->tail;
+	struct farm_tail *t = *tp;
 
 	if (!t)
 		return;
 	for (int i = 0; i < 2; i++)
-		drain(f, s, t, i, last);
+		drain(c, t, i, last);
 	if (!last)
 		return;
 	for (int i = 0; i < 2; i++) {
@@ -112,50 +120,41 @@ void farm_tail_read(struct farm *f, struct slot *s, bool last)
 		gpushare_buf_release(&t->part[i]);
 	}
 	free(t);
-	s->tail = NULL;
-}
-
-void farm_tail_all(struct farm *f)
-{
-	for (size_t i = 0; f->c->output && i < f->n_gpus * f->max_k; i++) {
-		if (f->slots[i].busy)
-			farm_tail_read(f, &f->slots[i], false);
-	}
+	*tp = NULL;
 }
 
 /* ---- --timeout Nx ---- */
 
-uint64_t farm_deadline(const struct farm *f, uint64_t start_ns)
+uint64_t farm_deadline(const struct farm_timeout *t, const struct gpushare_farm_config *c, uint64_t start_ns)
 {
-	if (f->c->timeout_ns)
-		return start_ns + f->c->timeout_ns;
-	return f->rel_timeout_ns ? start_ns + f->rel_timeout_ns : 0;
+	if (c->timeout_ns)
+		return start_ns + c->timeout_ns;
+	return t->rel_ns ? start_ns + t->rel_ns : 0;
 }
 
-int farm_ok_duration(struct farm *f, uint64_t ns)
+int farm_ok_duration(struct farm_timeout *t, const struct gpushare_farm_config *c, uint64_t ns)
 {
-	double t;
+	double x;
 
-	if (f->c->timeout_factor <= 0)
-		return GPUSHARE_OK;
-	if (!f->ok_hist) {
-		if (!(f->ok_hist = malloc(sizeof(*f->ok_hist))))
+	if (c->timeout_factor <= 0)
+		return 0;
+	if (!t->ok_hist) {
+		if (!(t->ok_hist = malloc(sizeof(*t->ok_hist))))
 			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-		gpushare_hist_init(f->ok_hist);
+		gpushare_hist_init(t->ok_hist);
 	}
-	gpushare_hist_record(f->ok_hist, ns / 1000 ? ns / 1000 : 1);
-	if (f->ok_hist->count < GPUSHARE_FARM_TIMEOUT_MIN_OK)
-		return GPUSHARE_OK;
-	t = f->c->timeout_factor * (double)gpushare_hist_quantile(f->ok_hist, 0.5) * 1000.0;
-	f->rel_timeout_ns = t < (double)GPUSHARE_FARM_TIMEOUT_FLOOR_NS ? GPUSHARE_FARM_TIMEOUT_FLOOR_NS
-		: t > 1e18 ? (uint64_t)1e18 : (uint64_t)t;
-	/* The running attempts get the new deadline too (one not yet being
-	 * stopped: a stop under way keeps its course). */
-	for (size_t i = 0; i < f->n_gpus * f->max_k; i++) {
-		struct slot *s = &f->slots[i];
+	gpushare_hist_record(t->ok_hist, ns / 1000 ? ns / 1000 : 1);
+	if (t->ok_hist->count < GPUSHARE_FARM_TIMEOUT_MIN_OK)
+		return 0;
+	x = c->timeout_factor * (double)gpushare_hist_quantile(t->ok_hist, 0.5) * 1000.0;
+	t->rel_ns = x < (double)GPUSHARE_FARM_TIMEOUT_FLOOR_NS ? GPUSHARE_FARM_TIMEOUT_FLOOR_NS
+		: x > 1e18 ? (uint64_t)1e18 : (uint64_t)x;
+	return 1;
+}
 
-		if (s->busy && !s->kill_ns)
-			s->deadline_ns = s->start_ns + f->rel_timeout_ns;
-	}
-	return GPUSHARE_OK;
+void farm_timeout_release(struct farm_timeout *t)
+{
+	free(t->ok_hist);
+	t->ok_hist = NULL;
+	t->rel_ns = 0;
 }

@@ -15,6 +15,7 @@
 
 #include "gpushare/gpushare.h"
 #include "farm_jobs.h"
+#include "farm_copy.h"
 #include "hash.h"
 
 /* Load text as a job file (through a temporary file). */

@@ -1,0 +1,178 @@
+/*
+ * The calibration of K (lib/farm/farm_calib.c), driven by hand: rounds of
+ * 2 K jobs per GPU at doubling K, the best K kept unless a larger one is 5 %
+ * faster, and the bounds (--max-slots, memory, a queue that runs dry, a
+ * farm that ends mid-round).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "clock.h"
+#include "farm_calib.h"
+
+/* One round at the current quota: n jobs started at t0, all ended by
+ * t0 + span_ns. */
+static void run_round(struct farm_calib *cb, uint64_t n, uint64_t t0, uint64_t span_ns)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		assert_false(farm_calib_full(cb));
+		farm_calib_started(cb, t0);
+	}
+	assert_int_equal(farm_calib_due(cb, 1, 5), false);  /* one still running */
+	for (uint64_t i = 0; i < n; i++)
+		farm_calib_ended(cb, t0 + span_ns * (i + 1) / n);
+}
+
+/* K = 1, 2, 4 faster each time by more than 5 %; K = 8 no faster: 4 kept. */
+static void test_keeps_the_best(void **state)
+{
+	struct gpushare_farm_result r;
+	struct farm_calib cb;
+	unsigned k = 1;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	farm_calib_begin(&cb, k, 16, 2, UINT32_MAX);
+	assert_int_equal(cb.quota, 4);                  /* 2 K jobs on each of 2 GPUs */
+	run_round(&cb, 4, NS_PER_S, NS_PER_S);          /* 4 jobs/s */
+	assert_true(farm_calib_full(&cb));
+	assert_true(farm_calib_due(&cb, 0, 100));
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 2);
+	assert_true(cb.on);
+	assert_int_equal(cb.quota, 8);
+	run_round(&cb, 8, 3 * NS_PER_S, NS_PER_S);      /* 8 jobs/s */
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 4);
+	run_round(&cb, 16, 5 * NS_PER_S, NS_PER_S);     /* 16 jobs/s */
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 8);
+	run_round(&cb, 32, 7 * NS_PER_S, 2 * NS_PER_S); /* 16 jobs/s: no gain */
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 4);
+	assert_false(cb.on);
+	assert_int_equal(r.slots, 4);
+	assert_int_equal(r.n_calibration, 4);
+	assert_int_equal(r.calibration[0].slots, 1);
+	assert_int_equal(r.calibration[0].jobs, 4);
+	assert_true(r.calibration[2].jobs_per_s > 15.9 && r.calibration[2].jobs_per_s < 16.1);
+	/* Calibrated: counts nothing more, never full. */
+	farm_calib_started(&cb, 9 * NS_PER_S);
+	assert_false(farm_calib_full(&cb));
+	assert_false(farm_calib_due(&cb, 0, 0));
+	assert_int_equal(farm_calib_finish(&cb, k, &r), 4);
+}
+
+/* A larger K only 4 % faster is no gain. */
+static void test_gain_below_five_percent_settles(void **state)
+{
+	struct gpushare_farm_result r;
+	struct farm_calib cb;
+	unsigned k = 1;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	farm_calib_begin(&cb, k, 16, 1, UINT32_MAX);
+	run_round(&cb, 2, 0, 1000 * NS_PER_MS);
+	k = farm_calib_step(&cb, k, &r);
+	run_round(&cb, 4, 2 * NS_PER_S, 1923 * NS_PER_MS); /* 2.08/s against 2/s */
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 1);
+	assert_int_equal(r.slots, 1);
+	assert_false(cb.on);
+}
+
+/* --max-slots and the memory bound stop the doubling. */
+static void test_bounds(void **state)
+{
+	struct gpushare_farm_result r;
+	struct farm_calib cb;
+	unsigned k = 1;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	farm_calib_begin(&cb, k, 2, 1, UINT32_MAX);
+	run_round(&cb, 2, 0, NS_PER_S);
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 2);
+	run_round(&cb, 4, 2 * NS_PER_S, NS_PER_S);
+	k = farm_calib_step(&cb, k, &r);               /* 4 > --max-slots 2 */
+	assert_int_equal(k, 2);
+	assert_false(cb.on);
+
+	memset(&r, 0, sizeof(r));
+	k = 1;
+	farm_calib_begin(&cb, k, 16, 1, 1);             /* memory admits one job */
+	run_round(&cb, 2, 0, NS_PER_S);
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 1);
+	assert_false(cb.on);
+	assert_int_equal(r.n_calibration, 1);
+}
+
+/* The queue runs dry mid-round: the round is due with what started, and
+ * being incomplete it settles. */
+static void test_queue_runs_dry(void **state)
+{
+	struct gpushare_farm_result r;
+	struct farm_calib cb;
+	unsigned k = 2;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	farm_calib_begin(&cb, k, 16, 1, UINT32_MAX);
+	assert_false(farm_calib_due(&cb, 0, 0));        /* nothing started yet */
+	farm_calib_started(&cb, 0);
+	farm_calib_ended(&cb, NS_PER_S);
+	assert_false(farm_calib_due(&cb, 0, 3));        /* more wait: not over */
+	assert_true(farm_calib_due(&cb, 0, 0));
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 2);
+	assert_false(cb.on);
+	assert_int_equal(r.calibration[0].jobs, 1);
+}
+
+/* The farm ends mid-calibration: the round so far counts, and the best K
+ * is reported; with nothing ended the K stays. */
+static void test_finish_mid_round(void **state)
+{
+	struct gpushare_farm_result r;
+	struct farm_calib cb;
+	unsigned k = 1;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	farm_calib_begin(&cb, k, 16, 1, UINT32_MAX);
+	run_round(&cb, 2, 0, NS_PER_S);
+	k = farm_calib_step(&cb, k, &r);
+	farm_calib_started(&cb, 2 * NS_PER_S);
+	farm_calib_ended(&cb, 3 * NS_PER_S);            /* 1 of 4, then a stop */
+	assert_int_equal(farm_calib_finish(&cb, k, &r), 1);
+	assert_int_equal(r.slots, 1);
+	assert_int_equal(r.n_calibration, 2);
+	assert_false(cb.on);
+
+	memset(&r, 0, sizeof(r));
+	farm_calib_begin(&cb, 1, 16, 1, UINT32_MAX);
+	farm_calib_started(&cb, 0);
+	assert_int_equal(farm_calib_finish(&cb, 1, &r), 1);
+	assert_int_equal(r.n_calibration, 0);
+	assert_int_equal(r.slots, 0);                   /* the caller's, unchanged */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_keeps_the_best),
+		cmocka_unit_test(test_gain_below_five_percent_settles),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_queue_runs_dry),
+		cmocka_unit_test(test_finish_mid_round),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
