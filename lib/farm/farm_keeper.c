@@ -354,13 +354,6 @@ static int killing_tick(struct gpushare_loop *l, void *arg)
 	return gpushare_loop_add_deadline(l, gpushare_now_ns() + KEEPER_TICK_NS, killing_tick, arg) < 0;
 }
 
-static int killing_over(struct gpushare_loop *l, void *arg)
-{
-	(void)l;
-	(void)arg;
-	return 1;
-}
-
 static int keeper_cleanup(void *arg)
 {
 	struct keeper *k = arg;
@@ -377,7 +370,7 @@ static int keeper_cleanup(void *arg)
 		kill_jobs(k);
 		if (gpushare_loop_add_fd(&l, k->rd, killing_read, k) >= 0 &&
 		    gpushare_loop_add_deadline(&l, gpushare_now_ns() + KEEPER_TICK_NS, killing_tick, k) >= 0 &&
-		    gpushare_loop_add_deadline(&l, gpushare_now_ns() + KEEPER_DRAIN_NS, killing_over, k) >= 0)
+		    gpushare_loop_add_deadline(&l, gpushare_now_ns() + KEEPER_DRAIN_NS, gpushare_loop_end, k) >= 0)
 			gpushare_loop_run(&l);
 		gpushare_loop_release(&l);
 	}
@@ -451,13 +444,6 @@ static int keeper_reaped(struct gpushare_loop *l, void *arg)
 	return 0;
 }
 
-static int keeper_late(struct gpushare_loop *l, void *arg)
-{
-	(void)l;
-	(void)arg;
-	return 1;
-}
-
 void farm_keeper_finish(struct farm *f)
 {
 	struct gpushare_loop l;
@@ -474,7 +460,7 @@ void farm_keeper_finish(struct farm *f)
 	gpushare_loop_init(&l);
 	if (f->keeper_pid > 0 && keeper_reaped(&l, f) == 0 &&
 	    (f->keeper_pidfd < 0 || gpushare_loop_add_fd(&l, f->keeper_pidfd, keeper_reaped, f) >= 0) &&
-	    gpushare_loop_add_deadline(&l, gpushare_now_ns() + 5 * NS_PER_S, keeper_late, NULL) >= 0)
+	    gpushare_loop_add_deadline(&l, gpushare_now_ns() + 5 * NS_PER_S, gpushare_loop_end, NULL) >= 0)
 		gpushare_loop_run(&l);
 	gpushare_loop_release(&l);
 	if (f->keeper_pidfd >= 0)

@@ -208,6 +208,13 @@ int gpushare_loop_run(struct gpushare_loop *l)
 	}
 }
 
+int gpushare_loop_end(struct gpushare_loop *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	return 1;
+}
+
 void gpushare_ignore_stop_signals(void)
 {
 	signal(SIGINT, SIG_IGN);
@@ -292,14 +299,6 @@ static int owner_gone(struct gpushare_loop *l, void *arg)
 	return GPUSHARE_KEEPER_GONE;
 }
 
-/* The owner outlived its end of the socket: not ours to clean up. */
-static int owner_stays(struct gpushare_loop *l, void *arg)
-{
-	(void)l;
-	(void)arg;
-	return GPUSHARE_KEEPER_DONE;
-}
-
 static int link_ready(struct gpushare_loop *l, void *arg)
 {
 	struct keeper_wait *w = arg;
@@ -319,7 +318,9 @@ static int link_ready(struct gpushare_loop *l, void *arg)
 	if (!(w->s->k->flags & GPUSHARE_KEEPER_OWNER))
 		return GPUSHARE_KEEPER_GONE;
 	wait_ns = w->s->k->owner_wait_ns ? w->s->k->owner_wait_ns : GPUSHARE_KEEPER_OWNER_WAIT_NS;
-	if (gpushare_loop_add_deadline(l, gpushare_now_ns() + wait_ns, owner_stays, NULL) < 0)
+	/* Past that it outlived its end of the socket: not ours to clean up
+	 * (gpushare_loop_end: GPUSHARE_KEEPER_DONE). */
+	if (gpushare_loop_add_deadline(l, gpushare_now_ns() + wait_ns, gpushare_loop_end, NULL) < 0)
 		return GPUSHARE_KEEPER_DONE;
 	return 0;
 }

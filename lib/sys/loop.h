@@ -63,6 +63,9 @@ void gpushare_loop_remove(struct gpushare_loop *l, int id);
  * nothing is left to wait for; a negative error when poll(2) fails. */
 int gpushare_loop_run(struct gpushare_loop *l);
 
+/* A callback that ends the run with 1: for a deadline that bounds a wait. */
+int gpushare_loop_end(struct gpushare_loop *l, void *arg);
+
 /* Ignore SIGINT, SIGTERM, SIGHUP and SIGQUIT: for a process that must
  * finish what it does whatever a terminal or a launcher sends to the job
  * (a keeper, a mirror); only SIGKILL ends it then. */
@@ -101,7 +104,8 @@ enum gpushare_keeper_flags {
 
 /* What the keeper's callbacks return to end its wait. */
 enum {
-	GPUSHARE_KEEPER_DONE = 1,  /* the owner ended as it should: exit 0, no cleanup */
+	GPUSHARE_KEEPER_DONE = 1,  /* the owner ended as it should: exit 0, no cleanup
+				    * (gpushare_loop_end() returns it) */
 	GPUSHARE_KEEPER_GONE = 2,  /* the owner is gone: clean up */
 };
 
