@@ -6,7 +6,8 @@
  * or exiting without finishing (cleanup, its exit status), an owner that
  * outlives its end of the link (the deadline: no cleanup), a keeper of no
  * owner, one deaf to the stop signals and holding no inherited descriptor,
- * and a setup whose descriptor ends the wait.
+ * a setup whose descriptor ends the wait, and an owner killed on a kernel
+ * without pidfd_open and close_range (a seccomp filter plays it).
  *
  * This process is a child subreaper, so that a keeper whose owner was
  * killed is reaped here; every process a test starts is recorded and, pass
@@ -23,7 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -260,8 +264,27 @@ enum owner_end { OWNER_WAITS, OWNER_EXITS, OWNER_CLOSES_LINK };
 
 struct owner {
 	enum owner_end end;
+	bool old_kernel;
 	int report, pid_wr, pid_rd;
 };
+
+/* A kernel before 5.3 and 5.9 for this process and its children:
+ * pidfd_open and close_range fail with ENOSYS. */
+static int old_kernel(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pidfd_open, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_close_range, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	};
+	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		return -1;
+	return syscall(SYS_pidfd_open, getpid(), 0) < 0 && errno == ENOSYS ? 0 : -1;
+}
 
 /* An owner process: starts a keeper, tells its pid, then ends as asked. */
 static _Noreturn void owner_main(void *arg)
@@ -271,6 +294,8 @@ static _Noreturn void owner_main(void *arg)
 	pid_t pid;
 
 	close(o->pid_rd);
+	if (o->old_kernel && old_kernel() != 0)
+		_exit(5);
 	keeper_prepare(&k, GPUSHARE_KEEPER_LINK | GPUSHARE_KEEPER_OWNER, &o->report);
 	k.owner_wait_ns = 300 * NS_PER_MS;
 	if (gpushare_keeper_start(&k) != GPUSHARE_OK)
@@ -279,6 +304,7 @@ static _Noreturn void owner_main(void *arg)
 	close(o->report); /* the keeper is its only writer */
 	if (write(o->pid_wr, &pid, sizeof(pid)) != (ssize_t)sizeof(pid))
 		_exit(3);
+	close(o->pid_wr); /* the keeper must hold none either */
 	if (o->end == OWNER_EXITS)
 		_exit(0);
 	if (o->end == OWNER_CLOSES_LINK)
@@ -288,15 +314,17 @@ static _Noreturn void owner_main(void *arg)
 }
 
 /* Start an owner; its keeper's pid in *keeper, the report's read end in
- * *report (the keeper holds the only write end). */
-static void start_owner(struct gpushare_child *ch, enum owner_end end, pid_t *keeper, int *report)
+ * *report (the keeper holds the only write end), the read end of the pipe
+ * that told the pid in *pid_rd (may be NULL: closed). */
+static void start_owner(struct gpushare_child *ch, enum owner_end end, bool old, pid_t *keeper, int *report,
+			int *pid_rd)
 {
 	int rep[2], pids[2];
 	struct owner o;
 
 	assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(pids, O_CLOEXEC), 0);
-	o = (struct owner){ end, rep[1], pids[1], pids[0] };
+	o = (struct owner){ end, old, rep[1], pids[1], pids[0] };
 	gpushare_child_init(ch);
 	ch->fn = owner_main;
 	ch->arg = &o;
@@ -306,7 +334,10 @@ static void start_owner(struct gpushare_child *ch, enum owner_end end, pid_t *ke
 	close(pids[1]);
 	assert_int_equal(read(pids[0], keeper, sizeof(*keeper)), (ssize_t)sizeof(*keeper));
 	track(*keeper);
-	close(pids[0]);
+	if (pid_rd)
+		*pid_rd = pids[0];
+	else
+		close(pids[0]);
 	*report = rep[0];
 }
 
@@ -317,7 +348,7 @@ static void test_keeper_owner_killed(void **state)
 	int report, st;
 
 	(void)state;
-	start_owner(&owner, OWNER_WAITS, &keeper, &report);
+	start_owner(&owner, OWNER_WAITS, false, &keeper, &report, NULL);
 	/* Alive and idle while its owner lives. */
 	assert_int_equal(read_byte(report, 100), -1);
 	gpushare_child_signal(&owner, SIGKILL);
@@ -330,6 +361,30 @@ static void test_keeper_owner_killed(void **state)
 	close(report);
 }
 
+/* Without pidfd_open and close_range: inherited descriptors closed as
+ * /proc/self/fd lists them (the pipe that told the keeper's pid ends while
+ * the keeper lives), the owner's end seen by the parent changing. */
+static void test_keeper_owner_killed_old_kernel(void **state)
+{
+	struct gpushare_child owner;
+	pid_t keeper;
+	int report, pid_rd, st;
+
+	(void)state;
+	start_owner(&owner, OWNER_WAITS, true, &keeper, &report, &pid_rd);
+	assert_int_equal(read_byte(pid_rd, 5000), 0);
+	assert_int_equal(read_byte(report, 100), -1);
+	gpushare_child_signal(&owner, SIGKILL);
+	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
+	gpushare_child_release(&owner);
+	assert_int_equal(read_byte(report, 5000), 'C');
+	st = reap(keeper, 5000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 7);
+	close(report);
+	close(pid_rd);
+}
+
 static void test_keeper_owner_exits(void **state)
 {
 	struct gpushare_child owner;
@@ -337,7 +392,7 @@ static void test_keeper_owner_exits(void **state)
 	int report, st;
 
 	(void)state;
-	start_owner(&owner, OWNER_EXITS, &keeper, &report);
+	start_owner(&owner, OWNER_EXITS, false, &keeper, &report, NULL);
 	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
 	gpushare_child_release(&owner);
 	assert_int_equal(read_byte(report, 5000), 'C');
@@ -357,7 +412,7 @@ static void test_keeper_owner_outlives_link(void **state)
 	int report;
 
 	(void)state;
-	start_owner(&owner, OWNER_CLOSES_LINK, &keeper, &report);
+	start_owner(&owner, OWNER_CLOSES_LINK, false, &keeper, &report, NULL);
 	assert_int_equal(read_byte(report, 5000), 0); /* its end, no 'C' */
 	assert_true(gpushare_now_ns() - t0 >= 300 * NS_PER_MS);
 	/* Its owner's death afterwards changes nothing. */
@@ -472,6 +527,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_loop_callbacks_add_and_remove, kill_started),
 		cmocka_unit_test_teardown(test_loop_parent_already_gone, kill_started),
 		cmocka_unit_test_teardown(test_keeper_owner_killed, kill_started),
+		cmocka_unit_test_teardown(test_keeper_owner_killed_old_kernel, kill_started),
 		cmocka_unit_test_teardown(test_keeper_owner_exits, kill_started),
 		cmocka_unit_test_teardown(test_keeper_owner_outlives_link, kill_started),
 		cmocka_unit_test_teardown(test_keeper_finish, kill_started),
