@@ -14,7 +14,8 @@
 bool exec_keeper_alive(const char *dir);
 
 /* Start the job's keeper for a node of local_size ranks and record it in
- * `dir`; it closes (without unlocking) this rank's file and the job's lock.
+ * `dir`; it closes every descriptor it inherits, this rank's file (rank_fd)
+ * and the job's lock (lock_fd) among them, without unlocking them.
  * Its pid, or 0 when it could not be started (the ranks then stop the daemon
  * as they leave). */
 pid_t exec_keeper_start(const char *dir, long local_size, int rank_fd, int lock_fd);

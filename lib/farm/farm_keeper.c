@@ -11,27 +11,27 @@
  * the keeper has its 'E'; so per slot at most one attempt ended without
  * its 'A'.
  *
- * gpushare's death is seen on its pidfd (or, without one, by the keeper's
- * parent changing, checked every 50 ms). The pipe's end (EOF) comes once
- * gpushare and every mirror are gone: the mirrors hold its write end, the
- * programs do not (close-on-exec).
+ * The keeper is a keeper of lib/sys/loop.h watching its owner: gpushare's
+ * death is seen on its pidfd (or, without one, by the keeper's parent
+ * changing, checked every 10 ms), and the pipe is one more descriptor on
+ * the keeper's loop. The pipe's end (EOF) comes once gpushare and every
+ * mirror are gone: the mirrors hold its write end, the programs do not
+ * (close-on-exec).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "clock.h"
+#include "loop.h"
 #include "sys.h"
 #include "gpushare/child.h"
 #include "gpushare/gpushare.h"
@@ -39,7 +39,7 @@
 #include "farm_keeper.h"
 #include "rundir.h"
 
-#define KEEPER_TICK_MS 50
+#define KEEPER_TICK_NS (50 * NS_PER_MS)
 #define KEEPER_DRAIN_NS (5 * NS_PER_S)      /* mirrors get this long to end after gpushare died */
 #define KEEPER_TAIL_BYTES (4 << 20)         /* the journal's tail searched for unacknowledged records */
 
@@ -148,46 +148,9 @@ struct keeper {
 	struct farm *f;
 	struct kslot *ks;
 	size_t n;
-	int rd, pidfd;
-	pid_t parent;
+	int rd;                              /* the pipe's read end, non-blocking */
 	bool killing, eof, done;
 };
-
-/* Close every descriptor but 0-2 and keep[] (the ones open are listed in
- * /proc/self/fd; a loop up to the descriptor limit could take a second). */
-static void close_others(const int *keep, size_t n)
-{
-	int fds[1024];
-	size_t m = 0;
-	bool more = true;
-
-	while (more) {
-		DIR *d = opendir("/proc/self/fd");
-		struct dirent *e;
-
-		more = false;
-		m = 0;
-		if (!d)
-			return;
-		while ((e = readdir(d))) {
-			int fd = atoi(e->d_name);
-			bool k = fd < 3 || fd == dirfd(d) || e->d_name[0] == '.';
-
-			for (size_t i = 0; i < n && !k; i++)
-				k = keep[i] == fd;
-			if (k)
-				continue;
-			if (m == sizeof(fds) / sizeof(fds[0])) {
-				more = true;
-				break;
-			}
-			fds[m++] = fd;
-		}
-		closedir(d);
-		for (size_t i = 0; i < m; i++)
-			close(fds[i]);
-	}
-}
 
 static void handle(struct keeper *k, const struct keeper_msg *m)
 {
@@ -243,16 +206,6 @@ static void drain(struct keeper *k)
 			memmove(buf, buf + sizeof(m), have);
 		}
 	}
-}
-
-static bool parent_gone(struct keeper *k)
-{
-	if (k->pidfd >= 0) {
-		struct pollfd p = { .fd = k->pidfd, .events = POLLIN };
-
-		return poll(&p, 1, 0) == 1;
-	}
-	return getppid() != k->parent;
 }
 
 static void kill_job_member(pid_t pid, pid_t pgrp, void *arg)
@@ -359,46 +312,67 @@ out:
 	free(a);
 }
 
-static _Noreturn void keeper_main(void *arg)
+/* While gpushare runs: its messages and the mirrors'. 'D' ends the keeper
+ * at once; the pipe's end means gpushare is gone (as its pidfd, which the
+ * keeper skeleton watches). */
+static int keeper_read(struct gpushare_loop *l, void *arg)
 {
 	struct keeper *k = arg;
-	uint64_t deadline;
 
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
-	k->pidfd = (int)syscall(SYS_pidfd_open, k->parent, 0);
-	{
-		int keep[3] = { k->rd, k->f->journal.fd, k->pidfd };
-
-		close_others(keep, 3);
-	}
-	k->f->keeper_fd = -1;
-	if (getppid() != k->parent)
-		k->killing = true; /* gone already */
-	while (!k->killing) {
-		struct pollfd p[2] = { { .fd = k->rd, .events = POLLIN }, { .fd = k->pidfd, .events = POLLIN } };
-
-		poll(p, k->pidfd >= 0 ? 2 : 1, k->pidfd >= 0 ? -1 : KEEPER_TICK_MS);
-		drain(k);
-		if (k->done)
-			_exit(0);
-		if (k->eof || parent_gone(k))
-			k->killing = true;
-	}
-	/* gpushare is gone: what it said last, then end the jobs. */
+	(void)l;
 	drain(k);
 	if (k->done)
-		_exit(0);
-	deadline = gpushare_now_ns() + KEEPER_DRAIN_NS;
-	while (!k->eof && gpushare_now_ns() < deadline) {
-		struct pollfd p = { .fd = k->rd, .events = POLLIN };
+		return GPUSHARE_KEEPER_DONE;
+	return k->eof ? GPUSHARE_KEEPER_GONE : 0;
+}
 
+static int keeper_setup(struct gpushare_loop *l, void *arg)
+{
+	struct keeper *k = arg;
+
+	k->f->keeper_fd = -1; /* closed here with every descriptor not kept */
+	return gpushare_loop_add_fd(l, k->rd, keeper_read, k);
+}
+
+/* After gpushare died: the mirrors' last words, until every one is gone
+ * (the pipe's end), killing the jobs' processes on every wake. */
+static int killing_read(struct gpushare_loop *l, void *arg)
+{
+	struct keeper *k = arg;
+
+	(void)l;
+	drain(k);
+	if (k->eof)
+		return 1;
+	kill_jobs(k);
+	return 0;
+}
+
+static int killing_tick(struct gpushare_loop *l, void *arg)
+{
+	kill_jobs(arg);
+	return gpushare_loop_add_deadline(l, gpushare_now_ns() + KEEPER_TICK_NS, killing_tick, arg) < 0;
+}
+
+static int keeper_cleanup(void *arg)
+{
+	struct keeper *k = arg;
+	struct gpushare_loop l;
+
+	/* gpushare is gone: what it said last, then end the jobs. */
+	drain(k);
+	k->killing = true;
+	drain(k);
+	if (k->done)
+		return 0;
+	if (!k->eof) {
+		gpushare_loop_init(&l);
 		kill_jobs(k);
-		poll(&p, 1, KEEPER_TICK_MS);
-		drain(k);
+		if (gpushare_loop_add_fd(&l, k->rd, killing_read, k) >= 0 &&
+		    gpushare_loop_add_deadline(&l, gpushare_now_ns() + KEEPER_TICK_NS, killing_tick, k) >= 0 &&
+		    gpushare_loop_add_deadline(&l, gpushare_now_ns() + KEEPER_DRAIN_NS, gpushare_loop_end, k) >= 0)
+			gpushare_loop_run(&l);
+		gpushare_loop_release(&l);
 	}
 	write_missing(k);
 	for (size_t i = 0; i < k->n; i++) {
@@ -407,19 +381,18 @@ static _Noreturn void keeper_main(void *arg)
 	}
 	if (k->f->run.own_dir)
 		gpushare_rundir_cleanup(k->f->run.dir);
-	_exit(0);
+	return 0;
 }
 
 int farm_keeper_start(struct farm *f)
 {
-	struct gpushare_child ch;
+	struct gpushare_keeper kp;
 	struct keeper k;
 	int fds[2], rc;
 
 	memset(&k, 0, sizeof(k));
 	k.f = f;
 	k.n = f->n_gpus * f->max_k;
-	k.parent = getpid();
 	k.ks = calloc(k.n, sizeof(*k.ks));
 	if (!k.ks)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
@@ -431,7 +404,14 @@ int farm_keeper_start(struct farm *f)
 	k.rd = fds[0];
 	keeper_farm = f;
 	f->keeper_fd = fds[1];
-	rc = gpushare_child_start_detached(&ch, keeper_main, &k);
+	gpushare_keeper_init(&kp);
+	kp.flags = GPUSHARE_KEEPER_OWNER;
+	kp.setup = keeper_setup;
+	kp.cleanup = keeper_cleanup;
+	kp.arg = &k;
+	kp.keep_fds[kp.n_keep_fds++] = k.rd;
+	kp.keep_fds[kp.n_keep_fds++] = f->journal.fd;
+	rc = gpushare_keeper_start(&kp);
 	close(fds[0]);
 	free(k.ks);
 	if (rc) {
@@ -440,17 +420,34 @@ int farm_keeper_start(struct farm *f)
 		return gpushare_fail(rc, "cannot start the farm's keeper (without it the jobs would outlive a killed "
 				     "gpushare): %s", gpushare_errdetail());
 	}
-	f->keeper_pid = ch.pid;
-	f->keeper_pidfd = ch.pidfd;
-	ch.pidfd = -1;
-	gpushare_child_release(&ch);
+	f->keeper_pid = kp.ch.pid;
+	f->keeper_pidfd = kp.ch.pidfd;
+	kp.ch.pidfd = -1;
+	gpushare_keeper_release(&kp);
 	return GPUSHARE_OK;
+}
+
+/* The keeper has ended (reaped), or is not ours to wait for. */
+static int keeper_reaped(struct gpushare_loop *l, void *arg)
+{
+	const struct farm *f = arg;
+	pid_t w;
+	int st;
+
+	do
+		w = waitpid(f->keeper_pid, &st, WNOHANG);
+	while (w < 0 && errno == EINTR);
+	if (w != 0)
+		return 1;
+	if (f->keeper_pidfd < 0)
+		return gpushare_loop_add_deadline(l, gpushare_now_ns() + 2 * NS_PER_MS, keeper_reaped, arg) < 0;
+	return 0;
 }
 
 void farm_keeper_finish(struct farm *f)
 {
+	struct gpushare_loop l;
 	struct keeper_msg m;
-	uint64_t t0 = gpushare_now_ns();
 
 	if (f->keeper_fd < 0)
 		return;
@@ -459,23 +456,13 @@ void farm_keeper_finish(struct farm *f)
 	send_msg(f->keeper_fd, &m, 1);
 	close(f->keeper_fd);
 	f->keeper_fd = -1;
-	/* It leaves at once; bounded anyway. */
-	while (f->keeper_pid > 0) {
-		int st;
-		pid_t w = waitpid(f->keeper_pid, &st, WNOHANG);
-
-		if (w == f->keeper_pid || (w < 0 && errno != EINTR))
-			break;
-		if (gpushare_now_ns() - t0 > 5 * NS_PER_S)
-			break;
-		if (f->keeper_pidfd >= 0) {
-			struct pollfd p = { .fd = f->keeper_pidfd, .events = POLLIN };
-
-			poll(&p, 1, 100);
-		} else {
-			gpushare_sleep_ns(2 * NS_PER_MS);
-		}
-	}
+	/* It leaves at once; bounded anyway (and left alone past the bound). */
+	gpushare_loop_init(&l);
+	if (f->keeper_pid > 0 && keeper_reaped(&l, f) == 0 &&
+	    (f->keeper_pidfd < 0 || gpushare_loop_add_fd(&l, f->keeper_pidfd, keeper_reaped, f) >= 0) &&
+	    gpushare_loop_add_deadline(&l, gpushare_now_ns() + 5 * NS_PER_S, gpushare_loop_end, NULL) >= 0)
+		gpushare_loop_run(&l);
+	gpushare_loop_release(&l);
 	if (f->keeper_pidfd >= 0)
 		close(f->keeper_pidfd);
 	f->keeper_pidfd = -1;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "loop.h"
 #include "sys.h"
 #include "rundir.h"
 #include "jobdir.h"
@@ -128,82 +129,39 @@ void gpushare_rundir_cleanup(const char *dir)
 
 /* ---- the run's keeper ---- */
 
-#define KEEPER_OWNER_WAIT_NS (10 * NS_PER_S)
-#define KEEPER_TICK_NS (10 * NS_PER_MS)
-
-struct keeper_arg {
-	const char *dir;
-	int rd;
-};
-
-static _Noreturn void keeper_main(void *argp)
+static int keeper_cleanup(void *dir)
 {
-	const struct keeper_arg *a = argp;
-	uint64_t deadline;
-	ssize_t n;
-	char c = 0;
-
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	/* Only our end: gpushare's end held here (or an outer run's keeper's
-	 * socket) would keep that socket from ending. */
-	if (a->rd > 3)
-		close_range(3, (unsigned)a->rd - 1, 0);
-	close_range((unsigned)a->rd + 1, ~0U, 0);
-	do
-		n = read(a->rd, &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n == 1 && c == 'D')
-		_exit(0);
-	/* gpushare closed its end by exiting: wait for it to be gone (its
-	 * descriptors close before it is a zombie), then clean up. */
-	deadline = gpushare_now_ns() + KEEPER_OWNER_WAIT_NS;
-	while (owner_alive(a->dir)) {
-		if (gpushare_now_ns() >= deadline)
-			_exit(0);
-		gpushare_sleep_ns(KEEPER_TICK_NS);
-	}
-	gpushare_rundir_cleanup(a->dir);
-	_exit(0);
+	gpushare_rundir_cleanup(dir);
+	return 0;
 }
 
 void gpushare_rundir_keeper_start(const char *dir, int *fd, struct gpushare_child *ch)
 {
-	struct keeper_arg a = { dir, -1 };
-	int fds[2];
+	struct gpushare_keeper k;
 
-	*fd = -1;
-	gpushare_child_init(ch);
-	/* A socket rather than a pipe: 'D' to a keeper already gone is
-	 * EPIPE, never SIGPIPE (MSG_NOSIGNAL). */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-		return;
-	a.rd = fds[0];
-	if (gpushare_child_start_detached(ch, keeper_main, &a) != GPUSHARE_OK) {
+	gpushare_keeper_init(&k);
+	k.flags = GPUSHARE_KEEPER_LINK | GPUSHARE_KEEPER_OWNER;
+	k.cleanup = keeper_cleanup;
+	k.arg = (void *)dir;
+	if (gpushare_keeper_start(&k) != GPUSHARE_OK)
 		gpushare_clear_error();
-		close(fds[0]);
-		close(fds[1]);
-		return;
-	}
-	close(fds[0]);
-	*fd = fds[1];
+	*fd = k.fd;
+	*ch = k.ch;
 }
 
 void gpushare_rundir_keeper_finish(int *fd, struct gpushare_child *ch)
 {
+	struct gpushare_keeper k;
+
 	if (*fd < 0)
 		return;
-	if (send(*fd, "D", 1, MSG_NOSIGNAL) != 1) {
-		/* It is gone already: nothing to tell. */
-	}
-	close(*fd);
-	*fd = -1;
+	gpushare_keeper_init(&k);
+	k.fd = *fd;
+	k.ch = *ch;
 	/* It ends at once; reaped here, so that a sweep leaves no zombie per run. */
-	if (gpushare_child_wait(ch, 5 * NS_PER_S) != GPUSHARE_OK)
-		gpushare_child_stop(ch, NS_PER_S);
-	gpushare_child_release(ch);
+	gpushare_keeper_finish(&k, 5 * NS_PER_S);
+	*fd = -1;
+	*ch = k.ch;
 }
 
 /* A run directory whose gpushare is gone: its daemons stopped, removed. */

@@ -20,15 +20,16 @@ void gpushare_rundir_remove(const char *dir);
  * it: what a run's keeper does when its run was killed. */
 void gpushare_rundir_cleanup(const char *dir);
 
-/* A run's keeper: a process that outlives a killed gpushare (SIGKILL
+/* A run's keeper (a keeper of lib/sys/loop.h, with its link and its
+ * owner watched): a process that outlives a killed gpushare (SIGKILL
  * included) for the moment it takes to stop the MPS daemon under `dir` and
- * remove it. It holds one end of a socket pair whose other end, *fd,
- * only gpushare holds (close-on-exec); gpushare_rundir_keeper_finish() tells it
- * the run ended as it should ('D'), and it ends. The end of the socket without
- * 'D' means gpushare is gone: once the owner named in dir/owner is no
- * longer alive (up to 10 s), it cleans up as gpushare_rundir_cleanup().
- * *fd is -1 and the keeper absent when it could not start (the next run's
- * gpushare_rundir_reap() is then the only clean-up after a kill). */
+ * remove it. It holds one end of a socket pair whose other end, *fd, only
+ * gpushare holds (close-on-exec); gpushare_rundir_keeper_finish() tells it
+ * the run ended as it should ('D'), and it ends. Once gpushare has ended
+ * without 'D' (its pidfd; the end of the socket alone waits up to 10 s for
+ * it) it cleans up as gpushare_rundir_cleanup(). *fd is -1 and the keeper
+ * absent when it could not start (the next run's gpushare_rundir_reap() is
+ * then the only clean-up after a kill). */
 void gpushare_rundir_keeper_start(const char *dir, int *fd, struct gpushare_child *ch);
 void gpushare_rundir_keeper_finish(int *fd, struct gpushare_child *ch);
 

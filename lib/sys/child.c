@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "loop.h"
 #include "sys.h"
 #include "gpushare/child.h"
 #include "gpushare/gpushare.h"
@@ -178,10 +179,7 @@ static _Noreturn void mirror_main(const struct gpushare_child *ch, const char *p
 	pid_t self = getpid(), pid;
 	int st = 0, e;
 
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	gpushare_ignore_stop_signals();
 	signal(SIGPIPE, SIG_IGN); /* a report to a keeper that is gone fails, no more */
 	/* vfork: the mirror is a copy of gpushare, whose page tables a
 	 * fork would copy again for every job. The child only sets its

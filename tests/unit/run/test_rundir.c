@@ -1,20 +1,30 @@
 /*
  * Unit tests: run directories and the clean-up after killed runs, with the
- * stand-in MPS control program playing a daemon left behind.
+ * stand-in MPS control program playing a daemon left behind; the run's
+ * keeper, finished, and cleaning up after an owner killed by SIGKILL. This
+ * process is a child subreaper, so that what a killed owner leaves is
+ * reaped here; the teardown kills and reaps what a failed test left.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "clock.h"
 #include "sys.h"
+#include "gpushare/child.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/util.h"
@@ -36,7 +46,7 @@ static int setup(void **state)
 	if (!mkdtemp(xdg))
 		return -1;
 	setenv("XDG_RUNTIME_DIR", xdg, 1);
-	return 0;
+	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -147,6 +157,131 @@ static void test_other_dirs_untouched(void **state)
 	assert_true(exists(other));
 }
 
+/* ---- the run's keeper ---- */
+
+static pid_t started[4];
+static size_t n_started;
+
+static void track(pid_t pid)
+{
+	if (pid > 0 && n_started < sizeof(started) / sizeof(started[0]))
+		started[n_started++] = pid;
+}
+
+/* Kill and reap what a test started, in order (the owner first, so that
+ * what it leaves is ours to reap); only children of ours, alive or zombies,
+ * since a pid already reaped may be another process's by now. */
+static int kill_started(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < n_started; i++) {
+		siginfo_t si;
+
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)started[i], &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+			continue;
+		kill(started[i], SIGKILL);
+		waitpid(started[i], NULL, 0);
+	}
+	n_started = 0;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	return 0;
+}
+
+static void test_keeper_finish(void **state)
+{
+	struct gpushare_child ch;
+	char run[GPUSHARE_PATH_MAX];
+	int fd;
+
+	(void)state;
+	assert_int_equal(gpushare_rundir_create("bench", run, sizeof(run)), GPUSHARE_OK);
+	gpushare_rundir_keeper_start(run, &fd, &ch);
+	track(ch.pid);
+	assert_true(fd >= 0);
+	assert_true(ch.pid > 0);
+	gpushare_rundir_keeper_finish(&fd, &ch);
+	assert_int_equal(fd, -1);
+	assert_true(ch.exited);
+	assert_int_equal(gpushare_child_exit_code(ch.wstatus), 0);
+	/* Told the run ended as it should: it touched nothing. */
+	assert_true(exists(run));
+	gpushare_rundir_remove(run);
+}
+
+struct owner_report {
+	char run[GPUSHARE_PATH_MAX];
+	pid_t daemon, keeper;
+};
+
+/* A run's owner: its directory, a daemon in it, its keeper; then it waits
+ * to be killed. */
+static _Noreturn void owner_main(void *arg)
+{
+	struct owner_report r;
+	char pipe[GPUSHARE_PATH_MAX + 16], log[GPUSHARE_PATH_MAX + 16];
+	struct gpushare_mps_start_info info;
+	struct gpushare_child ch;
+	struct gpushare_mps m;
+	int fd;
+
+	memset(&r, 0, sizeof(r));
+	if (gpushare_rundir_create("bench", r.run, sizeof(r.run)))
+		_exit(2);
+	snprintf(pipe, sizeof(pipe), "%s/mps/pipe", r.run);
+	snprintf(log, sizeof(log), "%s/mps/log", r.run);
+	if (gpushare_mps_init(&m, pipe, log) || gpushare_mps_start(&m, NULL, &info))
+		_exit(3);
+	r.daemon = info.pid;
+	gpushare_rundir_keeper_start(r.run, &fd, &ch);
+	r.keeper = ch.pid;
+	if (write(*(int *)arg, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		_exit(4);
+	for (;;)
+		pause();
+}
+
+static void test_keeper_owner_killed(void **state)
+{
+	struct gpushare_child owner;
+	struct owner_report r;
+	struct pollfd p;
+	uint64_t end;
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	gpushare_child_init(&owner);
+	owner.fn = owner_main;
+	owner.arg = &fds[1];
+	assert_int_equal(gpushare_child_start(&owner), GPUSHARE_OK);
+	track(owner.pid);
+	close(fds[1]);
+	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 10000), 1);
+	assert_int_equal(read(fds[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+	close(fds[0]);
+	track(r.keeper);
+	track(r.daemon);
+	assert_true(r.keeper > 0);
+	assert_true(gpushare_pid_alive(r.daemon));
+	gpushare_child_signal(&owner, SIGKILL);
+	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
+	gpushare_child_release(&owner);
+	/* The keeper stops the daemon, removes the directory and ends. */
+	end = gpushare_now_ns() + 10 * NS_PER_S;
+	while (exists(r.run) && gpushare_now_ns() < end)
+		gpushare_sleep_ns(10 * NS_PER_MS);
+	assert_false(exists(r.run));
+	while (waitpid(r.keeper, NULL, WNOHANG) == 0 && gpushare_now_ns() < end)
+		gpushare_sleep_ns(10 * NS_PER_MS);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		; /* the stopped daemon, orphaned to us */
+	assert_false(gpushare_pid_alive(r.daemon));
+	assert_false(gpushare_pid_alive(r.keeper));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +289,8 @@ int main(void)
 		cmocka_unit_test(test_dead_owner_reaped),
 		cmocka_unit_test(test_reused_pid_reaped),
 		cmocka_unit_test(test_other_dirs_untouched),
+		cmocka_unit_test_teardown(test_keeper_finish, kill_started),
+		cmocka_unit_test_teardown(test_keeper_owner_killed, kill_started),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

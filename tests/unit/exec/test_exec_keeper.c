@@ -1,0 +1,207 @@
+/*
+ * Unit tests: the processes of `gpushare exec` that outlive a rank
+ * (lib/exec/exec_keeper.c). The job's keeper removes a job whose ranks have
+ * all arrived and left, ends when the directory is gone, and is deaf to the
+ * stop signals; the stopper stops the job's daemon (the stand-in MPS control
+ * program's) and removes the directory. Every process a test starts is
+ * killed and reaped by the teardown, pass or fail.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "clock.h"
+#include "sys.h"
+#include "gpushare/files.h"
+#include "gpushare/gpushare.h"
+#include "gpushare/mps.h"
+#include "gpushare/util.h"
+#include "jobdir.h"
+#include "exec_keeper.h"
+
+static char base[64];
+static pid_t started[4];
+static size_t n_started;
+
+static int setup(void **state)
+{
+	char fake[GPUSHARE_PATH_MAX];
+	const char *helpers = getenv("GPUSHARE_TEST_HELPERS");
+
+	(void)state;
+	if (!helpers)
+		return -1;
+	snprintf(fake, sizeof(fake), "%s/fake_mps_control", helpers);
+	setenv("GPUSHARE_MPS_CONTROL", fake, 1);
+	snprintf(base, sizeof(base), "/tmp/gpushare-test-exec-keeper.XXXXXX");
+	if (!mkdtemp(base))
+		return -1;
+	setenv("XDG_RUNTIME_DIR", base, 1);
+	/* A daemon the stopper leaves behind on failure is reaped here. */
+	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void track(pid_t pid)
+{
+	if (pid > 0 && n_started < sizeof(started) / sizeof(started[0]))
+		started[n_started++] = pid;
+}
+
+/* Only children of ours (alive or zombies) are killed: a pid already
+ * reaped may be another process's by now. */
+static int kill_started(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < n_started; i++) {
+		siginfo_t si;
+
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)started[i], &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+			continue;
+		kill(started[i], SIGKILL);
+		waitpid(started[i], NULL, 0);
+	}
+	n_started = 0;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	return 0;
+}
+
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* A job directory <base>/gpushare/exec-<name>@n1, created under its lock
+ * (held on return, in *lock_fd). */
+static void make_job(const char *name, char *dir, size_t len, int *lock_fd)
+{
+	char user[GPUSHARE_PATH_MAX];
+
+	assert_int_equal(gpushare_user_dir(user, sizeof(user)), GPUSHARE_OK);
+	assert_int_equal(gpushare_private_dir(user), GPUSHARE_OK);
+	assert_true((size_t)snprintf(dir, len, "%s/exec-%s@n1", user, name) < len);
+	assert_int_equal(gpushare_jobdir_lock(dir, true, NS_PER_S, lock_fd), GPUSHARE_OK);
+}
+
+/* Wait up to 10 s for a child of ours to end: its wait status, or -1. */
+static int reap(pid_t pid)
+{
+	uint64_t end = gpushare_now_ns() + 10 * NS_PER_S;
+	int st;
+
+	while (gpushare_now_ns() < end) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid)
+			return st;
+		if (w < 0 && errno != EINTR)
+			return -1;
+		gpushare_sleep_ns(10 * NS_PER_MS);
+	}
+	return -1;
+}
+
+static void test_keeper_removes_a_finished_job(void **state)
+{
+	char dir[GPUSHARE_PATH_MAX];
+	pid_t pid;
+	int fd, st;
+
+	(void)state;
+	make_job("done", dir, sizeof(dir), &fd);
+	gpushare_lock_release(fd);
+	/* A node of no rank: every rank has arrived, none is alive. */
+	pid = exec_keeper_start(dir, 0, -1, -1);
+	track(pid);
+	assert_true(pid > 0);
+	st = reap(pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_false(exists(dir));
+}
+
+static void test_keeper_ends_with_its_directory(void **state)
+{
+	char dir[GPUSHARE_PATH_MAX], cmd[GPUSHARE_PATH_MAX + 32];
+	pid_t pid;
+	int fd, st;
+
+	(void)state;
+	make_job("gone", dir, sizeof(dir), &fd);
+	gpushare_lock_release(fd);
+	/* Five ranks to come: it waits for them (the grace is 5 s). */
+	pid = exec_keeper_start(dir, 5, -1, -1);
+	track(pid);
+	assert_true(pid > 0);
+	assert_true(exec_keeper_alive(dir));
+	kill(pid, SIGINT);
+	kill(pid, SIGTERM);
+	kill(pid, SIGHUP);
+	kill(pid, SIGQUIT);
+	gpushare_sleep_ns(300 * NS_PER_MS);
+	assert_int_equal(waitpid(pid, &st, WNOHANG), 0);
+	assert_true(exists(dir));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	st = reap(pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_stopper(void **state)
+{
+	char dir[GPUSHARE_PATH_MAX], pipe[GPUSHARE_PATH_MAX], log[GPUSHARE_PATH_MAX];
+	struct gpushare_mps_start_info info;
+	struct gpushare_mps m;
+	bool stopped = true;
+	int fd;
+
+	(void)state;
+	/* No daemon: the directory goes, nothing stopped. */
+	make_job("plain", dir, sizeof(dir), &fd);
+	assert_int_equal(exec_stop_detached(dir, fd, &stopped), GPUSHARE_OK);
+	assert_false(stopped);
+	assert_false(exists(dir));
+	/* A daemon: stopped, then the directory goes. */
+	make_job("mps", dir, sizeof(dir), &fd);
+	assert_int_equal(gpushare_jobdir_path(pipe, sizeof(pipe), dir, "mps/pipe"), GPUSHARE_OK);
+	assert_int_equal(gpushare_jobdir_path(log, sizeof(log), dir, "mps/log"), GPUSHARE_OK);
+	assert_int_equal(gpushare_mps_init(&m, pipe, log), GPUSHARE_OK);
+	assert_int_equal(gpushare_mps_start(&m, NULL, &info), GPUSHARE_OK);
+	track(info.pid);
+	assert_true(gpushare_pid_alive(info.pid));
+	assert_int_equal(exec_stop_detached(dir, fd, &stopped), GPUSHARE_OK);
+	assert_true(stopped);
+	assert_false(exists(dir));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_keeper_removes_a_finished_job, kill_started),
+		cmocka_unit_test_teardown(test_keeper_ends_with_its_directory, kill_started),
+		cmocka_unit_test_teardown(test_stopper, kill_started),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
