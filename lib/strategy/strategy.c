@@ -273,25 +273,26 @@ static int mig_worker_env(const struct gpushare_strategy_ctx *x, int i, const ch
 
 /* ---- the table ---- */
 
-#define PLAIN(ID, NAME, LAYOUT, CMDS, JOBS, CHECK)                                                   \
-	{ .id = ID, .name = NAME, .layout = LAYOUT, .runs_commands = CMDS, .runs_jobs = JOBS,           \
+#define PLAIN(ID, NAME, LAYOUT, CMDS, JOBS, SHARING, CHECK)                                          \
+	{ .id = ID, .name = NAME, .layout = LAYOUT, .runs_commands = CMDS, .runs_jobs = JOBS, .sharing = SHARING, \
 	  .check = CHECK, .workers = as_asked, .prepare = nothing_to_prepare, .worker_env = plain_worker_env,         \
 	  .teardown = nothing_to_tear_down }
 
 static const struct gpushare_strategy_ops table[] = {
-	PLAIN(GPUSHARE_STRATEGY_TIMESLICE, "timeslice", GPUSHARE_LAYOUT_CONCURRENT, true, true, timeslice_check),
+	PLAIN(GPUSHARE_STRATEGY_TIMESLICE, "timeslice", GPUSHARE_LAYOUT_CONCURRENT, true, true, true, timeslice_check),
 	{ .id = GPUSHARE_STRATEGY_MPS, .name = "mps", .layout = GPUSHARE_LAYOUT_CONCURRENT, .runs_commands = true,
-	  .uses_mps = true, .runs_jobs = true, .check = mps_check, .workers = as_asked, .prepare = mps_prepare,
-	  .worker_env = mps_worker_env, .teardown = mps_teardown },
+	  .uses_mps = true, .runs_jobs = true, .sharing = true, .check = mps_check, .workers = as_asked,
+	  .prepare = mps_prepare, .worker_env = mps_worker_env, .teardown = mps_teardown },
 	{ .id = GPUSHARE_STRATEGY_MPS_SPLIT, .name = "mps-split", .layout = GPUSHARE_LAYOUT_CONCURRENT,
-	  .runs_commands = true, .uses_mps = true, .runs_jobs = true, .check = mps_check, .workers = as_asked,
-	  .prepare = mps_prepare, .worker_env = split_worker_env, .teardown = mps_teardown },
+	  .runs_commands = true, .uses_mps = true, .runs_jobs = true, .sharing = true, .client_share = true,
+	  .check = mps_check, .workers = as_asked, .prepare = mps_prepare, .worker_env = split_worker_env,
+	  .teardown = mps_teardown },
 	{ .id = GPUSHARE_STRATEGY_MIG, .name = "mig", .layout = GPUSHARE_LAYOUT_CONCURRENT, .runs_commands = true,
-	  .check = mig_check, .workers = mig_workers, .prepare = nothing_to_prepare, .worker_env = mig_worker_env,
-	  .teardown = nothing_to_tear_down },
-	PLAIN(GPUSHARE_STRATEGY_SEQUENTIAL, "sequential", GPUSHARE_LAYOUT_ONE_AT_A_TIME, true, false, no_check),
-	PLAIN(GPUSHARE_STRATEGY_STREAMS, "streams", GPUSHARE_LAYOUT_THREADS, false, false, no_check),
-	PLAIN(GPUSHARE_STRATEGY_CEILING, "ceiling", GPUSHARE_LAYOUT_CONCURRENT, true, false, no_check),
+	  .sharing = true, .needs_driver = true, .partitions = true, .check = mig_check, .workers = mig_workers,
+	  .prepare = nothing_to_prepare, .worker_env = mig_worker_env, .teardown = nothing_to_tear_down },
+	PLAIN(GPUSHARE_STRATEGY_SEQUENTIAL, "sequential", GPUSHARE_LAYOUT_ONE_AT_A_TIME, true, false, false, no_check),
+	PLAIN(GPUSHARE_STRATEGY_STREAMS, "streams", GPUSHARE_LAYOUT_THREADS, false, false, false, no_check),
+	PLAIN(GPUSHARE_STRATEGY_CEILING, "ceiling", GPUSHARE_LAYOUT_CONCURRENT, true, false, false, no_check),
 };
 
 const struct gpushare_strategy_ops *gpushare_strategy_get(int id)
@@ -303,19 +304,21 @@ const struct gpushare_strategy_ops *gpushare_strategy_get(int id)
 	return NULL;
 }
 
-bool gpushare_strategy_runs_jobs(int strategy)
-{
-	const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy);
+/* The table's flags for the public API; false for an unknown strategy. */
+#define CAPABILITY(FN, FIELD)                                                    \
+	bool FN(enum gpushare_strategy strategy)                                 \
+	{                                                                        \
+		const struct gpushare_strategy_ops *st = gpushare_strategy_get((int)strategy); \
+		return st && st->FIELD;                                          \
+	}
 
-	return st && st->runs_jobs;
-}
-
-bool gpushare_strategy_uses_mps(int strategy)
-{
-	const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy);
-
-	return st && st->uses_mps;
-}
+CAPABILITY(gpushare_strategy_runs_commands, runs_commands)
+CAPABILITY(gpushare_strategy_runs_jobs, runs_jobs)
+CAPABILITY(gpushare_strategy_uses_mps, uses_mps)
+CAPABILITY(gpushare_strategy_is_sharing, sharing)
+CAPABILITY(gpushare_strategy_client_share, client_share)
+CAPABILITY(gpushare_strategy_needs_driver, needs_driver)
+CAPABILITY(gpushare_strategy_partitions, partitions)
 
 /* ---- names ---- */
 
