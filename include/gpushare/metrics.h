@@ -37,6 +37,7 @@
 #include "gpushare/buf.h"
 #include "gpushare/hist.h"
 #include "gpushare/region.h"
+#include "gpushare/strategy.h"
 #include "gpushare/util.h"
 
 #ifdef __cplusplus
@@ -202,7 +203,7 @@ int gpushare_metrics_bench_start(const struct gpushare_bench_config *c, struct g
 /* A region of strategy `strategy` is live: slot i is worker offset + i.
  * mps_pipe_dir: the daemon its workers use, "" or NULL none. The region must
  * stay mapped until gpushare_metrics_bench_detach(). */
-void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, int strategy,
+void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, enum gpushare_strategy strategy,
 				   struct gpushare_region_header *reg, uint32_t n_slots, size_t offset,
 				   const char *mps_pipe_dir);
 

@@ -14,6 +14,7 @@ extern "C" {
 #endif
 
 enum gpushare_strategy {
+	GPUSHARE_STRATEGY_NONE = -1,      /* none chosen (also: a name that is none) */
 	GPUSHARE_STRATEGY_TIMESLICE = 0,  /* N plain processes, the driver time-slices */
 	GPUSHARE_STRATEGY_MPS,            /* N clients of one MPS daemon */
 	GPUSHARE_STRATEGY_MPS_SPLIT,      /* MPS with per-client SM share / memory limit */
@@ -25,11 +26,11 @@ enum gpushare_strategy {
 };
 
 /* "timeslice", "mps", "mps-split", "mig", "sequential", "streams", "ceiling". */
-const char *gpushare_strategy_name(int strategy);
+const char *gpushare_strategy_name(enum gpushare_strategy strategy);
 
 /* Parse "timeslice,mps": fills out[] (at most GPUSHARE_STRATEGY_COUNT
  * entries, no duplicates). GPUSHARE_E_INVAL naming the bad item. */
-int gpushare_strategy_parse_list(const char *s, int *out, size_t *n);
+int gpushare_strategy_parse_list(const char *s, enum gpushare_strategy *out, size_t *n);
 
 /* What a strategy can do and is, from the strategy table (lib/strategy/);
  * false for an unknown strategy. Ask these instead of naming strategies.

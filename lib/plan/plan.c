@@ -80,19 +80,19 @@ int gpushare_plan_target_parse(const char *name)
 void gpushare_plan_options_init(struct gpushare_plan_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->strategy = -1;
+	o->strategy = GPUSHARE_STRATEGY_NONE;
 	o->gpus_per_node = 1;
 }
 
 /* The strategy a layout target plans when none is asked for: the one that
- * partitions a GPU; -1 none. */
-static int layout_strategy(void)
+ * partitions a GPU; GPUSHARE_STRATEGY_NONE none. */
+static enum gpushare_strategy layout_strategy(void)
 {
-	for (int s = 0; s < GPUSHARE_STRATEGY_COUNT; s++) {
+	for (enum gpushare_strategy s = 0; s < GPUSHARE_STRATEGY_COUNT; s++) {
 		if (gpushare_strategy_is_sharing(s) && gpushare_strategy_partitions(s))
 			return s;
 	}
-	return -1;
+	return GPUSHARE_STRATEGY_NONE;
 }
 
 static void warn(struct gpushare_plan *p, const char *fmt, ...)
@@ -180,10 +180,10 @@ static int pick_rec(const struct gpushare_report *r, const struct gpushare_plan_
 
 /* The cell of strategy s with the most throughput in rec, and the smallest
  * worker count within noise of it (the report's scaling answer). */
-static const struct gpushare_report_scaling *scaling_of(const struct gpushare_report_rec *rec, int s)
+static const struct gpushare_report_scaling *scaling_of(const struct gpushare_report_rec *rec, enum gpushare_strategy s)
 {
 	for (size_t i = 0; i < rec->n_scaling; i++) {
-		if ((int)rec->scaling[i].strategy == s && rec->scaling[i].best >= 0)
+		if (rec->scaling[i].strategy == s && rec->scaling[i].best >= 0)
 			return &rec->scaling[i];
 	}
 	return NULL;
@@ -200,14 +200,14 @@ static const struct gpushare_report_at_workers *at_of(const struct gpushare_repo
 
 /* An ok run of the planned cell: strategy s at `workers`, the
  * recommendation's shape and batch. */
-static bool cell_run(const struct gpushare_report_run *run, int s, int workers, const struct gpushare_report_rec *rec)
+static bool cell_run(const struct gpushare_report_run *run, enum gpushare_strategy s, int workers, const struct gpushare_report_rec *rec)
 {
-	return run->status == GPUSHARE_RUN_OK && (int)run->strategy == s && run->workers == workers &&
+	return run->status == GPUSHARE_RUN_OK && run->strategy == s && run->workers == workers &&
 	       run->batch == rec->batch && !strcmp(run->shape, rec->shape);
 }
 
 /* Whether target t can express strategy s; else a refusal. */
-static int expressible(const struct plan_target *t, int s)
+static int expressible(const struct plan_target *t, enum gpushare_strategy s)
 {
 	const char *sn = gpushare_strategy_name(s);
 
@@ -441,7 +441,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		gres_type(p->gpu_model, false, p->gres_type, sizeof(p->gres_type));
 	}
 	if (o->goal == GPUSHARE_PLAN_SLO) {
-		int forced = o->strategy;
+		enum gpushare_strategy forced = o->strategy;
 		char b[32];
 
 		if (!(o->slo_p99_seconds > 0))
@@ -453,14 +453,14 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		p->cell = rec->slo;
 		/* A layout target plans the runs that partition, as for the
 		 * throughput goal. */
-		if (forced < 0 && t->layout)
+		if (forced == GPUSHARE_STRATEGY_NONE && t->layout)
 			forced = layout_strategy();
-		if (forced >= 0 && (int)r->cells[p->cell].strategy != forced) {
+		if (forced != GPUSHARE_STRATEGY_NONE && r->cells[p->cell].strategy != forced) {
 			/* The forced strategy's best cell under the bound. */
 			p->cell = -1;
 			for (size_t i = 0; i < r->n_cells; i++) {
 				c = &r->cells[i];
-				if ((int)c->strategy != forced || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
+				if (c->strategy != forced || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
 				    !c->n_ok || !(c->p99_latency.median <= o->slo_p99_seconds))
 					continue;
 				if (p->cell < 0 || c->throughput.median > r->cells[p->cell].throughput.median)
@@ -472,13 +472,13 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 						     gpushare_fmt_seconds(o->slo_p99_seconds, b, sizeof(b)));
 		}
 	} else {
-		int s = o->strategy;
+		enum gpushare_strategy s = o->strategy;
 
 		/* A layout target plans the layout whenever there are results of
 		 * the strategy that partitions. */
-		if (s < 0 && t->layout)
+		if (s == GPUSHARE_STRATEGY_NONE && t->layout)
 			s = layout_strategy();
-		if (s < 0) {
+		if (s == GPUSHARE_STRATEGY_NONE) {
 			/* The sharing cell with the highest median throughput. */
 			int best = -1;
 

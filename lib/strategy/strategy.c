@@ -331,7 +331,7 @@ static const char *const strategy_names[GPUSHARE_STRATEGY_COUNT] = {
 	[GPUSHARE_STRATEGY_STREAMS] = "streams",
 };
 
-const char *gpushare_strategy_name(int strategy)
+const char *gpushare_strategy_name(enum gpushare_strategy strategy)
 {
 	if (strategy == GPUSHARE_STRATEGY_CEILING)
 		return "ceiling";
@@ -342,20 +342,20 @@ const char *gpushare_strategy_name(int strategy)
 
 /* Where gpushare_strategy_parse_list puts the strategies. */
 struct strategy_items {
-	int *out;
+	enum gpushare_strategy *out;
 	size_t *n;
 };
 
 static int strategy_item(void *arg, const char *p, size_t len)
 {
 	struct strategy_items *x = arg;
-	int found = -1;
+	enum gpushare_strategy found = GPUSHARE_STRATEGY_NONE;
 
 	for (int i = 0; i < GPUSHARE_STRATEGY_COUNT; i++) {
 		if (strlen(strategy_names[i]) == len && strncmp(p, strategy_names[i], len) == 0)
-			found = i;
+			found = (enum gpushare_strategy)i;
 	}
-	if (found < 0)
+	if (found == GPUSHARE_STRATEGY_NONE)
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "unknown strategy '%.*s' (expected timeslice, mps, mps-split, mig, sequential or streams)",
 				     (int)len, p);
@@ -367,7 +367,7 @@ static int strategy_item(void *arg, const char *p, size_t len)
 	return GPUSHARE_OK;
 }
 
-int gpushare_strategy_parse_list(const char *s, int *out, size_t *n)
+int gpushare_strategy_parse_list(const char *s, enum gpushare_strategy *out, size_t *n)
 {
 	struct strategy_items x = { out, n };
 

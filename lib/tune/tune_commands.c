@@ -79,7 +79,7 @@ static void plan_command(const struct gpushare_tune_config *t, const struct gpus
 {
 	char dir[GPUSHARE_PATH_MAX], shape[160], *slash;
 	size_t l;
-	int s = c->strategy;
+	enum gpushare_strategy s = c->strategy;
 
 	/* plan writes shares of whole GPUs from closed-loop runs: not a
 	 * reference, nor a partition (whose layout tune does not search). */
@@ -112,7 +112,7 @@ static void exec_command(const struct gpushare_tune_config *t, const struct gpus
 {
 	char pct[32], tp[64] = "", batch[48] = "";
 	size_t l;
-	int s = c->strategy;
+	enum gpushare_strategy s = c->strategy;
 
 	if (!t->sweep.shapes[0].command || !t->sweep.bench.command || t->sweep.bench.command_mode != GPUSHARE_CMD_REQUEST ||
 	    !gpushare_strategy_runs_jobs(s))
@@ -132,7 +132,7 @@ void tune_commands(const struct gpushare_tune_config *t, const char *results_pat
 {
 	const struct gpushare_sweep_cell *c;
 	char wl[1024], tp[64] = "", pct[32];
-	int s;
+	enum gpushare_strategy s;
 
 	if (res->best < 0)
 		return;
