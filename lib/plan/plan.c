@@ -43,7 +43,7 @@ static void slurm_warn(const struct gpushare_report *r, const struct gpushare_re
  * by its writer; some warn of what they cannot carry over. */
 static const struct plan_target {
 	const char *name;
-	bool layout;
+	bool layout;                    /* a layout: expresses only the strategies that partition */
 	int (*render)(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
 		      struct gpushare_plan_output *out);
 	/* NULL: nothing to warn of. */

@@ -320,24 +320,13 @@ CAPABILITY(gpushare_strategy_client_share, client_share)
 CAPABILITY(gpushare_strategy_needs_driver, needs_driver)
 CAPABILITY(gpushare_strategy_partitions, partitions)
 
-/* ---- names ---- */
-
-static const char *const strategy_names[GPUSHARE_STRATEGY_COUNT] = {
-	[GPUSHARE_STRATEGY_TIMESLICE] = "timeslice",
-	[GPUSHARE_STRATEGY_MPS] = "mps",
-	[GPUSHARE_STRATEGY_MPS_SPLIT] = "mps-split",
-	[GPUSHARE_STRATEGY_MIG] = "mig",
-	[GPUSHARE_STRATEGY_SEQUENTIAL] = "sequential",
-	[GPUSHARE_STRATEGY_STREAMS] = "streams",
-};
+/* ---- names: the table's ---- */
 
 const char *gpushare_strategy_name(enum gpushare_strategy strategy)
 {
-	if (strategy == GPUSHARE_STRATEGY_CEILING)
-		return "ceiling";
-	if (strategy < 0 || strategy >= GPUSHARE_STRATEGY_COUNT)
-		return "unknown";
-	return strategy_names[strategy];
+	const struct gpushare_strategy_ops *st = gpushare_strategy_get((int)strategy);
+
+	return st ? st->name : "unknown";
 }
 
 /* Where gpushare_strategy_parse_list puts the strategies. */
@@ -351,8 +340,11 @@ static int strategy_item(void *arg, const char *p, size_t len)
 	struct strategy_items *x = arg;
 	enum gpushare_strategy found = GPUSHARE_STRATEGY_NONE;
 
+	/* The strategies one asks for by name (not the ceiling). */
 	for (int i = 0; i < GPUSHARE_STRATEGY_COUNT; i++) {
-		if (strlen(strategy_names[i]) == len && strncmp(p, strategy_names[i], len) == 0)
+		const char *name = gpushare_strategy_get(i)->name;
+
+		if (strlen(name) == len && strncmp(p, name, len) == 0)
 			found = (enum gpushare_strategy)i;
 	}
 	if (found == GPUSHARE_STRATEGY_NONE)
@@ -361,7 +353,7 @@ static int strategy_item(void *arg, const char *p, size_t len)
 				     (int)len, p);
 	for (size_t j = 0; j < *x->n; j++) {
 		if (x->out[j] == found)
-			return gpushare_fail(GPUSHARE_E_INVAL, "strategy '%s' is listed twice", strategy_names[found]);
+			return gpushare_fail(GPUSHARE_E_INVAL, "strategy '%s' is listed twice", gpushare_strategy_name(found));
 	}
 	x->out[(*x->n)++] = found;
 	return GPUSHARE_OK;

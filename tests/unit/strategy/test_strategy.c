@@ -282,10 +282,35 @@ static void test_checks(void **state)
 	unsetenv("GPUSHARE_MPS_CONTROL");
 }
 
+/* Names come from the table; the parser takes the strategies one asks
+ * for (not the ceiling), each once. */
+static void test_names(void **state)
+{
+	enum gpushare_strategy out[GPUSHARE_STRATEGY_COUNT];
+	size_t n = 0;
+
+	(void)state;
+	assert_string_equal(gpushare_strategy_name(GPUSHARE_STRATEGY_MPS_SPLIT), "mps-split");
+	assert_string_equal(gpushare_strategy_name(GPUSHARE_STRATEGY_CEILING), "ceiling");
+	assert_string_equal(gpushare_strategy_name(GPUSHARE_STRATEGY_COUNT), "unknown");
+	assert_string_equal(gpushare_strategy_name(GPUSHARE_STRATEGY_NONE), "unknown");
+	assert_int_equal(gpushare_strategy_parse_list("streams,timeslice,mps-split,mps,mig,sequential", out, &n), 0);
+	assert_int_equal(n, GPUSHARE_STRATEGY_COUNT);
+	assert_int_equal(out[0], GPUSHARE_STRATEGY_STREAMS);
+	assert_int_equal(out[2], GPUSHARE_STRATEGY_MPS_SPLIT);
+	assert_int_equal(out[3], GPUSHARE_STRATEGY_MPS);
+	assert_int_equal(gpushare_strategy_parse_list("mps,ceiling", out, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "unknown strategy 'ceiling'"));
+	assert_int_equal(gpushare_strategy_parse_list("mps,mps", out, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'mps' is listed twice"));
+	assert_int_equal(gpushare_strategy_parse_list("mp", out, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_strategy_parse_list("", out, &n), GPUSHARE_E_INVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_table), cmocka_unit_test(test_names),
 		cmocka_unit_test(test_plain_env),
 		cmocka_unit_test(test_split_env),
 		cmocka_unit_test(test_thread_cap),
