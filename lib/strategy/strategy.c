@@ -295,10 +295,10 @@ static const struct gpushare_strategy_ops table[] = {
 	PLAIN(GPUSHARE_STRATEGY_CEILING, "ceiling", GPUSHARE_LAYOUT_CONCURRENT, true, false, false, no_check),
 };
 
-const struct gpushare_strategy_ops *gpushare_strategy_get(int id)
+const struct gpushare_strategy_ops *gpushare_strategy_get(enum gpushare_strategy id)
 {
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		if ((int)table[i].id == id)
+		if (table[i].id == id)
 			return &table[i];
 	}
 	return NULL;
@@ -308,7 +308,7 @@ const struct gpushare_strategy_ops *gpushare_strategy_get(int id)
 #define CAPABILITY(FN, FIELD)                                                    \
 	bool FN(enum gpushare_strategy strategy)                                 \
 	{                                                                        \
-		const struct gpushare_strategy_ops *st = gpushare_strategy_get((int)strategy); \
+		const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy); \
 		return st && st->FIELD;                                          \
 	}
 
@@ -324,7 +324,7 @@ CAPABILITY(gpushare_strategy_partitions, partitions)
 
 const char *gpushare_strategy_name(enum gpushare_strategy strategy)
 {
-	const struct gpushare_strategy_ops *st = gpushare_strategy_get((int)strategy);
+	const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy);
 
 	return st ? st->name : "unknown";
 }

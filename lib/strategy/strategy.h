@@ -89,7 +89,7 @@ struct gpushare_strategy_ops {
 };
 
 /* The strategy with this id (also GPUSHARE_STRATEGY_CEILING); NULL if none. */
-const struct gpushare_strategy_ops *gpushare_strategy_get(int id);
+const struct gpushare_strategy_ops *gpushare_strategy_get(enum gpushare_strategy id);
 
 /* Refuse plain CUDA processes while a daemon answers where they look by
  * default (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps). */
