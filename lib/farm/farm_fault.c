@@ -111,7 +111,7 @@ size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_faul
 
 void farm_fault_init(struct farm *f)
 {
-	f->fault_watch = (f->c->strategy == GPUSHARE_STRATEGY_MPS || f->c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT) &&
+	f->fault_watch = gpushare_strategy_uses_mps(f->c->strategy) &&
 			 f->run.sx.mps.open;
 }
 
