@@ -402,8 +402,8 @@ int cmd_bench(int argc, char **argv)
 		bool split = false, mps = false;
 
 		for (size_t i = 0; i < c.n_strategies; i++) {
-			split |= c.strategies[i] == GPUSHARE_STRATEGY_MPS_SPLIT;
-			mps |= c.strategies[i] == GPUSHARE_STRATEGY_MPS || c.strategies[i] == GPUSHARE_STRATEGY_MPS_SPLIT;
+			split |= gpushare_strategy_client_share(c.strategies[i]);
+			mps |= gpushare_strategy_uses_mps(c.strategies[i]);
 		}
 		if (!split && (raw.thread_pct || raw.mem_limit || raw.priority))
 			cli_warn("--thread-percentage, --mem-limit and --priority only affect the mps-split strategy");

@@ -125,7 +125,7 @@ static void say_once(const struct gpushare_exec *x, int strategy)
 	if (x->honoured[0]) {
 		char how[160] = "";
 
-		if (x->slurm_mps_percentage > 0 && strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
+		if (x->slurm_mps_percentage > 0 && gpushare_strategy_client_share(strategy))
 			snprintf(how, sizeof(how), "; mps-split: %g%% per rank (%u rank%s on its GPU)", x->thread_percentage,
 				 x->ranks_on_gpu, x->ranks_on_gpu == 1 ? "" : "s");
 		else if (x->slurm_mps_percentage > 0)
@@ -240,7 +240,7 @@ int cmd_exec(int argc, char **argv)
 	first = p.optind;
 	if (json && !o.dry_run)
 		return cli_error(EXIT_USAGE, "exec: --json goes with --dry-run");
-	if (o.thread_percentage > 0 && o.strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
+	if (o.thread_percentage > 0 && !gpushare_strategy_client_share(o.strategy))
 		return cli_error(EXIT_USAGE, "exec: --thread-percentage goes with --strategy mps-split");
 	if (first >= argc && !o.dry_run)
 		return cli_error(EXIT_USAGE, "exec: no program given (usage: gpushare exec [options] -- PROGRAM [ARGS...])");

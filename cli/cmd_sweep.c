@@ -335,7 +335,7 @@ static int cmd_sweep_run(int argc, char **argv)
 	if (gpushare_sweep_config_check(&s))
 		return cli_error(EXIT_USAGE, "sweep: %s", gpushare_errdetail());
 	for (size_t i = 0; i < s.n_strategies; i++) {
-		if (s.strategies[i] != GPUSHARE_STRATEGY_MPS && s.strategies[i] != GPUSHARE_STRATEGY_MPS_SPLIT)
+		if (!gpushare_strategy_uses_mps(s.strategies[i]))
 			continue;
 		for (size_t w = 0; w < s.n_workers; w++) {
 			if (s.workers[w] > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU) {

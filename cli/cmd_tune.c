@@ -147,7 +147,7 @@ static void cell_name(const struct gpushare_sweep_cell *c, char *buf, size_t len
 	int l = snprintf(buf, len, "%s w%d b%ld", gpushare_strategy_name(c->strategy), c->workers, c->batch);
 	char pct[32];
 
-	if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && l >= 0 && (size_t)l < len)
+	if (gpushare_strategy_client_share(c->strategy) && l >= 0 && (size_t)l < len)
 		snprintf(buf + l, len - (size_t)l, " t%s%%", gpushare_sweep_cell_thread_pct_text(c, pct, sizeof(pct)));
 }
 
@@ -339,7 +339,7 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 	fprintf(f, "Run it: %s\n", res->bench_command);
 	if (res->farm_command[0])
 		fprintf(f, "Jobs this way: %s\n", res->farm_command);
-	else if (res->cands[res->best].cell.strategy == GPUSHARE_STRATEGY_MPS_SPLIT)
+	else if (gpushare_strategy_client_share(res->cands[res->best].cell.strategy))
 		fprintf(f, "Jobs this way: none: gpushare farm gives each mps-split slot the default share 100/N (%g%% "
 			"here), not the pick's %s%s%%\n", gpushare_sweep_default_thread_pct(res->cands[res->best].cell.workers),
 			res->cands[res->best].cell.n_mix >= 2 ? "split " : "",
@@ -475,7 +475,7 @@ static int cmd_tune_run(int argc, char **argv)
 		bool split = false;
 
 		for (size_t i = 0; i < s->n_strategies; i++)
-			split |= s->strategies[i] == GPUSHARE_STRATEGY_MPS_SPLIT;
+			split |= gpushare_strategy_client_share(s->strategies[i]);
 		if (!split && tp_given)
 			return cli_error(EXIT_USAGE, "tune: --thread-percentage is an axis of the mps-split candidates only; "
 					 "add mps-split to --strategy or leave it out");

@@ -128,7 +128,7 @@ struct gpushare_bench_config {
 	int n_mix_share;
 	int workers;                           /* 1..GPUSHARE_BENCH_MAX_WORKERS */
 	bool workers_given;                    /* mig: otherwise one per instance */
-	int strategies[GPUSHARE_STRATEGY_COUNT];
+	enum gpushare_strategy strategies[GPUSHARE_STRATEGY_COUNT];
 	size_t n_strategies;
 	uint64_t duration_ns;                  /* duration mode (requests == 0) */
 	uint64_t requests;                     /* requests per worker; 0: duration mode */
@@ -442,7 +442,7 @@ struct gpushare_bench_summary {
 /* How two strategies' summaries compare (a against the reference b):
  * throughput (medians of items/s) and p99 latency. */
 struct gpushare_bench_relative {
-	int strategy, reference;
+	enum gpushare_strategy strategy, reference;
 	double ratio_mean, ratio_stddev;  /* mean items/s ratio and its propagated
 					   * standard deviation (hyperfine's); stddev NaN < 2 runs */
 	struct gpushare_comparison throughput, p99;
@@ -539,7 +539,7 @@ void gpushare_bench_report_init(struct gpushare_bench_report *r, const struct gp
 void gpushare_bench_report_release(struct gpushare_bench_report *r);
 
 /* Allocate a result with n workers (hists empty, fields unknown). */
-int gpushare_bench_result_init(struct gpushare_bench_result *res, int strategy, size_t n);
+int gpushare_bench_result_init(struct gpushare_bench_result *res, enum gpushare_strategy strategy, size_t n);
 void gpushare_bench_result_release(struct gpushare_bench_result *res);
 
 /* Fill per-worker statistics from each worker's hist, requests and
@@ -602,7 +602,7 @@ int gpushare_metrics_bench_start(const struct gpushare_bench_config *c, struct g
 /* A region of strategy `strategy` is live: slot i is worker offset + i.
  * mps_pipe_dir: the daemon its workers use, "" or NULL none. The region must
  * stay mapped until gpushare_metrics_bench_detach(). */
-void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, int strategy,
+void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, enum gpushare_strategy strategy,
 				   struct gpushare_region_header *reg, uint32_t n_slots, size_t offset,
 				   const char *mps_pipe_dir);
 

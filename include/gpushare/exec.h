@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "gpushare/strategy.h"
 #include "gpushare/util.h"
 
 #ifdef __cplusplus
@@ -37,7 +38,7 @@ extern "C" {
 #define GPUSHARE_EXEC_LOCK_WAIT_MS 60000
 
 struct gpushare_exec_opts {
-	int strategy;                   /* GPUSHARE_STRATEGY_MPS, _MPS_SPLIT or _TIMESLICE */
+	enum gpushare_strategy strategy; /* one that runs jobs: mps, mps-split or timeslice */
 	const char *bind;               /* "round-robin" (NULL) or "block" */
 	unsigned ranks_per_gpu;         /* 0: no check */
 	const char *gpus;               /* NULL or "all", or a list of indices and UUIDs */
@@ -143,10 +144,10 @@ int gpushare_exec_reap(const char *skip, size_t *reaped);
 int gpushare_exec_dir_name(const char *job_key, const char *node, char *out, size_t len);
 
 /* What `gpushare exec --dry-run --json` prints for an opened rank (x from
- * gpushare_exec_open() with dry_run, strategy an enum gpushare_strategy):
+ * gpushare_exec_open() with dry_run):
  * one line of JSON, malloc'ed and valid UTF-8 (caller frees); NULL when out
  * of memory. Unknown ranks and sizes are null. */
-char *gpushare_exec_dry_run_json(const struct gpushare_exec *x, int strategy);
+char *gpushare_exec_dry_run_json(const struct gpushare_exec *x, enum gpushare_strategy strategy);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpushare/strategy.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -67,7 +69,7 @@ struct gpushare_farm_config {
 	const char *shard;          /* "I/N"; NULL: from Slurm's variables, else 0/1 */
 	unsigned slots;             /* per GPU; 0: calibrate */
 	unsigned max_slots;         /* calibration's largest K (0: 16) */
-	int strategy;               /* GPUSHARE_STRATEGY_MPS, _MPS_SPLIT or _TIMESLICE */
+	enum gpushare_strategy strategy; /* one that runs jobs: mps, mps-split or timeslice */
 	const char *gpus;           /* "all" or a list; NULL: CUDA_VISIBLE_DEVICES allows, else all */
 	uint64_t mem_per_job_bytes; /* 0: no admission by memory */
 	unsigned retries;           /* attempts after the first for a failed or timed-out job */

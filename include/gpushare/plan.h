@@ -53,7 +53,7 @@ struct gpushare_plan_options {
 	int target;                  /* enum gpushare_plan_target */
 	int goal;                    /* enum gpushare_plan_goal */
 	double slo_p99_seconds;      /* GPUSHARE_PLAN_SLO: the bound (the report was summarised with it) */
-	int strategy;                /* -1: the measured best; else plan for this strategy */
+	enum gpushare_strategy strategy; /* GPUSHARE_STRATEGY_NONE: the measured best; else plan for this one */
 	const char *gpu_model;       /* NULL: any; else the results' GPU must be this model */
 	const char *shape;           /* NULL: the only shape of the results */
 	long batch;                  /* 0: the only batch of that shape */
@@ -76,7 +76,7 @@ void gpushare_plan_options_init(struct gpushare_plan_options *o);
 struct gpushare_plan {
 	int rec;                     /* index into r->recs */
 	int cell;                    /* the chosen cell (r->cells) */
-	int strategy;                /* its strategy */
+	enum gpushare_strategy strategy; /* its strategy */
 	int workers;                 /* K: processes per GPU */
 	int thread_percentage;       /* mps-split: 100 / K; else 0 */
 	uint64_t mem_limit_bytes;    /* MPS pinned memory limit per client; 0 none */

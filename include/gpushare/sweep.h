@@ -140,7 +140,7 @@ typedef bool (*gpushare_sweep_select_fn)(void *arg, int round, const struct gpus
 struct gpushare_sweep_config {
 	struct gpushare_sweep_shape shapes[GPUSHARE_SWEEP_MAX_SHAPES];
 	size_t n_shapes;
-	int strategies[GPUSHARE_STRATEGY_COUNT];
+	enum gpushare_strategy strategies[GPUSHARE_STRATEGY_COUNT];
 	size_t n_strategies;
 	int workers[GPUSHARE_SWEEP_MAX_VALUES];
 	size_t n_workers;

@@ -105,7 +105,7 @@ int gpushare_bench_command_check(const struct gpushare_bench_config *c)
 		return gpushare_fail(GPUSHARE_E_INVAL, "unknown command mode %d (expected job or request)",
 				     c->command_mode);
 	for (size_t i = 0; i < c->n_strategies; i++) {
-		if (c->strategies[i] == GPUSHARE_STRATEGY_STREAMS)
+		if (!gpushare_strategy_runs_commands(c->strategies[i]))
 			return gpushare_fail(GPUSHARE_E_INVAL,
 					     "the streams strategy cannot run a command: it runs the workers as threads "
 					     "inside one gpushare-worker process, and a command is a process of its own "

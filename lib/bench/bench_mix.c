@@ -261,10 +261,10 @@ int bench_mix_check(const struct gpushare_bench_config *c)
 		return gpushare_fail(GPUSHARE_E_INVAL, "a mix is measured in closed loop (open-loop arrivals would go to "
 				     "whichever workload is free)");
 	for (size_t i = 0; i < c->n_strategies; i++) {
-		if (c->strategies[i] == GPUSHARE_STRATEGY_STREAMS)
+		if (!gpushare_strategy_runs_commands(c->strategies[i]))
 			return gpushare_fail(GPUSHARE_E_INVAL, "streams runs every worker in one process of one workload; "
 					     "it does not apply to a mix");
-		if (c->strategies[i] == GPUSHARE_STRATEGY_MIG && !c->workers_given)
+		if (gpushare_strategy_partitions(c->strategies[i]) && !c->workers_given)
 			return gpushare_fail(GPUSHARE_E_INVAL, "a mix on mig needs --workers (a multiple of %d): mig's own "
 					     "count, one worker per MIG instance, need not divide among the workloads",
 					     c->n_mix);

@@ -331,7 +331,7 @@ static int setup_gpu(struct bench_ctx *x)
 	wl_needs = need_driver;
 
 	for (size_t i = 0; i < c->n_strategies; i++)
-		need_driver |= c->strategies[i] == GPUSHARE_STRATEGY_MIG;
+		need_driver |= gpushare_strategy_needs_driver(c->strategies[i]);
 	snprintf(x->run.visible, sizeof(x->run.visible), "%s", c->gpu);
 	rc = gpushare_nvml_open();
 	if (rc && c->gpus[0]) {

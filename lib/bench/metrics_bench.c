@@ -287,7 +287,7 @@ int gpushare_metrics_bench_start(const struct gpushare_bench_config *c, struct g
 	return GPUSHARE_OK;
 }
 
-void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, int strategy,
+void gpushare_metrics_bench_attach(struct gpushare_metrics_bench *m, enum gpushare_strategy strategy,
 				   struct gpushare_region_header *reg, uint32_t n_slots, size_t offset,
 				   const char *mps_pipe_dir)
 {

@@ -555,7 +555,7 @@ static int honour_slurm(struct gpushare_exec *x, const struct gpushare_exec_opts
 	gpushare_slurm_share_describe(&sh, x->honoured, sizeof(x->honoured));
 	if (sh.mps_percentage <= 0)
 		return GPUSHARE_OK;
-	if (o->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+	if (!gpushare_strategy_uses_mps(o->strategy))
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "--strategy timeslice cannot keep Slurm's gres/mps share of %g%% of the GPU "
 				     "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); use mps or mps-split", sh.mps_percentage);

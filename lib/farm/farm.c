@@ -193,12 +193,12 @@ static void warn_gpu_state(const struct farm *f, const struct gpushare_gpu_info 
 	if (gi->mig_current == 1)
 		farm_warn(f, "GPU %u (%s) has MIG enabled: a job pinned to the GPU's UUID sees no CUDA device; "
 			  "give MIG devices through CUDA_VISIBLE_DEVICES yourself, or disable MIG", gi->index, gi->uuid);
-	else if (gi->compute_mode == GPUSHARE_COMPUTE_EXCLUSIVE_PROCESS && f->c->strategy == GPUSHARE_STRATEGY_TIMESLICE &&
+	else if (gi->compute_mode == GPUSHARE_COMPUTE_EXCLUSIVE_PROCESS && !gpushare_strategy_uses_mps(f->c->strategy) &&
 		 f->c->slots != 1)
 		farm_warn(f, "GPU %u is in compute mode Exclusive_Process: it takes one CUDA process at a time, so "
 			  "timeslice jobs beyond the first on it fail to create a context; use --strategy mps or --slots 1",
 			  gi->index);
-	else if (gi->compute_mode == GPUSHARE_COMPUTE_EXCLUSIVE_THREAD && f->c->strategy == GPUSHARE_STRATEGY_TIMESLICE &&
+	else if (gi->compute_mode == GPUSHARE_COMPUTE_EXCLUSIVE_THREAD && !gpushare_strategy_uses_mps(f->c->strategy) &&
 		 f->c->slots != 1)
 		farm_warn(f, "GPU %u is in compute mode Exclusive_Thread: timeslice jobs beyond the first on it fail; "
 			  "use --slots 1", gi->index);
@@ -242,7 +242,7 @@ static int setup_strategy(struct farm *f)
 		return gpushare_fail(GPUSHARE_E_INVAL, "a farm runs under mps, mps-split or timeslice");
 	f->run.sx.workers = (int)(f->cur_k ? f->cur_k : 1);
 	f->run.sx.thread_cap = f->thread_cap;
-	if (c->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && c->mem_per_job_bytes) {
+	if (gpushare_strategy_client_share(c->strategy) && c->mem_per_job_bytes) {
 		f->mem_limit = c->mem_per_job_bytes;
 		f->run.sx.mem_limit_bytes = &f->mem_limit;
 		f->run.sx.n_mem_limit = 1;
@@ -267,7 +267,7 @@ static int slurm_share(struct farm *f)
 		return rc;
 	gpushare_slurm_share_describe(&sh, f->r->slurm, sizeof(f->r->slurm));
 	f->thread_cap = sh.mps_percentage;
-	if (sh.mps_percentage > 0 && c->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+	if (sh.mps_percentage > 0 && !gpushare_strategy_uses_mps(c->strategy))
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "--strategy timeslice cannot keep Slurm's gres/mps share of %g%% of the GPU "
 				     "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); use mps or mps-split", sh.mps_percentage);

@@ -100,7 +100,7 @@ size_t farm_fault_pick(const struct farm_fault_cand *c, size_t n, enum farm_faul
 
 bool farm_fault_watched(int strategy, const struct gpushare_mps_session *mps)
 {
-	return (strategy == GPUSHARE_STRATEGY_MPS || strategy == GPUSHARE_STRATEGY_MPS_SPLIT) && mps->open;
+	return gpushare_strategy_uses_mps(strategy) && mps->open;
 }
 
 static struct farm_faults *faults(struct farm_faults **F, size_t n_gpus)

@@ -2,9 +2,18 @@
  * gpushare plan: the decision. From a summarised report (the loader and
  * summariser of lib/report/), pick the cell the measurements support for
  * the goal, check that the target can express it, and gather the sentences
- * of the comment block every output begins with.
+ * of the comment block every output begins with; then hand the plan to its
+ * target's writer (plan_internal.h).
+ *
+ * No strategy is named here: what a plan carries follows from what its
+ * strategy is (gpushare/strategy.h). A strategy that shares a GPU is planned
+ * (sequential, streams and the ceiling are references); one that partitions
+ * the GPU (mig) is a layout, written by a layout target (mig-parted), any
+ * other a share, written by the other targets, as time-slicing or, when it
+ * uses MPS, as MPS. Its own per-client share (mps-split) is read back from
+ * its runs, a layout from the devices its runs saw, and an MPS memory limit
+ * derived for a strategy that uses MPS.
  */
-#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
@@ -20,26 +29,49 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/stats.h"
 #include "gpushare/strategy.h"
+#include "json.h"
 #include "plan_internal.h"
 #include "report_internal.h"
 
-static const char *const target_names[GPUSHARE_PLAN_TARGET_COUNT] = {
-	[GPUSHARE_PLAN_SLURM] = "slurm",
-	[GPUSHARE_PLAN_K8S_DEVICE_PLUGIN] = "k8s-device-plugin",
-	[GPUSHARE_PLAN_K8S_DRA] = "k8s-dra",
-	[GPUSHARE_PLAN_MIG_PARTED] = "mig-parted",
-	[GPUSHARE_PLAN_ENV] = "env",
+static void warn(struct gpushare_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void device_plugin_warn(const struct gpushare_report *r, const struct gpushare_report_rec *rec,
+			       struct gpushare_plan *p);
+static void slurm_warn(const struct gpushare_report *r, const struct gpushare_report_rec *rec, struct gpushare_plan *p);
+
+/* The targets: each writes either a GPU layout (the strategies that
+ * partition a GPU) or a share of whole GPUs (the other sharing strategies),
+ * by its writer; some warn of what they cannot carry over. */
+static const struct plan_target {
+	const char *name;
+	bool layout;                    /* a layout: expresses only the strategies that partition */
+	int (*render)(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		      struct gpushare_plan_output *out);
+	/* NULL: nothing to warn of. */
+	void (*warn)(const struct gpushare_report *r, const struct gpushare_report_rec *rec, struct gpushare_plan *p);
+} targets[GPUSHARE_PLAN_TARGET_COUNT] = {
+	[GPUSHARE_PLAN_SLURM] = { "slurm", false, plan_render_slurm, slurm_warn },
+	[GPUSHARE_PLAN_K8S_DEVICE_PLUGIN] = { "k8s-device-plugin", false, plan_render_device_plugin, device_plugin_warn },
+	[GPUSHARE_PLAN_K8S_DRA] = { "k8s-dra", false, plan_render_dra, NULL },
+	[GPUSHARE_PLAN_MIG_PARTED] = { "mig-parted", true, plan_render_mig_parted, NULL },
+	[GPUSHARE_PLAN_ENV] = { "env", false, plan_render_env, NULL },
 };
+
+static const struct plan_target *target_of(int target)
+{
+	return target >= 0 && target < GPUSHARE_PLAN_TARGET_COUNT ? &targets[target] : NULL;
+}
 
 const char *gpushare_plan_target_name(int target)
 {
-	return target >= 0 && target < GPUSHARE_PLAN_TARGET_COUNT ? target_names[target] : NULL;
+	const struct plan_target *t = target_of(target);
+
+	return t ? t->name : NULL;
 }
 
 int gpushare_plan_target_parse(const char *name)
 {
 	for (int i = 0; name && i < GPUSHARE_PLAN_TARGET_COUNT; i++) {
-		if (!strcmp(name, target_names[i]))
+		if (!strcmp(name, targets[i].name))
 			return i;
 	}
 	return -1;
@@ -48,17 +80,21 @@ int gpushare_plan_target_parse(const char *name)
 void gpushare_plan_options_init(struct gpushare_plan_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->strategy = -1;
+	o->strategy = GPUSHARE_STRATEGY_NONE;
 	o->gpus_per_node = 1;
 }
 
-static bool sharing(int s)
+/* The strategy a layout target plans when none is asked for: the one that
+ * partitions a GPU; GPUSHARE_STRATEGY_NONE none. */
+static enum gpushare_strategy layout_strategy(void)
 {
-	return s == GPUSHARE_STRATEGY_TIMESLICE || s == GPUSHARE_STRATEGY_MPS || s == GPUSHARE_STRATEGY_MPS_SPLIT ||
-	       s == GPUSHARE_STRATEGY_MIG;
+	for (enum gpushare_strategy s = 0; s < GPUSHARE_STRATEGY_COUNT; s++) {
+		if (gpushare_strategy_is_sharing(s) && gpushare_strategy_partitions(s))
+			return s;
+	}
+	return GPUSHARE_STRATEGY_NONE;
 }
 
-static void warn(struct gpushare_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct gpushare_plan *p, const char *fmt, ...)
 {
 	va_list ap;
@@ -144,10 +180,10 @@ static int pick_rec(const struct gpushare_report *r, const struct gpushare_plan_
 
 /* The cell of strategy s with the most throughput in rec, and the smallest
  * worker count within noise of it (the report's scaling answer). */
-static const struct gpushare_report_scaling *scaling_of(const struct gpushare_report_rec *rec, int s)
+static const struct gpushare_report_scaling *scaling_of(const struct gpushare_report_rec *rec, enum gpushare_strategy s)
 {
 	for (size_t i = 0; i < rec->n_scaling; i++) {
-		if ((int)rec->scaling[i].strategy == s && rec->scaling[i].best >= 0)
+		if (rec->scaling[i].strategy == s && rec->scaling[i].best >= 0)
 			return &rec->scaling[i];
 	}
 	return NULL;
@@ -162,41 +198,32 @@ static const struct gpushare_report_at_workers *at_of(const struct gpushare_repo
 	return NULL;
 }
 
-/* Whether target can express strategy s; else a refusal. */
 /* An ok run of the planned cell: strategy s at `workers`, the
  * recommendation's shape and batch. */
-static bool cell_run(const struct gpushare_report_run *run, int s, int workers, const struct gpushare_report_rec *rec)
+static bool cell_run(const struct gpushare_report_run *run, enum gpushare_strategy s, int workers, const struct gpushare_report_rec *rec)
 {
-	return run->status == GPUSHARE_RUN_OK && (int)run->strategy == s && run->workers == workers &&
+	return run->status == GPUSHARE_RUN_OK && run->strategy == s && run->workers == workers &&
 	       run->batch == rec->batch && !strcmp(run->shape, rec->shape);
 }
 
-static int expressible(const struct gpushare_plan_options *o, int s)
+/* Whether target t can express strategy s; else a refusal. */
+static int expressible(const struct plan_target *t, enum gpushare_strategy s)
 {
-	const char *t = gpushare_plan_target_name(o->target), *sn = gpushare_strategy_name(s);
+	const char *sn = gpushare_strategy_name(s);
 
-	if (!sharing(s))
+	if (!gpushare_strategy_is_sharing(s))
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
-				     "%s cannot express '%s': it is a reference, not a way for processes to share a GPU", t, sn);
-	switch (o->target) {
-	case GPUSHARE_PLAN_MIG_PARTED:
-		if (s != GPUSHARE_STRATEGY_MIG)
-			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
-					     "mig-parted needs results of the 'mig' strategy; the plan's strategy is '%s' "
-					     "(sweep with --strategy mig on a GPU with MIG enabled)", sn);
-		return 0;
-	case GPUSHARE_PLAN_SLURM:
-	case GPUSHARE_PLAN_K8S_DEVICE_PLUGIN:
-	case GPUSHARE_PLAN_K8S_DRA:
-	case GPUSHARE_PLAN_ENV:
-		if (s == GPUSHARE_STRATEGY_MIG)
-			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
-					     "%s cannot express 'mig' (MIG instances are a layout, not a share): plan with "
-					     "--for mig-parted, then expose the MIG devices", t);
-		return 0;
-	default:
-		return gpushare_fail(GPUSHARE_E_INVAL, "unknown plan target");
-	}
+				     "%s cannot express '%s': it is a reference, not a way for processes to share a GPU", t->name,
+				     sn);
+	if (t->layout && !gpushare_strategy_partitions(s))
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+				     "%s needs results of the 'mig' strategy; the plan's strategy is '%s' "
+				     "(sweep with --strategy mig on a GPU with MIG enabled)", t->name, sn);
+	if (!t->layout && gpushare_strategy_partitions(s))
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+				     "%s cannot express '%s' (MIG instances are a layout, not a share): plan with "
+				     "--for mig-parted, then expose the MIG devices", t->name, sn);
+	return 0;
 }
 
 static void describe_cell(const struct gpushare_report *r, int cell, char *out, size_t len)
@@ -225,7 +252,7 @@ static void gains(const struct gpushare_report *r, const struct gpushare_report_
 		char text[512];
 
 		if ((int)i == p->cell || strcmp(c->shape, rec->shape) || c->batch != rec->batch || c->workers != p->workers ||
-		    !sharing(c->strategy) || !c->n_ok)
+		    !gpushare_strategy_is_sharing(c->strategy) || !c->n_ok)
 			continue;
 		gpushare_compare(&me->throughput, &c->throughput, &cmp);
 		/* The report's words: each interval beside the test it belongs to. */
@@ -237,6 +264,133 @@ static void gains(const struct gpushare_report *r, const struct gpushare_report_
 		snprintf(p->gains, sizeof(p->gains), "no other sharing strategy was measured at %d workers", p->workers);
 }
 
+/* What the plan carries by what its strategy is (the capabilities of
+ * gpushare/strategy.h); each returns an error or 0. */
+
+/* A per-client share: the percentage the runs had, a set one (the shape's
+ * label "(mps-split threads P%)"), else the default share 100/K. */
+static int client_share_of_runs(const struct gpushare_report *r, const struct gpushare_report_rec *rec,
+				struct gpushare_plan *p)
+{
+	struct gpushare_report_cursor cur;
+	const struct gpushare_report_run *run;
+	int rc;
+
+	p->thread_percentage = 100 / p->workers;
+	rc = gpushare_report_cursor_open(r, &cur);
+	while (!rc && (run = gpushare_report_cursor_next(&cur))) {
+		if (cell_run(run, p->strategy, p->workers, rec) && run->thread_pct >= 1) {
+			p->thread_percentage = (int)run->thread_pct;
+			break;
+		}
+	}
+	gpushare_report_cursor_close(&cur);
+	return rc;
+}
+
+/* A partition: the layout the runs saw, the profile from the MIG device's
+ * name (the first run's in the file that names one) and the instances. */
+static int layout_of_runs(const struct gpushare_report *r, const struct gpushare_report_rec *rec,
+			  struct gpushare_plan *p)
+{
+	struct gpushare_report_cursor cur;
+	const struct gpushare_report_run *run;
+	int rc;
+
+	rc = gpushare_report_cursor_open(r, &cur);
+	while (!rc && (run = gpushare_report_cursor_next(&cur))) {
+		const char *m;
+
+		if (!cell_run(run, p->strategy, p->workers, rec))
+			continue;
+		m = strstr(run->device_name, " MIG ");
+		if (m && !p->mig_profile[0]) {
+			size_t n = 0;
+
+			for (m += 5; *m && n + 1 < sizeof(p->mig_profile); m++) {
+				if (isalnum((unsigned char)*m) || *m == '.' || *m == '+')
+					p->mig_profile[n++] = *m;
+				else
+					break;
+			}
+			p->mig_profile[n] = '\0';
+		}
+		if (run->n_devices > p->mig_instances)
+			p->mig_instances = run->n_devices;
+	}
+	gpushare_report_cursor_close(&cur);
+	if (rc)
+		return rc;
+	if (!p->mig_profile[0] || p->mig_instances < 1)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
+				     "the '%s' runs do not record their MIG devices (device name and instances)",
+				     gpushare_strategy_name(p->strategy));
+	return 0;
+}
+
+/* MPS: the pinned memory limit per client, given, or (a per-client share)
+ * 1.25 x the measured memory per client; 0 none. */
+static uint64_t mps_memory_limit(const struct gpushare_plan_options *o, const struct gpushare_report_cell *c,
+				 const struct gpushare_plan *p)
+{
+	const double mib = 1024.0 * 1024.0;
+
+	if (o->mem_per_client)
+		return o->mem_per_client;
+	if (gpushare_strategy_client_share(p->strategy) && c->mem_used_bytes.n && isfinite(c->mem_used_bytes.median) &&
+	    c->mem_used_bytes.median > 0)
+		return (uint64_t)(ceil(c->mem_used_bytes.median / p->workers * 1.25 / mib) * mib);
+	return 0;
+}
+
+/* The device plugin's MPS sharing gives every replica 100/replicas of the
+ * SMs: say so when the runs had no such share, or another one. */
+static void device_plugin_warn(const struct gpushare_report *r, const struct gpushare_report_rec *rec,
+			       struct gpushare_plan *p)
+{
+	const struct gpushare_report_cell *c = &r->cells[p->cell];
+
+	if (gpushare_strategy_uses_mps(p->strategy) && !gpushare_strategy_client_share(p->strategy)) {
+		int split = -1;
+		char x[80] = "";
+
+		for (size_t i = 0; i < r->n_cells; i++) {
+			const struct gpushare_report_cell *d = &r->cells[i];
+
+			if (gpushare_strategy_client_share(d->strategy) && !strcmp(d->shape, rec->shape) &&
+			    d->batch == rec->batch && d->workers == p->workers && d->n_ok)
+				split = (int)i;
+		}
+		if (split >= 0) {
+			struct gpushare_comparison cmp;
+			char ra[16];
+
+			gpushare_compare(&r->cells[split].throughput, &c->throughput, &cmp);
+			snprintf(x, sizeof(x), "; %s measured %s of that (%s)", gpushare_strategy_name(r->cells[split].strategy),
+				 gpushare_fmt_ratio(cmp.ratio, ra, sizeof(ra)), gpushare_verdict_name(cmp.verdict));
+		}
+		warn(p, "the measured best is %s without limits, but the device plugin's MPS sharing gives each of the %d "
+			"replicas %d%% of the SMs (100/replicas)%s", gpushare_strategy_name(p->strategy), p->workers,
+		     100 / p->workers, x);
+	}
+	if (gpushare_strategy_client_share(p->strategy) &&
+	    (100 % p->workers || p->thread_percentage != 100 / p->workers))
+		warn(p, "the sweep gave each worker %d%% of the SMs; the plugin's split is 100/%d", p->thread_percentage,
+		     p->workers);
+}
+
+/* The job script runs gpushare farm, whose per-client share gives each slot
+ * the default share: say so when the runs had another. */
+static void slurm_warn(const struct gpushare_report *r, const struct gpushare_report_rec *rec, struct gpushare_plan *p)
+{
+	(void)r;
+	(void)rec;
+	if (gpushare_strategy_client_share(p->strategy) && p->thread_percentage != 100 / p->workers)
+		warn(p, "the runs gave each worker %d%% of the SMs; job.sh's gpushare farm gives each of its %d slots "
+			"%d%% (100/%d): for %d%%, run the jobs another way", p->thread_percentage, p->workers,
+		     100 / p->workers, p->workers, p->thread_percentage);
+}
+
 int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_plan_options *o,
 			 struct gpushare_plan *p)
 {
@@ -244,13 +398,14 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	const struct gpushare_report_scaling *sc;
 	const struct gpushare_report_at_workers *at;
 	const struct gpushare_report_cell *c;
+	const struct plan_target *t = target_of(o->target);
 	size_t ok = r->n_runs - gpushare_report_n_failed(r);
 	char a[320];
 	int k, rc;
 
 	memset(p, 0, sizeof(*p));
 	p->rec = p->cell = -1;
-	if (!gpushare_plan_target_name(o->target))
+	if (!t)
 		return gpushare_fail(GPUSHARE_E_INVAL, "unknown plan target");
 	if (!ok)
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the results hold no successful run (%zu runs, all failed)",
@@ -286,7 +441,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		gres_type(p->gpu_model, false, p->gres_type, sizeof(p->gres_type));
 	}
 	if (o->goal == GPUSHARE_PLAN_SLO) {
-		int forced = o->strategy;
+		enum gpushare_strategy forced = o->strategy;
 		char b[32];
 
 		if (!(o->slo_p99_seconds > 0))
@@ -296,15 +451,16 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 					     "no sharing strategy kept its median p99 under %s (%s, batch %ld)",
 					     gpushare_fmt_seconds(o->slo_p99_seconds, b, sizeof(b)), rec->shape, rec->batch);
 		p->cell = rec->slo;
-		/* mig-parted plans the mig runs, as for the throughput goal. */
-		if (forced < 0 && o->target == GPUSHARE_PLAN_MIG_PARTED)
-			forced = GPUSHARE_STRATEGY_MIG;
-		if (forced >= 0 && (int)r->cells[p->cell].strategy != forced) {
+		/* A layout target plans the runs that partition, as for the
+		 * throughput goal. */
+		if (forced == GPUSHARE_STRATEGY_NONE && t->layout)
+			forced = layout_strategy();
+		if (forced != GPUSHARE_STRATEGY_NONE && r->cells[p->cell].strategy != forced) {
 			/* The forced strategy's best cell under the bound. */
 			p->cell = -1;
 			for (size_t i = 0; i < r->n_cells; i++) {
 				c = &r->cells[i];
-				if ((int)c->strategy != forced || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
+				if (c->strategy != forced || strcmp(c->shape, rec->shape) || c->batch != rec->batch ||
 				    !c->n_ok || !(c->p99_latency.median <= o->slo_p99_seconds))
 					continue;
 				if (p->cell < 0 || c->throughput.median > r->cells[p->cell].throughput.median)
@@ -316,18 +472,19 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 						     gpushare_fmt_seconds(o->slo_p99_seconds, b, sizeof(b)));
 		}
 	} else {
-		int s = o->strategy;
+		enum gpushare_strategy s = o->strategy;
 
-		/* mig-parted plans the MIG layout whenever there are mig results. */
-		if (s < 0 && o->target == GPUSHARE_PLAN_MIG_PARTED)
-			s = GPUSHARE_STRATEGY_MIG;
-		if (s < 0) {
+		/* A layout target plans the layout whenever there are results of
+		 * the strategy that partitions. */
+		if (s == GPUSHARE_STRATEGY_NONE && t->layout)
+			s = layout_strategy();
+		if (s == GPUSHARE_STRATEGY_NONE) {
 			/* The sharing cell with the highest median throughput. */
 			int best = -1;
 
 			for (size_t i = 0; i < rec->n_scaling; i++) {
 				k = rec->scaling[i].best;
-				if (k >= 0 && sharing(rec->scaling[i].strategy) &&
+				if (k >= 0 && gpushare_strategy_is_sharing(rec->scaling[i].strategy) &&
 				    (best < 0 || r->cells[k].throughput.median > r->cells[best].throughput.median))
 					best = k;
 			}
@@ -347,10 +504,11 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 	c = &r->cells[p->cell];
 	p->strategy = c->strategy;
 	p->workers = c->workers;
-	rc = expressible(o, p->strategy);
+	rc = expressible(t, p->strategy);
 	if (rc)
 		return rc;
-	if (p->workers < 2 && p->strategy != GPUSHARE_STRATEGY_MIG)
+	/* One instance per GPU is still a layout; one process, no share. */
+	if (p->workers < 2 && !gpushare_strategy_partitions(p->strategy))
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
 				     "the measured best is one process per GPU (%s at 1 worker): there is no sharing to configure",
 				     gpushare_strategy_name(p->strategy));
@@ -359,70 +517,13 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 				     "'%s' is a mix of workloads measured side by side: a plan configures the processes of "
 				     "one workload; run the mix as the tune or sweep measured it (gpushare bench --workload "
 				     "A+B, under mps-split with the split of its label)", rec->shape);
-	if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT) {
-		/* The percentage the runs had: a set one (the shape's label
-		 * "(mps-split threads P%)"), else the default share 100/K. */
-		struct gpushare_report_cursor cur;
-		const struct gpushare_report_run *run;
-
-		p->thread_percentage = 100 / p->workers;
-		rc = gpushare_report_cursor_open(r, &cur);
-		while (!rc && (run = gpushare_report_cursor_next(&cur))) {
-			if (cell_run(run, GPUSHARE_STRATEGY_MPS_SPLIT, p->workers, rec) && run->thread_pct >= 1) {
-				p->thread_percentage = (int)run->thread_pct;
-				break;
-			}
-		}
-		gpushare_report_cursor_close(&cur);
-		if (rc)
-			return rc;
-	}
-	if (p->strategy == GPUSHARE_STRATEGY_MIG) {
-		/* The layout the runs saw: the profile from the MIG device's name
-		 * (the first run's in the file that names one). */
-		struct gpushare_report_cursor cur;
-		const struct gpushare_report_run *run;
-
-		rc = gpushare_report_cursor_open(r, &cur);
-		while (!rc && (run = gpushare_report_cursor_next(&cur))) {
-			const char *m;
-
-			if (!cell_run(run, GPUSHARE_STRATEGY_MIG, p->workers, rec))
-				continue;
-			m = strstr(run->device_name, " MIG ");
-			if (m && !p->mig_profile[0]) {
-				size_t n = 0;
-
-				for (m += 5; *m && n + 1 < sizeof(p->mig_profile); m++) {
-					if (isalnum((unsigned char)*m) || *m == '.' || *m == '+')
-						p->mig_profile[n++] = *m;
-					else
-						break;
-				}
-				p->mig_profile[n] = '\0';
-			}
-			if (run->n_devices > p->mig_instances)
-				p->mig_instances = run->n_devices;
-		}
-		gpushare_report_cursor_close(&cur);
-		if (rc)
-			return rc;
-		if (!p->mig_profile[0] || p->mig_instances < 1)
-			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
-					     "the 'mig' runs do not record their MIG devices (device name and instances)");
-	}
-	/* MPS memory limit: given, or 1.25 x the measured memory per client. */
-	if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT || p->strategy == GPUSHARE_STRATEGY_MPS) {
-		if (o->mem_per_client)
-			p->mem_limit_bytes = o->mem_per_client;
-		else if (p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && c->mem_used_bytes.n &&
-			 isfinite(c->mem_used_bytes.median) && c->mem_used_bytes.median > 0) {
-			double per = c->mem_used_bytes.median / p->workers * 1.25;
-			const double mib = 1024.0 * 1024.0;
-
-			p->mem_limit_bytes = (uint64_t)(ceil(per / mib) * mib);
-		}
-	}
+	rc = gpushare_strategy_client_share(p->strategy) ? client_share_of_runs(r, rec, p) : 0;
+	if (!rc && gpushare_strategy_partitions(p->strategy))
+		rc = layout_of_runs(r, rec, p);
+	if (rc)
+		return rc;
+	if (gpushare_strategy_uses_mps(p->strategy))
+		p->mem_limit_bytes = mps_memory_limit(o, c, p);
 	describe_cell(r, p->cell, a, sizeof(a));
 	snprintf(p->measured, sizeof(p->measured), "%s, batch %ld: %s with %d worker%s per GPU: %s", rec->shape, rec->batch,
 		 gpushare_strategy_name(p->strategy), p->workers, p->workers == 1 ? "" : "s", a);
@@ -439,82 +540,16 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		     c->n_failed == 1 ? "" : "s", c->n_ok);
 	if (!gpushare_ci_has_interval(&c->throughput))
 		warn(p, "one run per cell: the gains have no interval (sweep with --repeats 6 or more)");
-	if (o->target == GPUSHARE_PLAN_K8S_DEVICE_PLUGIN && p->strategy == GPUSHARE_STRATEGY_MPS) {
-		int split = -1;
-		char x[80] = "";
-
-		for (size_t i = 0; i < r->n_cells; i++) {
-			const struct gpushare_report_cell *d = &r->cells[i];
-
-			if (d->strategy == GPUSHARE_STRATEGY_MPS_SPLIT && !strcmp(d->shape, rec->shape) &&
-			    d->batch == rec->batch && d->workers == p->workers && d->n_ok)
-				split = (int)i;
-		}
-		if (split >= 0) {
-			struct gpushare_comparison cmp;
-			char ra[16];
-
-			gpushare_compare(&r->cells[split].throughput, &c->throughput, &cmp);
-			snprintf(x, sizeof(x), "; mps-split measured %s of that (%s)", gpushare_fmt_ratio(cmp.ratio, ra, sizeof(ra)),
-				 gpushare_verdict_name(cmp.verdict));
-		}
-		warn(p, "the measured best is mps without limits, but the device plugin's MPS sharing gives each of the %d "
-			"replicas %d%% of the SMs (100/replicas)%s", p->workers, 100 / p->workers, x);
-	}
-	if (o->target == GPUSHARE_PLAN_K8S_DEVICE_PLUGIN && p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT &&
-	    (100 % p->workers || p->thread_percentage != 100 / p->workers))
-		warn(p, "the sweep gave each worker %d%% of the SMs; the plugin's split is 100/%d", p->thread_percentage,
-		     p->workers);
-	/* The job script runs gpushare farm, whose mps-split gives each slot the
-	 * default share: say so when the runs had another. */
-	if (o->target == GPUSHARE_PLAN_SLURM && p->strategy == GPUSHARE_STRATEGY_MPS_SPLIT &&
-	    p->thread_percentage != 100 / p->workers)
-		warn(p, "the runs gave each worker %d%% of the SMs; job.sh's gpushare farm gives each of its %d slots "
-			"%d%% (100/%d): for %d%%, run the jobs another way", p->thread_percentage, p->workers,
-		     100 / p->workers, p->workers, p->thread_percentage);
+	if (t->warn)
+		t->warn(r, rec, p);
 	return GPUSHARE_OK;
 }
 
-int plan_comment(struct gpushare_buf *b, const char *text)
-{
-	const char *s = text;
-
-	for (;;) {
-		const char *e = strchr(s, '\n');
-		size_t n = e ? (size_t)(e - s) : strlen(s);
-		int rc = gpushare_buf_add(b, n ? "# " : "#", n ? 2 : 1);
-
-		for (size_t i = 0; !rc && i < n; i++) {
-			const unsigned char *u = (const unsigned char *)s + i;
-			char ch = *u < 0x20 || *u == 0x7f ? ' ' : s[i];
-
-			/* YAML readers also end a line at U+0085, U+2028 and U+2029
-			 * (UTF-8 C2 85, E2 80 A8, E2 80 A9): a space each, so no text
-			 * (a shape, a path, a host) leaves the comment. */
-			if (i + 1 < n && u[0] == 0xc2 && u[1] == 0x85) {
-				ch = ' ';
-				i += 1;
-			} else if (i + 2 < n && u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) {
-				ch = ' ';
-				i += 2;
-			}
-			rc = gpushare_buf_add(b, &ch, 1);
-		}
-		/* A backslash ending a line would continue it in slurm.conf. */
-		if (!rc && n && s[n - 1] == '\\')
-			rc = gpushare_buf_add(b, " ", 1);
-		if (!rc)
-			rc = gpushare_buf_add(b, "\n", 1);
-		if (rc)
-			return rc;
-		if (!e)
-			return 0;
-		s = e + 1;
-	}
-}
-
-int plan_comment_block(struct gpushare_buf *b, const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		       const struct gpushare_plan *p)
+/* The header every output begins with: what was measured, on which GPU,
+ * the gains with their intervals, the warnings, the command that measured
+ * it, and the one for this plan. */
+static int comment_block(struct gpushare_buf *b, const struct gpushare_report *r, const struct gpushare_plan_options *o,
+			 const struct gpushare_plan *p)
 {
 	struct gpushare_buf t = { 0 };
 	int rc;
@@ -560,43 +595,24 @@ int plan_comment_block(struct gpushare_buf *b, const struct gpushare_report *r, 
 	return rc;
 }
 
-int plan_output_add(struct gpushare_plan_output *out, const char *name, struct gpushare_buf *b)
-{
-	if (out->n_parts >= GPUSHARE_PLAN_MAX_PARTS)
-		return gpushare_fail(GPUSHARE_E_INVAL, "too many parts");
-	snprintf(out->parts[out->n_parts].name, sizeof(out->parts[0].name), "%s", name);
-	out->parts[out->n_parts].len = b->len;
-	out->parts[out->n_parts].text = gpushare_buf_take(b);
-	if (!out->parts[out->n_parts].text)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	out->n_parts++;
-	return 0;
-}
-
-void plan_quantity(unsigned long long bytes, char *buf, size_t len)
-{
-	static const char *const units[] = { "", "Ki", "Mi", "Gi", "Ti" };
-	size_t u = 0;
-
-	while (u + 1 < sizeof(units) / sizeof(units[0]) && bytes && bytes % 1024 == 0) {
-		bytes /= 1024;
-		u++;
-	}
-	snprintf(buf, len, "%llu%s", bytes, units[u]);
-}
-
 int gpushare_plan_render(const struct gpushare_report *r, const struct gpushare_plan_options *o,
 			 const struct gpushare_plan *p, struct gpushare_plan_output *out)
 {
+	const struct plan_target *t = target_of(o->target);
+	struct gpushare_buf head = { 0 };
+	int rc;
+
 	memset(out, 0, sizeof(*out));
-	switch (o->target) {
-	case GPUSHARE_PLAN_SLURM: return plan_render_slurm(r, o, p, out);
-	case GPUSHARE_PLAN_K8S_DEVICE_PLUGIN: return plan_render_device_plugin(r, o, p, out);
-	case GPUSHARE_PLAN_K8S_DRA: return plan_render_dra(r, o, p, out);
-	case GPUSHARE_PLAN_MIG_PARTED: return plan_render_mig_parted(r, o, p, out);
-	case GPUSHARE_PLAN_ENV: return plan_render_env(r, o, p, out);
-	default: return gpushare_fail(GPUSHARE_E_INVAL, "unknown plan target");
-	}
+	if (!t)
+		return gpushare_fail(GPUSHARE_E_INVAL, "unknown plan target");
+	if (!gpushare_strategy_is_sharing(p->strategy) || gpushare_strategy_partitions(p->strategy) != t->layout)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "%s cannot express '%s'", t->name,
+				     gpushare_strategy_name(p->strategy));
+	rc = comment_block(&head, r, o, p);
+	if (!rc)
+		rc = t->render(o, p, gpushare_buf_str(&head), out);
+	gpushare_buf_release(&head);
+	return rc;
 }
 
 void gpushare_plan_output_release(struct gpushare_plan_output *out)
@@ -606,71 +622,42 @@ void gpushare_plan_output_release(struct gpushare_plan_output *out)
 	memset(out, 0, sizeof(*out));
 }
 
-static cJSON *ci_json(const struct gpushare_ci *ci)
+/* A figure's median and interval under k; false when out of memory. */
+static bool ci_json(cJSON *parent, const char *k, const struct gpushare_ci *ci)
 {
-	cJSON *o = cJSON_CreateObject();
+	bool iv = gpushare_ci_has_interval(ci);
+	cJSON *o = gpushare_json_obj(parent, k);
 
-	if (!o)
-		return NULL;
-	if (isfinite(ci->median))
-		cJSON_AddNumberToObject(o, "median", ci->median);
-	else
-		cJSON_AddNullToObject(o, "median");
-	if (gpushare_ci_has_interval(ci)) {
-		cJSON_AddNumberToObject(o, "lo", ci->lo);
-		cJSON_AddNumberToObject(o, "hi", ci->hi);
-		cJSON_AddNumberToObject(o, "coverage", ci->coverage);
-	} else {
-		cJSON_AddNullToObject(o, "lo");
-		cJSON_AddNullToObject(o, "hi");
-		cJSON_AddNullToObject(o, "coverage");
-	}
-	cJSON_AddNumberToObject(o, "n", (double)ci->n);
-	return o;
+	return o && gpushare_json_num(o, "median", ci->median) && gpushare_json_num_if(o, "lo", ci->lo, iv) &&
+	       gpushare_json_num_if(o, "hi", ci->hi, iv) && gpushare_json_num_if(o, "coverage", ci->coverage, iv) &&
+	       gpushare_json_int(o, "n", (long long)ci->n);
 }
 
 int gpushare_plan_json(const struct gpushare_report *r, const struct gpushare_plan_options *o,
 		       const struct gpushare_plan *p, char **text)
 {
 	const struct gpushare_report_cell *c = &r->cells[p->cell];
-	cJSON *root = cJSON_CreateObject(), *w, *ci;
+	cJSON *root = cJSON_CreateObject(), *w = NULL;
+	bool ok = root != NULL;
 
-	*text = NULL;
-	if (!root)
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	cJSON_AddStringToObject(root, "target", gpushare_plan_target_name(o->target));
-	cJSON_AddStringToObject(root, "goal", o->goal == GPUSHARE_PLAN_SLO ? "slo" : "throughput");
-	cJSON_AddStringToObject(root, "shape", c->shape);
-	cJSON_AddNumberToObject(root, "batch", (double)c->batch);
-	cJSON_AddStringToObject(root, "strategy", gpushare_strategy_name(p->strategy));
-	cJSON_AddNumberToObject(root, "workers_per_gpu", p->workers);
-	if (p->thread_percentage)
-		cJSON_AddNumberToObject(root, "thread_percentage", p->thread_percentage);
-	else
-		cJSON_AddNullToObject(root, "thread_percentage");
-	if (p->mem_limit_bytes)
-		cJSON_AddNumberToObject(root, "mem_limit_bytes", (double)p->mem_limit_bytes);
-	else
-		cJSON_AddNullToObject(root, "mem_limit_bytes");
-	if (p->mig_profile[0]) {
-		cJSON_AddStringToObject(root, "mig_profile", p->mig_profile);
-		cJSON_AddNumberToObject(root, "mig_instances", p->mig_instances);
-	}
-	cJSON_AddStringToObject(root, "gpu", p->gpu_model);
-	ci = ci_json(&c->throughput);
-	if (ci)
-		cJSON_AddItemToObject(root, "throughput_items_per_second", ci);
-	ci = ci_json(&c->p99_latency);
-	if (ci)
-		cJSON_AddItemToObject(root, "p99_latency_seconds", ci);
-	cJSON_AddStringToObject(root, "measured", p->measured);
-	cJSON_AddStringToObject(root, "gains", p->gains);
-	cJSON_AddStringToObject(root, "report", p->report_text);
-	w = cJSON_AddArrayToObject(root, "warnings");
-	for (size_t i = 0; w && i < p->n_warnings; i++)
-		cJSON_AddItemToArray(w, cJSON_CreateString(p->warnings[i]));
-	cJSON_AddStringToObject(root, "command_line", r->command_line);
-	*text = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
+	ok = ok && gpushare_json_str(root, "target", gpushare_plan_target_name(o->target)) &&
+	     gpushare_json_str(root, "goal", o->goal == GPUSHARE_PLAN_SLO ? "slo" : "throughput") &&
+	     gpushare_json_str(root, "shape", c->shape) && gpushare_json_int(root, "batch", c->batch) &&
+	     gpushare_json_str(root, "strategy", gpushare_strategy_name(p->strategy)) &&
+	     gpushare_json_int(root, "workers_per_gpu", p->workers) &&
+	     gpushare_json_num_if(root, "thread_percentage", p->thread_percentage, p->thread_percentage != 0) &&
+	     gpushare_json_num_if(root, "mem_limit_bytes", (double)p->mem_limit_bytes, p->mem_limit_bytes != 0);
+	if (ok && p->mig_profile[0])
+		ok = gpushare_json_str(root, "mig_profile", p->mig_profile) &&
+		     gpushare_json_int(root, "mig_instances", p->mig_instances);
+	ok = ok && gpushare_json_str(root, "gpu", p->gpu_model) &&
+	     ci_json(root, "throughput_items_per_second", &c->throughput) &&
+	     ci_json(root, "p99_latency_seconds", &c->p99_latency) && gpushare_json_str(root, "measured", p->measured) &&
+	     gpushare_json_str(root, "gains", p->gains) && gpushare_json_str(root, "report", p->report_text) &&
+	     (w = gpushare_json_arr(root, "warnings")) != NULL;
+	for (size_t i = 0; ok && i < p->n_warnings; i++)
+		ok = gpushare_json_str(w, NULL, p->warnings[i]);
+	ok = ok && gpushare_json_str(root, "command_line", r->command_line);
+	*text = gpushare_json_finish(root, ok, false);
 	return *text ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 }

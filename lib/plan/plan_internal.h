@@ -1,8 +1,13 @@
 /*
- * Inside lib/plan/: the writers every target shares. Comments are written
- * by one function (plan_comment_block) that prefixes every line with "# ";
- * YAML documents only through libyaml's emitter (plan_yaml.c); Slurm's
- * key=value lines only through gpushare_slurm_line() (plan_slurm.c).
+ * Inside lib/plan/, in three tiers that call only downwards:
+ *   plan.c        the decision, the target table, the comment block, JSON;
+ *   plan_slurm.c  the targets' writers: Slurm's key=value lines only through
+ *   plan_yaml.c   gpushare_slurm_line(), YAML only through libyaml's emitter;
+ *   plan_write.c  what every writer shares: comment lines (plan_comment
+ *                 prefixes every line with "# "), the output's parts.
+ * A writer gets the comment block ready made (`head`), so it needs nothing
+ * of the decision's file. A writer is called only for a plan whose strategy
+ * its target expresses (plan.c checks it by the strategy's capabilities).
  */
 #ifndef GPUSHARE_PLAN_INTERNAL_H
 #define GPUSHARE_PLAN_INTERNAL_H
@@ -12,7 +17,6 @@
 
 #include "gpushare/buf.h"
 #include "gpushare/plan.h"
-#include "gpushare/report.h"
 
 /* One Slurm key=value pair. */
 struct gpushare_slurm_kv {
@@ -35,23 +39,19 @@ int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *
  * a backslash gets a space after it (Slurm would continue the line). */
 int plan_comment(struct gpushare_buf *b, const char *text);
 
-/* The header every output begins with: what was measured, on which GPU,
- * the gains with their intervals, the warnings, the command that measured
- * it, and the one for this plan. */
-int plan_comment_block(struct gpushare_buf *b, const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		       const struct gpushare_plan *p);
-
-/* The targets. */
-int plan_render_slurm(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		      const struct gpushare_plan *p, struct gpushare_plan_output *out);
-int plan_render_env(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		    const struct gpushare_plan *p, struct gpushare_plan_output *out);
-int plan_render_device_plugin(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-			      const struct gpushare_plan *p, struct gpushare_plan_output *out);
-int plan_render_dra(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		    const struct gpushare_plan *p, struct gpushare_plan_output *out);
-int plan_render_mig_parted(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-			   const struct gpushare_plan *p, struct gpushare_plan_output *out);
+/* The targets' writers. head: the comment block every output begins with
+ * (what was measured, on which GPU, the gains with their intervals, the
+ * warnings, the command that measured it), already in comment lines. */
+int plan_render_slurm(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		      struct gpushare_plan_output *out);
+int plan_render_env(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		    struct gpushare_plan_output *out);
+int plan_render_device_plugin(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+			      struct gpushare_plan_output *out);
+int plan_render_dra(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		    struct gpushare_plan_output *out);
+int plan_render_mig_parted(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+			   struct gpushare_plan_output *out);
 
 /* Hand buffer b over as part `name` of out. */
 int plan_output_add(struct gpushare_plan_output *out, const char *name, struct gpushare_buf *b);

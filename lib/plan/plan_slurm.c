@@ -155,10 +155,16 @@ static int device_files(const struct gpushare_plan_options *o, char *out, size_t
 	return GPUSHARE_OK;
 }
 
-static int gres_conf(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		     const struct gpushare_plan *p, const char *nodes, struct gpushare_buf *b)
+/* Time-slicing is shared as Slurm's shards, MPS as its mps gres. */
+static bool shards(const struct gpushare_plan *p)
 {
-	bool shard = p->strategy == GPUSHARE_STRATEGY_TIMESLICE;
+	return !gpushare_strategy_uses_mps(p->strategy);
+}
+
+static int gres_conf(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		     const char *nodes, struct gpushare_buf *b)
+{
+	bool shard = shards(p);
 	int g = o->gpus_per_node;
 	char files[512], count[32];
 	struct gpushare_slurm_kv gpu[4], share[4];
@@ -167,7 +173,7 @@ static int gres_conf(const struct gpushare_report *r, const struct gpushare_plan
 
 	rc = device_files(o, files, sizeof(files));
 	if (!rc)
-		rc = plan_comment_block(b, r, o, p);
+		rc = gpushare_buf_add(b, head, strlen(head));
 	if (!rc)
 		rc = plan_comment(b, shard ? "\ngres.conf: each GPU as K shards; a job asking --gres=shard:1 gets one,\n"
 					     "and K such jobs run on one GPU at once (time-sliced, as measured)."
@@ -192,10 +198,10 @@ static int gres_conf(const struct gpushare_report *r, const struct gpushare_plan
 	return gpushare_slurm_line(b, share, 4);
 }
 
-static int slurm_conf(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		      const struct gpushare_plan *p, const char *nodes, struct gpushare_buf *b)
+static int slurm_conf(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		      const char *nodes, struct gpushare_buf *b)
 {
-	bool shard = p->strategy == GPUSHARE_STRATEGY_TIMESLICE;
+	bool shard = shards(p);
 	int g = o->gpus_per_node;
 	char gres[128];
 	int rc;
@@ -205,7 +211,7 @@ static int slurm_conf(const struct gpushare_report *r, const struct gpushare_pla
 			 shard ? p->workers * g : 100 * g);
 	else
 		snprintf(gres, sizeof(gres), "gpu:%d,%s:%d", g, shard ? "shard" : "mps", shard ? p->workers * g : 100 * g);
-	rc = plan_comment_block(b, r, o, p);
+	rc = gpushare_buf_add(b, head, strlen(head));
 	if (!rc)
 		rc = plan_comment(b, "\nslurm.conf: the gres types, and Gres= for the NodeName line of these nodes\n"
 				     "(merge it into the existing line: one NodeName line per node).");
@@ -218,16 +224,15 @@ static int slurm_conf(const struct gpushare_report *r, const struct gpushare_pla
 
 /* The job script: K array elements of one shard each (timeslice), or one
  * job per GPU running K slots under gpushare's own MPS daemon. */
-static int job_script(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		      const struct gpushare_plan *p, struct gpushare_buf *b)
+static int job_script(const struct gpushare_plan *p, const char *head, struct gpushare_buf *b)
 {
-	bool shard = p->strategy == GPUSHARE_STRATEGY_TIMESLICE;
+	bool shard = shards(p);
 	const char *s = gpushare_strategy_name(p->strategy);
 	int k = p->workers, rc;
 
 	rc = gpushare_buf_addf(b, "#!/bin/bash\n");
 	if (!rc)
-		rc = plan_comment_block(b, r, o, p);
+		rc = gpushare_buf_add(b, head, strlen(head));
 	if (rc)
 		return rc;
 	if (shard) {
@@ -277,29 +282,26 @@ static int job_script(const struct gpushare_report *r, const struct gpushare_pla
 	return rc;
 }
 
-int plan_render_slurm(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		      const struct gpushare_plan *p, struct gpushare_plan_output *out)
+int plan_render_slurm(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		      struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 };
 	const char *nodes = o->nodes ? o->nodes : p->host;
 	int rc;
 
-	if (p->strategy != GPUSHARE_STRATEGY_TIMESLICE && p->strategy != GPUSHARE_STRATEGY_MPS &&
-	    p->strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
-		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "slurm cannot express '%s'", gpushare_strategy_name(p->strategy));
 	if (!nodes || !*nodes)
 		return gpushare_fail(GPUSHARE_E_INVAL, "the results name no host: give the node names with --nodes");
 	if (o->gpus_per_node < 1)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--gpus-per-node must be at least 1");
-	rc = gres_conf(r, o, p, nodes, &b);
+	rc = gres_conf(o, p, head, nodes, &b);
 	if (!rc)
 		rc = plan_output_add(out, "gres.conf", &b);
 	if (!rc)
-		rc = slurm_conf(r, o, p, nodes, &b);
+		rc = slurm_conf(o, p, head, nodes, &b);
 	if (!rc)
 		rc = plan_output_add(out, "slurm.conf", &b);
 	if (!rc)
-		rc = job_script(r, o, p, &b);
+		rc = job_script(p, head, &b);
 	if (!rc)
 		rc = plan_output_add(out, "job.sh", &b);
 	gpushare_buf_release(&b);
@@ -327,21 +329,22 @@ static int env_line(struct gpushare_buf *b, const char *key, const char *value)
 	return gpushare_buf_addf(b, "%s=%s\n", key, value);
 }
 
-int plan_render_env(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		    const struct gpushare_plan *p, struct gpushare_plan_output *out)
+int plan_render_env(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		    struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 };
+	bool mps = gpushare_strategy_uses_mps(p->strategy);
 	char v[64];
 	int rc;
 
-	rc = plan_comment_block(&b, r, o, p);
-	if (!rc && p->strategy == GPUSHARE_STRATEGY_TIMESLICE)
+	rc = gpushare_buf_add(&b, head, strlen(head));
+	if (!rc && !mps)
 		rc = gpushare_buf_addf(&b, "#\n# Time-slicing needs no variable: run %d processes per GPU with no MPS daemon\n"
 					   "# answering (leave CUDA_MPS_PIPE_DIRECTORY unset).\n", p->workers);
 	else if (!rc)
 		rc = gpushare_buf_addf(&b, "#\n# For each of the %d MPS clients per GPU (a container's env_file, a Ray actor's\n"
 					   "# runtime_env env_vars, or 'set -a; . FILE' in a batch script).\n", p->workers);
-	if (!rc && o->mps_pipe_dir && p->strategy != GPUSHARE_STRATEGY_TIMESLICE)
+	if (!rc && o->mps_pipe_dir && mps)
 		rc = env_line(&b, "CUDA_MPS_PIPE_DIRECTORY", o->mps_pipe_dir);
 	if (!rc && p->thread_percentage) {
 		snprintf(v, sizeof(v), "%d", p->thread_percentage);

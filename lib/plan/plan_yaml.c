@@ -229,7 +229,7 @@ static void device_plugin_config(struct yw *w, const struct gpushare_plan *p)
 	map_end(w);
 	str(w, "sharing");
 	map_start(w);
-	str(w, p->strategy == GPUSHARE_STRATEGY_TIMESLICE ? "timeSlicing" : "mps");
+	str(w, gpushare_strategy_uses_mps(p->strategy) ? "mps" : "timeSlicing");
 	map_start(w);
 	str(w, "failRequestsGreaterThanOne");
 	boolean(w, true);
@@ -245,18 +245,14 @@ static void device_plugin_config(struct yw *w, const struct gpushare_plan *p)
 	map_end(w);
 }
 
-int plan_render_device_plugin(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-			      const struct gpushare_plan *p, struct gpushare_plan_output *out)
+int plan_render_device_plugin(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+			      struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 }, cfg = { 0 };
 	char name[80];
 	struct yw w;
 	int rc;
 
-	if (p->strategy != GPUSHARE_STRATEGY_TIMESLICE && p->strategy != GPUSHARE_STRATEGY_MPS &&
-	    p->strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
-		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "k8s-device-plugin cannot express '%s'",
-				     gpushare_strategy_name(p->strategy));
 	rc = k8s_name(o, p, name, sizeof(name));
 	if (rc)
 		return rc;
@@ -269,7 +265,7 @@ int plan_render_device_plugin(const struct gpushare_report *r, const struct gpus
 	}
 	rc = yw_close(&w) ? w.err : rc;
 	if (!rc)
-		rc = plan_comment_block(&b, r, o, p);
+		rc = gpushare_buf_add(&b, head, strlen(head));
 	if (!rc)
 		rc = plan_comment(&b, "\nTwo documents: the device plugin's config file (--config-file), then the same\n"
 				      "config in a ConfigMap for the Helm chart (--set config.name=NAME).");
@@ -297,21 +293,18 @@ int plan_render_device_plugin(const struct gpushare_report *r, const struct gpus
 	return rc;
 }
 
-int plan_render_dra(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-		    const struct gpushare_plan *p, struct gpushare_plan_output *out)
+int plan_render_dra(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+		    struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 };
-	bool mps = p->strategy != GPUSHARE_STRATEGY_TIMESLICE;
+	bool mps = gpushare_strategy_uses_mps(p->strategy);
 	char name[80], q[32];
 	struct yw w;
 	int rc;
 
-	if (p->strategy != GPUSHARE_STRATEGY_TIMESLICE && p->strategy != GPUSHARE_STRATEGY_MPS &&
-	    p->strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
-		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "k8s-dra cannot express '%s'", gpushare_strategy_name(p->strategy));
 	rc = k8s_name(o, p, name, sizeof(name));
 	if (!rc)
-		rc = plan_comment_block(&b, r, o, p);
+		rc = gpushare_buf_add(&b, head, strlen(head));
 	if (!rc)
 		rc = gpushare_buf_addf(&b, "#\n# The K=%d processes that share one GPU are K containers of one pod naming this\n"
 					   "# claim (a template gives each pod a claim, and so a GPU, of its own).\n", p->workers);
@@ -389,15 +382,15 @@ int plan_render_dra(const struct gpushare_report *r, const struct gpushare_plan_
 	return rc;
 }
 
-int plan_render_mig_parted(const struct gpushare_report *r, const struct gpushare_plan_options *o,
-			   const struct gpushare_plan *p, struct gpushare_plan_output *out)
+int plan_render_mig_parted(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+			   struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 };
 	char name[80];
 	struct yw w;
 	int rc;
 
-	if (p->strategy != GPUSHARE_STRATEGY_MIG || !p->mig_profile[0])
+	if (!p->mig_profile[0])
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "mig-parted needs results of the 'mig' strategy");
 	if (o->name) {
 		size_t n = strlen(o->name);
@@ -410,7 +403,7 @@ int plan_render_mig_parted(const struct gpushare_report *r, const struct gpushar
 	} else {
 		snprintf(name, sizeof(name), "gpushare-all-%s", p->mig_profile);
 	}
-	rc = plan_comment_block(&b, r, o, p);
+	rc = gpushare_buf_add(&b, head, strlen(head));
 	if (!rc) {
 		/* The name is the user's: through the comment writer, so it stays a comment. */
 		char note[256];

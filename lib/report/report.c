@@ -277,8 +277,7 @@ void gpushare_report_error_line(char *dst, size_t len, const char *error)
 
 bool gpushare_report_sharing(int strategy)
 {
-	return strategy == GPUSHARE_STRATEGY_TIMESLICE || strategy == GPUSHARE_STRATEGY_MPS ||
-	       strategy == GPUSHARE_STRATEGY_MPS_SPLIT || strategy == GPUSHARE_STRATEGY_MIG;
+	return gpushare_strategy_is_sharing(strategy);
 }
 
 static const char *workers_word(int n)

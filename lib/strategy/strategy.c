@@ -273,98 +273,93 @@ static int mig_worker_env(const struct gpushare_strategy_ctx *x, int i, const ch
 
 /* ---- the table ---- */
 
-#define PLAIN(ID, NAME, LAYOUT, CMDS, JOBS, CHECK)                                                   \
-	{ .id = ID, .name = NAME, .layout = LAYOUT, .runs_commands = CMDS, .runs_jobs = JOBS,           \
+#define PLAIN(ID, NAME, LAYOUT, CMDS, JOBS, SHARING, CHECK)                                          \
+	{ .id = ID, .name = NAME, .layout = LAYOUT, .runs_commands = CMDS, .runs_jobs = JOBS, .sharing = SHARING, \
 	  .check = CHECK, .workers = as_asked, .prepare = nothing_to_prepare, .worker_env = plain_worker_env,         \
 	  .teardown = nothing_to_tear_down }
 
 static const struct gpushare_strategy_ops table[] = {
-	PLAIN(GPUSHARE_STRATEGY_TIMESLICE, "timeslice", GPUSHARE_LAYOUT_CONCURRENT, true, true, timeslice_check),
+	PLAIN(GPUSHARE_STRATEGY_TIMESLICE, "timeslice", GPUSHARE_LAYOUT_CONCURRENT, true, true, true, timeslice_check),
 	{ .id = GPUSHARE_STRATEGY_MPS, .name = "mps", .layout = GPUSHARE_LAYOUT_CONCURRENT, .runs_commands = true,
-	  .uses_mps = true, .runs_jobs = true, .check = mps_check, .workers = as_asked, .prepare = mps_prepare,
-	  .worker_env = mps_worker_env, .teardown = mps_teardown },
+	  .uses_mps = true, .runs_jobs = true, .sharing = true, .check = mps_check, .workers = as_asked,
+	  .prepare = mps_prepare, .worker_env = mps_worker_env, .teardown = mps_teardown },
 	{ .id = GPUSHARE_STRATEGY_MPS_SPLIT, .name = "mps-split", .layout = GPUSHARE_LAYOUT_CONCURRENT,
-	  .runs_commands = true, .uses_mps = true, .runs_jobs = true, .check = mps_check, .workers = as_asked,
-	  .prepare = mps_prepare, .worker_env = split_worker_env, .teardown = mps_teardown },
+	  .runs_commands = true, .uses_mps = true, .runs_jobs = true, .sharing = true, .client_share = true,
+	  .check = mps_check, .workers = as_asked, .prepare = mps_prepare, .worker_env = split_worker_env,
+	  .teardown = mps_teardown },
 	{ .id = GPUSHARE_STRATEGY_MIG, .name = "mig", .layout = GPUSHARE_LAYOUT_CONCURRENT, .runs_commands = true,
-	  .check = mig_check, .workers = mig_workers, .prepare = nothing_to_prepare, .worker_env = mig_worker_env,
-	  .teardown = nothing_to_tear_down },
-	PLAIN(GPUSHARE_STRATEGY_SEQUENTIAL, "sequential", GPUSHARE_LAYOUT_ONE_AT_A_TIME, true, false, no_check),
-	PLAIN(GPUSHARE_STRATEGY_STREAMS, "streams", GPUSHARE_LAYOUT_THREADS, false, false, no_check),
-	PLAIN(GPUSHARE_STRATEGY_CEILING, "ceiling", GPUSHARE_LAYOUT_CONCURRENT, true, false, no_check),
+	  .sharing = true, .needs_driver = true, .partitions = true, .check = mig_check, .workers = mig_workers,
+	  .prepare = nothing_to_prepare, .worker_env = mig_worker_env, .teardown = nothing_to_tear_down },
+	PLAIN(GPUSHARE_STRATEGY_SEQUENTIAL, "sequential", GPUSHARE_LAYOUT_ONE_AT_A_TIME, true, false, false, no_check),
+	PLAIN(GPUSHARE_STRATEGY_STREAMS, "streams", GPUSHARE_LAYOUT_THREADS, false, false, false, no_check),
+	PLAIN(GPUSHARE_STRATEGY_CEILING, "ceiling", GPUSHARE_LAYOUT_CONCURRENT, true, false, false, no_check),
 };
 
-const struct gpushare_strategy_ops *gpushare_strategy_get(int id)
+const struct gpushare_strategy_ops *gpushare_strategy_get(enum gpushare_strategy id)
 {
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		if ((int)table[i].id == id)
+		if (table[i].id == id)
 			return &table[i];
 	}
 	return NULL;
 }
 
-bool gpushare_strategy_runs_jobs(int strategy)
+/* The table's flags for the public API; false for an unknown strategy. */
+#define CAPABILITY(FN, FIELD)                                                    \
+	bool FN(enum gpushare_strategy strategy)                                 \
+	{                                                                        \
+		const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy); \
+		return st && st->FIELD;                                          \
+	}
+
+CAPABILITY(gpushare_strategy_runs_commands, runs_commands)
+CAPABILITY(gpushare_strategy_runs_jobs, runs_jobs)
+CAPABILITY(gpushare_strategy_uses_mps, uses_mps)
+CAPABILITY(gpushare_strategy_is_sharing, sharing)
+CAPABILITY(gpushare_strategy_client_share, client_share)
+CAPABILITY(gpushare_strategy_needs_driver, needs_driver)
+CAPABILITY(gpushare_strategy_partitions, partitions)
+
+/* ---- names: the table's ---- */
+
+const char *gpushare_strategy_name(enum gpushare_strategy strategy)
 {
 	const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy);
 
-	return st && st->runs_jobs;
-}
-
-bool gpushare_strategy_uses_mps(int strategy)
-{
-	const struct gpushare_strategy_ops *st = gpushare_strategy_get(strategy);
-
-	return st && st->uses_mps;
-}
-
-/* ---- names ---- */
-
-static const char *const strategy_names[GPUSHARE_STRATEGY_COUNT] = {
-	[GPUSHARE_STRATEGY_TIMESLICE] = "timeslice",
-	[GPUSHARE_STRATEGY_MPS] = "mps",
-	[GPUSHARE_STRATEGY_MPS_SPLIT] = "mps-split",
-	[GPUSHARE_STRATEGY_MIG] = "mig",
-	[GPUSHARE_STRATEGY_SEQUENTIAL] = "sequential",
-	[GPUSHARE_STRATEGY_STREAMS] = "streams",
-};
-
-const char *gpushare_strategy_name(int strategy)
-{
-	if (strategy == GPUSHARE_STRATEGY_CEILING)
-		return "ceiling";
-	if (strategy < 0 || strategy >= GPUSHARE_STRATEGY_COUNT)
-		return "unknown";
-	return strategy_names[strategy];
+	return st ? st->name : "unknown";
 }
 
 /* Where gpushare_strategy_parse_list puts the strategies. */
 struct strategy_items {
-	int *out;
+	enum gpushare_strategy *out;
 	size_t *n;
 };
 
 static int strategy_item(void *arg, const char *p, size_t len)
 {
 	struct strategy_items *x = arg;
-	int found = -1;
+	enum gpushare_strategy found = GPUSHARE_STRATEGY_NONE;
 
+	/* The strategies one asks for by name (not the ceiling). */
 	for (int i = 0; i < GPUSHARE_STRATEGY_COUNT; i++) {
-		if (strlen(strategy_names[i]) == len && strncmp(p, strategy_names[i], len) == 0)
-			found = i;
+		const char *name = gpushare_strategy_get(i)->name;
+
+		if (strlen(name) == len && strncmp(p, name, len) == 0)
+			found = (enum gpushare_strategy)i;
 	}
-	if (found < 0)
+	if (found == GPUSHARE_STRATEGY_NONE)
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "unknown strategy '%.*s' (expected timeslice, mps, mps-split, mig, sequential or streams)",
 				     (int)len, p);
 	for (size_t j = 0; j < *x->n; j++) {
 		if (x->out[j] == found)
-			return gpushare_fail(GPUSHARE_E_INVAL, "strategy '%s' is listed twice", strategy_names[found]);
+			return gpushare_fail(GPUSHARE_E_INVAL, "strategy '%s' is listed twice", gpushare_strategy_name(found));
 	}
 	x->out[(*x->n)++] = found;
 	return GPUSHARE_OK;
 }
 
-int gpushare_strategy_parse_list(const char *s, int *out, size_t *n)
+int gpushare_strategy_parse_list(const char *s, enum gpushare_strategy *out, size_t *n)
 {
 	struct strategy_items x = { out, n };
 

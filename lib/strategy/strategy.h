@@ -63,9 +63,16 @@ struct gpushare_strategy_ops {
 	enum gpushare_strategy id;
 	const char *name;
 	enum gpushare_strategy_layout layout;
+	/* What it can do and is (gpushare/strategy.h has the same as functions
+	 * for callers of the public API). */
 	bool runs_commands;             /* a command can be a worker (not for threads) */
 	bool uses_mps;                  /* its workers are clients of an MPS daemon */
 	bool runs_jobs;                 /* farm jobs and exec ranks may run under it */
+	bool sharing;                   /* processes share a GPU (else a reference) */
+	bool client_share;              /* each client gets its own SM share, memory limit, priority */
+	bool needs_driver;              /* cannot run (nor count its workers) without NVML */
+	bool partitions;                /* workers run on partitions of a GPU (MIG instances): a
+					 * layout of the GPU, not a share of one */
 	/* Before any strategy of a run starts: is what it needs there? An error
 	 * with a detail that says what is missing and what to do. */
 	int (*check)(const struct gpushare_strategy_ctx *x);
@@ -82,7 +89,7 @@ struct gpushare_strategy_ops {
 };
 
 /* The strategy with this id (also GPUSHARE_STRATEGY_CEILING); NULL if none. */
-const struct gpushare_strategy_ops *gpushare_strategy_get(int id);
+const struct gpushare_strategy_ops *gpushare_strategy_get(enum gpushare_strategy id);
 
 /* Refuse plain CUDA processes while a daemon answers where they look by
  * default (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps). */

@@ -276,11 +276,11 @@ int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_
 
 							/* The thread percentage: mps-split only; the
 							 * items that come to one percentage, one cell. */
-							if (s->strategies[b] == GPUSHARE_STRATEGY_MPS_SPLIT && h < n_axis)
+							if (gpushare_strategy_client_share(s->strategies[b]) && h < n_axis)
 								tp = resolve_tpct(sh, &axis[h], s->workers[w]);
 							else if (h > 0)
 								continue;
-							for (size_t g = 0; g < h && s->strategies[b] == GPUSHARE_STRATEGY_MPS_SPLIT; g++)
+							for (size_t g = 0; g < h && gpushare_strategy_client_share(s->strategies[b]); g++)
 								seen |= resolve_tpct(sh, &axis[g], s->workers[w]) == tp;
 							if (seen)
 								continue;
@@ -329,7 +329,7 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 		bool split = false;
 
 		for (size_t i = 0; i < s->n_strategies; i++)
-			split |= s->strategies[i] == GPUSHARE_STRATEGY_MPS_SPLIT;
+			split |= gpushare_strategy_client_share(s->strategies[i]);
 		if (!split)
 			return gpushare_fail(GPUSHARE_E_INVAL, "--thread-percentage is an axis of the mps-split cells only; "
 					     "add mps-split to --strategy or leave it out");

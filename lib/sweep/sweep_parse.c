@@ -121,7 +121,7 @@ double gpushare_sweep_default_thread_pct(int workers)
 
 double gpushare_sweep_cell_thread_pct(const struct gpushare_sweep_cell *cell)
 {
-	if (cell->strategy != GPUSHARE_STRATEGY_MPS_SPLIT)
+	if (!gpushare_strategy_client_share(cell->strategy))
 		return 0;
 	if (cell->thread_pct > 0)
 		return cell->thread_pct;

@@ -1,17 +1,20 @@
 /*
  * Unit tests of lib/plan: the Slurm key=value writer (every value Slurm
  * would misread is refused, the buffer left as it was), the comment writer,
- * Kubernetes quantities, and target names.
+ * Kubernetes quantities, target names, and which strategies each target
+ * writes (by what the strategy is, never its name).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "gpushare/gpushare.h"
 #include "gpushare/plan.h"
+#include "gpushare/strategy.h"
 #include "plan_internal.h"
 
 static void slurm_line_ok(void **state)
@@ -113,11 +116,59 @@ static void targets(void **state)
 	assert_null(gpushare_plan_target_name(GPUSHARE_PLAN_TARGET_COUNT));
 }
 
+/* A plan made by hand is written only for a strategy its target
+ * expresses: a share for the share targets, a partition for mig-parted, no
+ * reference anywhere. */
+static void render_by_capability(void **state)
+{
+	struct gpushare_report r;
+	struct gpushare_plan_options o;
+	struct gpushare_plan p;
+	struct gpushare_plan_output out;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	gpushare_plan_options_init(&o);
+	memset(&p, 0, sizeof(p));
+	p.workers = 4;
+	snprintf(p.host, sizeof(p.host), "node1");
+	for (int t = 0; t < GPUSHARE_PLAN_TARGET_COUNT; t++) {
+		o.target = t;
+		for (int s = 0; s < GPUSHARE_STRATEGY_COUNT; s++) {
+			bool layout = t == GPUSHARE_PLAN_MIG_PARTED;
+			bool fits = gpushare_strategy_is_sharing(s) && gpushare_strategy_partitions(s) == layout;
+			int rc;
+
+			p.strategy = s;
+			rc = gpushare_plan_render(&r, &o, &p, &out);
+			if (!fits) {
+				assert_int_equal(rc, GPUSHARE_E_UNSUPPORTED);
+				assert_non_null(strstr(gpushare_errdetail(), "cannot express"));
+				assert_int_equal(out.n_parts, 0);
+			} else if (!layout) {
+				/* A share: time-slicing, or MPS when the strategy uses it. */
+				bool mps = gpushare_strategy_uses_mps(s);
+
+				assert_int_equal(rc, 0);
+				assert_true(out.n_parts >= 1);
+				if (t == GPUSHARE_PLAN_SLURM)
+					assert_non_null(strstr(out.parts[0].text, mps ? "Name=mps" : "Name=shard"));
+				if (t == GPUSHARE_PLAN_K8S_DRA)
+					assert_non_null(strstr(out.parts[0].text, mps ? "strategy: MPS" : "strategy: TimeSlicing"));
+			} else {
+				/* A partition, but no layout recorded: refused. */
+				assert_int_equal(rc, GPUSHARE_E_UNSUPPORTED);
+			}
+			gpushare_plan_output_release(&out);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(slurm_line_ok), cmocka_unit_test(slurm_line_refuses), cmocka_unit_test(comments),
-		cmocka_unit_test(quantities), cmocka_unit_test(targets),
+		cmocka_unit_test(quantities), cmocka_unit_test(targets), cmocka_unit_test(render_by_capability),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

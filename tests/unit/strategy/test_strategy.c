@@ -78,20 +78,21 @@ static void test_table(void **state)
 	static const struct {
 		int id;
 		enum gpushare_strategy_layout layout;
-		bool commands, mps;
+		bool commands, mps, jobs, sharing, client_share, driver, partitions;
 	} want[] = {
-		{ GPUSHARE_STRATEGY_TIMESLICE, GPUSHARE_LAYOUT_CONCURRENT, true, false },
-		{ GPUSHARE_STRATEGY_MPS, GPUSHARE_LAYOUT_CONCURRENT, true, true },
-		{ GPUSHARE_STRATEGY_MPS_SPLIT, GPUSHARE_LAYOUT_CONCURRENT, true, true },
-		{ GPUSHARE_STRATEGY_MIG, GPUSHARE_LAYOUT_CONCURRENT, true, false },
-		{ GPUSHARE_STRATEGY_SEQUENTIAL, GPUSHARE_LAYOUT_ONE_AT_A_TIME, true, false },
-		{ GPUSHARE_STRATEGY_STREAMS, GPUSHARE_LAYOUT_THREADS, false, false },
-		{ GPUSHARE_STRATEGY_CEILING, GPUSHARE_LAYOUT_CONCURRENT, true, false },
+		{ GPUSHARE_STRATEGY_TIMESLICE, GPUSHARE_LAYOUT_CONCURRENT, true, false, true, true, false, false, false },
+		{ GPUSHARE_STRATEGY_MPS, GPUSHARE_LAYOUT_CONCURRENT, true, true, true, true, false, false, false },
+		{ GPUSHARE_STRATEGY_MPS_SPLIT, GPUSHARE_LAYOUT_CONCURRENT, true, true, true, true, true, false, false },
+		{ GPUSHARE_STRATEGY_MIG, GPUSHARE_LAYOUT_CONCURRENT, true, false, false, true, false, true, true },
+		{ GPUSHARE_STRATEGY_SEQUENTIAL, GPUSHARE_LAYOUT_ONE_AT_A_TIME, true, false, false, false, false, false, false },
+		{ GPUSHARE_STRATEGY_STREAMS, GPUSHARE_LAYOUT_THREADS, false, false, false, false, false, false, false },
+		{ GPUSHARE_STRATEGY_CEILING, GPUSHARE_LAYOUT_CONCURRENT, true, false, false, false, false, false, false },
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct gpushare_strategy_ops *st = gpushare_strategy_get(want[i].id);
+		enum gpushare_strategy s = (enum gpushare_strategy)want[i].id;
 
 		assert_non_null(st);
 		assert_int_equal(st->id, want[i].id);
@@ -99,12 +100,31 @@ static void test_table(void **state)
 		assert_int_equal(st->layout, want[i].layout);
 		assert_int_equal(st->runs_commands, want[i].commands);
 		assert_int_equal(st->uses_mps, want[i].mps);
+		assert_int_equal(st->runs_jobs, want[i].jobs);
+		assert_int_equal(st->sharing, want[i].sharing);
+		assert_int_equal(st->client_share, want[i].client_share);
+		assert_int_equal(st->needs_driver, want[i].driver);
+		assert_int_equal(st->partitions, want[i].partitions);
+		/* The public API answers from the same table. */
+		assert_int_equal(gpushare_strategy_runs_commands(s), want[i].commands);
+		assert_int_equal(gpushare_strategy_runs_jobs(s), want[i].jobs);
+		assert_int_equal(gpushare_strategy_uses_mps(s), want[i].mps);
+		assert_int_equal(gpushare_strategy_is_sharing(s), want[i].sharing);
+		assert_int_equal(gpushare_strategy_client_share(s), want[i].client_share);
+		assert_int_equal(gpushare_strategy_needs_driver(s), want[i].driver);
+		assert_int_equal(gpushare_strategy_partitions(s), want[i].partitions);
 		assert_non_null(st->check);
 		assert_non_null(st->workers);
 		assert_non_null(st->prepare);
 		assert_non_null(st->worker_env);
 		assert_non_null(st->teardown);
 	}
+	/* Unknown strategies can do nothing. */
+	assert_false(gpushare_strategy_runs_commands(GPUSHARE_STRATEGY_COUNT) ||
+		     gpushare_strategy_is_sharing(GPUSHARE_STRATEGY_COUNT) ||
+		     gpushare_strategy_client_share(GPUSHARE_STRATEGY_COUNT) ||
+		     gpushare_strategy_needs_driver(GPUSHARE_STRATEGY_COUNT) ||
+		     gpushare_strategy_partitions(GPUSHARE_STRATEGY_COUNT));
 	assert_null(gpushare_strategy_get(GPUSHARE_STRATEGY_COUNT));
 	assert_null(gpushare_strategy_get(-1));
 }
@@ -262,10 +282,35 @@ static void test_checks(void **state)
 	unsetenv("GPUSHARE_MPS_CONTROL");
 }
 
+/* Names come from the table; the parser takes the strategies one asks
+ * for (not the ceiling), each once. */
+static void test_names(void **state)
+{
+	enum gpushare_strategy out[GPUSHARE_STRATEGY_COUNT];
+	size_t n = 0;
+
+	(void)state;
+	assert_string_equal(gpushare_strategy_name(GPUSHARE_STRATEGY_MPS_SPLIT), "mps-split");
+	assert_string_equal(gpushare_strategy_name(GPUSHARE_STRATEGY_CEILING), "ceiling");
+	assert_string_equal(gpushare_strategy_name(GPUSHARE_STRATEGY_COUNT), "unknown");
+	assert_string_equal(gpushare_strategy_name(GPUSHARE_STRATEGY_NONE), "unknown");
+	assert_int_equal(gpushare_strategy_parse_list("streams,timeslice,mps-split,mps,mig,sequential", out, &n), 0);
+	assert_int_equal(n, GPUSHARE_STRATEGY_COUNT);
+	assert_int_equal(out[0], GPUSHARE_STRATEGY_STREAMS);
+	assert_int_equal(out[2], GPUSHARE_STRATEGY_MPS_SPLIT);
+	assert_int_equal(out[3], GPUSHARE_STRATEGY_MPS);
+	assert_int_equal(gpushare_strategy_parse_list("mps,ceiling", out, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "unknown strategy 'ceiling'"));
+	assert_int_equal(gpushare_strategy_parse_list("mps,mps", out, &n), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "'mps' is listed twice"));
+	assert_int_equal(gpushare_strategy_parse_list("mp", out, &n), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_strategy_parse_list("", out, &n), GPUSHARE_E_INVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_table), cmocka_unit_test(test_names),
 		cmocka_unit_test(test_plain_env),
 		cmocka_unit_test(test_split_env),
 		cmocka_unit_test(test_thread_cap),
