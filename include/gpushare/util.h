@@ -32,6 +32,13 @@ int gpushare_parse_size(const char *s, uint64_t *bytes);
  * whole number of GiB, else "<n>M" (rounded down; below 1 MiB is invalid). */
 int gpushare_format_mps_size(uint64_t bytes, char *buf, size_t len);
 
+/* An identity read from outside (a user or group id, a job number), named
+ * `what` in the error: decimal digits only (no sign, space or other
+ * character), at most max. Missing (NULL), empty, signed and out-of-range
+ * values are refused with GPUSHARE_E_INVAL, never read as 0: the one reader
+ * of every uid, gid and job number gpushare takes from its environment. */
+int gpushare_parse_id(const char *what, const char *s, unsigned long max, unsigned long *out);
+
 /* A decimal integer within [min, max]. */
 int gpushare_parse_int(const char *s, long min, long max, long *out);
 

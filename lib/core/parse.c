@@ -82,6 +82,26 @@ int gpushare_format_mps_size(uint64_t bytes, char *buf, size_t len)
 	return GPUSHARE_OK;
 }
 
+int gpushare_parse_id(const char *what, const char *s, unsigned long max, unsigned long *out)
+{
+	const char *p;
+	unsigned long v = 0;
+
+	if (!s || !*s)
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s is %s", what, s ? "empty" : "not set");
+	for (p = s; *p; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (d > 9)
+			return gpushare_fail(GPUSHARE_E_INVAL, "%s='%.40s' is not a number (digits only)", what, s);
+		if (d > max || v > (max - d) / 10)
+			return gpushare_fail(GPUSHARE_E_INVAL, "%s='%.40s' is out of range (at most %lu)", what, s, max);
+		v = v * 10 + d;
+	}
+	*out = v;
+	return GPUSHARE_OK;
+}
+
 int gpushare_parse_int(const char *s, long min, long max, long *out)
 {
 	char *end;

@@ -49,20 +49,32 @@ struct job_record {
 	size_t n_gpus;
 };
 
-/* The state directory: created mode 0755 when absent; it must be a real
- * directory of this user that no one else may write. */
-static int state_dir_ready(const char *dir)
+/* The state directory must be a real directory of this user that no one
+ * else may write: the prolog and the epilog alike act on nothing else (a
+ * record planted in a directory others write would name the daemons root
+ * stops). */
+static int state_dir_safe(const char *dir)
 {
 	struct stat st;
-	char sub[GPUSHARE_PATH_MAX];
 
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", dir, strerror(errno));
 	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' is not a directory", dir);
 	if (st.st_uid != geteuid() || (st.st_mode & 022))
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' must belong to uid %u and be writable by it alone", dir,
 				     (unsigned)geteuid());
+	return GPUSHARE_OK;
+}
+
+/* The state directory: created mode 0755 when absent, then checked. */
+static int state_dir_ready(const char *dir)
+{
+	char sub[GPUSHARE_PATH_MAX];
+	int rc;
+
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", dir, strerror(errno));
+	if ((rc = state_dir_safe(dir)))
+		return rc;
 	if ((size_t)snprintf(sub, sizeof(sub), "%s/jobs", dir) >= sizeof(sub))
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s': path too long", dir);
 	return gpushare_private_dir(sub);
@@ -85,14 +97,11 @@ static int lock_state(const char *dir, int *fd)
 	return rc;
 }
 
+/* The job's record: jobs/<job id>, the id a number (job_id() made sure). */
 static int job_path(const char *dir, const char *job, char *out, size_t len)
 {
-	for (const char *p = job; *p; p++) {
-		if (!((*p >= '0' && *p <= '9') || *p == '_' || *p == '.'))
-			return gpushare_fail(GPUSHARE_E_INVAL, "SLURM_JOB_ID='%s' is not a job id", job);
-	}
-	if (!*job || (size_t)snprintf(out, len, "%s/jobs/%s", dir, job) >= len)
-		return gpushare_fail(GPUSHARE_E_INVAL, "SLURM_JOB_ID='%s' is not a job id", job);
+	if ((size_t)snprintf(out, len, "%s/jobs/%s", dir, job) >= len)
+		return gpushare_fail(GPUSHARE_E_DIR, "'%s': path too long", dir);
 	return GPUSHARE_OK;
 }
 
@@ -135,8 +144,9 @@ static int record_write(const char *path, const struct job_record *r)
 }
 
 /* The job's user and its GPUs here, by UUID, from Slurm's prolog
- * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices). */
-static int job_from_env(struct job_record *r)
+ * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices); the
+ * user only where a daemon will run as it (needs_user). */
+static int job_from_env(struct job_record *r, bool needs_user)
 {
 	const char *uid = getenv("SLURM_JOB_UID"), *gid = getenv("SLURM_JOB_GID");
 	const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *jg = getenv("SLURM_JOB_GPUS");
@@ -145,16 +155,20 @@ static int job_from_env(struct job_record *r)
 	size_t n_sel = 0;
 	int rc;
 
-	long v;
+	unsigned long v;
 
 	memset(r, 0, sizeof(*r));
-	/* What the daemon runs as: never a garbled value read as 0 (root). */
-	if (uid && *uid && gpushare_parse_int(uid, 0, (long)UINT32_MAX - 1, &v))
-		return gpushare_fail(GPUSHARE_E_INVAL, "SLURM_JOB_UID='%.40s' is not a user id", uid);
-	r->uid = uid && *uid ? (uid_t)v : getuid();
-	if (gid && *gid && gpushare_parse_int(gid, 0, (long)UINT32_MAX - 1, &v))
-		return gpushare_fail(GPUSHARE_E_INVAL, "SLURM_JOB_GID='%.40s' is not a group id", gid);
-	r->gid = gid && *gid ? (gid_t)v : getgid();
+	/* What the daemon runs as: Slurm always sets both; a missing, empty,
+	 * signed or garbled value is refused, never read as 0 (root) or as the
+	 * hook's own user (root too). (uid_t)-1 means "no user" to the kernel. */
+	if (needs_user) {
+		if (gpushare_parse_id("SLURM_JOB_UID", uid, UINT32_MAX - 1, &v))
+			return GPUSHARE_E_INVAL;
+		r->uid = (uid_t)v;
+		if (gpushare_parse_id("SLURM_JOB_GID", gid, UINT32_MAX - 1, &v))
+			return GPUSHARE_E_INVAL;
+		r->gid = (gid_t)v;
+	}
 	if ((!cvd || !*cvd) && (!jg || !*jg))
 		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node (no CUDA_VISIBLE_DEVICES "
 				     "or SLURM_JOB_GPUS)");
@@ -344,16 +358,59 @@ static void hook_init(const struct gpushare_slurm_hook_opts *o, struct gpushare_
 	gpushare_slurm_state_dir(o ? o->state_dir : NULL, state, len);
 }
 
+/* The job's id: Slurm's job ids are numbers (uint32_t). Anything else
+ * (".1", "..", a sign) is refused, exit 2: it would name a record the
+ * reference count skips, or no record at all. */
 static int job_id(struct gpushare_slurm_hook_result *r, const char *what)
 {
 	const char *job = getenv("SLURM_JOB_ID");
+	unsigned long v;
 
 	if (!job || !*job)
 		return gpushare_fail(GPUSHARE_E_NOT_FOUND,
 				     "not run by Slurm: SLURM_JOB_ID is not set (gpushare slurm %s runs as slurm.conf's "
 				     "%s=; see docs/slurm.md)", what, !strcmp(what, "prolog") ? "Prolog" : "Epilog");
-	snprintf(r->job_id, sizeof(r->job_id), "%s", job);
+	if (gpushare_parse_id("SLURM_JOB_ID", job, UINT32_MAX, &v))
+		return GPUSHARE_E_INVAL;
+	snprintf(r->job_id, sizeof(r->job_id), "%lu", v);
 	return GPUSHARE_OK;
+}
+
+static bool record_has_gpu(const struct job_record *r, const char *uuid)
+{
+	for (size_t i = 0; i < r->n_gpus; i++) {
+		if (!strcmp(r->gpus[i], uuid))
+			return true;
+	}
+	return false;
+}
+
+static int stop_daemon(const char *state, const struct job_record *r, const char *uuid, bool *stopped);
+static bool daemon_used(const char *state, const char *skip, uid_t uid, const char *uuid);
+
+/* A prolog for a job id already recorded with another user or other GPUs (a
+ * requeued job whose epilog never ran here): the old record's daemons that
+ * the new one does not name, and no other job uses, are stopped before the
+ * record is replaced; replaced without that, they would run on unowned. */
+static int forget_old_record(const char *state, const char *job, const struct job_record *old,
+			     const struct job_record *now)
+{
+	int first = GPUSHARE_OK;
+
+	for (size_t i = 0; i < old->n_gpus; i++) {
+		bool stopped;
+		int rc;
+
+		if ((old->uid == now->uid && record_has_gpu(now, old->gpus[i])) ||
+		    daemon_used(state, job, old->uid, old->gpus[i]))
+			continue;
+		rc = stop_daemon(state, old, old->gpus[i], &stopped);
+		if (rc && !first)
+			first = rc;
+		else if (rc)
+			gpushare_clear_error();
+	}
+	return first;
 }
 
 int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r)
@@ -372,7 +429,7 @@ int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpush
 	}
 	if (!r->mps && !(o && o->hpc_job_mapping_dir))
 		return GPUSHARE_OK;
-	if ((rc = job_from_env(&job))) {
+	if ((rc = job_from_env(&job, r->mps))) {
 		if (!r->mps && rc == GPUSHARE_E_NOT_FOUND) {
 			gpushare_clear_error(); /* no GPU, nothing to map */
 			return GPUSHARE_OK;
@@ -390,9 +447,12 @@ int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpush
 	    (rc = lock_state(state, &fd)))
 		return rc;
 	r->already = record_read(path, &old);
+	if (r->already)
+		rc = forget_old_record(state, r->job_id, &old, &job);
 	/* The record first: an epilog that runs after a failed prolog stops
 	 * what was started. */
-	rc = record_write(path, &job);
+	if (!rc)
+		rc = record_write(path, &job);
 	for (size_t i = 0; !rc && i < job.n_gpus; i++) {
 		bool started = false;
 
@@ -513,11 +573,12 @@ int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpush
 	 * stopped all the same. */
 	if (o && o->hpc_job_mapping_dir && (map_rc = gpushare_slurm_job_unmap_all(o->hpc_job_mapping_dir, r->job_id)))
 		gpushare_error_save(&map_err);
-	if (stat(state, &st) != 0) {
+	if (lstat(state, &st) != 0 && errno == ENOENT) {
 		r->already = true; /* no prolog ever ran here */
 		return epilog_status(GPUSHARE_OK, map_rc, &map_err);
 	}
-	if ((rc = job_path(state, r->job_id, path, sizeof(path))) || (rc = lock_state(state, &fd)))
+	if ((rc = state_dir_safe(state)) || (rc = job_path(state, r->job_id, path, sizeof(path))) ||
+	    (rc = lock_state(state, &fd)))
 		return rc;
 	if (!record_read(path, &job)) {
 		r->already = true;
