@@ -125,6 +125,22 @@ int cli_command_option(struct cli_command_opts *o, const struct cli_parse *p, st
 int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
 		      struct gpushare_bench_config *c);
 
+/* Where the options of the shared tables go (cli_run_opts, cli_program_opts,
+ * cli_metrics_opts, cli_openloop_opts, cli_peak_opts, and a command's own
+ * entries with CLI_OPT_* or CLI_OPEN_* ids bound by CLI_RUN or CLI_OPEN): a
+ * command that has them puts this at the start of the args it gives
+ * cli_parse_options(), with co scanned (cli_command_scan()) and c set. */
+struct cli_run_args {
+	struct cli_command_opts co;
+	struct gpushare_bench_config *c;
+};
+/* cli_command_option() into the struct cli_run_args at args. */
+int cli_run_option(struct cli_parse *p, void *args);
+/* cli_openloop_option() into the struct cli_run_args at args. */
+int cli_openloop_call(struct cli_parse *p, void *args);
+#define CLI_RUN .to = CLI_TO_CALL, .call = cli_run_option
+#define CLI_OPEN .to = CLI_TO_CALL, .call = cli_openloop_call
+
 /* The open-loop options bench and sweep share (cli/cli_openloop.c): the
  * CLI_OPEN_* ids of cli_openloop_opts and cli_peak_opts (cli/opt.h), parsed by
  * cli_openloop_option(); each command has its own --rate entry. */

@@ -180,6 +180,7 @@ int cli_parse_next(struct cli_parse *p)
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->table[i] && p->table[i]->id == c) {
 			p->opt = p->table[i];
+			p->seen[i] = true;
 			break;
 		}
 	}
@@ -199,6 +200,48 @@ int cli_parse_next(struct cli_parse *p)
 		}
 	}
 	return c;
+}
+
+/* Where o's value goes in args: an exit status. */
+static int bind(struct cli_parse *p, const struct cli_opt *o, void *args)
+{
+	char *at = (char *)args + o->off;
+
+	switch (o->to) {
+	case CLI_TO_TRUE: *(bool *)at = true; return EXIT_OK;
+	case CLI_TO_INT: *(int *)at = (int)p->num; return EXIT_OK;
+	case CLI_TO_UINT: *(unsigned *)at = (unsigned)p->num; return EXIT_OK;
+	case CLI_TO_LONG: *(long *)at = p->num; return EXIT_OK;
+	case CLI_TO_STR: *(const char **)at = p->arg; return EXIT_OK;
+	case CLI_TO_CALL: return o->call(p, args);
+	case CLI_TO_NONE: return EXIT_OK;
+	case CLI_TO_LOOP: break;
+	}
+	return cli_error(EXIT_FAILURE_GENERIC, "%s: internal error: --%s has no place", p->name, o->long_name);
+}
+
+bool cli_parse_options(struct cli_parse *p, void *args)
+{
+	int c;
+
+	while ((c = cli_parse_next(p)) > 0) {
+		if (c >= CLI_ID_EXTRA)
+			p->extra_values[c - CLI_ID_EXTRA] = p->arg;
+		else if ((p->status = bind(p, p->opt, args)) != EXIT_OK)
+			return false;
+		if (p->each)
+			p->each(p, args);
+	}
+	return c == 0;
+}
+
+bool cli_parse_given(const struct cli_parse *p, const char *name)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->table[i] && !strcmp(p->table[i]->long_name, name))
+			return p->seen[i];
+	}
+	return false;
 }
 
 /* ---- --help ---- */

@@ -37,6 +37,26 @@ enum cli_kind {
 	CLI_DIR,       /* a directory (completion offers directories) */
 };
 
+/* Where cli_parse_options() puts an option's value (struct cli_opt.to), in
+ * the manner of git's OPT_BOOL, OPT_INTEGER, OPT_STRING and OPT_CALLBACK:
+ * at the offset .off of the argument struct the command hands it (CLI_AT()),
+ * or through .call. */
+enum cli_to {
+	CLI_TO_LOOP,   /* no binding: cli_parse_next() returns it to the command's own loop */
+	CLI_TO_TRUE,   /* a bool, set true (a flag) */
+	CLI_TO_INT,    /* an int, from p->num (CLI_INT) */
+	CLI_TO_UINT,   /* an unsigned, from p->num (CLI_INT) */
+	CLI_TO_LONG,   /* a long, p->num (CLI_INT) */
+	CLI_TO_STR,    /* a const char *, the value as given (the last one given wins) */
+	CLI_TO_CALL,   /* .call(p, args) parses the value and stores it; an exit status */
+	CLI_TO_NONE,   /* read before the parse (a prescan): nothing to store */
+};
+
+/* .off of a field of the command's argument struct T: { .to = CLI_TO_INT, CLI_AT(T, workers) }. */
+#define CLI_AT(T, field) .off = offsetof(T, field)
+
+struct cli_parse;
+
 /* struct cli_opt.flags */
 enum {
 	CLI_RAW = 1,  /* CLI_INT checked by the command (its own message), not the parser */
@@ -87,6 +107,9 @@ struct cli_opt {
 				 * "@workloads": the workloads' names */
 	unsigned flags;         /* CLI_RAW */
 	const char *only;       /* the subcommands it applies to, space-separated; NULL: all */
+	enum cli_to to;         /* where its value goes (cli_parse_options()) */
+	size_t off;             /* CLI_TO_TRUE ... CLI_TO_STR: the field's offset in the args */
+	int (*call)(struct cli_parse *p, void *args); /* CLI_TO_CALL */
 };
 
 /* Options under one heading of --help; several groups may share a heading
@@ -165,6 +188,9 @@ struct cli_parse {
 	const char *const *extra;     /* more long options with a value (workload options) */
 	size_t n_extra;
 	const char *whose;            /* "workload 'matmul'": an unknown long option is not one of whose */
+	const char **extra_values;    /* cli_parse_options(): extra[i]'s value into extra_values[i] */
+	/* cli_parse_options(): called after each option is stored, or NULL */
+	void (*each)(struct cli_parse *p, void *args);
 	/* each option found */
 	const struct cli_opt *opt;    /* NULL for an extra one */
 	const char *arg;              /* its value (NULL for a flag) */
@@ -176,6 +202,7 @@ struct cli_parse {
 	const struct cli_opt *table[CLI_MAX_OPTS];
 	char shortopts[64];
 	size_t n;
+	bool seen[CLI_MAX_OPTS];      /* table[i] was given */
 	bool overflow;                /* the tables do not fit: an internal error */
 };
 
@@ -184,6 +211,16 @@ void cli_parse_init(struct cli_parse *p, const struct cli_cmd *cmd, int argc, ch
 bool cli_cmd_has_option(const struct cli_cmd *cmd, const char *name);
 /* The id of the next option (> 0), 0 at the end, < 0 to stop with p->status. */
 int cli_parse_next(struct cli_parse *p);
+/* The command's options, each where its table entry says (struct
+ * cli_opt.to) in args, which the shared tables' callbacks read as struct
+ * cli_run_args (cli/cli.h) at its start; an extra one's value into
+ * p->extra_values. true when the command goes on (p->optind is the first
+ * operand); false to stop with p->status (--help was printed, or an error).
+ * The options of a command's table, its parse and validation come in that
+ * order: table, cli_parse_options(), the checks of the combination. */
+bool cli_parse_options(struct cli_parse *p, void *args);
+/* Whether the option called name (long name) was given. */
+bool cli_parse_given(const struct cli_parse *p, const char *name);
 /* Whether o applies to the subcommand sub (struct cli_opt.only). */
 bool cli_opt_applies(const struct cli_opt *o, const char *sub);
 /* "--name" of the option just found. */
