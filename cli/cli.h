@@ -160,6 +160,15 @@ size_t cli_sweep_prescan(const struct cli_cmd *cmd, int argc, char **argv, const
 /* --workers, --batch or --thread-percentage (opt) into s: an exit status
  * ("<cmd>: invalid <option> ..."), or CLI_NOT_MINE for another option. */
 int cli_sweep_axis_option(const char *cmd, int opt, const char *arg, struct gpushare_sweep_config *s);
+/* The start of sweep's and tune's argument structs (cli_parse_options()):
+ * run.c = &s->bench. */
+struct cli_sweep_args {
+	struct cli_run_args run;
+	struct gpushare_sweep_config *s;
+};
+/* cli_sweep_axis_option() of the option p found into the struct
+ * cli_sweep_args at args. */
+int cli_sweep_axis_call(struct cli_parse *p, void *args);
 /* The workload options given (values[i] for names[i], NULL when not given)
  * set on s's shapes: an exit status. */
 int cli_sweep_shape_options(const char *cmd, struct gpushare_sweep_config *s, size_t n, const char **names,

@@ -73,6 +73,11 @@ int cli_sweep_axis_option(const char *cmd, int opt, const char *arg, struct gpus
 	}
 }
 
+int cli_sweep_axis_call(struct cli_parse *p, void *args)
+{
+	return cli_sweep_axis_option(p->name, p->opt->id, p->arg, ((struct cli_sweep_args *)args)->s);
+}
+
 int cli_sweep_shape_options(const char *cmd, struct gpushare_sweep_config *s, size_t n, const char **names,
 			    const char **values)
 {
