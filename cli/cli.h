@@ -174,10 +174,6 @@ int cli_sweep_axis_call(struct cli_parse *p, void *args);
 int cli_sweep_shape_options(const char *cmd, struct gpushare_sweep_config *s, size_t n, const char **names,
 			    const char **values);
 
-/* Any other option of sweep or tune: a workload option's value into
- * values, a command-mode or open-loop option into s->bench. An exit status. */
-int cli_sweep_other_option(struct cli_command_opts *co, const struct cli_parse *p, int opt, const char **values,
-			   struct gpushare_sweep_config *s);
 /* After the parse: the command-mode options into s->bench
  * (cli_command_apply) and --strategy as the sweep's strategies. An exit
  * status. */

@@ -93,20 +93,6 @@ int cli_sweep_shape_options(const char *cmd, struct gpushare_sweep_config *s, si
 	return EXIT_OK;
 }
 
-int cli_sweep_other_option(struct cli_command_opts *co, const struct cli_parse *p, int opt, const char **values,
-			   struct gpushare_sweep_config *s)
-{
-	int code;
-
-	if (opt >= CLI_ID_EXTRA) {
-		values[opt - CLI_ID_EXTRA] = p->arg;
-		return EXIT_OK;
-	}
-	if ((code = cli_command_option(co, p, &s->bench)) == CLI_NOT_MINE)
-		code = cli_openloop_option(p, &s->bench);
-	return code;
-}
-
 int cli_sweep_apply_command(const struct cli_command_opts *co, const char *cmd, int argc, char **argv,
 			    bool workload_given, struct gpushare_sweep_config *s)
 {
