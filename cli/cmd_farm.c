@@ -180,6 +180,7 @@ const struct cli_cmd cli_farm_cmd = {
 	.groups = farm_groups,
 	.n_groups = CLI_N(farm_groups),
 	.subcommands = "status",
+	.subs = (const struct cli_cmd *const[]){ &cli_farm_status_cmd, NULL },
 	.epilog = "In a Slurm job, SLURM_SHARDS_ON_NODE (--gres=shard) bounds the slots (and the\n"
 		  "calibration) to shards / GPUs per GPU, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
 		  "(--gres=mps) caps every job (mps-split: that / K each); said in the summary.\n"

@@ -393,17 +393,17 @@ int cli_help_stdout(const struct cli_cmd *cmd)
 
 /* ---- completion ---- */
 
-static const struct cli_cmd *const all_cmds[] = {
-	&cli_info_cmd, &cli_mps_cmd, &cli_bench_cmd, &cli_sweep_cmd, &cli_report_cmd, &cli_exporter_cmd,
-	&cli_farm_cmd, &cli_farm_status_cmd, &cli_exec_cmd, &cli_plan_cmd, &cli_slurm_cmd, &cli_tune_cmd,
-	&cli_version_cmd,
-};
-
-static const struct cli_cmd *find_cmd(const char *name)
+const struct cli_cmd *cli_find_cmd(const char *name)
 {
-	for (size_t i = 0; i < CLI_N(all_cmds); i++) {
-		if (!strcmp(all_cmds[i]->name, name))
-			return all_cmds[i];
+	for (size_t i = 0; i < cli_n_commands; i++) {
+		const struct cli_cmd *c = cli_commands[i].cmd;
+
+		if (!strcmp(c->name, name))
+			return c;
+		for (size_t k = 0; c->subs && c->subs[k]; k++) {
+			if (!strcmp(c->subs[k]->name, name))
+				return c->subs[k];
+		}
 	}
 	return NULL;
 }
@@ -438,22 +438,23 @@ static const char *kind_word(enum cli_kind k)
 	return "string";
 }
 
-int cli_complete(int argc, char **argv, const char *commands)
+int cli_complete(int argc, char **argv)
 {
 	const struct cli_cmd *c = NULL;
 	const char *what = argc > 0 ? argv[0] : "", *sub = NULL;
 	char top[32];
 
 	if (!strcmp(what, "commands") && argc == 1) {
-		print_words(commands);
+		for (size_t i = 0; i < cli_n_commands; i++)
+			printf("%s\n", cli_commands[i].cmd->name);
 		return cli_finish_stdout(EXIT_OK);
 	}
-	if (argc >= 2 && !(c = find_cmd(argv[1]))) {
+	if (argc >= 2 && !(c = cli_find_cmd(argv[1]))) {
 		/* "mps start": the options of mps that apply to start. */
 		snprintf(top, sizeof(top), "%s", argv[1]);
 		top[strcspn(top, " ")] = '\0';
 		sub = strchr(argv[1], ' ') ? strchr(argv[1], ' ') + 1 : NULL;
-		c = find_cmd(top);
+		c = cli_find_cmd(top);
 		if (!c || !sub || !c->subcommands || !names(c->subcommands, sub))
 			return cli_error(EXIT_USAGE, "--complete: unknown command '%s'", argv[1]);
 	}

@@ -142,7 +142,23 @@ struct cli_cmd {
 	size_t n_notes;
 	bool name_options;            /* errors name a recognised option by its full name */
 	bool stop_at_operand;         /* options end at the first operand (exec) */
+	const struct cli_cmd *const *subs; /* subcommands with tables of their own ("farm status"), NULL-ended */
 };
+
+/* One row of the command table: gpushare <name> runs fn; summary is its
+ * line in `gpushare --help`. */
+struct cli_command {
+	const struct cli_cmd *cmd;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+/* The command table (cli/main.c), in the order of `gpushare --help`: the
+ * dispatch, `gpushare help CMD`, the command list and the completion's
+ * commands all read it. */
+extern const struct cli_command cli_commands[];
+extern const size_t cli_n_commands;
+/* The command (or subcommand: "farm status") called name, or NULL. */
+const struct cli_cmd *cli_find_cmd(const char *name);
 
 #define CLI_N(a) (sizeof(a) / sizeof((a)[0]))
 #define CLI_GROUP(title, arr, text) { title, arr, CLI_N(arr), text }
@@ -157,7 +173,7 @@ struct cli_exit_row {
 extern const struct cli_exit_row cli_exit_statuses[];
 extern const size_t cli_n_exit_statuses;
 
-/* The commands' tables (cli/cmd_*.c), for --complete. */
+/* The commands' tables (cli/cmd_*.c), for the command table. */
 extern const struct cli_cmd cli_info_cmd, cli_mps_cmd, cli_bench_cmd, cli_sweep_cmd, cli_report_cmd,
 	cli_exporter_cmd, cli_farm_cmd, cli_farm_status_cmd, cli_exec_cmd, cli_plan_cmd, cli_slurm_cmd, cli_tune_cmd,
 	cli_version_cmd;
@@ -235,6 +251,6 @@ void cli_help_exit_statuses(FILE *f, const char *cmd, const struct cli_exit_note
 
 /* `gpushare --complete ...` (argv after "--complete"): the words the shell
  * completion offers, one a line. Returns an exit status. */
-int cli_complete(int argc, char **argv, const char *commands);
+int cli_complete(int argc, char **argv);
 
 #endif
