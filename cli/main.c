@@ -131,6 +131,19 @@ int main(int argc, char **argv)
 		/* For the shell completion (completion/): hidden from --help. */
 		return cli_complete(argc - 2, argv + 2);
 	}
+	if (!strcmp(argv[1], "--doc")) {
+		/* For docs/cli.md (scripts/gen_cli_doc.py): hidden from --help. */
+		const struct cli_cmd *c = argc == 3 ? cli_find_cmd(argv[2]) : NULL;
+
+		if (argc == 3 && !strcmp(argv[2], "workloads")) {
+			cli_doc_workloads(stdout);
+			return cli_finish_stdout(EXIT_OK);
+		}
+		if (!c)
+			return cli_error(EXIT_USAGE, "--doc: expected one command");
+		cli_doc(stdout, c);
+		return cli_finish_stdout(EXIT_OK);
+	}
 	if (!strcmp(argv[1], "--version"))
 		return cmd_version(1, argv + 1);
 	{

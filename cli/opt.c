@@ -391,6 +391,100 @@ int cli_help_stdout(const struct cli_cmd *cmd)
 	return cli_finish_stdout(EXIT_OK);
 }
 
+/* ---- docs/cli.md ---- */
+
+/* text in a Markdown table cell: '|' escaped, '<' and '*' not markup, one
+ * line, runs of spaces one. */
+static void md_text(FILE *f, const char *text)
+{
+	for (const char *s = text; *s; s++) {
+		switch (*s) {
+		case '|': fputs("\\|", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '*': fputs("\\*", f); break;
+		case '\n':
+		case ' ':
+			/* a run of spaces (a line break of the text) is one */
+			if (s == text || (s[-1] != ' ' && s[-1] != '\n'))
+				fputc(' ', f);
+			break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+/* "`-q`, `--quiet`", "`--gpu IDX\|UUID`" */
+static void md_option(FILE *f, const struct cli_opt *o)
+{
+	fputs("| ", f);
+	if (o->short_name)
+		fprintf(f, "`-%c`, ", o->short_name);
+	fprintf(f, "`--%s", o->long_name);
+	if (o->value_name) {
+		fputc(' ', f);
+		md_text(f, o->value_name);
+	}
+	fputs("` | ", f);
+	md_text(f, o->help);
+	fputs(" | ", f);
+	if (o->def) {
+		bool words = strchr(o->def, ' ') != NULL;
+
+		fputs(words ? "" : "`", f);
+		md_text(f, o->def);
+		fputs(words ? "" : "`", f);
+	}
+	fputs(" |\n", f);
+}
+
+void cli_doc(FILE *f, const struct cli_cmd *cmd)
+{
+	const char *title = cmd->n_groups ? cmd->groups[0].title : NULL;
+
+	fprintf(f, "| option | meaning | default |\n| --- | --- | --- |\n");
+	for (size_t g = 0; g < cmd->n_groups; g++) {
+		const struct cli_group *gr = &cmd->groups[g];
+
+		if (gr->title && (!title || strcmp(gr->title, title))) {
+			title = gr->title;
+			fputs("| **", f);
+			md_text(f, title);
+			fputs("** | | |\n", f);
+		}
+		for (size_t i = 0; i < gr->n; i++)
+			md_option(f, &gr->opts[i]);
+		if (gr->text) {
+			const char *t = gr->text;
+
+			fputs("| | ", f);
+			t += strspn(t, " ");
+			md_text(f, t);
+			fputs(" | |\n", f);
+		}
+	}
+	md_option(f, &help_opt);
+}
+
+void cli_doc_workloads(FILE *f)
+{
+	const struct gpushare_wl_desc *list;
+	size_t n = gpushare_workloads(&list);
+
+	fprintf(f, "| workload | option | meaning | default |\n| --- | --- | --- | --- |\n");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "| `%s` | | ", list[i].name);
+		md_text(f, list[i].summary);
+		fputs(" | |\n", f);
+		for (size_t j = 0; j < list[i].n_opts; j++) {
+			fprintf(f, "| | `--%s` | ", list[i].opts[j].name);
+			md_text(f, list[i].opts[j].help);
+			fputs(" | `", f);
+			md_text(f, list[i].opts[j].def);
+			fputs("` |\n", f);
+		}
+	}
+}
+
 /* ---- completion ---- */
 
 const struct cli_cmd *cli_find_cmd(const char *name)

@@ -249,6 +249,12 @@ int cli_help_stdout(const struct cli_cmd *cmd);
 /* The exit status rows of cmd ("all" rows and those naming it) to f. */
 void cli_help_exit_statuses(FILE *f, const char *cmd, const struct cli_exit_note *notes, size_t n_notes);
 
+/* cmd's options as a Markdown table, for docs/cli.md: `gpushare --doc CMD`
+ * (hidden), which scripts/gen_cli_doc.py runs. */
+void cli_doc(FILE *f, const struct cli_cmd *cmd);
+/* The workloads and their options as a Markdown table: `gpushare --doc workloads`. */
+void cli_doc_workloads(FILE *f);
+
 /* `gpushare --complete ...` (argv after "--complete"): the words the shell
  * completion offers, one a line. Returns an exit status. */
 int cli_complete(int argc, char **argv);

@@ -58,6 +58,16 @@ add_custom_command(OUTPUT ${GPUSHARE_MAN_DIR}/gpushare.1
 add_custom_target(gpushare-man ALL DEPENDS ${GPUSHARE_MAN_DIR}/gpushare.1)
 install(DIRECTORY ${GPUSHARE_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1")
 
+# docs/cli.md is committed but written from the same tables plus the prose
+# of docs/cli/*.md (scripts/gen_cli_doc.py): `cmake --build build --target
+# cli-doc` rewrites it, and the test check.cli_doc refuses a stale copy.
+add_custom_target(cli-doc
+  COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
+          ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/gen_cli_doc.py --gpushare $<TARGET_FILE:gpushare-cli>
+  DEPENDS gpushare-cli
+  COMMENT "Writing docs/cli.md from docs/cli/*.md and the option tables"
+  VERBATIM)
+
 # Shell completion. zsh looks in vendor-completions for packages of the
 # distribution (prefix /usr) and in site-functions elsewhere.
 install(FILES ${PROJECT_SOURCE_DIR}/completion/gpushare.bash
@@ -71,7 +81,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/completion/_gpushare DESTINATION ${GPUSHARE_
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
-        FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "results" EXCLUDE)
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "results" EXCLUDE PATTERN "cli" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/python/gpushare_client.py DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/slurm/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/slurm)
 install(FILES ${PROJECT_SOURCE_DIR}/grafana/gpushare-dashboard.json ${PROJECT_SOURCE_DIR}/grafana/recording-rules.yml

@@ -63,7 +63,8 @@ for cmd in "${commands[@]}"; do
 	check "every option of $cmd --help is in docs/cli.md's section${missing_doc[*]:+ (missing: ${missing_doc[*]})}" \
 		test "${#missing_doc[@]}" -eq 0
 	for o in $(grep -o -- '--[a-z][a-z0-9-]*' "$tmp/doc" | sort -u); do
-		[[ $o == --help || $o == --version ]] && continue
+		# --gres: Slurm's option, which the help of exec names
+		[[ $o == --help || $o == --version || $o == --gres ]] && continue
 		grep -qx -- "$o" "$tmp/table" && continue
 		[[ $cmd == bench || $cmd == sweep ]] && grep -qx -- "$o" "$tmp/wl-options" && continue
 		unknown+=("$o")
