@@ -225,10 +225,16 @@ bool cli_parse_options(struct cli_parse *p, void *args)
 	int c;
 
 	while ((c = cli_parse_next(p)) > 0) {
-		if (c >= CLI_ID_EXTRA)
+		if (c >= CLI_ID_EXTRA) {
 			p->extra_values[c - CLI_ID_EXTRA] = p->arg;
-		else if ((p->status = bind(p, p->opt, args)) != EXIT_OK)
+		} else if (p->sub && !cli_opt_applies(p->opt, p->sub)) {
+			/* Named as the user knows it, by its full name. */
+			p->status = cli_error(EXIT_USAGE, "%s: option '%s' does not apply here (see 'gpushare %s --help')",
+					      p->name, cli_parse_optname(p), p->cmd->name);
 			return false;
+		} else if ((p->status = bind(p, p->opt, args)) != EXIT_OK) {
+			return false;
+		}
 		if (p->each)
 			p->each(p, args);
 	}

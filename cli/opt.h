@@ -205,6 +205,8 @@ struct cli_parse {
 	size_t n_extra;
 	const char *whose;            /* "workload 'matmul'": an unknown long option is not one of whose */
 	const char **extra_values;    /* cli_parse_options(): extra[i]'s value into extra_values[i] */
+	const char *sub;              /* cli_parse_options(): the subcommand; an option that does not
+				       * apply to it (struct cli_opt.only) is refused */
 	/* cli_parse_options(): called after each option is stored, or NULL */
 	void (*each)(struct cli_parse *p, void *args);
 	/* each option found */
