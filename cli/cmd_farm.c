@@ -208,10 +208,17 @@ const struct cli_cmd cli_farm_cmd = {
 	.n_notes = 9,
 };
 
+/* Where farm status's options go. */
+struct farm_status_args {
+	bool json, failed_only;
+};
+
 static const struct cli_opt farm_status_opts[] = {
-	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "the summary as JSON" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "the summary as JSON",
+	  .to = CLI_TO_TRUE, CLI_AT(struct farm_status_args, json) },
 	{ .id = OPT_FAILED, .long_name = "failed", .kind = CLI_FLAG,
-	  .help = "list only the jobs that failed (for good, or waiting for a retry), not the running ones" },
+	  .help = "list only the jobs that failed (for good, or waiting for a retry), not the running ones",
+	  .to = CLI_TO_TRUE, CLI_AT(struct farm_status_args, failed_only) },
 };
 
 static const struct cli_group farm_status_groups[] = { CLI_GROUP("Options", farm_status_opts, NULL) };
@@ -366,17 +373,11 @@ static int cmd_farm_status(int argc, char **argv)
 {
 	struct cli_parse p;
 	struct gpushare_farm_summary s;
-	bool json = false, failed_only = false;
-	int opt, rc, code, first;
+	struct farm_status_args a = { .json = false };
+	int rc, code, first;
 
 	cli_parse_init(&p, &cli_farm_status_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0) {
-		if (opt == OPT_JSON)
-			json = true;
-		else if (opt == OPT_FAILED)
-			failed_only = true;
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &a))
 		return p.status;
 	first = p.optind;
 	if (first >= argc)
@@ -389,7 +390,7 @@ static int cmd_farm_status(int argc, char **argv)
 			return cli_error(EXIT_IO, "farm status: no journal: %s", gpushare_errdetail());
 		return cli_error(exit_code, "farm status: %s", gpushare_errdetail());
 	}
-	if (failed_only) {
+	if (a.failed_only) {
 		size_t keep = 0;
 
 		for (size_t i = 0; i < s.n_job_list; i++) {
@@ -400,7 +401,7 @@ static int cmd_farm_status(int argc, char **argv)
 		}
 		s.n_job_list = keep;
 	}
-	code = print_summary(&s, NULL, json);
+	code = print_summary(&s, NULL, a.json);
 	gpushare_farm_summary_release(&s);
 	return cli_finish_stdout(code);
 }

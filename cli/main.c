@@ -63,12 +63,9 @@ const struct cli_cmd cli_version_cmd = {
 int cmd_version(int argc, char **argv)
 {
 	struct cli_parse p;
-	int opt;
 
 	cli_parse_init(&p, &cli_version_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0)
-		;
-	if (opt < 0)
+	if (!cli_parse_options(&p, NULL))
 		return p.status;
 	if (p.optind < argc)
 		return cli_error(EXIT_USAGE, "version: unexpected argument '%s'", argv[p.optind]);
