@@ -1,7 +1,8 @@
 /*
  * Shared pieces of the gpushare command line: the subcommand signature,
  * exit statuses and error printing. Subcommands use libgpushare only through
- * its public headers.
+ * its public headers, and the uninstalled include/gpushare/internal/ ones
+ * for what only the command line uses (its option parsers and notices).
  */
 #ifndef GPUSHARE_CLI_H
 #define GPUSHARE_CLI_H

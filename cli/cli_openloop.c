@@ -12,6 +12,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
+#include "gpushare/internal/bench.h"
 
 const struct cli_opt cli_openloop_opts[] = {
 	{ .id = CLI_OPEN_LOAD, CLI_OPEN, .long_name = "load", .kind = CLI_ENUM, .value_name = "closed|open",

@@ -13,6 +13,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/sweep.h"
 #include "gpushare/workload.h"
+#include "gpushare/internal/sweep.h"
 
 size_t cli_sweep_prescan(const struct cli_cmd *cmd, int argc, char **argv, const char **names, size_t max)
 {

@@ -16,6 +16,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/workload.h"
+#include "gpushare/internal/bench.h"
 
 /* ---- options ---- */
 

@@ -10,6 +10,7 @@
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "gpushare/internal/mps.h"
 
 struct mps_args {
 	const char *sub;

@@ -18,6 +18,7 @@
 #include "gpushare/strategy.h"
 #include "gpushare/sweep.h"
 #include "gpushare/util.h"
+#include "gpushare/internal/plan.h"
 
 /* Where plan's options go (cli_parse_options()). */
 struct plan_args {

@@ -18,6 +18,8 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 #include "gpushare/mps.h"
+#include "gpushare/internal/bench.h"
+#include "gpushare/internal/metrics.h"
 
 int cli_exit_for(int err)
 {

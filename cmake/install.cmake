@@ -1,7 +1,7 @@
 # Installation layout (cmake --install) and the Debian package (cpack -G DEB).
 #   bin/gpushare                         the command line (cli/CMakeLists.txt)
 #   libexec/gpushare/gpushare-worker     found by gpushare relative to itself
-#   include/gpushare/*.h                 the public API, client.h included
+#   include/gpushare/*.h                 the public API, client.h included (not internal/)
 #   lib/libgpushare.a (+ libgpushare-core.a), lib/pkgconfig/gpushare.pc
 #   share/man/man1/gpushare*.1           generated from --help (see below)
 #   share/bash-completion/completions/gpushare, zsh: _gpushare
@@ -19,7 +19,7 @@ if(TARGET gpushare-core)
   string(APPEND GPUSHARE_PC_LIBS " -lgpushare-core")
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpushare DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h")
+        FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
 
 # pkg-config: what libgpushare.a needs comes from the modules it was built with.
 set(GPUSHARE_PC_REQUIRES "libcjson libmicrohttpd yaml-0.1")

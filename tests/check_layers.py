@@ -4,7 +4,9 @@
 - A file under lib/<folder>/ includes headers of its own folder, of folders of
   lower rank, and public headers (include/gpushare/) of its rank or lower;
   folders of one rank (the engines) never include each other.
-- Public headers include only public headers of their rank or lower.
+- Public headers include only public headers of their rank or lower; the
+  internal ones (include/gpushare/internal/, not installed: what only cli/
+  uses) are placed and checked as public ones.
 - cli/, workloads/, bench/ and examples/ include no header of lib/.
 - Basenames are unique across lib/, and no include climbs with "../".
 - No file under lib/ is longer than 1,200 lines.
@@ -36,6 +38,17 @@ def read_layers():
     return rank_of_folder, folder_of_public
 
 
+def public_headers():
+    """The headers under include/gpushare/, by path from there: "bench.h", and
+    "internal/bench.h" for the uninstalled ones only the command line uses."""
+    top = os.path.join(ROOT, "include", "gpushare")
+    found = []
+    for dirpath, _, files in os.walk(top):
+        for name in files:
+            found.append(os.path.relpath(os.path.join(dirpath, name), top))
+    return sorted(found)
+
+
 def main():
     rank_of_folder, folder_of_public = read_layers()
     errors = []
@@ -51,7 +64,7 @@ def main():
             if name in home:
                 errors.append(f"lib/{d}/{name}: the basename is also lib/{home[name]}/{name}")
             home[name] = d
-    for h in sorted(os.listdir(os.path.join(ROOT, "include", "gpushare"))):
+    for h in public_headers():
         if h not in folder_of_public:
             errors.append(f"include/gpushare/{h}: a public header that lib/LAYERS does not place")
 
@@ -88,7 +101,7 @@ def main():
                 errors.append(f"{path}: includes \"{inc}\", found nowhere under lib/")
             else:
                 check_folder(path, d, inc, home[inc])
-    for h in sorted(os.listdir(os.path.join(ROOT, "include", "gpushare"))):
+    for h in public_headers():
         text = open(os.path.join(ROOT, "include", "gpushare", h), encoding="utf-8").read()
         for inc in INCLUDE.findall(text):
             if not inc.startswith("gpushare/"):

@@ -20,6 +20,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/stats.h"
 #include "gpushare/strategy.h"
+#include "gpushare/internal/plan.h"
 #include "plan_internal.h"
 #include "report_internal.h"
 
