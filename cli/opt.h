@@ -1,11 +1,14 @@
 /*
  * Options as data, in the manner of git's parse-options: each command
  * describes its options in tables of struct cli_opt (names, value kind, range,
- * allowed values, value name, default, help), and one parser walks argv
- * against them (getopt_long underneath). The same tables give the command's
- * --help (usage, options, exit statuses), the shell completion
- * (`gpushare --complete ...`, completion/) and the check of docs/cli.md
- * (tests/cli/test_options.sh), so the three cannot drift apart.
+ * allowed values, value name, default, help, and where the value goes: a
+ * field of the command's argument struct or a callback), and one parser
+ * walks argv against them (getopt_long underneath), so that a command is its
+ * table, one cli_parse_options(), the checks of the combination, the run.
+ * The same tables give the command's --help (usage, options, exit statuses),
+ * so its man page, the shell completion (`gpushare --complete ...`,
+ * completion/) and the option tables of docs/cli.md (`gpushare --doc CMD`,
+ * scripts/gen_cli_doc.py), so none of them can drift apart.
  *
  * Exit statuses have one table too (cli_exit_statuses[]): each status with
  * its meaning and the commands that return it; a command's --help lists the
