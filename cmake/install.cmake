@@ -45,14 +45,16 @@ install(FILES ${PROJECT_BINARY_DIR}/gpushare.pc DESTINATION ${CMAKE_INSTALL_LIBD
 # C strings, would make every help edit a two-language change; running the
 # binary keeps the help where the options are parsed.)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
+# Each page also carries the prose docs/cli.md is written from (docs/cli/*.md).
 set(GPUSHARE_MAN_DIR ${PROJECT_BINARY_DIR}/man)
+file(GLOB GPUSHARE_CLI_PROSE CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/cli/*.md)
 add_custom_command(OUTPUT ${GPUSHARE_MAN_DIR}/gpushare.1
   COMMAND ${CMAKE_COMMAND} -E rm -rf ${GPUSHARE_MAN_DIR}
   COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
           ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/man/help2man.py
           --gpushare $<TARGET_FILE:gpushare-cli> --version ${PROJECT_VERSION}
-          --docdir ${CMAKE_INSTALL_FULL_DOCDIR} --out ${GPUSHARE_MAN_DIR}
-  DEPENDS gpushare-cli ${PROJECT_SOURCE_DIR}/man/help2man.py
+          --docdir ${CMAKE_INSTALL_FULL_DOCDIR} --out ${GPUSHARE_MAN_DIR} --prose ${PROJECT_SOURCE_DIR}/docs/cli
+  DEPENDS gpushare-cli ${PROJECT_SOURCE_DIR}/man/help2man.py ${GPUSHARE_CLI_PROSE}
   COMMENT "Generating the man pages from gpushare --help"
   VERBATIM)
 add_custom_target(gpushare-man ALL DEPENDS ${GPUSHARE_MAN_DIR}/gpushare.1)
