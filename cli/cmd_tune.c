@@ -70,7 +70,8 @@ static const struct cli_opt tune_opts[] = {
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "results and report directory (created when absent)", .to = CLI_TO_STR, AT(out) },
 	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_STRING, .value_name = "SHAPE",
-	  .help = "one shape NAME[:opt=value[:opt=value]...]", .def = "matmul", .values = "@workloads", .to = CLI_TO_CALL, .call = set_workload },
+	  .help = "one shape NAME[:opt=value[:opt=value]...]", .def = "matmul", .values = "@workloads",
+	  .to = CLI_TO_CALL, .call = set_workload },
 	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "workers per GPU", .def = "1,2,4", AXIS },
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST", .help = "batch sizes",
@@ -79,14 +80,20 @@ static const struct cli_opt tune_opts[] = {
 	  .help = "mps-split's candidates: active thread percentages per worker, e.g. 25,50,100, or Kx = K x 100/N; "
 	  "auto: 1x,2x,100 (the default share, twice it, the whole GPU)", .def = "auto", AXIS },
 	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
-	  .help = "full runs a candidate gets at most", .def = "6", .min = 2, .max = 10000, .to = CLI_TO_INT, AT(t.sweep.max_repeats) },
+	  .help = "full runs a candidate gets at most", .def = "6", .min = 2, .max = 10000,
+	  .to = CLI_TO_INT, AT(t.sweep.max_repeats) },
 	{ .id = OPT_BUDGET, .long_name = "budget", .kind = CLI_DURATION, .value_name = "TIME",
-	  .help = "start no run past TIME (e.g. 10m) of this invocation; the pick is then the leader so far, and says so", .to = CLI_TO_CALL, .call = set_budget },
+	  .help = "start no run past TIME (e.g. 10m) of this invocation; the pick is then the leader so far, and says so",
+	  .to = CLI_TO_CALL, .call = set_budget },
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
-	  .help = "continue the tune recorded in DIR with its recorded options; recorded runs are not run again", .to = CLI_TO_TRUE, AT(t.sweep.resume) },
-	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the result as JSON on stdout", .to = CLI_TO_TRUE, AT(json) },
-	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG, .help = "do not write the report at the end", .to = CLI_TO_TRUE, AT(no_report) },
-	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr", .to = CLI_TO_TRUE, AT(quiet) },
+	  .help = "continue the tune recorded in DIR with its recorded options; recorded runs are not run again",
+	  .to = CLI_TO_TRUE, AT(t.sweep.resume) },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the result as JSON on stdout",
+	  .to = CLI_TO_TRUE, AT(json) },
+	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG, .help = "do not write the report at the end",
+	  .to = CLI_TO_TRUE, AT(no_report) },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr",
+	  .to = CLI_TO_TRUE, AT(quiet) },
 };
 
 /* bench's per-run options less --gpus (a tune runs on one GPU); the
@@ -94,13 +101,17 @@ static const struct cli_opt tune_opts[] = {
 static const struct cli_opt tune_run_opts[] = {
 	{ .id = CLI_OPT_STRATEGY, .long_name = "strategy", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "the candidates' strategies: comma list of timeslice, mps, mps-split, mig, sequential, streams",
-	  .def = "timeslice,mps,mps-split", .values = "timeslice mps mps-split mig sequential streams", CLI_RUN },
+	  .def = "timeslice,mps,mps-split", .values = "timeslice mps mps-split mig sequential streams",
+	  CLI_RUN },
 	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
-	  .help = "a full run's measurement window (each probe has an eighth, at least 100ms)", .def = "500ms", CLI_RUN },
+	  .help = "a full run's measurement window (each probe has an eighth, at least 100ms)", .def = "500ms",
+	  CLI_RUN },
 	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
-	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L, CLI_RUN },
+	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L,
+	  CLI_RUN },
 	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
-	  .help = "window after the start barrier, not recorded (default: until the rate is stable, at most 2s)", CLI_RUN },
+	  .help = "window after the start barrier, not recorded (default: until the rate is stable, at most 2s)",
+	  CLI_RUN },
 	{ .id = CLI_OPT_WARMUP_REQUESTS, .long_name = "warmup-requests", .kind = CLI_INT, .value_name = "W",
 	  .help = "requests per worker before it reports ready", .def = "3", .max = 1000000000L, CLI_RUN },
 	{ .id = CLI_OPT_START_TIMEOUT, .long_name = "start-timeout", .kind = CLI_DURATION, .value_name = "D",
@@ -113,7 +124,8 @@ static const struct cli_opt tune_run_opts[] = {
 
 static const struct cli_opt tune_rate_opt[] = {
 	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_NUMBER, .value_name = "R",
-	  .help = "with --slo: the rate per second where each run's peak search starts", .to = CLI_TO_CALL, .call = set_rate },
+	  .help = "with --slo: the rate per second where each run's peak search starts",
+	  .to = CLI_TO_CALL, .call = set_rate },
 };
 
 static const struct cli_group tune_groups[] = {
