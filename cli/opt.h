@@ -45,7 +45,8 @@ enum cli_kind {
  * at the offset .off of the argument struct the command hands it (CLI_AT()),
  * or through .call. */
 enum cli_to {
-	CLI_TO_LOOP,   /* no binding: cli_parse_next() returns it to the command's own loop */
+	CLI_TO_LOOP,   /* no binding: for a caller of cli_parse_next() alone (sweep's and
+			* tune's --resume compare the options, they bind none) */
 	CLI_TO_TRUE,   /* a bool, set true (a flag) */
 	CLI_TO_INT,    /* an int, from p->num (CLI_INT) */
 	CLI_TO_UINT,   /* an unsigned, from p->num (CLI_INT) */
@@ -232,13 +233,13 @@ void cli_parse_init(struct cli_parse *p, const struct cli_cmd *cmd, int argc, ch
 bool cli_cmd_has_option(const struct cli_cmd *cmd, const char *name);
 /* The id of the next option (> 0), 0 at the end, < 0 to stop with p->status. */
 int cli_parse_next(struct cli_parse *p);
-/* The command's options, each where its table entry says (struct
- * cli_opt.to) in args, which the shared tables' callbacks read as struct
- * cli_run_args (cli/cli.h) at its start; an extra one's value into
- * p->extra_values. true when the command goes on (p->optind is the first
- * operand); false to stop with p->status (--help was printed, or an error).
- * The options of a command's table, its parse and validation come in that
- * order: table, cli_parse_options(), the checks of the combination. */
+/* Every option of argv, each stored where its table entry says (struct
+ * cli_opt.to) in args, whose start the shared tables' callbacks read as a
+ * struct cli_run_args (cli/cli.h); an extra one's value into
+ * p->extra_values (which must be set when p->extra is). true when the
+ * command goes on (p->optind is the first operand); false to stop with
+ * p->status (--help was printed, or an error). A bad value stops the parse
+ * at that option, so the first bad one in argv is the one reported. */
 bool cli_parse_options(struct cli_parse *p, void *args);
 /* Whether the option called name (long name) was given. */
 bool cli_parse_given(const struct cli_parse *p, const char *name);
