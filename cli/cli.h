@@ -93,8 +93,8 @@ int cli_parse_whole(const char *s, long min, long max, long *out);
  * microseconds as gpushare_parse_duration() says, and every bad value gives
  * "<cmd>: invalid <opt> '<value>': <why>". Usage: cli_command_scan() before
  * the parse (hand its o.opt_argc to the parser so options stop at "--"),
- * cli_command_option() for the CLI_OPT_* ids, cli_command_apply() after the
- * options. */
+ * cli_command_option() for the CLI_OPT_* ids (the tables bind them to it
+ * through cli_run_option()), cli_command_apply() after the options. */
 struct gpushare_bench_config;
 struct cli_command_opts {
 	int cmd_at;                /* index of the first "--" in argv, -1 none */
@@ -144,7 +144,8 @@ int cli_openloop_call(struct cli_parse *p, void *args);
 
 /* The open-loop options bench and sweep share (cli/cli_openloop.c): the
  * CLI_OPEN_* ids of cli_openloop_opts and cli_peak_opts (cli/opt.h), parsed by
- * cli_openloop_option(); each command has its own --rate entry. */
+ * cli_openloop_option() (bound through cli_openloop_call()); each command has
+ * its own --rate entry. */
 /* The option p found, if a CLI_OPEN_* one, into c; an exit status or CLI_NOT_MINE. */
 int cli_openloop_option(const struct cli_parse *p, struct gpushare_bench_config *c);
 /* --rate R: a number of arrivals per second above 0. Returns an exit status. */
