@@ -1,7 +1,8 @@
 /*
  * Shared pieces of the gpushare command line: the subcommand signature,
  * exit statuses and error printing. Subcommands use libgpushare only through
- * its public headers.
+ * its public headers, and the uninstalled include/gpushare/internal/ ones
+ * for what only the command line uses (its option parsers and notices).
  */
 #ifndef GPUSHARE_CLI_H
 #define GPUSHARE_CLI_H
@@ -92,8 +93,8 @@ int cli_parse_whole(const char *s, long min, long max, long *out);
  * microseconds as gpushare_parse_duration() says, and every bad value gives
  * "<cmd>: invalid <opt> '<value>': <why>". Usage: cli_command_scan() before
  * the parse (hand its o.opt_argc to the parser so options stop at "--"),
- * cli_command_option() for the CLI_OPT_* ids, cli_command_apply() after the
- * options. */
+ * cli_command_option() for the CLI_OPT_* ids (the tables bind them to it
+ * through cli_run_option()), cli_command_apply() after the options. */
 struct gpushare_bench_config;
 struct cli_command_opts {
 	int cmd_at;                /* index of the first "--" in argv, -1 none */
@@ -125,9 +126,26 @@ int cli_command_option(struct cli_command_opts *o, const struct cli_parse *p, st
 int cli_command_apply(const struct cli_command_opts *o, const char *cmd, int argc, char **argv, bool workload_given,
 		      struct gpushare_bench_config *c);
 
+/* Where the options of the shared tables go (cli_run_opts, cli_program_opts,
+ * cli_metrics_opts, cli_openloop_opts, cli_peak_opts, and a command's own
+ * entries with CLI_OPT_* or CLI_OPEN_* ids bound by CLI_RUN or CLI_OPEN): a
+ * command that has them puts this at the start of the args it gives
+ * cli_parse_options(), with co scanned (cli_command_scan()) and c set. */
+struct cli_run_args {
+	struct cli_command_opts co;
+	struct gpushare_bench_config *c;
+};
+/* cli_command_option() into the struct cli_run_args at args. */
+int cli_run_option(struct cli_parse *p, void *args);
+/* cli_openloop_option() into the struct cli_run_args at args. */
+int cli_openloop_call(struct cli_parse *p, void *args);
+#define CLI_RUN .to = CLI_TO_CALL, .call = cli_run_option
+#define CLI_OPEN .to = CLI_TO_CALL, .call = cli_openloop_call
+
 /* The open-loop options bench and sweep share (cli/cli_openloop.c): the
  * CLI_OPEN_* ids of cli_openloop_opts and cli_peak_opts (cli/opt.h), parsed by
- * cli_openloop_option(); each command has its own --rate entry. */
+ * cli_openloop_option() (bound through cli_openloop_call()); each command has
+ * its own --rate entry. */
 /* The option p found, if a CLI_OPEN_* one, into c; an exit status or CLI_NOT_MINE. */
 int cli_openloop_option(const struct cli_parse *p, struct gpushare_bench_config *c);
 /* --rate R: a number of arrivals per second above 0. Returns an exit status. */
@@ -144,15 +162,20 @@ size_t cli_sweep_prescan(const struct cli_cmd *cmd, int argc, char **argv, const
 /* --workers, --batch or --thread-percentage (opt) into s: an exit status
  * ("<cmd>: invalid <option> ..."), or CLI_NOT_MINE for another option. */
 int cli_sweep_axis_option(const char *cmd, int opt, const char *arg, struct gpushare_sweep_config *s);
+/* The start of sweep's and tune's argument structs (cli_parse_options()):
+ * run.c = &s->bench. */
+struct cli_sweep_args {
+	struct cli_run_args run;
+	struct gpushare_sweep_config *s;
+};
+/* cli_sweep_axis_option() of the option p found into the struct
+ * cli_sweep_args at args. */
+int cli_sweep_axis_call(struct cli_parse *p, void *args);
 /* The workload options given (values[i] for names[i], NULL when not given)
  * set on s's shapes: an exit status. */
 int cli_sweep_shape_options(const char *cmd, struct gpushare_sweep_config *s, size_t n, const char **names,
 			    const char **values);
 
-/* Any other option of sweep or tune: a workload option's value into
- * values, a command-mode or open-loop option into s->bench. An exit status. */
-int cli_sweep_other_option(struct cli_command_opts *co, const struct cli_parse *p, int opt, const char **values,
-			   struct gpushare_sweep_config *s);
 /* After the parse: the command-mode options into s->bench
  * (cli_command_apply) and --strategy as the sweep's strategies. An exit
  * status. */

@@ -12,32 +12,34 @@
 #include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
+#include "gpushare/internal/bench.h"
 
 const struct cli_opt cli_openloop_opts[] = {
-	{ .id = CLI_OPEN_LOAD, .long_name = "load", .kind = CLI_ENUM, .value_name = "closed|open",
+	{ .id = CLI_OPEN_LOAD, CLI_OPEN, .long_name = "load", .kind = CLI_ENUM, .value_name = "closed|open",
 	  .help = "closed (default): each worker runs requests back to back; open: gpushare schedules arrivals and hands them out; "
 	  "latency counts from the scheduled arrival", .values = "closed open" },
-	{ .id = CLI_OPEN_ARRIVAL, .long_name = "arrival", .kind = CLI_ENUM, .value_name = "poisson|uniform",
+	{ .id = CLI_OPEN_ARRIVAL, CLI_OPEN, .long_name = "arrival", .kind = CLI_ENUM, .value_name = "poisson|uniform",
 	  .help = "gaps between arrivals", .def = "poisson", .values = "poisson uniform" },
-	{ .id = CLI_OPEN_SEED, .long_name = "seed", .kind = CLI_INT, .value_name = "S",
+	{ .id = CLI_OPEN_SEED, CLI_OPEN, .long_name = "seed", .kind = CLI_INT, .value_name = "S",
 	  .help = "seed of the Poisson schedule", .def = "1", .max = 9223372036854775807L },
-	{ .id = CLI_OPEN_DISPATCH, .long_name = "dispatch", .kind = CLI_ENUM, .value_name = "shared|round-robin",
+	{ .id = CLI_OPEN_DISPATCH, CLI_OPEN, .long_name = "dispatch", .kind = CLI_ENUM,
+	  .value_name = "shared|round-robin",
 	  .help = "one queue for all workers (default), or one each", .values = "shared round-robin" },
-	{ .id = CLI_OPEN_DRAIN, .long_name = "drain", .kind = CLI_DURATION, .value_name = "D",
+	{ .id = CLI_OPEN_DRAIN, CLI_OPEN, .long_name = "drain", .kind = CLI_DURATION, .value_name = "D",
 	  .help = "after the window, serve the backlog this long at most", .def = "the window, 1s to 10s" },
 };
 _Static_assert(CLI_N(cli_openloop_opts) == CLI_N_OPENLOOP_OPTS, "CLI_N_OPENLOOP_OPTS");
 
 const struct cli_opt cli_peak_opts[] = {
-	{ .id = CLI_OPEN_FIND_PEAK, .long_name = "find-peak", .kind = CLI_FLAG,
+	{ .id = CLI_OPEN_FIND_PEAK, CLI_OPEN, .long_name = "find-peak", .kind = CLI_FLAG,
 	  .help = "search the highest rate within --slo, per strategy, starting at --rate" },
-	{ .id = CLI_OPEN_SLO, .long_name = "slo", .kind = CLI_STRING, .value_name = "pNN=D",
+	{ .id = CLI_OPEN_SLO, CLI_OPEN, .long_name = "slo", .kind = CLI_STRING, .value_name = "pNN=D",
 	  .help = "the bound, e.g. p99=50ms (any percentile)" },
-	{ .id = CLI_OPEN_RESOLUTION, .long_name = "resolution", .kind = CLI_NUMBER, .value_name = "F",
+	{ .id = CLI_OPEN_RESOLUTION, CLI_OPEN, .long_name = "resolution", .kind = CLI_NUMBER, .value_name = "F",
 	  .help = "stop when the peak is known within F", .def = "0.05" },
-	{ .id = CLI_OPEN_TAIL_SAMPLES, .long_name = "tail-samples", .kind = CLI_INT, .value_name = "K",
+	{ .id = CLI_OPEN_TAIL_SAMPLES, CLI_OPEN, .long_name = "tail-samples", .kind = CLI_INT, .value_name = "K",
 	  .help = "each step offers at least K/(1-q) requests", .def = "100", .min = 1, .max = 1000000 },
-	{ .id = CLI_OPEN_RATE_MAX, .long_name = "rate-max", .kind = CLI_NUMBER, .value_name = "R",
+	{ .id = CLI_OPEN_RATE_MAX, CLI_OPEN, .long_name = "rate-max", .kind = CLI_NUMBER, .value_name = "R",
 	  .help = "never try more than R per second", .def = "1e7" },
 };
 _Static_assert(CLI_N(cli_peak_opts) == CLI_N_PEAK_OPTS, "CLI_N_PEAK_OPTS");
@@ -145,4 +147,9 @@ int cli_openloop_option(const struct cli_parse *p, struct gpushare_bench_config 
 		return EXIT_OK;
 	}
 	return CLI_NOT_MINE;
+}
+
+int cli_openloop_call(struct cli_parse *p, void *args)
+{
+	return cli_openloop_option(p, ((struct cli_run_args *)args)->c);
 }

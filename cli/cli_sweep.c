@@ -13,6 +13,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/sweep.h"
 #include "gpushare/workload.h"
+#include "gpushare/internal/sweep.h"
 
 size_t cli_sweep_prescan(const struct cli_cmd *cmd, int argc, char **argv, const char **names, size_t max)
 {
@@ -73,6 +74,11 @@ int cli_sweep_axis_option(const char *cmd, int opt, const char *arg, struct gpus
 	}
 }
 
+int cli_sweep_axis_call(struct cli_parse *p, void *args)
+{
+	return cli_sweep_axis_option(p->name, p->opt->id, p->arg, ((struct cli_sweep_args *)args)->s);
+}
+
 int cli_sweep_shape_options(const char *cmd, struct gpushare_sweep_config *s, size_t n, const char **names,
 			    const char **values)
 {
@@ -86,20 +92,6 @@ int cli_sweep_shape_options(const char *cmd, struct gpushare_sweep_config *s, si
 			return cli_bad_value(cmd, name, values[i]);
 	}
 	return EXIT_OK;
-}
-
-int cli_sweep_other_option(struct cli_command_opts *co, const struct cli_parse *p, int opt, const char **values,
-			   struct gpushare_sweep_config *s)
-{
-	int code;
-
-	if (opt >= CLI_ID_EXTRA) {
-		values[opt - CLI_ID_EXTRA] = p->arg;
-		return EXIT_OK;
-	}
-	if ((code = cli_command_option(co, p, &s->bench)) == CLI_NOT_MINE)
-		code = cli_openloop_option(p, &s->bench);
-	return code;
 }
 
 int cli_sweep_apply_command(const struct cli_command_opts *co, const char *cmd, int argc, char **argv,

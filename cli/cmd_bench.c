@@ -16,52 +16,74 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/workload.h"
+#include "gpushare/internal/bench.h"
 
 /* ---- options ---- */
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
+/* The mps-split lists, parsed once the workers are known. */
+struct raw_lists {
+	const char *thread_pct, *mem_limit, *priority;
+};
+
+/* Where bench's options go (cli_parse_options()). */
+struct bench_args {
+	struct cli_run_args run;          /* first: the shared options' place; run.c = &c */
+	struct gpushare_bench_config c;
+	struct raw_lists raw;
+	bool json, csv, quiet, verbose;
+	const char *out;
+};
+
+#define AT(field) CLI_AT(struct bench_args, field)
+
 static const struct cli_opt bench_opts[] = {
 	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_ENUM, .value_name = "NAME|A+B",
 	  .help = "workload (see below), or a mix of 2 to 4 sharing the GPU, each NAME[:opt=value]..., "
-	  "e.g. transformer+matmul:size=1024", .def = "matmul", .values = "@workloads" },
+	  "e.g. transformer+matmul:size=1024", .def = "matmul", .values = "@workloads",
+	  .to = CLI_TO_NONE /* prescan_workload() */ },
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_INT, .value_name = "B", .help = "items per request",
-	  .def = "1", .min = 1, .max = 1L << 30 },
+	  .def = "1", .min = 1, .max = 1L << 30, .to = CLI_TO_LONG, AT(c.wl.batch) },
 	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_INT, .value_name = "N",
 	  .help = "workers (1.." STR(GPUSHARE_BENCH_MAX_WORKERS) "; MPS allows 48 clients per GPU)", .def = "4",
-	  .min = 1, .max = GPUSHARE_BENCH_MAX_WORKERS },
+	  .min = 1, .max = GPUSHARE_BENCH_MAX_WORKERS, .to = CLI_TO_INT, AT(c.workers) },
 };
 
 static const struct cli_opt bench_split_opts[] = {
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "mps-split: SM share per worker, one value or one per worker; a mix: each workload's share, 30/70",
-	  .def = "100/N" },
+	  .def = "100/N", .to = CLI_TO_STR, AT(raw.thread_pct) },
 	{ .id = OPT_MEM_LIMIT, .long_name = "mem-limit", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "mps-split: pinned device memory per worker (4G or 4G,2G,...)" },
+	  .help = "mps-split: pinned device memory per worker (4G or 4G,2G,...)", .to = CLI_TO_STR, AT(raw.mem_limit) },
 	{ .id = OPT_PRIORITY, .long_name = "priority", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "mps-split: client priority per worker (0 normal, 1 below)" },
+	  .help = "mps-split: client priority per worker (0 normal, 1 below)", .to = CLI_TO_STR, AT(raw.priority) },
 	{ .id = OPT_CEILING, .long_name = "ceiling", .kind = CLI_FLAG,
-	  .help = "also run one process with batch x N and report E_N" },
+	  .help = "also run one process with batch x N and report E_N", .to = CLI_TO_TRUE, AT(c.ceiling) },
 	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "K",
 	  .help = "run every strategy K times, interleaved (default 1); prints mean +- sd, min...max and a relative summary",
-	  .min = 1, .max = 10000 },
+	  .min = 1, .max = 10000, CLI_RUN },
 	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",
-	  .help = "after K, repeat until each median items/s is known to +-P (e.g. 2%) at >= 95% coverage (at least 6 runs)" },
+	  .help = "after K, repeat until each median items/s is known to +-P (e.g. 2%) at >= 95% coverage (at least 6 runs)",
+	  CLI_RUN },
 	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
-	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000 },
-	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "JSON on stdout (not with --csv)" },
-	{ .id = OPT_CSV, .long_name = "csv", .kind = CLI_FLAG, .help = "CSV on stdout (not with --json)" },
+	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000, CLI_RUN },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "JSON on stdout (not with --csv)",
+	  .to = CLI_TO_TRUE, AT(json) },
+	{ .id = OPT_CSV, .long_name = "csv", .kind = CLI_FLAG, .help = "CSV on stdout (not with --json)",
+	  .to = CLI_TO_TRUE, AT(csv) },
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_FILE, .value_name = "FILE",
-	  .help = "also write the JSON document to FILE (atomically)" },
-	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
+	  .help = "also write the JSON document to FILE (atomically)", .to = CLI_TO_STR, AT(out) },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr",
+	  .to = CLI_TO_TRUE, AT(quiet) },
 	{ .id = 'v', .short_name = 'v', .long_name = "verbose", .kind = CLI_FLAG,
-	  .help = "one line per worker in the table" },
+	  .help = "one line per worker in the table", .to = CLI_TO_TRUE, AT(verbose) },
 };
 
 static const struct cli_opt bench_rate_opt[] = {
 	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_NUMBER, .value_name = "R",
-	  .help = "arrivals per second, all workers together" },
+	  .help = "arrivals per second, all workers together", CLI_OPEN },
 };
 
 static void bench_more_help(FILE *f);
@@ -230,10 +252,6 @@ static bool ran_any(const struct gpushare_bench_report *r)
 	return false;
 }
 
-struct raw_lists {
-	const char *thread_pct, *mem_limit, *priority;
-};
-
 static int output_report(const struct gpushare_bench_report *r, bool json, bool csv, bool verbose,
 			 const char *out)
 {
@@ -270,26 +288,27 @@ static int output_report(const struct gpushare_bench_report *r, bool json, bool 
 
 int cmd_bench(int argc, char **argv)
 {
-	static struct gpushare_bench_config c;  /* large: kept off the stack */
+	static struct bench_args a;  /* large: kept off the stack */
+	struct gpushare_bench_config *c = &a.c;
 	struct cli_parse p;
 	const struct gpushare_wl_desc *wl;
 	const char *wl_name = prescan_workload(argc, argv);
 	const char *wl_names[GPUSHARE_WL_MAX_OPTS * GPUSHARE_BENCH_MAX_MIX];
 	const char *wl_values[GPUSHARE_WL_MAX_OPTS * GPUSHARE_BENCH_MAX_MIX] = { 0 };
 	char label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
-	struct raw_lists raw = { 0 };
-	bool json = false, csv = false, quiet = false, verbose = false;
-	struct cli_command_opts co;
-	const char *out = NULL;
+	const struct raw_lists *raw = &a.raw;
+	struct cli_command_opts *co = &a.run.co;
 	struct progress_state ps = { .last_strategy = -1, .last_phase = -1, .last_run = -1 };
 	struct gpushare_bench_report report;
 	struct gpushare_bench_repeat_opts rep;
 	char **cmdline;
 	size_t n_wl = 0;
-	int opt, rc, code;
+	int rc, code;
 	char whose[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL + 16];
 
-	if (gpushare_bench_config_init(&c))
+	memset(&a, 0, sizeof(a));
+	a.run.c = c;
+	if (gpushare_bench_config_init(c))
 		return cli_fail(GPUSHARE_E_NOT_FOUND, "bench");
 	if (wl_name && !strpbrk(wl_name, "+:") && !gpushare_workload_find(wl_name)) {
 		const struct gpushare_wl_desc *list;
@@ -300,12 +319,12 @@ int cmd_bench(int argc, char **argv)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", list[i].name);
 		return cli_error(EXIT_USAGE, "bench: unknown workload '%s' (expected %s)", wl_name, names);
 	}
-	if (wl_name && gpushare_bench_set_workload(&c, wl_name))
+	if (wl_name && gpushare_bench_set_workload(c, wl_name))
 		return cli_error(EXIT_USAGE, "bench: --workload: %s", gpushare_errdetail());
-	wl = c.wl.desc;
+	wl = c->wl.desc;
 	/* The workload options that join the table: every member's, once. */
-	for (int m = 0; m < (c.n_mix >= 2 ? c.n_mix : 1); m++) {
-		const struct gpushare_wl_desc *d = c.n_mix >= 2 ? c.mix[m].wl.desc : wl;
+	for (int m = 0; m < (c->n_mix >= 2 ? c->n_mix : 1); m++) {
+		const struct gpushare_wl_desc *d = c->n_mix >= 2 ? c->mix[m].wl.desc : wl;
 
 		for (size_t i = 0; i < d->n_opts && i < GPUSHARE_WL_MAX_OPTS; i++) {
 			bool seen = false;
@@ -318,55 +337,30 @@ int cmd_bench(int argc, char **argv)
 	}
 	/* Everything after the first "--" is the command; options stop there.
 	 * A bench option of the same name as a workload option wins. */
-	cli_command_scan(&co, argc, argv);
-	cli_parse_init(&p, &cli_bench_cmd, co.opt_argc, argv);
+	cli_command_scan(co, argc, argv);
+	cli_parse_init(&p, &cli_bench_cmd, co->opt_argc, argv);
 	p.extra = wl_names;
 	p.n_extra = n_wl;
-	snprintf(whose, sizeof(whose), "workload '%s'", gpushare_bench_workload_label(&c, label, sizeof(label)));
+	snprintf(whose, sizeof(whose), "workload '%s'", gpushare_bench_workload_label(c, label, sizeof(label)));
 	p.whose = whose;
-	while ((opt = cli_parse_next(&p)) > 0) {
-		switch (opt) {
-		case 'q': quiet = true; break;
-		case 'v': verbose = true; break;
-		case OPT_WORKLOAD: break; /* taken by prescan_workload() */
-		case OPT_BATCH: c.wl.batch = p.num; break;
-		case OPT_WORKERS:
-			c.workers = (int)p.num;
-			c.workers_given = true;
-			break;
-		case OPT_THREAD_PCT: raw.thread_pct = p.arg; break;
-		case OPT_MEM_LIMIT: raw.mem_limit = p.arg; break;
-		case OPT_PRIORITY: raw.priority = p.arg; break;
-		case OPT_CEILING: c.ceiling = true; break;
-		case OPT_JSON: json = true; break;
-		case OPT_CSV: csv = true; break;
-		case OPT_OUT: out = p.arg; break;
-		default:
-			if (opt >= CLI_ID_EXTRA) {
-				wl_values[opt - CLI_ID_EXTRA] = p.arg;
-				break;
-			}
-			if ((code = cli_command_option(&co, &p, &c)) == CLI_NOT_MINE)
-				code = cli_openloop_option(&p, &c);
-			if (code)
-				return code;
-		}
-	}
-	if (opt < 0)
+	p.extra_values = wl_values;
+	if (!cli_parse_options(&p, &a))
 		return p.status;
-	if (p.optind < co.opt_argc)
+	if (cli_parse_given(&p, "workers"))
+		c->workers_given = true;
+	if (p.optind < co->opt_argc)
 		return cli_unexpected_argument("bench", argv[p.optind]);
-	if ((code = cli_command_apply(&co, "bench", argc, argv, wl_name != NULL, &c)))
+	if ((code = cli_command_apply(co, "bench", argc, argv, wl_name != NULL, c)))
 		return code;
-	if (c.command) {
+	if (c->command) {
 		for (size_t i = 0; i < n_wl; i++) {
 			if (wl_values[i])
 				return cli_error(EXIT_USAGE, "bench: --%s is an option of workload '%s', not of a command",
 						 wl_names[i], wl->name);
 		}
-		if (c.ceiling && c.command_mode == GPUSHARE_CMD_JOB)
+		if (c->ceiling && c->command_mode == GPUSHARE_CMD_JOB)
 			return cli_error(EXIT_USAGE, "bench: --ceiling needs request mode (it runs one worker with batch x N)");
-		if (gpushare_bench_command_check(&c))
+		if (gpushare_bench_command_check(c))
 			return cli_error(EXIT_USAGE, "bench: %s", gpushare_errdetail());
 	}
 	for (size_t i = 0; i < n_wl; i++) {
@@ -374,63 +368,63 @@ int cmd_bench(int argc, char **argv)
 
 		if (!wl_values[i])
 			continue;
-		if (gpushare_bench_set_wl_option(&c, wl_names[i], wl_values[i])) {
+		if (gpushare_bench_set_wl_option(c, wl_names[i], wl_values[i])) {
 			snprintf(name, sizeof(name), "--%s", wl_names[i]);
 			return bad_value(name, wl_values[i]);
 		}
 	}
-	if (c.n_mix < 2 && gpushare_wl_params_check(&c.wl))
+	if (c->n_mix < 2 && gpushare_wl_params_check(&c->wl))
 		return cli_error(EXIT_USAGE, "bench: invalid options of workload '%s': %s", wl->name, gpushare_errdetail());
-	if (json && csv)
+	if (a.json && a.csv)
 		return cli_error(EXIT_USAGE, "bench: give --json or --csv, not both");
-	if (raw.thread_pct && strchr(raw.thread_pct, '/')) {
-		if (gpushare_bench_parse_mix_shares(raw.thread_pct, c.n_mix, c.mix_share, &c.n_mix_share))
-			return bad_value("--thread-percentage", raw.thread_pct);
-	} else if (raw.thread_pct && gpushare_bench_parse_percent_list(raw.thread_pct, c.workers, c.thread_percentage,
-								       &c.n_thread_percentage)) {
-		return bad_value("--thread-percentage", raw.thread_pct);
+	if (raw->thread_pct && strchr(raw->thread_pct, '/')) {
+		if (gpushare_bench_parse_mix_shares(raw->thread_pct, c->n_mix, c->mix_share, &c->n_mix_share))
+			return bad_value("--thread-percentage", raw->thread_pct);
+	} else if (raw->thread_pct && gpushare_bench_parse_percent_list(raw->thread_pct, c->workers, c->thread_percentage,
+								       &c->n_thread_percentage)) {
+		return bad_value("--thread-percentage", raw->thread_pct);
 	}
-	if (raw.mem_limit && gpushare_bench_parse_size_list(raw.mem_limit, c.workers, c.mem_limit_bytes, &c.n_mem_limit))
-		return bad_value("--mem-limit", raw.mem_limit);
-	if (raw.priority && gpushare_bench_parse_priority_list(raw.priority, c.workers, c.priority, &c.n_priority))
-		return bad_value("--priority", raw.priority);
-	if (gpushare_bench_config_check(&c))
+	if (raw->mem_limit && gpushare_bench_parse_size_list(raw->mem_limit, c->workers, c->mem_limit_bytes, &c->n_mem_limit))
+		return bad_value("--mem-limit", raw->mem_limit);
+	if (raw->priority && gpushare_bench_parse_priority_list(raw->priority, c->workers, c->priority, &c->n_priority))
+		return bad_value("--priority", raw->priority);
+	if (gpushare_bench_config_check(c))
 		return cli_error(EXIT_USAGE, "bench: %s", gpushare_errdetail());
-	if (out && gpushare_check_writable(out))
+	if (a.out && gpushare_check_writable(a.out))
 		return cli_error(EXIT_IO, "bench: --out: %s", gpushare_errdetail());
 	{
 		bool split = false, mps = false;
 
-		for (size_t i = 0; i < c.n_strategies; i++) {
-			split |= gpushare_strategy_client_share(c.strategies[i]);
-			mps |= gpushare_strategy_uses_mps(c.strategies[i]);
+		for (size_t i = 0; i < c->n_strategies; i++) {
+			split |= gpushare_strategy_client_share(c->strategies[i]);
+			mps |= gpushare_strategy_uses_mps(c->strategies[i]);
 		}
-		if (!split && (raw.thread_pct || raw.mem_limit || raw.priority))
+		if (!split && (raw->thread_pct || raw->mem_limit || raw->priority))
 			cli_warn("--thread-percentage, --mem-limit and --priority only affect the mps-split strategy");
-		if (mps && c.workers > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU)
-			cli_warn_mps_clients(c.workers);
+		if (mps && c->workers > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU)
+			cli_warn_mps_clients(c->workers);
 	}
 	/* The command line for the report, with the program name first. */
 	cmdline = cli_command_line(argc, argv);
 	if (!cmdline)
 		return cli_fail(GPUSHARE_E_NOMEM, "bench");
-	c.argc = argc + 1;
-	c.argv = cmdline;
-	if (!quiet) {
+	c->argc = argc + 1;
+	c->argv = cmdline;
+	if (!a.quiet) {
 		ps.tty = isatty(STDERR_FILENO) == 1;
-		c.progress = show_progress;
-		c.progress_arg = &ps;
+		c->progress = show_progress;
+		c->progress_arg = &ps;
 	}
 	cli_catch_interrupts();
 	cli_announce_metrics("bench");
-	cli_announce_preload("bench", quiet);
+	cli_announce_preload("bench", a.quiet);
 
-	rep.repeats = co.repeats ? co.repeats : 1;
-	rep.target_noise = co.target_noise;
-	rep.max_repeats = co.max_repeats ? co.max_repeats : 20;
+	rep.repeats = co->repeats ? co->repeats : 1;
+	rep.target_noise = co->target_noise;
+	rep.max_repeats = co->max_repeats ? co->max_repeats : 20;
 	if (rep.max_repeats < rep.repeats)
 		rep.max_repeats = rep.repeats;
-	rc = gpushare_bench_run_repeats(&c, &rep, &report);
+	rc = gpushare_bench_run_repeats(c, &rep, &report);
 	gpushare_bench_preload_release();
 	if (ps.line_open)
 		fputs("\r\033[K", stderr);
@@ -438,8 +432,8 @@ int cmd_bench(int argc, char **argv)
 		cli_run_failed("bench", rc);
 	warn_spread(&report, rep.target_noise);
 	code = EXIT_OK;
-	if ((report.n_results > 0 || report.ceiling) && (json || csv || out || rc == GPUSHARE_OK || ran_any(&report)))
-		code = output_report(&report, json, csv, verbose, out);
+	if ((report.n_results > 0 || report.ceiling) && (a.json || a.csv || a.out || rc == GPUSHARE_OK || ran_any(&report)))
+		code = output_report(&report, a.json, a.csv, a.verbose, a.out);
 	if (rc == GPUSHARE_E_INTERRUPTED) {
 		cli_error(EXIT_INTERRUPTED, "bench: interrupted; the results above are partial");
 		code = EXIT_INTERRUPTED;

@@ -18,31 +18,71 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 
+/* Where exec's options go (cli_parse_options()). */
+struct exec_args {
+	struct gpushare_exec_opts o;
+	bool json;
+};
+
+#define AT(field) CLI_AT(struct exec_args, field)
+
+static int set_strategy(struct cli_parse *p, void *args)
+{
+	if (cli_parse_sharing_strategy(p->arg, &((struct exec_args *)args)->o.strategy))
+		return cli_error(EXIT_USAGE, "exec: invalid --strategy '%s': exec runs ranks under mps, mps-split or timeslice",
+				 p->arg);
+	return EXIT_OK;
+}
+
+static int set_bind(struct cli_parse *p, void *args)
+{
+	if (strcmp(p->arg, "round-robin") != 0 && strcmp(p->arg, "block") != 0)
+		return cli_error(EXIT_USAGE, "exec: invalid --bind '%s': round-robin or block", p->arg);
+	((struct exec_args *)args)->o.bind = p->arg;
+	return EXIT_OK;
+}
+
+static int set_thread_percentage(struct cli_parse *p, void *args)
+{
+	if (gpushare_parse_percent(p->arg, &((struct exec_args *)args)->o.thread_percentage))
+		return cli_bad_value("exec", "--thread-percentage", p->arg);
+	return EXIT_OK;
+}
+
 static const struct cli_opt exec_opts[] = {
 	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
-	  .help = "mps, mps-split or timeslice", .def = "mps", .values = "mps mps-split timeslice" },
+	  .help = "mps, mps-split or timeslice", .def = "mps", .values = "mps mps-split timeslice",
+	  .to = CLI_TO_CALL, .call = set_strategy },
 	{ .id = OPT_BIND, .long_name = "bind", .kind = CLI_ENUM, .value_name = "round-robin|block",
 	  .help = "local rank r on GPU r mod G (default), or contiguous groups of ranks per GPU",
-	  .values = "round-robin block" },
+	  .values = "round-robin block",
+	  .to = CLI_TO_CALL, .call = set_bind },
 	{ .id = OPT_RANKS_PER_GPU, .long_name = "ranks-per-gpu", .kind = CLI_INT, .value_name = "K",
 	  .help = "check that every GPU used gets exactly K ranks (the node's rank count must be a multiple of K and need at "
-	  "most as many GPUs as are usable)", .min = 1, .max = 4096 },
+	  "most as many GPUs as are usable)", .min = 1, .max = 4096,
+	  .to = CLI_TO_UINT, AT(o.ranks_per_gpu) },
 	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
 	  .help = "GPUs to bind to: NVML indices and UUIDs (or unique UUID prefixes of 8+ characters), within "
-	  "CUDA_VISIBLE_DEVICES when it is set", .def = "all", .values = "all" },
+	  "CUDA_VISIBLE_DEVICES when it is set", .def = "all", .values = "all",
+	  .to = CLI_TO_STR, AT(o.gpus) },
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
 	  .help = "mps-split: each rank's active thread percentage, (0,100]; under --gres=mps never above Slurm's "
-	  "share", .def = "100 / the ranks sharing its GPU; under --gres=mps Slurm's share / those ranks" },
+	  "share", .def = "100 / the ranks sharing its GPU; under --gres=mps Slurm's share / those ranks",
+	  .to = CLI_TO_CALL, .call = set_thread_percentage },
 	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "use the MPS daemon that answers at DIR (left running)",
-	  .def = "one the Slurm prolog, the site or an earlier step runs for this GPU and user, else the job's own" },
+	  .def = "one the Slurm prolog, the site or an earlier step runs for this GPU and user, else the job's own",
+	  .to = CLI_TO_STR, AT(o.mps_pipe_dir) },
 	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "dcgm-exporter's job mapping: the job's id (SLURM_JOB_ID, else the job key) in DIR/<GPU index> "
-	  "while it runs" },
+	  "while it runs",
+	  .to = CLI_TO_STR, AT(o.hpc_job_mapping_dir) },
 	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
-	  .help = "print, per rank, its GPU, the environment it would get and the daemon it would use; run nothing" },
+	  .help = "print, per rank, its GPU, the environment it would get and the daemon it would use; run nothing",
+	  .to = CLI_TO_TRUE, AT(o.dry_run) },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
-	  .help = "with --dry-run: one JSON object per rank and line" },
+	  .help = "with --dry-run: one JSON object per rank and line",
+	  .to = CLI_TO_TRUE, AT(json) },
 };
 
 static const struct cli_group exec_groups[] = { CLI_GROUP("Options", exec_opts, NULL) };
@@ -185,70 +225,28 @@ static void wait_forwarding(struct gpushare_child *ch)
 int cmd_exec(int argc, char **argv)
 {
 	struct cli_parse p;
-	struct gpushare_exec_opts o = { .strategy = GPUSHARE_STRATEGY_MPS };
+	struct exec_args a = { .o = { .strategy = GPUSHARE_STRATEGY_MPS } };
+	struct gpushare_exec_opts *o = &a.o;
 	struct gpushare_exec x;
 	struct gpushare_exec_leave leave;
 	struct gpushare_child ch;
-	bool json = false;
-	const char *arg;
-	int opt, rc, code, first;
+	int rc, code, first;
 
 	cli_parse_init(&p, &cli_exec_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0) {
-		arg = p.arg;
-		switch (opt) {
-		case OPT_STRATEGY:
-			if (cli_parse_sharing_strategy(arg, &o.strategy))
-				return cli_error(EXIT_USAGE, "exec: invalid --strategy '%s': exec runs ranks under mps, "
-							     "mps-split or timeslice", arg);
-			break;
-		case OPT_BIND:
-			if (strcmp(arg, "round-robin") != 0 && strcmp(arg, "block") != 0)
-				return cli_error(EXIT_USAGE, "exec: invalid --bind '%s': round-robin or block", arg);
-			o.bind = arg;
-			break;
-		case OPT_RANKS_PER_GPU:
-			o.ranks_per_gpu = (unsigned)p.num;
-			break;
-		case OPT_GPUS:
-			o.gpus = arg;
-			break;
-		case OPT_THREAD_PCT:
-			if (gpushare_parse_percent(arg, &o.thread_percentage))
-				return cli_bad_value("exec", "--thread-percentage", arg);
-			break;
-		case OPT_DRY_RUN:
-			o.dry_run = true;
-			break;
-		case OPT_JSON:
-			json = true;
-			break;
-		case OPT_MPS_PIPE_DIR:
-			if (!*arg)
-				return cli_bad_value("exec", "--mps-pipe-dir", arg);
-			o.mps_pipe_dir = arg;
-			break;
-		case OPT_HPC_JOB_MAPPING_DIR:
-			if (!*arg)
-				return cli_bad_value("exec", "--hpc-job-mapping-dir", arg);
-			o.hpc_job_mapping_dir = arg;
-			break;
-		}
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &a))
 		return p.status;
 	first = p.optind;
-	if (json && !o.dry_run)
+	if (a.json && !o->dry_run)
 		return cli_error(EXIT_USAGE, "exec: --json goes with --dry-run");
-	if (o.thread_percentage > 0 && !gpushare_strategy_client_share(o.strategy))
+	if (o->thread_percentage > 0 && !gpushare_strategy_client_share(o->strategy))
 		return cli_error(EXIT_USAGE, "exec: --thread-percentage goes with --strategy mps-split");
-	if (first >= argc && !o.dry_run)
+	if (first >= argc && !o->dry_run)
 		return cli_error(EXIT_USAGE, "exec: no program given (usage: gpushare exec [options] -- PROGRAM [ARGS...])");
 
 	if (catch_signals() != 0)
 		return cli_error(EXIT_FAILURE_GENERIC, "exec: pipe: %s", strerror(errno));
-	o.interrupted = &pending_signal;
-	rc = gpushare_exec_open(&x, &o);
+	o->interrupted = &pending_signal;
+	rc = gpushare_exec_open(&x, o);
 	if (rc == GPUSHARE_E_NOT_FOUND && !x.launcher)
 		return cli_error(EXIT_USAGE, "%s", gpushare_errdetail());
 	if (rc)
@@ -261,9 +259,9 @@ int cmd_exec(int argc, char **argv)
 			cli_warn_mps_clients((int)x.max_ranks_per_gpu);
 	}
 	if (x.say_once)
-		say_once(&x, o.strategy);
-	if (o.dry_run) {
-		code = print_dry_run(&x, o.strategy, json);
+		say_once(&x, o->strategy);
+	if (o->dry_run) {
+		code = print_dry_run(&x, o->strategy, a.json);
 		gpushare_exec_close(&x, NULL);
 		return code;
 	}

@@ -17,14 +17,55 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 
+struct exporter {
+	struct gpushare_metrics_system_opts opts;
+	pthread_mutex_t lock;          /* guards warned_no_driver (the server runs
+					* one collection at a time and shares it) */
+	bool warned_no_driver;
+};
+
+/* Where exporter's options go. */
+struct exporter_args {
+	struct exporter *e;
+	char addr[GPUSHARE_METRICS_ADDR_MAX];
+	uint16_t port;
+	bool once, no_processes;
+};
+
+static int set_listen(struct cli_parse *p, void *args)
+{
+	struct exporter_args *a = args;
+
+	if (gpushare_metrics_parse_listen(p->arg, a->addr, sizeof(a->addr), &a->port))
+		return cli_error(EXIT_USAGE, "exporter: invalid --listen '%s': %s", p->arg, gpushare_errdetail());
+	return EXIT_OK;
+}
+
+/* --pipe-dir DIR, repeatable: one more directory to report. */
+static int add_pipe_dir(struct cli_parse *p, void *args)
+{
+	struct gpushare_metrics_system_opts *o = &((struct exporter_args *)args)->e->opts;
+
+	if (p->arg[0] != '/' || strlen(p->arg) >= GPUSHARE_PATH_MAX)
+		return cli_error(EXIT_USAGE, "exporter: invalid --pipe-dir '%s' (expected an absolute path)", p->arg);
+	if (o->n_pipe_dirs >= GPUSHARE_METRICS_MAX_PIPE_DIRS)
+		return cli_error(EXIT_USAGE, "exporter: at most %d --pipe-dir options", GPUSHARE_METRICS_MAX_PIPE_DIRS);
+	snprintf(o->pipe_dirs[o->n_pipe_dirs++], GPUSHARE_PATH_MAX, "%s", p->arg);
+	return EXIT_OK;
+}
+
 static const struct cli_opt exporter_opts[] = {
 	{ .id = OPT_LISTEN, .long_name = "listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
-	  .help = "where to serve (default 127.0.0.1:9400; ADDR defaults to 127.0.0.1; port 0 picks a free port, printed on stderr)" },
-	{ .id = OPT_ONCE, .long_name = "once", .kind = CLI_FLAG, .help = "print one exposition on stdout and exit" },
+	  .help = "where to serve (default 127.0.0.1:9400; ADDR defaults to 127.0.0.1; port 0 picks a free port, printed on stderr)",
+	  .to = CLI_TO_CALL, .call = set_listen },
+	{ .id = OPT_ONCE, .long_name = "once", .kind = CLI_FLAG, .help = "print one exposition on stdout and exit",
+	  .to = CLI_TO_TRUE, CLI_AT(struct exporter_args, once) },
 	{ .id = OPT_PIPE_DIR, .long_name = "pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "MPS pipe directory to report (repeatable; default: gpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)" },
+	  .help = "MPS pipe directory to report (repeatable; default: gpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)",
+	  .to = CLI_TO_CALL, .call = add_pipe_dir },
 	{ .id = OPT_NO_PROCESSES, .long_name = "no-processes", .kind = CLI_FLAG,
-	  .help = "leave out the per-process GPU memory series" },
+	  .help = "leave out the per-process GPU memory series",
+	  .to = CLI_TO_TRUE, CLI_AT(struct exporter_args, no_processes) },
 };
 
 static const struct cli_group exporter_groups[] = { CLI_GROUP("Options", exporter_opts, NULL) };
@@ -50,12 +91,6 @@ const struct cli_cmd cli_exporter_cmd = {
 	.n_notes = 2,
 };
 
-struct exporter {
-	struct gpushare_metrics_system_opts opts;
-	pthread_mutex_t lock;          /* guards warned_no_driver (the server runs
-					* one collection at a time and shares it) */
-	bool warned_no_driver;
-};
 
 static int produce(void *arg, char **text, size_t *len)
 {
@@ -133,42 +168,22 @@ static int serve(struct exporter *e, const char *addr, uint16_t port)
 int cmd_exporter(int argc, char **argv)
 {
 	static struct exporter e;  /* large (pipe directories): off the stack */
-	char addr[GPUSHARE_METRICS_ADDR_MAX] = "127.0.0.1";
-	uint16_t port = GPUSHARE_METRICS_EXPORTER_PORT;
-	bool once = false;
+	struct exporter_args a = { .e = &e, .addr = "127.0.0.1", .port = GPUSHARE_METRICS_EXPORTER_PORT };
 	struct cli_parse p;
-	const char *arg;
-	int opt, code;
+	int code;
 
 	gpushare_metrics_system_opts_init(&e.opts);
 	cli_parse_init(&p, &cli_exporter_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0) {
-		arg = p.arg;
-		switch (opt) {
-		case OPT_LISTEN:
-			if (gpushare_metrics_parse_listen(arg, addr, sizeof(addr), &port))
-				return cli_error(EXIT_USAGE, "exporter: invalid --listen '%s': %s", arg, gpushare_errdetail());
-			break;
-		case OPT_ONCE: once = true; break;
-		case OPT_PIPE_DIR:
-			if (arg[0] != '/' || strlen(arg) >= GPUSHARE_PATH_MAX)
-				return cli_error(EXIT_USAGE, "exporter: invalid --pipe-dir '%s' (expected an absolute path)", arg);
-			if (e.opts.n_pipe_dirs >= GPUSHARE_METRICS_MAX_PIPE_DIRS)
-				return cli_error(EXIT_USAGE, "exporter: at most %d --pipe-dir options",
-						 GPUSHARE_METRICS_MAX_PIPE_DIRS);
-			snprintf(e.opts.pipe_dirs[e.opts.n_pipe_dirs++], GPUSHARE_PATH_MAX, "%s", arg);
-			break;
-		case OPT_NO_PROCESSES: e.opts.processes = false; break;
-		}
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &a))
 		return p.status;
+	if (a.no_processes)
+		e.opts.processes = false;
 	if (p.optind < argc)
 		return cli_unexpected_argument("exporter", argv[p.optind]);
-	if (once)
+	if (a.once)
 		return run_once(&e);
 	pthread_mutex_init(&e.lock, NULL);
-	code = serve(&e, addr, port);
+	code = serve(&e, a.addr, a.port);
 	pthread_mutex_destroy(&e.lock);
 	return code;
 }

@@ -17,58 +17,149 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
+/* Where farm's options go (cli_parse_options()). */
+struct farm_args {
+	struct gpushare_farm_config c;
+	bool dir_given, dry_run, tag, json, quiet;
+};
+
+#define AT(field) CLI_AT(struct farm_args, field)
+
+/* --dir DIR or --resume DIR, one of them once. */
+static int set_dir(struct cli_parse *p, void *args)
+{
+	struct farm_args *a = args;
+
+	if (a->dir_given)
+		return cli_error(EXIT_USAGE, "farm: give one of --dir and --resume, once");
+	a->dir_given = true;
+	a->c.dir = p->arg;
+	a->c.resume = p->opt->id == OPT_RESUME;
+	return EXIT_OK;
+}
+
+static int set_strategy(struct cli_parse *p, void *args)
+{
+	if (cli_parse_sharing_strategy(p->arg, &((struct farm_args *)args)->c.strategy))
+		return cli_error(EXIT_USAGE, "farm: invalid --strategy '%s' (expected mps, mps-split or timeslice)", p->arg);
+	return EXIT_OK;
+}
+
+static int set_mem_per_job(struct cli_parse *p, void *args)
+{
+	uint64_t b;
+
+	if (gpushare_parse_size(p->arg, &b) || b == 0)
+		return cli_error(EXIT_USAGE, "farm: invalid --mem-per-job '%s' (expected a size such as 8G or 512M)", p->arg);
+	((struct farm_args *)args)->c.mem_per_job_bytes = b;
+	return EXIT_OK;
+}
+
+/* --timeout DURATION, or Nx: N times the median of the jobs that ended ok. */
+static int set_timeout(struct cli_parse *p, void *args)
+{
+	struct gpushare_farm_config *c = &((struct farm_args *)args)->c;
+	const char *arg = p->arg;
+	size_t len = strlen(arg);
+	char *end = NULL;
+
+	c->timeout_ns = 0;
+	c->timeout_factor = 0;
+	if (len > 1 && arg[len - 1] == 'x') {
+		c->timeout_factor = strtod(arg, &end);
+		if (end != arg + len - 1 || !(c->timeout_factor >= 1 && c->timeout_factor <= 1000000))
+			return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected Nx with N from 1 to "
+					 "1000000, e.g. 5x, or a duration such as 90s)", arg);
+	} else if (gpushare_parse_duration(arg, &c->timeout_ns) || c->timeout_ns == 0) {
+		return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected a duration such as 90s or 10m, "
+				 "or Nx: N times the median job, e.g. 5x)", arg);
+	}
+	return EXIT_OK;
+}
+
+/* The options whose giving the journal records (gpushare_farm_config.given). */
+static const struct {
+	const char *name;
+	unsigned bit;
+} farm_given[] = {
+	{ "slots", GPUSHARE_FARM_GIVEN_SLOTS }, { "strategy", GPUSHARE_FARM_GIVEN_STRATEGY },
+	{ "gpus", GPUSHARE_FARM_GIVEN_GPUS }, { "mem-per-job", GPUSHARE_FARM_GIVEN_MEM_PER_JOB },
+	{ "retries", GPUSHARE_FARM_GIVEN_RETRIES }, { "timeout", GPUSHARE_FARM_GIVEN_TIMEOUT },
+};
+
 static const struct cli_opt farm_opts[] = {
 	{ .id = OPT_DIR, .long_name = "dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "the farm directory (created; must not hold a journal yet)" },
+	  .help = "the farm directory (created; must not hold a journal yet)",
+	  .to = CLI_TO_CALL, .call = set_dir },
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or from a job list given again, which must be the same" },
+	  .help = "continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or from a job list given again, which must be the same",
+	  .to = CLI_TO_CALL, .call = set_dir },
 	{ .id = OPT_SLOTS, .long_name = "slots", .kind = CLI_INT, .value_name = "K",
 	  .help = "jobs at once per GPU (1.." STR(GPUSHARE_FARM_MAX_SLOTS) "); default: a short calibration "
 	  "at K = 1, 2, 4, ... keeping the best jobs/s (stated in the output)", .min = 1,
-	  .max = GPUSHARE_FARM_MAX_SLOTS },
+	  .max = GPUSHARE_FARM_MAX_SLOTS,
+	  .to = CLI_TO_UINT, AT(c.slots) },
 	{ .id = OPT_MAX_SLOTS, .long_name = "max-slots", .kind = CLI_INT, .value_name = "K",
-	  .help = "the largest K the calibration tries", .def = "16", .min = 1, .max = GPUSHARE_FARM_MAX_SLOTS },
+	  .help = "the largest K the calibration tries", .def = "16", .min = 1, .max = GPUSHARE_FARM_MAX_SLOTS,
+	  .to = CLI_TO_UINT, AT(c.max_slots) },
 	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
 	  .help = "mps (default), mps-split (each job gets 1/K of the SMs and, with --mem-per-job, that pinned-memory limit) or "
-	  "timeslice", .values = "mps mps-split timeslice" },
+	  "timeslice", .values = "mps mps-split timeslice",
+	  .to = CLI_TO_CALL, .call = set_strategy },
 	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
 	  .help = "GPUs to use: NVML indices or UUIDs, comma-separated (default: those CUDA_VISIBLE_DEVICES allows, else all)",
-	  .values = "all" },
+	  .values = "all",
+	  .to = CLI_TO_STR, AT(c.gpus) },
 	{ .id = OPT_MEM_PER_JOB, .long_name = "mem-per-job", .kind = CLI_SIZE, .value_name = "SIZE",
-	  .help = "never start a job that would not fit in the GPU's free memory (e.g. 8G; each running job counts SIZE)" },
+	  .help = "never start a job that would not fit in the GPU's free memory (e.g. 8G; each running job counts SIZE)",
+	  .to = CLI_TO_CALL, .call = set_mem_per_job },
 	{ .id = OPT_RETRIES, .long_name = "retries", .kind = CLI_INT, .value_name = "N",
-	  .help = "run a failed or timed-out job up to N more times", .def = "0", .max = 1000 },
+	  .help = "run a failed or timed-out job up to N more times", .def = "0", .max = 1000,
+	  .to = CLI_TO_UINT, AT(c.retries) },
 	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION|Nx",
 	  .help = "stop a job that runs longer (e.g. 10m; SIGTERM, SIGKILL 2 s later); Nx: N times the median duration of "
-	  "this run's ok jobs, once " STR(GPUSHARE_FARM_TIMEOUT_MIN_OK) " ended ok, at least 1 s (e.g. 5x)" },
+	  "this run's ok jobs, once " STR(GPUSHARE_FARM_TIMEOUT_MIN_OK) " ended ok, at least 1 s (e.g. 5x)",
+	  .to = CLI_TO_CALL, .call = set_timeout },
 	{ .id = OPT_HALT, .long_name = "halt", .kind = CLI_INT, .value_name = "N",
 	  .help = "start no more jobs once N jobs failed for good in this run (retries used up, or refused); the running "
-	  "ones finish; exit 8, and --resume DIR continues", .min = 1, .max = 100000000 },
+	  "ones finish; exit 8, and --resume DIR continues", .min = 1, .max = 100000000,
+	  .to = CLI_TO_UINT, AT(c.halt) },
 	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
 	  .help = "print what would run (job number, command, GPU and slot where known, strategy) and run nothing; the "
-	  "farm directory is neither created nor changed" },
+	  "farm directory is neither created nor changed",
+	  .to = CLI_TO_TRUE, AT(dry_run) },
 	{ .id = OPT_TAG, .long_name = "tag", .kind = CLI_FLAG,
 	  .help = "stream each line the jobs write to the terminal as it comes, prefixed with JOB (JOB.ATTEMPT for a "
 	  "retry) and a tab: stdout to stdout, stderr to stderr (both to stderr with --json); the out/ files are "
-	  "written as always" },
+	  "written as always",
+	  .to = CLI_TO_TRUE, AT(tag) },
 	{ .id = OPT_SHARD, .long_name = "shard", .kind = CLI_STRING, .value_name = "I/N",
 	  .help = "run only shard I of N: jobs I+1, I+1+N, I+1+2N, ... (default under Slurm: the task's rank of the step's "
-	  "tasks, or the array element)" },
+	  "tasks, or the array element)",
+	  .to = CLI_TO_STR, AT(c.shard) },
 	{ .id = OPT_ARGS, .long_name = "args", .kind = CLI_FILE, .value_name = "FILE",
-	  .help = "template arguments, one per line ('-': standard input)" },
+	  .help = "template arguments, one per line ('-': standard input)",
+	  .to = CLI_TO_STR, AT(c.args_file) },
 	{ .id = OPT_RANGE, .long_name = "range", .kind = CLI_STRING, .value_name = "START..END[:STEP]",
-	  .help = "template arguments: the integers START to END" },
+	  .help = "template arguments: the integers START to END",
+	  .to = CLI_TO_STR, AT(c.range) },
 	{ .id = OPT_SHELL, .long_name = "shell", .kind = CLI_FLAG,
-	  .help = "run each job line (or template) with /bin/sh -c" },
+	  .help = "run each job line (or template) with /bin/sh -c",
+	  .to = CLI_TO_TRUE, AT(c.shell) },
 	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "use the MPS daemon that answers there (never stopped)" },
+	  .help = "use the MPS daemon that answers there (never stopped)",
+	  .to = CLI_TO_STR, AT(c.mps_pipe_dir) },
 	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "dcgm-exporter's job mapping: SLURM_JOB_ID (else farm-PID) in DIR/<GPU index> of each GPU used "
-	  "while the farm runs" },
+	  "while the farm runs",
+	  .to = CLI_TO_STR, AT(c.hpc_job_mapping_dir) },
 	{ .id = OPT_METRICS_LISTEN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
-	  .help = "serve live Prometheus metrics (gpushare-exporter(1))" },
-	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the summary as JSON on stdout" },
-	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress lines on stderr" },
+	  .help = "serve live Prometheus metrics (gpushare-exporter(1))",
+	  .to = CLI_TO_STR, AT(c.metrics_listen) },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the summary as JSON on stdout",
+	  .to = CLI_TO_TRUE, AT(json) },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress lines on stderr",
+	  .to = CLI_TO_TRUE, AT(quiet) },
 };
 
 static const struct cli_group farm_groups[] = { CLI_GROUP("Options", farm_opts, NULL) };
@@ -89,6 +180,7 @@ const struct cli_cmd cli_farm_cmd = {
 	.groups = farm_groups,
 	.n_groups = CLI_N(farm_groups),
 	.subcommands = "status",
+	.subs = (const struct cli_cmd *const[]){ &cli_farm_status_cmd, NULL },
 	.epilog = "In a Slurm job, SLURM_SHARDS_ON_NODE (--gres=shard) bounds the slots (and the\n"
 		  "calibration) to shards / GPUs per GPU, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\n"
 		  "(--gres=mps) caps every job (mps-split: that / K each); said in the summary.\n"
@@ -116,10 +208,17 @@ const struct cli_cmd cli_farm_cmd = {
 	.n_notes = 9,
 };
 
+/* Where farm status's options go. */
+struct farm_status_args {
+	bool json, failed_only;
+};
+
 static const struct cli_opt farm_status_opts[] = {
-	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "the summary as JSON" },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "the summary as JSON",
+	  .to = CLI_TO_TRUE, CLI_AT(struct farm_status_args, json) },
 	{ .id = OPT_FAILED, .long_name = "failed", .kind = CLI_FLAG,
-	  .help = "list only the jobs that failed (for good, or waiting for a retry), not the running ones" },
+	  .help = "list only the jobs that failed (for good, or waiting for a retry), not the running ones",
+	  .to = CLI_TO_TRUE, CLI_AT(struct farm_status_args, failed_only) },
 };
 
 static const struct cli_group farm_status_groups[] = { CLI_GROUP("Options", farm_status_opts, NULL) };
@@ -274,17 +373,11 @@ static int cmd_farm_status(int argc, char **argv)
 {
 	struct cli_parse p;
 	struct gpushare_farm_summary s;
-	bool json = false, failed_only = false;
-	int opt, rc, code, first;
+	struct farm_status_args a = { .json = false };
+	int rc, code, first;
 
 	cli_parse_init(&p, &cli_farm_status_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0) {
-		if (opt == OPT_JSON)
-			json = true;
-		else if (opt == OPT_FAILED)
-			failed_only = true;
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &a))
 		return p.status;
 	first = p.optind;
 	if (first >= argc)
@@ -297,7 +390,7 @@ static int cmd_farm_status(int argc, char **argv)
 			return cli_error(EXIT_IO, "farm status: no journal: %s", gpushare_errdetail());
 		return cli_error(exit_code, "farm status: %s", gpushare_errdetail());
 	}
-	if (failed_only) {
+	if (a.failed_only) {
 		size_t keep = 0;
 
 		for (size_t i = 0; i < s.n_job_list; i++) {
@@ -308,7 +401,7 @@ static int cmd_farm_status(int argc, char **argv)
 		}
 		s.n_job_list = keep;
 	}
-	code = print_summary(&s, NULL, json);
+	code = print_summary(&s, NULL, a.json);
 	gpushare_farm_summary_release(&s);
 	return cli_finish_stdout(code);
 }
@@ -327,11 +420,11 @@ static int exit_for(int rc)
 int cmd_farm(int argc, char **argv)
 {
 	struct cli_parse p;
-	struct gpushare_farm_config c;
+	struct farm_args a = { 0 };
+	struct gpushare_farm_config *c = &a.c;
 	struct gpushare_farm_result r;
 	struct progress_state ps = { 0 };
-	int opt_argc = argc, opt, rc, code, first;
-	bool json = false, dir_given = false, dry_run = false, tag = false;
+	int opt_argc = argc, rc, code, first;
 
 	if (argc > 1 && !strcmp(argv[1], "status"))
 		return cmd_farm_status(argc - 1, argv + 1);
@@ -341,77 +434,17 @@ int cmd_farm(int argc, char **argv)
 			break;
 		}
 	}
-	gpushare_farm_config_init(&c);
+	gpushare_farm_config_init(c);
 	cli_parse_init(&p, &cli_farm_cmd, opt_argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0) {
-		const char *arg = p.arg;
-
-		switch (opt) {
-		case 'q': ps.quiet = true; break;
-		case OPT_DIR:
-		case OPT_RESUME:
-			if (dir_given)
-				return cli_error(EXIT_USAGE, "farm: give one of --dir and --resume, once");
-			dir_given = true;
-			c.dir = arg;
-			c.resume = opt == OPT_RESUME;
-			break;
-		case OPT_SLOTS: c.slots = (unsigned)p.num; c.given |= GPUSHARE_FARM_GIVEN_SLOTS; break;
-		case OPT_MAX_SLOTS: c.max_slots = (unsigned)p.num; break;
-		case OPT_STRATEGY:
-			if (cli_parse_sharing_strategy(arg, &c.strategy))
-				return cli_error(EXIT_USAGE, "farm: invalid --strategy '%s' (expected mps, mps-split or timeslice)",
-						 arg);
-			c.given |= GPUSHARE_FARM_GIVEN_STRATEGY;
-			break;
-		case OPT_GPUS: c.gpus = arg; c.given |= GPUSHARE_FARM_GIVEN_GPUS; break;
-		case OPT_MEM_PER_JOB: {
-			uint64_t b;
-
-			if (gpushare_parse_size(arg, &b) || b == 0)
-				return cli_error(EXIT_USAGE, "farm: invalid --mem-per-job '%s' (expected a size such as 8G or 512M)",
-						 arg);
-			c.mem_per_job_bytes = b;
-			c.given |= GPUSHARE_FARM_GIVEN_MEM_PER_JOB;
-			break;
-		}
-		case OPT_RETRIES: c.retries = (unsigned)p.num; c.given |= GPUSHARE_FARM_GIVEN_RETRIES; break;
-		case OPT_TIMEOUT: {
-			size_t len = strlen(arg);
-			char *end = NULL;
-
-			c.timeout_ns = 0;
-			c.timeout_factor = 0;
-			if (len > 1 && arg[len - 1] == 'x') {
-				/* Nx: N times the median of the jobs that ended ok. */
-				c.timeout_factor = strtod(arg, &end);
-				if (end != arg + len - 1 || !(c.timeout_factor >= 1 && c.timeout_factor <= 1000000))
-					return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected Nx with N from 1 to "
-							 "1000000, e.g. 5x, or a duration such as 90s)", arg);
-			} else if (gpushare_parse_duration(arg, &c.timeout_ns) || c.timeout_ns == 0) {
-				return cli_error(EXIT_USAGE, "farm: invalid --timeout '%s' (expected a duration such as 90s or 10m, "
-						 "or Nx: N times the median job, e.g. 5x)", arg);
-			}
-			c.given |= GPUSHARE_FARM_GIVEN_TIMEOUT;
-			break;
-		}
-		case OPT_HALT: c.halt = (unsigned)p.num; break;
-		case OPT_DRY_RUN: dry_run = true; break;
-		case OPT_TAG: tag = true; break;
-		case OPT_SHARD: c.shard = arg; break;
-		case OPT_ARGS: c.args_file = arg; break;
-		case OPT_RANGE: c.range = arg; break;
-		case OPT_SHELL: c.shell = true; break;
-		case OPT_MPS_PIPE_DIR: c.mps_pipe_dir = arg; break;
-		case OPT_HPC_JOB_MAPPING_DIR: c.hpc_job_mapping_dir = arg; break;
-		case OPT_METRICS_LISTEN: c.metrics_listen = arg; break;
-		case OPT_JSON: json = true; break;
-		}
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &a))
 		return p.status;
+	for (size_t i = 0; i < CLI_N(farm_given); i++) {
+		if (cli_parse_given(&p, farm_given[i].name))
+			c->given |= farm_given[i].bit;
+	}
+	ps.quiet = a.quiet;
 	first = p.optind;
-	if (!dir_given)
+	if (!a.dir_given)
 		return cli_error(EXIT_USAGE, "farm: give --dir DIR (a new farm) or --resume DIR (see 'gpushare farm --help')");
 	if (opt_argc < argc) {
 		if (first < opt_argc)
@@ -419,37 +452,37 @@ int cmd_farm(int argc, char **argv)
 					 argv[first]);
 		if (opt_argc + 1 >= argc)
 			return cli_error(EXIT_USAGE, "farm: no command after '--'");
-		c.tmpl = argv + opt_argc + 1;
-		c.n_tmpl = (size_t)(argc - opt_argc - 1);
+		c->tmpl = argv + opt_argc + 1;
+		c->n_tmpl = (size_t)(argc - opt_argc - 1);
 	} else {
-		if (first >= argc && !c.resume)
+		if (first >= argc && !c->resume)
 			return cli_error(EXIT_USAGE, "farm: no jobs: give a job file, '-' for standard input, or -- CMD");
 		if (first + 1 < argc)
 			return cli_error(EXIT_USAGE, "farm: unexpected argument '%s' (one job file)", argv[first + 1]);
-		c.jobfile = first < argc ? argv[first] : NULL;
+		c->jobfile = first < argc ? argv[first] : NULL;
 	}
-	if (c.slots && c.max_slots)
+	if (c->slots && c->max_slots)
 		return cli_error(EXIT_USAGE, "farm: --max-slots bounds the calibration; it does not go with --slots");
 	ps.tty = isatty(STDERR_FILENO);
-	ps.json = json;
-	c.warn = on_warn;
-	if (dry_run) {
-		if (c.metrics_listen || tag)
+	ps.json = a.json;
+	c->warn = on_warn;
+	if (a.dry_run) {
+		if (c->metrics_listen || a.tag)
 			return cli_error(EXIT_USAGE, "farm: --dry-run runs nothing: it does not go with %s",
-					 c.metrics_listen ? "--metrics-listen" : "--tag");
-		rc = gpushare_farm_dry_run(&c, stdout, json);
+					 c->metrics_listen ? "--metrics-listen" : "--tag");
+		rc = gpushare_farm_dry_run(c, stdout, a.json);
 		code = cli_finish_stdout(rc ? exit_for(rc) : EXIT_OK);
 		return rc ? cli_error(code, "farm: %s", gpushare_errdetail()) : code;
 	}
-	if (tag) {
-		c.output = on_output;
-		c.output_arg = &ps;
+	if (a.tag) {
+		c->output = on_output;
+		c->output_arg = &ps;
 	}
-	c.progress = on_progress;
-	c.progress_arg = &ps;
+	c->progress = on_progress;
+	c->progress_arg = &ps;
 	cli_catch_stop_signals(on_signal, 0);
 	cli_announce_metrics("farm");
-	rc = gpushare_farm_run(&c, &r);
+	rc = gpushare_farm_run(c, &r);
 	if (ps.open_line)
 		fputc('\n', stderr);
 	if (r.torn_cut_bytes)
@@ -458,7 +491,7 @@ int cmd_farm(int argc, char **argv)
 			(unsigned long long)r.torn_cut_bytes);
 	if (r.have_summary || rc == GPUSHARE_OK || rc == GPUSHARE_E_WORKER || rc == GPUSHARE_E_INTERRUPTED) {
 		if (r.have_summary) {
-			code = print_summary(&r.summary, &r, json);
+			code = print_summary(&r.summary, &r, a.json);
 			if (code != EXIT_OK) {
 				gpushare_farm_result_release(&r);
 				return code;

@@ -23,22 +23,36 @@
 	"memory.total memory.free power.draw power.limit clocks.sm clocks.mem clocks.max.sm temperature.gpu "  \
 	"throttle_reasons"
 
+/* Where info's options go. */
+struct info_args {
+	bool json, watch;
+	long count;
+	const char *query, *format;
+};
+
+#define AT(field) CLI_AT(struct info_args, field)
+
 static const struct cli_opt info_opts[] = {
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
-	  .help = "print one JSON document instead of the report" },
+	  .help = "print one JSON document instead of the report",
+	  .to = CLI_TO_TRUE, AT(json) },
 	{ .id = OPT_WATCH, .long_name = "watch", .kind = CLI_FLAG,
 	  .help = "keep showing each GPU's telemetry every INTERVAL (the operand after the options, a "
 		  "duration; default 1s): on a terminal a view redrawn in place, otherwise one line per GPU "
-		  "and interval, as nvidia-smi dmon prints; Ctrl-C stops it" },
+		  "and interval, as nvidia-smi dmon prints; Ctrl-C stops it",
+	  .to = CLI_TO_TRUE, AT(watch) },
 	{ .id = OPT_COUNT, .long_name = "count", .kind = CLI_INT, .value_name = "N", .min = 1, .max = 1000000000,
-	  .help = "with --watch: stop after N intervals", .def = "until stopped" },
+	  .help = "with --watch: stop after N intervals", .def = "until stopped",
+	  .to = CLI_TO_LONG, AT(count) },
 	{ .id = OPT_QUERY, .long_name = "query", .kind = CLI_LIST, .value_name = "FIELDS", .values = QUERY_FIELDS,
 	  .help = "print only these fields of each GPU, one CSV line per GPU (nvidia-smi's names; "
-		  "\"temperature\" and \"clocks_event_reasons\" are accepted too); with --watch, every interval" },
+		  "\"temperature\" and \"clocks_event_reasons\" are accepted too); with --watch, every interval",
+	  .to = CLI_TO_STR, AT(query) },
 	{ .id = OPT_FORMAT, .long_name = "format", .kind = CLI_LIST, .value_name = "FORMAT",
 	  .values = "csv noheader nounits",
 	  .help = "the format of --query: csv, with noheader (no header line) and nounits (bare numbers) "
-		  "added as in csv,noheader,nounits", .def = "csv" },
+		  "added as in csv,noheader,nounits", .def = "csv",
+	  .to = CLI_TO_STR, AT(format) },
 };
 
 static const struct cli_group info_groups[] = { CLI_GROUP("Options", info_opts, NULL) };
@@ -571,26 +585,21 @@ int cmd_info(int argc, char **argv)
 	struct gpushare_mps_private *priv = NULL;
 	struct watch w = { .interval_ns = 1000000000ULL, .interval = "1s" };
 	struct query q = { .header = true, .units = true };
-	const char *query = NULL, *format = NULL;
-	bool json = false, count_given = false;
+	struct info_args a = { .query = NULL };
+	const char *query, *format;
+	bool json, count_given;
 	size_t n_priv = 0;
-	int opt, rc, n_dirs;
+	int rc, n_dirs;
 
 	cli_parse_init(&p, &cli_info_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0) {
-		if (opt == OPT_JSON)
-			json = true;
-		else if (opt == OPT_WATCH)
-			w.on = true;
-		else if (opt == OPT_COUNT)
-			w.count = p.num, count_given = true;
-		else if (opt == OPT_QUERY)
-			query = p.arg;
-		else if (opt == OPT_FORMAT)
-			format = p.arg;
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &a))
 		return p.status;
+	json = a.json;
+	w.on = a.watch;
+	w.count = a.count;
+	count_given = cli_parse_given(&p, "count");
+	query = a.query;
+	format = a.format;
 	if (w.on && p.optind < argc) {
 		if (gpushare_parse_duration(argv[p.optind], &w.interval_ns) || w.interval_ns < 10000000ULL ||
 		    w.interval_ns > 86400000000000ULL)

@@ -10,45 +10,148 @@
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "gpushare/internal/mps.h"
+
+struct mps_args {
+	const char *sub;
+	const char *pipe_dir, *log_dir;
+	const char *gpus;
+	const char *mem_limit;
+	int timeout_ms;
+	bool json, force, has_limits;
+	long log_lines;
+	long server;
+	struct gpushare_mps_limits limits;
+};
+
+#define AT(field) CLI_AT(struct mps_args, field)
+#define CALL(fn) .to = CLI_TO_CALL, .call = fn
+
+/* "mps SUB: --NAME: <the library's detail>", EXIT_USAGE. */
+static int bad_value(const struct cli_parse *p)
+{
+	return cli_error(EXIT_USAGE, "%s: %s: %s", p->name, cli_parse_optname(p), gpushare_errdetail());
+}
+
+static int set_gpus(struct cli_parse *p, void *args)
+{
+	const char *arg = p->arg;
+
+	if (!*arg)
+		return cli_error(EXIT_USAGE, "mps start: --gpus needs a list of GPU indices or UUIDs");
+	if (arg[0] == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,"))
+		return cli_error(EXIT_USAGE, "mps start: --gpus '%s' has an empty item", arg);
+	((struct mps_args *)args)->gpus = arg;
+	return EXIT_OK;
+}
+
+static int set_timeout(struct cli_parse *p, void *args)
+{
+	uint64_t ns;
+	int rc = gpushare_parse_duration(p->arg, &ns);
+
+	if (!rc && (ns < 1000000ULL || ns > 3600ULL * 1000000000ULL))
+		rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (1ms to 1h)", p->arg);
+	if (rc)
+		return bad_value(p);
+	((struct mps_args *)args)->timeout_ms = (int)(ns / 1000000ULL);
+	return EXIT_OK;
+}
+
+static int set_thread_percentage(struct cli_parse *p, void *args)
+{
+	struct mps_args *a = args;
+
+	a->has_limits = true;
+	return gpushare_parse_percent(p->arg, &a->limits.thread_percentage) ? bad_value(p) : EXIT_OK;
+}
+
+static int set_mem_limit(struct cli_parse *p, void *args)
+{
+	struct mps_args *a = args;
+
+	a->mem_limit = p->arg;
+	a->has_limits = true;
+	return EXIT_OK;
+}
+
+static int set_priority(struct cli_parse *p, void *args)
+{
+	struct mps_args *a = args;
+	long v;
+
+	a->has_limits = true;
+	if (gpushare_parse_int(p->arg, 0, 1, &v)) {
+		gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a client priority (0 normal, 1 below normal)", p->arg);
+		return bad_value(p);
+	}
+	a->limits.priority = (int)v;
+	return EXIT_OK;
+}
+
+static int set_log(struct cli_parse *p, void *args)
+{
+	return gpushare_parse_int(p->arg, 0, 100000, &((struct mps_args *)args)->log_lines) ? bad_value(p) : EXIT_OK;
+}
+
+static int set_server(struct cli_parse *p, void *args)
+{
+	if (gpushare_parse_int(p->arg, 1, 0x7fffffff, &((struct mps_args *)args)->server)) {
+		gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a server pid", p->arg);
+		return bad_value(p);
+	}
+	return EXIT_OK;
+}
 
 static const struct cli_opt mps_common_opts[] = {
 	{ .id = OPT_PIPE_DIR, .long_name = "pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY, else gpushare's private <user dir>/mps/pipe)" },
+	  .help = "pipe directory (default: $CUDA_MPS_PIPE_DIRECTORY, else gpushare's private <user dir>/mps/pipe)",
+	  .to = CLI_TO_STR, AT(pipe_dir) },
 	{ .id = OPT_LOG_DIR, .long_name = "log-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "log directory (default: $CUDA_MPS_LOG_DIRECTORY, else <user dir>/mps/log)" },
+	  .help = "log directory (default: $CUDA_MPS_LOG_DIRECTORY, else <user dir>/mps/log)",
+	  .to = CLI_TO_STR, AT(log_dir) },
 	{ .id = OPT_TIMEOUT, .long_name = "timeout", .kind = CLI_DURATION, .value_name = "DURATION",
-	  .help = "bound for each wait, 1ms to 1h", .def = "10s" },
-	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "machine-readable output" },
+	  .help = "bound for each wait, 1ms to 1h", .def = "10s",
+	  CALL(set_timeout) },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "machine-readable output",
+	  .to = CLI_TO_TRUE, AT(json) },
 };
 
 static const struct cli_opt mps_start_opts[] = {
 	{ .id = OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "GPUs the daemon serves (indices or UUIDs; its CUDA_VISIBLE_DEVICES)", .only = "start" },
+	  .help = "GPUs the daemon serves (indices or UUIDs; its CUDA_VISIBLE_DEVICES)", .only = "start",
+	  CALL(set_gpus) },
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_PERCENT, .value_name = "P",
-	  .help = "default active thread percentage for clients, (0,100]", .only = "start set" },
+	  .help = "default active thread percentage for clients, (0,100]", .only = "start set",
+	  CALL(set_thread_percentage) },
 	{ .id = OPT_MEM_LIMIT, .long_name = "mem-limit", .kind = CLI_STRING, .value_name = "SPEC",
 	  .help = "default pinned device memory limit: SIZE for every device, or DEV=SIZE,... (e.g. 4G or 0=4G,1=512M)",
-	  .only = "start set" },
+	  .only = "start set",
+	  CALL(set_mem_limit) },
 	{ .id = OPT_PRIORITY, .long_name = "priority", .kind = CLI_ENUM, .value_name = "0|1",
 	  .help = "default client priority (0 normal, 1 below normal)", .max = 1, .values = "0 1",
-	  .only = "start set" },
+	  .only = "start set",
+	  CALL(set_priority) },
 };
 
 static const struct cli_opt mps_stop_opts[] = {
 	{ .id = OPT_FORCE, .long_name = "force", .kind = CLI_FLAG,
 	  .help = "terminate attached clients first (through MPS; a client still running 5 s later gets SIGTERM, then SIGKILL); "
-	  "without it, attached clients are reported and the daemon is left running", .only = "stop" },
+	  "without it, attached clients are reported and the daemon is left running", .only = "stop",
+	  .to = CLI_TO_TRUE, AT(force) },
 };
 
 static const struct cli_opt mps_status_opts[] = {
 	{ .id = OPT_LOG, .long_name = "log", .kind = CLI_INT, .value_name = "N",
-	  .help = "also show the last N lines of control.log", .max = 100000, .flags = CLI_RAW, .only = "status" },
+	  .help = "also show the last N lines of control.log", .max = 100000, .flags = CLI_RAW, .only = "status",
+	  CALL(set_log) },
 };
 
 static const struct cli_opt mps_set_opts[] = {
 	{ .id = OPT_SERVER, .long_name = "server", .kind = CLI_INT, .value_name = "PID",
 	  .help = "apply to that running server (its new clients) instead of the daemon defaults (servers started later)",
-	  .min = 1, .max = 0x7fffffff, .flags = CLI_RAW, .only = "set" },
+	  .min = 1, .max = 0x7fffffff, .flags = CLI_RAW, .only = "set",
+	  CALL(set_server) },
 };
 
 static const struct cli_group mps_groups[] = {
@@ -84,24 +187,12 @@ const struct cli_cmd cli_mps_cmd = {
 	.name_options = true,
 };
 
-struct mps_args {
-	const char *sub;
-	const char *pipe_dir, *log_dir;
-	const char *gpus;
-	const char *mem_limit;
-	int timeout_ms;
-	bool json, force, has_limits;
-	long log_lines;
-	long server;
-	struct gpushare_mps_limits limits;
-};
 
 /* An exit status, or -1 when --help was printed. */
 static int parse_args(int argc, char **argv, struct mps_args *a)
 {
 	struct cli_parse p;
 	char what[64];
-	int c;
 
 	memset(a, 0, sizeof(*a));
 	gpushare_mps_limits_init(&a->limits);
@@ -110,63 +201,8 @@ static int parse_args(int argc, char **argv, struct mps_args *a)
 	snprintf(what, sizeof(what), "mps %s", a->sub);
 	cli_parse_init(&p, &cli_mps_cmd, argc, argv);
 	p.name = what;
-	while ((c = cli_parse_next(&p)) > 0) {
-		/* Name the option as the user knows it, by its full name. */
-		const char *name = cli_parse_optname(&p), *arg = p.arg;
-		uint64_t ns;
-		long v;
-		int rc = GPUSHARE_OK;
-
-		if (!cli_opt_applies(p.opt, a->sub))
-			return cli_error(EXIT_USAGE, "mps %s: option '%s' does not apply here (see 'gpushare mps --help')",
-					 a->sub, name);
-		switch (c) {
-		case OPT_PIPE_DIR: a->pipe_dir = arg; break;
-		case OPT_LOG_DIR: a->log_dir = arg; break;
-		case OPT_JSON: a->json = true; break;
-		case OPT_FORCE: a->force = true; break;
-		case OPT_GPUS:
-			if (!*arg)
-				return cli_error(EXIT_USAGE, "mps start: --gpus needs a list of GPU indices or UUIDs");
-			if (arg[0] == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,"))
-				return cli_error(EXIT_USAGE, "mps start: --gpus '%s' has an empty item", arg);
-			a->gpus = arg;
-			break;
-		case OPT_TIMEOUT:
-			rc = gpushare_parse_duration(arg, &ns);
-			if (!rc && (ns < 1000000ULL || ns > 3600ULL * 1000000000ULL))
-				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is out of range (1ms to 1h)", arg);
-			if (!rc)
-				a->timeout_ms = (int)(ns / 1000000ULL);
-			break;
-		case OPT_THREAD_PCT:
-			rc = gpushare_parse_percent(arg, &a->limits.thread_percentage);
-			a->has_limits = true;
-			break;
-		case OPT_MEM_LIMIT:
-			a->mem_limit = arg;
-			a->has_limits = true;
-			break;
-		case OPT_PRIORITY:
-			rc = gpushare_parse_int(arg, 0, 1, &v);
-			if (rc)
-				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a client priority (0 normal, 1 below normal)", arg);
-			a->limits.priority = (int)v;
-			a->has_limits = true;
-			break;
-		case OPT_LOG:
-			rc = gpushare_parse_int(arg, 0, 100000, &a->log_lines);
-			break;
-		case OPT_SERVER:
-			rc = gpushare_parse_int(arg, 1, 0x7fffffff, &a->server);
-			if (rc)
-				rc = gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a server pid", arg);
-			break;
-		}
-		if (rc)
-			return cli_error(EXIT_USAGE, "mps %s: %s: %s", a->sub, name, gpushare_errdetail());
-	}
-	if (c < 0)
+	p.sub = a->sub;
+	if (!cli_parse_options(&p, a))
 		return p.status == EXIT_OK && p.opt && p.opt->id == 'h' ? -1 : p.status;
 	if (p.optind < argc)
 		return cli_error(EXIT_USAGE, "mps %s: unexpected argument '%s'", a->sub, argv[p.optind]);

@@ -18,6 +18,86 @@
 #include "gpushare/strategy.h"
 #include "gpushare/sweep.h"
 #include "gpushare/util.h"
+#include "gpushare/internal/plan.h"
+
+/* Where plan's options go (cli_parse_options()). */
+struct plan_args {
+	struct gpushare_plan_options o;
+	const char *out;
+	bool json;
+};
+
+#define AT(field) CLI_AT(struct plan_args, field)
+
+static int set_target(struct cli_parse *p, void *args)
+{
+	struct gpushare_plan_options *o = &((struct plan_args *)args)->o;
+
+	o->target = gpushare_plan_target_parse(p->arg);
+	if (o->target < 0)
+		return cli_error(EXIT_USAGE, "plan: invalid --for '%s' (slurm, k8s-device-plugin, k8s-dra, mig-parted or env)",
+				 p->arg);
+	return EXIT_OK;
+}
+
+static int set_goal(struct cli_parse *p, void *args)
+{
+	struct gpushare_plan_options *o = &((struct plan_args *)args)->o;
+
+	if (!strcmp(p->arg, "throughput"))
+		o->goal = GPUSHARE_PLAN_THROUGHPUT;
+	else if (!strcmp(p->arg, "slo"))
+		o->goal = GPUSHARE_PLAN_SLO;
+	else
+		return cli_error(EXIT_USAGE, "plan: invalid --goal '%s' (throughput or slo)", p->arg);
+	return EXIT_OK;
+}
+
+static int set_slo_p99(struct cli_parse *p, void *args)
+{
+	if (cli_parse_slo(p->arg, &((struct plan_args *)args)->o.slo_p99_seconds))
+		return cli_error(EXIT_USAGE, "plan: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)", p->arg);
+	return EXIT_OK;
+}
+
+/* --strategy S: one strategy. */
+static int set_strategy(struct cli_parse *p, void *args)
+{
+	int s[GPUSHARE_STRATEGY_COUNT];
+	size_t n = 0;
+
+	if (gpushare_strategy_parse_list(p->arg, s, &n) || n != 1)
+		return cli_error(EXIT_USAGE, "plan: invalid --strategy '%s' (one of timeslice, mps, mps-split, mig)", p->arg);
+	((struct plan_args *)args)->o.strategy = s[0];
+	return EXIT_OK;
+}
+
+static int set_gpu_model(struct cli_parse *p, void *args)
+{
+	if (!*p->arg)
+		return cli_error(EXIT_USAGE, "plan: empty --gpu-model");
+	((struct plan_args *)args)->o.gpu_model = p->arg;
+	return EXIT_OK;
+}
+
+static int set_mem_per_client(struct cli_parse *p, void *args)
+{
+	struct gpushare_plan_options *o = &((struct plan_args *)args)->o;
+
+	if (gpushare_parse_size(p->arg, &o->mem_per_client) || !o->mem_per_client)
+		return cli_bad_value("plan", "--mem-per-client", p->arg);
+	return EXIT_OK;
+}
+
+static int set_out(struct cli_parse *p, void *args)
+{
+	if (!*p->arg)
+		return cli_error(EXIT_USAGE, "plan: empty --out");
+	((struct plan_args *)args)->out = p->arg;
+	return EXIT_OK;
+}
+
+#define CALL(fn) .to = CLI_TO_CALL, .call = fn
 
 static const struct cli_opt plan_opts[] = {
 	{ .id = 'f', .long_name = "for", .kind = CLI_ENUM, .value_name = "TARGET",
@@ -27,39 +107,54 @@ static const struct cli_opt plan_opts[] = {
 		  "sharing.timeSlicing or sharing.mps with replicas K, and a ConfigMap carrying it), k8s-dra (a "
 		  "ResourceClaimTemplate with the NVIDIA DRA driver's GpuConfig), mig-parted (a mig-parted config of "
 		  "the MIG layout the 'mig' runs used, never applied) or env (the CUDA_MPS_* variables for a container, "
-		  "a Ray actor or a batch script)" },
+		  "a Ray actor or a batch script)",
+	  CALL(set_target) },
 	{ .id = 'g', .long_name = "goal", .kind = CLI_ENUM, .value_name = "G", .values = "throughput slo",
 	  .def = "throughput",
 	  .help = "throughput: the highest median throughput, with the fewest workers within noise of it; slo: the "
-		  "highest throughput whose median p99 is under --slo-p99" },
+		  "highest throughput whose median p99 is under --slo-p99",
+	  CALL(set_goal) },
 	{ .id = OPT_SLO_P99, .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
-	  .help = "the p99 bound of --goal slo, in milliseconds or with a unit (500us)" },
+	  .help = "the p99 bound of --goal slo, in milliseconds or with a unit (500us)",
+	  CALL(set_slo_p99) },
 	{ .id = OPT_STRATEGY, .long_name = "strategy", .kind = CLI_ENUM, .value_name = "S",
-	  .values = "timeslice mps mps-split mig", .help = "plan for S instead of the best" },
+	  .values = "timeslice mps mps-split mig", .help = "plan for S instead of the best",
+	  CALL(set_strategy) },
 	{ .id = 'm', .long_name = "gpu-model", .kind = CLI_STRING, .value_name = "NAME",
-	  .help = "refuse unless the results were measured on this GPU model (H100); also the Slurm gres Type" },
+	  .help = "refuse unless the results were measured on this GPU model (H100); also the Slurm gres Type",
+	  CALL(set_gpu_model) },
 	{ .id = 's', .long_name = "shape", .kind = CLI_STRING, .value_name = "LABEL",
-	  .help = "the workload shape to plan for (when the results hold several)" },
+	  .help = "the workload shape to plan for (when the results hold several)",
+	  .to = CLI_TO_STR, AT(o.shape) },
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_INT, .value_name = "B", .min = 1, .max = 1000000000000L,
-	  .help = "the batch size to plan for (when the results hold several)" },
+	  .help = "the batch size to plan for (when the results hold several)",
+	  .to = CLI_TO_LONG, AT(o.batch) },
 	{ .id = 'n', .long_name = "name", .kind = CLI_STRING, .value_name = "NAME",
-	  .help = "the Kubernetes object or mig-parted config name" },
+	  .help = "the Kubernetes object or mig-parted config name",
+	  .to = CLI_TO_STR, AT(o.name) },
 	{ .id = 'N', .long_name = "nodes", .kind = CLI_STRING, .value_name = "LIST",
-	  .help = "slurm: NodeName (a Slurm host list; default the measured host)" },
+	  .help = "slurm: NodeName (a Slurm host list; default the measured host)",
+	  .to = CLI_TO_STR, AT(o.nodes) },
 	{ .id = 'G', .long_name = "gpus-per-node", .kind = CLI_INT, .value_name = "G", .min = 1, .max = 64,
-	  .def = "1", .help = "slurm: GPUs of this model per node" },
+	  .def = "1", .help = "slurm: GPUs of this model per node",
+	  .to = CLI_TO_INT, AT(o.gpus_per_node) },
 	{ .id = 'd', .long_name = "device-file", .kind = CLI_FILE, .value_name = "PATH",
-	  .help = "slurm: gres File= (default /dev/nvidia0, /dev/nvidia[0-G-1])" },
+	  .help = "slurm: gres File= (default /dev/nvidia0, /dev/nvidia[0-G-1])",
+	  .to = CLI_TO_STR, AT(o.device_file) },
 	{ .id = OPT_MEM_LIMIT, .long_name = "mem-per-client", .kind = CLI_SIZE, .value_name = "SIZE",
 	  .help = "MPS pinned device memory limit per client (10G); default for mps-split 1.25x the measured "
-		  "memory per worker, when recorded" },
+		  "memory per worker, when recorded",
+	  CALL(set_mem_per_client) },
 	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "env: the CUDA_MPS_PIPE_DIRECTORY to set" },
+	  .help = "env: the CUDA_MPS_PIPE_DIRECTORY to set",
+	  .to = CLI_TO_STR, AT(o.mps_pipe_dir) },
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_FILE, .value_name = "PATH",
 	  .help = "write there (atomically) instead of stdout; for slurm PATH is a directory that gets gres.conf, "
-		  "slurm.conf and job.sh" },
+		  "slurm.conf and job.sh",
+	  CALL(set_out) },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
-	  .help = "print the decision as one JSON document instead" },
+	  .help = "print the decision as one JSON document instead",
+	  .to = CLI_TO_TRUE, AT(json) },
 };
 
 static const struct cli_group plan_groups[] = { CLI_GROUP("Options", plan_opts, NULL) };
@@ -203,75 +298,14 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 
 int cmd_plan(int argc, char **argv)
 {
-	struct gpushare_plan_options o;
+	struct plan_args a = { .out = NULL };
+	struct gpushare_plan_options *o = &a.o;
 	struct cli_parse p;
-	const char *out = NULL;
-	bool json = false, goal_given = false;
-	int opt;
 
-	gpushare_plan_options_init(&o);
-	o.target = -1;
+	gpushare_plan_options_init(o);
+	o->target = -1;
 	cli_parse_init(&p, &cli_plan_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0) {
-		const char *arg = p.arg;
-
-		switch (opt) {
-		case 'f':
-			o.target = gpushare_plan_target_parse(arg);
-			if (o.target < 0)
-				return cli_error(EXIT_USAGE,
-						 "plan: invalid --for '%s' (slurm, k8s-device-plugin, k8s-dra, mig-parted or env)",
-						 arg);
-			break;
-		case 'g':
-			if (!strcmp(arg, "throughput"))
-				o.goal = GPUSHARE_PLAN_THROUGHPUT;
-			else if (!strcmp(arg, "slo"))
-				o.goal = GPUSHARE_PLAN_SLO;
-			else
-				return cli_error(EXIT_USAGE, "plan: invalid --goal '%s' (throughput or slo)", arg);
-			goal_given = true;
-			break;
-		case OPT_SLO_P99:
-			if (cli_parse_slo(arg, &o.slo_p99_seconds))
-				return cli_error(EXIT_USAGE, "plan: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
-						 arg);
-			break;
-		case OPT_STRATEGY: {
-			int s[GPUSHARE_STRATEGY_COUNT];
-			size_t n = 0;
-
-			if (gpushare_strategy_parse_list(arg, s, &n) || n != 1)
-				return cli_error(EXIT_USAGE, "plan: invalid --strategy '%s' (one of timeslice, mps, mps-split, mig)",
-						 arg);
-			o.strategy = s[0];
-			break;
-		}
-		case 'm':
-			if (!*arg)
-				return cli_error(EXIT_USAGE, "plan: empty --gpu-model");
-			o.gpu_model = arg;
-			break;
-		case 's': o.shape = arg; break;
-		case OPT_BATCH: o.batch = p.num; break;
-		case 'n': o.name = arg; break;
-		case 'N': o.nodes = arg; break;
-		case 'G': o.gpus_per_node = (int)p.num; break;
-		case 'd': o.device_file = arg; break;
-		case OPT_MEM_LIMIT:
-			if (gpushare_parse_size(arg, &o.mem_per_client) || !o.mem_per_client)
-				return cli_bad_value("plan", "--mem-per-client", arg);
-			break;
-		case OPT_MPS_PIPE_DIR: o.mps_pipe_dir = arg; break;
-		case OPT_OUT:
-			if (!*arg)
-				return cli_error(EXIT_USAGE, "plan: empty --out");
-			out = arg;
-			break;
-		case OPT_JSON: json = true; break;
-		}
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &a))
 		return p.status;
 	if (p.optind >= argc)
 		return cli_error(EXIT_USAGE, "plan: no directory given (usage: gpushare plan DIR --for TARGET)");
@@ -279,11 +313,11 @@ int cmd_plan(int argc, char **argv)
 		return cli_unexpected_argument("plan", argv[p.optind + 1]);
 	if (!*argv[p.optind])
 		return cli_error(EXIT_USAGE, "plan: empty directory name");
-	if (o.target < 0)
+	if (o->target < 0)
 		return cli_error(EXIT_USAGE, "plan: --for TARGET is required (slurm, k8s-device-plugin, k8s-dra, mig-parted or env)");
-	if (o.goal == GPUSHARE_PLAN_SLO && !(o.slo_p99_seconds > 0))
+	if (o->goal == GPUSHARE_PLAN_SLO && !(o->slo_p99_seconds > 0))
 		return cli_error(EXIT_USAGE, "plan: --goal slo needs --slo-p99 MS");
-	if (o.slo_p99_seconds > 0 && !goal_given)
-		o.goal = GPUSHARE_PLAN_SLO;
-	return plan_run(argv[p.optind], &o, out, json);
+	if (o->slo_p99_seconds > 0 && !cli_parse_given(&p, "goal"))
+		o->goal = GPUSHARE_PLAN_SLO;
+	return plan_run(argv[p.optind], o, a.out, a.json);
 }

@@ -14,13 +14,31 @@
 #include "gpushare/sweep.h"
 #include "gpushare/util.h"
 
+/* Where report's options go. */
+struct report_args {
+	const char *out;
+	double slo_seconds;
+	bool quiet;
+};
+
+static int set_slo_p99(struct cli_parse *p, void *args)
+{
+	if (cli_parse_slo(p->arg, &((struct report_args *)args)->slo_seconds))
+		return cli_error(EXIT_USAGE, "report: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
+				 p->arg);
+	return EXIT_OK;
+}
+
 static const struct cli_opt report_opts[] = {
 	{ .id = 's', .short_name = 's', .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
-	  .help = "also pick the highest throughput with p99 under MS milliseconds (a unit may be given: 500us, 2ms)" },
+	  .help = "also pick the highest throughput with p99 under MS milliseconds (a unit may be given: 500us, 2ms)",
+	  .to = CLI_TO_CALL, .call = set_slo_p99 },
 	{ .id = 'o', .short_name = 'o', .long_name = "out", .kind = CLI_DIR, .value_name = "OUTDIR",
-	  .help = "write the report there instead of DIR" },
+	  .help = "write the report there instead of DIR",
+	  .to = CLI_TO_STR, CLI_AT(struct report_args, out) },
 	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG,
-	  .help = "do not print the markdown report on stdout" },
+	  .help = "do not print the markdown report on stdout",
+	  .to = CLI_TO_TRUE, CLI_AT(struct report_args, quiet) },
 };
 
 static const struct cli_group report_groups[] = { CLI_GROUP("Options", report_opts, NULL) };
@@ -121,24 +139,11 @@ int cli_report_run(const char *dir, const char *out_dir, double slo_p99_seconds,
 int cmd_report(int argc, char **argv)
 {
 	struct cli_parse p;
-	const char *out = NULL;
-	double slo = 0;
-	bool quiet = false;
-	int opt, first;
+	struct report_args a = { .out = NULL };
+	int first;
 
 	cli_parse_init(&p, &cli_report_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0) {
-		switch (opt) {
-		case 'q': quiet = true; break;
-		case 'o': out = p.arg; break;
-		case 's':
-			if (cli_parse_slo(p.arg, &slo))
-				return cli_error(EXIT_USAGE, "report: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
-						 p.arg);
-			break;
-		}
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &a))
 		return p.status;
 	first = p.optind;
 	if (first >= argc)
@@ -147,6 +152,6 @@ int cmd_report(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "report: unexpected argument '%s'", argv[first + 1]);
 	if (!*argv[first])
 		return cli_error(EXIT_USAGE, "report: empty directory name");
-	return cli_report_run(argv[first], out ? out : argv[first], slo,
-			      quiet ? CLI_REPORT_SILENT : CLI_REPORT_MARKDOWN);
+	return cli_report_run(argv[first], a.out ? a.out : argv[first], a.slo_seconds,
+			      a.quiet ? CLI_REPORT_SILENT : CLI_REPORT_MARKDOWN);
 }

@@ -10,13 +10,24 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/slurm.h"
 
+static int set_state_dir(struct cli_parse *p, void *args)
+{
+	if (p->arg[0] != '/')
+		return cli_error(EXIT_USAGE, "%s: --state-dir '%s' must be an absolute path", p->name, p->arg);
+	((struct gpushare_slurm_hook_opts *)args)->state_dir = p->arg;
+	return EXIT_OK;
+}
+
+/* The options go to a struct gpushare_slurm_hook_opts. */
 static const struct cli_opt slurm_opts[] = {
 	{ .id = OPT_STATE_DIR, .long_name = "state-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "where the daemons and job records live; gpushare exec looks there too",
-	  .def = "$GPUSHARE_SLURM_DIR, else /run/gpushare-slurm" },
+	  .def = "$GPUSHARE_SLURM_DIR, else /run/gpushare-slurm",
+	  .to = CLI_TO_CALL, .call = set_state_dir },
 	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "dcgm-exporter's job mapping: the prolog adds the job's id to DIR/<GPU index> for each of its GPUs "
-	  "(any gres), the epilog removes it (files rewritten atomically)" },
+	  "(any gres), the epilog removes it (files rewritten atomically)",
+	  .to = CLI_TO_STR, CLI_AT(struct gpushare_slurm_hook_opts, hpc_job_mapping_dir) },
 };
 
 static const struct cli_group slurm_groups[] = { CLI_GROUP("Options", slurm_opts, NULL) };
@@ -61,7 +72,7 @@ int cmd_slurm(int argc, char **argv)
 	char what[32];
 	const char *sub;
 	bool prolog;
-	int opt, rc;
+	int rc;
 
 	if (argc < 2) {
 		cli_help(stderr, &cli_slurm_cmd);
@@ -76,21 +87,7 @@ int cmd_slurm(int argc, char **argv)
 	snprintf(what, sizeof(what), "slurm %s", sub);
 	cli_parse_init(&p, &cli_slurm_cmd, argc - 1, argv + 1);
 	p.name = what;
-	while ((opt = cli_parse_next(&p)) > 0) {
-		switch (opt) {
-		case OPT_STATE_DIR:
-			if (p.arg[0] != '/')
-				return cli_error(EXIT_USAGE, "slurm %s: --state-dir '%s' must be an absolute path", sub, p.arg);
-			o.state_dir = p.arg;
-			break;
-		case OPT_HPC_JOB_MAPPING_DIR:
-			if (!*p.arg)
-				return cli_bad_value(what, "--hpc-job-mapping-dir", p.arg);
-			o.hpc_job_mapping_dir = p.arg;
-			break;
-		}
-	}
-	if (opt < 0)
+	if (!cli_parse_options(&p, &o))
 		return p.status;
 	if (p.optind < argc - 1)
 		return cli_error(EXIT_USAGE, "slurm %s: unexpected argument '%s'", sub, argv[p.optind + 1]);

@@ -26,41 +26,92 @@
 
 #define MAX_WL_OPTS (GPUSHARE_WL_MAX_OPTS * 5)
 
+/* Where sweep's options go (cli_parse_options()). */
+struct sweep_args {
+	struct cli_sweep_args sw;         /* first: the shared options' place; sw.s = &s */
+	struct gpushare_sweep_config s;
+	const char *workloads, *out;
+	bool quiet, no_report;
+	double slo_seconds;               /* --slo-p99; 0 none */
+};
+
+#define AT(field) CLI_AT(struct sweep_args, field)
+
+static int set_workloads(struct cli_parse *p, void *args)
+{
+	if (!*p->arg)
+		return cli_error(EXIT_USAGE, "sweep: invalid --workload '': empty list");
+	((struct sweep_args *)args)->workloads = p->arg;
+	return EXIT_OK;
+}
+
+static int set_slo_p99(struct cli_parse *p, void *args)
+{
+	if (cli_parse_slo(p->arg, &((struct sweep_args *)args)->slo_seconds))
+		return cli_error(EXIT_USAGE, "sweep: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
+				 p->arg);
+	return EXIT_OK;
+}
+
+/* --rate LIST: an axis of the grid. */
+static int set_rates(struct cli_parse *p, void *args)
+{
+	struct gpushare_sweep_config *s = &((struct sweep_args *)args)->s;
+
+	return cli_openloop_rate_list("sweep", p->arg, s->rates, GPUSHARE_SWEEP_MAX_VALUES, &s->n_rates);
+}
+
+#define AXIS .to = CLI_TO_CALL, .call = cli_sweep_axis_call
+
 static const struct cli_opt sweep_opts[] = {
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "results and report directory (created when absent)" },
+	  .help = "results and report directory (created when absent)",
+	  .to = CLI_TO_STR, AT(out) },
 	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "comma list of shapes NAME[:opt=value[:opt=value]...], e.g. matmul:size=4096,transformer",
-	  .def = "matmul", .values = "@workloads" },
+	  .def = "matmul", .values = "@workloads",
+	  .to = CLI_TO_CALL, .call = set_workloads },
 	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "worker counts, e.g. 1,3,5,7", .def = "1,2,4" },
+	  .help = "worker counts, e.g. 1,3,5,7", .def = "1,2,4",
+	  AXIS },
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "batch sizes, e.g. 1,2,4,8", .def = "1" },
+	  .help = "batch sizes, e.g. 1,2,4,8", .def = "1",
+	  AXIS },
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "mps-split only: active thread percentages per worker, an axis of the mps-split cells, e.g. 25,50,100 "
-	  "or 1x,2x,100 (K x the default share 100/N; auto: 1x,2x,100); default: 100/N only" },
+	  "or 1x,2x,100 (K x the default share 100/N; auto: 1x,2x,100); default: 100/N only",
+	  AXIS },
 	{ .id = CLI_OPT_REPEATS, .long_name = "repeats", .kind = CLI_INT, .value_name = "R",
-	  .help = "runs per cell (default 5); the median is reported", .min = 1, .max = 10000 },
+	  .help = "runs per cell (default 5); the median is reported", .min = 1, .max = 10000,
+	  CLI_RUN },
 	{ .id = CLI_OPT_TARGET_NOISE, .long_name = "target-noise", .kind = CLI_PERCENT, .value_name = "P",
 	  .help = "repeat a cell until the interval of its median throughput, at >= 95% coverage, is within +-P (e.g. 2%); "
-	  "at least 6 runs, at most --max-repeats" },
+	  "at least 6 runs, at most --max-repeats",
+	  CLI_RUN },
 	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
-	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000 },
+	  .help = "bound of --target-noise", .def = "20", .min = 1, .max = 10000,
+	  CLI_RUN },
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
-	  .help = "continue the sweep recorded in DIR: recorded runs are skipped" },
+	  .help = "continue the sweep recorded in DIR: recorded runs are skipped",
+	  .to = CLI_TO_TRUE, AT(s.resume) },
 	{ .id = OPT_SLO_P99, .long_name = "slo-p99", .kind = CLI_STRING, .value_name = "MS",
-	  .help = "the report also picks the best throughput with p99 under MS" },
+	  .help = "the report also picks the best throughput with p99 under MS",
+	  .to = CLI_TO_CALL, .call = set_slo_p99 },
 	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG,
-	  .help = "do not write the report at the end" },
+	  .help = "do not write the report at the end",
+	  .to = CLI_TO_TRUE, AT(no_report) },
 	{ .id = OPT_HALT, .long_name = "halt", .kind = CLI_INT, .value_name = "N",
 	  .help = "start no more runs once N runs of this invocation failed (exit 10; the report covers what ran; "
-	  "--resume continues)", .min = 1, .max = 1000000 },
-	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
+	  "--resume continues)", .min = 1, .max = 1000000,
+	  .to = CLI_TO_UINT, AT(s.halt) },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr",
+	  .to = CLI_TO_TRUE, AT(quiet) },
 };
 
 static const struct cli_opt sweep_rate_opt[] = {
 	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "--load open: rates per second, an axis of the grid; with --find-peak one rate R, where the search starts" },
+	  .help = "--load open: rates per second, an axis of the grid; with --find-peak one rate R, where the search starts",
+	  .to = CLI_TO_CALL, .call = set_rates },
 };
 
 static const struct cli_group sweep_groups[] = {
@@ -241,80 +292,54 @@ int cmd_sweep(int argc, char **argv)
 
 static int cmd_sweep_run(int argc, char **argv)
 {
-	static struct gpushare_sweep_config s;  /* large: kept off the stack */
+	static struct sweep_args a;  /* large: kept off the stack */
+	struct gpushare_sweep_config *s = &a.s;
 	struct cli_parse p;
 	const char *wl_names[MAX_WL_OPTS];
 	const char *wl_values[MAX_WL_OPTS] = { 0 };
 	size_t n_wl = cli_sweep_prescan(&cli_sweep_cmd, argc, argv, wl_names, MAX_WL_OPTS);
-	const char *workloads = "matmul", *out = NULL;
+	const char *workloads, *out;
 	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
-	bool quiet = false, no_report = false, workload_given = false;
-	struct cli_command_opts co;
+	bool quiet, workload_given;
+	struct cli_command_opts *co = &a.sw.run.co;
 	struct progress_state ps = { 0 };
 	struct gpushare_sweep_summary sum;
-	double slo = 0;
-	int opt, rc, code;
+	int rc, code;
 
-	if (gpushare_sweep_config_init(&s))
+	memset(&a, 0, sizeof(a));
+	a.sw.s = s;
+	a.sw.run.c = &s->bench;
+	a.workloads = "matmul";
+	if (gpushare_sweep_config_init(s))
 		return cli_fail(GPUSHARE_E_NOT_FOUND, "sweep");
 
 	/* Everything after the first "--" is the command; options stop there. */
-	cli_command_scan(&co, argc, argv);
-	cli_parse_init(&p, &cli_sweep_cmd, co.opt_argc, argv);
+	cli_command_scan(co, argc, argv);
+	cli_parse_init(&p, &cli_sweep_cmd, co->opt_argc, argv);
 	p.extra = wl_names;
 	p.n_extra = n_wl;
 	p.whose = "the workloads";
-	while ((opt = cli_parse_next(&p)) > 0) {
-		const char *arg = p.arg;
-
-		switch (opt) {
-		case 'q': quiet = true; break;
-		case OPT_WORKLOAD:
-			if (!*arg)
-				return cli_error(EXIT_USAGE, "sweep: invalid --workload '': empty list");
-			workloads = arg;
-			workload_given = true;
-			break;
-		case OPT_WORKERS:
-		case OPT_BATCH:
-		case OPT_THREAD_PCT:
-			if ((code = cli_sweep_axis_option("sweep", opt, arg, &s)))
-				return code;
-			break;
-		case OPT_OUT: out = arg; break;
-		case OPT_RESUME: s.resume = true; break;
-		case OPT_SLO_P99:
-			if (cli_parse_slo(arg, &slo))
-				return cli_error(EXIT_USAGE, "sweep: invalid --slo-p99 '%s' (expected milliseconds, e.g. 5 or 500us)",
-						 arg);
-			break;
-		case OPT_NO_REPORT: no_report = true; break;
-		case OPT_HALT: s.halt = (unsigned)p.num; break;
-		case CLI_OPEN_RATE:
-			if ((code = cli_openloop_rate_list("sweep", arg, s.rates, GPUSHARE_SWEEP_MAX_VALUES, &s.n_rates)))
-				return code;
-			break;
-		default:
-			if ((code = cli_sweep_other_option(&co, &p, opt, wl_values, &s)))
-				return code;
-		}
-	}
-	if (opt < 0)
+	p.extra_values = wl_values;
+	if (!cli_parse_options(&p, &a))
 		return p.status;
-	if (p.optind < co.opt_argc)
+	workloads = a.workloads;
+	out = a.out;
+	quiet = a.quiet;
+	workload_given = cli_parse_given(&p, "workload");
+	if (p.optind < co->opt_argc)
 		return cli_unexpected_argument("sweep", argv[p.optind]);
 	if (!out)
 		return cli_error(EXIT_USAGE, "sweep: --out DIR is required (where results and report go)");
-	if ((code = cli_sweep_apply_command(&co, "sweep", argc, argv, workload_given, &s)))
+	if ((code = cli_sweep_apply_command(co, "sweep", argc, argv, workload_given, s)))
 		return code;
-	if (co.repeats)
-		s.repeats = co.repeats;
-	if (co.target_noise > 0)
-		s.target_noise = co.target_noise;
-	if (co.max_repeats)
-		s.max_repeats = co.max_repeats;
-	if (s.bench.command) {
-		if (gpushare_sweep_set_command(&s, s.bench.command, s.bench.command_mode))
+	if (co->repeats)
+		s->repeats = co->repeats;
+	if (co->target_noise > 0)
+		s->target_noise = co->target_noise;
+	if (co->max_repeats)
+		s->max_repeats = co->max_repeats;
+	if (s->bench.command) {
+		if (gpushare_sweep_set_command(s, s->bench.command, s->bench.command_mode))
 			return cli_error(EXIT_USAGE, "sweep: %s", gpushare_errdetail());
 	} else {
 		char buf[1024], *save = NULL, *item;
@@ -326,20 +351,20 @@ static int cmd_sweep_run(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "sweep: invalid --workload '%s': empty item", workloads);
 		snprintf(buf, sizeof(buf), "%s", workloads);
 		for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-			if (gpushare_sweep_add_shape(&s, item))
+			if (gpushare_sweep_add_shape(s, item))
 				return bad_value("--workload", item); /* the shape at fault, not the whole list */
 		}
 	}
-	if ((code = cli_sweep_shape_options("sweep", &s, n_wl, wl_names, wl_values)))
+	if ((code = cli_sweep_shape_options("sweep", s, n_wl, wl_names, wl_values)))
 		return code;
-	if (gpushare_sweep_config_check(&s))
+	if (gpushare_sweep_config_check(s))
 		return cli_error(EXIT_USAGE, "sweep: %s", gpushare_errdetail());
-	for (size_t i = 0; i < s.n_strategies; i++) {
-		if (!gpushare_strategy_uses_mps(s.strategies[i]))
+	for (size_t i = 0; i < s->n_strategies; i++) {
+		if (!gpushare_strategy_uses_mps(s->strategies[i]))
 			continue;
-		for (size_t w = 0; w < s.n_workers; w++) {
-			if (s.workers[w] > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU) {
-				cli_warn_mps_clients(s.workers[w]);
+		for (size_t w = 0; w < s->n_workers; w++) {
+			if (s->workers[w] > GPUSHARE_MPS_MAX_CLIENTS_PER_GPU) {
+				cli_warn_mps_clients(s->workers[w]);
 				break;
 			}
 		}
@@ -352,28 +377,28 @@ static int cmd_sweep_run(int argc, char **argv)
 	{
 		struct stat st;
 
-		if (!s.resume && stat(path, &st) == 0 && st.st_size > 0)
+		if (!s->resume && stat(path, &st) == 0 && st.st_size > 0)
 			return cli_error(EXIT_USAGE, "sweep: '%s' already holds runs; give --resume to continue that sweep, or another --out",
 					 path);
-		if (s.resume && stat(path, &st) != 0)
+		if (s->resume && stat(path, &st) != 0)
 			cli_warn("--resume: no results file '%s' yet; starting a new sweep", path);
 	}
 
 	cmdline = cli_command_line(argc, argv);
 	if (!cmdline)
 		return cli_fail(GPUSHARE_E_NOMEM, "sweep");
-	s.bench.argc = argc + 1;
-	s.bench.argv = cmdline;
+	s->bench.argc = argc + 1;
+	s->bench.argv = cmdline;
 	if (!quiet) {
 		ps.tty = isatty(STDERR_FILENO) == 1;
-		s.progress = show_progress;
-		s.progress_arg = &ps;
+		s->progress = show_progress;
+		s->progress_arg = &ps;
 	}
 	cli_catch_interrupts();
 	cli_announce_metrics("sweep");
 	cli_announce_preload("sweep", quiet);
 
-	rc = gpushare_sweep_run(&s, path, &sum);
+	rc = gpushare_sweep_run(s, path, &sum);
 	gpushare_bench_preload_release();
 	if (ps.line_open)
 		fputs("\r\033[K", stderr);
@@ -389,20 +414,20 @@ static int cmd_sweep_run(int argc, char **argv)
 		if (sum.runs_skipped)
 			fprintf(stderr, ", %u found there already\n", sum.runs_skipped);
 	}
-	if (!no_report && (sum.runs_done || sum.runs_skipped)) {
-		int rcode = cli_report_run(out, out, slo, quiet ? CLI_REPORT_SILENT : CLI_REPORT_RECOMMENDATION);
+	if (!a.no_report && (sum.runs_done || sum.runs_skipped)) {
+		int rcode = cli_report_run(out, out, a.slo_seconds, quiet ? CLI_REPORT_SILENT : CLI_REPORT_RECOMMENDATION);
 
 		if (!code)
 			code = rcode;
 	}
 	if (!code && sum.halted)
 		code = cli_error(EXIT_PARTIAL, "sweep: halted after %u failed runs (--halt %u); %u runs recorded in '%s', "
-				 "%u of them ok; continue with --resume", sum.runs_failed, s.halt, sum.runs_done, path,
+				 "%u of them ok; continue with --resume", sum.runs_failed, s->halt, sum.runs_done, path,
 				 sum.runs_done - sum.runs_failed);
 	else if (!code && sum.runs_failed)
 		code = cli_error(EXIT_PARTIAL, "sweep: %u of %u runs failed or were partial; they are recorded with their error",
 				 sum.runs_failed, sum.runs_done);
 	free(cmdline);
-	gpushare_sweep_config_release(&s);
+	gpushare_sweep_config_release(s);
 	return code;
 }

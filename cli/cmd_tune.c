@@ -26,27 +26,74 @@
 
 #define MAX_WL_OPTS (GPUSHARE_WL_MAX_OPTS * 4)   /* a mix: each workload's */
 
+/* Where tune's options go (cli_parse_options()). */
+struct tune_args {
+	struct cli_sweep_args sw;         /* first: the shared options' place; sw.s = &t.sweep */
+	struct gpushare_tune_config t;
+	const char *workload, *out, *slo_text;
+	bool quiet, json, no_report;
+	char open_extra[256];             /* the open-loop options the pick's bench command needs too */
+};
+
+#define AT(field) CLI_AT(struct tune_args, field)
+
+/* --workload: one shape. */
+static int set_workload(struct cli_parse *p, void *args)
+{
+	if (!*p->arg || strchr(p->arg, ','))
+		return cli_error(EXIT_USAGE, "tune: invalid --workload '%s': one shape NAME[:opt=value...]", p->arg);
+	((struct tune_args *)args)->workload = p->arg;
+	return EXIT_OK;
+}
+
+static int set_budget(struct cli_parse *p, void *args)
+{
+	uint64_t ns;
+
+	if (gpushare_parse_duration(p->arg, &ns) || ns == 0)
+		return cli_error(EXIT_USAGE, "tune: invalid --budget '%s' (expected a duration, e.g. 10m)", p->arg);
+	((struct tune_args *)args)->t.sweep.budget_seconds = (double)ns / 1e9;
+	return EXIT_OK;
+}
+
+/* --rate R: the one rate each peak search starts at. */
+static int set_rate(struct cli_parse *p, void *args)
+{
+	struct gpushare_sweep_config *s = &((struct tune_args *)args)->t.sweep;
+
+	return cli_openloop_rate_list("tune", p->arg, s->rates, 1, &s->n_rates);
+}
+
+#define AXIS .to = CLI_TO_CALL, .call = cli_sweep_axis_call
+
 static const struct cli_opt tune_opts[] = {
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "results and report directory (created when absent)" },
+	  .help = "results and report directory (created when absent)", .to = CLI_TO_STR, AT(out) },
 	{ .id = OPT_WORKLOAD, .long_name = "workload", .kind = CLI_STRING, .value_name = "SHAPE",
-	  .help = "one shape NAME[:opt=value[:opt=value]...]", .def = "matmul", .values = "@workloads" },
+	  .help = "one shape NAME[:opt=value[:opt=value]...]", .def = "matmul", .values = "@workloads",
+	  .to = CLI_TO_CALL, .call = set_workload },
 	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_LIST, .value_name = "LIST",
-	  .help = "workers per GPU", .def = "1,2,4" },
+	  .help = "workers per GPU", .def = "1,2,4", AXIS },
 	{ .id = OPT_BATCH, .long_name = "batch", .kind = CLI_LIST, .value_name = "LIST", .help = "batch sizes",
-	  .def = "1" },
+	  .def = "1", AXIS },
 	{ .id = OPT_THREAD_PCT, .long_name = "thread-percentage", .kind = CLI_STRING, .value_name = "auto|LIST",
 	  .help = "mps-split's candidates: active thread percentages per worker, e.g. 25,50,100, or Kx = K x 100/N; "
-	  "auto: 1x,2x,100 (the default share, twice it, the whole GPU)", .def = "auto" },
+	  "auto: 1x,2x,100 (the default share, twice it, the whole GPU)", .def = "auto", AXIS },
 	{ .id = CLI_OPT_MAX_REPEATS, .long_name = "max-repeats", .kind = CLI_INT, .value_name = "M",
-	  .help = "full runs a candidate gets at most", .def = "6", .min = 2, .max = 10000 },
+	  .help = "full runs a candidate gets at most", .def = "6", .min = 2, .max = 10000,
+	  .to = CLI_TO_INT, AT(t.sweep.max_repeats) },
 	{ .id = OPT_BUDGET, .long_name = "budget", .kind = CLI_DURATION, .value_name = "TIME",
-	  .help = "start no run past TIME (e.g. 10m) of this invocation; the pick is then the leader so far, and says so" },
+	  .help = "start no run past TIME (e.g. 10m) of this invocation; the pick is then the leader so far, and says so",
+	  .to = CLI_TO_CALL, .call = set_budget },
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_FLAG,
-	  .help = "continue the tune recorded in DIR with its recorded options; recorded runs are not run again" },
-	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the result as JSON on stdout" },
-	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG, .help = "do not write the report at the end" },
-	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr" },
+	  .help = "continue the tune recorded in DIR with its recorded options; recorded runs are not run again",
+	  .to = CLI_TO_TRUE, AT(t.sweep.resume) },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the result as JSON on stdout",
+	  .to = CLI_TO_TRUE, AT(json) },
+	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG, .help = "do not write the report at the end",
+	  .to = CLI_TO_TRUE, AT(no_report) },
+	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr",
+	  .to = CLI_TO_TRUE, AT(quiet) },
 };
 
 /* bench's per-run options less --gpus (a tune runs on one GPU); the
@@ -54,26 +101,31 @@ static const struct cli_opt tune_opts[] = {
 static const struct cli_opt tune_run_opts[] = {
 	{ .id = CLI_OPT_STRATEGY, .long_name = "strategy", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "the candidates' strategies: comma list of timeslice, mps, mps-split, mig, sequential, streams",
-	  .def = "timeslice,mps,mps-split", .values = "timeslice mps mps-split mig sequential streams" },
+	  .def = "timeslice,mps,mps-split", .values = "timeslice mps mps-split mig sequential streams",
+	  CLI_RUN },
 	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
-	  .help = "a full run's measurement window (each probe has an eighth, at least 100ms)", .def = "500ms" },
+	  .help = "a full run's measurement window (each probe has an eighth, at least 100ms)", .def = "500ms",
+	  CLI_RUN },
 	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
-	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L },
+	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L,
+	  CLI_RUN },
 	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
-	  .help = "window after the start barrier, not recorded (default: until the rate is stable, at most 2s)" },
+	  .help = "window after the start barrier, not recorded (default: until the rate is stable, at most 2s)",
+	  CLI_RUN },
 	{ .id = CLI_OPT_WARMUP_REQUESTS, .long_name = "warmup-requests", .kind = CLI_INT, .value_name = "W",
-	  .help = "requests per worker before it reports ready", .def = "3", .max = 1000000000L },
+	  .help = "requests per worker before it reports ready", .def = "3", .max = 1000000000L, CLI_RUN },
 	{ .id = CLI_OPT_START_TIMEOUT, .long_name = "start-timeout", .kind = CLI_DURATION, .value_name = "D",
-	  .help = "bound of the start barrier", .def = "120s" },
+	  .help = "bound of the start barrier", .def = "120s", CLI_RUN },
 	{ .id = CLI_OPT_GPU, .long_name = "gpu", .kind = CLI_STRING, .value_name = "IDX|UUID", .help = "GPU to use",
-	  .def = "0" },
+	  .def = "0", CLI_RUN },
 	{ .id = CLI_OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "use the MPS daemon running there (left running)" },
+	  .help = "use the MPS daemon running there (left running)", CLI_RUN },
 };
 
 static const struct cli_opt tune_rate_opt[] = {
 	{ .id = CLI_OPEN_RATE, .long_name = "rate", .kind = CLI_NUMBER, .value_name = "R",
-	  .help = "with --slo: the rate per second where each run's peak search starts" },
+	  .help = "with --slo: the rate per second where each run's peak search starts",
+	  .to = CLI_TO_CALL, .call = set_rate },
 };
 
 static const struct cli_group tune_groups[] = {
@@ -364,6 +416,24 @@ static const char *const tune_free_opts[] = { "out", "resume", "quiet", "json", 
 
 static int cmd_tune_run(int argc, char **argv);
 
+/* After each option: what the pick's bench command needs of the open-loop
+ * and peak-search options (--load, --find-peak, --slo and --rate are written
+ * there anyway). */
+static void tune_each(struct cli_parse *p, void *args)
+{
+	struct tune_args *a = args;
+	int id = p->opt ? p->opt->id : 0;
+
+	if (id == CLI_OPEN_SLO) {
+		a->slo_text = p->arg;
+	} else if (id == CLI_OPEN_ARRIVAL || id == CLI_OPEN_SEED || id == CLI_OPEN_DISPATCH || id == CLI_OPEN_DRAIN ||
+		   id == CLI_OPEN_RESOLUTION || id == CLI_OPEN_TAIL_SAMPLES || id == CLI_OPEN_RATE_MAX) {
+		size_t l = strlen(a->open_extra);
+
+		snprintf(a->open_extra + l, sizeof(a->open_extra) - l, " --%s %s", p->opt->long_name, p->arg);
+	}
+}
+
 int cmd_tune(int argc, char **argv)
 {
 	static const struct cli_resume r = { &cli_tune_cmd, GPUSHARE_TUNE_PROBES_FILE, tune_free_opts,
@@ -374,91 +444,44 @@ int cmd_tune(int argc, char **argv)
 
 static int cmd_tune_run(int argc, char **argv)
 {
-	static struct gpushare_tune_config t;  /* large: kept off the stack */
-	struct gpushare_sweep_config *s = &t.sweep;
+	static struct tune_args a;  /* large: kept off the stack */
+	struct gpushare_tune_config *t = &a.t;
+	struct gpushare_sweep_config *s = &t->sweep;
 	struct cli_parse p;
 	const char *wl_names[MAX_WL_OPTS];
 	const char *wl_values[MAX_WL_OPTS] = { 0 };
 	size_t n_wl = cli_sweep_prescan(&cli_tune_cmd, argc, argv, wl_names, MAX_WL_OPTS);
-	const char *workload = "matmul", *out = NULL, *slo_text = NULL;
+	const char *out;
 	char path[GPUSHARE_PATH_MAX + 64], **cmdline;
-	bool quiet = false, json = false, no_report = false, workload_given = false, slo_given = false, tp_given = false;
-	struct cli_command_opts co;
+	bool workload_given, slo_given, tp_given;
+	struct cli_command_opts *co = &a.sw.run.co;
 	struct gpushare_tune_result res;
-	struct event_ctx ec = { &t, &res };
-	char open_extra[256] = "";
-	int opt, rc, code;
+	struct event_ctx ec = { t, &res };
+	int rc, code;
 
-	if (gpushare_tune_config_init(&t))
+	memset(&a, 0, sizeof(a));
+	a.sw.s = s;
+	a.sw.run.c = &s->bench;
+	a.workload = "matmul";
+	if (gpushare_tune_config_init(t))
 		return cli_fail(GPUSHARE_E_NOT_FOUND, "tune");
 	s->bench.duration_ns = 500000000ull;
 	/* Everything after the first "--" is the command; options stop there. */
-	cli_command_scan(&co, argc, argv);
-	cli_parse_init(&p, &cli_tune_cmd, co.opt_argc, argv);
+	cli_command_scan(co, argc, argv);
+	cli_parse_init(&p, &cli_tune_cmd, co->opt_argc, argv);
 	p.extra = wl_names;
 	p.n_extra = n_wl;
 	p.whose = "the workload";
-	while ((opt = cli_parse_next(&p)) > 0) {
-		const char *arg = p.arg;
-
-		switch (opt) {
-		case 'q': quiet = true; break;
-		case OPT_WORKLOAD:
-			if (!*arg || strchr(arg, ','))
-				return cli_error(EXIT_USAGE, "tune: invalid --workload '%s': one shape NAME[:opt=value...]",
-						 arg);
-			workload = arg;
-			workload_given = true;
-			break;
-		case OPT_THREAD_PCT:
-			tp_given = true;
-			/* fall through */
-		case OPT_WORKERS:
-		case OPT_BATCH:
-			if ((code = cli_sweep_axis_option("tune", opt, arg, s)))
-				return code;
-			break;
-		case OPT_OUT: out = arg; break;
-		case OPT_RESUME: s->resume = true; break;
-		case OPT_BUDGET: {
-			uint64_t ns;
-
-			if (gpushare_parse_duration(arg, &ns) || ns == 0)
-				return cli_error(EXIT_USAGE, "tune: invalid --budget '%s' (expected a duration, e.g. 10m)", arg);
-			s->budget_seconds = (double)ns / 1e9;
-			break;
-		}
-		case OPT_JSON: json = true; break;
-		case OPT_NO_REPORT: no_report = true; break;
-		case CLI_OPT_MAX_REPEATS: s->max_repeats = (int)p.num; break;
-		case CLI_OPEN_RATE:
-			if ((code = cli_openloop_rate_list("tune", arg, s->rates, 1, &s->n_rates)))
-				return code;
-			break;
-		case CLI_OPEN_SLO:
-			slo_given = true;
-			slo_text = arg;
-			if ((code = cli_openloop_option(&p, &s->bench)))
-				return code;
-			break;
-		default:
-			if ((code = cli_sweep_other_option(&co, &p, opt, wl_values, s)))
-				return code;
-			/* An open-loop or peak-search option the pick's bench command needs too
-			 * (--load, --find-peak, --slo and --rate are written there anyway). */
-			if (opt == CLI_OPEN_ARRIVAL || opt == CLI_OPEN_SEED || opt == CLI_OPEN_DISPATCH ||
-			    opt == CLI_OPEN_DRAIN || opt == CLI_OPEN_RESOLUTION || opt == CLI_OPEN_TAIL_SAMPLES ||
-			    opt == CLI_OPEN_RATE_MAX) {
-				size_t l = strlen(open_extra);
-
-				snprintf(open_extra + l, sizeof(open_extra) - l, " --%s %s", p.opt->long_name, arg);
-			}
-		}
-	}
-	if (opt < 0)
+	p.extra_values = wl_values;
+	p.each = tune_each;
+	if (!cli_parse_options(&p, &a))
 		return p.status;
-	if (p.optind < co.opt_argc)
+	workload_given = cli_parse_given(&p, "workload");
+	slo_given = cli_parse_given(&p, "slo");
+	tp_given = cli_parse_given(&p, "thread-percentage");
+	if (p.optind < co->opt_argc)
 		return cli_unexpected_argument("tune", argv[p.optind]);
+	out = a.out;
 	if (!out)
 		return cli_error(EXIT_USAGE, "tune: --out DIR is required (where results and report go)");
 	if (slo_given) {
@@ -469,7 +492,7 @@ static int cmd_tune_run(int argc, char **argv)
 	} else if (s->bench.find_peak) {
 		return cli_error(EXIT_USAGE, "tune: --find-peak needs --slo pNN=D");
 	}
-	if ((code = cli_sweep_apply_command(&co, "tune", argc, argv, workload_given, s)))
+	if ((code = cli_sweep_apply_command(co, "tune", argc, argv, workload_given, s)))
 		return code;
 	{
 		bool split = false;
@@ -485,8 +508,8 @@ static int cmd_tune_run(int argc, char **argv)
 	if (s->bench.command) {
 		if (gpushare_sweep_set_command(s, s->bench.command, s->bench.command_mode))
 			return cli_error(EXIT_USAGE, "tune: %s", gpushare_errdetail());
-	} else if (gpushare_sweep_add_shape(s, workload)) {
-		return bad_value("--workload", workload);
+	} else if (gpushare_sweep_add_shape(s, a.workload)) {
+		return bad_value("--workload", a.workload);
 	}
 	if ((code = cli_sweep_shape_options("tune", s, n_wl, wl_names, wl_values)))
 		return code;
@@ -494,14 +517,14 @@ static int cmd_tune_run(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "tune: %s", gpushare_errdetail());
 	/* What the pick's bench command needs besides strategy, workers, batch. */
 	for (size_t i = 0, l = 0; i < n_wl; i++)
-		if (wl_values[i] && l < sizeof(t.bench_extra))
-			l += (size_t)snprintf(t.bench_extra + l, sizeof(t.bench_extra) - l, " --%s %s", wl_names[i],
+		if (wl_values[i] && l < sizeof(t->bench_extra))
+			l += (size_t)snprintf(t->bench_extra + l, sizeof(t->bench_extra) - l, " --%s %s", wl_names[i],
 					      wl_values[i]);
 	if (slo_given) {
-		size_t l = strlen(t.bench_extra);
+		size_t l = strlen(t->bench_extra);
 
-		snprintf(t.bench_extra + l, sizeof(t.bench_extra) - l, " --load open --rate %.9g --find-peak --slo %s%s",
-			 s->rates[0], slo_text, open_extra);
+		snprintf(t->bench_extra + l, sizeof(t->bench_extra) - l, " --load open --rate %.9g --find-peak --slo %s%s",
+			 s->rates[0], a.slo_text, a.open_extra);
 	}
 	if (!*out)
 		return cli_error(EXIT_USAGE, "tune: empty --out");
@@ -526,15 +549,15 @@ static int cmd_tune_run(int argc, char **argv)
 		return cli_fail(GPUSHARE_E_NOMEM, "tune");
 	s->bench.argc = argc + 1;
 	s->bench.argv = cmdline;
-	if (!quiet) {
+	if (!a.quiet) {
 		s->progress = show_progress;
-		t.event = show_event;
-		t.event_arg = &ec;
+		t->event = show_event;
+		t->event_arg = &ec;
 	}
 	cli_catch_interrupts();
-	cli_announce_preload("tune", quiet);
+	cli_announce_preload("tune", a.quiet);
 
-	rc = gpushare_tune_run(&t, path, &res);
+	rc = gpushare_tune_run(t, path, &res);
 	gpushare_bench_preload_release();
 	code = EXIT_OK;
 	if (rc == GPUSHARE_E_INTERRUPTED)
@@ -542,22 +565,22 @@ static int cmd_tune_run(int argc, char **argv)
 				 res.sum.runs_done + res.probe_sum.runs_done, out);
 	else if (rc)
 		code = cli_run_failed("tune", rc);
-	if (!code && !no_report && (res.sum.runs_done || res.sum.runs_skipped))
+	if (!code && !a.no_report && (res.sum.runs_done || res.sum.runs_skipped))
 		code = cli_report_run(out, out, 0, CLI_REPORT_SILENT);
 	if (rc != GPUSHARE_E_INTERRUPTED && res.n_cands) {
-		if (json) {
+		if (a.json) {
 			char *doc;
 
-			if (gpushare_tune_json(&t, &res, &doc) == GPUSHARE_OK) {
+			if (gpushare_tune_json(t, &res, &doc) == GPUSHARE_OK) {
 				int jc = cli_print_json_and_free(doc);
 
 				if (!code)
 					code = jc;
 			}
 		} else {
-			print_result(&t, &res, stdout);
+			print_result(t, &res, stdout);
 		}
-		if (!quiet)
+		if (!a.quiet)
 			fprintf(stderr, "gpushare: tune: %u probes in '%s/%s', %u full runs in %d rounds in '%s'%s\n",
 				res.probe_sum.runs_done, out, GPUSHARE_TUNE_PROBES_FILE, res.sum.runs_done, res.rounds, path,
 				res.sum.budget_out || res.probe_sum.budget_out ? " (budget spent)" : "");

@@ -11,26 +11,31 @@
 #include "cli.h"
 #include "gpushare/gpushare.h"
 
-struct cmd {
-	const char *name;
-	cli_fn fn;
-	const char *summary;
+const struct cli_command cli_commands[] = {
+	{ &cli_info_cmd, cmd_info, "show driver, GPUs, MIG devices, compute processes and MPS state" },
+	{ &cli_mps_cmd, cmd_mps, "start, stop, inspect and configure the MPS control daemon" },
+	{ &cli_bench_cmd, cmd_bench, "run N workers under each sharing strategy and compare" },
+	{ &cli_exporter_cmd, cmd_exporter, "serve GPU, MIG, process and MPS metrics to Prometheus" },
+	{ &cli_sweep_cmd, cmd_sweep, "run a grid of strategies x workers x batch sizes, repeated" },
+	{ &cli_tune_cmd, cmd_tune, "find the best strategy, workers and batch for a workload by a race of short runs" },
+	{ &cli_report_cmd, cmd_report, "tables, plots and a recommendation from a sweep's results" },
+	{ &cli_plan_cmd, cmd_plan, "Slurm, Kubernetes, mig-parted or MPS configuration from a sweep's results" },
+	{ &cli_farm_cmd, cmd_farm, "run a queue of jobs, K at once on each GPU, with a journal to resume" },
+	{ &cli_exec_cmd, cmd_exec, "run one rank of an MPI or srun job on its GPU, one MPS daemon per node and job" },
+	{ &cli_slurm_cmd, cmd_slurm, "Slurm prolog and epilog: one MPS daemon per GPU and user for gres/mps jobs" },
+	{ &cli_version_cmd, cmd_version, "print the gpushare version" },
 };
+const size_t cli_n_commands = CLI_N(cli_commands);
 
-static const struct cmd commands[] = {
-	{ "info", cmd_info, "show driver, GPUs, MIG devices, compute processes and MPS state" },
-	{ "mps", cmd_mps, "start, stop, inspect and configure the MPS control daemon" },
-	{ "bench", cmd_bench, "run N workers under each sharing strategy and compare" },
-	{ "exporter", cmd_exporter, "serve GPU, MIG, process and MPS metrics to Prometheus" },
-	{ "sweep", cmd_sweep, "run a grid of strategies x workers x batch sizes, repeated" },
-	{ "tune", cmd_tune, "find the best strategy, workers and batch for a workload by a race of short runs" },
-	{ "report", cmd_report, "tables, plots and a recommendation from a sweep's results" },
-	{ "plan", cmd_plan, "Slurm, Kubernetes, mig-parted or MPS configuration from a sweep's results" },
-	{ "farm", cmd_farm, "run a queue of jobs, K at once on each GPU, with a journal to resume" },
-	{ "exec", cmd_exec, "run one rank of an MPI or srun job on its GPU, one MPS daemon per node and job" },
-	{ "slurm", cmd_slurm, "Slurm prolog and epilog: one MPS daemon per GPU and user for gres/mps jobs" },
-	{ "version", cmd_version, "print the gpushare version" },
-};
+/* The command table's row called name, or NULL. */
+static const struct cli_command *find_command(const char *name)
+{
+	for (size_t i = 0; i < cli_n_commands; i++) {
+		if (!strcmp(cli_commands[i].cmd->name, name))
+			return &cli_commands[i];
+	}
+	return NULL;
+}
 
 /* The man page gpushare(1) is generated from this text (man/help2man.py). */
 static void usage(FILE *f)
@@ -38,8 +43,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: gpushare [--help] [--version] <command> [<args>]\n\n"
 		   "Share NVIDIA GPUs among processes and measure which way of sharing wins.\n\n"
 		   "Commands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	for (size_t i = 0; i < cli_n_commands; i++)
+		fprintf(f, "  %-9s %s\n", cli_commands[i].cmd->name, cli_commands[i].summary);
 	fprintf(f, "\nRun 'gpushare <command> --help' for a command's options; its manual is\n"
 		   "gpushare-<command>(1).\n\n"
 		   "Options:\n"
@@ -58,12 +63,9 @@ const struct cli_cmd cli_version_cmd = {
 int cmd_version(int argc, char **argv)
 {
 	struct cli_parse p;
-	int opt;
 
 	cli_parse_init(&p, &cli_version_cmd, argc, argv);
-	while ((opt = cli_parse_next(&p)) > 0)
-		;
-	if (opt < 0)
+	if (!cli_parse_options(&p, NULL))
 		return p.status;
 	if (p.optind < argc)
 		return cli_error(EXIT_USAGE, "version: unexpected argument '%s'", argv[p.optind]);
@@ -113,11 +115,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		if (argc > 2 && strcmp(argv[1], "help") == 0) {
 			char *sub[] = { argv[2], "--help", NULL };
+			const struct cli_command *c = find_command(argv[2]);
 
-			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-				if (!strcmp(commands[i].name, argv[2]))
-					return commands[i].fn(2, sub);
-			}
+			if (c)
+				return c->fn(2, sub);
 			return cli_error(EXIT_USAGE, "unknown command '%s' (see 'gpushare --help')", argv[2]);
 		}
 		usage(stdout);
@@ -125,17 +126,28 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--complete")) {
 		/* For the shell completion (completion/): hidden from --help. */
-		char names[256] = "";
+		return cli_complete(argc - 2, argv + 2);
+	}
+	if (!strcmp(argv[1], "--doc")) {
+		/* For docs/cli.md (scripts/gen_cli_doc.py): hidden from --help. */
+		const struct cli_cmd *c = argc == 3 ? cli_find_cmd(argv[2]) : NULL;
 
-		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? " " : "", commands[i].name);
-		return cli_complete(argc - 2, argv + 2, names);
+		if (argc == 3 && !strcmp(argv[2], "workloads")) {
+			cli_doc_workloads(stdout);
+			return cli_finish_stdout(EXIT_OK);
+		}
+		if (!c)
+			return cli_error(EXIT_USAGE, "--doc: expected one command");
+		cli_doc(stdout, c);
+		return cli_finish_stdout(EXIT_OK);
 	}
 	if (!strcmp(argv[1], "--version"))
 		return cmd_version(1, argv + 1);
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (!strcmp(commands[i].name, argv[1]))
-			return commands[i].fn(argc - 1, argv + 1);
+	{
+		const struct cli_command *c = find_command(argv[1]);
+
+		if (c)
+			return c->fn(argc - 1, argv + 1);
 	}
 	if (argv[1][0] == '-')
 		return cli_error(EXIT_USAGE, "unknown option '%s' (see 'gpushare --help')", argv[1]);

@@ -180,6 +180,7 @@ int cli_parse_next(struct cli_parse *p)
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->table[i] && p->table[i]->id == c) {
 			p->opt = p->table[i];
+			p->seen[i] = true;
 			break;
 		}
 	}
@@ -199,6 +200,54 @@ int cli_parse_next(struct cli_parse *p)
 		}
 	}
 	return c;
+}
+
+/* Where o's value goes in args: an exit status. */
+static int bind(struct cli_parse *p, const struct cli_opt *o, void *args)
+{
+	char *at = (char *)args + o->off;
+
+	switch (o->to) {
+	case CLI_TO_TRUE: *(bool *)at = true; return EXIT_OK;
+	case CLI_TO_INT: *(int *)at = (int)p->num; return EXIT_OK;
+	case CLI_TO_UINT: *(unsigned *)at = (unsigned)p->num; return EXIT_OK;
+	case CLI_TO_LONG: *(long *)at = p->num; return EXIT_OK;
+	case CLI_TO_STR: *(const char **)at = p->arg; return EXIT_OK;
+	case CLI_TO_CALL: return o->call(p, args);
+	case CLI_TO_NONE: return EXIT_OK;
+	case CLI_TO_LOOP: break;
+	}
+	return cli_error(EXIT_FAILURE_GENERIC, "%s: internal error: --%s has no place", p->name, o->long_name);
+}
+
+bool cli_parse_options(struct cli_parse *p, void *args)
+{
+	int c;
+
+	while ((c = cli_parse_next(p)) > 0) {
+		if (c >= CLI_ID_EXTRA) {
+			p->extra_values[c - CLI_ID_EXTRA] = p->arg;
+		} else if (p->sub && !cli_opt_applies(p->opt, p->sub)) {
+			/* Named as the user knows it, by its full name. */
+			p->status = cli_error(EXIT_USAGE, "%s: option '%s' does not apply here (see 'gpushare %s --help')",
+					      p->name, cli_parse_optname(p), p->cmd->name);
+			return false;
+		} else if ((p->status = bind(p, p->opt, args)) != EXIT_OK) {
+			return false;
+		}
+		if (p->each)
+			p->each(p, args);
+	}
+	return c == 0;
+}
+
+bool cli_parse_given(const struct cli_parse *p, const char *name)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->table[i] && !strcmp(p->table[i]->long_name, name))
+			return p->seen[i];
+	}
+	return false;
 }
 
 /* ---- --help ---- */
@@ -348,19 +397,113 @@ int cli_help_stdout(const struct cli_cmd *cmd)
 	return cli_finish_stdout(EXIT_OK);
 }
 
+/* ---- docs/cli.md ---- */
+
+/* text in a Markdown table cell: '|' escaped, '<' and '*' not markup, one
+ * line, runs of spaces one. */
+static void md_text(FILE *f, const char *text)
+{
+	for (const char *s = text; *s; s++) {
+		switch (*s) {
+		case '|': fputs("\\|", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '*': fputs("\\*", f); break;
+		case '\n':
+		case ' ':
+			/* a run of spaces (a line break of the text) is one */
+			if (s == text || (s[-1] != ' ' && s[-1] != '\n'))
+				fputc(' ', f);
+			break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+/* "`-q`, `--quiet`", "`--gpu IDX\|UUID`" */
+static void md_option(FILE *f, const struct cli_opt *o)
+{
+	fputs("| ", f);
+	if (o->short_name)
+		fprintf(f, "`-%c`, ", o->short_name);
+	fprintf(f, "`--%s", o->long_name);
+	if (o->value_name) {
+		fputc(' ', f);
+		md_text(f, o->value_name);
+	}
+	fputs("` | ", f);
+	md_text(f, o->help);
+	fputs(" | ", f);
+	if (o->def) {
+		bool words = strchr(o->def, ' ') != NULL;
+
+		fputs(words ? "" : "`", f);
+		md_text(f, o->def);
+		fputs(words ? "" : "`", f);
+	}
+	fputs(" |\n", f);
+}
+
+void cli_doc(FILE *f, const struct cli_cmd *cmd)
+{
+	const char *title = cmd->n_groups ? cmd->groups[0].title : NULL;
+
+	fprintf(f, "| option | meaning | default |\n| --- | --- | --- |\n");
+	for (size_t g = 0; g < cmd->n_groups; g++) {
+		const struct cli_group *gr = &cmd->groups[g];
+
+		if (gr->title && (!title || strcmp(gr->title, title))) {
+			title = gr->title;
+			fputs("| **", f);
+			md_text(f, title);
+			fputs("** | | |\n", f);
+		}
+		for (size_t i = 0; i < gr->n; i++)
+			md_option(f, &gr->opts[i]);
+		if (gr->text) {
+			const char *t = gr->text;
+
+			fputs("| | ", f);
+			t += strspn(t, " ");
+			md_text(f, t);
+			fputs(" | |\n", f);
+		}
+	}
+	md_option(f, &help_opt);
+}
+
+void cli_doc_workloads(FILE *f)
+{
+	const struct gpushare_wl_desc *list;
+	size_t n = gpushare_workloads(&list);
+
+	fprintf(f, "| workload | option | meaning | default |\n| --- | --- | --- | --- |\n");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "| `%s` | | ", list[i].name);
+		md_text(f, list[i].summary);
+		fputs(" | |\n", f);
+		for (size_t j = 0; j < list[i].n_opts; j++) {
+			fprintf(f, "| | `--%s` | ", list[i].opts[j].name);
+			md_text(f, list[i].opts[j].help);
+			fputs(" | `", f);
+			md_text(f, list[i].opts[j].def);
+			fputs("` |\n", f);
+		}
+	}
+}
+
 /* ---- completion ---- */
 
-static const struct cli_cmd *const all_cmds[] = {
-	&cli_info_cmd, &cli_mps_cmd, &cli_bench_cmd, &cli_sweep_cmd, &cli_report_cmd, &cli_exporter_cmd,
-	&cli_farm_cmd, &cli_farm_status_cmd, &cli_exec_cmd, &cli_plan_cmd, &cli_slurm_cmd, &cli_tune_cmd,
-	&cli_version_cmd,
-};
-
-static const struct cli_cmd *find_cmd(const char *name)
+const struct cli_cmd *cli_find_cmd(const char *name)
 {
-	for (size_t i = 0; i < CLI_N(all_cmds); i++) {
-		if (!strcmp(all_cmds[i]->name, name))
-			return all_cmds[i];
+	for (size_t i = 0; i < cli_n_commands; i++) {
+		const struct cli_cmd *c = cli_commands[i].cmd;
+
+		if (!strcmp(c->name, name))
+			return c;
+		for (size_t k = 0; c->subs && c->subs[k]; k++) {
+			if (!strcmp(c->subs[k]->name, name))
+				return c->subs[k];
+		}
 	}
 	return NULL;
 }
@@ -395,22 +538,23 @@ static const char *kind_word(enum cli_kind k)
 	return "string";
 }
 
-int cli_complete(int argc, char **argv, const char *commands)
+int cli_complete(int argc, char **argv)
 {
 	const struct cli_cmd *c = NULL;
 	const char *what = argc > 0 ? argv[0] : "", *sub = NULL;
 	char top[32];
 
 	if (!strcmp(what, "commands") && argc == 1) {
-		print_words(commands);
+		for (size_t i = 0; i < cli_n_commands; i++)
+			printf("%s\n", cli_commands[i].cmd->name);
 		return cli_finish_stdout(EXIT_OK);
 	}
-	if (argc >= 2 && !(c = find_cmd(argv[1]))) {
+	if (argc >= 2 && !(c = cli_find_cmd(argv[1]))) {
 		/* "mps start": the options of mps that apply to start. */
 		snprintf(top, sizeof(top), "%s", argv[1]);
 		top[strcspn(top, " ")] = '\0';
 		sub = strchr(argv[1], ' ') ? strchr(argv[1], ' ') + 1 : NULL;
-		c = find_cmd(top);
+		c = cli_find_cmd(top);
 		if (!c || !sub || !c->subcommands || !names(c->subcommands, sub))
 			return cli_error(EXIT_USAGE, "--complete: unknown command '%s'", argv[1]);
 	}

@@ -1,11 +1,14 @@
 /*
  * Options as data, in the manner of git's parse-options: each command
  * describes its options in tables of struct cli_opt (names, value kind, range,
- * allowed values, value name, default, help), and one parser walks argv
- * against them (getopt_long underneath). The same tables give the command's
- * --help (usage, options, exit statuses), the shell completion
- * (`gpushare --complete ...`, completion/) and the check of docs/cli.md
- * (tests/cli/test_options.sh), so the three cannot drift apart.
+ * allowed values, value name, default, help, and where the value goes: a
+ * field of the command's argument struct or a callback), and one parser
+ * walks argv against them (getopt_long underneath), so that a command is its
+ * table, one cli_parse_options(), the checks of the combination, the run.
+ * The same tables give the command's --help (usage, options, exit statuses),
+ * so its man page, the shell completion (`gpushare --complete ...`,
+ * completion/) and the option tables of docs/cli.md (`gpushare --doc CMD`,
+ * scripts/gen_cli_doc.py), so none of them can drift apart.
  *
  * Exit statuses have one table too (cli_exit_statuses[]): each status with
  * its meaning and the commands that return it; a command's --help lists the
@@ -36,6 +39,27 @@ enum cli_kind {
 	CLI_FILE,      /* a file name (completion offers files) */
 	CLI_DIR,       /* a directory (completion offers directories) */
 };
+
+/* Where cli_parse_options() puts an option's value (struct cli_opt.to), in
+ * the manner of git's OPT_BOOL, OPT_INTEGER, OPT_STRING and OPT_CALLBACK:
+ * at the offset .off of the argument struct the command hands it (CLI_AT()),
+ * or through .call. */
+enum cli_to {
+	CLI_TO_LOOP,   /* no binding: for a caller of cli_parse_next() alone (sweep's and
+			* tune's --resume compare the options, they bind none) */
+	CLI_TO_TRUE,   /* a bool, set true (a flag) */
+	CLI_TO_INT,    /* an int, from p->num (CLI_INT) */
+	CLI_TO_UINT,   /* an unsigned, from p->num (CLI_INT) */
+	CLI_TO_LONG,   /* a long, p->num (CLI_INT) */
+	CLI_TO_STR,    /* a const char *, the value as given (the last one given wins) */
+	CLI_TO_CALL,   /* .call(p, args) parses the value and stores it; an exit status */
+	CLI_TO_NONE,   /* read before the parse (a prescan): nothing to store */
+};
+
+/* .off of a field of the command's argument struct T: { .to = CLI_TO_INT, CLI_AT(T, workers) }. */
+#define CLI_AT(T, field) .off = offsetof(T, field)
+
+struct cli_parse;
 
 /* struct cli_opt.flags */
 enum {
@@ -87,6 +111,9 @@ struct cli_opt {
 				 * "@workloads": the workloads' names */
 	unsigned flags;         /* CLI_RAW */
 	const char *only;       /* the subcommands it applies to, space-separated; NULL: all */
+	enum cli_to to;         /* where its value goes (cli_parse_options()) */
+	size_t off;             /* CLI_TO_TRUE ... CLI_TO_STR: the field's offset in the args */
+	int (*call)(struct cli_parse *p, void *args); /* CLI_TO_CALL */
 };
 
 /* Options under one heading of --help; several groups may share a heading
@@ -119,7 +146,23 @@ struct cli_cmd {
 	size_t n_notes;
 	bool name_options;            /* errors name a recognised option by its full name */
 	bool stop_at_operand;         /* options end at the first operand (exec) */
+	const struct cli_cmd *const *subs; /* subcommands with tables of their own ("farm status"), NULL-ended */
 };
+
+/* One row of the command table: gpushare <name> runs fn; summary is its
+ * line in `gpushare --help`. */
+struct cli_command {
+	const struct cli_cmd *cmd;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+/* The command table (cli/main.c), in the order of `gpushare --help`: the
+ * dispatch, `gpushare help CMD`, the command list and the completion's
+ * commands all read it. */
+extern const struct cli_command cli_commands[];
+extern const size_t cli_n_commands;
+/* The command (or subcommand: "farm status") called name, or NULL. */
+const struct cli_cmd *cli_find_cmd(const char *name);
 
 #define CLI_N(a) (sizeof(a) / sizeof((a)[0]))
 #define CLI_GROUP(title, arr, text) { title, arr, CLI_N(arr), text }
@@ -134,7 +177,7 @@ struct cli_exit_row {
 extern const struct cli_exit_row cli_exit_statuses[];
 extern const size_t cli_n_exit_statuses;
 
-/* The commands' tables (cli/cmd_*.c), for --complete. */
+/* The commands' tables (cli/cmd_*.c), for the command table. */
 extern const struct cli_cmd cli_info_cmd, cli_mps_cmd, cli_bench_cmd, cli_sweep_cmd, cli_report_cmd,
 	cli_exporter_cmd, cli_farm_cmd, cli_farm_status_cmd, cli_exec_cmd, cli_plan_cmd, cli_slurm_cmd, cli_tune_cmd,
 	cli_version_cmd;
@@ -165,6 +208,11 @@ struct cli_parse {
 	const char *const *extra;     /* more long options with a value (workload options) */
 	size_t n_extra;
 	const char *whose;            /* "workload 'matmul'": an unknown long option is not one of whose */
+	const char **extra_values;    /* cli_parse_options(): extra[i]'s value into extra_values[i] */
+	const char *sub;              /* cli_parse_options(): the subcommand; an option that does not
+				       * apply to it (struct cli_opt.only) is refused */
+	/* cli_parse_options(): called after each option is stored, or NULL */
+	void (*each)(struct cli_parse *p, void *args);
 	/* each option found */
 	const struct cli_opt *opt;    /* NULL for an extra one */
 	const char *arg;              /* its value (NULL for a flag) */
@@ -176,6 +224,7 @@ struct cli_parse {
 	const struct cli_opt *table[CLI_MAX_OPTS];
 	char shortopts[64];
 	size_t n;
+	bool seen[CLI_MAX_OPTS];      /* table[i] was given */
 	bool overflow;                /* the tables do not fit: an internal error */
 };
 
@@ -184,6 +233,16 @@ void cli_parse_init(struct cli_parse *p, const struct cli_cmd *cmd, int argc, ch
 bool cli_cmd_has_option(const struct cli_cmd *cmd, const char *name);
 /* The id of the next option (> 0), 0 at the end, < 0 to stop with p->status. */
 int cli_parse_next(struct cli_parse *p);
+/* Every option of argv, each stored where its table entry says (struct
+ * cli_opt.to) in args, whose start the shared tables' callbacks read as a
+ * struct cli_run_args (cli/cli.h); an extra one's value into
+ * p->extra_values (which must be set when p->extra is). true when the
+ * command goes on (p->optind is the first operand); false to stop with
+ * p->status (--help was printed, or an error). A bad value stops the parse
+ * at that option, so the first bad one in argv is the one reported. */
+bool cli_parse_options(struct cli_parse *p, void *args);
+/* Whether the option called name (long name) was given. */
+bool cli_parse_given(const struct cli_parse *p, const char *name);
 /* Whether o applies to the subcommand sub (struct cli_opt.only). */
 bool cli_opt_applies(const struct cli_opt *o, const char *sub);
 /* "--name" of the option just found. */
@@ -196,8 +255,14 @@ int cli_help_stdout(const struct cli_cmd *cmd);
 /* The exit status rows of cmd ("all" rows and those naming it) to f. */
 void cli_help_exit_statuses(FILE *f, const char *cmd, const struct cli_exit_note *notes, size_t n_notes);
 
+/* cmd's options as a Markdown table, for docs/cli.md: `gpushare --doc CMD`
+ * (hidden), which scripts/gen_cli_doc.py runs. */
+void cli_doc(FILE *f, const struct cli_cmd *cmd);
+/* The workloads and their options as a Markdown table: `gpushare --doc workloads`. */
+void cli_doc_workloads(FILE *f);
+
 /* `gpushare --complete ...` (argv after "--complete"): the words the shell
  * completion offers, one a line. Returns an exit status. */
-int cli_complete(int argc, char **argv, const char *commands);
+int cli_complete(int argc, char **argv);
 
 #endif

@@ -18,6 +18,8 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 #include "gpushare/mps.h"
+#include "gpushare/internal/bench.h"
+#include "gpushare/internal/metrics.h"
 
 int cli_exit_for(int err)
 {
@@ -274,47 +276,47 @@ static int parse_noise(const char *cmd, const char *arg, double *out)
 /* What bench and sweep share; each command adds its own --repeats,
  * --target-noise and --max-repeats (their help differs). */
 const struct cli_opt cli_run_opts[] = {
-	{ .id = CLI_OPT_STRATEGY, .long_name = "strategy", .kind = CLI_LIST, .value_name = "LIST",
+	{ .id = CLI_OPT_STRATEGY, CLI_RUN, .long_name = "strategy", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "comma list of timeslice, mps, mps-split, mig, sequential, streams", .def = "timeslice,mps",
 	  .values = "timeslice mps mps-split mig sequential streams" },
-	{ .id = CLI_OPT_DURATION, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
+	{ .id = CLI_OPT_DURATION, CLI_RUN, .long_name = "duration", .kind = CLI_DURATION, .value_name = "D",
 	  .help = "measurement window", .def = "10s" },
-	{ .id = CLI_OPT_REQUESTS, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
+	{ .id = CLI_OPT_REQUESTS, CLI_RUN, .long_name = "requests", .kind = CLI_INT, .value_name = "R",
 	  .help = "instead of a window: R recorded requests per worker", .min = 1, .max = 1000000000000L },
-	{ .id = CLI_OPT_WARMUP, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
+	{ .id = CLI_OPT_WARMUP, CLI_RUN, .long_name = "warmup", .kind = CLI_DURATION, .value_name = "D",
 	  .help = "window after the start barrier, not recorded", .def = "2s" },
-	{ .id = CLI_OPT_WARMUP_REQUESTS, .long_name = "warmup-requests", .kind = CLI_INT, .value_name = "W",
+	{ .id = CLI_OPT_WARMUP_REQUESTS, CLI_RUN, .long_name = "warmup-requests", .kind = CLI_INT, .value_name = "W",
 	  .help = "requests per worker before it reports ready", .def = "3", .max = 1000000000L },
-	{ .id = CLI_OPT_START_TIMEOUT, .long_name = "start-timeout", .kind = CLI_DURATION, .value_name = "D",
+	{ .id = CLI_OPT_START_TIMEOUT, CLI_RUN, .long_name = "start-timeout", .kind = CLI_DURATION, .value_name = "D",
 	  .help = "bound of the start barrier", .def = "120s" },
-	{ .id = CLI_OPT_GPU, .long_name = "gpu", .kind = CLI_STRING, .value_name = "IDX|UUID", .help = "GPU to use",
+	{ .id = CLI_OPT_GPU, CLI_RUN, .long_name = "gpu", .kind = CLI_STRING, .value_name = "IDX|UUID", .help = "GPU to use",
 	  .def = "0" },
-	{ .id = CLI_OPT_GPUS, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
+	{ .id = CLI_OPT_GPUS, CLI_RUN, .long_name = "gpus", .kind = CLI_LIST, .value_name = "all|LIST",
 	  .help = "several GPUs (indices or UUIDs): worker i on GPU i mod G, one MPS daemon for all; results per GPU and in total",
 	  .values = "all" },
-	{ .id = CLI_OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
+	{ .id = CLI_OPT_MPS_PIPE_DIR, CLI_RUN, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "use the MPS daemon running there (left running)" },
 };
 _Static_assert(CLI_N(cli_run_opts) == CLI_N_RUN_OPTS, "CLI_N_RUN_OPTS");
 
 const struct cli_opt cli_program_opts[] = {
-	{ .id = CLI_OPT_MODE, .long_name = "mode", .kind = CLI_ENUM, .value_name = "request|job",
+	{ .id = CLI_OPT_MODE, CLI_RUN, .long_name = "mode", .kind = CLI_ENUM, .value_name = "request|job",
 	  .help = "request (default): it reports ready and each request through "
 	  "GPUSHARE_REPORT_FD (<gpushare/client.h> in C, the gpushare_client "
 	  "module in Python); job: each run to completion is one job: wall time "
 	  "per job, jobs/s, makespan; no warm-up unless --warmup is given", .values = "request job" },
-	{ .id = CLI_OPT_JOBS, .long_name = "jobs", .kind = CLI_INT, .value_name = "K",
+	{ .id = CLI_OPT_JOBS, CLI_RUN, .long_name = "jobs", .kind = CLI_INT, .value_name = "K",
 	  .help = "job mode: K jobs per worker (else jobs for --duration)", .min = 1, .max = 1000000000L },
-	{ .id = CLI_OPT_PRELOAD, .long_name = "preload", .kind = CLI_FLAG,
+	{ .id = CLI_OPT_PRELOAD, CLI_RUN, .long_name = "preload", .kind = CLI_FLAG,
 	  .help = "request mode, Python client: start the command once and fork each run's workers from "
 	  "it at its first gpushare call, so its imports are paid once (see gpushare-bench(1))" },
 };
 _Static_assert(CLI_N(cli_program_opts) == CLI_N_PROGRAM_OPTS, "CLI_N_PROGRAM_OPTS");
 
 const struct cli_opt cli_metrics_opts[] = {
-	{ .id = CLI_OPT_METRICS_LISTEN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
+	{ .id = CLI_OPT_METRICS_LISTEN, CLI_RUN, .long_name = "metrics-listen", .kind = CLI_STRING, .value_name = "[ADDR:]PORT",
 	  .help = "serve live Prometheus metrics at /metrics while it runs (address default 127.0.0.1)" },
-	{ .id = CLI_OPT_METRICS_BUCKETS, .long_name = "metrics-buckets", .kind = CLI_LIST, .value_name = "LIST",
+	{ .id = CLI_OPT_METRICS_BUCKETS, CLI_RUN, .long_name = "metrics-buckets", .kind = CLI_LIST, .value_name = "LIST",
 	  .help = "histogram bounds in seconds (0.001,0.005,...)" },
 };
 _Static_assert(CLI_N(cli_metrics_opts) == CLI_N_METRICS_OPTS, "CLI_N_METRICS_OPTS");
@@ -368,6 +370,13 @@ int cli_command_option(struct cli_command_opts *o, const struct cli_parse *p, st
 	case CLI_OPT_METRICS_BUCKETS: return parse_metrics_buckets(cmd, arg, c);
 	default: return CLI_NOT_MINE;
 	}
+}
+
+int cli_run_option(struct cli_parse *p, void *args)
+{
+	struct cli_run_args *a = args;
+
+	return cli_command_option(&a->co, p, a->c);
 }
 
 int cli_option_error(const char *cmd, int opt, const char *arg, const char *whose)

@@ -1,7 +1,7 @@
 # Installation layout (cmake --install) and the Debian package (cpack -G DEB).
 #   bin/gpushare                         the command line (cli/CMakeLists.txt)
 #   libexec/gpushare/gpushare-worker     found by gpushare relative to itself
-#   include/gpushare/*.h                 the public API, client.h included
+#   include/gpushare/*.h                 the public API, client.h included (not internal/)
 #   lib/libgpushare.a (+ libgpushare-core.a), lib/pkgconfig/gpushare.pc
 #   share/man/man1/gpushare*.1           generated from --help (see below)
 #   share/bash-completion/completions/gpushare, zsh: _gpushare
@@ -19,7 +19,7 @@ if(TARGET gpushare-core)
   string(APPEND GPUSHARE_PC_LIBS " -lgpushare-core")
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpushare DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h")
+        FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
 
 # pkg-config: what libgpushare.a needs comes from the modules it was built with.
 set(GPUSHARE_PC_REQUIRES "libcjson libmicrohttpd yaml-0.1")
@@ -45,18 +45,30 @@ install(FILES ${PROJECT_BINARY_DIR}/gpushare.pc DESTINATION ${CMAKE_INSTALL_LIBD
 # C strings, would make every help edit a two-language change; running the
 # binary keeps the help where the options are parsed.)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
+# Each page also carries the prose docs/cli.md is written from (docs/cli/*.md).
 set(GPUSHARE_MAN_DIR ${PROJECT_BINARY_DIR}/man)
+file(GLOB GPUSHARE_CLI_PROSE CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/cli/*.md)
 add_custom_command(OUTPUT ${GPUSHARE_MAN_DIR}/gpushare.1
   COMMAND ${CMAKE_COMMAND} -E rm -rf ${GPUSHARE_MAN_DIR}
   COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
           ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/man/help2man.py
           --gpushare $<TARGET_FILE:gpushare-cli> --version ${PROJECT_VERSION}
-          --docdir ${CMAKE_INSTALL_FULL_DOCDIR} --out ${GPUSHARE_MAN_DIR}
-  DEPENDS gpushare-cli ${PROJECT_SOURCE_DIR}/man/help2man.py
+          --docdir ${CMAKE_INSTALL_FULL_DOCDIR} --out ${GPUSHARE_MAN_DIR} --prose ${PROJECT_SOURCE_DIR}/docs/cli
+  DEPENDS gpushare-cli ${PROJECT_SOURCE_DIR}/man/help2man.py ${GPUSHARE_CLI_PROSE}
   COMMENT "Generating the man pages from gpushare --help"
   VERBATIM)
 add_custom_target(gpushare-man ALL DEPENDS ${GPUSHARE_MAN_DIR}/gpushare.1)
 install(DIRECTORY ${GPUSHARE_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1")
+
+# docs/cli.md is committed but written from the same tables plus the prose
+# of docs/cli/*.md (scripts/gen_cli_doc.py): `cmake --build build --target
+# cli-doc` rewrites it, and the test check.cli_doc refuses a stale copy.
+add_custom_target(cli-doc
+  COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
+          ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/gen_cli_doc.py --gpushare $<TARGET_FILE:gpushare-cli>
+  DEPENDS gpushare-cli
+  COMMENT "Writing docs/cli.md from docs/cli/*.md and the option tables"
+  VERBATIM)
 
 # Shell completion. zsh looks in vendor-completions for packages of the
 # distribution (prefix /usr) and in site-functions elsewhere.
@@ -71,7 +83,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/completion/_gpushare DESTINATION ${GPUSHARE_
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
-        FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "results" EXCLUDE)
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "results" EXCLUDE PATTERN "cli" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/python/gpushare_client.py DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/slurm/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/slurm)
 install(FILES ${PROJECT_SOURCE_DIR}/grafana/gpushare-dashboard.json ${PROJECT_SOURCE_DIR}/grafana/recording-rules.yml

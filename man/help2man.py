@@ -6,8 +6,11 @@ Run by the build (cmake/install.cmake) with the freshly built binary:
     help2man.py --gpushare build/gpushare --version 0.1.0 --out build/man
 
 It writes gpushare.1 from `gpushare --help` and gpushare-<cmd>.1 from
-`gpushare <cmd> --help` for every command listed there. The help text is the
-only source: the page is that text laid out in roff, so the two cannot drift.
+`gpushare <cmd> --help` for every command listed there: the help text, laid
+out in roff, so the two cannot drift. With --prose docs/cli, each page also
+gets the prose that docs/cli.md is written from (docs/cli/NN-<cmd>.md, as its
+DETAILS; gpushare(1) the conventions, the environment and the exit
+statuses), so the page, --help and docs/cli.md share one source too.
 
 The help text follows a few layout rules (cli/*.c), which this turns into roff:
   - the lines up to the first blank line are the usage: SYNOPSIS;
@@ -119,7 +122,114 @@ def split_examples(lines):
     return lines, []
 
 
-def page(name, section_title, version, summary, help_lines, see_also, docdir):
+# ---- the prose of docs/cli/*.md (the fragments docs/cli.md is written from) ----
+
+def roff_text(s):
+    """roff_escape(), and characters beyond ASCII (x, +-, >=, em dash) as
+    groff's \\[uXXXX], which troff takes without a preprocessor."""
+    return "".join(c if ord(c) < 128 else "\\[u%04X]" % ord(c) for c in roff_escape(s))
+
+def md_inline(text):
+    """Roff for a line of Markdown: `code` and **strong** in bold, links as
+    their text, Markdown's escapes and entities undone."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = text.replace("\\|", "|").replace("\\*", "*").replace("&lt;", "<").replace("&gt;", ">")
+    out = []
+    for i, part in enumerate(re.split(r"(`[^`]*`)", text)):
+        if part.startswith("`") and part.endswith("`") and len(part) >= 2:
+            out.append("\\fB" + roff_text(part[1:-1]) + "\\fR")
+            continue
+        for j, piece in enumerate(re.split(r"\*\*", part)):
+            out.append(("\\fB" if j % 2 else "") + roff_text(piece) + ("\\fR" if j % 2 else ""))
+    line = "".join(out)
+    if line.startswith(".") or line.startswith("'"):
+        line = "\\&" + line
+    return line
+
+
+def md_cells(row):
+    cells = re.split(r"(?<!\\)\|", row.strip())[1:-1]
+    return [c.strip() for c in cells]
+
+
+def prose(path, start=None):
+    """Roff for a fragment (from its line `start` when given): its headings
+    "# ..." and "## ..." (the page's own title) and the "All options" tables
+    (the page lists the options from --help) left out."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if start:
+        lines = lines[lines.index(start):]
+    out, para, i = [], [], 0
+
+    def flush():
+        if para:
+            out.append(".PP")
+            out.extend(md_inline(l) for l in para)
+            para.clear()
+
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("### All options of") or re.match(r"^@(options .+|workloads)@$", line):
+            flush()
+            i += 1
+            continue
+        if line.startswith("# ") or line.startswith("## "):
+            flush()
+            i += 1
+            continue
+        if line.startswith("### "):
+            flush()
+            out.append(".SS " + md_inline(line[4:]))
+        elif line.startswith("```"):
+            flush()
+            out += [".PP", ".nf", ".RS 4"]
+            i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                code = roff_text(lines[i])
+                out.append("\\&" + code if code.startswith((".", "'")) else code)
+                i += 1
+            out += [".RE", ".fi"]
+        elif line.startswith("|"):
+            flush()
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(md_cells(lines[i]))
+                i += 1
+            i -= 1
+            for r in rows[2:]:  # the header and the rule are left out
+                tag, rest = (r[0], r[1:]) if r else ("", [])
+                text = "; ".join(c for c in rest if c)
+                out += [".TP", md_inline(tag) if tag else "\\&"] + ([md_inline(text)] if text else [])
+        elif re.match(r"^\s*[-*] ", line):
+            flush()
+            item = [re.sub(r"^\s*[-*] ", "", line)]
+            while i + 1 < len(lines) and lines[i + 1].startswith("  ") and lines[i + 1].strip():
+                i += 1
+                item.append(lines[i].strip())
+            out.append(".IP \\(bu 2")
+            out.extend(md_inline(l) for l in item)
+        elif not line.strip():
+            flush()
+        else:
+            para.append(line.strip())
+        i += 1
+    flush()
+    return out
+
+
+def fragments(prose_dir):
+    """name -> path of docs/cli/<NN>-<name>.md."""
+    found = {}
+    if prose_dir:
+        for f in sorted(os.listdir(prose_dir)):
+            m = re.match(r"^\d+-(.+)\.md$", f)
+            if m:
+                found[m.group(1)] = os.path.join(prose_dir, f)
+    return found
+
+
+def page(name, section_title, version, summary, help_lines, see_also, docdir, details=()):
     usage = []
     i = 0
     while i < len(help_lines) and help_lines[i].strip():
@@ -137,6 +247,8 @@ def page(name, section_title, version, summary, help_lines, see_also, docdir):
     out += [roff_line(u) for u in usage]
     out += [".fi", ".SH DESCRIPTION"]
     out += body(rest)
+    for title, lines in details:
+        out += [".SH " + title] + lines
     if examples:
         out += [".SH EXAMPLES", ".nf"] + [roff_line(e[2:] if e.startswith("  ") else e) for e in examples] + [".fi"]
     out += [".SH SEE ALSO", ",\n".join(".BR %s (1)" % roff_escape(s) for s in see_also)]
@@ -151,6 +263,7 @@ def main():
     ap.add_argument("--version", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--docdir", default="")
+    ap.add_argument("--prose", default="", help="docs/cli: the prose of docs/cli.md, one fragment per command")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
 
@@ -169,11 +282,16 @@ def main():
         sys.exit("help2man: no commands found in 'gpushare --help'")
     # The first line after the usage is the one-line description of gpushare.
     desc = next(l for l in top[1:] if l.strip()).rstrip(".")
+    frag = fragments(a.prose)
+    top_details = [(t, prose(frag[k], start)) for t, k, start in (("CONVENTIONS", "overview", "## Conventions"),
+                                                                  ("ENVIRONMENT", "environment", None),
+                                                                  ("EXIT STATUS", "exit-statuses", None)) if k in frag]
     pages = {"gpushare": page("gpushare", "gpushare manual", a.version, desc[0].lower() + desc[1:], top,
-                              ["gpushare-" + c for c, _ in commands], a.docdir)}
+                              ["gpushare-" + c for c, _ in commands], a.docdir, top_details)}
     for c, summary in commands:
+        details = [("DETAILS", prose(frag[c]))] if c in frag else []
         pages["gpushare-" + c] = page("gpushare-" + c, "gpushare manual", a.version, summary,
-                                      help_of(a.gpushare, [c, "--help"]), ["gpushare"], a.docdir)
+                                      help_of(a.gpushare, [c, "--help"]), ["gpushare"], a.docdir, details)
     for name, text in pages.items():
         with open(os.path.join(a.out, name + ".1"), "w") as f:
             f.write(text)

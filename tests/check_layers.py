@@ -10,7 +10,9 @@ Sources:
   as the check cannot follow it.
 - A file under lib/ declares by `extern` nothing that a peer or a higher
   layer defines (an upward call the includes would not show).
-- Public headers include only public headers of their rank or lower.
+- Public headers include only public headers of their rank or lower; the
+  internal ones (include/gpushare/internal/, not installed: what only cli/
+  uses) are placed and checked as public ones.
 - cli/, workloads/, bench/ and examples/ include no header of lib/.
 - Basenames are unique across lib/, and no include climbs with "../".
 - A file under lib/ of more than 900 lines names its reason in lib/LAYERS
@@ -186,7 +188,7 @@ def check_sources(layers, plants, errors):
         texts[path] = text
         files[path] = parts[1]
         home.setdefault(parts[2], parts[1])
-    publics = sorted(os.listdir(os.path.join(ROOT, "include", "gpushare")))
+    publics = public_headers()
     for h in publics:
         if h not in layers.public:
             errors.append(f"include/gpushare/{h}: a public header that lib/LAYERS does not place")
@@ -339,6 +341,17 @@ def read_object_lists(args):
         layer, _, objs = spec.partition("=")
         lists.append((layer, [o for o in objs.split(";") if o]))
     return lists
+
+
+def public_headers():
+    """The headers under include/gpushare/, by path from there: "bench.h", and
+    "internal/bench.h" for the uninstalled ones only the command line uses."""
+    top = os.path.join(ROOT, "include", "gpushare")
+    found = []
+    for dirpath, _, names in os.walk(top):
+        for name in names:
+            found.append(os.path.relpath(os.path.join(dirpath, name), top))
+    return sorted(found)
 
 
 def main():

@@ -70,15 +70,6 @@ enum gpushare_arrival {
 const char *gpushare_load_name(int load);
 const char *gpushare_arrival_name(int arrival);
 const char *gpushare_dispatch_name(int dispatch);
-/* Parse those names; GPUSHARE_E_INVAL naming the choices. */
-int gpushare_load_parse(const char *s, enum gpushare_load *out);
-int gpushare_arrival_parse(const char *s, enum gpushare_arrival *out);
-int gpushare_dispatch_parse(const char *s, enum gpushare_dispatch *out);
-
-/* Parse a latency bound "p99=50ms" (pNN, pNN.N...: the quantile in percent,
- * then a duration). GPUSHARE_E_INVAL naming the problem. */
-int gpushare_slo_parse(const char *s, double *quantile, uint64_t *bound_ns);
-
 /* Most steps of one --find-peak search per strategy. */
 #define GPUSHARE_PEAK_MAX_STEPS 40
 
@@ -265,12 +256,6 @@ int gpushare_bench_config_check(const struct gpushare_bench_config *c);
 /* The open-loop part of that check (also used by sweep): --rate, duration
  * mode, request-mode commands, --find-peak's --slo. */
 int gpushare_bench_open_check(const struct gpushare_bench_config *c);
-
-/* Parse per-worker lists: one value or exactly `workers` values, comma
- * separated. GPUSHARE_E_INVAL naming the bad item or the count. */
-int gpushare_bench_parse_percent_list(const char *s, int workers, double *out, int *n);
-int gpushare_bench_parse_size_list(const char *s, int workers, uint64_t *out, int *n);
-int gpushare_bench_parse_priority_list(const char *s, int workers, int *out, int *n);
 
 /* ---- results ---- */
 
@@ -519,12 +504,6 @@ void gpushare_bench_relative(const struct gpushare_bench_summary *a, const struc
 /* The reference of the relative summary: timeslice when it has an OK run,
  * else the first strategy with one; -1 none. Index into r->summary. */
 int gpushare_bench_reference(const struct gpushare_bench_report *r);
-
-/* --preload: what happens to the preloaded command, one line of text per
- * event: started and loaded (warning false); not preloaded and why, or
- * started again (warning true). fn NULL: silent. */
-typedef void (*gpushare_bench_notice_fn)(void *arg, bool warning, const char *text);
-void gpushare_bench_set_preload_notice(gpushare_bench_notice_fn fn, void *arg);
 
 /* Stop the preloaded command (config.preload) and forget it; runs after
  * this start it again. Call once the runs are over; gpushare's exit ends it

@@ -52,11 +52,6 @@ extern "C" {
  * GPUSHARE_E_INVAL naming the problem. */
 int gpushare_metrics_parse_listen(const char *s, char *addr, size_t addr_len, uint16_t *port);
 
-/* Parse a bucket list in seconds ("0.001,0.005,0.01"): positive, finite,
- * strictly increasing, at most GPUSHARE_METRICS_MAX_BUCKETS values, "+Inf"
- * not allowed (it is always there). */
-int gpushare_metrics_parse_buckets(const char *s, double *out, size_t *n);
-
 /* The default latency ladder: 50 us to 60 s, about 3 buckets per decade
  * (1, 2.5, 5 x 10^k). Writes at most max values; returns how many. */
 size_t gpushare_metrics_default_buckets(double *out, size_t max);
@@ -164,13 +159,6 @@ typedef int (*gpushare_metrics_produce_fn)(void *arg, char **text, size_t *len);
  * with Allow; a request with a body: 413. */
 int gpushare_metrics_server_start(const char *addr, uint16_t port, gpushare_metrics_produce_fn fn, void *arg,
 				  struct gpushare_metrics_server **out);
-
-/* Called by every gpushare_metrics_server_start() that succeeds, with the
- * address and the port actually bound (port 0 picks one): the command line
- * says where bench, sweep and farm serve. Set it before any server starts
- * (not thread-safe); NULL: none. */
-typedef void (*gpushare_metrics_listen_fn)(const char *addr, uint16_t port, void *arg);
-void gpushare_metrics_set_listen_notice(gpushare_metrics_listen_fn fn, void *arg);
 
 /* The port actually bound (useful with port 0). */
 uint16_t gpushare_metrics_server_port(const struct gpushare_metrics_server *s);

@@ -78,10 +78,6 @@ struct gpushare_mps_limits {
 	int priority;                  /* 0 normal, 1 below normal, -1 = leave unset */
 };
 
-/* Parse a memory-limit list: "4G" (every device in 0..ndev-1) or
- * "0=4G,1=512M". Fills limits->mem_limit_bytes / n_mem_limits. */
-int gpushare_mps_parse_mem_limits(const char *s, int ndev, struct gpushare_mps_limits *limits);
-
 void gpushare_mps_limits_init(struct gpushare_mps_limits *l);
 
 struct gpushare_mps_start_opts {

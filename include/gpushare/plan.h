@@ -46,8 +46,6 @@ enum gpushare_plan_goal {
 
 /* "slurm", "k8s-device-plugin", "k8s-dra", "mig-parted", "env"; NULL unknown. */
 const char *gpushare_plan_target_name(int target);
-/* The target called name, or -1. */
-int gpushare_plan_target_parse(const char *name);
 
 struct gpushare_plan_options {
 	int target;                  /* enum gpushare_plan_target */

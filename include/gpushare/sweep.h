@@ -54,13 +54,6 @@ extern "C" {
 /* Beside it: the lock a running sweep holds on its results directory. */
 #define GPUSHARE_SWEEP_LOCK_FILE ".gpushare-sweep.lock"
 
-/* The command line that recorded the first run of a results file (its
- * metadata.command_line: "gpushare", "sweep", ...), NULL-terminated; free
- * with gpushare_sweep_argv_free(). GPUSHARE_E_NOT_FOUND when no line has
- * one (or the file is missing), the errors of gpushare_read_file(). */
-int gpushare_sweep_recorded_argv(const char *results_path, char ***argv);
-void gpushare_sweep_argv_free(char **argv);
-
 /* One workload shape: a workload with its option values, or the command. */
 struct gpushare_sweep_shape {
 	char label[128];                /* "matmul:size=4096", as given;
@@ -226,11 +219,6 @@ int gpushare_sweep_set_command(struct gpushare_sweep_config *s, char **argv, int
 /* Set a workload option on every shape whose workload has it. Returns
  * GPUSHARE_E_NOT_FOUND when none has it, GPUSHARE_E_INVAL for a bad value. */
 int gpushare_sweep_set_option(struct gpushare_sweep_config *s, const char *name, const char *value);
-
-/* Parse a non-empty comma list of whole numbers in [min, max] ("1,3,5,7"),
- * without duplicates, into out[] (at most GPUSHARE_SWEEP_MAX_VALUES).
- * GPUSHARE_E_INVAL naming the bad item. */
-int gpushare_sweep_parse_int_list(const char *s, long min, long max, long *out, size_t *n);
 
 /* The thread percentages "auto" stands for: the default share 100/N, twice
  * it (at most 100) and the whole GPU (docs/tune.md says why). */

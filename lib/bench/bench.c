@@ -14,6 +14,7 @@
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
+#include "gpushare/internal/bench.h"
 
 #include "bench_mix.h"
 #include "items.h"

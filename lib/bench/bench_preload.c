@@ -28,6 +28,7 @@
 #include "bench_preload.h"
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/internal/bench.h"
 
 #define DEFAULT_START_NS (120 * NS_PER_S)
 #define STOP_WAIT_NS (2 * NS_PER_S)

@@ -20,6 +20,7 @@
 
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
+#include "gpushare/internal/metrics.h"
 #include "items.h"
 
 /* ---- the buffer (gpushare/buf.h) ---- */

@@ -45,6 +45,7 @@
 #include "gpushare/files.h"
 #include "gpushare/metrics.h"
 #include "gpushare/util.h"
+#include "gpushare/internal/metrics.h"
 
 /* One open connection, for the header deadline. */
 struct conn_watch {

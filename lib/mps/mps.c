@@ -27,6 +27,7 @@
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "gpushare/internal/mps.h"
 #include "items.h"
 #include "mps_parse.h"
 

@@ -30,6 +30,7 @@
 #include "gpushare/stats.h"
 #include "gpushare/strategy.h"
 #include "json.h"
+#include "gpushare/internal/plan.h"
 #include "plan_internal.h"
 #include "report_internal.h"
 

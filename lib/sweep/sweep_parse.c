@@ -13,6 +13,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/sweep.h"
 #include "gpushare/util.h"
+#include "gpushare/internal/sweep.h"
 #include "items.h"
 
 struct int_list {

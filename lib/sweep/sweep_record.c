@@ -14,6 +14,7 @@
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/sweep.h"
+#include "gpushare/internal/sweep.h"
 
 #include "json.h"
 

@@ -7,6 +7,7 @@
 #     command's (or --help / --version; for bench and sweep a workload's);
 #   - the exit statuses its --help lists are the rows of docs/cli.md's "Exit
 #     statuses" table whose "returned by" column says "all" or names it.
+# The hidden --doc prints the option tables docs/cli.md is written from.
 # And the completion: bash's offers the values of an option (strategies,
 # workloads, enum values, `farm status`), not file names; zsh's parses.
 set -euo pipefail
@@ -63,7 +64,8 @@ for cmd in "${commands[@]}"; do
 	check "every option of $cmd --help is in docs/cli.md's section${missing_doc[*]:+ (missing: ${missing_doc[*]})}" \
 		test "${#missing_doc[@]}" -eq 0
 	for o in $(grep -o -- '--[a-z][a-z0-9-]*' "$tmp/doc" | sort -u); do
-		[[ $o == --help || $o == --version ]] && continue
+		# --gres: Slurm's option, which the help of exec names
+		[[ $o == --help || $o == --version || $o == --gres ]] && continue
 		grep -qx -- "$o" "$tmp/table" && continue
 		[[ $cmd == bench || $cmd == sweep ]] && grep -qx -- "$o" "$tmp/wl-options" && continue
 		unknown+=("$o")
@@ -74,6 +76,20 @@ for cmd in "${commands[@]}"; do
 	doc_statuses "$cmd" >"$tmp/ds"
 	check "$cmd --help lists exit statuses ($(tr '\n' ' ' <"$tmp/hs"))" test -s "$tmp/hs"
 	check "$cmd: the exit statuses of --help are docs/cli.md's ($(tr '\n' ' ' <"$tmp/ds"))" cmp -s "$tmp/hs" "$tmp/ds"
+done
+
+echo "== --doc (docs/cli.md's option tables, scripts/gen_cli_doc.py)"
+run --doc bench
+check "--doc bench: a Markdown table with every option of bench" \
+	bash -c "test $rc -eq 0 && head -1 '$tmp/out' | grep -qx '| option | meaning | default |' && grep -q '^| \`--workers N\` | .* | \`4\` |$' '$tmp/out'"
+run --doc "farm status"
+check "--doc 'farm status': its options" bash -c "test $rc -eq 0 && grep -q -- '--failed' '$tmp/out'"
+run --doc workloads
+check "--doc workloads: the workloads' options" bash -c "test $rc -eq 0 && grep -q '| \`matmul\` |' '$tmp/out'"
+for bad in "nosuchcmd" ""; do
+	# shellcheck disable=SC2086 # split on purpose
+	run --doc $bad
+	check "--doc $bad: exit 2, one line on stderr" bash -c "test $rc -eq 2 -a \$(wc -l <'$tmp/err') -eq 1"
 done
 
 echo "== --complete"

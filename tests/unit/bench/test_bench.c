@@ -22,6 +22,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/internal/bench.h"
 
 static void test_strategy_list(void **state)
 {

@@ -20,6 +20,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/region.h"
+#include "gpushare/internal/bench.h"
 #include "openloop.h"
 
 static void test_uniform_schedule(void **state)

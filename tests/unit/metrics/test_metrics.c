@@ -21,6 +21,7 @@
 #include "gpushare/hist.h"
 #include "gpushare/metrics.h"
 #include "gpushare/region.h"
+#include "gpushare/internal/metrics.h"
 
 static void test_format_double(void **state)
 {

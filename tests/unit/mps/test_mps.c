@@ -20,6 +20,7 @@
 #include "sys.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "gpushare/internal/mps.h"
 
 static char base[64];
 static char fake[GPUSHARE_PATH_MAX];

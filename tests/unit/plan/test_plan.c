@@ -15,6 +15,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/plan.h"
 #include "gpushare/strategy.h"
+#include "gpushare/internal/plan.h"
 #include "plan_internal.h"
 
 static void slurm_line_ok(void **state)

@@ -21,6 +21,8 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
+#include "gpushare/internal/bench.h"
+#include "gpushare/internal/sweep.h"
 
 static struct gpushare_sweep_config cfg;
 
