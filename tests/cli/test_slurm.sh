@@ -217,7 +217,7 @@ if [[ $(id -u) -eq 0 ]] && id nobody >/dev/null 2>&1; then
 	env -u SLURM_JOB_ID SLURM_JOB_ID=89 SLURM_JOB_UID=12ab SLURM_JOB_GID=0 CUDA_VISIBLE_DEVICES=0 \
 		CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$GPUSHARE" slurm prolog --state-dir "$sd3/sd" >"$tmp/out" 2>&1 || rc=$?
 	check "a garbled SLURM_JOB_UID: refused (exit $rc), never read as uid 0" \
-		bash -c "[[ $rc -ne 0 ]] && grep -q \"SLURM_JOB_UID='12ab' is not a user id\" '$tmp/out' && ! ls -d '$sd3'/sd/mps-0-* 2>/dev/null"
+		bash -c "[[ $rc -ne 0 ]] && grep -q \"SLURM_JOB_UID='12ab' is not a number\" '$tmp/out' && ! ls -d '$sd3'/sd/mps-0-* 2>/dev/null"
 	rm -rf "$sd3"
 else
 	echo "SKIP: the epilog as another user needs root and the user nobody"
