@@ -294,7 +294,7 @@ bool gpushare_bench_interrupted(void)
 
 /* ---- results ---- */
 
-int gpushare_bench_result_init(struct gpushare_bench_result *res, int strategy, size_t n)
+int gpushare_bench_result_init(struct gpushare_bench_result *res, enum gpushare_strategy strategy, size_t n)
 {
 	memset(res, 0, sizeof(*res));
 	res->strategy = strategy;

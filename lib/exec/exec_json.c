@@ -28,7 +28,7 @@ static bool env_json(cJSON *o, char *const *env)
 	return ok;
 }
 
-char *gpushare_exec_dry_run_json(const struct gpushare_exec *x, int strategy)
+char *gpushare_exec_dry_run_json(const struct gpushare_exec *x, enum gpushare_strategy strategy)
 {
 	cJSON *o = cJSON_CreateObject(), *gpu, *d, *sl;
 	bool ok = gpushare_json_str(o, "launcher", x->launcher) && gpushare_json_int_known(o, "rank", x->rank) &&
