@@ -18,7 +18,7 @@ chmod 755 "$D"
 export XDG_RUNTIME_DIR=$D/xdg
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 cleanup() {
-	SLURM_JOB_ID=4242 SLURM_JOB_UID=$(id -u) CUDA_VISIBLE_DEVICES=0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 \
+	SLURM_JOB_ID=4242 SLURM_JOB_UID=$(id -u) SLURM_JOB_GID=$(id -g) CUDA_VISIBLE_DEVICES=0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 \
 		"$G" slurm epilog --state-dir "$D/state" >/dev/null 2>&1 || true
 	rm -rf "$D"
 }
@@ -39,7 +39,7 @@ full=$(CUDA_MPS_PIPE_DIRECTORY=$D/none "$H/mps_client" | sm_of)
 [[ $full -gt 0 ]] || fail "baseline SM count '$full'"
 ok "plain context: $full SMs"
 half=$(((full + 1) / 2))
-job_env=(SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_JOB_UID="$(id -u)" CUDA_VISIBLE_DEVICES=0
+job_env=(SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_JOB_UID="$(id -u)" SLURM_JOB_GID="$(id -g)" CUDA_VISIBLE_DEVICES=0
 	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50)
 mpi=(mpirun --allow-run-as-root --oversubscribe -np 2)
 
