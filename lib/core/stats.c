@@ -51,13 +51,24 @@ void gpushare_median_ci(const double *x, size_t n, double conf, struct gpushare_
 	out->n = n;
 	out->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 	if (n >= 2) {
-		/* The largest rank l with P(B <= l-1) <= alpha/2. */
+		/* The largest rank l with P(B <= l-1) <= alpha/2, B ~ Bin(n, 1/2).
+		 * The CDF is accumulated as the rank grows, term by term in the
+		 * order binom_half_cdf() sums them (the same figures), so a cell
+		 * of n runs costs O(n) terms, not O(n^2): cdf_below is
+		 * P(B <= l-1), cdf P(B <= l). */
+		double lg_n1 = lgamma((double)n + 1), log_half_n = -(double)n * log(2.0);
+		double cdf_below = exp(lg_n1 - lgamma(1.0) - lgamma((double)n + 1) + log_half_n), cdf;
+
 		l = 1;
-		while (2 * (l + 1) <= n + 1 && binom_half_cdf(n, l) <= alpha / 2)
+		cdf = cdf_below + exp(lg_n1 - lgamma(2.0) - lgamma((double)(n - 1) + 1) + log_half_n);
+		while (2 * (l + 1) <= n + 1 && (cdf > 1 ? 1 : cdf) <= alpha / 2) {
 			l++;
+			cdf_below = cdf;
+			cdf += exp(lg_n1 - lgamma((double)l + 1) - lgamma((double)(n - l) + 1) + log_half_n);
+		}
 		out->lo = v[l - 1];
 		out->hi = v[n - l];
-		out->coverage = gpushare_median_ci_coverage(n, l);
+		out->coverage = 1 - 2 * (cdf_below > 1 ? 1 : cdf_below);
 	}
 	free(v);
 	{

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -46,6 +47,43 @@ static void test_coverage_exact(void **state)
 	assert_true(ci.lo == 6 && ci.hi == 15);
 	assert_true(fabs(ci.coverage - (1 - 2 * 21700.0 / 1048576.0)) < 1e-9);
 	assert_true(ci.coverage >= 0.95);
+}
+
+/* The order-statistic interval as it was computed before it became linear
+ * in n: the binomial CDF summed from scratch for every candidate rank. The
+ * linear walk must pick the same ranks and state the same coverage, to the
+ * last bit, for every n. */
+static double ref_cdf(size_t n, size_t k)
+{
+	double sum = 0, log_half_n = -(double)n * log(2.0);
+
+	for (size_t j = 0; j <= k && j <= n; j++)
+		sum += exp(lgamma((double)n + 1) - lgamma((double)j + 1) - lgamma((double)(n - j) + 1) + log_half_n);
+	return sum > 1 ? 1 : sum;
+}
+
+static void test_interval_linear_same_as_reference(void **state)
+{
+	static double x[1200];
+	double conf[] = { 0.95, 0.90, 0.99, 0.5 };
+
+	(void)state;
+	for (size_t i = 0; i < 1200; i++)
+		x[i] = (double)i; /* sorted already: rank r is the value r-1 */
+	for (size_t c = 0; c < sizeof(conf) / sizeof(conf[0]); c++) {
+		for (size_t n = 2; n <= 1200; n += n < 100 ? 1 : 37) {
+			struct gpushare_ci ci;
+			size_t l = 1;
+
+			while (2 * (l + 1) <= n + 1 && ref_cdf(n, l) <= (1 - conf[c]) / 2)
+				l++;
+			gpushare_median_ci(x, n, conf[c], &ci);
+			assert_true(ci.lo == (double)(l - 1));
+			assert_true(ci.hi == (double)(n - l));
+			assert_true(ci.coverage == 1 - 2 * ref_cdf(n, l - 1));
+			assert_true(ci.coverage == gpushare_median_ci_coverage(n, l));
+		}
+	}
 }
 
 static void test_sample_stats(void **state)
@@ -182,6 +220,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_run_no_interval),
 		cmocka_unit_test(test_coverage_exact),
+		cmocka_unit_test(test_interval_linear_same_as_reference),
 		cmocka_unit_test(test_sample_stats),
 		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_compare_two_runs),
