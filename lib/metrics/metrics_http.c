@@ -265,7 +265,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 	(void)version;
 	(void)upload_data;
-	(void)con_cls;
 	{
 		struct conn_watch *w = watch_of(conn);
 
@@ -275,7 +274,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			pthread_mutex_unlock(&s->lock);
 		}
 	}
-	/* Every answer is decided on the first call, before any body is read:
+	/* A refusal is decided on the first call, before any body is read:
 	 * libmicrohttpd then closes the connection instead of reading it. */
 	if (*upload_data_size) {
 		*upload_data_size = 0;
@@ -285,6 +284,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return reply_static(conn, MHD_HTTP_METHOD_NOT_ALLOWED, not_allowed, true);
 	if (has_body(conn))
 		return reply_static(conn, MHD_HTTP_CONTENT_TOO_LARGE, too_large, false);
+	/* A GET or HEAD without a body is answered on the second call, once
+	 * libmicrohttpd has the whole request: an answer queued on the first
+	 * call closes the connection (Connection: close), and a scraper would
+	 * connect anew for every scrape instead of keeping it alive. */
+	if (!*con_cls) {
+		*con_cls = s;
+		return MHD_YES;
+	}
 	if (strcmp(url, "/metrics") != 0)
 		return reply_static(conn, MHD_HTTP_NOT_FOUND, not_found, false);
 	if (collect_shared(s, &text, &len) != GPUSHARE_OK)

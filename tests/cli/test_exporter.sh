@@ -185,6 +185,20 @@ http "$port" bighead >"$tmp/resp"
 check "server: 200 KiB header: refused (4xx or closed), not served" bash -c "! grep -q '^HTTP/1.1 200' $tmp/resp && { ! test -s $tmp/resp || grep -q '^HTTP/1.1 4' $tmp/resp; }"
 http "$port" get /metrics >"$tmp/resp"
 check "server: still serving after the bad requests" grep -q "^HTTP/1.1 200" "$tmp/resp"
+# Keep-alive (docs/metrics.md): three scrapes over one connection, as
+# Prometheus scrapes; each line is the status, the Connection header and
+# the client's local port (one port: one connection).
+python3 - "$port" >"$tmp/keepalive" 2>&1 <<'PY' || true
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+for i in range(3):
+    c.request("GET", "/metrics")
+    r = c.getresponse()
+    r.read()
+    print(r.status, r.getheader("Connection") or "-", c.sock.getsockname()[1] if c.sock else "closed")
+PY
+check "server: three scrapes on one kept-alive connection ($(tr '\n' ' ' <"$tmp/keepalive"))" \
+	test "$(awk '$1 == 200 && $2 != "close" && $3 != "closed" { print $3 }' "$tmp/keepalive" | sort -u | wc -l) $(wc -l <"$tmp/keepalive")" = "1 3"
 
 # A second exporter on the same port: one line, exit 13.
 set +e
