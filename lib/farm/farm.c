@@ -323,6 +323,26 @@ static int alloc_slots(struct farm *f)
 	return farm_slots_alloc(f);
 }
 
+/* The keeper's link: what it needs of the farm, as it is now (the keeper
+ * is a fork of this moment). */
+static int keeper_start(struct farm *f)
+{
+	struct farm_keeper_link *k = &f->keeper;
+
+	f->gpu_ids = calloc(f->n_gpus ? f->n_gpus : 1, sizeof(*f->gpu_ids));
+	if (!f->gpu_ids)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < f->n_gpus; i++)
+		f->gpu_ids[i] = f->gpus[i].id;
+	k->journal = &f->journal;
+	k->slots = f->slots;
+	k->n_slots = f->n_gpus * f->max_k;
+	k->gpu_ids = f->gpu_ids;
+	k->placed = f->placed;
+	k->rundir = f->run.own_dir ? f->run.dir : NULL;
+	return farm_keeper_start(k);
+}
+
 void farm_init(struct farm *f, struct gpushare_farm_config *eff, struct gpushare_farm_result *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -330,7 +350,7 @@ void farm_init(struct farm *f, struct gpushare_farm_config *eff, struct gpushare
 	f->c = eff;
 	f->r = r;
 	f->journal.fd = -1;
-	f->keeper_fd = f->keeper_pidfd = -1;
+	farm_keeper_init(&f->keeper);
 }
 
 int farm_take_source(struct farm *f, struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len)
@@ -406,7 +426,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		 * before the MPS daemon starts: a gpushare killed while it
 		 * starts leaves it to the keeper, which stops it. */
 		if (!rc && f.q.queued)
-			rc = farm_keeper_start(&f);
+			rc = keeper_start(&f);
 		if (!rc && f.q.queued)
 			rc = gpushare_run_ctx_start(&f.run, c->strategy);
 	}
@@ -441,7 +461,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	if (f.mapped)
 		job_mapping(&f, false);
 	rc = gpushare_run_ctx_close(&f.run, rc);
-	farm_keeper_finish(&f);
+	farm_keeper_finish(&f.keeper);
 	farm_fault_free(f.faults, f.n_gpus);
 	failed = f.q.rs.failed;
 	farm_queue_release(&f.q);   /* before the summary: one per-job array at a time */
@@ -463,6 +483,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	farm_timeout_release(&f.timeout);
 	free(f.pending);
 	free(f.gpus);
+	free(f.gpu_ids);
 	if (f.nvml)
 		gpushare_nvml_close();
 	rc = gpushare_error_restore(&e, rc);

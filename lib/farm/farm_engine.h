@@ -24,6 +24,7 @@
 #include "farm_fault.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
+#include "farm_keeper.h"
 #include "farm_queue.h"
 #include "farm_slot.h"
 #include "farm_stream.h"
@@ -45,8 +46,8 @@
  *   faults   faults under MPS (NULL until the first)               farm_fault.c
  *   timeout  --timeout Nx (--tag's tails hang on the slots)       farm_stream.c
  * The rest is the farm's own: set up by farm.c and farm_dir.c, run by
- * farm_dispatch.c. The keeper (farm_keeper.c) reads the slots, the
- * journal and the run context, and owns keeper_*.
+ * farm_dispatch.c. The keeper (farm_keeper.c) sees only its link, keeper,
+ * which farm.c fills.
  */
 struct farm {
 	const struct gpushare_farm_config *c;
@@ -93,10 +94,9 @@ struct farm {
 	double thread_cap;                 /* Slurm's gres/mps percentage, 0 none */
 	bool mapped;                       /* in the job mapping (--hpc-job-mapping-dir) */
 
-	/* the keeper (farm_keeper.c): its pipe, pid and pidfd; -1/0 none */
-	int keeper_fd;
-	pid_t keeper_pid;
-	int keeper_pidfd;
+	/* the keeper link (farm_keeper.h): farm.c fills it, farm_keeper.c owns the rest */
+	struct farm_keeper_link keeper;
+	struct farm_gpu_id *gpu_ids;       /* the GPUs' ids, as the keeper sees them */
 };
 
 /* farm_dispatch.c */
