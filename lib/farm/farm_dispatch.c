@@ -64,13 +64,13 @@ void farm_progress(struct farm *f, bool force)
 	f->last_progress_ns = now;
 	memset(&p, 0, sizeof(p));
 	p.total = f->r->shard_jobs;
-	p.done = f->q.rs.done;
-	p.failed = f->q.rs.failed;
+	p.done = farm_queue_n_done(&f->q);
+	p.failed = farm_queue_n_failed(&f->q);
 	p.running = f->running;
 	p.queued = f->q.queued;
 	p.ended_this_run = f->r->ended;
 	p.elapsed_s = (double)(now - f->t0_ns) / 1e9;
-	rate = p.elapsed_s > 0 ? (double)(f->q.rs.done + f->q.rs.failed - f->r->skipped) / p.elapsed_s : 0;
+	rate = p.elapsed_s > 0 ? (double)(p.done + p.failed - f->r->skipped) / p.elapsed_s : 0;
 	p.eta_s = rate > 0 && !f->cal.on ? (double)(p.running + p.queued) / rate : -1;
 	p.slots = f->cur_k;
 	p.calibrating = f->cal.on;
@@ -103,7 +103,8 @@ void farm_update_metrics(struct farm *f)
 		return;
 	for (size_t i = 0; i < f->n_gpus; i++)
 		gpushare_metrics_farm_gpu(f->metrics, i, f->gpus[i].running, f->gpus[i].done, f->gpus[i].failed);
-	gpushare_metrics_farm_totals(f->metrics, f->q.queued, f->running, f->q.rs.done, f->q.rs.failed, f->cur_k);
+	gpushare_metrics_farm_totals(f->metrics, f->q.queued, f->running, farm_queue_n_done(&f->q),
+				     farm_queue_n_failed(&f->q), f->cur_k);
 }
 
 /* Write the pending records: one write, one fsync. */
