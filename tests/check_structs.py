@@ -10,6 +10,8 @@ clang (-fsyntax-only -Xclang -ast-dump), and each member access
 expression left of '.' or '->', typedefs seen through) and to the file of
 the function it is in (a static inline function of a header counts as that
 header). A struct whose members more than three files access is a breach.
+Not counted: an initializer's designators (`{ .a = 1 }`, which clang keeps
+as an initializer list, not a member access) and offsetof().
 
 An exemption names the struct and its reason in lib/LAYERS, one line each:
     shared struct <name>: <why more than three files must see inside it>
