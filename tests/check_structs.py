@@ -48,18 +48,19 @@ EXEMPT = re.compile(r"^shared struct\s+(\w+)\s*:\s*(.*)$")
 
 def flags(extra_dirs):
     out = ["-fsyntax-only", "-std=c17", "-D_GNU_SOURCE", "-DGPUSHARE_VERSION=\"check\"",
-           "-I" + os.path.join(ROOT, "include"), "-isystem", "/usr/include/cjson",
-           "-Xclang", "-ast-dump", "-fno-color-diagnostics"]
+           "-I" + os.path.join(ROOT, "include"), "-Xclang", "-ast-dump", "-fno-color-diagnostics"]
     for d in sorted(glob.glob(os.path.join(ROOT, "lib", "*", ""))) + extra_dirs:
         out.append("-I" + d.rstrip("/"))
-    # The plots' cairo (lib/report/report_plot.c), where it is installed.
-    try:
-        p = subprocess.run(["pkg-config", "--cflags", "cairo"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-        if p.returncode == 0:
-            out += p.stdout.split()
-    except OSError:
-        pass
+    # cJSON's headers, and the plots' cairo (lib/report/report_plot.c) where
+    # it is installed, as the build finds them.
+    for pkg in ("libcjson", "cairo"):
+        try:
+            p = subprocess.run(["pkg-config", "--cflags", pkg], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+            if p.returncode == 0:
+                out += p.stdout.split()
+        except OSError:
+            pass
     return out
 
 
