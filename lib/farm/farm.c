@@ -323,6 +323,34 @@ static int alloc_slots(struct farm *f)
 	return farm_slots_alloc(f);
 }
 
+/* The chosen GPUs' ids (farm_take_source), for the journal's header, the
+ * keeper and the dry run. */
+static int gpu_ids(struct farm *f)
+{
+	free(f->gpu_ids);
+	f->gpu_ids = calloc(f->n_gpus ? f->n_gpus : 1, sizeof(*f->gpu_ids));
+	if (!f->gpu_ids)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < f->n_gpus; i++)
+		f->gpu_ids[i] = f->gpus[i].id;
+	return GPUSHARE_OK;
+}
+
+/* The keeper's link: what it needs of the farm, as it is now (the keeper
+ * is a fork of this moment). */
+static int keeper_start(struct farm *f)
+{
+	struct farm_keeper_link *k = &f->keeper;
+
+	k->journal = &f->journal;
+	k->slots = f->slots;
+	k->n_slots = f->n_gpus * f->max_k;
+	k->gpu_ids = f->gpu_ids;
+	k->placed = f->placed;
+	k->rundir = f->run.own_dir ? f->run.dir : NULL;
+	return farm_keeper_start(k);
+}
+
 void farm_init(struct farm *f, struct gpushare_farm_config *eff, struct gpushare_farm_result *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -330,7 +358,7 @@ void farm_init(struct farm *f, struct gpushare_farm_config *eff, struct gpushare
 	f->c = eff;
 	f->r = r;
 	f->journal.fd = -1;
-	f->keeper_fd = f->keeper_pidfd = -1;
+	farm_keeper_init(&f->keeper);
 }
 
 int farm_take_source(struct farm *f, struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len)
@@ -343,7 +371,33 @@ int farm_take_source(struct farm *f, struct gpushare_farm_config *eff, char *gpu
 		rc = farm_pick_shard(f);
 	if (!rc)
 		rc = farm_pick_gpus(f);
+	if (!rc)
+		rc = gpu_ids(f);
 	return rc;
+}
+
+int farm_dry_setup(struct farm *f, struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len,
+		   struct farm_view *v)
+{
+	int rc;
+
+	snprintf(f->dir, sizeof(f->dir), "%s", eff->dir);
+	rc = farm_take_source(f, eff, gpus_buf, gpus_len);
+	if (rc)
+		return rc;
+	*v = (struct farm_view){ .c = f->c, .dir = f->dir, .shard = &f->shard, .rs = farm_queue_states(&f->q),
+				 .gpu_ids = f->gpu_ids, .n_gpus = f->n_gpus, .placed = f->placed };
+	return GPUSHARE_OK;
+}
+
+void farm_dry_release(struct farm *f)
+{
+	farm_queue_release(&f->q);
+	free(f->slots);
+	free(f->gpus);
+	free(f->gpu_ids);
+	if (f->nvml)
+		gpushare_nvml_close();
 }
 
 int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_farm_result *r)
@@ -380,10 +434,10 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		snprintf(r->strategy, sizeof(r->strategy), "%s", st ? st->name : "?");
 		r->shard_index = f.shard.index;
 		r->shard_count = f.shard.count;
-		r->shard_jobs = gpushare_farm_shard_size(&f.shard, (size_t)f.q.n_jobs);
-		r->skipped = f.q.rs.done + f.q.rs.failed;
-		f.q.queued = f.q.rs.pending;
-		if (c->slots == 0 && f.q.queued > 0) {
+		r->shard_jobs = gpushare_farm_shard_size(&f.shard, (size_t)farm_queue_n_jobs(&f.q));
+		r->skipped = farm_queue_n_done(&f.q) + farm_queue_n_failed(&f.q);
+		farm_queue_begin(&f.q);
+		if (c->slots == 0 && farm_queue_queued(&f.q) > 0) {
 			unsigned min_cap = UINT32_MAX;
 
 			for (size_t i = 0; i < f.n_gpus; i++)
@@ -401,13 +455,13 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		f.header_written = !rc;
 		/* Nothing left to run (a finished farm resumed): no daemon either. */
 		if (!rc)
-			rc = f.q.queued ? setup_strategy(&f) : GPUSHARE_OK;
+			rc = farm_queue_queued(&f.q) ? setup_strategy(&f) : GPUSHARE_OK;
 		/* Before any thread: the keeper is a fork of this process. And
 		 * before the MPS daemon starts: a gpushare killed while it
 		 * starts leaves it to the keeper, which stops it. */
-		if (!rc && f.q.queued)
-			rc = farm_keeper_start(&f);
-		if (!rc && f.q.queued)
+		if (!rc && farm_queue_queued(&f.q))
+			rc = keeper_start(&f);
+		if (!rc && farm_queue_queued(&f.q))
 			rc = gpushare_run_ctx_start(&f.run, c->strategy);
 	}
 	if (!rc && c->hpc_job_mapping_dir)
@@ -431,7 +485,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 		r->run_s = (double)(gpushare_now_ns() - f.t0_ns) / 1e9;
 		r->run_jobs_per_s = r->run_s > 0 ? (double)r->ended / r->run_s : 0;
 		r->interrupted = farm_stop_level > 0;
-		r->not_started += f.q.queued;
+		r->not_started += farm_queue_queued(&f.q);
 		farm_update_metrics(&f);
 		farm_progress(&f, true);
 		farm_live_remove(f.dir);
@@ -441,9 +495,9 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	if (f.mapped)
 		job_mapping(&f, false);
 	rc = gpushare_run_ctx_close(&f.run, rc);
-	farm_keeper_finish(&f);
+	farm_keeper_finish(&f.keeper);
 	farm_fault_free(f.faults, f.n_gpus);
-	failed = f.q.rs.failed;
+	failed = farm_queue_n_failed(&f.q);
 	farm_queue_release(&f.q);   /* before the summary: one per-job array at a time */
 	r->torn_cut_bytes = f.journal.cut_bytes;
 	if (f.journal_open)
@@ -463,6 +517,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 	farm_timeout_release(&f.timeout);
 	free(f.pending);
 	free(f.gpus);
+	free(f.gpu_ids);
 	if (f.nvml)
 		gpushare_nvml_close();
 	rc = gpushare_error_restore(&e, rc);

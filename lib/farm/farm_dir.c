@@ -158,7 +158,7 @@ static void header_config(struct farm *f, uint64_t jobs_hash)
 		snprintf(h->hostname, sizeof(h->hostname), "unknown");
 	h->hostname[sizeof(h->hostname) - 1] = '\0';
 	for (size_t i = 0; i < f->n_gpus && i < FARM_MAX_GPUS; i++)
-		h->gpus[i] = f->gpus[i].id;
+		h->gpus[i] = f->gpu_ids[i];
 	h->n_gpus = f->n_gpus;
 	h->busy_periods = true;
 }
@@ -720,10 +720,10 @@ int farm_check_resume_gpus(const struct farm *f)
 		size_t la = strlen(a), lb = strlen(b);
 
 		if (i < fh.cfg.n_gpus) {
-			same = same && !strcmp(fh.cfg.gpus[i].uuid, f->gpus[i].id.uuid);
+			same = same && !strcmp(fh.cfg.gpus[i].uuid, f->gpu_ids[i].uuid);
 			snprintf(a + la, sizeof(a) - la, "%s%d", la ? "," : "", fh.cfg.gpus[i].index);
 		}
-		snprintf(b + lb, sizeof(b) - lb, "%s%d", lb ? "," : "", f->gpus[i].id.index);
+		snprintf(b + lb, sizeof(b) - lb, "%s%d", lb ? "," : "", f->gpu_ids[i].index);
 	}
 	for (size_t i = f->n_gpus; i < fh.cfg.n_gpus; i++) {
 		size_t la = strlen(a);

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "clock.h"
+#include "loop.h"
 #include "sys.h"
 #include "gpushare/buf.h"
 #include "gpushare/child.h"
@@ -64,13 +64,13 @@ void farm_progress(struct farm *f, bool force)
 	f->last_progress_ns = now;
 	memset(&p, 0, sizeof(p));
 	p.total = f->r->shard_jobs;
-	p.done = f->q.rs.done;
-	p.failed = f->q.rs.failed;
+	p.done = farm_queue_n_done(&f->q);
+	p.failed = farm_queue_n_failed(&f->q);
 	p.running = f->running;
 	p.queued = f->q.queued;
 	p.ended_this_run = f->r->ended;
 	p.elapsed_s = (double)(now - f->t0_ns) / 1e9;
-	rate = p.elapsed_s > 0 ? (double)(f->q.rs.done + f->q.rs.failed - f->r->skipped) / p.elapsed_s : 0;
+	rate = p.elapsed_s > 0 ? (double)(p.done + p.failed - f->r->skipped) / p.elapsed_s : 0;
 	p.eta_s = rate > 0 && !f->cal.on ? (double)(p.running + p.queued) / rate : -1;
 	p.slots = f->cur_k;
 	p.calibrating = f->cal.on;
@@ -103,7 +103,8 @@ void farm_update_metrics(struct farm *f)
 		return;
 	for (size_t i = 0; i < f->n_gpus; i++)
 		gpushare_metrics_farm_gpu(f->metrics, i, f->gpus[i].running, f->gpus[i].done, f->gpus[i].failed);
-	gpushare_metrics_farm_totals(f->metrics, f->q.queued, f->running, f->q.rs.done, f->q.rs.failed, f->cur_k);
+	gpushare_metrics_farm_totals(f->metrics, f->q.queued, f->running, farm_queue_n_done(&f->q),
+				     farm_queue_n_failed(&f->q), f->cur_k);
 }
 
 /* Write the pending records: one write, one fsync. */
@@ -115,7 +116,7 @@ static int flush_journal(struct farm *f)
 		return GPUSHARE_OK;
 	rc = gpushare_farm_journal_write_attempts(&f->journal, f->pending, f->n_pending);
 	if (!rc)
-		farm_keeper_recorded(f, f->pending, f->n_pending);
+		farm_keeper_recorded(&f->keeper, f->pending, f->n_pending);
 	f->n_pending = 0;
 	return rc;
 }
@@ -363,7 +364,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		s->ch.err_path = s->err_path;
 	}
 	s->ch.flags = GPUSHARE_CHILD_IGNORE_SIGINT;
-	if (f->keeper_fd >= 0) {
+	if (farm_keeper_linked(&f->keeper)) {
 		/* Under a mirror that tells the keeper how it ended. */
 		s->ch.flags |= GPUSHARE_CHILD_MIRROR | GPUSHARE_CHILD_LATE_EXEC_ERROR;
 		s->ch.mirror_start = farm_keeper_job_started;
@@ -628,59 +629,62 @@ static void enforce(struct farm *f, uint64_t now)
 	}
 }
 
-/* Sleep until a job ends, a deadline comes or the tick passes. */
-static void wait_some(struct farm *f, uint64_t now)
+/* A job's end (its pidfd readable) or a deadline ends the wait. */
+static int wake(struct gpushare_loop *l, void *arg)
 {
-	struct pollfd pfd[FARM_MAX_GPUS * 4];
-	struct pollfd *p = pfd;
-	size_t n = 0, total = f->n_gpus * f->max_k;
-	uint64_t sleep_ns = TICK_NS;
+	(void)l;
+	(void)arg;
+	return 1;
+}
+
+/* Sleep until a job ends, a deadline comes or the tick passes: each running
+ * job's pidfd and its next deadline (its kill time, else its --timeout)
+ * registered on the loop, with the tick (the output files' with --tag; a
+ * short one for a child without a pidfd, or while nothing runs). */
+static void wait_some(struct farm *f, struct gpushare_loop *l, uint64_t now)
+{
+	size_t total = f->n_gpus * f->max_k;
+	uint64_t tick_ns = TICK_NS;
 	bool fallback = false;
 
-	if (total > sizeof(pfd) / sizeof(pfd[0])) {
-		p = malloc(total * sizeof(*p));
-		if (!p) {
-			p = pfd;
-			fallback = true;
-		}
-	}
+	gpushare_loop_clear(l);
 	for (size_t i = 0; i < total; i++) {
 		const struct slot *s = &f->slots[i];
 		uint64_t next = s->kill_ns && s->kill_ns != UINT64_MAX ? s->kill_ns : s->deadline_ns;
 
 		if (!s->busy)
 			continue;
-		if (next && next > now && next - now < sleep_ns)
-			sleep_ns = next - now;
-		else if (next && next <= now)
-			sleep_ns = 0;
-		if (s->ch.pidfd < 0 || fallback) {
+		if (next && next <= now)
+			return; /* due now: no wait */
+		if (next && gpushare_loop_add_deadline(l, next, wake, NULL) < 0)
 			fallback = true;
-			continue;
-		}
-		p[n].fd = s->ch.pidfd;
-		p[n].events = POLLIN;
-		p[n].revents = 0;
-		n++;
+		if (s->ch.pidfd < 0 || gpushare_loop_add_fd(l, s->ch.pidfd, wake, NULL) < 0)
+			fallback = true;
 	}
-	if (f->c->output && sleep_ns > TAIL_NS)
-		sleep_ns = TAIL_NS;
-	if (fallback && sleep_ns > NO_PIDFD_TICK_NS)
-		sleep_ns = NO_PIDFD_TICK_NS;
-	if (!f->running && sleep_ns > NO_PIDFD_TICK_NS * 5)
-		sleep_ns = NO_PIDFD_TICK_NS * 5;
-	if (sleep_ns)
-		poll(fallback ? NULL : p, fallback ? 0 : n, (int)((sleep_ns + NS_PER_MS - 1) / NS_PER_MS));
-	if (p != pfd)
-		free(p);
+	if (f->c->output && tick_ns > TAIL_NS)
+		tick_ns = TAIL_NS;
+	if (fallback && tick_ns > NO_PIDFD_TICK_NS)
+		tick_ns = NO_PIDFD_TICK_NS;
+	if (!f->running && tick_ns > NO_PIDFD_TICK_NS * 5)
+		tick_ns = NO_PIDFD_TICK_NS * 5;
+	if (gpushare_loop_add_deadline(l, now + tick_ns, wake, NULL) < 0) {
+		/* No room for the tick: sleep it out. */
+		gpushare_sleep_ns(tick_ns);
+		return;
+	}
+	/* One round: a signal (a stop) wakes it too. */
+	if (gpushare_loop_run_once(l) < 0)
+		gpushare_clear_error(); /* poll failed: the next round looks again */
 }
 
 /* ---- the run ---- */
 
 int farm_run_loop(struct farm *f)
 {
+	struct gpushare_loop l;
 	int rc = GPUSHARE_OK;
 
+	gpushare_loop_init(&l);
 	f->fault_watch = farm_fault_watched(f->c->strategy, &f->run.sx.mps);
 	for (;;) {
 		uint64_t now = gpushare_now_ns();
@@ -720,8 +724,9 @@ int farm_run_loop(struct farm *f)
 		}
 		if (!f->running && (!f->q.queued || farm_stop_level > 0 || f->r->halted) && !farm_fault_open(f->faults))
 			break;
-		wait_some(f, gpushare_now_ns());
+		wait_some(f, &l, gpushare_now_ns());
 	}
+	gpushare_loop_release(&l);
 	f->cur_k = farm_calib_finish(&f->cal, f->cur_k, f->r);
 	return rc;
 }

@@ -25,7 +25,8 @@
 #include "farm_journal.h"
 
 struct dry {
-	struct farm *f;
+	struct farm *f;                  /* passed on to farm_load_source, never read here */
+	const struct farm_view *v;
 	FILE *out;
 	bool json, resume;
 	unsigned wave_k;                 /* slots per GPU known in advance; 0 unknown */
@@ -36,20 +37,20 @@ struct dry {
 /* One job (index idx, argv) of the list: listed when it would run. */
 static int dry_job(struct dry *d, uint64_t idx, char **argv)
 {
-	struct farm *f = d->f;
+	const struct farm_view *f = d->v;
 	struct gpushare_buf cmd = { 0 };
 	int gpu = -1, slot = -1;
 	uint64_t p = d->listed;
 
 	d->total++;
-	if (!farm_shard_has(&f->shard, (size_t)idx))
+	if (!farm_shard_has(f->shard, (size_t)idx))
 		return GPUSHARE_OK;
-	if (d->resume && (idx >= f->q.rs.n_jobs || f->q.rs.state[idx] != FARM_JOB_PENDING))
+	if (d->resume && (idx >= f->rs->n_jobs || f->rs->state[idx] != FARM_JOB_PENDING))
 		return GPUSHARE_OK;
 	/* The first wave: jobs go to the GPU with the fewest running, the
 	 * lowest free slot; after it, whichever ends first decides. */
 	if (d->wave_k && f->n_gpus && p < (uint64_t)d->wave_k * f->n_gpus) {
-		gpu = f->gpus[p % f->n_gpus].id.index;
+		gpu = f->gpu_ids[p % f->n_gpus].index;
 		slot = (int)(p / f->n_gpus);
 	}
 	d->listed++;
@@ -107,11 +108,11 @@ static int dry_copy(struct dry *d)
 	struct farm_cursor cur;
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/%s", d->f->dir, FARM_JOBS_COPY_NAME);
+	snprintf(path, sizeof(path), "%s/%s", d->v->dir, FARM_JOBS_COPY_NAME);
 	rc = gpushare_farm_cursor_open(&cur, path);
 	if (rc == GPUSHARE_E_NOT_FOUND)
 		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' holds no copy of the job list; give the job list again",
-				     d->f->dir);
+				     d->v->dir);
 	for (uint64_t i = 0; !rc; i++) {
 		char **argv = NULL;
 		int got = gpushare_farm_cursor_next(&cur, true, &argv, NULL);
@@ -140,10 +141,10 @@ static int dry_record(void *arg, struct farm_journal_data *d, const struct farm_
 }
 
 /* Resuming: which jobs the journal holds as finished (read only). */
-static int dry_journal(struct farm *f)
+static int dry_journal(const struct farm_view *f)
 {
 	char path[GPUSHARE_PATH_MAX + 32];
-	const struct farm_journal_scan scan = { dry_header, dry_record, &f->q.rs, NULL };
+	const struct farm_journal_scan scan = { dry_header, dry_record, f->rs, NULL };
 	struct farm_journal_data d;
 	int rc;
 
@@ -153,18 +154,18 @@ static int dry_journal(struct farm *f)
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' holds no farm journal to resume", f->dir);
 	if (rc)
 		return rc;
-	if (d.config.shard.index != f->shard.index || d.config.shard.count != f->shard.count)
+	if (d.config.shard.index != f->shard->index || d.config.shard.count != f->shard->count)
 		rc = gpushare_fail(GPUSHARE_E_INVAL, "this is shard %lu/%lu but the journal's farm was shard %lu/%lu",
-				   f->shard.index, f->shard.count, d.config.shard.index, d.config.shard.count);
+				   f->shard->index, f->shard->count, d.config.shard.index, d.config.shard.count);
 	if (!rc)
-		rc = gpushare_farm_resume_end(&f->q.rs, &f->shard, f->c->retries);
+		rc = gpushare_farm_resume_end(f->rs, f->shard, f->c->retries);
 	gpushare_farm_journal_data_release(&d);
 	return rc;
 }
 
 static void dry_intro(const struct dry *d, const char *strategy)
 {
-	const struct farm *f = d->f;
+	const struct farm_view *f = d->v;
 	const struct gpushare_farm_config *c = f->c;
 
 	if (d->json) {
@@ -172,16 +173,16 @@ static void dry_intro(const struct dry *d, const char *strategy)
 		char *text;
 		bool ok = gpushare_json_bool(o, "dry_run", true) && gpushare_json_str(o, "dir", f->dir) &&
 			  gpushare_json_bool(o, "resume", c->resume) && gpushare_json_str(o, "strategy", strategy) &&
-			  gpushare_json_int(o, "shard_index", (long long)f->shard.index) &&
-			  gpushare_json_int(o, "shard_count", (long long)f->shard.count) &&
+			  gpushare_json_int(o, "shard_index", (long long)f->shard->index) &&
+			  gpushare_json_int(o, "shard_count", (long long)f->shard->count) &&
 			  gpushare_json_num_if(o, "slots", c->slots, c->slots > 0) &&
 			  gpushare_json_bool(o, "calibrate", c->slots == 0) && (g = gpushare_json_arr(o, "gpus")) != NULL;
 
 		for (size_t i = 0; ok && i < f->n_gpus; i++) {
 			cJSON *e = gpushare_json_obj(g, NULL);
 
-			ok = e && gpushare_json_int(e, "index", f->gpus[i].id.index) &&
-			     gpushare_json_str_or_null(e, "uuid", f->placed ? f->gpus[i].id.uuid : "");
+			ok = e && gpushare_json_int(e, "index", f->gpu_ids[i].index) &&
+			     gpushare_json_str_or_null(e, "uuid", f->placed ? f->gpu_ids[i].uuid : "");
 		}
 		text = gpushare_json_finish(o, ok, false);
 		/* The object stays open: "job_list" and the counts follow. */
@@ -193,14 +194,14 @@ static void dry_intro(const struct dry *d, const char *strategy)
 		return;
 	}
 	fprintf(d->out, "farm %s (dry run: nothing runs, the directory is not %s): %s, shard %lu/%lu, ", f->dir,
-		c->resume ? "changed" : "created", strategy, f->shard.index, f->shard.count);
+		c->resume ? "changed" : "created", strategy, f->shard->index, f->shard->count);
 	if (c->slots)
 		fprintf(d->out, "%u slot%s per GPU", c->slots, c->slots == 1 ? "" : "s");
 	else
 		fprintf(d->out, "slots by calibration");
 	fprintf(d->out, " on %zu GPU%s:", f->n_gpus, f->n_gpus == 1 ? "" : "s");
 	for (size_t i = 0; i < f->n_gpus; i++)
-		fprintf(d->out, " %d%s%s", f->gpus[i].id.index, f->placed ? " " : "", f->placed ? f->gpus[i].id.uuid : "");
+		fprintf(d->out, " %d%s%s", f->gpu_ids[i].index, f->placed ? " " : "", f->placed ? f->gpu_ids[i].uuid : "");
 	fprintf(d->out, "\n%8s  %4s %5s  %s\n", "JOB", "GPU", "SLOT", "COMMAND");
 }
 
@@ -211,6 +212,7 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 	char gpus_buf[FARM_MAX_GPUS * 100];
 	const struct gpushare_strategy_ops *st;
 	struct farm f;
+	struct farm_view v;
 	struct dry d;
 	int rc;
 
@@ -218,13 +220,13 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 	memset(&d, 0, sizeof(d));
 	if (!eff.dir)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no farm directory: give --dir DIR or --resume DIR");
-	snprintf(f.dir, sizeof(f.dir), "%s", eff.dir);
-	rc = farm_take_source(&f, &eff, gpus_buf, sizeof(gpus_buf));
+	rc = farm_dry_setup(&f, &eff, gpus_buf, sizeof(gpus_buf), &v);
 	if (!rc && eff.resume)
-		rc = dry_journal(&f);
+		rc = dry_journal(&v);
 	if (!rc) {
 		st = gpushare_strategy_get(eff.strategy);
 		d.f = &f;
+		d.v = &v;
 		d.out = out;
 		d.json = json;
 		d.resume = eff.resume;
@@ -251,10 +253,6 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 			fprintf(out, "%" PRIu64 " of %" PRIu64 " job%s would run\n", d.listed, d.total,
 				d.total == 1 ? "" : "s");
 	}
-	gpushare_farm_resume_release(&f.q.rs);
-	free(f.slots);
-	free(f.gpus);
-	if (f.nvml)
-		gpushare_nvml_close();
+	farm_dry_release(&f);
 	return rc;
 }

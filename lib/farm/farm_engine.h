@@ -24,6 +24,7 @@
 #include "farm_fault.h"
 #include "farm_jobs.h"
 #include "farm_journal.h"
+#include "farm_keeper.h"
 #include "farm_queue.h"
 #include "farm_slot.h"
 #include "farm_stream.h"
@@ -45,8 +46,8 @@
  *   faults   faults under MPS (NULL until the first)               farm_fault.c
  *   timeout  --timeout Nx (--tag's tails hang on the slots)       farm_stream.c
  * The rest is the farm's own: set up by farm.c and farm_dir.c, run by
- * farm_dispatch.c. The keeper (farm_keeper.c) reads the slots, the
- * journal and the run context, and owns keeper_*.
+ * farm_dispatch.c. The keeper (farm_keeper.c) sees only its link, keeper,
+ * which farm.c fills.
  */
 struct farm {
 	const struct gpushare_farm_config *c;
@@ -93,10 +94,9 @@ struct farm {
 	double thread_cap;                 /* Slurm's gres/mps percentage, 0 none */
 	bool mapped;                       /* in the job mapping (--hpc-job-mapping-dir) */
 
-	/* the keeper (farm_keeper.c): its pipe, pid and pidfd; -1/0 none */
-	int keeper_fd;
-	pid_t keeper_pid;
-	int keeper_pidfd;
+	/* the keeper link (farm_keeper.h): farm.c fills it, farm_keeper.c owns the rest */
+	struct farm_keeper_link keeper;
+	struct farm_gpu_id *gpu_ids;       /* n_gpus: the GPUs' ids (farm.c), as the journal, keeper and dry run see them */
 };
 
 /* farm_dispatch.c */
@@ -108,6 +108,25 @@ void farm_stop_all(struct farm *f);
  * (gpushare_reserve_fds: the soft open-file limit raised, or
  * GPUSHARE_E_INVAL naming both limits). */
 int farm_slots_alloc(struct farm *f);
+
+/* What the dry run (farm_dryrun.c) reads of a farm that farm_dry_setup()
+ * took its source, shard and GPUs for: a view, the farm's own. */
+struct farm_view {
+	const struct gpushare_farm_config *c;
+	const char *dir;
+	const struct farm_shard *shard;
+	struct farm_resume *rs;            /* the queue's; the dry run reads a resumed journal into it */
+	const struct farm_gpu_id *gpu_ids; /* n_gpus */
+	size_t n_gpus;
+	bool placed;                       /* jobs are pinned to GPUs by UUID */
+};
+
+/* The dry run's farm: farm_init, its directory (eff->dir, given), then
+ * farm_take_source; v is filled when that succeeds. farm_dry_release frees
+ * what it holds. */
+int farm_dry_setup(struct farm *f, struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len,
+		   struct farm_view *v);
+void farm_dry_release(struct farm *f);
 
 /* farm.c, also for the dry run (farm_dryrun.c). farm_init: f empty, its
  * config eff and result r (r cleared), no descriptors open. Then

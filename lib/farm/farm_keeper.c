@@ -35,13 +35,15 @@
 #include "sys.h"
 #include "gpushare/child.h"
 #include "gpushare/gpushare.h"
-#include "farm_engine.h"
+#include "farm_slot.h"
+#include "farm_journal.h"
 #include "farm_keeper.h"
 #include "rundir.h"
 
 #define KEEPER_TICK_NS (50 * NS_PER_MS)
 #define KEEPER_DRAIN_NS (5 * NS_PER_S)      /* mirrors get this long to end after gpushare died */
 #define KEEPER_TAIL_BYTES (4 << 20)         /* the journal's tail searched for unacknowledged records */
+#define MSG_BATCH 64                        /* messages written at once */
 
 struct keeper_msg {
 	uint8_t type;                        /* 'S', 'E', 'A', 'D' */
@@ -57,8 +59,8 @@ struct keeper_msg {
 
 _Static_assert(sizeof(struct keeper_msg) == 64, "keeper messages are 64 bytes");
 
-/* The farm the mirrors and the keeper see (their copy of gpushare's). */
-static struct farm *keeper_farm;
+/* The link the mirrors and the keeper see (their copy of gpushare's). */
+static struct farm_keeper_link *keeper_link;
 
 static void send_msg(int fd, const struct keeper_msg *m, size_t n)
 {
@@ -93,10 +95,10 @@ void farm_keeper_job_started(void *arg)
 {
 	struct keeper_msg m;
 
-	if (!keeper_farm || keeper_farm->keeper_fd < 0)
+	if (!keeper_link || keeper_link->fd < 0)
 		return;
 	slot_msg(arg, 'S', &m);
-	send_msg(keeper_farm->keeper_fd, &m, 1);
+	send_msg(keeper_link->fd, &m, 1);
 }
 
 void farm_keeper_job_ended(void *arg, int wstatus)
@@ -104,34 +106,45 @@ void farm_keeper_job_ended(void *arg, int wstatus)
 	const struct slot *s = arg;
 	struct keeper_msg m;
 
-	if (!keeper_farm || keeper_farm->keeper_fd < 0)
+	if (!keeper_link || keeper_link->fd < 0)
 		return;
 	slot_msg(s, 'E', &m);
 	m.wstatus = wstatus;
 	m.duration_s = (double)(gpushare_now_ns() - s->start_ns) / 1e9;
 	m.end_unix_s = s->start_unix_s + m.duration_s;
-	send_msg(keeper_farm->keeper_fd, &m, 1);
+	send_msg(keeper_link->fd, &m, 1);
 }
 
-void farm_keeper_recorded(struct farm *f, const struct farm_attempt *a, size_t n)
+void farm_keeper_init(struct farm_keeper_link *k)
 {
-	struct keeper_msg m[PENDING_MAX];
+	memset(k, 0, sizeof(*k));
+	k->fd = k->pidfd = -1;
+}
+
+bool farm_keeper_linked(const struct farm_keeper_link *k)
+{
+	return k->fd >= 0;
+}
+
+void farm_keeper_recorded(struct farm_keeper_link *l, const struct farm_attempt *a, size_t n)
+{
+	struct keeper_msg m[MSG_BATCH];
 	size_t k = 0;
 
-	if (f->keeper_fd < 0)
+	if (l->fd < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		memset(&m[k], 0, sizeof(m[k]));
 		m[k].type = 'A';
 		m[k].job = a[i].job;
 		m[k].attempt = a[i].attempt;
-		if (++k == PENDING_MAX) {
-			send_msg(f->keeper_fd, m, k);
+		if (++k == MSG_BATCH) {
+			send_msg(l->fd, m, k);
 			k = 0;
 		}
 	}
 	if (k)
-		send_msg(f->keeper_fd, m, k);
+		send_msg(l->fd, m, k);
 }
 
 /* ---- the keeper process ---- */
@@ -145,7 +158,7 @@ struct kslot {
 };
 
 struct keeper {
-	struct farm *f;
+	struct farm_keeper_link *f;
 	struct kslot *ks;
 	size_t n;
 	int rd;                              /* the pipe's read end, non-blocking */
@@ -259,36 +272,36 @@ static bool recorded(const struct farm_journal *j, uint64_t job, unsigned attemp
  * job's: those run again on resume). */
 static void write_missing(struct keeper *k)
 {
-	struct farm *f = k->f;
+	struct farm_keeper_link *f = k->f;
 	struct farm_attempt *a = calloc(k->n ? k->n : 1, sizeof(*a));
 	char *tail = NULL;
 	size_t n = 0, tlen = 0;
 	off_t size;
 
-	if (!a || gpushare_farm_journal_cut_torn(&f->journal) != GPUSHARE_OK)
+	if (!a || gpushare_farm_journal_cut_torn(f->journal) != GPUSHARE_OK)
 		goto out;
-	size = lseek(f->journal.fd, 0, SEEK_END);
+	size = lseek(f->journal->fd, 0, SEEK_END);
 	if (size > 0) {
 		off_t from = size > KEEPER_TAIL_BYTES ? size - KEEPER_TAIL_BYTES : 0;
 		ssize_t r;
 
 		tail = malloc((size_t)(size - from));
-		r = tail ? pread(f->journal.fd, tail, (size_t)(size - from), from) : -1;
+		r = tail ? pread(f->journal->fd, tail, (size_t)(size - from), from) : -1;
 		tlen = r > 0 ? (size_t)r : 0;
 	}
 	for (size_t i = 0; i < k->n; i++) {
 		const struct kslot *s = &k->ks[i];
 		const struct slot *sl;
-		const struct farm_gpu *g;
+		const struct farm_gpu_id *g;
 		struct farm_attempt *x;
 		int ws = s->end.wstatus;
 		bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
 
 		if (s->state != K_ENDED || (!ok && s->end_after_kill) ||
-		    recorded(&f->journal, s->start.job, s->start.attempt, tail, tlen))
+		    recorded(f->journal, s->start.job, s->start.attempt, tail, tlen))
 			continue;
 		sl = &f->slots[i];
-		g = &f->gpus[sl->gpu];
+		g = &f->gpu_ids[sl->gpu];
 		x = &a[n++];
 		x->job = s->start.job;
 		x->hash = s->start.hash;
@@ -296,8 +309,8 @@ static void write_missing(struct keeper *k)
 		x->outcome = ok ? FARM_OK : FARM_FAILED;
 		x->exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 		x->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
-		x->gpu = g->id.index;
-		snprintf(x->gpu_uuid, sizeof(x->gpu_uuid), "%s", f->placed ? g->id.uuid : "");
+		x->gpu = g->index;
+		snprintf(x->gpu_uuid, sizeof(x->gpu_uuid), "%s", f->placed ? g->uuid : "");
 		x->slot = (int)sl->k;
 		x->start_unix_s = s->start.start_unix_s;
 		x->end_unix_s = s->end.end_unix_s;
@@ -306,7 +319,7 @@ static void write_missing(struct keeper *k)
 		snprintf(x->stderr_path, sizeof(x->stderr_path), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(x->job), x->attempt);
 	}
 	if (n)
-		gpushare_farm_journal_write_attempts(&f->journal, a, n);
+		gpushare_farm_journal_write_attempts(f->journal, a, n);
 out:
 	free(tail);
 	free(a);
@@ -330,7 +343,7 @@ static int keeper_setup(struct gpushare_loop *l, void *arg)
 {
 	struct keeper *k = arg;
 
-	k->f->keeper_fd = -1; /* closed here with every descriptor not kept */
+	k->f->fd = -1; /* closed here with every descriptor not kept */
 	return gpushare_loop_add_fd(l, k->rd, keeper_read, k);
 }
 
@@ -379,12 +392,12 @@ static int keeper_cleanup(void *arg)
 		if (k->ks[i].state != K_IDLE && k->ks[i].start.pgid > 1)
 			gpushare_pgroup_kill(k->ks[i].start.pgid);
 	}
-	if (k->f->run.own_dir)
-		gpushare_rundir_cleanup(k->f->run.dir);
+	if (k->f->rundir)
+		gpushare_rundir_cleanup(k->f->rundir);
 	return 0;
 }
 
-int farm_keeper_start(struct farm *f)
+int farm_keeper_start(struct farm_keeper_link *f)
 {
 	struct gpushare_keeper kp;
 	struct keeper k;
@@ -392,7 +405,7 @@ int farm_keeper_start(struct farm *f)
 
 	memset(&k, 0, sizeof(k));
 	k.f = f;
-	k.n = f->n_gpus * f->max_k;
+	k.n = f->n_slots;
 	k.ks = calloc(k.n, sizeof(*k.ks));
 	if (!k.ks)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
@@ -402,26 +415,26 @@ int farm_keeper_start(struct farm *f)
 	}
 	fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	k.rd = fds[0];
-	keeper_farm = f;
-	f->keeper_fd = fds[1];
+	keeper_link = f;
+	f->fd = fds[1];
 	gpushare_keeper_init(&kp);
 	kp.flags = GPUSHARE_KEEPER_OWNER;
 	kp.setup = keeper_setup;
 	kp.cleanup = keeper_cleanup;
 	kp.arg = &k;
 	kp.keep_fds[kp.n_keep_fds++] = k.rd;
-	kp.keep_fds[kp.n_keep_fds++] = f->journal.fd;
+	kp.keep_fds[kp.n_keep_fds++] = f->journal->fd;
 	rc = gpushare_keeper_start(&kp);
 	close(fds[0]);
 	free(k.ks);
 	if (rc) {
 		close(fds[1]);
-		f->keeper_fd = -1;
+		f->fd = -1;
 		return gpushare_fail(rc, "cannot start the farm's keeper (without it the jobs would outlive a killed "
 				     "gpushare): %s", gpushare_errdetail());
 	}
-	f->keeper_pid = kp.ch.pid;
-	f->keeper_pidfd = kp.ch.pidfd;
+	f->pid = kp.ch.pid;
+	f->pidfd = kp.ch.pidfd;
 	kp.ch.pidfd = -1;
 	gpushare_keeper_release(&kp);
 	return GPUSHARE_OK;
@@ -430,41 +443,41 @@ int farm_keeper_start(struct farm *f)
 /* The keeper has ended (reaped), or is not ours to wait for. */
 static int keeper_reaped(struct gpushare_loop *l, void *arg)
 {
-	const struct farm *f = arg;
+	const struct farm_keeper_link *f = arg;
 	pid_t w;
 	int st;
 
 	do
-		w = waitpid(f->keeper_pid, &st, WNOHANG);
+		w = waitpid(f->pid, &st, WNOHANG);
 	while (w < 0 && errno == EINTR);
 	if (w != 0)
 		return 1;
-	if (f->keeper_pidfd < 0)
+	if (f->pidfd < 0)
 		return gpushare_loop_add_deadline(l, gpushare_now_ns() + 2 * NS_PER_MS, keeper_reaped, arg) < 0;
 	return 0;
 }
 
-void farm_keeper_finish(struct farm *f)
+void farm_keeper_finish(struct farm_keeper_link *f)
 {
 	struct gpushare_loop l;
 	struct keeper_msg m;
 
-	if (f->keeper_fd < 0)
+	if (f->fd < 0)
 		return;
 	memset(&m, 0, sizeof(m));
 	m.type = 'D';
-	send_msg(f->keeper_fd, &m, 1);
-	close(f->keeper_fd);
-	f->keeper_fd = -1;
+	send_msg(f->fd, &m, 1);
+	close(f->fd);
+	f->fd = -1;
 	/* It leaves at once; bounded anyway (and left alone past the bound). */
 	gpushare_loop_init(&l);
-	if (f->keeper_pid > 0 && keeper_reaped(&l, f) == 0 &&
-	    (f->keeper_pidfd < 0 || gpushare_loop_add_fd(&l, f->keeper_pidfd, keeper_reaped, f) >= 0) &&
+	if (f->pid > 0 && keeper_reaped(&l, f) == 0 &&
+	    (f->pidfd < 0 || gpushare_loop_add_fd(&l, f->pidfd, keeper_reaped, f) >= 0) &&
 	    gpushare_loop_add_deadline(&l, gpushare_now_ns() + 5 * NS_PER_S, gpushare_loop_end, NULL) >= 0)
 		gpushare_loop_run(&l);
 	gpushare_loop_release(&l);
-	if (f->keeper_pidfd >= 0)
-		close(f->keeper_pidfd);
-	f->keeper_pidfd = -1;
-	f->keeper_pid = 0;
+	if (f->pidfd >= 0)
+		close(f->pidfd);
+	f->pidfd = -1;
+	f->pid = 0;
 }

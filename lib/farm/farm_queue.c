@@ -91,6 +91,36 @@ void farm_queue_failed(struct farm_queue *q, size_t job)
 	q->rs.failed++;
 }
 
+void farm_queue_begin(struct farm_queue *q)
+{
+	q->queued = q->rs.pending;
+}
+
+uint64_t farm_queue_queued(const struct farm_queue *q)
+{
+	return q->queued;
+}
+
+uint64_t farm_queue_n_jobs(const struct farm_queue *q)
+{
+	return q->n_jobs;
+}
+
+size_t farm_queue_n_done(const struct farm_queue *q)
+{
+	return q->rs.done;
+}
+
+size_t farm_queue_n_failed(const struct farm_queue *q)
+{
+	return q->rs.failed;
+}
+
+struct farm_resume *farm_queue_states(struct farm_queue *q)
+{
+	return &q->rs;
+}
+
 void farm_queue_release(struct farm_queue *q)
 {
 	for (size_t i = 0; i < q->n_retry; i++)

@@ -54,6 +54,17 @@ bool farm_queue_next_alone(struct farm_queue *q, struct job_ref *j);
 /* The job's final state, counted in the shard's done or failed. */
 void farm_queue_done(struct farm_queue *q, size_t job);
 void farm_queue_failed(struct farm_queue *q, size_t job);
+/* The run begins: every pending job of the shard is queued. */
+void farm_queue_begin(struct farm_queue *q);
+/* Jobs waiting (the retries and the copy's rest). */
+uint64_t farm_queue_queued(const struct farm_queue *q);
+/* Jobs in the copy (all shards). */
+uint64_t farm_queue_n_jobs(const struct farm_queue *q);
+/* The shard's jobs finished for good: done, or failed. */
+size_t farm_queue_n_done(const struct farm_queue *q);
+size_t farm_queue_n_failed(const struct farm_queue *q);
+/* Each job's state, for the dry run to read a journal into. */
+struct farm_resume *farm_queue_states(struct farm_queue *q);
 /* The retries' argv and lists, the cursor and the states. */
 void farm_queue_release(struct farm_queue *q);
 

@@ -33,10 +33,15 @@ void gpushare_loop_init(struct gpushare_loop *l)
 	memset(l, 0, sizeof(*l));
 }
 
-void gpushare_loop_release(struct gpushare_loop *l)
+void gpushare_loop_clear(struct gpushare_loop *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		gpushare_loop_remove(l, (int)i);
+}
+
+void gpushare_loop_release(struct gpushare_loop *l)
+{
+	gpushare_loop_clear(l);
 	free(l->items);
 	memset(l, 0, sizeof(*l));
 }
@@ -183,6 +188,29 @@ static int wait_ready(struct gpushare_loop *l)
 	return rc;
 }
 
+/* Call the callback of each item marked ready: the first non-zero value
+ * one returns, else 0. */
+static int call_ready(struct gpushare_loop *l)
+{
+	/* By index: a callback may add items (moving the array). */
+	for (size_t i = 0; i < l->n; i++) {
+		struct gpushare_loop_item *it = &l->items[i];
+		gpushare_loop_fn fn = it->fn;
+		void *arg = it->arg;
+		int rc;
+
+		if (it->kind == ITEM_FREE || !it->ready)
+			continue;
+		it->ready = false;
+		if (it->kind != ITEM_FD)
+			gpushare_loop_remove(l, (int)i);
+		rc = fn(l, arg);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int gpushare_loop_run(struct gpushare_loop *l)
 {
 	for (;;) {
@@ -190,22 +218,16 @@ int gpushare_loop_run(struct gpushare_loop *l)
 
 		if (rc <= 0)
 			return rc;
-		/* By index: a callback may add items (moving the array). */
-		for (size_t i = 0; i < l->n; i++) {
-			struct gpushare_loop_item *it = &l->items[i];
-			gpushare_loop_fn fn = it->fn;
-			void *arg = it->arg;
-
-			if (it->kind == ITEM_FREE || !it->ready)
-				continue;
-			it->ready = false;
-			if (it->kind != ITEM_FD)
-				gpushare_loop_remove(l, (int)i);
-			rc = fn(l, arg);
-			if (rc)
-				return rc;
-		}
+		if ((rc = call_ready(l)) != 0)
+			return rc;
 	}
+}
+
+int gpushare_loop_run_once(struct gpushare_loop *l)
+{
+	int rc = wait_ready(l);
+
+	return rc <= 0 ? rc : call_ready(l);
 }
 
 int gpushare_loop_end(struct gpushare_loop *l, void *arg)

@@ -48,6 +48,9 @@ struct gpushare_loop {
 void gpushare_loop_init(struct gpushare_loop *l);
 /* Close the pidfds the loop opened and free its items. */
 void gpushare_loop_release(struct gpushare_loop *l);
+/* Remove every item, keeping the memory: for a loop that registers what
+ * it waits for afresh each round. */
+void gpushare_loop_clear(struct gpushare_loop *l);
 
 /* Each returns the item's id (>= 0, for gpushare_loop_remove()) or a
  * negative error code (GPUSHARE_E_NOMEM). */
@@ -62,6 +65,13 @@ void gpushare_loop_remove(struct gpushare_loop *l, int id);
 /* Wait and call callbacks until one returns non-zero: that value. 0 when
  * nothing is left to wait for; a negative error when poll(2) fails. */
 int gpushare_loop_run(struct gpushare_loop *l);
+
+/* One round (redis's aeProcessEvents beside aeMain): wait until something
+ * is ready, or a signal is caught, and call the callbacks of what is ready:
+ * the first non-zero value one returns, else 0 (a signal, or nothing left to
+ * wait for); a negative error when poll(2) fails. For a caller with its own
+ * loop around it that must see a signal's flag at once. */
+int gpushare_loop_run_once(struct gpushare_loop *l);
 
 /* A callback that ends the run with 1: for a deadline that bounds a wait. */
 int gpushare_loop_end(struct gpushare_loop *l, void *arg);

@@ -1,7 +1,8 @@
 /*
  * Unit tests: the waiting loop and the keeper skeleton (lib/sys/loop.c).
  * The loop: a readable descriptor, deadlines in order, items added and
- * removed by callbacks, a parent already gone, nothing to wait for. The
+ * removed by callbacks, a parent already gone, nothing to wait for, one
+ * round ended by a signal. The
  * keeper: finished by its owner (no cleanup), its owner killed by SIGKILL
  * or exiting without finishing (cleanup, its exit status), an owner that
  * outlives its end of the link (the deadline: no cleanup), a keeper of no
@@ -28,6 +29,7 @@
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -218,6 +220,45 @@ static void test_loop_callbacks_add_and_remove(void **state)
 	/* The descriptor was removed before it became readable. */
 	assert_int_equal(write(p[1], "x", 1), 1);
 	assert_int_equal(gpushare_loop_run(&l), 0);
+	gpushare_loop_release(&l);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* One round: a caught signal ends it with 0 (where gpushare_loop_run()
+ * would wait on), a ready item with its callback's value; clear empties the
+ * loop and keeps it usable. */
+static void test_loop_run_once(void **state)
+{
+	struct sigaction sa, old;
+	struct itimerval it = { { 0, 0 }, { 0, 20000 } }, off = { { 0, 0 }, { 0, 0 } };
+	struct gpushare_loop l;
+	uint64_t t0 = gpushare_now_ns();
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	gpushare_loop_init(&l);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm; /* no SA_RESTART */
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	assert_true(gpushare_loop_add_fd(&l, p[0], never, NULL) >= 0);
+	assert_true(gpushare_loop_add_deadline(&l, t0 + 30 * NS_PER_S, never, NULL) >= 0);
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	assert_int_equal(gpushare_loop_run_once(&l), 0); /* the alarm, 20 ms on */
+	assert_true(gpushare_now_ns() - t0 < 20 * NS_PER_S);
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	gpushare_loop_clear(&l);
+	assert_int_equal(gpushare_loop_run_once(&l), 0); /* nothing to wait for */
+	assert_true(gpushare_loop_add_fd(&l, p[0], read_and_end, &p[0]) >= 0);
+	assert_int_equal(write(p[1], "y", 1), 1);
+	assert_int_equal(gpushare_loop_run_once(&l), 'y');
 	gpushare_loop_release(&l);
 	close(p[0]);
 	close(p[1]);
@@ -526,6 +567,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_loop_deadlines, kill_started),
 		cmocka_unit_test_teardown(test_loop_callbacks_add_and_remove, kill_started),
 		cmocka_unit_test_teardown(test_loop_parent_already_gone, kill_started),
+		cmocka_unit_test_teardown(test_loop_run_once, kill_started),
 		cmocka_unit_test_teardown(test_keeper_owner_killed, kill_started),
 		cmocka_unit_test_teardown(test_keeper_owner_killed_old_kernel, kill_started),
 		cmocka_unit_test_teardown(test_keeper_owner_exits, kill_started),

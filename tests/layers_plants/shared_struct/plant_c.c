@@ -1,0 +1,9 @@
+/* Planted (tests/layers_plants/shared_struct/plant_shared.h says why). */
+#include "plant_shared.h"
+
+void plant_c(struct plant_shared *p);
+
+void plant_c(struct plant_shared *p)
+{
+	(*p).count = 0;
+}
