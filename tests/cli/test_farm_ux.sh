@@ -63,6 +63,9 @@ assert [j['argv'] for j in d['job_list']] == [['echo', '1:5'], ['echo', '2:6'], 
 assert [j['job'] for j in d['job_list']] == [1, 2, 3] and d['job_list'][0]['gpu'] == 0 and d['job_list'][1]['gpu'] is None
 assert d['jobs'] == 3 and d['would_run'] == 3"
 check "  and still no directory" test ! -e "$tmp/d"
+run farm --dir "$tmp/d" --strategy timeslice --dry-run --range -9223372036854775808..9223372036854775807 -- true
+check "--range over all of int64 (2^64 values, not 0): exit 2 (got $rc)" bash -c "
+test $rc = 2 && grep -q 'has more than' '$tmp/err' && test ! -e '$tmp/d'"
 run farm --dir "$tmp/d" --strategy timeslice --dry-run --shard 1/2 "$tmp/j3"
 check "--shard 1/2: job 2 only" bash -c "grep -Eq '^ +2 ' '$tmp/out' && ! grep -Eq '^ +[13] ' '$tmp/out'"
 run farm --dir "$tmp/hr" --strategy timeslice --slots 1 -q "$tmp/j3"
