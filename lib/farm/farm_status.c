@@ -29,6 +29,7 @@
 #include "gpushare/farm.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/utf8.h"
 #include "strategy.h"
 #include "farm_live.h"
 
@@ -360,6 +361,7 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 	for (size_t i = 0; i < s->n_job_list; i++) {
 		const struct gpushare_farm_job *j = &s->job_list[i];
 		const char *state = j->running ? "running" : j->failed ? "failed" : "unfinished";
+		struct gpushare_buf cmd = { 0 }, dir = { 0 };
 
 		if (i == 0)
 			fprintf(f, "%-10s %8s %8s  %-16s %-28s %s\n", "STATE", "JOB", "ATTEMPTS", "LAST", "STDERR", "COMMAND");
@@ -371,8 +373,14 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 			fprintf(f, "%-10s %8" PRIu64 " %8u  %-7s exit %-3d ", state, j->job, j->attempts, j->outcome, j->exit_code);
 		else
 			fprintf(f, "%-10s %8" PRIu64 " %8u  %-16s ", state, j->job, j->attempts, j->outcome);
-		fprintf(f, "%s%s%-*s %s\n", s->shards_seen > 1 ? j->dir : "", s->shards_seen > 1 ? "/" : "",
-			s->shards_seen > 1 ? 0 : 28, j->stderr_path, j->command ? j->command : "?");
+		/* The command and directory as a terminal shows them: an escape
+		 * byte in a job line must not reach the screen raw. */
+		gpushare_utf8_term(&cmd, j->command ? j->command : "?");
+		gpushare_utf8_term(&dir, s->shards_seen > 1 ? j->dir : "");
+		fprintf(f, "%s%s%-*s %s\n", gpushare_buf_str(&dir), s->shards_seen > 1 ? "/" : "",
+			s->shards_seen > 1 ? 0 : 28, j->stderr_path, gpushare_buf_str(&cmd));
+		gpushare_buf_release(&cmd);
+		gpushare_buf_release(&dir);
 	}
 	if (s->torn_tail)
 		fprintf(f, "note: a journal's last line was torn (a farm was killed while writing it) and was ignored\n");

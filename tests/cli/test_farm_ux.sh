@@ -168,4 +168,22 @@ run farm status "$tmp/o"
 check "farm status reads it: job 2 (its job 0-based 1) failed, with its old stderr file" \
 	bash -c "test $rc = 0 && grep -q 'jobs: 2 done, 1 failed' '$tmp/out' && grep -Eq '^failed +2 +1  failed  exit 1 +out/1.1.err ' '$tmp/out'"
 
+echo "== job commands and file names reach the terminal through the sanitiser"
+printf 'sh -c "exit 3" \033[31mRED\033]0;title\007\n' >"$tmp/esc"
+raw() { ! LC_ALL=C grep -q $'[\x1b\x07]' "$@"; } # no ESC or BEL byte in the files
+run farm --dir "$tmp/e" --strategy timeslice --slots 1 -q "$tmp/esc"
+check "the failure listing after the run: the escapes shown, not sent (exit 8, got $rc)" bash -c "test $rc = 8 &&
+grep -qF \"sh -c 'exit 3' '\\\\x1B[31mRED\\\\x1B]0;title\\\\x07'\" '$tmp/out'"
+check "  no raw escape byte on stdout or stderr" raw "$tmp/out" "$tmp/err"
+run farm status "$tmp/e" --failed
+check "farm status --failed: the same" bash -c "test $rc = 0 && grep -qF '\\x1B[31mRED' '$tmp/out'"
+check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
+run farm --dir "$tmp/e2" --strategy timeslice --dry-run "$tmp/esc"
+check "farm --dry-run: the same" bash -c "test $rc = 0 && grep -qF '\\x1B[31mRED' '$tmp/out'"
+check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
+run farm --dir "$tmp/e3" --strategy timeslice "$tmp/no"$'\033[2J'"such"
+check "an error naming a file: the escape shown in the message (exit 11, got $rc)" bash -c "test $rc = 11 &&
+grep -qF 'no\\x1B[2Jsuch' '$tmp/err'"
+check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
+
 finish "farm ux"
