@@ -33,7 +33,7 @@ unset CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY SLURM_JOB_ID SLURM_STEP_ID SL
 py() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); $2" "$1"; }
 
 ceiling=() p50=() command=() mix=() calibrate=()
-for i in $(seq 1 "$R"); do
+for _ in $(seq 1 "$R"); do
 	"$G" bench --workload spin --request-us 200us --duration 400ms --warmup 200ms --workers 2 --batch 3 \
 		--strategy sequential --ceiling --json --quiet >"$rt/c.json"
 	ceiling+=("$(py "$rt/c.json" 'print(d["results"][0]["aggregate"]["efficiency"])')")
