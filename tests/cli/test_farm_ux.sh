@@ -181,6 +181,10 @@ check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
 run farm --dir "$tmp/e2" --strategy timeslice --dry-run "$tmp/esc"
 check "farm --dry-run: the same" bash -c "test $rc = 0 && grep -qF '\\x1B[31mRED' '$tmp/out'"
 check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
+run farm --dir "$tmp/e4"$'\033[2J' --strategy timeslice --slots 1 "$tmp/esc"
+check "a farm directory's name in the summary: shown, not sent (exit 8, got $rc)" bash -c "test $rc = 8 &&
+grep -qF 'farm $tmp/e4\\x1B[2J: timeslice' '$tmp/out' && grep -qF 'see the journal in $tmp/e4\\x1B[2J' '$tmp/err'"
+check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
 run farm --dir "$tmp/e3" --strategy timeslice "$tmp/no"$'\033[2J'"such"
 check "an error naming a file: the escape shown in the message (exit 11, got $rc)" bash -c "test $rc = 11 &&
 grep -qF 'no\\x1B[2Jsuch' '$tmp/err'"
