@@ -557,7 +557,7 @@ static void preload_notice(void *arg, bool warning, const char *text)
 
 	if (n->quiet && !warning)
 		return;
-	fprintf(stderr, "gpushare: %s: %s%s\n", n->cmd, warning ? "warning: " : "", text);
+	cli_message("", "%s: %s%s", n->cmd, warning ? "warning: " : "", text);
 	fflush(stderr);
 }
 
