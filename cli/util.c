@@ -18,6 +18,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 #include "gpushare/mps.h"
+#include "gpushare/utf8.h"
 #include "gpushare/internal/bench.h"
 #include "gpushare/internal/metrics.h"
 
@@ -47,6 +48,29 @@ int cli_exit_for(int err)
 	}
 }
 
+/* Every message line on stderr: "gpushare: " KIND, then the text through the
+ * terminal sanitiser, since it quotes file names, commands and job lines. */
+static void __attribute__((format(printf, 2, 0))) cli_vmessage(const char *kind, const char *fmt, va_list ap)
+{
+	struct gpushare_buf raw = { 0 }, shown = { 0 };
+
+	gpushare_buf_vaddf(&raw, fmt, ap);
+	gpushare_utf8_term(&shown, gpushare_buf_str(&raw));
+	fprintf(stderr, "gpushare: %s%s\n", kind,
+		shown.failed ? "(out of memory while writing a message)" : gpushare_buf_str(&shown));
+	gpushare_buf_release(&raw);
+	gpushare_buf_release(&shown);
+}
+
+static void __attribute__((format(printf, 2, 3))) cli_message(const char *kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cli_vmessage(kind, fmt, ap);
+	va_end(ap);
+}
+
 int cli_fail(int err, const char *what)
 {
 	const char *detail = gpushare_errdetail();
@@ -59,8 +83,7 @@ int cli_fail(int err, const char *what)
 	 * the same way ("no MPS control daemon running: no MPS control daemon at"). */
 	if (n && !strncmp(words, detail, n))
 		words = "";
-	fprintf(stderr, "gpushare: %s%s%s%s%s\n", what ? what : "", what ? ": " : "", words, *words && *detail ? ": " : "",
-		detail);
+	cli_message("", "%s%s%s%s%s", what ? what : "", what ? ": " : "", words, *words && *detail ? ": " : "", detail);
 	return cli_exit_for(err);
 }
 
@@ -68,11 +91,9 @@ int cli_error(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("gpushare: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vmessage("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 
@@ -80,11 +101,9 @@ void cli_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("gpushare: warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vmessage("warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int cli_usage_error(const char *cmd, int opt, int optopt_, const char *arg)
@@ -538,7 +557,7 @@ static void preload_notice(void *arg, bool warning, const char *text)
 
 	if (n->quiet && !warning)
 		return;
-	fprintf(stderr, "gpushare: %s: %s%s\n", n->cmd, warning ? "warning: " : "", text);
+	cli_message("", "%s: %s%s", n->cmd, warning ? "warning: " : "", text);
 	fflush(stderr);
 }
 

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "gpushare/buf.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +37,15 @@ char *gpushare_utf8_fix(char *s);
 /* The length of the longest prefix of s[0..len) that does not end inside a
  * multi-byte character: where a label may be cut. */
 size_t gpushare_utf8_cut(const char *s, size_t len);
+
+/* The one terminal sanitiser: append src to b as text a terminal shows as
+ * it reads, for anything user-controlled printed to a terminal (job
+ * commands, file names in messages). A control character (C0, DEL, C1) is
+ * written as \xHH (\u00HH for C1, \t, \n and \r as such), a bidi
+ * control (U+202A..U+202E, U+2066..U+2069) as \uHHHH, each byte of an
+ * invalid sequence as \xHH; all else is copied. Returns 0 or
+ * GPUSHARE_E_NOMEM (b's `failed` set). */
+int gpushare_utf8_term(struct gpushare_buf *b, const char *src);
 
 #ifdef __cplusplus
 }

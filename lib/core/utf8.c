@@ -4,10 +4,13 @@
  * labels and names read back from a results file may hold any bytes, and a
  * single invalid byte would make the document invalid (cJSON writes bytes as
  * they are; a browser, Prometheus or cairo then refuses the whole output).
+ * And the one sanitiser for text printed to a terminal, where an escape
+ * byte in a job's command would recolour, retitle or rewrite the screen.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpushare/gpushare.h"
 #include "gpushare/utf8.h"
 
 static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
@@ -117,4 +120,55 @@ size_t gpushare_utf8_cut(const char *s, size_t len)
 		return l && i - 1 + l == len ? len : i - 1;
 	}
 	return len;
+}
+
+/* The code point of the valid character at s, of l bytes (from char_len). */
+static unsigned char_cp(const unsigned char *s, size_t l)
+{
+	static const unsigned char lead_mask[] = { 0, 0x7F, 0x1F, 0x0F, 0x07 };
+	unsigned cp = s[0] & lead_mask[l];
+
+	for (size_t i = 1; i < l; i++)
+		cp = (cp << 6) | (s[i] & 0x3F);
+	return cp;
+}
+
+int gpushare_utf8_term(struct gpushare_buf *b, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t n = strlen(src), i = 0;
+
+	while (i < n && !b->failed) {
+		size_t run = i, l;
+		unsigned cp;
+
+		/* Copy the longest run of characters that need no escape. */
+		while (run < n && (l = char_len(s + run, n - run)) != 0) {
+			cp = char_cp(s + run, l);
+			if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) ||
+			    (cp >= 0x2066 && cp <= 0x2069))
+				break;
+			run += l;
+		}
+		if (run > i && gpushare_buf_add(b, s + i, run - i))
+			break;
+		i = run;
+		if (i >= n)
+			break;
+		l = char_len(s + i, n - i);
+		if (!l) {
+			gpushare_buf_addf(b, "\\x%02X", s[i]);
+			i++;
+			continue;
+		}
+		cp = char_cp(s + i, l);
+		if (cp == '\t' || cp == '\n' || cp == '\r')
+			gpushare_buf_addf(b, "\\%c", cp == '\t' ? 't' : cp == '\n' ? 'n' : 'r');
+		else if (cp < 0x80)
+			gpushare_buf_addf(b, "\\x%02X", cp);
+		else
+			gpushare_buf_addf(b, "\\u%04X", cp);
+		i += l;
+	}
+	return b->failed ? GPUSHARE_E_NOMEM : 0;
 }

@@ -17,6 +17,7 @@
 #include "gpushare/farm.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/utf8.h"
 #include "json.h"
 #include "farm_engine.h"
 #include "farm_dir.h"
@@ -79,10 +80,19 @@ static int dry_job(struct dry *d, uint64_t idx, char **argv)
 		}
 		fprintf(d->out, "%s\n    %s", p ? "," : "", text);
 		free(text);
-	} else if (gpu >= 0) {
-		fprintf(d->out, "%8" PRIu64 "  %4d %5d  %s\n", FARM_JOB_NUMBER(idx), gpu, slot, gpushare_buf_str(&cmd));
 	} else {
-		fprintf(d->out, "%8" PRIu64 "  %4s %5s  %s\n", FARM_JOB_NUMBER(idx), "-", "-", gpushare_buf_str(&cmd));
+		struct gpushare_buf shown = { 0 }; /* as a terminal shows it: no raw escape bytes */
+
+		if (gpushare_utf8_term(&shown, gpushare_buf_str(&cmd))) {
+			gpushare_buf_release(&cmd);
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		}
+		if (gpu >= 0)
+			fprintf(d->out, "%8" PRIu64 "  %4d %5d  %s\n", FARM_JOB_NUMBER(idx), gpu, slot,
+				gpushare_buf_str(&shown));
+		else
+			fprintf(d->out, "%8" PRIu64 "  %4s %5s  %s\n", FARM_JOB_NUMBER(idx), "-", "-", gpushare_buf_str(&shown));
+		gpushare_buf_release(&shown);
 	}
 	gpushare_buf_release(&cmd);
 	return GPUSHARE_OK;

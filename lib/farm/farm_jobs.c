@@ -540,9 +540,11 @@ int gpushare_farm_range_parse(const char *s, struct farm_range *out)
 
 uint64_t gpushare_farm_range_count(const struct farm_range *r)
 {
-	uint64_t span = (uint64_t)r->end - (uint64_t)r->start;
+	uint64_t steps = ((uint64_t)r->end - (uint64_t)r->start) / (uint64_t)r->step;
 
-	return span / (uint64_t)r->step + 1;
+	/* All of int64 at step 1 holds 2^64 values: saturate rather than
+	 * wrap to 0, so the limit check refuses it. */
+	return steps == UINT64_MAX ? UINT64_MAX : steps + 1;
 }
 
 int gpushare_farm_jobs_template_range(struct farm_jobs *list, char *const tmpl[], size_t n_tmpl,

@@ -29,6 +29,7 @@
 #include "gpushare/farm.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/utf8.h"
 #include "strategy.h"
 #include "farm_live.h"
 
@@ -292,7 +293,10 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 	char span[32], num[48];
 
 	if (r) {
-		fprintf(f, "farm %s: %s, shard %lu/%lu (%" PRIu64 " job%s)", r->dir, r->strategy, r->shard_index,
+		struct gpushare_buf dir = { 0 }; /* names as a terminal shows them */
+
+		gpushare_utf8_term(&dir, r->dir);
+		fprintf(f, "farm %s: %s, shard %lu/%lu (%" PRIu64 " job%s)", gpushare_buf_str(&dir), r->strategy, r->shard_index,
 			r->shard_count, r->shard_jobs, plural(r->shard_jobs));
 		if (r->calibrated && r->n_calibration) {
 			fprintf(f, ", %u slot%s per GPU by calibration (", r->slots, plural(r->slots));
@@ -318,11 +322,12 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		fprintf(f, "\n");
 		if (r->interrupted)
 			fprintf(f, "stopped: %" PRIu64 " job%s not run; continue with: gpushare farm --resume %s\n",
-				r->not_started, plural(r->not_started), r->dir);
+				r->not_started, plural(r->not_started), gpushare_buf_str(&dir));
 		else if (r->halted)
 			fprintf(f, "halted after %" PRIu64 " failed job%s (--halt): %" PRIu64 " job%s not started; "
 				"continue with: gpushare farm --resume %s\n", r->run_failed, plural(r->run_failed),
-				r->not_started, plural(r->not_started), r->dir);
+				r->not_started, plural(r->not_started), gpushare_buf_str(&dir));
+		gpushare_buf_release(&dir);
 	}
 	duration_text(s->makespan_s, span, sizeof(span));
 	fprintf(f, "jobs: %" PRIu64 " done, %" PRIu64 " failed, %" PRIu64 " unfinished of %" PRIu64, s->done, s->failed,
@@ -347,19 +352,25 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 	}
 	for (size_t i = 0; i < s->n_live; i++) {
 		const struct gpushare_farm_live *l = &s->live[i];
+		struct gpushare_buf dir = { 0 }, host = { 0 }; /* read from files: shown, never sent raw */
 
+		gpushare_utf8_term(&dir, l->dir);
+		gpushare_utf8_term(&host, l->host);
 		if (l->stale)
-			fprintf(f, "%s: its farm (pid %ld on %s) is gone; --resume %s runs what it left\n", l->dir, l->pid,
-				l->host, l->dir);
+			fprintf(f, "%s: its farm (pid %ld on %s) is gone; --resume %s runs what it left\n",
+				gpushare_buf_str(&dir), l->pid, gpushare_buf_str(&host), gpushare_buf_str(&dir));
 		else
 			fprintf(f, "%s: running now: %" PRIu64 " job%s, %" PRIu64 " queued, %u slot%s per GPU (pid %ld on %s, "
-				   "%.1f s ago)\n", l->dir, l->running, plural(l->running), l->queued, l->slots,
-				plural(l->slots), l->pid, l->host,
+				   "%.1f s ago)\n", gpushare_buf_str(&dir), l->running, plural(l->running), l->queued, l->slots,
+				plural(l->slots), l->pid, gpushare_buf_str(&host),
 				farm_unix_now() - l->updated_unix_s);
+		gpushare_buf_release(&dir);
+		gpushare_buf_release(&host);
 	}
 	for (size_t i = 0; i < s->n_job_list; i++) {
 		const struct gpushare_farm_job *j = &s->job_list[i];
 		const char *state = j->running ? "running" : j->failed ? "failed" : "unfinished";
+		struct gpushare_buf cmd = { 0 }, dir = { 0 };
 
 		if (i == 0)
 			fprintf(f, "%-10s %8s %8s  %-16s %-28s %s\n", "STATE", "JOB", "ATTEMPTS", "LAST", "STDERR", "COMMAND");
@@ -371,8 +382,14 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 			fprintf(f, "%-10s %8" PRIu64 " %8u  %-7s exit %-3d ", state, j->job, j->attempts, j->outcome, j->exit_code);
 		else
 			fprintf(f, "%-10s %8" PRIu64 " %8u  %-16s ", state, j->job, j->attempts, j->outcome);
-		fprintf(f, "%s%s%-*s %s\n", s->shards_seen > 1 ? j->dir : "", s->shards_seen > 1 ? "/" : "",
-			s->shards_seen > 1 ? 0 : 28, j->stderr_path, j->command ? j->command : "?");
+		/* The command and directory as a terminal shows them: an escape
+		 * byte in a job line must not reach the screen raw. */
+		gpushare_utf8_term(&cmd, j->command ? j->command : "?");
+		gpushare_utf8_term(&dir, s->shards_seen > 1 ? j->dir : "");
+		fprintf(f, "%s%s%-*s %s\n", gpushare_buf_str(&dir), s->shards_seen > 1 ? "/" : "",
+			s->shards_seen > 1 ? 0 : 28, j->stderr_path, gpushare_buf_str(&cmd));
+		gpushare_buf_release(&cmd);
+		gpushare_buf_release(&dir);
 	}
 	if (s->torn_tail)
 		fprintf(f, "note: a journal's last line was torn (a farm was killed while writing it) and was ignored\n");

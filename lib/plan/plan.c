@@ -329,19 +329,31 @@ static int layout_of_runs(const struct gpushare_report *r, const struct gpushare
 	return 0;
 }
 
+/* More memory than any GPU has: a measured figure above it is not one. */
+#define PLAN_MEM_MAX_BYTES (1024.0 * 1024 * 1024 * 1024) /* 1 TiB */
+
 /* MPS: the pinned memory limit per client, given, or (a per-client share)
- * 1.25 x the measured memory per client; 0 none. */
+ * 1.25 x the measured memory per client; 0 none. A measured figure no GPU
+ * could hold sets none, and says so (cast to 64 bits it would wrap to 0 or
+ * to an absurd limit). */
 static uint64_t mps_memory_limit(const struct gpushare_plan_options *o, const struct gpushare_report_cell *c,
-				 const struct gpushare_plan *p)
+				 struct gpushare_plan *p)
 {
 	const double mib = 1024.0 * 1024.0;
+	double limit;
 
 	if (o->mem_per_client)
 		return o->mem_per_client;
-	if (gpushare_strategy_client_share(p->strategy) && c->mem_used_bytes.n && isfinite(c->mem_used_bytes.median) &&
-	    c->mem_used_bytes.median > 0)
-		return (uint64_t)(ceil(c->mem_used_bytes.median / p->workers * 1.25 / mib) * mib);
-	return 0;
+	if (!gpushare_strategy_client_share(p->strategy) || !c->mem_used_bytes.n || !isfinite(c->mem_used_bytes.median) ||
+	    c->mem_used_bytes.median <= 0)
+		return 0;
+	limit = ceil(c->mem_used_bytes.median / p->workers * 1.25 / mib) * mib;
+	if (!(limit <= PLAN_MEM_MAX_BYTES)) {
+		warn(p, "the runs' measured GPU memory (%.3g bytes) is more than any GPU has: no memory limit is set "
+			"(give one with --mem-per-client)", c->mem_used_bytes.median);
+		return 0;
+	}
+	return (uint64_t)limit;
 }
 
 /* The device plugin's MPS sharing gives every replica 100/replicas of the

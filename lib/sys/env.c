@@ -85,8 +85,14 @@ int gpushare_which(const char *prog, char *buf, size_t len)
 	if (!prog || !*prog)
 		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "empty program name");
 	if (strchr(prog, '/')) {
+		struct stat st;
+
 		if (access(prog, X_OK) != 0)
 			return gpushare_fail(GPUSHARE_E_NOT_FOUND, "cannot execute '%s': %s", prog, strerror(errno));
+		/* A directory passes access(X_OK) (it can be searched) but can
+		 * never be executed: refuse it here, as the PATH search does. */
+		if (stat(prog, &st) != 0 || !S_ISREG(st.st_mode))
+			return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' is not a regular file", prog);
 		if ((size_t)snprintf(buf, len, "%s", prog) >= len)
 			return gpushare_fail(GPUSHARE_E_INVAL, "path '%s' too long", prog);
 		return GPUSHARE_OK;

@@ -63,6 +63,9 @@ assert [j['argv'] for j in d['job_list']] == [['echo', '1:5'], ['echo', '2:6'], 
 assert [j['job'] for j in d['job_list']] == [1, 2, 3] and d['job_list'][0]['gpu'] == 0 and d['job_list'][1]['gpu'] is None
 assert d['jobs'] == 3 and d['would_run'] == 3"
 check "  and still no directory" test ! -e "$tmp/d"
+run farm --dir "$tmp/d" --strategy timeslice --dry-run --range -9223372036854775808..9223372036854775807 -- true
+check "--range over all of int64 (2^64 values, not 0): exit 2 (got $rc)" bash -c "
+test $rc = 2 && grep -q 'has more than' '$tmp/err' && test ! -e '$tmp/d'"
 run farm --dir "$tmp/d" --strategy timeslice --dry-run --shard 1/2 "$tmp/j3"
 check "--shard 1/2: job 2 only" bash -c "grep -Eq '^ +2 ' '$tmp/out' && ! grep -Eq '^ +[13] ' '$tmp/out'"
 run farm --dir "$tmp/hr" --strategy timeslice --slots 1 -q "$tmp/j3"
@@ -164,5 +167,27 @@ check "  the journal is left as it was" cmp -s "$tmp/o/journal.jsonl" "$tmp/o.jo
 run farm status "$tmp/o"
 check "farm status reads it: job 2 (its job 0-based 1) failed, with its old stderr file" \
 	bash -c "test $rc = 0 && grep -q 'jobs: 2 done, 1 failed' '$tmp/out' && grep -Eq '^failed +2 +1  failed  exit 1 +out/1.1.err ' '$tmp/out'"
+
+echo "== job commands and file names reach the terminal through the sanitiser"
+printf 'sh -c "exit 3" \033[31mRED\033]0;title\007\n' >"$tmp/esc"
+raw() { ! LC_ALL=C grep -q $'[\x1b\x07]' "$@"; } # no ESC or BEL byte in the files
+run farm --dir "$tmp/e" --strategy timeslice --slots 1 -q "$tmp/esc"
+check "the failure listing after the run: the escapes shown, not sent (exit 8, got $rc)" bash -c "test $rc = 8 &&
+grep -qF \"sh -c 'exit 3' '\\\\x1B[31mRED\\\\x1B]0;title\\\\x07'\" '$tmp/out'"
+check "  no raw escape byte on stdout or stderr" raw "$tmp/out" "$tmp/err"
+run farm status "$tmp/e" --failed
+check "farm status --failed: the same" bash -c "test $rc = 0 && grep -qF '\\x1B[31mRED' '$tmp/out'"
+check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
+run farm --dir "$tmp/e2" --strategy timeslice --dry-run "$tmp/esc"
+check "farm --dry-run: the same" bash -c "test $rc = 0 && grep -qF '\\x1B[31mRED' '$tmp/out'"
+check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
+run farm --dir "$tmp/e4"$'\033[2J' --strategy timeslice --slots 1 "$tmp/esc"
+check "a farm directory's name in the summary: shown, not sent (exit 8, got $rc)" bash -c "test $rc = 8 &&
+grep -qF 'farm $tmp/e4\\x1B[2J: timeslice' '$tmp/out' && grep -qF 'see the journal in $tmp/e4\\x1B[2J' '$tmp/err'"
+check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
+run farm --dir "$tmp/e3" --strategy timeslice "$tmp/no"$'\033[2J'"such"
+check "an error naming a file: the escape shown in the message (exit 11, got $rc)" bash -c "test $rc = 11 &&
+grep -qF 'no\\x1B[2Jsuch' '$tmp/err'"
+check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
 
 finish "farm ux"

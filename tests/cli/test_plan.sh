@@ -164,4 +164,16 @@ check "one shape measured on two GPU models: refused (exit 14), naming both" \
 run plan "$tmp/none" --for env
 check "a directory without results: exit 11 (got $rc)" test "$rc" -eq 11
 
+echo "== a measured memory no GPU holds sets no limit, and says so"
+for v in 1e30 2e19 1e17; do
+	mkdir -p "$tmp/mem$v"
+	sed -E "s/\"mem_used_max_bytes\":[0-9]+/\"mem_used_max_bytes\":$v/g" "$FIX/mps-h100/results.jsonl" \
+		>"$tmp/mem$v/results.jsonl"
+	run plan "$tmp/mem$v" --for env --gpu-model H100
+	check "memory $v bytes: exit 0 (got $rc), no limit written, a warning" bash -c "[[ $rc -eq 0 ]] &&
+! grep -q MEM_LIMIT '$tmp/out' && grep -q 'more than any GPU has' '$tmp/err'"
+done
+run plan "$tmp/mem1e17" --for env --gpu-model H100 --mem-per-client 10G
+check "  --mem-per-client still gives one" grep -q "^CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=10240M$" "$tmp/out"
+
 finish plan

@@ -81,6 +81,12 @@ cp "$H/fake_mps_control" "$tmp/noexec"
 chmod 0644 "$tmp/noexec"
 GPUSHARE_MPS_CONTROL=$tmp/noexec run mps start --pipe-dir "$tmp/p3" --log-dir "$tmp/l3"
 expect 4 "cannot be executed" "not executable: said so (exit 4), not 'not found'"
+mkdir -m 0700 "$tmp/ctl-dir"
+for c in "mps start --pipe-dir $tmp/p3 --log-dir $tmp/l3" "farm --dir $tmp/f3 --range 1..2 -- true"; do
+	# shellcheck disable=SC2086  # the command's words
+	GPUSHARE_MPS_CONTROL=$tmp/ctl-dir run $c
+	expect 4 "not a regular file" "a directory as the control program: ${c%% --*}: exit 4, not 7 (no GPU)"
+done
 
 echo "== a start timeout does not send the user to a removed directory"
 mkdir -m 0700 "$tmp/p4" "$tmp/l4"

@@ -1,5 +1,5 @@
 /* Unit tests of lib/core/utf8.c: validity, repair with U+FFFD and cutting
- * between characters, never inside one. */
+ * between characters, never inside one; the terminal sanitiser. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,10 +39,33 @@ static void test_utf8(void **state)
 	free(d);
 }
 
+static void expect_term(const char *in, const char *want)
+{
+	struct gpushare_buf b = { 0 };
+
+	assert_int_equal(gpushare_utf8_term(&b, in), 0);
+	assert_string_equal(gpushare_buf_str(&b), want);
+	gpushare_buf_release(&b);
+}
+
+static void test_term(void **state)
+{
+	(void)state;
+	expect_term("", "");
+	expect_term("sh -c 'exit 3' x\\y \xe2\x82\xac", "sh -c 'exit 3' x\\y \xe2\x82\xac");
+	/* CSI colour, OSC title ended by BEL: nothing reaches the terminal raw. */
+	expect_term("\x1b[31mRED\x1b]0;t\x07", "\\x1B[31mRED\\x1B]0;t\\x07");
+	expect_term("a\tb\nc\rd\x7f", "a\\tb\\nc\\rd\\x7F");
+	expect_term("\xc2\x9b" "1m \xc2\x85 \xc2\xa0", "\\u009B1m \\u0085 \xc2\xa0");  /* C1 CSI, NEL; NBSP kept */
+	expect_term("\xe2\x80\xae" "cba \xe2\x81\xa6", "\\u202Ecba \\u2066");             /* bidi overrides */
+	expect_term("a\xff\xe2\x82", "a\\xFF\\xE2\\x82");                              /* invalid bytes */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_term),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -203,6 +203,17 @@ static void test_range(void **state)
 	assert_int_equal(gpushare_farm_range_parse("1..", &r), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_farm_range_parse("1..5:", &r), GPUSHARE_E_INVAL);
 	assert_int_equal(gpushare_farm_range_parse("0..999999999999", &r), GPUSHARE_E_INVAL);
+	/* All of int64: 2^64 values, whose count must not wrap to 0. */
+	assert_int_equal(gpushare_farm_range_parse("-9223372036854775808..9223372036854775807", &r),
+			 GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_range_parse("-9223372036854775808..9223372036854775807:2", &r),
+			 GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_farm_range_parse("9223372036854775807..9223372036854775807", &r), 0);
+	assert_true(gpushare_farm_range_count(&r) == 1);
+	assert_int_equal(gpushare_farm_range_parse("-9223372036854775808..9223372036854775807:9223372036854775807",
+						   &r), 0);
+	assert_true(gpushare_farm_range_count(&r) == 3);
+	assert_int_equal(gpushare_farm_range_parse("-9223372036854775809..0", &r), GPUSHARE_E_INVAL);
 }
 
 static void test_template_range(void **state)
