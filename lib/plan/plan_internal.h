@@ -35,8 +35,12 @@ bool gpushare_slurm_value_ok(const char *value);
 int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *kv, size_t n);
 
 /* Append text as comment lines: "# " and each line of text (empty lines
- * "#"); bytes below 0x20 other than '\n' become spaces, and a line ending in
- * a backslash gets a space after it (Slurm would continue the line). */
+ * "#"). The one sanitiser of text that reaches a comment of every format
+ * plan writes: invalid UTF-8 becomes U+FFFD; C0 and C1 controls other than
+ * '\n', DEL, U+2028/U+2029, U+FEFF and U+FFFE/U+FFFF become spaces (a YAML
+ * reader ends a line at some and refuses the others anywhere in a stream);
+ * a line ending in a backslash gets a space after it (Slurm would continue
+ * the line). Scalars go through libyaml's emitter, which escapes them. */
 int plan_comment(struct gpushare_buf *b, const char *text);
 
 /* The targets' writers. head: the comment block every output begins with

@@ -78,6 +78,27 @@ for name in true null 1e3 0x10 yes; do
 	valid "--name $name" "$tmp/n.yaml"
 done
 
+echo "== names with characters YAML readers refuse anywhere in a stream"
+# A C1 control (U+0080..U+009F but U+0085) or U+FFFE/U+FFFF in a recorded
+# name (host, GPU, command line) once made every YAML output unreadable to
+# libyaml, go-yaml and PyYAML, though it sat in a comment.
+mkdir -p "$tmp/c1"
+sed 's/gpu-node-01/gpu\\u0080node\\uffff/; s/NVIDIA H100 80GB HBM3/NVIDIA H100 80GB HBM3\\u009f\\ufffe/;
+	s/"--repeats"/"--re\\u0099peats"/' "$FIX/mps-h100/results.jsonl" >"$tmp/c1/results.jsonl"
+if python3 -c 'import yaml' 2>/dev/null; then
+	for target in k8s-device-plugin k8s-dra mig-parted; do
+		"$GPUSHARE" plan "$tmp/c1" --for "$target" >"$tmp/c1.yaml"
+		check "--for $target: PyYAML reads every document" \
+			python3 -c 'import sys, yaml; list(yaml.safe_load_all(open(sys.argv[1], encoding="utf-8")))' "$tmp/c1.yaml"
+		if python3 -c 'import yaml; yaml.CSafeLoader' 2>/dev/null; then
+			check "--for $target: libyaml reads every document" \
+				python3 -c 'import sys, yaml; list(yaml.load_all(open(sys.argv[1], encoding="utf-8"), Loader=yaml.CSafeLoader))' "$tmp/c1.yaml"
+		fi
+	done
+else
+	missing_tool "reading YAML back with PyYAML: python3-yaml not installed"
+fi
+
 echo "== the validator catches what it must"
 sed 's/exactly:/exact:/' "$tmp/dra.yaml" >"$tmp/bad1.yaml"
 invalid "an unknown field of the API" "not a field of DeviceRequest" "$tmp/bad1.yaml"

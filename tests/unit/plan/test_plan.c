@@ -90,6 +90,14 @@ static void comments(void **state)
 	assert_int_equal(plan_comment(&b, "a\xc2\x85" "kind: Secret\xe2\x80\xa8" "b\xe2\x80\xa9" "c \xc3\xa9"), 0);
 	assert_string_equal(gpushare_buf_str(&b), "# a kind: Secret b c \xc3\xa9" "\n");
 	gpushare_buf_release(&b);
+	/* What YAML readers refuse anywhere in a stream (libyaml's, go-yaml's
+	 * and PyYAML's reader): C1 controls, U+FFFE, U+FFFF, and a byte order
+	 * mark inside it, each a space; invalid bytes U+FFFD. U+00A0 and
+	 * U+FFFD stay. */
+	assert_int_equal(plan_comment(&b, "gpu\xc2\x80node\xc2\x9f" "a\xef\xbf\xbe" "b\xef\xbf\xbf" "c\xef\xbb\xbf" "d\xff" "e\xc2\xa0" "f"),
+			 0);
+	assert_string_equal(gpushare_buf_str(&b), "# gpu node a b c d\xef\xbf\xbd" "e\xc2\xa0" "f\n");
+	gpushare_buf_release(&b);
 }
 
 static void quantities(void **state)
