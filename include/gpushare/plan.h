@@ -56,6 +56,8 @@ struct gpushare_plan_options {
 	const char *shape;           /* NULL: the only shape of the results */
 	long batch;                  /* 0: the only batch of that shape */
 	const char *name;            /* Kubernetes object / mig-parted config name; NULL: derived */
+	const char *k8s_namespace;   /* Kubernetes: the device plugin's ConfigMap's (NULL: the chart's,
+				      * nvidia-device-plugin), the DRA claim's and pods' (NULL: none) */
 	/* Slurm: */
 	const char *nodes;           /* NodeName; NULL: the results' host */
 	int gpus_per_node;           /* GPUs of that model per node (default 1) */
@@ -107,6 +109,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 struct gpushare_plan_output {
 	struct {
 		char name[32];       /* a file name: "gres.conf", "device-plugin.yaml" */
+		bool aside;          /* not a Kubernetes object: written by --out DIR, never printed */
 		char *text;          /* malloc'ed, NUL-terminated */
 		size_t len;
 	} parts[GPUSHARE_PLAN_MAX_PARTS];

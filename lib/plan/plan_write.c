@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpushare/gpushare.h"
 #include "gpushare/utf8.h"
@@ -91,4 +92,20 @@ void plan_quantity(unsigned long long bytes, char *buf, size_t len)
 		u++;
 	}
 	snprintf(buf, len, "%llu%s", bytes, units[u]);
+}
+
+bool plan_model_matches(const char *name, const char *model)
+{
+	size_t m = strlen(model);
+
+	if (!m)
+		return false;
+	if (!strcasecmp(name, model))
+		return true;
+	for (const char *s = name; *s; s++) {
+		if ((s == name || s[-1] == ' ' || s[-1] == '-') && !strncasecmp(s, model, m) &&
+		    (s[m] == '\0' || s[m] == ' ' || s[m] == '-'))
+			return true;
+	}
+	return false;
 }
