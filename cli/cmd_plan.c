@@ -155,7 +155,7 @@ static const struct cli_opt plan_opts[] = {
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_FILE, .value_name = "PATH",
 	  .help = "write there (atomically) instead of stdout; PATH is a directory for slurm (gres.conf, slurm.conf, "
 		  "job.sh), k8s-device-plugin (configmap.yaml, config.yaml, values.yaml) and k8s-dra "
-		  "(resourceclaimtemplate.yaml, values.yaml)",
+		  "(resourceclaimtemplate.yaml, values.yaml, shared-claim.yaml)",
 	  CALL(set_out) },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
 	  .help = "print the decision as one JSON document instead",

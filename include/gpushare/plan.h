@@ -109,7 +109,8 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 struct gpushare_plan_output {
 	struct {
 		char name[32];       /* a file name: "gres.conf", "device-plugin.yaml" */
-		bool aside;          /* not a Kubernetes object: written by --out DIR, never printed */
+		bool aside;          /* written by --out DIR only, never printed: not a Kubernetes
+				      * object, or another way than the printed one */
 		char *text;          /* malloc'ed, NUL-terminated */
 		size_t len;
 	} parts[GPUSHARE_PLAN_MAX_PARTS];

@@ -407,6 +407,131 @@ static const char *dra_gate(bool mps)
 	return mps ? "MPSSupport" : "TimeSlicingSettings";
 }
 
+/* The devices of a DRA claim: one request of the driver's device class
+ * (with a selector, unless expr is NULL) and the GpuConfig of the plan. */
+static void dra_devices(struct yw *w, const struct gpushare_plan *p, const char *expr)
+{
+	bool mps = gpushare_strategy_uses_mps(p->strategy);
+	char q[32];
+
+	str(w, "devices");
+	map_start(w);
+	str(w, "requests");
+	seq_start(w, false);
+	map_start(w);
+	kv_str(w, "name", "gpu");
+	str(w, "exactly");
+	map_start(w);
+	kv_str(w, "deviceClassName", "gpu.nvidia.com");
+	if (expr) {
+		/* The driver's attribute of the GPU's name
+		 * (cmd/gpu-kubelet-plugin/deviceinfo.go, productName). */
+		str(w, "selectors");
+		seq_start(w, false);
+		map_start(w);
+		str(w, "cel");
+		map_start(w);
+		kv_str(w, "expression", expr);
+		map_end(w);
+		map_end(w);
+		seq_end(w);
+	}
+	map_end(w);
+	map_end(w);
+	seq_end(w);
+	str(w, "config");
+	seq_start(w, false);
+	map_start(w);
+	str(w, "requests");
+	seq_start(w, true);
+	str(w, "gpu");
+	seq_end(w);
+	str(w, "opaque");
+	map_start(w);
+	kv_str(w, "driver", "gpu.nvidia.com");
+	str(w, "parameters");
+	map_start(w);
+	kv_str(w, "apiVersion", "resource.nvidia.com/v1beta1");
+	kv_str(w, "kind", "GpuConfig");
+	str(w, "sharing");
+	map_start(w);
+	kv_str(w, "strategy", mps ? "MPS" : "TimeSlicing");
+	if (mps && (p->thread_percentage || p->mem_limit_bytes)) {
+		str(w, "mpsConfig");
+		map_start(w);
+		if (p->thread_percentage)
+			kv_int(w, "defaultActiveThreadPercentage", p->thread_percentage);
+		if (p->mem_limit_bytes) {
+			plan_quantity((unsigned long long)p->mem_limit_bytes, q, sizeof(q));
+			kv_str(w, "defaultPinnedDeviceMemoryLimit", q);
+		}
+		map_end(w);
+	} else if (!mps) {
+		str(w, "timeSlicingConfig");
+		map_start(w);
+		kv_str(w, "interval", "Default");
+		map_end(w);
+	}
+	map_end(w); /* sharing */
+	map_end(w); /* parameters */
+	map_end(w); /* opaque */
+	map_end(w); /* config[0] */
+	seq_end(w);
+	map_end(w); /* devices */
+}
+
+/* One container of an example pod: the site's image and command, the
+ * claim. */
+static void example_container(struct yw *w, const char *name)
+{
+	map_start(w);
+	kv_str(w, "name", name);
+	kv_str(w, "image", "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04");
+	str(w, "command");
+	seq_start(w, true);
+	str(w, "nvidia-smi");
+	str(w, "-L");
+	seq_end(w);
+	str(w, "resources");
+	map_start(w);
+	str(w, "claims");
+	seq_start(w, false);
+	map_start(w);
+	kv_str(w, "name", "gpu");
+	map_end(w);
+	seq_end(w);
+	map_end(w);
+	map_end(w);
+}
+
+/* An example pod of `containers` containers naming the claim: the
+ * ResourceClaim called claim (shared), else the template called claim. */
+static void example_pod(struct yw *w, const char *claim, const char *pod, const char *ns, int containers, bool shared)
+{
+	k8s_object_start(w, "v1", "Pod", pod, ns);
+	str(w, "spec");
+	map_start(w);
+	kv_str(w, "restartPolicy", "Never");
+	str(w, "resourceClaims");
+	seq_start(w, false);
+	map_start(w);
+	kv_str(w, "name", "gpu");
+	kv_str(w, shared ? "resourceClaimName" : "resourceClaimTemplateName", claim);
+	map_end(w);
+	seq_end(w);
+	str(w, "containers");
+	seq_start(w, false);
+	for (int i = 0; i < containers; i++) {
+		char cn[32];
+
+		snprintf(cn, sizeof(cn), "worker-%d", i);
+		example_container(w, cn);
+	}
+	seq_end(w);
+	map_end(w); /* spec */
+	map_end(w);
+}
+
 /* The DRA driver: the ResourceClaimTemplate (the GpuConfig of the plan,
  * a selector for the measured GPU model) and an example pod whose K
  * containers share the one claim; beside them, for --out DIR, the chart's
@@ -414,9 +539,9 @@ static const char *dra_gate(bool mps)
 int plan_render_dra(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
 		    struct gpushare_plan_output *out)
 {
-	struct gpushare_buf b = { 0 }, values = { 0 };
+	struct gpushare_buf b = { 0 }, values = { 0 }, shared = { 0 };
 	bool mps = gpushare_strategy_uses_mps(p->strategy);
-	char name[80], pod[96], q[32], cel[160], expr[256], note[1024];
+	char name[80], pod[96], cel[160], expr[256], note[1024];
 	bool selector = p->gpu_model[0] && cel_string(p->gpu_model, cel, sizeof(cel));
 	struct yw w;
 	int rc;
@@ -467,115 +592,14 @@ int plan_render_dra(const struct gpushare_plan_options *o, const struct gpushare
 	map_start(&w);
 	str(&w, "spec");
 	map_start(&w);
-	str(&w, "devices");
-	map_start(&w);
-	str(&w, "requests");
-	seq_start(&w, false);
-	map_start(&w);
-	kv_str(&w, "name", "gpu");
-	str(&w, "exactly");
-	map_start(&w);
-	kv_str(&w, "deviceClassName", "gpu.nvidia.com");
-	if (selector) {
-		/* The driver's attribute of the GPU's name
-		 * (cmd/gpu-kubelet-plugin/deviceinfo.go, productName). */
-		str(&w, "selectors");
-		seq_start(&w, false);
-		map_start(&w);
-		str(&w, "cel");
-		map_start(&w);
-		kv_str(&w, "expression", expr);
-		map_end(&w);
-		map_end(&w);
-		seq_end(&w);
-	}
-	map_end(&w);
-	map_end(&w);
-	seq_end(&w);
-	str(&w, "config");
-	seq_start(&w, false);
-	map_start(&w);
-	str(&w, "requests");
-	seq_start(&w, true);
-	str(&w, "gpu");
-	seq_end(&w);
-	str(&w, "opaque");
-	map_start(&w);
-	kv_str(&w, "driver", "gpu.nvidia.com");
-	str(&w, "parameters");
-	map_start(&w);
-	kv_str(&w, "apiVersion", "resource.nvidia.com/v1beta1");
-	kv_str(&w, "kind", "GpuConfig");
-	str(&w, "sharing");
-	map_start(&w);
-	kv_str(&w, "strategy", mps ? "MPS" : "TimeSlicing");
-	if (mps && (p->thread_percentage || p->mem_limit_bytes)) {
-		str(&w, "mpsConfig");
-		map_start(&w);
-		if (p->thread_percentage)
-			kv_int(&w, "defaultActiveThreadPercentage", p->thread_percentage);
-		if (p->mem_limit_bytes) {
-			plan_quantity((unsigned long long)p->mem_limit_bytes, q, sizeof(q));
-			kv_str(&w, "defaultPinnedDeviceMemoryLimit", q);
-		}
-		map_end(&w);
-	} else if (!mps) {
-		str(&w, "timeSlicingConfig");
-		map_start(&w);
-		kv_str(&w, "interval", "Default");
-		map_end(&w);
-	}
-	map_end(&w); /* sharing */
-	map_end(&w); /* parameters */
-	map_end(&w); /* opaque */
-	map_end(&w); /* config[0] */
-	seq_end(&w);
-	map_end(&w); /* devices */
+	dra_devices(&w, p, selector ? expr : NULL);
 	map_end(&w); /* spec.spec */
 	map_end(&w); /* spec */
 	map_end(&w);
 	doc_end(&w);
 	/* The example pod: K containers, one claim. */
 	doc_start(&w, false);
-	k8s_object_start(&w, "v1", "Pod", pod, o->k8s_namespace);
-	str(&w, "spec");
-	map_start(&w);
-	kv_str(&w, "restartPolicy", "Never");
-	str(&w, "resourceClaims");
-	seq_start(&w, false);
-	map_start(&w);
-	kv_str(&w, "name", "gpu");
-	kv_str(&w, "resourceClaimTemplateName", name);
-	map_end(&w);
-	seq_end(&w);
-	str(&w, "containers");
-	seq_start(&w, false);
-	for (int i = 0; i < p->workers; i++) {
-		char cn[32];
-
-		snprintf(cn, sizeof(cn), "worker-%d", i);
-		map_start(&w);
-		kv_str(&w, "name", cn);
-		kv_str(&w, "image", "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04");
-		str(&w, "command");
-		seq_start(&w, true);
-		str(&w, "nvidia-smi");
-		str(&w, "-L");
-		seq_end(&w);
-		str(&w, "resources");
-		map_start(&w);
-		str(&w, "claims");
-		seq_start(&w, false);
-		map_start(&w);
-		kv_str(&w, "name", "gpu");
-		map_end(&w);
-		seq_end(&w);
-		map_end(&w);
-		map_end(&w);
-	}
-	seq_end(&w);
-	map_end(&w); /* spec */
-	map_end(&w);
+	example_pod(&w, name, pod, o->k8s_namespace, p->workers, false);
 	doc_end(&w);
 	rc = yw_close(&w);
 	/* values.yaml: the chart's values. */
@@ -601,12 +625,45 @@ int plan_render_dra(const struct gpushare_plan_options *o, const struct gpushare
 		doc_end(&w);
 		rc = yw_close(&w);
 	}
+	/* shared-claim.yaml: the other way the driver shares a GPU, one
+	 * ResourceClaim that K pods name (a claim may be reserved for several
+	 * pods: the processes then are K pods of one container). */
+	if (!rc)
+		rc = gpushare_buf_add(&shared, head, strlen(head));
+	if (!rc)
+		rc = gpushare_buf_add(&shared, note, strlen(note));
+	if (!rc)
+		rc = plan_comment(&shared, "Instead of the template and its pod: one ResourceClaim shared by K pods of one\n"
+					   "container each (kubectl apply -f shared-claim.yaml; the pods start wherever the\n"
+					   "claim's GPU is).");
+	if (!rc)
+		rc = yw_open(&w, &shared);
+	if (!rc) {
+		doc_start(&w, true);
+		k8s_object_start(&w, "resource.k8s.io/v1", "ResourceClaim", name, o->k8s_namespace);
+		str(&w, "spec");
+		map_start(&w);
+		dra_devices(&w, p, selector ? expr : NULL);
+		map_end(&w);
+		map_end(&w);
+		doc_end(&w);
+		for (int i = 0; i < p->workers; i++) {
+			snprintf(pod, sizeof(pod), "%.60s-%d", name, i);
+			doc_start(&w, false);
+			example_pod(&w, name, pod, o->k8s_namespace, 1, true);
+			doc_end(&w);
+		}
+		rc = yw_close(&w);
+	}
 	if (!rc)
 		rc = plan_output_add(out, "resourceclaimtemplate.yaml", &b);
 	if (!rc && !(rc = plan_output_add(out, "values.yaml", &values)))
 		out->parts[out->n_parts - 1].aside = true;
+	if (!rc && !(rc = plan_output_add(out, "shared-claim.yaml", &shared)))
+		out->parts[out->n_parts - 1].aside = true;
 	gpushare_buf_release(&b);
 	gpushare_buf_release(&values);
+	gpushare_buf_release(&shared);
 	return rc;
 }
 

@@ -121,6 +121,10 @@ check "an example pod of 4 containers naming the claim" \
 	bash -c "grep -q '^kind: Pod' '$tmp/dra/resourceclaimtemplate.yaml' &&
 		[[ \$(grep -c '^  - name: worker-' '$tmp/dra/resourceclaimtemplate.yaml') == 4 ]] &&
 		grep -q 'resourceClaimTemplateName: gpushare-mps-split-4' '$tmp/dra/resourceclaimtemplate.yaml'"
+check "shared-claim.yaml: one ResourceClaim named by 4 pods" \
+	bash -c "grep -q '^kind: ResourceClaim$' '$tmp/dra/shared-claim.yaml' &&
+		[[ \$(grep -c 'resourceClaimName: gpushare-mps-split-4$' '$tmp/dra/shared-claim.yaml') == 4 ]]"
+valid "--for k8s-dra --out DIR: every file" "$tmp"/dra/*.yaml
 "$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-dra >"$tmp/dra-ts.yaml"
 check "time-slicing names its own gate" grep -q 'TimeSlicingSettings feature gate' "$tmp/dra-ts.yaml"
 "$GPUSHARE" plan "$FIX/mps-h100" --for k8s-dra --mem-per-client 100K >/dev/null 2>"$tmp/err" && rc=0 || rc=$?

@@ -188,12 +188,12 @@ async function checkObject(o, path) {
   }
   const dts = join(pkgDir, group || "", version, `${o.kind}.d.ts`);
   checkFields(o, dts, `${path}`);
-  if (o.kind === "ResourceClaimTemplate") {
-    const configs = o.spec?.spec?.devices?.config || [];
+  if (o.kind === "ResourceClaimTemplate" || o.kind === "ResourceClaim") {
+    const configs = (o.kind === "ResourceClaim" ? o.spec?.devices?.config : o.spec?.spec?.devices?.config) || [];
     if (!configs.length) fail(`${path}: no device config`);
     configs.forEach((c, i) => {
       if (c.opaque?.driver !== "gpu.nvidia.com") fail(`${path}: config ${i} is not for the driver gpu.nvidia.com`);
-      checkGpuConfig(c.opaque.parameters, `${path}.spec.spec.devices.config[${i}].opaque.parameters`);
+      checkGpuConfig(c.opaque.parameters, `${path}.spec${o.kind === "ResourceClaim" ? "" : ".spec"}.devices.config[${i}].opaque.parameters`);
     });
   }
   if (o.kind === "ConfigMap") {
