@@ -516,6 +516,9 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		return rc;
 	if (gpushare_strategy_uses_mps(p->strategy))
 		p->mem_limit_bytes = mps_memory_limit(o, c, p);
+	else if (o->mem_per_client)
+		warn(p, "--mem-per-client is a limit of MPS clients: %s shares without one, and the plan carries none",
+		     gpushare_strategy_name(p->strategy));
 	describe_cell(r, p->cell, a, sizeof(a));
 	snprintf(p->measured, sizeof(p->measured), "%s, batch %ld: %s with %d worker%s per GPU: %s", rec->shape, rec->batch,
 		 gpushare_strategy_name(p->strategy), p->workers, p->workers == 1 ? "" : "s", a);

@@ -106,6 +106,11 @@ done
 "$GPUSHARE" plan "$FIX/mps-h100" --for k8s-device-plugin --strategy mps --mem-per-client 10G >/dev/null 2>"$tmp/err"
 check "--mem-per-client: warned, with what the plugin does instead" grep -q "memory / 4; for 10Gi, plan --for k8s-dra" "$tmp/err"
 
+"$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-device-plugin --mem-per-client 10G >"$tmp/o.yaml" 2>"$tmp/err"
+check "--mem-per-client with time-slicing: warned, not dropped in silence" \
+	bash -c "grep -q 'mem-per-client is a limit of MPS clients: timeslice shares without one' '$tmp/err' &&
+		grep -q '^# Warning: --mem-per-client' '$tmp/o.yaml'"
+
 echo "== the DRA driver as applied"
 rm -rf "$tmp/dra"
 "$GPUSHARE" plan "$FIX/mps-h100" --for k8s-dra --out "$tmp/dra"
