@@ -104,8 +104,10 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 
 #define GPUSHARE_PLAN_MAX_PARTS 3
 
-/* The rendered plan: one part for most targets, three for Slurm
- * (gres.conf, slurm.conf, job.sh). */
+/* The rendered plan: one part for env and mig-parted; three for Slurm
+ * (gres.conf, slurm.conf, job.sh), the device plugin (configmap.yaml, and
+ * aside config.yaml, values.yaml) and DRA (resourceclaimtemplate.yaml, and
+ * aside values.yaml, shared-claim.yaml). */
 struct gpushare_plan_output {
 	struct {
 		char name[32];       /* a file name: "gres.conf", "device-plugin.yaml" */
