@@ -132,6 +132,10 @@ static const struct cli_opt plan_opts[] = {
 	{ .id = 'n', .long_name = "name", .kind = CLI_STRING, .value_name = "NAME",
 	  .help = "the Kubernetes object or mig-parted config name",
 	  .to = CLI_TO_STR, AT(o.name) },
+	{ .id = OPT_NAMESPACE, .long_name = "namespace", .kind = CLI_STRING, .value_name = "NS",
+	  .help = "k8s-device-plugin: the ConfigMap's namespace, the chart's (default nvidia-device-plugin); k8s-dra: "
+		  "the claim's and the pods' (default none: kubectl's)",
+	  .to = CLI_TO_STR, AT(o.k8s_namespace) },
 	{ .id = 'N', .long_name = "nodes", .kind = CLI_STRING, .value_name = "LIST",
 	  .help = "slurm: NodeName (a Slurm host list; default the measured host)",
 	  .to = CLI_TO_STR, AT(o.nodes) },
@@ -149,8 +153,9 @@ static const struct cli_opt plan_opts[] = {
 	  .help = "env: the CUDA_MPS_PIPE_DIRECTORY to set",
 	  .to = CLI_TO_STR, AT(o.mps_pipe_dir) },
 	{ .id = OPT_OUT, .long_name = "out", .kind = CLI_FILE, .value_name = "PATH",
-	  .help = "write there (atomically) instead of stdout; for slurm PATH is a directory that gets gres.conf, "
-		  "slurm.conf and job.sh",
+	  .help = "write there (atomically) instead of stdout; PATH is a directory for slurm (gres.conf, slurm.conf, "
+		  "job.sh), k8s-device-plugin (configmap.yaml, config.yaml, values.yaml) and k8s-dra "
+		  "(resourceclaimtemplate.yaml, values.yaml, shared-claim.yaml)",
 	  CALL(set_out) },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
 	  .help = "print the decision as one JSON document instead",
@@ -276,9 +281,16 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 	} else if (out_path) {
 		code = write_out(out_path, &out);
 	} else if (!json) {
+		size_t shown = 0, k = 0;
+
+		/* What --out DIR writes beside the objects is never printed. */
+		for (size_t i = 0; i < out.n_parts; i++)
+			shown += !out.parts[i].aside;
 		for (size_t i = 0; i < out.n_parts; i++) {
-			if (out.n_parts > 1)
-				printf("%s# ==== %s ====\n", i ? "\n" : "", out.parts[i].name);
+			if (out.parts[i].aside)
+				continue;
+			if (shown > 1)
+				printf("%s# ==== %s ====\n", k++ ? "\n" : "", out.parts[i].name);
 			fwrite(out.parts[i].text, 1, out.parts[i].len, stdout);
 		}
 		code = cli_finish_stdout(EXIT_OK);

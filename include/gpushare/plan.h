@@ -56,6 +56,8 @@ struct gpushare_plan_options {
 	const char *shape;           /* NULL: the only shape of the results */
 	long batch;                  /* 0: the only batch of that shape */
 	const char *name;            /* Kubernetes object / mig-parted config name; NULL: derived */
+	const char *k8s_namespace;   /* Kubernetes: the device plugin's ConfigMap's (NULL: the chart's,
+				      * nvidia-device-plugin), the DRA claim's and pods' (NULL: none) */
 	/* Slurm: */
 	const char *nodes;           /* NodeName; NULL: the results' host */
 	int gpus_per_node;           /* GPUs of that model per node (default 1) */
@@ -102,11 +104,15 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 
 #define GPUSHARE_PLAN_MAX_PARTS 3
 
-/* The rendered plan: one part for most targets, three for Slurm
- * (gres.conf, slurm.conf, job.sh). */
+/* The rendered plan: one part for env and mig-parted; three for Slurm
+ * (gres.conf, slurm.conf, job.sh), the device plugin (configmap.yaml, and
+ * aside config.yaml, values.yaml) and DRA (resourceclaimtemplate.yaml, and
+ * aside values.yaml, shared-claim.yaml). */
 struct gpushare_plan_output {
 	struct {
 		char name[32];       /* a file name: "gres.conf", "device-plugin.yaml" */
+		bool aside;          /* written by --out DIR only, never printed: not a Kubernetes
+				      * object, or another way than the printed one */
 		char *text;          /* malloc'ed, NUL-terminated */
 		size_t len;
 	} parts[GPUSHARE_PLAN_MAX_PARTS];

@@ -107,26 +107,6 @@ static void warn(struct gpushare_plan *p, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Case-insensitive: whether the GPU called name is the model `model`:
- * equal, or model is a word of name ("H100" of "NVIDIA H100 80GB HBM3",
- * "A100" or "A100-SXM4-40GB" of "NVIDIA A100-SXM4-40GB"; words are separated
- * by spaces and '-'). */
-static bool model_matches(const char *name, const char *model)
-{
-	size_t m = strlen(model);
-
-	if (!m)
-		return false;
-	if (!strcasecmp(name, model))
-		return true;
-	for (const char *s = name; *s; s++) {
-		if ((s == name || s[-1] == ' ' || s[-1] == '-') && !strncasecmp(s, model, m) &&
-		    (s[m] == '\0' || s[m] == ' ' || s[m] == '-'))
-			return true;
-	}
-	return false;
-}
-
 /* A Slurm gres type from a model: lowercase letters, digits and '_'
  * ("NVIDIA H100 80GB HBM3" -> "h100", "NVIDIA A100-SXM4-40GB" -> "a100": the
  * first word after "NVIDIA"; of --gpu-model all of it). */
@@ -390,6 +370,17 @@ static void device_plugin_warn(const struct gpushare_report *r, const struct gpu
 	    (100 % p->workers || p->thread_percentage != 100 / p->workers))
 		warn(p, "the sweep gave each worker %d%% of the SMs; the plugin's split is 100/%d", p->thread_percentage,
 		     p->workers);
+	/* The plugin's MPS daemon sets each GPU's pinned memory limit to its
+	 * memory / replicas (k8s-device-plugin cmd/mps-control-daemon/mps/
+	 * daemon.go, perDevicePinnedDeviceMemoryLimits); its config has no
+	 * per-client limit. */
+	if (p->mem_limit_bytes) {
+		char q[32];
+
+		plan_quantity((unsigned long long)p->mem_limit_bytes, q, sizeof(q));
+		warn(p, "the device plugin cannot set a per-client memory limit (%s): its MPS daemon limits each of the %d "
+			"replicas to the GPU's memory / %d; for %s, plan --for k8s-dra", q, p->workers, p->workers, q);
+	}
 }
 
 /* The job script runs gpushare farm, whose per-client share gives each slot
@@ -446,7 +437,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
 					     "--gpu-model %s: the results do not name their GPU (measured without a driver)",
 					     o->gpu_model);
-		if (!model_matches(p->gpu_model, o->gpu_model))
+		if (!plan_model_matches(p->gpu_model, o->gpu_model))
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "--gpu-model %s: the results were measured on '%s'",
 					     o->gpu_model, p->gpu_model);
 		gres_type(o->gpu_model, true, p->gres_type, sizeof(p->gres_type));
@@ -537,6 +528,9 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		return rc;
 	if (gpushare_strategy_uses_mps(p->strategy))
 		p->mem_limit_bytes = mps_memory_limit(o, c, p);
+	else if (o->mem_per_client)
+		warn(p, "--mem-per-client is a limit of MPS clients: %s shares without one, and the plan carries none",
+		     gpushare_strategy_name(p->strategy));
 	describe_cell(r, p->cell, a, sizeof(a));
 	snprintf(p->measured, sizeof(p->measured), "%s, batch %ld: %s with %d worker%s per GPU: %s", rec->shape, rec->batch,
 		 gpushare_strategy_name(p->strategy), p->workers, p->workers == 1 ? "" : "s", a);

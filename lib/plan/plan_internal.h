@@ -4,7 +4,9 @@
  *   plan_slurm.c  the targets' writers: Slurm's key=value lines only through
  *   plan_yaml.c   gpushare_slurm_line(), YAML only through libyaml's emitter;
  *   plan_write.c  what every writer shares: comment lines (plan_comment
- *                 prefixes every line with "# "), the output's parts.
+ *                 prefixes every line with "# "), the output's parts, GPU
+ *                 model names;
+ *   plan_mig.c    the MIG placement rules (a data table), mig-parted's.
  * A writer gets the comment block ready made (`head`), so it needs nothing
  * of the decision's file. A writer is called only for a plan whose strategy
  * its target expresses (plan.c checks it by the strategy's capabilities).
@@ -35,8 +37,12 @@ bool gpushare_slurm_value_ok(const char *value);
 int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *kv, size_t n);
 
 /* Append text as comment lines: "# " and each line of text (empty lines
- * "#"); bytes below 0x20 other than '\n' become spaces, and a line ending in
- * a backslash gets a space after it (Slurm would continue the line). */
+ * "#"). The one sanitiser of text that reaches a comment of every format
+ * plan writes: invalid UTF-8 becomes U+FFFD; C0 and C1 controls other than
+ * '\n', DEL, U+2028/U+2029, U+FEFF and U+FFFE/U+FFFF become spaces (a YAML
+ * reader ends a line at some and refuses the others anywhere in a stream);
+ * a line ending in a backslash gets a space after it (Slurm would continue
+ * the line). Scalars go through libyaml's emitter, which escapes them. */
 int plan_comment(struct gpushare_buf *b, const char *text);
 
 /* The targets' writers. head: the comment block every output begins with
@@ -55,6 +61,27 @@ int plan_render_mig_parted(const struct gpushare_plan_options *o, const struct g
 
 /* Hand buffer b over as part `name` of out. */
 int plan_output_add(struct gpushare_plan_output *out, const char *name, struct gpushare_buf *b);
+
+/* Case-insensitive: whether the GPU called name is the model `model`:
+ * equal, or model is a word of name ("H100" of "NVIDIA H100 80GB HBM3",
+ * "A100" or "A100-SXM4-40GB" of "NVIDIA A100-SXM4-40GB"; words are separated
+ * by spaces and '-'). */
+bool plan_model_matches(const char *name, const char *model);
+
+/* A MIG layout: count[i] instances of profile[i] per GPU. */
+struct plan_mig_layout {
+	const char *profile[8];
+	int count[8];
+	size_t n;
+};
+
+/* Check layout l against the MIG placement rules of the GPU called
+ * gpu_name (plan_mig.c's table: A100, H100, H200): GPUSHARE_E_UNSUPPORTED
+ * with the reason when a profile is not the GPU's or the instances cannot
+ * be placed together. *device_ids: the GPU's PCI device IDs for
+ * mig-parted's device-filter (NULL-terminated), or NULL when the table
+ * does not know the GPU (then nothing is checked). */
+int plan_mig_check(const char *gpu_name, const struct plan_mig_layout *l, const char *const **device_ids);
 
 /* A Kubernetes quantity of bytes in binary units ("10Gi", "512Mi", "1536Ki"). */
 void plan_quantity(unsigned long long bytes, char *buf, size_t len);

@@ -4,49 +4,69 @@
  * decision and the target table (plan.c): comment lines that stay comments
  * in every format, the parts of the output, Kubernetes quantities.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpushare/gpushare.h"
+#include "gpushare/utf8.h"
 #include "plan_internal.h"
+
+/* Whether the character of UTF-8 bytes u[0..n) stays in a comment of every
+ * format plan writes and every reader of it accepts: not a C0 or C1 control
+ * (U+0085 and U+2028/U+2029 would also end the line for a YAML reader), not
+ * U+FEFF (a byte order mark inside the stream) and not the non-characters
+ * U+FFFE/U+FFFF, which libyaml, go-yaml and PyYAML refuse anywhere in a
+ * stream, comments included. */
+static bool comment_char_ok(const unsigned char *u, size_t n)
+{
+	if (n == 1)
+		return u[0] >= 0x20 && u[0] != 0x7f;
+	if (n == 2)
+		return !(u[0] == 0xc2 && u[1] < 0xa0);
+	if (n == 3)
+		return !(u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) &&
+		       !(u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf) &&
+		       !(u[0] == 0xef && u[1] == 0xbf && (u[2] == 0xbe || u[2] == 0xbf));
+	return true;
+}
 
 int plan_comment(struct gpushare_buf *b, const char *text)
 {
-	const char *s = text;
+	/* Valid UTF-8 first (invalid bytes become U+FFFD), so each character
+	 * below is whole. */
+	char *valid = gpushare_utf8_dup(text);
+	const char *s = valid;
+	int rc = valid ? 0 : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 
-	for (;;) {
+	while (!rc) {
 		const char *e = strchr(s, '\n');
 		size_t n = e ? (size_t)(e - s) : strlen(s);
-		int rc = gpushare_buf_add(b, n ? "# " : "#", n ? 2 : 1);
 
-		for (size_t i = 0; !rc && i < n; i++) {
+		rc = gpushare_buf_add(b, n ? "# " : "#", n ? 2 : 1);
+		for (size_t i = 0; !rc && i < n;) {
 			const unsigned char *u = (const unsigned char *)s + i;
-			char ch = *u < 0x20 || *u == 0x7f ? ' ' : s[i];
+			size_t k = u[0] < 0x80 ? 1 : u[0] < 0xe0 ? 2 : u[0] < 0xf0 ? 3 : 4;
 
-			/* YAML readers also end a line at U+0085, U+2028 and U+2029
-			 * (UTF-8 C2 85, E2 80 A8, E2 80 A9): a space each, so no text
-			 * (a shape, a path, a host) leaves the comment. */
-			if (i + 1 < n && u[0] == 0xc2 && u[1] == 0x85) {
-				ch = ' ';
-				i += 1;
-			} else if (i + 2 < n && u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) {
-				ch = ' ';
-				i += 2;
-			}
-			rc = gpushare_buf_add(b, &ch, 1);
+			/* Each character a reader would refuse, or read as a line
+			 * break, is a space: no text (a shape, a path, a host) leaves
+			 * the comment or makes the output unreadable. */
+			rc = comment_char_ok(u, k) ? gpushare_buf_add(b, s + i, k) : gpushare_buf_add(b, " ", 1);
+			i += k;
 		}
 		/* A backslash ending a line would continue it in slurm.conf. */
 		if (!rc && n && s[n - 1] == '\\')
 			rc = gpushare_buf_add(b, " ", 1);
 		if (!rc)
 			rc = gpushare_buf_add(b, "\n", 1);
-		if (rc)
-			return rc;
 		if (!e)
-			return 0;
+			break;
 		s = e + 1;
 	}
+	free(valid);
+	return rc;
 }
 
 int plan_output_add(struct gpushare_plan_output *out, const char *name, struct gpushare_buf *b)
@@ -72,4 +92,20 @@ void plan_quantity(unsigned long long bytes, char *buf, size_t len)
 		u++;
 	}
 	snprintf(buf, len, "%llu%s", bytes, units[u]);
+}
+
+bool plan_model_matches(const char *name, const char *model)
+{
+	size_t m = strlen(model);
+
+	if (!m)
+		return false;
+	if (!strcasecmp(name, model))
+		return true;
+	for (const char *s = name; *s; s++) {
+		if ((s == name || s[-1] == ' ' || s[-1] == '-') && !strncasecmp(s, model, m) &&
+		    (s[m] == '\0' || s[m] == ' ' || s[m] == '-'))
+			return true;
+	}
+	return false;
 }

@@ -65,11 +65,15 @@ check "  and refuses when mig never met the bound (exit 14), whatever else did" 
 	bash -c "[[ $rc -eq 14 ]] && grep -q \"'mig' never kept its median p99 under 2.00 ms\" '$tmp/err'"
 
 echo "== --out"
-run plan "$FIX/mps-h100" --for k8s-dra --out "$tmp/claim.yaml"
+run plan "$FIX/mps-h100" --for env --gpu-model H100 --out "$tmp/mps.env"
 check "--out FILE: exit 0, nothing on stdout" test "$rc" -eq 0 -a ! -s "$tmp/out"
 check "--out FILE: the same as the golden output" \
-	bash -c "sed 's/(gpushare $version)/(gpushare VERSION)/' '$tmp/claim.yaml' | cmp -s - '$GOLD/dra-mps-split.yaml' ||
-		sed 's/(gpushare $version)/(gpushare VERSION)/' '$tmp/claim.yaml' | grep -q 'kind: ResourceClaimTemplate'"
+	bash -c "sed 's/(gpushare $version)/(gpushare VERSION)/' '$tmp/mps.env' | cmp -s - '$GOLD/env-mps-split.env'"
+run plan "$FIX/mps-h100" --for k8s-dra --mem-per-client 10G --out "$tmp/claim"
+check "--for k8s-dra --out DIR: exit 0, nothing on stdout" test "$rc" -eq 0 -a ! -s "$tmp/out"
+check "--for k8s-dra --out DIR: resourceclaimtemplate.yaml as printed, and the chart's values.yaml" \
+	bash -c "sed 's/(gpushare $version)/(gpushare VERSION)/' '$tmp/claim/resourceclaimtemplate.yaml' |
+		cmp -s - '$GOLD/dra-mps-split.yaml' && grep -qx '  MPSSupport: true' '$tmp/claim/values.yaml'"
 run plan "$FIX/timeslice-a100" --for slurm --out "$tmp/slurm"
 check "--for slurm --out DIR: gres.conf, slurm.conf and an executable job.sh" \
 	bash -c "test $rc -eq 0 -a -s '$tmp/slurm/gres.conf' -a -s '$tmp/slurm/slurm.conf' -a -x '$tmp/slurm/job.sh'"

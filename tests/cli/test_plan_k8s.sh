@@ -29,15 +29,17 @@ if [[ ! -d $SRC/tests/k8s/node_modules/kubernetes-models ]]; then
 	exit 0
 fi
 
-valid() { # valid WHAT FILE: the validator accepts FILE
-	if node "$V" "$2" >"$tmp/v.out" 2>&1; then
-		ok "$1: valid ($(grep -c '^ok' "$tmp/v.out") documents)"
+valid() { # valid WHAT [--k8s-only] FILE...: the validator accepts each FILE
+	local what=$1
+	shift
+	if node "$V" "$@" >"$tmp/v.out" 2>&1; then
+		ok "$what: valid ($(grep -c '^ok' "$tmp/v.out") documents)"
 	else
-		fail "$1: $(cat "$tmp/v.out")"
+		fail "$what: $(cat "$tmp/v.out")"
 	fi
 }
-invalid() { # invalid WHAT PATTERN FILE: the validator refuses FILE naming PATTERN
-	if node "$V" "$3" >"$tmp/v.out" 2>&1; then
+invalid() { # invalid WHAT PATTERN [--k8s-only] FILE: the validator refuses FILE naming PATTERN
+	if node "$V" "${@:3}" >"$tmp/v.out" 2>&1; then
 		fail "$1: the validator accepted it"
 	elif grep -qF -- "$2" "$tmp/v.out"; then
 		ok "$1: refused ($(grep FAIL "$tmp/v.out"))"
@@ -54,7 +56,11 @@ for fx in mps-h100 timeslice-a100; do
 			"--goal slo --slo-p99 2ms"; do
 			# shellcheck disable=SC2086 # split on purpose
 			if "$GPUSHARE" plan "$FIX/$fx" --for "$target" $extra >"$tmp/o.yaml" 2>"$tmp/err"; then
-				valid "$fx --for $target $extra" "$tmp/o.yaml"
+				valid "$fx --for $target $extra: stdout, Kubernetes objects only" --k8s-only "$tmp/o.yaml"
+				rm -rf "$tmp/o"
+				# shellcheck disable=SC2086 # split on purpose
+				"$GPUSHARE" plan "$FIX/$fx" --for "$target" $extra --out "$tmp/o" 2>/dev/null
+				valid "$fx --for $target $extra --out DIR: $(cd "$tmp/o" && echo *)" "$tmp"/o/*.yaml
 				n=$((n + 1))
 			else
 				echo "   ($fx --for $target $extra: not planned: $(tail -1 "$tmp/err"))"
@@ -71,12 +77,108 @@ check "the DRA claim is resource.k8s.io/v1 with the driver's GpuConfig, MPS, 25%
 	bash -c "grep -q 'apiVersion: resource.k8s.io/v1$' '$tmp/dra.yaml' && grep -q 'kind: GpuConfig' '$tmp/dra.yaml' &&
 		grep -q 'strategy: MPS' '$tmp/dra.yaml' && grep -q 'defaultActiveThreadPercentage: 25$' '$tmp/dra.yaml'"
 
+echo "== the device plugin as applied"
+"$GPUSHARE" plan "$FIX/mps-h100" --for k8s-device-plugin --strategy mps >"$tmp/dp-mps.yaml"
+check "stdout: one document, the ConfigMap, in the chart's namespace" \
+	bash -c "[[ \$(grep -c '^kind:' '$tmp/dp-mps.yaml') == 1 ]] && grep -q '^kind: ConfigMap' '$tmp/dp-mps.yaml' &&
+		grep -qx '  namespace: nvidia-device-plugin' '$tmp/dp-mps.yaml'"
+check "MPS: the header says GPU Feature Discovery must label the nodes" grep -q 'nvidia.com/mps.capable=true' "$tmp/dp-mps.yaml"
+rm -rf "$tmp/dp"
+"$GPUSHARE" plan "$FIX/mps-h100" --for k8s-device-plugin --strategy mps --namespace gpu-sharing --out "$tmp/dp"
+check "--out DIR: config.yaml, configmap.yaml, values.yaml" test -s "$tmp/dp/config.yaml" -a -s "$tmp/dp/configmap.yaml" -a -s "$tmp/dp/values.yaml"
+check "--namespace: the ConfigMap's" grep -qx '  namespace: gpu-sharing' "$tmp/dp/configmap.yaml"
+check "values.yaml names the ConfigMap and turns on GPU Feature Discovery" \
+	bash -c "grep -qx '  name: gpushare-mps-4' '$tmp/dp/values.yaml' && grep -qx '  enabled: true' '$tmp/dp/values.yaml'"
+valid "--out DIR: every file" "$tmp"/dp/*.yaml
+for ns in default Bad_NS; do
+	"$GPUSHARE" plan "$FIX/mps-h100" --for k8s-device-plugin --namespace "$ns" >/dev/null 2>"$tmp/err" && rc=0 || rc=$?
+	check "--namespace $ns: refused, exit 2 (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 2
+done
+# More than 48 MPS clients: the plugin's MPS daemon refuses the replicas.
+mkdir -p "$tmp/w49"
+grep -E '\|(mps|timeslice)\|w7\|' "$FIX/mps-h100/results.jsonl" |
+	sed 's/|w7|/|w49|/; s/"workers":7,/"workers":49,/' >"$tmp/w49/results.jsonl"
+for target in k8s-device-plugin k8s-dra; do
+	"$GPUSHARE" plan "$tmp/w49" --for "$target" --strategy mps >"$tmp/o.yaml" 2>"$tmp/err" && rc=0 || rc=$?
+	check "49 MPS workers --for $target: refused, exit 14, naming the limit (got $rc: $(tail -1 "$tmp/err"))" \
+		bash -c "[[ $rc == 14 ]] && grep -q 'at most 48 clients' '$tmp/err'"
+done
+"$GPUSHARE" plan "$FIX/mps-h100" --for k8s-device-plugin --strategy mps --mem-per-client 10G >/dev/null 2>"$tmp/err"
+check "--mem-per-client: warned, with what the plugin does instead" grep -q "memory / 4; for 10Gi, plan --for k8s-dra" "$tmp/err"
+
+"$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-device-plugin --mem-per-client 10G >"$tmp/o.yaml" 2>"$tmp/err"
+check "--mem-per-client with time-slicing: warned, not dropped in silence" \
+	bash -c "grep -q 'mem-per-client is a limit of MPS clients: timeslice shares without one' '$tmp/err' &&
+		grep -q '^# Warning: --mem-per-client' '$tmp/o.yaml'"
+
+echo "== the DRA driver as applied"
+rm -rf "$tmp/dra"
+"$GPUSHARE" plan "$FIX/mps-h100" --for k8s-dra --out "$tmp/dra"
+check "the header names the feature gate and the minimum versions" \
+	bash -c "grep -q 'MPSSupport feature gate' '$tmp/dra/resourceclaimtemplate.yaml' &&
+		grep -q 'Kubernetes 1.34 or later' '$tmp/dra/resourceclaimtemplate.yaml' &&
+		grep -q 'DRA driver for GPUs 25.8' '$tmp/dra/resourceclaimtemplate.yaml'"
+check "values.yaml turns the gate and GPU resources on" \
+	bash -c "grep -qx '  MPSSupport: true' '$tmp/dra/values.yaml' && grep -qx 'gpuResourcesEnabledOverride: true' '$tmp/dra/values.yaml'"
+check "a selector for the measured GPU model" \
+	grep -q 'productName == "NVIDIA H100 80GB HBM3"' "$tmp/dra/resourceclaimtemplate.yaml"
+check "an example pod of 4 containers naming the claim" \
+	bash -c "grep -q '^kind: Pod' '$tmp/dra/resourceclaimtemplate.yaml' &&
+		[[ \$(grep -c '^  - name: worker-' '$tmp/dra/resourceclaimtemplate.yaml') == 4 ]] &&
+		grep -q 'resourceClaimTemplateName: gpushare-mps-split-4' '$tmp/dra/resourceclaimtemplate.yaml'"
+check "shared-claim.yaml: one ResourceClaim named by 4 pods" \
+	bash -c "grep -q '^kind: ResourceClaim$' '$tmp/dra/shared-claim.yaml' &&
+		[[ \$(grep -c 'resourceClaimName: gpushare-mps-split-4$' '$tmp/dra/shared-claim.yaml') == 4 ]]"
+valid "--for k8s-dra --out DIR: every file" "$tmp"/dra/*.yaml
+"$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-dra >"$tmp/dra-ts.yaml"
+check "time-slicing names its own gate" grep -q 'TimeSlicingSettings feature gate' "$tmp/dra-ts.yaml"
+"$GPUSHARE" plan "$FIX/mps-h100" --for k8s-dra --mem-per-client 100K >/dev/null 2>"$tmp/err" && rc=0 || rc=$?
+check "--mem-per-client 100K: refused, exit 14, the driver's 1Mi (got $rc: $(tail -1 "$tmp/err"))" \
+	bash -c "[[ $rc == 14 ]] && grep -q 'under 1Mi' '$tmp/err'"
+
+echo "== mig-parted as applied"
+"$GPUSHARE" plan "$FIX/mps-h100" --for mig-parted >"$tmp/mig.yaml"
+check "a device-filter for the measured model (H100 80GB)" grep -q 'device-filter: \["0x233010DE", "0x233110DE"\]' "$tmp/mig.yaml"
+valid "the mig-parted config" "$tmp/mig.yaml"
+mkdir -p "$tmp/m3g"
+sed 's/MIG 1g.10gb/MIG 3g.40gb/g' "$FIX/mps-h100/results.jsonl" >"$tmp/m3g/results.jsonl"
+"$GPUSHARE" plan "$tmp/m3g" --for mig-parted >/dev/null 2>"$tmp/err" && rc=0 || rc=$?
+check "3g.40gb x7: refused, exit 14, cannot be placed (got $rc: $(tail -1 "$tmp/err"))" \
+	bash -c "[[ $rc == 14 ]] && grep -q '3g.40gb x7 cannot be placed on one H100 80GB' '$tmp/err'"
+sed 's/"1g.10gb": 7/"3g.40gb": 4/' "$tmp/mig.yaml" >"$tmp/mig-bad.yaml"
+invalid "3g.40gb x4 on an H100" "cannot be placed" "$tmp/mig-bad.yaml"
+sed 's/"1g.10gb": 7/"1g.10gb": 2\n      "2g.20gb": 1\n      "3g.40gb": 1/' "$tmp/mig.yaml" >"$tmp/mig-mixed.yaml"
+valid "the mixed layout 1g.10gb x2 + 2g.20gb + 3g.40gb fits" "$tmp/mig-mixed.yaml"
+grep -v 'device-filter' "$tmp/mig.yaml" | sed 's/^    devices: all/  - devices: all/' >"$tmp/mig-nofilter.yaml"
+invalid "no device-filter" "no device-filter" "$tmp/mig-nofilter.yaml"
+
 echo "== names YAML would read as another type stay strings"
 for name in true null 1e3 0x10 yes; do
 	"$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-device-plugin --name "$name" >"$tmp/n.yaml"
 	check "--name $name is written quoted" grep -qx "  name: \"$name\"" "$tmp/n.yaml"
 	valid "--name $name" "$tmp/n.yaml"
 done
+
+echo "== names with characters YAML readers refuse anywhere in a stream"
+# A C1 control (U+0080..U+009F but U+0085) or U+FFFE/U+FFFF in a recorded
+# name (host, GPU, command line) once made every YAML output unreadable to
+# libyaml, go-yaml and PyYAML, though it sat in a comment.
+mkdir -p "$tmp/c1"
+sed 's/gpu-node-01/gpu\\u0080node\\uffff/; s/NVIDIA H100 80GB HBM3/NVIDIA H100 80GB HBM3\\u009f\\ufffe/;
+	s/"--repeats"/"--re\\u0099peats"/' "$FIX/mps-h100/results.jsonl" >"$tmp/c1/results.jsonl"
+if python3 -c 'import yaml' 2>/dev/null; then
+	for target in k8s-device-plugin k8s-dra mig-parted; do
+		"$GPUSHARE" plan "$tmp/c1" --for "$target" >"$tmp/c1.yaml"
+		check "--for $target: PyYAML reads every document" \
+			python3 -c 'import sys, yaml; list(yaml.safe_load_all(open(sys.argv[1], encoding="utf-8")))' "$tmp/c1.yaml"
+		if python3 -c 'import yaml; yaml.CSafeLoader' 2>/dev/null; then
+			check "--for $target: libyaml reads every document" \
+				python3 -c 'import sys, yaml; list(yaml.load_all(open(sys.argv[1], encoding="utf-8"), Loader=yaml.CSafeLoader))' "$tmp/c1.yaml"
+		fi
+	done
+else
+	missing_tool "reading YAML back with PyYAML: python3-yaml not installed"
+fi
 
 echo "== the validator catches what it must"
 sed 's/exactly:/exact:/' "$tmp/dra.yaml" >"$tmp/bad1.yaml"
@@ -87,12 +189,23 @@ sed 's/defaultActiveThreadPercentage: 25/defaultActiveThreadPercentage: 0/' "$tm
 invalid "a thread percentage of 0" "not a whole number 1..100" "$tmp/bad3.yaml"
 sed 's/defaultPinnedDeviceMemoryLimit: .*/defaultPinnedDeviceMemoryLimit: "ten gigs"/' "$tmp/dra.yaml" >"$tmp/bad4.yaml"
 invalid "a memory limit that is not a quantity" "not a positive quantity" "$tmp/bad4.yaml"
-sed 's/strategy: MPS/strategy: TimeSlicing/' "$tmp/dra.yaml" >"$tmp/bad5.yaml"
+sed -e 's/strategy: MPS/strategy: TimeSlicing/' -e '1a # TimeSlicingSettings' "$tmp/dra.yaml" >"$tmp/bad5.yaml"
 invalid "strategy and config of different kinds" "mpsConfig with strategy TimeSlicing" "$tmp/bad5.yaml"
 "$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-device-plugin >"$tmp/dp.yaml"
 sed -E 's/replicas: ([0-9]+)/replicas: "\1"/' "$tmp/dp.yaml" >"$tmp/bad6.yaml"
 invalid "replicas as a string" "is not a whole number >= 2" "$tmp/bad6.yaml"
 sed 's/^kind: ConfigMap/kind: ConfigMapp/' "$tmp/dp.yaml" >"$tmp/bad7.yaml"
 invalid "an unknown kind" "no ConfigMapp" "$tmp/bad7.yaml"
+# The consumers' own rules (each cited in tests/k8s/validate.mjs).
+sed -E 's/replicas: [0-9]+/replicas: 49/' "$tmp/dp-mps.yaml" >"$tmp/bad8.yaml"
+invalid "49 MPS replicas" "over 48" "$tmp/bad8.yaml"
+sed 's/defaultPinnedDeviceMemoryLimit: .*/defaultPinnedDeviceMemoryLimit: "100Ki"/' "$tmp/dra.yaml" >"$tmp/bad9.yaml"
+invalid "a 100Ki memory limit" "under 1Mi" "$tmp/bad9.yaml"
+sed 's/MPSSupport/a gate/g' "$tmp/dra.yaml" >"$tmp/bad10.yaml"
+invalid "an MPS claim whose file names no MPSSupport gate" "MPSSupport feature gate" "$tmp/bad10.yaml"
+grep -v '^  namespace:' "$tmp/dp-mps.yaml" >"$tmp/bad11.yaml"
+invalid "a ConfigMap without a namespace" "names no namespace" "$tmp/bad11.yaml"
+{ cat "$tmp/dp/config.yaml"; echo ---; cat "$tmp/dp/configmap.yaml"; } >"$tmp/bad12.yaml"
+invalid "a stream whose first document is the plugin's config file" "not a Kubernetes object" --k8s-only "$tmp/bad12.yaml"
 
 finish plan-k8s

@@ -13,11 +13,26 @@
 //  - the NVIDIA device plugin's config (version: v1, no kind) against its
 //    rules: sharing is timeSlicing or mps (not both), resources named
 //    nvidia.com/gpu with whole replicas of at least 2.
+//  - the consumers' own rules, each from the consumer's source file named
+//    beside it below: the device plugin's MPS daemon refuses more than 48
+//    replicas; the DRA driver refuses a pinned memory limit under 1Mi and
+//    every GpuConfig whose sharing strategy's feature gate is off (so a file
+//    with such a claim must name the gate it needs); the device plugin's
+//    chart reads its ConfigMap from the release's namespace (so the
+//    ConfigMap names one); a mig-parted config's layout must fit the GPU's
+//    placement rules (tests/k8s/mig_placement.mjs) and name the GPU model
+//    it is for (device-filter).
+//  - the Helm chart values plan writes (values.yaml): the device plugin's
+//    (config.name, gfd.enabled with MPS) and the DRA driver's
+//    (gpuResourcesEnabledOverride, featureGates).
+//   node validate.mjs --k8s-only FILE...: every document must be a
+//   Kubernetes object (what `kubectl apply -f` takes).
 // Prints one line per document; exits 1 on the first failure.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { checkMigParted } from "./mig_placement.mjs";
 
 const require = createRequire(import.meta.url);
 const pkgDir = dirname(require.resolve("kubernetes-models/package.json"));
@@ -69,6 +84,28 @@ function checkFields(obj, file, path) {
 
 const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
 
+// 1 MiB: the DRA driver sets the MPS pinned memory limit in whole MiB and
+// refuses 0 ("value set too low"): k8s-dra-driver-gpu
+// api/nvidia.com/resource/v1beta1/sharing.go (limit.Megabyte).
+const MIB = 1024 * 1024;
+const UNITS = { "": 1, Ki: 1024, Mi: MIB, Gi: 1024 * MIB, Ti: 1024 * 1024 * MIB, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+function quantityBytes(q) {
+  const m = String(q).match(/^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/);
+  return m ? parseFloat(m[1]) * UNITS[m[2] || ""] : NaN;
+}
+
+// The DRA driver's feature gate of each sharing strategy: k8s-dra-driver-gpu
+// api/nvidia.com/resource/v1beta1/validate.go (validateSharingStrategy);
+// both Alpha and off by default: pkg/featuregates/featuregates.go.
+const DRA_GATES = { MPS: "MPSSupport", TimeSlicing: "TimeSlicingSettings" };
+
+// The most MPS clients (replicas) per GPU the device plugin's MPS daemon
+// accepts on Volta and newer: k8s-device-plugin
+// cmd/mps-control-daemon/mps/device.go (maxClients).
+const MPS_MAX_REPLICAS = 48;
+
+let fileText = "";
+
 function checkGpuConfig(p, path) {
   if (p.apiVersion !== "resource.nvidia.com/v1beta1" || p.kind !== "GpuConfig")
     fail(`${path}: not a resource.nvidia.com/v1beta1 GpuConfig`);
@@ -77,6 +114,9 @@ function checkGpuConfig(p, path) {
   if (!s) return;
   for (const k of Object.keys(s))
     if (!["strategy", "timeSlicingConfig", "mpsConfig"].includes(k)) fail(`${path}.sharing.${k}: unknown field`);
+  const gate = DRA_GATES[s.strategy];
+  if (gate && !fileText.includes(gate))
+    fail(`${path}: sharing strategy ${s.strategy} needs the DRA driver's ${gate} feature gate (off by default), which the file does not name`);
   if (s.strategy === "TimeSlicing") {
     if ("mpsConfig" in s) fail(`${path}.sharing: mpsConfig with strategy TimeSlicing`);
     const t = s.timeSlicingConfig;
@@ -98,9 +138,13 @@ function checkGpuConfig(p, path) {
       const q = m.defaultPinnedDeviceMemoryLimit;
       if (q !== undefined && !(typeof q === "string" && QUANTITY.test(q) && parseFloat(q) > 0))
         fail(`${path}.sharing.mpsConfig.defaultPinnedDeviceMemoryLimit ${JSON.stringify(q)} is not a positive quantity`);
+      if (q !== undefined && !(quantityBytes(q) >= MIB))
+        fail(`${path}.sharing.mpsConfig.defaultPinnedDeviceMemoryLimit ${q} is under 1Mi, which the DRA driver refuses`);
       for (const [dev, v] of Object.entries(m.defaultPerDevicePinnedMemoryLimit || {}))
         if (!(typeof v === "string" && QUANTITY.test(v) && parseFloat(v) > 0))
           fail(`${path}.sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.${dev} is not a positive quantity`);
+        else if (!(quantityBytes(v) >= MIB))
+          fail(`${path}.sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.${dev} is under 1Mi, which the DRA driver refuses`);
     }
   } else {
     fail(`${path}.sharing.strategy ${JSON.stringify(s.strategy)} is not TimeSlicing or MPS`);
@@ -121,6 +165,8 @@ function checkDevicePluginConfig(c, path) {
   for (const res of r.resources) {
     if (res.name !== "nvidia.com/gpu") fail(`${path}: resource ${res.name} is not nvidia.com/gpu`);
     if (!(Number.isInteger(res.replicas) && res.replicas >= 2)) fail(`${path}: replicas ${JSON.stringify(res.replicas)} is not a whole number >= 2`);
+    if (kinds[0] === "mps" && res.replicas > MPS_MAX_REPLICAS)
+      fail(`${path}: replicas ${res.replicas} over ${MPS_MAX_REPLICAS}, the most the device plugin's MPS daemon accepts`);
   }
   if (c.flags && !["none", "single", "mixed"].includes(c.flags.migStrategy)) fail(`${path}.flags.migStrategy`);
 }
@@ -142,15 +188,20 @@ async function checkObject(o, path) {
   }
   const dts = join(pkgDir, group || "", version, `${o.kind}.d.ts`);
   checkFields(o, dts, `${path}`);
-  if (o.kind === "ResourceClaimTemplate") {
-    const configs = o.spec?.spec?.devices?.config || [];
+  if (o.kind === "ResourceClaimTemplate" || o.kind === "ResourceClaim") {
+    const configs = (o.kind === "ResourceClaim" ? o.spec?.devices?.config : o.spec?.spec?.devices?.config) || [];
     if (!configs.length) fail(`${path}: no device config`);
     configs.forEach((c, i) => {
       if (c.opaque?.driver !== "gpu.nvidia.com") fail(`${path}: config ${i} is not for the driver gpu.nvidia.com`);
-      checkGpuConfig(c.opaque.parameters, `${path}.spec.spec.devices.config[${i}].opaque.parameters`);
+      checkGpuConfig(c.opaque.parameters, `${path}.spec${o.kind === "ResourceClaim" ? "" : ".spec"}.devices.config[${i}].opaque.parameters`);
     });
   }
   if (o.kind === "ConfigMap") {
+    // The chart reads config.name from its own namespace, never "default":
+    // k8s-device-plugin deployments/helm/nvidia-device-plugin/templates/
+    // _helpers.tpl (configMapName, namespace) and validation.yml.
+    if (!o.metadata?.namespace) fail(`${path}: the device plugin's ConfigMap names no namespace (the chart reads it from its own)`);
+    if (o.metadata.namespace === "default") fail(`${path}: the device plugin's chart refuses the namespace default`);
     for (const [k, v] of Object.entries(o.data || {})) {
       const docs = parseAllDocuments(v, { strict: true, uniqueKeys: true });
       docs.forEach((d, j) => {
@@ -161,16 +212,38 @@ async function checkObject(o, path) {
   }
 }
 
-const files = process.argv.slice(2);
-if (!files.length) fail("usage: node validate.mjs FILE...");
+// The Helm chart values plan writes beside its objects.
+function checkValues(v, path) {
+  if (v.config !== undefined) {
+    // k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml
+    for (const k of Object.keys(v)) if (!["config", "gfd"].includes(k)) fail(`${path}.${k}: not a value plan writes`);
+    if (typeof v.config.name !== "string" || !v.config.name) fail(`${path}.config.name: no ConfigMap named`);
+    if (v.gfd !== undefined && v.gfd.enabled !== true) fail(`${path}.gfd.enabled is not true`);
+    return "device plugin chart values";
+  }
+  // k8s-dra-driver-gpu deployments/helm/dra-driver-nvidia-gpu/values.yaml;
+  // GPU resources fail the chart without the override:
+  // templates/validation.yaml.
+  if (v.gpuResourcesEnabledOverride !== true) fail(`${path}: gpuResourcesEnabledOverride is not true (the chart refuses GPU resources without it)`);
+  const gates = Object.entries(v.featureGates || {});
+  if (!gates.length || !gates.every(([g, on]) => Object.values(DRA_GATES).includes(g) && on === true))
+    fail(`${path}.featureGates: not ${Object.values(DRA_GATES).join(" or ")} turned on`);
+  return "DRA driver chart values";
+}
+
+let k8sOnly = false;
+const files = process.argv.slice(2).filter((a) => (a === "--k8s-only" ? ((k8sOnly = true), false) : true));
+if (!files.length) fail("usage: node validate.mjs [--k8s-only] FILE...");
 for (const f of files) {
-  const docs = parseAllDocuments(readFileSync(f, "utf8"), { strict: true, uniqueKeys: true });
+  fileText = readFileSync(f, "utf8");
+  const docs = parseAllDocuments(fileText, { strict: true, uniqueKeys: true });
   if (!docs.length) fail(`${f}: no YAML document`);
   for (const [i, d] of docs.entries()) {
     const path = `${f}#${i}`;
     if (d.errors.length) fail(`${path}: ${d.errors[0].message}`);
     if (d.warnings.length) fail(`${path}: ${d.warnings[0].message}`);
     const o = d.toJS();
+    if (k8sOnly && !(o && o.apiVersion && o.kind)) fail(`${path}: not a Kubernetes object (kubectl apply refuses it: apiVersion or kind not set)`);
     if (o && o.apiVersion && o.kind) {
       await checkObject(o, path);
       console.log(`ok: ${path}: ${o.apiVersion} ${o.kind} ${o.metadata?.name ?? ""}`);
@@ -178,7 +251,10 @@ for (const f of files) {
       checkDevicePluginConfig(o, path);
       console.log(`ok: ${path}: device plugin config (${Object.keys(o.sharing)[0]})`);
     } else if (o && o.version === "v1" && o["mig-configs"]) {
+      checkMigParted(o, path);
       console.log(`ok: ${path}: mig-parted config (not a Kubernetes object)`);
+    } else if (o && (o.config !== undefined || o.featureGates !== undefined)) {
+      console.log(`ok: ${path}: ${checkValues(o, path)}`);
     } else {
       fail(`${path}: neither a Kubernetes object nor a device plugin config`);
     }

@@ -90,6 +90,62 @@ static void comments(void **state)
 	assert_int_equal(plan_comment(&b, "a\xc2\x85" "kind: Secret\xe2\x80\xa8" "b\xe2\x80\xa9" "c \xc3\xa9"), 0);
 	assert_string_equal(gpushare_buf_str(&b), "# a kind: Secret b c \xc3\xa9" "\n");
 	gpushare_buf_release(&b);
+	/* What YAML readers refuse anywhere in a stream (libyaml's, go-yaml's
+	 * and PyYAML's reader): C1 controls, U+FFFE, U+FFFF, and a byte order
+	 * mark inside it, each a space; invalid bytes U+FFFD. U+00A0 and
+	 * U+FFFD stay. */
+	assert_int_equal(plan_comment(&b, "gpu\xc2\x80node\xc2\x9f" "a\xef\xbf\xbe" "b\xef\xbf\xbf" "c\xef\xbb\xbf" "d\xff" "e\xc2\xa0" "f"),
+			 0);
+	assert_string_equal(gpushare_buf_str(&b), "# gpu node a b c d\xef\xbf\xbd" "e\xc2\xa0" "f\n");
+	gpushare_buf_release(&b);
+}
+
+/* Whether layout (profiles and counts, NULL-ended) fits gpu; *ids set. */
+static int mig(const char *gpu, const char *const *prof, const int *count, const char *const **ids)
+{
+	struct plan_mig_layout l = { .n = 0 };
+
+	for (; prof[l.n]; l.n++) {
+		l.profile[l.n] = prof[l.n];
+		l.count[l.n] = count[l.n];
+	}
+	return plan_mig_check(gpu, &l, ids);
+}
+
+static void mig_placement(void **state)
+{
+	const char *const h100 = "NVIDIA H100 80GB HBM3";
+	const char *const *ids;
+
+	(void)state;
+	/* Fits: seven 1g, two 3g (slices 0-3, 4-7), the mixed layout
+	 * 1g.10gb x2 + 2g.20gb + 3g.40gb, 4g + 3g. */
+	assert_int_equal(mig(h100, (const char *[]){ "1g.10gb", NULL }, (int[]){ 7 }, &ids), 0);
+	assert_non_null(ids);
+	assert_string_equal(ids[0], "0x233010DE");
+	assert_int_equal(mig(h100, (const char *[]){ "3g.40gb", NULL }, (int[]){ 2 }, &ids), 0);
+	assert_int_equal(mig(h100, (const char *[]){ "1g.10gb", "2g.20gb", "3g.40gb", NULL }, (int[]){ 2, 1, 1 }, &ids), 0);
+	assert_int_equal(mig(h100, (const char *[]){ "4g.40gb", "3g.40gb", NULL }, (int[]){ 1, 1 }, &ids), 0);
+	assert_int_equal(mig("NVIDIA A100-SXM4-40GB", (const char *[]){ "1g.5gb", NULL }, (int[]){ 7 }, &ids), 0);
+	assert_string_equal(ids[0], "0x20B010DE");
+	assert_int_equal(mig("NVIDIA H200", (const char *[]){ "1g.18gb", NULL }, (int[]){ 7 }, &ids), 0);
+	assert_string_equal(ids[0], "0x233510DE");
+	/* Cannot be placed: four (or three) 3g, eight 1g, two 4g, 2g x3 + 3g,
+	 * two +me; a profile of another GPU. */
+	assert_int_equal(mig(h100, (const char *[]){ "3g.40gb", NULL }, (int[]){ 4 }, &ids), GPUSHARE_E_UNSUPPORTED);
+	assert_non_null(strstr(gpushare_errdetail(), "cannot be placed on one H100 80GB"));
+	assert_int_equal(mig(h100, (const char *[]){ "3g.40gb", NULL }, (int[]){ 3 }, &ids), GPUSHARE_E_UNSUPPORTED);
+	assert_int_equal(mig(h100, (const char *[]){ "1g.10gb", NULL }, (int[]){ 8 }, &ids), GPUSHARE_E_UNSUPPORTED);
+	assert_int_equal(mig(h100, (const char *[]){ "4g.40gb", NULL }, (int[]){ 2 }, &ids), GPUSHARE_E_UNSUPPORTED);
+	assert_int_equal(mig(h100, (const char *[]){ "2g.20gb", "3g.40gb", NULL }, (int[]){ 3, 1 }, &ids), GPUSHARE_E_UNSUPPORTED);
+	assert_int_equal(mig(h100, (const char *[]){ "1g.10gb+me", NULL }, (int[]){ 2 }, &ids), GPUSHARE_E_UNSUPPORTED);
+	assert_int_equal(mig(h100, (const char *[]){ "1g.5gb", NULL }, (int[]){ 1 }, &ids), GPUSHARE_E_UNSUPPORTED);
+	assert_non_null(strstr(gpushare_errdetail(), "no MIG profile '1g.5gb'"));
+	/* A GPU the table does not know: nothing checked, no filter. */
+	assert_int_equal(mig("NVIDIA B200", (const char *[]){ "1g.23gb", NULL }, (int[]){ 7 }, &ids), 0);
+	assert_null(ids);
+	assert_int_equal(mig("", (const char *[]){ "1g.10gb", NULL }, (int[]){ 7 }, &ids), 0);
+	assert_null(ids);
 }
 
 static void quantities(void **state)
@@ -169,7 +225,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(slurm_line_ok), cmocka_unit_test(slurm_line_refuses), cmocka_unit_test(comments),
-		cmocka_unit_test(quantities), cmocka_unit_test(targets), cmocka_unit_test(render_by_capability),
+		cmocka_unit_test(quantities), cmocka_unit_test(mig_placement), cmocka_unit_test(targets), cmocka_unit_test(render_by_capability),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
