@@ -322,6 +322,86 @@ static void stop_cmd(struct relay *r)
 
 /* ---- job mode ---- */
 
+/* What a job-mode wait's check returns: wait on, or why it is over. */
+enum { JOB_WAIT_ON, JOB_WAIT_DONE, JOB_WAIT_CUT };
+
+struct job_wait {
+	struct relay *r;
+	int (*check)(struct relay *r);
+	uint64_t tick_ns;
+};
+
+static int on_job_event(struct gpushare_loop *l, void *arg)
+{
+	struct job_wait *w = arg;
+
+	(void)l;
+	return w->check(w->r);
+}
+
+static int on_job_tick(struct gpushare_loop *l, void *arg)
+{
+	struct job_wait *w = arg;
+
+	if (gpushare_loop_add_deadline(l, gpushare_now_ns() + w->tick_ns, on_job_tick, w) < 0)
+		gpushare_sleep_ns(w->tick_ns);
+	return w->check(w->r);
+}
+
+/* Wait until check() says it is over: it runs now, on SIGTERM's pipe, on
+ * the command's end (its pidfd, while one runs), every tick_ns (the region
+ * is shared memory: looked at) and at until (UINT64_MAX: none). */
+static int job_wait(struct relay *r, int (*check)(struct relay *r), uint64_t tick_ns, uint64_t until)
+{
+	struct job_wait w = { r, check, tick_ns };
+	int rc = check(r);
+
+	if (rc)
+		return rc;
+	gpushare_loop_init(&r->loop);
+	if ((term_pipe[0] >= 0 && gpushare_loop_add_fd(&r->loop, term_pipe[0], on_job_event, &w) < 0) ||
+	    (r->cmd.pid > 0 && !r->cmd_cleaned && r->cmd.pidfd >= 0 &&
+	     gpushare_loop_add_fd(&r->loop, r->cmd.pidfd, on_job_event, &w) < 0) ||
+	    gpushare_loop_add_deadline(&r->loop, gpushare_now_ns() + tick_ns, on_job_tick, &w) < 0 ||
+	    (until != UINT64_MAX && gpushare_loop_add_deadline(&r->loop, until, on_job_event, &w) < 0)) {
+		/* Out of memory: looked at, not waited on. */
+		while (!(rc = check(r)))
+			gpushare_sleep_ns(tick_ns);
+	} else {
+		while ((rc = gpushare_loop_run(&r->loop)) <= 0)
+			gpushare_sleep_ns(tick_ns);
+	}
+	gpushare_loop_release(&r->loop);
+	return rc;
+}
+
+static int go_check(struct relay *r)
+{
+	uint32_t phase = phase_of(r);
+
+	if (phase == GPUSHARE_PHASE_GO)
+		return JOB_WAIT_DONE;
+	if (phase == GPUSHARE_PHASE_STOP || got_term)
+		finish(r, GPUSHARE_SLOT_DONE, 0, NULL);
+	return JOB_WAIT_ON;
+}
+
+static int warm_check(struct relay *r)
+{
+	return gpushare_now_ns() >= r->win.t_warm || got_term || phase_of(r) == GPUSHARE_PHASE_STOP ? JOB_WAIT_DONE
+												       : JOB_WAIT_ON;
+}
+
+/* The job ended, or the window closing or a stop cuts it short. */
+static int job_check(struct relay *r)
+{
+	if (reap_cmd(r))
+		return JOB_WAIT_DONE;
+	if (got_term || phase_of(r) == GPUSHARE_PHASE_STOP || gpushare_now_ns() >= r->win.t_end)
+		return JOB_WAIT_CUT;
+	return JOB_WAIT_ON;
+}
+
 static _Noreturn void run_jobs(struct relay *r)
 {
 	char msg[256], how[96];
@@ -330,18 +410,9 @@ static _Noreturn void run_jobs(struct relay *r)
 	if (build_env(r, NULL) != 0)
 		finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_INIT, "out of memory");
 	set_state(r->slot, GPUSHARE_SLOT_READY);
-	for (;;) {
-		uint32_t phase = phase_of(r);
-
-		if (phase == GPUSHARE_PHASE_GO)
-			break;
-		if (phase == GPUSHARE_PHASE_STOP || got_term)
-			finish(r, GPUSHARE_SLOT_DONE, 0, NULL);
-		gpushare_sleep_ns(POLL_MS * NS_PER_MS);
-	}
+	job_wait(r, go_check, POLL_MS * NS_PER_MS, UINT64_MAX);
 	read_window(r);
-	while (gpushare_now_ns() < r->win.t_warm && !got_term && phase_of(r) != GPUSHARE_PHASE_STOP)
-		gpushare_sleep_ns(NS_PER_MS);
+	job_wait(r, warm_check, NS_PER_MS, r->win.t_warm);
 	set_state(r->slot, GPUSHARE_SLOT_RUNNING);
 	for (job = 0;; job++) {
 		uint64_t t0 = gpushare_now_ns(), t1;
@@ -364,12 +435,9 @@ static _Noreturn void run_jobs(struct relay *r)
 			finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_REQUEST, "job %" PRIu64 ": %s", job, msg);
 		__atomic_store_n(&r->slot->pid, (int32_t)r->cmd.pid, __ATOMIC_RELAXED);
 		/* Wait for the job; the window closing or a stop cuts it short. */
-		while (!wait_cmd(r, POLL_MS * NS_PER_MS)) {
-			if (got_term || phase_of(r) == GPUSHARE_PHASE_STOP || gpushare_now_ns() >= r->win.t_end) {
-				cut = true;
-				stop_cmd(r);
-				break;
-			}
+		if (job_wait(r, job_check, POLL_MS * NS_PER_MS, r->win.t_end) == JOB_WAIT_CUT) {
+			cut = true;
+			stop_cmd(r);
 		}
 		t1 = gpushare_now_ns();
 		if (cut)
