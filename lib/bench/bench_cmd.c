@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,10 +39,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "loop.h"
 #include "sys.h"
 #include "bench_cmd.h"
 #include "bench_preload.h"
@@ -64,10 +63,18 @@
 #define IDLE_POLL_NS (20 * 1000ULL)      /* v2, waiting for an arrival: how often to look */
 
 static volatile sig_atomic_t got_term;
+/* Written on SIGTERM, so that a relay waiting on its loop wakes at once. */
+static int term_pipe[2] = { -1, -1 };
 
 static void on_term(int sig)
 {
+	int saved = errno;
+
 	got_term = sig;
+	if (term_pipe[1] >= 0 && write(term_pipe[1], "", 1) < 0) {
+		/* Full: a wake-up is pending already. */
+	}
+	errno = saved;
 }
 
 const char *gpushare_cmd_mode_name(int mode)
@@ -132,7 +139,10 @@ struct relay {
 	bool ready, go_sent, stop_sent, term_sent, kill_sent, fail_seen;
 	char fail_text[GPUSHARE_PROTO_MAX_TEXT + 1];
 	char proto_error[200];             /* a semantic error found by the relay */
-	uint64_t stop_deadline, kill_deadline;
+	/* what it waits for: the socket, the command's end, SIGTERM's pipe,
+	 * the tick that looks at the region, the deadlines after "stop" */
+	struct gpushare_loop loop;
+	int sock_id, tick_id;
 	/* window and counts */
 	struct gpushare_slot_window win;
 	uint64_t errors;
@@ -310,6 +320,86 @@ static void stop_cmd(struct relay *r)
 
 /* ---- job mode ---- */
 
+/* What a job-mode wait's check returns: wait on, or why it is over. */
+enum { JOB_WAIT_ON, JOB_WAIT_DONE, JOB_WAIT_CUT };
+
+struct job_wait {
+	struct relay *r;
+	int (*check)(struct relay *r);
+	uint64_t tick_ns;
+};
+
+static int on_job_event(struct gpushare_loop *l, void *arg)
+{
+	struct job_wait *w = arg;
+
+	(void)l;
+	return w->check(w->r);
+}
+
+static int on_job_tick(struct gpushare_loop *l, void *arg)
+{
+	struct job_wait *w = arg;
+
+	if (gpushare_loop_add_deadline(l, gpushare_now_ns() + w->tick_ns, on_job_tick, w) < 0)
+		gpushare_sleep_ns(w->tick_ns);
+	return w->check(w->r);
+}
+
+/* Wait until check() says it is over: it runs now, on SIGTERM's pipe, on
+ * the command's end (its pidfd, while one runs), every tick_ns (the region
+ * is shared memory: looked at) and at until (UINT64_MAX: none). */
+static int job_wait(struct relay *r, int (*check)(struct relay *r), uint64_t tick_ns, uint64_t until)
+{
+	struct job_wait w = { r, check, tick_ns };
+	int rc = check(r);
+
+	if (rc)
+		return rc;
+	gpushare_loop_init(&r->loop);
+	if ((term_pipe[0] >= 0 && gpushare_loop_add_fd(&r->loop, term_pipe[0], on_job_event, &w) < 0) ||
+	    (r->cmd.pid > 0 && !r->cmd_cleaned && r->cmd.pidfd >= 0 &&
+	     gpushare_loop_add_fd(&r->loop, r->cmd.pidfd, on_job_event, &w) < 0) ||
+	    gpushare_loop_add_deadline(&r->loop, gpushare_now_ns() + tick_ns, on_job_tick, &w) < 0 ||
+	    (until != UINT64_MAX && gpushare_loop_add_deadline(&r->loop, until, on_job_event, &w) < 0)) {
+		/* Out of memory: looked at, not waited on. */
+		while (!(rc = check(r)))
+			gpushare_sleep_ns(tick_ns);
+	} else {
+		while ((rc = gpushare_loop_run(&r->loop)) <= 0)
+			gpushare_sleep_ns(tick_ns);
+	}
+	gpushare_loop_release(&r->loop);
+	return rc;
+}
+
+static int go_check(struct relay *r)
+{
+	uint32_t phase = phase_of(r);
+
+	if (phase == GPUSHARE_PHASE_GO)
+		return JOB_WAIT_DONE;
+	if (phase == GPUSHARE_PHASE_STOP || got_term)
+		finish(r, GPUSHARE_SLOT_DONE, 0, NULL);
+	return JOB_WAIT_ON;
+}
+
+static int warm_check(struct relay *r)
+{
+	return gpushare_now_ns() >= r->win.t_warm || got_term || phase_of(r) == GPUSHARE_PHASE_STOP ? JOB_WAIT_DONE
+												       : JOB_WAIT_ON;
+}
+
+/* The job ended, or the window closing or a stop cuts it short. */
+static int job_check(struct relay *r)
+{
+	if (reap_cmd(r))
+		return JOB_WAIT_DONE;
+	if (got_term || phase_of(r) == GPUSHARE_PHASE_STOP || gpushare_now_ns() >= r->win.t_end)
+		return JOB_WAIT_CUT;
+	return JOB_WAIT_ON;
+}
+
 static _Noreturn void run_jobs(struct relay *r)
 {
 	char msg[256], how[96];
@@ -318,18 +408,9 @@ static _Noreturn void run_jobs(struct relay *r)
 	if (build_env(r, NULL) != 0)
 		finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_INIT, "out of memory");
 	set_state(r->slot, GPUSHARE_SLOT_READY);
-	for (;;) {
-		uint32_t phase = phase_of(r);
-
-		if (phase == GPUSHARE_PHASE_GO)
-			break;
-		if (phase == GPUSHARE_PHASE_STOP || got_term)
-			finish(r, GPUSHARE_SLOT_DONE, 0, NULL);
-		gpushare_sleep_ns(POLL_MS * NS_PER_MS);
-	}
+	job_wait(r, go_check, POLL_MS * NS_PER_MS, UINT64_MAX);
 	read_window(r);
-	while (gpushare_now_ns() < r->win.t_warm && !got_term && phase_of(r) != GPUSHARE_PHASE_STOP)
-		gpushare_sleep_ns(NS_PER_MS);
+	job_wait(r, warm_check, NS_PER_MS, r->win.t_warm);
 	set_state(r->slot, GPUSHARE_SLOT_RUNNING);
 	for (job = 0;; job++) {
 		uint64_t t0 = gpushare_now_ns(), t1;
@@ -352,12 +433,9 @@ static _Noreturn void run_jobs(struct relay *r)
 			finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_REQUEST, "job %" PRIu64 ": %s", job, msg);
 		__atomic_store_n(&r->slot->pid, (int32_t)r->cmd.pid, __ATOMIC_RELAXED);
 		/* Wait for the job; the window closing or a stop cuts it short. */
-		while (!wait_cmd(r, POLL_MS * NS_PER_MS)) {
-			if (got_term || phase_of(r) == GPUSHARE_PHASE_STOP || gpushare_now_ns() >= r->win.t_end) {
-				cut = true;
-				stop_cmd(r);
-				break;
-			}
+		if (job_wait(r, job_check, POLL_MS * NS_PER_MS, r->win.t_end) == JOB_WAIT_CUT) {
+			cut = true;
+			stop_cmd(r);
 		}
 		t1 = gpushare_now_ns();
 		if (cut)
@@ -541,13 +619,37 @@ static _Noreturn void request_end(struct relay *r)
 	finish(r, GPUSHARE_SLOT_DONE, 0, NULL);
 }
 
+/* After "stop": SIGTERM when the command has not exited by then, SIGKILL
+ * TERM_WAIT_NS later. */
+static int on_kill_deadline(struct gpushare_loop *l, void *arg)
+{
+	struct relay *r = arg;
+
+	(void)l;
+	gpushare_child_signal(&r->cmd, SIGKILL);
+	r->kill_sent = true;
+	return 0;
+}
+
+static int on_stop_deadline(struct gpushare_loop *l, void *arg)
+{
+	struct relay *r = arg;
+
+	gpushare_child_signal(&r->cmd, SIGTERM);
+	r->term_sent = true;
+	if (gpushare_loop_add_deadline(l, gpushare_now_ns() + TERM_WAIT_NS, on_kill_deadline, r) < 0)
+		return on_kill_deadline(l, r);
+	return 0;
+}
+
 static void ask_stop(struct relay *r, uint64_t now, uint64_t wait_ns)
 {
 	if (r->stop_sent)
 		return;
 	send_line(r, "stop\n");
 	r->stop_sent = true;
-	r->stop_deadline = now + wait_ns;
+	if (gpushare_loop_add_deadline(&r->loop, now + wait_ns, on_stop_deadline, r) < 0)
+		on_stop_deadline(&r->loop, r);
 }
 
 /* Version 2: hand the command its next request when it has none. Open
@@ -579,6 +681,86 @@ static bool hand_over(struct relay *r)
 	return true;
 }
 
+/* What the phase asks of the relay (the region is shared memory: looked
+ * at on every turn and on a tick), then the tick again: every POLL_MS, or
+ * every IDLE_POLL_NS while a version-2 command waits for an open-loop
+ * arrival. */
+static int on_tick(struct gpushare_loop *l, void *arg);
+
+static void look(struct relay *r)
+{
+	uint64_t now = gpushare_now_ns();
+	uint32_t phase = phase_of(r);
+	char msg[64];
+	bool waiting;
+
+	if (got_term) {
+		stop_cmd(r);
+		if (phase == GPUSHARE_PHASE_STOP && r->go_sent)
+			finish(r, GPUSHARE_SLOT_DONE, 0, NULL);
+		finish(r, GPUSHARE_SLOT_FAILED, 128 + got_term, "interrupted");
+	}
+	if (r->ready && !r->go_sent && phase == GPUSHARE_PHASE_GO) {
+		read_window(r);
+		snprintf(msg, sizeof(msg), "go %" PRIu64 " %" PRIu64 "\n", r->win.t_start,
+			 r->win.t_end == UINT64_MAX ? 0 : r->win.t_end);
+		send_line(r, msg);
+		r->go_sent = true;
+		set_state(r->slot, GPUSHARE_SLOT_RUNNING);
+		r->ring = gpushare_region_ring_of_slot(r->reg, r->s->slot);
+	}
+	/* Open loop: past the window the backlog is still served, until STOP. */
+	if (phase == GPUSHARE_PHASE_STOP ||
+	    (r->go_sent && now >= r->win.t_end && r->reg->load != GPUSHARE_LOAD_OPEN) ||
+	    gpushare_slot_window_full(&r->win))
+		/* Before "go" a client is not listening yet (it reads
+		 * only in ready()): SIGTERM at once then. */
+		ask_stop(r, now, r->go_sent ? r->grace_ns : 0);
+	if (r->fail_seen)
+		ask_stop(r, now, FAIL_WAIT_NS);
+	waiting = r->proto.version >= 2 && r->go_sent && !r->stop_sent && !hand_over(r) &&
+		  r->reg->load == GPUSHARE_LOAD_OPEN;
+	gpushare_loop_remove(&r->loop, r->tick_id);
+	r->tick_id = gpushare_loop_add_deadline(&r->loop, now + (waiting ? IDLE_POLL_NS : POLL_MS * NS_PER_MS),
+						on_tick, r);
+}
+
+/* One turn: what the command said, its end, then what the phase asks. */
+static int turn(struct gpushare_loop *l, void *arg)
+{
+	struct relay *r = arg;
+
+	(void)l;
+	if (!pump(r))
+		protocol_failure(r);
+	if (r->sock < 0) {
+		gpushare_loop_remove(&r->loop, r->sock_id);
+		r->sock_id = -1;
+	}
+	hand_over(r);
+	if (reap_cmd(r))
+		request_end(r);
+	look(r);
+	return 0;
+}
+
+static int on_tick(struct gpushare_loop *l, void *arg)
+{
+	struct relay *r = arg;
+
+	r->tick_id = -1;
+	return turn(l, arg);
+}
+
+static int on_got_term(struct gpushare_loop *l, void *arg)
+{
+	char buf[16];
+
+	while (read(term_pipe[0], buf, sizeof(buf)) > 0)
+		;
+	return turn(l, arg);
+}
+
 static _Noreturn void run_requests(struct relay *r)
 {
 	char msg[256], fdtext[16];
@@ -601,64 +783,18 @@ static _Noreturn void run_requests(struct relay *r)
 	__atomic_store_n(&r->slot->pid, (int32_t)r->cmd.pid, __ATOMIC_RELAXED);
 	gpushare_proto_init(&r->proto);
 	r->win.t_end = UINT64_MAX;
+	/* Without a pidfd (a kernel before 5.3) the tick looks for its end. */
+	if ((r->sock_id = gpushare_loop_add_fd(&r->loop, r->sock, turn, r)) < 0 ||
+	    (r->cmd.pidfd >= 0 && gpushare_loop_add_fd(&r->loop, r->cmd.pidfd, turn, r) < 0) ||
+	    (term_pipe[0] >= 0 && gpushare_loop_add_fd(&r->loop, term_pipe[0], on_got_term, r) < 0)) {
+		stop_cmd(r);
+		finish(r, GPUSHARE_SLOT_FAILED, GPUSHARE_WORKER_EXIT_INIT, "out of memory");
+	}
+	look(r);
+	/* The callbacks end the relay (finish()); poll(2) failing is waited out. */
 	for (;;) {
-		struct pollfd p[2];
-		nfds_t n = 0;
-		uint64_t now = gpushare_now_ns();
-		uint32_t phase = phase_of(r);
-
-		if (got_term) {
-			stop_cmd(r);
-			if (phase == GPUSHARE_PHASE_STOP && r->go_sent)
-				finish(r, GPUSHARE_SLOT_DONE, 0, NULL);
-			finish(r, GPUSHARE_SLOT_FAILED, 128 + got_term, "interrupted");
-		}
-		if (r->ready && !r->go_sent && phase == GPUSHARE_PHASE_GO) {
-			read_window(r);
-			snprintf(msg, sizeof(msg), "go %" PRIu64 " %" PRIu64 "\n", r->win.t_start,
-				 r->win.t_end == UINT64_MAX ? 0 : r->win.t_end);
-			send_line(r, msg);
-			r->go_sent = true;
-			set_state(r->slot, GPUSHARE_SLOT_RUNNING);
-			r->ring = gpushare_region_ring_of_slot(r->reg, r->s->slot);
-		}
-		/* Open loop: past the window the backlog is still served, until STOP. */
-		if (phase == GPUSHARE_PHASE_STOP ||
-		    (r->go_sent && now >= r->win.t_end && r->reg->load != GPUSHARE_LOAD_OPEN) ||
-		    gpushare_slot_window_full(&r->win))
-			/* Before "go" a client is not listening yet (it reads
-			 * only in ready()): SIGTERM at once then. */
-			ask_stop(r, now, r->go_sent ? r->grace_ns : 0);
-		if (r->fail_seen)
-			ask_stop(r, now, FAIL_WAIT_NS);
-		if (r->stop_deadline && now >= r->stop_deadline && !r->term_sent) {
-			gpushare_child_signal(&r->cmd, SIGTERM);
-			r->term_sent = true;
-			r->kill_deadline = now + TERM_WAIT_NS;
-		}
-		if (r->kill_deadline && now >= r->kill_deadline && !r->kill_sent) {
-			gpushare_child_signal(&r->cmd, SIGKILL);
-			r->kill_sent = true;
-		}
-		if (r->sock >= 0)
-			p[n++] = (struct pollfd){ .fd = r->sock, .events = POLLIN };
-		if (r->cmd.pidfd >= 0)
-			p[n++] = (struct pollfd){ .fd = r->cmd.pidfd, .events = POLLIN };
-		{
-			/* A version-2 command waiting for an open-loop arrival:
-			 * look at the ring often; otherwise wake for the socket. */
-			bool waiting = r->proto.version >= 2 && r->go_sent && !r->stop_sent && !hand_over(r) &&
-				       r->reg->load == GPUSHARE_LOAD_OPEN;
-			struct timespec ts = { 0, waiting ? (long)IDLE_POLL_NS : POLL_MS * (long)NS_PER_MS };
-
-			if (ppoll(p, n, &ts, NULL) < 0 && errno != EINTR)
-				gpushare_sleep_ns(POLL_MS * NS_PER_MS);
-		}
-		if (!pump(r))
-			protocol_failure(r);
-		hand_over(r);
-		if (reap_cmd(r))
-			request_end(r);
+		if (gpushare_loop_run(&r->loop) < 0)
+			gpushare_sleep_ns(POLL_MS * NS_PER_MS);
 	}
 }
 
@@ -674,6 +810,10 @@ _Noreturn void gpushare_cmd_relay(const struct gpushare_cmd_spec *s)
 	gpushare_child_init(&r.cmd);
 	r.sock = -1;
 	r.job_env = -1;
+	gpushare_loop_init(&r.loop);
+	r.sock_id = r.tick_id = -1;
+	if (pipe2(term_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
+		term_pipe[0] = term_pipe[1] = -1;
 	/* Naps of 20 us between looks at the ring, not 70. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	r.win.t_end = UINT64_MAX;

@@ -18,6 +18,7 @@
 
 #include "bench_mix.h"
 #include "items.h"
+#include "strategy.h"
 
 struct spec_walk {
 	struct gpushare_wl_params *p;
@@ -287,6 +288,7 @@ int bench_mix_check(const struct gpushare_bench_config *c)
 void bench_span_sum(const struct gpushare_bench_result *res, size_t first, size_t last, struct bench_span *s,
 		    struct gpushare_hist *hist)
 {
+	const struct gpushare_strategy_ops *st = gpushare_strategy_get(res->strategy);
 	double min_tp = INFINITY, max_tp = 0, window_sum = 0, window_max = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -309,10 +311,10 @@ void bench_span_sum(const struct gpushare_bench_result *res, size_t first, size_
 						   w->thread_percentage_set;
 		gpushare_hist_merge(hist, &w->hist);
 	}
-	/* Sequential workers each had the GPU alone for their own window: the
-	 * total is over the sum. Concurrent workers shared one window (the
-	 * longest, in requests mode). */
-	s->window_seconds = res->strategy == GPUSHARE_STRATEGY_SEQUENTIAL ? window_sum : window_max;
+	/* Workers run one at a time (sequential) each had the GPU alone for
+	 * their own window: the total is over the sum. Concurrent workers
+	 * shared one window (the longest, in requests mode). */
+	s->window_seconds = st && st->layout == GPUSHARE_LAYOUT_ONE_AT_A_TIME ? window_sum : window_max;
 	s->fairness = max_tp > 0 ? min_tp / max_tp : 0;
 }
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "loop.h"
 #include "bench_preload.h"
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
@@ -107,49 +108,99 @@ void gpushare_bench_preload_release(void)
 	pl.refused = false;
 }
 
-/* Wait for the server's first word. 0 ready; -1 with why. */
+enum { AWAIT_READY = 1, AWAIT_FAILED };
+
+struct await {
+	int sock;
+	uint64_t bound_ns;
+	char *why;
+	size_t len;
+};
+
+/* What its socket says, whether it ended, whether we were interrupted:
+ * AWAIT_READY, AWAIT_FAILED (why says why), or 0 to wait on. */
+static int await_look(struct await *w)
+{
+	char how[96], buf[320];
+	ssize_t m = recv(w->sock, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+
+	if (m > 0) {
+		buf[m] = '\0';
+		if (!strcmp(buf, "ready"))
+			return AWAIT_READY;
+		if (!strncmp(buf, "refuse ", 7))
+			snprintf(w->why, w->len, "the command cannot be preloaded: %s", buf + 7);
+		else
+			snprintf(w->why, w->len, "the command said %.40s instead of ready (does it use the gpushare "
+				 "Python client?)", buf);
+		return AWAIT_FAILED;
+	}
+	if (m == 0 || gpushare_child_poll(&pl.ch)) {
+		gpushare_child_wait(&pl.ch, STOP_WAIT_NS);
+		if (pl.ch.exited) {
+			gpushare_child_describe(pl.ch.wstatus, how, sizeof(how));
+			snprintf(w->why, w->len, "the command %s before its first gpushare call", how);
+		} else {
+			snprintf(w->why, w->len, "the command closed its preload socket before its first gpushare call");
+		}
+		return AWAIT_FAILED;
+	}
+	if (gpushare_bench_interrupted()) {
+		snprintf(w->why, w->len, "interrupted while the command was loading");
+		return AWAIT_FAILED;
+	}
+	return 0;
+}
+
+static int on_await(struct gpushare_loop *l, void *arg)
+{
+	(void)l;
+	return await_look(arg);
+}
+
+/* Every WAIT_STEP_MS: the interrupt flag (and, without a pidfd, the end). */
+static int on_await_tick(struct gpushare_loop *l, void *arg)
+{
+	if (gpushare_loop_add_deadline(l, gpushare_now_ns() + WAIT_STEP_MS * NS_PER_MS, on_await_tick, arg) < 0)
+		return AWAIT_FAILED;
+	return await_look(arg);
+}
+
+static int on_await_bound(struct gpushare_loop *l, void *arg)
+{
+	struct await *w = arg;
+	int rc = await_look(w);
+
+	(void)l;
+	if (rc)
+		return rc;
+	snprintf(w->why, w->len, "the command did not reach its first gpushare call within %.0f s (--start-timeout)",
+		 (double)w->bound_ns / 1e9);
+	return AWAIT_FAILED;
+}
+
+/* Wait for the server's first word, up to bound_ns: its socket and its
+ * pidfd on a loop, with a deadline as the bound. 0 ready; -1 with why. */
 static int await_ready(int sock, uint64_t bound_ns, char *why, size_t len)
 {
-	uint64_t deadline = gpushare_now_ns() + bound_ns;
-	char how[96], buf[320];
+	struct await w = { sock, bound_ns, why, len };
+	struct gpushare_loop l;
+	uint64_t now = gpushare_now_ns();
+	int rc;
 
-	for (;;) {
-		struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = pl.ch.pidfd, .events = POLLIN } };
-		ssize_t m;
-
-		poll(p, pl.ch.pidfd >= 0 ? 2 : 1, WAIT_STEP_MS);
-		m = recv(sock, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-		if (m > 0) {
-			buf[m] = '\0';
-			if (!strcmp(buf, "ready"))
-				return 0;
-			if (!strncmp(buf, "refuse ", 7))
-				snprintf(why, len, "the command cannot be preloaded: %s", buf + 7);
-			else
-				snprintf(why, len, "the command said %.40s instead of ready (does it use the gpushare "
-					 "Python client?)", buf);
-			return -1;
-		}
-		if (m == 0 || gpushare_child_poll(&pl.ch)) {
-			gpushare_child_wait(&pl.ch, STOP_WAIT_NS);
-			if (pl.ch.exited) {
-				gpushare_child_describe(pl.ch.wstatus, how, sizeof(how));
-				snprintf(why, len, "the command %s before its first gpushare call", how);
-			} else {
-				snprintf(why, len, "the command closed its preload socket before its first gpushare call");
-			}
-			return -1;
-		}
-		if (gpushare_bench_interrupted()) {
-			snprintf(why, len, "interrupted while the command was loading");
-			return -1;
-		}
-		if (gpushare_now_ns() >= deadline) {
-			snprintf(why, len, "the command did not reach its first gpushare call within %.0f s "
-				 "(--start-timeout)", (double)bound_ns / 1e9);
-			return -1;
-		}
+	gpushare_loop_init(&l);
+	if (gpushare_loop_add_fd(&l, sock, on_await, &w) < 0 ||
+	    (pl.ch.pidfd >= 0 && gpushare_loop_add_fd(&l, pl.ch.pidfd, on_await, &w) < 0) ||
+	    gpushare_loop_add_deadline(&l, now + WAIT_STEP_MS * NS_PER_MS, on_await_tick, &w) < 0 ||
+	    gpushare_loop_add_deadline(&l, now + bound_ns, on_await_bound, &w) < 0) {
+		snprintf(why, len, "out of memory");
+		rc = AWAIT_FAILED;
+	} else {
+		while ((rc = gpushare_loop_run(&l)) < 0)
+			gpushare_sleep_ns(WAIT_STEP_MS * NS_PER_MS);
 	}
+	gpushare_loop_release(&l);
+	return rc == AWAIT_READY ? 0 : -1;
 }
 
 static int start_server(const struct gpushare_bench_config *c, const char *path)

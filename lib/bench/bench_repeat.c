@@ -282,6 +282,9 @@ void gpushare_bench_relative(const struct gpushare_bench_summary *a, const struc
 	gpushare_compare(&a->p99_seconds.median, &b->p99_seconds.median, &out->p99);
 }
 
+/* Timeslice by name: the reference is a choice of baseline (what a GPU
+ * does with no sharing set up), not something a strategy can do, so the
+ * strategy table has no flag for it. */
 int gpushare_bench_reference(const struct gpushare_bench_report *r)
 {
 	for (size_t i = 0; i < r->n_summary; i++) {

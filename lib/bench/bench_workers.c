@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "loop.h"
 #include "sys.h"
 #include "bench_cmd.h"
 #include "bench_preload.h"
@@ -52,7 +53,13 @@
 struct worker_proc {
 	struct gpushare_child ch;
 	int first_slot, n_slots;
+	int loop_id;                         /* its pidfd on the session's loop, -1 none */
 };
+
+/* What the session waits for (run_stage()). */
+enum stage { STAGE_START, STAGE_RUN, STAGE_STOP };
+/* What a stage's turn returns: go on waiting, or the stage is over. */
+enum { TURN_ON, TURN_END, TURN_TIMEOUT };
 
 /* One start-barrier-window-stop cycle over a region. */
 struct session {
@@ -67,9 +74,22 @@ struct session {
 	struct gpushare_bench_result *res;
 	size_t offset;                       /* first result worker of slot 0 */
 	uint64_t t_go, t_measure_start, t_measure_end, t_stopped;
-	uint64_t last_progress, last_sample;
 	int last_util;
 	struct gpushare_dispatcher disp;     /* open loop: hands out the arrivals */
+	/* The waiting: each running worker's pidfd, and the deadlines of the
+	 * stage that waits (run_stage()). */
+	struct gpushare_loop loop;
+	enum stage stage;
+	int (*turn)(struct session *s);      /* the stage's look at the workers */
+	uint64_t tick_ns;                    /* how often it looks (0: when a worker ends only) */
+	uint64_t stage_start, until;         /* the stage's start and bound */
+	uint64_t next_sample;                /* the next sampling tick */
+	uint64_t warm_next;                  /* adaptive warm-up: the next slice's end */
+	uint64_t warm_prev_total, warm_prev_count;
+	bool warm_have_prev;
+	int tick_id, until_id, sample_id, warm_slice_id;
+	unsigned ready;                      /* STAGE_START: workers ready */
+	int rc;                              /* STAGE_START: its result */
 };
 
 /* ---- starting and stopping workers ---- */
@@ -106,6 +126,7 @@ static int spawn(struct session *s, const struct proc_spec *p, struct worker_pro
 	int rc;
 
 	gpushare_child_init(&wp->ch);
+	wp->loop_id = -1;
 	wp->first_slot = p->first_slot;
 	wp->n_slots = p->threads > 0 ? p->threads : 1;
 	wp->ch.in = GPUSHARE_CHILD_DEVNULL;
@@ -161,6 +182,9 @@ static int spawn(struct session *s, const struct proc_spec *p, struct worker_pro
  * it could clean up after its command). Counted in the result. */
 static void reap_leftovers(struct session *s, struct worker_proc *wp)
 {
+	/* Off the loop before its pidfd is closed. */
+	gpushare_loop_remove(&s->loop, wp->loop_id);
+	wp->loop_id = -1;
 	wp->ch.stragglers = 0;
 	s->res->stragglers += gpushare_child_reap_group(&wp->ch);
 	if (s->x->c->command) {
@@ -192,16 +216,103 @@ static size_t reap(struct session *s)
 	return running;
 }
 
+/* ---- waiting ----
+ *
+ * Each stage of a session (the start barrier, the warm-up and the window,
+ * the stop) waits on the session's loop: every running worker's pidfd, a
+ * tick every POLL_NS that looks at the slots (shared memory: looked at, not
+ * waited on) and the interrupt flag, the sampling tick every SAMPLE_NS, and
+ * the stage's bound. The stage's turn runs on each of them but the sampling
+ * tick, and says when the stage is over. */
+
+static void sample(struct session *s);
+static void stage_progress(struct session *s);
+
+static int on_worker(struct gpushare_loop *l, void *arg)
+{
+	struct session *s = arg;
+
+	(void)l;
+	return s->turn(s);
+}
+
+static int on_tick(struct gpushare_loop *l, void *arg)
+{
+	struct session *s = arg;
+
+	s->tick_id = gpushare_loop_add_deadline(l, gpushare_now_ns() + s->tick_ns, on_tick, s);
+	return s->turn(s);
+}
+
+static int on_until(struct gpushare_loop *l, void *arg)
+{
+	struct session *s = arg;
+	int rc;
+
+	(void)l;
+	s->until_id = -1;
+	rc = s->turn(s);
+	return rc ? rc : TURN_TIMEOUT;
+}
+
+static int on_sample(struct gpushare_loop *l, void *arg)
+{
+	struct session *s = arg;
+
+	s->next_sample = gpushare_now_ns() + SAMPLE_NS;
+	s->sample_id = gpushare_loop_add_deadline(l, s->next_sample, on_sample, s);
+	if (s->stage == STAGE_RUN)
+		sample(s);
+	stage_progress(s);
+	return TURN_ON;
+}
+
+/* Run turn now and then on each worker's end, every tick_ns (0: none) and
+ * at until (UINT64_MAX: none; turn not over then: TURN_TIMEOUT), until it
+ * says the stage is over. */
+static int run_stage(struct session *s, enum stage stage, int (*turn)(struct session *s), uint64_t tick_ns,
+		     uint64_t until)
+{
+	const struct gpushare_bench_config *c = s->x->c;
+	uint64_t now = gpushare_now_ns();
+	int rc;
+
+	s->stage = stage;
+	s->turn = turn;
+	s->tick_ns = tick_ns;
+	s->stage_start = now;
+	s->until = until;
+	s->tick_id = s->until_id = s->sample_id = -1;
+	rc = turn(s);
+	if (rc)
+		return rc;
+	if (tick_ns)
+		s->tick_id = gpushare_loop_add_deadline(&s->loop, now + tick_ns, on_tick, s);
+	if (until != UINT64_MAX)
+		s->until_id = gpushare_loop_add_deadline(&s->loop, until, on_until, s);
+	if (stage != STAGE_STOP && (c->progress || (stage == STAGE_RUN && s->x->nvml)))
+		s->sample_id = gpushare_loop_add_deadline(&s->loop, s->next_sample, on_sample, s);
+	rc = gpushare_loop_run(&s->loop);
+	gpushare_loop_remove(&s->loop, s->tick_id);
+	gpushare_loop_remove(&s->loop, s->until_id);
+	gpushare_loop_remove(&s->loop, s->sample_id);
+	s->tick_id = s->until_id = s->sample_id = -1;
+	return rc ? rc : TURN_END;
+}
+
+static int all_turn(struct session *s)
+{
+	return reap(s) == 0 ? TURN_END : TURN_ON;
+}
+
 static bool wait_all(struct session *s, uint64_t ns)
 {
-	uint64_t deadline = gpushare_now_ns() + ns;
+	bool watched = true;
 
-	while (reap(s) > 0) {
-		if (gpushare_now_ns() >= deadline)
-			return false;
-		gpushare_sleep_ns(POLL_NS / 2);
-	}
-	return true;
+	/* A worker without a pidfd (a kernel before 5.3) is looked at. */
+	for (size_t i = 0; i < s->n_procs; i++)
+		watched &= s->procs[i].ch.exited || s->procs[i].loop_id >= 0;
+	return run_stage(s, STAGE_STOP, all_turn, watched ? 0 : POLL_NS / 2, gpushare_now_ns() + ns) == TURN_END;
 }
 
 static void signal_running(struct session *s, int sig)
@@ -321,9 +432,8 @@ static void progress(struct session *s, int phase, uint64_t phase_start, uint64_
 	struct gpushare_bench_progress p;
 	uint64_t now = gpushare_now_ns();
 
-	if (!c->progress || now - s->last_progress < SAMPLE_NS)
+	if (!c->progress)
 		return;
-	s->last_progress = now;
 	memset(&p, 0, sizeof(p));
 	p.strategy = s->strategy;
 	p.phase = phase;
@@ -346,9 +456,8 @@ static void sample(struct session *s)
 	struct gpushare_gpu_sample g;
 	uint64_t now = gpushare_now_ns();
 
-	if (!s->x->nvml || now - s->last_sample < SAMPLE_NS)
+	if (!s->x->nvml)
 		return;
-	s->last_sample = now;
 	if (gpushare_gpu_sample(s->x->gpu_index, &g) != GPUSHARE_OK)
 		return;
 	s->last_util = g.util_gpu_pct;
@@ -356,47 +465,71 @@ static void sample(struct session *s)
 		gpushare_bench_telemetry_add(&s->res->telemetry, &g);
 }
 
+/* The progress of the stage that waits (on the sampling tick). */
+static void stage_progress(struct session *s)
+{
+	const struct gpushare_bench_config *c = s->x->c;
+
+	if (s->stage == STAGE_START)
+		progress(s, GPUSHARE_BENCH_STARTING, s->stage_start, 0, s->ready);
+	else if (gpushare_now_ns() < s->t_measure_start)
+		progress(s, GPUSHARE_BENCH_WARMUP, s->t_go, s->t_measure_start - s->t_go, s->n_slots);
+	else
+		progress(s, GPUSHARE_BENCH_MEASURING, s->t_measure_start,
+			 c->requests ? 0 : s->t_measure_end - s->t_measure_start, s->n_slots);
+}
+
 /* ---- the start barrier and the run ---- */
+
+static int ready_turn(struct session *s)
+{
+	const struct gpushare_bench_config *c = s->x->c;
+	unsigned ready = 0;
+	int bad;
+
+	if (gpushare_bench_interrupted()) {
+		s->res->interrupted = true;
+		s->rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted while the workers started");
+		return TURN_END;
+	}
+	reap(s);
+	bad = failed_slot(s, true);
+	if (bad >= 0) {
+		s->rc = note_failure(s, (uint32_t)bad, true);
+		return TURN_END;
+	}
+	for (uint32_t i = 0; i < s->n_slots; i++)
+		ready += slot_state(s, i) >= GPUSHARE_SLOT_READY;
+	s->ready = ready;
+	if (ready == s->n_slots) {
+		s->rc = GPUSHARE_OK;
+		return TURN_END;
+	}
+	if (gpushare_now_ns() >= s->until) {
+		for (uint32_t i = 0; i < s->n_slots; i++) {
+			if (slot_state(s, i) < GPUSHARE_SLOT_READY) {
+				s->res->failed_worker = (int)(s->offset + i);
+				snprintf(s->res->failure, sizeof(s->res->failure),
+					 "worker %d was not ready after %.0f s (--start-timeout)",
+					 (int)(s->offset + i), (double)c->start_timeout_ns / 1e9);
+				break;
+			}
+		}
+		s->rc = gpushare_fail(GPUSHARE_E_TIMEOUT, "%s", s->res->failure);
+		return TURN_END;
+	}
+	return TURN_ON;
+}
 
 static int wait_ready(struct session *s)
 {
-	const struct gpushare_bench_config *c = s->x->c;
-	uint64_t start = gpushare_now_ns(), deadline = start + c->start_timeout_ns;
+	int rc;
 
-	for (;;) {
-		unsigned ready = 0;
-		int bad;
-
-		if (gpushare_bench_interrupted()) {
-			s->res->interrupted = true;
-			return gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted while the workers started");
-		}
-		reap(s);
-		bad = failed_slot(s, true);
-		if (bad >= 0)
-			return note_failure(s, (uint32_t)bad, true);
-		for (uint32_t i = 0; i < s->n_slots; i++)
-			ready += slot_state(s, i) >= GPUSHARE_SLOT_READY;
-		if (ready == s->n_slots)
-			return GPUSHARE_OK;
-		if (gpushare_now_ns() >= deadline) {
-			for (uint32_t i = 0; i < s->n_slots; i++) {
-				if (slot_state(s, i) < GPUSHARE_SLOT_READY) {
-					s->res->failed_worker = (int)(s->offset + i);
-					snprintf(s->res->failure, sizeof(s->res->failure),
-						 "worker %d was not ready after %.0f s (--start-timeout)",
-						 (int)(s->offset + i), (double)c->start_timeout_ns / 1e9);
-					break;
-				}
-			}
-			return gpushare_fail(GPUSHARE_E_TIMEOUT, "%s", s->res->failure);
-		}
-		progress(s, GPUSHARE_BENCH_STARTING, start, 0, ready);
-		gpushare_sleep_ns(POLL_NS);
-	}
+	s->rc = GPUSHARE_OK;
+	rc = run_stage(s, STAGE_START, ready_turn, POLL_NS, gpushare_now_ns() + s->x->c->start_timeout_ns);
+	return rc < 0 ? rc : s->rc;
 }
 
-/* From GO until the window closed, every worker is done, or one failed. */
 /* Adaptive warm-up (c->warmup_adaptive): from 200 ms on, end it once the
  * requests finished by all workers in two 100 ms slices in a row are each at
  * least 20 and within 10% of each other, and every worker has finished one;
@@ -405,110 +538,124 @@ static int wait_ready(struct session *s)
 #define WARM_SLICE_NS (100 * NS_PER_MS)
 #define WARM_MIN_NS (200 * NS_PER_MS)
 #define WARM_MARGIN_NS (10 * NS_PER_MS)
+
+static int warm_turn(struct session *s)
+{
+	if (gpushare_now_ns() + WARM_MARGIN_NS >= s->t_measure_start)
+		return TURN_END;
+	if (gpushare_bench_interrupted() || failed_slot(s, false) >= 0 || reap(s) == 0)
+		return TURN_END;
+	return TURN_ON;
+}
+
+/* The end of a slice: is the rate steady? */
+static int on_warm_slice(struct gpushare_loop *l, void *arg)
+{
+	struct session *s = arg;
+	const struct gpushare_bench_config *c = s->x->c;
+	uint64_t now = gpushare_now_ns(), total = 0;
+	bool all_started = true;
+
+	s->warm_slice_id = -1;
+	/* As on a tick first: the warm-up may be over already. */
+	if (warm_turn(s))
+		return TURN_END;
+	s->warm_next += WARM_SLICE_NS;
+	for (uint32_t i = 0; i < s->n_slots; i++) {
+		uint64_t n = __atomic_load_n(&gpushare_region_slot(s->reg, i)->total_requests, __ATOMIC_RELAXED);
+
+		total += n;
+		all_started &= n > 0;
+	}
+	if (s->warm_have_prev && now - s->t_go >= WARM_MIN_NS && all_started && s->warm_prev_count >= 20 &&
+	    total - s->warm_prev_total >= 20) {
+		uint64_t a = s->warm_prev_count, b = total - s->warm_prev_total, hi = a > b ? a : b, lo = a > b ? b : a;
+
+		if ((double)(hi - lo) <= 0.1 * (double)hi) {
+			s->t_measure_start = now + WARM_MARGIN_NS;
+			s->t_measure_end = s->t_measure_start + c->duration_ns;
+			/* End first: a worker that sees the new start sees an end after it. */
+			__atomic_store_n(&s->reg->t_measure_end_ns, s->t_measure_end, __ATOMIC_RELEASE);
+			__atomic_store_n(&s->reg->t_measure_start_ns, s->t_measure_start, __ATOMIC_RELEASE);
+			return TURN_END;
+		}
+	}
+	s->warm_prev_count = total - s->warm_prev_total;
+	s->warm_prev_total = total;
+	s->warm_have_prev = true;
+	s->warm_slice_id = gpushare_loop_add_deadline(l, s->warm_next, on_warm_slice, s);
+	return TURN_ON;
+}
+
 static void adaptive_warmup(struct session *s)
 {
+	s->warm_next = s->t_go + WARM_SLICE_NS;
+	s->warm_prev_total = s->warm_prev_count = 0;
+	s->warm_have_prev = false;
+	s->warm_slice_id = gpushare_loop_add_deadline(&s->loop, s->warm_next, on_warm_slice, s);
+	run_stage(s, STAGE_RUN, warm_turn, POLL_NS, s->t_measure_start - WARM_MARGIN_NS);
+	gpushare_loop_remove(&s->loop, s->warm_slice_id);
+	s->warm_slice_id = -1;
+}
+
+/* From GO until the window closed, every worker is done, or one failed. */
+static int run_turn(struct session *s)
+{
 	const struct gpushare_bench_config *c = s->x->c;
-	uint64_t prev_total = 0, prev_count = 0, t_next = s->t_go + WARM_SLICE_NS;
-	bool have_prev = false;
+	uint64_t now = gpushare_now_ns();
+	size_t running;
+	int bad;
 
-	while (gpushare_now_ns() + WARM_MARGIN_NS < s->t_measure_start) {
-		uint64_t now = gpushare_now_ns(), total = 0;
-		bool all_started = true;
-
-		if (gpushare_bench_interrupted() || failed_slot(s, false) >= 0 || reap(s) == 0)
-			return;
-		sample(s);
-		if (now < t_next) {
-			progress(s, GPUSHARE_BENCH_WARMUP, s->t_go, s->t_measure_start - s->t_go, s->n_slots);
-			gpushare_sleep_ns(POLL_NS);
-			continue;
-		}
-		t_next += WARM_SLICE_NS;
-		for (uint32_t i = 0; i < s->n_slots; i++) {
-			uint64_t n = __atomic_load_n(&gpushare_region_slot(s->reg, i)->total_requests, __ATOMIC_RELAXED);
-
-			total += n;
-			all_started &= n > 0;
-		}
-		if (have_prev && now - s->t_go >= WARM_MIN_NS && all_started && prev_count >= 20 &&
-		    total - prev_total >= 20) {
-			uint64_t a = prev_count, b = total - prev_total, hi = a > b ? a : b, lo = a > b ? b : a;
-
-			if ((double)(hi - lo) <= 0.1 * (double)hi) {
-				s->t_measure_start = now + WARM_MARGIN_NS;
-				s->t_measure_end = s->t_measure_start + c->duration_ns;
-				/* End first: a worker that sees the new start sees an end after it. */
-				__atomic_store_n(&s->reg->t_measure_end_ns, s->t_measure_end, __ATOMIC_RELEASE);
-				__atomic_store_n(&s->reg->t_measure_start_ns, s->t_measure_start, __ATOMIC_RELEASE);
-				return;
-			}
-		}
-		prev_count = total - prev_total;
-		prev_total = total;
-		have_prev = true;
+	if (gpushare_bench_interrupted()) {
+		s->res->interrupted = true;
+		return TURN_END;
 	}
+	running = reap(s);
+	bad = failed_slot(s, false);
+	/* Command mode: a misbehaving command stops only its own worker;
+	 * the first failure is noted and the others carry on. */
+	if (bad >= 0 && c->command) {
+		if (!s->res->partial) {
+			s->res->partial = true;
+			note_failure(s, (uint32_t)bad, false);
+		}
+		bad = -1;
+	}
+	if (bad >= 0) {
+		s->t_stopped = now;
+		s->res->partial = true;
+		note_failure(s, (uint32_t)bad, false);
+		return TURN_END;
+	}
+	if (running == 0)
+		return TURN_END;
+	if (c->load == GPUSHARE_LOAD_OPEN && now >= s->t_measure_end && gpushare_openloop_drained(&s->disp, s->reg)) {
+		s->t_stopped = gpushare_now_ns();
+		return TURN_END;
+	}
+	if (now >= s->until) {
+		if (c->requests) {
+			s->t_stopped = now;
+			s->res->partial = true;
+			snprintf(s->res->failure, sizeof(s->res->failure),
+				 "the workers did not finish %" PRIu64 " requests within %.0f s", c->requests,
+				 (double)c->run_timeout_ns / 1e9);
+		}
+		return TURN_END;
+	}
+	return TURN_ON;
 }
 
 static void wait_run(struct session *s)
 {
 	const struct gpushare_bench_config *c = s->x->c;
 	uint64_t deadline = c->requests ? s->t_measure_start + c->run_timeout_ns : s->t_measure_end;
-	bool open = c->load == GPUSHARE_LOAD_OPEN;
 
 	/* Open loop: the workers serve what is still queued after the window,
 	 * so every arrival of the window is counted, served or not. */
-	if (open)
+	if (c->load == GPUSHARE_LOAD_OPEN)
 		deadline += gpushare_openloop_drain_ns(c);
-	for (;;) {
-		uint64_t now = gpushare_now_ns();
-		size_t running;
-		int bad;
-
-		if (gpushare_bench_interrupted()) {
-			s->res->interrupted = true;
-			return;
-		}
-		sample(s);
-		running = reap(s);
-		bad = failed_slot(s, false);
-		/* Command mode: a misbehaving command stops only its own worker;
-		 * the first failure is noted and the others carry on. */
-		if (bad >= 0 && c->command) {
-			if (!s->res->partial) {
-				s->res->partial = true;
-				note_failure(s, (uint32_t)bad, false);
-			}
-			bad = -1;
-		}
-		if (bad >= 0) {
-			s->t_stopped = now;
-			s->res->partial = true;
-			note_failure(s, (uint32_t)bad, false);
-			return;
-		}
-		if (running == 0)
-			return;
-		if (open && now >= s->t_measure_end && gpushare_openloop_drained(&s->disp, s->reg)) {
-			s->t_stopped = gpushare_now_ns();
-			return;
-		}
-		if (now >= deadline) {
-			if (c->requests) {
-				s->t_stopped = now;
-				s->res->partial = true;
-				snprintf(s->res->failure, sizeof(s->res->failure),
-					 "the workers did not finish %" PRIu64 " requests within %.0f s", c->requests,
-					 (double)c->run_timeout_ns / 1e9);
-			}
-			return;
-		}
-		if (now < s->t_measure_start)
-			progress(s, GPUSHARE_BENCH_WARMUP, s->t_go, s->t_measure_start - s->t_go, s->n_slots);
-		else
-			progress(s, GPUSHARE_BENCH_MEASURING, s->t_measure_start,
-				 c->requests ? 0 : s->t_measure_end - s->t_measure_start, s->n_slots);
-		gpushare_sleep_ns(POLL_NS);
-	}
+	run_stage(s, STAGE_RUN, run_turn, POLL_NS, deadline);
 }
 
 /* Copy the slots into the result once every worker has been reaped. */
@@ -584,6 +731,8 @@ int bench_session_run(struct bench_ctx *x, int strategy, int run, int n_runs, co
 	s.n_slots = n_slots;
 	s.last_util = -1;
 	s.t_measure_end = UINT64_MAX;
+	s.warm_slice_id = -1;
+	gpushare_loop_init(&s.loop);
 	s.procs = calloc(n_procs, sizeof(*s.procs));
 	if (!s.procs)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "cannot allocate %zu worker processes", n_procs);
@@ -596,9 +745,15 @@ int bench_session_run(struct bench_ctx *x, int strategy, int run, int n_runs, co
 	s.reg->warmup_requests = c->warmup_requests;
 	gpushare_metrics_bench_attach(x->metrics, strategy, s.reg, n_slots, offset, res->mps_pipe_dir);
 	for (size_t i = 0; i < n_procs && rc == GPUSHARE_OK; i++) {
-		rc = spawn(&s, &procs[i], &s.procs[s.n_procs]);
-		if (s.procs[s.n_procs].ch.pid > 0 && !s.procs[s.n_procs].ch.exited)
+		struct worker_proc *wp = &s.procs[s.n_procs];
+
+		rc = spawn(&s, &procs[i], wp);
+		if (wp->ch.pid > 0 && !wp->ch.exited) {
+			/* No pidfd (or no room for it): the stages' ticks look. */
+			if (wp->ch.pidfd >= 0)
+				wp->loop_id = gpushare_loop_add_fd(&s.loop, wp->ch.pidfd, on_worker, &s);
 			s.n_procs++;
+		}
 		if (rc) {
 			res->failed_worker = (int)(offset + (size_t)procs[i].first_slot);
 			snprintf(res->failure, sizeof(res->failure), "worker %d: %s", res->failed_worker,
@@ -625,10 +780,7 @@ int bench_session_run(struct bench_ctx *x, int strategy, int run, int n_runs, co
 		if (rc == GPUSHARE_OK)
 			wait_run(&s);
 		gpushare_dispatcher_stop(&s.disp);
-		if (c->progress) {
-			s.last_progress = 0;
-			progress(&s, GPUSHARE_BENCH_STOPPING, gpushare_now_ns(), 0, s.n_slots);
-		}
+		progress(&s, GPUSHARE_BENCH_STOPPING, gpushare_now_ns(), 0, s.n_slots);
 	}
 	{
 		/* Keep the failure's detail: stopping must not overwrite it. */
@@ -667,6 +819,7 @@ int bench_session_run(struct bench_ctx *x, int strategy, int run, int n_runs, co
 	gpushare_metrics_bench_detach(x->metrics);  /* keeps the final values; before the unmap */
 	gpushare_region_unmap(s.reg);
 	close(s.fd);
+	gpushare_loop_release(&s.loop);
 	free(s.procs);
 	return rc;
 }
