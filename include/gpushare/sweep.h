@@ -256,6 +256,16 @@ const char *gpushare_sweep_cell_thread_pct_text(const struct gpushare_sweep_cell
  * with a detail. */
 int gpushare_sweep_config_check(const struct gpushare_sweep_config *s);
 
+/* The plan (gpushare_bench_plan()) of the grid's longest run: what a run of
+ * this sweep takes at least, known before any starts. */
+int gpushare_sweep_plan(const struct gpushare_sweep_config *s, struct gpushare_bench_plan *longest);
+
+/* Refuse (GPUSHARE_E_INVAL, naming the plan) a budget_seconds > 0 shorter
+ * than the grid's longest run: not one run would fit, so nothing could be
+ * measured. gpushare_tune_run() checks its probes' before the first; a
+ * running sweep starts no run whose plan passes what is left. */
+int gpushare_sweep_budget_check(const struct gpushare_sweep_config *s);
+
 /* The cells in run order (shape, strategy, workers, batch nested in that
  * order; the round robin goes through this list once per repeat). Caller
  * frees *cells. */

@@ -188,8 +188,9 @@ static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st
 	*c = *c0;
 	pk->searched = true;
 	pk->min_requests = min_requests;
-	/* Halving stops where a step would need more than 10 minutes. */
-	gpushare_peak_search_init(&ps, c0->rate, c0->resolution, fmax(c0->rate / 1024, (double)min_requests / 600.0),
+	/* Halving stops where a step would need more than the step limit. */
+	gpushare_peak_search_init(&ps, c0->rate, c0->resolution,
+				  fmax(c0->rate / 1024, (double)min_requests / GPUSHARE_PEAK_STEP_MAX_SECONDS),
 				  c0->rate_max);
 	while (rc == GPUSHARE_OK && pk->n_steps < GPUSHARE_PEAK_MAX_STEPS && gpushare_peak_search_next(&ps, &rate)) {
 		struct gpushare_bench_result step;

@@ -260,11 +260,18 @@ static bool converged(const struct sweep_ctx *x, size_t k)
 	return ci.n >= 2 && ci.coverage >= 0.95 && gpushare_ci_rel_halfwidth(&ci) <= x->s->target_noise;
 }
 
-/* No time for one more run of the mean length within the budget. */
-static bool budget_spent(struct sweep_ctx *x)
+/* No time for cell k's next run within the budget: the mean length of the
+ * runs so far, and never less than that run's plan. */
+static bool budget_spent(struct sweep_ctx *x, size_t k)
 {
 	double spent = (double)(gpushare_now_ns() - x->t0_ns) / 1e9;
 	double per_run = x->sum->runs_done ? x->run_seconds_sum / x->sum->runs_done : x->s->budget_run_seconds;
+	struct gpushare_bench_plan plan;
+
+	sweep_cell_config(x->s, &x->cells[k], x->c);
+	if (gpushare_bench_plan(x->c, &plan) == GPUSHARE_OK && plan.total_seconds > per_run)
+		per_run = plan.total_seconds;
+	gpushare_clear_error();
 
 	if (x->s->budget_seconds <= 0 || spent + per_run <= x->s->budget_seconds)
 		return false;
@@ -323,7 +330,7 @@ static int race_loop(struct sweep_ctx *x)
 				rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
 				break;
 			}
-			if (budget_spent(x) || halted(x)) {
+			if (budget_spent(x, k) || halted(x)) {
 				stop = true;
 				break;
 			}

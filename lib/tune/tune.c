@@ -173,6 +173,12 @@ static int probe_round(struct tune_ctx *x, const char *probe_path)
 			p->bench.duration_ns = ns;
 	}
 	x->probe_window_ns = p->bench.duration_ns;
+	/* Before the first probe: one probe must fit in the whole budget. */
+	rc = gpushare_sweep_budget_check(p);
+	if (rc) {
+		free(p);
+		return rc;
+	}
 	if (p->progress) {
 		p->progress = progress;
 		p->progress_arg = x;

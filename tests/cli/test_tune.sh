@@ -232,6 +232,20 @@ for bad in "--repeats 3" "--target-noise 2%" "--workload spin,matmul" "--max-rep
 	run tune --out "$tmp/bad" $bad --workload spin
 	[[ $rc -eq 2 ]] && ok "'$bad' -> 2: $(head -1 "$tmp/err")" || fail "'$bad' -> $rc $(cat "$tmp/err")"
 done
+# Every run is planned before the first starts: a budget no probe fits in
+# (a 7.5-minute probe of --duration 1h, a 1 ns budget, a peak search whose
+# first step needs 1e8 s) is refused at once, nothing run, no "No pick".
+for bad in "--budget 5s --duration 1h" "--budget 1ns" "--budget 5s --rate 100 --slo p99.999999=10ms"; do
+	rm -rf "$tmp/bp"
+	# shellcheck disable=SC2086
+	run tune --out "$tmp/bp" $bad --strategy timeslice --workers 1 "${CMD[@]}"
+	if [[ $rc -eq 2 ]] && grep -Eq "shorter than one run|at most 600 s" "$tmp/err" && ! grep -q "No pick" "$tmp/out" \
+		&& [[ ! -s "$tmp/bp/probes.jsonl" ]]; then
+		ok "'$bad' -> 2 before any run: $(head -1 "$tmp/err")"
+	else
+		fail "'$bad' -> $rc: $(cat "$tmp/out" "$tmp/err")"
+	fi
+done
 run "${TUNE[@]}" --out "$tmp/a" "${CMD[@]}"
 [[ $rc -eq 2 ]] && grep -q "give --resume" "$tmp/err" && ok "results present without --resume -> 2" || fail "present: $rc"
 mkdir "$tmp/d" && cp "$tmp/c/probes.jsonl" "$tmp/d/"
