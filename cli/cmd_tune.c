@@ -437,7 +437,7 @@ static void tune_each(struct cli_parse *p, void *args)
 int cmd_tune(int argc, char **argv)
 {
 	static const struct cli_resume r = { &cli_tune_cmd, GPUSHARE_TUNE_PROBES_FILE, tune_free_opts,
-					     CLI_N(tune_free_opts), cmd_tune_run };
+					     CLI_N(tune_free_opts), cmd_tune_run, true, GPUSHARE_SWEEP_RESULTS_FILE };
 
 	return cli_resume(&r, argc, argv);
 }

@@ -160,6 +160,8 @@ struct gpushare_sweep_config {
 					 * median throughput (at >= 95% coverage), e.g. 0.02; 0 = off */
 	int max_repeats;                /* adaptive: at most this many per cell (default 20) */
 	bool resume;                    /* skip (cell, repeat) pairs already recorded */
+	bool resume_same_grid;          /* and refuse a record of a cell outside the grid
+					 * (tune: its decisions read the whole file) */
 	/* Window, GPU, timeouts, worker path, command line: as for bench. The
 	 * workload, workers, batch and strategies of it are set per cell;
 	 * mps_pipe_dir "" means the sweep starts one private daemon for all
