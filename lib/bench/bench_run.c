@@ -467,18 +467,17 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	struct gpushare_errsave e;
 	struct bench_ctx x;
 	double ceiling_ips = 0;
-	bool own_daemon = false;
 	int rc;
 
 	gpushare_bench_report_init(r, c);
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	x.r = r;
-	/* A keeper where this run may start a daemon of its own (else only an empty directory). */
-	for (size_t i = 0; !c->mps_pipe_dir[0] && i < c->n_strategies; i++)
-		own_daemon |= gpushare_strategy_uses_mps(c->strategies[i]);
+	/* A keeper always: it stops a daemon of this run's own after a kill,
+	 * and removes the run directory even where there is none (a sweep or
+	 * tune killed mid-run left it for the next run to reap). */
 	gpushare_run_ctx_init(&x.run, &(struct gpushare_run_opts){ .prefix = "bench", .mps_pipe_dir = c->mps_pipe_dir,
-									 .keeper = own_daemon });
+									 .keeper = true });
 	fill_metadata(&x);
 	rc = gpushare_bench_config_check(c);
 	if (!rc)

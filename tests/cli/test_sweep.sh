@@ -296,6 +296,21 @@ EOF
 	unset GPUSHARE_MPS_CONTROL
 fi
 
+echo "== a SIGKILLed sweep of plain processes: the run in flight leaves no bench run directory behind"
+# No daemon here: each bench run's own directory has its keeper too, so a
+# kill leaves nothing for the next run to reap.
+"$GPUSHARE" "${SPIN[@]}" --strategy timeslice --workers 1 --repeats 2 --duration 30s --out "$tmp/kb" -q \
+	>/dev/null 2>&1 &
+pid=$!
+wait_for 200 0.05 bash -c "ls -d '$tmp'/xdg/gpushare/bench-* >/dev/null 2>&1" \
+	&& ok "the run's directory is there" || fail "no bench run directory seen"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+wait_for 100 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/bench-* >/dev/null 2>&1" \
+	&& ok "SIGKILL: the run's keeper removed its directory, no other gpushare run" \
+	|| fail "SIGKILL: left $(ls -d "$tmp"/xdg/gpushare/bench-* 2>/dev/null)"
+no_workers_left "sweep SIGKILL, plain processes"
+
 echo "== --target-noise repeats until the CI is narrow enough"
 run "${SPIN[@]}" --strategy sequential --workers 1 --repeats 2 --target-noise 50% --max-repeats 8 --out "$tmp/t" -q --no-report
 if [[ $rc -eq 10 ]] && grep -q "no request ended in the measurement window" "$tmp/t/results.jsonl"; then
