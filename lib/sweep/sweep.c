@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,25 @@ static bool peak_cut(const struct gpushare_bench_peak *pk)
 	return false;
 }
 
+/* GPUSHARE_TEST_INTERRUPT_AT=POINT:N, for the tests of interruption: a
+ * SIGINT to this process at POINT of this invocation's Nth run, so that a
+ * test provokes each moment of a run's end at will. POINT "run-end": the
+ * bench run has returned, nothing is decided; "recorded": its record is
+ * appended, the sweep has not counted it. */
+static void test_interrupt(const struct sweep_ctx *x, const char *point)
+{
+	const char *at = gpushare_getenv_process(NULL, "GPUSHARE_TEST_INTERRUPT_AT");
+	size_t len = strlen(point);
+	char *end;
+	unsigned long n;
+
+	if (!at || strncmp(at, point, len) || at[len] != ':')
+		return;
+	n = strtoul(at + len + 1, &end, 10);
+	if (!*end && n == x->runs_started)
+		kill(getpid(), SIGINT);
+}
+
 static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 {
 	const struct gpushare_sweep_cell *cell = &x->cells[k];
@@ -210,7 +230,9 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	x->cur = cell;
 	x->cur_repeat = repeat;
 	report_progress(x, false, false, 0, NULL, NULL);
+	x->runs_started++;
 	rc = gpushare_bench_run(x->c, &r);
+	test_interrupt(x, "run-end");
 	gpushare_bench_report_settle(&r, rc);
 	if (rc == GPUSHARE_E_INTERRUPTED || r.interrupted || gpushare_bench_interrupted()) {
 		gpushare_bench_report_release(&r);
@@ -232,6 +254,8 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 				    &line);
 	if (!wrc)
 		wrc = sweep_append_line(x, line);
+	if (!wrc)
+		test_interrupt(x, "recorded");
 	free(line);
 	if (!wrc) {
 		double ips = ok ? gpushare_bench_result_score(&r.results[0]) : NAN;   /* a mix: its score */

@@ -274,6 +274,26 @@ assert len(pairs) == 8 and max(pairs.values()) == 1, pairs
 assert len(dirs) == 2, dirs                      # one per invocation (interrupted + resumed)
 EOF
 	ls -d "$tmp"/xdg/gpushare/sweep-* >/dev/null 2>&1 && fail "sweep run directory left behind" || ok "run directory removed"
+	echo "== SIGINT at each moment of a run's end: every (cell, repeat) recorded once after --resume"
+	# GPUSHARE_TEST_INTERRUPT_AT signals the sweep at an exact point of its
+	# Nth run: "run-end" (the bench run returned, nothing decided) and
+	# "recorded" (its line appended, not yet counted).
+	for at in run-end:2 recorded:2 run-end:3 recorded:3; do
+		rm -rf "$tmp/ia"
+		set +e
+		GPUSHARE_TEST_INTERRUPT_AT=$at "$GPUSHARE" "${SPIN[@]}" --strategy mps,mps-split --workers 1,2 --repeats 2 \
+			--out "$tmp/ia" -q >/dev/null 2>"$tmp/ia.err"
+		irc=$?
+		set -e
+		run "${SPIN[@]}" --strategy mps,mps-split --workers 1,2 --repeats 2 --out "$tmp/ia" --resume -q
+		if [[ $irc -eq 130 && $rc -eq 0 ]] && python3 - "$tmp/ia/results.jsonl" <<'EOF'
+import json, sys, collections
+pairs = collections.Counter((r["cell"]["key"], r["repeat"]) for r in map(json.loads, open(sys.argv[1])))
+assert len(pairs) == 8 and max(pairs.values()) == 1, pairs
+EOF
+		then ok "SIGINT at $at: exit 130, --resume completes, each pair once"
+		else fail "SIGINT at $at: exit $irc then $rc: $(cat "$tmp/ia.err" "$tmp/err") $(wc -l <"$tmp/ia/results.jsonl") lines"; fi
+	done
 	echo "== a SIGKILLed sweep: its keeper stops the daemon and removes the run directory, at once"
 	"$GPUSHARE" "${SPIN[@]}" --strategy mps --workers 1 --repeats 2 --duration 30s --out "$tmp/k" -q \
 		>/dev/null 2>&1 &
