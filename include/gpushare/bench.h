@@ -192,6 +192,9 @@ struct gpushare_bench_config {
 	double resolution;                     /* 0.05: stop when fail / pass <= 1.05 */
 	unsigned tail_samples;                 /* requests beyond the quantile per step (100) */
 	double rate_max;                       /* bracketing never goes above (1e7) */
+	uint64_t peak_deadline_ns;             /* > 0: after its first step a search starts no
+						* step whose plan ends past this gpushare_now_ns()
+						* (a sweep's or tune's budget); 0 none */
 };
 
 /* "request", "job". */

@@ -196,10 +196,21 @@ static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st
 		struct gpushare_bench_result step;
 		struct gpushare_peak_step *ps_step = &pk->steps[pk->n_steps++];
 		double need_s = (double)min_requests / rate;
+		struct gpushare_bench_plan plan;
 		uint64_t q;
 
 		c->rate = rate;
 		c->duration_ns = need_s * 1e9 > (double)c0->duration_ns ? (uint64_t)ceil(need_s * 1e9) : c0->duration_ns;
+		/* The budget: a step that would end past it is not started. */
+		if (c0->peak_deadline_ns && pk->n_steps > 1 && gpushare_bench_plan(c, &plan) == GPUSHARE_OK &&
+		    (double)gpushare_now_ns() + plan.run_seconds * 1e9 > (double)c0->peak_deadline_ns) {
+			char r[24];
+
+			pk->n_steps--;
+			snprintf(pk->note, sizeof(pk->note), "stopped: the budget ran out before the step at %s/s",
+				 gpushare_fmt_si(rate, r, sizeof(r)));
+			break;
+		}
 		rc = gpushare_bench_result_init(&step, st->id, res->n_workers);
 		if (rc)
 			break;

@@ -219,6 +219,9 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	int rc, wrc;
 
 	sweep_cell_config(x->s, cell, x->c);
+	/* A peak search starts no step past the budget. */
+	if (x->s->budget_seconds > 0)
+		x->c->peak_deadline_ns = x->t0_ns + (uint64_t)(x->s->budget_seconds * 1e9);
 	if (gpushare_strategy_uses_mps(cell->strategy) && x->run.sx.mps.open && !x->s->bench.mps_pipe_dir[0])
 		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
 	x->c->progress = bench_progress;
