@@ -194,6 +194,10 @@ struct cli_resume {
 	const char *const *free_opts;
 	size_t n_free;
 	int (*run)(int argc, char **argv);
+	/* Set (tune): --resume with nothing recorded in file is refused, not
+	 * a new run; so is one where file holds nothing but also_file runs. */
+	bool need_record;
+	const char *also_file;
 };
 int cli_resume(const struct cli_resume *r, int argc, char **argv);
 

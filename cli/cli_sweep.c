@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "gpushare/gpushare.h"
@@ -206,10 +207,26 @@ int cli_resume(const struct cli_resume *r, int argc, char **argv)
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", out, r->file) >= sizeof(path))
 		return cli_error(EXIT_USAGE, "%s: --out '%s' is too long", name, out);
 	rc = gpushare_sweep_recorded_argv(path, &rec);
+	if (rc == GPUSHARE_E_NOT_FOUND && r->need_record) {
+		char also[GPUSHARE_PATH_MAX + 64];
+		struct stat st;
+
+		/* Nothing to resume: a new run would mix its grid into what
+		 * the directory holds, or start one the user did not ask for. */
+		if (r->also_file && (size_t)snprintf(also, sizeof(also), "%s/%s", out, r->also_file) < sizeof(also) &&
+		    stat(also, &st) == 0 && st.st_size > 0)
+			return cli_error(EXIT_USAGE, "%s: --resume: '%s' holds runs but '%s' none: which %s they are of "
+					 "cannot be told; give another --out", name, also, path, name);
+		return cli_error(EXIT_USAGE, "%s: --resume: nothing recorded in '%s' (no run in '%s'); leave out "
+				 "--resume to start a %s", name, out, path, name);
+	}
 	if (rc == GPUSHARE_E_NOT_FOUND) {
 		gpushare_clear_error();
 		return r->run(argc, argv); /* nothing recorded yet: a new one */
 	}
+	if (rc == GPUSHARE_E_INVAL)
+		return cli_error(EXIT_USAGE, "%s: --resume: %s: which %s they are of cannot be told; give another --out",
+				 name, gpushare_errdetail(), name);
 	if (rc)
 		return cli_error(EXIT_IO, "%s: --resume: %s", name, gpushare_errdetail());
 	while (rec[nrec])

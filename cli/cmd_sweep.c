@@ -285,7 +285,7 @@ static int cmd_sweep_run(int argc, char **argv);
 int cmd_sweep(int argc, char **argv)
 {
 	static const struct cli_resume r = { &cli_sweep_cmd, GPUSHARE_SWEEP_RESULTS_FILE, sweep_free_opts,
-					     CLI_N(sweep_free_opts), cmd_sweep_run };
+					     CLI_N(sweep_free_opts), cmd_sweep_run, false, NULL };
 
 	return cli_resume(&r, argc, argv);
 }

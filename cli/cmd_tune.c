@@ -437,7 +437,7 @@ static void tune_each(struct cli_parse *p, void *args)
 int cmd_tune(int argc, char **argv)
 {
 	static const struct cli_resume r = { &cli_tune_cmd, GPUSHARE_TUNE_PROBES_FILE, tune_free_opts,
-					     CLI_N(tune_free_opts), cmd_tune_run };
+					     CLI_N(tune_free_opts), cmd_tune_run, true, GPUSHARE_SWEEP_RESULTS_FILE };
 
 	return cli_resume(&r, argc, argv);
 }
@@ -567,7 +567,8 @@ static int cmd_tune_run(int argc, char **argv)
 		code = cli_run_failed("tune", rc);
 	if (!code && !a.no_report && (res.sum.runs_done || res.sum.runs_skipped))
 		code = cli_report_run(out, out, 0, CLI_REPORT_SILENT);
-	if (rc != GPUSHARE_E_INTERRUPTED && res.n_cands) {
+	/* Refused before the first run (a budget no run fits in): nothing to show. */
+	if (rc != GPUSHARE_E_INTERRUPTED && rc != GPUSHARE_E_INVAL && res.n_cands) {
 		if (a.json) {
 			char *doc;
 

@@ -72,6 +72,10 @@ const char *gpushare_arrival_name(int arrival);
 const char *gpushare_dispatch_name(int dispatch);
 /* Most steps of one --find-peak search per strategy. */
 #define GPUSHARE_PEAK_MAX_STEPS 40
+/* The longest window one step of a --find-peak search may need to offer the
+ * arrivals its quantile rests on (gpushare_bench_plan() refuses a first
+ * rate that needs more; the search halves no lower than that). Seconds. */
+#define GPUSHARE_PEAK_STEP_MAX_SECONDS 600.0
 
 /* Progress of a run, handed to the caller's callback about every 100 ms. */
 enum gpushare_bench_phase {
@@ -188,6 +192,9 @@ struct gpushare_bench_config {
 	double resolution;                     /* 0.05: stop when fail / pass <= 1.05 */
 	unsigned tail_samples;                 /* requests beyond the quantile per step (100) */
 	double rate_max;                       /* bracketing never goes above (1e7) */
+	uint64_t peak_deadline_ns;             /* > 0: after its first step a search starts no
+						* step whose plan ends past this gpushare_now_ns()
+						* (a sweep's or tune's budget); 0 none */
 };
 
 /* "request", "job". */
@@ -252,6 +259,31 @@ int gpushare_bench_config_init(struct gpushare_bench_config *c);
 /* Check the configuration as a whole (mode, list lengths against workers).
  * GPUSHARE_E_INVAL with a detail naming the option. */
 int gpushare_bench_config_check(const struct gpushare_bench_config *c);
+
+/* What one run of a configuration takes, known before it starts (seconds):
+ * what bench checks against the step limit, and sweep and tune against a
+ * budget. A run counted in requests has no planned window (0): its length
+ * is the workload's. A peak search's window is its first step's: at least
+ * the one asked for, longer when the rate offers too few arrivals for its
+ * quantile in it; later steps are as long or shorter, up to
+ * GPUSHARE_PEAK_MAX_STEPS of them. */
+struct gpushare_bench_plan {
+	double warmup_seconds;         /* the most the warm-up lasts (duration mode) */
+	double window_seconds;         /* the measurement window (a search: its first step's) */
+	double drain_seconds;          /* open loop: serving the backlog after the window */
+	double step_need_seconds;      /* a search: the window its first rate needs for its arrivals */
+	double run_seconds;            /* one strategy: warm-up + window + drain */
+	double total_seconds;          /* every strategy of the run at run_seconds */
+};
+
+/* Fill *plan from c. GPUSHARE_E_INVAL, naming the numbers, when the first
+ * step of a peak search needs more than GPUSHARE_PEAK_STEP_MAX_SECONDS (a
+ * high quantile at a low first rate). */
+int gpushare_bench_plan(const struct gpushare_bench_config *c, struct gpushare_bench_plan *plan);
+
+/* The percentile of a quantile as an option writes it, to as many digits as
+ * it has ("p99", "p99.9", "p99.999999"; never rounded up to "p100"). */
+const char *gpushare_fmt_percentile(double quantile, char *buf, size_t len);
 
 /* The open-loop part of that check (also used by sweep): --rate, duration
  * mode, request-mode commands, --find-peak's --slo. */

@@ -160,6 +160,8 @@ struct gpushare_sweep_config {
 					 * median throughput (at >= 95% coverage), e.g. 0.02; 0 = off */
 	int max_repeats;                /* adaptive: at most this many per cell (default 20) */
 	bool resume;                    /* skip (cell, repeat) pairs already recorded */
+	bool resume_same_grid;          /* and refuse a record of a cell outside the grid
+					 * (tune: its decisions read the whole file) */
 	/* Window, GPU, timeouts, worker path, command line: as for bench. The
 	 * workload, workers, batch and strategies of it are set per cell;
 	 * mps_pipe_dir "" means the sweep starts one private daemon for all
@@ -255,6 +257,16 @@ const char *gpushare_sweep_cell_thread_pct_text(const struct gpushare_sweep_cell
  * program exists and is executable, no streams strategy). GPUSHARE_E_INVAL
  * with a detail. */
 int gpushare_sweep_config_check(const struct gpushare_sweep_config *s);
+
+/* The plan (gpushare_bench_plan()) of the grid's longest run: what a run of
+ * this sweep takes at least, known before any starts. */
+int gpushare_sweep_plan(const struct gpushare_sweep_config *s, struct gpushare_bench_plan *longest);
+
+/* Refuse (GPUSHARE_E_INVAL, naming the plan) a budget_seconds > 0 shorter
+ * than the grid's longest run: not one run would fit, so nothing could be
+ * measured. gpushare_tune_run() checks its probes' before the first; a
+ * running sweep starts no run whose plan passes what is left. */
+int gpushare_sweep_budget_check(const struct gpushare_sweep_config *s);
 
 /* The cells in run order (shape, strategy, workers, batch nested in that
  * order; the round robin goes through this list once per repeat). Caller

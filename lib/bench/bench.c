@@ -189,6 +189,10 @@ int gpushare_bench_open_check(const struct gpushare_bench_config *c)
 			return gpushare_fail(GPUSHARE_E_INVAL, "--resolution must be from 0.1%% to 100%%");
 		if (c->tail_samples < 1)
 			return gpushare_fail(GPUSHARE_E_INVAL, "--tail-samples must be at least 1");
+		/* The first step's window against the step limit. */
+		struct gpushare_bench_plan plan;
+
+		return gpushare_bench_plan(c, &plan);
 	}
 	return GPUSHARE_OK;
 }

@@ -188,17 +188,29 @@ static int find_peak(struct bench_ctx *x, const struct gpushare_strategy_ops *st
 	*c = *c0;
 	pk->searched = true;
 	pk->min_requests = min_requests;
-	/* Halving stops where a step would need more than 10 minutes. */
-	gpushare_peak_search_init(&ps, c0->rate, c0->resolution, fmax(c0->rate / 1024, (double)min_requests / 600.0),
+	/* Halving stops where a step would need more than the step limit. */
+	gpushare_peak_search_init(&ps, c0->rate, c0->resolution,
+				  fmax(c0->rate / 1024, (double)min_requests / GPUSHARE_PEAK_STEP_MAX_SECONDS),
 				  c0->rate_max);
 	while (rc == GPUSHARE_OK && pk->n_steps < GPUSHARE_PEAK_MAX_STEPS && gpushare_peak_search_next(&ps, &rate)) {
 		struct gpushare_bench_result step;
 		struct gpushare_peak_step *ps_step = &pk->steps[pk->n_steps++];
 		double need_s = (double)min_requests / rate;
+		struct gpushare_bench_plan plan;
 		uint64_t q;
 
 		c->rate = rate;
 		c->duration_ns = need_s * 1e9 > (double)c0->duration_ns ? (uint64_t)ceil(need_s * 1e9) : c0->duration_ns;
+		/* The budget: a step that would end past it is not started. */
+		if (c0->peak_deadline_ns && pk->n_steps > 1 && gpushare_bench_plan(c, &plan) == GPUSHARE_OK &&
+		    (double)gpushare_now_ns() + plan.run_seconds * 1e9 > (double)c0->peak_deadline_ns) {
+			char r[24];
+
+			pk->n_steps--;
+			snprintf(pk->note, sizeof(pk->note), "stopped: the budget ran out before the step at %s/s",
+				 gpushare_fmt_si(rate, r, sizeof(r)));
+			break;
+		}
 		rc = gpushare_bench_result_init(&step, st->id, res->n_workers);
 		if (rc)
 			break;
@@ -466,18 +478,17 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	struct gpushare_errsave e;
 	struct bench_ctx x;
 	double ceiling_ips = 0;
-	bool own_daemon = false;
 	int rc;
 
 	gpushare_bench_report_init(r, c);
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	x.r = r;
-	/* A keeper where this run may start a daemon of its own (else only an empty directory). */
-	for (size_t i = 0; !c->mps_pipe_dir[0] && i < c->n_strategies; i++)
-		own_daemon |= gpushare_strategy_uses_mps(c->strategies[i]);
+	/* A keeper always: it stops a daemon of this run's own after a kill,
+	 * and removes the run directory even where there is none (a sweep or
+	 * tune killed mid-run left it for the next run to reap). */
 	gpushare_run_ctx_init(&x.run, &(struct gpushare_run_opts){ .prefix = "bench", .mps_pipe_dir = c->mps_pipe_dir,
-									 .keeper = own_daemon });
+									 .keeper = true });
 	fill_metadata(&x);
 	rc = gpushare_bench_config_check(c);
 	if (!rc)

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -290,14 +291,18 @@ int gpushare_openloop_go(struct gpushare_dispatcher *d, const struct gpushare_be
 	return gpushare_dispatcher_start(d);
 }
 
+/* The drain after a window of d ns: drain_ns when set, else the window's
+ * length, from 1 s to 10 s. */
+static uint64_t drain_after(uint64_t drain_ns, uint64_t d)
+{
+	if (drain_ns)
+		return drain_ns;
+	return d < NS_PER_S ? NS_PER_S : d > 10 * NS_PER_S ? 10 * NS_PER_S : d;
+}
+
 uint64_t gpushare_openloop_drain_ns(const struct gpushare_bench_config *c)
 {
-	uint64_t d = c->duration_ns;
-
-	if (c->drain_ns)
-		return c->drain_ns;
-	/* The window's length, from 1 s to 10 s. */
-	return d < NS_PER_S ? NS_PER_S : d > 10 * NS_PER_S ? 10 * NS_PER_S : d;
+	return drain_after(c->drain_ns, c->duration_ns);
 }
 
 bool gpushare_openloop_drained(const struct gpushare_dispatcher *d, struct gpushare_region_header *reg)
@@ -412,4 +417,59 @@ void gpushare_peak_search_result(struct gpushare_peak_search *s, double rate, bo
 		s->pass = rate;
 	else if (!pass && (s->fail == 0 || rate < s->fail))
 		s->fail = rate;
+}
+
+/* ---- a run's plan ---- */
+
+const char *gpushare_fmt_percentile(double quantile, char *buf, size_t len)
+{
+	double pct = quantile * 100;
+
+	/* The fewest digits that read back as this quantile and stay below
+	 * 100 (p99.999999 at 6 digits would print as p100). */
+	for (int digits = 2; digits <= 17; digits++) {
+		char t[40];
+		double back;
+
+		snprintf(t, sizeof(t), "%.*g", digits, pct);
+		back = strtod(t, NULL);
+		if (fabs(back - pct) <= 1e-9 * fabs(pct) && (back < 100 || !(pct < 100))) {
+			snprintf(buf, len, "p%s", t);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "p%.17g", pct);
+	return buf;
+}
+
+int gpushare_bench_plan(const struct gpushare_bench_config *c, struct gpushare_bench_plan *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	plan->window_seconds = c->requests ? 0 : (double)c->duration_ns / 1e9;
+	plan->warmup_seconds = c->requests ? 0 : (double)c->warmup_ns / 1e9;
+	if (c->load == GPUSHARE_LOAD_OPEN && c->find_peak && c->rate > 0) {
+		double need = (double)gpushare_peak_min_requests(c->slo_quantile, c->tail_samples) / c->rate;
+
+		plan->step_need_seconds = need;
+		if (!(need <= GPUSHARE_PEAK_STEP_MAX_SECONDS)) {
+			char q[48], r[24], n[24];
+
+			return gpushare_fail(GPUSHARE_E_INVAL,
+					     "--find-peak: the first step at --rate %s/s needs %.3g s to offer the %s arrivals "
+					     "%s rests on (%u beyond it); a step may take at most %.0f s: give a higher --rate, "
+					     "a lower quantile or fewer --tail-samples",
+					     gpushare_fmt_si(c->rate, r, sizeof(r)), need,
+					     gpushare_fmt_si((double)gpushare_peak_min_requests(c->slo_quantile, c->tail_samples), n,
+							     sizeof(n)),
+					     gpushare_fmt_percentile(c->slo_quantile, q, sizeof(q)), c->tail_samples,
+					     GPUSHARE_PEAK_STEP_MAX_SECONDS);
+		}
+		if (need > plan->window_seconds)
+			plan->window_seconds = ceil(need * 1e9) / 1e9;
+	}
+	if (c->load == GPUSHARE_LOAD_OPEN)
+		plan->drain_seconds = (double)drain_after(c->drain_ns, (uint64_t)(plan->window_seconds * 1e9)) / 1e9;
+	plan->run_seconds = plan->warmup_seconds + plan->window_seconds + plan->drain_seconds;
+	plan->total_seconds = plan->run_seconds * (c->n_strategies ? (double)c->n_strategies : 1);
+	return GPUSHARE_OK;
 }

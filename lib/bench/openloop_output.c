@@ -116,7 +116,7 @@ void gpushare_openloop_table(FILE *f, const struct gpushare_bench_result *res, c
 {
 	const struct gpushare_bench_openloop *o = &res->open;
 	const struct gpushare_bench_peak *p = &res->peak;
-	char a[24], b[24], d[24], e[24], g[24], h[24];
+	char a[24], b[24], d[24], e[24], g[24], h[24], q[48];
 
 	if (!o->on)
 		return;
@@ -135,10 +135,10 @@ void gpushare_openloop_table(FILE *f, const struct gpushare_bench_result *res, c
 	if (!p->searched || !c)
 		return;
 	if (p->found)
-		fprintf(f, "  peak within p%g <= %s: %s/s", c->slo_quantile * 100, fmt_s((double)c->slo_ns / 1e9, a, sizeof(a)),
-			fmt_r(p->rate, b, sizeof(b)));
+		fprintf(f, "  peak within %s <= %s: %s/s", gpushare_fmt_percentile(c->slo_quantile, q, sizeof(q)),
+			fmt_s((double)c->slo_ns / 1e9, a, sizeof(a)), fmt_r(p->rate, b, sizeof(b)));
 	else
-		fprintf(f, "  peak within p%g <= %s: none found", c->slo_quantile * 100,
+		fprintf(f, "  peak within %s <= %s: none found", gpushare_fmt_percentile(c->slo_quantile, q, sizeof(q)),
 			fmt_s((double)c->slo_ns / 1e9, a, sizeof(a)));
 	if (p->upper > 0)
 		fprintf(f, " (missed at %s/s)", fmt_r(p->upper, a, sizeof(a)));

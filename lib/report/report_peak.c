@@ -360,12 +360,13 @@ static int build(const struct gpushare_report *r, struct peak_table **out, size_
 /* "p99 <= 50 ms", or "the bound (unknown)". */
 static void bound_text(const struct peak_table *t, char *buf, size_t len)
 {
-	char b[32];
+	char b[32], q[48];
 
 	if (t->bound <= 0)
 		snprintf(buf, len, "an unknown bound (no successful run recorded it)");
 	else
-		snprintf(buf, len, "p%g <= %s", t->q * 100, gpushare_fmt_seconds(t->bound, b, sizeof(b)));
+		snprintf(buf, len, "%s <= %s", gpushare_fmt_percentile(t->q, q, sizeof(q)),
+			 gpushare_fmt_seconds(t->bound, b, sizeof(b)));
 }
 
 static const char *rate(double v, char *buf, size_t len)

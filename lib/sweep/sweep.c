@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,25 @@ static bool peak_cut(const struct gpushare_bench_peak *pk)
 	return false;
 }
 
+/* GPUSHARE_TEST_INTERRUPT_AT=POINT:N, for the tests of interruption: a
+ * SIGINT to this process at POINT of this invocation's Nth run, so that a
+ * test provokes each moment of a run's end at will. POINT "run-end": the
+ * bench run has returned, nothing is decided; "recorded": its record is
+ * appended, the sweep has not counted it. */
+static void test_interrupt(const struct sweep_ctx *x, const char *point)
+{
+	const char *at = gpushare_getenv_process(NULL, "GPUSHARE_TEST_INTERRUPT_AT");
+	size_t len = strlen(point);
+	char *end;
+	unsigned long n;
+
+	if (!at || strncmp(at, point, len) || at[len] != ':')
+		return;
+	n = strtoul(at + len + 1, &end, 10);
+	if (!*end && n == x->runs_started)
+		kill(getpid(), SIGINT);
+}
+
 static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 {
 	const struct gpushare_sweep_cell *cell = &x->cells[k];
@@ -199,6 +219,9 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	int rc, wrc;
 
 	sweep_cell_config(x->s, cell, x->c);
+	/* A peak search starts no step past the budget. */
+	if (x->s->budget_seconds > 0)
+		x->c->peak_deadline_ns = x->t0_ns + (uint64_t)(x->s->budget_seconds * 1e9);
 	if (gpushare_strategy_uses_mps(cell->strategy) && x->run.sx.mps.open && !x->s->bench.mps_pipe_dir[0])
 		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
 	x->c->progress = bench_progress;
@@ -210,7 +233,9 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	x->cur = cell;
 	x->cur_repeat = repeat;
 	report_progress(x, false, false, 0, NULL, NULL);
+	x->runs_started++;
 	rc = gpushare_bench_run(x->c, &r);
+	test_interrupt(x, "run-end");
 	gpushare_bench_report_settle(&r, rc);
 	if (rc == GPUSHARE_E_INTERRUPTED || r.interrupted || gpushare_bench_interrupted()) {
 		gpushare_bench_report_release(&r);
@@ -232,6 +257,8 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 				    &line);
 	if (!wrc)
 		wrc = sweep_append_line(x, line);
+	if (!wrc)
+		test_interrupt(x, "recorded");
 	free(line);
 	if (!wrc) {
 		double ips = ok ? gpushare_bench_result_score(&r.results[0]) : NAN;   /* a mix: its score */
@@ -260,11 +287,18 @@ static bool converged(const struct sweep_ctx *x, size_t k)
 	return ci.n >= 2 && ci.coverage >= 0.95 && gpushare_ci_rel_halfwidth(&ci) <= x->s->target_noise;
 }
 
-/* No time for one more run of the mean length within the budget. */
-static bool budget_spent(struct sweep_ctx *x)
+/* No time for cell k's next run within the budget: the mean length of the
+ * runs so far, and never less than that run's plan. */
+static bool budget_spent(struct sweep_ctx *x, size_t k)
 {
 	double spent = (double)(gpushare_now_ns() - x->t0_ns) / 1e9;
 	double per_run = x->sum->runs_done ? x->run_seconds_sum / x->sum->runs_done : x->s->budget_run_seconds;
+	struct gpushare_bench_plan plan;
+
+	sweep_cell_config(x->s, &x->cells[k], x->c);
+	if (gpushare_bench_plan(x->c, &plan) == GPUSHARE_OK && plan.total_seconds > per_run)
+		per_run = plan.total_seconds;
+	gpushare_clear_error();
 
 	if (x->s->budget_seconds <= 0 || spent + per_run <= x->s->budget_seconds)
 		return false;
@@ -323,7 +357,7 @@ static int race_loop(struct sweep_ctx *x)
 				rc = gpushare_fail(GPUSHARE_E_INTERRUPTED, "interrupted");
 				break;
 			}
-			if (budget_spent(x) || halted(x)) {
+			if (budget_spent(x, k) || halted(x)) {
 				stop = true;
 				break;
 			}

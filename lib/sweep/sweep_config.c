@@ -19,6 +19,7 @@
 #include "json.h"
 #include "gpushare/bench.h"
 #include "gpushare/files.h"
+#include "gpushare/format.h"
 #include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
@@ -389,4 +390,57 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 	free(c);
 	free(cells);
 	return rc;
+}
+
+int gpushare_sweep_plan(const struct gpushare_sweep_config *s, struct gpushare_bench_plan *longest)
+{
+	struct gpushare_sweep_cell *cells = NULL;
+	struct gpushare_bench_config *c;
+	size_t n = 0;
+	int rc;
+
+	memset(longest, 0, sizeof(*longest));
+	rc = gpushare_sweep_cells(s, &cells, &n);
+	if (rc)
+		return rc;
+	c = malloc(sizeof(*c));
+	if (!c) {
+		free(cells);
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct gpushare_bench_plan p;
+
+		sweep_cell_config(s, &cells[i], c);
+		rc = gpushare_bench_plan(c, &p);
+		if (!rc && p.total_seconds > longest->total_seconds)
+			*longest = p;
+	}
+	free(c);
+	free(cells);
+	return rc;
+}
+
+int gpushare_sweep_budget_check(const struct gpushare_sweep_config *s)
+{
+	struct gpushare_bench_plan p;
+	char b[32], w[32], win[32], d[48], t[32], all[32];
+	int rc;
+
+	if (!(s->budget_seconds > 0))
+		return GPUSHARE_OK;
+	rc = gpushare_sweep_plan(s, &p);
+	if (rc || p.total_seconds <= s->budget_seconds)
+		return rc;
+	if (p.drain_seconds > 0)
+		snprintf(d, sizeof(d), " + drain %s", gpushare_fmt_seconds(p.drain_seconds, t, sizeof(t)));
+	else
+		d[0] = '\0';
+	return gpushare_fail(GPUSHARE_E_INVAL,
+			     "--budget %s is shorter than one run (warm-up %s + window %s%s = %s planned); "
+			     "give a longer --budget or a shorter --duration",
+			     gpushare_fmt_seconds(s->budget_seconds, b, sizeof(b)),
+			     gpushare_fmt_seconds(p.warmup_seconds, w, sizeof(w)),
+			     gpushare_fmt_seconds(p.window_seconds, win, sizeof(win)), d,
+			     gpushare_fmt_seconds(p.total_seconds, all, sizeof(all)));
 }

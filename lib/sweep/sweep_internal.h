@@ -47,6 +47,7 @@ struct sweep_ctx {
 	/* The run in progress, for progress callbacks. */
 	const struct gpushare_sweep_cell *cur;
 	int cur_repeat;
+	unsigned runs_started;         /* by this invocation (GPUSHARE_TEST_INTERRUPT_AT) */
 };
 
 /* ---- the grid (sweep_config.c) ---- */

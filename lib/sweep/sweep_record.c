@@ -129,6 +129,29 @@ static char **line_argv(const char *line, size_t len)
 	return argv;
 }
 
+int gpushare_sweep_recorded_argv_buffer(const char *data, size_t len, const char *name, char ***argv)
+{
+	bool any = false;
+
+	*argv = NULL;
+	for (size_t start = 0; start < len && !*argv;) {
+		const char *nl = memchr(data + start, '\n', len - start);
+		size_t end = nl ? (size_t)(nl - data) : len;
+
+		for (size_t i = start; i < end && !any; i++)
+			any = data[i] != ' ' && data[i] != '\t' && data[i] != '\r';
+		*argv = line_argv(data + start, end - start);
+		start = end + 1;
+	}
+	if (*argv)
+		return GPUSHARE_OK;
+	/* Lines, but none names its command line (null, empty, not strings):
+	 * what grid they are of cannot be told. */
+	if (any)
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' holds lines but no run with its command line", name);
+	return gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' holds no run", name);
+}
+
 int gpushare_sweep_recorded_argv(const char *results_path, char ***argv)
 {
 	char *data = NULL;
@@ -138,13 +161,7 @@ int gpushare_sweep_recorded_argv(const char *results_path, char ***argv)
 	*argv = NULL;
 	if (rc)
 		return rc;
-	for (size_t start = 0; start < len && !*argv;) {
-		const char *nl = memchr(data + start, '\n', len - start);
-		size_t end = nl ? (size_t)(nl - data) : len;
-
-		*argv = line_argv(data + start, end - start);
-		start = end + 1;
-	}
+	rc = gpushare_sweep_recorded_argv_buffer(data, len, results_path, argv);
 	free(data);
-	return *argv ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOT_FOUND, "'%s' holds no run with its command line", results_path);
+	return rc;
 }

@@ -170,6 +170,98 @@ static void short_json(const cJSON *v, char *buf, size_t len)
 	free(t);
 }
 
+/* The cell of this grid whose key a record names ("cell"."key"), -1 none. */
+static int cell_of_key(const struct sweep_ctx *x, const cJSON *root)
+{
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "cell"), "key");
+
+	for (size_t i = 0; cJSON_IsString(key) && i < x->n_cells; i++) {
+		if (!strcmp(x->cells[i].key, key->valuestring))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* A record naming a cell of this grid must be that cell's run, read back
+ * whole: settings that agree with its key, and an ok run's figure (its
+ * throughput, or a search's peak) a positive number. Otherwise resume
+ * cannot tell whether the cell ran: running it again would record it twice,
+ * skipping it would take a figure that is none. A line that is not JSON at
+ * all (torn by a kill) stays a corrupt line, as before. */
+static int check_record_cell(const struct sweep_ctx *x, const cJSON *root, const char *text, size_t len, size_t line)
+{
+	struct gpushare_report_run run;
+	int k = cell_of_key(x, root), rc;
+	const char *why = NULL;
+
+	if (k < 0)
+		return GPUSHARE_OK;
+	if (gpushare_report_parse_line(text, len, &run) != GPUSHARE_OK) {
+		char detail[256];
+
+		snprintf(detail, sizeof(detail), "%s", gpushare_errdetail());
+		return gpushare_fail(GPUSHARE_E_INVAL,
+				     "--resume: line %zu of '%s' records cell '%s' but cannot be read back (%s); "
+				     "resume cannot tell whether that cell ran: give another --out",
+				     line, x->path, x->cells[k].key, detail);
+	}
+	if (find_cell(x, &run) != k)
+		why = "settings (strategy, workers, batch, rate, shape) that disagree with its key";
+	else if (run.status == GPUSHARE_RUN_OK && !run.find_peak && !(isfinite(run.items_per_second) && run.items_per_second > 0))
+		why = "an ok run without a positive throughput";
+	else if (run.status == GPUSHARE_RUN_OK && run.find_peak && run.peak_found &&
+		 !(isfinite(run.peak_rate) && run.peak_rate > 0))
+		why = "an ok search without a positive peak rate";
+	gpushare_report_run_release(&run);
+	rc = why ? gpushare_fail(GPUSHARE_E_INVAL,
+				 "--resume: line %zu of '%s' records cell '%s' with %s; resume cannot tell whether that "
+				 "cell ran: give another --out",
+				 line, x->path, x->cells[k].key, why)
+		 : GPUSHARE_OK;
+	return rc;
+}
+
+/* A line that is not JSON: torn by a kill mid-write, it stays a corrupt line
+ * (the run it was to record runs again). A whole one (closed by its '}')
+ * naming a cell of this grid is a record that cannot be read (a NaN
+ * figure): resume cannot tell whether that cell ran. */
+static int check_unreadable_line(const struct sweep_ctx *x, const char *text, size_t len, size_t line)
+{
+	char *copy;
+	int rc = GPUSHARE_OK;
+
+	while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\r' || text[len - 1] == '\t'))
+		len--;
+	if (len < 2 || text[0] != '{' || text[len - 1] != '}')
+		return GPUSHARE_OK;
+	copy = malloc(len + 1);
+	if (!copy)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	for (size_t i = 0; i < x->n_cells && !rc; i++) {
+		cJSON *str = gpushare_json_string(x->cells[i].key);
+		char *quoted = str ? gpushare_json_print(str, false) : NULL;
+		char *at = quoted ? strstr(copy, "\"key\":") : NULL;
+
+		if (!quoted) {
+			rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+			break;
+		}
+		if (at)
+			at += 6 + strspn(at + 6, " \t");
+		if (at && !strncmp(at, quoted, strlen(quoted)))
+			rc = gpushare_fail(GPUSHARE_E_INVAL,
+					   "--resume: line %zu of '%s' records cell '%s' but is not JSON (a NaN or "
+					   "infinite figure?); resume cannot tell whether that cell ran: give another --out",
+					   line, x->path, x->cells[i].key);
+		free(quoted);
+		cJSON_Delete(str);
+	}
+	free(copy);
+	return rc;
+}
+
 /* Refuse to resume when a recorded run of a cell of this grid was measured
  * with another configuration: its samples would be merged with the new ones. */
 static int check_resume_config(struct sweep_ctx *x)
@@ -192,11 +284,14 @@ static int check_resume_config(struct sweep_ctx *x)
 		pos += l + (nl ? 1 : 0);
 		line++;
 		root = cJSON_ParseWithLength(s, l);
-		if (!root)
+		if (!root) {
+			rc = check_unreadable_line(x, s, l, line);
 			continue;
+		}
 		got = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "bench"), "config");
 		k = -1;
-		if (cJSON_IsObject(got)) {
+		rc = check_record_cell(x, root, s, l, line);
+		if (!rc && cJSON_IsObject(got)) {
 			char *t = cJSON_PrintUnformatted(root);
 
 			if (t && gpushare_report_parse_line(t, strlen(t), &run) == GPUSHARE_OK) {
@@ -289,6 +384,13 @@ int sweep_load_existing(struct sweep_ctx *x)
 	while (!rc && (run = gpushare_report_cursor_next(&cur))) {
 		int k = find_cell(x, run);
 
+		if (k < 0 && x->s->resume_same_grid) {
+			rc = gpushare_fail(GPUSHARE_E_INVAL,
+					   "--resume: '%s' records cell '%s', which is not of this grid (%zu cells); "
+					   "resume with the options that recorded it, or give another --out",
+					   x->path, run->key ? run->key : "(no key)", x->n_cells);
+			break;
+		}
 		/* Failed runs are tried again, except in a race, whose decisions
 		 * took them as they were (a resumed race takes the same ones);
 		 * runs of cells outside this grid stay in the file for the

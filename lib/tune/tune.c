@@ -93,39 +93,44 @@ static void progress(void *arg, const struct gpushare_sweep_progress *p)
 	x->t->sweep.progress(x->t->sweep.progress_arg, &q);
 }
 
+void tune_probes_from_report(const struct gpushare_report *rep, struct gpushare_tune_result *res)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		struct gpushare_report_cursor cur;
+		const struct gpushare_report_run *run;
+
+		if (gpushare_report_cursor_open(rep, &cur) != GPUSHARE_OK)
+			return;
+		while ((run = gpushare_report_cursor_next(&cur))) {
+			bool ok = run->status == GPUSHARE_RUN_OK;
+			double v;
+
+			if (run->repeat != 0 || (pass == 0 && !ok))
+				continue;
+			v = !ok ? 0 : !run->find_peak ? run->items_per_second : run->peak_found ? run->peak_rate : 0;
+			if (!(isfinite(v) && v > 0))
+				v = 0;   /* an ok run without a figure measured nothing */
+			for (size_t k = 0; k < res->n_cands; k++) {
+				struct gpushare_tune_candidate *c = &res->cands[k];
+
+				if (!run->key || strcmp(run->key, c->cell.key) || !isnan(c->probe))
+					continue;
+				c->probe = v;
+			}
+		}
+		gpushare_report_cursor_close(&cur);
+	}
+}
+
 /* The probes recorded in probe_path (this invocation's and a resumed
- * one's): each candidate's ok run; 0 when its runs there all failed (or
- * found no rate within the bound); NAN when it has none. */
+ * one's): tune_probes_from_report(). */
 static int read_probes(const char *probe_path, struct gpushare_tune_result *res)
 {
 	struct gpushare_report rep;
 	int rc = gpushare_report_load(probe_path, &rep);
 
-	for (int pass = 0; pass < 2 && !rc; pass++) {
-		struct gpushare_report_cursor cur;
-		const struct gpushare_report_run *run;
-
-		rc = gpushare_report_cursor_open(&rep, &cur);
-		while (!rc && (run = gpushare_report_cursor_next(&cur))) {
-			bool ok = run->status == GPUSHARE_RUN_OK;
-
-			if (run->repeat != 0 || (pass == 0 && !ok))
-				continue;
-			for (size_t k = 0; k < res->n_cands; k++) {
-				struct gpushare_tune_candidate *c = &res->cands[k];
-
-				if (strcmp(run->key, c->cell.key) || !isnan(c->probe))
-					continue;
-				if (!ok)
-					c->probe = 0;
-				else if (!run->find_peak)
-					c->probe = run->items_per_second;
-				else
-					c->probe = run->peak_found ? run->peak_rate : 0;
-			}
-		}
-		gpushare_report_cursor_close(&cur);
-	}
+	if (!rc)
+		tune_probes_from_report(&rep, res);
 	gpushare_report_release(&rep);
 	return rc == GPUSHARE_E_NOT_FOUND ? GPUSHARE_OK : rc;
 }
@@ -173,6 +178,12 @@ static int probe_round(struct tune_ctx *x, const char *probe_path)
 			p->bench.duration_ns = ns;
 	}
 	x->probe_window_ns = p->bench.duration_ns;
+	/* Before the first probe: one probe must fit in the whole budget. */
+	rc = gpushare_sweep_budget_check(p);
+	if (rc) {
+		free(p);
+		return rc;
+	}
 	if (p->progress) {
 		p->progress = progress;
 		p->progress_arg = x;
@@ -247,6 +258,7 @@ int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, 
 		return gpushare_fail(GPUSHARE_E_INVAL, "results path '%s' is too long", results_path);
 	t->sweep.repeats = 1;
 	t->sweep.target_noise = 0;
+	t->sweep.resume_same_grid = true;   /* the race reads every record of its files */
 	rc = gpushare_sweep_config_check(&t->sweep);
 	if (!rc)
 		rc = gpushare_sweep_cells(&t->sweep, &cells, &n);

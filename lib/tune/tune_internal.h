@@ -22,6 +22,14 @@ struct tune_ctx {
 	uint64_t probe_window_ns;         /* a probe's window */
 };
 
+/* The probes of a loaded probes file (tune's probes.jsonl): each
+ * candidate's first ok probe (repeat 0), its throughput or a search's peak;
+ * 0 when its records there all failed, found no rate within the bound or
+ * hold no positive figure; NAN (left as it is) when it has none. Records
+ * of other keys are passed over. */
+struct gpushare_report;
+void tune_probes_from_report(const struct gpushare_report *rep, struct gpushare_tune_result *res);
+
 /* Candidates still racing. */
 size_t tune_n_active(const struct gpushare_tune_result *res);
 

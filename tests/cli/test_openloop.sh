@@ -270,6 +270,12 @@ bad 2 "invalid --dispatch" --load open --rate 10 --dispatch random
 bad 2 "invalid --arrival" --load open --rate 10 --arrival bursty
 bad 2 "invalid --load" --load half
 bad 2 "does not apply" --load open --rate 10 --ceiling
+# A peak search's first step is planned before it starts: a high quantile at
+# a low first rate would need 1e8 s (1e10 s at 1e-6/s) to offer its
+# arrivals; refused at once, above the step limit, naming the quantile as given.
+bad 2 "needs 1e+08 s to offer the 10.0G arrivals p99.999999 rests on" \
+	--load open --rate 100 --find-peak --slo p99.999999=10ms
+bad 2 "at most 600 s" --load open --rate 1e-6 --find-peak --slo p99=10ms
 no_workers_left "bad options"
 
 finish "open-loop"

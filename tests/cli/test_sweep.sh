@@ -232,6 +232,22 @@ read -r cells total maxdup bad < <(python3 -c "$count_py" "$tmp/c/results.jsonl"
 
 if [[ -n "$HELPERS" && -x "$HELPERS/fake_mps_control" ]]; then
 	export GPUSHARE_MPS_CONTROL="$HELPERS/fake_mps_control"
+	# recorded_once FILE: each of the 8 (cell, repeat) pairs has one outcome:
+	# one ok (or partial) record, after at most failed ones (a failed run
+	# is tried again by --resume, docs/sweep.md: not a duplicate). A run cut
+	# by the signal is never recorded.
+	recorded_once() {
+		python3 - "$1" <<'EOF'
+import json, sys, collections
+st = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    st[(r["cell"]["key"], r["repeat"])].append(r["status"])
+assert len(st) == 8, sorted(st)
+for k, v in st.items():
+    assert v[-1] != "failed" and all(x == "failed" for x in v[:-1]), (k, v)
+EOF
+	}
 	echo "== mps and mps-split share one daemon; SIGINT stops it; --resume finishes"
 	out=$tmp/m
 	"$GPUSHARE" "${SPIN[@]}" --strategy mps,mps-split --workers 1,2 --repeats 2 --out "$out" -q \
@@ -261,19 +277,35 @@ if [[ -n "$HELPERS" && -x "$HELPERS/fake_mps_control" ]]; then
 	fi
 	run "${SPIN[@]}" --strategy mps,mps-split --workers 1,2 --repeats 2 --out "$out" --resume -q
 	[[ $rc -eq 0 ]] && ok "mps --resume: exit 0" || fail "mps --resume exited $rc: $(cat "$tmp/err")"
-	python3 - "$out/results.jsonl" <<'EOF' && ok "one daemon served every run of the invocation" || fail "daemon not shared"
-import json, sys, collections
-pairs = collections.Counter(); dirs = set()
+	recorded_once "$out/results.jsonl" && python3 - "$out/results.jsonl" <<'EOF' \
+		&& ok "one daemon served every run of the invocation" || fail "daemon not shared"
+import json, sys
+dirs = set()
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    pairs[(r["cell"]["key"], r["repeat"])] += 1
     m = r["bench"]["results"][0]["mps"]
+    if r["status"] == "failed" and not m:
+        continue                                 # a run that failed before it reached the daemon
     assert m and not m["daemon_started"], m      # the run used the sweep's daemon
     dirs.add(m["pipe_dir"])
-assert len(pairs) == 8 and max(pairs.values()) == 1, pairs
 assert len(dirs) == 2, dirs                      # one per invocation (interrupted + resumed)
 EOF
 	ls -d "$tmp"/xdg/gpushare/sweep-* >/dev/null 2>&1 && fail "sweep run directory left behind" || ok "run directory removed"
+	echo "== SIGINT at each moment of a run's end: every (cell, repeat) recorded once after --resume"
+	# GPUSHARE_TEST_INTERRUPT_AT signals the sweep at an exact point of its
+	# Nth run: "run-end" (the bench run returned, nothing decided) and
+	# "recorded" (its line appended, not yet counted).
+	for at in run-end:2 recorded:2 run-end:3 recorded:3; do
+		rm -rf "$tmp/ia"
+		set +e
+		GPUSHARE_TEST_INTERRUPT_AT=$at "$GPUSHARE" "${SPIN[@]}" --strategy mps,mps-split --workers 1,2 --repeats 2 \
+			--out "$tmp/ia" -q >/dev/null 2>"$tmp/ia.err"
+		irc=$?
+		set -e
+		run "${SPIN[@]}" --strategy mps,mps-split --workers 1,2 --repeats 2 --out "$tmp/ia" --resume -q
+		if [[ $irc -eq 130 && $rc -eq 0 ]] && recorded_once "$tmp/ia/results.jsonl"; then ok "SIGINT at $at: exit 130, --resume completes, each pair once"
+		else fail "SIGINT at $at: exit $irc then $rc: $(cat "$tmp/ia.err" "$tmp/err") $(wc -l <"$tmp/ia/results.jsonl") lines"; fi
+	done
 	echo "== a SIGKILLed sweep: its keeper stops the daemon and removes the run directory, at once"
 	"$GPUSHARE" "${SPIN[@]}" --strategy mps --workers 1 --repeats 2 --duration 30s --out "$tmp/k" -q \
 		>/dev/null 2>&1 &
@@ -295,6 +327,21 @@ EOF
 	no_workers_left "sweep SIGKILL"
 	unset GPUSHARE_MPS_CONTROL
 fi
+
+echo "== a SIGKILLed sweep of plain processes: the run in flight leaves no bench run directory behind"
+# No daemon here: each bench run's own directory has its keeper too, so a
+# kill leaves nothing for the next run to reap.
+"$GPUSHARE" "${SPIN[@]}" --strategy timeslice --workers 1 --repeats 2 --duration 30s --out "$tmp/kb" -q \
+	>/dev/null 2>&1 &
+pid=$!
+wait_for 200 0.05 bash -c "ls -d '$tmp'/xdg/gpushare/bench-* >/dev/null 2>&1" \
+	&& ok "the run's directory is there" || fail "no bench run directory seen"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+wait_for 100 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/bench-* >/dev/null 2>&1" \
+	&& ok "SIGKILL: the run's keeper removed its directory, no other gpushare run" \
+	|| fail "SIGKILL: left $(ls -d "$tmp"/xdg/gpushare/bench-* 2>/dev/null)"
+no_workers_left "sweep SIGKILL, plain processes"
 
 echo "== --target-noise repeats until the CI is narrow enough"
 run "${SPIN[@]}" --strategy sequential --workers 1 --repeats 2 --target-noise 50% --max-repeats 8 --out "$tmp/t" -q --no-report

@@ -147,6 +147,17 @@ then ok "tune --slo: Run it carries --arrival, --resolution and --tail-samples"
 else fail "tune --slo: exit $rc: $(cat "$tmp/err" "$tmp/out")"; fi
 no_workers_left "tune --slo"
 
+echo "== tune --slo --budget: a peak search starts no step past the budget"
+# The first step (100/s: 100 arrivals in 1 s, then its drain) fits in 4 s;
+# the doubling steps after it do not: the search stops there and says so.
+run tune --out "$tmp/tbud" --workload spin --sleep on --request-us 5ms --strategy timeslice --workers 1 \
+	--warmup 100ms --arrival uniform --rate 100 --slo p90=50ms --resolution 0.2 --tail-samples 10 --duration 500ms \
+	--budget 4s --json -q
+if [[ $rc -eq 0 || $rc -eq 10 ]] && grep -q '"note":"stopped: the budget ran out before the step at' "$tmp/tbud/probes.jsonl"
+then ok "tune --slo --budget 4s: the search stopped at the budget"
+else fail "tune --slo --budget: exit $rc: $(cat "$tmp/err") $(grep -o '"note":"[^"]*"' "$tmp/tbud/probes.jsonl")"; fi
+no_workers_left "tune --slo --budget"
+
 echo "== refused combinations"
 bad() { # bad TEXT ARGS...
 	local text=$1

@@ -226,11 +226,81 @@ else
 	fail "a failed full run, then --resume: rc $frc/$rc $(cat "$tmp/f.first" "$tmp/err")"
 fi
 
+echo "== --resume refuses what it cannot prove is the same grid, and never records a probe twice"
+# From the finished tune in c: its records changed one way each; --resume
+# must refuse (exit 2) and append nothing.
+mutate() {
+	python3 - "$tmp/c" "$tmp/g" "$1" <<'PY'
+import json, os, shutil, sys
+src, dst, how = sys.argv[1:4]
+shutil.rmtree(dst, ignore_errors=True)
+os.makedirs(dst)
+shutil.copy(src + "/results.jsonl", dst + "/results.jsonl")
+recs = [json.loads(l) for l in open(src + "/probes.jsonl")]
+ok = [r for r in recs if r["status"] == "ok"][0]
+agg = ok["bench"]["results"][0]["aggregate"]
+lines = None
+if how in ("cl-null", "cl-empty"):
+    for r in recs:
+        r["metadata"]["command_line"] = None if how == "cl-null" else []
+elif how == "negative":
+    agg["items_per_second"] = -5
+elif how == "null":
+    agg["items_per_second"] = None
+elif how == "string":
+    agg["items_per_second"] = "fast"
+elif how == "workers":
+    ok["cell"]["workers"] = ok["bench"]["config"]["workers"] = 3 - ok["cell"]["workers"] % 3
+elif how == "foreign":
+    f = json.loads(json.dumps(ok))
+    f["cell"]["batch"] = f["bench"]["config"]["batch"] = 7
+    f["cell"]["key"] = f["cell"]["key"].rsplit("|", 1)[0] + "|b7"
+    recs.append(f)
+if how == "nan":
+    agg["items_per_second"] = float("nan")
+lines = [json.dumps(r, separators=(",", ":")) for r in recs]
+if how == "empty":
+    lines = []
+if how != "missing":
+    open(dst + "/probes.jsonl", "w").write("".join(l + "\n" for l in lines))
+PY
+}
+for how in cl-null cl-empty empty missing negative null nan string workers foreign; do
+	mutate "$how"
+	before=$(cat "$tmp/g"/*.jsonl | wc -l)
+	run tune --out "$tmp/g" --resume -q --json
+	after=$(cat "$tmp/g"/*.jsonl | wc -l)
+	if [[ $rc -eq 2 && $before -eq $after ]] && grep -q "resume" "$tmp/err"; then
+		ok "--resume over probes '$how' -> 2, nothing run: $(head -c 160 "$tmp/err")"
+	else
+		fail "--resume over probes '$how': rc $rc, $before -> $after lines: $(cat "$tmp/err")"
+	fi
+done
+rm -rf "$tmp/new"
+run tune --out "$tmp/new" --resume -q
+[[ $rc -eq 2 && ! -e "$tmp/new/probes.jsonl" ]] && grep -q "nothing recorded" "$tmp/err" \
+	&& ok "--resume of a new directory -> 2, no default tune started" || fail "--resume new: rc $rc $(cat "$tmp/err")"
+no_workers_left "tune resume refusals"
+
 echo "== bad options"
 for bad in "--repeats 3" "--target-noise 2%" "--workload spin,matmul" "--max-repeats 1" "--budget 0" "--slo p99=10ms"; do
 	# shellcheck disable=SC2086
 	run tune --out "$tmp/bad" $bad --workload spin
 	[[ $rc -eq 2 ]] && ok "'$bad' -> 2: $(head -1 "$tmp/err")" || fail "'$bad' -> $rc $(cat "$tmp/err")"
+done
+# Every run is planned before the first starts: a budget no probe fits in
+# (a 7.5-minute probe of --duration 1h, a 1 ns budget, a peak search whose
+# first step needs 1e8 s) is refused at once, nothing run, no "No pick".
+for bad in "--budget 5s --duration 1h" "--budget 1ns" "--budget 5s --rate 100 --slo p99.999999=10ms"; do
+	rm -rf "$tmp/bp"
+	# shellcheck disable=SC2086
+	run tune --out "$tmp/bp" $bad --strategy timeslice --workers 1 "${CMD[@]}"
+	if [[ $rc -eq 2 ]] && grep -Eq "shorter than one run|at most 600 s" "$tmp/err" && ! grep -q "No pick" "$tmp/out" \
+		&& [[ ! -s "$tmp/bp/probes.jsonl" ]]; then
+		ok "'$bad' -> 2 before any run: $(head -1 "$tmp/err")"
+	else
+		fail "'$bad' -> $rc: $(cat "$tmp/out" "$tmp/err")"
+	fi
 done
 run "${TUNE[@]}" --out "$tmp/a" "${CMD[@]}"
 [[ $rc -eq 2 ]] && grep -q "give --resume" "$tmp/err" && ok "results present without --resume -> 2" || fail "present: $rc"

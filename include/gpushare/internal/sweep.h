@@ -14,9 +14,14 @@
 
 /* The command line that recorded the first run of a results file (its
  * metadata.command_line: "gpushare", "sweep", ...), NULL-terminated; free
- * with gpushare_sweep_argv_free(). GPUSHARE_E_NOT_FOUND when no line has
- * one (or the file is missing), the errors of gpushare_read_file(). */
+ * with gpushare_sweep_argv_free(). GPUSHARE_E_NOT_FOUND when the file is
+ * missing or holds no line; GPUSHARE_E_INVAL when it holds lines but none
+ * with a command line (null, empty: the grid they are of is not known);
+ * the errors of gpushare_read_file(). */
 int gpushare_sweep_recorded_argv(const char *results_path, char ***argv);
+/* The same over the file's bytes (len of them, not NUL-terminated); name
+ * for the messages. */
+int gpushare_sweep_recorded_argv_buffer(const char *data, size_t len, const char *name, char ***argv);
 void gpushare_sweep_argv_free(char **argv);
 
 /* Parse a non-empty comma list of whole numbers in [min, max] ("1,3,5,7"),

@@ -378,6 +378,56 @@ static void test_slo_parse(void **state)
 
 /* The dispatcher hands out a whole uniform schedule, in order, counting
  * the arrivals of the window, and says when it is done. */
+/* Every run's length is known before it starts: warm-up, window, drain, and
+ * a peak search's first step, refused above the step limit. */
+static void test_run_plan(void **state)
+{
+	struct gpushare_bench_config c;
+	struct gpushare_bench_plan p;
+
+	(void)state;
+	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
+	c.duration_ns = 3000000000ull;
+	c.warmup_ns = 1000000000ull;
+	assert_int_equal(gpushare_bench_plan(&c, &p), GPUSHARE_OK);
+	assert_true(fabs(p.run_seconds - 4.0) < 1e-9 && p.drain_seconds == 0);
+	assert_true(fabs(p.total_seconds - 8.0) < 1e-9);   /* two strategies */
+	c.load = GPUSHARE_LOAD_OPEN;
+	c.rate = 100;
+	assert_int_equal(gpushare_bench_plan(&c, &p), GPUSHARE_OK);
+	assert_true(fabs(p.drain_seconds - 3.0) < 1e-9);   /* the window's length, 1 s to 10 s */
+	/* p99 at 100/s: 10,000 arrivals need 100 s, longer than the window. */
+	c.find_peak = true;
+	c.slo_quantile = 0.99;
+	c.slo_ns = 10000000;
+	assert_int_equal(gpushare_bench_plan(&c, &p), GPUSHARE_OK);
+	assert_true(fabs(p.step_need_seconds - 100.0) < 1e-6 && fabs(p.window_seconds - 100.0) < 1e-6);
+	assert_true(fabs(p.drain_seconds - 10.0) < 1e-9);
+	/* p99.999999 at 100/s: 1e8 s; p99 at 1e-6/s: 1e10 s. Refused. */
+	c.slo_quantile = 0.99999999;
+	assert_int_equal(gpushare_bench_plan(&c, &p), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "p99.999999 "));
+	assert_int_equal(gpushare_bench_open_check(&c), GPUSHARE_E_INVAL);
+	c.slo_quantile = 0.99;
+	c.rate = 1e-6;
+	assert_int_equal(gpushare_bench_plan(&c, &p), GPUSHARE_E_INVAL);
+	c.rate = 10000.0 / GPUSHARE_PEAK_STEP_MAX_SECONDS;   /* exactly at the limit */
+	assert_int_equal(gpushare_bench_plan(&c, &p), GPUSHARE_OK);
+}
+
+/* A percentile as given, never rounded up to p100. */
+static void test_fmt_percentile(void **state)
+{
+	char b[48];
+
+	(void)state;
+	assert_string_equal(gpushare_fmt_percentile(0.99, b, sizeof(b)), "p99");
+	assert_string_equal(gpushare_fmt_percentile(0.999, b, sizeof(b)), "p99.9");
+	assert_string_equal(gpushare_fmt_percentile(0.5, b, sizeof(b)), "p50");
+	assert_string_equal(gpushare_fmt_percentile(0.99999999, b, sizeof(b)), "p99.999999");
+	assert_string_equal(gpushare_fmt_percentile(0.9999999999999, b, sizeof(b)), "p99.99999999999");
+}
+
 static void test_dispatcher(void **state)
 {
 	struct gpushare_region_header *r;
@@ -437,6 +487,8 @@ int main(void)
 		cmocka_unit_test(test_peak_search),
 		cmocka_unit_test(test_peak_search_ends),
 		cmocka_unit_test(test_slo_parse),
+		cmocka_unit_test(test_run_plan),
+		cmocka_unit_test(test_fmt_percentile),
 		cmocka_unit_test(test_dispatcher),
 	};
 

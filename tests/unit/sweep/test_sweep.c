@@ -7,6 +7,7 @@
  */
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -288,6 +289,29 @@ static void test_results_file_refused_without_resume(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* The plan of the grid's longest run, and a budget not one run fits in
+ * refused before any starts. */
+static void test_plan_and_budget(void **state)
+{
+	struct gpushare_bench_plan p;
+
+	(void)state;
+	assert_int_equal(gpushare_sweep_config_init(&cfg), GPUSHARE_OK);
+	assert_int_equal(gpushare_sweep_add_shape(&cfg, "spin"), GPUSHARE_OK);
+	cfg.bench.duration_ns = 3600ull * 1000000000ull;
+	cfg.bench.warmup_ns = 2000000000ull;
+	assert_int_equal(gpushare_sweep_plan(&cfg, &p), GPUSHARE_OK);
+	assert_true(fabs(p.total_seconds - 3602.0) < 1e-6);   /* one strategy a cell */
+	assert_int_equal(gpushare_sweep_budget_check(&cfg), GPUSHARE_OK);   /* no budget */
+	cfg.budget_seconds = 5;
+	assert_int_equal(gpushare_sweep_budget_check(&cfg), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "shorter than one run"));
+	cfg.budget_seconds = 1e-9;
+	assert_int_equal(gpushare_sweep_budget_check(&cfg), GPUSHARE_E_INVAL);
+	cfg.budget_seconds = 3602;
+	assert_int_equal(gpushare_sweep_budget_check(&cfg), GPUSHARE_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_command),
 		cmocka_unit_test(test_find_peak),
 		cmocka_unit_test(test_results_file_refused_without_resume),
+		cmocka_unit_test(test_plan_and_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
