@@ -24,7 +24,7 @@ export GPUSHARE_SLURM_DIR=$sd/s
 EXEC_CLEANUP_MORE=cleanup_sd
 cleanup_sd() {
 	for j in 51 52 53; do
-		env SLURM_JOB_ID=$j SLURM_JOB_UID=$me SLURM_JOB_GID=$myg "$GPUSHARE" slurm epilog >/dev/null 2>&1 || true
+		env SLURM_JOB_ID="$j" SLURM_JOB_UID="$me" SLURM_JOB_GID="$myg" "$GPUSHARE" slurm epilog >/dev/null 2>&1 || true
 	done
 	rm -rf "$sd"
 }
