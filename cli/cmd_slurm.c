@@ -1,9 +1,11 @@
 /*
  * gpushare slurm prolog|epilog: one MPS daemon per GPU and user for the
- * jobs that hold gres/mps, run by slurmd as Prolog= and Epilog=
+ * jobs that hold gres/mps, run by slurmd as Prolog= and Epilog=; and
+ * gpushare slurm env, a task's environment for that daemon and Slurm's GPU
  * (docs/slurm.md).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -34,7 +36,8 @@ static const struct cli_group slurm_groups[] = { CLI_GROUP("Options", slurm_opts
 
 const struct cli_cmd cli_slurm_cmd = {
 	.name = "slurm",
-	.usage = "gpushare slurm prolog|epilog [--state-dir DIR] [--hpc-job-mapping-dir DIR]",
+	.usage = "gpushare slurm prolog|epilog [--state-dir DIR] [--hpc-job-mapping-dir DIR]\n"
+		 "gpushare slurm env [--state-dir DIR]",
 	.about = "Run by slurmd as the node's Prolog= and Epilog= (through a two-line script:\n"
 		 "slurm.conf takes a program without arguments), as root with\n"
 		 "the job's environment (SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GID,\n"
@@ -48,12 +51,20 @@ const struct cli_cmd cli_slurm_cmd = {
 		 "           (gres/gpu) gets no daemon. gpushare exec in the job joins that daemon.\n"
 		 "  epilog   forget the job, and stop each of its daemons that no other job on\n"
 		 "           the node uses.\n"
-		 "Both are idempotent and safe under concurrent jobs (one lock, DIR/.lock).",
+		 "Both are idempotent and safe under concurrent jobs (one lock, DIR/.lock).\n"
+		 "  env      in a task of the job (or as slurm.conf's TaskProlog=): print the\n"
+		 "           `export NAME=VALUE` lines a plain CUDA program needs: the prolog's\n"
+		 "           daemon for the task's GPU (CUDA_MPS_PIPE_DIRECTORY,\n"
+		 "           CUDA_MPS_LOG_DIRECTORY) under gres/mps, and CUDA_VISIBLE_DEVICES\n"
+		 "           where Slurm set none (from SLURM_STEP_GPUS, SLURM_JOB_GPUS or the\n"
+		 "           prolog's record of the job). Use: eval \"$(gpushare slurm env)\".",
 	.groups = slurm_groups,
 	.n_groups = CLI_N(slurm_groups),
-	.subcommands = "prolog epilog",
-	.epilog = "One line on standard output says what was done. A prolog that fails makes\n"
-		  "Slurm drain the node and requeue the job.",
+	.subcommands = "prolog epilog env",
+	.epilog = "prolog and epilog: one line on standard output says what was done; a\n"
+		  "failure's cause on standard error, which slurmd logs. A prolog that fails\n"
+		  "makes Slurm drain the node and requeue the job: a job holding no gres/mps\n"
+		  "never fails in it, and a job mapping that cannot be written is a warning.",
 	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "done (also when there was nothing to do)" },
 						 { EXIT_USAGE, "usage, or not run by Slurm (no SLURM_JOB_ID)" },
 						 { EXIT_MPS, "a daemon did not start or stop" },
@@ -63,6 +74,25 @@ const struct cli_cmd cli_slurm_cmd = {
 	.n_notes = 6,
 	.name_options = true,
 };
+
+/* `gpushare slurm env`: the lines a shell's eval and Slurm's TaskProlog
+ * both take (TaskProlog= sets each `export NAME=VALUE` line it prints in
+ * the task); nothing when there is nothing to set. */
+static int task_env(const struct gpushare_slurm_hook_opts *o)
+{
+	struct gpushare_slurm_task_env e;
+	int rc = gpushare_slurm_task_env(o->state_dir, &e);
+
+	if (rc == GPUSHARE_E_NOT_FOUND && !getenv("SLURM_JOB_ID"))
+		return cli_error(EXIT_USAGE, "slurm env: %s", gpushare_errdetail());
+	if (rc)
+		return cli_run_failed("slurm env", rc);
+	if (e.visible[0])
+		printf("export CUDA_VISIBLE_DEVICES=%s\n", e.visible);
+	if (e.pipe_dir[0])
+		printf("export CUDA_MPS_PIPE_DIRECTORY=%s\nexport CUDA_MPS_LOG_DIRECTORY=%s\n", e.pipe_dir, e.log_dir);
+	return cli_finish_stdout(EXIT_OK);
+}
 
 int cmd_slurm(int argc, char **argv)
 {
@@ -81,8 +111,8 @@ int cmd_slurm(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return cli_help_stdout(&cli_slurm_cmd);
 	sub = argv[1];
-	if (strcmp(sub, "prolog") != 0 && strcmp(sub, "epilog") != 0)
-		return cli_error(EXIT_USAGE, "slurm: unknown subcommand '%s' (expected prolog or epilog)", sub);
+	if (strcmp(sub, "prolog") != 0 && strcmp(sub, "epilog") != 0 && strcmp(sub, "env") != 0)
+		return cli_error(EXIT_USAGE, "slurm: unknown subcommand '%s' (expected prolog, epilog or env)", sub);
 	prolog = !strcmp(sub, "prolog");
 	snprintf(what, sizeof(what), "slurm %s", sub);
 	cli_parse_init(&p, &cli_slurm_cmd, argc - 1, argv + 1);
@@ -91,7 +121,13 @@ int cmd_slurm(int argc, char **argv)
 		return p.status;
 	if (p.optind < argc - 1)
 		return cli_error(EXIT_USAGE, "slurm %s: unexpected argument '%s'", sub, argv[p.optind + 1]);
+	if (!strcmp(sub, "env"))
+		return task_env(&o);
 	rc = prolog ? gpushare_slurm_prolog(&o, &r) : gpushare_slurm_epilog(&o, &r);
+	/* On standard error, which slurmd logs (at its default level, with
+	 * the hook's output, when the hook fails). */
+	if (r.warning[0])
+		fprintf(stderr, "gpushare %s: warning: job %s: %s\n", what, r.job_id, r.warning);
 	if (rc == GPUSHARE_E_NOT_FOUND && !r.job_id[0])
 		return cli_error(EXIT_USAGE, "slurm %s: %s", sub, gpushare_errdetail());
 	if (rc)

@@ -48,6 +48,23 @@ static inline bool gpushare_slurm_share_any(const struct gpushare_slurm_share *s
  * "gres/shard 2 (SLURM_SHARDS_ON_NODE=2)", or both; "" when none. */
 void gpushare_slurm_share_describe(const struct gpushare_slurm_share *s, char *buf, size_t len);
 
+/* ---- which GPUs Slurm gave ---- */
+
+/* The GPUs Slurm gave the job on this node, for a process whose
+ * CUDA_VISIBLE_DEVICES Slurm left unset (with GresTypes=gpu,mps,shard
+ * Slurm 22.05 gives gres/mps tasks no CUDA_VISIBLE_DEVICES, nor
+ * SLURM_STEP_GPUS or SLURM_JOB_GPUS): as a CUDA_VISIBLE_DEVICES value in
+ * out, from SLURM_STEP_GPUS, else SLURM_JOB_GPUS (indices), else the
+ * prolog's record of the job (<state dir>/jobs/<job id>: the GPUs, by UUID,
+ * that Slurm named to the prolog). out is "" when there is nothing to add:
+ * outside a Slurm job, or CUDA_VISIBLE_DEVICES is set, or the job holds no
+ * share and Slurm named no GPU (a node without gres). A job holding a share
+ * (gres/mps or gres/shard) whose GPU none of these names is refused,
+ * GPUSHARE_E_NOT_FOUND saying so: never every GPU of the node. *source
+ * names where the list came from ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
+ * "prolog"; NULL when out is ""). state_dir NULL: gpushare_slurm_state_dir. */
+int gpushare_slurm_job_gpus(const char *state_dir, char *out, size_t len, const char **source);
+
 /* ---- dcgm-exporter's HPC job mapping ---- */
 
 /* dcgm-exporter's --hpc-job-mapping-dir: one file per GPU, named by its
@@ -87,6 +104,7 @@ struct gpushare_slurm_hook_result {
 	size_t started, joined;         /* prolog: daemons started / already running */
 	size_t stopped, kept;           /* epilog: daemons stopped / still used by other jobs */
 	bool already;                   /* prolog: the job was recorded already; epilog: was not */
+	char warning[400];              /* what was not done but fails nothing (the job mapping); "" none */
 };
 
 /* The prolog: for a job holding gres/mps, make sure one daemon per GPU of
@@ -99,6 +117,26 @@ int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpush
  * (jobs whose records remain are only those whose epilog has not run).
  * Idempotent. */
 int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r);
+
+/* ---- a task's environment (`gpushare slurm env`, a TaskProlog) ---- */
+
+/* What a plain CUDA program of the job needs to stay on Slurm's GPU and
+ * reach the prolog's daemon. */
+struct gpushare_slurm_task_env {
+	char visible[GPUSHARE_PATH_MAX]; /* CUDA_VISIBLE_DEVICES to set; "" when Slurm's own stands */
+	char pipe_dir[GPUSHARE_PATH_MAX];/* CUDA_MPS_PIPE_DIRECTORY of the prolog's daemon; "" none (no gres/mps) */
+	char log_dir[GPUSHARE_PATH_MAX]; /* CUDA_MPS_LOG_DIRECTORY beside it */
+	char gpu_uuid[96];               /* the task's GPU under gres/mps */
+	const char *source;              /* where the GPUs came from (gpushare_slurm_job_gpus); NULL Slurm's own */
+};
+
+/* For this task: the GPUs Slurm gave (gpushare_slurm_job_gpus) and, for a
+ * job holding gres/mps, the daemon `gpushare slurm prolog` runs for this
+ * user on the task's GPU (with several GPUs, the one at SLURM_LOCALID
+ * modulo their count, which becomes the task's CUDA_VISIBLE_DEVICES).
+ * GPUSHARE_E_NOT_FOUND outside a Slurm job or when Slurm named no GPU;
+ * GPUSHARE_E_MPS_NOT_RUNNING when the prolog's daemon does not run. */
+int gpushare_slurm_task_env(const char *state_dir, struct gpushare_slurm_task_env *e);
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,7 @@
 #include "gpushare/slurm.h"
 #include "gpushare/util.h"
 #include "gpu_select.h"
+#include "slurm_gpus.h"
 #include "items.h"
 #include "jobdir.h"
 #include "launcher.h"
@@ -472,10 +473,15 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
 	struct launcher_binding b;
 	struct gpushare_placement pl;
+	struct gpushare_slurm_env senv;
 	size_t n_inv = 0, n_sel = 0;
 	char own[32];
 	int rc;
 
+	/* The job's GPUs as Slurm gave them, also where Slurm set no
+	 * CUDA_VISIBLE_DEVICES (a share under GresTypes=gpu,mps,shard). */
+	if ((rc = gpushare_slurm_env_read(&senv)))
+		return rc;
 	rc = inventory(x->job_dir, !o->dry_run, &inv, &n_inv);
 	if (rc)
 		return rc;
@@ -484,7 +490,7 @@ static int open_locked(struct gpushare_exec *x, const struct gpushare_exec_opts 
 		free(inv);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
 	}
-	rc = gpushare_gpu_select(inv, n_inv, o->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	rc = gpushare_gpu_select(inv, n_inv, o->gpus, gpushare_slurm_getenv, &senv, sel, &n_sel);
 	if (!rc && n_sel == 0)
 		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "no GPU to bind the ranks to");
 	if (!rc)

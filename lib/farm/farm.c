@@ -62,6 +62,7 @@
 #include "gpushare/slurm.h"
 #include "gpushare/util.h"
 #include "gpu_select.h"
+#include "slurm_gpus.h"
 #include "metrics_farm.h"
 #include "strategy.h"
 #include "run_ctx.h"
@@ -97,6 +98,7 @@ static int farm_pick_gpus(struct farm *f)
 	const struct gpushare_farm_config *c = f->c;
 	struct gpushare_system_info sys;
 	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
+	struct gpushare_slurm_env senv;
 	size_t n_inv = 0, n_sel = 0;
 	int rc = gpushare_nvml_open();
 
@@ -132,7 +134,11 @@ static int farm_pick_gpus(struct farm *f)
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	if (rc)
 		goto out;
-	rc = gpushare_gpu_select(inv, n_inv, c->gpus, gpushare_getenv_process, NULL, sel, &n_sel);
+	/* The job's GPUs as Slurm gave them, also where Slurm set no
+	 * CUDA_VISIBLE_DEVICES (a share under GresTypes=gpu,mps,shard). */
+	rc = gpushare_slurm_env_read(&senv);
+	if (!rc)
+		rc = gpushare_gpu_select(inv, n_inv, c->gpus, gpushare_slurm_getenv, &senv, sel, &n_sel);
 	if (rc)
 		goto out;
 	if (n_sel > FARM_MAX_GPUS) {
@@ -253,6 +259,25 @@ static int setup_strategy(struct farm *f)
 	return rc;
 }
 
+/* Under gres/mps the farm's jobs join the daemon `gpushare slurm prolog`
+ * started for this user and the farm's GPU, when it runs (docs/slurm.md):
+ * one daemon per GPU and user, never a second beside it. */
+static void join_prolog_daemon(struct farm *f)
+{
+	char state[GPUSHARE_PATH_MAX];
+	struct gpushare_mps m;
+	pid_t pid = 0;
+
+	gpushare_slurm_state_dir(NULL, state, sizeof(state));
+	if (gpushare_slurm_daemon_pipe(state, getuid(), f->gpus[0].id.uuid, f->prolog_pipe, sizeof(f->prolog_pipe)) ||
+	    gpushare_mps_init(&m, f->prolog_pipe, NULL) || gpushare_mps_state(&m, &pid) != GPUSHARE_MPS_RUNNING) {
+		gpushare_clear_error();
+		f->prolog_pipe[0] = '\0';
+		return;
+	}
+	f->run.sx.mps_pipe_dir = f->prolog_pipe;
+}
+
 /* Slurm's share (docs/farm.md, "Slurm's share"): SLURM_SHARDS_ON_NODE
  * bounds the jobs at once on the node (slots per GPU times GPUs), the
  * gres/mps percentage caps each job's active threads; timeslice cannot keep
@@ -267,6 +292,8 @@ static int slurm_share(struct farm *f)
 		return rc;
 	gpushare_slurm_share_describe(&sh, f->r->slurm, sizeof(f->r->slurm));
 	f->thread_cap = sh.mps_percentage;
+	if (sh.mps_percentage > 0 && !c->mps_pipe_dir && f->placed && f->n_gpus == 1)
+		join_prolog_daemon(f);
 	if (sh.mps_percentage > 0 && !gpushare_strategy_uses_mps(c->strategy))
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "--strategy timeslice cannot keep Slurm's gres/mps share of %g%% of the GPU "

@@ -24,6 +24,7 @@
 
 #include "gpushare/gpushare.h"
 #include "gpushare/slurm.h"
+#include "slurm_gpus.h"
 
 int gpushare_slurm_share_read(struct gpushare_slurm_share *s)
 {
@@ -96,6 +97,76 @@ int gpushare_slurm_daemon_pipe(const char *state_dir, uid_t uid, const char *gpu
 	if (!*gpu_uuid || (size_t)snprintf(out, len, "%s/mps-%u-%s/pipe", state_dir, (unsigned)uid, gpu_uuid) >= len)
 		return gpushare_fail(GPUSHARE_E_DIR, "the prolog's pipe directory for '%s' is too long", gpu_uuid);
 	return GPUSHARE_OK;
+}
+
+/* ---- which GPUs Slurm gave ---- */
+
+/* The GPUs of the prolog's record of job (its "gpu UUID" lines), comma-
+ * separated in out; false when there is no readable record or it names
+ * none. */
+static bool record_gpus(const char *state_dir, const char *job, char *out, size_t len)
+{
+	char path[GPUSHARE_PATH_MAX], *data = NULL, *line, *save = NULL;
+	size_t n = 0, dlen;
+
+	out[0] = '\0';
+	if (strchr(job, '/') || (size_t)snprintf(path, sizeof(path), "%s/jobs/%s", state_dir, job) >= sizeof(path))
+		return false;
+	if (gpushare_read_file(path, 1 << 16, &data, &dlen) != GPUSHARE_OK) {
+		gpushare_clear_error();
+		return false;
+	}
+	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char uuid[96];
+
+		if (sscanf(line, "gpu %95s", uuid) == 1 && n < len)
+			n += (size_t)snprintf(out + n, len - n, "%s%s", n ? "," : "", uuid);
+	}
+	free(data);
+	if (n >= len)
+		out[0] = '\0'; /* cut short: a partial list would be wrong */
+	return out[0] != '\0';
+}
+
+int gpushare_slurm_job_gpus(const char *state_dir, char *out, size_t len, const char **source)
+{
+	static const char *const vars[] = { "SLURM_STEP_GPUS", "SLURM_JOB_GPUS" };
+	struct gpushare_slurm_share sh;
+	char state[GPUSHARE_PATH_MAX], share[200];
+	int rc;
+
+	*source = NULL;
+	out[0] = '\0';
+	if (getenv("CUDA_VISIBLE_DEVICES"))
+		return GPUSHARE_OK; /* Slurm named them (or the user did) */
+	if ((rc = gpushare_slurm_share_read(&sh)))
+		return rc;
+	if (!sh.in_job)
+		return GPUSHARE_OK;
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+
+		if (v && *v) {
+			if ((size_t)snprintf(out, len, "%s", v) >= len)
+				return gpushare_fail(GPUSHARE_E_INVAL, "%s='%.60s...' is too long", vars[i], v);
+			*source = vars[i];
+			return GPUSHARE_OK;
+		}
+	}
+	gpushare_slurm_state_dir(state_dir, state, sizeof(state));
+	if (record_gpus(state, sh.job_id, out, len)) {
+		*source = "prolog";
+		return GPUSHARE_OK;
+	}
+	if (!gpushare_slurm_share_any(&sh))
+		return GPUSHARE_OK;
+	gpushare_slurm_share_describe(&sh, share, sizeof(share));
+	return gpushare_fail(GPUSHARE_E_NOT_FOUND,
+			     "Slurm granted job %s %s but named no GPU: CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS and "
+			     "SLURM_JOB_GPUS are unset and '%s/jobs/%s' (written by `gpushare slurm prolog`) names none; "
+			     "refusing to take every GPU of the node. Run `gpushare slurm prolog` as slurm.conf's Prolog= "
+			     "(docs/slurm.md), or give the GPU with CUDA_VISIBLE_DEVICES", sh.job_id, share, state,
+			     sh.job_id);
 }
 
 /* ---- dcgm-exporter's HPC job mapping ---- */
@@ -204,4 +275,20 @@ int gpushare_slurm_job_unmap_all(const char *dir, const char *job_id)
 		closedir(d);
 	close(fd);
 	return first;
+}
+
+/* ---- the GPU choice's environment (slurm_gpus.h) ---- */
+
+int gpushare_slurm_env_read(struct gpushare_slurm_env *e)
+{
+	return gpushare_slurm_job_gpus(NULL, e->visible, sizeof(e->visible), &e->source);
+}
+
+const char *gpushare_slurm_getenv(void *ctx, const char *name)
+{
+	const struct gpushare_slurm_env *e = ctx;
+
+	if (e && e->visible[0] && !strcmp(name, "CUDA_VISIBLE_DEVICES"))
+		return e->visible;
+	return getenv(name);
 }

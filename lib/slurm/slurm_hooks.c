@@ -8,7 +8,11 @@
  * their daemons) holds, under its lock `.lock` (an flock() lock the kernel
  * drops when its holder dies):
  *   jobs/<job id>          one record per job holding gres/mps: "uid U" and
- *                          one "gpu UUID" line per GPU of the job here
+ *                          one "gpu UUID" line per GPU of the job here;
+ *                          jobs/ is 0711 and records 0644, so that a task
+ *                          of the job that Slurm told no GPU (gres/mps with
+ *                          GresTypes=gpu,mps,shard) reads its GPUs here
+ *                          (gpushare_slurm_job_gpus), yet lists no others
  *   mps-<uid>-<UUID>/      the daemon of that user on that GPU: pipe/ and
  *                          log/, owned by the user, mode 0700
  * A daemon's users are the job records naming its user and GPU: the epilog
@@ -31,6 +35,7 @@
 #include "gpushare/buf.h"
 #include "sys.h"
 #include "gpu_select.h"
+#include "slurm_gpus.h"
 #include "gpushare/child.h"
 #include "gpushare/files.h"
 #include "gpushare/gpu.h"
@@ -77,7 +82,11 @@ static int state_dir_ready(const char *dir)
 		return rc;
 	if ((size_t)snprintf(sub, sizeof(sub), "%s/jobs", dir) >= sizeof(sub))
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s': path too long", dir);
-	return gpushare_private_dir(sub);
+	if ((rc = gpushare_private_dir(sub)))
+		return rc;
+	if (chmod(sub, 0711) != 0)
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot chmod '%s': %s", sub, strerror(errno));
+	return GPUSHARE_OK;
 }
 
 static int lock_state(const char *dir, int *fd)
@@ -138,7 +147,7 @@ static int record_write(const char *path, const struct job_record *r)
 	for (size_t i = 0; !rc && i < r->n_gpus; i++)
 		rc = gpushare_buf_addf(&b, "gpu %s\n", r->gpus[i]);
 	if (!rc)
-		rc = gpushare_write_file_atomic(path, gpushare_buf_str(&b), strlen(gpushare_buf_str(&b)));
+		rc = gpushare_write_file_atomic_mode(path, gpushare_buf_str(&b), strlen(gpushare_buf_str(&b)), 0644);
 	gpushare_buf_release(&b);
 	return rc;
 }
@@ -413,6 +422,24 @@ static int forget_old_record(const char *state, const char *job, const struct jo
 	return first;
 }
 
+/* dcgm-exporter's mapping is monitoring, never the job's need: a mapping
+ * that cannot be written is a warning (r->warning, said on standard error,
+ * which slurmd logs), never a failed hook that drains the node. Its
+ * directory is created when missing (/run is emptied at every boot). */
+static void map_job(const char *dir, const struct job_record *job, struct gpushare_slurm_hook_result *r)
+{
+	int rc = GPUSHARE_OK;
+
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		rc = gpushare_fail(GPUSHARE_E_DIR, "cannot create --hpc-job-mapping-dir '%s': %s", dir, strerror(errno));
+	for (size_t i = 0; !rc && i < job->n_gpus; i++)
+		rc = gpushare_slurm_job_map(dir, job->indices[i], r->job_id, true);
+	if (rc) {
+		snprintf(r->warning, sizeof(r->warning), "the job mapping was not written: %s", gpushare_errdetail());
+		gpushare_clear_error();
+	}
+}
+
 int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r)
 {
 	char state[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX];
@@ -430,19 +457,22 @@ int gpushare_slurm_prolog(const struct gpushare_slurm_hook_opts *o, struct gpush
 	if (!r->mps && !(o && o->hpc_job_mapping_dir))
 		return GPUSHARE_OK;
 	if ((rc = job_from_env(&job, r->mps))) {
-		if (!r->mps && rc == GPUSHARE_E_NOT_FOUND) {
-			gpushare_clear_error(); /* no GPU, nothing to map */
+		/* A job holding no gres/mps needs nothing of gpushare: it never
+		 * fails here (no GPU: nothing to map; anything else: said). */
+		if (!r->mps && rc != GPUSHARE_E_NOT_FOUND)
+			snprintf(r->warning, sizeof(r->warning), "the job mapping was not written: %s",
+				 gpushare_errdetail());
+		if (!r->mps) {
+			gpushare_clear_error();
 			return GPUSHARE_OK;
 		}
 		return rc;
 	}
 	r->n_gpus = job.n_gpus;
-	if (o && o->hpc_job_mapping_dir) {
-		for (size_t i = 0; !rc && i < job.n_gpus; i++)
-			rc = gpushare_slurm_job_map(o->hpc_job_mapping_dir, job.indices[i], r->job_id, true);
-		if (rc || !r->mps)
-			return rc;
-	}
+	if (o && o->hpc_job_mapping_dir)
+		map_job(o->hpc_job_mapping_dir, &job, r);
+	if (!r->mps)
+		return GPUSHARE_OK;
 	if ((rc = state_dir_ready(state)) || (rc = job_path(state, r->job_id, path, sizeof(path))) ||
 	    (rc = lock_state(state, &fd)))
 		return rc;
@@ -550,32 +580,27 @@ static int stop_daemon(const char *state, const struct job_record *r, const char
 	return rc;
 }
 
-/* The epilog's status: its first failure to stop, else the mapping's. */
-static int epilog_status(int first, int map_rc, struct gpushare_errsave *map_err)
-{
-	if (first || !map_rc)
-		return first;
-	return gpushare_error_restore(map_err, map_rc);
-}
-
 int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpushare_slurm_hook_result *r)
 {
 	char state[GPUSHARE_PATH_MAX], path[GPUSHARE_PATH_MAX];
 	struct job_record job;
-	struct gpushare_errsave map_err = { 0 };
 	struct stat st;
-	int rc, first = GPUSHARE_OK, map_rc = GPUSHARE_OK, fd = -1;
+	int rc, first = GPUSHARE_OK, fd = -1;
 
 	hook_init(o, r, state, sizeof(state));
 	if ((rc = job_id(r, "epilog")))
 		return rc;
-	/* A mapping that cannot be updated is said, but the job's daemons are
-	 * stopped all the same. */
-	if (o && o->hpc_job_mapping_dir && (map_rc = gpushare_slurm_job_unmap_all(o->hpc_job_mapping_dir, r->job_id)))
-		gpushare_error_save(&map_err);
+	/* A mapping that cannot be updated is a warning (map_job): the job's
+	 * daemons are stopped all the same, and the node is not drained. A
+	 * missing directory (a reboot emptied /run) holds nothing to remove. */
+	if (o && o->hpc_job_mapping_dir && access(o->hpc_job_mapping_dir, F_OK) == 0 &&
+	    gpushare_slurm_job_unmap_all(o->hpc_job_mapping_dir, r->job_id)) {
+		snprintf(r->warning, sizeof(r->warning), "the job mapping was not updated: %s", gpushare_errdetail());
+		gpushare_clear_error();
+	}
 	if (lstat(state, &st) != 0 && errno == ENOENT) {
 		r->already = true; /* no prolog ever ran here */
-		return epilog_status(GPUSHARE_OK, map_rc, &map_err);
+		return GPUSHARE_OK;
 	}
 	if ((rc = state_dir_safe(state)) || (rc = job_path(state, r->job_id, path, sizeof(path))) ||
 	    (rc = lock_state(state, &fd)))
@@ -583,7 +608,7 @@ int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpush
 	if (!record_read(path, &job)) {
 		r->already = true;
 		gpushare_lock_release(fd);
-		return epilog_status(GPUSHARE_OK, map_rc, &map_err);
+		return GPUSHARE_OK;
 	}
 	r->mps = true;
 	r->n_gpus = job.n_gpus;
@@ -608,5 +633,82 @@ int gpushare_slurm_epilog(const struct gpushare_slurm_hook_opts *o, struct gpush
 	if (!first && unlink(path) != 0 && errno != ENOENT)
 		first = gpushare_fail(GPUSHARE_E_IO, "cannot remove '%s': %s", path, strerror(errno));
 	gpushare_lock_release(fd);
-	return epilog_status(first, map_rc, &map_err);
+	return first;
+}
+
+/* ---- a task's environment ---- */
+
+/* The GPUs in a CUDA_VISIBLE_DEVICES value (indices or UUIDs), by UUID, through
+ * NVML; the task's one (SLURM_LOCALID modulo their count) in uuid. */
+static int task_gpu(struct gpushare_slurm_env *senv, char *uuid, size_t len, size_t *n_gpus)
+{
+	const char *lid = getenv("SLURM_LOCALID");
+	struct gpushare_system_info sys;
+	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
+	unsigned long local = 0;
+	size_t n_sel = 0;
+	int rc;
+
+	if (lid && *lid && gpushare_parse_id("SLURM_LOCALID", lid, UINT32_MAX, &local))
+		return GPUSHARE_E_INVAL;
+	if ((rc = gpushare_system_query_nvml(&sys)))
+		return rc;
+	inv = calloc(sys.n_gpus + 1, sizeof(*inv));
+	sel = calloc(sys.n_gpus + 1, sizeof(*sel));
+	if (!inv || !sel) {
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
+		goto out;
+	}
+	for (size_t i = 0; i < sys.n_gpus; i++) {
+		inv[i].index = sys.gpus[i].index;
+		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
+	}
+	rc = gpushare_gpu_select(inv, sys.n_gpus, NULL, gpushare_slurm_getenv, senv, sel, &n_sel);
+	if (!rc && n_sel == 0)
+		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
+	if (!rc)
+		snprintf(uuid, len, "%s", sel[local % n_sel].uuid);
+	*n_gpus = n_sel;
+out:
+	free(inv);
+	free(sel);
+	gpushare_system_release(&sys);
+	return rc;
+}
+
+int gpushare_slurm_task_env(const char *state_dir, struct gpushare_slurm_task_env *e)
+{
+	struct gpushare_slurm_share sh;
+	struct gpushare_slurm_env senv;
+	char state[GPUSHARE_PATH_MAX];
+	size_t n = 0;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	if ((rc = gpushare_slurm_share_read(&sh)))
+		return rc;
+	if (!sh.in_job)
+		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "not in a Slurm job: SLURM_JOB_ID is not set");
+	if ((rc = gpushare_slurm_env_read(&senv)))
+		return rc;
+	e->source = senv.source;
+	snprintf(e->visible, sizeof(e->visible), "%s", senv.visible);
+	if (sh.mps_percentage <= 0)
+		return GPUSHARE_OK;
+	if ((rc = task_gpu(&senv, e->gpu_uuid, sizeof(e->gpu_uuid), &n)))
+		return rc;
+	/* Each daemon serves one GPU: a task with several is given its own. */
+	if (n > 1 || e->visible[0])
+		snprintf(e->visible, sizeof(e->visible), "%s", e->gpu_uuid);
+	gpushare_slurm_state_dir(state_dir, state, sizeof(state));
+	if ((rc = gpushare_slurm_daemon_pipe(state, getuid(), e->gpu_uuid, e->pipe_dir, sizeof(e->pipe_dir))))
+		return rc;
+	snprintf(e->log_dir, sizeof(e->log_dir), "%.*s/log", (int)(strrchr(e->pipe_dir, '/') - e->pipe_dir),
+		 e->pipe_dir);
+	if (access(e->pipe_dir, X_OK) != 0)
+		return gpushare_fail(GPUSHARE_E_MPS_NOT_RUNNING,
+				     "job %s holds %g%% of GPU %s (gres/mps) but the prolog's MPS daemon is not there "
+				     "('%s': %s); is `gpushare slurm prolog` slurm.conf's Prolog= (docs/slurm.md)?",
+				     sh.job_id, sh.mps_percentage, e->gpu_uuid, e->pipe_dir, strerror(errno));
+	return GPUSHARE_OK;
 }

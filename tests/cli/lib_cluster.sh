@@ -48,7 +48,9 @@
 #                               directory); says what is
 #
 # Settings read by cluster_start: CLUSTER_CPUS (CPUs per node, default 8),
-# CLUSTER_START_TIMEOUT (s, default 60) and CLUSTER_SHARING, the sharing gres
+# CLUSTER_START_TIMEOUT (s, default 60), CLUSTER_CONF_EXTRA (more slurm.conf
+# lines, e.g. Prolog= and Epilog=), CLUSTER_GRES_EXTRA (more GresTypes, e.g.
+# "shard" on a cluster of mps nodes) and CLUSTER_SHARING, the sharing gres
 # of node1, node2, ... in turn (cycled): "mps" (the default: gres/mps, 100 per
 # GPU, Flags=all_sharing), "shard" (gres/shard, 4 per GPU) or "none". Slurm
 # 22.05 does not mix them: with mps and shard on one node --gres=mps:50 gave
@@ -210,7 +212,9 @@ EOF
 		share=$(_cluster_sharing "node$n")
 		[[ $share == none || ,$types, == *,$share,* ]] || types+=,$share
 	done
+	[[ -z ${CLUSTER_GRES_EXTRA-} ]] || types+=,$CLUSTER_GRES_EXTRA
 	echo "GresTypes=$types" >>"$D/slurm.conf"
+	[[ -z ${CLUSTER_CONF_EXTRA-} ]] || printf '%s\n' "$CLUSTER_CONF_EXTRA" >>"$D/slurm.conf"
 	echo "AutoDetect=off" >"$D/gres.conf"
 	for ((n = 1; n <= nnodes; n++)); do
 		share=$(_cluster_sharing "node$n")

@@ -3,7 +3,8 @@
  * inside a Slurm job, the gres/mps percentage (above 100 taken as 100, a
  * bad value refused naming the variable), the gres/shard count, the phrase
  * that says it; the prolog's pipe directory names; the prolog and epilog
- * outside Slurm and for a job without gres/mps.
+ * outside Slurm and for a job without gres/mps; the GPUs Slurm gave where
+ * it set no CUDA_VISIBLE_DEVICES.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -24,6 +26,9 @@ static void clear(void)
 	unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
 	unsetenv("SLURM_SHARDS_ON_NODE");
 	unsetenv("GPUSHARE_SLURM_DIR");
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	unsetenv("SLURM_STEP_GPUS");
+	unsetenv("SLURM_JOB_GPUS");
 }
 
 static void test_share(void **state)
@@ -117,12 +122,75 @@ static void test_hooks_without_mps(void **state)
 	clear();
 }
 
+/* The GPUs Slurm gave, where it set no CUDA_VISIBLE_DEVICES: its own
+ * variables first, then the prolog's record; a share nothing names is
+ * refused, never every GPU of the node. */
+static void test_job_gpus(void **state)
+{
+	char dir[] = "/tmp/gpushare-unit-slurm.XXXXXX", path[512], out[256];
+	const char *source;
+	FILE *f;
+
+	(void)state;
+	clear();
+	assert_non_null(mkdtemp(dir));
+	/* Outside a job, or with CUDA_VISIBLE_DEVICES: nothing to add. */
+	assert_int_equal(gpushare_slurm_job_gpus(dir, out, sizeof(out), &source), GPUSHARE_OK);
+	assert_string_equal(out, "");
+	assert_null(source);
+	setenv("SLURM_JOB_ID", "42", 1);
+	setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50", 1);
+	setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+	assert_int_equal(gpushare_slurm_job_gpus(dir, out, sizeof(out), &source), GPUSHARE_OK);
+	assert_string_equal(out, "");
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	/* gres/mps without a GPU named: refused, saying why. */
+	assert_int_equal(gpushare_slurm_job_gpus(dir, out, sizeof(out), &source), GPUSHARE_E_NOT_FOUND);
+	assert_non_null(strstr(gpushare_errdetail(), "named no GPU"));
+	assert_non_null(strstr(gpushare_errdetail(), "gres/mps 50%"));
+	/* The prolog's record. */
+	snprintf(path, sizeof(path), "%s/jobs", dir);
+	assert_int_equal(mkdir(path, 0711), 0);
+	snprintf(path, sizeof(path), "%s/jobs/42", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("uid 0\ngid 0\ngpu GPU-aa\ngpu GPU-bb\n", f);
+	fclose(f);
+	assert_int_equal(gpushare_slurm_job_gpus(dir, out, sizeof(out), &source), GPUSHARE_OK);
+	assert_string_equal(out, "GPU-aa,GPU-bb");
+	assert_string_equal(source, "prolog");
+	/* Slurm's own variables first. */
+	setenv("SLURM_JOB_GPUS", "3", 1);
+	assert_int_equal(gpushare_slurm_job_gpus(dir, out, sizeof(out), &source), GPUSHARE_OK);
+	assert_string_equal(out, "3");
+	assert_string_equal(source, "SLURM_JOB_GPUS");
+	setenv("SLURM_STEP_GPUS", "2", 1);
+	assert_int_equal(gpushare_slurm_job_gpus(dir, out, sizeof(out), &source), GPUSHARE_OK);
+	assert_string_equal(out, "2");
+	assert_string_equal(source, "SLURM_STEP_GPUS");
+	/* No share and nothing named (a node without gres): nothing to add. */
+	unlink(path);
+	unsetenv("SLURM_STEP_GPUS");
+	unsetenv("SLURM_JOB_GPUS");
+	unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	assert_int_equal(gpushare_slurm_job_gpus(dir, out, sizeof(out), &source), GPUSHARE_OK);
+	assert_string_equal(out, "");
+	/* gres/shard is a share too. */
+	setenv("SLURM_SHARDS_ON_NODE", "2", 1);
+	assert_int_equal(gpushare_slurm_job_gpus(dir, out, sizeof(out), &source), GPUSHARE_E_NOT_FOUND);
+	snprintf(path, sizeof(path), "%s/jobs", dir);
+	rmdir(path);
+	rmdir(dir);
+	clear();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_share),
 		cmocka_unit_test(test_dirs),
 		cmocka_unit_test(test_hooks_without_mps),
+		cmocka_unit_test(test_job_gpus),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
