@@ -129,11 +129,15 @@ static void test_job_mode(void **state)
 	assert_non_null(t);
 	session_init(t, 2, args);
 	t->c.command_mode = GPUSHARE_CMD_JOB;
+	/* A job is a process started anew: on a loaded machine, under the
+	 * sanitizers, one start can take longer than the 150 ms window the
+	 * other cases use, and none would finish in it. */
+	t->c.duration_ns = 2000 * 1000000ULL;
 	assert_int_equal(session_run_all(t), GPUSHARE_OK);
 	assert_false(t->res.partial);
 	for (int i = 0; i < 2; i++) {
-		/* Each job sleeps 2 ms: at most 75 of them in the 150 ms window. */
-		assert_true(t->res.workers[i].requests > 0 && t->res.workers[i].requests <= 75);
+		/* Each job sleeps 2 ms: at most 1,000 of them in the 2 s window. */
+		assert_true(t->res.workers[i].requests > 0 && t->res.workers[i].requests <= 1000);
 		assert_true(gpushare_hist_quantile(&t->res.workers[i].hist, 0.5) >= 1500000);
 	}
 	assert_true(session_all_reaped(t));
