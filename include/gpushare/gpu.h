@@ -43,6 +43,9 @@ const char *gpushare_proc_kind_name(int kind);
 struct gpushare_proc_info {
 	pid_t pid;
 	char name[64];                 /* /proc/<pid>/comm, "" when not visible */
+	char user[32];                 /* its real user's name (or uid), "" when not visible */
+	char command[256];             /* its command line, arguments joined by spaces
+					* (cut to fit), "" when not visible */
 	uint64_t mem_used_bytes;       /* GPUSHARE_UNKNOWN_U64 when not reported */
 	enum gpushare_proc_kind kind;
 	int gpu_instance_id;           /* MIG GPU instance, GPUSHARE_UNKNOWN otherwise */

@@ -438,10 +438,15 @@ static bool pid_listed(const nvmlProcessInfo_t *list, unsigned n, unsigned pid)
 static void proc_fill(struct gpushare_proc_info *p, const nvmlProcessInfo_t *e, bool in_mps_list)
 {
 	char cmdline[512];
+	size_t n;
 
 	p->pid = (pid_t)e->pid;
 	gpushare_pid_comm(p->pid, p->name, sizeof(p->name));
 	gpushare_pid_cmdline(p->pid, cmdline, sizeof(cmdline));
+	gpushare_pid_user(p->pid, p->user, sizeof(p->user));
+	n = strnlen(cmdline, sizeof(p->command) - 1); /* the command line, cut to fit */
+	memcpy(p->command, cmdline, n);
+	p->command[n] = '\0';
 	p->mem_used_bytes = e->usedGpuMemory == NVML_VALUE_NOT_AVAILABLE_ULL ? GPUSHARE_UNKNOWN_U64 : e->usedGpuMemory;
 	p->kind = gpushare_proc_classify(p->name, cmdline, in_mps_list);
 	p->gpu_instance_id = instance_id(NVML_SUCCESS, e->gpuInstanceId);
