@@ -142,6 +142,10 @@ struct gpushare_gpu_sample {
  * other bits as hex; "none" for 0, "unknown" for GPUSHARE_UNKNOWN_U64. */
 const char *gpushare_throttle_reasons_str(uint64_t reasons, char *buf, size_t len);
 
+/* The name of the clocks-event reason of bit `bit` (0 is gpu_idle, 1 is
+ * applications_clocks_setting, ...), NULL past the last named one. */
+const char *gpushare_throttle_reason_name(unsigned bit);
+
 /* Needs gpushare_nvml_open(). Fields NVML cannot read are GPUSHARE_UNKNOWN. */
 int gpushare_gpu_sample(unsigned index, struct gpushare_gpu_sample *s);
 
