@@ -38,7 +38,8 @@ static const struct cli_opt info_opts[] = {
 	  .to = CLI_TO_TRUE, AT(json) },
 	{ .id = OPT_WATCH, .long_name = "watch", .kind = CLI_FLAG,
 	  .help = "keep showing each GPU's telemetry every INTERVAL (the operand after the options, a "
-		  "duration; default 1s): on a terminal a view redrawn in place, otherwise one line per GPU "
+		  "duration; default 1s): on a terminal a view redrawn in place (the GPUs, then their "
+		  "processes with user, memory and command), otherwise one line per GPU "
 		  "and interval, as nvidia-smi dmon prints; Ctrl-C stops it",
 	  .to = CLI_TO_TRUE, AT(watch) },
 	{ .id = OPT_COUNT, .long_name = "count", .kind = CLI_INT, .value_name = "N", .min = 1, .max = 1000000000,
@@ -128,6 +129,14 @@ static void print_cuda_version(int v)
 		printf("%d.%d", v / 1000, (v % 1000) / 10);
 }
 
+/* What a process runs: its command line, else its name, else "?". */
+static const char *proc_command(const struct gpushare_proc_info *p)
+{
+	if (*p->command)
+		return p->command;
+	return *p->name ? p->name : "?";
+}
+
 static void print_gpu(const struct gpushare_gpu_info *g)
 {
 	char a[32], b[32], c[32];
@@ -180,12 +189,12 @@ static void print_gpu(const struct gpushare_gpu_info *g)
 		return;
 	}
 	printf("  processes:\n");
-	printf("    %-8s %-11s %-10s %s\n", "PID", "KIND", "MEMORY", "NAME");
+	printf("    %-8s %-11s %-10s %-10s %s\n", "PID", "KIND", "USER", "MEMORY", "COMMAND");
 	for (size_t i = 0; i < g->n_procs; i++) {
 		const struct gpushare_proc_info *p = &g->procs[i];
 
-		printf("    %-8d %-11s %-10s %s\n", (int)p->pid, gpushare_proc_kind_name(p->kind),
-		       fmt_bytes(p->mem_used_bytes, a, sizeof(a)), *p->name ? p->name : "?");
+		printf("    %-8d %-11s %-10s %-10s %s\n", (int)p->pid, gpushare_proc_kind_name(p->kind),
+		       *p->user ? p->user : "?", fmt_bytes(p->mem_used_bytes, a, sizeof(a)), proc_command(p));
 	}
 }
 
@@ -369,14 +378,21 @@ static void csv_watts(int mw, const char *unit)
 		printf("%.2f%s%s", mw / 1000.0, unit ? " " : "", unit ? unit : "");
 }
 
-/* The local time, with the date too when `date`. */
+/* The local time to the millisecond (nvidia-smi's "2026/11/28
+ * 13:04:05.250"), with the date too when `date`: a watch at 100ms has one
+ * stamp per line, not ten alike. */
 static void wall_time(char *buf, size_t len, bool date)
 {
-	time_t t = time(NULL);
+	struct timespec ts;
 	struct tm tm;
+	size_t n;
 
-	if (!localtime_r(&t, &tm) || !strftime(buf, len, date ? "%Y/%m/%d %H:%M:%S" : "%H:%M:%S", &tm))
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || !localtime_r(&ts.tv_sec, &tm) ||
+	    !(n = strftime(buf, len, date ? "%Y/%m/%d %H:%M:%S" : "%H:%M:%S", &tm))) {
 		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(buf + n, len - n, ".%03ld", ts.tv_nsec / 1000000L);
 }
 
 static void print_query_header(const struct query *q)
@@ -467,14 +483,14 @@ static void print_dmon(const struct gpushare_system_info *sys, bool header)
 	char stamp[32], a[32], b[32], c[32], d[32], e[32], f[32], r[256];
 
 	if (header) {
-		printf("#%-8s %3s %5s %9s %6s %6s %6s %5s %s\n", "time", "gpu", "sm%", "mem_mib", "pwr_w", "lim_w",
+		printf("#%-12s %3s %5s %9s %6s %6s %6s %5s %s\n", "time", "gpu", "sm%", "mem_mib", "pwr_w", "lim_w",
 		       "sm_mhz", "tmp_c", "throttle");
 	}
 	wall_time(stamp, sizeof(stamp), false);
 	for (size_t i = 0; i < sys->n_gpus; i++) {
 		const struct gpushare_gpu_info *g = &sys->gpus[i];
 
-		printf(" %-8s %3u %5s %9s %6s %6s %6s %5s %s\n", stamp, g->index,
+		printf(" %-12s %3u %5s %9s %6s %6s %6s %5s %s\n", stamp, g->index,
 		       dash_int(g->util_gpu_pct, a, sizeof(a)), dash_mib(g->mem_used_bytes, b, sizeof(b)),
 		       dash_watts(g->power_mw, c, sizeof(c)), dash_watts(g->power_limit_mw, d, sizeof(d)),
 		       dash_int(g->clock_sm_mhz, e, sizeof(e)), dash_int(g->temperature_c, f, sizeof(f)),
@@ -512,6 +528,19 @@ static void print_view(const struct gpushare_system_info *sys, const struct gpus
 		       dash_int(g->clock_sm_mhz, e, sizeof(e)), dash_int(g->temperature_c, a, sizeof(a)),
 		       g->temperature_c == GPUSHARE_UNKNOWN ? " " : "C", g->n_procs,
 		       gpushare_throttle_reasons_str(g->throttle_reasons, r, sizeof(r)));
+	}
+	/* The processes, nvtop's way: who runs what, with how much memory. */
+	printf("\n%-3s %-8s %-10s %-11s %9s  %s\n", "GPU", "PID", "USER", "KIND", "MEM MiB", "COMMAND");
+	for (size_t i = 0; i < sys->n_gpus; i++) {
+		const struct gpushare_gpu_info *g = &sys->gpus[i];
+
+		for (size_t k = 0; k < g->n_procs; k++) {
+			const struct gpushare_proc_info *p = &g->procs[k];
+
+			printf("%-3u %-8d %-10.10s %-11s %9s  %.100s\n", g->index, (int)p->pid, *p->user ? p->user : "?",
+			       gpushare_proc_kind_name(p->kind), dash_mib(p->mem_used_bytes, a, sizeof(a)),
+			       proc_command(p));
+		}
 	}
 	print_private(priv, n_priv);
 }

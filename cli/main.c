@@ -37,6 +37,63 @@ static const struct cli_command *find_command(const char *name)
 	return NULL;
 }
 
+/*
+ * The edit distance between a and b (insertions, deletions, substitutions
+ * and swaps of two neighbours, each 1), for "did you mean". Names longer
+ * than 31 bytes are far from every command.
+ */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), d[32][32];
+
+	if (la > 31 || lb > 31)
+		return 32;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[la][lb];
+}
+
+/* "unknown command", with the commands close to name (a typo, or the
+ * start of one) as git says them. */
+static int unknown_command(const char *name)
+{
+	char list[256];
+	size_t used = 0, n = 0, len = strlen(name);
+
+	list[0] = '\0';
+	for (size_t i = 0; i < cli_n_commands; i++) {
+		const char *cmd = cli_commands[i].cmd->name;
+		size_t near = len >= 4 ? 2 : 1;
+
+		if (distance(name, cmd) > near && !(len >= 2 && !strncmp(cmd, name, len)))
+			continue;
+		if (used < sizeof(list)) {
+			int w = snprintf(list + used, sizeof(list) - used, "%s'%s'", n ? " or " : "", cmd);
+
+			used += w > 0 ? (size_t)w : 0;
+		}
+		n++;
+	}
+	if (n)
+		return cli_error(EXIT_USAGE, "unknown command '%s'; did you mean %s? (see 'gpushare --help')", name, list);
+	return cli_error(EXIT_USAGE, "unknown command '%s' (see 'gpushare --help')", name);
+}
+
 /* The man page gpushare(1) is generated from this text (man/help2man.py). */
 static void usage(FILE *f)
 {
@@ -119,7 +176,7 @@ int main(int argc, char **argv)
 
 			if (c)
 				return c->fn(2, sub);
-			return cli_error(EXIT_USAGE, "unknown command '%s' (see 'gpushare --help')", argv[2]);
+			return unknown_command(argv[2]);
 		}
 		usage(stdout);
 		return cli_finish_stdout(EXIT_OK);
@@ -151,5 +208,5 @@ int main(int argc, char **argv)
 	}
 	if (argv[1][0] == '-')
 		return cli_error(EXIT_USAGE, "unknown option '%s' (see 'gpushare --help')", argv[1]);
-	return cli_error(EXIT_USAGE, "unknown command '%s' (see 'gpushare --help')", argv[1]);
+	return unknown_command(argv[1]);
 }

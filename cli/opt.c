@@ -129,6 +129,43 @@ const char *cli_parse_optname(const struct cli_parse *p)
 	return p->argv[p->optind - 1];
 }
 
+/*
+ * getopt_long answers '?' both for an unknown option and for a prefix that
+ * several long options start with (--work: --workers, --workload). The
+ * second is said as it is, with the candidates, rather than "unknown".
+ * Returns whether arg was such a prefix (p->status is then set).
+ */
+static bool ambiguous(struct cli_parse *p, const char *arg)
+{
+	char list[512];
+	size_t len, used = 0, n = 0;
+
+	if (strncmp(arg, "--", 2) || !arg[2])
+		return false;
+	arg += 2;
+	len = strcspn(arg, "=");
+	list[0] = '\0';
+	for (size_t i = 0; i < p->n; i++) {
+		const char *name = p->longopts[i].name;
+
+		if (strncmp(name, arg, len))
+			continue;
+		if (strlen(name) == len)
+			return false; /* an exact name is never ambiguous */
+		if (used < sizeof(list)) {
+			int w = snprintf(list + used, sizeof(list) - used, "%s--%s", n ? ", " : "", name);
+
+			used += w > 0 ? (size_t)w : 0;
+		}
+		n++;
+	}
+	if (n < 2)
+		return false;
+	p->status = cli_error(EXIT_USAGE, "%s: option '--%.*s' is ambiguous: it could be %s (see 'gpushare %s --help')",
+			      p->name, (int)len, arg, list, p->name);
+	return true;
+}
+
 int cli_parse_next(struct cli_parse *p)
 {
 	int c, idx = -1;
@@ -161,6 +198,8 @@ int cli_parse_next(struct cli_parse *p)
 	p->arg = optarg;
 	if (c == -1)
 		return 0;
+	if (c == '?' && ambiguous(p, p->argv[optind - 1]))
+		return -1;
 	if (c == '?' || c == ':') {
 		const char *name = p->argv[optind - 1];
 		char full[80];

@@ -3,7 +3,7 @@
 #   libexec/gpushare/gpushare-worker     found by gpushare relative to itself
 #   include/gpushare/*.h                 the public API, client.h included (not internal/)
 #   lib/libgpushare.a (+ libgpushare-core.a), lib/pkgconfig/gpushare.pc
-#   share/man/man1/gpushare*.1           generated from --help (see below)
+#   share/man/man1/gpushare*.1           generated from --help (see below), naming this prefix's doc dir
 #   share/bash-completion/completions/gpushare, zsh: _gpushare
 #   share/doc/gpushare/                  the documentation (docs/*.md)
 #   share/doc/gpushare/examples/slurm/   the Slurm batch scripts (examples/slurm)
@@ -58,7 +58,13 @@ add_custom_command(OUTPUT ${GPUSHARE_MAN_DIR}/gpushare.1
   COMMENT "Generating the man pages from gpushare --help"
   VERBATIM)
 add_custom_target(gpushare-man ALL DEPENDS ${GPUSHARE_MAN_DIR}/gpushare.1)
-install(DIRECTORY ${GPUSHARE_MAN_DIR}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1")
+# The pages name the documentation directory of the prefix they are
+# installed under, which `cmake --install --prefix DIR` may change.
+install(CODE "set(GPUSHARE_MAN_BUILT \"${GPUSHARE_MAN_DIR}\")
+set(GPUSHARE_DOCDIR_BUILT \"${CMAKE_INSTALL_FULL_DOCDIR}\")
+set(GPUSHARE_DOCDIR \"${CMAKE_INSTALL_DOCDIR}\")
+set(GPUSHARE_MANDIR \"${CMAKE_INSTALL_MANDIR}\")
+include(\"${CMAKE_CURRENT_LIST_DIR}/install_man.cmake\")")
 
 # docs/cli.md is committed but written from the same tables plus the prose
 # of docs/cli/*.md (scripts/gen_cli_doc.py): `cmake --build build --target

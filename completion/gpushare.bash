@@ -5,7 +5,7 @@
 # --mode request and job, after a directory option directories.
 _gpushare() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]} gs=${COMP_WORDS[0]}
-	local cmd="" at=0 i opt kind head words
+	local cmd="" at=0 i opt kind head words w
 	local -a lines
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		if [[ ${COMP_WORDS[i]} != -* ]]; then
@@ -59,10 +59,14 @@ _gpushare() {
 			return
 			;;
 		list)
-			# Complete the item after the last comma.
-			head=
+			# Complete the item after the last comma, with those not
+			# already in the list.
+			head= words=
 			[[ $cur == *,* ]] && head=${cur%,*},
-			mapfile -t COMPREPLY < <(compgen -P "$head" -W "${lines[*]:1}" -- "${cur##*,}")
+			for w in "${lines[@]:1}"; do
+				[[ ,$head == *,"$w",* ]] || words+=" $w"
+			done
+			mapfile -t COMPREPLY < <(compgen -P "$head" -W "$words" -- "${cur##*,}")
 			compopt -o nospace 2>/dev/null
 			return
 			;;

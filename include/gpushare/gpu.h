@@ -43,6 +43,9 @@ const char *gpushare_proc_kind_name(int kind);
 struct gpushare_proc_info {
 	pid_t pid;
 	char name[64];                 /* /proc/<pid>/comm, "" when not visible */
+	char user[32];                 /* its real user's name (or uid), "" when not visible */
+	char command[256];             /* its command line, arguments joined by spaces
+					* (cut to fit), "" when not visible */
 	uint64_t mem_used_bytes;       /* GPUSHARE_UNKNOWN_U64 when not reported */
 	enum gpushare_proc_kind kind;
 	int gpu_instance_id;           /* MIG GPU instance, GPUSHARE_UNKNOWN otherwise */
@@ -138,6 +141,10 @@ struct gpushare_gpu_sample {
  * "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting",
  * other bits as hex; "none" for 0, "unknown" for GPUSHARE_UNKNOWN_U64. */
 const char *gpushare_throttle_reasons_str(uint64_t reasons, char *buf, size_t len);
+
+/* The name of the clocks-event reason of bit `bit` (0 is gpu_idle, 1 is
+ * applications_clocks_setting, ...), NULL past the last named one. */
+const char *gpushare_throttle_reason_name(unsigned bit);
 
 /* Needs gpushare_nvml_open(). Fields NVML cannot read are GPUSHARE_UNKNOWN. */
 int gpushare_gpu_sample(unsigned index, struct gpushare_gpu_sample *s);

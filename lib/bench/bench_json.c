@@ -228,6 +228,7 @@ static cJSON *json_result(const struct gpushare_bench_result *res, const struct 
 	     gpushare_json_num_if(agg, "items_per_second", res->items_per_second, fig) &&
 	     json_latency(agg, lat, res->mean_seconds, res->stddev_seconds, res->p50_seconds, res->p90_seconds,
 			  res->p99_seconds, res->p999_seconds, res->max_seconds) &&
+	     gpushare_json_num_if(agg, "min_seconds", (double)res->hist.min_ns / 1e9, lat) &&
 	     gpushare_openloop_json_result(o, res, c) &&
 	     gpushare_json_num_if(agg, "fairness", res->fairness, fig && res->n_workers > 0) &&
 	     gpushare_json_num_if(agg, "efficiency", res->efficiency, fig && res->efficiency >= 0) &&

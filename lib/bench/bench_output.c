@@ -258,6 +258,56 @@ static const char *cell_sig(double v, bool known, char *buf, size_t len)
 }
 
 #define ROW_FMT "%-11s %7s %10s %9s %9s %9s %9s %9s %8s %6s  %s\n"
+/* Job mode: a count of jobs, jobs/s, seconds per job. */
+#define JOB_ROW_FMT "%-11s %7s %10s %9s %9s %10s %10s %12s %8s %6s  %s\n"
+
+/* Job mode: a command run to completion per request, often a handful of
+ * times, where p99 of 5 jobs is only their maximum. A quantile q is shown
+ * when at least one sample lies beyond it (n (1 - q) >= 1: p50 from 2
+ * jobs, p99 from 100, p99.9 from 1000); else "-", and the time line says
+ * how many there were. */
+static bool enough_for(uint64_t n, double q)
+{
+	return (double)n * (1 - q) >= 1 - 1e-9;
+}
+
+static const char *cell_quantile(double s, bool known, uint64_t n, double q, char *buf, size_t len)
+{
+	if (known && !enough_for(n, q)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	return cell_seconds(s, known, buf, len);
+}
+
+/* hyperfine's figures of the time per job, over all of h's jobs:
+ * "  time per job: mean ± σ 12.7 ms ± 872 us, min … max 11.5 ms … 13.9 ms,
+ * 6 jobs (too few for p99, 100 needed; p99.9, 1000)". The percentiles
+ * were of runs of n jobs (repeats: the fewest of a run). */
+static void job_time_line(FILE *f, const struct gpushare_hist *h, uint64_t n, const char *indent)
+{
+	char m[24], sd[24], lo[24], hi[24], few[128] = "", run[48] = "";
+
+	if (!h->count)
+		return;
+	if (n != h->count)
+		snprintf(run, sizeof(run), "%" PRIu64 " a run: ", n);
+	if (!enough_for(n, 0.99))
+		snprintf(few, sizeof(few), " (%stoo few for %sp99, 100 needed; p99.9, 1000)", run,
+			 enough_for(n, 0.5) ? "" : "p50, 2 needed; ");
+	else if (!enough_for(n, 0.999))
+		snprintf(few, sizeof(few), " (%stoo few for p99.9, 1000 needed)", run);
+	fprintf(f, "%stime per job: mean \u00b1 \u03c3 %s \u00b1 %s, min \u2026 max %s \u2026 %s, %" PRIu64 " job%s%s\n",
+		indent, gpushare_fmt_seconds(gpushare_hist_mean(h) / 1e9, m, sizeof(m)),
+		h->count >= 2 ? gpushare_fmt_seconds(gpushare_hist_stddev(h) / 1e9, sd, sizeof(sd)) : "-",
+		gpushare_fmt_seconds((double)h->min_ns / 1e9, lo, sizeof(lo)),
+		gpushare_fmt_seconds((double)h->max_ns / 1e9, hi, sizeof(hi)), h->count, h->count == 1 ? "" : "s", few);
+}
+
+static bool job_mode(const struct gpushare_bench_config *c)
+{
+	return c && c->command && c->command_mode == GPUSHARE_CMD_JOB;
+}
 
 /* A telemetry value the driver did not give (negative) reads "unknown",
  * as JSON's null. */
@@ -289,7 +339,7 @@ static void table_telemetry(FILE *f, const struct gpushare_bench_telemetry *t)
 		known_or(t->throttled_fraction, thr), known_or(t->power_mean_watts, pw));
 }
 
-static void table_workers(FILE *f, const struct gpushare_bench_result *res, const char *indent)
+static void table_workers(FILE *f, const struct gpushare_bench_result *res, const char *indent, bool jobs)
 {
 	for (size_t i = 0; i < res->n_workers; i++) {
 		const struct gpushare_bench_worker *w = &res->workers[i];
@@ -304,11 +354,12 @@ static void table_workers(FILE *f, const struct gpushare_bench_result *res, cons
 			snprintf(sm, sizeof(sm), "%d", w->sm_count);
 		if (w->mem_total_bytes > 0)
 			gpushare_fmt_bytes((double)w->mem_free_bytes, mem, sizeof(mem));
-		fprintf(f, "%sworker %-3d pid %-7d %9" PRIu64 " req %9s req/s  mean %s p50 %s p99 %s max %s  sm %s  free %s%s%s\n",
-			indent, w->index, (int)w->pid, w->requests, cell_si(w->requests_per_second, w->window_seconds > 0, tp, sizeof(tp)),
+		fprintf(f, "%sworker %-3d pid %-7d %9" PRIu64 " %s %9s %s  mean %s p50 %s p99 %s max %s  sm %s  free %s%s%s\n",
+			indent, w->index, (int)w->pid, w->requests, jobs ? "jobs" : "req",
+			cell_si(w->requests_per_second, w->window_seconds > 0, tp, sizeof(tp)), jobs ? "jobs/s" : "req/s",
 			lat ? gpushare_fmt_seconds(w->mean_seconds, mean, sizeof(mean)) : "-",
-			lat ? gpushare_fmt_seconds(w->p50_seconds, a, sizeof(a)) : "-",
-			lat ? gpushare_fmt_seconds(w->p99_seconds, b, sizeof(b)) : "-",
+			lat && (!jobs || enough_for(w->hist.count, 0.5)) ? gpushare_fmt_seconds(w->p50_seconds, a, sizeof(a)) : "-",
+			lat && (!jobs || enough_for(w->hist.count, 0.99)) ? gpushare_fmt_seconds(w->p99_seconds, b, sizeof(b)) : "-",
 			lat ? gpushare_fmt_seconds(w->max_seconds, c, sizeof(c)) : "-", sm, mem,
 			w->failed ? "  FAILED" : "", w->errors ? "  (errors)" : "");
 	}
@@ -343,7 +394,7 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 		      const struct gpushare_bench_config *cfg)
 {
 	char workers[16], req[24], rps[24], ips[24], p50[24], p99[24], p999[24], fair[16], en[16];
-	bool fig = res->status == GPUSHARE_RESULT_OK, lat = fig && res->hist.count > 0;
+	bool fig = res->status == GPUSHARE_RESULT_OK, lat = fig && res->hist.count > 0, jobs = job_mode(cfg);
 	const char *status = gpushare_result_status_name(res->status);
 
 	if (fig && res->interrupted)
@@ -357,12 +408,24 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 		snprintf(en, sizeof(en), "-");
 	else
 		cell_sig(res->efficiency, fig, en, sizeof(en));
-	fprintf(f, ROW_FMT, gpushare_strategy_name(res->strategy), res->status == GPUSHARE_RESULT_SKIPPED ? "" : workers,
-		req, cell_si(res->requests_per_second, fig, rps, sizeof(rps)),
-		cell_si(res->items_per_second, fig, ips, sizeof(ips)), cell_seconds(res->p50_seconds, lat, p50, sizeof(p50)),
-		cell_seconds(res->p99_seconds, lat, p99, sizeof(p99)),
-		cell_seconds(res->p999_seconds, lat, p999, sizeof(p999)),
-		cell_sig(res->fairness, fig && res->n_workers > 0, fair, sizeof(fair)), en, status);
+	if (jobs)
+		fprintf(f, JOB_ROW_FMT, gpushare_strategy_name(res->strategy),
+			res->status == GPUSHARE_RESULT_SKIPPED ? "" : workers, req,
+			cell_si(res->requests_per_second, fig, rps, sizeof(rps)),
+			cell_si(res->items_per_second, fig, ips, sizeof(ips)),
+			cell_quantile(res->p50_seconds, lat, res->hist.count, 0.5, p50, sizeof(p50)),
+			cell_quantile(res->p99_seconds, lat, res->hist.count, 0.99, p99, sizeof(p99)),
+			cell_quantile(res->p999_seconds, lat, res->hist.count, 0.999, p999, sizeof(p999)),
+			cell_sig(res->fairness, fig && res->n_workers > 0, fair, sizeof(fair)), en, status);
+	else
+		fprintf(f, ROW_FMT, gpushare_strategy_name(res->strategy),
+			res->status == GPUSHARE_RESULT_SKIPPED ? "" : workers, req,
+			cell_si(res->requests_per_second, fig, rps, sizeof(rps)),
+			cell_si(res->items_per_second, fig, ips, sizeof(ips)),
+			cell_seconds(res->p50_seconds, lat, p50, sizeof(p50)),
+			cell_seconds(res->p99_seconds, lat, p99, sizeof(p99)),
+			cell_seconds(res->p999_seconds, lat, p999, sizeof(p999)),
+			cell_sig(res->fairness, fig && res->n_workers > 0, fair, sizeof(fair)), en, status);
 	if (res->failure[0])
 		fprintf(f, "  ! %s\n", res->failure);
 	if (fig && res->tflops >= 0) {
@@ -370,11 +433,13 @@ static void table_row(FILE *f, const struct gpushare_bench_result *res, bool ver
 
 		fprintf(f, "  %s TFLOP/s\n", gpushare_fmt_sig(res->tflops, tf, sizeof(tf)));
 	}
+	if (jobs && lat)
+		job_time_line(f, &res->hist, res->hist.count, "  ");
 	table_mix(f, res, cfg);
 	gpushare_openloop_table(f, res, cfg);
 	table_telemetry(f, &res->telemetry);
 	if (verbose && res->status != GPUSHARE_RESULT_SKIPPED)
-		table_workers(f, res, "  ");
+		table_workers(f, res, "  ", jobs);
 }
 
 /* "9.98k ± 120" (one run: "9.98k"). */
@@ -439,29 +504,57 @@ static void summary_row(FILE *f, const struct gpushare_bench_report *r, const st
 			bool verbose)
 {
 	char runs[24], rps[24], ips[24], p50[24], p99[24], p999[24], fair[16], en[16], a[64], b[64], c[96];
-	bool fig = s->n_ok > 0;
+	bool fig = s->n_ok > 0, jobs = job_mode(r->config);
 	int workers = r->config ? r->config->workers : 0;
 	char wk[16];
+	uint64_t fewest = UINT64_MAX;   /* job mode: the fewest jobs of an ok run */
+	struct gpushare_hist *all = NULL; /* job mode: every ok run's jobs */
 
+	if (jobs && fig && (all = malloc(sizeof(*all))) != NULL)
+		gpushare_hist_init(all);
+	for (size_t i = 0; jobs && i < r->n_results; i++) {
+		const struct gpushare_bench_result *res = &r->results[i];
+
+		if (res->strategy != s->strategy || res->status != GPUSHARE_RESULT_OK)
+			continue;
+		if (res->hist.count < fewest)
+			fewest = res->hist.count;
+		if (all)
+			gpushare_hist_merge(all, &res->hist);
+	}
 	snprintf(wk, sizeof(wk), "%d", workers);
 	snprintf(runs, sizeof(runs), "%zu/%zu ok", s->n_ok, s->n_runs);
 	if (fig && !s->efficiency.n)
 		snprintf(en, sizeof(en), "-");
 	else
 		cell_sig(s->efficiency.mean, fig, en, sizeof(en));
-	fprintf(f, ROW_FMT, gpushare_strategy_name(s->strategy), wk, runs,
-		cell_si(s->requests_per_second.mean, fig, rps, sizeof(rps)),
-		cell_si(s->items_per_second.mean, fig, ips, sizeof(ips)),
-		cell_seconds(s->p50_seconds.mean, fig && s->p50_seconds.n, p50, sizeof(p50)),
-		cell_seconds(s->p99_seconds.mean, fig && s->p99_seconds.n, p99, sizeof(p99)),
-		cell_seconds(s->p999_seconds.mean, fig && s->p999_seconds.n, p999, sizeof(p999)),
-		cell_sig(s->fairness.mean, fig && s->fairness.n, fair, sizeof(fair)), en,
-		gpushare_result_status_name(s->status));
+	if (jobs)
+		fprintf(f, JOB_ROW_FMT, gpushare_strategy_name(s->strategy), wk, runs,
+			cell_si(s->requests_per_second.mean, fig, rps, sizeof(rps)),
+			cell_si(s->items_per_second.mean, fig, ips, sizeof(ips)),
+			cell_quantile(s->p50_seconds.mean, fig && s->p50_seconds.n, fewest, 0.5, p50, sizeof(p50)),
+			cell_quantile(s->p99_seconds.mean, fig && s->p99_seconds.n, fewest, 0.99, p99, sizeof(p99)),
+			cell_quantile(s->p999_seconds.mean, fig && s->p999_seconds.n, fewest, 0.999, p999, sizeof(p999)),
+			cell_sig(s->fairness.mean, fig && s->fairness.n, fair, sizeof(fair)), en,
+			gpushare_result_status_name(s->status));
+	else
+		fprintf(f, ROW_FMT, gpushare_strategy_name(s->strategy), wk, runs,
+			cell_si(s->requests_per_second.mean, fig, rps, sizeof(rps)),
+			cell_si(s->items_per_second.mean, fig, ips, sizeof(ips)),
+			cell_seconds(s->p50_seconds.mean, fig && s->p50_seconds.n, p50, sizeof(p50)),
+			cell_seconds(s->p99_seconds.mean, fig && s->p99_seconds.n, p99, sizeof(p99)),
+			cell_seconds(s->p999_seconds.mean, fig && s->p999_seconds.n, p999, sizeof(p999)),
+			cell_sig(s->fairness.mean, fig && s->fairness.n, fair, sizeof(fair)), en,
+			gpushare_result_status_name(s->status));
+	if (all) {
+		job_time_line(f, all, fewest, "  ");
+		free(all);
+	}
 	if (fig) {
 		fprintf(f, "  items/s %s, %s, %s\n", mean_pm(&s->items_per_second, false, a, sizeof(a)),
 			min_max(&s->items_per_second, false, b, sizeof(b)),
 			median_iv(&s->items_per_second.median, false, c, sizeof(c)));
-		if (s->p99_seconds.n)
+		if (s->p99_seconds.n && (!jobs || enough_for(fewest, 0.99)))
 			fprintf(f, "  p99     %s, %s, %s\n", mean_pm(&s->p99_seconds, true, a, sizeof(a)),
 				min_max(&s->p99_seconds, true, b, sizeof(b)),
 				median_iv(&s->p99_seconds.median, true, c, sizeof(c)));
@@ -483,7 +576,7 @@ static void summary_row(FILE *f, const struct gpushare_bench_report *r, const st
 			gpushare_result_status_name(res->status));
 		table_telemetry(f, &res->telemetry);
 		if (res->status != GPUSHARE_RESULT_SKIPPED)
-			table_workers(f, res, "    ");
+			table_workers(f, res, "    ", jobs);
 	}
 }
 
@@ -534,11 +627,17 @@ int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f
 				 s->n_ok < b->n_ok ? s->n_ok : b->n_ok, (s->n_ok < b->n_ok ? s->n_ok : b->n_ok) == 1 ? "" : "s");
 			break;
 		}
-		fprintf(f, "%s: %s%s times the throughput of %s, p99 %s vs %s (%s)\n", gpushare_strategy_name(s->strategy),
-			ratio, sd, gpushare_strategy_name(b->strategy),
-			/* The table's p99 (the mean over the repeats), so that one p99 is shown. */
-			gpushare_fmt_seconds(s->p99_seconds.mean, pa, sizeof(pa)),
-			gpushare_fmt_seconds(b->p99_seconds.mean, pb, sizeof(pb)), verdict);
+		if (job_mode(r->config)) /* a few jobs have no p99: their mean time */
+			fprintf(f, "%s: %s%s times the throughput of %s, %s vs %s per job (means) (%s)\n",
+				gpushare_strategy_name(s->strategy), ratio, sd, gpushare_strategy_name(b->strategy),
+				gpushare_fmt_seconds(s->mean_seconds.mean, pa, sizeof(pa)),
+				gpushare_fmt_seconds(b->mean_seconds.mean, pb, sizeof(pb)), verdict);
+		else
+			fprintf(f, "%s: %s%s times the throughput of %s, p99 %s vs %s (%s)\n",
+				gpushare_strategy_name(s->strategy), ratio, sd, gpushare_strategy_name(b->strategy),
+				/* The table's p99 (the mean over the repeats), so that one p99 is shown. */
+				gpushare_fmt_seconds(s->p99_seconds.mean, pa, sizeof(pa)),
+				gpushare_fmt_seconds(b->p99_seconds.mean, pb, sizeof(pb)), verdict);
 	}
 	if (ferror(f))
 		return gpushare_fail(GPUSHARE_E_IO, "cannot write the table: %s", strerror(errno));
@@ -548,7 +647,7 @@ int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f
 int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, bool verbose)
 {
 	const struct gpushare_bench_config *c = r->config;
-	bool jobs = c && c->command && c->command_mode == GPUSHARE_CMD_JOB;
+	bool jobs = job_mode(c);
 	bool repeated = r->repeats >= 2 && r->n_summary;
 	char label[GPUSHARE_BENCH_MAX_MIX * GPUSHARE_BENCH_MIX_LABEL];
 
@@ -584,8 +683,12 @@ int gpushare_bench_write_table(const struct gpushare_bench_report *r, FILE *f, b
 			fprintf(f, ", GPU %d %s", r->gpu_index, r->gpu_name);
 		fputc('\n', f);
 	}
-	fprintf(f, ROW_FMT, "strategy", "workers", repeated ? "runs" : "requests", "req/s", "items/s", "p50", "p99",
-		"p99.9", "fairness", "E_N", "status");
+	if (jobs)
+		fprintf(f, JOB_ROW_FMT, "strategy", "workers", repeated ? "runs" : "jobs", "jobs/s", "items/s", "p50 s/job",
+			"p99 s/job", "p99.9 s/job", "fairness", "E_N", "status");
+	else
+		fprintf(f, ROW_FMT, "strategy", "workers", repeated ? "runs" : "requests", "req/s", "items/s", "p50", "p99",
+			"p99.9", "fairness", "E_N", "status");
 	if (r->ceiling)
 		table_row(f, r->ceiling, verbose, c);
 	if (repeated) {

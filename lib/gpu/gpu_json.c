@@ -58,6 +58,8 @@ bool gpushare_gpu_json(cJSON *o, const struct gpushare_gpu_info *g)
 		cJSON *po = gpushare_json_obj(procs, NULL);
 
 		ok = gpushare_json_int(po, "pid", p->pid) && gpushare_json_str_or_null(po, "name", p->name) &&
+		     gpushare_json_str_or_null(po, "user", p->user) &&
+		     gpushare_json_str_or_null(po, "command", p->command) &&
 		     gpushare_json_str_or_null(po, "kind", gpushare_proc_kind_name(p->kind)) &&
 		     gpushare_json_u64_known(po, "mem_used_bytes", p->mem_used_bytes) &&
 		     gpushare_json_int_known(po, "gpu_instance_id", p->gpu_instance_id);

@@ -317,12 +317,19 @@ static uint64_t throttle_reasons(nvmlDevice_t dev)
 	return r == NVML_SUCCESS ? (uint64_t)reasons : GPUSHARE_UNKNOWN_U64;
 }
 
+/* NVML's clocks-event reasons by bit, in nvidia-smi's words. */
+static const char *const throttle_names[] = {
+	"gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+	"sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting",
+};
+
+const char *gpushare_throttle_reason_name(unsigned bit)
+{
+	return bit < sizeof(throttle_names) / sizeof(throttle_names[0]) ? throttle_names[bit] : NULL;
+}
+
 const char *gpushare_throttle_reasons_str(uint64_t reasons, char *buf, size_t len)
 {
-	static const char *const names[] = {
-		"gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
-		"sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting",
-	};
 	size_t used = 0;
 	uint64_t rest = reasons;
 
@@ -333,12 +340,12 @@ const char *gpushare_throttle_reasons_str(uint64_t reasons, char *buf, size_t le
 		return snprintf(buf, len, "unknown"), buf;
 	if (reasons == 0)
 		return snprintf(buf, len, "none"), buf;
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (unsigned i = 0; gpushare_throttle_reason_name(i); i++) {
 		if (!(reasons & (1ULL << i)))
 			continue;
 		rest &= ~(1ULL << i);
 		if (used < len)
-			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", names[i]);
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", throttle_names[i]);
 	}
 	if (rest && used < len)
 		snprintf(buf + used, len - used, "%s0x%llx", used ? "," : "", (unsigned long long)rest);
@@ -438,10 +445,15 @@ static bool pid_listed(const nvmlProcessInfo_t *list, unsigned n, unsigned pid)
 static void proc_fill(struct gpushare_proc_info *p, const nvmlProcessInfo_t *e, bool in_mps_list)
 {
 	char cmdline[512];
+	size_t n;
 
 	p->pid = (pid_t)e->pid;
 	gpushare_pid_comm(p->pid, p->name, sizeof(p->name));
 	gpushare_pid_cmdline(p->pid, cmdline, sizeof(cmdline));
+	gpushare_pid_user(p->pid, p->user, sizeof(p->user));
+	n = strnlen(cmdline, sizeof(p->command) - 1); /* the command line, cut to fit */
+	memcpy(p->command, cmdline, n);
+	p->command[n] = '\0';
 	p->mem_used_bytes = e->usedGpuMemory == NVML_VALUE_NOT_AVAILABLE_ULL ? GPUSHARE_UNKNOWN_U64 : e->usedGpuMemory;
 	p->kind = gpushare_proc_classify(p->name, cmdline, in_mps_list);
 	p->gpu_instance_id = instance_id(NVML_SUCCESS, e->gpuInstanceId);

@@ -162,23 +162,33 @@ static void *watchdog_main(void *arg)
 }
 
 static const char not_found[] = "not found; metrics are at /metrics\n";
+/* `/`: a page for a person who opens the address in a browser, as
+ * node_exporter serves one. */
+static const char landing[] = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>gpushare exporter</title></head>\n"
+			      "<body><h1>gpushare exporter</h1>\n<p><a href=\"/metrics\">Metrics</a></p></body></html>\n";
 static const char not_allowed[] = "method not allowed; use GET\n";
 static const char too_large[] = "a request to /metrics carries no body\n";
 static const char failed[] = "cannot produce the metrics\n";
 
-static enum MHD_Result reply_static(struct MHD_Connection *conn, unsigned status, const char *text, bool allow)
+static enum MHD_Result reply_typed(struct MHD_Connection *conn, unsigned status, const char *text, bool allow,
+				   const char *type)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result reply_static(struct MHD_Connection *conn, unsigned status, const char *text, bool allow)
+{
+	return reply_typed(conn, status, text, allow, "text/plain; charset=utf-8");
 }
 
 static bool has_body(struct MHD_Connection *conn)
@@ -292,6 +302,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = s;
 		return MHD_YES;
 	}
+	if (!strcmp(url, "/"))
+		return reply_typed(conn, MHD_HTTP_OK, landing, false, "text/html; charset=utf-8");
 	if (strcmp(url, "/metrics") != 0)
 		return reply_static(conn, MHD_HTTP_NOT_FOUND, not_found, false);
 	if (collect_shared(s, &text, &len) != GPUSHARE_OK)

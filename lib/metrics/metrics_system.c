@@ -24,6 +24,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 #include "gpushare/mps.h"
+#include "sys.h"
 
 #define MPS_TIMEOUT_MS 3000
 
@@ -133,6 +134,27 @@ static void write_gpus(struct gpushare_metrics_buf *b, const struct gpushare_sys
 			continue;
 		gpu_labels(g, &gl);
 		gpushare_metrics_sample_u64(b, "gpushare_gpu_clocks_event_reasons", gl.l, 2, g->throttle_reasons);
+	}
+	/* The same one series per reason, 0 or 1, which PromQL can test
+	 * (`== 1`) and sum, as it cannot a bitmask. */
+	gpushare_metrics_family(b, "gpushare_gpu_clocks_event_reason", "gauge",
+				"1 while NVML names this clocks-event (throttle) reason for the GPU, else 0: "
+				"one series per reason (nvidia-smi's names).");
+	for (size_t i = 0; i < sys->n_gpus; i++) {
+		const struct gpushare_gpu_info *g = &sys->gpus[i];
+		struct gpushare_metrics_label l[3];
+		struct gpu_labels gl;
+
+		if (g->throttle_reasons == GPUSHARE_UNKNOWN_U64)
+			continue;
+		gpu_labels(g, &gl);
+		l[0] = gl.l[0];
+		l[1] = gl.l[1];
+		for (unsigned bit = 0; gpushare_throttle_reason_name(bit); bit++) {
+			l[2] = (struct gpushare_metrics_label){ "reason", gpushare_throttle_reason_name(bit) };
+			gpushare_metrics_sample(b, "gpushare_gpu_clocks_event_reason", l, 3,
+						(g->throttle_reasons >> bit) & 1 ? 1 : 0);
+		}
 	}
 	gpu_gauge(b, sys, "gpushare_gpu_temperature_celsius", "GPU core temperature, degrees Celsius.",
 		  offsetof(struct gpushare_gpu_info, temperature_c), 1);
@@ -338,17 +360,27 @@ static void write_private(struct gpushare_metrics_buf *b)
 				"Always 1: an MPS control daemon of one of gpushare's runs (bench, sweep, farm, exec) "
 				"and the process that owns it; owner_alive=\"false\" when the run is gone and left it.");
 	for (size_t i = 0; i < n; i++) {
-		char pid[24], owner[24];
+		char pid[24], owner[24], comm[64] = "";
 		struct gpushare_metrics_label l[6];
+		size_t run_len = strlen(p[i].run_dir);
+		const char *pipe = p[i].pipe_dir;
 
 		snprintf(pid, sizeof(pid), "%d", (int)p[i].daemon_pid);
 		snprintf(owner, sizeof(owner), "%d", (int)p[i].owner_pid);
+		/* Bounded labels: the pipe directory inside its run ("mps/pipe";
+		 * the run's own directory has a new random name each run) and
+		 * the owner's command name, never its command line (unbounded,
+		 * and it may carry secrets). `gpushare info` shows both whole. */
+		if (!strncmp(pipe, p[i].run_dir, run_len) && pipe[run_len] == '/')
+			pipe += run_len + 1;
+		if (p[i].owner_alive)
+			gpushare_pid_comm(p[i].owner_pid, comm, sizeof(comm));
 		l[0] = (struct gpushare_metrics_label){ "run", p[i].kind };
-		l[1] = (struct gpushare_metrics_label){ "pipe_dir", p[i].pipe_dir };
+		l[1] = (struct gpushare_metrics_label){ "pipe_dir", pipe };
 		l[2] = (struct gpushare_metrics_label){ "pid", pid };
 		l[3] = (struct gpushare_metrics_label){ "owner_pid", p[i].owner_pid > 0 ? owner : "" };
 		l[4] = (struct gpushare_metrics_label){ "owner_alive", p[i].owner_alive ? "true" : "false" };
-		l[5] = (struct gpushare_metrics_label){ "owner_command", p[i].owner_command };
+		l[5] = (struct gpushare_metrics_label){ "owner_command", comm };
 		gpushare_metrics_sample(b, "gpushare_mps_private_daemon_info", l, 6, 1);
 	}
 	free(p);

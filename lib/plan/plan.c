@@ -129,10 +129,25 @@ static void gres_type(const char *model, bool whole, char *out, size_t len)
 	out[n] = '\0';
 }
 
+/* The highest median throughput of rec's sharing cells (0 when none). */
+static double rec_best_throughput(const struct gpushare_report *r, const struct gpushare_report_rec *rec)
+{
+	double best = 0;
+
+	for (size_t i = 0; i < rec->n_at; i++) {
+		int c = rec->at[i].best;
+
+		if (c >= 0 && (size_t)c < r->n_cells && r->cells[c].throughput.median > best)
+			best = r->cells[c].throughput.median;
+	}
+	return best;
+}
+
 /* The recommendation (shape, batch) the plan is for. */
 static int pick_rec(const struct gpushare_report *r, const struct gpushare_plan_options *o)
 {
-	int found = -1;
+	int found = -1, top = -1;
+	double top_rate = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i < r->n_recs; i++) {
@@ -142,6 +157,10 @@ static int pick_rec(const struct gpushare_report *r, const struct gpushare_plan_
 			continue;
 		if (found < 0)
 			found = (int)i;
+		if (top < 0 || rec_best_throughput(r, &r->recs[i]) > top_rate) {
+			top = (int)i;
+			top_rate = rec_best_throughput(r, &r->recs[i]);
+		}
 		n++;
 	}
 	if (found < 0) {
@@ -151,11 +170,17 @@ static int pick_rec(const struct gpushare_report *r, const struct gpushare_plan_
 					     o->batch > 0 ? o->batch : 0L);
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the results hold no closed-loop throughput cell");
 	}
-	if (n > 1)
+	if (n > 1) {
+		char a[32];
+
+		/* The hint is the one with the highest throughput, not the
+		 * first of the file. */
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "the results hold %zu workload shapes or batch sizes; choose one with --shape and --batch "
-				     "(first: --shape '%s' --batch %ld)",
-				     n, r->recs[found].shape, r->recs[found].batch);
+				     "(the highest throughput: --shape '%s' --batch %ld, %s)",
+				     n, r->recs[top].shape, r->recs[top].batch,
+				     gpushare_fmt_rate(top_rate, "items/s", a, sizeof(a)));
+	}
 	return found;
 }
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +261,21 @@ long gpushare_pid_uid(pid_t pid)
 	if (!p)
 		return -1;
 	return strtol(p + 5, NULL, 10);
+}
+
+void gpushare_pid_user(pid_t pid, char *buf, size_t len)
+{
+	long uid = gpushare_pid_uid(pid);
+	struct passwd pw, *found = NULL;
+	char scratch[1024];
+
+	buf[0] = '\0';
+	if (uid < 0)
+		return;
+	if (getpwuid_r((uid_t)uid, &pw, scratch, sizeof(scratch), &found) == 0 && found)
+		snprintf(buf, len, "%s", found->pw_name);
+	else
+		snprintf(buf, len, "%ld", uid);
 }
 
 int gpushare_reserve_fds(size_t need, const char *what)

@@ -117,4 +117,8 @@ void gpushare_pid_cmdline(pid_t pid, char *buf, size_t len);
 /* Real user id of process pid, or -1 when unreadable. */
 long gpushare_pid_uid(pid_t pid);
 
+/* The name of the real user of process pid (the uid's number when the
+ * password database has no name for it); "" when unreadable. */
+void gpushare_pid_user(pid_t pid, char *buf, size_t len);
+
 #endif

@@ -130,12 +130,26 @@ r = d["results"][0]
 assert d["config"]["command_mode"] == "job" and d["config"]["warmup_seconds"] == 0, d["config"]
 assert r["aggregate"]["requests"] == 8, r["aggregate"]
 assert 0.05 <= r["aggregate"]["p50_seconds"] < 1.0, r["aggregate"]
+assert 0.05 <= r["aggregate"]["min_seconds"] <= r["aggregate"]["max_seconds"], r["aggregate"]   # the shortest job, exact
 assert 0.2 <= r["aggregate"]["window_seconds"] < 4.0, r["aggregate"]   # the makespan of 4 jobs
 ' "$tmp/out"
 then ok "job mode: 8 jobs, wall time >= 50 ms each, makespan >= 0.2 s"; else fail "job mode: exit $rc $(head -c 600 "$tmp/err")"; fi
 run --strategy timeslice,sequential --workers 2 --mode job --jobs 3 -- /bin/sleep 0.01
 if [[ $rc -eq 0 ]] && grep -q "jobs: 6 in a makespan of" "$tmp/out" && grep -q "3 jobs per worker" "$tmp/out"; then
 	ok "job mode table: makespan line"; else fail "job mode table: exit $rc $(cat "$tmp/out" "$tmp/err")"; fi
+# 6 jobs: a count column, jobs/s and seconds per job in the header, a p50 but
+# no p99 or p99.9 (they would be the maximum), and hyperfine's figures.
+row=$(grep '^timeslice ' "$tmp/out" || true)
+check "job mode table: the header counts jobs, jobs/s, s/job" \
+	grep -Eq '^strategy +workers +jobs +jobs/s +items/s +p50 s/job +p99 s/job +p99.9 s/job ' "$tmp/out"
+check "job mode table: 6 jobs, a p50, '-' for p99 and p99.9 ($row)" \
+	bash -c "[[ '$row' =~ ^timeslice\ +2\ +6\ +[0-9.k]+\ +[0-9.k]+\ +[0-9.]+\ [mu]?s\ +-\ +-\ +[0-9.]+ ]]"
+check "job mode table: mean ± σ, min … max and the count, saying p99 needs 100 jobs" \
+	grep -Eq '^  time per job: mean ± σ [0-9.]+ [mu]?s ± [0-9.]+ [mu]?s, min … max [0-9.]+ [mu]?s … [0-9.]+ [mu]?s, 6 jobs \(too few for p99, 100 needed; p99.9, 1000\)$' "$tmp/out"
+check "job mode table: no req/s" bash -c "! grep -q 'req/s' '$tmp/out'"
+run --strategy timeslice --workers 2 --mode job --jobs 60 -- /bin/true
+check "job mode table: 120 jobs give a p99 but no p99.9 ($(grep '^timeslice ' "$tmp/out"))" \
+	bash -c "grep -Eq '^timeslice +2 +120 +[0-9.k]+ +[0-9.k]+ +[0-9.]+ [mu]?s +[0-9.]+ [mu]?s +- ' '$tmp/out' && grep -q ', 120 jobs (too few for p99.9, 1000 needed)$' '$tmp/out'"
 
 echo "== job mode for a duration, with the environment"
 # A job of 20 ms of work takes its start-up too (157-219 ms measured under

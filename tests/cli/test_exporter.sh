@@ -84,7 +84,10 @@ run_daemon_up=1
 fake_mps_start "$run/mps/pipe" "$run/mps/log"
 rdaemon=$(cat "$run/mps/pipe/nvidia-cuda-mps-control.pid")
 "$GPUSHARE" exporter --once --pipe-dir "$tmp/pipe" >"$tmp/once-private"
-check "--once: the farm run's private daemon with its owner" grep -qx "gpushare_mps_private_daemon_info{run=\"farm\",pipe_dir=\"$run/mps/pipe\",pid=\"$rdaemon\",owner_pid=\"$c1\",owner_alive=\"true\",owner_command=\"sleep 300\"} 1" "$tmp/once-private"
+check "--once: the farm run's private daemon with its owner, bounded labels only (the pipe inside the run, the command name)" \
+	grep -qx "gpushare_mps_private_daemon_info{run=\"farm\",pipe_dir=\"mps/pipe\",pid=\"$rdaemon\",owner_pid=\"$c1\",owner_alive=\"true\",owner_command=\"sleep\"} 1" "$tmp/once-private"
+check "--once: no private daemon label holds the run's random directory or the owner's arguments" \
+	bash -c "! grep '^gpushare_mps_private_daemon_info' '$tmp/once-private' | grep -e 'Zz9Yx8' -e 'sleep 300'"
 check "--once with a private daemon: promtool accepts it" lint "$tmp/once-private"
 fake_mps_quit "$run/mps/pipe" "$run/mps/log"
 run_daemon_up=
@@ -97,6 +100,10 @@ check "--once: GPU utilization as a ratio" grep -q '^gpushare_gpu_utilization_ra
 check "--once: GPU memory total in bytes" grep -q "^gpushare_gpu_memory_total_bytes{gpu=\"1\",.*} $((81559 * 1048576))$" "$tmp/once"
 check "--once: SM clock in hertz, power in watts, temperature" \
 	bash -c "grep -q '^gpushare_gpu_sm_clock_hertz{gpu=\"1\",.*} 1755000000$' $tmp/once && grep -q '^gpushare_gpu_power_watts{gpu=\"1\",.*} 612.345$' $tmp/once && grep -q '^gpushare_gpu_temperature_celsius{gpu=\"1\",.*} 71$' $tmp/once && grep -q '^gpushare_gpu_power_limit_watts{gpu=\"1\",.*} 700$' $tmp/once && grep -q '^gpushare_gpu_clocks_event_reasons{gpu=\"1\",.*} 4$' $tmp/once"
+check "--once: one 0/1 series per clocks-event reason (GPU 1: sw_power_cap 1, the 8 others 0)" \
+	bash -c "grep -q '^gpushare_gpu_clocks_event_reason{gpu=\"1\",uuid=\"[^\"]*\",reason=\"sw_power_cap\"} 1$' $tmp/once &&
+		test \$(grep -c '^gpushare_gpu_clocks_event_reason{gpu=\"1\",.*} 0$' $tmp/once) -eq 8 &&
+		grep -q '^gpushare_gpu_clocks_event_reason{gpu=\"0\",uuid=\"[^\"]*\",reason=\"gpu_idle\"} 1$' $tmp/once"
 check "--once: MIG instances with profile and memory" grep -q '^gpushare_mig_memory_total_bytes{gpu="0",mig_uuid="MIG-11aa22bb-33cc-44dd-55ee-66ff77008811",profile="1g.18gb",gpu_instance="9",compute_instance="0"} 17716740096$' "$tmp/once"
 check "--once: MPS client process memory, kind mps-client" grep -q "^gpushare_process_gpu_memory_bytes{gpu=\"1\",uuid=\"[^\"]*\",pid=\"$client\",name=\"sleep\",kind=\"mps-client\",gpu_instance=\"\",slurm_job_id=\"4242\"} $((2 * 1073741824))$" "$tmp/once"
 check "--once: a process outside Slurm: slurm_job_id empty" grep -q "pid=\"$plain\",.*,slurm_job_id=\"\"}" "$tmp/once"
@@ -175,7 +182,8 @@ check "server: same families as --once" test "$(grep -c '^# TYPE' "$tmp/scraped"
 http "$port" get /nope >"$tmp/resp"
 check "server: unknown path: 404" grep -q "^HTTP/1.1 404" "$tmp/resp"
 http "$port" get / >"$tmp/resp"
-check "server: / is 404 too" grep -q "^HTTP/1.1 404" "$tmp/resp"
+check "server: / is a landing page (200, HTML) that links /metrics" \
+	bash -c "grep -q '^HTTP/1.1 200' '$tmp/resp' && grep -qi '^Content-Type: text/html' '$tmp/resp' && grep -q 'href=\"/metrics\"' '$tmp/resp'"
 http "$port" post >"$tmp/resp"
 check "server: POST: 405" grep -q "^HTTP/1.1 405" "$tmp/resp"
 check "server: 405 says Allow: GET" grep -qi "^Allow: GET" "$tmp/resp"

@@ -85,6 +85,27 @@ for args in "nosuchcmd" "help nosuchcmd" "--bogus"; do
 	echo "   $(cat "$tmp/err")"
 done
 
+run nosuchcmd
+check "an unknown command far from every command gets no guess" bash -c "! grep -q 'did you mean' '$tmp/err'"
+for args in "benhc bench" "help rpeort report" "swep sweep" "pln plan"; do
+	# shellcheck disable=SC2086 # split on purpose
+	run ${args% *}
+	check "gpushare ${args% *}: exit 2, 'did you mean '${args##* }'?'" \
+		bash -c "test $rc -eq 2 && grep -qF \"did you mean '${args##* }'?\" '$tmp/err'"
+done
+
+echo "== an ambiguous option prefix is said to be one"
+run bench --work 2
+check "bench --work: exit 2 (got $rc)" test "$rc" -eq 2
+check "bench --work: 'ambiguous', with --workers and --workload" \
+	bash -c "grep -q \"option '--work' is ambiguous\" '$tmp/err' && grep -q -- --workers '$tmp/err' && grep -q -- --workload '$tmp/err'"
+echo "   $(cat "$tmp/err")"
+run sweep --work=2
+check "sweep --work=2: ambiguous too (got: $(cat "$tmp/err"))" grep -q "option '--work' is ambiguous" "$tmp/err"
+run bench --wrokers 2
+check "bench --wrokers: still unknown, not ambiguous" \
+	bash -c "test $rc -eq 2 && grep -q \"unknown option '--wrokers'\" '$tmp/err'"
+
 echo "== version"
 version=$(sed -n 's/^project(gpushare VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")
 check "the project version is read from CMakeLists.txt ($version)" test -n "$version"

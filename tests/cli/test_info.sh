@@ -64,6 +64,10 @@ check "gpushare help info: same text" cmp -s "$tmp/help" "$tmp/help2"
 # ---- the fake driver ----
 export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so GPUSHARE_CUDA_LIBRARY=$H/libfakecuda.so
 fake_gpu_processes
+# Until they run their commands, the three are copies of this shell.
+ran() { grep -q "sleep" "/proc/$plain/cmdline" && grep -q nvidia-cuda-mps-server "/proc/$server/cmdline" &&
+	grep -q "sleep" "/proc/$client/cmdline"; }
+wait_for 100 0.1 ran
 
 # A stale pid file at $CUDA_MPS_PIPE_DIRECTORY: its process is gone.
 mkdir -m 700 "$tmp/stale"
@@ -76,9 +80,12 @@ check "report: driver line" grep -q "^driver 580.159.04, CUDA 13.0, NVML 13.580.
 check "report: both GPUs" grep -q "^GPU 1: NVIDIA H100 80GB HBM3$" "$tmp/report"
 check "report: MIG devices with profiles" grep -q "1g.18gb" "$tmp/report"
 check "report: SM count from libcuda" grep -q "SMs *132$" "$tmp/report"
-check "report: the MPS server process" grep -Eq "^ +$server +mps-server +64.0 MiB +nvidia-cuda-mps$" "$tmp/report"
-check "report: the MPS client process" grep -Eq "^ +$client +mps-client +2.0 GiB +sleep$" "$tmp/report"
-check "report: the plain process" grep -Eq "^ +$plain +plain +1.0 GiB +sleep$" "$tmp/report"
+me=$(id -un)
+check "report: the processes' columns name the user and the command" grep -Eq "^ +PID +KIND +USER +MEMORY +COMMAND$" "$tmp/report"
+check "report: the MPS server process, its user and command line ($(grep -E "^ +$server " "$tmp/report"))" \
+	grep -Eq "^ +$server +mps-server +$me +64.0 MiB +$tmp/bin/nvidia-cuda-mps-server 300$" "$tmp/report"
+check "report: the MPS client process" grep -Eq "^ +$client +mps-client +$me +2.0 GiB +sleep 300$" "$tmp/report"
+check "report: the plain process" grep -Eq "^ +$plain +plain +$me +1.0 GiB +sleep 300$" "$tmp/report"
 check "report: stale pid file at \$CUDA_MPS_PIPE_DIRECTORY" grep -q "^  $tmp/stale (env): stale pid file (pid $dead gone)$" "$tmp/report"
 check "report: gpushare's private pipe dir, no daemon" grep -q "^  $tmp/xdg/gpushare/mps/pipe (gpushare): none$" "$tmp/report"
 
@@ -108,6 +115,7 @@ check_json "clocks, power in watts, temperature" 'gpu(1)["clock_sm_mhz"] == 1755
 check_json "MIG devices" '[(m["index"], m["profile"], m["gpu_instance_id"], m["compute_instance_id"], m["sm_count"], m["mem_total_bytes"]) for m in gpu(0)["mig_devices"]] == [(0, "1g.18gb", 9, 0, 16, 16896 * 2**20), (2, "3g.71gb", 2, 0, 60, 71 * 2**30)] and gpu(0)["mig_devices"][0]["uuid"] == "MIG-11aa22bb-33cc-44dd-55ee-66ff77008811"'
 check_json "processes classified" 'len(gpu(1)["processes"]) == 3 and proc(plain)["kind"] == "plain" and proc(server)["kind"] == "mps-server" and proc(client)["kind"] == "mps-client"'
 check_json "process names and memory" 'proc(server)["name"] == "nvidia-cuda-mps" and proc(plain)["name"] == "sleep" and proc(client)["mem_used_bytes"] == 2 * 2**30 and proc(plain)["gpu_instance_id"] is None'
+check_json "processes' user and command line" 'proc(plain)["user"] == "'"$(id -un)"'" and proc(plain)["command"] == "sleep 300" and proc(server)["command"].endswith("/nvidia-cuda-mps-server 300")'
 check_json "no processes on the MIG GPU" 'gpu(0)["processes"] == []'
 check_json "MPS: stale pid file at the env pipe dir" 'mps(tmp + "/stale")["state"] == "stale" and mps(tmp + "/stale")["pid"] == dead and mps(tmp + "/stale")["sources"] == ["env"] and mps(tmp + "/stale")["answers"] is None'
 check_json "MPS: private and default pipe dirs listed" 'mps(tmp + "/xdg/gpushare/mps/pipe")["state"] == "absent" and mps(tmp + "/xdg/gpushare/mps/pipe")["sources"] == ["gpushare"] and mps("/tmp/nvidia-mps")["sources"] == ["default"]'
@@ -190,13 +198,20 @@ done
 # ---- --watch: one line per GPU and interval when not on a terminal ----
 "$GPUSHARE" info --watch 50ms --count 3 >"$tmp/w"
 check "watch: a header once, then 2 GPUs x 3 intervals (got $(wc -l <"$tmp/w"))" test "$(grep -c '^#' "$tmp/w")" -eq 1 -a "$(grep -vc '^#' "$tmp/w")" -eq 6
-check "watch: GPU 1's line has utilization, memory, power, limit, SM clock, temperature, throttling" grep -Eq '^ [0-9:]{8} +1 +87 +3584 +612 +700 +1755 +71 sw_power_cap$' "$tmp/w"
+check "watch: GPU 1's line has utilization, memory, power, limit, SM clock, temperature, throttling" grep -Eq '^ [0-9:]{8}\.[0-9]{3} +1 +87 +3584 +612 +700 +1755 +71 sw_power_cap$' "$tmp/w"
+check "watch: the time stamps have milliseconds (a watch at 50ms has distinct ones)" \
+	test "$(grep -v '^#' "$tmp/w" | awk '{ print $1 }' | sort -u | wc -l)" -ge 2
+"$GPUSHARE" info --query timestamp,index --format csv,noheader >"$tmp/q"
+check "query: timestamp to the millisecond, as nvidia-smi's ($(head -1 "$tmp/q"))" \
+	grep -Eq '^[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}, 0$' "$tmp/q"
 "$GPUSHARE" info --query index,utilization.gpu --format csv,noheader --watch 20ms --count 2 >"$tmp/w"
 check "watch with query: CSV lines each interval" test "$(cat "$tmp/w")" = "$(printf '0, [N/A]\n1, 87 %%\n0, [N/A]\n1, 87 %%')"
 if command -v script >/dev/null; then
 	script -qec "$GPUSHARE info --watch 20ms --count 2" /dev/null >"$tmp/tty" 2>&1 || true
 	check "watch on a terminal: the view is redrawn (clear screen twice)" test "$(grep -o $'\e\[2J' "$tmp/tty" | wc -l)" -eq 2
 	check "watch on a terminal: a row per GPU" grep -q "NVIDIA H100 80GB HBM3.*612/700 W" "$tmp/tty"
+	check "watch on a terminal: the processes with user, kind, memory and command" \
+		bash -c "grep -Eq '^1 +$plain +$(id -un) +plain +1024  sleep 300' '$tmp/tty' && grep -Eq '^1 +$client +$(id -un) +mps-client +2048  sleep 300' '$tmp/tty'"
 fi
 
 finish

@@ -42,6 +42,8 @@ mapfile -t commands < <("$GPUSHARE" --help | awk '/^Commands:/ { on = 1; next } 
 for c in "${commands[@]}"; do
 	check "man page gpushare-$c(1)" has "share/man/man1/gpushare-$c.1"
 done
+check "the man pages name the documentation of this prefix ($P/share/doc/gpushare), not the configured one" \
+	bash -c "grep -qxF '.IR ${P//-/\\-}/share/doc/gpushare .' '$P/share/man/man1/gpushare.1' && grep -qxF '.IR ${P//-/\\-}/share/doc/gpushare .' '$P/share/man/man1/gpushare-bench.1'"
 check "bash completion in share/bash-completion/completions/gpushare" has share/bash-completion/completions/gpushare
 check "zsh completion _gpushare" bash -c "grep -q '^./share/zsh/[a-z-]*/_gpushare$' '$tmp/files'"
 check "documentation in share/doc/gpushare" has share/doc/gpushare/cli.md

@@ -118,6 +118,10 @@ EOF
 	check "bench --strategy <TAB>: strategies, not files" \
 		bash -c "[[ '$(comp bench --strategy "")' == 'timeslice mps mps-split mig sequential streams' ]]"
 	check "bench --strategy mps,ti<TAB>: the list's next item" bash -c "[[ '$(comp bench --strategy mps,ti)' == mps,timeslice ]]"
+	check "bench --strategy mps,<TAB>: the strategies not yet in the list" \
+		bash -c "[[ '$(comp bench --strategy mps,)' == 'mps,timeslice mps,mps-split mps,mig mps,sequential mps,streams' ]]"
+	check "bench --strategy mps,timeslice,m<TAB>: not mps again" \
+		bash -c "[[ '$(comp bench --strategy mps,timeslice,m)' == 'mps,timeslice,mps-split mps,timeslice,mig' ]]"
 	check "bench --workload <TAB>: workloads" bash -c "[[ '$(comp bench --workload "")' == *matmul*transformer* ]]"
 	check "bench --mode <TAB>: request job" bash -c "[[ '$(comp bench --mode "")' == 'request job' ]]"
 	check "exec --bind <TAB>: round-robin block" bash -c "[[ '$(comp exec --bind "")' == 'round-robin block' ]]"

@@ -145,6 +145,8 @@ usage_error "a pipe dir that needs quoting" "would need quoting" "$FIX/mps-h100"
 usage_error "an unknown shape" "no workload shape 'x'" "$FIX/mps-h100" --for env --shape x
 cat "$FIX/mps-h100/results.jsonl" "$FIX/timeslice-a100/results.jsonl" >"$tmp/results.jsonl"
 usage_error "two shapes without --shape" "choose one with --shape" "$tmp" --for env
+check "two shapes without --shape: the hint is the faster one (tiny, not the file's first)" \
+	grep -qF "(the highest throughput: --shape 'tiny' --batch 1, 121k items/s)" "$tmp/err"
 run plan "$tmp" --for env --shape tiny
 check "two shapes, --shape tiny: exit 0, timeslice at 8 (fewer workers give less, t test) (got $rc)" \
 	bash -c "test $rc -eq 0 && grep -q 'tiny, batch 1: timeslice with 8 workers' '$tmp/out'"

@@ -1,6 +1,6 @@
 /*
  * Unit tests of lib/metrics/metrics_http.c: the libmicrohttpd server of
- * GET /metrics: status codes (200, 404, 405 with Allow, 413, 500 when the
+ * GET /metrics: status codes (200, a landing page on /, 404, 405 with Allow, 413, 500 when the
  * producer fails), the content type, HEAD without a body, a taken port and
  * an address that is not this machine's; concurrent scrapes share a
  * collection, and no answer is older than its request.
@@ -70,6 +70,12 @@ static void test_server(void **state)
 	free(r);
 	r = http(port, "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 	assert_non_null(strstr(r, "HTTP/1.1 404"));
+	free(r);
+	/* `/`: a landing page that links the metrics, node_exporter's way. */
+	r = http(port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "Content-Type: text/html"));
+	assert_non_null(strstr(r, "<a href=\"/metrics\">"));
 	free(r);
 	r = http(port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc");
 	assert_non_null(strstr(r, "HTTP/1.1 405"));
