@@ -192,33 +192,32 @@ static const char *detail(void)
 	return d;
 }
 
-/* Each part into PATH (one part) or PATH/NAME (several). */
+/* Each part into PATH (one part) or PATH/NAME (several), all or nothing:
+ * every file is checked and written before any is replaced. */
 static int write_out(const char *path, const struct gpushare_plan_output *out)
 {
-	char p[GPUSHARE_PATH_MAX + 64];
+	struct gpushare_staged_file f[GPUSHARE_PLAN_MAX_PARTS];
+	char p[GPUSHARE_PLAN_MAX_PARTS][GPUSHARE_PATH_MAX + 64];
 
-	if (out->n_parts == 1) {
-		if (gpushare_write_file_atomic(path, out->parts[0].text, out->parts[0].len))
-			return cli_error(EXIT_IO, "plan: %s", detail());
-		return EXIT_OK;
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return cli_error(EXIT_IO, "plan: cannot create directory '%s': %s", path, strerror(errno));
-	/* Never through a link someone put in its place. */
-	{
+	if (out->n_parts > 1) {
 		struct stat st;
 
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return cli_error(EXIT_IO, "plan: cannot create directory '%s': %s", path, strerror(errno));
+		/* Never through a link someone put in its place. */
 		if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
 			return cli_error(EXIT_IO, "plan: --out '%s' is not a directory (a symbolic link is not followed)", path);
 	}
 	for (size_t i = 0; i < out->n_parts; i++) {
 		bool script = strstr(out->parts[i].name, ".sh") != NULL;
 
-		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, out->parts[i].name) >= sizeof(p))
+		if ((size_t)snprintf(p[i], sizeof(p[i]), "%s%s%s", path, out->n_parts > 1 ? "/" : "",
+				     out->n_parts > 1 ? out->parts[i].name : "") >= sizeof(p[i]))
 			return cli_error(EXIT_USAGE, "plan: path '%s' is too long", path);
-		if (gpushare_write_file_atomic_mode(p, out->parts[i].text, out->parts[i].len, script ? 0755 : 0644))
-			return cli_error(EXIT_IO, "plan: %s", detail());
+		f[i] = (struct gpushare_staged_file){ p[i], out->parts[i].text, out->parts[i].len, script ? 0755 : 0644 };
 	}
+	if (gpushare_write_files_staged(f, out->n_parts))
+		return cli_error(EXIT_IO, "plan: %s", detail());
 	return EXIT_OK;
 }
 

@@ -58,7 +58,7 @@ if command -v clang >/dev/null; then
 	mkdir -p build-fuzz
 	if cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGPUSHARE_FUZZ=ON -DGPUSHARE_CUDA=OFF \
 		-DGPUSHARE_REQUIRE_TESTS=ON >build-fuzz/build.log 2>&1 &&
-		cmake --build build-fuzz --target fuzz_proto fuzz_results fuzz_journal -j"$(nproc)" >>build-fuzz/build.log 2>&1; then
+		cmake --build build-fuzz --target fuzz_proto fuzz_results fuzz_journal fuzz_device_file -j"$(nproc)" >>build-fuzz/build.log 2>&1; then
 		ctest --test-dir build-fuzz -L fuzz --output-on-failure --no-tests=error || status=1
 	else
 		cat build-fuzz/build.log

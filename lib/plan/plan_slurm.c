@@ -79,65 +79,159 @@ int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *
 	return rc;
 }
 
-/* How many files a File= expression names: "/dev/nvidia0" one,
- * "/dev/nvidia[0-3]" four, "/dev/nvidia[0,2-3]" three, a comma list of
- * such its sum; -1 when it cannot tell. */
-static long count_files(const char *s)
+/* One name of a device-file expression: a path of letters, digits and
+ * "/_-.", absolute, with no empty, "." or ".." component and no '/' at its
+ * end. */
+static bool device_path_ok(const char *s, size_t n)
 {
-	long n = 0;
+	if (!n || s[0] != '/' || s[n - 1] == '/')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
 
-	while (*s) {
-		const char *open = strchr(s, '['), *comma = strchr(s, ',');
+		if (!isalnum(c) && !strchr("/_-.", c))
+			return false;
+		if (c == '/' && i + 1 < n && s[i + 1] == '/')
+			return false;
+		if (c == '/' && i + 1 < n && s[i + 1] == '.' &&
+		    (i + 2 == n || s[i + 2] == '/' || (s[i + 2] == '.' && (i + 3 == n || s[i + 3] == '/'))))
+			return false;
+	}
+	return true;
+}
 
-		if (!open || (comma && comma < open)) {   /* a plain name */
-			n++;
-			if (!comma)
-				break;
-			s = comma + 1;
-			continue;
-		}
-		{
-			long in = 0;
-			const char *p = open + 1;
+/* A decimal index at *p: no sign, no leading zero, at most
+ * PLAN_DEVICE_INDEX_DIGITS digits; -1 when there is none. */
+#define PLAN_DEVICE_INDEX_DIGITS 4
+static long device_index(const char **p)
+{
+	const char *s = *p;
+	long v = 0;
+	size_t n = 0;
 
-			while (*p && *p != ']') {
-				char *end;
-				long a = strtol(p, &end, 10), b = a;
+	while (isdigit((unsigned char)s[n])) {
+		if (++n > PLAN_DEVICE_INDEX_DIGITS)
+			return -1;
+		v = v * 10 + (s[n - 1] - '0');
+	}
+	if (!n || (n > 1 && s[0] == '0'))
+		return -1;
+	*p = s + n;
+	return v;
+}
 
-				if (end == p)
-					return -1;
-				p = end;
-				if (*p == '-') {
-					b = strtol(p + 1, &end, 10);
-					if (end == p + 1 || b < a)
-						return -1;
-					p = end;
-				}
-				in += b - a + 1;
-				if (*p == ',')
-					p++;
-				else if (*p != ']')
-					return -1;
-			}
-			if (*p != ']')
-				return -1;
-			n += in;
-			s = p + 1;
-			if (*s == ',')
-				s++;
-			else if (*s)
-				return -1;
+/* Append name NUL to names unless it is there already: false then. */
+static int device_name_add(struct gpushare_buf *names, const char *name, bool *dup)
+{
+	for (size_t at = 0; at < names->len; at += strlen(names->s + at) + 1) {
+		if (!strcmp(names->s + at, name)) {
+			*dup = true;
+			return 0;
 		}
 	}
-	return n;
+	return gpushare_buf_add(names, name, strlen(name) + 1);
+}
+
+static int device_expr_fail(const char *expr, const char *why)
+{
+	return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%.80s' %s", expr, why);
+}
+
+int plan_device_files_count(const char *expr)
+{
+	struct gpushare_buf names = { 0 };
+	const char *s = expr;
+	long n = 0;
+	int rc = 0;
+
+	if (!expr || !*expr)
+		return device_expr_fail("", "is empty");
+	while (!rc) {
+		size_t plen = strcspn(s, "[,");
+		char name[GPUSHARE_PLAN_DEVICE_FILE_MAX + 8];
+		bool dup = false;
+
+		if (plen > GPUSHARE_PLAN_DEVICE_FILE_MAX)
+			rc = device_expr_fail(expr, "names a path too long");
+		else if (!device_path_ok(s, plen) || (s[plen] == '[' && s[plen - 1] == '/'))
+			rc = device_expr_fail(expr, "is not a list of absolute device paths (letters, digits and /_-. "
+						    "only), each with at most one [a-b,c] list of indices at its end");
+		else if (s[plen] != '[') {    /* a plain name */
+			snprintf(name, sizeof(name), "%.*s", (int)plen, s);
+			rc = device_name_add(&names, name, &dup);
+			n++;
+		} else {                      /* NAME[a-b,c,...] */
+			const char *p = s + plen + 1;
+			long last = -1;
+
+			for (;;) {
+				long a = device_index(&p), b = a;
+
+				if (a < 0) {
+					rc = device_expr_fail(expr, "holds an index that is not a number of 1 to 4 digits "
+								    "without sign or leading zero");
+					break;
+				}
+				if (*p == '-') {
+					p++;
+					b = device_index(&p);
+					if (b < 0) {
+						rc = device_expr_fail(expr, "holds a range whose end is not a number of 1 to 4 "
+									    "digits without sign or leading zero");
+						break;
+					}
+					if (b < a) {
+						rc = device_expr_fail(expr, "holds a range that ends before it starts");
+						break;
+					}
+				}
+				if (a <= last) {
+					rc = device_expr_fail(expr, "lists its indices out of order or twice");
+					break;
+				}
+				last = b;
+				for (long i = a; !rc && !dup && i <= b; i++) {
+					if (++n > GPUSHARE_PLAN_DEVICE_FILES_MAX) {
+						rc = device_expr_fail(expr, "names too many files");
+						break;
+					}
+					snprintf(name, sizeof(name), "%.*s%ld", (int)plen, s, i);
+					rc = device_name_add(&names, name, &dup);
+				}
+				if (rc || dup || *p != ',')
+					break;
+				p++;
+			}
+			if (!rc && !dup && *p != ']')
+				rc = device_expr_fail(expr, "has a '[' without its ']', or text inside it that is not "
+							    "indices and ranges");
+			plen = (size_t)(p + 1 - s);
+		}
+		if (!rc && dup)
+			rc = device_expr_fail(expr, "names a file twice");
+		if (!rc && n > GPUSHARE_PLAN_DEVICE_FILES_MAX)
+			rc = device_expr_fail(expr, "names too many files");
+		if (rc)
+			break;
+		s += plen;
+		if (!*s)
+			break;
+		if (*s != ',' || !s[1]) {
+			rc = device_expr_fail(expr, "has text after a ']', or an empty name after a ','");
+			break;
+		}
+		s++;
+	}
+	gpushare_buf_release(&names);
+	return rc ? rc : (int)n;
 }
 
 /* The device files of G GPUs: "/dev/nvidia0" or "/dev/nvidia[0-3]", or
- * --device-file, which must name G files when it can be counted. */
+ * --device-file, which must be a device-file expression naming G files. */
 static int device_files(const struct gpushare_plan_options *o, char *out, size_t len)
 {
 	int g = o->gpus_per_node > 0 ? o->gpus_per_node : 1;
-	long n;
+	int n;
 
 	if (!o->device_file) {
 		if (g > 1)
@@ -146,11 +240,16 @@ static int device_files(const struct gpushare_plan_options *o, char *out, size_t
 			snprintf(out, len, "/dev/nvidia0");
 		return GPUSHARE_OK;
 	}
+	if (!gpushare_slurm_value_ok(o->device_file))
+		return gpushare_fail(GPUSHARE_E_INVAL, "Slurm value of File '%.80s' cannot be written: %s", o->device_file,
+				     why_not(o->device_file));
+	n = plan_device_files_count(o->device_file);
+	if (n < 0)
+		return n;
 	if ((size_t)snprintf(out, len, "%s", o->device_file) >= len)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%.40s...' is too long", o->device_file);
-	n = count_files(o->device_file);
-	if (n >= 0 && n != g)
-		return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%s' names %ld file%s for %d GPU%s per node "
+	if (n != g)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%s' names %d file%s for %d GPU%s per node "
 				     "(--gpus-per-node)", o->device_file, n, n == 1 ? "" : "s", g, g == 1 ? "" : "s");
 	return GPUSHARE_OK;
 }

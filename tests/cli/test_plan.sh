@@ -132,6 +132,30 @@ usage_error "one device file for 4 GPUs per node" "names 1 file for 4 GPUs per n
 run plan "$FIX/mps-h100" --for slurm --gpus-per-node 3 --device-file '/dev/nvidia[0,2-3]'
 check "three device files for 3 GPUs per node: exit 0, written as given (got $rc)" \
 	bash -c "[[ $rc -eq 0 ]] && grep -q 'File=/dev/nvidia\[0,2-3\]' '$tmp/out'"
+# The device-file expression has one strict reader: what it cannot count
+# exactly is refused, never written into gres.conf as given.
+usage_error "an index past int64" "is not a number of 1 to 4 digits" "$FIX/mps-h100" --for slurm \
+	--device-file '/dev/nvidia[0-9223372036854775807]'
+usage_error "a range that ends before it starts" "ends before it starts" "$FIX/mps-h100" --for slurm \
+	--gpus-per-node 2 --device-file '/dev/nvidia[1-0]'
+usage_error "an unclosed '['" "without its ']'" "$FIX/mps-h100" --for slurm --gpus-per-node 4 --device-file '/dev/nvidia[0-3'
+usage_error "text after ']'" "text after a ']'" "$FIX/mps-h100" --for slurm --gpus-per-node 4 --device-file '/dev/nvidia[0-3]x'
+usage_error "a file named twice" "names a file twice" "$FIX/mps-h100" --for slurm --gpus-per-node 2 \
+	--device-file '/dev/nvidia0,/dev/nvidia[0]'
+usage_error "a signed index" "without sign" "$FIX/mps-h100" --for slurm --gpus-per-node 2 --device-file '/dev/nvidia[-1-0]'
+usage_error "a relative path" "absolute device paths" "$FIX/mps-h100" --for slurm --device-file 'nvidia0'
+# Several files are written all or nothing: a link planted as job.sh is
+# refused before gres.conf and slurm.conf are replaced.
+mkdir "$tmp/partial"
+echo old >"$tmp/partial/gres.conf"
+echo old >"$tmp/partial/slurm.conf"
+ln -s /nonexistent "$tmp/partial/job.sh"
+run plan "$FIX/mps-h100" --for slurm --out "$tmp/partial"
+check "--out DIR with a symbolic link as job.sh: exit 11, naming it (got $rc: $(cat "$tmp/err"))" \
+	bash -c "[[ $rc -eq 11 ]] && grep -q \"job.sh' is a symbolic link\" '$tmp/err'"
+check "  and gres.conf and slurm.conf are untouched, no temporary file left" \
+	bash -c "[[ \$(cat '$tmp/partial/gres.conf') == old && \$(cat '$tmp/partial/slurm.conf') == old ]] &&
+		[[ \$(ls -A '$tmp/partial' | wc -l) -eq 3 ]]"
 mkdir -p "$tmp/real-dir"
 ln -s "$tmp/real-dir" "$tmp/link-dir"
 run plan "$FIX/mps-h100" --for slurm --out "$tmp/link-dir"
