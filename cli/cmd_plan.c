@@ -152,6 +152,10 @@ static const struct cli_opt plan_opts[] = {
 	  .help = "write there (atomically) instead of stdout; for slurm PATH is a directory that gets gres.conf, "
 		  "slurm.conf and job.sh",
 	  CALL(set_out) },
+	{ .id = 'T', .long_name = "template", .kind = CLI_FLAG,
+	  .help = "plan from results that measured no GPU (GPU unknown, or a CPU-only workload such as spin) as a "
+		  "template, said in its header; without it such results are refused",
+	  .to = CLI_TO_TRUE, AT(o.template_only) },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
 	  .help = "print the decision as one JSON document instead",
 	  .to = CLI_TO_TRUE, AT(json) },
@@ -172,8 +176,9 @@ const struct cli_cmd cli_plan_cmd = {
 	.notes = (const struct cli_exit_note[]){
 		{ EXIT_USAGE, "bad option, or an ambiguous choice (several shapes)" },
 		{ EXIT_IO, "results missing or unreadable, or the output cannot be written" },
-		{ EXIT_PLAN_REFUSED, "refused: the results cannot support this plan (no successful run, a strategy the "
-				     "target cannot express, another GPU model, one process per GPU)" } },
+		{ EXIT_PLAN_REFUSED, "refused: the results cannot support this plan (no successful run, no GPU measured "
+				     "without --template, a strategy the target cannot express, another GPU model, one "
+				     "process per GPU)" } },
 	.n_notes = 3,
 	.name_options = true,
 };

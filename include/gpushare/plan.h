@@ -56,6 +56,10 @@ struct gpushare_plan_options {
 	const char *shape;           /* NULL: the only shape of the results */
 	long batch;                  /* 0: the only batch of that shape */
 	const char *name;            /* Kubernetes object / mig-parted config name; NULL: derived */
+	/* Plan from results that measured no GPU (its GPU unknown, a CPU-only
+	 * workload such as spin) as a template, said in its header; false:
+	 * such results are refused (GPUSHARE_E_UNSUPPORTED). */
+	bool template_only;
 	/* Slurm: */
 	const char *nodes;           /* NodeName; NULL: the results' host */
 	int gpus_per_node;           /* GPUs of that model per node (default 1) */

@@ -29,6 +29,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/stats.h"
 #include "gpushare/strategy.h"
+#include "gpushare/workload.h"
 #include "json.h"
 #include "gpushare/internal/plan.h"
 #include "plan_internal.h"
@@ -147,6 +148,44 @@ static void gres_type(const char *model, bool whole, char *out, size_t len)
 			out[n++] = '_';
 	}
 	out[n] = '\0';
+}
+
+/* Why the runs of shape on gpu_model ("" unknown) measured no GPU: their
+ * GPU is unknown (no driver), or their workload runs on CPUs only (spin);
+ * NULL when they did. */
+static const char *not_measured_on_gpu(const char *shape, const char *gpu_model, char *why, size_t len)
+{
+	char name[64];
+	size_t n = strcspn(shape, ":+");
+	const struct gpushare_wl_desc *d;
+
+	snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), shape);
+	d = gpushare_workload_find(name);
+	if (d && !d->needs_gpu) {
+		snprintf(why, len, "its workload '%s' runs on CPUs only: it measured no GPU", name);
+		return why;
+	}
+	if (!gpu_model[0]) {
+		snprintf(why, len, "the results name no GPU (measured without a driver)");
+		return why;
+	}
+	return NULL;
+}
+
+/* A plan needs a GPU measurement: refused, naming why, unless the plan is
+ * asked for as a template only (o->template_only), which its header says. */
+static int need_gpu_measurement(const struct gpushare_plan_options *o, const struct gpushare_report_rec *rec,
+				struct gpushare_plan *p)
+{
+	char why[160];
+
+	if (!not_measured_on_gpu(rec->shape, p->gpu_model, why, sizeof(why)))
+		return GPUSHARE_OK;
+	if (!o->template_only)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "%s; plan from a sweep on the GPUs to share, or pass "
+				     "--template for a plan that is a template only", why);
+	warn(p, "a template only, not a measured plan: %s", why);
+	return GPUSHARE_OK;
 }
 
 /* The recommendation (shape, batch) the plan is for. */
@@ -429,6 +468,9 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 					     "('%s' and '%s'): plan from one model's runs", rec->shape, sm->gpu_name,
 					     sm->gpu_other);
 	}
+	rc = need_gpu_measurement(o, rec, p);
+	if (rc)
+		return rc;
 	if (o->gpu_model) {
 		if (!p->gpu_model[0])
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,

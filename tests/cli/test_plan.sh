@@ -102,6 +102,19 @@ refused "mig for slurm" "cannot express 'mig'" "$FIX/mps-h100" --for slurm --str
 refused "mig-parted without mig runs" "no successful 'mig' run" "$FIX/timeslice-a100" --for mig-parted
 refused "one process per GPU" "one process per GPU" "$FIX/one-worker" --for k8s-dra
 refused "no cell under the p99 bound" "p99 under" "$FIX/mps-h100" --for env --goal slo --slo-p99 1us
+# A plan needs a GPU measurement: results without a GPU (no driver) or of a
+# CPU-only workload (spin) are refused for every target, unless --template.
+mkdir "$tmp/nogpu" "$tmp/spin"
+sed -e 's/"gpu":{"index":0,"name":"[^"]*","uuid":"[^"]*"}/"gpu":null/' -e 's/"driver_version":"[^"]*"/"driver_version":null/' \
+	"$FIX/timeslice-a100/results.jsonl" >"$tmp/nogpu/results.jsonl"
+sed -e 's/"tiny/"spin/g' "$FIX/timeslice-a100/results.jsonl" >"$tmp/spin/results.jsonl"
+for target in slurm k8s-device-plugin k8s-dra env; do
+	refused "no GPU named, --for $target" "the results name no GPU" "$tmp/nogpu" --for "$target"
+	refused "a CPU-only workload, --for $target" "'spin' runs on CPUs only" "$tmp/spin" --for "$target"
+done
+run plan "$tmp/spin" --for slurm --template
+check "--template: a plan whose header says it is a template only (got $rc)" \
+	bash -c "[[ $rc -eq 0 ]] && grep -q '^# Warning: a template only, not a measured plan' '$tmp/out'"
 printf '{"gpushare_sweep_record":1}\n' >"$tmp/results.jsonl"
 refused "no usable run" "no usable run" "$tmp" --for env
 
