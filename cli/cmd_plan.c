@@ -24,6 +24,7 @@
 struct plan_args {
 	struct gpushare_plan_options o;
 	const char *out;
+	const char *slurm_conf;
 	bool json;
 };
 
@@ -141,6 +142,17 @@ static const struct cli_opt plan_opts[] = {
 	{ .id = 'd', .long_name = "device-file", .kind = CLI_FILE, .value_name = "PATH",
 	  .help = "slurm: gres File= (default /dev/nvidia0, /dev/nvidia[0-G-1])",
 	  .to = CLI_TO_STR, AT(o.device_file) },
+	{ .id = 'H', .long_name = "hook-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .def = GPUSHARE_PLAN_HOOK_DIR,
+	  .help = "slurm, MPS: where the nodes get gpushare-prolog.sh and gpushare-epilog.sh (Prolog=, Epilog=)",
+	  .to = CLI_TO_STR, AT(o.hook_dir) },
+	{ .id = 'P', .long_name = "gpushare-path", .kind = CLI_FILE, .value_name = "PATH",
+	  .def = GPUSHARE_PLAN_GPUSHARE_PATH, .help = "slurm, MPS: the gpushare the hooks run on the nodes",
+	  .to = CLI_TO_STR, AT(o.gpushare_path) },
+	{ .id = 'C', .long_name = "slurm-conf", .kind = CLI_FILE, .value_name = "FILE",
+	  .help = "slurm: the site's slurm.conf: write it with the plan merged in (GresTypes=, the hooks, Gres= on "
+		  "the nodes' one NodeName line) and slurm.conf.diff, instead of lines to add by hand",
+	  .to = CLI_TO_STR, AT(slurm_conf) },
 	{ .id = OPT_MEM_LIMIT, .long_name = "mem-per-client", .kind = CLI_SIZE, .value_name = "SIZE",
 	  .help = "MPS pinned device memory limit per client (10G); default for mps-split 1.25x the measured "
 		  "memory per worker, when recorded",
@@ -228,6 +240,8 @@ static int write_out(const char *path, const struct gpushare_plan_output *out)
 
 static int plan_run(const char *dir, struct gpushare_plan_options *o, const char *out_path, bool json)
 {
+	char *conf = NULL;
+	size_t conf_len;
 	char path[GPUSHARE_PATH_MAX + 64];
 	struct gpushare_report r;
 	struct gpushare_plan p;
@@ -271,6 +285,18 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 	}
 	for (size_t i = 0; i < p.n_warnings; i++)
 		cli_warn("plan: %s", p.warnings[i]);
+	if (o->slurm_conf_name) {
+		if (gpushare_read_file(o->slurm_conf_name, 1 << 20, &conf, &conf_len)) {
+			gpushare_report_release(&r);
+			return cli_error(EXIT_IO, "plan: --slurm-conf: %s", detail());
+		}
+		if (strlen(conf) != conf_len) {
+			free(conf);
+			gpushare_report_release(&r);
+			return cli_error(EXIT_USAGE, "plan: --slurm-conf '%s' holds a NUL byte", o->slurm_conf_name);
+		}
+		o->slurm_conf_text = conf;
+	}
 	rc = gpushare_plan_render(&r, o, &p, &out);
 	if (rc) {
 		code = cli_error(rc == GPUSHARE_E_UNSUPPORTED ? EXIT_PLAN_REFUSED
@@ -297,6 +323,7 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 	}
 	gpushare_plan_output_release(&out);
 	gpushare_report_release(&r);
+	free(conf);
 	return code;
 }
 
@@ -323,5 +350,8 @@ int cmd_plan(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "plan: --goal slo needs --slo-p99 MS");
 	if (o->slo_p99_seconds > 0 && !cli_parse_given(&p, "goal"))
 		o->goal = GPUSHARE_PLAN_SLO;
+	if (a.slurm_conf && o->target != GPUSHARE_PLAN_SLURM)
+		return cli_error(EXIT_USAGE, "plan: --slurm-conf is for --for slurm");
+	o->slurm_conf_name = a.slurm_conf;
 	return plan_run(argv[p.optind], o, a.out, a.json);
 }

@@ -419,16 +419,17 @@ static void device_plugin_warn(const struct gpushare_report *r, const struct gpu
 		     p->workers);
 }
 
-/* The job script runs gpushare farm, whose per-client share gives each slot
- * the default share: say so when the runs had another. */
+/* job.sh runs gpushare farm on a whole GPU, whose per-client share gives
+ * each slot the default share: say so when the runs had another, which
+ * job-mps.sh asks of gres/mps. */
 static void slurm_warn(const struct gpushare_report *r, const struct gpushare_report_rec *rec, struct gpushare_plan *p)
 {
 	(void)r;
 	(void)rec;
 	if (gpushare_strategy_client_share(p->strategy) && p->thread_percentage != 100 / p->workers)
 		warn(p, "the runs gave each worker %d%% of the SMs; job.sh's gpushare farm gives each of its %d slots "
-			"%d%% (100/%d): for %d%%, run the jobs another way", p->thread_percentage, p->workers,
-		     100 / p->workers, p->workers, p->thread_percentage);
+			"%d%% (100/%d): for %d%%, use job-mps.sh (gres/mps, %d units per worker)", p->thread_percentage,
+		     p->workers, 100 / p->workers, p->workers, p->thread_percentage, p->thread_percentage);
 }
 
 int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_plan_options *o,
