@@ -687,28 +687,38 @@ static int slurm_conf_merged(const struct gpushare_plan_options *o, const struct
 	else if (!rc && !node_lines)
 		rc = gpushare_fail(GPUSHARE_E_INVAL, "--slurm-conf '%s' has no line NodeName=%s: define the nodes (CPUs, "
 				   "memory) first, with the node list --nodes gives", name, nodes);
+	if (!rc) {
+		/* What the merge adds to the node's line goes through the one
+		 * writer's check; the site's own words are kept as they are. */
+		struct gpushare_buf t = { 0 };
+
+		rc = gpushare_slurm_line(&t, (struct gpushare_slurm_kv[]){ { "NodeName", nodes }, { "Gres", k->gres } }, 2);
+		gpushare_buf_release(&t);
+	}
 	if (rc)
 		return rc;
-	rc = gpushare_buf_addf(&m.diff, "--- %s\n+++ %s (gpushare plan)\n", name, name);
+	/* Named slurm.conf on both sides (a path given may hold any byte):
+	 * `patch FILE <slurm.conf.diff`, or `patch <slurm.conf.diff` beside it. */
+	rc = gpushare_buf_addf(&m.diff, "--- slurm.conf\n+++ slurm.conf\n");
 	if (!rc)
 		rc = merge_change(&m, NULL, 0, head);
 	for (const char *l = text; *l && !rc;) {
 		size_t n = strcspn(l, "\n"), full = n + (l[n] == '\n');
 		const char *v;
-		char line[512], list[128];
+		char list[128];
 
-		if (line_sets(l, n, "GresTypes", &v)) {
-			merge_list(v, word_len(v, n - (size_t)(v - l)), k->gres_types, list, sizeof(list));
-			seen_types = true;
-			snprintf(line, sizeof(line), "GresTypes=%s\n", list);
-			rc = strlen(line) - 1 == n && !strncmp(line, l, n) ? merge_keep(&m, l, full)
-									   : merge_change(&m, l, full, line);
-		} else if (k->prolog_flags && line_sets(l, n, "PrologFlags", &v)) {
-			merge_list(v, word_len(v, n - (size_t)(v - l)), k->prolog_flags, list, sizeof(list));
-			seen_flags = true;
-			snprintf(line, sizeof(line), "PrologFlags=%s\n", list);
-			rc = strlen(line) - 1 == n && !strncmp(line, l, n) ? merge_keep(&m, l, full)
-									   : merge_change(&m, l, full, line);
+		if (line_sets(l, n, "GresTypes", &v) || (k->prolog_flags && line_sets(l, n, "PrologFlags", &v))) {
+			bool types = line_sets(l, n, "GresTypes", NULL);
+			struct gpushare_buf nl = { 0 };
+
+			merge_list(v, word_len(v, n - (size_t)(v - l)), types ? k->gres_types : k->prolog_flags, list,
+				   sizeof(list));
+			*(types ? &seen_types : &seen_flags) = true;
+			rc = gpushare_slurm_line(&nl, &(struct gpushare_slurm_kv){ types ? "GresTypes" : "PrologFlags", list }, 1);
+			if (!rc)
+				rc = nl.len - 1 == n && !strncmp(nl.s, l, n) ? merge_keep(&m, l, full)
+									     : merge_change(&m, l, full, nl.s);
+			gpushare_buf_release(&nl);
 		} else if (line_sets(l, n, "NodeName", &v) && word_len(v, n - (size_t)(v - l)) == strlen(nodes) &&
 			   !strncmp(v, nodes, strlen(nodes))) {
 			struct gpushare_buf nl = { 0 };
