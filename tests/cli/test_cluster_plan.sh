@@ -134,7 +134,7 @@ check "every job gone from the queue" wait_for 600 0.1 none_running
 no_daemons() { test -z "$(daemons node1)$(daemons node2)"; }
 check "the epilogs stopped every daemon" wait_for 300 0.1 no_daemons
 no_records() {
-	test -z "$(ls "$(cluster_local node1)/s/jobs" "$(cluster_local node2)/s/jobs" 2>/dev/null | grep -v ':$' | grep -v '^$')"
+	test -z "$(find "$(cluster_local node1)/s/jobs" "$(cluster_local node2)/s/jobs" -mindepth 1 2>/dev/null)"
 }
 check "  and left no job record" wait_for 100 0.1 no_records
 check "no process left on any node but slurmd and munged" cluster_idle_nodes 60
