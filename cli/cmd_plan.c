@@ -24,6 +24,7 @@
 struct plan_args {
 	struct gpushare_plan_options o;
 	const char *out;
+	const char *slurm_conf;
 	bool json;
 };
 
@@ -145,6 +146,17 @@ static const struct cli_opt plan_opts[] = {
 	{ .id = 'd', .long_name = "device-file", .kind = CLI_FILE, .value_name = "PATH",
 	  .help = "slurm: gres File= (default /dev/nvidia0, /dev/nvidia[0-G-1])",
 	  .to = CLI_TO_STR, AT(o.device_file) },
+	{ .id = 'H', .long_name = "hook-dir", .kind = CLI_DIR, .value_name = "DIR",
+	  .def = GPUSHARE_PLAN_HOOK_DIR,
+	  .help = "slurm, MPS: where the nodes get gpushare-prolog.sh and gpushare-epilog.sh (Prolog=, Epilog=)",
+	  .to = CLI_TO_STR, AT(o.hook_dir) },
+	{ .id = 'P', .long_name = "gpushare-path", .kind = CLI_FILE, .value_name = "PATH",
+	  .def = GPUSHARE_PLAN_GPUSHARE_PATH, .help = "slurm, MPS: the gpushare the hooks run on the nodes",
+	  .to = CLI_TO_STR, AT(o.gpushare_path) },
+	{ .id = 'C', .long_name = "slurm-conf", .kind = CLI_FILE, .value_name = "FILE",
+	  .help = "slurm: the site's slurm.conf: write it with the plan merged in (GresTypes=, the hooks, Gres= on "
+		  "the nodes' one NodeName line) and slurm.conf.diff, instead of lines to add by hand",
+	  .to = CLI_TO_STR, AT(slurm_conf) },
 	{ .id = OPT_MEM_LIMIT, .long_name = "mem-per-client", .kind = CLI_SIZE, .value_name = "SIZE",
 	  .help = "MPS pinned device memory limit per client (10G); default for mps-split 1.25x the measured "
 		  "memory per worker, when recorded",
@@ -157,6 +169,10 @@ static const struct cli_opt plan_opts[] = {
 		  "job.sh), k8s-device-plugin (configmap.yaml, config.yaml, values.yaml) and k8s-dra "
 		  "(resourceclaimtemplate.yaml, values.yaml, shared-claim.yaml)",
 	  CALL(set_out) },
+	{ .id = 'T', .long_name = "template", .kind = CLI_FLAG,
+	  .help = "plan from results that measured no GPU (GPU unknown, or a CPU-only workload such as spin) as a "
+		  "template, said in its header; without it such results are refused",
+	  .to = CLI_TO_TRUE, AT(o.template_only) },
 	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG,
 	  .help = "print the decision as one JSON document instead",
 	  .to = CLI_TO_TRUE, AT(json) },
@@ -177,8 +193,9 @@ const struct cli_cmd cli_plan_cmd = {
 	.notes = (const struct cli_exit_note[]){
 		{ EXIT_USAGE, "bad option, or an ambiguous choice (several shapes)" },
 		{ EXIT_IO, "results missing or unreadable, or the output cannot be written" },
-		{ EXIT_PLAN_REFUSED, "refused: the results cannot support this plan (no successful run, a strategy the "
-				     "target cannot express, another GPU model, one process per GPU)" } },
+		{ EXIT_PLAN_REFUSED, "refused: the results cannot support this plan (no successful run, no GPU measured "
+				     "without --template, a strategy the target cannot express, another GPU model, one "
+				     "process per GPU)" } },
 	.n_notes = 3,
 	.name_options = true,
 };
@@ -197,38 +214,39 @@ static const char *detail(void)
 	return d;
 }
 
-/* Each part into PATH (one part) or PATH/NAME (several). */
+/* Each part into PATH (one part) or PATH/NAME (several), all or nothing:
+ * every file is checked and written before any is replaced. */
 static int write_out(const char *path, const struct gpushare_plan_output *out)
 {
-	char p[GPUSHARE_PATH_MAX + 64];
+	struct gpushare_staged_file f[GPUSHARE_PLAN_MAX_PARTS];
+	char p[GPUSHARE_PLAN_MAX_PARTS][GPUSHARE_PATH_MAX + 64];
 
-	if (out->n_parts == 1) {
-		if (gpushare_write_file_atomic(path, out->parts[0].text, out->parts[0].len))
-			return cli_error(EXIT_IO, "plan: %s", detail());
-		return EXIT_OK;
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return cli_error(EXIT_IO, "plan: cannot create directory '%s': %s", path, strerror(errno));
-	/* Never through a link someone put in its place. */
-	{
+	if (out->n_parts > 1) {
 		struct stat st;
 
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return cli_error(EXIT_IO, "plan: cannot create directory '%s': %s", path, strerror(errno));
+		/* Never through a link someone put in its place. */
 		if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
 			return cli_error(EXIT_IO, "plan: --out '%s' is not a directory (a symbolic link is not followed)", path);
 	}
 	for (size_t i = 0; i < out->n_parts; i++) {
 		bool script = strstr(out->parts[i].name, ".sh") != NULL;
 
-		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, out->parts[i].name) >= sizeof(p))
+		if ((size_t)snprintf(p[i], sizeof(p[i]), "%s%s%s", path, out->n_parts > 1 ? "/" : "",
+				     out->n_parts > 1 ? out->parts[i].name : "") >= sizeof(p[i]))
 			return cli_error(EXIT_USAGE, "plan: path '%s' is too long", path);
-		if (gpushare_write_file_atomic_mode(p, out->parts[i].text, out->parts[i].len, script ? 0755 : 0644))
-			return cli_error(EXIT_IO, "plan: %s", detail());
+		f[i] = (struct gpushare_staged_file){ p[i], out->parts[i].text, out->parts[i].len, script ? 0755 : 0644 };
 	}
+	if (gpushare_write_files_staged(f, out->n_parts))
+		return cli_error(EXIT_IO, "plan: %s", detail());
 	return EXIT_OK;
 }
 
 static int plan_run(const char *dir, struct gpushare_plan_options *o, const char *out_path, bool json)
 {
+	char *conf = NULL;
+	size_t conf_len;
 	char path[GPUSHARE_PATH_MAX + 64];
 	struct gpushare_report r;
 	struct gpushare_plan p;
@@ -272,6 +290,18 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 	}
 	for (size_t i = 0; i < p.n_warnings; i++)
 		cli_warn("plan: %s", p.warnings[i]);
+	if (o->slurm_conf_name) {
+		if (gpushare_read_file(o->slurm_conf_name, 1 << 20, &conf, &conf_len)) {
+			gpushare_report_release(&r);
+			return cli_error(EXIT_IO, "plan: --slurm-conf: %s", detail());
+		}
+		if (strlen(conf) != conf_len) {
+			free(conf);
+			gpushare_report_release(&r);
+			return cli_error(EXIT_USAGE, "plan: --slurm-conf '%s' holds a NUL byte", o->slurm_conf_name);
+		}
+		o->slurm_conf_text = conf;
+	}
 	rc = gpushare_plan_render(&r, o, &p, &out);
 	if (rc) {
 		code = cli_error(rc == GPUSHARE_E_UNSUPPORTED ? EXIT_PLAN_REFUSED
@@ -305,6 +335,7 @@ static int plan_run(const char *dir, struct gpushare_plan_options *o, const char
 	}
 	gpushare_plan_output_release(&out);
 	gpushare_report_release(&r);
+	free(conf);
 	return code;
 }
 
@@ -331,5 +362,8 @@ int cmd_plan(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "plan: --goal slo needs --slo-p99 MS");
 	if (o->slo_p99_seconds > 0 && !cli_parse_given(&p, "goal"))
 		o->goal = GPUSHARE_PLAN_SLO;
+	if (a.slurm_conf && o->target != GPUSHARE_PLAN_SLURM)
+		return cli_error(EXIT_USAGE, "plan: --slurm-conf is for --for slurm");
+	o->slurm_conf_name = a.slurm_conf;
 	return plan_run(argv[p.optind], o, a.out, a.json);
 }

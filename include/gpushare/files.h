@@ -74,6 +74,22 @@ int gpushare_write_file_atomic(const char *path, const char *data, size_t len);
 /* The same with the file's mode (a script: 0755), set before the rename. */
 int gpushare_write_file_atomic_mode(const char *path, const char *data, size_t len, mode_t mode);
 
+/* One file of a staged write. */
+struct gpushare_staged_file {
+	const char *path;
+	const char *data;
+	size_t len;
+	mode_t mode;                 /* 0644, a script 0755 */
+};
+
+/* Write n files all or nothing: every target is checked first (as
+ * gpushare_write_file_atomic() does, and no path twice), then every file is
+ * written, synced and checked in its temporary file beside its target, and
+ * only when all are, each is renamed over its target. On any refusal or
+ * failure before the renames no target was touched and no temporary file is
+ * left. gpushare_write_file_atomic() is this writer with one file. */
+int gpushare_write_files_staged(const struct gpushare_staged_file *files, size_t n);
+
 /* ---- locks ---- */
 
 /* Take the exclusive lock of `path`: a lock file created 0600 when absent

@@ -58,15 +58,29 @@ struct gpushare_plan_options {
 	const char *name;            /* Kubernetes object / mig-parted config name; NULL: derived */
 	const char *k8s_namespace;   /* Kubernetes: the device plugin's ConfigMap's (NULL: the chart's,
 				      * nvidia-device-plugin), the DRA claim's and pods' (NULL: none) */
+	/* Plan from results that measured no GPU (its GPU unknown, a CPU-only
+	 * workload such as spin) as a template, said in its header; false:
+	 * such results are refused (GPUSHARE_E_UNSUPPORTED). */
+	bool template_only;
 	/* Slurm: */
 	const char *nodes;           /* NodeName; NULL: the results' host */
 	int gpus_per_node;           /* GPUs of that model per node (default 1) */
 	const char *device_file;     /* gres File=; NULL: /dev/nvidia0 or /dev/nvidia[0-G-1] */
+	const char *hook_dir;        /* where the Prolog=/Epilog= scripts go; NULL: GPUSHARE_PLAN_HOOK_DIR */
+	const char *gpushare_path;   /* the gpushare the hooks run; NULL: GPUSHARE_PLAN_GPUSHARE_PATH */
+	/* The site's slurm.conf (its text, and its name for the diff): the
+	 * output's slurm.conf is it with the plan merged in, and a
+	 * slurm.conf.diff; NULL: a fragment to add by hand. */
+	const char *slurm_conf_text;
+	const char *slurm_conf_name;
 	/* MPS: the pinned device memory limit per client; 0: derived from the
 	 * measured memory use when known, else none. */
 	uint64_t mem_per_client;
 	const char *mps_pipe_dir;    /* env: CUDA_MPS_PIPE_DIRECTORY to set; NULL: none */
 };
+
+#define GPUSHARE_PLAN_HOOK_DIR "/etc/slurm"
+#define GPUSHARE_PLAN_GPUSHARE_PATH "/usr/local/bin/gpushare"
 
 void gpushare_plan_options_init(struct gpushare_plan_options *o);
 
@@ -102,12 +116,14 @@ struct gpushare_plan {
 int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_plan_options *o,
 			 struct gpushare_plan *p);
 
-#define GPUSHARE_PLAN_MAX_PARTS 3
+#define GPUSHARE_PLAN_MAX_PARTS 8
 
-/* The rendered plan: one part for env and mig-parted; three for Slurm
- * (gres.conf, slurm.conf, job.sh), the device plugin (configmap.yaml, and
- * aside config.yaml, values.yaml) and DRA (resourceclaimtemplate.yaml, and
- * aside values.yaml, shared-claim.yaml). */
+/* The rendered plan: one part for env and mig-parted; for Slurm gres.conf,
+ * slurm.conf (with --slurm-conf the merged file and slurm.conf.diff) and
+ * job.sh, and for MPS job-mps.sh, gpushare-prolog.sh and gpushare-epilog.sh;
+ * for the device plugin configmap.yaml (and aside config.yaml, values.yaml);
+ * for DRA resourceclaimtemplate.yaml (and aside values.yaml,
+ * shared-claim.yaml). */
 struct gpushare_plan_output {
 	struct {
 		char name[32];       /* a file name: "gres.conf", "device-plugin.yaml" */

@@ -29,6 +29,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/stats.h"
 #include "gpushare/strategy.h"
+#include "gpushare/workload.h"
 #include "json.h"
 #include "gpushare/internal/plan.h"
 #include "plan_internal.h"
@@ -141,6 +142,44 @@ static double rec_best_throughput(const struct gpushare_report *r, const struct 
 			best = r->cells[c].throughput.median;
 	}
 	return best;
+}
+
+/* Why the runs of shape on gpu_model ("" unknown) measured no GPU: their
+ * GPU is unknown (no driver), or their workload runs on CPUs only (spin);
+ * NULL when they did. */
+static const char *not_measured_on_gpu(const char *shape, const char *gpu_model, char *why, size_t len)
+{
+	char name[64];
+	size_t n = strcspn(shape, ":+");
+	const struct gpushare_wl_desc *d;
+
+	snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), shape);
+	d = gpushare_workload_find(name);
+	if (d && !d->needs_gpu) {
+		snprintf(why, len, "its workload '%s' runs on CPUs only: it measured no GPU", name);
+		return why;
+	}
+	if (!gpu_model[0]) {
+		snprintf(why, len, "the results name no GPU (measured without a driver)");
+		return why;
+	}
+	return NULL;
+}
+
+/* A plan needs a GPU measurement: refused, naming why, unless the plan is
+ * asked for as a template only (o->template_only), which its header says. */
+static int need_gpu_measurement(const struct gpushare_plan_options *o, const struct gpushare_report_rec *rec,
+				struct gpushare_plan *p)
+{
+	char why[160];
+
+	if (!not_measured_on_gpu(rec->shape, p->gpu_model, why, sizeof(why)))
+		return GPUSHARE_OK;
+	if (!o->template_only)
+		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "%s; plan from a sweep on the GPUs to share, or pass "
+				     "--template for a plan that is a template only", why);
+	warn(p, "a template only, not a measured plan: %s", why);
+	return GPUSHARE_OK;
 }
 
 /* The recommendation (shape, batch) the plan is for. */
@@ -408,16 +447,17 @@ static void device_plugin_warn(const struct gpushare_report *r, const struct gpu
 	}
 }
 
-/* The job script runs gpushare farm, whose per-client share gives each slot
- * the default share: say so when the runs had another. */
+/* job.sh runs gpushare farm on a whole GPU, whose per-client share gives
+ * each slot the default share: say so when the runs had another, which
+ * job-mps.sh asks of gres/mps. */
 static void slurm_warn(const struct gpushare_report *r, const struct gpushare_report_rec *rec, struct gpushare_plan *p)
 {
 	(void)r;
 	(void)rec;
 	if (gpushare_strategy_client_share(p->strategy) && p->thread_percentage != 100 / p->workers)
 		warn(p, "the runs gave each worker %d%% of the SMs; job.sh's gpushare farm gives each of its %d slots "
-			"%d%% (100/%d): for %d%%, run the jobs another way", p->thread_percentage, p->workers,
-		     100 / p->workers, p->workers, p->thread_percentage);
+			"%d%% (100/%d): for %d%%, use job-mps.sh (gres/mps, %d units per worker)", p->thread_percentage,
+		     p->workers, 100 / p->workers, p->workers, p->thread_percentage, p->thread_percentage);
 }
 
 int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_plan_options *o,
@@ -457,6 +497,9 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 					     "('%s' and '%s'): plan from one model's runs", rec->shape, sm->gpu_name,
 					     sm->gpu_other);
 	}
+	rc = need_gpu_measurement(o, rec, p);
+	if (rc)
+		return rc;
 	if (o->gpu_model) {
 		if (!p->gpu_model[0])
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED,

@@ -36,6 +36,18 @@ bool gpushare_slurm_value_ok(const char *value);
  * and why, and b is unchanged. */
 int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *kv, size_t n);
 
+/* The device-file expression of gres File= (--device-file), read by one
+ * strict parser: a comma list of absolute paths of letters, digits and
+ * "/_-.", each plain ("/dev/nvidia0") or with one list of indices at its end
+ * ("/dev/nvidia[0-3]", "/dev/nvidia[0,2-3]"): decimal, 1 to 4 digits, no
+ * sign or leading zero, ranges a-b with a <= b, ascending, no file named
+ * twice, at most GPUSHARE_PLAN_DEVICE_FILES_MAX files of at most
+ * GPUSHARE_PLAN_DEVICE_FILE_MAX bytes before the index. Returns the number
+ * of files, or GPUSHARE_E_INVAL naming what is wrong. */
+#define GPUSHARE_PLAN_DEVICE_FILES_MAX 128
+#define GPUSHARE_PLAN_DEVICE_FILE_MAX 255
+int plan_device_files_count(const char *expr);
+
 /* Append text as comment lines: "# " and each line of text (empty lines
  * "#"). The one sanitiser of text that reaches a comment of every format
  * plan writes: invalid UTF-8 becomes U+FFFD; C0 and C1 controls other than

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpushare/gpushare.h"
 #include "gpushare/strategy.h"
@@ -79,65 +80,159 @@ int gpushare_slurm_line(struct gpushare_buf *b, const struct gpushare_slurm_kv *
 	return rc;
 }
 
-/* How many files a File= expression names: "/dev/nvidia0" one,
- * "/dev/nvidia[0-3]" four, "/dev/nvidia[0,2-3]" three, a comma list of
- * such its sum; -1 when it cannot tell. */
-static long count_files(const char *s)
+/* One name of a device-file expression: a path of letters, digits and
+ * "/_-.", absolute, with no empty, "." or ".." component and no '/' at its
+ * end. */
+static bool device_path_ok(const char *s, size_t n)
 {
-	long n = 0;
+	if (!n || s[0] != '/' || s[n - 1] == '/')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
 
-	while (*s) {
-		const char *open = strchr(s, '['), *comma = strchr(s, ',');
+		if (!isalnum(c) && !strchr("/_-.", c))
+			return false;
+		if (c == '/' && i + 1 < n && s[i + 1] == '/')
+			return false;
+		if (c == '/' && i + 1 < n && s[i + 1] == '.' &&
+		    (i + 2 == n || s[i + 2] == '/' || (s[i + 2] == '.' && (i + 3 == n || s[i + 3] == '/'))))
+			return false;
+	}
+	return true;
+}
 
-		if (!open || (comma && comma < open)) {   /* a plain name */
-			n++;
-			if (!comma)
-				break;
-			s = comma + 1;
-			continue;
-		}
-		{
-			long in = 0;
-			const char *p = open + 1;
+/* A decimal index at *p: no sign, no leading zero, at most
+ * PLAN_DEVICE_INDEX_DIGITS digits; -1 when there is none. */
+#define PLAN_DEVICE_INDEX_DIGITS 4
+static long device_index(const char **p)
+{
+	const char *s = *p;
+	long v = 0;
+	size_t n = 0;
 
-			while (*p && *p != ']') {
-				char *end;
-				long a = strtol(p, &end, 10), b = a;
+	while (isdigit((unsigned char)s[n])) {
+		if (++n > PLAN_DEVICE_INDEX_DIGITS)
+			return -1;
+		v = v * 10 + (s[n - 1] - '0');
+	}
+	if (!n || (n > 1 && s[0] == '0'))
+		return -1;
+	*p = s + n;
+	return v;
+}
 
-				if (end == p)
-					return -1;
-				p = end;
-				if (*p == '-') {
-					b = strtol(p + 1, &end, 10);
-					if (end == p + 1 || b < a)
-						return -1;
-					p = end;
-				}
-				in += b - a + 1;
-				if (*p == ',')
-					p++;
-				else if (*p != ']')
-					return -1;
-			}
-			if (*p != ']')
-				return -1;
-			n += in;
-			s = p + 1;
-			if (*s == ',')
-				s++;
-			else if (*s)
-				return -1;
+/* Append name NUL to names unless it is there already: false then. */
+static int device_name_add(struct gpushare_buf *names, const char *name, bool *dup)
+{
+	for (size_t at = 0; at < names->len; at += strlen(names->s + at) + 1) {
+		if (!strcmp(names->s + at, name)) {
+			*dup = true;
+			return 0;
 		}
 	}
-	return n;
+	return gpushare_buf_add(names, name, strlen(name) + 1);
+}
+
+static int device_expr_fail(const char *expr, const char *why)
+{
+	return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%.80s' %s", expr, why);
+}
+
+int plan_device_files_count(const char *expr)
+{
+	struct gpushare_buf names = { 0 };
+	const char *s = expr;
+	long n = 0;
+	int rc = 0;
+
+	if (!expr || !*expr)
+		return device_expr_fail("", "is empty");
+	while (!rc) {
+		size_t plen = strcspn(s, "[,");
+		char name[GPUSHARE_PLAN_DEVICE_FILE_MAX + 8];
+		bool dup = false;
+
+		if (plen > GPUSHARE_PLAN_DEVICE_FILE_MAX)
+			rc = device_expr_fail(expr, "names a path too long");
+		else if (!device_path_ok(s, plen) || (s[plen] == '[' && s[plen - 1] == '/'))
+			rc = device_expr_fail(expr, "is not a list of absolute device paths (letters, digits and /_-. "
+						    "only), each with at most one [a-b,c] list of indices at its end");
+		else if (s[plen] != '[') {    /* a plain name */
+			snprintf(name, sizeof(name), "%.*s", (int)plen, s);
+			rc = device_name_add(&names, name, &dup);
+			n++;
+		} else {                      /* NAME[a-b,c,...] */
+			const char *p = s + plen + 1;
+			long last = -1;
+
+			for (;;) {
+				long a = device_index(&p), b = a;
+
+				if (a < 0) {
+					rc = device_expr_fail(expr, "holds an index that is not a number of 1 to 4 digits "
+								    "without sign or leading zero");
+					break;
+				}
+				if (*p == '-') {
+					p++;
+					b = device_index(&p);
+					if (b < 0) {
+						rc = device_expr_fail(expr, "holds a range whose end is not a number of 1 to 4 "
+									    "digits without sign or leading zero");
+						break;
+					}
+					if (b < a) {
+						rc = device_expr_fail(expr, "holds a range that ends before it starts");
+						break;
+					}
+				}
+				if (a <= last) {
+					rc = device_expr_fail(expr, "lists its indices out of order or twice");
+					break;
+				}
+				last = b;
+				for (long i = a; !rc && !dup && i <= b; i++) {
+					if (++n > GPUSHARE_PLAN_DEVICE_FILES_MAX) {
+						rc = device_expr_fail(expr, "names too many files");
+						break;
+					}
+					snprintf(name, sizeof(name), "%.*s%ld", (int)plen, s, i);
+					rc = device_name_add(&names, name, &dup);
+				}
+				if (rc || dup || *p != ',')
+					break;
+				p++;
+			}
+			if (!rc && !dup && *p != ']')
+				rc = device_expr_fail(expr, "has a '[' without its ']', or text inside it that is not "
+							    "indices and ranges");
+			plen = (size_t)(p + 1 - s);
+		}
+		if (!rc && dup)
+			rc = device_expr_fail(expr, "names a file twice");
+		if (!rc && n > GPUSHARE_PLAN_DEVICE_FILES_MAX)
+			rc = device_expr_fail(expr, "names too many files");
+		if (rc)
+			break;
+		s += plen;
+		if (!*s)
+			break;
+		if (*s != ',' || !s[1]) {
+			rc = device_expr_fail(expr, "has text after a ']', or an empty name after a ','");
+			break;
+		}
+		s++;
+	}
+	gpushare_buf_release(&names);
+	return rc ? rc : (int)n;
 }
 
 /* The device files of G GPUs: "/dev/nvidia0" or "/dev/nvidia[0-3]", or
- * --device-file, which must name G files when it can be counted. */
+ * --device-file, which must be a device-file expression naming G files. */
 static int device_files(const struct gpushare_plan_options *o, char *out, size_t len)
 {
 	int g = o->gpus_per_node > 0 ? o->gpus_per_node : 1;
-	long n;
+	int n;
 
 	if (!o->device_file) {
 		if (g > 1)
@@ -146,11 +241,16 @@ static int device_files(const struct gpushare_plan_options *o, char *out, size_t
 			snprintf(out, len, "/dev/nvidia0");
 		return GPUSHARE_OK;
 	}
+	if (!gpushare_slurm_value_ok(o->device_file))
+		return gpushare_fail(GPUSHARE_E_INVAL, "Slurm value of File '%.80s' cannot be written: %s", o->device_file,
+				     why_not(o->device_file));
+	n = plan_device_files_count(o->device_file);
+	if (n < 0)
+		return n;
 	if ((size_t)snprintf(out, len, "%s", o->device_file) >= len)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%.40s...' is too long", o->device_file);
-	n = count_files(o->device_file);
-	if (n >= 0 && n != g)
-		return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%s' names %ld file%s for %d GPU%s per node "
+	if (n != g)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--device-file '%s' names %d file%s for %d GPU%s per node "
 				     "(--gpus-per-node)", o->device_file, n, n == 1 ? "" : "s", g, g == 1 ? "" : "s");
 	return GPUSHARE_OK;
 }
@@ -161,13 +261,80 @@ static bool shards(const struct gpushare_plan *p)
 	return !gpushare_strategy_uses_mps(p->strategy);
 }
 
+/* The mps units (percent of one GPU's SMs, Count=100 per GPU) each worker
+ * asks for to get the measured share: the runs' own per-client share
+ * (mps-split), else the even split 100/K (mps without limits). */
+static int mps_units_per_worker(const struct gpushare_plan *p)
+{
+	int u = p->thread_percentage >= 1 ? p->thread_percentage : 100 / p->workers;
+
+	return u < 1 ? 1 : u;
+}
+
+/* The share gres of G GPUs: K shards or 100 mps units per GPU. */
+static int share_count(const struct gpushare_plan *p, int g)
+{
+	return shards(p) ? p->workers * g : 100 * g;
+}
+
+/* The one check of a word that reaches a shell script or an environment
+ * file: one a shell, docker --env-file and systemd all read as it is (no
+ * quoting needed): letters, digits and _ . / : = , + @ -. */
+static bool shell_word_ok(const char *v)
+{
+	if (!v || !*v)
+		return false;
+	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
+		if (!isalnum(*s) && !strchr("_./:=,+@-", *s))
+			return false;
+	}
+	return true;
+}
+
+static int shell_word_check(const char *what, const char *v)
+{
+	if (!shell_word_ok(v))
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s '%.80s' would need quoting: use letters, digits and _./:=,+@- only",
+				     what, v ? v : "");
+	return GPUSHARE_OK;
+}
+
+#define HOOK_PROLOG "gpushare-prolog.sh"
+#define HOOK_EPILOG "gpushare-epilog.sh"
+
+/* Where the hooks are installed and what they run. */
+struct hooks {
+	char prolog[GPUSHARE_PLAN_DEVICE_FILE_MAX + 32], epilog[GPUSHARE_PLAN_DEVICE_FILE_MAX + 32];
+	const char *gpushare;
+};
+
+static int hooks_of(const struct gpushare_plan_options *o, struct hooks *h)
+{
+	const char *dir = o->hook_dir ? o->hook_dir : GPUSHARE_PLAN_HOOK_DIR;
+	int rc;
+
+	h->gpushare = o->gpushare_path ? o->gpushare_path : GPUSHARE_PLAN_GPUSHARE_PATH;
+	if (dir[0] != '/' || strlen(dir) > GPUSHARE_PLAN_DEVICE_FILE_MAX)
+		return gpushare_fail(GPUSHARE_E_INVAL, "--hook-dir '%.80s' is not an absolute path of at most %d bytes", dir,
+				     GPUSHARE_PLAN_DEVICE_FILE_MAX);
+	if (h->gpushare[0] != '/')
+		return gpushare_fail(GPUSHARE_E_INVAL, "--gpushare-path '%.80s' is not an absolute path (slurmd runs the "
+				     "hooks with no PATH)", h->gpushare);
+	rc = shell_word_check("--gpushare-path", h->gpushare);
+	if (!rc)
+		rc = shell_word_check("--hook-dir", dir);
+	snprintf(h->prolog, sizeof(h->prolog), "%s%s" HOOK_PROLOG, dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
+	snprintf(h->epilog, sizeof(h->epilog), "%s%s" HOOK_EPILOG, dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
+	return rc;
+}
+
 static int gres_conf(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
 		     const char *nodes, struct gpushare_buf *b)
 {
 	bool shard = shards(p);
 	int g = o->gpus_per_node;
 	char files[512], count[32];
-	struct gpushare_slurm_kv gpu[4], share[4];
+	struct gpushare_slurm_kv gpu[4], share[5];
 	size_t n = 0;
 	int rc;
 
@@ -178,8 +345,11 @@ static int gres_conf(const struct gpushare_plan_options *o, const struct gpushar
 		rc = plan_comment(b, shard ? "\ngres.conf: each GPU as K shards; a job asking --gres=shard:1 gets one,\n"
 					     "and K such jobs run on one GPU at once (time-sliced, as measured)."
 					   : "\ngres.conf: each GPU as 100 mps units (percent of its SMs) for jobs that ask\n"
-					     "--gres=mps:N under a site MPS daemon; the job script below takes a whole\n"
-					     "GPU instead and runs its own MPS daemon (gpushare farm).");
+					     "--gres=mps:N under the MPS daemon gpushare slurm prolog starts (job-mps.sh);\n"
+					     "job.sh takes a whole GPU instead and runs its own MPS daemon (gpushare farm).");
+	if (!rc && g > 1)
+		rc = plan_comment(b, "Flags=all_sharing: jobs of the shared gres go to every GPU of the node (Slurm's\n"
+				     "default for a shared gres, one_sharing, puts them all on one).");
 	if (rc)
 		return rc;
 	gpu[n++] = (struct gpushare_slurm_kv){ "NodeName", nodes };
@@ -190,35 +360,72 @@ static int gres_conf(const struct gpushare_plan_options *o, const struct gpushar
 	rc = gpushare_slurm_line(b, gpu, n);
 	if (rc)
 		return rc;
-	snprintf(count, sizeof(count), "%d", shard ? p->workers * g : 100 * g);
-	share[0] = (struct gpushare_slurm_kv){ "NodeName", nodes };
-	share[1] = (struct gpushare_slurm_kv){ "Name", shard ? "shard" : "mps" };
-	share[2] = (struct gpushare_slurm_kv){ "Count", count };
-	share[3] = (struct gpushare_slurm_kv){ "File", files };
-	return gpushare_slurm_line(b, share, 4);
+	snprintf(count, sizeof(count), "%d", share_count(p, g));
+	n = 0;
+	share[n++] = (struct gpushare_slurm_kv){ "NodeName", nodes };
+	share[n++] = (struct gpushare_slurm_kv){ "Name", shard ? "shard" : "mps" };
+	share[n++] = (struct gpushare_slurm_kv){ "Count", count };
+	share[n++] = (struct gpushare_slurm_kv){ "File", files };
+	if (g > 1)
+		share[n++] = (struct gpushare_slurm_kv){ "Flags", "all_sharing" };
+	return gpushare_slurm_line(b, share, n);
 }
 
-static int slurm_conf(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
-		      const char *nodes, struct gpushare_buf *b)
+/* What slurm.conf needs: its keys (GresTypes, and for MPS the hooks), and
+ * the Gres= of the nodes' one NodeName line. */
+struct slurm_keys {
+	char gres_types[32], gres[160];
+	const char *prolog, *epilog, *prolog_flags;     /* NULL: none (shards) */
+};
+
+static void slurm_keys_of(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const struct hooks *h,
+			  struct slurm_keys *k)
 {
 	bool shard = shards(p);
 	int g = o->gpus_per_node;
-	char gres[128];
+
+	memset(k, 0, sizeof(*k));
+	snprintf(k->gres_types, sizeof(k->gres_types), "gpu,%s", shard ? "shard" : "mps");
+	if (p->gres_type[0])
+		snprintf(k->gres, sizeof(k->gres), "gpu:%s:%d,%s:%d", p->gres_type, g, shard ? "shard" : "mps",
+			 share_count(p, g));
+	else
+		snprintf(k->gres, sizeof(k->gres), "gpu:%d,%s:%d", g, shard ? "shard" : "mps", share_count(p, g));
+	if (!shard) {
+		k->prolog = h->prolog;
+		k->epilog = h->epilog;
+		k->prolog_flags = "Alloc";
+	}
+}
+
+static int slurm_conf_fragment(const struct slurm_keys *k, const char *head, const char *nodes, struct gpushare_buf *b)
+{
+	struct gpushare_buf t = { 0 };
 	int rc;
 
-	if (p->gres_type[0])
-		snprintf(gres, sizeof(gres), "gpu:%s:%d,%s:%d", p->gres_type, g, shard ? "shard" : "mps",
-			 shard ? p->workers * g : 100 * g);
-	else
-		snprintf(gres, sizeof(gres), "gpu:%d,%s:%d", g, shard ? "shard" : "mps", shard ? p->workers * g : 100 * g);
-	rc = gpushare_buf_add(b, head, strlen(head));
+	/* Gres= is checked as a Slurm value although it is written in a comment. */
+	rc = gpushare_slurm_line(&t, (struct gpushare_slurm_kv[]){ { "NodeName", nodes }, { "Gres", k->gres } }, 2);
+	gpushare_buf_release(&t);
 	if (!rc)
-		rc = plan_comment(b, "\nslurm.conf: the gres types, and Gres= for the NodeName line of these nodes\n"
-				     "(merge it into the existing line: one NodeName line per node).");
+		rc = gpushare_buf_add(b, head, strlen(head));
 	if (!rc)
-		rc = gpushare_slurm_line(b, &(struct gpushare_slurm_kv){ "GresTypes", shard ? "gpu,shard" : "gpu,mps" }, 1);
+		rc = plan_comment(b, "\nslurm.conf: the lines to add. The nodes keep their one NodeName line: add the\n"
+				     "Gres= below to it (a second NodeName line for a node stops slurmctld and slurmd:\n"
+				     "\"Duplicated NodeHostName\"), or let gpushare merge it all:\n"
+				     "  gpushare plan DIR --for slurm --slurm-conf /etc/slurm/slurm.conf --out DIR2");
 	if (!rc)
-		rc = gpushare_slurm_line(b, (struct gpushare_slurm_kv[]){ { "NodeName", nodes }, { "Gres", gres } }, 2);
+		rc = gpushare_buf_addf(b, "#   NodeName=%s ... Gres=%s\n", nodes, k->gres);
+	if (!rc)
+		rc = gpushare_slurm_line(b, &(struct gpushare_slurm_kv){ "GresTypes", k->gres_types }, 1);
+	if (!rc && k->prolog)
+		rc = plan_comment(b, "The hooks: one MPS daemon per GPU and user for gres/mps jobs, started when the\n"
+				     "job is allocated (PrologFlags=Alloc), stopped after its last job.");
+	if (!rc && k->prolog)
+		rc = gpushare_slurm_line(b, &(struct gpushare_slurm_kv){ "Prolog", k->prolog }, 1);
+	if (!rc && k->epilog)
+		rc = gpushare_slurm_line(b, &(struct gpushare_slurm_kv){ "Epilog", k->epilog }, 1);
+	if (!rc && k->prolog_flags)
+		rc = gpushare_slurm_line(b, &(struct gpushare_slurm_kv){ "PrologFlags", k->prolog_flags }, 1);
 	return rc;
 }
 
@@ -230,7 +437,9 @@ static int job_script(const struct gpushare_plan *p, const char *head, struct gp
 	const char *s = gpushare_strategy_name(p->strategy);
 	int k = p->workers, rc;
 
-	rc = gpushare_buf_addf(b, "#!/bin/bash\n");
+	rc = shell_word_check("the strategy", s);
+	if (!rc)
+		rc = gpushare_buf_addf(b, "#!/bin/bash\n");
 	if (!rc)
 		rc = gpushare_buf_add(b, head, strlen(head));
 	if (rc)
@@ -282,51 +491,371 @@ static int job_script(const struct gpushare_plan *p, const char *head, struct gp
 	return rc;
 }
 
+/* The gres/mps way: G array elements (one per GPU of a node), each a job
+ * of K workers asking K x U mps units, under the MPS daemon the prolog
+ * started for its GPU and user; gpushare farm splits the job's share among
+ * its K slots (mps-split: U each, as measured). */
+static int job_script_mps(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
+			  struct gpushare_buf *b)
+{
+	const char *s = gpushare_strategy_name(p->strategy);
+	int k = p->workers, u = mps_units_per_worker(p), g = o->gpus_per_node, units = k * u, rc;
+	char text[640];
+
+	if (units > 100)
+		units = 100;
+	rc = shell_word_check("the strategy", s);
+	if (!rc)
+		rc = gpushare_buf_addf(b, "#!/bin/bash\n");
+	if (!rc)
+		rc = gpushare_buf_add(b, head, strlen(head));
+	if (rc)
+		return rc;
+	snprintf(text, sizeof(text),
+		 "\nThe gres/mps way: %d array element%s (one per GPU of a node), each a job of\n"
+		 "%d workers under the MPS daemon gpushare slurm prolog started for its GPU and\n"
+		 "user. Each worker gets %d mps units (%d%% of the GPU's SMs, as measured), so a\n"
+		 "job asks --gres=mps:%d; Flags=all_sharing in gres.conf spreads the jobs over\n"
+		 "the GPUs. To resume, resubmit with the same FARM_DIR.\n"
+		 "  sbatch job-mps.sh JOBFILE [FARM_DIR]",
+		 g, g == 1 ? "" : "s", k, u, u, units);
+	rc = plan_comment(b, text);
+	if (!rc)
+		rc = gpushare_buf_addf(b,
+				       "#SBATCH --job-name=gpushare-mps\n"
+				       "#SBATCH --array=0-%d\n"
+				       "#SBATCH --ntasks=1\n"
+				       "#SBATCH --gres=mps:%d\n"
+				       "set -euo pipefail\n"
+				       "JOBS=$(realpath \"${1:?usage: sbatch job-mps.sh JOBFILE [FARM_DIR]}\")\n"
+				       "FARM_DIR=$(realpath -m \"${2:-farm-${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}\")\n"
+				       "GPUSHARE=${GPUSHARE:-gpushare}\n"
+				       "d=$FARM_DIR/mps-${SLURM_ARRAY_TASK_ID:-0}\n"
+				       "mkdir -p \"$FARM_DIR\"\n"
+				       "if [ -e \"$d/journal.jsonl\" ]; then\n"
+				       "\texec \"$GPUSHARE\" farm --resume \"$d\" --slots %d --strategy %s \"$JOBS\"\n"
+				       "else\n"
+				       "\texec \"$GPUSHARE\" farm --dir \"$d\" --slots %d --strategy %s \"$JOBS\"\n"
+				       "fi\n",
+				       g - 1, units, k, s, k, s);
+	return rc;
+}
+
+/* A hook: Slurm's Prolog=/Epilog= name a program, without arguments. */
+static int hook_script(const struct hooks *h, const char *which, const char *head, struct gpushare_buf *b)
+{
+	char text[256];
+	int rc;
+
+	snprintf(text, sizeof(text), "\nslurmd runs this as root (%s= in slurm.conf); install it executable at the\n"
+				     "path slurm.conf names, on every node.", which);
+	rc = gpushare_buf_addf(b, "#!/bin/sh\n");
+	if (!rc)
+		rc = gpushare_buf_add(b, head, strlen(head));
+	if (!rc)
+		rc = plan_comment(b, text);
+	if (!rc)
+		rc = gpushare_buf_addf(b, "exec %s slurm %s\n", h->gpushare, which[0] == 'P' ? "prolog" : "epilog");
+	return rc;
+}
+
+/* ---- --slurm-conf: the site's slurm.conf with the plan merged in ---- */
+
+/* The merge's output and its unified diff (hunks without context). */
+struct merge {
+	struct gpushare_buf out, diff;
+	size_t old_line, new_line;   /* lines written so far of each */
+};
+
+/* Whether line (len n) sets key: "Key=" at its start, case-insensitive
+ * (Slurm's keys are), after white space. *value: what follows '='. */
+static bool line_sets(const char *line, size_t n, const char *key, const char **value)
+{
+	size_t k = strlen(key);
+
+	while (n && (*line == ' ' || *line == '\t')) {
+		line++;
+		n--;
+	}
+	if (n <= k || strncasecmp(line, key, k) || line[k] != '=')
+		return false;
+	if (value)
+		*value = line + k + 1;
+	return true;
+}
+
+/* The value of a line's first word: up to white space or the end. */
+static size_t word_len(const char *v, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && v[i] != ' ' && v[i] != '\t' && v[i] != '#')
+		i++;
+	return i;
+}
+
+static int merge_keep(struct merge *m, const char *line, size_t n)
+{
+	m->old_line++;
+	m->new_line++;
+	return gpushare_buf_add(&m->out, line, n);
+}
+
+/* Replace the old line with text (ending in '\n'; "" removes it) or,
+ * line NULL, insert text. */
+static int merge_change(struct merge *m, const char *line, size_t n, const char *text)
+{
+	size_t added = 0;
+	int rc;
+
+	for (const char *c = text; *c; c++)
+		added += *c == '\n';
+	if (line)
+		rc = gpushare_buf_addf(&m->diff, "@@ -%zu,1 +%zu,%zu @@\n-%.*s", m->old_line + 1, m->new_line + (added ? 1 : 0),
+				       added, (int)n, line);
+	else
+		rc = gpushare_buf_addf(&m->diff, "@@ -%zu,0 +%zu,%zu @@\n", m->old_line, m->new_line + 1, added);
+	if (!rc && line && (!n || line[n - 1] != '\n'))
+		rc = gpushare_buf_addf(&m->diff, "\n\\ No newline at end of file\n");
+	for (const char *c = text; !rc && *c;) {
+		const char *e = strchr(c, '\n');
+
+		rc = gpushare_buf_addf(&m->diff, "+%.*s\n", (int)(e - c), c);
+		c = e + 1;
+	}
+	if (!rc)
+		rc = gpushare_buf_add(&m->out, text, strlen(text));
+	m->old_line += line ? 1 : 0;
+	m->new_line += added;
+	return rc;
+}
+
+/* GresTypes= of the site with the plan's types added (a comma list). */
+static void merge_list(const char *site, size_t n, const char *add, char *out, size_t len)
+{
+	snprintf(out, len, "%.*s", (int)n, site);
+	for (const char *a = add; *a;) {
+		size_t an = strcspn(a, ",");
+		bool have = false;
+
+		for (const char *s = out; *s;) {
+			size_t sn = strcspn(s, ",");
+
+			if (sn == an && !strncasecmp(s, a, an))
+				have = true;
+			s += sn + (s[sn] == ',');
+		}
+		if (!have)
+			gpushare_str_catf(out, len, "%s%.*s", *out ? "," : "", (int)an, a);
+		a += an + (a[an] == ',');
+	}
+}
+
+static int slurm_conf_merged(const struct gpushare_plan_options *o, const struct slurm_keys *k, const char *head,
+			     const char *nodes, struct gpushare_buf *out, struct gpushare_buf *diff)
+{
+	const char *text = o->slurm_conf_text, *name = o->slurm_conf_name ? o->slurm_conf_name : "slurm.conf";
+	struct merge m = { 0 };
+	bool seen_types = false, seen_prolog = false, seen_epilog = false, seen_flags = false;
+	size_t node_lines = 0, first_node = 0;
+	int rc = 0;
+
+	/* First pass: what the site has; the refusals before anything is written. */
+	for (const char *l = text; *l && !rc;) {
+		size_t n = strcspn(l, "\n");
+		const char *v;
+
+		if (n && l[n - 1] == '\\')
+			rc = gpushare_fail(GPUSHARE_E_INVAL, "--slurm-conf '%s': a line continued with '\\' cannot be merged; "
+					   "join it first", name);
+		else if (line_sets(l, n, "NodeName", &v) && word_len(v, n - (size_t)(v - l)) == strlen(nodes) &&
+			 !strncmp(v, nodes, strlen(nodes)))
+			node_lines++;
+		else if (k->prolog && line_sets(l, n, "Prolog", &v) &&
+			 (word_len(v, n - (size_t)(v - l)) != strlen(k->prolog) || strncmp(v, k->prolog, strlen(k->prolog))))
+			rc = gpushare_fail(GPUSHARE_E_INVAL, "--slurm-conf '%s' has its own Prolog=%.*s: call '%s' from it, "
+					   "or give --hook-dir", name, (int)word_len(v, n - (size_t)(v - l)), v, k->prolog);
+		else if (k->epilog && line_sets(l, n, "Epilog", &v) &&
+			 (word_len(v, n - (size_t)(v - l)) != strlen(k->epilog) || strncmp(v, k->epilog, strlen(k->epilog))))
+			rc = gpushare_fail(GPUSHARE_E_INVAL, "--slurm-conf '%s' has its own Epilog=%.*s: call '%s' from it, "
+					   "or give --hook-dir", name, (int)word_len(v, n - (size_t)(v - l)), v, k->epilog);
+		l += n + (l[n] == '\n');
+	}
+	if (!rc && node_lines > 1)
+		rc = gpushare_fail(GPUSHARE_E_INVAL, "--slurm-conf '%s' has %zu NodeName=%s lines: one per node (Slurm "
+				   "stops at \"Duplicated NodeHostName\")", name, node_lines, nodes);
+	else if (!rc && !node_lines)
+		rc = gpushare_fail(GPUSHARE_E_INVAL, "--slurm-conf '%s' has no line NodeName=%s: define the nodes (CPUs, "
+				   "memory) first, with the node list --nodes gives", name, nodes);
+	if (!rc) {
+		/* What the merge adds to the node's line goes through the one
+		 * writer's check; the site's own words are kept as they are. */
+		struct gpushare_buf t = { 0 };
+
+		rc = gpushare_slurm_line(&t, (struct gpushare_slurm_kv[]){ { "NodeName", nodes }, { "Gres", k->gres } }, 2);
+		gpushare_buf_release(&t);
+	}
+	if (rc)
+		return rc;
+	/* Named slurm.conf on both sides (a path given may hold any byte):
+	 * `patch FILE <slurm.conf.diff`, or `patch <slurm.conf.diff` beside it. */
+	rc = gpushare_buf_addf(&m.diff, "--- slurm.conf\n+++ slurm.conf\n");
+	if (!rc)
+		rc = merge_change(&m, NULL, 0, head);
+	for (const char *l = text; *l && !rc;) {
+		size_t n = strcspn(l, "\n"), full = n + (l[n] == '\n');
+		const char *v;
+		char list[128];
+
+		if (line_sets(l, n, "GresTypes", &v) || (k->prolog_flags && line_sets(l, n, "PrologFlags", &v))) {
+			bool types = line_sets(l, n, "GresTypes", NULL);
+			struct gpushare_buf nl = { 0 };
+
+			merge_list(v, word_len(v, n - (size_t)(v - l)), types ? k->gres_types : k->prolog_flags, list,
+				   sizeof(list));
+			*(types ? &seen_types : &seen_flags) = true;
+			rc = gpushare_slurm_line(&nl, &(struct gpushare_slurm_kv){ types ? "GresTypes" : "PrologFlags", list }, 1);
+			if (!rc)
+				rc = nl.len - 1 == n && !strncmp(nl.s, l, n) ? merge_keep(&m, l, full)
+									     : merge_change(&m, l, full, nl.s);
+			gpushare_buf_release(&nl);
+		} else if (line_sets(l, n, "NodeName", &v) && word_len(v, n - (size_t)(v - l)) == strlen(nodes) &&
+			   !strncmp(v, nodes, strlen(nodes))) {
+			struct gpushare_buf nl = { 0 };
+			bool gres = false;
+
+			first_node = first_node ? first_node : m.new_line + 1;
+			/* The node's words, its Gres= replaced by the plan's. */
+			for (size_t i = 0; !rc && i < n;) {
+				size_t w;
+
+				while (i < n && (l[i] == ' ' || l[i] == '\t'))
+					i++;
+				if (i >= n || l[i] == '#')
+					break;
+				w = word_len(l + i, n - i);
+				if (w > 5 && !strncasecmp(l + i, "Gres=", 5)) {
+					rc = gpushare_buf_addf(&nl, "%sGres=%s", nl.len ? " " : "", k->gres);
+					gres = true;
+				} else {
+					rc = gpushare_buf_addf(&nl, "%s%.*s", nl.len ? " " : "", (int)w, l + i);
+				}
+				i += w;
+			}
+			if (!rc && !gres)
+				rc = gpushare_buf_addf(&nl, " Gres=%s", k->gres);
+			if (!rc)
+				rc = gpushare_buf_addf(&nl, "\n");
+			if (!rc)
+				rc = merge_change(&m, l, full, gpushare_buf_str(&nl));
+			gpushare_buf_release(&nl);
+		} else {
+			/* Our own hooks, already there, stay; the keys missing
+			 * go before the first NodeName line. */
+			if (k->prolog && line_sets(l, n, "Prolog", NULL))
+				seen_prolog = true;
+			if (k->epilog && line_sets(l, n, "Epilog", NULL))
+				seen_epilog = true;
+			if (!first_node && line_sets(l, n, "NodeName", &v) && !seen_types) {
+				struct gpushare_buf add = { 0 };
+
+				rc = gpushare_slurm_line(&add, &(struct gpushare_slurm_kv){ "GresTypes", k->gres_types }, 1);
+				seen_types = true;
+				if (!rc)
+					rc = merge_change(&m, NULL, 0, gpushare_buf_str(&add));
+				gpushare_buf_release(&add);
+			}
+			if (!rc)
+				rc = merge_keep(&m, l, full);
+		}
+		l += full;
+	}
+	/* The keys the site has not: at the end (Slurm reads them anywhere). */
+	if (!rc && (!seen_types || (k->prolog && (!seen_prolog || !seen_epilog || !seen_flags)))) {
+		struct gpushare_buf add = { 0 };
+
+		if (m.out.len && m.out.s[m.out.len - 1] != '\n')
+			rc = gpushare_buf_add(&m.out, "\n", 1);
+		if (!rc && !seen_types)
+			rc = gpushare_slurm_line(&add, &(struct gpushare_slurm_kv){ "GresTypes", k->gres_types }, 1);
+		if (!rc && k->prolog && !seen_prolog)
+			rc = gpushare_slurm_line(&add, &(struct gpushare_slurm_kv){ "Prolog", k->prolog }, 1);
+		if (!rc && k->epilog && !seen_epilog)
+			rc = gpushare_slurm_line(&add, &(struct gpushare_slurm_kv){ "Epilog", k->epilog }, 1);
+		if (!rc && k->prolog_flags && !seen_flags)
+			rc = gpushare_slurm_line(&add, &(struct gpushare_slurm_kv){ "PrologFlags", k->prolog_flags }, 1);
+		if (!rc)
+			rc = merge_change(&m, NULL, 0, gpushare_buf_str(&add));
+		gpushare_buf_release(&add);
+	}
+	if (!rc) {
+		*out = m.out;
+		*diff = m.diff;
+		return GPUSHARE_OK;
+	}
+	gpushare_buf_release(&m.out);
+	gpushare_buf_release(&m.diff);
+	return rc;
+}
+
 int plan_render_slurm(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
 		      struct gpushare_plan_output *out)
 {
-	struct gpushare_buf b = { 0 };
+	struct gpushare_buf b = { 0 }, d = { 0 };
 	const char *nodes = o->nodes ? o->nodes : p->host;
+	struct slurm_keys k;
+	struct hooks h;
 	int rc;
 
 	if (!nodes || !*nodes)
 		return gpushare_fail(GPUSHARE_E_INVAL, "the results name no host: give the node names with --nodes");
 	if (o->gpus_per_node < 1)
 		return gpushare_fail(GPUSHARE_E_INVAL, "--gpus-per-node must be at least 1");
+	rc = hooks_of(o, &h);
+	if (rc)
+		return rc;
+	slurm_keys_of(o, p, &h, &k);
 	rc = gres_conf(o, p, head, nodes, &b);
 	if (!rc)
 		rc = plan_output_add(out, "gres.conf", &b);
-	if (!rc)
-		rc = slurm_conf(o, p, head, nodes, &b);
-	if (!rc)
-		rc = plan_output_add(out, "slurm.conf", &b);
+	if (!rc && o->slurm_conf_text) {
+		rc = slurm_conf_merged(o, &k, head, nodes, &b, &d);
+		if (!rc)
+			rc = plan_output_add(out, "slurm.conf", &b);
+		if (!rc)
+			rc = plan_output_add(out, "slurm.conf.diff", &d);
+	} else if (!rc) {
+		rc = slurm_conf_fragment(&k, head, nodes, &b);
+		if (!rc)
+			rc = plan_output_add(out, "slurm.conf", &b);
+	}
 	if (!rc)
 		rc = job_script(p, head, &b);
 	if (!rc)
 		rc = plan_output_add(out, "job.sh", &b);
-	gpushare_buf_release(&b);
-	return rc;
-}
-
-/* An environment value a shell, docker --env-file and systemd all read as
- * it is (no quoting needed): letters, digits and _ . / : = , + @ -. */
-static bool env_value_ok(const char *v)
-{
-	if (!*v)
-		return false;
-	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
-		if (!isalnum(*s) && !strchr("_./:=,+@-", *s))
-			return false;
+	if (!rc && !shards(p)) {
+		rc = job_script_mps(o, p, head, &b);
+		if (!rc)
+			rc = plan_output_add(out, "job-mps.sh", &b);
+		if (!rc)
+			rc = hook_script(&h, "Prolog", head, &b);
+		if (!rc)
+			rc = plan_output_add(out, HOOK_PROLOG, &b);
+		if (!rc)
+			rc = hook_script(&h, "Epilog", head, &b);
+		if (!rc)
+			rc = plan_output_add(out, HOOK_EPILOG, &b);
 	}
-	return true;
+	gpushare_buf_release(&b);
+	gpushare_buf_release(&d);
+	return rc;
 }
 
 static int env_line(struct gpushare_buf *b, const char *key, const char *value)
 {
-	if (!env_value_ok(value))
-		return gpushare_fail(GPUSHARE_E_INVAL, "%s '%.80s' would need quoting: use letters, digits and _./:=,+@- only",
-				     key, value);
-	return gpushare_buf_addf(b, "%s=%s\n", key, value);
+	int rc = shell_word_check(key, value);
+
+	return rc ? rc : gpushare_buf_addf(b, "%s=%s\n", key, value);
 }
 
 int plan_render_env(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,

@@ -5,9 +5,12 @@
  * read forever). Writes go into directories gpushare may not have created
  * (--out DIR, a report directory), where someone else may have planted a
  * symbolic link: they never follow one, and they refuse a file owned by
- * another user. Atomic writes leave a `.NAME.tmp-PID-XXXXXX` file only when
- * killed mid-write, and the next write of NAME removes such leftovers once
- * their writer is gone.
+ * another user. Every write is staged (gpushare_write_files_staged()): the
+ * files of one output are all checked, then all written into temporary
+ * files beside their targets, then renamed, so an output of several files
+ * is written whole or not at all. A `.NAME.tmp-PID-XXXXXX` file stays only
+ * when its writer is killed mid-write, and the next write of NAME removes
+ * such leftovers once their writer is gone.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -378,51 +381,105 @@ int gpushare_write_file_atomic(const char *path, const char *data, size_t len)
 
 int gpushare_write_file_atomic_mode(const char *path, const char *data, size_t len, mode_t mode)
 {
-	char dir[GPUSHARE_PATH_MAX], base[GPUSHARE_PATH_MAX], tmp[GPUSHARE_PATH_MAX + 64];
-	struct stat st;
-	int fd, dfd, rc = split_path(path, dir, sizeof(dir), base, sizeof(base));
+	struct gpushare_staged_file f = { path, data, len, mode };
 
-	if (rc)
-		return rc;
-	if (lstat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': it is a directory", path);
-		rc = check_ours(path, &st);
-		if (rc)
-			return rc;
-	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld-XXXXXX", dir, base, (long)getpid()) >= sizeof(tmp))
-		return gpushare_fail(GPUSHARE_E_IO, "output path '%s' is too long", path);
-	reap_stale_temps(dir, base);
-	/* mkstemp: O_CREAT | O_EXCL, so a planted link or file is never opened. */
-	fd = mkostemp(tmp, O_CLOEXEC);
+	return gpushare_write_files_staged(&f, 1);
+}
+
+/* The target of a staged write: where it goes, and its temporary file. */
+struct staged {
+	char dir[GPUSHARE_PATH_MAX], base[GPUSHARE_PATH_MAX], tmp[GPUSHARE_PATH_MAX + 64];
+	bool made;                   /* tmp exists */
+};
+
+/* Whether path may be replaced: absent, or a regular file of ours. */
+static int check_target(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? GPUSHARE_OK
+				       : gpushare_fail(GPUSHARE_E_IO, "cannot inspect '%s': %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': it is a directory", path);
+	return check_ours(path, &st);
+}
+
+/* Write data into a fresh temporary file beside its target (mkstemp:
+ * O_CREAT | O_EXCL, so a planted link or file is never opened), in its
+ * final mode, synced. */
+static int stage_one(struct staged *t, const struct gpushare_staged_file *f)
+{
+	int fd, e;
+
+	if ((size_t)snprintf(t->tmp, sizeof(t->tmp), "%s/.%s.tmp-%ld-XXXXXX", t->dir, t->base, (long)getpid()) >=
+	    sizeof(t->tmp))
+		return gpushare_fail(GPUSHARE_E_IO, "output path '%s' is too long", f->path);
+	reap_stale_temps(t->dir, t->base);
+	fd = mkostemp(t->tmp, O_CLOEXEC);
 	if (fd < 0)
-		return gpushare_fail(GPUSHARE_E_IO, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
-	if (fchmod(fd, mode) != 0)   /* before the rename: the file is never seen with another mode */
-		goto fail;
-	if (gpushare_write_all(fd, data, len) != 0)
-		goto fail;
-	if (fsync(fd) != 0)
-		goto fail;
-	if (close(fd) != 0) {
+		return gpushare_fail(GPUSHARE_E_IO, "cannot create a temporary file in '%s': %s", t->dir, strerror(errno));
+	t->made = true;
+	/* The mode before the rename: the file is never seen with another. */
+	if (fchmod(fd, f->mode) == 0 && gpushare_write_all(fd, f->data, f->len) == 0 && fsync(fd) == 0) {
+		if (close(fd) == 0)
+			return GPUSHARE_OK;
 		fd = -1;
-		goto fail;
 	}
-	fd = -1;
-	/* rename() replaces a name, never what a link points at. */
-	if (rename(tmp, path) != 0)
-		goto fail;
-	/* Make the rename itself durable. */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return GPUSHARE_OK;
-fail:
-	rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", path, strerror(errno));
+	e = errno;
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
+	return gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s", f->path, strerror(e));
+}
+
+int gpushare_write_files_staged(const struct gpushare_staged_file *files, size_t n)
+{
+	struct staged *t;
+	int rc = GPUSHARE_OK;
+	size_t i, done = 0;
+
+	if (!n)
+		return GPUSHARE_OK;
+	t = calloc(n, sizeof(*t));
+	if (!t)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	/* Every target checked before any file is written. */
+	for (i = 0; !rc && i < n; i++) {
+		rc = split_path(files[i].path, t[i].dir, sizeof(t[i].dir), t[i].base, sizeof(t[i].base));
+		if (!rc)
+			rc = check_target(files[i].path);
+		for (size_t j = 0; !rc && j < i; j++) {
+			if (!strcmp(files[i].path, files[j].path))
+				rc = gpushare_fail(GPUSHARE_E_IO, "'%s' is to be written twice", files[i].path);
+		}
+	}
+	for (i = 0; !rc && i < n; i++)
+		rc = stage_one(&t[i], &files[i]);
+	/* Checked again just before the renames: a link planted meanwhile is
+	 * refused while nothing has been replaced. */
+	for (i = 0; !rc && i < n; i++)
+		rc = check_target(files[i].path);
+	/* rename() replaces a name, never what a link points at. */
+	for (i = 0; !rc && i < n; i++, done++) {
+		if (rename(t[i].tmp, files[i].path) != 0)
+			rc = gpushare_fail(GPUSHARE_E_IO, "cannot write '%s': %s%s", files[i].path, strerror(errno),
+					   i ? " (the files before it were replaced)" : "");
+		else
+			t[i].made = false;
+	}
+	for (i = 0; i < n; i++) {
+		if (t[i].made)
+			unlink(t[i].tmp);
+	}
+	/* Make the renames themselves durable. */
+	for (i = 0; i < done; i++) {
+		int dfd = open(t[i].dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+	}
+	free(t);
 	return rc;
 }

@@ -50,7 +50,9 @@
 # Settings read by cluster_start: CLUSTER_CPUS (CPUs per node, default 8),
 # CLUSTER_START_TIMEOUT (s, default 60), CLUSTER_CONF_EXTRA (more slurm.conf
 # lines, e.g. Prolog= and Epilog=), CLUSTER_GRES_EXTRA (more GresTypes, e.g.
-# "shard" on a cluster of mps nodes) and CLUSTER_SHARING, the sharing gres
+# "shard" on a cluster of mps nodes), CLUSTER_CONF_HOOK (a function run
+# once slurm.conf and gres.conf are written, before any daemon starts: it
+# may replace them; failing, the start fails) and CLUSTER_SHARING, the sharing gres
 # of node1, node2, ... in turn (cycled): "mps" (the default: gres/mps, 100 per
 # GPU, Flags=all_sharing), "shard" (gres/shard, 4 per GPU) or "none". Slurm
 # 22.05 does not mix them: with mps and shard on one node --gres=mps:50 gave
@@ -261,6 +263,11 @@ cluster_start() {
 	mungekey --create --keyfile="$D/munge.key" || { cluster_stop; return 1; }
 	for ((n = 1; n <= nnodes; n++)); do CLUSTER_NODES+=("node$n"); done
 	_cluster_conf "$nnodes" "$ngpus"
+	if [[ -n ${CLUSTER_CONF_HOOK:-} ]] && ! "$CLUSTER_CONF_HOOK"; then
+		echo "lib_cluster: $CLUSTER_CONF_HOOK failed" >&2
+		cluster_stop
+		return 1
+	fi
 	if ! { _cluster_ns ctl && _cluster_node_setup ctl "$CLUSTER_SUBNET.1" 0; }; then
 		cluster_stop
 		return 1

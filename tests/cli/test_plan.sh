@@ -106,6 +106,19 @@ refused "mig for slurm" "cannot express 'mig'" "$FIX/mps-h100" --for slurm --str
 refused "mig-parted without mig runs" "no successful 'mig' run" "$FIX/timeslice-a100" --for mig-parted
 refused "one process per GPU" "one process per GPU" "$FIX/one-worker" --for k8s-dra
 refused "no cell under the p99 bound" "p99 under" "$FIX/mps-h100" --for env --goal slo --slo-p99 1us
+# A plan needs a GPU measurement: results without a GPU (no driver) or of a
+# CPU-only workload (spin) are refused for every target, unless --template.
+mkdir "$tmp/nogpu" "$tmp/spin"
+sed -e 's/"gpu":{"index":0,"name":"[^"]*","uuid":"[^"]*"}/"gpu":null/' -e 's/"driver_version":"[^"]*"/"driver_version":null/' \
+	"$FIX/timeslice-a100/results.jsonl" >"$tmp/nogpu/results.jsonl"
+sed -e 's/"tiny/"spin/g' "$FIX/timeslice-a100/results.jsonl" >"$tmp/spin/results.jsonl"
+for target in slurm k8s-device-plugin k8s-dra env; do
+	refused "no GPU named, --for $target" "the results name no GPU" "$tmp/nogpu" --for "$target"
+	refused "a CPU-only workload, --for $target" "'spin' runs on CPUs only" "$tmp/spin" --for "$target"
+done
+run plan "$tmp/spin" --for slurm --template
+check "--template: a plan whose header says it is a template only (got $rc)" \
+	bash -c "[[ $rc -eq 0 ]] && grep -q '^# Warning: a template only, not a measured plan' '$tmp/out'"
 printf '{"gpushare_sweep_record":1}\n' >"$tmp/results.jsonl"
 refused "no usable run" "no usable run" "$tmp" --for env
 
@@ -136,6 +149,83 @@ usage_error "one device file for 4 GPUs per node" "names 1 file for 4 GPUs per n
 run plan "$FIX/mps-h100" --for slurm --gpus-per-node 3 --device-file '/dev/nvidia[0,2-3]'
 check "three device files for 3 GPUs per node: exit 0, written as given (got $rc)" \
 	bash -c "[[ $rc -eq 0 ]] && grep -q 'File=/dev/nvidia\[0,2-3\]' '$tmp/out'"
+# The device-file expression has one strict reader: what it cannot count
+# exactly is refused, never written into gres.conf as given.
+usage_error "an index past int64" "is not a number of 1 to 4 digits" "$FIX/mps-h100" --for slurm \
+	--device-file '/dev/nvidia[0-9223372036854775807]'
+usage_error "a range that ends before it starts" "ends before it starts" "$FIX/mps-h100" --for slurm \
+	--gpus-per-node 2 --device-file '/dev/nvidia[1-0]'
+usage_error "an unclosed '['" "without its ']'" "$FIX/mps-h100" --for slurm --gpus-per-node 4 --device-file '/dev/nvidia[0-3'
+usage_error "text after ']'" "text after a ']'" "$FIX/mps-h100" --for slurm --gpus-per-node 4 --device-file '/dev/nvidia[0-3]x'
+usage_error "a file named twice" "names a file twice" "$FIX/mps-h100" --for slurm --gpus-per-node 2 \
+	--device-file '/dev/nvidia0,/dev/nvidia[0]'
+usage_error "a signed index" "without sign" "$FIX/mps-h100" --for slurm --gpus-per-node 2 --device-file '/dev/nvidia[-1-0]'
+usage_error "a relative path" "absolute device paths" "$FIX/mps-h100" --for slurm --device-file 'nvidia0'
+# Several files are written all or nothing: a link planted as job.sh is
+# refused before gres.conf and slurm.conf are replaced.
+mkdir "$tmp/partial"
+echo old >"$tmp/partial/gres.conf"
+echo old >"$tmp/partial/slurm.conf"
+ln -s /nonexistent "$tmp/partial/job.sh"
+run plan "$FIX/mps-h100" --for slurm --out "$tmp/partial"
+check "--out DIR with a symbolic link as job.sh: exit 11, naming it (got $rc: $(cat "$tmp/err"))" \
+	bash -c "[[ $rc -eq 11 ]] && grep -q \"job.sh' is a symbolic link\" '$tmp/err'"
+check "  and gres.conf and slurm.conf are untouched, no temporary file left" \
+	bash -c "[[ \$(cat '$tmp/partial/gres.conf') == old && \$(cat '$tmp/partial/slurm.conf') == old ]] &&
+		[[ \$(ls -A '$tmp/partial' | wc -l) -eq 3 ]]"
+echo "== slurm as applied"
+run plan "$FIX/mps-h100" --for slurm --nodes 'gpu-node-[01-04]' --gpus-per-node 4 --out "$tmp/mps4"
+check "4 GPUs sharing gres/mps: Flags=all_sharing on the mps line (Slurm's default puts every job on one GPU)" \
+	grep -qx 'NodeName=gpu-node-\[01-04\] Name=mps Count=400 File=/dev/nvidia\[0-3\] Flags=all_sharing' "$tmp/mps4/gres.conf"
+check "slurm.conf never holds a NodeName line (a second one per node: Duplicated NodeHostName)" \
+	bash -c "! grep -q '^NodeName' '$tmp/mps4/slurm.conf'"
+check "slurm.conf: Prolog=/Epilog= for the hooks, PrologFlags=Alloc" \
+	bash -c "grep -qx 'Prolog=/etc/slurm/gpushare-prolog.sh' '$tmp/mps4/slurm.conf' &&
+		grep -qx 'Epilog=/etc/slurm/gpushare-epilog.sh' '$tmp/mps4/slurm.conf' && grep -qx 'PrologFlags=Alloc' '$tmp/mps4/slurm.conf'"
+check "the hooks: executable, running gpushare slurm prolog|epilog" \
+	bash -c "[[ -x '$tmp/mps4/gpushare-prolog.sh' && -x '$tmp/mps4/gpushare-epilog.sh' ]] &&
+		grep -qx 'exec /usr/local/bin/gpushare slurm prolog' '$tmp/mps4/gpushare-prolog.sh' &&
+		grep -qx 'exec /usr/local/bin/gpushare slurm epilog' '$tmp/mps4/gpushare-epilog.sh' && sh -n '$tmp/mps4/gpushare-prolog.sh'"
+# mps-split at 4 workers measured 25% each: 25 units per worker, 100 a job of 4.
+check "job-mps.sh: the gres/mps way, 4 workers at the measured 25 units each" \
+	bash -c "grep -qx '#SBATCH --gres=mps:100' '$tmp/mps4/job-mps.sh' && grep -q 'Each worker gets 25 mps units' '$tmp/mps4/job-mps.sh' &&
+		grep -q 'farm --dir \"\$d\" --slots 4 --strategy mps-split' '$tmp/mps4/job-mps.sh' && bash -n '$tmp/mps4/job-mps.sh'"
+run plan "$FIX/mps-h100" --for slurm --gpus-per-node 4 --hook-dir /opt/hooks --gpushare-path /opt/gs/bin/gpushare
+check "--hook-dir and --gpushare-path reach slurm.conf and the hooks" \
+	bash -c "grep -qx 'Prolog=/opt/hooks/gpushare-prolog.sh' '$tmp/out' && grep -qx 'exec /opt/gs/bin/gpushare slurm epilog' '$tmp/out'"
+usage_error "a --gpushare-path a shell would split" "would need quoting" "$FIX/mps-h100" --for slurm --gpushare-path '/opt/g s'
+run plan "$FIX/timeslice-a100" --for slurm --gpus-per-node 2 --out "$tmp/shard2"
+check "2 GPUs sharing gres/shard: Flags=all_sharing; no hooks for shards" \
+	bash -c "grep -q 'Name=shard Count=16 .*Flags=all_sharing\$' '$tmp/shard2/gres.conf' && [[ ! -e '$tmp/shard2/gpushare-prolog.sh' ]] &&
+		! grep -q '^Prolog=' '$tmp/shard2/slurm.conf'"
+cat >"$tmp/site.conf" <<'EOF'
+ClusterName=cluster
+SlurmctldHost=head
+GresTypes=gpu
+# the site's own comment
+NodeName=gpu-node-[01-04] CPUs=64 RealMemory=512000 Gres=gpu:4 State=UNKNOWN
+PartitionName=gpu Nodes=gpu-node-[01-04] Default=YES State=UP
+EOF
+run plan "$FIX/mps-h100" --for slurm --nodes 'gpu-node-[01-04]' --gpus-per-node 4 --slurm-conf "$tmp/site.conf" --out "$tmp/merged"
+check "--slurm-conf: exit 0, slurm.conf and slurm.conf.diff written (got $rc: $(cat "$tmp/err"))" \
+	bash -c "[[ $rc -eq 0 && -s '$tmp/merged/slurm.conf' && -s '$tmp/merged/slurm.conf.diff' ]]"
+check "  the node's one NodeName line gets the Gres=, its other words kept" \
+	bash -c "[[ \$(grep -c '^NodeName=' '$tmp/merged/slurm.conf') -eq 1 ]] &&
+		grep -qx 'NodeName=gpu-node-\[01-04\] CPUs=64 RealMemory=512000 Gres=gpu:h100:4,mps:400 State=UNKNOWN' '$tmp/merged/slurm.conf'"
+check "  GresTypes merged, the hooks added, the site's lines kept" \
+	bash -c "grep -qx 'GresTypes=gpu,mps' '$tmp/merged/slurm.conf' && grep -qx 'Prolog=/etc/slurm/gpushare-prolog.sh' '$tmp/merged/slurm.conf' &&
+		grep -qx '# the site.s own comment' '$tmp/merged/slurm.conf' && grep -qx 'ClusterName=cluster' '$tmp/merged/slurm.conf'"
+cp "$tmp/site.conf" "$tmp/site-patched.conf"
+check "  the diff turns the site's file into the merged one (patch)" \
+	bash -c "patch -s '$tmp/site-patched.conf' <'$tmp/merged/slurm.conf.diff' && cmp -s '$tmp/site-patched.conf' '$tmp/merged/slurm.conf'"
+printf 'NodeName=n1 CPUs=4\nNodeName=n1 Gres=gpu:1\n' >"$tmp/dup.conf"
+usage_error "--slurm-conf with the node twice" "Duplicated NodeHostName" "$FIX/mps-h100" --for slurm --nodes n1 --slurm-conf "$tmp/dup.conf"
+printf 'NodeName=n2 CPUs=4\n' >"$tmp/none.conf"
+usage_error "--slurm-conf without the node" "has no line NodeName=n1" "$FIX/mps-h100" --for slurm --nodes n1 --slurm-conf "$tmp/none.conf"
+printf 'Prolog=/etc/slurm/site-prolog\nNodeName=n1 CPUs=4\n' >"$tmp/prolog.conf"
+usage_error "--slurm-conf with a Prolog of its own" "has its own Prolog=/etc/slurm/site-prolog" "$FIX/mps-h100" --for slurm \
+	--nodes n1 --slurm-conf "$tmp/prolog.conf"
+
 mkdir -p "$tmp/real-dir"
 ln -s "$tmp/real-dir" "$tmp/link-dir"
 run plan "$FIX/mps-h100" --for slurm --out "$tmp/link-dir"

@@ -50,7 +50,10 @@ K=$(sed -n 's/.* Name=shard Count=\([0-9]*\) .*/\1/p' "$tmp/plan/gres.conf")
 measured=$(sed -n 's/^# Measured: .* with \([0-9]*\) workers per GPU.*/\1/p' "$tmp/plan/gres.conf" | head -n 1)
 check "gres.conf offers K=$K shards (the measured ${measured:-?})" test -n "$measured" -a "$K" = "$measured"
 grestypes=$(sed -n 's/^GresTypes=//p' "$tmp/plan/slurm.conf")
-nodegres=$(sed -n 's/^NodeName=testnode Gres=//p' "$tmp/plan/slurm.conf")
+# The node's Gres= is for its one NodeName line: said in a comment, never a
+# second NodeName line ("Duplicated NodeHostName").
+nodegres=$(sed -n 's/^#   NodeName=testnode \.\.\. Gres=//p' "$tmp/plan/slurm.conf")
+check "slurm.conf: no NodeName line of its own" bash -c "! grep -q '^NodeName=' '$tmp/plan/slurm.conf'"
 check "slurm.conf: GresTypes=$grestypes and Gres=$nodegres" \
 	test "$grestypes" = gpu,shard -a "$nodegres" = "gpu:a100:1,shard:$K"
 

@@ -101,12 +101,60 @@ static void test_atomic_write_reaps_dead_temps(void **state)
 	assert_int_equal(access(live, F_OK), 0);      /* its writer lives */
 }
 
+/* Several files all or nothing: a link planted as the last target is
+ * refused before the first is replaced, and no temporary file stays; a
+ * clean set replaces all, each in its mode. */
+static void test_staged_write_all_or_nothing(void **state)
+{
+	char a[128], b[128], c[128], sub[96], cmd[192], buf[8];
+	struct gpushare_staged_file f[3];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/staged", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	snprintf(a, sizeof(a), "%s/staged/a.conf", dir);
+	snprintf(b, sizeof(b), "%s/staged/b.conf", dir);
+	snprintf(c, sizeof(c), "%s/staged/c.sh", dir);
+	fd = open(a, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "old", 3), 3);
+	close(fd);
+	assert_int_equal(symlink("/nonexistent", c), 0);
+	f[0] = (struct gpushare_staged_file){ a, "new-a", 5, 0644 };
+	f[1] = (struct gpushare_staged_file){ b, "new-b", 5, 0644 };
+	f[2] = (struct gpushare_staged_file){ c, "new-c", 5, 0755 };
+	assert_int_equal(gpushare_write_files_staged(f, 3), GPUSHARE_E_IO);
+	assert_non_null(strstr(gpushare_errdetail(), "c.sh' is a symbolic link"));
+	fd = open(a, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof(buf)), 3);
+	close(fd);
+	assert_memory_equal(buf, "old", 3);
+	assert_int_not_equal(access(b, F_OK), 0);
+	assert_int_equal(unlink(c), 0);
+	/* Only a.conf is left: no temporary file. */
+	snprintf(cmd, sizeof(cmd), "test $(ls -A '%s' | wc -l) -eq 1", sub);
+	assert_int_equal(system(cmd), 0);
+	/* The same path twice is refused. */
+	f[1].path = a;
+	assert_int_equal(gpushare_write_files_staged(f, 2), GPUSHARE_E_IO);
+	f[1].path = b;
+	assert_int_equal(gpushare_write_files_staged(f, 3), GPUSHARE_OK);
+	assert_int_equal(stat(c, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(stat(a, &st), 0);
+	assert_int_equal(st.st_size, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_writes_refuse_links),
 		cmocka_unit_test(test_atomic_write_reaps_dead_temps),
+		cmocka_unit_test(test_staged_write_all_or_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
