@@ -83,15 +83,22 @@ PY
 then ok "tune: picks timeslice w2 b4, drops sequential w4 b1 at its probe, 12 probes and at most 4 full runs"
 else fail "tune pick: rc $rc $(cat "$tmp/err") $(cat "$tmp/out")"; fi
 # The plan command tune printed runs as given (TARGET: env) on tune's results.
+# These runs measured no GPU (no driver here): plan refuses them as a plan
+# (exit 14, naming --template) and writes them as a template with --template.
 plan=$(cat "$tmp/out.plan" 2>/dev/null || true)
 plan_env=${plan/--for TARGET/--for env}
 set +e
-out=$(eval "\"\$GPUSHARE\"${plan_env#gpushare}" 2>"$tmp/plan.err")
+eval "\"\$GPUSHARE\"${plan_env#gpushare}" >/dev/null 2>"$tmp/plan.err"
 prc=$?
+out=$(eval "\"\$GPUSHARE\"${plan_env#gpushare} --template" 2>"$tmp/plan2.err")
+prc2=$?
 set -e
-[[ $prc -eq 0 && $out == *"Time-slicing needs no variable: run 2 processes per GPU"* ]] \
-	&& ok "tune's plan command: the pick's timeslice at 2 per GPU (exit 0)" \
+[[ $prc -eq 14 ]] && grep -q -- "--template" "$tmp/plan.err" \
+	&& ok "tune's plan command on runs that measured no GPU: refused, exit 14, naming --template" \
 	|| fail "tune's plan command '$plan_env': exit $prc: $(cat "$tmp/plan.err")"
+[[ $prc2 -eq 0 && $out == *"Time-slicing needs no variable: run 2 processes per GPU"* ]] \
+	&& ok "tune's plan command with --template: the pick's timeslice at 2 per GPU (exit 0)" \
+	|| fail "tune's plan command '$plan_env --template': exit $prc2: $(cat "$tmp/plan2.err")"
 # Two are kept after the probes, but on a loaded machine the second best's
 # probe may fall below the cut too (one goes on then).
 grep -qE "gpushare: tune: dropped sequential w4 b1: (its probe .* below the cut 0.500x|no successful run)" "$tmp/err" \
