@@ -207,8 +207,13 @@ struct gpushare_report_scaling {
 	enum gpushare_strategy strategy;
 	int best;                        /* cell of its highest median throughput */
 	int smallest;                    /* the smallest N whose throughput ties with best's */
+	int unsettled;                   /* a cell of fewer workers the runs cannot tell from
+					  * best (an underpowered comparison; smallest is then
+					  * best); -1 none */
+	struct gpushare_comparison vs_unsettled; /* unsettled against best */
 	char text[384];
 };
+
 
 /* Where a shape's runs were measured: the first record of the shape's GPU,
  * driver and host, and a GPU model another record of it names (a results
@@ -309,6 +314,13 @@ int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes);
 
 /* The runs with status failed or partial (all of them kept whole). */
 size_t gpushare_report_n_failed(const struct gpushare_report *r);
+
+/* Whether the runs leave sc's question open (a fewer-worker cell they
+ * cannot tell from the best); then buf holds the sentence plan and tune
+ * print: "timeslice: cannot tell 1 worker from 4 workers with 2 runs; 7 more
+ * runs a side would settle a difference of 89%". Else "" and false. */
+bool gpushare_report_scaling_unsettled(const struct gpushare_report *r, const struct gpushare_report_scaling *sc,
+				       char *buf, size_t len);
 
 /* Every run of a report, in file order (by line), whether kept whole or
  * folded: the one way to walk all of a report's runs. A whole run is

@@ -608,6 +608,75 @@ static void test_folded_runs(void **state)
 	remove_fixture();
 }
 
+/* Issue #34: 2 runs a side on a noisy machine, timeslice 2.79k items/s at 1
+ * worker against 5.27k at 4, the order-statistic intervals apart, the t test
+ * (about 1 degree of freedom) not significant. The report says it cannot
+ * tell them apart and how many runs would, in text, HTML and JSON; never
+ * "reaches its best"; the fewest workers stay those of the best. */
+static void test_underpowered_scaling(void **state)
+{
+	const double one[] = { 2780, 2800 }, four[] = { 4300, 6240 };
+	struct gpushare_report r;
+	const struct gpushare_report_scaling *sc;
+	char *buf = NULL, *json, sentence[320], html_path[192];
+	size_t len = 0;
+	FILE *f;
+	cJSON *doc, *x;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/gpushare-report-unit.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/results.jsonl", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 2; i++) {
+		record(f, "timeslice", 1, i, one[i], 1e-3, 2e-3, "ok");
+		record(f, "timeslice", 4, i, four[i], 1e-3, 2e-3, "ok");
+	}
+	fclose(f);
+	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
+	assert_int_equal(gpushare_report_summarise(&r, 0), GPUSHARE_OK);
+	assert_int_equal(r.recs[0].n_scaling, 1);
+	sc = &r.recs[0].scaling[0];
+	assert_int_equal(r.cells[sc->best].workers, 4);
+	assert_int_equal(sc->smallest, sc->best);
+	assert_int_equal(r.cells[sc->unsettled].workers, 1);
+	assert_true(sc->vs_unsettled.underpowered);
+	assert_true(gpushare_report_scaling_unsettled(&r, sc, sentence, sizeof(sentence)));
+	assert_non_null(strstr(sentence, "timeslice: cannot tell 1 worker from 4 workers with 2 runs; "));
+	assert_non_null(strstr(sentence, "more runs a side would settle a difference of 8"));
+	assert_non_null(strstr(sc->text, sentence));
+	assert_null(strstr(sc->text, "reaches its best"));
+
+	f = open_memstream(&buf, &len);
+	assert_int_equal(gpushare_report_write_markdown(&r, f), GPUSHARE_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, sentence));
+	assert_null(strstr(buf, "within noise ("));
+	free(buf);
+
+	assert_int_equal(gpushare_report_write(&r, dir), GPUSHARE_OK);
+	snprintf(html_path, sizeof(html_path), "%s/report.html", dir);
+	buf = slurp(html_path, &len);
+	assert_non_null(buf);
+	assert_non_null(strstr(buf, "timeslice: cannot tell 1 worker from 4 workers with 2 runs; "));
+	assert_null(strstr(buf, "reaches its best"));
+	free(buf);
+
+	assert_int_equal(gpushare_report_json(&r, &json), GPUSHARE_OK);
+	doc = cJSON_Parse(json);
+	assert_non_null(doc);
+	x = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "recommendation"), 0),
+						 "scaling"), 0);
+	assert_int_equal(cJSON_GetObjectItem(x, "unsettled_workers")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(x, "smallest_workers_within_noise")->valueint, 4);
+	assert_non_null(strstr(cJSON_GetObjectItem(x, "text")->valuestring, "cannot tell 1 worker from 4 workers"));
+	cJSON_Delete(doc);
+	free(json);
+	gpushare_report_release(&r);
+	remove_fixture();
+}
+
 static void test_missing_file(void **state)
 {
 	struct gpushare_report r;
@@ -626,6 +695,7 @@ int main(void)
 		cmocka_unit_test(test_outputs),
 		cmocka_unit_test(test_streamed_load),
 		cmocka_unit_test(test_folded_runs),
+		cmocka_unit_test(test_underpowered_scaling),
 		cmocka_unit_test(test_missing_file),
 	};
 
