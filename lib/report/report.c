@@ -860,6 +860,14 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 		c->strategy = first->strategy;
 		c->workers = first->workers;
 		c->batch = first->batch;
+		/* The MIG layout of its first ok run in the file that records one. */
+		for (size_t k = n; k < e && !c->mig_layout.n; k++) {
+			const char *l = refs[k].run ? refs[k].run->mig_layout : refs[k].group->mig_layout;
+
+			if ((!refs[k].run || refs[k].run->status != GPUSHARE_RUN_FAILED) && l && l[0] &&
+			    gpushare_report_mig_layout_parse(l, &c->mig_layout))
+				gpushare_clear_error();
+		}
 		rc = summarise_cell(c, refs + n, e - n);
 		n = e;
 	}
