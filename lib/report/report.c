@@ -485,6 +485,10 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 			    sname(r, at->tied[i]));
 		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), " (highest median: %s, %s)", sname(r, at->best),
 		    gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
+		if (open_cell >= 0) {
+			gpushare_compare_unsettled_text(&open, sname(r, at->best), sname(r, open_cell), t, sizeof(t));
+			gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "; %s", t);
+		}
 	} else {
 		snprintf(at->throughput_text, sizeof(at->throughput_text), "%s, %s", sname(r, at->best),
 			 gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
