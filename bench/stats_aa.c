@@ -14,7 +14,8 @@
  *
  * Prints, for the t test on logs and for the order-statistic rule, the
  * fraction of comparisons that were not a tie (and, of the order rule, the
- * fraction called significant).
+ * fraction called significant), and the fraction of ties the runs cannot
+ * settle (underpowered: no verdict, so never a false positive).
  */
 #include <math.h>
 #include <stdint.h>
@@ -51,7 +52,7 @@ static double draw(const char *dist, double cv)
 }
 
 struct tally {
-	long n, t_apart, o_apart, o_sig;
+	long n, t_apart, o_apart, o_sig, under;
 };
 
 static void compare(const double *a, const double *b, size_t n, struct tally *t)
@@ -67,6 +68,7 @@ static void compare(const double *a, const double *b, size_t n, struct tally *t)
 	t->o_apart += c.order_verdict == GPUSHARE_VERDICT_HIGHER || c.order_verdict == GPUSHARE_VERDICT_LOWER;
 	t->o_sig += (c.order_verdict == GPUSHARE_VERDICT_HIGHER || c.order_verdict == GPUSHARE_VERDICT_LOWER) &&
 		    c.order_confidence >= GPUSHARE_SIGNIFICANCE - 1e-12;
+	t->under += c.underpowered;
 }
 
 static void print(const char *what, size_t n, const struct tally *t)
@@ -76,9 +78,9 @@ static void print(const char *what, size_t n, const struct tally *t)
 	double c = (p + z * z / (2 * m)) / (1 + z * z / m);
 	double h = z / (1 + z * z / m) * sqrt(p * (1 - p) / m + z * z / (4 * m * m));
 
-	printf("%s n=%zu comparisons=%ld t_test_not_tie=%.4f [%.4f-%.4f] order_apart=%.4f order_significant=%.4f\n",
+	printf("%s n=%zu comparisons=%ld t_test_not_tie=%.4f [%.4f-%.4f] order_apart=%.4f order_significant=%.4f underpowered=%.4f\n",
 	       what, n, t->n, p, fmax(0, c - h), fmin(1, c + h), m > 0 ? (double)t->o_apart / m : NAN,
-	       m > 0 ? (double)t->o_sig / m : NAN);
+	       m > 0 ? (double)t->o_sig / m : NAN, m > 0 ? (double)t->under / m : NAN);
 }
 
 int main(int argc, char **argv)

@@ -119,6 +119,11 @@ struct gpushare_report_run {
 	 * Read of ok runs; gpushare plan takes a MIG layout from them. */
 	const char *device_name;     /* at most 95 */
 	int n_devices;
+	/* The MIG layout the workers ran on: each distinct visible device
+	 * counted under the profile of its device_name, "1g.10gb x2 + 2g.20gb
+	 * x1 + 3g.40gb x1" (profiles in name order; "" none or unknown;
+	 * gpushare_report_mig_layout_parse() reads it). At most 159. */
+	const char *mig_layout;
 };
 
 /* An ok closed-loop run as a loaded report keeps it: its place in the file
@@ -145,7 +150,7 @@ struct gpushare_report_sample {
  * own, so a run read back through struct gpushare_report_cursor is the run
  * that was recorded. Names point into the report, as a whole run's do. */
 struct gpushare_report_group {
-	const char *shape, *workload, *key, *device_name;
+	const char *shape, *workload, *key, *device_name, *mig_layout;
 	enum gpushare_strategy strategy;
 	int workers;
 	long batch;
@@ -162,6 +167,20 @@ struct gpushare_report_bad_line {
 };
 
 /* All repeats of one cell, summarised over its ok runs. */
+/* A MIG layout per GPU: count[i] instances of profile[i] ("1g.10gb"), in
+ * profile name order; n 0: none (not a MIG run, or not recorded). The form
+ * plan's mig-parted writer takes. */
+#define GPUSHARE_REPORT_MIG_PROFILES 8
+struct gpushare_report_mig_layout {
+	size_t n;
+	char profile[GPUSHARE_REPORT_MIG_PROFILES][24];
+	int count[GPUSHARE_REPORT_MIG_PROFILES];
+};
+
+/* Read a run's mig_layout text ("1g.10gb x2 + 3g.40gb x1") into out; ""
+ * gives n 0. GPUSHARE_E_INVAL for any other text (out then has n 0). */
+int gpushare_report_mig_layout_parse(const char *text, struct gpushare_report_mig_layout *out);
+
 struct gpushare_report_cell {
 	char shape[GPUSHARE_REPORT_SHAPE_LEN];
 	char workload[32];
@@ -177,6 +196,7 @@ struct gpushare_report_cell {
 	struct gpushare_ci util_pct;     /* NVML GPU utilisation, mean over the window; n 0: none */
 	struct gpushare_ci mem_used_bytes; /* NVML memory used, max over the window; n 0: none */
 	struct gpushare_hist *hist;      /* the ok runs' histograms merged; NULL none */
+	struct gpushare_report_mig_layout mig_layout; /* the first ok run's that records one */
 };
 
 /* The answers for one worker count N of a (shape, batch): how should N
@@ -207,8 +227,13 @@ struct gpushare_report_scaling {
 	enum gpushare_strategy strategy;
 	int best;                        /* cell of its highest median throughput */
 	int smallest;                    /* the smallest N whose throughput ties with best's */
+	int unsettled;                   /* a cell of fewer workers the runs cannot tell from
+					  * best (an underpowered comparison; smallest is then
+					  * best); -1 none */
+	struct gpushare_comparison vs_unsettled; /* unsettled against best */
 	char text[384];
 };
+
 
 /* Where a shape's runs were measured: the first record of the shape's GPU,
  * driver and host, and a GPU model another record of it names (a results
@@ -309,6 +334,13 @@ int gpushare_report_cap_shapes(struct gpushare_report *r, size_t max_shapes);
 
 /* The runs with status failed or partial (all of them kept whole). */
 size_t gpushare_report_n_failed(const struct gpushare_report *r);
+
+/* Whether the runs leave sc's question open (a fewer-worker cell they
+ * cannot tell from the best); then buf holds the sentence plan and tune
+ * print: "timeslice: cannot tell 1 worker from 4 workers with 2 runs; 7 more
+ * runs a side would settle a difference of 89%". Else "" and false. */
+bool gpushare_report_scaling_unsettled(const struct gpushare_report *r, const struct gpushare_report_scaling *sc,
+				       char *buf, size_t len);
 
 /* Every run of a report, in file order (by line), whether kept whole or
  * folded: the one way to walk all of a report's runs. A whole run is

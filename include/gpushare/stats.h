@@ -16,7 +16,22 @@
  *   order-statistic intervals, "tie" when those overlap, else apart at the
  *   joint coverage of the two intervals (significant from 95%; 7 runs a
  *   side). Where the t test cannot apply (a sample <= 0), the
- *   distribution-free rule gives the verdict.
+ *   distribution-free rule gives the verdict;
+ * - underpowered, a verdict of its own beside "tie": a comparison the data
+ *   cannot settle (gpushare_compare(), `underpowered`). The t test's tie is
+ *   settled only when the runs are enough for the noise measured: with s the
+ *   pooled log-sd, sqrt((sd_a^2 + sd_b^2) / 2), and D the difference to
+ *   settle, the larger of the measured one |ln(gm_a / gm_b)| and the margin
+ *   ln(1 + GPUSHARE_SETTLE_MARGIN), the runs a side needed are the smallest
+ *   n >= 2 with n >= 2 s^2 (t(0.975, df) + t(POWER, df))^2 / D^2 (the
+ *   two-sample t test on logs, 5% two-sided, at GPUSHARE_SETTLE_POWER; df
+ *   2n-2 for equal spreads, Welch-Satterthwaite's at n a side else:
+ *   gpushare_runs_needed()). A tie is underpowered when a side has fewer
+ *   runs than that, or when the two tests disagree (the order-statistic
+ *   intervals apart, the t test not significant) while the t interval
+ *   reaches past the margin; then at least one more run a side is needed.
+ *   A tie whose t interval lies within the margin and whose runs suffice is
+ *   settled: "within noise".
  */
 #ifndef GPUSHARE_STATS_H
 #define GPUSHARE_STATS_H
@@ -30,6 +45,11 @@ extern "C" {
 
 /* The level a difference must reach to be called significant. */
 #define GPUSHARE_SIGNIFICANCE 0.95
+
+/* The smallest difference a tie must rule out (5%), and the power at which
+ * the runs a side needed to settle a difference are computed (80%). */
+#define GPUSHARE_SETTLE_MARGIN 0.05
+#define GPUSHARE_SETTLE_POWER 0.80
 
 /* A median with its confidence interval. */
 struct gpushare_ci {
@@ -103,6 +123,12 @@ struct gpushare_comparison {
 	enum gpushare_verdict order_verdict; /* TIE when the intervals overlap, else HIGHER/LOWER */
 	double ratio_lo, ratio_hi;     /* a.lo / b.hi, a.hi / b.lo; NaN without intervals */
 	double order_confidence;       /* apart: a.coverage x b.coverage; else NaN */
+	/* Underpowered: the verdict is a tie by the t test the data cannot
+	 * settle (see the top of this file); never set with a clear verdict. */
+	bool underpowered;
+	size_t runs;                   /* the fewer runs of the two sides */
+	size_t runs_needed;            /* runs a side that would settle settle_diff; 0 when unknown */
+	double settle_diff;            /* the difference those runs settle, as a fraction (0.12: 12%); NaN when unknown */
 };
 void gpushare_compare(const struct gpushare_ci *a, const struct gpushare_ci *b, struct gpushare_comparison *out);
 
@@ -110,6 +136,27 @@ void gpushare_compare(const struct gpushare_ci *a, const struct gpushare_ci *b, 
  * LOWER: clearly below) and significant. A verdict that is not significant
  * is no clear win or loss: a tie, in the words a user reads. */
 bool gpushare_compare_clear(const struct gpushare_comparison *c, enum gpushare_verdict verdict);
+
+/* The runs a side, n, a two-sample t test on logs needs to detect a log
+ * difference d > 0 at log-sds sd_a and sd_b (5% two-sided, at
+ * GPUSHARE_SETTLE_POWER): the smallest n >= 2 with
+ *   n >= (sd_a^2 + sd_b^2) (t(0.975, df) + t(POWER, df))^2 / d^2,
+ * df = (n-1) (sd_a^2 + sd_b^2)^2 / (sd_a^4 + sd_b^4) (Welch-Satterthwaite at
+ * n a side; 2n-2 when the sds are equal, and then sd_a^2 + sd_b^2 = 2 s^2 with
+ * s the pooled log-sd). 0 when d or the spread is not finite and positive;
+ * capped at 1000000. */
+size_t gpushare_runs_needed(double sd_a, double sd_b, double d);
+
+/* The sentence of an underpowered comparison of a (a_name) with b (b_name):
+ * "cannot tell A from B with R runs; N more runs a side would settle a
+ * difference of X%". Writes "" and returns false when c is not underpowered.
+ * The words report, tune and plan print for a question the data leave open. */
+bool gpushare_compare_unsettled_text(const struct gpushare_comparison *c, const char *a_name, const char *b_name,
+				     char *buf, size_t len);
+
+/* The verdict a user reads: "underpowered" when c is, else
+ * gpushare_verdict_name(c->verdict). */
+const char *gpushare_compare_verdict_name(const struct gpushare_comparison *c);
 
 /* "tie", "higher", "lower", "unknown". */
 const char *gpushare_verdict_name(int verdict);

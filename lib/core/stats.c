@@ -4,6 +4,7 @@
  * the comparison of two medians.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,13 +248,77 @@ static bool compare_welch(const struct gpushare_ci *a, const struct gpushare_ci 
 	return true;
 }
 
+/* t(p, df) for p 0.975 or GPUSHARE_SETTLE_POWER (z the normal quantile
+ * of p): exact below 30 degrees of freedom, above by Cornish-Fisher's
+ * expansion (Abramowitz and Stegun 26.7.5, within 1e-7 there), so the runs
+ * a side of a noisy pair cost no search at thousands of degrees. */
+static double t_quantile_of(double p, double z, double df)
+{
+	double z2 = z * z, g1, g2, g3, g4;
+
+	if (df < 30)
+		return gpushare_t_quantile(p, df);
+	g1 = (z2 + 1) * z / 4;
+	g2 = ((5 * z2 + 16) * z2 + 3) * z / 96;
+	g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384;
+	g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160;
+	return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
+}
+
+size_t gpushare_runs_needed(double sd_a, double sd_b, double d)
+{
+	const size_t cap = 1000000;
+	/* The normal quantiles of 0.975 and of 0.80 (GPUSHARE_SETTLE_POWER). */
+	const double z_sig = 1.959963984540054, z_pow = 0.8416212335729143;
+	double v = sd_a * sd_a + sd_b * sd_b, w = sd_a * sd_a * sd_a * sd_a + sd_b * sd_b * sd_b * sd_b, n0;
+	size_t n;
+
+	if (!(v > 0) || !(d > 0) || !isfinite(v) || !isfinite(d))
+		return 0;
+	/* The normal approximation is a lower bound: start there, then up by
+	 * t quantiles at the Welch-Satterthwaite degrees of freedom of n runs
+	 * a side. */
+	n0 = v * (z_sig + z_pow) * (z_sig + z_pow) / (d * d);
+	n = n0 < 2 ? 2 : n0 > (double)cap ? cap : (size_t)ceil(n0);
+	for (; n < cap; n++) {
+		double df = ((double)n - 1) * v * v / w, q;
+
+		q = t_quantile_of(1 - (1 - GPUSHARE_SIGNIFICANCE) / 2, z_sig, df) +
+		    t_quantile_of(GPUSHARE_SETTLE_POWER, z_pow, df);
+		if ((double)n >= v * q * q / (d * d))
+			return n;
+	}
+	return cap;
+}
+
+/* Whether the t test's tie is settled by the runs (see stats.h): sets
+ * underpowered, runs_needed and settle_diff. */
+static void settle(const struct gpushare_ci *a, const struct gpushare_ci *b, struct gpushare_comparison *out)
+{
+	double d = fabs(a->log_mean - b->log_mean), margin = log1p(GPUSHARE_SETTLE_MARGIN);
+	bool apart = out->order_verdict == GPUSHARE_VERDICT_HIGHER || out->order_verdict == GPUSHARE_VERDICT_LOWER;
+	bool wide = out->t_lo < 1 / (1 + GPUSHARE_SETTLE_MARGIN) || out->t_hi > 1 + GPUSHARE_SETTLE_MARGIN;
+
+	if (d < margin)
+		d = margin;
+	out->settle_diff = expm1(d);
+	out->runs_needed = gpushare_runs_needed(a->log_sd, b->log_sd, d);
+	if (out->runs_needed == 0)
+		out->runs_needed = 2; /* no spread on either side */
+	if (out->runs_needed > out->runs || (apart && wide))
+		out->underpowered = true;
+	if (out->underpowered && out->runs_needed <= out->runs)
+		out->runs_needed = out->runs + 1;
+}
+
 void gpushare_compare(const struct gpushare_ci *a, const struct gpushare_ci *b, struct gpushare_comparison *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->ratio = out->ratio_lo = out->ratio_hi = out->confidence = out->order_confidence = NAN;
-	out->gm_ratio = out->t_lo = out->t_hi = out->t_df = out->p_value = NAN;
+	out->gm_ratio = out->t_lo = out->t_hi = out->t_df = out->p_value = out->settle_diff = NAN;
 	if (a->n == 0 || b->n == 0)
 		return;
+	out->runs = a->n < b->n ? a->n : b->n;
 	if (b->median != 0)
 		out->ratio = a->median / b->median;
 	if (gpushare_ci_has_interval(a) && gpushare_ci_has_interval(b)) {
@@ -279,6 +344,8 @@ void gpushare_compare(const struct gpushare_ci *a, const struct gpushare_ci *b, 
 		if (out->verdict != GPUSHARE_VERDICT_TIE) {
 			out->confidence = 1 - out->p_value;
 			out->significant = true;
+		} else {
+			settle(a, b, out);
 		}
 	} else if (out->order_verdict != GPUSHARE_VERDICT_UNKNOWN) {
 		out->method = GPUSHARE_METHOD_ORDER;
@@ -293,6 +360,27 @@ bool gpushare_compare_clear(const struct gpushare_comparison *c, enum gpushare_v
 {
 	return (verdict == GPUSHARE_VERDICT_HIGHER || verdict == GPUSHARE_VERDICT_LOWER) && c->verdict == verdict &&
 	       c->significant;
+}
+
+bool gpushare_compare_unsettled_text(const struct gpushare_comparison *c, const char *a_name, const char *b_name,
+				     char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	if (!c->underpowered)
+		return false;
+	if (c->runs_needed > c->runs && isfinite(c->settle_diff))
+		snprintf(buf, len, "cannot tell %s from %s with %zu run%s; %zu more run%s a side would settle a difference of %.*f%%",
+			 a_name, b_name, c->runs, c->runs == 1 ? "" : "s", c->runs_needed - c->runs,
+			 c->runs_needed - c->runs == 1 ? "" : "s", c->settle_diff < 0.1 ? 1 : 0, 100 * c->settle_diff);
+	else
+		snprintf(buf, len, "cannot tell %s from %s with %zu run%s", a_name, b_name, c->runs, c->runs == 1 ? "" : "s");
+	return true;
+}
+
+const char *gpushare_compare_verdict_name(const struct gpushare_comparison *c)
+{
+	return c->underpowered ? "underpowered" : gpushare_verdict_name(c->verdict);
 }
 
 const char *gpushare_verdict_name(int verdict)

@@ -296,6 +296,8 @@ static const char *sname(const struct gpushare_report *r, int cell)
  *   "2.44x the throughput of timeslice (2.41x-2.47x, t test on logs: significant, p < 0.001;
  *    order statistics: 2.40x-2.48x, apart at 25% confidence)"
  *   "tie with timeslice (1.02x; 0.97x-1.07x holds 1, t test on logs; order statistics: the intervals overlap)"
+ * A tie the runs cannot settle (underpowered, stats.h):
+ *   "cannot tell it from timeslice with 2 runs; 7 more runs a side would settle a difference of 89% (1.89x; ...)"
  * Without the t test (a value <= 0), the order-statistic rule alone:
  *   "2.16x the throughput of timeslice (1.90x-2.40x; significant, 98.4% confidence)"
  *   "2.16x the throughput of timeslice (1.90x-2.40x; apart at 56.2% confidence, below 95%: not significant)"
@@ -318,6 +320,13 @@ void gpushare_report_compare_text(const struct gpushare_comparison *c, const cha
 		}
 		gpushare_fmt_ratio(c->t_lo, lo, sizeof(lo));
 		gpushare_fmt_ratio(c->t_hi, hi, sizeof(hi));
+		if (c->verdict == GPUSHARE_VERDICT_TIE && c->underpowered) {
+			char t[256];
+
+			gpushare_compare_unsettled_text(c, "it", b_name, t, sizeof(t));
+			snprintf(buf, len, "%s (%s; %s-%s holds 1, t test on logs; %s)", t, ratio, lo, hi, order);
+			return;
+		}
 		if (c->verdict == GPUSHARE_VERDICT_TIE) {
 			snprintf(buf, len, "tie with %s (%s; %s-%s holds 1, t test on logs; %s)", b_name, ratio, lo, hi,
 				 order);
@@ -382,6 +391,8 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 	int strat[GPUSHARE_STRATEGY_COUNT];
 	size_t ns = gpushare_report_shape_strategies(r, rec->shape, strat, GPUSHARE_STRATEGY_COUNT);
 	char a[32], b[32], t[384];
+	struct gpushare_comparison open = { 0 }; /* the tie with best the runs settle least */
+	int open_cell = -1;
 
 	at->best = at->next = at->timeslice = at->mps = at->mps_split = at->lowest_p99 = -1;
 	for (size_t i = 0; i < ns; i++) {
@@ -442,6 +453,10 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 			gpushare_compare(&r->cells[k].throughput, &r->cells[at->best].throughput, &c);
 			if (c.verdict == GPUSHARE_VERDICT_TIE && at->n_tied < GPUSHARE_REPORT_MAX_STRATEGIES)
 				at->tied[at->n_tied++] = k;
+			if (c.underpowered && (open_cell < 0 || c.runs_needed > open.runs_needed)) {
+				open_cell = k;
+				open = c;
+			}
 		}
 		if (k != at->lowest_p99) {
 			gpushare_compare(&r->cells[k].p99_latency, &r->cells[at->lowest_p99].p99_latency, &c);
@@ -458,13 +473,22 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 
 	/* The sentence: the winner (or the tie), its gain over timeslice and
 	 * over the next best, mps against mps-split, the references. */
-	if (at->n_tied > 1) {
+	if (open_cell >= 0 && at->n_tied == 2) {
+		gpushare_compare_unsettled_text(&open, sname(r, at->best), sname(r, open_cell), at->throughput_text,
+						sizeof(at->throughput_text));
+		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), " (highest median: %s, %s)", sname(r, at->best),
+		    gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
+	} else if (at->n_tied > 1) {
 		snprintf(at->throughput_text, sizeof(at->throughput_text), "tie between ");
 		for (size_t i = 0; i < at->n_tied; i++)
 			gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "%s%s", i ? (i + 1 == at->n_tied ? " and " : ", ") : "",
 			    sname(r, at->tied[i]));
 		gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), " (highest median: %s, %s)", sname(r, at->best),
 		    gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
+		if (open_cell >= 0) {
+			gpushare_compare_unsettled_text(&open, sname(r, at->best), sname(r, open_cell), t, sizeof(t));
+			gpushare_str_catf(at->throughput_text, sizeof(at->throughput_text), "; %s", t);
+		}
 	} else {
 		snprintf(at->throughput_text, sizeof(at->throughput_text), "%s, %s", sname(r, at->best),
 			 gpushare_fmt_rate(r->cells[at->best].throughput.median, "items/s", a, sizeof(a)));
@@ -508,8 +532,29 @@ static void answer_workers(const struct gpushare_report *r, struct gpushare_repo
 	gpushare_str_catf(at->latency_text, sizeof(at->latency_text), ".");
 }
 
+bool gpushare_report_scaling_unsettled(const struct gpushare_report *r, const struct gpushare_report_scaling *sc,
+				       char *buf, size_t len)
+{
+	char a[48], b[48], t[256];
+	int wa, wb;
+
+	if (len)
+		buf[0] = '\0';
+	if (sc->unsettled < 0 || sc->best < 0 || !sc->vs_unsettled.underpowered)
+		return false;
+	wa = r->cells[sc->unsettled].workers;
+	wb = r->cells[sc->best].workers;
+	snprintf(a, sizeof(a), "%d %s", wa, workers_word(wa));
+	snprintf(b, sizeof(b), "%d %s", wb, workers_word(wb));
+	gpushare_compare_unsettled_text(&sc->vs_unsettled, a, b, t, sizeof(t));
+	snprintf(buf, len, "%s: %s", gpushare_strategy_name(sc->strategy), t);
+	return true;
+}
+
 /* For each strategy: its best worker count and the smallest one within the
- * noise of it (the intervals overlap). */
+ * noise of it (the t test's tie, settled by the runs: stats.h). When the
+ * runs cannot tell a fewer-worker count from the best, the answer is that
+ * sentence, and smallest stays the best. */
 static void answer_scaling(const struct gpushare_report *r, struct gpushare_report_rec *rec)
 {
 	int strat[GPUSHARE_STRATEGY_COUNT], workers[64];
@@ -520,10 +565,10 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 		struct gpushare_report_scaling *sc = &rec->scaling[rec->n_scaling];
 		const struct gpushare_report_cell *best;
 		bool fewer;
-		char a[32], cov[16];
+		char a[32], cov[16], t[224];
 
 		sc->strategy = strat[i];
-		sc->best = sc->smallest = -1;
+		sc->best = sc->smallest = sc->unsettled = -1;
 		for (size_t w = 0; w < nw; w++) {
 			int k = gpushare_report_find_cell(r, rec->shape, strat[i], workers[w], rec->batch);
 
@@ -545,6 +590,12 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 				continue;
 			fewer = true;
 			gpushare_compare(&r->cells[k].throughput, &best->throughput, &c);
+			/* A tie the runs cannot settle names no fewest: the question stays open. */
+			if (c.underpowered) {
+				sc->unsettled = k;
+				sc->vs_unsettled = c;
+				break;
+			}
 			if (c.verdict == GPUSHARE_VERDICT_TIE) {
 				sc->smallest = k;
 				break;
@@ -554,6 +605,9 @@ static void answer_scaling(const struct gpushare_report *r, struct gpushare_repo
 		if (!gpushare_ci_has_interval(&best->throughput))
 			snprintf(sc->text, sizeof(sc->text), "%s: most throughput at %d %s (%s); one run per cell: no noise estimate.",
 				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
+		else if (sc->unsettled >= 0 && gpushare_report_scaling_unsettled(r, sc, t, sizeof(t)))
+			snprintf(sc->text, sizeof(sc->text), "%s (most throughput measured: %s at %d %s).", t, a, best->workers,
+				 workers_word(best->workers));
 		else if (sc->smallest == sc->best && !fewer)
 			snprintf(sc->text, sizeof(sc->text), "%s: %d %s (%s), the fewest measured.",
 				 gpushare_strategy_name(sc->strategy), best->workers, workers_word(best->workers), a);
@@ -810,6 +864,14 @@ int gpushare_report_summarise(struct gpushare_report *r, double slo_p99_seconds)
 		c->strategy = first->strategy;
 		c->workers = first->workers;
 		c->batch = first->batch;
+		/* The MIG layout of its first ok run in the file that records one. */
+		for (size_t k = n; k < e && !c->mig_layout.n; k++) {
+			const char *l = refs[k].run ? refs[k].run->mig_layout : refs[k].group->mig_layout;
+
+			if ((!refs[k].run || refs[k].run->status != GPUSHARE_RUN_FAILED) && l && l[0] &&
+			    gpushare_report_mig_layout_parse(l, &c->mig_layout))
+				gpushare_clear_error();
+		}
 		rc = summarise_cell(c, refs + n, e - n);
 		n = e;
 	}

@@ -43,6 +43,7 @@ struct gpushare_report_text {
 	char error[160];
 	char peak_note[160];
 	char device_name[96];
+	char mig_layout[160];
 };
 
 /* ---- one record of the results file (report_parse.c) ---- */

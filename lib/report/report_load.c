@@ -105,7 +105,8 @@ static int names_take(struct gpushare_report *r, struct gpushare_report_run *run
 	run->text = NULL;
 	if (!(run->shape = name_keep(r, t->shape)) || !(run->workload = name_keep(r, t->workload)) ||
 	    !(run->key = name_keep(r, t->key)) || !(run->error = name_keep(r, t->error)) ||
-	    !(run->peak_note = name_keep(r, t->peak_note)) || !(run->device_name = name_keep(r, t->device_name))) {
+	    !(run->peak_note = name_keep(r, t->peak_note)) || !(run->device_name = name_keep(r, t->device_name)) ||
+	    !(run->mig_layout = name_keep(r, t->mig_layout))) {
 		gpushare_report_run_blank(run);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}

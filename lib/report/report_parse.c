@@ -7,6 +7,7 @@
  * with its line number and goes on.
  */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -108,6 +109,123 @@ static int parse_hist(const cJSON *h, struct gpushare_report_run *run)
 	return GPUSHARE_OK;
 }
 
+/* The MIG profile in a device name ("NVIDIA H100 80GB HBM3 MIG 1g.10gb":
+ * "1g.10gb"), into out; false when the name names none. */
+static bool mig_profile_of(const char *name, char *out, size_t len)
+{
+	const char *m = name ? strstr(name, " MIG ") : NULL;
+	size_t n = 0;
+
+	if (!m || len == 0)
+		return false;
+	for (m += 5; *m && n + 1 < len; m++) {
+		if (!(isalnum((unsigned char)*m) || *m == '.' || *m == '+'))
+			break;
+		out[n++] = *m;
+	}
+	out[n] = '\0';
+	return n > 0 && !(isalnum((unsigned char)*m) || *m == '.' || *m == '+');
+}
+
+/* The layout: each distinct visible device (each worker, where none is
+ * recorded) counted under its device_name's MIG profile, as text in
+ * profile order. "" when no worker names a profile, a worker of the run
+ * names none, or there are more than GPUSHARE_REPORT_MIG_PROFILES. */
+static void mig_layout_of(const cJSON *workers, struct gpushare_report_text *t)
+{
+	struct gpushare_report_mig_layout l = { 0 };
+	const char *seen[GPUSHARE_BENCH_MAX_WORKERS];
+	const cJSON *w;
+	size_t n_seen = 0, order[GPUSHARE_REPORT_MIG_PROFILES];
+
+	cJSON_ArrayForEach(w, workers) {
+		const char *vis = gpushare_report_get_str(w, "visible_devices");
+		char prof[sizeof(l.profile[0])];
+		size_t i;
+
+		if (!mig_profile_of(gpushare_report_get_str(w, "device_name"), prof, sizeof(prof)))
+			return;
+		if (vis) {
+			for (i = 0; i < n_seen && strcmp(seen[i], vis); i++)
+				;
+			if (i < n_seen)
+				continue; /* an instance already counted */
+			if (n_seen < GPUSHARE_BENCH_MAX_WORKERS)
+				seen[n_seen++] = vis;
+		}
+		for (i = 0; i < l.n && strcmp(l.profile[i], prof); i++)
+			;
+		if (i == l.n) {
+			if (l.n == GPUSHARE_REPORT_MIG_PROFILES)
+				return;
+			memcpy(l.profile[l.n], prof, sizeof(prof));
+			l.count[l.n++] = 0;
+		}
+		l.count[i]++;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		order[i] = i;
+	/* In profile name order, so one layout is one text whatever the workers' order. */
+	for (size_t i = 1; i < l.n; i++)
+		for (size_t j = i; j > 0 && strcmp(l.profile[order[j - 1]], l.profile[order[j]]) > 0; j--) {
+			size_t x = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	t->mig_layout[0] = '\0';
+	for (size_t i = 0; i < l.n; i++) {
+		size_t used = strlen(t->mig_layout);
+		int k = snprintf(t->mig_layout + used, sizeof(t->mig_layout) - used, "%s%s x%d", i ? " + " : "",
+				 l.profile[order[i]], l.count[order[i]]);
+
+		if (k < 0 || (size_t)k >= sizeof(t->mig_layout) - used) {
+			t->mig_layout[0] = '\0';
+			return;
+		}
+	}
+}
+
+int gpushare_report_mig_layout_parse(const char *text, struct gpushare_report_mig_layout *out)
+{
+	const char *p = text;
+
+	memset(out, 0, sizeof(*out));
+	if (!text || !*text)
+		return GPUSHARE_OK;
+	while (*p) {
+		size_t n = 0;
+		char *end;
+		long c;
+
+		if (out->n == GPUSHARE_REPORT_MIG_PROFILES)
+			goto bad;
+		while (isalnum((unsigned char)p[n]) || p[n] == '.' || p[n] == '+')
+			n++;
+		if (n == 0 || n >= sizeof(out->profile[0]) || strncmp(p + n, " x", 2))
+			goto bad;
+		memcpy(out->profile[out->n], p, n);
+		out->profile[out->n][n] = '\0';
+		p += n + 2;
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		errno = 0;
+		c = strtol(p, &end, 10);
+		if (errno || c < 1 || c > 64)
+			goto bad;
+		out->count[out->n++] = (int)c;
+		p = end;
+		if (!strncmp(p, " + ", 3) && p[3])
+			p += 3;
+		else if (*p)
+			goto bad;
+	}
+	return GPUSHARE_OK;
+bad:
+	memset(out, 0, sizeof(*out));
+	return gpushare_fail(GPUSHARE_E_INVAL, "not a MIG layout: '%s'", text);
+}
+
 /* The workers' devices: the first device_name, and the number of distinct
  * visible_devices (a MIG run has one per instance). Optional: absent or
  * odd entries leave them unknown. */
@@ -131,6 +249,7 @@ static void load_devices(const cJSON *workers, struct gpushare_report_run *run, 
 			seen[n++] = vis;
 	}
 	run->n_devices = (int)n;
+	mig_layout_of(workers, t);
 }
 
 /* The record into run's figures and t's names (run's names are left NULL:
@@ -265,7 +384,8 @@ static const char empty_name[1] = "";
 /* A run whose record could not be used: names "", nothing owned. */
 void gpushare_report_run_blank(struct gpushare_report_run *run)
 {
-	run->shape = run->workload = run->key = run->error = run->peak_note = run->device_name = empty_name;
+	run->shape = run->workload = run->key = run->error = run->peak_note = run->device_name = run->mig_layout =
+		empty_name;
 	run->text = NULL;
 }
 
@@ -273,8 +393,8 @@ int gpushare_report_parse_line(const char *text, size_t len, struct gpushare_rep
 {
 	cJSON *root = cJSON_ParseWithLength(text, len);
 	struct gpushare_report_text t;
-	const char *src[6];
-	const char **dst[6];
+	const char *src[7];
+	const char **dst[7];
 	size_t sz = 0, at = 0;
 	int rc;
 
@@ -292,17 +412,17 @@ int gpushare_report_parse_line(const char *text, size_t len, struct gpushare_rep
 	}
 	/* The run's own names, in one block. */
 	src[0] = t.shape, src[1] = t.workload, src[2] = t.key, src[3] = t.error, src[4] = t.peak_note,
-	src[5] = t.device_name;
+	src[5] = t.device_name, src[6] = t.mig_layout;
 	dst[0] = &run->shape, dst[1] = &run->workload, dst[2] = &run->key, dst[3] = &run->error,
-	dst[4] = &run->peak_note, dst[5] = &run->device_name;
-	for (size_t i = 0; i < 6; i++)
+	dst[4] = &run->peak_note, dst[5] = &run->device_name, dst[6] = &run->mig_layout;
+	for (size_t i = 0; i < 7; i++)
 		sz += strlen(src[i]) + 1;
 	run->text = malloc(sz);
 	if (!run->text) {
 		gpushare_report_run_release(run);
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < 6; i++) {
+	for (size_t i = 0; i < 7; i++) {
 		size_t l = strlen(src[i]) + 1;
 
 		memcpy(run->text + at, src[i], l);

@@ -36,7 +36,7 @@ void gpushare_report_run_release(struct gpushare_report_run *run)
 	if (run->text) {
 		free(run->text);
 		run->text = NULL;
-		run->shape = run->workload = run->key = run->error = run->peak_note = run->device_name = "";
+		run->shape = run->workload = run->key = run->error = run->peak_note = run->device_name = run->mig_layout = "";
 	}
 }
 
@@ -50,7 +50,7 @@ static uint64_t mix(uint64_t h, uint64_t v)
 /* The names are the report's one copy of each string: compared and hashed
  * as pointers. */
 static uint64_t group_hash(const char *shape, const char *workload, const char *key, const char *device,
-			   int strategy, int workers, long batch, double thread_pct, int n_devices)
+			   const char *layout, int strategy, int workers, long batch, double thread_pct, int n_devices)
 {
 	uint64_t h = GPUSHARE_FNV1A_OFFSET, tp;
 
@@ -59,6 +59,7 @@ static uint64_t group_hash(const char *shape, const char *workload, const char *
 	h = mix(h, (uint64_t)(uintptr_t)workload);
 	h = mix(h, (uint64_t)(uintptr_t)key);
 	h = mix(h, (uint64_t)(uintptr_t)device);
+	h = mix(h, (uint64_t)(uintptr_t)layout);
 	h = mix(h, ((uint64_t)(uint32_t)strategy << 32) | (uint32_t)workers);
 	h = mix(h, (uint64_t)batch);
 	h = mix(h, tp);
@@ -68,14 +69,14 @@ static uint64_t group_hash(const char *shape, const char *workload, const char *
 
 static uint64_t hash_of_group(const struct gpushare_report_group *g)
 {
-	return group_hash(g->shape, g->workload, g->key, g->device_name, g->strategy, g->workers, g->batch,
+	return group_hash(g->shape, g->workload, g->key, g->device_name, g->mig_layout, g->strategy, g->workers, g->batch,
 			  g->thread_pct, g->n_devices);
 }
 
 static bool is_group_of(const struct gpushare_report_group *g, const struct gpushare_report_run *run)
 {
 	return g->shape == run->shape && g->workload == run->workload && g->key == run->key &&
-	       g->device_name == run->device_name && g->strategy == run->strategy && g->workers == run->workers &&
+	       g->device_name == run->device_name && g->mig_layout == run->mig_layout && g->strategy == run->strategy && g->workers == run->workers &&
 	       g->batch == run->batch && g->thread_pct == run->thread_pct && g->n_devices == run->n_devices;
 }
 
@@ -110,7 +111,7 @@ int gpushare_report_fold(struct gpushare_report *r, struct report_folder *f, con
 	if ((rc = gpushare_index_room(&f->ix, 256, group_index_hash, r)))
 		return rc;
 	k = gpushare_index_find(&f->ix,
-				group_hash(run->shape, run->workload, run->key, run->device_name, run->strategy,
+				group_hash(run->shape, run->workload, run->key, run->device_name, run->mig_layout, run->strategy,
 					   run->workers, run->batch, run->thread_pct, run->n_devices),
 				group_same, &p, &found);
 	if (found)
@@ -127,6 +128,7 @@ int gpushare_report_fold(struct gpushare_report *r, struct report_folder *f, con
 		g->workload = run->workload;
 		g->key = run->key;
 		g->device_name = run->device_name;
+		g->mig_layout = run->mig_layout;
 		g->strategy = run->strategy;
 		g->workers = run->workers;
 		g->batch = run->batch;
@@ -186,6 +188,7 @@ void gpushare_report_group_run(const struct gpushare_report_group *g, const stru
 	run->key = g->key;
 	run->error = run->peak_note = "";
 	run->device_name = g->device_name;
+	run->mig_layout = g->mig_layout;
 	run->n_devices = g->n_devices;
 	run->strategy = g->strategy;
 	run->workers = g->workers;

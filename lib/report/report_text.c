@@ -465,6 +465,9 @@ static cJSON *json_comparison(const struct gpushare_comparison *c, bool compared
 	if (o && (!gpushare_json_num(o, "ratio", c->ratio) || !gpushare_json_num(o, "ratio_lo", c->ratio_lo) ||
 		  !gpushare_json_num(o, "ratio_hi", c->ratio_hi) ||
 		  !gpushare_json_str(o, "verdict", gpushare_verdict_name(c->verdict)) ||
+		  !gpushare_json_bool(o, "underpowered", c->underpowered) ||
+		  !gpushare_json_num_if(o, "runs_needed", (double)c->runs_needed, c->underpowered && c->runs_needed) ||
+		  !gpushare_json_num_if(o, "settles_difference", c->settle_diff, c->underpowered && c->runs_needed) ||
 		  !gpushare_json_num_if(o, "confidence", c->confidence, apart) ||
 		  !(c->verdict == GPUSHARE_VERDICT_UNKNOWN ? gpushare_json_null(o, "significant")
 							   : gpushare_json_bool(o, "significant", c->significant)) ||
@@ -540,6 +543,8 @@ static cJSON *json_rec(const struct gpushare_report *r, const struct gpushare_re
 		     gpushare_json_num(x, "best_workers", r->cells[s->best].workers) &&
 		     gpushare_json_num(x, "smallest_workers_within_noise", r->cells[s->smallest].workers) &&
 		     gpushare_json_bool(x, "reference", !gpushare_report_sharing(s->strategy)) &&
+		     (s->unsettled >= 0 ? gpushare_json_num(x, "unsettled_workers", r->cells[s->unsettled].workers)
+					: gpushare_json_null(x, "unsettled_workers")) &&
 		     gpushare_json_str(x, "text", s->text);
 	}
 	if (ok && r->slo_p99_seconds > 0) {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -201,6 +202,59 @@ static void test_compare_two_runs(void **state)
 }
 
 /* Student's t against tabulated values. */
+/* Issue #34: 2 runs a side, 1 worker 2.79k items/s, 4 workers 5.27k, the
+ * order-statistic intervals apart and the t test (about 1 degree of
+ * freedom) not significant: no tie "within noise", but underpowered, with
+ * the runs a side that would settle the measured difference. */
+static void test_compare_underpowered(void **state)
+{
+	const double one[] = { 2780, 2800 }, four[] = { 4300, 6240 };
+	const double calm_a[] = { 1000, 1003 }, calm_b[] = { 1001, 1004 };
+	struct gpushare_ci a, b;
+	struct gpushare_comparison c;
+	char text[256];
+
+	(void)state;
+	gpushare_median_ci(one, 2, 0.95, &a);
+	gpushare_median_ci(four, 2, 0.95, &b);
+	gpushare_compare(&a, &b, &c);
+	assert_int_equal(c.method, GPUSHARE_METHOD_WELCH_LOG);
+	assert_int_equal(c.verdict, GPUSHARE_VERDICT_TIE);
+	assert_int_equal(c.order_verdict, GPUSHARE_VERDICT_LOWER);
+	assert_false(c.significant);
+	assert_true(c.underpowered);
+	assert_int_equal(c.runs, 2);
+	assert_true(c.runs_needed > 2);
+	/* The difference settled is the measured one: the ratio of the
+	 * geometric means less 1, 86%. */
+	assert_true(fabs(c.settle_diff - (exp(fabs(a.log_mean - b.log_mean)) - 1)) < 1e-9);
+	assert_string_equal(gpushare_compare_verdict_name(&c), "underpowered");
+	assert_true(gpushare_compare_unsettled_text(&c, "1 worker", "4 workers", text, sizeof(text)));
+	assert_non_null(strstr(text, "cannot tell 1 worker from 4 workers with 2 runs; "));
+	assert_non_null(strstr(text, "more runs a side would settle a difference of 8"));
+	assert_false(gpushare_compare_clear(&c, GPUSHARE_VERDICT_LOWER));
+
+	/* Two calm cells 0.1% apart at 2 runs: a tie the runs settle. */
+	gpushare_median_ci(calm_a, 2, 0.95, &a);
+	gpushare_median_ci(calm_b, 2, 0.95, &b);
+	gpushare_compare(&a, &b, &c);
+	assert_int_equal(c.verdict, GPUSHARE_VERDICT_TIE);
+	assert_false(c.underpowered);
+	assert_string_equal(gpushare_compare_verdict_name(&c), "tie");
+	assert_false(gpushare_compare_unsettled_text(&c, "a", "b", text, sizeof(text)));
+	assert_string_equal(text, "");
+
+	/* The runs needed: equal spreads give the textbook 2n-2 df answer
+	 * (s = 5%, a 5% difference: 18 a side at 80% power), more spread or a
+	 * smaller difference more runs, no spread or no difference none. */
+	assert_int_equal(gpushare_runs_needed(0.05, 0.05, log(1.05)), 18);
+	assert_true(gpushare_runs_needed(0.10, 0.05, log(1.05)) > 18);
+	assert_true(gpushare_runs_needed(0.05, 0.05, log(1.02)) > 18);
+	assert_int_equal(gpushare_runs_needed(0.05, 0.05, 2), 2);
+	assert_int_equal(gpushare_runs_needed(0, 0, 0.1), 0);
+	assert_int_equal(gpushare_runs_needed(0.05, 0.05, 0), 0);
+}
+
 static void test_t_dist(void **state)
 {
 	(void)state;
@@ -224,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_sample_stats),
 		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_compare_two_runs),
+		cmocka_unit_test(test_compare_underpowered),
 		cmocka_unit_test(test_t_dist),
 	};
 

@@ -608,6 +608,165 @@ static void test_folded_runs(void **state)
 	remove_fixture();
 }
 
+/* Issue #34: 2 runs a side on a noisy machine, timeslice 2.79k items/s at 1
+ * worker against 5.27k at 4, the order-statistic intervals apart, the t test
+ * (about 1 degree of freedom) not significant. The report says it cannot
+ * tell them apart and how many runs would, in text, HTML and JSON; never
+ * "reaches its best"; the fewest workers stay those of the best. */
+static void test_underpowered_scaling(void **state)
+{
+	const double one[] = { 2780, 2800 }, four[] = { 4300, 6240 };
+	struct gpushare_report r;
+	const struct gpushare_report_scaling *sc;
+	char *buf = NULL, *json, sentence[320], html_path[192];
+	size_t len = 0;
+	FILE *f;
+	cJSON *doc, *x;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/gpushare-report-unit.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/results.jsonl", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 2; i++) {
+		record(f, "timeslice", 1, i, one[i], 1e-3, 2e-3, "ok");
+		record(f, "timeslice", 4, i, four[i], 1e-3, 2e-3, "ok");
+	}
+	fclose(f);
+	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
+	assert_int_equal(gpushare_report_summarise(&r, 0), GPUSHARE_OK);
+	assert_int_equal(r.recs[0].n_scaling, 1);
+	sc = &r.recs[0].scaling[0];
+	assert_int_equal(r.cells[sc->best].workers, 4);
+	assert_int_equal(sc->smallest, sc->best);
+	assert_int_equal(r.cells[sc->unsettled].workers, 1);
+	assert_true(sc->vs_unsettled.underpowered);
+	assert_true(gpushare_report_scaling_unsettled(&r, sc, sentence, sizeof(sentence)));
+	assert_non_null(strstr(sentence, "timeslice: cannot tell 1 worker from 4 workers with 2 runs; "));
+	assert_non_null(strstr(sentence, "more runs a side would settle a difference of 8"));
+	assert_non_null(strstr(sc->text, sentence));
+	assert_null(strstr(sc->text, "reaches its best"));
+
+	f = open_memstream(&buf, &len);
+	assert_int_equal(gpushare_report_write_markdown(&r, f), GPUSHARE_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, sentence));
+	assert_null(strstr(buf, "within noise ("));
+	free(buf);
+
+	assert_int_equal(gpushare_report_write(&r, dir), GPUSHARE_OK);
+	snprintf(html_path, sizeof(html_path), "%s/report.html", dir);
+	buf = slurp(html_path, &len);
+	assert_non_null(buf);
+	assert_non_null(strstr(buf, "timeslice: cannot tell 1 worker from 4 workers with 2 runs; "));
+	assert_null(strstr(buf, "reaches its best"));
+	free(buf);
+
+	assert_int_equal(gpushare_report_json(&r, &json), GPUSHARE_OK);
+	doc = cJSON_Parse(json);
+	assert_non_null(doc);
+	x = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "recommendation"), 0),
+						 "scaling"), 0);
+	assert_int_equal(cJSON_GetObjectItem(x, "unsettled_workers")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(x, "smallest_workers_within_noise")->valueint, 4);
+	assert_non_null(strstr(cJSON_GetObjectItem(x, "text")->valuestring, "cannot tell 1 worker from 4 workers"));
+	cJSON_Delete(doc);
+	free(json);
+	gpushare_report_release(&r);
+	remove_fixture();
+}
+
+/* A mig run record over instances of several profiles: each worker's
+ * device_name and visible device. */
+static void record_mig(FILE *f, int repeat, double ips, const char *const *names, const char *const *vis, int n)
+{
+	fprintf(f,
+		"{\"gpushare_sweep_record\":1,\"cell\":{\"key\":\"k\",\"shape\":\"spin\",\"workload\":\"spin\","
+		"\"strategy\":\"mig\",\"workers\":%d,\"batch\":1},\"repeat\":%d,\"status\":\"ok\",\"error\":null,"
+		"\"metadata\":{\"date\":\"2025-01-01T00:00:0%dZ\",\"host\":\"box\",\"gpu\":{\"index\":0,"
+		"\"name\":\"NVIDIA H100 80GB HBM3\"}},\"bench\":{\"results\":[{\"aggregate\":{\"items_per_second\":%g,"
+		"\"requests_per_second\":%g,\"mean_seconds\":0.001,\"p50_seconds\":0.001,\"p99_seconds\":0.002},"
+		"\"workers\":[",
+		n, repeat, repeat, ips, ips);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s{\"index\":%d,\"device_name\":\"%s\",\"visible_devices\":\"%s\"}", i ? "," : "", i, names[i],
+			vis[i]);
+	fputs("]}]}}\n", f);
+}
+
+/* Mixed MIG layouts: 1g.10gb x2 + 2g.20gb + 3g.40gb reach the run, its
+ * group and the cell as a layout (profile -> count), whatever the order of
+ * the workers; not only the first worker's profile. */
+static void test_mig_layout(void **state)
+{
+	const char *names[] = { "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+				"NVIDIA H100 80GB HBM3 MIG 1g.10gb", "NVIDIA H100 80GB HBM3 MIG 2g.20gb" };
+	const char *vis[] = { "MIG-a", "MIG-d", "MIG-b", "MIG-c" };
+	const char *names_rev[] = { names[3], names[2], names[1], names[0] }, *vis_rev[] = { vis[3], vis[2], vis[1], vis[0] };
+	const char *one[] = { "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "NVIDIA H100 80GB HBM3 MIG 1g.10gb" };
+	const char *same[] = { "MIG-a", "MIG-a" };
+	struct gpushare_report r;
+	struct gpushare_report_cursor cur;
+	const struct gpushare_report_run *run;
+	struct gpushare_report_mig_layout l;
+	const struct gpushare_report_cell *c;
+	size_t n_runs = 0;
+	FILE *f;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/gpushare-report-unit.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/results.jsonl", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	record_mig(f, 0, 4000, names, vis, 4);
+	record_mig(f, 1, 4010, names_rev, vis_rev, 4);
+	record_mig(f, 0, 1000, one, same, 2); /* two workers on one instance */
+	record(f, "timeslice", 4, 0, 3000, 1e-3, 2e-3, "ok");
+	fclose(f);
+	assert_int_equal(gpushare_report_load(path, &r), GPUSHARE_OK);
+	assert_int_equal(gpushare_report_cursor_open(&r, &cur), GPUSHARE_OK);
+	while ((run = gpushare_report_cursor_next(&cur))) {
+		n_runs++;
+		if (run->strategy == GPUSHARE_STRATEGY_MIG && run->workers == 4) {
+			assert_string_equal(run->mig_layout, "1g.10gb x2 + 2g.20gb x1 + 3g.40gb x1");
+			assert_int_equal(run->n_devices, 4);
+		} else if (run->strategy == GPUSHARE_STRATEGY_MIG) {
+			assert_string_equal(run->mig_layout, "1g.10gb x1");
+		} else {
+			assert_string_equal(run->mig_layout, "");
+		}
+	}
+	gpushare_report_cursor_close(&cur);
+	assert_int_equal(n_runs, 4);
+	assert_int_equal(gpushare_report_summarise(&r, 0), GPUSHARE_OK);
+	c = &r.cells[cell_of(&r, GPUSHARE_STRATEGY_MIG, 4)];
+	assert_int_equal(c->n_ok, 2);
+	assert_int_equal(c->mig_layout.n, 3);
+	assert_string_equal(c->mig_layout.profile[0], "1g.10gb");
+	assert_int_equal(c->mig_layout.count[0], 2);
+	assert_string_equal(c->mig_layout.profile[1], "2g.20gb");
+	assert_int_equal(c->mig_layout.count[1], 1);
+	assert_string_equal(c->mig_layout.profile[2], "3g.40gb");
+	assert_int_equal(c->mig_layout.count[2], 1);
+	c = &r.cells[cell_of(&r, GPUSHARE_STRATEGY_MIG, 2)];
+	assert_true(c->mig_layout.n == 1 && c->mig_layout.count[0] == 1);
+	assert_int_equal(r.cells[cell_of(&r, GPUSHARE_STRATEGY_TIMESLICE, 4)].mig_layout.n, 0);
+	gpushare_report_release(&r);
+	remove_fixture();
+
+	assert_int_equal(gpushare_report_mig_layout_parse("3g.40gb x2 + 1g.10gb+me x1", &l), GPUSHARE_OK);
+	assert_true(l.n == 2 && !strcmp(l.profile[1], "1g.10gb+me") && l.count[0] == 2);
+	assert_int_equal(gpushare_report_mig_layout_parse("", &l), GPUSHARE_OK);
+	assert_int_equal(l.n, 0);
+	assert_int_equal(gpushare_report_mig_layout_parse("1g.10gb", &l), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_report_mig_layout_parse("1g.10gb x0", &l), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_report_mig_layout_parse("1g.10gb x2 + ", &l), GPUSHARE_E_INVAL);
+	assert_int_equal(l.n, 0);
+	gpushare_clear_error();
+}
+
 static void test_missing_file(void **state)
 {
 	struct gpushare_report r;
@@ -626,6 +785,8 @@ int main(void)
 		cmocka_unit_test(test_outputs),
 		cmocka_unit_test(test_streamed_load),
 		cmocka_unit_test(test_folded_runs),
+		cmocka_unit_test(test_underpowered_scaling),
+		cmocka_unit_test(test_mig_layout),
 		cmocka_unit_test(test_missing_file),
 	};
 
