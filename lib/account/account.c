@@ -50,7 +50,7 @@ void gpushare_account_label(char *dst, const char *src)
 {
 	size_t n;
 
-	dst[0] = '\0';
+	memset(dst, 0, GPUSHARE_ACCOUNT_LABEL_MAX); /* a record compares whole */
 	if (!src)
 		return;
 	n = strlen(src);
