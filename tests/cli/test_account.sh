@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end test of the accounting library (libgpushare-account.so) without
+# a GPU: tests/helpers/account_driver loads it as the CUDA driver does with
+# CUDA_INJECTION64_PATH, and the stand-in CUPTI (libfakecupti.so) delivers
+# scripted kernels (30% busy on device 0, 90% on device 1) and one
+# allocation. Checked: one record per process and GPU, the owner (Slurm job
+# and step, farm job, rank, a pod from a cgroup path is the unit test's), the
+# promise from CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, the busier device reading
+# busier, windows of a bounded part of the wall time, memory; and that the
+# library does nothing, and harms nothing, without CUPTI, with a CUPTI that
+# refuses, or when turned off.
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${GPUSHARE:?set by ctest}" "${GPUSHARE_TEST_HELPERS:?set by ctest}"
+H=$GPUSHARE_TEST_HELPERS
+LIB=$(dirname "$GPUSHARE")/libgpushare-account.so
+tmp=$(mktemp -d /tmp/gpushare-account-XXXXXX)
+cleanup() { rm -rf "$tmp"; }
+trap cleanup EXIT
+
+if [[ ! -e $H/libfakecupti.so || ! -e $LIB ]]; then
+	missing_tool "CUPTI's header (cupti.h): libgpushare-account.so was not built"
+	finish
+	exit 0
+fi
+
+# field FILE KEY: a record's value
+field() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+
+drive() { # drive DIR SECONDS [VAR=VALUE...]: the driver under the library, records in DIR
+	local d=$1 s=$2
+	shift 2
+	env GPUSHARE_ACCOUNT_DIR="$d" CUDA_INJECTION64_PATH="$LIB" GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" \
+		GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 "$@" "$H/account_driver" "$s"
+}
+
+unset SLURM_JOB_ID SLURM_STEP_ID GPUSHARE_FARM_JOB OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID \
+	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE GPUSHARE_ACCOUNT_PROMISED GPUSHARE_ACCOUNT POD_NAMESPACE POD_NAME
+
+# ---- the record path ----
+d=$tmp/rec
+check "the driver runs under the library" drive "$d" 1.5 FAKE_CUPTI_KERNELS=0:300:700,1:900:100 \
+	FAKE_CUPTI_MEMORY=1:1048576 SLURM_JOB_ID=4242 SLURM_STEP_ID=0 GPUSHARE_FARM_JOB=17 SLURM_PROCID=3 \
+	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
+mapfile -t recs < <(find "$d" -name '*.rec' | sort)
+check "one record per GPU (${#recs[@]})" test "${#recs[@]}" -eq 2
+r0=$(find "$d" -name '*-0.rec')
+r1=$(find "$d" -name '*-1.rec')
+check "no temporary file is left" test -z "$(find "$d" -name '*.tmp')"
+check "the magic line" test "$(head -n1 "$r0")" = "gpushare-account 1"
+check "the owner: Slurm job" test "$(field "$r1" slurm_job)" = 4242
+check "the owner: Slurm step" test "$(field "$r1" slurm_step)" = 0
+check "the owner: farm job" test "$(field "$r1" farm_job)" = 17
+check "the owner: rank" test "$(field "$r1" rank)" = 3
+check "no pod outside Kubernetes" test -z "$(field "$r1" k8s_pod)"
+check "the promise from the MPS percentage" test "$(field "$r0" promised)" = 0.250000
+check "kernels were seen on both GPUs" test "$(field "$r0" kernels)" -gt 0 -a "$(field "$r1" kernels)" -gt 0
+share() { awk '$1 == "busy_ns" { b = $2 } $1 == "window_ns" { w = $2 } END { if (w > 0) printf "%.3f", b / w }' "$1"; }
+s0=$(share "$r0")
+s1=$(share "$r1")
+echo "shares: device 0 $s0 (scripted 0.30), device 1 $s1 (scripted 0.90)"
+check "the busier GPU reads busier, each share in (0, 1]" \
+	awk -v a="$s0" -v b="$s1" 'BEGIN { exit !(a > 0 && a < b && b <= 1) }'
+check "windows cover part of the wall time only" \
+	awk -v w="$(field "$r0" window_ns)" -v t="$(field "$r0" wall_ns)" 'BEGIN { exit !(w > 0 && w < t) }'
+check "memory from the allocation record" test "$(field "$r1" memory_bytes)" = 1048576
+check "the directory is the user's alone" test "$(stat -c %a "$d")" = 700
+
+# GPUSHARE_ACCOUNT_PROMISED (what gpushare sets) wins over the MPS percentage
+d=$tmp/promised
+drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 GPUSHARE_ACCOUNT_PROMISED=0.5 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
+check "GPUSHARE_ACCOUNT_PROMISED wins" test "$(field "$(find "$d" -name '*.rec')" promised)" = 0.500000
+
+# ---- nothing harmful ----
+d=$tmp/none
+check "without CUPTI the process runs" drive "$d" 0.3 GPUSHARE_CUPTI_LIBRARY=/nonexistent/libcupti.so
+check "without CUPTI nothing is written" test ! -e "$d"
+check "with a CUPTI that refuses the process runs" drive "$d" 0.5 FAKE_CUPTI_ENABLE_ERROR=1 \
+	FAKE_CUPTI_KERNELS=0:100:100
+check "with a CUPTI that refuses nothing is written" test -z "$(find "$d" -name '*.rec' 2>/dev/null)"
+check "turned off, the process runs" drive "$d" 0.3 GPUSHARE_ACCOUNT=0 FAKE_CUPTI_KERNELS=0:100:100
+check "turned off, nothing is written" test -z "$(find "$d" -name '*.rec' 2>/dev/null)"
+check "an unwritable directory harms nothing" drive /proc/gpushare-account 0.5 FAKE_CUPTI_KERNELS=0:100:100
+
+finish account
