@@ -84,4 +84,32 @@ check "turned off, the process runs" drive "$d" 0.3 GPUSHARE_ACCOUNT=0 FAKE_CUPT
 check "turned off, nothing is written" test -z "$(find "$d" -name '*.rec' 2>/dev/null)"
 check "an unwritable directory harms nothing" drive /proc/gpushare-account 0.5 FAKE_CUPTI_KERNELS=0:100:100
 
+# ---- the exporter's series ----
+if ! command -v promtool >/dev/null; then
+	missing_tool "promtool (Debian package prometheus)"
+else
+	d=$tmp/exp
+	printf '0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c_aaaa_bbbb_cccc_123456789abc.slice/cri-containerd-abcdef0123456789abcdef0123456789.scope\n' >"$tmp/cgroup"
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:500:500 FAKE_CUPTI_MEMORY=0:4096 GPUSHARE_ACCOUNT_CGROUP="$tmp/cgroup" \
+		POD_NAMESPACE=ml CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900 SLURM_JOB_ID=99 SLURM_STEP_ID=2 GPUSHARE_FARM_JOB=5 PMI_RANK=1
+	# a planted record that is not one (bad label) and a stale one of a gone process
+	printf 'gpushare-account 1\npid 1\nslurm_job a"b\n' >"$d/1-0.rec"
+	GPUSHARE_ACCOUNT_DIR=$d "$GPUSHARE" exporter --once >"$tmp/exp.txt" 2>"$tmp/exp.err" || true
+	check "the exposition lints" promtool check metrics <"$tmp/exp.txt"
+	for fam in gpushare_client_gpu_seconds_total gpushare_client_sm_share_ratio gpushare_client_memory_bytes; do
+		check "$fam: two clients" test "$(grep -c "^$fam{" "$tmp/exp.txt")" -eq 2
+	done
+	check "a promise only where one was made" \
+		test "$(grep -c '^gpushare_client_share_promised_ratio{' "$tmp/exp.txt")" -eq 1
+	check "a pod's client: namespace, pod UID and container" grep -q \
+		'k8s_namespace="ml",k8s_pod="0f1e2d3c-aaaa-bbbb-cccc-123456789abc",k8s_container="abcdef012345"' "$tmp/exp.txt"
+	check "a Slurm client: job, step, farm job and rank" grep -q \
+		'slurm_job_id="99",slurm_step="2",k8s_namespace="",k8s_pod="",k8s_container="",farm_job="5",rank="1"' "$tmp/exp.txt"
+	check "the promise of the pod's client" grep -q '^gpushare_client_share_promised_ratio{.*k8s_namespace="ml".*} 0.5$' \
+		"$tmp/exp.txt"
+	check "the planted record is not served" test -z "$(grep 'pid="1"' "$tmp/exp.txt")"
+	check "records of processes gone less than a minute ago are kept" test "$(find "$d" -name '*.rec' | wc -l)" -eq 3
+fi
+
 finish account
