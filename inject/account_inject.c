@@ -116,16 +116,18 @@ static void add_kernel(const CUpti_ActivityKernel10 *k)
 
 	if (k->deviceId >= MAX_DEVICES || e <= s)
 		return;
+	d = &st.dev[k->deviceId];
+	d->seen = true;
+	/* the kernel's whole duration (CUPTI records a kernel launched in the
+	 * window whole), for the mean; its part inside the window for busy time */
+	d->kernels++;
+	d->kernel_ns += e - s;
 	if (s < st.win_start)
 		s = st.win_start;
 	if (st.win_end && e > st.win_end)
 		e = st.win_end;
 	if (e <= s)
 		return;
-	d = &st.dev[k->deviceId];
-	d->seen = true;
-	d->kernels++;
-	d->kernel_ns += e - s;
 	if (!d->iv)
 		d->iv = malloc(MAX_INTERVALS * sizeof(*d->iv));
 	if (d->iv && d->n_iv < MAX_INTERVALS)

@@ -60,6 +60,26 @@ double gpushare_account_share(const struct gpushare_account_record *r);
 /* busy time scaled to the whole watched time, in seconds. */
 double gpushare_account_gpu_seconds(const struct gpushare_account_record *r);
 
+/* kernel_ns / kernels: a kernel's mean duration inside windows, ns;
+ * negative without kernels. */
+double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r);
+
+/* A client's verdict in a conformance run (the coming `gpushare check`):
+ * the same probe kernel, timed alone on the whole GPU and then under the
+ * share, gives the share attained as alone / shared mean kernel time
+ * (docs/accounting.md, "Slowdown"). */
+struct gpushare_account_verdict {
+	double promised;  /* 0..1 */
+	double attained;  /* 0..1; negative when unknown */
+	double error;     /* attained - promised, in share (0.05 is 5 points) */
+	int pass;         /* 1 within the tolerance, 0 outside, -1 unknown (no kernels) */
+};
+
+/* The verdict of `client` against the probe's run `alone`, for the share
+ * promised and a tolerance (both 0..1). Returns v->pass. */
+int gpushare_account_verdict(const struct gpushare_account_record *alone, const struct gpushare_account_record *client,
+			     double promised, double tolerance, struct gpushare_account_verdict *v);
+
 /* ---- the owner ---- */
 
 /* Fill *o from the environment (getenv) and from the text of a

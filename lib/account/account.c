@@ -41,6 +41,29 @@ double gpushare_account_gpu_seconds(const struct gpushare_account_record *r)
 	return s < 0 ? 0.0 : s * (double)r->wall_ns / 1e9;
 }
 
+double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r)
+{
+	return r->kernels ? (double)r->kernel_ns / (double)r->kernels : -1.0;
+}
+
+int gpushare_account_verdict(const struct gpushare_account_record *alone, const struct gpushare_account_record *client,
+			     double promised, double tolerance, struct gpushare_account_verdict *v)
+{
+	double a = gpushare_account_mean_kernel_ns(alone), c = gpushare_account_mean_kernel_ns(client);
+
+	v->promised = promised;
+	v->attained = -1.0;
+	v->error = 0.0;
+	v->pass = -1;
+	if (a <= 0 || c <= 0)
+		return v->pass;
+	/* a kernel cannot run faster than alone on the whole GPU: above 1 is noise */
+	v->attained = a >= c ? 1.0 : a / c;
+	v->error = v->attained - promised;
+	v->pass = fabs(v->error) <= tolerance + 1e-9;
+	return v->pass;
+}
+
 static bool label_char(int c)
 {
 	return isalnum((unsigned char)c) || c == '.' || c == '_' || c == ':' || c == '/' || c == '@' || c == '-';

@@ -43,7 +43,7 @@ unset SLURM_JOB_ID SLURM_STEP_ID GPUSHARE_FARM_JOB OMPI_COMM_WORLD_RANK PMI_RANK
 d=$tmp/rec
 check "the driver runs under the library" drive "$d" 1.5 FAKE_CUPTI_KERNELS=0:300:700,1:900:100 \
 	FAKE_CUPTI_MEMORY=1:1048576 SLURM_JOB_ID=4242 SLURM_STEP_ID=0 GPUSHARE_FARM_JOB=17 SLURM_PROCID=3 \
-	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
+	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 FAKE_CUPTI_IGNORE_LIMIT=1
 mapfile -t recs < <(find "$d" -name '*.rec' | sort)
 check "one record per GPU (${#recs[@]})" test "${#recs[@]}" -eq 2
 r0=$(find "$d" -name '*-0.rec')
@@ -72,6 +72,27 @@ check "the directory is the user's alone" test "$(stat -c %a "$d")" = 700
 d=$tmp/promised
 drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 GPUSHARE_ACCOUNT_PROMISED=0.5 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
 check "GPUSHARE_ACCOUNT_PROMISED wins" test "$(field "$(find "$d" -name '*.rec')" promised)" = 0.500000
+
+# ---- the share attained by slowdown (what the conformance run compares) ----
+# One saturating probe alone on the whole GPU, then under MPS limits of 25 and
+# 75%, then under a server that ignores the limit (a planted 100/100).
+mean() { awk '$1 == "kernel_ns" { k = $2 } $1 == "kernels" { n = $2 } END { if (n > 0) printf "%.1f", k / n }' "$1"; }
+attained() { # attained DIR: alone mean / this mean
+	awk -v a="$(mean "$(find "$tmp/alone" -name '*.rec')")" -v c="$(mean "$(find "$1" -name '*.rec')")" \
+		'BEGIN { if (a > 0 && c > 0) printf "%.3f", (a >= c ? 1 : a / c) }'
+}
+within() { awk -v x="$1" -v p="$2" 'BEGIN { d = x - p; exit !(x != "" && d <= 0.05 && d >= -0.05) }'; }
+drive "$tmp/alone" 0.5 FAKE_CUPTI_KERNELS=0:1000:0
+drive "$tmp/c25" 0.5 FAKE_CUPTI_KERNELS=0:1000:0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
+drive "$tmp/c75" 0.5 FAKE_CUPTI_KERNELS=0:1000:0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=75
+drive "$tmp/bad" 0.5 FAKE_CUPTI_KERNELS=0:1000:0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 FAKE_CUPTI_IGNORE_LIMIT=1
+a25=$(attained "$tmp/c25")
+a75=$(attained "$tmp/c75")
+abad=$(attained "$tmp/bad")
+echo "attained by slowdown: $a25 (promised 0.25), $a75 (0.75), planted 100/100: $abad (0.25)"
+check "25% attained within 5 points" within "$a25" 0.25
+check "75% attained within 5 points" within "$a75" 0.75
+check "a limit not applied is outside 5 points" test -n "$abad" -a "$(within "$abad" 0.25 && echo in)" != in
 
 # ---- nothing harmful ----
 d=$tmp/none

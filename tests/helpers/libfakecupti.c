@@ -5,12 +5,16 @@
  * and delivers them, as CUPTI does, through the registered buffer callbacks
  * at the next flush:
  *   FAKE_CUPTI_KERNELS="<dev>:<busy_us>:<idle_us>[,...]": on each device,
- *     back-to-back kernels of busy_us separated by idle_us, from the moment
- *     kernel activity is enabled to the moment it is disabled;
+ *     back-to-back kernels of busy_us separated by idle_us, starting from
+ *     the moment kernel activity is enabled to the moment it is disabled
+ *     (the last may end after it, as a real one launched in time does);
  *   FAKE_CUPTI_MEMORY="<dev>:<bytes>[,...]": one device allocation each,
  *     delivered at the first flush after memory activity is enabled;
  *   FAKE_CUPTI_ENABLE_ERROR=1: cuptiActivityEnable fails (a CUPTI that
  *     refuses, e.g. a profiler already attached).
+ * Under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE P a kernel lasts 100/P times its
+ * busy_us, as a saturating kernel does under an MPS limit;
+ * FAKE_CUPTI_IGNORE_LIMIT=1 plants a server that does not apply it.
  * Records are CUpti_ActivityKernel10 and CUpti_ActivityMemory4, each
  * zero-filled but for the fields the accounting reads.
  */
@@ -119,16 +123,20 @@ static void kernels(struct out *o, uint64_t start, uint64_t end)
 	unsigned dev, busy, idle;
 	int used;
 
+	const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), *ignore = getenv("FAKE_CUPTI_IGNORE_LIMIT");
+	unsigned limit = pct && !(ignore && *ignore == '1') ? (unsigned)atoi(pct) : 100;
+
+	if (limit == 0 || limit > 100)
+		limit = 100;
 	while (s && sscanf(s, "%u:%u:%u%n", &dev, &busy, &idle, &used) == 3) {
+		busy = busy * 100 / limit;
 		for (uint64_t t = start; busy && t < end; t += (uint64_t)(busy + idle) * 1000u) {
 			CUpti_ActivityKernel10 k;
 			memset(&k, 0, sizeof(k));
 			k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 			k.deviceId = dev;
 			k.start = t;
-			k.end = t + (uint64_t)busy * 1000u;
-			if (k.end > end)
-				k.end = end;
+			k.end = t + (uint64_t)busy * 1000u; /* a kernel launched in the span is recorded whole */
 			if (!put(o, &k, sizeof(k)))
 				return;
 		}

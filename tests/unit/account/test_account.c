@@ -187,6 +187,30 @@ static void test_dir(void **state)
 	unsetenv("GPUSHARE_ACCOUNT_DIR");
 }
 
+static void test_verdict(void **state)
+{
+	struct gpushare_account_record alone = { .kernels = 100, .kernel_ns = 100 * 100000ull }, a = alone, b = alone,
+				       none = { 0 };
+	struct gpushare_account_verdict v;
+
+	(void)state;
+	/* 25/75 under MPS limits: kernels 4x and 4/3x as long as alone */
+	a.kernel_ns = 100 * 400000ull;
+	b.kernel_ns = 100 * 133333ull;
+	assert_int_equal(gpushare_account_verdict(&alone, &a, 0.25, 0.05, &v), 1);
+	assert_true(v.attained > 0.249 && v.attained < 0.251);
+	assert_int_equal(gpushare_account_verdict(&alone, &b, 0.75, 0.05, &v), 1);
+	/* a 100/100 misconfiguration: the 25% client runs as fast as alone */
+	assert_int_equal(gpushare_account_verdict(&alone, &alone, 0.25, 0.05, &v), 0);
+	assert_true(v.attained > 0.999 && v.error > 0.74);
+	/* faster than alone counts as the whole GPU; no kernels: unknown */
+	a.kernel_ns = 100 * 50000ull;
+	assert_int_equal(gpushare_account_verdict(&alone, &a, 1.0, 0.05, &v), 1);
+	assert_int_equal(gpushare_account_verdict(&alone, &none, 0.5, 0.05, &v), -1);
+	assert_int_equal(gpushare_account_verdict(&none, &a, 0.5, 0.05, &v), -1);
+	assert_true(v.attained < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +218,7 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_cgroup),
 		cmocka_unit_test(test_dir),
+		cmocka_unit_test(test_verdict),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
