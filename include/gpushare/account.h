@@ -64,7 +64,7 @@ double gpushare_account_gpu_seconds(const struct gpushare_account_record *r);
  * negative without kernels. */
 double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r);
 
-/* A client's verdict in a conformance run (the coming `gpushare check`):
+/* A client's verdict in a conformance run (`gpushare check`):
  * the same probe kernel, timed alone on the whole GPU and then under the
  * share, gives the share attained as alone / shared mean kernel time
  * (docs/accounting.md, "Slowdown"). */

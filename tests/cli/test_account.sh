@@ -94,6 +94,30 @@ check "25% attained within 5 points" within "$a25" 0.25
 check "75% attained within 5 points" within "$a75" 0.75
 check "a limit not applied is outside 5 points" test -n "$abad" -a "$(within "$abad" 0.25 && echo in)" != in
 
+# ---- gpushare check: the same, as the conformance run does it ----
+probe=("$H/account_driver" 600)
+export GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 \
+	FAKE_CUPTI_KERNELS=0:1000:0
+run check --shares 25,75 --seconds 1 -- "${probe[@]}"
+check "check passes 25/75 applied (exit $rc)" test "$rc" -eq 0
+check "check's table: two clients pass" test "$(grep -c ' pass$' "$tmp/out")" -eq 2
+run check --shares 25,75 --seconds 1 --json -- env FAKE_CUPTI_IGNORE_LIMIT=1 "${probe[@]}"
+check "check fails a planted 100/100 (exit $rc)" test "$rc" -eq 15
+check "check --json: both clients fail" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["pass"] is False and [c["verdict"] for c in d["clients"]] == ["fail", "fail"], d
+assert abs(d["clients"][0]["attained"] - 1.0) < 1e-6 and d["clients"][0]["promised"] == 0.25, d' "$tmp/out"
+check "check names the failing client" grep -q 'client 0 (pid [0-9]*) promised 25.0% attained 100.0%' "$tmp/err"
+run check --seconds 1 -- env GPUSHARE_CUPTI_LIBRARY=/nonexistent "${probe[@]}"
+check "check without CUPTI: exit 8" test "$rc" -eq 8
+run check --shares 25,0 -- "${probe[@]}"
+check "check --shares 25,0: exit 2" test "$rc" -eq 2
+run check --shares 25
+check "check without a probe: exit 2" test "$rc" -eq 2
+check "check leaves no probe behind" test -z "$(pgrep -f "$H/account_driver 600" || true)"
+unset GPUSHARE_CUPTI_LIBRARY GPUSHARE_ACCOUNT_PERIOD_MS GPUSHARE_ACCOUNT_DUTY FAKE_CUPTI_KERNELS
+
 # ---- nothing harmful ----
 d=$tmp/none
 check "without CUPTI the process runs" drive "$d" 0.3 GPUSHARE_CUPTI_LIBRARY=/nonexistent/libcupti.so
