@@ -74,6 +74,10 @@ static struct {
 	struct timespec start_mono;
 	long period_ms;
 	double duty;
+	/* the end: the exit handler sets stopping and waits (bounded) for the
+	 * sampler to close its window and leave CUPTI alone */
+	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+	bool stopping, sampler_running;
 } st = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t mono_ns(void)
@@ -90,11 +94,26 @@ static uint64_t real_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void sleep_ns(uint64_t ns)
+/* Wait ns, or less when the process exits (stopping). Returns false then.
+ * Called without the lock. */
+static bool nap(uint64_t ns)
 {
-	struct timespec t = { .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
-	while (nanosleep(&t, &t) < 0 && errno == EINTR)
+	struct timespec dl;
+	bool go;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += (time_t)(ns / 1000000000u);
+	dl.tv_nsec += (long)(ns % 1000000000u);
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&st.lock);
+	while (!st.stopping && pthread_cond_timedwait(&st.wake, &st.lock, &dl) != ETIMEDOUT)
 		;
+	go = !st.stopping;
+	pthread_mutex_unlock(&st.lock);
+	return go;
 }
 
 /* ---- CUPTI's buffers ---- */
@@ -227,22 +246,24 @@ static void close_window(void)
 static void *sampler(void *arg)
 {
 	uint64_t period = (uint64_t)st.period_ms * 1000000u, window = (uint64_t)((double)period * st.duty);
+	bool go = true;
 
 	(void)arg;
 	if (window < 1000000u)
 		window = 1000000u;
 	if (window > period)
 		window = period;
-	for (;;) {
+	while (go) {
 		uint64_t t;
 		pthread_mutex_lock(&st.lock);
+		go = !st.stopping;
 		cupti.cuptiGetTimestamp(&t);
 		st.win_start = t;
 		st.win_end = 0;
 		pthread_mutex_unlock(&st.lock);
-		if (cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
-			return NULL; /* no kernel activity here: record nothing */
-		sleep_ns(window);
+		if (!go || cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+			break; /* exiting, or no kernel activity here: record nothing */
+		go = nap(window);
 		cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 		pthread_mutex_lock(&st.lock);
 		cupti.cuptiGetTimestamp(&t);
@@ -252,10 +273,30 @@ static void *sampler(void *arg)
 		pthread_mutex_lock(&st.lock);
 		close_window();
 		pthread_mutex_unlock(&st.lock);
-		if (period > window)
-			sleep_ns(period - window);
+		if (go && period > window)
+			go = nap(period - window);
 	}
+	pthread_mutex_lock(&st.lock);
+	st.sampler_running = false;
+	pthread_cond_broadcast(&st.wake);
+	pthread_mutex_unlock(&st.lock);
 	return NULL;
+}
+
+/* At exit: end the window under way (its records are written) before the
+ * CUDA runtime's own exit handlers tear CUPTI down; wait at most 2 s. */
+static void at_exit(void)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += 2;
+	pthread_mutex_lock(&st.lock);
+	st.stopping = true;
+	pthread_cond_broadcast(&st.wake);
+	while (st.sampler_running && pthread_cond_timedwait(&st.wake, &st.lock, &dl) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&st.lock);
 }
 
 /* ---- loading ---- */
@@ -340,6 +381,7 @@ int InitializeInjection(void)
 	const char *off = getenv("GPUSHARE_ACCOUNT");
 	pthread_t t;
 	pthread_attr_t attr;
+	pthread_condattr_t cattr;
 
 	if (done++ || (off && strcmp(off, "0") == 0))
 		return 1;
@@ -351,11 +393,20 @@ int InitializeInjection(void)
 	fill_base();
 	if (cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return 1;
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&st.wake, &cattr);
+	pthread_condattr_destroy(&cattr);
 	cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2); /* memory is optional */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, sampler, NULL) != 0)
+	st.sampler_running = true;
+	if (pthread_create(&t, &attr, sampler, NULL) != 0) {
+		st.sampler_running = false;
 		cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
+	} else {
+		atexit(at_exit);
+	}
 	pthread_attr_destroy(&attr);
 	return 1;
 }

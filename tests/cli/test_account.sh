@@ -73,6 +73,11 @@ d=$tmp/promised
 drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 GPUSHARE_ACCOUNT_PROMISED=0.5 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
 check "GPUSHARE_ACCOUNT_PROMISED wins" test "$(field "$(find "$d" -name '*.rec')" promised)" = 0.500000
 
+# a window under way when the process exits is closed and written (a 5 s window, a 0.5 s process)
+d=$tmp/exit
+drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 GPUSHARE_ACCOUNT_PERIOD_MS=10000 GPUSHARE_ACCOUNT_DUTY=0.5
+check "the window under way at exit is written" test "$(field "$(find "$d" -name '*.rec')" kernels)" -gt 0
+
 # ---- the share attained by slowdown (what the conformance run compares) ----
 # One saturating probe alone on the whole GPU, then under MPS limits of 25 and
 # 75%, then under a server that ignores the limit (a planted 100/100).
