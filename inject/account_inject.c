@@ -299,6 +299,16 @@ static void at_exit(void)
 	pthread_mutex_unlock(&st.lock);
 }
 
+/* In a child forked from the process: no sampler runs there (threads do
+ * not survive a fork), so its exit must not wait for one. The lock may have
+ * been held by another thread at the fork: a fresh one. */
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&st.lock, NULL);
+	st.stopping = true;
+	st.sampler_running = false;
+}
+
 /* ---- loading ---- */
 
 static bool load_cupti(void)
@@ -405,6 +415,7 @@ int InitializeInjection(void)
 		st.sampler_running = false;
 		cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
 	} else {
+		pthread_atfork(NULL, NULL, after_fork_child);
 		atexit(at_exit);
 	}
 	pthread_attr_destroy(&attr);
