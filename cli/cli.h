@@ -32,6 +32,7 @@ enum cli_exit {
 	EXIT_TIMEOUT = 12,         /* a bounded wait ran out */
 	EXIT_LISTEN = 13,          /* --listen / --metrics-listen: address in use or cannot be bound */
 	EXIT_PLAN_REFUSED = 14,    /* plan: the results cannot support the asked plan */
+	EXIT_CHECK_FAILED = 15,    /* check: a client attained a share outside the tolerance */
 	EXIT_INTERRUPTED = 130,    /* stopped by SIGINT/SIGTERM */
 };
 
@@ -67,6 +68,7 @@ int cmd_mps(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -64,7 +64,7 @@ static const struct cli_opt exporter_opts[] = {
 	  .help = "MPS pipe directory to report (repeatable; default: gpushare's own, $CUDA_MPS_PIPE_DIRECTORY, /tmp/nvidia-mps)",
 	  .to = CLI_TO_CALL, .call = add_pipe_dir },
 	{ .id = OPT_NO_PROCESSES, .long_name = "no-processes", .kind = CLI_FLAG,
-	  .help = "leave out the per-process GPU memory series",
+	  .help = "leave out the per-process GPU memory and per-client accounting series",
 	  .to = CLI_TO_TRUE, CLI_AT(struct exporter_args, no_processes) },
 };
 

@@ -16,6 +16,7 @@ const struct cli_command cli_commands[] = {
 	{ &cli_mps_cmd, cmd_mps, "start, stop, inspect and configure the MPS control daemon" },
 	{ &cli_bench_cmd, cmd_bench, "run N workers under each sharing strategy and compare" },
 	{ &cli_exporter_cmd, cmd_exporter, "serve GPU, MIG, process and MPS metrics to Prometheus" },
+	{ &cli_check_cmd, cmd_check, "check that each client of a sharing attains its promised share" },
 	{ &cli_sweep_cmd, cmd_sweep, "run a grid of strategies x workers x batch sizes, repeated" },
 	{ &cli_tune_cmd, cmd_tune, "find the best strategy, workers and batch for a workload by a race of short runs" },
 	{ &cli_report_cmd, cmd_report, "tables, plots and a recommendation from a sweep's results" },

@@ -23,13 +23,14 @@ const struct cli_exit_row cli_exit_statuses[] = {
 	{ EXIT_MPS, "MPS daemon not running, not ready, bad reply, clients left", "mps bench sweep tune exec farm slurm" },
 	{ EXIT_DIR, "unsafe or unusable directory", "mps bench sweep tune exec farm slurm" },
 	{ EXIT_GPU, "the GPU refuses (compute mode Prohibited, unsupported, not found)", "info mps bench sweep tune exec farm slurm" },
-	{ EXIT_WORKER, "a worker failed to start or run", "bench sweep tune farm" },
+	{ EXIT_WORKER, "a worker failed to start or run", "bench sweep tune farm check" },
 	{ EXIT_MPS_MAX_CLIENTS, "too many MPS clients", "bench sweep tune" },
 	{ EXIT_PARTIAL, "a worker failed mid-run; partial results were kept", "bench sweep tune" },
 	{ EXIT_IO, "reading or writing a file failed", "all" },
 	{ EXIT_TIMEOUT, "a bounded wait ran out", "mps bench sweep tune exec slurm" },
 	{ EXIT_LISTEN, "the listen address is in use or cannot be bound", "exporter bench sweep farm" },
 	{ EXIT_PLAN_REFUSED, "the results cannot support the asked plan", "plan" },
+	{ EXIT_CHECK_FAILED, "a client attained a share outside the tolerance", "check" },
 	{ EXIT_INTERRUPTED, "interrupted (SIGINT or SIGTERM)", "bench sweep tune farm" },
 };
 const size_t cli_n_exit_statuses = CLI_N(cli_exit_statuses);

@@ -95,6 +95,7 @@ enum cli_opt_id {
 	OPT_METRICS_LISTEN, OPT_HPC_JOB_MAPPING_DIR, OPT_STATE_DIR, OPT_BUDGET, OPT_FAILED,
 	OPT_WATCH, OPT_COUNT, OPT_QUERY, OPT_FORMAT, OPT_HALT, OPT_TAG,
 	OPT_NAMESPACE,
+	OPT_SHARES, OPT_CLIENTS, OPT_TOLERANCE, OPT_SECONDS, OPT_ACCOUNT_LIB,
 	/* a name of cli_parse.extra (workload options): CLI_ID_EXTRA + its index */
 	CLI_ID_EXTRA = 10000,
 };
@@ -180,7 +181,7 @@ extern const size_t cli_n_exit_statuses;
 
 /* The commands' tables (cli/cmd_*.c), for the command table. */
 extern const struct cli_cmd cli_info_cmd, cli_mps_cmd, cli_bench_cmd, cli_sweep_cmd, cli_report_cmd,
-	cli_exporter_cmd, cli_farm_cmd, cli_farm_status_cmd, cli_exec_cmd, cli_plan_cmd, cli_slurm_cmd, cli_tune_cmd,
+	cli_exporter_cmd, cli_check_cmd, cli_farm_cmd, cli_farm_status_cmd, cli_exec_cmd, cli_plan_cmd, cli_slurm_cmd, cli_tune_cmd,
 	cli_version_cmd;
 
 /* The option groups bench and sweep share (cli/util.c, cli/cli_openloop.c);

@@ -13,7 +13,7 @@ Sources:
 - Public headers include only public headers of their rank or lower; the
   internal ones (include/gpushare/internal/, not installed: what only cli/
   uses) are placed and checked as public ones.
-- cli/, workloads/, bench/ and examples/ include no header of lib/.
+- cli/, workloads/, inject/, bench/ and examples/ include no header of lib/.
 - Basenames are unique across lib/, and no include climbs with "../".
 - A file under lib/ of more than 900 lines names its reason in lib/LAYERS
   (a `long` line); an entry for a file that is gone or no longer long is
@@ -264,7 +264,7 @@ def check_sources(layers, plants, errors):
                 errors.append(f'{where}: includes "{quoted}", not a public header')
             elif (quoted or angle).startswith("gpushare/") and h in layers.public:
                 check_public(where, layers.public[h], f'"{quoted}"' if quoted else f"<{angle}>")
-    for top in ("cli", "workloads", "bench", "examples"):
+    for top in ("cli", "workloads", "inject", "bench", "examples"):
         for dirpath, _, names in os.walk(os.path.join(ROOT, top)):
             for name in names:
                 if not name.endswith((".c", ".h", ".cu", ".cuh")):

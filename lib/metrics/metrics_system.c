@@ -24,6 +24,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/metrics.h"
 #include "gpushare/mps.h"
+#include "metrics_account.h"
 #include "sys.h"
 
 #define MPS_TIMEOUT_MS 3000
@@ -542,6 +543,8 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 		if (o->processes)
 			write_processes(b, &sys);
 	}
+	if (o->processes)
+		gpushare_metrics_write_clients(b);
 	ndev = up && sys.n_gpus > 0 ? (int)sys.n_gpus : 1;
 	if (ndev > 16)
 		ndev = 16;

@@ -37,6 +37,10 @@ lib=$(grep -m1 '/libgpushare\.a$' "$tmp/files" || true)
 pc=$(grep -m1 '/pkgconfig/gpushare\.pc$' "$tmp/files" || true)
 check "libgpushare.a installed (${lib:-none})" test -n "$lib"
 check "gpushare.pc installed (${pc:-none})" test -n "$pc"
+if [[ -e $BUILD/libgpushare-account.so ]]; then
+	acc=$(grep -m1 '/gpushare/libgpushare-account\.so$' "$tmp/files" || true)
+	check "libgpushare-account.so installed (${acc:-none})" test -n "$acc"
+fi
 check "man page gpushare(1)" has share/man/man1/gpushare.1
 mapfile -t commands < <("$GPUSHARE" --help | awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on { print $1 }')
 for c in "${commands[@]}"; do

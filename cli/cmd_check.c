@@ -1,0 +1,202 @@
+/*
+ * `gpushare check`: a conformance run (docs/accounting.md). Probe clients
+ * run under the given shares, each loading libgpushare-account.so; a
+ * client whose attained share is further from its promise than the
+ * tolerance fails the check (exit 15), named in the text or the JSON.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gpushare/check.h"
+#include "gpushare/gpushare.h"
+
+struct check_args {
+	const char *shares, *account_lib;
+	int clients, seconds, tolerance;
+	bool json;
+};
+#define AT(field) CLI_AT(struct check_args, field)
+
+static const struct cli_opt check_opts[] = {
+	{ .id = OPT_SHARES, .long_name = "shares", .kind = CLI_LIST, .value_name = "LIST",
+	  .help = "MPS limits: one client per share, in percent (25,75); each runs with "
+		  "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set to it",
+	  .to = CLI_TO_STR, AT(shares) },
+	{ .id = OPT_CLIENTS, .long_name = "clients", .kind = CLI_INT, .value_name = "N",
+	  .help = "without --shares: N clients time-sliced (or MPS without limits), each promised 1/N",
+	  .def = "2", .min = 1, .max = GPUSHARE_CHECK_MAX_CLIENTS, .to = CLI_TO_INT, AT(clients) },
+	{ .id = OPT_TOLERANCE, .long_name = "tolerance", .kind = CLI_INT, .value_name = "POINTS",
+	  .help = "how far, in share points, the attained share may be from the promise", .def = "5", .min = 0,
+	  .max = 100, .to = CLI_TO_INT, AT(tolerance) },
+	{ .id = OPT_SECONDS, .long_name = "seconds", .kind = CLI_INT, .value_name = "S",
+	  .help = "length of each phase (the probe alone, then the clients together)", .def = "10", .min = 1,
+	  .max = 3600, .to = CLI_TO_INT, AT(seconds) },
+	{ .id = OPT_ACCOUNT_LIB, .long_name = "account-lib", .kind = CLI_FILE, .value_name = "PATH",
+	  .help = "the accounting library (default: $GPUSHARE_ACCOUNT_LIB, else the one installed beside gpushare)",
+	  .to = CLI_TO_STR, AT(account_lib) },
+	{ .id = OPT_JSON, .long_name = "json", .kind = CLI_FLAG, .help = "print the verdicts as one JSON document",
+	  .to = CLI_TO_TRUE, AT(json) },
+};
+
+static const struct cli_group check_groups[] = { CLI_GROUP("Options", check_opts, NULL) };
+
+const struct cli_cmd cli_check_cmd = {
+	.name = "check",
+	.usage = "gpushare check [--shares LIST | --clients N] [--tolerance POINTS] [--seconds S]\n"
+		 "                [--account-lib PATH] [--json] -- PROBE [ARGS...]",
+	.about = "Check that each client of a sharing gets its share: run the probe (a CUDA program\n"
+		 "that saturates the GPU) alone, then as clients under the shares, and compare the\n"
+		 "share each attained (its kernel time alone over its kernel time shared) with its promise.",
+	.groups = check_groups,
+	.n_groups = CLI_N(check_groups),
+	.epilog = "Under MPS, start the daemon first (gpushare mps start); the clients attach to it.\n"
+		  "\n"
+		  "Examples:\n"
+		  "  gpushare check --shares 25,75 -- ./saturate     MPS limits of 25 and 75%\n"
+		  "  gpushare check --clients 2 --json -- ./saturate time-slicing, 1/2 each",
+	.notes = (const struct cli_exit_note[]){ { EXIT_CHECK_FAILED, "a client attained a share outside the "
+									"tolerance, or none was measured" },
+						 { EXIT_WORKER, "the probe could not be run, or showed no kernel alone" } },
+	.n_notes = 2,
+};
+
+/* The accounting library: beside the binary (a build tree), else where the
+ * package installs it (<prefix>/lib/.../gpushare). */
+static void default_lib(char *buf, size_t len)
+{
+	static const char *const rel[] = { "libgpushare-account.so", "../lib/gpushare/libgpushare-account.so",
+					   "../lib/x86_64-linux-gnu/gpushare/libgpushare-account.so",
+					   "../lib64/gpushare/libgpushare-account.so" };
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	snprintf(buf, len, "%s", rel[0]);
+	if (n <= 0)
+		return;
+	self[n] = '\0';
+	if (!(slash = strrchr(self, '/')))
+		return;
+	slash[1] = '\0';
+	for (size_t i = 0; i < CLI_N(rel); i++) {
+		snprintf(buf, len, "%s%s", self, rel[i]);
+		if (access(buf, R_OK) == 0)
+			return;
+	}
+	snprintf(buf, len, "%s%s", self, rel[0]);
+}
+
+static int parse_shares(const char *list, struct gpushare_check_opts *o)
+{
+	const char *s = list;
+
+	o->n_clients = 0;
+	while (*s) {
+		char *end;
+		double v = strtod(s, &end);
+		if (end == s || !(v > 0 && v <= 100) || (*end && *end != ','))
+			return cli_error(EXIT_USAGE, "check: invalid --shares '%s' (percentages in (0, 100], e.g. 25,75)",
+					 list);
+		if (o->n_clients >= GPUSHARE_CHECK_MAX_CLIENTS)
+			return cli_error(EXIT_USAGE, "check: at most %d shares", GPUSHARE_CHECK_MAX_CLIENTS);
+		o->shares[o->n_clients++] = v / 100.0;
+		s = *end ? end + 1 : end;
+	}
+	return o->n_clients ? EXIT_OK : cli_error(EXIT_USAGE, "check: --shares is empty");
+}
+
+static void print_text(const struct gpushare_check_result *r, double tol)
+{
+	printf("probe alone: mean kernel %.1f us\n", r->alone_kernel_ns / 1e3);
+	printf("%-7s %-8s %9s %9s %8s %8s  %s\n", "client", "pid", "promised", "attained", "error", "kernels", "verdict");
+	for (int i = 0; i < r->n_clients; i++) {
+		const struct gpushare_check_client *c = &r->c[i];
+		char att[16] = "-", err[16] = "-";
+		if (c->v.attained >= 0) {
+			snprintf(att, sizeof(att), "%.1f%%", c->v.attained * 100);
+			snprintf(err, sizeof(err), "%+.1f", c->v.error * 100);
+		}
+		printf("%-7d %-8d %8.1f%% %9s %8s %8llu  %s\n", i, (int)c->pid, c->v.promised * 100, att, err, c->kernels,
+		       c->v.pass == 1 ? "pass" : c->v.pass == 0 ? "FAIL" : "unknown");
+	}
+	printf("%s: %d of %d clients within %.0f points\n", r->failed ? "FAIL" : "pass", r->n_clients - r->failed,
+	       r->n_clients, tol * 100);
+}
+
+static void print_json(const struct gpushare_check_result *r, double tol)
+{
+	printf("{\"pass\":%s,\"tolerance\":%.4f,\"alone_kernel_ns\":%.1f,\"clients\":[", r->failed ? "false" : "true",
+	       tol, r->alone_kernel_ns);
+	for (int i = 0; i < r->n_clients; i++) {
+		const struct gpushare_check_client *c = &r->c[i];
+		printf("%s{\"client\":%d,\"pid\":%d,\"promised\":%.4f,", i ? "," : "", i, (int)c->pid, c->v.promised);
+		if (c->v.attained >= 0)
+			printf("\"attained\":%.4f,\"error\":%.4f,", c->v.attained, c->v.error);
+		else
+			printf("\"attained\":null,\"error\":null,");
+		printf("\"kernels\":%llu,\"verdict\":\"%s\"}", c->kernels,
+		       c->v.pass == 1 ? "pass" : c->v.pass == 0 ? "fail" : "unknown");
+	}
+	printf("]}\n");
+}
+
+int cmd_check(int argc, char **argv)
+{
+	struct check_args a = { .clients = 2, .seconds = 10, .tolerance = 5 };
+	struct gpushare_check_opts o = { 0 };
+	static struct gpushare_check_result r;
+	struct cli_parse p;
+	char lib[PATH_MAX];
+	const char *env = getenv("GPUSHARE_ACCOUNT_LIB");
+	int rc;
+
+	cli_parse_init(&p, &cli_check_cmd, argc, argv);
+	if (!cli_parse_options(&p, &a))
+		return p.status;
+	if (p.optind >= argc)
+		return cli_error(EXIT_USAGE, "check: no probe given (usage: gpushare check [options] -- PROBE [ARGS...])");
+	if (a.shares) {
+		if ((rc = parse_shares(a.shares, &o)) != EXIT_OK)
+			return rc;
+		o.limits = true;
+	} else {
+		o.n_clients = a.clients;
+		for (int i = 0; i < a.clients; i++)
+			o.shares[i] = 1.0 / a.clients;
+	}
+	if (a.account_lib)
+		snprintf(lib, sizeof(lib), "%s", a.account_lib);
+	else if (env && *env)
+		snprintf(lib, sizeof(lib), "%s", env);
+	else
+		default_lib(lib, sizeof(lib));
+	o.account_lib = lib;
+	o.probe = argv + p.optind;
+	o.tolerance = a.tolerance / 100.0;
+	o.seconds = a.seconds;
+	rc = gpushare_check_run(&o, &r);
+	if (rc == GPUSHARE_E_INVAL || rc == GPUSHARE_E_NOT_FOUND)
+		return cli_error(EXIT_WORKER, "%s", gpushare_errdetail());
+	if (rc)
+		return cli_fail(rc, "check");
+	if (a.json)
+		print_json(&r, o.tolerance);
+	else
+		print_text(&r, o.tolerance);
+	rc = cli_finish_stdout(EXIT_OK);
+	if (rc == EXIT_OK && r.failed) {
+		for (int i = 0; i < r.n_clients; i++)
+			if (r.c[i].v.pass == 0)
+				cli_warn("check: client %d (pid %d) promised %.1f%% attained %.1f%%", i, (int)r.c[i].pid,
+					 r.c[i].v.promised * 100, r.c[i].v.attained * 100);
+			else if (r.c[i].v.pass < 0)
+				cli_warn("check: client %d (pid %d) promised %.1f%%: no kernel measured", i,
+					 (int)r.c[i].pid, r.c[i].v.promised * 100);
+		rc = EXIT_CHECK_FAILED;
+	}
+	return rc;
+}

@@ -1,0 +1,126 @@
+/*
+ * Per-client GPU accounting records (docs/accounting.md): what the injected
+ * library libgpushare-account.so measures in a CUDA process, one small text
+ * file per process and GPU in a per-user directory, replaced atomically, and
+ * read back by the exporter. This layer uses only the C library, so that the
+ * injected library links it without the rest of gpushare.
+ */
+#ifndef GPUSHARE_ACCOUNT_H
+#define GPUSHARE_ACCOUNT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The first line of every record; a record of another version is refused. */
+#define GPUSHARE_ACCOUNT_MAGIC "gpushare-account 1"
+/* A label value: at most this many bytes of [A-Za-z0-9._:/@-]. */
+#define GPUSHARE_ACCOUNT_LABEL_MAX 64
+/* The largest record file read back. */
+#define GPUSHARE_ACCOUNT_RECORD_MAX 4096
+
+/* Who owns the process: each field empty when unknown. */
+struct gpushare_account_owner {
+	char slurm_job[GPUSHARE_ACCOUNT_LABEL_MAX];     /* SLURM_JOB_ID */
+	char slurm_step[GPUSHARE_ACCOUNT_LABEL_MAX];    /* SLURM_STEP_ID */
+	char k8s_namespace[GPUSHARE_ACCOUNT_LABEL_MAX]; /* POD_NAMESPACE (the downward API) */
+	char k8s_pod[GPUSHARE_ACCOUNT_LABEL_MAX];       /* POD_NAME, else the pod's UID from the cgroup path */
+	char k8s_container[GPUSHARE_ACCOUNT_LABEL_MAX]; /* the container's id (first 12 hex digits) from the cgroup path */
+	char farm_job[GPUSHARE_ACCOUNT_LABEL_MAX];      /* GPUSHARE_FARM_JOB */
+	char rank[GPUSHARE_ACCOUNT_LABEL_MAX];          /* the launcher's rank: OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID */
+};
+
+/* One process on one GPU. The sampled figures cover only the sampling
+ * windows (window_ns of wall time in all); wall_ns is the whole time the
+ * process was watched. */
+struct gpushare_account_record {
+	int64_t pid;
+	int64_t uid;
+	uint32_t device;           /* CUDA device ordinal in the process */
+	uint64_t start_ns;         /* CLOCK_REALTIME when the watch began */
+	uint64_t updated_ns;       /* CLOCK_REALTIME of this record */
+	uint64_t wall_ns;          /* watched wall time */
+	uint64_t window_ns;        /* wall time inside sampling windows */
+	uint64_t busy_ns;          /* union of kernel intervals inside windows */
+	uint64_t kernel_ns;        /* sum of kernel durations inside windows */
+	uint64_t kernels;          /* kernels that ended inside windows */
+	uint64_t memory_bytes;     /* device memory allocated and not freed */
+	double promised;           /* promised share in [0,1]; negative when none */
+	struct gpushare_account_owner owner;
+};
+
+/* ---- derived figures (docs/accounting.md defines them) ---- */
+
+/* busy_ns / window_ns: the attained SM share estimate; negative without a window. */
+double gpushare_account_share(const struct gpushare_account_record *r);
+/* busy time scaled to the whole watched time, in seconds. */
+double gpushare_account_gpu_seconds(const struct gpushare_account_record *r);
+
+/* kernel_ns / kernels: a kernel's mean duration inside windows, ns;
+ * negative without kernels. */
+double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r);
+
+/* A client's verdict in a conformance run (`gpushare check`):
+ * the same probe kernel, timed alone on the whole GPU and then under the
+ * share, gives the share attained as alone / shared mean kernel time
+ * (docs/accounting.md, "Slowdown"). */
+struct gpushare_account_verdict {
+	double promised;  /* 0..1 */
+	double attained;  /* 0..1; negative when unknown */
+	double error;     /* attained - promised, in share (0.05 is 5 points) */
+	int pass;         /* 1 within the tolerance, 0 outside, -1 unknown (no kernels) */
+};
+
+/* The verdict of `client` against the probe's run `alone`, for the share
+ * promised and a tolerance (both 0..1). Returns v->pass. */
+int gpushare_account_verdict(const struct gpushare_account_record *alone, const struct gpushare_account_record *client,
+			     double promised, double tolerance, struct gpushare_account_verdict *v);
+
+/* ---- the owner ---- */
+
+/* Fill *o from the environment (getenv) and from the text of a
+ * /proc/<pid>/cgroup file (may be NULL). */
+void gpushare_account_owner_fill(struct gpushare_account_owner *o, const char *cgroup_text);
+/* From a cgroup path alone: the pod's UID and the container's id of a
+ * kubelet-made path (cgroupfs or systemd driver). Returns 1 when the path
+ * is a pod's, 0 otherwise. */
+int gpushare_account_cgroup_pod(const char *cgroup_text, char *pod_uid, size_t pod_len, char *container,
+				size_t container_len);
+/* Copy src into dst when it is a valid label value (bounded, of the safe
+ * characters); dst empty otherwise. */
+void gpushare_account_label(char *dst, const char *src);
+
+/* ---- records ---- */
+
+/* The directory of the caller's records: $GPUSHARE_ACCOUNT_DIR, else
+ * /run/gpushare/account for root, else $XDG_RUNTIME_DIR/gpushare/account,
+ * else /tmp/gpushare-<uid>/account. Returns 0, or -1 when it does not fit. */
+int gpushare_account_dir(char *buf, size_t len);
+/* The text of a record into buf; returns its length, or -1 when it does not fit. */
+int gpushare_account_format(const struct gpushare_account_record *r, char *buf, size_t len);
+/* Parse a record's text (len bytes, need not be NUL-terminated). Returns 0,
+ * or -1 for anything malformed: a bad magic line, a number that does not
+ * parse or overflows, a label of other characters, a missing pid. */
+int gpushare_account_parse(const char *text, size_t len, struct gpushare_account_record *r);
+/* Write r as <dir>/<pid>-<device>.rec, atomically (a temporary file renamed
+ * over it), making dir (mode 0700) when absent. Returns 0 or -errno. */
+int gpushare_account_write(const char *dir, const struct gpushare_account_record *r);
+
+/* Called for each valid record of a directory; a nonzero return stops the walk. */
+typedef int (*gpushare_account_fn)(const struct gpushare_account_record *r, void *arg);
+/* Read every <pid>-<device>.rec of dir (regular files only, bounded) and
+ * call fn on each that parses; the others are skipped. With stale_s > 0 a
+ * record of a process that is gone (kill(pid, 0) fails with ESRCH) is
+ * removed when older than stale_s seconds. Returns the number read, or -errno
+ * when dir cannot be opened. */
+int gpushare_account_read_dir(const char *dir, double stale_s, gpushare_account_fn fn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,423 @@
+/*
+ * libgpushare-account.so: per-client GPU accounting inside any CUDA process
+ * (docs/accounting.md). The CUDA driver loads it when CUDA_INJECTION64_PATH
+ * names it and calls InitializeInjection() once, at cuInit. It loads CUPTI
+ * with dlopen (GPUSHARE_CUPTI_LIBRARY, else libcupti.so from the loader's
+ * path), and a thread of its own samples: every period (1 s) it enables
+ * CUPTI's kernel activity for one window (5% of the period), then disables
+ * it, flushes the records and adds what they show, per GPU, to the
+ * process's record in the accounting directory (gpushare/account.h).
+ * Device memory comes from CUPTI's memory records, enabled all along (an
+ * allocation is rare beside a kernel launch).
+ *
+ * Anything missing (CUPTI, a symbol, the directory) makes it do nothing: it
+ * never fails the process it is loaded into. GPUSHARE_ACCOUNT=0 turns it off.
+ * Knobs: GPUSHARE_ACCOUNT_PERIOD_MS (default 1000), GPUSHARE_ACCOUNT_DUTY
+ * (default 0.05, at most 1), GPUSHARE_ACCOUNT_DIR.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "gpushare/account.h"
+
+#define MAX_DEVICES 64
+#define MAX_INTERVALS 65536 /* kernels of one window kept for the union */
+#define BUFFER_BYTES (1u << 20)
+
+/* The CUPTI functions used, once: required ones fail the load, none is optional. */
+#define CUPTI_SYMBOLS(X)                                                                                          \
+	X(cuptiActivityRegisterCallbacks)                                                                         \
+	X(cuptiActivityEnable)                                                                                    \
+	X(cuptiActivityDisable)                                                                                   \
+	X(cuptiActivityFlushAll)                                                                                  \
+	X(cuptiActivityGetNextRecord)                                                                             \
+	X(cuptiGetTimestamp)
+
+static struct {
+	void *dl;
+#define X(name) __typeof__(name) *name;
+	CUPTI_SYMBOLS(X)
+#undef X
+} cupti;
+
+struct interval {
+	uint64_t start, end;
+};
+
+struct device_state {
+	bool seen;
+	uint64_t window_ns, busy_ns, kernel_ns, kernels;
+	int64_t memory_bytes;
+	/* the current window's kernels, for the union */
+	struct interval *iv;
+	size_t n_iv;
+	uint64_t overflow_ns; /* kernel time of kernels past MAX_INTERVALS */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct device_state dev[MAX_DEVICES];
+	uint64_t win_start, win_end; /* CUPTI timestamps of the current window; win_end 0 while open */
+	bool in_window;
+	struct gpushare_account_record base; /* pid, uid, owner, promise */
+	char dir[4096];
+	struct timespec start_mono;
+	long period_ms;
+	double duty;
+	/* the end: the exit handler sets stopping and waits (bounded) for the
+	 * sampler to close its window and leave CUPTI alone */
+	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+	bool stopping, sampler_running;
+} st = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Wait ns, or less when the process exits (stopping). Returns false then.
+ * Called without the lock. */
+static bool nap(uint64_t ns)
+{
+	struct timespec dl;
+	bool go;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += (time_t)(ns / 1000000000u);
+	dl.tv_nsec += (long)(ns % 1000000000u);
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&st.lock);
+	while (!st.stopping && pthread_cond_timedwait(&st.wake, &st.lock, &dl) != ETIMEDOUT)
+		;
+	go = !st.stopping;
+	pthread_mutex_unlock(&st.lock);
+	return go;
+}
+
+/* ---- CUPTI's buffers ---- */
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	/* CUPTI wants 8-byte alignment */
+	*buffer = aligned_alloc(8, BUFFER_BYTES);
+	*size = *buffer ? BUFFER_BYTES : 0;
+	*max_records = 0;
+}
+
+/* A kernel record; the fields read (kind, start, end, deviceId) sit at the
+ * same place in every CUpti_ActivityKernel version from 4 to 10. */
+static void add_kernel(const CUpti_ActivityKernel10 *k)
+{
+	uint64_t s = k->start, e = k->end;
+	struct device_state *d;
+
+	if (k->deviceId >= MAX_DEVICES || e <= s)
+		return;
+	d = &st.dev[k->deviceId];
+	d->seen = true;
+	/* the kernel's whole duration (CUPTI records a kernel launched in the
+	 * window whole), for the mean; its part inside the window for busy time */
+	d->kernels++;
+	d->kernel_ns += e - s;
+	if (s < st.win_start)
+		s = st.win_start;
+	if (st.win_end && e > st.win_end)
+		e = st.win_end;
+	if (e <= s)
+		return;
+	if (!d->iv)
+		d->iv = malloc(MAX_INTERVALS * sizeof(*d->iv));
+	if (d->iv && d->n_iv < MAX_INTERVALS)
+		d->iv[d->n_iv++] = (struct interval){ s, e };
+	else
+		d->overflow_ns += e - s;
+}
+
+static void add_memory(const CUpti_ActivityMemory4 *m)
+{
+	struct device_state *d;
+
+	if (m->deviceId >= MAX_DEVICES || m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+		return;
+	d = &st.dev[m->deviceId];
+	d->seen = true;
+	if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
+		d->memory_bytes += (int64_t)m->bytes;
+	else if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+		d->memory_bytes -= (int64_t)m->bytes;
+	if (d->memory_bytes < 0)
+		d->memory_bytes = 0; /* a release of memory allocated before the watch began */
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+
+	(void)ctx, (void)stream, (void)size;
+	pthread_mutex_lock(&st.lock);
+	while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+		if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL)
+			add_kernel((const CUpti_ActivityKernel10 *)(const void *)rec);
+		else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMORY2)
+			add_memory((const CUpti_ActivityMemory4 *)(const void *)rec);
+	}
+	pthread_mutex_unlock(&st.lock);
+	free(buffer);
+}
+
+/* ---- the windows ---- */
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The union of a window's kernel intervals: the time at least one kernel
+ * of the process ran on the GPU. */
+static uint64_t union_ns(struct device_state *d, uint64_t window)
+{
+	uint64_t busy = 0, cur_s = 0, cur_e = 0;
+
+	qsort(d->iv, d->n_iv, sizeof(*d->iv), cmp_interval);
+	for (size_t i = 0; i < d->n_iv; i++) {
+		if (i == 0 || d->iv[i].start > cur_e) {
+			busy += cur_e - cur_s;
+			cur_s = d->iv[i].start;
+			cur_e = d->iv[i].end;
+		} else if (d->iv[i].end > cur_e) {
+			cur_e = d->iv[i].end;
+		}
+	}
+	busy += cur_e - cur_s + d->overflow_ns;
+	return busy > window ? window : busy;
+}
+
+/* Close the window [win_start, win_end]: add it to every device's totals
+ * and write the records. Called with the lock held. */
+static void close_window(void)
+{
+	uint64_t window = st.win_end - st.win_start, wall = mono_ns() - ((uint64_t)st.start_mono.tv_sec * 1000000000u +
+									     (uint64_t)st.start_mono.tv_nsec);
+
+	for (uint32_t i = 0; i < MAX_DEVICES; i++) {
+		struct device_state *d = &st.dev[i];
+		struct gpushare_account_record r = st.base;
+		if (!d->seen)
+			continue;
+		d->window_ns += window;
+		d->busy_ns += union_ns(d, window);
+		d->n_iv = 0;
+		d->overflow_ns = 0;
+		r.device = i;
+		r.updated_ns = real_ns();
+		r.wall_ns = wall;
+		r.window_ns = d->window_ns;
+		r.busy_ns = d->busy_ns;
+		r.kernel_ns = d->kernel_ns;
+		r.kernels = d->kernels;
+		r.memory_bytes = (uint64_t)d->memory_bytes;
+		gpushare_account_write(st.dir, &r);
+	}
+}
+
+static void *sampler(void *arg)
+{
+	uint64_t period = (uint64_t)st.period_ms * 1000000u, window = (uint64_t)((double)period * st.duty);
+	bool go = true;
+
+	(void)arg;
+	if (window < 1000000u)
+		window = 1000000u;
+	if (window > period)
+		window = period;
+	while (go) {
+		uint64_t t;
+		pthread_mutex_lock(&st.lock);
+		go = !st.stopping;
+		cupti.cuptiGetTimestamp(&t);
+		st.win_start = t;
+		st.win_end = 0;
+		pthread_mutex_unlock(&st.lock);
+		if (!go || cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+			break; /* exiting, or no kernel activity here: record nothing */
+		go = nap(window);
+		cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		pthread_mutex_lock(&st.lock);
+		cupti.cuptiGetTimestamp(&t);
+		st.win_end = t;
+		pthread_mutex_unlock(&st.lock);
+		cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		pthread_mutex_lock(&st.lock);
+		close_window();
+		pthread_mutex_unlock(&st.lock);
+		if (go && period > window)
+			go = nap(period - window);
+	}
+	pthread_mutex_lock(&st.lock);
+	st.sampler_running = false;
+	pthread_cond_broadcast(&st.wake);
+	pthread_mutex_unlock(&st.lock);
+	return NULL;
+}
+
+/* At exit: end the window under way (its records are written) before the
+ * CUDA runtime's own exit handlers tear CUPTI down; wait at most 2 s. */
+static void at_exit(void)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += 2;
+	pthread_mutex_lock(&st.lock);
+	st.stopping = true;
+	pthread_cond_broadcast(&st.wake);
+	while (st.sampler_running && pthread_cond_timedwait(&st.wake, &st.lock, &dl) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&st.lock);
+}
+
+/* In a child forked from the process: no sampler runs there (threads do
+ * not survive a fork), so its exit must not wait for one. The lock may have
+ * been held by another thread at the fork: a fresh one. */
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&st.lock, NULL);
+	st.stopping = true;
+	st.sampler_running = false;
+}
+
+/* ---- loading ---- */
+
+static bool load_cupti(void)
+{
+	const char *env = getenv("GPUSHARE_CUPTI_LIBRARY");
+	static const char *const names[] = { "libcupti.so", "libcupti.so.13", "libcupti.so.12", NULL };
+
+	if (env && *env)
+		cupti.dl = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+	for (size_t i = 0; !cupti.dl && !(env && *env) && names[i]; i++)
+		cupti.dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!cupti.dl)
+		return false;
+#define X(name)                                                                                                   \
+	*(void **)(&cupti.name) = dlsym(cupti.dl, #name);                                                         \
+	if (!cupti.name)                                                                                          \
+		goto fail;
+	CUPTI_SYMBOLS(X)
+#undef X
+	return true;
+fail:
+	dlclose(cupti.dl);
+	memset(&cupti, 0, sizeof(cupti));
+	return false;
+}
+
+/* GPUSHARE_ACCOUNT_CGROUP names a file read in its place (for tests). */
+static void read_cgroup(char *buf, size_t len)
+{
+	const char *alt = getenv("GPUSHARE_ACCOUNT_CGROUP");
+	FILE *f = fopen(alt && *alt ? alt : "/proc/self/cgroup", "re");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+static void fill_base(void)
+{
+	char cg[4096], *end;
+	const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), *share = getenv("GPUSHARE_ACCOUNT_PROMISED");
+	double p = -1.0;
+
+	read_cgroup(cg, sizeof(cg));
+	st.base.pid = getpid();
+	st.base.uid = (int64_t)getuid();
+	st.base.start_ns = real_ns();
+	gpushare_account_owner_fill(&st.base.owner, cg);
+	/* what gpushare set wins over the MPS percentage it may have derived it from */
+	if (share && *share) {
+		p = strtod(share, &end);
+		if (*end || !(p >= 0 && p <= 1))
+			p = -1.0;
+	} else if (pct && *pct) {
+		p = strtod(pct, &end) / 100.0;
+		if (*end || !(p > 0 && p <= 1))
+			p = -1.0;
+	}
+	st.base.promised = p;
+}
+
+static double env_double(const char *name, double def, double lo, double hi)
+{
+	const char *v = getenv(name);
+	char *end;
+	double d;
+
+	if (!v || !*v)
+		return def;
+	d = strtod(v, &end);
+	return *end || !(d >= lo && d <= hi) ? def : d;
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void);
+
+int InitializeInjection(void)
+{
+	static int done;
+	const char *off = getenv("GPUSHARE_ACCOUNT");
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_condattr_t cattr;
+
+	if (done++ || (off && strcmp(off, "0") == 0))
+		return 1;
+	st.period_ms = (long)env_double("GPUSHARE_ACCOUNT_PERIOD_MS", 1000, 10, 3600000);
+	st.duty = env_double("GPUSHARE_ACCOUNT_DUTY", 0.05, 0.001, 1.0);
+	if (gpushare_account_dir(st.dir, sizeof(st.dir)) < 0 || !load_cupti())
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &st.start_mono);
+	fill_base();
+	if (cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
+		return 1;
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&st.wake, &cattr);
+	pthread_condattr_destroy(&cattr);
+	cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2); /* memory is optional */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	st.sampler_running = true;
+	if (pthread_create(&t, &attr, sampler, NULL) != 0) {
+		st.sampler_running = false;
+		cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
+	} else {
+		pthread_atfork(NULL, NULL, after_fork_child);
+		atexit(at_exit);
+	}
+	pthread_attr_destroy(&attr);
+	return 1;
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# End-to-end test of the accounting library (libgpushare-account.so) without
+# a GPU: tests/helpers/account_driver loads it as the CUDA driver does with
+# CUDA_INJECTION64_PATH, and the stand-in CUPTI (libfakecupti.so) delivers
+# scripted kernels (30% busy on device 0, 90% on device 1) and one
+# allocation. Checked: one record per process and GPU, the owner (Slurm job
+# and step, farm job, rank, a pod from a cgroup path is the unit test's), the
+# promise from CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, the busier device reading
+# busier, windows of a bounded part of the wall time, memory; and that the
+# library does nothing, and harms nothing, without CUPTI, with a CUPTI that
+# refuses, or when turned off.
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${GPUSHARE:?set by ctest}" "${GPUSHARE_TEST_HELPERS:?set by ctest}"
+H=$GPUSHARE_TEST_HELPERS
+LIB=$(dirname "$GPUSHARE")/libgpushare-account.so
+tmp=$(mktemp -d /tmp/gpushare-account-XXXXXX)
+cleanup() { rm -rf "$tmp"; }
+trap cleanup EXIT
+
+if [[ ! -e $H/libfakecupti.so || ! -e $LIB ]]; then
+	missing_tool "CUPTI's header (cupti.h): libgpushare-account.so was not built"
+	finish
+	exit 0
+fi
+
+# field FILE KEY: a record's value
+field() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+
+drive() { # drive DIR SECONDS [VAR=VALUE...]: the driver under the library, records in DIR
+	local d=$1 s=$2
+	shift 2
+	env GPUSHARE_ACCOUNT_DIR="$d" CUDA_INJECTION64_PATH="$LIB" GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" \
+		GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 "$@" "$H/account_driver" "$s"
+}
+
+unset SLURM_JOB_ID SLURM_STEP_ID GPUSHARE_FARM_JOB OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID \
+	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE GPUSHARE_ACCOUNT_PROMISED GPUSHARE_ACCOUNT POD_NAMESPACE POD_NAME
+
+# ---- the record path ----
+d=$tmp/rec
+check "the driver runs under the library" drive "$d" 1.5 FAKE_CUPTI_KERNELS=0:300:700,1:900:100 \
+	FAKE_CUPTI_MEMORY=1:1048576 SLURM_JOB_ID=4242 SLURM_STEP_ID=0 GPUSHARE_FARM_JOB=17 SLURM_PROCID=3 \
+	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 FAKE_CUPTI_IGNORE_LIMIT=1
+mapfile -t recs < <(find "$d" -name '*.rec' | sort)
+check "one record per GPU (${#recs[@]})" test "${#recs[@]}" -eq 2
+r0=$(find "$d" -name '*-0.rec')
+r1=$(find "$d" -name '*-1.rec')
+check "no temporary file is left" test -z "$(find "$d" -name '*.tmp')"
+check "the magic line" test "$(head -n1 "$r0")" = "gpushare-account 1"
+check "the owner: Slurm job" test "$(field "$r1" slurm_job)" = 4242
+check "the owner: Slurm step" test "$(field "$r1" slurm_step)" = 0
+check "the owner: farm job" test "$(field "$r1" farm_job)" = 17
+check "the owner: rank" test "$(field "$r1" rank)" = 3
+check "no pod outside Kubernetes" test -z "$(field "$r1" k8s_pod)"
+check "the promise from the MPS percentage" test "$(field "$r0" promised)" = 0.250000
+check "kernels were seen on both GPUs" test "$(field "$r0" kernels)" -gt 0 -a "$(field "$r1" kernels)" -gt 0
+share() { awk '$1 == "busy_ns" { b = $2 } $1 == "window_ns" { w = $2 } END { if (w > 0) printf "%.3f", b / w }' "$1"; }
+s0=$(share "$r0")
+s1=$(share "$r1")
+echo "shares: device 0 $s0 (scripted 0.30), device 1 $s1 (scripted 0.90)"
+check "the busier GPU reads busier, each share in (0, 1]" \
+	awk -v a="$s0" -v b="$s1" 'BEGIN { exit !(a > 0 && a < b && b <= 1) }'
+check "windows cover part of the wall time only" \
+	awk -v w="$(field "$r0" window_ns)" -v t="$(field "$r0" wall_ns)" 'BEGIN { exit !(w > 0 && w < t) }'
+check "memory from the allocation record" test "$(field "$r1" memory_bytes)" = 1048576
+check "the directory is the user's alone" test "$(stat -c %a "$d")" = 700
+
+# GPUSHARE_ACCOUNT_PROMISED (what gpushare sets) wins over the MPS percentage
+d=$tmp/promised
+drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 GPUSHARE_ACCOUNT_PROMISED=0.5 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
+check "GPUSHARE_ACCOUNT_PROMISED wins" test "$(field "$(find "$d" -name '*.rec')" promised)" = 0.500000
+
+# a window under way when the process exits is closed and written (a 5 s window, a 0.5 s process)
+d=$tmp/exit
+drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 GPUSHARE_ACCOUNT_PERIOD_MS=10000 GPUSHARE_ACCOUNT_DUTY=0.5
+check "the window under way at exit is written" test "$(field "$(find "$d" -name '*.rec')" kernels)" -gt 0
+
+# ---- the share attained by slowdown (what the conformance run compares) ----
+# One saturating probe alone on the whole GPU, then under MPS limits of 25 and
+# 75%, then under a server that ignores the limit (a planted 100/100).
+mean() { awk '$1 == "kernel_ns" { k = $2 } $1 == "kernels" { n = $2 } END { if (n > 0) printf "%.1f", k / n }' "$1"; }
+attained() { # attained DIR: alone mean / this mean
+	awk -v a="$(mean "$(find "$tmp/alone" -name '*.rec')")" -v c="$(mean "$(find "$1" -name '*.rec')")" \
+		'BEGIN { if (a > 0 && c > 0) printf "%.3f", (a >= c ? 1 : a / c) }'
+}
+within() { awk -v x="$1" -v p="$2" 'BEGIN { d = x - p; exit !(x != "" && d <= 0.05 && d >= -0.05) }'; }
+drive "$tmp/alone" 0.5 FAKE_CUPTI_KERNELS=0:1000:0
+drive "$tmp/c25" 0.5 FAKE_CUPTI_KERNELS=0:1000:0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
+drive "$tmp/c75" 0.5 FAKE_CUPTI_KERNELS=0:1000:0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=75
+drive "$tmp/bad" 0.5 FAKE_CUPTI_KERNELS=0:1000:0 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 FAKE_CUPTI_IGNORE_LIMIT=1
+a25=$(attained "$tmp/c25")
+a75=$(attained "$tmp/c75")
+abad=$(attained "$tmp/bad")
+echo "attained by slowdown: $a25 (promised 0.25), $a75 (0.75), planted 100/100: $abad (0.25)"
+check "25% attained within 5 points" within "$a25" 0.25
+check "75% attained within 5 points" within "$a75" 0.75
+check "a limit not applied is outside 5 points" test -n "$abad" -a "$(within "$abad" 0.25 && echo in)" != in
+
+# ---- gpushare check: the same, as the conformance run does it ----
+probe=("$H/account_driver" 600)
+export GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 \
+	FAKE_CUPTI_KERNELS=0:1000:0
+run check --shares 25,75 --seconds 1 -- "${probe[@]}"
+check "check passes 25/75 applied (exit $rc)" test "$rc" -eq 0
+check "check's table: two clients pass" test "$(grep -c ' pass$' "$tmp/out")" -eq 2
+run check --shares 25,75 --seconds 1 --json -- env FAKE_CUPTI_IGNORE_LIMIT=1 "${probe[@]}"
+check "check fails a planted 100/100 (exit $rc)" test "$rc" -eq 15
+check "check --json: both clients fail" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["pass"] is False and [c["verdict"] for c in d["clients"]] == ["fail", "fail"], d
+assert abs(d["clients"][0]["attained"] - 1.0) < 1e-6 and d["clients"][0]["promised"] == 0.25, d' "$tmp/out"
+check "check names the failing client" grep -q 'client 0 (pid [0-9]*) promised 25.0% attained 100.0%' "$tmp/err"
+run check --seconds 1 -- env GPUSHARE_CUPTI_LIBRARY=/nonexistent "${probe[@]}"
+check "check without CUPTI: exit 8" test "$rc" -eq 8
+run check --shares 25,0 -- "${probe[@]}"
+check "check --shares 25,0: exit 2" test "$rc" -eq 2
+run check --shares 25
+check "check without a probe: exit 2" test "$rc" -eq 2
+check "check leaves no probe behind" test -z "$(pgrep -f "$H/account_driver 600" || true)"
+unset GPUSHARE_CUPTI_LIBRARY GPUSHARE_ACCOUNT_PERIOD_MS GPUSHARE_ACCOUNT_DUTY FAKE_CUPTI_KERNELS
+
+# ---- nothing harmful ----
+d=$tmp/none
+check "without CUPTI the process runs" drive "$d" 0.3 GPUSHARE_CUPTI_LIBRARY=/nonexistent/libcupti.so
+check "without CUPTI nothing is written" test ! -e "$d"
+check "with a CUPTI that refuses the process runs" drive "$d" 0.5 FAKE_CUPTI_ENABLE_ERROR=1 \
+	FAKE_CUPTI_KERNELS=0:100:100
+check "with a CUPTI that refuses nothing is written" test -z "$(find "$d" -name '*.rec' 2>/dev/null)"
+check "turned off, the process runs" drive "$d" 0.3 GPUSHARE_ACCOUNT=0 FAKE_CUPTI_KERNELS=0:100:100
+check "turned off, nothing is written" test -z "$(find "$d" -name '*.rec' 2>/dev/null)"
+check "an unwritable directory harms nothing" drive /proc/gpushare-account 0.5 FAKE_CUPTI_KERNELS=0:100:100
+
+# ---- the exporter's series ----
+if ! command -v promtool >/dev/null; then
+	missing_tool "promtool (Debian package prometheus)"
+else
+	d=$tmp/exp
+	printf '0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c_aaaa_bbbb_cccc_123456789abc.slice/cri-containerd-abcdef0123456789abcdef0123456789.scope\n' >"$tmp/cgroup"
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:500:500 FAKE_CUPTI_MEMORY=0:4096 GPUSHARE_ACCOUNT_CGROUP="$tmp/cgroup" \
+		POD_NAMESPACE=ml CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900 SLURM_JOB_ID=99 SLURM_STEP_ID=2 GPUSHARE_FARM_JOB=5 PMI_RANK=1
+	# a planted record that is not one (bad label) and a stale one of a gone process
+	printf 'gpushare-account 1\npid 1\nslurm_job a"b\n' >"$d/1-0.rec"
+	GPUSHARE_ACCOUNT_DIR=$d "$GPUSHARE" exporter --once >"$tmp/exp.txt" 2>"$tmp/exp.err" || true
+	check "the exposition lints" promtool check metrics <"$tmp/exp.txt"
+	for fam in gpushare_client_gpu_seconds_total gpushare_client_sm_share_ratio gpushare_client_memory_bytes; do
+		check "$fam: two clients" test "$(grep -c "^$fam{" "$tmp/exp.txt")" -eq 2
+	done
+	check "a promise only where one was made" \
+		test "$(grep -c '^gpushare_client_share_promised_ratio{' "$tmp/exp.txt")" -eq 1
+	check "a pod's client: namespace, pod UID and container" grep -q \
+		'k8s_namespace="ml",k8s_pod="0f1e2d3c-aaaa-bbbb-cccc-123456789abc",k8s_container="abcdef012345"' "$tmp/exp.txt"
+	check "a Slurm client: job, step, farm job and rank" grep -q \
+		'slurm_job_id="99",slurm_step="2",k8s_namespace="",k8s_pod="",k8s_container="",farm_job="5",rank="1"' "$tmp/exp.txt"
+	check "the promise of the pod's client" grep -q '^gpushare_client_share_promised_ratio{.*k8s_namespace="ml".*} 0.5$' \
+		"$tmp/exp.txt"
+	check "the planted record is not served" test -z "$(grep 'pid="1"' "$tmp/exp.txt")"
+	check "records of processes gone less than a minute ago are kept" test "$(find "$d" -name '*.rec' | wc -l)" -eq 3
+fi
+
+finish account

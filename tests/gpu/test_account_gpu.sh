@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# GPU test (label gpu): per-client accounting with the real CUPTI.
+#  1. saturate (tests/gpu/saturate.cu) alone under libgpushare-account.so:
+#     a record with kernels, a share near 1 and its device memory;
+#  2. the exporter serves it;
+#  3. under MPS, `gpushare check --shares 25,75` passes, and the same plan
+#     with the limits overridden to 100/100 (a planted misconfiguration)
+#     fails with exit 15.
+# The figures are printed for docs/benchmarks.md.
+set -euo pipefail
+G=${GPUSHARE:?} H=${GPUSHARE_TEST_HELPERS:?}
+LIB=$(dirname "$G")/libgpushare-account.so
+D=$(mktemp -d /tmp/gsacc.XXXXXX)
+P=$D/pipe L=$D/log
+cleanup() {
+	"$G" mps stop --pipe-dir "$P" --log-dir "$L" --force --timeout 20s >/dev/null 2>&1 || true
+	rm -rf "$D"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok: $*"; }
+field() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+
+[[ -e $LIB ]] || fail "$LIB not built (cupti.h not found at configure time?)"
+if [[ -z ${GPUSHARE_CUPTI_LIBRARY:-} ]]; then
+	for c in /usr/local/cuda/lib64/libcupti.so /usr/local/cuda/extras/CUPTI/lib64/libcupti.so \
+		/usr/local/cuda/lib/libcupti.so; do
+		[[ -e $c ]] && export GPUSHARE_CUPTI_LIBRARY=$c && break
+	done
+fi
+[[ -n ${GPUSHARE_CUPTI_LIBRARY:-} ]] || fail "libcupti.so not found (set GPUSHARE_CUPTI_LIBRARY)"
+echo "CUPTI: $GPUSHARE_CUPTI_LIBRARY"
+
+# 1. alone
+GPUSHARE_ACCOUNT_DIR=$D/alone CUDA_INJECTION64_PATH=$LIB "$H/saturate" 5 || fail "saturate under the library"
+rec=$(find "$D/alone" -name '*-0.rec' | head -n1)
+[[ -n $rec ]] || fail "no record written"
+cat "$rec"
+k=$(field "$rec" kernels)
+[[ $k -gt 0 ]] || fail "no kernel recorded"
+share=$(awk '$1 == "busy_ns" { b = $2 } $1 == "window_ns" { w = $2 } END { printf "%.3f", b / w }' "$rec")
+echo "alone: kernels $k, share $share, mean kernel $(awk '$1 == "kernel_ns" { k = $2 } $1 == "kernels" { n = $2 } END { printf "%.1f us", k / n / 1e3 }' "$rec")"
+awk -v s="$share" 'BEGIN { exit !(s > 0.9) }' || fail "a saturating process alone reads a share of $share"
+[[ $(field "$rec" memory_bytes) -ge 4 ]] || fail "its allocation was not seen"
+ok "a record of the saturating probe, share $share"
+
+# 2. the exporter
+GPUSHARE_ACCOUNT_DIR=$D/alone "$G" exporter --once >"$D/exp.txt" || true
+grep -q '^gpushare_client_sm_share_ratio{' "$D/exp.txt" || fail "the exporter serves no client"
+ok "the exporter serves it"
+
+# 3. under MPS
+export CUDA_MPS_PIPE_DIRECTORY=$P CUDA_MPS_LOG_DIRECTORY=$L
+"$G" mps start --pipe-dir "$P" --log-dir "$L" >/dev/null || fail "mps start"
+"$G" check --shares 25,75 --seconds 10 --account-lib "$LIB" -- "$H/saturate" 600 | tee "$D/check.txt" ||
+	fail "check 25/75 under MPS limits"
+ok "check passes 25/75 under MPS limits"
+set +e
+"$G" check --shares 25,75 --seconds 10 --account-lib "$LIB" --json -- \
+	env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 "$H/saturate" 600 | tee "$D/bad.json"
+rc=${PIPESTATUS[0]}
+set -e
+[[ $rc -eq 15 ]] || fail "check passed (exit $rc) a 100/100 misconfiguration of a 25/75 plan"
+ok "check fails the planted 100/100 (exit 15)"
+echo "all accounting GPU checks passed"

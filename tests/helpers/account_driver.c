@@ -1,0 +1,42 @@
+/*
+ * A CUDA process without CUDA, for the accounting tests: it does what the
+ * CUDA driver does with CUDA_INJECTION64_PATH (load the library it names and
+ * call its InitializeInjection), then stays for the seconds given, while the
+ * library's sampling thread runs against the stand-in CUPTI
+ * (libfakecupti.c).
+ *
+ *   account_driver SECONDS
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+int main(int argc, char **argv)
+{
+	const char *path = getenv("CUDA_INJECTION64_PATH");
+	double secs = argc > 1 ? atof(argv[1]) : 1.0;
+	struct timespec t = { .tv_sec = (time_t)secs, .tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9) };
+	void *dl;
+	int (*init)(void);
+
+	if (!path) {
+		fprintf(stderr, "account_driver: CUDA_INJECTION64_PATH is not set\n");
+		return 2;
+	}
+	if (!(dl = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+		fprintf(stderr, "account_driver: %s\n", dlerror());
+		return 2;
+	}
+	*(void **)(&init) = dlsym(dl, "InitializeInjection");
+	if (!init) {
+		fprintf(stderr, "account_driver: no InitializeInjection in %s\n", path);
+		return 2;
+	}
+	if (init() != 1) {
+		fprintf(stderr, "account_driver: InitializeInjection failed\n");
+		return 1;
+	}
+	nanosleep(&t, NULL);
+	return 0;
+}

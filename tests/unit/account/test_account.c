@@ -1,0 +1,224 @@
+/*
+ * Accounting records (lib/account/account.c): the text round trip, the
+ * refusals of the reader, the owner from a Kubernetes cgroup path, the
+ * directory's atomic write and walk.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gpushare/account.h"
+
+#define UNIT_TMPDIR "/tmp/gpushare-test-account"
+#include "tmpdir.h"
+
+static struct gpushare_account_record sample(void)
+{
+	struct gpushare_account_record r = { .pid = 4242, .uid = 1000, .device = 1, .start_ns = 1, .updated_ns = 2,
+					     .wall_ns = 10000000000ull, .window_ns = 500000000ull,
+					     .busy_ns = 125000000ull, .kernel_ns = 130000000ull, .kernels = 77,
+					     .memory_bytes = 1u << 30, .promised = 0.25 };
+	strcpy(r.owner.slurm_job, "1234");
+	strcpy(r.owner.k8s_pod, "train-0");
+	strcpy(r.owner.rank, "3");
+	return r;
+}
+
+static void test_round_trip(void **state)
+{
+	struct gpushare_account_record r = sample(), back;
+	char text[GPUSHARE_ACCOUNT_RECORD_MAX];
+	int n = gpushare_account_format(&r, text, sizeof(text));
+
+	(void)state;
+	assert_true(n > 0);
+	assert_int_equal(gpushare_account_parse(text, (size_t)n, &back), 0);
+	assert_int_equal(back.pid, 4242);
+	assert_int_equal(back.device, 1);
+	assert_int_equal(back.busy_ns, 125000000ull);
+	assert_int_equal(back.kernels, 77);
+	assert_string_equal(back.owner.slurm_job, "1234");
+	assert_string_equal(back.owner.k8s_pod, "train-0");
+	assert_string_equal(back.owner.rank, "3");
+	assert_string_equal(back.owner.farm_job, "");
+	assert_true(back.promised > 0.2499 && back.promised < 0.2501);
+	assert_true(gpushare_account_share(&back) > 0.2499 && gpushare_account_share(&back) < 0.2501);
+	assert_true(gpushare_account_gpu_seconds(&back) > 2.499 && gpushare_account_gpu_seconds(&back) < 2.501);
+	/* too small a buffer */
+	assert_int_equal(gpushare_account_format(&r, text, 20), -1);
+}
+
+static void test_refusals(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"gpushare-account 2\npid 1\n",
+		"pid 1\n",
+		"gpushare-account 1\n",                                        /* no pid */
+		"gpushare-account 1\npid 0\n",                                 /* pid must be positive */
+		"gpushare-account 1\npid 1\nkernels 18446744073709551616\n",  /* overflows */
+		"gpushare-account 1\npid 1\nkernels -1\n",
+		"gpushare-account 1\npid 1\nkernels 1x\n",
+		"gpushare-account 1\npid 1\npromised 1.5\n",
+		"gpushare-account 1\npid 1\npromised nan\n",
+		"gpushare-account 1\npid 1\nslurm_job a\"b\n",                 /* a label of other characters */
+		"gpushare-account 1\npid 1\nk8s_pod \n",
+		"gpushare-account 1\npid 1\nnospace\n",
+	};
+	struct gpushare_account_record r;
+	char nul[] = "gpushare-account 1\npid 1\nslurm_job 1\0x\n";
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(gpushare_account_parse(bad[i], strlen(bad[i]), &r), -1);
+	assert_int_equal(gpushare_account_parse(nul, sizeof(nul) - 1, &r), -1);
+	/* a newer writer's key is skipped; no trailing newline is needed */
+	assert_int_equal(gpushare_account_parse("gpushare-account 1\nfuture 9\npid 7", 33, &r), 0);
+	assert_int_equal(r.pid, 7);
+	assert_true(r.promised < 0);
+	assert_true(gpushare_account_share(&r) < 0);
+}
+
+static void test_cgroup(void **state)
+{
+	char pod[64], ctr[64];
+	struct gpushare_account_owner o;
+
+	(void)state;
+	assert_int_equal(gpushare_account_cgroup_pod("0::/kubepods/burstable/pod0f1e2d3c-aaaa-bbbb-cccc-123456789abc/"
+						     "3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a\n",
+						     pod, sizeof(pod), ctr, sizeof(ctr)),
+			 1);
+	assert_string_equal(pod, "0f1e2d3c-aaaa-bbbb-cccc-123456789abc");
+	assert_string_equal(ctr, "3f2a1b0c9d8e");
+	assert_int_equal(gpushare_account_cgroup_pod(
+				 "12:cpu:/x\n0::/kubepods.slice/kubepods-besteffort.slice/"
+				 "kubepods-besteffort-pod0f1e2d3c_aaaa_bbbb_cccc_123456789abc.slice/"
+				 "cri-containerd-abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789.scope\n",
+				 pod, sizeof(pod), ctr, sizeof(ctr)),
+			 1);
+	assert_string_equal(pod, "0f1e2d3c-aaaa-bbbb-cccc-123456789abc");
+	assert_string_equal(ctr, "abcdef012345");
+	assert_int_equal(gpushare_account_cgroup_pod("0::/user.slice/user-1000.slice/session-3.scope\n", pod,
+						     sizeof(pod), ctr, sizeof(ctr)),
+			 0);
+	assert_string_equal(pod, "");
+	setenv("POD_NAMESPACE", "ml", 1);
+	setenv("SLURM_JOB_ID", "99", 1);
+	setenv("GPUSHARE_FARM_JOB", "bad value", 1);
+	gpushare_account_owner_fill(&o, "0::/kubepods/pod0f1e2d3c-aaaa-bbbb-cccc-123456789abc/0123456789abcdef\n");
+	assert_string_equal(o.k8s_namespace, "ml");
+	assert_string_equal(o.k8s_pod, "0f1e2d3c-aaaa-bbbb-cccc-123456789abc");
+	assert_string_equal(o.k8s_container, "0123456789ab");
+	assert_string_equal(o.slurm_job, "99");
+	assert_string_equal(o.farm_job, "");
+	/* outside a pod the namespace is not read */
+	gpushare_account_owner_fill(&o, NULL);
+	assert_string_equal(o.k8s_namespace, "");
+	unsetenv("POD_NAMESPACE");
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("GPUSHARE_FARM_JOB");
+}
+
+static int count_fn(const struct gpushare_account_record *r, void *arg)
+{
+	*(int64_t *)arg += r->pid;
+	return 0;
+}
+
+static void test_dir(void **state)
+{
+	struct gpushare_account_record r = sample();
+	char sub[128], path[256];
+	int64_t sum = 0;
+	FILE *f;
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/a/b", dir);
+	assert_int_equal(gpushare_account_write(sub, &r), 0);
+	r.device = 0;
+	assert_int_equal(gpushare_account_write(sub, &r), 0);
+	r.device = 1;
+	assert_int_equal(gpushare_account_write(sub, &r), 0); /* replaced, not added */
+	/* a malformed record, a file of another name and a directory are skipped */
+	snprintf(path, sizeof(path), "%s/5-0.rec", sub);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("gpushare-account 1\npid x\n", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/notes.txt", sub);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/6-0.rec", sub);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(gpushare_account_read_dir(sub, 0, count_fn, &sum), 2);
+	assert_int_equal(sum, 2 * 4242);
+	/* a record of a process that is gone goes once stale: a reaped child's */
+	{
+		pid_t child = fork();
+		struct timeval old[2] = { { 1000, 0 }, { 1000, 0 } };
+		if (child == 0)
+			_exit(0);
+		assert_true(child > 0);
+		assert_int_equal(waitpid(child, NULL, 0), child);
+		r.pid = child;
+		assert_int_equal(gpushare_account_write(sub, &r), 0);
+		snprintf(path, sizeof(path), "%s/%d-1.rec", sub, (int)child);
+		assert_int_equal(gpushare_account_read_dir(sub, 60, NULL, NULL), 3); /* fresh: kept */
+		assert_int_equal(utimes(path, old), 0);
+		assert_int_equal(gpushare_account_read_dir(sub, 60, NULL, NULL), 2);
+		assert_int_equal(access(path, F_OK), -1);
+	}
+	assert_true(gpushare_account_read_dir("/nonexistent-gpushare", 0, count_fn, &sum) < 0);
+	setenv("GPUSHARE_ACCOUNT_DIR", sub, 1);
+	assert_int_equal(gpushare_account_dir(path, sizeof(path)), 0);
+	assert_string_equal(path, sub);
+	assert_int_equal(gpushare_account_dir(path, 4), -1);
+	unsetenv("GPUSHARE_ACCOUNT_DIR");
+}
+
+static void test_verdict(void **state)
+{
+	struct gpushare_account_record alone = { .kernels = 100, .kernel_ns = 100 * 100000ull }, a = alone, b = alone,
+				       none = { 0 };
+	struct gpushare_account_verdict v;
+
+	(void)state;
+	/* 25/75 under MPS limits: kernels 4x and 4/3x as long as alone */
+	a.kernel_ns = 100 * 400000ull;
+	b.kernel_ns = 100 * 133333ull;
+	assert_int_equal(gpushare_account_verdict(&alone, &a, 0.25, 0.05, &v), 1);
+	assert_true(v.attained > 0.249 && v.attained < 0.251);
+	assert_int_equal(gpushare_account_verdict(&alone, &b, 0.75, 0.05, &v), 1);
+	/* a 100/100 misconfiguration: the 25% client runs as fast as alone */
+	assert_int_equal(gpushare_account_verdict(&alone, &alone, 0.25, 0.05, &v), 0);
+	assert_true(v.attained > 0.999 && v.error > 0.74);
+	/* faster than alone counts as the whole GPU; no kernels: unknown */
+	a.kernel_ns = 100 * 50000ull;
+	assert_int_equal(gpushare_account_verdict(&alone, &a, 1.0, 0.05, &v), 1);
+	assert_int_equal(gpushare_account_verdict(&alone, &none, 0.5, 0.05, &v), -1);
+	assert_int_equal(gpushare_account_verdict(&none, &a, 0.5, 0.05, &v), -1);
+	assert_true(v.attained < 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_cgroup),
+		cmocka_unit_test(test_dir),
+		cmocka_unit_test(test_verdict),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
