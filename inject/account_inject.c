@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cupti.h>
+#include "cupti_types.h"
 
 #include "gpushare/account.h"
 
@@ -128,7 +128,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 
 /* A kernel record; the fields read (kind, start, end, deviceId) sit at the
  * same place in every CUpti_ActivityKernel version from 4 to 10. */
-static void add_kernel(const CUpti_ActivityKernel10 *k)
+static void add_kernel(const struct gpushare_cupti_kernel *k)
 {
 	uint64_t s = k->start, e = k->end;
 	struct device_state *d;
@@ -155,7 +155,7 @@ static void add_kernel(const CUpti_ActivityKernel10 *k)
 		d->overflow_ns += e - s;
 }
 
-static void add_memory(const CUpti_ActivityMemory4 *m)
+static void add_memory(const struct gpushare_cupti_memory *m)
 {
 	struct device_state *d;
 
@@ -179,9 +179,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	pthread_mutex_lock(&st.lock);
 	while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
 		if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL)
-			add_kernel((const CUpti_ActivityKernel10 *)(const void *)rec);
+			add_kernel((const struct gpushare_cupti_kernel *)(const void *)rec);
 		else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMORY2)
-			add_memory((const CUpti_ActivityMemory4 *)(const void *)rec);
+			add_memory((const struct gpushare_cupti_memory *)(const void *)rec);
 	}
 	pthread_mutex_unlock(&st.lock);
 	free(buffer);

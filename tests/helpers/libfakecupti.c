@@ -15,7 +15,7 @@
  * Under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE P a kernel lasts 100/P times its
  * busy_us, as a saturating kernel does under an MPS limit;
  * FAKE_CUPTI_IGNORE_LIMIT=1 plants a server that does not apply it.
- * Records are CUpti_ActivityKernel10 and CUpti_ActivityMemory4, each
+ * Records are struct gpushare_cupti_kernel and struct gpushare_cupti_memory, each
  * zero-filled but for the fields the accounting reads.
  */
 #include <stdbool.h>
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <cupti.h>
+#include "cupti_types.h"
 
 #define MAX_SPANS 256
 
@@ -90,7 +90,7 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 /* A record's size, known from its kind (the real CUPTI's are of many kinds). */
 static size_t record_size(const CUpti_Activity *a)
 {
-	return a->kind == CUPTI_ACTIVITY_KIND_MEMORY2 ? sizeof(CUpti_ActivityMemory4) : sizeof(CUpti_ActivityKernel10);
+	return a->kind == CUPTI_ACTIVITY_KIND_MEMORY2 ? sizeof(struct gpushare_cupti_memory) : sizeof(struct gpushare_cupti_kernel);
 }
 
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record)
@@ -131,7 +131,7 @@ static void kernels(struct out *o, uint64_t start, uint64_t end)
 	while (s && sscanf(s, "%u:%u:%u%n", &dev, &busy, &idle, &used) == 3) {
 		busy = busy * 100 / limit;
 		for (uint64_t t = start; busy && t < end; t += (uint64_t)(busy + idle) * 1000u) {
-			CUpti_ActivityKernel10 k;
+			struct gpushare_cupti_kernel k;
 			memset(&k, 0, sizeof(k));
 			k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 			k.deviceId = dev;
@@ -154,7 +154,7 @@ static void memory(struct out *o)
 	int used;
 
 	while (s && sscanf(s, "%u:%llu%n", &dev, &bytes, &used) == 2) {
-		CUpti_ActivityMemory4 m;
+		struct gpushare_cupti_memory m;
 		memset(&m, 0, sizeof(m));
 		m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
 		m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
