@@ -483,7 +483,8 @@ static int open_resume(struct farm *f)
 				   "this is shard %lu/%lu but the journal's farm was shard %lu/%lu; "
 				   "resume each shard in its own directory", f->shard.index, f->shard.count,
 				   old->shard.index, old->shard.count);
-	f->q.rs.rerun_failed = c->rerun_failed;
+	if (c->rerun_failed)
+		gpushare_farm_resume_rerun_failed(&f->q.rs);
 	if (!rc)
 		rc = gpushare_farm_resume_end(&f->q.rs, &f->shard, c->retries);
 	gpushare_farm_journal_data_release(&d);

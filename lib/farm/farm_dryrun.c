@@ -173,7 +173,8 @@ static int dry_journal(const struct farm_view *f, enum farm_jobs_mode *mode)
 	if (d.config.shard.index != f->shard->index || d.config.shard.count != f->shard->count)
 		rc = gpushare_fail(GPUSHARE_E_INVAL, "this is shard %lu/%lu but the journal's farm was shard %lu/%lu",
 				   f->shard->index, f->shard->count, d.config.shard.index, d.config.shard.count);
-	f->rs->rerun_failed = f->c->rerun_failed;
+	if (f->c->rerun_failed)
+		gpushare_farm_resume_rerun_failed(f->rs);
 	if (!rc)
 		rc = gpushare_farm_resume_end(f->rs, f->shard, f->c->retries);
 	gpushare_farm_journal_data_release(&d);

@@ -3,7 +3,6 @@
  * without a shell, templates over argument files and ranges, job hashes and
  * the choice of a shard.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -246,75 +245,6 @@ int gpushare_farm_jobs_split(const char *line, size_t len, char ***argv, size_t 
 }
 
 static const char sh_prefix[] = "/bin/sh\0-c";   /* two strings, with the final NUL */
-
-/* dash's and POSIX's builtins: a plain line must not start with one (its
- * program in PATH, if any, may differ: dash's echo reads backslashes). */
-static bool is_sh_builtin(const char *w)
-{
-	static const char *const names[] = {
-		".", ":", "[", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval", "exec",
-		"exit", "export", "false", "fc", "fg", "getopts", "hash", "jobs", "kill", "local", "printf", "pwd",
-		"read", "readonly", "return", "set", "shift", "source", "test", "times", "trap", "true", "type",
-		"ulimit", "umask", "unalias", "unset", "wait",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(w, names[i]))
-			return true;
-	return false;
-}
-
-/* The line holds nothing the shell would expand or treat as syntax: out of
- * quotes only [A-Za-z0-9_./:,+@%=-], blanks and backslash escapes; in
- * double quotes no '$', '`' or '\' (what sh would expand or unescape
- * differently from nothing); single quotes hold anything. */
-static bool sh_plain(const char *line)
-{
-	enum { OUT, SQ, DQ } q = OUT;
-
-	for (const char *p = line; *p; p++) {
-		unsigned char c = (unsigned char)*p;
-
-		if (q == SQ) {
-			if (c == '\'')
-				q = OUT;
-		} else if (q == DQ) {
-			if (c == '"')
-				q = OUT;
-			else if (c == '$' || c == '`' || c == '\\')
-				return false;
-		} else if (c == '\'') {
-			q = SQ;
-		} else if (c == '"') {
-			q = DQ;
-		} else if (!(isalnum(c) || is_blank((char)c) || strchr("_./:,+@%=-", c))) {
-			return false;
-		}
-	}
-	return q == OUT;
-}
-
-int gpushare_farm_jobs_direct(char *const argv[], char ***direct)
-{
-	char **v;
-	size_t n;
-	int rc;
-
-	*direct = NULL;
-	if (!argv[0] || strcmp(argv[0], "/bin/sh") || !argv[1] || strcmp(argv[1], "-c") || !argv[2] || argv[3] ||
-	    !sh_plain(argv[2]))
-		return GPUSHARE_OK;
-	rc = gpushare_farm_jobs_split(argv[2], strlen(argv[2]), &v, &n);
-	if (rc)
-		return rc;
-	/* An assignment (FOO=1 cmd) or a builtin first: the shell's business. */
-	if (!n || strchr(v[0], '=') || is_sh_builtin(v[0])) {
-		free(v);
-		return GPUSHARE_OK;
-	}
-	*direct = v;
-	return GPUSHARE_OK;
-}
 
 int gpushare_farm_jobs_add_line(struct farm_jobs *list, const char *line, size_t len, size_t lineno)
 {

@@ -296,6 +296,8 @@ struct farm_resume {
  * if it also has failed records. Built as records go by: begin, add each
  * record, end. */
 int gpushare_farm_resume_begin(struct farm_resume *r, size_t n_jobs);
+/* --rerun-failed: set between begin and end (rerun_failed above). */
+void gpushare_farm_resume_rerun_failed(struct farm_resume *r);
 int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *rec);
 int gpushare_farm_resume_end(struct farm_resume *r, const struct farm_shard *shard, unsigned retries);
 /* The same from a loaded journal (d NULL: no records). */

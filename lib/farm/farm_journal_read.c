@@ -472,6 +472,11 @@ int gpushare_farm_resume_begin(struct farm_resume *r, size_t n_jobs)
 	return GPUSHARE_OK;
 }
 
+void gpushare_farm_resume_rerun_failed(struct farm_resume *r)
+{
+	r->rerun_failed = true;
+}
+
 int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *rec)
 {
 	struct farm_resume_entry *e;
