@@ -224,7 +224,8 @@ int gpushare_farm_status_jobs(const char *const *dirs, size_t n, struct gpushare
 		rc = add_running(&s);
 		if (!rc) {
 			/* In job order, as the list was written, not as the jobs ended. */
-			qsort(s.v + first, s.n - first, sizeof(*s.v), by_job);
+			if (s.n - first > 1)
+				qsort(s.v + first, s.n - first, sizeof(*s.v), by_job);
 			add_commands(s.v + first, s.n - first, dirs[i], mode);
 		}
 	}
