@@ -20,7 +20,7 @@
 /* Where farm's options go (cli_parse_options()). */
 struct farm_args {
 	struct gpushare_farm_config c;
-	bool dir_given, dry_run, tag, json, quiet;
+	bool dir_given, dry_run, tag, json, quiet, shell, no_shell;
 };
 
 #define AT(field) CLI_AT(struct farm_args, field)
@@ -31,10 +31,11 @@ static int set_dir(struct cli_parse *p, void *args)
 	struct farm_args *a = args;
 
 	if (a->dir_given)
-		return cli_error(EXIT_USAGE, "farm: give one of --dir and --resume, once");
+		return cli_error(EXIT_USAGE, "farm: give one of --dir, --resume and --rerun-failed, once");
 	a->dir_given = true;
 	a->c.dir = p->arg;
-	a->c.resume = p->opt->id == OPT_RESUME;
+	a->c.resume = p->opt->id == OPT_RESUME || p->opt->id == OPT_RERUN_FAILED;
+	a->c.rerun_failed = p->opt->id == OPT_RERUN_FAILED;
 	return EXIT_OK;
 }
 
@@ -94,6 +95,10 @@ static const struct cli_opt farm_opts[] = {
 	{ .id = OPT_RESUME, .long_name = "resume", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "continue the farm in DIR: its jobs come from DIR/jobs.jsonl, or from a job list given again, which must be the same",
 	  .to = CLI_TO_CALL, .call = set_dir },
+	{ .id = OPT_RERUN_FAILED, .long_name = "rerun-failed", .kind = CLI_DIR, .value_name = "DIR",
+	  .help = "continue the farm in DIR as --resume does, and run again the jobs that failed for good (failed or "
+	  "timed out with their retries used up, or refused), each with the recorded options and 1 + --retries attempts",
+	  .to = CLI_TO_CALL, .call = set_dir },
 	{ .id = OPT_SLOTS, .long_name = "slots", .kind = CLI_INT, .value_name = "K",
 	  .help = "jobs at once per GPU (1.." STR(GPUSHARE_FARM_MAX_SLOTS) "); default: a short calibration "
 	  "at K = 1, 2, 4, ... keeping the best jobs/s (stated in the output)", .min = 1,
@@ -144,8 +149,12 @@ static const struct cli_opt farm_opts[] = {
 	  .help = "template arguments: the integers START to END",
 	  .to = CLI_TO_STR, AT(c.range) },
 	{ .id = OPT_SHELL, .long_name = "shell", .kind = CLI_FLAG,
-	  .help = "run each job line (or template) with /bin/sh -c",
-	  .to = CLI_TO_TRUE, AT(c.shell) },
+	  .help = "run each job line (or template) with /bin/sh -c (the default)",
+	  .to = CLI_TO_TRUE, AT(shell) },
+	{ .id = OPT_NO_SHELL, .long_name = "no-shell", .kind = CLI_FLAG,
+	  .help = "split each job line into words and run them without a shell (quotes and backslashes as in a shell; "
+	  "a word such as '|' or ';' is refused)",
+	  .to = CLI_TO_TRUE, AT(no_shell) },
 	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "use the MPS daemon that answers there (never stopped)",
 	  .to = CLI_TO_STR, AT(c.mps_pipe_dir) },
@@ -169,11 +178,13 @@ const struct cli_cmd cli_farm_cmd = {
 	.usage = "gpushare farm [OPTIONS] --dir DIR JOBFILE|-\n"
 		 "gpushare farm [OPTIONS] --dir DIR --args FILE|--range START..END[:STEP] -- CMD [ARGS...]\n"
 		 "gpushare farm [OPTIONS] --resume DIR [JOBFILE|-|(--args ...|--range ...) -- CMD ...]\n"
+		 "gpushare farm [OPTIONS] --rerun-failed DIR\n"
 		 "gpushare farm status [--json] [--failed] DIR [DIR...]",
 	.about = "Run a queue of jobs, K at once on each chosen GPU, under MPS by default. A job file has\n"
-		 "one command line per line, run without a shell (quotes and backslashes as in a shell;\n"
-		 "'#' lines skipped). A template after -- runs once per line of --args FILE or per number\n"
-		 "of --range, with {} replaced by the argument and {#} by the job number (from 1).\n"
+		 "one shell command line per line, run with /bin/sh -c as GNU parallel does ('#' lines\n"
+		 "skipped; --no-shell splits it into words instead). A template after -- runs once per\n"
+		 "line of --args FILE or per number of --range, with {} replaced by the argument, quoted\n"
+		 "for the shell so that it stays one word and never runs, and {#} by the job number.\n"
 		 "Every attempt is recorded in DIR/journal.jsonl; its output goes to DIR/out/JOB.ATTEMPT.out\n"
 		 "and .err; DIR/jobs.jsonl keeps the job list. --resume DIR runs exactly the jobs that\n"
 		 "did not finish.",
@@ -195,7 +206,8 @@ const struct cli_cmd cli_farm_cmd = {
 		  "  gpushare farm --dir scan --dry-run jobs.txt\n"
 		  "  gpushare farm --dir scan --halt 5 --timeout 5x jobs.txt\n"
 		  "  gpushare farm --dir scan --tag -q --range 1..100 -- ./sim --seed {}\n"
-		  "  gpushare farm --resume scan",
+		  "  gpushare farm --resume scan\n"
+		  "  gpushare farm --rerun-failed scan",
 	.notes = (const struct cli_exit_note[]){ { EXIT_OK, "every job done" },
 						 { EXIT_USAGE, "bad option or job file, above Slurm's share or the open-file limit" },
 						 { EXIT_NO_DRIVER, "no driver (with --gpus or --mem-per-job)" },
@@ -292,16 +304,21 @@ static void on_progress(const struct gpushare_farm_progress *p, void *arg)
 {
 	struct progress_state *ps = arg;
 	uint64_t ended = p->done + p->failed;
-	char eta[32];
+	char eta[32], queued[32];
 
 	farm_started = 1;
 	if (ps->quiet)
 		return;
 	eta_text(p->eta_s, eta, sizeof(eta));
+	/* Once stopping, nothing more starts: no queue to count. */
+	if (p->stopping)
+		snprintf(queued, sizeof(queued), "stopping");
+	else
+		snprintf(queued, sizeof(queued), "%llu queued", (unsigned long long)p->queued);
 	if (ps->tty) {
-		fprintf(stderr, "\r\033[Kfarm: %llu/%llu done, %llu failed, %llu running, %llu queued, K=%u%s, %.1fs, ETA %s",
+		fprintf(stderr, "\r\033[Kfarm: %llu/%llu done, %llu failed, %llu running, %s, K=%u%s, %.1fs, ETA %s",
 			(unsigned long long)p->done, (unsigned long long)p->total, (unsigned long long)p->failed,
-			(unsigned long long)p->running, (unsigned long long)p->queued, p->slots,
+			(unsigned long long)p->running, queued, p->slots,
 			p->calibrating ? " (calibrating)" : "", p->elapsed_s, eta);
 		ps->open_line = true;
 		return;
@@ -317,9 +334,9 @@ static void on_progress(const struct gpushare_farm_progress *p, void *arg)
 	ps->last_running = p->running;
 	while (ps->next_line <= ended)
 		ps->next_line += ps->batch;
-	fprintf(stderr, "farm: %llu/%llu done, %llu failed, %llu running, %llu queued, K=%u%s, %.1fs, ETA %s\n",
+	fprintf(stderr, "farm: %llu/%llu done, %llu failed, %llu running, %s, K=%u%s, %.1fs, ETA %s\n",
 		(unsigned long long)p->done, (unsigned long long)p->total, (unsigned long long)p->failed,
-		(unsigned long long)p->running, (unsigned long long)p->queued, p->slots,
+		(unsigned long long)p->running, queued, p->slots,
 		p->calibrating ? " (calibrating)" : "", p->elapsed_s, eta);
 }
 
@@ -442,10 +459,16 @@ int cmd_farm(int argc, char **argv)
 		if (cli_parse_given(&p, farm_given[i].name))
 			c->given |= farm_given[i].bit;
 	}
+	if (a.shell && a.no_shell)
+		return cli_error(EXIT_USAGE, "farm: --shell and --no-shell do not go together");
+	c->shell = !a.no_shell;
+	if (a.shell || a.no_shell)
+		c->given |= GPUSHARE_FARM_GIVEN_SHELL;
 	ps.quiet = a.quiet;
 	first = p.optind;
 	if (!a.dir_given)
-		return cli_error(EXIT_USAGE, "farm: give --dir DIR (a new farm) or --resume DIR (see 'gpushare farm --help')");
+		return cli_error(EXIT_USAGE, "farm: give --dir DIR (a new farm), --resume DIR or --rerun-failed DIR "
+				 "(see 'gpushare farm --help')");
 	if (opt_argc < argc) {
 		if (first < opt_argc)
 			return cli_error(EXIT_USAGE, "farm: unexpected '%s' before '--' (a job file and a command do not go together)",

@@ -66,6 +66,10 @@ struct gpushare_farm_config {
 	 * again), and only the unfinished jobs run. */
 	const char *dir;
 	bool resume;
+	/* With resume: the jobs that failed for good (failed or timed out with
+	 * their retries used up, or refused) run again too, each with 1 +
+	 * retries attempts; the recorded options apply as on any resume. */
+	bool rerun_failed;
 	const char *shard;          /* "I/N"; NULL: from Slurm's variables, else 0/1 */
 	unsigned slots;             /* per GPU; 0: calibrate */
 	unsigned max_slots;         /* calibration's largest K (0: 16) */
@@ -118,6 +122,9 @@ enum {
 	GPUSHARE_FARM_GIVEN_TIMEOUT = 1u << 3,
 	GPUSHARE_FARM_GIVEN_MEM_PER_JOB = 1u << 4,
 	GPUSHARE_FARM_GIVEN_GPUS = 1u << 5,
+	/* shell set explicitly: on resume with the job list given again, a
+	 * mode not given is the first run's */
+	GPUSHARE_FARM_GIVEN_SHELL = 1u << 6,
 };
 
 void gpushare_farm_config_init(struct gpushare_farm_config *c);
@@ -193,7 +200,10 @@ struct gpushare_farm_result {
 	unsigned slots;             /* slots per GPU used after calibration */
 	bool calibrated;            /* slots came from a calibration */
 	size_t n_calibration;
+	/* each round: K, jobs/s and the count of its jobs that ended ok (the
+	 * only ones it rates: 0 when none did) */
 	struct { unsigned slots; double jobs_per_s; uint64_t jobs; } calibration[8];
+	bool calibration_failed;    /* no round had a job end ok: slots is not measured */
 	/* Slurm's share honoured (include/gpushare/slurm.h): "" none, else
 	 * e.g. "gres/shard 2 (SLURM_SHARDS_ON_NODE)"; the shards bound the
 	 * slots, the gres/mps percentage caps every job's active threads. */

@@ -202,7 +202,7 @@ static _Noreturn void finish(struct relay *r, uint32_t state, int exit_code, con
 	}
 	if (r->stragglers)
 		fprintf(stderr, "gpushare: worker %d: the command left %zu process%s behind in its process group; "
-			"they were killed\n", r->s->worker, r->stragglers, r->stragglers == 1 ? "" : "es");
+			"they were killed\n", r->s->worker + 1, r->stragglers, r->stragglers == 1 ? "" : "es");
 	gpushare_slot_finish(r->slot, state, GPUSHARE_E_WORKER, 0, msg);
 	_exit(exit_code);
 }

@@ -347,7 +347,7 @@ static void table_workers(FILE *f, const struct gpushare_bench_result *res, cons
 		bool lat = w->pid > 0 && w->hist.count > 0;
 
 		if (w->pid <= 0) {
-			fprintf(f, "%sworker %-3d did not start\n", indent, w->index);
+			fprintf(f, "%sworker %-3d did not start\n", indent, w->index + 1); /* from 1, as errors say */
 			continue;
 		}
 		if (w->sm_count >= 0)
@@ -355,7 +355,7 @@ static void table_workers(FILE *f, const struct gpushare_bench_result *res, cons
 		if (w->mem_total_bytes > 0)
 			gpushare_fmt_bytes((double)w->mem_free_bytes, mem, sizeof(mem));
 		fprintf(f, "%sworker %-3d pid %-7d %9" PRIu64 " %s %9s %s  mean %s p50 %s p99 %s max %s  sm %s  free %s%s%s\n",
-			indent, w->index, (int)w->pid, w->requests, jobs ? "jobs" : "req",
+			indent, w->index + 1, (int)w->pid, w->requests, jobs ? "jobs" : "req",
 			cell_si(w->requests_per_second, w->window_seconds > 0, tp, sizeof(tp)), jobs ? "jobs/s" : "req/s",
 			lat ? gpushare_fmt_seconds(w->mean_seconds, mean, sizeof(mean)) : "-",
 			lat && (!jobs || enough_for(w->hist.count, 0.5)) ? gpushare_fmt_seconds(w->p50_seconds, a, sizeof(a)) : "-",

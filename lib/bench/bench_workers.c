@@ -384,16 +384,19 @@ static int note_failure(struct session *s, uint32_t i, bool before_ready)
 	if (cuda)
 		snprintf(cudabuf, sizeof(cudabuf), " (CUDA error %d)", cuda);
 	res->failed_worker = idx;
+	/* Messages number workers from 1, as the farm numbers its jobs. */
 	if (cuda == CUDA_ERROR_MPS_MAX_CLIENTS || code == GPUSHARE_E_MPS_MAX_CLIENTS) {
-		snprintf(res->failure, sizeof(res->failure), "worker %d: too many MPS clients (CUDA error 808)", idx);
+		snprintf(res->failure, sizeof(res->failure), "worker %d: too many MPS clients (CUDA error 808)", idx + 1);
 		return gpushare_fail(GPUSHARE_E_MPS_MAX_CLIENTS, "%s", res->failure);
 	}
+	if (how[0] && strstr(msg, how))
+		how[0] = '\0';      /* the message says how it ended already: once */
 	if (failed && msg[0])
-		snprintf(res->failure, sizeof(res->failure), "worker %d (pid %d) %s: %s%s%s%s", idx,
+		snprintf(res->failure, sizeof(res->failure), "worker %d (pid %d) %s: %s%s%s%s", idx + 1,
 			 wp ? (int)wp->ch.pid : -1, before_ready ? "failed to start" : "failed", msg, cudabuf,
 			 how[0] ? "; it " : "", how);
 	else
-		snprintf(res->failure, sizeof(res->failure), "worker %d (pid %d) %s%s%s%s%s", idx,
+		snprintf(res->failure, sizeof(res->failure), "worker %d (pid %d) %s%s%s%s%s", idx + 1,
 			 wp ? (int)wp->ch.pid : -1, how[0] ? how : "failed", before_ready ? " before it was ready" : " mid-run",
 			 msg[0] ? ": " : "", msg, cudabuf);
 	return gpushare_fail(GPUSHARE_E_WORKER, "%s", res->failure);
@@ -511,7 +514,7 @@ static int ready_turn(struct session *s)
 				s->res->failed_worker = (int)(s->offset + i);
 				snprintf(s->res->failure, sizeof(s->res->failure),
 					 "worker %d was not ready after %.0f s (--start-timeout)",
-					 (int)(s->offset + i), (double)c->start_timeout_ns / 1e9);
+					 (int)(s->offset + i) + 1, (double)c->start_timeout_ns / 1e9);
 				break;
 			}
 		}
@@ -756,7 +759,7 @@ int bench_session_run(struct bench_ctx *x, int strategy, int run, int n_runs, co
 		}
 		if (rc) {
 			res->failed_worker = (int)(offset + (size_t)procs[i].first_slot);
-			snprintf(res->failure, sizeof(res->failure), "worker %d: %s", res->failed_worker,
+			snprintf(res->failure, sizeof(res->failure), "worker %d: %s", res->failed_worker + 1,
 				 gpushare_errdetail());
 		}
 	}
@@ -806,7 +809,7 @@ int bench_session_run(struct bench_ctx *x, int strategy, int run, int n_runs, co
 				res->failed_worker = (int)(offset + (size_t)s.procs[i].first_slot);
 				snprintf(res->failure, sizeof(res->failure),
 					 "worker %d (pid %d) did not stop within %.0f s after the window closed; sent SIG%s",
-					 res->failed_worker, (int)ch->pid, (double)c->grace_ns / 1e9,
+					 res->failed_worker + 1, (int)ch->pid, (double)c->grace_ns / 1e9,
 					 sigabbrev_np(ch->signalled) ? sigabbrev_np(ch->signalled) : "?");
 			}
 		}

@@ -556,8 +556,15 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 				   "finished, %" PRIu64 " job%s not started; continue with: gpushare farm --resume %s",
 				   r->run_failed, r->run_failed == 1 ? "" : "s", c->halt, r->not_started,
 				   r->not_started == 1 ? "" : "s", r->dir);
+	else if (!rc && failed > 0 && c->resume && !c->rerun_failed && r->ended == 0)
+		rc = gpushare_fail(GPUSHARE_E_WORKER, "nothing to run: the shard's %zu failed job%s used up %s attempts "
+				   "or %s refused; run %s again with: gpushare farm --rerun-failed %s", failed,
+				   failed == 1 ? "" : "s", failed == 1 ? "its" : "their", failed == 1 ? "was" : "were",
+				   failed == 1 ? "it" : "them", r->dir);
 	else if (!rc && failed > 0)
-		rc = gpushare_fail(GPUSHARE_E_WORKER, "%zu of the shard's %" PRIu64 " job%s failed; see the journal in %s",
-				   failed, r->shard_jobs, r->shard_jobs == 1 ? "" : "s", r->dir);
+		rc = gpushare_fail(GPUSHARE_E_WORKER, "%zu of the shard's %" PRIu64 " job%s failed; list %s: gpushare farm "
+				   "status --failed %s; run %s again: gpushare farm --rerun-failed %s", failed,
+				   r->shard_jobs, r->shard_jobs == 1 ? "" : "s", failed == 1 ? "it" : "them", r->dir,
+				   failed == 1 ? "it" : "them", r->dir);
 	return rc;
 }

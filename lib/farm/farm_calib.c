@@ -11,7 +11,7 @@
 static void round_begin(struct farm_calib *cb, unsigned k)
 {
 	cb->quota = 2ULL * k * cb->n_gpus;
-	cb->started = cb->ended = 0;
+	cb->started = cb->ended = cb->ok = 0;
 	cb->t0_ns = cb->last_end_ns = 0;
 }
 
@@ -39,12 +39,15 @@ void farm_calib_started(struct farm_calib *cb, uint64_t start_ns)
 	cb->started++;
 }
 
-void farm_calib_ended(struct farm_calib *cb, uint64_t end_ns)
+void farm_calib_ended(struct farm_calib *cb, uint64_t end_ns, bool ok)
 {
 	if (!cb->on)
 		return;
 	cb->ended++;
-	cb->last_end_ns = end_ns;
+	if (ok) {
+		cb->ok++;
+		cb->last_end_ns = end_ns;
+	}
 }
 
 bool farm_calib_due(const struct farm_calib *cb, unsigned running, uint64_t queued)
@@ -55,17 +58,25 @@ bool farm_calib_due(const struct farm_calib *cb, unsigned running, uint64_t queu
 unsigned farm_calib_step(struct farm_calib *cb, unsigned k, struct gpushare_farm_result *r)
 {
 	double span = cb->last_end_ns > cb->t0_ns ? (double)(cb->last_end_ns - cb->t0_ns) / 1e9 : 0;
-	double rate = span > 0 ? (double)cb->ended / span : 0;
+	double rate = span > 0 && cb->ok ? (double)cb->ok / span : 0;
 	bool complete = cb->started >= cb->quota;
 	bool settle = false;
 
 	if (r->n_calibration < N_ROUNDS(r)) {
 		r->calibration[r->n_calibration].slots = k;
 		r->calibration[r->n_calibration].jobs_per_s = rate;
-		r->calibration[r->n_calibration].jobs = cb->ended;
+		r->calibration[r->n_calibration].jobs = cb->ok;
 		r->n_calibration++;
 	}
-	if (!cb->best_k || rate >= cb->best_rate * CALIBRATION_GAIN) {
+	if (!cb->ok || rate <= 0) {
+		/* Nothing to rate K by: keep what was measured, or this K
+		 * unmeasured. */
+		settle = true;
+		if (!cb->best_k) {
+			cb->best_k = k;
+			r->calibration_failed = true;
+		}
+	} else if (!cb->best_k || rate >= cb->best_rate * CALIBRATION_GAIN) {
 		cb->best_k = k;
 		cb->best_rate = rate;
 	} else {

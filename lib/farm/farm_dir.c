@@ -433,6 +433,10 @@ static int open_resume(struct farm *f)
 	if (rc)
 		return rc;
 	old = &d.config;
+	/* A list given again without --shell or --no-shell is read as the
+	 * first run read it (a journal of an older gpushare holds argv jobs). */
+	if (has_source(c) && !(c->given & GPUSHARE_FARM_GIVEN_SHELL))
+		f->mode = old->mode;
 	if (has_source(c)) {
 		if ((c->jobfile && !strcmp(c->jobfile, "-")) || (c->args_file && !strcmp(c->args_file, "-")))
 			rc = spool_stdin(f);
@@ -479,6 +483,8 @@ static int open_resume(struct farm *f)
 				   "this is shard %lu/%lu but the journal's farm was shard %lu/%lu; "
 				   "resume each shard in its own directory", f->shard.index, f->shard.count,
 				   old->shard.index, old->shard.count);
+	if (c->rerun_failed)
+		gpushare_farm_resume_rerun_failed(&f->q.rs);
 	if (!rc)
 		rc = gpushare_farm_resume_end(&f->q.rs, &f->shard, c->retries);
 	gpushare_farm_journal_data_release(&d);

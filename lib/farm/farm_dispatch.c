@@ -67,7 +67,9 @@ void farm_progress(struct farm *f, bool force)
 	p.done = farm_queue_n_done(&f->q);
 	p.failed = farm_queue_n_failed(&f->q);
 	p.running = f->running;
-	p.queued = f->q.queued;
+	/* Once stopping, the queue starts nothing: only the running jobs are
+	 * left to wait for. */
+	p.queued = farm_stop_level > 0 ? 0 : f->q.queued;
 	p.ended_this_run = f->r->ended;
 	p.elapsed_s = (double)(now - f->t0_ns) / 1e9;
 	rate = p.elapsed_s > 0 ? (double)(p.done + p.failed - f->r->skipped) / p.elapsed_s : 0;
@@ -177,7 +179,7 @@ static int attempt_ended(struct farm *f, struct slot *s, enum farm_outcome o, in
 		return rc;
 	f->r->ended++;
 	g->attempts++;
-	farm_calib_ended(&f->cal, end_ns);
+	farm_calib_ended(&f->cal, end_ns, o == FARM_OK);
 	switch (o) {
 	case FARM_OK:
 		f->r->ok++;
@@ -324,6 +326,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 {
 	struct gpushare_strv env = { 0 };
 	size_t job = j->job;
+	char **direct = NULL;
 	int out = -1, err = -1, rc = GPUSHARE_OK;
 
 	s->job = job;
@@ -353,8 +356,12 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		rc = job_env(f, s, &env);
 	if (rc)
 		goto out;
+	/* A shell line that is one plain command runs without the shell:
+	 * the same command, and its signal or refusal stays its own. */
+	if (f->mode == FARM_JOBS_SHELL && (rc = gpushare_farm_jobs_direct(s->argv, &direct)))
+		goto out;
 	gpushare_child_init(&s->ch);
-	s->ch.argv = s->argv;
+	s->ch.argv = direct ? direct : s->argv;
 	s->ch.env_set = gpushare_strv_list(&env);
 	s->ch.in = GPUSHARE_CHILD_DEVNULL;
 	s->ch.out = out;
@@ -374,6 +381,7 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	s->start_unix_s = farm_unix_now();
 	s->start_ns = gpushare_now_ns();
 	rc = gpushare_child_start(&s->ch);
+	s->ch.argv = s->argv;    /* direct is freed below */
 	if (rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_INVAL) {
 		/* Cannot be executed: never will. The record says refused
 		 * even when its .err file cannot say why. */
@@ -405,6 +413,7 @@ out:
 		close(out);
 	if (err >= 0)
 		close(err);
+	free(direct);
 	gpushare_strv_release(&env);
 	return rc;
 }

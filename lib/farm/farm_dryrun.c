@@ -30,6 +30,7 @@ struct dry {
 	const struct farm_view *v;
 	FILE *out;
 	bool json, resume;
+	bool shell;                      /* jobs run as /bin/sh -c LINE: LINE is shown */
 	unsigned wave_k;                 /* slots per GPU known in advance; 0 unknown */
 	uint64_t listed, total;
 	int rc;
@@ -55,9 +56,13 @@ static int dry_job(struct dry *d, uint64_t idx, char **argv)
 		slot = (int)(p / f->n_gpus);
 	}
 	d->listed++;
-	for (size_t k = 0; argv[k]; k++) {
-		if ((k && gpushare_buf_add(&cmd, " ", 1)) || gpushare_farm_jobs_quote_word(&cmd, argv[k]))
-			break;
+	if (d->shell && argv[0] && argv[1] && argv[2] && !argv[3]) {
+		gpushare_buf_add(&cmd, argv[2], strlen(argv[2]));  /* the line as written */
+	} else {
+		for (size_t k = 0; argv[k]; k++) {
+			if ((k && gpushare_buf_add(&cmd, " ", 1)) || gpushare_farm_jobs_quote_word(&cmd, argv[k]))
+				break;
+		}
 	}
 	if (cmd.failed) {
 		gpushare_buf_release(&cmd);
@@ -151,7 +156,7 @@ static int dry_record(void *arg, struct farm_journal_data *d, const struct farm_
 }
 
 /* Resuming: which jobs the journal holds as finished (read only). */
-static int dry_journal(const struct farm_view *f)
+static int dry_journal(const struct farm_view *f, enum farm_jobs_mode *mode)
 {
 	char path[GPUSHARE_PATH_MAX + 32];
 	const struct farm_journal_scan scan = { dry_header, dry_record, f->rs, NULL };
@@ -164,9 +169,12 @@ static int dry_journal(const struct farm_view *f)
 		return gpushare_fail(GPUSHARE_E_DIR, "'%s' holds no farm journal to resume", f->dir);
 	if (rc)
 		return rc;
+	*mode = d.config.mode;
 	if (d.config.shard.index != f->shard->index || d.config.shard.count != f->shard->count)
 		rc = gpushare_fail(GPUSHARE_E_INVAL, "this is shard %lu/%lu but the journal's farm was shard %lu/%lu",
 				   f->shard->index, f->shard->count, d.config.shard.index, d.config.shard.count);
+	if (f->c->rerun_failed)
+		gpushare_farm_resume_rerun_failed(f->rs);
 	if (!rc)
 		rc = gpushare_farm_resume_end(f->rs, f->shard, f->c->retries);
 	gpushare_farm_journal_data_release(&d);
@@ -186,7 +194,8 @@ static void dry_intro(const struct dry *d, const char *strategy)
 			  gpushare_json_int(o, "shard_index", (long long)f->shard->index) &&
 			  gpushare_json_int(o, "shard_count", (long long)f->shard->count) &&
 			  gpushare_json_num_if(o, "slots", c->slots, c->slots > 0) &&
-			  gpushare_json_bool(o, "calibrate", c->slots == 0) && (g = gpushare_json_arr(o, "gpus")) != NULL;
+			  gpushare_json_bool(o, "calibrate", c->slots == 0) && gpushare_json_bool(o, "shell", d->shell) &&
+			  (g = gpushare_json_arr(o, "gpus")) != NULL;
 
 		for (size_t i = 0; ok && i < f->n_gpus; i++) {
 			cJSON *e = gpushare_json_obj(g, NULL);
@@ -212,7 +221,9 @@ static void dry_intro(const struct dry *d, const char *strategy)
 	fprintf(d->out, " on %zu GPU%s:", f->n_gpus, f->n_gpus == 1 ? "" : "s");
 	for (size_t i = 0; i < f->n_gpus; i++)
 		fprintf(d->out, " %d%s%s", f->gpu_ids[i].index, f->placed ? " " : "", f->placed ? f->gpu_ids[i].uuid : "");
-	fprintf(d->out, "\n%8s  %4s %5s  %s\n", "JOB", "GPU", "SLOT", "COMMAND");
+	fprintf(d->out, "\n%s\n", d->shell ? "each COMMAND runs as: /bin/sh -c COMMAND" :
+		"each COMMAND runs as its words, without a shell (--no-shell)");
+	fprintf(d->out, "%8s  %4s %5s  %s\n", "JOB", "GPU", "SLOT", "COMMAND");
 }
 
 int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bool json)
@@ -223,6 +234,7 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 	const struct gpushare_strategy_ops *st;
 	struct farm f;
 	struct farm_view v;
+	enum farm_jobs_mode mode;
 	struct dry d;
 	int rc;
 
@@ -231,8 +243,10 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 	if (!eff.dir)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no farm directory: give --dir DIR or --resume DIR");
 	rc = farm_dry_setup(&f, &eff, gpus_buf, sizeof(gpus_buf), &v);
-	if (!rc && eff.resume)
-		rc = dry_journal(&v);
+	mode = eff.shell ? FARM_JOBS_SHELL : FARM_JOBS_ARGV;
+	if (!rc && eff.resume && (rc = dry_journal(&v, &mode)) == GPUSHARE_OK &&
+	    (eff.given & GPUSHARE_FARM_GIVEN_SHELL))
+		mode = eff.shell ? FARM_JOBS_SHELL : FARM_JOBS_ARGV;
 	if (!rc) {
 		st = gpushare_strategy_get(eff.strategy);
 		d.f = &f;
@@ -240,6 +254,7 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 		d.out = out;
 		d.json = json;
 		d.resume = eff.resume;
+		d.shell = mode == FARM_JOBS_SHELL;
 		/* Placement is known for the first wave: K per GPU with --slots,
 		 * one per GPU in the calibration's first round; not under memory
 		 * admission (free memory decides). */
@@ -248,7 +263,7 @@ int gpushare_farm_dry_run(const struct gpushare_farm_config *c_in, FILE *out, bo
 		if (eff.jobfile || eff.n_tmpl) {
 			struct farm_jobs list;
 
-			gpushare_farm_jobs_init(&list, eff.shell ? FARM_JOBS_SHELL : FARM_JOBS_ARGV);
+			gpushare_farm_jobs_init(&list, mode);
 			list.sink = dry_sink;
 			list.sink_arg = &d;
 			rc = farm_load_source(&f, &list);

@@ -114,8 +114,8 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-/* Words that are shell syntax when written unquoted: a job file line holding
- * one almost certainly wanted --shell. */
+/* Words that are shell syntax when written unquoted: a --no-shell job file
+ * line holding one almost certainly wanted the shell. */
 static bool is_shell_operator(const char *w)
 {
 	static const char *const ops[] = {
@@ -197,7 +197,7 @@ static int split_into(const char *line, size_t len, char *out, size_t *out_len, 
 		}
 		out[o++] = '\0';
 		if (!quoted && is_shell_operator(out + word)) {
-			snprintf(err, errlen, "'%s' is shell syntax, but job lines run without a shell (quote it, or use --shell)",
+			snprintf(err, errlen, "'%s' is shell syntax, but --no-shell runs job lines without a shell (quote it, or drop --no-shell)",
 				 out + word);
 			return GPUSHARE_E_INVAL;
 		}
@@ -415,7 +415,7 @@ static int put_expanded(struct farm_jobs *list, const char *w, const char *arg, 
 	return rc;
 }
 
-/* A --shell template puts the argument, single-quoted, where {} stands in
+/* A shell template puts the argument, single-quoted, where {} stands in
  * the line /bin/sh reads. That quoting holds only where the shell reads
  * words unquoted: inside the template's own '...' or "..." it would close
  * and reopen quotes around the argument's text (`echo "{}"` with the
@@ -441,7 +441,7 @@ static int check_shell_template(char *const tmpl[], size_t n_tmpl)
 				q = OUT;
 			} else if (q != OUT && w[0] == '{' && w[1] == '}') {
 				return gpushare_fail(GPUSHARE_E_INVAL,
-						     "--shell template: {} at column %zu is inside %s quotes, where the "
+						     "template: {} at column %zu is inside %s quotes, where the "
 						     "argument's own quoting would not hold (a '$(...)' in it would run); "
 						     "write {} unquoted: gpushare quotes each argument itself", col + 1,
 						     q == SQ ? "single" : "double");

@@ -146,6 +146,15 @@ int gpushare_farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv
 struct gpushare_buf;
 int gpushare_farm_jobs_quote_word(struct gpushare_buf *b, const char *w);
 
+/* A shell-mode job { "/bin/sh", "-c", LINE } whose LINE is one plain
+ * command (words of safe characters and quotes, no expansion, operator,
+ * redirection, glob, assignment or shell builtin) means what its words
+ * mean: *direct gets them (as gpushare_farm_jobs_split() gives them) and
+ * the farm executes them itself, so that a signal that ends the command and
+ * a program that cannot run are recorded as such (a shell would report
+ * exit 128+N or 127). Otherwise *direct is NULL. */
+int gpushare_farm_jobs_direct(char *const argv[], char ***direct);
+
 /* Job i as one readable line (words shell-quoted where needed), truncated
  * with "..." to fit buf. For messages and `--dry-run`. */
 void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf, size_t len);

@@ -281,6 +281,10 @@ struct farm_resume {
 	size_t n_entries;
 	size_t n_jobs;
 	size_t pending, done, failed;   /* in this shard */
+	/* Set between begin and end: the jobs that failed for good (retries
+	 * used up, or refused) are pending again, with no attempt counted
+	 * against --retries (gpushare_farm_config.rerun_failed). */
+	bool rerun_failed;
 	/* while records are added: the failed, timed-out and stopped ones */
 	struct farm_resume_entry *notes;
 	size_t n_notes, cap_notes;
@@ -288,10 +292,12 @@ struct farm_resume {
 
 /* Which jobs of the shard still have to run: those with no ok record and,
  * when they failed or timed out, fewer than 1 + retries such attempts. A
- * refused job is final. A job with an ok record is never run again, even
+ * refused job is final, unless rerun_failed is set. A job with an ok record is never run again, even
  * if it also has failed records. Built as records go by: begin, add each
  * record, end. */
 int gpushare_farm_resume_begin(struct farm_resume *r, size_t n_jobs);
+/* --rerun-failed: set between begin and end (rerun_failed above). */
+void gpushare_farm_resume_rerun_failed(struct farm_resume *r);
 int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *rec);
 int gpushare_farm_resume_end(struct farm_resume *r, const struct farm_shard *shard, unsigned retries);
 /* The same from a loaded journal (d NULL: no records). */

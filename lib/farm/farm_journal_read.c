@@ -472,6 +472,11 @@ int gpushare_farm_resume_begin(struct farm_resume *r, size_t n_jobs)
 	return GPUSHARE_OK;
 }
 
+void gpushare_farm_resume_rerun_failed(struct farm_resume *r)
+{
+	r->rerun_failed = true;
+}
+
 int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *rec)
 {
 	struct farm_resume_entry *e;
@@ -486,7 +491,7 @@ int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *re
 	case FARM_REFUSED:
 		if (r->state[rec->job] != FARM_JOB_DONE)
 			r->state[rec->job] = FARM_JOB_FAILED;
-		return GPUSHARE_OK;
+		break;           /* noted too: a rerun numbers its attempt after it */
 	default:
 		break;
 	}
@@ -502,7 +507,7 @@ int gpushare_farm_resume_add(struct farm_resume *r, const struct farm_record *re
 	}
 	e = &r->notes[r->n_notes++];
 	e->job = rec->job;
-	e->attempts = rec->outcome == FARM_STOPPED || rec->outcome == FARM_BYSTANDER ? 0 : 1;
+	e->attempts = rec->outcome == FARM_STOPPED || rec->outcome == FARM_BYSTANDER || rec->outcome == FARM_REFUSED ? 0 : 1;
 	e->last_attempt = rec->attempt;
 	return GPUSHARE_OK;
 }
@@ -518,6 +523,16 @@ int gpushare_farm_resume_end(struct farm_resume *r, const struct farm_shard *sha
 {
 	size_t out = 0;
 
+	/* --rerun-failed: every job without an ok record runs again, refused
+	 * ones too, with its full count of attempts (its numbers go on). */
+	if (r->rerun_failed) {
+		for (size_t i = 0; i < r->n_jobs; i++) {
+			if (r->state[i] == FARM_JOB_FAILED)
+				r->state[i] = FARM_JOB_PENDING;
+		}
+		for (size_t i = 0; i < r->n_notes; i++)
+			r->notes[i].attempts = 0;
+	}
 	/* Merge the notes of each job into one entry (in place, sorted). */
 	if (r->n_notes)
 		qsort(r->notes, r->n_notes, sizeof(*r->notes), cmp_entry);

@@ -247,7 +247,8 @@ static bool run_obj(cJSON *doc, const char *k, const struct gpushare_farm_result
 		  gpushare_json_int(o, "stopped", (long long)r->stopped) &&
 		  gpushare_json_int(o, "bystanders", (long long)r->bystanders) && gpushare_json_num(o, "seconds", r->run_s) &&
 		  gpushare_json_num(o, "attempts_per_second", r->run_jobs_per_s) && gpushare_json_int(o, "slots", r->slots) &&
-		  gpushare_json_bool(o, "calibrated", r->calibrated) && (cal = gpushare_json_arr(o, "calibration")) != NULL;
+		  gpushare_json_bool(o, "calibrated", r->calibrated) &&
+		  gpushare_json_bool(o, "calibration_failed", r->calibration_failed) && (cal = gpushare_json_arr(o, "calibration")) != NULL;
 
 	for (size_t i = 0; ok && i < r->n_calibration; i++) {
 		cJSON *c = gpushare_json_obj(cal, NULL);
@@ -300,11 +301,19 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 			r->shard_count, r->shard_jobs, plural(r->shard_jobs));
 		if (r->calibrated && r->n_calibration) {
 			fprintf(f, ", %u slot%s per GPU by calibration (", r->slots, plural(r->slots));
-			for (size_t i = 0; i < r->n_calibration; i++)
-				fprintf(f, "%sK=%u: %s jobs/s over %" PRIu64 " job%s", i ? ", " : "",
-					r->calibration[i].slots, gpushare_fmt_si(r->calibration[i].jobs_per_s, num, sizeof(num)),
-					r->calibration[i].jobs, plural(r->calibration[i].jobs));
+			for (size_t i = 0; i < r->n_calibration; i++) {
+				if (!r->calibration[i].jobs)
+					fprintf(f, "%sK=%u: no job ended ok", i ? ", " : "", r->calibration[i].slots);
+				else
+					fprintf(f, "%sK=%u: %s jobs/s over %" PRIu64 " ok job%s", i ? ", " : "",
+						r->calibration[i].slots,
+						gpushare_fmt_si(r->calibration[i].jobs_per_s, num, sizeof(num)),
+						r->calibration[i].jobs, plural(r->calibration[i].jobs));
+			}
 			fprintf(f, ")\n");
+			if (r->calibration_failed)
+				fprintf(f, "calibration: cannot calibrate, no job of its first round ended ok (failed and "
+					   "refused jobs say nothing of K); K=%u is a guess: give --slots K\n", r->slots);
 		} else {
 			fprintf(f, ", %u slot%s per GPU\n", r->slots, r->slots == 1 ? "" : "s");
 		}
@@ -389,6 +398,21 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		fprintf(f, "%s%s%-*s %s\n", gpushare_buf_str(&dir), s->shards_seen > 1 ? "/" : "",
 			s->shards_seen > 1 ? 0 : 28, j->stderr_path, gpushare_buf_str(&cmd));
 		gpushare_buf_release(&cmd);
+		gpushare_buf_release(&dir);
+	}
+	/* farm status names the command that runs the failed jobs again (a
+	 * farm's own end message does, after this summary). */
+	for (size_t i = 0; !r && i < s->n_job_list; i++) {
+		const struct gpushare_farm_job *j = &s->job_list[i];
+		struct gpushare_buf dir = { 0 };
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = s->job_list[k].failed && !strcmp(s->job_list[k].dir, j->dir);
+		if (!j->failed || seen)
+			continue;
+		gpushare_utf8_term(&dir, j->dir);
+		fprintf(f, "run the failed jobs again: gpushare farm --rerun-failed %s\n", gpushare_buf_str(&dir));
 		gpushare_buf_release(&dir);
 	}
 	if (s->torn_tail)

@@ -97,8 +97,10 @@ static int on_record(void *arg, struct farm_journal_data *d, const struct farm_r
 	return GPUSHARE_OK;
 }
 
-/* The commands of the listed jobs of dir, from its copy of the job list. */
-static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir)
+/* The commands of the listed jobs of dir, from its copy of the job list:
+ * in shell mode the line as written (what /bin/sh -c reads), else the
+ * words quoted as a shell would need them. */
+static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir, enum farm_jobs_mode mode)
 {
 	char path[GPUSHARE_PATH_MAX + 32];
 	struct farm_cursor cur;
@@ -125,6 +127,10 @@ static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir)
 
 			if (v[i].job != idx || strcmp(v[i].dir, dir) || v[i].command)
 				continue;
+			if (mode == FARM_JOBS_SHELL && argv[0] && argv[1] && argv[2] && !argv[3]) {
+				v[i].command = strdup(argv[2]);
+				continue;
+			}
 			for (size_t k = 0; argv[k]; k++) {
 				if ((k && gpushare_buf_add(&b, " ", 1)) || gpushare_farm_jobs_quote_word(&b, argv[k]))
 					break;
@@ -175,6 +181,13 @@ static int add_running(struct job_scan *s)
 	return GPUSHARE_OK;
 }
 
+static int by_job(const void *a, const void *b)
+{
+	const struct gpushare_farm_job *x = a, *y = b;
+
+	return x->job < y->job ? -1 : x->job > y->job;
+}
+
 int gpushare_farm_status_jobs(const char *const *dirs, size_t n, struct gpushare_farm_job **out, size_t *n_out)
 {
 	struct job_scan s = { 0 };
@@ -186,6 +199,7 @@ int gpushare_farm_status_jobs(const char *const *dirs, size_t n, struct gpushare
 		char path[GPUSHARE_PATH_MAX + 32];
 		const struct farm_journal_scan scan = { NULL, on_record, &s, NULL };
 		struct farm_journal_data d;
+		enum farm_jobs_mode mode;
 		size_t first = s.n, keep;
 
 		s.dir = dirs[i];
@@ -205,10 +219,15 @@ int gpushare_farm_status_jobs(const char *const *dirs, size_t n, struct gpushare
 			s.v[keep++] = *j;
 		}
 		s.n = keep;
+		mode = d.config.mode;
 		gpushare_farm_journal_data_release(&d);
 		rc = add_running(&s);
-		if (!rc)
-			add_commands(s.v + first, s.n - first, dirs[i]);
+		if (!rc) {
+			/* In job order, as the list was written, not as the jobs ended. */
+			if (s.n - first > 1)
+				qsort(s.v + first, s.n - first, sizeof(*s.v), by_job);
+			add_commands(s.v + first, s.n - first, dirs[i], mode);
+		}
 	}
 	if (rc) {
 		gpushare_farm_jobs_free(s.v, s.n);

@@ -220,10 +220,10 @@ check "--gpus 0,0: exit 2" test "$rc" = 2
 
 echo "== templates"
 printf 'a b\nc\n' >"$tmp/args"
-run farm --dir "$tmp/t1" --strategy timeslice --slots 2 --args "$tmp/args" -- sh -c 'echo "[$1] $2" >"$3"' x '{}' '{#}' "$tmp/t1-{#}"
+run farm --dir "$tmp/t1" --strategy timeslice --slots 2 --no-shell --args "$tmp/args" -- sh -c 'echo "[$1] $2" >"$3"' x '{}' '{#}' "$tmp/t1-{#}"
 check "--args: one job per line, {} and {#}" \
 	bash -c "test \"\$(cat '$tmp/t1-1')\" = '[a b] 1' && test \"\$(cat '$tmp/t1-2')\" = '[c] 2'"
-run farm --dir "$tmp/t2" --strategy timeslice --slots 4 --range 3..12:3 -- sh -c 'echo "$0" >>'"$tmp/t2.out" '{}' 
+run farm --dir "$tmp/t2" --strategy timeslice --slots 4 --no-shell --range 3..12:3 -- sh -c 'echo "$0" >>'"$tmp/t2.out" '{}' 
 check "--range 3..12:3" test "$(sort -n "$tmp/t2.out" | tr '\n' ' ')" = "3 6 9 12 "
 echo "$tmp/job.sh 0 0 0" | "$GPUSHARE" farm --dir "$tmp/t3" --strategy timeslice --slots 1 - >/dev/null 2>&1
 check "job file on stdin" grep -q '"outcome":"ok"' "$tmp/t3/journal.jsonl"
@@ -237,7 +237,7 @@ assert r['calibrated'] and [c['slots'] for c in r['calibration']] == [1, 2, 4], 
 assert r['slots'] == 4, r
 assert all(c['jobs_per_second'] > 0 and math.isfinite(c['jobs_per_second']) for c in r['calibration']), r"
 run farm --dir "$tmp/c2" --strategy timeslice --gpus 0 --max-slots 2 "$tmp/j8"
-check "the text states the calibration" grep -q "slots\? per GPU by calibration (K=1: .* jobs/s over 2 jobs, K=2:" "$tmp/out"
+check "the text states the calibration" grep -q "slots\? per GPU by calibration (K=1: .* jobs/s over 2 ok jobs, K=2:" "$tmp/out"
 
 echo "== farm status over shards"
 jobs_file "$tmp/j9" 9 0
@@ -290,7 +290,7 @@ bad 6 "cannot resume" --resume "$tmp/nothing-here" "$tmp/j8"
 bad 2 "refusing to resume" --resume "$tmp/f1" --strategy timeslice "$tmp/j12"
 bad 11 "/nonexistent" --dir "$tmp/b2" /nonexistent/jobs.txt
 printf 'echo "unterminated\n' >"$tmp/jbad"
-bad 2 "jbad:1: unterminated double quote" --dir "$tmp/b3" "$tmp/jbad"
+bad 2 "jbad:1: unterminated double quote" --dir "$tmp/b3" --no-shell "$tmp/jbad"
 bad 2 "invalid --slots" --dir "$tmp/b4" --slots 0 "$tmp/j8"
 bad 2 "invalid --slots" --dir "$tmp/b4" --slots 49 "$tmp/j8"
 bad 2 "invalid --strategy" --dir "$tmp/b4" --strategy mig "$tmp/j8"

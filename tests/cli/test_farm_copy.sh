@@ -24,7 +24,7 @@ at_least() { [ "$(attempts "$1")" -ge "$2" ] 2>/dev/null; } # at_least DIR N: N 
 
 echo "== a farm fed on stdin, SIGKILL mid-farm, then --resume DIR alone"
 jobs_file "$tmp/j20" 20 0.1 "$tmp/side1" "$tmp/go" 7
-"$GPUSHARE" farm --dir "$tmp/f1" --strategy timeslice --slots 3 -q - <"$tmp/j20" >"$tmp/f1.out" 2>&1 &
+"$GPUSHARE" farm --dir "$tmp/f1" --strategy timeslice --slots 3 --no-shell -q - <"$tmp/j20" >"$tmp/f1.out" 2>&1 &
 fpid=$!
 # Jobs 1..6 end; 7, 8 and 9 wait for $tmp/go.
 waiting() { [ "$(pgrep -f "$tmp/job.sh [789] " | wc -l)" -ge 3 ]; }
@@ -97,7 +97,7 @@ check "shell: the copy holds /bin/sh -c LINE" python3 -c "
 import json; assert json.loads(open('$tmp/f2/jobs.jsonl').read()) == ['/bin/sh', '-c', 'echo \"a  b\" >$tmp/sh.out']"
 run farm --resume "$tmp/f2" --strategy timeslice -q
 check "shell: resume from the copy: exit 0" test "$rc" = 0
-run farm --dir "$tmp/f3" --strategy timeslice -q --args - -- echo '{#}:{}' < <(printf 'x y\n\nz\n')
+run farm --dir "$tmp/f3" --strategy timeslice -q --no-shell --args - -- echo '{#}:{}' < <(printf 'x y\n\nz\n')
 check "template on stdin: the copy holds the expanded jobs" python3 -c "
 import json; assert [json.loads(l) for l in open('$tmp/f3/jobs.jsonl')] == [['echo', '1:x y'], ['echo', '2:z']]"
 run farm --resume "$tmp/f3" --strategy timeslice -q --args - -- echo '{#}:{}' < <(printf 'x y\nzz\n')
@@ -106,7 +106,7 @@ check "template changed on stdin: exit 2, job 2 (its {#}) at line 2" \
 
 echo "== a job file error leaves no directory behind"
 printf 'ok\necho "unterminated\n' >"$tmp/jbad"
-run farm --dir "$tmp/f4" --strategy timeslice -q "$tmp/jbad"
+run farm --dir "$tmp/f4" --strategy timeslice -q --no-shell "$tmp/jbad"
 check "exit 2 naming the line" bash -c "test $rc = 2 && grep -q 'jbad:2: unterminated double quote' '$tmp/err'"
 check "the new directory is removed" test ! -e "$tmp/f4"
 

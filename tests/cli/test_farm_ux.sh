@@ -55,7 +55,7 @@ check "the strategy, slots and GPUs" grep -q "dry run: .*timeslice, shard 0/1, 2
 check "job 1 and 2 placed on GPU 0 slots 0 and 1, job 3 not known in advance" bash -c "
 grep -Eq '^ +1 +0 +0  echo one$' '$tmp/out' && grep -Eq \"^ +2 +0 +1  sh -c 'echo two >&2'$\" '$tmp/out' &&
 grep -Eq '^ +3 +- +-  echo three$' '$tmp/out' && grep -q '^3 of 3 jobs would run$' '$tmp/out'"
-run farm --dir "$tmp/d" --strategy timeslice --dry-run --json --range 5..7 -- echo '{#}:{}'
+run farm --dir "$tmp/d" --strategy timeslice --dry-run --json --no-shell --range 5..7 -- echo '{#}:{}'
 check "--json: the jobs after {} and {#}, calibration's first wave (one per GPU)" python3 -c "
 import json; d = json.load(open('$tmp/out'))
 assert d['dry_run'] and d['strategy'] == 'timeslice' and d['calibrate'] and d['slots'] is None, d
@@ -171,19 +171,19 @@ check "farm status reads it: job 2 (its job 0-based 1) failed, with its old stde
 echo "== job commands and file names reach the terminal through the sanitiser"
 printf 'sh -c "exit 3" \033[31mRED\033]0;title\007\n' >"$tmp/esc"
 raw() { ! LC_ALL=C grep -q $'[\x1b\x07]' "$@"; } # no ESC or BEL byte in the files
-run farm --dir "$tmp/e" --strategy timeslice --slots 1 -q "$tmp/esc"
+run farm --dir "$tmp/e" --strategy timeslice --slots 1 -q --no-shell "$tmp/esc"
 check "the failure listing after the run: the escapes shown, not sent (exit 8, got $rc)" bash -c "test $rc = 8 &&
 grep -qF \"sh -c 'exit 3' '\\\\x1B[31mRED\\\\x1B]0;title\\\\x07'\" '$tmp/out'"
 check "  no raw escape byte on stdout or stderr" raw "$tmp/out" "$tmp/err"
 run farm status "$tmp/e" --failed
 check "farm status --failed: the same" bash -c "test $rc = 0 && grep -qF '\\x1B[31mRED' '$tmp/out'"
 check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
-run farm --dir "$tmp/e2" --strategy timeslice --dry-run "$tmp/esc"
+run farm --dir "$tmp/e2" --strategy timeslice --dry-run --no-shell "$tmp/esc"
 check "farm --dry-run: the same" bash -c "test $rc = 0 && grep -qF '\\x1B[31mRED' '$tmp/out'"
 check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
-run farm --dir "$tmp/e4"$'\033[2J' --strategy timeslice --slots 1 "$tmp/esc"
+run farm --dir "$tmp/e4"$'\033[2J' --strategy timeslice --slots 1 --no-shell "$tmp/esc"
 check "a farm directory's name in the summary: shown, not sent (exit 8, got $rc)" bash -c "test $rc = 8 &&
-grep -qF 'farm $tmp/e4\\x1B[2J: timeslice' '$tmp/out' && grep -qF 'see the journal in $tmp/e4\\x1B[2J' '$tmp/err'"
+grep -qF 'farm $tmp/e4\\x1B[2J: timeslice' '$tmp/out' && grep -qF 'gpushare farm --rerun-failed $tmp/e4\\x1B[2J' '$tmp/err'"
 check "  no raw escape byte" raw "$tmp/out" "$tmp/err"
 run farm --dir "$tmp/e3" --strategy timeslice "$tmp/no"$'\033[2J'"such"
 check "an error naming a file: the escape shown in the message (exit 11, got $rc)" bash -c "test $rc = 11 &&

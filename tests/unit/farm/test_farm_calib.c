@@ -24,7 +24,7 @@ static void run_round(struct farm_calib *cb, uint64_t n, uint64_t t0, uint64_t s
 	}
 	assert_int_equal(farm_calib_due(cb, 1, 5), false);  /* one still running */
 	for (uint64_t i = 0; i < n; i++)
-		farm_calib_ended(cb, t0 + span_ns * (i + 1) / n);
+		farm_calib_ended(cb, t0 + span_ns * (i + 1) / n, true);
 }
 
 /* K = 1, 2, 4 faster each time by more than 5 %; K = 8 no faster: 4 kept. */
@@ -127,7 +127,7 @@ static void test_queue_runs_dry(void **state)
 	farm_calib_begin(&cb, k, 16, 1, UINT32_MAX);
 	assert_false(farm_calib_due(&cb, 0, 0));        /* nothing started yet */
 	farm_calib_started(&cb, 0);
-	farm_calib_ended(&cb, NS_PER_S);
+	farm_calib_ended(&cb, NS_PER_S, true);
 	assert_false(farm_calib_due(&cb, 0, 3));        /* more wait: not over */
 	assert_true(farm_calib_due(&cb, 0, 0));
 	k = farm_calib_step(&cb, k, &r);
@@ -150,7 +150,7 @@ static void test_finish_mid_round(void **state)
 	run_round(&cb, 2, 0, NS_PER_S);
 	k = farm_calib_step(&cb, k, &r);
 	farm_calib_started(&cb, 2 * NS_PER_S);
-	farm_calib_ended(&cb, 3 * NS_PER_S);            /* 1 of 4, then a stop */
+	farm_calib_ended(&cb, 3 * NS_PER_S, true);          /* 1 of 4, then a stop */
 	assert_int_equal(farm_calib_finish(&cb, k, &r), 1);
 	assert_int_equal(r.slots, 1);
 	assert_int_equal(r.n_calibration, 2);
@@ -164,6 +164,59 @@ static void test_finish_mid_round(void **state)
 	assert_int_equal(r.slots, 0);                   /* the caller's, unchanged */
 }
 
+/* Jobs that fail or are refused at once are not throughput: a round at
+ * K = 2 whose 6 failed jobs end within a millisecond and whose 2 ok ones
+ * take a second rates 2 jobs/s, not 8, and K = 1 (4 jobs/s) stays. */
+static void test_only_ok_jobs_count(void **state)
+{
+	struct gpushare_farm_result r;
+	struct farm_calib cb;
+	unsigned k = 1;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	farm_calib_begin(&cb, k, 16, 2, UINT32_MAX);
+	run_round(&cb, 4, NS_PER_S, NS_PER_S);          /* 4 jobs/s */
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 2);
+	for (int i = 0; i < 8; i++)
+		farm_calib_started(&cb, 3 * NS_PER_S);
+	for (int i = 0; i < 6; i++)
+		farm_calib_ended(&cb, 3 * NS_PER_S + NS_PER_MS, false);
+	farm_calib_ended(&cb, 4 * NS_PER_S, true);
+	farm_calib_ended(&cb, 4 * NS_PER_S, true);
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 1);
+	assert_false(cb.on);
+	assert_int_equal(r.calibration[1].jobs, 2);
+	assert_true(r.calibration[1].jobs_per_s < 2.5);
+	assert_false(r.calibration_failed);
+}
+
+/* No job of the first round ends ok: nothing to calibrate by. It stops
+ * there, at that K, and says so. */
+static void test_cannot_calibrate(void **state)
+{
+	struct gpushare_farm_result r;
+	struct farm_calib cb;
+	unsigned k = 1;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	farm_calib_begin(&cb, k, 16, 2, UINT32_MAX);
+	for (int i = 0; i < 4; i++)
+		farm_calib_started(&cb, NS_PER_S);
+	for (int i = 0; i < 4; i++)
+		farm_calib_ended(&cb, NS_PER_S + NS_PER_MS, false);
+	k = farm_calib_step(&cb, k, &r);
+	assert_int_equal(k, 1);
+	assert_false(cb.on);
+	assert_true(r.calibration_failed);
+	assert_int_equal(r.slots, 1);
+	assert_int_equal(r.n_calibration, 1);
+	assert_int_equal(r.calibration[0].jobs, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -172,6 +225,8 @@ int main(void)
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_queue_runs_dry),
 		cmocka_unit_test(test_finish_mid_round),
+		cmocka_unit_test(test_only_ok_jobs_count),
+		cmocka_unit_test(test_cannot_calibrate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

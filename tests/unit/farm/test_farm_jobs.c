@@ -469,6 +469,53 @@ static void test_shard_env(void **state)
 						     "SLURM_NTASKS", "4", NULL }, &i, &n, &from), GPUSHARE_E_INVAL);
 }
 
+/* A shell line that is one plain command runs as its words; anything the
+ * shell would expand, redirect, assign or run itself stays the shell's. */
+static void test_direct(void **state)
+{
+	static const char *const plain[] = {
+		"./sim --seed 3", "sh -c 'kill -9 $$'", "python3 \"a b.py\" -x=1", "/bin/echo a\\ b",
+	};
+	static const char *const shell[] = {
+		"sleep 1; echo ok", "echo $HOME", "a | b", "cmd 2>/dev/null", "FOO=1 ./sim", "ls *.txt", "echo hi",
+		"cd /tmp", "exit 3", "x=$(date)", "echo `id`", "./a && ./b", "./sim # note", "~/bin/sim",
+		"./sim \"$X\"", "true", "'unterminated",
+	};
+	char **d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+		char *argv[] = { "/bin/sh", "-c", (char *)plain[i], NULL };
+
+		assert_int_equal(gpushare_farm_jobs_direct(argv, &d), GPUSHARE_OK);
+		assert_non_null(d);
+		free(d);
+	}
+	for (size_t i = 0; i < sizeof(shell) / sizeof(shell[0]); i++) {
+		char *argv[] = { "/bin/sh", "-c", (char *)shell[i], NULL };
+
+		assert_int_equal(gpushare_farm_jobs_direct(argv, &d), GPUSHARE_OK);
+		if (d)
+			fail_msg("'%s' taken as plain", shell[i]);
+	}
+	{
+		char *argv[] = { "/bin/sh", "-c", "python3 \"a b.py\" -x=1", NULL };
+
+		assert_int_equal(gpushare_farm_jobs_direct(argv, &d), GPUSHARE_OK);
+		assert_string_equal(d[0], "python3");
+		assert_string_equal(d[1], "a b.py");
+		assert_string_equal(d[2], "-x=1");
+		assert_null(d[3]);
+		free(d);
+	}
+	{
+		char *argv[] = { "./sim", "--seed", "3", NULL }; /* an argv job: never */
+
+		assert_int_equal(gpushare_farm_jobs_direct(argv, &d), GPUSHARE_OK);
+		assert_null(d);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_copy_round_trip),
 		cmocka_unit_test(test_shard_parse),
 		cmocka_unit_test(test_shard_env),
+		cmocka_unit_test(test_direct),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
