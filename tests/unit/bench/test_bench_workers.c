@@ -62,8 +62,9 @@ static void test_exits_before_ready(void **state)
 	assert_non_null(t);
 	session_init(t, 2, args);
 	assert_int_not_equal(session_run_all(t), GPUSHARE_OK);
+	/* failed_worker is the 0-based index; messages number workers from 1 */
 	assert_int_equal(t->res.failed_worker, 1);
-	assert_non_null(strstr(t->res.failure, "worker 1"));
+	assert_non_null(strstr(t->res.failure, "worker 2"));
 	assert_true(t->res.workers[1].failed);
 	assert_int_equal(t->res.workers[1].requests, 0);
 	assert_true(session_all_reaped(t));
@@ -82,7 +83,7 @@ static void test_start_timeout(void **state)
 	t->c.start_timeout_ns = 300 * 1000000ULL;
 	assert_int_equal(session_run_all(t), GPUSHARE_E_TIMEOUT);
 	assert_int_equal(t->res.failed_worker, 0);
-	assert_non_null(strstr(t->res.failure, "worker 0 was not ready after"));
+	assert_non_null(strstr(t->res.failure, "worker 1 was not ready after"));
 	assert_non_null(strstr(gpushare_errdetail(), "--start-timeout"));
 	assert_true(session_all_reaped(t));
 	session_release(t);
