@@ -54,7 +54,7 @@ out=$tmp/a
 	--out "$out" >"$tmp/a.out" 2>"$tmp/a.err" &
 pid=$!
 seen_running=0
-for _ in $(seq 1 600); do
+for _ in $(seq 1 $((600 * TIME_FACTOR))); do
 	n=$( [[ -f "$out/results.jsonl" ]] && wc -l <"$out/results.jsonl" || echo 0)
 	if [[ $n -ge 2 ]] && kill -0 "$pid" 2>/dev/null; then seen_running=1; fi
 	[[ $n -ge 5 ]] && break
