@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gpushare/bench.h"
 #include "gpushare/files.h"
@@ -156,9 +157,15 @@ int gpushare_sweep_recorded_argv(const char *results_path, char ***argv)
 {
 	char *data = NULL;
 	size_t len = 0;
-	int rc = gpushare_read_file(results_path, (size_t)1 << 30, &data, &len);
+	struct stat st;
+	int rc;
 
 	*argv = NULL;
+	/* Never read through a link planted in the results directory: refused
+	 * as the append refuses it, before anything is read. */
+	if (lstat(results_path, &st) == 0 && S_ISLNK(st.st_mode))
+		return gpushare_fail(GPUSHARE_E_IO, "'%s' is a symbolic link; refusing to write through it", results_path);
+	rc = gpushare_read_file(results_path, (size_t)1 << 30, &data, &len);
 	if (rc)
 		return rc;
 	rc = gpushare_sweep_recorded_argv_buffer(data, len, results_path, argv);

@@ -217,15 +217,15 @@ run report "$tmp/sw-bad"
 [[ $rc -eq 0 ]] && grep -q "an ok run of a mix without a score; line skipped" "$tmp/err" \
 	&& ok "report: the scoreless mix run skipped with a warning" || fail "report of a scoreless mix: exit $rc $(cat "$tmp/err")"
 
-echo "== plan: a set percentage is the one the runs had; a mix is refused"
-run plan "$tmp/sw" --for env --shape 'spin:sleep=on (mps-split threads 30%)' --batch 1
+echo "== plan: a set percentage is the one the runs had; a mix is refused (spin measured no GPU: --template)"
+run plan "$tmp/sw" --for env --shape 'spin:sleep=on (mps-split threads 30%)' --batch 1 --template
 [[ $rc -eq 0 ]] && grep -qx 'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30' "$tmp/out" \
 	&& ok "plan: the runs' 30%, not 100/K" || fail "plan of a set percentage: exit $rc: $(cat "$tmp/out" "$tmp/err")"
-run plan "$tmp/sw" --for slurm --shape 'spin:sleep=on (mps-split threads 30%)' --batch 1
+run plan "$tmp/sw" --for slurm --shape 'spin:sleep=on (mps-split threads 30%)' --batch 1 --template
 [[ $rc -eq 0 ]] && grep -q "the runs gave each worker 30% of the SMs; job.sh's gpushare farm gives each of its 2 slots 50% (100/2)" "$tmp/err" \
 	&& ok "plan for slurm: the job script's farm share differs from the runs' 30%, and it says so" \
 	|| fail "plan slurm of a set percentage: exit $rc: $(cat "$tmp/err")"
-run plan "$tmp/sw" --for env --shape "$MIX (mps-split shares 30/70)" --batch 1
+run plan "$tmp/sw" --for env --shape "$MIX (mps-split shares 30/70)" --batch 1 --template
 [[ $rc -eq 14 && $(wc -l <"$tmp/err") -eq 1 ]] && grep -q "is a mix of workloads" "$tmp/err" \
 	&& ok "plan of a mix: refused (exit 14), one line" || fail "plan of a mix: exit $rc: $(cat "$tmp/err")"
 
