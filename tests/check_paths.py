@@ -45,7 +45,10 @@ def tree_files():
     except (OSError, subprocess.CalledProcessError):
         files = []
         for dirpath, dirnames, names in os.walk(ROOT):
-            dirnames[:] = [d for d in dirnames if not d.startswith((".git", "build"))]
+            # what .gitignore leaves out of the tree: build outputs, the npm
+            # packages of tests/k8s (a fresh root without git walks the tree)
+            dirnames[:] = [d for d in dirnames if not d.startswith((".git", "build"))
+                           and d not in ("node_modules", "__pycache__", "out")]
             files += [os.path.relpath(os.path.join(dirpath, n), ROOT) for n in names]
     return sorted(f for f in files if (f.endswith(TEXT_EXT) or os.path.basename(f) == "CMakeLists.txt")
                   and not f.startswith(SKIP) and os.path.isfile(os.path.join(ROOT, f)))
