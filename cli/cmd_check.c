@@ -83,11 +83,15 @@ static void default_lib(char *buf, size_t len)
 		return;
 	slash[1] = '\0';
 	for (size_t i = 0; i < CLI_N(rel); i++) {
-		snprintf(buf, len, "%s%s", self, rel[i]);
-		if (access(buf, R_OK) == 0)
+		int w = snprintf(buf, len, "%s%s", self, rel[i]);
+
+		if (w > 0 && (size_t)w < len && access(buf, R_OK) == 0)
 			return;
 	}
-	snprintf(buf, len, "%s%s", self, rel[0]);
+	/* A path that does not fit is no path: the bare name, looked up by the
+	 * loader, instead of a cut one. */
+	if ((size_t)snprintf(buf, len, "%s%s", self, rel[0]) >= len)
+		snprintf(buf, len, "%s", rel[0]);
 }
 
 static int parse_shares(const char *list, struct gpushare_check_opts *o)
