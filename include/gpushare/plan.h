@@ -97,8 +97,10 @@ struct gpushare_plan {
 	char gpu_model[96];          /* the GPU the chosen shape's runs name ("" unknown) */
 	char host[256], driver_version[80];   /* where they ran: their first record's */
 	char gres_type[48];          /* Slurm gres Type (from --gpu-model or the GPU name); "" none */
-	char mig_profile[32];        /* mig: "1g.10gb"; "" */
-	int mig_instances;           /* mig: instances per GPU */
+	/* mig: the layout per GPU the chosen cell's runs measured, several
+	 * profiles with their counts (1g.10gb x2 + 3g.40gb x1); n 0 none. */
+	struct gpushare_report_mig_layout mig_layout;
+	int mig_instances;           /* mig: instances per GPU, all profiles */
 	/* The comment block: one sentence per entry, no newlines. */
 	char measured[640];          /* "matmul, batch 1: mps, 4 workers per GPU: 34.5k items/s (...)" */
 	char gains[1536];            /* against every other sharing strategy at K */

@@ -333,40 +333,16 @@ static int client_share_of_runs(const struct gpushare_report *r, const struct gp
 	return rc;
 }
 
-/* A partition: the layout the runs saw, the profile from the MIG device's
- * name (the first run's in the file that names one) and the instances. */
-static int layout_of_runs(const struct gpushare_report *r, const struct gpushare_report_rec *rec,
-			  struct gpushare_plan *p)
+/* A partition: the layout the chosen cell's runs measured (the report's:
+ * each instance the workers saw counted under its profile), several
+ * profiles with their counts as they ran. */
+static int layout_of_runs(const struct gpushare_report *r, struct gpushare_plan *p)
 {
-	struct gpushare_report_cursor cur;
-	const struct gpushare_report_run *run;
-	int rc;
-
-	rc = gpushare_report_cursor_open(r, &cur);
-	while (!rc && (run = gpushare_report_cursor_next(&cur))) {
-		const char *m;
-
-		if (!cell_run(run, p->strategy, p->workers, rec))
-			continue;
-		m = strstr(run->device_name, " MIG ");
-		if (m && !p->mig_profile[0]) {
-			size_t n = 0;
-
-			for (m += 5; *m && n + 1 < sizeof(p->mig_profile); m++) {
-				if (isalnum((unsigned char)*m) || *m == '.' || *m == '+')
-					p->mig_profile[n++] = *m;
-				else
-					break;
-			}
-			p->mig_profile[n] = '\0';
-		}
-		if (run->n_devices > p->mig_instances)
-			p->mig_instances = run->n_devices;
-	}
-	gpushare_report_cursor_close(&cur);
-	if (rc)
-		return rc;
-	if (!p->mig_profile[0] || p->mig_instances < 1)
+	p->mig_layout = r->cells[p->cell].mig_layout;
+	p->mig_instances = 0;
+	for (size_t i = 0; i < p->mig_layout.n; i++)
+		p->mig_instances += p->mig_layout.count[i];
+	if (!p->mig_layout.n || p->mig_instances < 1)
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED,
 				     "the '%s' runs do not record their MIG devices (device name and instances)",
 				     gpushare_strategy_name(p->strategy));
@@ -570,6 +546,11 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 		if (!sc)
 			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "the results hold no successful '%s' run for %s, batch %ld",
 					     gpushare_strategy_name(s), rec->shape, rec->batch);
+		/* A question the runs leave open (fewer workers they cannot tell
+		 * from the best: one process or sharing, or how many) plans
+		 * nothing: the report's sentence says how many runs would settle it. */
+		if (gpushare_report_scaling_unsettled(r, sc, a, sizeof(a)))
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "%s", a);
 		/* The fewest workers whose throughput ties with the strategy's best. */
 		p->cell = sc->smallest >= 0 ? sc->smallest : sc->best;
 	}
@@ -591,7 +572,7 @@ int gpushare_plan_decide(const struct gpushare_report *r, const struct gpushare_
 				     "A+B, under mps-split with the split of its label)", rec->shape);
 	rc = gpushare_strategy_client_share(p->strategy) ? client_share_of_runs(r, rec, p) : 0;
 	if (!rc && gpushare_strategy_partitions(p->strategy))
-		rc = layout_of_runs(r, rec, p);
+		rc = layout_of_runs(r, p);
 	if (rc)
 		return rc;
 	if (gpushare_strategy_uses_mps(p->strategy))
@@ -722,9 +703,18 @@ int gpushare_plan_json(const struct gpushare_report *r, const struct gpushare_pl
 	     gpushare_json_int(root, "workers_per_gpu", p->workers) &&
 	     gpushare_json_num_if(root, "thread_percentage", p->thread_percentage, p->thread_percentage != 0) &&
 	     gpushare_json_num_if(root, "mem_limit_bytes", (double)p->mem_limit_bytes, p->mem_limit_bytes != 0);
-	if (ok && p->mig_profile[0])
-		ok = gpushare_json_str(root, "mig_profile", p->mig_profile) &&
-		     gpushare_json_int(root, "mig_instances", p->mig_instances);
+	if (ok && p->mig_layout.n) {
+		/* mig_profile: the one profile of a layout of one (as before);
+		 * mig_layout: every profile with its instances. */
+		cJSON *l;
+
+		if (p->mig_layout.n == 1)
+			ok = gpushare_json_str(root, "mig_profile", p->mig_layout.profile[0]);
+		ok = ok && gpushare_json_int(root, "mig_instances", p->mig_instances) &&
+		     (l = gpushare_json_obj(root, "mig_layout")) != NULL;
+		for (size_t i = 0; ok && i < p->mig_layout.n; i++)
+			ok = gpushare_json_int(l, p->mig_layout.profile[i], p->mig_layout.count[i]);
+	}
 	ok = ok && gpushare_json_str(root, "gpu", p->gpu_model) &&
 	     ci_json(root, "throughput_items_per_second", &c->throughput) &&
 	     ci_json(root, "p99_latency_seconds", &c->p99_latency) && gpushare_json_str(root, "measured", p->measured) &&

@@ -672,13 +672,18 @@ int plan_render_mig_parted(const struct gpushare_plan_options *o, const struct g
 {
 	struct gpushare_buf b = { 0 };
 	char name[80];
-	struct plan_mig_layout l = { .profile = { p->mig_profile }, .count = { p->mig_instances }, .n = 1 };
+	struct plan_mig_layout l = { .n = 0 };
 	const char *const *ids = NULL;
 	struct yw w;
 	int rc;
 
-	if (!p->mig_profile[0])
+	if (!p->mig_layout.n)
 		return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "mig-parted needs results of the 'mig' strategy");
+	/* The layout as measured: every profile with its count. */
+	for (; l.n < p->mig_layout.n && l.n < sizeof(l.profile) / sizeof(l.profile[0]); l.n++) {
+		l.profile[l.n] = p->mig_layout.profile[l.n];
+		l.count[l.n] = p->mig_layout.count[l.n];
+	}
 	/* Placeable on the measured GPU, and for that model only. */
 	rc = plan_mig_check(p->gpu_model, &l, &ids);
 	if (rc)
@@ -691,8 +696,13 @@ int plan_render_mig_parted(const struct gpushare_plan_options *o, const struct g
 					     "--name '%.80s' is not a mig-parted config name (1-79 letters, digits, '.', '_', '-')",
 					     o->name);
 		snprintf(name, sizeof(name), "%s", o->name);
+	} else if (l.n == 1) {
+		snprintf(name, sizeof(name), "gpushare-all-%s", l.profile[0]);
 	} else {
-		snprintf(name, sizeof(name), "gpushare-all-%s", p->mig_profile);
+		/* "gpushare-1g.10gbx2-2g.20gbx1-3g.40gbx1" */
+		snprintf(name, sizeof(name), "gpushare");
+		for (size_t i = 0; i < l.n; i++)
+			gpushare_str_catf(name, sizeof(name), "-%sx%d", l.profile[i], l.count[i]);
 	}
 	rc = gpushare_buf_add(&b, head, strlen(head));
 	if (!rc) {
@@ -732,7 +742,8 @@ int plan_render_mig_parted(const struct gpushare_plan_options *o, const struct g
 	boolean(&w, true);
 	str(&w, "mig-devices");
 	map_start(&w);
-	kv_int(&w, p->mig_profile, p->mig_instances);
+	for (size_t i = 0; i < l.n; i++)
+		kv_int(&w, l.profile[i], l.count[i]);
 	map_end(&w);
 	map_end(&w);
 	seq_end(&w);

@@ -45,6 +45,7 @@ golden device-plugin-timeslice.yaml "$FIX/timeslice-a100" --for k8s-device-plugi
 golden dra-mps-split.yaml "$FIX/mps-h100" --for k8s-dra --mem-per-client 10G
 golden dra-timeslice.yaml "$FIX/timeslice-a100" --for k8s-dra
 golden mig-parted.yaml "$FIX/mps-h100" --for mig-parted
+golden mig-parted-mixed.yaml "$FIX/mig-mixed" --for mig-parted
 golden slurm-shard.txt "$FIX/timeslice-a100" --for slurm --gpu-model A100
 golden slurm-mps.txt "$FIX/mps-h100" --for slurm --nodes 'gpu-node-[01-04]' --gpus-per-node 4
 golden plan.json "$FIX/mps-h100" --for k8s-dra --json
@@ -57,6 +58,13 @@ check "it states the gain over timeslice with its interval" \
 check "it names the command that measured" grep -q "^# Measured by: gpushare sweep --out sw" "$tmp/out"
 run plan "$FIX/mps-h100" --for mig-parted
 check "mig-parted plans the mig runs: 7 x 1g.10gb" grep -q '"1g.10gb": 7' "$tmp/out"
+run plan "$FIX/mig-mixed" --for mig-parted
+check "mig-parted plans a mixed layout as measured: 1g.10gb x2 + 2g.20gb + 3g.40gb, each profile its count" \
+	bash -c "grep -q '\"1g.10gb\": 2' '$tmp/out' && grep -q '\"2g.20gb\": 1' '$tmp/out' && grep -q '\"3g.40gb\": 1' '$tmp/out' && ! grep -q '\"1g.10gb\": 4' '$tmp/out'"
+check "  under a name of its layout" grep -q "^  gpushare-1g.10gbx2-2g.20gbx1-3g.40gbx1:" "$tmp/out"
+run plan "$FIX/mig-mixed" --for mig-parted --json
+check "  and --json gives every profile with its count" \
+	grep -q '"mig_instances":4,"mig_layout":{"1g.10gb":2,"2g.20gb":1,"3g.40gb":1}' "$tmp/out"
 run plan "$FIX/mps-h100" --for mig-parted --goal slo --slo-p99 50ms
 check "mig-parted under --goal slo plans the mig runs too, and states the bound and their p99" \
 	bash -c "grep -q '\"1g.10gb\": 7' '$tmp/out' && grep -q '^# Goal: highest throughput with median p99 under 50.0 ms; its p99: ' '$tmp/out'"
@@ -105,6 +113,14 @@ refused "sequential for the device plugin" "reference" "$FIX/mps-h100" --for k8s
 refused "mig for slurm" "cannot express 'mig'" "$FIX/mps-h100" --for slurm --strategy mig
 refused "mig-parted without mig runs" "no successful 'mig' run" "$FIX/timeslice-a100" --for mig-parted
 refused "one process per GPU" "one process per GPU" "$FIX/one-worker" --for k8s-dra
+# 2 noisy runs a cell: 1 worker (2780, 2800 items/s) cannot be told from 4
+# (4300, 6240): refused with the report's sentence, never "no sharing".
+refused "an unsettled number of workers" "timeslice: cannot tell 1 worker from 4 workers with 2 runs; " \
+	"$FIX/unsettled" --for env
+check "  with the runs that would settle it" \
+	grep -qE "with 2 runs; [0-9]+ more runs a side would settle a difference of [0-9]+%$" "$tmp/err"
+check "  not as one process per GPU" bash -c "! grep -q 'no sharing to configure' '$tmp/err'"
+refused "  for every target and an asked strategy" "cannot tell 1 worker from 4 workers" "$FIX/unsettled" --for slurm --strategy timeslice
 refused "no cell under the p99 bound" "p99 under" "$FIX/mps-h100" --for env --goal slo --slo-p99 1us
 # A plan needs a GPU measurement: results without a GPU (no driver) or of a
 # CPU-only workload (spin) are refused for every target, unless --template.

@@ -149,6 +149,12 @@ sed 's/"1g.10gb": 7/"3g.40gb": 4/' "$tmp/mig.yaml" >"$tmp/mig-bad.yaml"
 invalid "3g.40gb x4 on an H100" "cannot be placed" "$tmp/mig-bad.yaml"
 sed 's/"1g.10gb": 7/"1g.10gb": 2\n      "2g.20gb": 1\n      "3g.40gb": 1/' "$tmp/mig.yaml" >"$tmp/mig-mixed.yaml"
 valid "the mixed layout 1g.10gb x2 + 2g.20gb + 3g.40gb fits" "$tmp/mig-mixed.yaml"
+"$GPUSHARE" plan "$FIX/mig-mixed" --for mig-parted >"$tmp/mig-measured.yaml" 2>"$tmp/err" && rc=0 || rc=$?
+check "plan of mixed MIG runs (1g.10gb x2 + 2g.20gb + 3g.40gb): exit 0 (got $rc: $(tail -1 "$tmp/err"))" test "$rc" -eq 0
+check "  every profile with its count, as measured" \
+	bash -c "grep -qx '      \"1g.10gb\": 2' '$tmp/mig-measured.yaml' && grep -qx '      \"2g.20gb\": 1' '$tmp/mig-measured.yaml' &&
+		grep -qx '      \"3g.40gb\": 1' '$tmp/mig-measured.yaml'"
+valid "the mixed layout plan writes from its runs" "$tmp/mig-measured.yaml"
 grep -v 'device-filter' "$tmp/mig.yaml" | sed 's/^    devices: all/  - devices: all/' >"$tmp/mig-nofilter.yaml"
 invalid "no device-filter" "no device-filter" "$tmp/mig-nofilter.yaml"
 

@@ -10,6 +10,10 @@ run again only to change them): records as `gpushare sweep` writes them
                    at 4 workers (MPS adds latency, no throughput)
   failed/          every run failed
   one-worker/      sharing never beats one process
+  mig-mixed/       an H100 split 1g.10gb x2 + 2g.20gb + 3g.40gb, one worker
+                   per instance, beside timeslice at 1 and 4 workers
+  unsettled/       2 noisy runs a cell: timeslice 2780/2800 items/s at 1 worker
+                   vs 4300/6240 at 4 (the runs cannot tell them apart)
 """
 import json, os, random, sys
 
@@ -17,7 +21,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 
 
 def record(f, shape, workload, strategy, workers, repeat, ips, mean, p99, status="ok", gpu="NVIDIA H100 80GB HBM3",
-           host="gpu-node-01", mem=None, device=None, ndev=1, cmd=None, date=0):
+           host="gpu-node-01", mem=None, device=None, ndev=1, cmd=None, date=0, devices=None):
     key = f"{shape}|{strategy}|w{workers}|b1"
     meta = {"gpushare_version": "0.1.0", "date": f"2026-11-20T10:{date // 60:02d}:{date % 60:02d}Z", "host": host,
             "gpu": {"index": 0, "name": gpu, "uuid": "GPU-5f1c2a8e-0000-4000-8000-000000000001"},
@@ -32,6 +36,8 @@ def record(f, shape, workload, strategy, workers, repeat, ips, mean, p99, status
         dn = device or gpu
         ws = [{"index": i, "device_name": dn, "visible_devices": f"MIG-{i % ndev}" if ndev > 1 else "0"}
               for i in range(workers)]
+        if devices:  # per worker: (device_name, visible_devices)
+            ws = [{"index": i, "device_name": d, "visible_devices": v} for i, (d, v) in enumerate(devices)]
         rec["bench"] = {"results": [{"strategy": strategy, "aggregate": {
             "items_per_second": ips, "requests_per_second": ips, "mean_seconds": mean, "p50_seconds": mean * 0.95,
             "p90_seconds": mean * 1.3, "p99_seconds": p99, "p999_seconds": p99 * 1.3, "fairness": 0.97,
@@ -85,3 +91,26 @@ one = []
 for w, t in [(1, 5000), (2, 3000), (4, 2000)]:
     one += [("big", "matmul", "timeslice", w, t, w / t, 2 * w / t), ("big", "matmul", "mps", w, t * 0.98, w / t, 2 * w / t)]
 write("one-worker", one, cmd=H100_CMD)
+
+MIXED_CMD = ["gpushare", "sweep", "--out", "sw", "--workload", "matmul:size=2048", "--strategy", "timeslice,mig",
+             "--workers", "1,4", "--repeats", "5"]
+MIG = "NVIDIA H100 80GB HBM3 MIG "
+mixed_devices = [(MIG + "3g.40gb", "MIG-3g"), (MIG + "2g.20gb", "MIG-2g"), (MIG + "1g.10gb", "MIG-1a"),
+                 (MIG + "1g.10gb", "MIG-1b")]
+write("mig-mixed", [("matmul:size=2048", "matmul", "timeslice", 1, 3000, 1 / 3000, 2 / 3000),
+                    ("matmul:size=2048", "matmul", "timeslice", 4, 3100, 4 / 3100, 8 / 3100),
+                    ("matmul:size=2048", "matmul", "mig", 4, 3900, 4 / 3900, 6 / 3900,
+                     {"devices": mixed_devices, "mem": 70 << 30})], repeats=5, cmd=MIXED_CMD)
+
+# Two noisy runs a cell, each figure as given (no added noise).
+UNSETTLED_CMD = ["gpushare", "sweep", "--out", "sw", "--workload", "tiny", "--strategy", "timeslice", "--workers",
+                 "1,4", "--repeats", "2"]
+d = os.path.join(here, "unsettled")
+os.makedirs(d, exist_ok=True)
+with open(os.path.join(d, "results.jsonl"), "w") as f:
+    n = 0
+    for r, (one, four) in enumerate([(2780, 4300), (2800, 6240)]):
+        for w, ips in [(1, one), (4, four)]:
+            record(f, "tiny", "tiny", "timeslice", w, r, float(ips), w / ips, 2 * w / ips, gpu="NVIDIA A100-SXM4-40GB",
+                   host="a100-07", cmd=UNSETTLED_CMD, date=n)
+            n += 1
