@@ -81,7 +81,8 @@ racing = [c["strategy"] + "|w%d|b%d" % (c["workers"], c["batch"]) for c in doc["
 # The halving ends with one, or with a tie the runs could not settle (on a
 # loaded machine): then the racing are the tied, the pick first.
 if doc["tie"]:
-    assert [k.split("|", 1)[1] for k in doc["tie_between"]] == ["timeslice|w2|b4"] + [k for k in racing if k != "timeslice|w2|b4"], doc
+    tied = [k.split("|", 1)[1] for k in doc["tie_between"]]
+    assert tied[0] == "timeslice|w2|b4" and len(tied) >= 2 and set(tied) <= set(racing), (tied, racing)
     assert doc["unsettled"].startswith("cannot tell them apart with "), doc["unsettled"]
 else:
     assert len(racing) == 1 and doc["tie_between"] is None and doc["unsettled"] is None, racing
@@ -119,7 +120,7 @@ no_workers_left "tune"
 
 echo "== text output"
 run "${TUNE[@]}" --out "$tmp/b" -q "${CMD[@]}"
-grep -qE "^(Pick: timeslice w2 b4, |Tie between timeslice w2 b4 and timeslice w2 b1 \(cannot tell them apart with )" "$tmp/out" && grep -q "^Searched: 12 candidates, 12 probes" "$tmp/out" \
+grep -qE "^(Pick: timeslice w2 b4, |Tie between timeslice w2 b4 and .* \(cannot tell them apart with )" "$tmp/out" && grep -q "^Searched: 12 candidates, 12 probes" "$tmp/out" \
 	&& grep -q "^  dropped sequential w4 b1 after its probe (.*): its probe .* of timeslice w2 b4's, below the cut" "$tmp/out" \
 	&& grep -q "^Run it: gpushare bench --strategy timeslice --workers 2 --batch 4 -- " "$tmp/out" \
 	&& grep -q "^Ranks this way: mpirun -np 2 -x GPUSHARE_BATCH=4 gpushare exec --strategy timeslice --ranks-per-gpu 2 -- " "$tmp/out" \
