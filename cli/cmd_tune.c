@@ -325,7 +325,25 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 	if (res->probes_only)
 		fprintf(f, "Pick: %s, %s in its probe; the budget ran out before any full run: the best probe so far\n",
 			name, gpushare_fmt_rate(res->cands[res->best].probe, unit, v, sizeof(v)));
-	else
+	else if (res->tie) {
+		/* The race ended with the leader not told apart: no pick. */
+		char words[256];
+		size_t shown = 0;
+
+		gpushare_tune_tie_text(res, words, sizeof(words));
+		fprintf(f, "Tie between %s", name);
+		for (size_t i = 0; i < res->n_tied; i++) {
+			if (!res->cands[res->tied[i]].vs_best.underpowered)
+				continue;
+			cand_name(&res->cands[res->tied[i]], name, sizeof(name));
+			fprintf(f, "%s %s", ++shown == res->n_unsettled ? " and" : ",", name);
+		}
+		fprintf(f, " (%s)%s\n", words, res->sum.budget_out ? "; the budget ran out" : "");
+		cand_name(&res->cands[res->best], name, sizeof(name));
+		fprintf(f, "  %s: %s (median of %zu full run%s)\n", name,
+			gpushare_fmt_rate(res->cands[res->best].ci.median, unit, v, sizeof(v)), res->cands[res->best].runs,
+			res->cands[res->best].runs == 1 ? "" : "s");
+	} else
 		fprintf(f, "Pick: %s, %s (median of %zu full run%s)%s\n", name,
 			gpushare_fmt_rate(res->cands[res->best].ci.median, unit, v, sizeof(v)),
 			res->cands[res->best].runs, res->cands[res->best].runs == 1 ? "" : "s",
@@ -388,6 +406,8 @@ static void print_result(const struct gpushare_tune_config *t, const struct gpus
 	}
 	if (not_run)
 		fprintf(f, "  not probed: %zu candidates (the budget ran out)\n", not_run);
+	if (res->tie)
+		fprintf(f, "The commands below run the first of the tied.\n");
 	fprintf(f, "Run it: %s\n", res->bench_command);
 	if (res->farm_command[0])
 		fprintf(f, "Jobs this way: %s\n", res->farm_command);

@@ -108,6 +108,13 @@ struct gpushare_tune_result {
 					   * candidates still racing; -1 none */
 	int tied[GPUSHARE_TUNE_MAX_CANDIDATES];   /* still racing, compared, and no clear win of the pick */
 	size_t n_tied;
+	/* A tie: the race ended (budget, max_repeats) with the pick not told
+	 * apart from n_unsettled of the tied (their vs_best underpowered); the
+	 * pick is then the first of the tied, not a winner. tie_with: of those,
+	 * the one that needs the most runs a side to settle; -1. */
+	bool tie;
+	size_t n_unsettled;
+	int tie_with;
 	size_t keep;                      /* how many the probes' rank let go on */
 	int rounds;                       /* full rounds run (the last may be partial) */
 	double probe_seconds;             /* the probe round's wall time */
@@ -144,6 +151,11 @@ void gpushare_tune_result_release(struct gpushare_tune_result *res);
 const char *gpushare_tune_drop_name(enum gpushare_tune_drop why);
 
 /* The result as a JSON document (caller frees *out). */
+/* A tie's words (res->tie): "cannot tell them apart with R runs; N more runs
+ * a side would settle a difference of D%" (of tie_with's comparison with
+ * the pick). Writes "" and returns false when res is no tie. */
+bool gpushare_tune_tie_text(const struct gpushare_tune_result *res, char *buf, size_t len);
+
 int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpushare_tune_result *res, char **out);
 
 #ifdef __cplusplus

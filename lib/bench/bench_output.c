@@ -587,7 +587,7 @@ int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f
 	for (size_t i = 0; ref >= 0 && i < r->n_summary; i++) {
 		const struct gpushare_bench_summary *s = &r->summary[i], *b = &r->summary[ref];
 		struct gpushare_bench_relative rel;
-		char ratio[24], sd[24], pa[24], pb[24], conf[16], verdict[160];
+		char ratio[24], sd[24], pa[24], pb[24], conf[16], verdict[256];
 
 		if ((int)i == ref || !s->n_ok)
 			continue;
@@ -599,6 +599,10 @@ int gpushare_bench_write_relative(const struct gpushare_bench_report *r, FILE *f
 			sd[0] = '\0';
 		switch (rel.throughput.verdict) {
 		case GPUSHARE_VERDICT_TIE:
+			/* A tie the runs cannot settle is no result: say what would. */
+			if (gpushare_compare_unsettled_text(&rel.throughput, gpushare_strategy_name(s->strategy),
+							    gpushare_strategy_name(b->strategy), verdict, sizeof(verdict)))
+				break;
 			if (rel.throughput.method == GPUSHARE_METHOD_WELCH_LOG)
 				snprintf(verdict, sizeof(verdict), "tie: the 95%% t interval on logs holds 1");
 			else

@@ -314,7 +314,29 @@ static bool json_cmp(cJSON *parent, const char *k, const struct gpushare_compari
 	return (o = gpushare_json_obj(parent, k)) != NULL && gpushare_json_num(o, "ratio", c->ratio) &&
 	       gpushare_json_str(o, "verdict", gpushare_verdict_name(c->verdict)) &&
 	       gpushare_json_str(o, "method", gpushare_method_name(c->method)) && gpushare_json_num(o, "t_lo", c->t_lo) &&
-	       gpushare_json_num(o, "t_hi", c->t_hi) && gpushare_json_num(o, "p_value", c->p_value);
+	       gpushare_json_num(o, "t_hi", c->t_hi) && gpushare_json_num(o, "p_value", c->p_value) &&
+	       gpushare_json_bool(o, "underpowered", c->underpowered) &&
+	       gpushare_json_num_if(o, "runs_needed", (double)c->runs_needed, c->underpowered && c->runs_needed) &&
+	       gpushare_json_num_if(o, "settle_diff", c->settle_diff, c->underpowered && isfinite(c->settle_diff));
+}
+
+/* A tie's candidates (the pick first) and words: tie_between and
+ * unsettled, null when the pick is no tie; false when out of memory. */
+static bool json_tie(cJSON *doc, const struct gpushare_tune_result *res)
+{
+	char words[256];
+	cJSON *a;
+	bool ok;
+
+	if (!res->tie)
+		return gpushare_json_null(doc, "tie_between") && gpushare_json_null(doc, "unsettled");
+	ok = (a = gpushare_json_arr(doc, "tie_between")) != NULL &&
+	     gpushare_json_str(a, NULL, res->cands[res->best].cell.key);
+	for (size_t i = 0; ok && i < res->n_tied; i++)
+		if (res->cands[res->tied[i]].vs_best.underpowered)
+			ok = gpushare_json_str(a, NULL, res->cands[res->tied[i]].cell.key);
+	gpushare_tune_tie_text(res, words, sizeof(words));
+	return ok && gpushare_json_str(doc, "unsettled", words);
 }
 
 int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpushare_tune_result *res, char **out)
@@ -340,6 +362,7 @@ int gpushare_tune_json(const struct gpushare_tune_config *t, const struct gpusha
 	     gpushare_json_bool(doc, "budget_out", res->sum.budget_out || res->probe_sum.budget_out) &&
 	     gpushare_json_bool(doc, "probes_only", res->probes_only) &&
 	     gpushare_json_str(doc, "best", res->best >= 0 ? res->cands[res->best].cell.key : NULL) &&
+	     gpushare_json_bool(doc, "tie", res->tie) && json_tie(doc, res) &&
 	     gpushare_json_str_or_null(doc, "bench_command", res->bench_command) &&
 	     gpushare_json_str_or_null(doc, "farm_command", res->farm_command) &&
 	     gpushare_json_str_or_null(doc, "plan_command", res->plan_command) &&

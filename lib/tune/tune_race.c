@@ -6,6 +6,7 @@
  * running anything.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gpushare/gpushare.h"
@@ -90,9 +91,10 @@ static int by_key_desc(const void *a, const void *b)
 }
 
 /* Keep the best `keep` of the active candidates by key[] (the rest are
- * dropped with reason why); returns false when out of memory. */
+ * dropped with reason why, but for those spare[] holds: their comparison
+ * with the leader is not settled yet); returns false when out of memory. */
 static bool keep_best(struct tune_ctx *x, const double *key, size_t keep, int round, enum gpushare_tune_drop why,
-		      int lead, double lead_key)
+		      int lead, double lead_key, const bool *spare)
 {
 	struct gpushare_tune_result *res = x->res;
 	struct ranked *v = malloc(res->n_cands * sizeof(*v));
@@ -105,7 +107,8 @@ static bool keep_best(struct tune_ctx *x, const double *key, size_t keep, int ro
 			v[n++] = (struct ranked){ key[k], (int)k };
 	qsort(v, n, sizeof(*v), by_key_desc);
 	for (size_t i = keep; i < n; i++)
-		drop(x, v[i].k, round, why, lead, lead_key > 0 ? v[i].key / lead_key : NAN);
+		if (!spare || !spare[v[i].k])
+			drop(x, v[i].k, round, why, lead, lead_key > 0 ? v[i].key / lead_key : NAN);
 	free(v);
 	return true;
 }
@@ -151,7 +154,7 @@ bool tune_screen_probes(struct tune_ctx *x)
 	if (keep < 2)
 		keep = 2;
 	res->keep = keep;
-	ok = lead < 0 || keep_best(x, key, keep, 0, GPUSHARE_TUNE_DROP_PROBE_RANK, lead, res->cands[lead].probe);
+	ok = lead < 0 || keep_best(x, key, keep, 0, GPUSHARE_TUNE_DROP_PROBE_RANK, lead, res->cands[lead].probe, NULL);
 	free(key);
 	event(x, 0, -1, lead, tune_n_active(res));
 	return ok;
@@ -166,6 +169,7 @@ bool tune_full_select(void *arg, int round, const struct gpushare_sweep_cell *ce
 	struct gpushare_tune_result *res = x->res;
 	const struct gpushare_tune_config *t = x->t;
 	double *key, *v;
+	bool spare[GPUSHARE_TUNE_MAX_CANDIDATES] = { false };
 	size_t act, short_of_runs = 0;
 	int lead, r1 = round + 1;   /* full rounds done; the event's round number */
 
@@ -215,9 +219,13 @@ bool tune_full_select(void *arg, int round, const struct gpushare_sweep_cell *ce
 			c->at_drop = cmp;
 			drop(x, (int)k, r1, GPUSHARE_TUNE_DROP_WELCH, lead, cmp.ratio);
 		}
+		/* The runs cannot tell it from the leader yet: it gets more
+		 * rounds (the budget and max_repeats still end the race). */
+		spare[k] = cmp.underpowered;
 	}
 	/* Then the better half goes on; not below two before both have
-	 * min_runs runs (the last comparison needs them). */
+	 * min_runs runs (the last comparison needs them), and never without
+	 * one the leader cannot be told from yet. */
 	act = tune_n_active(res);
 	key = malloc(res->n_cands * sizeof(*key));
 	if (!key) {
@@ -233,7 +241,7 @@ bool tune_full_select(void *arg, int round, const struct gpushare_sweep_cell *ce
 
 		if (keep < 2 && short_of_runs)
 			keep = 2;
-		if (lead >= 0 && keep < act && !keep_best(x, key, keep, r1, GPUSHARE_TUNE_DROP_HALF, lead, key[lead]))
+		if (lead >= 0 && keep < act && !keep_best(x, key, keep, r1, GPUSHARE_TUNE_DROP_HALF, lead, key[lead], spare))
 			x->rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	}
 	free(key);
@@ -248,9 +256,13 @@ out:
 	return act <= 1 && (round >= 0 || act == 0);
 }
 /* The pick: the leader of the full runs; without any, the best probe
- * among those still racing. Then its comparison with every other. */
+ * among those still racing. Then its comparison with every other: a tie
+ * the runs cannot settle makes the pick a tie (res->tie, tie_with). */
 void tune_pick(struct gpushare_tune_result *res)
 {
+	res->n_tied = res->n_unsettled = 0;
+	res->tie = false;
+	res->tie_with = -1;
 	res->best = leader(res);
 	if (res->best < 0) {
 		for (size_t k = 0; k < res->n_cands; k++)
@@ -267,7 +279,34 @@ void tune_pick(struct gpushare_tune_result *res)
 		gpushare_compare(&res->cands[res->best].ci, &c->ci, &c->vs_best);
 		/* A tie: compared, and not a clear win. */
 		if (c->active && c->vs_best.method != GPUSHARE_METHOD_NONE &&
-		    !gpushare_compare_clear(&c->vs_best, GPUSHARE_VERDICT_HIGHER))
+		    !gpushare_compare_clear(&c->vs_best, GPUSHARE_VERDICT_HIGHER)) {
 			res->tied[res->n_tied++] = (int)k;
+			if (c->vs_best.underpowered) {
+				res->n_unsettled++;
+				if (res->tie_with < 0 ||
+				    c->vs_best.runs_needed > res->cands[res->tie_with].vs_best.runs_needed)
+					res->tie_with = (int)k;
+			}
+		}
 	}
+	res->tie = res->n_unsettled > 0;
+}
+
+bool gpushare_tune_tie_text(const struct gpushare_tune_result *res, char *buf, size_t len)
+{
+	const struct gpushare_comparison *c;
+
+	if (len)
+		buf[0] = '\0';
+	if (!res->tie || res->tie_with < 0)
+		return false;
+	c = &res->cands[res->tie_with].vs_best;
+	if (c->runs_needed > c->runs && isfinite(c->settle_diff))
+		snprintf(buf, len,
+			 "cannot tell them apart with %zu run%s; %zu more run%s a side would settle a difference of %.*f%%",
+			 c->runs, c->runs == 1 ? "" : "s", c->runs_needed - c->runs, c->runs_needed - c->runs == 1 ? "" : "s",
+			 c->settle_diff < 0.1 ? 1 : 0, 100 * c->settle_diff);
+	else
+		snprintf(buf, len, "cannot tell them apart with %zu run%s", c->runs, c->runs == 1 ? "" : "s");
+	return true;
 }

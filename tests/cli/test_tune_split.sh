@@ -98,7 +98,7 @@ if [[ $rc -eq 0 ]] && python3 -c "$check_py" "$tmp/out" "$tmp/c/probes.jsonl" "$
 	ok "--resume: carries on from $n1 recorded probes, none twice, the same pick"
 else fail "--resume: rc $rc $(cat "$tmp/err") $(cat "$tmp/out")"; fi
 run "${TUNE[@]}" --out "$tmp/c" --resume -q "${CMD[@]}"
-grep -q "^Pick: mps-split w4 b4 t50%, " "$tmp/out" \
+grep -qE "^(Pick: mps-split w4 b4 t50%, |Tie between mps-split w4 b4 t50% and )" "$tmp/out" \
 	&& grep -q "^Run it: gpushare bench --strategy mps-split --workers 4 --batch 4 --thread-percentage 50 -- " "$tmp/out" \
 	&& grep -q "^Jobs this way: none: gpushare farm gives each mps-split slot the default share 100/N (25% here), not the pick's 50%" "$tmp/out" \
 	&& grep -q "mps-split w4 b4 t100%" "$tmp/out" \

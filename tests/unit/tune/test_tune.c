@@ -10,8 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <cjson/cJSON.h>
 
 #include "gpushare/gpushare.h"
 #include "gpushare/strategy.h"
@@ -118,10 +121,11 @@ static bool round_of(struct race *r, int round, const double (*v)[8], size_t n, 
 }
 
 /* The full rounds: with one run the probe's cut; a better half that keeps
- * two until both have min_runs runs; then one goes. */
+ * two until both have min_runs runs; then one goes (its tie with the
+ * leader settled: within noise, with runs enough for it). */
 static void full_rounds_halve(void **state)
 {
-	static const double v[3][8] = { { 100, 102 }, { 95, 99 }, { 30, 31 } };
+	static const double v[3][8] = { { 100, 100.2 }, { 99.9, 100 }, { 30, 31 } };
 	bool active[3];
 	struct race r;
 
@@ -144,7 +148,102 @@ static void full_rounds_halve(void **state)
 	tune_pick(&r.res);
 	assert_int_equal(r.res.best, 0);
 	assert_false(r.res.probes_only);
+	assert_false(r.res.tie);
 	assert_true(r.x.rc == GPUSHARE_OK);
+}
+
+/* Whether candidate a's geometric mean is below b's (the halving's rank). */
+static bool centre_below(const struct race *r, int a, int b)
+{
+	return r->cands[a].ci.log_mean < r->cands[b].ci.log_mean;
+}
+
+/* The pick's JSON into a parsed document. */
+static cJSON *pick_json(struct race *r)
+{
+	char *text = NULL;
+	cJSON *doc;
+
+	assert_int_equal(gpushare_tune_json(&r->t, &r->res, &text), GPUSHARE_OK);
+	doc = cJSON_Parse(text);
+	assert_non_null(doc);
+	free(text);
+	return doc;
+}
+
+/* Two leaders the runs cannot tell apart (2 runs a side, 5% apart with a
+ * few percent of noise): the runner-up is not halved away but races on;
+ * when the race ends so (the budget, max_repeats), the pick is a tie,
+ * with the runs that would settle it, in the text's words and the JSON. */
+static void full_rounds_unsettled(void **state)
+{
+	static const double v[2][8] = { { 100, 106, 103, 99, 104, 101 }, { 97, 101, 95, 100, 98, 99 } };
+	bool active[2];
+	struct race r;
+	char words[256];
+	cJSON *doc, *tie;
+
+	(void)state;
+	race_init(&r, 2);
+	assert_int_equal(gpushare_sweep_add_shape(&r.t.sweep, "spin"), GPUSHARE_OK);
+	assert_false(round_of(&r, 0, v, 1, active));
+	assert_false(round_of(&r, 1, v, 2, active));   /* the old race dropped 1 here and ended */
+	assert_true(active[0] && active[1]);
+	assert_int_equal(r.cands[1].why, GPUSHARE_TUNE_RACING);
+	assert_false(round_of(&r, 2, v, 3, active));
+	assert_true(active[0] && active[1]);
+	tune_pick(&r.res);
+	assert_int_equal(r.res.best, 0);
+	assert_true(r.res.tie);
+	assert_int_equal(r.res.n_unsettled, 1);
+	assert_int_equal(r.res.tie_with, 1);
+	assert_true(r.cands[1].vs_best.underpowered);
+	assert_true(gpushare_tune_tie_text(&r.res, words, sizeof(words)));
+	assert_non_null(strstr(words, "cannot tell them apart with 3 runs; "));
+	assert_non_null(strstr(words, " more runs a side would settle a difference of "));
+	doc = pick_json(&r);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "tie")));
+	assert_string_equal(cJSON_GetObjectItem(doc, "best")->valuestring, "spin|mps|w1|b1");
+	tie = cJSON_GetObjectItem(doc, "tie_between");
+	assert_int_equal(cJSON_GetArraySize(tie), 2);
+	assert_string_equal(cJSON_GetArrayItem(tie, 0)->valuestring, "spin|mps|w1|b1");
+	assert_string_equal(cJSON_GetArrayItem(tie, 1)->valuestring, "spin|mps|w2|b1");
+	assert_string_equal(cJSON_GetObjectItem(doc, "unsettled")->valuestring, words);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "candidates"), 1), "best_vs_this"),
+		"underpowered")));
+	cJSON_Delete(doc);
+
+	/* A settled race is no tie: JSON says so with nulls. */
+	r.cands[1].active = false;
+	tune_pick(&r.res);
+	assert_false(r.res.tie);
+	assert_false(gpushare_tune_tie_text(&r.res, words, sizeof(words)));
+	assert_string_equal(words, "");
+	doc = pick_json(&r);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(doc, "tie")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "tie_between")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "unsettled")));
+	cJSON_Delete(doc);
+}
+
+/* The halving still keeps the better half by rank and drops the settled
+ * below it, but not one below it the leader cannot be told from yet. */
+static void full_rounds_halve_spares_unsettled(void **state)
+{
+	static const double v[4][8] = {
+		{ 100, 100.2 }, { 94, 104 }, { 99.8, 100 }, { 99.7, 99.9 },
+	};
+	bool active[4];
+	struct race r;
+
+	(void)state;
+	race_init(&r, 4);
+	assert_false(round_of(&r, 1, v, 2, active));   /* 2 runs each (as resumed) */
+	assert_true(r.cands[1].runs == 2 && centre_below(&r, 1, 3));
+	assert_true(active[0] && active[1] && active[2] && !active[3]);
+	assert_int_equal(r.cands[1].why, GPUSHARE_TUNE_RACING);
+	assert_int_equal(r.cands[3].why, GPUSHARE_TUNE_DROP_HALF);
 }
 
 /* With runs enough, a candidate clearly below the leader is dropped by the
@@ -264,6 +363,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(probes_screen),    cmocka_unit_test(full_rounds_halve), cmocka_unit_test(full_rounds_compare),
+		cmocka_unit_test(full_rounds_unsettled), cmocka_unit_test(full_rounds_halve_spares_unsettled),
 		cmocka_unit_test(pick_probes_only), cmocka_unit_test(commands),          cmocka_unit_test(commands_exec),
 	};
 
