@@ -116,6 +116,12 @@ void gpushare_system_release(struct gpushare_system_info *info);
  * prefix) to its index. Needs gpushare_nvml_open(). */
 int gpushare_gpu_find(const char *spec, unsigned *index);
 
+/* The NVML index of the GPU whose device file is /dev/nvidia<minor>
+ * (nvmlDeviceGetMinorNumber): GPUSHARE_E_NOT_FOUND when none has it,
+ * GPUSHARE_E_UNSUPPORTED when the driver cannot say. Needs
+ * gpushare_nvml_open(). */
+int gpushare_gpu_by_minor(unsigned minor, unsigned *index);
+
 /* Number of GPUs NVML sees. Needs gpushare_nvml_open(). */
 int gpushare_gpu_count(unsigned *count);
 

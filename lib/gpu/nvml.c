@@ -709,6 +709,32 @@ int gpushare_gpu_count(unsigned *count)
 	return GPUSHARE_OK;
 }
 
+int gpushare_gpu_by_minor(unsigned minor, unsigned *index)
+{
+	unsigned count = 0;
+	int rc = gpushare_gpu_count(&count);
+
+	for (unsigned i = 0; !rc && i < count; i++) {
+		unsigned m = 0;
+		nvmlDevice_t dev;
+		nvmlReturn_t r;
+
+		if ((rc = device_handle(i, &dev)))
+			break;
+		r = NVML_TRY(nvmlDeviceGetMinorNumber, dev, &m);
+		if (r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_NOT_SUPPORTED)
+			return gpushare_fail(GPUSHARE_E_UNSUPPORTED, "GPU %u: nvmlDeviceGetMinorNumber: %s", i,
+					     nvml_errstr(r));
+		if (r != NVML_SUCCESS)
+			return gpushare_fail(GPUSHARE_E_DRIVER, "GPU %u: nvmlDeviceGetMinorNumber: %s", i, nvml_errstr(r));
+		if (m == minor) {
+			*index = i;
+			return GPUSHARE_OK;
+		}
+	}
+	return rc ? rc : gpushare_fail(GPUSHARE_E_NOT_FOUND, "no GPU has the device file /dev/nvidia%u", minor);
+}
+
 static bool all_digits(const char *s)
 {
 	return *s && span_digits(s) == strlen(s);

@@ -152,6 +152,7 @@ _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t lay
 	X(false, nvmlReturn_t, nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t *memory)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetComputeMode, (nvmlDevice_t device, int *mode)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetPersistenceMode, (nvmlDevice_t device, int *mode)) \
+	X(false, nvmlReturn_t, nvmlDeviceGetMinorNumber, (nvmlDevice_t device, unsigned int *minor)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetMigMode, (nvmlDevice_t device, unsigned int *current, unsigned int *pending)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t device, unsigned int *count)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetMigDeviceHandleByIndex, (nvmlDevice_t device, unsigned int index, nvmlDevice_t *mig)) \

@@ -180,6 +180,29 @@ check "  the last: no file left" test -z "$(ls "$map")"
 maph 5 prolog
 check "  a job without GPUs: nothing mapped" test "$(ls "$map" | wc -l) $(grep -c 'no MPS daemon$' "$tmp/out")" = "0 1"
 check "  no job record, no daemon directory" test "$(ls "$tmp/sd2/jobs" | wc -l) $(ls -d "$tmp"/sd2/mps-* 2>/dev/null | wc -l)" = "0 0"
+# A gapped device list: Slurm's indices are positions in gres.conf's File=
+# list, so its GPU 1 is /dev/nvidia2; NVML (the stand-in's order differs from
+# the minors: /dev/nvidia2 is NVML's GPU 0) names it 0, and so does
+# dcgm-exporter, which reads the files named by the GPU's id
+# (NVIDIA/dcgm-exporter, internal/pkg/transformation/hpc.go: getGPUFiles).
+mkdir -p "$tmp/gapconf"
+printf '%s\n' 'AutoDetect=off' '# the other nodes' 'NodeName=other[1-2] Name=gpu File=/dev/nvidia[0-3]' \
+	'NodeName=gapnode,gap[3-4] Name=gpu File=/dev/nvidia[0,2]  # ours' >"$tmp/gapconf/gres.conf"
+mapg() {
+	SLURM_CONF=$tmp/gapconf/slurm.conf SLURMD_NODENAME=gapnode FAKE_NVML_GPUS=3 FAKE_NVML_MINORS=2,0,1 maph "$@"
+}
+mapg 7 prolog 1
+check "prolog, gres.conf File=/dev/nvidia[0,2]: Slurm's GPU 1 (/dev/nvidia2) is NVML's 0" \
+	test "$(ls "$map" | tr '\n' ,) $(tr '\n' , <"$map/0")" = "0, 97,"
+mapg 8 prolog 0,1
+check "  Slurm's GPUs 0,1 are NVML's 1 and 0" \
+	test "$(ls "$map" | tr '\n' ,) $(tr '\n' , <"$map/0") $(tr '\n' , <"$map/1")" = "0,1, 97,98, 98,"
+mapg 7 epilog
+mapg 8 epilog
+check "  the epilogs remove them" test -z "$(ls "$map")"
+SLURM_CONF=$tmp/gapconf/slurm.conf SLURMD_NODENAME=elsewhere FAKE_NVML_GPUS=3 FAKE_NVML_MINORS=2,0,1 maph 7 prolog 1
+check "  a node gres.conf lists no File= for: Slurm's index as NVML's" test "$(ls "$map" | tr '\n' ,)" = "1,"
+maph 7 epilog
 
 echo "== the epilog acts on a job's daemon as the job's user, never as root"
 # The daemon's directory is the user's: what it holds is stopped and removed

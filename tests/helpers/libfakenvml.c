@@ -23,7 +23,9 @@
  * cluster (tests/cli/lib_cluster.sh) have GPUs of their own, as real ones.
  * Knobs: FAKE_NVML_INIT_ERROR=<nvmlReturn_t> makes nvmlInit_v2 fail;
  * FAKE_NVML_NOT_SUPPORTED=<fn>,<fn>... makes those entry points answer
- * NVML_ERROR_NOT_SUPPORTED.
+ * NVML_ERROR_NOT_SUPPORTED; FAKE_NVML_MINORS=m0,m1,... gives GPU i the device
+ * file /dev/nvidia<mi> (nvmlDeviceGetMinorNumber; by default its index), so
+ * that NVML's order can differ from the device files' as on real nodes.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -336,6 +338,35 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, int *mode)
 	if (!r)
 		*mode = device->persistence;
 	return r;
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+	const char *e = getenv("FAKE_NVML_MINORS");
+	unsigned count, i;
+	struct nvmlDevice_st *all;
+
+	if (r)
+		return r;
+	if (device->is_mig)
+		return NVML_ERROR_NOT_SUPPORTED;
+	all = devices(&count);
+	i = (unsigned)(device - all);
+	if (i >= count)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*minor = i;
+	for (unsigned k = 0; e && *e; k++) {
+		char *end;
+		unsigned long v = strtoul(e, &end, 10);
+
+		if (end == e)
+			break;
+		if (k == i)
+			*minor = (unsigned)v;
+		e = *end == ',' ? end + 1 : end;
+	}
+	return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, unsigned int *pending)
