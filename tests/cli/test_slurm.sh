@@ -87,13 +87,13 @@ sr -n 1 --gres=gpu:1 "$GPUSHARE" exec -- "$tmp/app-show.sh"
 check "a whole GPU: no share, none set" test "$(pcts)$(grep -c honours "$tmp/err" || true)" = "unset 0"
 
 echo "== farm under --gres=mps:50"
-sr -n 1 --gres=mps:50 "$GPUSHARE" farm --dir "$tmp/f1" --slots 2 --range 1..2 -- \
+sr -n 1 --gres=mps:50 "$GPUSHARE" farm --dir "$tmp/f1" --slots 2 --range 1..2 --no-shell -- \
 	sh -c 'echo pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE'
 check "exit 0" test "$rc" = 0
 check "  every job at 50%" test "$(cat "$tmp"/f1/out/*.out | sort | tr '\n' ' ')" = "pct=50 pct=50 "
 check "  the summary says it" grep -q "slurm: honoured gres/mps 50%" "$tmp/out"
 check "  the journal's header too" grep -q '"slurm":"gres/mps 50%' "$tmp/f1/journal.jsonl"
-sr -n 1 --gres=mps:50 "$GPUSHARE" farm --dir "$tmp/f2" --strategy mps-split --slots 2 --range 1..2 -- \
+sr -n 1 --gres=mps:50 "$GPUSHARE" farm --dir "$tmp/f2" --strategy mps-split --slots 2 --range 1..2 --no-shell -- \
 	sh -c 'echo pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE'
 check "mps-split: 25% each for 2 slots" test "$(cat "$tmp"/f2/out/*.out | sort | tr '\n' ' ')" = "pct=25 pct=25 "
 check "  daemons stopped" no_daemon_left
