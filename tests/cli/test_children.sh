@@ -50,8 +50,8 @@ set +e
 rc=$?
 set -e
 [[ $rc -eq 0 ]] && ok "forking job: exit 0" || fail "forking job: exit $rc: $(head -c 400 "$tmp/err")"
-# Each worker ran 3 jobs, each of which left 2 processes.
-for w in 0 1; do
+# Each worker ran 3 jobs, each of which left 2 processes (workers numbered from 1).
+for w in 1 2; do
 	grep -q "^gpushare: worker $w: the command left 6 processes behind in its process group; they were killed$" \
 		"$tmp/err" && ok "forking job: worker $w says it killed the 6 processes its jobs left" \
 		|| fail "forking job: worker $w: $(head -c 600 "$tmp/err")"
