@@ -461,13 +461,16 @@ port=$(free_port)
 	--metrics-listen "127.0.0.1:$port" >"$tmp/met.out" 2>"$tmp/met.err" &
 pid=$!
 scraped=0
-for _ in $(seq 1 300); do
+for _ in $(seq 1 $((300 * TIME_FACTOR))); do
 	# Once the first run is recorded the second is under way: scrape then,
-	# so the first run's series show the server outlived that run.
+	# so the first run's series show the server outlived that run; again
+	# while the sweep runs, until the second run's workers have attached
+	# (on a busy machine they start later).
 	n=$( [[ -f "$tmp/met/results.jsonl" ]] && wc -l <"$tmp/met/results.jsonl" || echo 0)
-	if [[ $n -ge 1 ]] && kill -0 "$pid" 2>/dev/null; then
-		sleep 0.3
-		curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/live" && scraped=1
+	if [[ $n -ge 1 ]] && kill -0 "$pid" 2>/dev/null &&
+		curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/live.try" && grep -q 'workers="2"' "$tmp/live.try"; then
+		mv "$tmp/live.try" "$tmp/live"
+		scraped=1
 		break
 	fi
 	kill -0 "$pid" 2>/dev/null || break
