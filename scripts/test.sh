@@ -54,13 +54,15 @@ else
 	missing_tool "the CLI tests under load: stress-ng not installed (Debian package stress-ng)"
 fi
 # Short libFuzzer runs of the worker-message parser, the results loader, the farm journal reader, a
-# job's Slurm environment, plan's YAML read back by libyaml, tune's probe files and plan's --device-file expression (clang).
+# job's Slurm environment, plan's YAML read back by libyaml, tune's probe files, plan's
+# --device-file expression and the accounting records (clang). Every fuzz.* test of
+# tests/CMakeLists.txt needs its target named here.
 if command -v clang >/dev/null; then
 	mkdir -p build-fuzz
 	if cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGPUSHARE_FUZZ=ON -DGPUSHARE_CUDA=OFF \
 		-DGPUSHARE_REQUIRE_TESTS=ON >build-fuzz/build.log 2>&1 &&
 		cmake --build build-fuzz --target fuzz_proto fuzz_results fuzz_journal fuzz_slurm_env fuzz_plan_yaml \
-			fuzz_probes fuzz_device_file -j"$(nproc)" >>build-fuzz/build.log 2>&1; then
+			fuzz_probes fuzz_device_file fuzz_account -j"$(nproc)" >>build-fuzz/build.log 2>&1; then
 		ctest --test-dir build-fuzz -L fuzz --output-on-failure --no-tests=error || status=1
 	else
 		cat build-fuzz/build.log
