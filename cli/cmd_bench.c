@@ -15,6 +15,7 @@
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "gpushare/utf8.h"
 #include "gpushare/workload.h"
 #include "gpushare/internal/bench.h"
 
@@ -268,7 +269,12 @@ static int output_report(const struct gpushare_bench_report *r, bool json, bool 
 			code = cli_fail(GPUSHARE_E_IO, "bench");
 		code = cli_finish_stdout(code);
 	} else {
-		if (gpushare_bench_write_table(r, stdout, verbose))
+		/* Labels, commands and failure reasons: through the terminal sanitiser. */
+		FILE *t = gpushare_utf8_term_stream(stdout);
+
+		if (!t || gpushare_bench_write_table(r, t, verbose))
+			code = cli_fail(t ? GPUSHARE_E_IO : GPUSHARE_E_NOMEM, "bench");
+		if (t && fclose(t) != 0 && code == EXIT_OK)
 			code = cli_fail(GPUSHARE_E_IO, "bench");
 		code = cli_finish_stdout(code);
 	}

@@ -12,6 +12,7 @@
 #include "gpushare/bench.h"
 #include "gpushare/farm.h"
 #include "gpushare/gpushare.h"
+#include "gpushare/utf8.h"
 #include "gpushare/util.h"
 
 #define STR_(x) #x
@@ -372,6 +373,27 @@ static void on_warn(const char *text, void *arg)
 
 /* ---- farm status ---- */
 
+static int exit_for(int rc);
+
+/* The summary or the dry run's listing as text, through the terminal
+ * sanitiser: directories, GPU ids, commands and notes are recorded or
+ * given text. */
+static int write_text(const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r,
+		      const struct gpushare_farm_config *dry)
+{
+	FILE *t = gpushare_utf8_term_stream(stdout);
+	int rc;
+
+	if (!t)
+		return cli_fail(GPUSHARE_E_NOMEM, "farm");
+	rc = dry ? gpushare_farm_dry_run(dry, t, false) : gpushare_farm_summary_write(t, s, r);
+	if (fclose(t) != 0 && !rc)
+		rc = gpushare_fail(GPUSHARE_E_IO, "cannot write the listing");
+	if (rc && dry)
+		return cli_error(exit_for(rc), "farm: %s", gpushare_errdetail());
+	return rc ? cli_error(EXIT_IO, "farm: %s", gpushare_errdetail()) : EXIT_OK;
+}
+
 static int print_summary(const struct gpushare_farm_summary *s, const struct gpushare_farm_result *r, bool json)
 {
 	if (json) {
@@ -381,9 +403,7 @@ static int print_summary(const struct gpushare_farm_summary *s, const struct gpu
 			return cli_error(EXIT_FAILURE_GENERIC, "farm: %s", gpushare_errdetail());
 		return cli_print_json_and_free(text);
 	}
-	if (gpushare_farm_summary_write(stdout, s, r))
-		return cli_error(EXIT_IO, "farm: %s", gpushare_errdetail());
-	return EXIT_OK;
+	return write_text(s, r, NULL);
 }
 
 static int cmd_farm_status(int argc, char **argv)
@@ -493,6 +513,8 @@ int cmd_farm(int argc, char **argv)
 		if (c->metrics_listen || a.tag)
 			return cli_error(EXIT_USAGE, "farm: --dry-run runs nothing: it does not go with %s",
 					 c->metrics_listen ? "--metrics-listen" : "--tag");
+		if (!a.json)
+			return cli_finish_stdout(write_text(NULL, NULL, c));
 		rc = gpushare_farm_dry_run(c, stdout, a.json);
 		code = cli_finish_stdout(rc ? exit_for(rc) : EXIT_OK);
 		return rc ? cli_error(code, "farm: %s", gpushare_errdetail()) : code;

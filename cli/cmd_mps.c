@@ -11,6 +11,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/internal/mps.h"
+#include "gpushare/utf8.h"
 
 struct mps_args {
 	const char *sub;
@@ -315,12 +316,12 @@ static int do_stop(struct mps_args *a)
 	return cli_finish_stdout(EXIT_OK);
 }
 
-static void print_limits(const char *indent, char lim[][16], int n)
+static void print_limits(FILE *o, const char *indent, char lim[][16], int n)
 {
-	printf("%spinned memory limit:", indent);
+	fprintf(o, "%spinned memory limit:", indent);
 	for (int d = 0; d < n; d++)
-		printf(" dev%d=%s", d, lim[d][0] ? lim[d] : "none");
-	printf("\n");
+		fprintf(o, " dev%d=%s", d, lim[d][0] ? lim[d] : "none");
+	fprintf(o, "\n");
 }
 
 /* The log directory of daemon pid, from its environment
@@ -357,6 +358,7 @@ static int do_status(struct mps_args *a)
 	struct gpushare_mps_status st;
 	enum gpushare_mps_state state;
 	char *log = NULL;
+	FILE *o = NULL;
 	bool log_known = true;
 	pid_t pid;
 	int rc, code = EXIT_OK;
@@ -376,6 +378,14 @@ static int do_status(struct mps_args *a)
 		code = EXIT_MPS;
 	if (log_known && a->log_lines > 0 && gpushare_mps_log_tail(&m, (int)a->log_lines, &log) != GPUSHARE_OK)
 		log = NULL;
+	/* The text through the terminal sanitiser: client commands and the
+	 * daemon's log are anyone's bytes. */
+	if (!a->json && !(o = gpushare_utf8_term_stream(stdout))) {
+		free(log);
+		if (rc == GPUSHARE_OK)
+			gpushare_mps_status_release(&st);
+		return cli_fail(GPUSHARE_E_NOMEM, "mps status");
+	}
 	if (a->json) {
 		char *doc = gpushare_mps_status_json(&m, state, rc == GPUSHARE_OK ? &st : NULL, log);
 
@@ -388,29 +398,31 @@ static int do_status(struct mps_args *a)
 				  "'gpushare mps start' cleans it)", m.pipe_dir, (int)pid);
 		else
 			cli_error(code, "mps status: no MPS control daemon at '%s'", m.pipe_dir);
-	} else {
-		printf("MPS control daemon: pid %d\n  pipe dir %s\n  log dir  %s\n", (int)st.daemon_pid, m.pipe_dir,
-		       m.log_dir[0] ? m.log_dir : "unknown (give --log-dir)");
-		printf("defaults (for servers started later):\n");
+	} else if (o) {
+		fprintf(o, "MPS control daemon: pid %d\n  pipe dir %s\n  log dir  %s\n", (int)st.daemon_pid, m.pipe_dir,
+			m.log_dir[0] ? m.log_dir : "unknown (give --log-dir)");
+		fprintf(o, "defaults (for servers started later):\n");
 		if (st.default_thread_percentage >= 0)
-			printf("  active thread percentage: %g\n", st.default_thread_percentage);
-		print_limits("  ", st.default_mem_limit, st.n_default_mem_limit);
+			fprintf(o, "  active thread percentage: %g\n", st.default_thread_percentage);
+		print_limits(o, "  ", st.default_mem_limit, st.n_default_mem_limit);
 		if (st.default_priority >= 0)
-			printf("  client priority: %d (%s)\n", st.default_priority, st.default_priority ? "below normal" : "normal");
+			fprintf(o, "  client priority: %d (%s)\n", st.default_priority, st.default_priority ? "below normal" : "normal");
 		if (!st.n_servers)
-			printf("servers: none (a server starts when the first client connects)\n");
+			fprintf(o, "servers: none (a server starts when the first client connects)\n");
 		for (size_t i = 0; i < st.n_servers; i++) {
 			struct gpushare_mps_server *s = &st.servers[i];
 
-			printf("server %d: uid %ld, %s, active thread percentage %g, %zu client(s)\n", (int)s->pid, s->uid,
-			       s->status, s->thread_percentage, s->n_clients);
-			print_limits("  ", s->mem_limit, s->n_mem_limit);
+			fprintf(o, "server %d: uid %ld, %s, active thread percentage %g, %zu client(s)\n", (int)s->pid, s->uid,
+				s->status, s->thread_percentage, s->n_clients);
+			print_limits(o, "  ", s->mem_limit, s->n_mem_limit);
 			for (size_t k = 0; k < s->n_clients; k++)
-				printf("  client %d: %s\n", (int)s->clients[k].pid, s->clients[k].command);
+				fprintf(o, "  client %d: %s\n", (int)s->clients[k].pid, s->clients[k].command);
 		}
 	}
-	if (!a->json && log)
-		printf("--- last %ld lines of %s/control.log ---\n%s\n", a->log_lines, m.log_dir, log);
+	if (o && log)
+		fprintf(o, "--- last %ld lines of %s/control.log ---\n%s\n", a->log_lines, m.log_dir, log);
+	if (o && fclose(o) != 0 && code == EXIT_OK)
+		code = EXIT_IO;
 	free(log);
 	if (rc == GPUSHARE_OK)
 		gpushare_mps_status_release(&st);

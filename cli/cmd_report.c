@@ -12,6 +12,7 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "gpushare/sweep.h"
+#include "gpushare/utf8.h"
 #include "gpushare/util.h"
 
 /* Where report's options go. */
@@ -123,11 +124,17 @@ int cli_report_run(const char *dir, const char *out_dir, double slo_p99_seconds,
 		gpushare_report_release(&r);
 		return code;
 	}
-	if (mode == CLI_REPORT_MARKDOWN) {
-		if (gpushare_report_write_markdown(&r, stdout))
+	if (mode == CLI_REPORT_MARKDOWN || mode == CLI_REPORT_RECOMMENDATION) {
+		/* Shapes, hosts and errors are recorded text: through the
+		 * terminal sanitiser. */
+		FILE *t = gpushare_utf8_term_stream(stdout);
+
+		if (!t)
+			rc = GPUSHARE_E_NOMEM;
+		else if (mode == CLI_REPORT_MARKDOWN ? gpushare_report_write_markdown(&r, t)
+						     : gpushare_report_write_recommendation(&r, t))
 			rc = GPUSHARE_E_IO;
-	} else if (mode == CLI_REPORT_RECOMMENDATION) {
-		if (gpushare_report_write_recommendation(&r, stdout))
+		if (t && fclose(t) != 0)
 			rc = GPUSHARE_E_IO;
 	}
 	if (mode != CLI_REPORT_SILENT)

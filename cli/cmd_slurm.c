@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpushare/buf.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/slurm.h"
 
@@ -78,8 +79,16 @@ const struct cli_cmd cli_slurm_cmd = {
 /* `gpushare slurm env`: the lines a shell's eval and Slurm's TaskProlog
  * both take (TaskProlog= sets each `export NAME=VALUE` line it prints in
  * the task); nothing when there is nothing to set. */
+static void export_line(struct gpushare_buf *out, const char *name, const char *value)
+{
+	gpushare_buf_addf(out, "export %s=", name);
+	gpushare_buf_add_sh_word(out, value);
+	gpushare_buf_add(out, "\n", 1);
+}
+
 static int task_env(const struct gpushare_slurm_hook_opts *o)
 {
+	struct gpushare_buf out = { 0 };
 	struct gpushare_slurm_task_env e;
 	int rc = gpushare_slurm_task_env(o->state_dir, &e);
 
@@ -87,10 +96,19 @@ static int task_env(const struct gpushare_slurm_hook_opts *o)
 		return cli_error(EXIT_USAGE, "slurm env: %s", gpushare_errdetail());
 	if (rc)
 		return cli_run_failed("slurm env", rc);
+	/* Each value one shell word: a state directory may hold spaces. */
 	if (e.visible[0])
-		printf("export CUDA_VISIBLE_DEVICES=%s\n", e.visible);
-	if (e.pipe_dir[0])
-		printf("export CUDA_MPS_PIPE_DIRECTORY=%s\nexport CUDA_MPS_LOG_DIRECTORY=%s\n", e.pipe_dir, e.log_dir);
+		export_line(&out, "CUDA_VISIBLE_DEVICES", e.visible);
+	if (e.pipe_dir[0]) {
+		export_line(&out, "CUDA_MPS_PIPE_DIRECTORY", e.pipe_dir);
+		export_line(&out, "CUDA_MPS_LOG_DIRECTORY", e.log_dir);
+	}
+	if (out.failed) {
+		gpushare_buf_release(&out);
+		return cli_fail(GPUSHARE_E_NOMEM, "slurm env");
+	}
+	fputs(gpushare_buf_str(&out), stdout);
+	gpushare_buf_release(&out);
 	return cli_finish_stdout(EXIT_OK);
 }
 

@@ -18,10 +18,12 @@
 
 #include "cli.h"
 #include "gpushare/bench.h"
+#include "gpushare/buf.h"
 #include "gpushare/format.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
 #include "gpushare/sweep.h"
+#include "gpushare/utf8.h"
 #include "gpushare/workload.h"
 
 #define MAX_WL_OPTS (GPUSHARE_WL_MAX_OPTS * 5)
@@ -200,12 +202,16 @@ static void show_progress(void *arg, const struct gpushare_sweep_progress *p)
 	fmt_clock(p->eta_seconds, eta, sizeof(eta));
 	{
 		char tp[40] = "", pct[32];
+		struct gpushare_buf shape = { 0 };
 
 		/* A set thread percentage of mps-split: " t50%", a mix's split " t25/75%". */
 		if (p->cell->thread_pct > 0)
 			snprintf(tp, sizeof(tp), " t%s%%", gpushare_sweep_cell_thread_pct_text(p->cell, pct, sizeof(pct)));
-		snprintf(what, sizeof(what), "%s %s w%d b%ld%s #%d", p->shape_label,
+		/* The shape is the user's command or label: through the terminal sanitiser. */
+		gpushare_utf8_term(&shape, p->shape_label);
+		snprintf(what, sizeof(what), "%s %s w%d b%ld%s #%d", shape.failed ? "?" : gpushare_buf_str(&shape),
 			 gpushare_strategy_name(p->cell->strategy), p->cell->workers, p->cell->batch, tp, p->repeat + 1);
+		gpushare_buf_release(&shape);
 	}
 	if (ps->tty) {
 		char bar[31];

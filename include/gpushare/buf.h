@@ -30,6 +30,11 @@ struct gpushare_buf {
 int gpushare_buf_add(struct gpushare_buf *b, const void *data, size_t n);
 int gpushare_buf_addf(struct gpushare_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int gpushare_buf_vaddf(struct gpushare_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Append w as one word a POSIX shell reads back as w (eval, sh -c, a
+ * script): as it is when it holds only characters no shell reads
+ * specially, else single-quoted, each ' written '\''. The shell quoting of
+ * every text gpushare prints for a shell. */
+int gpushare_buf_add_sh_word(struct gpushare_buf *b, const char *w);
 /* The contents ("" when empty), owned by the buffer. */
 const char *gpushare_buf_str(const struct gpushare_buf *b);
 /* Hand the contents over (malloc'ed, never NULL unless out of memory). */

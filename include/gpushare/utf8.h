@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "gpushare/buf.h"
 
@@ -46,6 +47,14 @@ size_t gpushare_utf8_cut(const char *s, size_t len);
  * invalid sequence as \xHH; all else is copied. Returns 0 or
  * GPUSHARE_E_NOMEM (b's `failed` set). */
 int gpushare_utf8_term(struct gpushare_buf *b, const char *src);
+
+/* A stream for a whole text a terminal shows (a table, a report, a log):
+ * what is written to it reaches out through gpushare_utf8_term, line by
+ * line, its line breaks kept (a character cut between two writes waits for
+ * its end). fclose() writes the rest and flushes out, which stays open; it
+ * returns EOF when a write failed. NULL when out of memory. Machine output
+ * (JSON, CSV) never goes through it. */
+FILE *gpushare_utf8_term_stream(FILE *out);
 
 #ifdef __cplusplus
 }

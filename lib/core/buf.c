@@ -82,6 +82,28 @@ int gpushare_buf_addf(struct gpushare_buf *b, const char *fmt, ...)
 	return rc;
 }
 
+int gpushare_buf_add_sh_word(struct gpushare_buf *b, const char *w)
+{
+	size_t n = strlen(w), plain = strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%_+=:,./-");
+	int rc;
+
+	if (n && plain == n)
+		return gpushare_buf_add(b, w, n);
+	rc = gpushare_buf_add(b, "'", 1);
+	for (const char *p = w, *q; !rc && *p; p = q) {
+		q = strchr(p, '\'');
+		if (!q) {
+			rc = gpushare_buf_add(b, p, strlen(p));
+			break;
+		}
+		rc = gpushare_buf_add(b, p, (size_t)(q - p));
+		if (!rc)
+			rc = gpushare_buf_add(b, "'\\''", 4);
+		q++;
+	}
+	return rc ? rc : gpushare_buf_add(b, "'", 1);
+}
+
 const char *gpushare_buf_str(const struct gpushare_buf *b)
 {
 	return b->s ? b->s : "";

@@ -14,6 +14,7 @@
 
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
+#include "getenv_fn.h"
 #include "items.h"
 
 int gpushare_parse_percent(const char *s, double *out)
@@ -100,6 +101,23 @@ int gpushare_parse_id(const char *what, const char *s, unsigned long max, unsign
 	}
 	*out = v;
 	return GPUSHARE_OK;
+}
+
+int gpushare_env_number(gpushare_getenv_fn getenv_fn, void *ctx, const char *name, long min, long max, long *out)
+{
+	const char *v = getenv_fn(ctx, name);
+	unsigned long x;
+	int rc;
+
+	if (!v)
+		return 0;
+	rc = gpushare_parse_id(name, v, max < 0 ? 0 : (unsigned long)max, &x);
+	if (rc)
+		return rc;
+	if (min > 0 && x < (unsigned long)min)
+		return gpushare_fail(GPUSHARE_E_INVAL, "%s='%.40s' is out of range (at least %ld)", name, v, min);
+	*out = (long)x;
+	return 1;
 }
 
 int gpushare_parse_int(const char *s, long min, long max, long *out)

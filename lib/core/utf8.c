@@ -7,8 +7,10 @@
  * And the one sanitiser for text printed to a terminal, where an escape
  * byte in a job's command would recolour, retitle or rewrite the screen.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "gpushare/gpushare.h"
 #include "gpushare/utf8.h"
@@ -171,4 +173,96 @@ int gpushare_utf8_term(struct gpushare_buf *b, const char *src)
 		i += l;
 	}
 	return b->failed ? GPUSHARE_E_NOMEM : 0;
+}
+
+/* ---- a stream of terminal text ---- */
+
+struct term_stream {
+	FILE *out;
+	char tail[4];   /* the start of a character cut by a write, for the next one */
+	size_t n_tail;
+	bool failed;
+};
+
+/* Write s[0..len) through the sanitiser, line by line: the line breaks are
+ * the text's own and stay; a NUL byte is shown as \x00. */
+static int term_put(struct term_stream *t, const char *s, size_t len)
+{
+	struct gpushare_buf shown = { 0 };
+	size_t i = 0;
+
+	while (i < len && !shown.failed) {
+		size_t j = i;
+		char *seg;
+
+		while (j < len && s[j] != '\n' && s[j] != '\0')
+			j++;
+		if (!(seg = malloc(j - i + 1)))
+			return -1;
+		memcpy(seg, s + i, j - i);
+		seg[j - i] = '\0';
+		gpushare_utf8_term(&shown, seg);
+		free(seg);
+		if (j < len)
+			gpushare_buf_add(&shown, s[j] == '\n' ? "\n" : "\\x00", s[j] == '\n' ? 1 : 4);
+		i = j + 1;
+	}
+	if (shown.failed || (shown.len && fwrite(shown.s, 1, shown.len, t->out) != shown.len)) {
+		gpushare_buf_release(&shown);
+		return -1;
+	}
+	gpushare_buf_release(&shown);
+	return 0;
+}
+
+static ssize_t term_write(void *cookie, const char *buf, size_t size)
+{
+	struct term_stream *t = cookie;
+	size_t total = t->n_tail + size, cut;
+	char *all = malloc(total ? total : 1);
+
+	if (!all) {
+		t->failed = true;
+		return -1;
+	}
+	memcpy(all, t->tail, t->n_tail);
+	memcpy(all + t->n_tail, buf, size);
+	/* A character cut between two writes waits for its end. */
+	cut = gpushare_utf8_cut(all, total);
+	if (total - cut > sizeof(t->tail))
+		cut = total;
+	if (term_put(t, all, cut) != 0) {
+		free(all);
+		t->failed = true;
+		return -1;
+	}
+	t->n_tail = total - cut;
+	memcpy(t->tail, all + cut, t->n_tail);
+	free(all);
+	return (ssize_t)size;
+}
+
+static int term_close(void *cookie)
+{
+	struct term_stream *t = cookie;
+	int rc = t->failed ? -1 : term_put(t, t->tail, t->n_tail);
+
+	if (fflush(t->out) != 0)
+		rc = -1;
+	free(t);
+	return rc;
+}
+
+FILE *gpushare_utf8_term_stream(FILE *out)
+{
+	struct term_stream *t = calloc(1, sizeof(*t));
+	FILE *f;
+
+	if (!t)
+		return NULL;
+	t->out = out;
+	f = fopencookie(t, "w", (cookie_io_functions_t){ .write = term_write, .close = term_close });
+	if (!f)
+		free(t);
+	return f;
 }

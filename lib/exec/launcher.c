@@ -3,6 +3,7 @@
  * (launcher.h): pure functions over an environment lookup.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,23 +21,6 @@ const char *gpushare_launcher_kind_name(enum launcher_kind k)
 	case LAUNCHER_SLURM: return "slurm";
 	}
 	return "unknown";
-}
-
-/* A non-negative integer variable: 1 set and valid, 0 unset, <0 error. */
-static int env_long(gpushare_getenv_fn getenv_fn, void *ctx, const char *name, long *out)
-{
-	const char *v = getenv_fn(ctx, name);
-	char *end;
-	long x;
-
-	if (!v)
-		return 0;
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (!*v || errno || *end || x < 0)
-		return gpushare_fail(GPUSHARE_E_INVAL, "%s='%s' is not a non-negative integer", name, v);
-	*out = x;
-	return 1;
 }
 
 struct tasks_walk {
@@ -137,11 +121,11 @@ static const char *nonempty(gpushare_getenv_fn getenv_fn, void *ctx, const char 
 static int read_pair(gpushare_getenv_fn getenv_fn, void *ctx, const char *rank_var, const char *size_var,
 		     struct launcher_info *out)
 {
-	int r = env_long(getenv_fn, ctx, rank_var, &out->local_rank), s;
+	int r = gpushare_env_number(getenv_fn, ctx, rank_var, 0, LONG_MAX, &out->local_rank), s;
 
 	if (r <= 0)
 		return r;
-	s = env_long(getenv_fn, ctx, size_var, &out->local_size);
+	s = gpushare_env_number(getenv_fn, ctx, size_var, 0, LONG_MAX, &out->local_size);
 	if (s < 0)
 		return s;
 	if (s == 0)
@@ -159,18 +143,18 @@ static int read_slurm(gpushare_getenv_fn getenv_fn, void *ctx, struct launcher_i
 
 	if (!getenv_fn(ctx, "SLURM_STEP_ID"))
 		return 0;               /* the batch script itself: one process */
-	if ((rc = env_long(getenv_fn, ctx, "SLURM_LOCALID", &out->local_rank)) <= 0)
+	if ((rc = gpushare_env_number(getenv_fn, ctx, "SLURM_LOCALID", 0, LONG_MAX, &out->local_rank)) <= 0)
 		return rc;
 	out->rank_var = "SLURM_LOCALID";
 	if ((tpn = nonempty(getenv_fn, ctx, "SLURM_STEP_TASKS_PER_NODE"))) {
-		if ((rc = env_long(getenv_fn, ctx, "SLURM_NODEID", &node)) < 0)
+		if ((rc = gpushare_env_number(getenv_fn, ctx, "SLURM_NODEID", 0, LONG_MAX, &node)) < 0)
 			return rc;
 		if ((rc = gpushare_launcher_parse_tasks_per_node(tpn, node, &out->local_size)))
 			return gpushare_fail(rc, "SLURM_STEP_TASKS_PER_NODE: %s", gpushare_errdetail());
 		out->size_var = "SLURM_STEP_TASKS_PER_NODE";
 		return 1;
 	}
-	if ((rc = env_long(getenv_fn, ctx, "SLURM_NTASKS_PER_NODE", &out->local_size)) < 0)
+	if ((rc = gpushare_env_number(getenv_fn, ctx, "SLURM_NTASKS_PER_NODE", 0, LONG_MAX, &out->local_size)) < 0)
 		return rc;
 	if (rc == 0)
 		return gpushare_fail(GPUSHARE_E_INVAL,
@@ -190,9 +174,9 @@ int gpushare_launcher_detect(gpushare_getenv_fn getenv_fn, void *ctx, struct lau
 	out->rank = out->size = -1;
 	if ((found = read_pair(getenv_fn, ctx, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", out))) {
 		out->kind = LAUNCHER_OPENMPI;
-		if (found > 0 && env_long(getenv_fn, ctx, "OMPI_COMM_WORLD_RANK", &out->rank) <= 0)
+		if (found > 0 && gpushare_env_number(getenv_fn, ctx, "OMPI_COMM_WORLD_RANK", 0, LONG_MAX, &out->rank) <= 0)
 			out->rank = -1;
-		if (found > 0 && env_long(getenv_fn, ctx, "OMPI_COMM_WORLD_SIZE", &out->size) <= 0)
+		if (found > 0 && gpushare_env_number(getenv_fn, ctx, "OMPI_COMM_WORLD_SIZE", 0, LONG_MAX, &out->size) <= 0)
 			out->size = -1;
 		if ((id = nonempty(getenv_fn, ctx, "OMPI_MCA_orte_ess_jobid")) ||
 		    (id = nonempty(getenv_fn, ctx, "OMPI_MCA_ess_base_jobid")) ||
@@ -200,23 +184,23 @@ int gpushare_launcher_detect(gpushare_getenv_fn getenv_fn, void *ctx, struct lau
 			set_key(out->job_key, sizeof(out->job_key), "ompi", id, NULL);
 	} else if ((found = read_pair(getenv_fn, ctx, "MPI_LOCALRANKID", "MPI_LOCALNRANKS", out))) {
 		out->kind = LAUNCHER_MPICH;
-		if (found > 0 && env_long(getenv_fn, ctx, "PMI_RANK", &out->rank) <= 0)
+		if (found > 0 && gpushare_env_number(getenv_fn, ctx, "PMI_RANK", 0, LONG_MAX, &out->rank) <= 0)
 			out->rank = -1;
-		if (found > 0 && env_long(getenv_fn, ctx, "PMI_SIZE", &out->size) <= 0)
+		if (found > 0 && gpushare_env_number(getenv_fn, ctx, "PMI_SIZE", 0, LONG_MAX, &out->size) <= 0)
 			out->size = -1;
 		if ((id = nonempty(getenv_fn, ctx, "PMIX_NAMESPACE")) || (id = nonempty(getenv_fn, ctx, "PMI_KVSNAME")))
 			set_key(out->job_key, sizeof(out->job_key), "mpich", id, NULL);
 	} else if ((found = read_pair(getenv_fn, ctx, "PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE", out))) {
 		out->kind = LAUNCHER_PMIX;
-		if (found > 0 && env_long(getenv_fn, ctx, "PMIX_RANK", &out->rank) <= 0)
+		if (found > 0 && gpushare_env_number(getenv_fn, ctx, "PMIX_RANK", 0, LONG_MAX, &out->rank) <= 0)
 			out->rank = -1;
 		if ((id = nonempty(getenv_fn, ctx, "PMIX_NAMESPACE")))
 			set_key(out->job_key, sizeof(out->job_key), "pmix", id, NULL);
 	} else if ((found = read_slurm(getenv_fn, ctx, out))) {
 		out->kind = LAUNCHER_SLURM;
-		if (found > 0 && env_long(getenv_fn, ctx, "SLURM_PROCID", &out->rank) <= 0)
+		if (found > 0 && gpushare_env_number(getenv_fn, ctx, "SLURM_PROCID", 0, LONG_MAX, &out->rank) <= 0)
 			out->rank = -1;
-		if (found > 0 && env_long(getenv_fn, ctx, "SLURM_NTASKS", &out->size) <= 0)
+		if (found > 0 && gpushare_env_number(getenv_fn, ctx, "SLURM_NTASKS", 0, LONG_MAX, &out->size) <= 0)
 			out->size = -1;
 	}
 	if (found < 0)

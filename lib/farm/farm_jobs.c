@@ -759,28 +759,6 @@ bad:
 	return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is not a shard (expected I/N, e.g. 0/4)", s ? s : "");
 }
 
-/* An integer variable: 1 when set and valid, 0 when unset, <0 on error. */
-static int env_long(gpushare_getenv_fn getenv_fn, void *ctx, const char *name, long min, long *out)
-{
-	const char *v = getenv_fn(ctx, name);
-	char *end;
-	long x;
-
-	if (!v || !*v)
-		return 0;
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno || *end || end == v || x < min)
-		return gpushare_fail(GPUSHARE_E_INVAL, "%s='%s' is not an integer >= %ld", name, v, min);
-	/* Every count and id of a shard stays within the jobs a list may hold,
-	 * so that no product of them can overflow. */
-	if ((unsigned long)x > FARM_JOBS_MAX)
-		return gpushare_fail(GPUSHARE_E_INVAL, "%s='%s' is larger than %lu (the most jobs a farm holds); pass --shard I/N",
-				     name, v, FARM_JOBS_MAX);
-	*out = x;
-	return 1;
-}
-
 int gpushare_farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct farm_shard *out, bool *from_env)
 {
 	long id = 0, min = 0, max = 0, step = 1, count = 0, procid = 0, ntasks = 1;
@@ -791,16 +769,17 @@ int gpushare_farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct
 	out->index = 0;
 	out->count = 1;
 	*from_env = false;
-	if ((has_id = env_long(getenv_fn, ctx, "SLURM_ARRAY_TASK_ID", 0, &id)) < 0)
+	/* Every id and count stays within the jobs a list holds: no product of them overflows. */
+	if ((has_id = gpushare_env_number(getenv_fn, ctx, "SLURM_ARRAY_TASK_ID", 0, FARM_JOBS_MAX, &id)) < 0)
 		return has_id;
 	if (has_id) {
-		if ((has_min = env_long(getenv_fn, ctx, "SLURM_ARRAY_TASK_MIN", 0, &min)) < 0)
+		if ((has_min = gpushare_env_number(getenv_fn, ctx, "SLURM_ARRAY_TASK_MIN", 0, FARM_JOBS_MAX, &min)) < 0)
 			return has_min;
-		if ((has_max = env_long(getenv_fn, ctx, "SLURM_ARRAY_TASK_MAX", 0, &max)) < 0)
+		if ((has_max = gpushare_env_number(getenv_fn, ctx, "SLURM_ARRAY_TASK_MAX", 0, FARM_JOBS_MAX, &max)) < 0)
 			return has_max;
-		if ((rc = env_long(getenv_fn, ctx, "SLURM_ARRAY_TASK_STEP", 1, &step)) < 0)
+		if ((rc = gpushare_env_number(getenv_fn, ctx, "SLURM_ARRAY_TASK_STEP", 1, FARM_JOBS_MAX, &step)) < 0)
 			return rc;
-		if ((has_count = env_long(getenv_fn, ctx, "SLURM_ARRAY_TASK_COUNT", 1, &count)) < 0)
+		if ((has_count = gpushare_env_number(getenv_fn, ctx, "SLURM_ARRAY_TASK_COUNT", 1, FARM_JOBS_MAX, &count)) < 0)
 			return has_count;
 		if (!has_min || (!has_max && !has_count))
 			return gpushare_fail(GPUSHARE_E_INVAL,
@@ -819,9 +798,9 @@ int gpushare_farm_shard_from_env(gpushare_getenv_fn getenv_fn, void *ctx, struct
 	if (in_step) {
 		int has_p, has_n;
 
-		if ((has_p = env_long(getenv_fn, ctx, "SLURM_PROCID", 0, &procid)) < 0)
+		if ((has_p = gpushare_env_number(getenv_fn, ctx, "SLURM_PROCID", 0, FARM_JOBS_MAX, &procid)) < 0)
 			return has_p;
-		if ((has_n = env_long(getenv_fn, ctx, "SLURM_NTASKS", 1, &ntasks)) < 0)
+		if ((has_n = gpushare_env_number(getenv_fn, ctx, "SLURM_NTASKS", 1, FARM_JOBS_MAX, &ntasks)) < 0)
 			return has_n;
 		if (has_p != has_n)
 			return gpushare_fail(GPUSHARE_E_INVAL, "only one of SLURM_PROCID and SLURM_NTASKS is set; pass --shard I/N");

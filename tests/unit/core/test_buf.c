@@ -117,6 +117,29 @@ static void test_str_catf(void **state)
 	assert_int_equal(strlen(s), sizeof(s) - 1);
 }
 
+static void expect_sh(const char *w, const char *want)
+{
+	struct gpushare_buf b = { 0 };
+
+	assert_int_equal(gpushare_buf_add_sh_word(&b, w), 0);
+	assert_string_equal(gpushare_buf_str(&b), want);
+	gpushare_buf_release(&b);
+}
+
+/* One shell word whatever the bytes: plain words as they are, the rest
+ * single-quoted (a quote as '\''), the empty word ''. */
+static void test_sh_word(void **state)
+{
+	(void)state;
+	expect_sh("/run/gpushare/mps-1000-GPU-1/pipe", "/run/gpushare/mps-1000-GPU-1/pipe");
+	expect_sh("a=b,c:d@e%f+g", "a=b,c:d@e%f+g");
+	expect_sh("", "''");
+	expect_sh("/tmp/state dir/pipe", "'/tmp/state dir/pipe'");
+	expect_sh("it's", "'it'\\''s'");
+	expect_sh("''", "''\\'''\\'''");
+	expect_sh("$(reboot) `id` \\ * ; \n", "'$(reboot) `id` \\ * ; \n'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -125,6 +148,7 @@ int main(void)
 		cmocka_unit_test(test_failed_sticks),
 		cmocka_unit_test(test_strv),
 		cmocka_unit_test(test_str_catf),
+		cmocka_unit_test(test_sh_word),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

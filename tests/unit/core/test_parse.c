@@ -12,6 +12,7 @@
 
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
+#include "getenv_fn.h"
 #include "items.h"
 
 static void test_percent(void **state)
@@ -117,6 +118,49 @@ static int collect(void *arg, const char *p, size_t len)
 	return GPUSHARE_OK;
 }
 
+/* A NULL-terminated table of NAME, VALUE pairs as an environment. */
+static const char *table_env(void *ctx, const char *name)
+{
+	const char *const *t = ctx;
+
+	for (; t[0]; t += 2)
+		if (!strcmp(t[0], name))
+			return t[1];
+	return NULL;
+}
+
+/* The one reader of numbers from the environment: unset is 0, anything but
+ * digits within [min, max] refused with the variable named. */
+static void test_env_number(void **state)
+{
+	static const char *const env[] = {
+		"N", "42", "ZERO", "0", "EMPTY", "", "PLUS", "+1", "MINUS", "-1", "SPACE", " 1", "TAIL", "1x",
+		"BIG", "99999999999999999999999", "HEX", "0x10", NULL,
+	};
+	static const char *const bad[] = { "EMPTY", "PLUS", "MINUS", "SPACE", "TAIL", "BIG", "HEX" };
+	long v = -7;
+
+	(void)state;
+	assert_int_equal(gpushare_env_number(table_env, (void *)env, "N", 0, 100, &v), 1);
+	assert_int_equal(v, 42);
+	assert_int_equal(gpushare_env_number(table_env, (void *)env, "ZERO", 0, 100, &v), 1);
+	assert_int_equal(v, 0);
+	v = -7;
+	assert_int_equal(gpushare_env_number(table_env, (void *)env, "UNSET", 0, 100, &v), 0);
+	assert_int_equal(v, -7);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(gpushare_env_number(table_env, (void *)env, bad[i], 0, 100, &v), GPUSHARE_E_INVAL);
+		assert_non_null(strstr(gpushare_errdetail(), bad[i]));
+		assert_int_equal(v, -7);
+	}
+	assert_int_equal(gpushare_env_number(table_env, (void *)env, "N", 0, 41, &v), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "N='42' is out of range (at most 41)"));
+	assert_int_equal(gpushare_env_number(table_env, (void *)env, "ZERO", 1, 41, &v), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "ZERO='0' is out of range (at least 1)"));
+	assert_int_equal(gpushare_env_number(table_env, (void *)env, "EMPTY", 0, 1, &v), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "EMPTY is empty"));
+}
+
 static void test_items(void **state)
 {
 	char got[128];
@@ -166,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_size),
 		cmocka_unit_test(test_mps_size),
 		cmocka_unit_test(test_int_duration),
+		cmocka_unit_test(test_env_number),
 		cmocka_unit_test(test_items),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,11 +61,35 @@ static void test_term(void **state)
 	expect_term("a\xff\xe2\x82", "a\\xFF\\xE2\\x82");                              /* invalid bytes */
 }
 
+/* The stream of terminal text: the same escapes, line breaks kept, a
+ * character cut between two writes whole. */
+static void test_term_stream(void **state)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len), *t;
+
+	(void)state;
+	assert_non_null(mem);
+	t = gpushare_utf8_term_stream(mem);
+	assert_non_null(t);
+	fputs("a\x1b[31m\n\xe2\x82", t);
+	fflush(t);                                   /* the euro sign cut in two */
+	fputs("\xac b\xc2\x9b\tc\n", t);
+	fputc('\0', t);
+	fputs("\xff", t);
+	assert_int_equal(fclose(t), 0);
+	assert_int_equal(fclose(mem), 0);
+	assert_string_equal(text, "a\\x1B[31m\n\xe2\x82\xac b\\u009B\\tc\n\\x00\\xFF");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_term),
+		cmocka_unit_test(test_term_stream),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,16 @@ static void test_openmpi(void **state)
 						  NULL }, &li), GPUSHARE_E_INVAL);
 	assert_int_equal(detect((const char *[]){ "OMPI_COMM_WORLD_LOCAL_RANK", "0", "OMPI_COMM_WORLD_LOCAL_SIZE", "0",
 						  NULL }, &li), GPUSHARE_E_INVAL);
+	/* The one reader of numbers: empty, signed or spaced values refused, the variable named. */
+	assert_int_equal(detect((const char *[]){ "OMPI_COMM_WORLD_LOCAL_RANK", "", "OMPI_COMM_WORLD_LOCAL_SIZE", "4",
+						  NULL }, &li), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "OMPI_COMM_WORLD_LOCAL_RANK is empty"));
+	assert_int_equal(detect((const char *[]){ "OMPI_COMM_WORLD_LOCAL_RANK", "+1", "OMPI_COMM_WORLD_LOCAL_SIZE", "4",
+						  NULL }, &li), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "OMPI_COMM_WORLD_LOCAL_RANK='+1'"));
+	assert_int_equal(detect((const char *[]){ "OMPI_COMM_WORLD_LOCAL_RANK", "1", "OMPI_COMM_WORLD_LOCAL_SIZE", " 4",
+						  NULL }, &li), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "OMPI_COMM_WORLD_LOCAL_SIZE=' 4'"));
 }
 
 static void test_mpich_pmix(void **state)

@@ -467,6 +467,21 @@ static void test_shard_env(void **state)
 						     "SLURM_NTASKS", "4", NULL }, &i, &n, &from), GPUSHARE_E_INVAL);
 	assert_int_equal(shard_env((const char *[]){ "SLURM_STEP_ID", "0", "SLURM_PROCID", "x",
 						     "SLURM_NTASKS", "4", NULL }, &i, &n, &from), GPUSHARE_E_INVAL);
+	/* The one reader of numbers: signed, empty or beyond a farm's jobs refused, the variable named. */
+	assert_int_equal(shard_env((const char *[]){ "SLURM_STEP_ID", "0", "SLURM_PROCID", "+1",
+						     "SLURM_NTASKS", "4", NULL }, &i, &n, &from), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "SLURM_PROCID='+1'"));
+	assert_int_equal(shard_env((const char *[]){ "SLURM_ARRAY_TASK_ID", "", NULL }, &i, &n, &from),
+			 GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "SLURM_ARRAY_TASK_ID is empty"));
+	assert_int_equal(shard_env((const char *[]){ "SLURM_ARRAY_TASK_ID", "0", "SLURM_ARRAY_TASK_MIN", "0",
+						     "SLURM_ARRAY_TASK_COUNT", "100000001", NULL }, &i, &n, &from),
+			 GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "SLURM_ARRAY_TASK_COUNT="));
+	assert_int_equal(shard_env((const char *[]){ "SLURM_ARRAY_TASK_ID", "0", "SLURM_ARRAY_TASK_MIN", "0",
+						     "SLURM_ARRAY_TASK_STEP", "0", "SLURM_ARRAY_TASK_COUNT", "2", NULL },
+				   &i, &n, &from), GPUSHARE_E_INVAL);
+	assert_non_null(strstr(gpushare_errdetail(), "SLURM_ARRAY_TASK_STEP='0' is out of range (at least 1)"));
 }
 
 /* A shell line that is one plain command runs as its words; anything the
