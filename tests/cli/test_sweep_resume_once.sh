@@ -79,13 +79,13 @@ cut_at() {
 	"$GPUSHARE" "${GRID[@]}" --out "$out" "${CMD[@]}" >"$tmp/s.out" 2>"$tmp/s.err" &
 	pid=$!
 	if [[ $k -gt 0 ]]; then
-		wait_for 1200 0.05 have_lines "$out/results.jsonl" "$k" || true
+		wait_for 600 0.05 have_lines "$out/results.jsonl" "$k" || true
 		: >"$tmp/gate/hold"
 	fi
-	wait_for 1200 0.05 held || true
+	wait_for 600 0.05 held || true
 	wait_for 200 0.05 catches "$pid" INT || true
 	before=$(lines "$out/results.jsonl")
-	kill -INT "$pid"
+	kill -INT "$pid" 2>/dev/null || true
 	set +e
 	wait "$pid"
 	mrc=$?
