@@ -315,6 +315,51 @@ static bool halted(struct sweep_ctx *x)
 	return true;
 }
 
+/* Keeping workers between runs (bench.reuse_workers): the cells whose
+ * workers share one environment (shape, strategy, thread percentage,
+ * batch) run next to each other, the most workers first, so that each run
+ * finds its workers parked by the one before (7, then 5 of those 7, ...)
+ * and a fresh worker starts only when the environment changes; every other
+ * round runs that order backwards, so the round's last environment is the
+ * next round's first. Otherwise the grid's order. */
+static int order_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct gpushare_sweep_cell *cells = arg;
+	const struct gpushare_sweep_cell *a = &cells[*(const size_t *)pa], *b = &cells[*(const size_t *)pb];
+
+	if (a->shape != b->shape)
+		return a->shape < b->shape ? -1 : 1;
+	if (a->strategy != b->strategy)
+		return a->strategy < b->strategy ? -1 : 1;
+	if (a->thread_pct != b->thread_pct)
+		return a->thread_pct < b->thread_pct ? -1 : 1;
+	if (a->batch != b->batch)
+		return a->batch < b->batch ? -1 : 1;
+	if (a->workers != b->workers)
+		return a->workers > b->workers ? -1 : 1;
+	return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;   /* the grid's order: stable */
+}
+
+static int run_order(struct sweep_ctx *x)
+{
+	x->order = malloc(x->n_cells * sizeof(*x->order));
+	if (!x->order)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t k = 0; k < x->n_cells; k++)
+		x->order[k] = k;
+	if (x->s->bench.reuse_workers && x->s->bench.preload)
+		qsort_r(x->order, x->n_cells, sizeof(*x->order), order_cmp, x->cells);
+	return GPUSHARE_OK;
+}
+
+/* The cell that runs i-th in round r. */
+static size_t cell_at(const struct sweep_ctx *x, int r, size_t i)
+{
+	bool back = x->s->bench.reuse_workers && x->s->bench.preload && r % 2;
+
+	return x->order[back ? x->n_cells - 1 - i : i];
+}
+
 /* Racing: each round runs the active cells, then select() narrows them. */
 static int race_loop(struct sweep_ctx *x)
 {
@@ -350,7 +395,9 @@ static int race_loop(struct sweep_ctx *x)
 	for (int r = first; r < x->rounds && !rc; r++) {
 		bool stop = false;
 
-		for (size_t k = 0; k < x->n_cells && !rc && !stop; k++) {
+		for (size_t i = 0; i < x->n_cells && !rc && !stop; i++) {
+			size_t k = cell_at(x, r, i);
+
 			if (!active[k] || x->st[k].recorded[r])
 				continue;
 			if (gpushare_bench_interrupted()) {
@@ -390,7 +437,9 @@ static int sweep_loop(struct sweep_ctx *x)
 	for (int r = 0; r < x->rounds && !rc; r++) {
 		bool any_open = false;
 
-		for (size_t k = 0; k < x->n_cells && !rc; k++) {
+		for (size_t i = 0; i < x->n_cells && !rc; i++) {
+			size_t k = cell_at(x, r, i);
+
 			if (x->st[k].recorded[r])
 				continue;
 			if (r >= s->repeats) {
@@ -453,6 +502,8 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 			x.st[k].val[r] = NAN;
 	}
 	if (!rc)
+		rc = run_order(&x);
+	if (!rc)
 		rc = sweep_lock_results(&x);
 	if (!rc)
 		rc = sweep_load_existing(&x);
@@ -486,6 +537,9 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		if (x.metrics_owned)
 			gpushare_metrics_bench_stop(x.metrics);
 		gpushare_error_restore(&e, rc);
+		/* Parked workers hold contexts on the daemon: gone before it stops. */
+		if (s->bench.reuse_workers)
+			gpushare_bench_preload_drop();
 		rc = gpushare_run_ctx_close(&x.run, rc);
 		if (x.nvml)
 			gpushare_nvml_close();
@@ -499,6 +553,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		free(x.st[k].tput);
 	}
 	free(x.st);
+	free(x.order);
 	free(x.c);
 	free(x.cells);
 	return rc;

@@ -29,6 +29,7 @@ struct sweep_ctx {
 	struct gpushare_sweep_cell *cells;
 	size_t n_cells;
 	struct cell_state *st;
+	size_t *order;                 /* the cells in the order a round runs them (sweep_run_order()) */
 	int rounds;                    /* max repeats per cell */
 	int fd;                        /* results file, O_APPEND */
 	int lock_fd;                   /* the results directory's lock, -1 none */
