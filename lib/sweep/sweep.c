@@ -40,6 +40,26 @@
 
 /* ---- the run ---- */
 
+struct gpushare_sweep_hold {
+	struct gpushare_run_ctx run;   /* zeroed until a sweep starts the daemon in it */
+};
+
+int gpushare_sweep_hold_new(struct gpushare_sweep_hold **h)
+{
+	*h = calloc(1, sizeof(**h));
+	return *h ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+}
+
+int gpushare_sweep_hold_end(struct gpushare_sweep_hold *h, int rc)
+{
+	if (!h)
+		return rc;
+	gpushare_bench_preload_drop();
+	rc = gpushare_run_ctx_close(&h->run, rc);
+	free(h);
+	return rc;
+}
+
 static double eta(const struct sweep_ctx *x)
 {
 	unsigned done = x->sum->runs_done;
@@ -84,11 +104,16 @@ static int start_daemon(struct sweep_ctx *x, const char *visible)
 {
 	int rc;
 
-	gpushare_run_ctx_init(&x->run, &(struct gpushare_run_opts){ .prefix = "sweep", .visible = visible, .keeper = true });
-	rc = gpushare_run_ctx_open(&x->run);
+	if (x->run->sx.mps.open) {   /* the hold's, started by an earlier sweep */
+		snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->run->sx.mps.m.pipe_dir);
+		return GPUSHARE_OK;
+	}
+
+	gpushare_run_ctx_init(x->run, &(struct gpushare_run_opts){ .prefix = "sweep", .visible = visible, .keeper = true });
+	rc = gpushare_run_ctx_open(x->run);
 	if (rc)
 		return rc;
-	rc = gpushare_run_ctx_start(&x->run, GPUSHARE_STRATEGY_MPS);
+	rc = gpushare_run_ctx_start(x->run, GPUSHARE_STRATEGY_MPS);
 	if (rc) {
 		struct gpushare_errsave e;
 
@@ -96,10 +121,10 @@ static int start_daemon(struct sweep_ctx *x, const char *visible)
 		 * paths in the message are not looked for. */
 		gpushare_error_save(&e);
 		return gpushare_fail(rc, "the sweep's MPS daemon: %s (its run directory '%s' is removed)", e.detail,
-				     x->run.dir);
+				     x->run->dir);
 	}
-	x->sum->mps_daemon_started = x->run.sx.mps.started;
-	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
+	x->sum->mps_daemon_started = x->run->sx.mps.started;
+	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->run->sx.mps.m.pipe_dir);
 	return GPUSHARE_OK;
 }
 
@@ -222,8 +247,8 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	/* A peak search starts no step past the budget. */
 	if (x->s->budget_seconds > 0)
 		x->c->peak_deadline_ns = x->t0_ns + (uint64_t)(x->s->budget_seconds * 1e9);
-	if (gpushare_strategy_uses_mps(cell->strategy) && x->run.sx.mps.open && !x->s->bench.mps_pipe_dir[0])
-		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
+	if (gpushare_strategy_uses_mps(cell->strategy) && x->run->sx.mps.open && !x->s->bench.mps_pipe_dir[0])
+		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->run->sx.mps.m.pipe_dir);
 	x->c->progress = bench_progress;
 	x->c->progress_arg = x;
 	x->c->metrics = x->metrics;
@@ -384,7 +409,7 @@ static int race_loop(struct sweep_ctx *x)
 	int first = s->select(s->select_arg, -1, x->cells, x->n_cells, samples, n_samples, active) ? x->rounds : 0;
 
 	/* The sweep's MPS daemon, when a cell that still runs needs one. */
-	for (size_t k = 0; first < x->rounds && x->want_daemon && !x->run.sx.mps.open && !rc && k < x->n_cells; k++) {
+	for (size_t k = 0; first < x->rounds && x->want_daemon && !x->run->sx.mps.open && !rc && k < x->n_cells; k++) {
 		bool open = false;
 
 		for (int r = 0; r < x->rounds; r++)
@@ -483,6 +508,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 	x.lock_fd = -1;
 	x.path = results_path;
 	x.t0_ns = gpushare_now_ns();
+	x.run = s->hold ? &s->hold->run : &x.own_run;
 	x.rounds = s->target_noise > 0 || s->select ? s->max_repeats : s->repeats;
 	rc = gpushare_sweep_config_check(s);
 	if (!rc)
@@ -538,9 +564,10 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 			gpushare_metrics_bench_stop(x.metrics);
 		gpushare_error_restore(&e, rc);
 		/* Parked workers hold contexts on the daemon: gone before it stops. */
-		if (s->bench.reuse_workers)
+		if (s->bench.reuse_workers && !s->hold)
 			gpushare_bench_preload_drop();
-		rc = gpushare_run_ctx_close(&x.run, rc);
+		if (!s->hold)
+			rc = gpushare_run_ctx_close(x.run, rc);
 		if (x.nvml)
 			gpushare_nvml_close();
 		if (x.fd >= 0 && close(x.fd) != 0 && !rc)

@@ -26,6 +26,8 @@ p.add_argument("--exit-after-ready", type=int, default=0, help="each worker exit
 p.add_argument("--background", action="store_true", help="each worker leaves a 'sleep 301' in its group")
 p.add_argument("--request-ms", type=float, default=1.0)
 p.add_argument("--v2", action="store_true", help="protocol version 2: gpushare hands the requests over")
+p.add_argument("--init-s", type=float, default=0.0, help="each worker sleeps this long after its first gpushare "
+               "call (a GPU worker's CUDA context and model load)")
 args = p.parse_args()
 
 
@@ -47,6 +49,7 @@ log("worker %d %d batch=%d worker=%d/%d pct=%s pipe=%s preload_fd=%d" % (
     os.getpid(), os.getppid(), batch, gs.worker(), gs.workers(),
     os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "-"), os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "-"),
     "GPUSHARE_PRELOAD_FD" in os.environ))
+time.sleep(args.init_s)
 if args.background:
     subprocess.Popen(["sleep", "301"])
 for _ in range(gs.warmup_requests(2)):
