@@ -150,7 +150,7 @@ for v in 1 2; do
 	[[ $v == 2 ]] && extra=(--v2)
 	run "${TU[@]}" --out "$tmp/t$v" --preload -- "${W[@]}" --log "$tmp/logt$v" "${extra[@]}"
 	[[ $rc -eq 0 ]] && ok "tune --preload (protocol $v): exit 0" || fail "tune --preload (protocol $v): exit $rc: $(tail -c 800 "$tmp/err")"
-	python3 - "$tmp/logt$v" "$tmp/t$v" <<'PY' && ok "  ... probes on kept workers: 6 forks for 12 workers' probes; every run's workers numbered 0..N-1" || fail "  ... $(tail -c 1500 "$tmp/logt$v")"
+	python3 - "$tmp/logt$v" "$tmp/t$v" <<'PY' && ok "  ... probes on kept workers: 6 forks for 12 workers' probes; round 2 backwards; every run's workers numbered 0..N-1" || fail "  ... $(tail -c 1500 "$tmp/logt$v")"
 import json, sys
 log, d = sys.argv[1], sys.argv[2]
 lines = [l.split() for l in open(log)]
@@ -172,6 +172,10 @@ for l in lines:  # the forks before the probe round's last worker measured
         break
 assert probe_forks == 6, (probe_forks, [r["cell"]["key"] for r in probes])
 assert len(forks) < len(runs), (len(forks), len(runs))
+# Every other full round runs backwards (it starts where the last one ended).
+r0 = [r["cell"]["key"] for r in full if r["repeat"] == 0]
+r1 = [r["cell"]["key"] for r in full if r["repeat"] == 1]
+assert [k for k in reversed(r0) if k in r1] == r1, (r0, r1)
 # Each run's workers (in log order, runs one after another) are 0..N-1 of N.
 i = 0
 for r in probes + full:
