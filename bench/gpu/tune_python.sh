@@ -37,8 +37,8 @@
 #   FRESH_AB (0) 1: also tune with --fresh-workers (--preload, each run's
 #     workers forked afresh): what keeping them saves
 #   DEADLINE (540) seconds after which no step starts and a running one is
-#     interrupted (one call of 600 s; the yolos pair takes about 150 s on an
-#     H200 at these defaults, hybrid about 90 s)
+#     interrupted (one call of 600 s; estimated, not measured: the yolos pair
+#     about 150 s on an H200 at these defaults, hybrid about 90 s)
 set -euo pipefail
 B=$(cd "${1:?usage: bench/gpu/tune_python.sh BUILD OUT}" && pwd)
 O=${2:?usage: bench/gpu/tune_python.sh BUILD OUT}
@@ -127,6 +127,9 @@ for name in $WORKLOADS; do
 		step "$name-tune" "$O/$name-tune.json" "${tune_cmd[@]}" || ok=0
 	fi
 	i=$((i + 1))
+	# A command that could not be preloaded says why (then every run starts it).
+	grep -h "warning" "$O/$name-sweep.err" "$O/$name-tune.err" 2>/dev/null | sort -u | head -5 | sed "s/^/$name: /" |
+		tee -a "$O/summary.txt" || true
 	((ok)) || { echo "$name: incomplete, no comparison" | tee -a "$O/summary.txt"; continue; }
 	compare "$name" "$name-tune"
 	if [[ $name == stub ]]; then
