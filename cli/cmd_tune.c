@@ -31,7 +31,7 @@ struct tune_args {
 	struct cli_sweep_args sw;         /* first: the shared options' place; sw.s = &t.sweep */
 	struct gpushare_tune_config t;
 	const char *workload, *out, *slo_text;
-	bool quiet, json, no_report;
+	bool quiet, json, no_report, fresh_workers;
 	char open_extra[256];             /* the open-loop options the pick's bench command needs too */
 };
 
@@ -92,6 +92,9 @@ static const struct cli_opt tune_opts[] = {
 	  .to = CLI_TO_TRUE, AT(json) },
 	{ .id = OPT_NO_REPORT, .long_name = "no-report", .kind = CLI_FLAG, .help = "do not write the report at the end",
 	  .to = CLI_TO_TRUE, AT(no_report) },
+	{ .id = OPT_FRESH_WORKERS, .long_name = "fresh-workers", .kind = CLI_FLAG,
+	  .help = "with --preload: fork every run's workers afresh, not keep them warm from one run to the next",
+	  .to = CLI_TO_TRUE, AT(fresh_workers) },
 	{ .id = 'q', .short_name = 'q', .long_name = "quiet", .kind = CLI_FLAG, .help = "no progress on stderr",
 	  .to = CLI_TO_TRUE, AT(quiet) },
 };
@@ -432,7 +435,8 @@ static int bad_value(const char *opt, const char *value)
 /* Options that do not change what is measured or decided: given again
  * with --resume, they apply. */
 static const char *const tune_free_opts[] = { "out", "resume", "quiet", "json", "no-report", "start-timeout",
-					      "mps-pipe-dir", "budget", "preload" };
+					      "mps-pipe-dir", "budget", "preload",
+					      "fresh-workers" };
 
 static int cmd_tune_run(int argc, char **argv);
 
@@ -514,6 +518,8 @@ static int cmd_tune_run(int argc, char **argv)
 	}
 	if ((code = cli_sweep_apply_command(co, "tune", argc, argv, workload_given, s)))
 		return code;
+	/* The probes and rounds run on the workers the run before left warm. */
+	s->bench.reuse_workers = s->bench.preload && !a.fresh_workers;
 	{
 		bool split = false;
 

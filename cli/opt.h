@@ -96,6 +96,7 @@ enum cli_opt_id {
 	OPT_WATCH, OPT_COUNT, OPT_QUERY, OPT_FORMAT, OPT_HALT, OPT_TAG,
 	OPT_NAMESPACE,
 	OPT_SHARES, OPT_CLIENTS, OPT_TOLERANCE, OPT_SECONDS, OPT_ACCOUNT_LIB,
+	OPT_FRESH_WORKERS,
 	/* a name of cli_parse.extra (workload options): CLI_ID_EXTRA + its index */
 	CLI_ID_EXTRA = 10000,
 };

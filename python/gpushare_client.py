@@ -38,6 +38,14 @@ returns in each worker gpushare asks it to fork, with that worker's
 environment. So imports before it are paid once per sweep or tune, not per
 run. The GPU must be untouched until then (CUDA initialised earlier is
 refused, and the workers start the command as usual); see docs/bench.md.
+
+A forked worker may also be kept between runs (gpushare tune asks for it
+with GPUSHARE_PARK=1): at "stop", running() and next_request() do not end
+the loop but park the worker at its fork server, warm (its CUDA context,
+model and memory as they are), until gpushare hands it the next run of the
+same environment (strategy, batch, GPU); they then say ready again and go
+on with that run's requests. A parked worker that is not wanted again is
+told so (its loop then ends as usual) or killed with the fork server.
 """
 
 import contextlib
@@ -80,6 +88,9 @@ class Client:
         self.warmup_requests = _env_int("GPUSHARE_WARMUP_REQUESTS", -1)
         self.started = False
         self.stopped = False
+        self._stop_said = False   # gpushare said "stop" (not: it is gone)
+        self._asked = version
+        self._parkable = _park is not None and env.get("GPUSHARE_PARK", "") == "1"
         self.measure_start_ns = 0
         self.measure_end_ns = 0
         self._in = b""
@@ -151,6 +162,7 @@ class Client:
                 self.started = True
             elif words[0] == "stop":
                 self.stopped = True
+                self._stop_said = True
             elif words[0] == "req" and len(words) == 2 and words[1].isdigit():
                 self._reqs.append(int(words[1]))
         if len(self._in) > 4096:
@@ -176,7 +188,24 @@ class Client:
             self._poll(0)
         if self.stopped:
             self._flush()
+            if self._rest():
+                return True
         return not self.stopped
+
+    def _rest(self):
+        """At "stop" of a run that lets workers be kept (GPUSHARE_PARK=1,
+        a worker forked by --preload): park at the fork server until the
+        next run of the same environment, then start it (hello, ready, go)
+        in place of this one. False: this worker's run is over for good."""
+        if not (self._parkable and self._stop_said and self._sock is not None):
+            return False
+        self._flush()
+        self._sock.close()
+        self._sock = None
+        if not _park_wait():
+            return False
+        self.__init__(version=self._asked)
+        return self.active and self.ready()
 
     def report(self, start_ns, end_ns):
         """One request from start_ns to end_ns (now_ns() values)."""
@@ -207,10 +236,13 @@ class Client:
         waits for gpushare to hand one over; version 1 (and outside
         gpushare) numbers them itself while running()."""
         if self._sock is not None and self.version >= 2:
-            while not self._reqs and not self.stopped:
-                self._poll(None)
-            if not self._reqs:
-                return None
+            while True:
+                while not self._reqs and not self.stopped:
+                    self._poll(None)
+                if self._reqs:
+                    break
+                if not self._rest():  # kept: the next run's requests follow
+                    return None
             rid = self._reqs.pop(0)
         else:
             if not self.running():
@@ -256,6 +288,7 @@ class Client:
 
 
 _client = None
+_park = None  # a forked worker's socket to its fork server (--preload); None otherwise
 
 
 def _cuda_initialised():
@@ -288,13 +321,17 @@ def _preload_refusal():
     return None
 
 
-def _preload_child(ctl, kids, wake, report, status, envfd):
+def _preload_child(srv, chan, report, status, envfd):
     """In a forked worker: leave the server's state, take the worker's
-    environment, die with the server."""
-    ctl.close()
-    for k in kids.values():
+    environment, keep its channel to the server (for parking), die with the
+    server."""
+    global _park
+    srv.ctl.close()
+    for k in srv.kids.values():
         k.close()
-    for f in wake + [status]:
+    for c in srv.chans.values():
+        c.close()
+    for f in srv.wake + [status]:
         os.close(f)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -310,104 +347,301 @@ def _preload_child(ctl, kids, wake, report, status, envfd):
         pass
     if os.getppid() != server:
         os._exit(1)
+    _park = chan
+    _take_env(envfd, report)
+
+
+def _read_env(envfd):
+    """A worker's environment from its memfd (NAME=VALUE, each ended by a NUL)."""
     chunks = []
-    os.lseek(envfd, 0, os.SEEK_SET)
+    off = 0
     while True:
-        b = os.read(envfd, 1 << 16)
+        b = os.pread(envfd, 1 << 16, off)
         if not b:
             break
         chunks.append(b)
-    os.close(envfd)
+        off += len(b)
     env = {}
     for item in b"".join(chunks).split(b"\0"):
         if item:
             k, _, v = item.partition(b"=")
             env[os.fsdecode(k)] = os.fsdecode(v)
+    return env
+
+
+def _take_env(envfd, report):
+    """Become the worker whose environment is in envfd, reporting on report."""
+    env = _read_env(envfd)
+    os.close(envfd)
     env["GPUSHARE_REPORT_FD"] = str(report)
     os.set_inheritable(report, True)
     os.environ.clear()
     os.environ.update(env)
 
 
-def _preload_serve(fd):
-    """The fork server of --preload (docs/protocol.md, "Preloading").
-    Returns only in a forked worker."""
-    ctl = socket.socket(fileno=fd)
-    why = _preload_refusal()
-    if why:
-        try:
-            ctl.send(("refuse " + why).encode("ascii", "replace")[:300])
-        finally:
-            os._exit(0)
-    wake = list(os.pipe())
-    os.set_blocking(wake[1], False)
-    signal.set_wakeup_fd(wake[1])
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    kids = {}  # pid -> its status socket
-    ctl.send(b"ready")
-    while True:
-        try:
-            r, _, _ = select.select([ctl, wake[0]], [], [])
-        except InterruptedError:
-            r = []
-        if wake[0] in r:
-            os.read(wake[0], 4096)
-        while kids:
+# What tells apart the workers of one run: a parked worker serves a run
+# whose environment is its own but for these.
+_PER_WORKER = ("GPUSHARE_WORKER", "GPUSHARE_WORKERS", "GPUSHARE_REPORT_FD")
+
+
+def _park_key(env):
+    """What a kept worker must share with a run's environment. A
+    CUDA_MPS_PIPE_DIRECTORY called no-mps is gpushare's empty one of each run
+    for the strategies without a daemon: any such is one value."""
+    key = {k: v for k, v in env.items() if k not in _PER_WORKER}
+    if os.path.basename(key.get("CUDA_MPS_PIPE_DIRECTORY", "").rstrip("/")) == "no-mps":
+        key["CUDA_MPS_PIPE_DIRECTORY"] = "no-mps"
+    return tuple(sorted(key.items()))
+
+
+def _park_wait():
+    """In a worker at the end of its run: leave its process group (gpushare
+    empties the group of a worker that ended) for the fork server's, say
+    "park", and wait for "run" with the next run's report socket and
+    environment. False when the server lets it go or is gone."""
+    try:
+        os.setpgid(0, os.getpgid(os.getppid()))
+    except OSError:
+        pass
+    try:
+        _park.send(b"park")
+        msg, fds, _, _ = socket.recv_fds(_park, 16, 2)
+    except OSError:
+        msg, fds = b"", []
+    if msg != b"run" or len(fds) != 2:
+        for f in fds:
+            os.close(f)
+        return False
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    report, envfd = fds
+    _take_env(envfd, report)
+    return True
+
+
+class _Server:
+    """The fork server's state: its socket to gpushare, the SIGCHLD wake-up
+    pipe, each running worker's status socket, each worker's channel (its
+    "park"), the parked workers and the environment each was forked or
+    handed on with."""
+
+    DROP_WAIT_S = 5.0  # a worker let go ends its program; then SIGKILL
+
+    def __init__(self, fd):
+        self.ctl = socket.socket(fileno=fd)
+        self.wake = []
+        self.kids = {}    # pid -> status socket (running a run)
+        self.chans = {}   # pid -> the server's end of its channel
+        self.keys = {}    # pid -> _park_key of its environment
+        self.parked = set()
+
+    def reap(self):
+        while True:
             try:
                 pid, st = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                break
+                return
             if pid == 0:
-                break
-            k = kids.pop(pid, None)
+                return
+            k = self.kids.pop(pid, None)
             if k is not None:
                 try:
                     k.send(struct.pack("i", st))
                 except OSError:
                     pass
                 k.close()
-        if ctl not in r:
-            continue
+            self.forget(pid)
+
+    def forget(self, pid):
+        c = self.chans.pop(pid, None)
+        if c is not None:
+            c.close()
+        self.keys.pop(pid, None)
+        self.parked.discard(pid)
+
+    def on_chan(self, pid):
+        """A worker said "park" (its run is over; it waits, warm), or its
+        channel closed (it is ending)."""
+        c = self.chans[pid]
         try:
-            msg, fds, _, _ = socket.recv_fds(ctl, 16, 4)
-        except InterruptedError:
-            continue
+            msg = c.recv(16)
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError:
-            msg, fds = b"", []
-        if not msg:  # gpushare is gone: so are its workers
-            for pid in kids:
+            msg = b""
+        if msg != b"park" or pid not in self.kids:
+            if not msg:
+                c.close()
+                del self.chans[pid]
+            return
+        try:
+            os.setpgid(pid, os.getpgrp())  # as the worker did: out of the group gpushare empties
+        except OSError:
+            pass
+        k = self.kids.pop(pid)
+        try:
+            k.send(struct.pack("i", 0))  # its run ended well
+        except OSError:
+            pass
+        k.close()
+        self.parked.add(pid)
+
+    def drop(self, gone):
+        """Let the parked workers gone go (their loops end) and wait for
+        them, bounded; SIGKILL what is left."""
+        for pid in gone:
+            c = self.chans.pop(pid, None)
+            if c is not None:
+                c.close()
+            self.parked.discard(pid)
+        deadline = time.monotonic() + self.DROP_WAIT_S
+        for pid in gone:
+            while True:
                 try:
-                    os.killpg(pid, signal.SIGKILL)
+                    got, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if got == pid:
+                    break
+                if time.monotonic() >= deadline:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        os.waitpid(pid, 0)
+                    except OSError:
+                        pass
+                    break
+                time.sleep(0.01)
+            self.keys.pop(pid, None)
+
+    def start(self, report, status, envfd):
+        """A run's worker: a parked one of the same environment when the run
+        lets workers be kept, else a fresh fork (after letting go the parked
+        ones of other environments: they hold GPU memory). Returns only in a
+        forked worker (True)."""
+        env = _read_env(envfd)
+        key = _park_key(env)
+        if env.get("GPUSHARE_PARK", "") == "1":
+            pid = next((p for p in sorted(self.parked) if self.keys.get(p) == key), None)
+            if pid is not None:
+                self.parked.discard(pid)
+                try:
+                    socket.send_fds(self.chans[pid], [b"run"], [report, envfd])
+                    ok = True
                 except OSError:
-                    pass
-            os._exit(0)
-        if msg != b"fork" or len(fds) != 3:
-            for f in fds:
-                os.close(f)
-            continue
-        report, status, envfd = fds
+                    ok = False
+                if ok:
+                    try:
+                        os.setpgid(pid, pid)
+                    except OSError:
+                        pass
+                    os.close(report)
+                    os.close(envfd)
+                    self.keys[pid] = key
+                    self.handed(pid, status)
+                    return False
+                self.drop([pid])
+        self.drop([p for p in self.parked if self.keys.get(p) != key])
+        chan = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             pid = os.fork()
         except OSError as e:
             os.write(status, struct.pack("i", -(e.errno or 1)))
-            for f in fds:
+            for f in (report, status, envfd):
                 os.close(f)
-            continue
+            for c in chan:
+                c.close()
+            return False
         if pid == 0:
-            _preload_child(ctl, kids, wake, report, status, envfd)
-            return
+            chan[0].close()
+            _preload_child(self, chan[1], report, status, envfd)
+            return True
+        chan[1].close()
         try:
             os.setpgid(pid, pid)
         except OSError:
             pass
         os.close(report)
         os.close(envfd)
+        self.chans[pid] = chan[0]
+        self.keys[pid] = key
+        self.handed(pid, status)
+        return False
+
+    def handed(self, pid, status):
         k = socket.socket(fileno=status)
         try:
             k.send(struct.pack("i", pid))
         except OSError:
             pass
-        kids[pid] = k
+        self.kids[pid] = k
+
+    def end(self):
+        """gpushare is gone: so are its workers, running and parked."""
+        for pid in self.kids:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in self.parked:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os._exit(0)
+
+
+def _preload_serve(fd):
+    """The fork server of --preload (docs/protocol.md, "Preloading").
+    Returns only in a forked worker."""
+    srv = _Server(fd)
+    why = _preload_refusal()
+    if why:
+        try:
+            srv.ctl.send(("refuse " + why).encode("ascii", "replace")[:300])
+        finally:
+            os._exit(0)
+    srv.wake = list(os.pipe())
+    os.set_blocking(srv.wake[1], False)
+    signal.set_wakeup_fd(srv.wake[1])
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    srv.ctl.send(b"ready")
+    while True:
+        chans = {c.fileno(): pid for pid, c in srv.chans.items() if pid in srv.kids}
+        try:
+            r, _, _ = select.select([srv.ctl, srv.wake[0]] + list(chans), [], [])
+        except InterruptedError:
+            r = []
+        if srv.wake[0] in r:
+            os.read(srv.wake[0], 4096)
+        for f in r:
+            if f in chans and chans[f] in srv.chans:
+                srv.on_chan(chans[f])
+        srv.reap()
+        if srv.ctl not in r:
+            continue
+        try:
+            msg, fds, _, _ = socket.recv_fds(srv.ctl, 16, 4)
+        except InterruptedError:
+            continue
+        except OSError:
+            msg, fds = b"", []
+        if not msg:
+            srv.end()
+        if msg == b"drop" and not fds:
+            srv.drop(list(srv.parked))
+            try:
+                srv.ctl.send(b"dropped")
+            except OSError:
+                pass
+            continue
+        if msg != b"fork" or len(fds) != 3:
+            for f in fds:
+                os.close(f)
+            continue
+        if srv.start(*fds):
+            return
 
 
 def _preload():

@@ -162,6 +162,11 @@ struct gpushare_bench_config {
 	 * "Preloading a Python worker"). Kept across the runs of this process
 	 * until gpushare_bench_preload_release(). */
 	bool preload;
+	/* With preload: a worker may be kept warm between runs (parked at the
+	 * fork server at the end of its run, handed the next run of the same
+	 * environment instead of a fresh fork; docs/protocol.md, "Preloading").
+	 * gpushare tune sets it; gpushare_bench_preload_drop() lets them go. */
+	bool reuse_workers;
 	int argc;                              /* the command line, for the report */
 	char **argv;
 	gpushare_bench_progress_fn progress;   /* may be NULL */
@@ -541,6 +546,11 @@ int gpushare_bench_reference(const struct gpushare_bench_report *r);
  * this start it again. Call once the runs are over; gpushare's exit ends it
  * too. */
 void gpushare_bench_preload_release(void);
+
+/* Let the workers parked at the preloaded command (config.reuse_workers)
+ * go, and wait until they have ended (their CUDA contexts gone, as before
+ * an MPS daemon stops). Nothing when there are none. */
+void gpushare_bench_preload_drop(void);
 
 /* Async-signal-safe: ask a running gpushare_bench_run() to stop. */
 void gpushare_bench_interrupt(void);

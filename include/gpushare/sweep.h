@@ -186,6 +186,10 @@ struct gpushare_sweep_config {
 	/* > 0: start no run once this many runs of this invocation failed (or
 	 * were partial): a sweep whose every run fails stops early. */
 	unsigned halt;
+	/* Several sweeps as one (gpushare_sweep_hold_new(); NULL: this sweep
+	 * alone): the MPS daemon the first starts serves the next, and the
+	 * workers kept warm (bench.reuse_workers) carry over. */
+	struct gpushare_sweep_hold *hold;
 };
 
 /* What a sweep did. */
@@ -282,6 +286,15 @@ int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_
  * bench.metrics_listen cannot be bound (before the results file is touched),
  * or the error of a setup step (no driver, MPS daemon, unsafe directory)
  * that would fail every run. */
+/* What sweeps that run one after another share (tune's probe round and
+ * its full rounds): the private MPS daemon, started by the first sweep
+ * that needs it, and the workers kept warm between runs. _end() lets the
+ * kept workers go, stops the daemon and frees h; it returns rc, or the
+ * daemon's stop's error when rc is GPUSHARE_OK. */
+struct gpushare_sweep_hold;
+int gpushare_sweep_hold_new(struct gpushare_sweep_hold **h);
+int gpushare_sweep_hold_end(struct gpushare_sweep_hold *h, int rc);
+
 int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *results_path,
 		       struct gpushare_sweep_summary *summary);
 

@@ -248,6 +248,9 @@ static int build_env(struct relay *r, const char *report_fd)
 		snprintf(own[k++], sizeof(own[0]), "GPUSHARE_REPORT_FD=%s", report_fd);
 		snprintf(own[k++], sizeof(own[0]), "GPUSHARE_PROTOCOL=%u", GPUSHARE_PROTO_VERSION);
 		snprintf(own[k++], sizeof(own[0]), "GPUSHARE_WARMUP_REQUESTS=%" PRIu64, s->c->warmup_requests);
+		/* The fork server keeps the worker for the next run (bench_preload.c). */
+		if (s->c->reuse_workers && s->preload_ctl >= 0)
+			snprintf(own[k++], sizeof(own[0]), "GPUSHARE_PARK=1");
 	} else {
 		snprintf(own[k++], sizeof(own[0]), "GPUSHARE_REPORT_FD");
 		snprintf(own[k++], sizeof(own[0]), "GPUSHARE_JOB=0");

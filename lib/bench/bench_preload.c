@@ -108,6 +108,24 @@ void gpushare_bench_preload_release(void)
 	pl.refused = false;
 }
 
+void gpushare_bench_preload_drop(void)
+{
+	char buf[16];
+	struct pollfd p;
+
+	if (pl.ctl < 0 || gpushare_child_poll(&pl.ch))
+		return;
+	/* "drop": the server lets its parked workers go and answers once they
+	 * have ended (bounded there; a hang here is bounded too). */
+	if (send(pl.ctl, "drop", 4, MSG_NOSIGNAL) != 4)
+		return;
+	p = (struct pollfd){ .fd = pl.ctl, .events = POLLIN };
+	while (poll(&p, 1, FORK_WAIT_MS) < 0 && errno == EINTR) {
+	}
+	if (p.revents && recv(pl.ctl, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+		stop_server();   /* gone: started again by the next run */
+}
+
 enum { AWAIT_READY = 1, AWAIT_FAILED };
 
 struct await {

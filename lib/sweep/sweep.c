@@ -40,6 +40,26 @@
 
 /* ---- the run ---- */
 
+struct gpushare_sweep_hold {
+	struct gpushare_run_ctx run;   /* zeroed until a sweep starts the daemon in it */
+};
+
+int gpushare_sweep_hold_new(struct gpushare_sweep_hold **h)
+{
+	*h = calloc(1, sizeof(**h));
+	return *h ? GPUSHARE_OK : gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+}
+
+int gpushare_sweep_hold_end(struct gpushare_sweep_hold *h, int rc)
+{
+	if (!h)
+		return rc;
+	gpushare_bench_preload_drop();
+	rc = gpushare_run_ctx_close(&h->run, rc);
+	free(h);
+	return rc;
+}
+
 static double eta(const struct sweep_ctx *x)
 {
 	unsigned done = x->sum->runs_done;
@@ -84,11 +104,16 @@ static int start_daemon(struct sweep_ctx *x, const char *visible)
 {
 	int rc;
 
-	gpushare_run_ctx_init(&x->run, &(struct gpushare_run_opts){ .prefix = "sweep", .visible = visible, .keeper = true });
-	rc = gpushare_run_ctx_open(&x->run);
+	if (x->run->sx.mps.open) {   /* the hold's, started by an earlier sweep */
+		snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->run->sx.mps.m.pipe_dir);
+		return GPUSHARE_OK;
+	}
+
+	gpushare_run_ctx_init(x->run, &(struct gpushare_run_opts){ .prefix = "sweep", .visible = visible, .keeper = true });
+	rc = gpushare_run_ctx_open(x->run);
 	if (rc)
 		return rc;
-	rc = gpushare_run_ctx_start(&x->run, GPUSHARE_STRATEGY_MPS);
+	rc = gpushare_run_ctx_start(x->run, GPUSHARE_STRATEGY_MPS);
 	if (rc) {
 		struct gpushare_errsave e;
 
@@ -96,10 +121,10 @@ static int start_daemon(struct sweep_ctx *x, const char *visible)
 		 * paths in the message are not looked for. */
 		gpushare_error_save(&e);
 		return gpushare_fail(rc, "the sweep's MPS daemon: %s (its run directory '%s' is removed)", e.detail,
-				     x->run.dir);
+				     x->run->dir);
 	}
-	x->sum->mps_daemon_started = x->run.sx.mps.started;
-	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
+	x->sum->mps_daemon_started = x->run->sx.mps.started;
+	snprintf(x->sum->mps_pipe_dir, sizeof(x->sum->mps_pipe_dir), "%s", x->run->sx.mps.m.pipe_dir);
 	return GPUSHARE_OK;
 }
 
@@ -222,8 +247,8 @@ static int run_one(struct sweep_ctx *x, size_t k, int repeat)
 	/* A peak search starts no step past the budget. */
 	if (x->s->budget_seconds > 0)
 		x->c->peak_deadline_ns = x->t0_ns + (uint64_t)(x->s->budget_seconds * 1e9);
-	if (gpushare_strategy_uses_mps(cell->strategy) && x->run.sx.mps.open && !x->s->bench.mps_pipe_dir[0])
-		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->run.sx.mps.m.pipe_dir);
+	if (gpushare_strategy_uses_mps(cell->strategy) && x->run->sx.mps.open && !x->s->bench.mps_pipe_dir[0])
+		snprintf(x->c->mps_pipe_dir, sizeof(x->c->mps_pipe_dir), "%s", x->run->sx.mps.m.pipe_dir);
 	x->c->progress = bench_progress;
 	x->c->progress_arg = x;
 	x->c->metrics = x->metrics;
@@ -315,6 +340,51 @@ static bool halted(struct sweep_ctx *x)
 	return true;
 }
 
+/* Keeping workers between runs (bench.reuse_workers): the cells whose
+ * workers share one environment (shape, strategy, thread percentage,
+ * batch) run next to each other, the most workers first, so that each run
+ * finds its workers parked by the one before (7, then 5 of those 7, ...)
+ * and a fresh worker starts only when the environment changes; every other
+ * round runs that order backwards, so the round's last environment is the
+ * next round's first. Otherwise the grid's order. */
+static int order_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct gpushare_sweep_cell *cells = arg;
+	const struct gpushare_sweep_cell *a = &cells[*(const size_t *)pa], *b = &cells[*(const size_t *)pb];
+
+	if (a->shape != b->shape)
+		return a->shape < b->shape ? -1 : 1;
+	if (a->strategy != b->strategy)
+		return a->strategy < b->strategy ? -1 : 1;
+	if (a->thread_pct != b->thread_pct)
+		return a->thread_pct < b->thread_pct ? -1 : 1;
+	if (a->batch != b->batch)
+		return a->batch < b->batch ? -1 : 1;
+	if (a->workers != b->workers)
+		return a->workers > b->workers ? -1 : 1;
+	return *(const size_t *)pa < *(const size_t *)pb ? -1 : 1;   /* the grid's order: stable */
+}
+
+static int run_order(struct sweep_ctx *x)
+{
+	x->order = malloc(x->n_cells * sizeof(*x->order));
+	if (!x->order)
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	for (size_t k = 0; k < x->n_cells; k++)
+		x->order[k] = k;
+	if (x->s->bench.reuse_workers && x->s->bench.preload)
+		qsort_r(x->order, x->n_cells, sizeof(*x->order), order_cmp, x->cells);
+	return GPUSHARE_OK;
+}
+
+/* The cell that runs i-th in round r. */
+static size_t cell_at(const struct sweep_ctx *x, int r, size_t i)
+{
+	bool back = x->s->bench.reuse_workers && x->s->bench.preload && r % 2;
+
+	return x->order[back ? x->n_cells - 1 - i : i];
+}
+
 /* Racing: each round runs the active cells, then select() narrows them. */
 static int race_loop(struct sweep_ctx *x)
 {
@@ -339,7 +409,7 @@ static int race_loop(struct sweep_ctx *x)
 	int first = s->select(s->select_arg, -1, x->cells, x->n_cells, samples, n_samples, active) ? x->rounds : 0;
 
 	/* The sweep's MPS daemon, when a cell that still runs needs one. */
-	for (size_t k = 0; first < x->rounds && x->want_daemon && !x->run.sx.mps.open && !rc && k < x->n_cells; k++) {
+	for (size_t k = 0; first < x->rounds && x->want_daemon && !x->run->sx.mps.open && !rc && k < x->n_cells; k++) {
 		bool open = false;
 
 		for (int r = 0; r < x->rounds; r++)
@@ -350,7 +420,9 @@ static int race_loop(struct sweep_ctx *x)
 	for (int r = first; r < x->rounds && !rc; r++) {
 		bool stop = false;
 
-		for (size_t k = 0; k < x->n_cells && !rc && !stop; k++) {
+		for (size_t i = 0; i < x->n_cells && !rc && !stop; i++) {
+			size_t k = cell_at(x, r, i);
+
 			if (!active[k] || x->st[k].recorded[r])
 				continue;
 			if (gpushare_bench_interrupted()) {
@@ -390,7 +462,9 @@ static int sweep_loop(struct sweep_ctx *x)
 	for (int r = 0; r < x->rounds && !rc; r++) {
 		bool any_open = false;
 
-		for (size_t k = 0; k < x->n_cells && !rc; k++) {
+		for (size_t i = 0; i < x->n_cells && !rc; i++) {
+			size_t k = cell_at(x, r, i);
+
 			if (x->st[k].recorded[r])
 				continue;
 			if (r >= s->repeats) {
@@ -434,6 +508,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 	x.lock_fd = -1;
 	x.path = results_path;
 	x.t0_ns = gpushare_now_ns();
+	x.run = s->hold ? &s->hold->run : &x.own_run;
 	x.rounds = s->target_noise > 0 || s->select ? s->max_repeats : s->repeats;
 	rc = gpushare_sweep_config_check(s);
 	if (!rc)
@@ -452,6 +527,8 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		for (int r = 0; x.st[k].val && r < x.rounds; r++)
 			x.st[k].val[r] = NAN;
 	}
+	if (!rc)
+		rc = run_order(&x);
 	if (!rc)
 		rc = sweep_lock_results(&x);
 	if (!rc)
@@ -486,7 +563,11 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		if (x.metrics_owned)
 			gpushare_metrics_bench_stop(x.metrics);
 		gpushare_error_restore(&e, rc);
-		rc = gpushare_run_ctx_close(&x.run, rc);
+		/* Parked workers hold contexts on the daemon: gone before it stops. */
+		if (s->bench.reuse_workers && !s->hold)
+			gpushare_bench_preload_drop();
+		if (!s->hold)
+			rc = gpushare_run_ctx_close(x.run, rc);
 		if (x.nvml)
 			gpushare_nvml_close();
 		if (x.fd >= 0 && close(x.fd) != 0 && !rc)
@@ -499,6 +580,7 @@ int gpushare_sweep_run(const struct gpushare_sweep_config *s, const char *result
 		free(x.st[k].tput);
 	}
 	free(x.st);
+	free(x.order);
 	free(x.c);
 	free(x.cells);
 	return rc;

@@ -29,6 +29,7 @@ struct sweep_ctx {
 	struct gpushare_sweep_cell *cells;
 	size_t n_cells;
 	struct cell_state *st;
+	size_t *order;                 /* the cells in the order a round runs them (sweep_run_order()) */
 	int rounds;                    /* max repeats per cell */
 	int fd;                        /* results file, O_APPEND */
 	int lock_fd;                   /* the results directory's lock, -1 none */
@@ -39,7 +40,9 @@ struct sweep_ctx {
 	unsigned planned;
 	int cuda_version;
 	bool nvml;
-	struct gpushare_run_ctx run;   /* the sweep's run directory and MPS daemon, for every mps cell */
+	struct gpushare_run_ctx *run;  /* the sweep's run directory and MPS daemon, for every mps cell:
+					* own_run, or the hold's (s->hold) */
+	struct gpushare_run_ctx own_run;
 	bool want_daemon;              /* racing: start it once a cell that still runs needs it */
 	char visible[128];             /* the GPUs it serves */
 	struct gpushare_metrics_bench *metrics;   /* --metrics-listen: one view for every run; NULL off */

@@ -284,6 +284,10 @@ int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, 
 		res->cands[k].ci.median = res->cands[k].ci.log_mean = NAN;
 	}
 	free(cells);
+	/* Workers kept warm (--preload): the probes' carry over to the full
+	 * rounds, on one MPS daemon. */
+	if (t->sweep.bench.reuse_workers && gpushare_sweep_hold_new(&t->sweep.hold))
+		return GPUSHARE_E_NOMEM;
 	rc = probe_round(&x, probe_path);
 	if (!rc && !tune_screen_probes(&x))
 		rc = gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
@@ -291,6 +295,8 @@ int gpushare_tune_run(struct gpushare_tune_config *t, const char *results_path, 
 		rc = full_rounds(&x, results_path);
 	if (!rc)
 		rc = x.rc;
+	rc = gpushare_sweep_hold_end(t->sweep.hold, rc);
+	t->sweep.hold = NULL;
 	tune_pick(res);
 	tune_commands(t, results_path, res);
 	return rc;

@@ -6,7 +6,9 @@
 # worker's exit status is its run's, that a command which cannot be
 # preloaded (a thread before the first call, an exit) falls back to starting
 # as usual with a warning, that a server killed mid-sweep is started again,
-# and that nothing is left after SIGINT or SIGKILL of gpushare.
+# that tune keeps a run's workers warm for the next run of the same
+# environment (protocols 1 and 2; --fresh-workers forks each), and that
+# nothing is left after SIGINT or SIGKILL of gpushare.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -139,6 +141,66 @@ assert len(runs) == 6 and len(bad) <= 1 and runs[-1]["status"] == "ok", [
     for r in runs]
 PY
 none_left "server killed"
+
+echo "== tune --preload keeps a run's workers warm for the next run of the same environment"
+TU=(tune --no-report --json --strategy timeslice,mps --workers 1,2,3 --duration 200ms --warmup 50ms --max-repeats 2
+	--start-timeout 60s)
+for v in 1 2; do
+	extra=()
+	[[ $v == 2 ]] && extra=(--v2)
+	run "${TU[@]}" --out "$tmp/t$v" --preload -- "${W[@]}" --log "$tmp/logt$v" "${extra[@]}"
+	[[ $rc -eq 0 ]] && ok "tune --preload (protocol $v): exit 0" || fail "tune --preload (protocol $v): exit $rc: $(tail -c 800 "$tmp/err")"
+	python3 - "$tmp/logt$v" "$tmp/t$v" <<'PY' && ok "  ... probes on kept workers: 6 forks for 12 workers' probes; round 2 backwards; every run's workers numbered 0..N-1" || fail "  ... $(tail -c 1500 "$tmp/logt$v")"
+import json, sys
+log, d = sys.argv[1], sys.argv[2]
+lines = [l.split() for l in open(log)]
+assert sum(1 for l in lines if l[0] == "start") == 1
+forks = [l for l in lines if l[0] == "worker"]
+runs = [l for l in lines if l[0] == "run"]
+probes = [json.loads(l) for l in open(d + "/probes.jsonl")]
+full = [json.loads(l) for l in open(d + "/results.jsonl")]
+assert len(probes) == 6 and all(r["status"] == "ok" for r in probes + full), [r["status"] for r in probes + full]
+n_probe = sum(r["cell"]["workers"] for r in probes)
+n_full = sum(r["cell"]["workers"] for r in full)
+assert len(runs) == n_probe + n_full, (len(runs), n_probe, n_full)
+# The probe round: each strategy's 3 workers forked once, then 2 and 1 of them kept.
+probe_forks = n_runs = 0
+for l in lines:  # the forks before the probe round's last worker measured
+    probe_forks += l[0] == "worker"
+    n_runs += l[0] == "run"
+    if n_runs == n_probe:
+        break
+assert probe_forks == 6, (probe_forks, [r["cell"]["key"] for r in probes])
+assert len(forks) < len(runs), (len(forks), len(runs))
+# Every other full round runs backwards (it starts where the last one ended).
+r0 = [r["cell"]["key"] for r in full if r["repeat"] == 0]
+r1 = [r["cell"]["key"] for r in full if r["repeat"] == 1]
+assert [k for k in reversed(r0) if k in r1] == r1, (r0, r1)
+# Each run's workers (in log order, runs one after another) are 0..N-1 of N.
+i = 0
+for r in probes + full:
+    n = r["cell"]["workers"]
+    got = sorted(int(l[2].split("=")[1].split("/")[0]) for l in runs[i:i + n])
+    assert got == list(range(n)) and all(l[2].endswith("/%d" % n) for l in runs[i:i + n]), (r["cell"]["key"], runs[i:i + n])
+    i += n
+PY
+done
+none_left "tune --preload, workers kept"
+run "${TU[@]}" --out "$tmp/t3" --preload --fresh-workers -- "${W[@]}" --log "$tmp/logt3"
+[[ $rc -eq 0 ]] && ok "tune --preload --fresh-workers: exit 0" || fail "--fresh-workers: exit $rc: $(tail -c 800 "$tmp/err")"
+check "  ... one fork per worker and run" test "$(grep -c '^worker ' "$tmp/logt3")" -eq "$(grep -c '^run ' "$tmp/logt3")"
+
+echo "== kept workers end with gpushare: SIGKILL mid-tune"
+"$GPUSHARE" "${TU[@]}" --out "$tmp/t4" --duration 1s --preload -- "${W[@]}" --log "$tmp/logt4" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_for 300 0.05 bash -c "[ \"\$(grep -c '^run ' '$tmp/logt4' 2>/dev/null)\" -ge 6 ]" || true
+kill -KILL "$pid"
+wait "$pid" || true
+if wait_for 25 0.2 gone "$tmp/w.py"; then
+	ok "SIGKILL mid-tune: the server and its kept workers gone"
+else
+	fail "SIGKILL mid-tune: left: $(pgrep -af "$tmp/" || true)"
+fi
 
 echo "== nothing outlives gpushare: SIGINT, then SIGKILL, mid-run (workers leave background processes)"
 for sig in INT KILL; do
