@@ -64,15 +64,23 @@ double gpushare_account_gpu_seconds(const struct gpushare_account_record *r);
  * negative without kernels. */
 double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r);
 
-/* A client's verdict in a conformance run (`gpushare check`):
- * the same probe kernel, timed alone on the whole GPU and then under the
- * share, gives the share attained as alone / shared mean kernel time
- * (docs/accounting.md, "Slowdown"). */
+/* kernels / window_ns, per second: the work rate, kernels recorded per
+ * second of sampled wall time; negative without a window. */
+double gpushare_account_work_rate(const struct gpushare_account_record *r);
+
+/* A client's verdict in a conformance run (`gpushare check`): the probe,
+ * whose kernels each do a fixed amount of work, run alone on the whole GPU
+ * and then under the share. The share attained is its work rate shared over
+ * its work rate alone (docs/accounting.md, "Work rate"): that holds under
+ * time-slicing (where a short kernel is not sliced out mid-kernel, so its
+ * duration does not grow) and under MPS, with or without limits. The
+ * kernel-time figure (alone / shared mean kernel time) is given beside it. */
 struct gpushare_account_verdict {
-	double promised;  /* 0..1 */
-	double attained;  /* 0..1; negative when unknown */
-	double error;     /* attained - promised, in share (0.05 is 5 points) */
-	int pass;         /* 1 within the tolerance, 0 outside, -1 unknown (no kernels) */
+	double promised;        /* 0..1 */
+	double attained;        /* by work rate, 0..1; negative when unknown */
+	double attained_kernel; /* by mean kernel time, 0..1; negative when unknown */
+	double error;           /* attained - promised, in share (0.05 is 5 points) */
+	int pass;               /* 1 within the tolerance, 0 outside, -1 unknown (no window, or none alone) */
 };
 
 /* The verdict of `client` against the probe's run `alone`, for the share

@@ -46,19 +46,33 @@ double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r)
 	return r->kernels ? (double)r->kernel_ns / (double)r->kernels : -1.0;
 }
 
+double gpushare_account_work_rate(const struct gpushare_account_record *r)
+{
+	return r->window_ns ? (double)r->kernels * 1e9 / (double)r->window_ns : -1.0;
+}
+
+/* shared / alone, capped at 1 (no client runs faster than alone on the whole
+ * GPU: above 1 is noise); negative when either is unknown */
+static double ratio_capped(double shared, double alone)
+{
+	if (!(alone > 0) || shared < 0)
+		return -1.0;
+	return shared >= alone ? 1.0 : shared / alone;
+}
+
 int gpushare_account_verdict(const struct gpushare_account_record *alone, const struct gpushare_account_record *client,
 			     double promised, double tolerance, struct gpushare_account_verdict *v)
 {
-	double a = gpushare_account_mean_kernel_ns(alone), c = gpushare_account_mean_kernel_ns(client);
+	double ka = gpushare_account_mean_kernel_ns(alone), kc = gpushare_account_mean_kernel_ns(client);
 
 	v->promised = promised;
-	v->attained = -1.0;
 	v->error = 0.0;
 	v->pass = -1;
-	if (a <= 0 || c <= 0)
+	/* a kernel's time: alone / shared, so the ratio of the inverses */
+	v->attained_kernel = ka > 0 && kc > 0 ? ratio_capped(1.0 / kc, 1.0 / ka) : -1.0;
+	v->attained = ratio_capped(gpushare_account_work_rate(client), gpushare_account_work_rate(alone));
+	if (v->attained < 0)
 		return v->pass;
-	/* a kernel cannot run faster than alone on the whole GPU: above 1 is noise */
-	v->attained = a >= c ? 1.0 : a / c;
 	v->error = v->attained - promised;
 	v->pass = fabs(v->error) <= tolerance + 1e-9;
 	return v->pass;

@@ -3,6 +3,7 @@
  * refusals of the reader, the owner from a Kubernetes cgroup path, the
  * directory's atomic write and walk.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -187,27 +188,56 @@ static void test_dir(void **state)
 	unsetenv("GPUSHARE_ACCOUNT_DIR");
 }
 
+/* A probe's record: n kernels of k_us each in a second of windows. */
+static struct gpushare_account_record probe_rec(unsigned long long n, unsigned long long k_us)
+{
+	return (struct gpushare_account_record){ .window_ns = 1000000000ull, .kernels = n, .kernel_ns = n * k_us * 1000 };
+}
+
 static void test_verdict(void **state)
 {
-	struct gpushare_account_record alone = { .kernels = 100, .kernel_ns = 100 * 100000ull }, a = alone, b = alone,
-				       none = { 0 };
+	/* alone: 1000 kernels of 1 ms in a second */
+	struct gpushare_account_record alone = probe_rec(1000, 1000), r, none = { 0 };
 	struct gpushare_account_verdict v;
 
 	(void)state;
-	/* 25/75 under MPS limits: kernels 4x and 4/3x as long as alone */
-	a.kernel_ns = 100 * 400000ull;
-	b.kernel_ns = 100 * 133333ull;
-	assert_int_equal(gpushare_account_verdict(&alone, &a, 0.25, 0.05, &v), 1);
-	assert_true(v.attained > 0.249 && v.attained < 0.251);
-	assert_int_equal(gpushare_account_verdict(&alone, &b, 0.75, 0.05, &v), 1);
-	/* a 100/100 misconfiguration: the 25% client runs as fast as alone */
-	assert_int_equal(gpushare_account_verdict(&alone, &alone, 0.25, 0.05, &v), 0);
-	assert_true(v.attained > 0.999 && v.error > 0.74);
-	/* faster than alone counts as the whole GPU; no kernels: unknown */
-	a.kernel_ns = 100 * 50000ull;
-	assert_int_equal(gpushare_account_verdict(&alone, &a, 1.0, 0.05, &v), 1);
+	assert_true(fabs(gpushare_account_work_rate(&alone) - 1000.0) < 1e-9);
+	assert_true(gpushare_account_work_rate(&none) < 0);
+	/* 25/75 under MPS limits: each kernel 4x and 4/3x as long, as many fewer */
+	r = probe_rec(250, 4000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.25, 0.05, &v), 1);
+	assert_true(fabs(v.attained - 0.25) < 1e-9 && fabs(v.attained_kernel - 0.25) < 1e-9);
+	r = probe_rec(750, 1333);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.75, 0.05, &v), 1);
+	/* time-slicing, two clients: a kernel lasts as long as alone (the kernel
+	 * time is blind), but only half as many run */
+	r = probe_rec(500, 1000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.5, 0.05, &v), 1);
+	assert_true(fabs(v.attained - 0.5) < 1e-9 && v.attained_kernel > 0.999);
+	/* planted: a stray third process time-sliced beside a plan of two */
+	r = probe_rec(333, 1000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.5, 0.05, &v), 0);
+	assert_true(v.error < -0.16 && v.error > -0.17);
+	/* planted: MPS limits of 100/100 for a plan of 25/75: each gets half */
+	r = probe_rec(500, 2000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.25, 0.05, &v), 0);
+	assert_true(fabs(v.error - 0.25) < 1e-9);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.75, 0.05, &v), 0);
+	/* within the tolerance at its edge, outside just past it */
+	r = probe_rec(300, 1000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.25, 0.05, &v), 1);
+	r = probe_rec(301, 1000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.25, 0.05, &v), 0);
+	/* faster than alone counts as the whole GPU; a window without a kernel
+	 * attained nothing; no window, or nothing alone: unknown */
+	r = probe_rec(1100, 900);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 1.0, 0.05, &v), 1);
+	assert_true(v.attained == 1.0 && v.attained_kernel == 1.0);
+	r = probe_rec(0, 0);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.5, 0.05, &v), 0);
+	assert_true(v.attained == 0.0 && v.attained_kernel < 0);
 	assert_int_equal(gpushare_account_verdict(&alone, &none, 0.5, 0.05, &v), -1);
-	assert_int_equal(gpushare_account_verdict(&none, &a, 0.5, 0.05, &v), -1);
+	assert_int_equal(gpushare_account_verdict(&none, &alone, 0.5, 0.05, &v), -1);
 	assert_true(v.attained < 0);
 }
 
