@@ -49,6 +49,8 @@ struct gpushare_account_record {
 	uint64_t kernel_ns;        /* sum of kernel durations inside windows */
 	uint64_t kernels;          /* kernels that ended inside windows */
 	uint64_t memory_bytes;     /* device memory allocated and not freed */
+	uint64_t window_mean_ns;   /* mean kernel duration of the last window with kernels; 0 none */
+	uint64_t best_mean_ns;     /* the lowest such mean of any window since the start; 0 none */
 	double promised;           /* promised share in [0,1]; negative when none */
 	struct gpushare_account_owner owner;
 };
@@ -63,6 +65,20 @@ double gpushare_account_gpu_seconds(const struct gpushare_account_record *r);
 /* kernel_ns / kernels: a kernel's mean duration inside windows, ns;
  * negative without kernels. */
 double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r);
+
+/* window_mean_ns / best_mean_ns, at least 1: the slowdown of the process's
+ * kernels now against its own fastest window (its uncontended times if it
+ * ever ran alone); negative when unknown. */
+double gpushare_account_slowdown(const struct gpushare_account_record *r);
+
+/* The flag "held under its promise while the GPU had room"
+ * (docs/accounting.md): for each of n records, held[i] is 1 when the
+ * client has a promise, ran a kernel in its windows and attained a share
+ * (busy_ns / window_ns) more than `tolerance` below it while the shares of
+ * all the clients of its GPU (those of equal gpu[]) add up to less than
+ * 1 - tolerance; 0 when not; -1 without a promise or a window. */
+void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, size_t n, double tolerance,
+			   int *held);
 
 /* kernels / window_ns, per second: the work rate, kernels recorded per
  * second of sampled wall time; negative without a window. */
@@ -126,6 +142,13 @@ typedef int (*gpushare_account_fn)(const struct gpushare_account_record *r, void
  * removed when older than stale_s seconds. Returns the number read, or -errno
  * when dir cannot be opened. */
 int gpushare_account_read_dir(const char *dir, double stale_s, gpushare_account_fn fn, void *arg);
+
+/* Every record the caller may see, at most max into out: its own
+ * directory's and, for root (without GPUSHARE_ACCOUNT_DIR), every user's
+ * under /run/user/<uid>/gpushare/account; of two for one process and GPU,
+ * the newer. A gone process's record older than stale_s is removed (0:
+ * none is). Returns the number kept. */
+size_t gpushare_account_collect(struct gpushare_account_record *out, size_t max, double stale_s);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <glob.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -44,6 +45,32 @@ double gpushare_account_gpu_seconds(const struct gpushare_account_record *r)
 double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r)
 {
 	return r->kernels ? (double)r->kernel_ns / (double)r->kernels : -1.0;
+}
+
+double gpushare_account_slowdown(const struct gpushare_account_record *r)
+{
+	if (!r->window_mean_ns || !r->best_mean_ns)
+		return -1.0;
+	return r->window_mean_ns <= r->best_mean_ns ? 1.0 : (double)r->window_mean_ns / (double)r->best_mean_ns;
+}
+
+void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, size_t n, double tolerance,
+			   int *held)
+{
+	for (size_t i = 0; i < n; i++) {
+		double share = gpushare_account_share(&r[i]), sum = 0;
+
+		held[i] = -1;
+		if (r[i].promised < 0 || share < 0)
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			double s = gpushare_account_share(&r[k]);
+			if (gpu[k] == gpu[i] && s > 0)
+				sum += s;
+		}
+		/* under its promise, with work (a kernel in its windows), on a GPU with room */
+		held[i] = share < r[i].promised - tolerance - 1e-9 && r[i].kernels > 0 && sum < 1.0 - tolerance - 1e-9;
+	}
 }
 
 double gpushare_account_work_rate(const struct gpushare_account_record *r)
@@ -253,7 +280,8 @@ int gpushare_account_dir(char *buf, size_t len)
 /* ---- the text ---- */
 
 #define U64_FIELDS(X)                                                                                             \
-	X(start_ns) X(updated_ns) X(wall_ns) X(window_ns) X(busy_ns) X(kernel_ns) X(kernels) X(memory_bytes)
+	X(start_ns) X(updated_ns) X(wall_ns) X(window_ns) X(busy_ns) X(kernel_ns) X(kernels) X(memory_bytes)          \
+	X(window_mean_ns) X(best_mean_ns)
 #define LABEL_FIELDS(X)                                                                                           \
 	X(slurm_job) X(slurm_step) X(k8s_namespace) X(k8s_pod) X(k8s_container) X(farm_job) X(rank)
 
@@ -503,4 +531,49 @@ int gpushare_account_read_dir(const char *dir, double stale_s, gpushare_account_
 	}
 	closedir(d);
 	return count;
+}
+
+/* ---- every record the caller may see ---- */
+
+struct collect {
+	struct gpushare_account_record *r;
+	size_t n, max;
+};
+
+/* Keep a record; of two for one process and GPU (two directories), the newer. */
+static int keep(const struct gpushare_account_record *r, void *arg)
+{
+	struct collect *c = arg;
+
+	for (size_t i = 0; i < c->n; i++)
+		if (c->r[i].pid == r->pid && c->r[i].device == r->device) {
+			if (r->updated_ns > c->r[i].updated_ns)
+				c->r[i] = *r;
+			return 0;
+		}
+	if (c->n >= c->max)
+		return 1;
+	c->r[c->n++] = *r;
+	return 0;
+}
+
+#define MAX_USER_DIRS 256
+
+size_t gpushare_account_collect(struct gpushare_account_record *out, size_t max, double stale_s)
+{
+	struct collect c = { .r = out, .max = max };
+	char dir[4096];
+	glob_t g;
+
+	if (gpushare_account_dir(dir, sizeof(dir)) == 0)
+		gpushare_account_read_dir(dir, stale_s, keep, &c);
+	if (geteuid() != 0 || getenv("GPUSHARE_ACCOUNT_DIR"))
+		return c.n;
+	/* root sees every user's records */
+	if (glob("/run/user/*/gpushare/account", GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) != 0)
+		return c.n;
+	for (size_t i = 0; i < g.gl_pathc && i < MAX_USER_DIRS; i++)
+		gpushare_account_read_dir(g.gl_pathv[i], stale_s, keep, &c);
+	globfree(&g);
+	return c.n;
 }

@@ -544,7 +544,7 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 			write_processes(b, &sys);
 	}
 	if (o->processes)
-		gpushare_metrics_write_clients(b);
+		gpushare_metrics_write_clients(b, up ? &sys : NULL);
 	ndev = up && sys.n_gpus > 0 ? (int)sys.n_gpus : 1;
 	if (ndev > 16)
 		ndev = 16;

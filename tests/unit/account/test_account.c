@@ -241,6 +241,50 @@ static void test_verdict(void **state)
 	assert_true(v.attained < 0);
 }
 
+/* A client with a share (busy over a second of windows) and a promise. */
+static struct gpushare_account_record client_rec(double share, double promised)
+{
+	return (struct gpushare_account_record){ .window_ns = 1000000000ull, .busy_ns = (uint64_t)(share * 1e9),
+						 .kernels = share > 0 ? 10 : 0, .promised = promised };
+}
+
+static void test_held(void **state)
+{
+	struct gpushare_account_record r[6];
+	long gpu[6] = { 0, 0, 0, 1, 1, 2 };
+	int held[6];
+
+	(void)state;
+	/* GPU 0: 30% and 20% of promised halves, a client without a promise at
+	 * 10%: room (60% in all), both held; GPU 1: 30% and 70%: full, none;
+	 * GPU 2: alone, idle (no kernel): not held */
+	r[0] = client_rec(0.3, 0.5);
+	r[1] = client_rec(0.2, 0.5);
+	r[2] = client_rec(0.1, -1);
+	r[3] = client_rec(0.3, 0.5);
+	r[4] = client_rec(0.7, 0.5);
+	r[5] = client_rec(0.0, 0.5);
+	gpushare_account_held(r, gpu, 6, 0.05, held);
+	assert_int_equal(held[0], 1);
+	assert_int_equal(held[1], 1);
+	assert_int_equal(held[2], -1);
+	assert_int_equal(held[3], 0);
+	assert_int_equal(held[4], 0);
+	assert_int_equal(held[5], 0);
+	/* within the tolerance of its promise: not held */
+	r[0] = client_rec(0.46, 0.5);
+	gpushare_account_held(r, gpu, 1, 0.05, held);
+	assert_int_equal(held[0], 0);
+	/* the slowdown: the last window's mean over the fastest's */
+	r[0].window_mean_ns = 300;
+	r[0].best_mean_ns = 100;
+	assert_true(fabs(gpushare_account_slowdown(&r[0]) - 3.0) < 1e-9);
+	r[0].window_mean_ns = 90;
+	assert_true(gpushare_account_slowdown(&r[0]) == 1.0);
+	r[0].best_mean_ns = 0;
+	assert_true(gpushare_account_slowdown(&r[0]) < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +293,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup),
 		cmocka_unit_test(test_dir),
 		cmocka_unit_test(test_verdict),
+		cmocka_unit_test(test_held),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
