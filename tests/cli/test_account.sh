@@ -68,6 +68,14 @@ check "windows cover part of the wall time only" \
 check "memory from the allocation record" test "$(field "$r1" memory_bytes)" = 1048576
 check "the directory is the user's alone" test "$(stat -c %a "$d")" = 700
 
+# GPUSHARE_ACCOUNT_MEMORY=0 leaves the memory activity off
+d=$tmp/nomem
+drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 FAKE_CUPTI_MEMORY=0:1048576 GPUSHARE_ACCOUNT_MEMORY=0
+check "GPUSHARE_ACCOUNT_MEMORY=0: kernels still" test "$(field "$(find "$d" -name '*.rec')" kernels)" -gt 0
+check "GPUSHARE_ACCOUNT_MEMORY=0: no memory figure" test "$(field "$(find "$d" -name '*.rec')" memory_bytes)" = 0
+check "a window's mean kernel time and the fastest's" \
+	test "$(field "$r0" window_mean_ns)" -gt 0 -a "$(field "$r0" best_mean_ns)" -gt 0
+
 # GPUSHARE_ACCOUNT_PROMISED (what gpushare sets) wins over the MPS percentage
 d=$tmp/promised
 drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 GPUSHARE_ACCOUNT_PROMISED=0.5 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
@@ -223,6 +231,65 @@ else
 		"$tmp/exp.txt"
 	check "the planted record is not served" test -z "$(grep 'pid="1"' "$tmp/exp.txt")"
 	check "records of processes gone less than a minute ago are kept" test "$(find "$d" -name '*.rec' | wc -l)" -eq 3
+	check "a slowdown per client" test "$(grep -c '^gpushare_client_slowdown_ratio{' "$tmp/exp.txt")" -eq 2
+
+	# held under the promise while the GPU had room: two clients promised
+	# half each, attaining 30% and 20% (the GPU half idle); then 30% and 70%
+	# (the GPU full: the one under its promise is not flagged)
+	d=$tmp/room
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:300:700 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=31
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:200:800 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=32
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900 # no promise: no flag
+	GPUSHARE_ACCOUNT_DIR=$d "$GPUSHARE" exporter --once >"$tmp/exp.txt" 2>"$tmp/exp.err" || true
+	check "the flag lints" promtool check metrics <"$tmp/exp.txt"
+	check "held with room: both promised clients flagged" \
+		test "$(grep -c '^gpushare_client_held_under_promise{.*slurm_job_id="3[12]".*} 1$' "$tmp/exp.txt")" -eq 2
+	check "no flag without a promise" test "$(grep -c '^gpushare_client_held_under_promise{' "$tmp/exp.txt")" -eq 2
+	d=$tmp/full
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:300:700 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=41
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:700:300 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=42
+	GPUSHARE_ACCOUNT_DIR=$d "$GPUSHARE" exporter --once >"$tmp/exp.txt" 2>"$tmp/exp.err" || true
+	check "the GPU full: no client flagged" \
+		test "$(grep -c '^gpushare_client_held_under_promise{.*} 0$' "$tmp/exp.txt")" -eq 2
 fi
+
+# ---- gpushare info --clients: the per-client table ----
+d=$tmp/room
+[[ -d $d ]] || {
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:300:700 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=31
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:200:800 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=32
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900
+}
+drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900 FAKE_CUPTI_MEMORY=0:20971520 GPUSHARE_FARM_JOB=7 PMI_RANK=2
+export GPUSHARE_ACCOUNT_DIR=$d
+run info --clients
+check "info --clients (exit $rc)" test "$rc" -eq 0
+check "info --clients: the columns" grep -q '^DEV *PID *USER *OWNER *PROMISED *ATTAINED *MEM MiB *SLOWDOWN *FLAG' "$tmp/out"
+check "info --clients: a row per client" test "$(grep -c '^0 ' "$tmp/out")" -eq 4
+check "info --clients: a Slurm client promised 50%, held" grep -q '^0 .* slurm:31 .* 50\.0% .*%.*x  HELD$' "$tmp/out"
+check "info --clients: the farm job and rank, its memory" grep -q ' farm:7 rank:2 .* 20 ' "$tmp/out"
+check "info --clients: no promise shows -" grep -q '^0 .* - .*%' "$tmp/out"
+run info --clients --json
+check "info --clients --json" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = {x["owner"]["slurm_job_id"] or x["owner"]["farm_job"] or "none": x for x in d["clients"]}
+assert len(d["clients"]) == 4, d
+assert c["31"]["promised"] == 0.5 and 0.2 < c["31"]["attained"] < 0.4 and c["31"]["held_under_promise"] is True, c
+assert c["none"]["promised"] is None and c["none"]["held_under_promise"] is None, c
+assert c["7"]["memory_bytes"] == 20971520 and c["7"]["owner"]["rank"] == "2" and c["7"]["slowdown"] >= 1, c' "$tmp/out"
+run info --clients --watch 100ms --count 2
+check "info --clients --watch: two tables ($rc)" test "$rc" -eq 0 -a "$(grep -c '^DEV ' "$tmp/out")" -eq 2
+run info --clients --json --watch 100ms --count 2
+check "info --clients --json --watch: a document a line" python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2 and all(len(json.loads(l)["clients"]) == 4 for l in lines), lines' "$tmp/out"
+export GPUSHARE_ACCOUNT_DIR=$tmp/none-here
+run info --clients
+check "info --clients without records says how to get them" grep -q 'no accounted client' "$tmp/out"
+unset GPUSHARE_ACCOUNT_DIR
+run info --clients --query index
+check "info --clients --query: exit 2" test "$rc" -eq 2
 
 finish account
