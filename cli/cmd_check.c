@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gpushare/account.h"
 #include "gpushare/check.h"
 #include "gpushare/gpushare.h"
 
@@ -75,11 +76,6 @@ const struct cli_cmd cli_check_cmd = {
 	.n_notes = 2,
 };
 
-/* The accounting library: beside the binary (a build tree), else where the
- * package installs it (<prefix>/lib/.../gpushare). */
-static const char *const lib_places[] = { "libgpushare-account.so", "../lib/gpushare/libgpushare-account.so",
-					  "../lib/x86_64-linux-gnu/gpushare/libgpushare-account.so",
-					  "../lib64/gpushare/libgpushare-account.so", NULL };
 /* The built-in probe: beside the binary, else in libexec as the worker. */
 static const char *const probe_places[] = { "gpushare-probe", "../libexec/gpushare/gpushare-probe", NULL };
 
@@ -212,8 +208,8 @@ int cmd_check(int argc, char **argv)
 		snprintf(lib, sizeof(lib), "%s", a.account_lib);
 	else if (env && *env)
 		snprintf(lib, sizeof(lib), "%s", env);
-	else
-		find_beside(lib_places, lib, sizeof(lib));
+	else if (gpushare_account_library(lib, sizeof(lib)) < 0)
+		snprintf(lib, sizeof(lib), "libgpushare-account.so"); /* the loader's search */
 	o.account_lib = lib;
 	if (p.optind < argc) {
 		o.probe = argv + p.optind;

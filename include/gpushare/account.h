@@ -150,6 +150,22 @@ int gpushare_account_read_dir(const char *dir, double stale_s, gpushare_account_
  * none is). Returns the number kept. */
 size_t gpushare_account_collect(struct gpushare_account_record *out, size_t max, double stale_s);
 
+/* ---- loading it ---- */
+
+/* The accounting library: $GPUSHARE_ACCOUNT_LIB, else beside the running
+ * program (a build tree), else where the package installs it
+ * (<prefix>/lib/gpushare/, lib/<multiarch>/gpushare/, lib64/gpushare/ next to
+ * the program's bin/). Returns 0 with its path in buf when the file is
+ * there, -1 otherwise. */
+int gpushare_account_library(char *buf, size_t len);
+
+/* The variable that loads the library into a process gpushare starts
+ * (bench workers, farm jobs, exec ranks): "CUDA_INJECTION64_PATH=<path>"
+ * into buf, returning 1; 0 (nothing to add) when GPUSHARE_ACCOUNT=0, when
+ * the caller's environment names its own CUDA_INJECTION64_PATH, or when
+ * the library is not there. */
+int gpushare_account_inject_env(char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -577,3 +577,45 @@ size_t gpushare_account_collect(struct gpushare_account_record *out, size_t max,
 	globfree(&g);
 	return c.n;
 }
+
+/* ---- loading it into the processes gpushare starts ---- */
+
+int gpushare_account_library(char *buf, size_t len)
+{
+	static const char *const rel[] = { "libgpushare-account.so", "../lib/gpushare/libgpushare-account.so",
+					   "../lib/x86_64-linux-gnu/gpushare/libgpushare-account.so",
+					   "../lib/aarch64-linux-gnu/gpushare/libgpushare-account.so",
+					   "../lib64/gpushare/libgpushare-account.so" };
+	const char *env = getenv("GPUSHARE_ACCOUNT_LIB");
+	char self[4096], *slash;
+	ssize_t n;
+
+	if (env && *env) {
+		if ((size_t)snprintf(buf, len, "%s", env) >= len)
+			return -1;
+		return access(buf, R_OK) == 0 ? 0 : -1;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	if (!(slash = strrchr(self, '/')))
+		return -1;
+	slash[1] = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		int w = snprintf(buf, len, "%s%s", self, rel[i]);
+		if (w > 0 && (size_t)w < len && access(buf, R_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+int gpushare_account_inject_env(char *buf, size_t len)
+{
+	const char *off = getenv("GPUSHARE_ACCOUNT"), *own = getenv("CUDA_INJECTION64_PATH");
+	char lib[4096];
+
+	if ((off && strcmp(off, "0") == 0) || (own && *own) || gpushare_account_library(lib, sizeof(lib)) < 0)
+		return 0;
+	return (size_t)snprintf(buf, len, "CUDA_INJECTION64_PATH=%s", lib) < len;
+}

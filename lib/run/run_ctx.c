@@ -13,6 +13,7 @@
 #include "gpushare/gpushare.h"
 #include "mps_session.h"
 #include "rundir.h"
+#include "gpushare/account.h"
 #include "run_ctx.h"
 
 void gpushare_run_ctx_init(struct gpushare_run_ctx *r, const struct gpushare_run_opts *o)
@@ -20,6 +21,7 @@ void gpushare_run_ctx_init(struct gpushare_run_ctx *r, const struct gpushare_run
 	memset(r, 0, sizeof(*r));
 	r->prefix = o->prefix;
 	r->dry_run = o->dry_run;
+	r->no_account = o->no_account;
 	r->want_keeper = o->keeper;
 	r->keeper_fd = -1;
 	if (o->dir)
@@ -135,9 +137,16 @@ int gpushare_run_ctx_join_at(struct gpushare_run_ctx *r, int strategy, const cha
 int gpushare_run_ctx_env(struct gpushare_run_ctx *r, int i, const char *device, struct gpushare_strv *env,
 			 struct gpushare_placement *p)
 {
+	char inject[4200];
+	int rc;
+
 	if (!r->st)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no strategy started");
-	return r->st->worker_env(&r->sx, i, device, env, p);
+	rc = r->st->worker_env(&r->sx, i, device, env, p);
+	/* per-client accounting, loaded by default (docs/accounting.md) */
+	if (!rc && !r->no_account && gpushare_account_inject_env(inject, sizeof(inject)))
+		rc = gpushare_strv_addf(env, "%s", inject);
+	return rc;
 }
 
 int gpushare_run_ctx_stop(struct gpushare_run_ctx *r, int rc)
