@@ -17,7 +17,11 @@ set -euo pipefail
 H=$GPUSHARE_TEST_HELPERS
 LIB=$(dirname "$GPUSHARE")/libgpushare-account.so
 tmp=$(mktemp -d /tmp/gpushare-account-XXXXXX)
-cleanup() { rm -rf "$tmp"; }
+stray= # a probe beside check's, killed at the end
+cleanup() {
+	[[ -n $stray ]] && kill "$stray" 2>/dev/null
+	rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 if [[ ! -e $H/libfakecupti.so || ! -e $LIB ]]; then
@@ -116,11 +120,6 @@ check "a limit not applied is outside 5 points" test -n "$abad" -a "$(within "$a
 probe=("$H/account_driver" 600)
 export GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" GPUSHARE_ACCOUNT_PERIOD_MS=200 GPUSHARE_ACCOUNT_DUTY=0.9 \
 	FAKE_CUPTI_KERNELS=0:1000:0 FAKE_CUPTI_GRID_FROM_SMS=1
-stray=
-cleanup() {
-	[[ -n $stray ]] && kill "$stray" 2>/dev/null
-	rm -rf "$tmp"
-}
 peers() { mkdir -p "$tmp/peers-$1" && echo "FAKE_CUPTI_PEERS=$tmp/peers-$1"; }
 attained() { # attained FIELD: each client's FIELD of check's JSON, comma-separated
 	python3 -c 'import json, sys
