@@ -69,7 +69,7 @@ const struct cli_cmd cli_check_cmd = {
 		  "  gpushare check --shares 25,75           MPS limits of 25 and 75%\n"
 		  "  gpushare check --clients 2 --json       time-slicing, 1/2 each\n"
 		  "  gpushare check --plan plan-dir          the plan's strategy and shares\n"
-		  "  gpushare check --clients 2 -- ./probe   a site's own probe (docs/accounting.md)",
+		  "  gpushare check --clients 2 -- ./probe   a site's own probe (accounting.md)",
 	.notes = (const struct cli_exit_note[]){ { EXIT_CHECK_FAILED, "a client attained a share outside the "
 									"tolerance, or none was measured" },
 						 { EXIT_WORKER, "the probe could not be run, or showed no kernel alone" } },
@@ -221,7 +221,7 @@ int cmd_check(int argc, char **argv)
 	} else {
 		return cli_error(EXIT_WORKER,
 				 "check: no probe given and the built-in gpushare-probe is not installed (gpushare was "
-				 "built without CUDA); give one after -- (docs/accounting.md, the probe's contract)");
+				 "built without CUDA); give one after -- (the probe's contract: accounting.md in the documentation)");
 	}
 	o.tolerance = a.tolerance / 100.0;
 	o.seconds = a.seconds;

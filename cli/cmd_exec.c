@@ -78,7 +78,7 @@ static const struct cli_opt exec_opts[] = {
 	  "while it runs",
 	  .to = CLI_TO_STR, AT(o.hpc_job_mapping_dir) },
 	{ .id = OPT_NO_ACCOUNT, .long_name = "no-account", .kind = CLI_FLAG,
-	  .help = "do not load the accounting library (libgpushare-account.so, docs/accounting.md) into the ranks; GPUSHARE_ACCOUNT=0 does the same",
+	  .help = "do not load the accounting library (libgpushare-account.so; accounting.md in the documentation) into the ranks; GPUSHARE_ACCOUNT=0 does the same",
 	  .to = CLI_TO_TRUE, AT(o.no_account) },
 	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
 	  .help = "print, per rank, its GPU, the environment it would get and the daemon it would use; run nothing",

@@ -46,7 +46,7 @@ static const struct cli_opt info_opts[] = {
 		  "and interval, as nvidia-smi dmon prints; Ctrl-C stops it",
 	  .to = CLI_TO_TRUE, AT(watch) },
 	{ .id = OPT_CLIENTS, .long_name = "clients", .kind = CLI_FLAG,
-	  .help = "show the accounted clients instead (docs/accounting.md): per process and GPU its user, "
+	  .help = "show the accounted clients instead (accounting.md in the documentation): per process and GPU its user, "
 		  "owner, promised and attained share, memory, slowdown and the held-under-promise flag; with "
 		  "--json one document (one a line with --watch)",
 	  .to = CLI_TO_TRUE, AT(clients) },
@@ -543,7 +543,7 @@ static void print_clients(const struct clients *c)
 	printf("%-3s %-8s %-10s %-28s %8s %8s %9s %8s  %s\n", "DEV", "PID", "USER", "OWNER", "PROMISED", "ATTAINED",
 	       "MEM MiB", "SLOWDOWN", "FLAG");
 	if (c->n == 0)
-		printf("(no accounted client: processes load libgpushare-account.so, docs/accounting.md)\n");
+		printf("(no accounted client: processes load libgpushare-account.so; accounting.md in the documentation)\n");
 	for (size_t i = 0; i < c->n; i++) {
 		const struct gpushare_account_record *r = &c->r[i];
 		char user[64], owner[256], prom[16], att[16], slow[16] = "-";
