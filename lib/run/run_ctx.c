@@ -143,9 +143,15 @@ int gpushare_run_ctx_env(struct gpushare_run_ctx *r, int i, const char *device, 
 	if (!r->st)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no strategy started");
 	rc = r->st->worker_env(&r->sx, i, device, env, p);
-	/* per-client accounting, loaded by default (docs/accounting.md) */
-	if (!rc && !r->no_account && gpushare_account_inject_env(inject, sizeof(inject)))
+	/* per-client accounting, loaded by default (docs/accounting.md); the
+	 * promise of N processes sharing a GPU without limits is 1/N (an MPS
+	 * limit is read by the library itself) */
+	if (!rc && !r->no_account && gpushare_account_inject_env(inject, sizeof(inject))) {
 		rc = gpushare_strv_addf(env, "%s", inject);
+		if (!rc && r->st->sharing && !r->st->partitions && r->st->layout == GPUSHARE_LAYOUT_CONCURRENT &&
+		    r->sx.workers >= 1 && !(p && p->thread_percentage > 0))
+			rc = gpushare_strv_addf(env, "GPUSHARE_ACCOUNT_PROMISED=%.6f", 1.0 / r->sx.workers);
+	}
 	return rc;
 }
 

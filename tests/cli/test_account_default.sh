@@ -2,7 +2,8 @@
 # The accounting library loaded by default into what gpushare starts: farm
 # jobs, exec ranks and bench workers get CUDA_INJECTION64_PATH naming the
 # library beside gpushare (a build tree) unless --no-account, GPUSHARE_ACCOUNT=0
-# or the user's own CUDA_INJECTION64_PATH says otherwise; and a farm's live
+# or the user's own CUDA_INJECTION64_PATH says otherwise, with the promise of
+# N processes sharing a GPU without limits (1/N); and a farm's live
 # metrics serve the clients its jobs recorded (the jobs are the accounting
 # driver under the stand-in CUPTI).
 set -euo pipefail
@@ -47,6 +48,16 @@ CUDA_INJECTION64_PATH=/the/users/own.so run farm --dir "$tmp/f4" --strategy time
 check "the user's own CUDA_INJECTION64_PATH is kept" test "$(injected "$tmp/f4")" = "inj=/the/users/own.so"
 GPUSHARE_ACCOUNT_LIB=/nonexistent/lib.so run farm --dir "$tmp/f5" --strategy timeslice -q "$tmp/jobs"
 check "no library there: nothing set" test "$(injected "$tmp/f5")" = "inj=unset"
+
+# the promise: 1/N for N processes sharing a GPU without limits; under an
+# MPS limit the library reads the limit itself
+# shellcheck disable=SC2016 # expanded by the job's shell
+printf '%s\n' 'sh -c "echo p=${GPUSHARE_ACCOUNT_PROMISED-unset}"' 'sh -c "echo p=${GPUSHARE_ACCOUNT_PROMISED-unset}"' \
+	>"$tmp/jobs2"
+run farm --dir "$tmp/p1" --strategy timeslice --slots 2 -q "$tmp/jobs2"
+check "2 slots time-sliced: each promised 1/2" test "$(sort -u "$tmp"/p1/out/*.out)" = "p=0.500000"
+run farm --dir "$tmp/p2" --strategy mps-split --slots 2 -q "$tmp/jobs2"
+check "mps-split: no promise beside the limit" test "$(sort -u "$tmp"/p2/out/*.out)" = "p=unset"
 
 # ---- exec ranks ----
 rank() { env OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 OMPI_MCA_orte_ess_jobid="$1" "${@:2}"; }
