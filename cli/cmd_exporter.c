@@ -177,7 +177,7 @@ int cmd_exporter(int argc, char **argv)
 	if (!cli_parse_options(&p, &a))
 		return p.status;
 	if (a.no_processes)
-		e.opts.processes = false;
+		e.opts.processes = e.opts.clients = false;
 	if (p.optind < argc)
 		return cli_unexpected_argument("exporter", argv[p.optind]);
 	if (a.once)

@@ -159,6 +159,9 @@ static const struct cli_opt farm_opts[] = {
 	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "use the MPS daemon that answers there (never stopped)",
 	  .to = CLI_TO_STR, AT(c.mps_pipe_dir) },
+	{ .id = OPT_NO_ACCOUNT, .long_name = "no-account", .kind = CLI_FLAG,
+	  .help = "do not load the accounting library (libgpushare-account.so; accounting.md in the documentation) into the jobs; GPUSHARE_ACCOUNT=0 does the same",
+	  .to = CLI_TO_TRUE, AT(c.no_account) },
 	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "dcgm-exporter's job mapping: SLURM_JOB_ID (else farm-PID) in DIR/<GPU index> of each GPU used "
 	  "while the farm runs",

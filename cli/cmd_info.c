@@ -6,6 +6,8 @@
  * A readable report, or with --json one JSON document (docs/cli.md).
  */
 #include <inttypes.h>
+#include <stdarg.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gpushare/account.h"
 #include "gpushare/gpu.h"
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
@@ -25,7 +28,7 @@
 
 /* Where info's options go. */
 struct info_args {
-	bool json, watch;
+	bool json, watch, clients;
 	long count;
 	const char *query, *format;
 };
@@ -42,6 +45,11 @@ static const struct cli_opt info_opts[] = {
 		  "processes with user, memory and command), otherwise one line per GPU "
 		  "and interval, as nvidia-smi dmon prints; Ctrl-C stops it",
 	  .to = CLI_TO_TRUE, AT(watch) },
+	{ .id = OPT_CLIENTS, .long_name = "clients", .kind = CLI_FLAG,
+	  .help = "show the accounted clients instead (accounting.md in the documentation): per process and GPU its user, "
+		  "owner, promised and attained share, memory, slowdown and the held-under-promise flag; with "
+		  "--json one document (one a line with --watch)",
+	  .to = CLI_TO_TRUE, AT(clients) },
 	{ .id = OPT_COUNT, .long_name = "count", .kind = CLI_INT, .value_name = "N", .min = 1, .max = 1000000000,
 	  .help = "with --watch: stop after N intervals", .def = "until stopped",
 	  .to = CLI_TO_LONG, AT(count) },
@@ -62,6 +70,7 @@ const struct cli_cmd cli_info_cmd = {
 	.name = "info",
 	.usage = "gpushare info [--json]\n"
 		 "gpushare info --watch [--count N] [INTERVAL]\n"
+		 "gpushare info --clients [--json] [--watch [--count N] [INTERVAL]]\n"
 		 "gpushare info --query FIELDS [--format csv[,noheader][,nounits]] [--watch [--count N] [INTERVAL]]",
 	.about = "Show the NVIDIA driver, each GPU (memory, compute mode, MIG mode and MIG\n"
 		 "devices, clocks, power and power limit, temperature, throttle reasons,\n"
@@ -74,6 +83,7 @@ const struct cli_cmd cli_info_cmd = {
 	.epilog = "Examples:\n"
 		  "  gpushare info --watch                 redraw every second until Ctrl-C\n"
 		  "  gpushare info --watch 500ms --count 20 > log.txt\n"
+		  "  gpushare info --clients --watch 2s     the accounted clients, every 2 s\n"
 		  "  gpushare info --query index,utilization.gpu,memory.used,power.draw,power.limit --format csv\n"
 		  "  gpushare info --query index,clocks.sm,throttle_reasons --watch 2s",
 	.notes = (const struct cli_exit_note[]){ { EXIT_USAGE, "unknown option or argument" },
@@ -450,6 +460,144 @@ static void print_query_rows(const struct query *q, const struct gpushare_system
 	}
 }
 
+/* ---- the accounted clients (docs/accounting.md) ---- */
+
+#define CLIENTS_MAX 1024
+#define CLIENTS_STALE_S 60.0
+#define HELD_TOLERANCE 0.05
+
+struct clients {
+	struct gpushare_account_record r[CLIENTS_MAX];
+	long gpu[CLIENTS_MAX];
+	int held[CLIENTS_MAX];
+	size_t n;
+};
+
+/* Every record the user may see, each with its flag; the GPU of a client is
+ * its device ordinal (the records name no GPU; on a node of one GPU that is
+ * the GPU). */
+static void clients_read(struct clients *c)
+{
+	c->n = gpushare_account_collect(c->r, CLIENTS_MAX, CLIENTS_STALE_S);
+	for (size_t i = 0; i < c->n; i++)
+		c->gpu[i] = (long)c->r[i].device;
+	gpushare_account_held(c->r, c->gpu, c->n, HELD_TOLERANCE, c->held);
+}
+
+static void client_user(const struct gpushare_account_record *r, char *buf, size_t len)
+{
+	struct passwd pw, *found = NULL;
+	char pwbuf[1024], name[GPUSHARE_ACCOUNT_LABEL_MAX];
+
+	name[0] = '\0';
+	if (getpwuid_r((uid_t)r->uid, &pw, pwbuf, sizeof(pwbuf), &found) == 0 && found)
+		gpushare_account_label(name, pw.pw_name); /* safe characters only, or none */
+	if (name[0])
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "%lld", (long long)r->uid);
+}
+
+/* Append to the string in buf (cut to fit). */
+static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t off = strlen(buf);
+	va_list ap;
+
+	if (off + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + off, len - off, fmt, ap);
+	va_end(ap);
+}
+
+/* Who owns it, in short: "slurm:JOB.STEP k8s:NS/POD/CONTAINER farm:N rank:N". */
+static void client_owner(const struct gpushare_account_owner *o, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (o->slurm_job[0])
+		append(buf, len, "slurm:%s%s%s", o->slurm_job, o->slurm_step[0] ? "." : "", o->slurm_step);
+	if (o->k8s_pod[0])
+		append(buf, len, "%sk8s:%s%s%s%s%s", buf[0] ? " " : "", o->k8s_namespace, o->k8s_namespace[0] ? "/" : "",
+		       o->k8s_pod, o->k8s_container[0] ? "/" : "", o->k8s_container);
+	if (o->farm_job[0])
+		append(buf, len, "%sfarm:%s", buf[0] ? " " : "", o->farm_job);
+	if (o->rank[0])
+		append(buf, len, "%srank:%s", buf[0] ? " " : "", o->rank);
+	if (!buf[0])
+		snprintf(buf, len, "-");
+}
+
+static const char *pct_or_dash(double v, char *buf, size_t len)
+{
+	if (v < 0)
+		return "-";
+	snprintf(buf, len, "%.1f%%", v * 100);
+	return buf;
+}
+
+/* The table, nvtop's process list's way. */
+static void print_clients(const struct clients *c)
+{
+	printf("%-3s %-8s %-10s %-28s %8s %8s %9s %8s  %s\n", "DEV", "PID", "USER", "OWNER", "PROMISED", "ATTAINED",
+	       "MEM MiB", "SLOWDOWN", "FLAG");
+	if (c->n == 0)
+		printf("(no accounted client: processes load libgpushare-account.so; accounting.md in the documentation)\n");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct gpushare_account_record *r = &c->r[i];
+		char user[64], owner[256], prom[16], att[16], slow[16] = "-";
+		double sd = gpushare_account_slowdown(r);
+
+		client_user(r, user, sizeof(user));
+		client_owner(&r->owner, owner, sizeof(owner));
+		if (sd > 0)
+			snprintf(slow, sizeof(slow), "%.2fx", sd);
+		printf("%-3u %-8lld %-10.10s %-28.28s %8s %8s %9" PRIu64 " %8s  %s\n", (unsigned)r->device,
+		       (long long)r->pid, user, owner, pct_or_dash(r->promised, prom, sizeof(prom)),
+		       pct_or_dash(gpushare_account_share(r), att, sizeof(att)), r->memory_bytes / (1024 * 1024), slow,
+		       c->held[i] == 1 ? "HELD" : "");
+	}
+}
+
+static void json_num(const char *key, double v, bool known)
+{
+	if (known)
+		printf(",\"%s\":%.6g", key, v);
+	else
+		printf(",\"%s\":null", key);
+}
+
+/* One JSON document (a line): {"time", "clients": [...]}. Every string is a
+ * record's label (safe characters only) or a number. */
+static void print_clients_json(const struct clients *c)
+{
+	char stamp[64];
+
+	wall_time(stamp, sizeof(stamp), true);
+	printf("{\"time\":\"%s\",\"clients\":[", stamp);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct gpushare_account_record *r = &c->r[i];
+		const struct gpushare_account_owner *o = &r->owner;
+		char user[64];
+		double sd = gpushare_account_slowdown(r), share = gpushare_account_share(r);
+
+		client_user(r, user, sizeof(user));
+		printf("%s{\"pid\":%lld,\"device\":%u,\"user\":\"%s\",\"uid\":%lld", i ? "," : "", (long long)r->pid,
+		       (unsigned)r->device, user, (long long)r->uid);
+		printf(",\"owner\":{\"slurm_job_id\":\"%s\",\"slurm_step\":\"%s\",\"k8s_namespace\":\"%s\",\"k8s_pod\":\"%s\","
+		       "\"k8s_container\":\"%s\",\"farm_job\":\"%s\",\"rank\":\"%s\"}",
+		       o->slurm_job, o->slurm_step, o->k8s_namespace, o->k8s_pod, o->k8s_container, o->farm_job, o->rank);
+		json_num("promised", r->promised, r->promised >= 0);
+		json_num("attained", share, share >= 0);
+		printf(",\"memory_bytes\":%" PRIu64, r->memory_bytes);
+		json_num("slowdown", sd, sd > 0);
+		printf(",\"kernels\":%" PRIu64 ",\"held_under_promise\":%s}", r->kernels,
+		       c->held[i] < 0 ? "null" : c->held[i] ? "true" : "false");
+	}
+	printf("]}\n");
+}
+
 /* ---- --watch ---- */
 
 static const char *dash_int(int v, char *buf, size_t len)
@@ -501,7 +649,7 @@ static void print_dmon(const struct gpushare_system_info *sys, bool header)
 /* The terminal view, redrawn in place: a table of the GPUs, then gpushare's
  * private daemons. */
 static void print_view(const struct gpushare_system_info *sys, const struct gpushare_mps_private *priv, size_t n_priv,
-		       const char *interval, unsigned long round)
+		       const struct clients *clients, const char *interval, unsigned long round)
 {
 	char stamp[32], mem[80], a[32], b[32], c[32], d[32], e[32], r[256];
 
@@ -543,6 +691,10 @@ static void print_view(const struct gpushare_system_info *sys, const struct gpus
 		}
 	}
 	print_private(priv, n_priv);
+	if (clients && clients->n) {
+		printf("\n");
+		print_clients(clients);
+	}
 }
 
 static void sleep_until(uint64_t deadline_ns)
@@ -559,14 +711,46 @@ static void sleep_until(uint64_t deadline_ns)
 }
 
 struct watch {
-	bool on, tty;
+	bool on, tty, clients, json;
 	long count;          /* 0: until stopped */
 	uint64_t interval_ns;
 	const char *interval;
 };
 
+/* --clients: the records alone, no driver needed. */
+static int run_clients(const struct watch *w)
+{
+	static struct clients c; /* large: off the stack */
+	uint64_t next = gpushare_now_ns();
+
+	for (unsigned long round = 1; !w->on || w->count == 0 || round <= (unsigned long)w->count; round++) {
+		clients_read(&c);
+		if (w->json) {
+			print_clients_json(&c);
+		} else {
+			if (w->on && w->tty)
+				fputs("\033[H\033[2J", stdout);
+			if (w->on) {
+				char stamp[32];
+				wall_time(stamp, sizeof(stamp), false);
+				printf("%sgpushare info --clients --watch %s   %s   (#%lu)\n", round > 1 && !w->tty ? "\n" : "",
+				       w->interval, stamp, round);
+			}
+			print_clients(&c);
+		}
+		if (fflush(stdout) != 0 || ferror(stdout) || !w->on)
+			break;
+		if (w->count && round == (unsigned long)w->count)
+			break;
+		next += w->interval_ns;
+		sleep_until(next);
+	}
+	return cli_finish_stdout(EXIT_OK);
+}
+
 static int run_watch(const struct watch *w, const struct query *q)
 {
+	static struct clients clients; /* large: off the stack */
 	uint64_t next = gpushare_now_ns();
 	int rc = gpushare_nvml_open();
 
@@ -589,7 +773,8 @@ static int run_watch(const struct watch *w, const struct query *q)
 		} else if (w->tty) {
 			if (gpushare_mps_private_list(&priv, &n_priv))
 				gpushare_clear_error();
-			print_view(&sys, priv, n_priv, w->interval, round);
+			clients_read(&clients);
+			print_view(&sys, priv, n_priv, &clients, w->interval, round);
 			free(priv);
 		} else {
 			print_dmon(&sys, round == 1);
@@ -625,6 +810,8 @@ int cmd_info(int argc, char **argv)
 		return p.status;
 	json = a.json;
 	w.on = a.watch;
+	w.clients = a.clients;
+	w.json = a.json;
 	w.count = a.count;
 	count_given = cli_parse_given(&p, "count");
 	query = a.query;
@@ -640,6 +827,12 @@ int cmd_info(int argc, char **argv)
 		return cli_unexpected_argument("info", argv[p.optind]);
 	if (count_given && !w.on)
 		return cli_error(EXIT_USAGE, "info: --count needs --watch");
+	if (w.clients && (query || format))
+		return cli_error(EXIT_USAGE, "info: --clients goes without --query and --format");
+	if (w.clients) {
+		w.tty = isatty(STDOUT_FILENO) == 1;
+		return run_clients(&w);
+	}
 	if (json && (w.on || query || format))
 		return cli_error(EXIT_USAGE, "info: --json goes alone, not with --watch, --query or --format");
 	if (format && !query)

@@ -1,13 +1,14 @@
 # Installation layout (cmake --install) and the Debian package (cpack -G DEB).
 #   bin/gpushare                         the command line (cli/CMakeLists.txt)
 #   libexec/gpushare/gpushare-worker     found by gpushare relative to itself
+#   libexec/gpushare/gpushare-probe      gpushare check's built-in probe (with CUDA; workloads/CMakeLists.txt)
 #   include/gpushare/*.h                 the public API, client.h included (not internal/)
 #   lib/libgpushare.a (+ libgpushare-core.a), lib/pkgconfig/gpushare.pc
 #   share/man/man1/gpushare*.1           generated from --help (see below), naming this prefix's doc dir
 #   share/bash-completion/completions/gpushare, zsh: _gpushare
 #   share/doc/gpushare/                  the documentation (docs/*.md)
 #   share/doc/gpushare/examples/slurm/   the Slurm batch scripts (examples/slurm)
-#   share/gpushare/grafana/              the Grafana dashboard and the DCGM recording rules
+#   share/gpushare/grafana/              the Grafana dashboard, the DCGM recording rules and the alerting rules
 
 install(TARGETS gpushare-worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/gpushare)
 # libgpushare.a and, when the library is split, the core it links
@@ -93,6 +94,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
 install(FILES ${PROJECT_SOURCE_DIR}/python/gpushare_client.py DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/slurm/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/slurm)
 install(FILES ${PROJECT_SOURCE_DIR}/grafana/gpushare-dashboard.json ${PROJECT_SOURCE_DIR}/grafana/recording-rules.yml
+              ${PROJECT_SOURCE_DIR}/grafana/alert-rules.yml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/gpushare/grafana)
 
 # The Debian package: cpack -G DEB in the build directory, installed under /usr.

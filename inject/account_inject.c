@@ -11,7 +11,9 @@
  * allocation is rare beside a kernel launch).
  *
  * Anything missing (CUPTI, a symbol, the directory) makes it do nothing: it
- * never fails the process it is loaded into. GPUSHARE_ACCOUNT=0 turns it off.
+ * never fails the process it is loaded into. GPUSHARE_ACCOUNT=0 turns it off;
+ * GPUSHARE_ACCOUNT_MEMORY=0 leaves the memory activity off (no device
+ * memory figure).
  * Knobs: GPUSHARE_ACCOUNT_PERIOD_MS (default 1000), GPUSHARE_ACCOUNT_DUTY
  * (default 0.05, at most 1), GPUSHARE_ACCOUNT_DIR.
  */
@@ -57,6 +59,8 @@ struct interval {
 struct device_state {
 	bool seen;
 	uint64_t window_ns, busy_ns, kernel_ns, kernels;
+	uint64_t win_kernel_ns, win_kernels;       /* the current window's, for its mean */
+	uint64_t window_mean_ns, best_mean_ns;     /* the last window's mean, the lowest one's */
 	int64_t memory_bytes;
 	/* the current window's kernels, for the union */
 	struct interval *iv;
@@ -141,6 +145,8 @@ static void add_kernel(const struct gpushare_cupti_kernel *k)
 	 * window whole), for the mean; its part inside the window for busy time */
 	d->kernels++;
 	d->kernel_ns += e - s;
+	d->win_kernels++;
+	d->win_kernel_ns += e - s;
 	if (s < st.win_start)
 		s = st.win_start;
 	if (st.win_end && e > st.win_end)
@@ -231,6 +237,12 @@ static void close_window(void)
 		d->busy_ns += union_ns(d, window);
 		d->n_iv = 0;
 		d->overflow_ns = 0;
+		if (d->win_kernels) {
+			d->window_mean_ns = d->win_kernel_ns / d->win_kernels;
+			if (!d->best_mean_ns || d->window_mean_ns < d->best_mean_ns)
+				d->best_mean_ns = d->window_mean_ns;
+			d->win_kernels = d->win_kernel_ns = 0;
+		}
 		r.device = i;
 		r.updated_ns = real_ns();
 		r.wall_ns = wall;
@@ -239,6 +251,8 @@ static void close_window(void)
 		r.kernel_ns = d->kernel_ns;
 		r.kernels = d->kernels;
 		r.memory_bytes = (uint64_t)d->memory_bytes;
+		r.window_mean_ns = d->window_mean_ns;
+		r.best_mean_ns = d->best_mean_ns;
 		gpushare_account_write(st.dir, &r);
 	}
 }
@@ -388,7 +402,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void);
 int InitializeInjection(void)
 {
 	static int done;
-	const char *off = getenv("GPUSHARE_ACCOUNT");
+	const char *off = getenv("GPUSHARE_ACCOUNT"), *mem_off = getenv("GPUSHARE_ACCOUNT_MEMORY");
+	bool memory;
 	pthread_t t;
 	pthread_attr_t attr;
 	pthread_condattr_t cattr;
@@ -407,13 +422,16 @@ int InitializeInjection(void)
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&st.wake, &cattr);
 	pthread_condattr_destroy(&cattr);
-	cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2); /* memory is optional */
+	memory = !(mem_off && strcmp(mem_off, "0") == 0);
+	if (memory)
+		cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2); /* memory is optional */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	st.sampler_running = true;
 	if (pthread_create(&t, &attr, sampler, NULL) != 0) {
 		st.sampler_running = false;
-		cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
+		if (memory)
+			cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
 	} else {
 		pthread_atfork(NULL, NULL, after_fork_child);
 		atexit(at_exit);

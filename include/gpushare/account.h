@@ -49,6 +49,8 @@ struct gpushare_account_record {
 	uint64_t kernel_ns;        /* sum of kernel durations inside windows */
 	uint64_t kernels;          /* kernels that ended inside windows */
 	uint64_t memory_bytes;     /* device memory allocated and not freed */
+	uint64_t window_mean_ns;   /* mean kernel duration of the last window with kernels; 0 none */
+	uint64_t best_mean_ns;     /* the lowest such mean of any window since the start; 0 none */
 	double promised;           /* promised share in [0,1]; negative when none */
 	struct gpushare_account_owner owner;
 };
@@ -64,15 +66,37 @@ double gpushare_account_gpu_seconds(const struct gpushare_account_record *r);
  * negative without kernels. */
 double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r);
 
-/* A client's verdict in a conformance run (`gpushare check`):
- * the same probe kernel, timed alone on the whole GPU and then under the
- * share, gives the share attained as alone / shared mean kernel time
- * (docs/accounting.md, "Slowdown"). */
+/* window_mean_ns / best_mean_ns, at least 1: the slowdown of the process's
+ * kernels now against its own fastest window (its uncontended times if it
+ * ever ran alone); negative when unknown. */
+double gpushare_account_slowdown(const struct gpushare_account_record *r);
+
+/* The flag "held under its promise while the GPU had room"
+ * (docs/accounting.md): for each of n records, held[i] is 1 when the
+ * client has a promise, ran a kernel in its windows and attained a share
+ * (busy_ns / window_ns) more than `tolerance` below it while the shares of
+ * all the clients of its GPU (those of equal gpu[]) add up to less than
+ * 1 - tolerance; 0 when not; -1 without a promise or a window. */
+void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, size_t n, double tolerance,
+			   int *held);
+
+/* kernels / window_ns, per second: the work rate, kernels recorded per
+ * second of sampled wall time; negative without a window. */
+double gpushare_account_work_rate(const struct gpushare_account_record *r);
+
+/* A client's verdict in a conformance run (`gpushare check`): the probe,
+ * whose kernels each do a fixed amount of work, run alone on the whole GPU
+ * and then under the share. The share attained is its work rate shared over
+ * its work rate alone (docs/accounting.md, "Work rate"): that holds under
+ * time-slicing (where a short kernel is not sliced out mid-kernel, so its
+ * duration does not grow) and under MPS, with or without limits. The
+ * kernel-time figure (alone / shared mean kernel time) is given beside it. */
 struct gpushare_account_verdict {
-	double promised;  /* 0..1 */
-	double attained;  /* 0..1; negative when unknown */
-	double error;     /* attained - promised, in share (0.05 is 5 points) */
-	int pass;         /* 1 within the tolerance, 0 outside, -1 unknown (no kernels) */
+	double promised;        /* 0..1 */
+	double attained;        /* by work rate, 0..1; negative when unknown */
+	double attained_kernel; /* by mean kernel time, 0..1; negative when unknown */
+	double error;           /* attained - promised, in share (0.05 is 5 points) */
+	int pass;               /* 1 within the tolerance, 0 outside, -1 unknown (no window, or none alone) */
 };
 
 /* The verdict of `client` against the probe's run `alone`, for the share
@@ -118,6 +142,29 @@ typedef int (*gpushare_account_fn)(const struct gpushare_account_record *r, void
  * removed when older than stale_s seconds. Returns the number read, or -errno
  * when dir cannot be opened. */
 int gpushare_account_read_dir(const char *dir, double stale_s, gpushare_account_fn fn, void *arg);
+
+/* Every record the caller may see, at most max into out: its own
+ * directory's and, for root (without GPUSHARE_ACCOUNT_DIR), every user's
+ * under /run/user/<uid>/gpushare/account; of two for one process and GPU,
+ * the newer. A gone process's record older than stale_s is removed (0:
+ * none is). Returns the number kept. */
+size_t gpushare_account_collect(struct gpushare_account_record *out, size_t max, double stale_s);
+
+/* ---- loading it ---- */
+
+/* The accounting library: $GPUSHARE_ACCOUNT_LIB, else beside the running
+ * program (a build tree), else where the package installs it
+ * (<prefix>/lib/gpushare/, lib/<multiarch>/gpushare/, lib64/gpushare/ next to
+ * the program's bin/). Returns 0 with its path in buf when the file is
+ * there, -1 otherwise. */
+int gpushare_account_library(char *buf, size_t len);
+
+/* The variable that loads the library into a process gpushare starts
+ * (bench workers, farm jobs, exec ranks): "CUDA_INJECTION64_PATH=<path>"
+ * into buf, returning 1; 0 (nothing to add) when GPUSHARE_ACCOUNT=0, when
+ * the caller's environment names its own CUDA_INJECTION64_PATH, or when
+ * the library is not there. */
+int gpushare_account_inject_env(char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -127,6 +127,7 @@ struct gpushare_metrics_system_opts {
 	char pipe_dirs[GPUSHARE_METRICS_MAX_PIPE_DIRS][GPUSHARE_PATH_MAX];
 	int n_pipe_dirs;
 	bool processes;                /* per-process GPU memory (exporter: yes) */
+	bool clients;                  /* the accounted clients, gpushare_client_* (default: yes) */
 	bool default_pipe_dirs;        /* with no pipe_dirs, survey the usual ones (init: yes) */
 	int mps_timeout_ms;            /* bound of each control-program command */
 };

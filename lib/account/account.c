@@ -13,6 +13,7 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <glob.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -46,19 +47,59 @@ double gpushare_account_mean_kernel_ns(const struct gpushare_account_record *r)
 	return r->kernels ? (double)r->kernel_ns / (double)r->kernels : -1.0;
 }
 
+double gpushare_account_slowdown(const struct gpushare_account_record *r)
+{
+	if (!r->window_mean_ns || !r->best_mean_ns)
+		return -1.0;
+	return r->window_mean_ns <= r->best_mean_ns ? 1.0 : (double)r->window_mean_ns / (double)r->best_mean_ns;
+}
+
+void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, size_t n, double tolerance,
+			   int *held)
+{
+	for (size_t i = 0; i < n; i++) {
+		double share = gpushare_account_share(&r[i]), sum = 0;
+
+		held[i] = -1;
+		if (r[i].promised < 0 || share < 0)
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			double s = gpushare_account_share(&r[k]);
+			if (gpu[k] == gpu[i] && s > 0)
+				sum += s;
+		}
+		/* under its promise, with work (a kernel in its windows), on a GPU with room */
+		held[i] = share < r[i].promised - tolerance - 1e-9 && r[i].kernels > 0 && sum < 1.0 - tolerance - 1e-9;
+	}
+}
+
+double gpushare_account_work_rate(const struct gpushare_account_record *r)
+{
+	return r->window_ns ? (double)r->kernels * 1e9 / (double)r->window_ns : -1.0;
+}
+
+/* shared / alone, capped at 1 (no client runs faster than alone on the whole
+ * GPU: above 1 is noise); negative when either is unknown */
+static double ratio_capped(double shared, double alone)
+{
+	if (!(alone > 0) || shared < 0)
+		return -1.0;
+	return shared >= alone ? 1.0 : shared / alone;
+}
+
 int gpushare_account_verdict(const struct gpushare_account_record *alone, const struct gpushare_account_record *client,
 			     double promised, double tolerance, struct gpushare_account_verdict *v)
 {
-	double a = gpushare_account_mean_kernel_ns(alone), c = gpushare_account_mean_kernel_ns(client);
+	double ka = gpushare_account_mean_kernel_ns(alone), kc = gpushare_account_mean_kernel_ns(client);
 
 	v->promised = promised;
-	v->attained = -1.0;
 	v->error = 0.0;
 	v->pass = -1;
-	if (a <= 0 || c <= 0)
+	/* a kernel's time: alone / shared, so the ratio of the inverses */
+	v->attained_kernel = ka > 0 && kc > 0 ? ratio_capped(1.0 / kc, 1.0 / ka) : -1.0;
+	v->attained = ratio_capped(gpushare_account_work_rate(client), gpushare_account_work_rate(alone));
+	if (v->attained < 0)
 		return v->pass;
-	/* a kernel cannot run faster than alone on the whole GPU: above 1 is noise */
-	v->attained = a >= c ? 1.0 : a / c;
 	v->error = v->attained - promised;
 	v->pass = fabs(v->error) <= tolerance + 1e-9;
 	return v->pass;
@@ -239,7 +280,8 @@ int gpushare_account_dir(char *buf, size_t len)
 /* ---- the text ---- */
 
 #define U64_FIELDS(X)                                                                                             \
-	X(start_ns) X(updated_ns) X(wall_ns) X(window_ns) X(busy_ns) X(kernel_ns) X(kernels) X(memory_bytes)
+	X(start_ns) X(updated_ns) X(wall_ns) X(window_ns) X(busy_ns) X(kernel_ns) X(kernels) X(memory_bytes)          \
+	X(window_mean_ns) X(best_mean_ns)
 #define LABEL_FIELDS(X)                                                                                           \
 	X(slurm_job) X(slurm_step) X(k8s_namespace) X(k8s_pod) X(k8s_container) X(farm_job) X(rank)
 
@@ -489,4 +531,91 @@ int gpushare_account_read_dir(const char *dir, double stale_s, gpushare_account_
 	}
 	closedir(d);
 	return count;
+}
+
+/* ---- every record the caller may see ---- */
+
+struct collect {
+	struct gpushare_account_record *r;
+	size_t n, max;
+};
+
+/* Keep a record; of two for one process and GPU (two directories), the newer. */
+static int keep(const struct gpushare_account_record *r, void *arg)
+{
+	struct collect *c = arg;
+
+	for (size_t i = 0; i < c->n; i++)
+		if (c->r[i].pid == r->pid && c->r[i].device == r->device) {
+			if (r->updated_ns > c->r[i].updated_ns)
+				c->r[i] = *r;
+			return 0;
+		}
+	if (c->n >= c->max)
+		return 1;
+	c->r[c->n++] = *r;
+	return 0;
+}
+
+#define MAX_USER_DIRS 256
+
+size_t gpushare_account_collect(struct gpushare_account_record *out, size_t max, double stale_s)
+{
+	struct collect c = { .r = out, .max = max };
+	char dir[4096];
+	glob_t g;
+
+	if (gpushare_account_dir(dir, sizeof(dir)) == 0)
+		gpushare_account_read_dir(dir, stale_s, keep, &c);
+	if (geteuid() != 0 || getenv("GPUSHARE_ACCOUNT_DIR"))
+		return c.n;
+	/* root sees every user's records */
+	if (glob("/run/user/*/gpushare/account", GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) != 0)
+		return c.n;
+	for (size_t i = 0; i < g.gl_pathc && i < MAX_USER_DIRS; i++)
+		gpushare_account_read_dir(g.gl_pathv[i], stale_s, keep, &c);
+	globfree(&g);
+	return c.n;
+}
+
+/* ---- loading it into the processes gpushare starts ---- */
+
+int gpushare_account_library(char *buf, size_t len)
+{
+	static const char *const rel[] = { "libgpushare-account.so", "../lib/gpushare/libgpushare-account.so",
+					   "../lib/x86_64-linux-gnu/gpushare/libgpushare-account.so",
+					   "../lib/aarch64-linux-gnu/gpushare/libgpushare-account.so",
+					   "../lib64/gpushare/libgpushare-account.so" };
+	const char *env = getenv("GPUSHARE_ACCOUNT_LIB");
+	char self[4096], *slash;
+	ssize_t n;
+
+	if (env && *env) {
+		if ((size_t)snprintf(buf, len, "%s", env) >= len)
+			return -1;
+		return access(buf, R_OK) == 0 ? 0 : -1;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	if (!(slash = strrchr(self, '/')))
+		return -1;
+	slash[1] = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		int w = snprintf(buf, len, "%s%s", self, rel[i]);
+		if (w > 0 && (size_t)w < len && access(buf, R_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+int gpushare_account_inject_env(char *buf, size_t len)
+{
+	const char *off = getenv("GPUSHARE_ACCOUNT"), *own = getenv("CUDA_INJECTION64_PATH");
+	char lib[4096];
+
+	if ((off && strcmp(off, "0") == 0) || (own && *own) || gpushare_account_library(lib, sizeof(lib)) < 0)
+		return 0;
+	return (size_t)snprintf(buf, len, "CUDA_INJECTION64_PATH=%s", lib) < len;
 }

@@ -2,8 +2,17 @@
  * The conformance run (gpushare/check.h): the probe alone, then the
  * clients together under their shares, each with the accounting library
  * writing to a directory of its own under a scratch directory, which goes
- * at the end. Each phase lasts o->seconds; its processes are then stopped
- * (SIGTERM, then SIGKILL) and their records read.
+ * at the end. Each phase runs o->warmup seconds, when the records are read
+ * as a baseline (the processes start one after another, and CUDA's start
+ * takes its time), then o->seconds, when they are read again; the figures
+ * are the difference. The phase's processes are then stopped (SIGTERM, then
+ * SIGKILL).
+ *
+ * The probe's contract (docs/accounting.md): each of its kernels does a
+ * fixed amount of work whatever SM count its context reports (under an MPS
+ * limit the context reports the reduced count). Alone, it writes the SM
+ * count it sees, the whole GPU's, to $GPUSHARE_CHECK_SMS_FILE; every client
+ * is then given it as GPUSHARE_CHECK_SMS to size its grid by.
  */
 #include <errno.h>
 #include <math.h>
@@ -20,6 +29,13 @@
 #include "sys.h"
 
 #define STOP_NS (5 * NS_PER_S)
+#define N_ENV 8
+
+/* The sampling the probes run under unless the caller's environment sets
+ * it: long windows (the probe launches a few hundred kernels a second, so
+ * tracing them costs nothing that matters), for more kernels per figure. */
+#define CHECK_PERIOD_MS "1000"
+#define CHECK_DUTY "0.9"
 
 /* The first record of a directory (the probe's first GPU). */
 static int first_record(const struct gpushare_account_record *r, void *arg)
@@ -34,24 +50,63 @@ static int read_one(const char *dir, struct gpushare_account_record *r)
 	return gpushare_account_read_dir(dir, 0, first_record, r) > 0 ? 0 : -1;
 }
 
-/* Start the probe with its own record directory, share and promise. */
-static int start_probe(const struct gpushare_check_opts *o, const char *dir, int pct, double promised,
-		       struct gpushare_child *ch, char env[4][4200])
+/* The part of a record after its baseline: what the sampling windows saw
+ * between the two reads. */
+static void since(struct gpushare_account_record *r, const struct gpushare_account_record *base)
 {
-	char *set[5] = { env[0], env[1], env[2], env[3], NULL };
+	if (base->pid != r->pid || base->window_ns > r->window_ns || base->kernels > r->kernels)
+		return; /* no baseline (no window had closed), or another process's */
+	r->window_ns -= base->window_ns;
+	r->busy_ns -= base->busy_ns < r->busy_ns ? base->busy_ns : r->busy_ns;
+	r->kernel_ns -= base->kernel_ns < r->kernel_ns ? base->kernel_ns : r->kernel_ns;
+	r->kernels -= base->kernels;
+}
 
-	snprintf(env[0], sizeof(env[0]), "CUDA_INJECTION64_PATH=%s", o->account_lib);
-	snprintf(env[1], sizeof(env[1]), "GPUSHARE_ACCOUNT_DIR=%s", dir);
+/* Start the probe with its own record directory, share, promise and the
+ * SM count (sms > 0), or, alone (sms 0), the file to write it to. */
+static int start_probe(const struct gpushare_check_opts *o, const char *dir, int pct, double promised, int sms,
+		       const char *sms_file, struct gpushare_child *ch, char env[N_ENV][4200])
+{
+	char *set[N_ENV + 1];
+	int n = 0;
+
+	snprintf(env[n++], sizeof(env[0]), "CUDA_INJECTION64_PATH=%s", o->account_lib);
+	snprintf(env[n++], sizeof(env[0]), "GPUSHARE_ACCOUNT_DIR=%s", dir);
 	if (pct > 0)
-		snprintf(env[2], sizeof(env[2]), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", pct);
+		snprintf(env[n++], sizeof(env[0]), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", pct);
 	else
-		snprintf(env[2], sizeof(env[2]), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-	snprintf(env[3], sizeof(env[3]), "GPUSHARE_ACCOUNT_PROMISED=%.4f", promised);
+		snprintf(env[n++], sizeof(env[0]), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	snprintf(env[n++], sizeof(env[0]), "GPUSHARE_ACCOUNT_PROMISED=%.4f", promised);
+	if (sms > 0)
+		snprintf(env[n++], sizeof(env[0]), "GPUSHARE_CHECK_SMS=%d", sms);
+	else if (sms_file)
+		snprintf(env[n++], sizeof(env[0]), "GPUSHARE_CHECK_SMS_FILE=%s", sms_file);
+	if (!getenv("GPUSHARE_ACCOUNT_PERIOD_MS"))
+		snprintf(env[n++], sizeof(env[0]), "GPUSHARE_ACCOUNT_PERIOD_MS=%s", CHECK_PERIOD_MS);
+	if (!getenv("GPUSHARE_ACCOUNT_DUTY"))
+		snprintf(env[n++], sizeof(env[0]), "GPUSHARE_ACCOUNT_DUTY=%s", CHECK_DUTY);
+	for (int i = 0; i < n; i++)
+		set[i] = env[i];
+	set[n] = NULL;
 	gpushare_child_init(ch);
 	ch->argv = o->probe;
 	ch->env_set = set;
 	ch->out = GPUSHARE_CHILD_DEVNULL;
 	return gpushare_child_start(ch);
+}
+
+/* The SM count the probe alone wrote: a positive number, else 0. */
+static int read_sms(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &v) != 1 || v < 1 || v > 1000000)
+		v = 0;
+	fclose(f);
+	return (int)v;
 }
 
 static void sleep_s(double s)
@@ -76,10 +131,11 @@ static void stop_all(struct gpushare_child *ch, int n)
 
 int gpushare_check_run(const struct gpushare_check_opts *o, struct gpushare_check_result *r)
 {
-	char scratch[64] = "/tmp/gpushare-check-XXXXXX", dir[128];
-	static char env[GPUSHARE_CHECK_MAX_CLIENTS][4][4200]; /* the children's settings: large, off the stack */
+	char scratch[64] = "/tmp/gpushare-check-XXXXXX", dir[128], sms_file[128];
+	static char env[GPUSHARE_CHECK_MAX_CLIENTS][N_ENV][4200]; /* the children's settings: large, off the stack */
+	const char *sms_env = getenv("GPUSHARE_CHECK_SMS");
 	struct gpushare_child ch[GPUSHARE_CHECK_MAX_CLIENTS];
-	struct gpushare_account_record alone, rec;
+	struct gpushare_account_record alone, rec, base[GPUSHARE_CHECK_MAX_CLIENTS];
 	int rc = GPUSHARE_OK, started = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -92,37 +148,52 @@ int gpushare_check_run(const struct gpushare_check_opts *o, struct gpushare_chec
 
 	/* the probe alone, on the whole GPU */
 	snprintf(dir, sizeof(dir), "%s/alone", scratch);
-	rc = start_probe(o, dir, 0, 1.0, &ch[0], env[0]);
+	snprintf(sms_file, sizeof(sms_file), "%s/sms", scratch);
+	rc = start_probe(o, dir, 0, 1.0, 0, sms_env && *sms_env ? NULL : sms_file, &ch[0], env[0]);
 	if (rc == GPUSHARE_OK) {
 		started = 1;
+		sleep_s(o->warmup);
+		read_one(dir, &base[0]);
 		sleep_s(o->seconds);
 		stop_all(ch, started);
 		started = 0;
-		if (read_one(dir, &alone) < 0 || (r->alone_kernel_ns = gpushare_account_mean_kernel_ns(&alone)) <= 0)
+		if (read_one(dir, &alone) == 0)
+			since(&alone, &base[0]);
+		if (alone.kernels == 0 || (r->alone_kernel_ns = gpushare_account_mean_kernel_ns(&alone)) <= 0)
 			rc = gpushare_fail(GPUSHARE_E_INVAL,
 					   "check: the probe alone showed no kernel (no CUPTI, no GPU, or a probe that "
 					   "launches none); is %s loadable?", o->account_lib);
+		r->alone_rate = gpushare_account_work_rate(&alone);
+		/* the whole GPU's SM count: the caller's, else what the probe saw alone */
+		r->sms = sms_env && *sms_env ? atoi(sms_env) : read_sms(sms_file);
 	}
 
 	/* the clients together, under their shares */
 	for (int i = 0; rc == GPUSHARE_OK && i < o->n_clients; i++) {
 		int pct = o->limits ? (int)lround(o->shares[i] * 100) : 0;
 		snprintf(dir, sizeof(dir), "%s/client%d", scratch, i);
-		rc = start_probe(o, dir, pct, o->shares[i], &ch[i], env[i]);
+		rc = start_probe(o, dir, pct, o->shares[i], r->sms, NULL, &ch[i], env[i]);
 		if (rc == GPUSHARE_OK)
 			started = i + 1;
 	}
-	if (rc == GPUSHARE_OK && started == o->n_clients)
+	if (rc == GPUSHARE_OK && started == o->n_clients) {
+		sleep_s(o->warmup);
+		for (int i = 0; i < o->n_clients; i++) {
+			snprintf(dir, sizeof(dir), "%s/client%d", scratch, i);
+			read_one(dir, &base[i]);
+		}
 		sleep_s(o->seconds);
+	}
 	for (int i = 0; i < started; i++)
 		r->c[i].pid = ch[i].pid;
 	stop_all(ch, started);
 	for (int i = 0; rc == GPUSHARE_OK && i < o->n_clients; i++) {
 		struct gpushare_check_client *c = &r->c[i];
 		snprintf(dir, sizeof(dir), "%s/client%d", scratch, i);
-		if (read_one(dir, &rec) < 0)
-			memset(&rec, 0, sizeof(rec));
+		if (read_one(dir, &rec) == 0)
+			since(&rec, &base[i]);
 		c->kernels = rec.kernels;
+		c->rate = gpushare_account_work_rate(&rec);
 		if (gpushare_account_verdict(&alone, &rec, o->shares[i], o->tolerance, &c->v) != 1)
 			r->failed++;
 		r->n_clients = i + 1;

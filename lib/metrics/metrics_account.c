@@ -5,7 +5,6 @@
  * and their number by GPUSHARE_METRICS_MAX_CLIENTS. A record of a process
  * that is gone stays served for STALE_S seconds, then is removed.
  */
-#include <glob.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,49 +12,24 @@
 #include <unistd.h>
 
 #include "gpushare/account.h"
+#include "gpushare/gpu.h"
 #include "gpushare/metrics.h"
 #include "metrics_account.h"
 
 #define STALE_S 60.0
-#define MAX_USER_DIRS 256
+#define HELD_TOLERANCE 0.05 /* 5 points, as gpushare check's default */
 
-struct clients {
-	struct gpushare_account_record *r;
-	size_t n;
-};
-
-/* Keep a record; of two for one process and GPU (two directories), the newer. */
-static int keep(const struct gpushare_account_record *r, void *arg)
+/* The GPU a client runs on, for the flag's "had room": the index of the
+ * GPU whose compute processes NVML lists the client's pid among, else its
+ * device ordinal as the process sees it (right on a node of one GPU, the
+ * common case of sharing), kept apart from the indexes. */
+static long client_gpu(const struct gpushare_account_record *r, const struct gpushare_system_info *sys)
 {
-	struct clients *c = arg;
-
-	for (size_t i = 0; i < c->n; i++)
-		if (c->r[i].pid == r->pid && c->r[i].device == r->device) {
-			if (r->updated_ns > c->r[i].updated_ns)
-				c->r[i] = *r;
-			return 0;
-		}
-	if (c->n >= GPUSHARE_METRICS_MAX_CLIENTS)
-		return 1;
-	c->r[c->n++] = *r;
-	return 0;
-}
-
-static void read_all(struct clients *c)
-{
-	char dir[4096];
-	glob_t g;
-
-	if (gpushare_account_dir(dir, sizeof(dir)) == 0)
-		gpushare_account_read_dir(dir, STALE_S, keep, c);
-	if (geteuid() != 0 || getenv("GPUSHARE_ACCOUNT_DIR"))
-		return;
-	/* root sees every user's records */
-	if (glob("/run/user/*/gpushare/account", GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) != 0)
-		return;
-	for (size_t i = 0; i < g.gl_pathc && i < MAX_USER_DIRS; i++)
-		gpushare_account_read_dir(g.gl_pathv[i], STALE_S, keep, c);
-	globfree(&g);
+	for (size_t i = 0; sys && i < sys->n_gpus; i++)
+		for (size_t k = 0; k < sys->gpus[i].n_procs; k++)
+			if ((int64_t)sys->gpus[i].procs[k].pid == r->pid)
+				return (long)sys->gpus[i].index;
+	return (1L << 20) + (long)r->device;
 }
 
 struct client_labels {
@@ -89,7 +63,9 @@ static void client_labels(const struct gpushare_account_record *r, struct client
 	cl->l[9] = (struct gpushare_metrics_label){ "rank", o->rank };
 }
 
-enum client_series { SERIES_SECONDS, SERIES_SHARE, SERIES_PROMISED, SERIES_MEMORY, SERIES_KERNELS };
+enum client_series {
+	SERIES_SECONDS, SERIES_SHARE, SERIES_PROMISED, SERIES_MEMORY, SERIES_KERNELS, SERIES_SLOWDOWN, SERIES_HELD
+};
 
 static const struct {
 	const char *name, *type, *help;
@@ -108,17 +84,34 @@ static const struct {
 			    "Device memory a client allocated and has not freed, bytes." },
 	[SERIES_KERNELS] = { "gpushare_client_sampled_kernels_total", "counter",
 			     "Kernels of a client seen inside its sampling windows." },
+	[SERIES_SLOWDOWN] = { "gpushare_client_slowdown_ratio", "gauge",
+			      "Mean kernel time of a client's last window over that of its fastest window, at least 1 "
+			      "(docs/accounting.md)." },
+	[SERIES_HELD] = { "gpushare_client_held_under_promise", "gauge",
+			  "1 when a client with work attained a share more than 5 points below its promise while "
+			  "its GPU had room (its clients' shares add up to under 0.95), else 0; absent without a "
+			  "promise (docs/accounting.md)." },
 };
 
-void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b)
+void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct gpushare_system_info *sys)
 {
-	struct clients c = { .r = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*c.r)) };
+	struct gpushare_account_record *r0 = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*r0));
+	long *gpu = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*gpu));
+	int *held = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*held));
+	struct {
+		struct gpushare_account_record *r;
+		size_t n;
+	} c = { .r = r0, .n = 0 };
 
-	if (!c.r) {
+	if (!r0 || !gpu || !held) {
 		b->text.failed = true;
+		free(r0), free(gpu), free(held);
 		return;
 	}
-	read_all(&c);
+	c.n = gpushare_account_collect(c.r, GPUSHARE_METRICS_MAX_CLIENTS, STALE_S);
+	for (size_t i = 0; i < c.n; i++)
+		gpu[i] = client_gpu(&c.r[i], sys);
+	gpushare_account_held(c.r, gpu, c.n, HELD_TOLERANCE, held);
 	for (size_t s = 0; s < sizeof(series) / sizeof(series[0]); s++) {
 		gpushare_metrics_family(b, series[s].name, series[s].type, series[s].help);
 		for (size_t i = 0; i < c.n; i++) {
@@ -144,8 +137,16 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b)
 			case SERIES_KERNELS:
 				gpushare_metrics_sample_u64(b, series[s].name, cl.l, 10, r->kernels);
 				break;
+			case SERIES_SLOWDOWN:
+				if (gpushare_account_slowdown(r) > 0)
+					gpushare_metrics_sample(b, series[s].name, cl.l, 10, gpushare_account_slowdown(r));
+				break;
+			case SERIES_HELD:
+				if (held[i] >= 0)
+					gpushare_metrics_sample(b, series[s].name, cl.l, 10, held[i]);
+				break;
 			}
 		}
 	}
-	free(c.r);
+	free(r0), free(gpu), free(held);
 }

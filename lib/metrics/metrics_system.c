@@ -33,6 +33,7 @@ void gpushare_metrics_system_opts_init(struct gpushare_metrics_system_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->processes = true;
+	o->clients = true;
 	o->default_pipe_dirs = true;
 	o->mps_timeout_ms = MPS_TIMEOUT_MS;
 }
@@ -543,8 +544,8 @@ int gpushare_metrics_write_system(struct gpushare_metrics_buf *b, const struct g
 		if (o->processes)
 			write_processes(b, &sys);
 	}
-	if (o->processes)
-		gpushare_metrics_write_clients(b);
+	if (o->clients)
+		gpushare_metrics_write_clients(b, up ? &sys : NULL);
 	ndev = up && sys.n_gpus > 0 ? (int)sys.n_gpus : 1;
 	if (ndev > 16)
 		ndev = 16;

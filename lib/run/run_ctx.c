@@ -13,6 +13,7 @@
 #include "gpushare/gpushare.h"
 #include "mps_session.h"
 #include "rundir.h"
+#include "gpushare/account.h"
 #include "run_ctx.h"
 
 void gpushare_run_ctx_init(struct gpushare_run_ctx *r, const struct gpushare_run_opts *o)
@@ -20,6 +21,7 @@ void gpushare_run_ctx_init(struct gpushare_run_ctx *r, const struct gpushare_run
 	memset(r, 0, sizeof(*r));
 	r->prefix = o->prefix;
 	r->dry_run = o->dry_run;
+	r->no_account = o->no_account;
 	r->want_keeper = o->keeper;
 	r->keeper_fd = -1;
 	if (o->dir)
@@ -135,9 +137,22 @@ int gpushare_run_ctx_join_at(struct gpushare_run_ctx *r, int strategy, const cha
 int gpushare_run_ctx_env(struct gpushare_run_ctx *r, int i, const char *device, struct gpushare_strv *env,
 			 struct gpushare_placement *p)
 {
+	char inject[4200];
+	int rc;
+
 	if (!r->st)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no strategy started");
-	return r->st->worker_env(&r->sx, i, device, env, p);
+	rc = r->st->worker_env(&r->sx, i, device, env, p);
+	/* per-client accounting, loaded by default (docs/accounting.md); the
+	 * promise of N processes sharing a GPU without limits is 1/N (an MPS
+	 * limit is read by the library itself) */
+	if (!rc && !r->no_account && gpushare_account_inject_env(inject, sizeof(inject))) {
+		rc = gpushare_strv_addf(env, "%s", inject);
+		if (!rc && r->st->sharing && !r->st->partitions && r->st->layout == GPUSHARE_LAYOUT_CONCURRENT &&
+		    r->sx.workers >= 1 && !(p && p->thread_percentage > 0))
+			rc = gpushare_strv_addf(env, "GPUSHARE_ACCOUNT_PROMISED=%.6f", 1.0 / r->sx.workers);
+	}
+	return rc;
 }
 
 int gpushare_run_ctx_stop(struct gpushare_run_ctx *r, int rc)

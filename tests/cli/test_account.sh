@@ -17,7 +17,11 @@ set -euo pipefail
 H=$GPUSHARE_TEST_HELPERS
 LIB=$(dirname "$GPUSHARE")/libgpushare-account.so
 tmp=$(mktemp -d /tmp/gpushare-account-XXXXXX)
-cleanup() { rm -rf "$tmp"; }
+stray= # a probe beside check's, killed at the end
+cleanup() {
+	[[ -n $stray ]] && kill "$stray" 2>/dev/null
+	rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 if [[ ! -e $H/libfakecupti.so || ! -e $LIB ]]; then
@@ -68,6 +72,14 @@ check "windows cover part of the wall time only" \
 check "memory from the allocation record" test "$(field "$r1" memory_bytes)" = 1048576
 check "the directory is the user's alone" test "$(stat -c %a "$d")" = 700
 
+# GPUSHARE_ACCOUNT_MEMORY=0 leaves the memory activity off
+d=$tmp/nomem
+drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 FAKE_CUPTI_MEMORY=0:1048576 GPUSHARE_ACCOUNT_MEMORY=0
+check "GPUSHARE_ACCOUNT_MEMORY=0: kernels still" test "$(field "$(find "$d" -name '*.rec')" kernels)" -gt 0
+check "GPUSHARE_ACCOUNT_MEMORY=0: no memory figure" test "$(field "$(find "$d" -name '*.rec')" memory_bytes)" = 0
+check "a window's mean kernel time and the fastest's" \
+	test "$(field "$r0" window_mean_ns)" -gt 0 -a "$(field "$r0" best_mean_ns)" -gt 0
+
 # GPUSHARE_ACCOUNT_PROMISED (what gpushare sets) wins over the MPS percentage
 d=$tmp/promised
 drive "$d" 0.5 FAKE_CUPTI_KERNELS=0:100:100 GPUSHARE_ACCOUNT_PROMISED=0.5 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
@@ -99,29 +111,87 @@ check "25% attained within 5 points" within "$a25" 0.25
 check "75% attained within 5 points" within "$a75" 0.75
 check "a limit not applied is outside 5 points" test -n "$abad" -a "$(within "$abad" 0.25 && echo in)" != in
 
-# ---- gpushare check: the same, as the conformance run does it ----
+# ---- gpushare check: the work rate, as the conformance run measures it ----
+# The stand-in CUPTI shares the GPU among the live probes of one peers
+# directory (MPS limits, MPS without limits, or time-slicing), and models a
+# probe that sizes its grid from its context's SM count unless
+# GPUSHARE_CHECK_SMS names the whole GPU's (the reduced count an MPS limit
+# reports made every client read 100% before check passed the count on).
 probe=("$H/account_driver" 600)
-export GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 \
-	FAKE_CUPTI_KERNELS=0:1000:0
-run check --shares 25,75 --seconds 1 -- "${probe[@]}"
+export GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" GPUSHARE_ACCOUNT_PERIOD_MS=200 GPUSHARE_ACCOUNT_DUTY=0.9 \
+	FAKE_CUPTI_KERNELS=0:1000:0 FAKE_CUPTI_GRID_FROM_SMS=1
+peers() { mkdir -p "$tmp/peers-$1" && echo "FAKE_CUPTI_PEERS=$tmp/peers-$1"; }
+attained() { # attained FIELD: each client's FIELD of check's JSON, comma-separated
+	python3 -c 'import json, sys
+print(",".join("%.3f" % c[sys.argv[2]] for c in json.load(open(sys.argv[1]))["clients"]))' "$tmp/out" "$1"
+}
+near() { # near LIST WANT...: each value of LIST within 5 points of its WANT
+	python3 -c 'import sys
+got = [float(x) for x in sys.argv[1].split(",")]
+assert len(got) == len(sys.argv) - 2 and all(abs(g - float(w)) <= 0.05 for g, w in zip(got, sys.argv[2:])), got' "$@"
+}
+run check --shares 25,75 --warmup 1 --seconds 1 --json -- env "$(peers ok)" "${probe[@]}"
 check "check passes 25/75 applied (exit $rc)" test "$rc" -eq 0
+check "check gives the clients the whole GPU's SM count" python3 -c '
+import json, sys
+assert json.load(open(sys.argv[1]))["sms"] == 132' "$tmp/out"
+check "25/75: attained by work rate $(attained attained)" near "$(attained attained)" 0.25 0.75
+run check --shares 25,75 --warmup 1 --seconds 1 -- env "$(peers text)" "${probe[@]}"
 check "check's table: two clients pass" test "$(grep -c ' pass$' "$tmp/out")" -eq 2
-run check --shares 25,75 --seconds 1 --json -- env FAKE_CUPTI_IGNORE_LIMIT=1 "${probe[@]}"
+check "check's table: the SM count" grep -q 'probe alone: .* kernels/s, mean kernel .* us, 132 SMs' "$tmp/out"
+run check --shares 25,75 --warmup 1 --seconds 1 --json -- env "$(peers grid)" env -u GPUSHARE_CHECK_SMS "${probe[@]}"
+check "a probe that sizes its grid from its context reads 100% (exit $rc)" test "$rc" -eq 15
+check "... for each client: $(attained attained)" near "$(attained attained)" 1 1
+run check --shares 25,75 --warmup 1 --seconds 1 --json -- env "$(peers bad)" FAKE_CUPTI_IGNORE_LIMIT=1 "${probe[@]}"
 check "check fails a planted 100/100 (exit $rc)" test "$rc" -eq 15
-check "check --json: both clients fail" python3 -c '
+check "check --json: both clients fail at half the GPU each ($(attained attained))" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["pass"] is False and [c["verdict"] for c in d["clients"]] == ["fail", "fail"], d
-assert abs(d["clients"][0]["attained"] - 1.0) < 1e-6 and d["clients"][0]["promised"] == 0.25, d' "$tmp/out"
-check "check names the failing client" grep -q 'client 0 (pid [0-9]*) promised 25.0% attained 100.0%' "$tmp/err"
-run check --seconds 1 -- env GPUSHARE_CUPTI_LIBRARY=/nonexistent "${probe[@]}"
+assert all(abs(c["attained"] - 0.5) < 0.05 for c in d["clients"]) and d["clients"][0]["promised"] == 0.25, d' "$tmp/out"
+check "check names the failing client" grep -q 'client 0 (pid [0-9]*) promised 25.0% attained [0-9.]*%' "$tmp/err"
+# time-slicing: a kernel is not sliced out mid-kernel, so its time stays as
+# alone's while the work rate halves
+run check --clients 2 --warmup 1 --seconds 1 --json -- env "$(peers ts)" FAKE_CUPTI_SHARING=timeslice "${probe[@]}"
+check "time-slicing, 2 clients: pass (exit $rc)" test "$rc" -eq 0
+check "time-slicing: attained by work rate $(attained attained)" near "$(attained attained)" 0.5 0.5
+check "time-slicing: the kernel time is blind ($(attained attained_by_kernel_time))" \
+	near "$(attained attained_by_kernel_time)" 1 1
+# planted: a stray process on the GPU beside the plan's two
+env "$(peers stray)" FAKE_CUPTI_SHARING=timeslice GPUSHARE_ACCOUNT_DIR="$tmp/stray-rec" \
+	CUDA_INJECTION64_PATH="$LIB" "${probe[@]}" &
+stray=$!
+wait_for 50 0.1 test -n "$(ls "$tmp/peers-stray" 2>/dev/null)" || true
+run check --clients 2 --warmup 1 --seconds 1 --json -- env "$(peers stray)" FAKE_CUPTI_SHARING=timeslice "${probe[@]}"
+kill "$stray" 2>/dev/null
+wait "$stray" 2>/dev/null || true
+stray=
+check "time-slicing with a stray third process: fail (exit $rc, $(attained attained))" test "$rc" -eq 15
+# a plan directory's shares
+mkdir -p "$tmp/plan-split" "$tmp/plan-mig" "$tmp/plan-none"
+cp "$GPUSHARE_SOURCE_DIR/tests/plan/golden/env-mps-split.env" "$tmp/plan-split/gpushare.env"
+cp "$GPUSHARE_SOURCE_DIR/tests/plan/golden/mig-parted.yaml" "$tmp/plan-mig/"
+run check --plan "$tmp/plan-split" --warmup 1 --seconds 1 -- env "$(peers plan)" "${probe[@]}"
+check "check --plan: mps-split's 4 clients at 25% pass (exit $rc)" test "$rc" -eq 0
+check "check --plan: the plan read" grep -q '^plan: mps-split, 4 clients at 25%' "$tmp/out"
+check "check --plan: four clients" test "$(grep -c ' pass$' "$tmp/out")" -eq 4
+run check --plan "$tmp/plan-mig" -- "${probe[@]}"
+check "check --plan of a MIG plan: refused (exit $rc)" test "$rc" -eq 14
+run check --plan "$tmp/plan-none" -- "${probe[@]}"
+check "check --plan of a directory without a plan: exit 2 ($rc)" test "$rc" -eq 2
+run check --plan "$tmp/plan-split" --clients 2 -- "${probe[@]}"
+check "check --plan with --clients: exit 2 ($rc)" test "$rc" -eq 2
+run check --warmup 0 --seconds 1 -- env GPUSHARE_CUPTI_LIBRARY=/nonexistent "${probe[@]}"
 check "check without CUPTI: exit 8" test "$rc" -eq 8
 run check --shares 25,0 -- "${probe[@]}"
 check "check --shares 25,0: exit 2" test "$rc" -eq 2
-run check --shares 25
-check "check without a probe: exit 2" test "$rc" -eq 2
+if [[ ! -e $(dirname "$GPUSHARE")/gpushare-probe ]]; then
+	run check --shares 25
+	check "check without a probe, none built in: exit 8 ($rc)" test "$rc" -eq 8
+	check "... and says so" grep -q 'built-in gpushare-probe is not installed' "$tmp/err"
+fi
 check "check leaves no probe behind" test -z "$(pgrep -f "$H/account_driver 600" || true)"
-unset GPUSHARE_CUPTI_LIBRARY GPUSHARE_ACCOUNT_PERIOD_MS GPUSHARE_ACCOUNT_DUTY FAKE_CUPTI_KERNELS
+unset GPUSHARE_CUPTI_LIBRARY GPUSHARE_ACCOUNT_PERIOD_MS GPUSHARE_ACCOUNT_DUTY FAKE_CUPTI_KERNELS FAKE_CUPTI_GRID_FROM_SMS
 
 # ---- nothing harmful ----
 d=$tmp/none
@@ -160,6 +230,65 @@ else
 		"$tmp/exp.txt"
 	check "the planted record is not served" test -z "$(grep 'pid="1"' "$tmp/exp.txt")"
 	check "records of processes gone less than a minute ago are kept" test "$(find "$d" -name '*.rec' | wc -l)" -eq 3
+	check "a slowdown per client" test "$(grep -c '^gpushare_client_slowdown_ratio{' "$tmp/exp.txt")" -eq 2
+
+	# held under the promise while the GPU had room: two clients promised
+	# half each, attaining 30% and 20% (the GPU half idle); then 30% and 70%
+	# (the GPU full: the one under its promise is not flagged)
+	d=$tmp/room
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:300:700 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=31
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:200:800 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=32
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900 # no promise: no flag
+	GPUSHARE_ACCOUNT_DIR=$d "$GPUSHARE" exporter --once >"$tmp/exp.txt" 2>"$tmp/exp.err" || true
+	check "the flag lints" promtool check metrics <"$tmp/exp.txt"
+	check "held with room: both promised clients flagged" \
+		test "$(grep -c '^gpushare_client_held_under_promise{.*slurm_job_id="3[12]".*} 1$' "$tmp/exp.txt")" -eq 2
+	check "no flag without a promise" test "$(grep -c '^gpushare_client_held_under_promise{' "$tmp/exp.txt")" -eq 2
+	d=$tmp/full
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:300:700 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=41
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:700:300 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=42
+	GPUSHARE_ACCOUNT_DIR=$d "$GPUSHARE" exporter --once >"$tmp/exp.txt" 2>"$tmp/exp.err" || true
+	check "the GPU full: no client flagged" \
+		test "$(grep -c '^gpushare_client_held_under_promise{.*} 0$' "$tmp/exp.txt")" -eq 2
 fi
+
+# ---- gpushare info --clients: the per-client table ----
+d=$tmp/room
+[[ -d $d ]] || {
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:300:700 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=31
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:200:800 GPUSHARE_ACCOUNT_PROMISED=0.5 SLURM_JOB_ID=32
+	drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900
+}
+drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900 FAKE_CUPTI_MEMORY=0:20971520 GPUSHARE_FARM_JOB=7 PMI_RANK=2
+export GPUSHARE_ACCOUNT_DIR=$d
+run info --clients
+check "info --clients (exit $rc)" test "$rc" -eq 0
+check "info --clients: the columns" grep -q '^DEV *PID *USER *OWNER *PROMISED *ATTAINED *MEM MiB *SLOWDOWN *FLAG' "$tmp/out"
+check "info --clients: a row per client" test "$(grep -c '^0 ' "$tmp/out")" -eq 4
+check "info --clients: a Slurm client promised 50%, held" grep -q '^0 .* slurm:31 .* 50\.0% .*%.*x  HELD$' "$tmp/out"
+check "info --clients: the farm job and rank, its memory" grep -q ' farm:7 rank:2 .* 20 ' "$tmp/out"
+check "info --clients: no promise shows -" grep -q '^0 .* - .*%' "$tmp/out"
+run info --clients --json
+check "info --clients --json" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = {x["owner"]["slurm_job_id"] or x["owner"]["farm_job"] or "none": x for x in d["clients"]}
+assert len(d["clients"]) == 4, d
+assert c["31"]["promised"] == 0.5 and 0.2 < c["31"]["attained"] < 0.4 and c["31"]["held_under_promise"] is True, c
+assert c["none"]["promised"] is None and c["none"]["held_under_promise"] is None, c
+assert c["7"]["memory_bytes"] == 20971520 and c["7"]["owner"]["rank"] == "2" and c["7"]["slowdown"] >= 1, c' "$tmp/out"
+run info --clients --watch 100ms --count 2
+check "info --clients --watch: two tables ($rc)" test "$rc" -eq 0 -a "$(grep -c '^DEV ' "$tmp/out")" -eq 2
+run info --clients --json --watch 100ms --count 2
+check "info --clients --json --watch: a document a line" python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2 and all(len(json.loads(l)["clients"]) == 4 for l in lines), lines' "$tmp/out"
+export GPUSHARE_ACCOUNT_DIR=$tmp/none-here
+run info --clients
+check "info --clients without records says how to get them" grep -q 'no accounted client' "$tmp/out"
+unset GPUSHARE_ACCOUNT_DIR
+run info --clients --query index
+check "info --clients --query: exit 2" test "$rc" -eq 2
 
 finish account

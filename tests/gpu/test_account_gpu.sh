@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# GPU test (label gpu): per-client accounting with the real CUPTI.
-#  1. saturate (tests/gpu/saturate.cu) alone under libgpushare-account.so:
-#     a record with kernels, a share near 1 and its device memory;
+# GPU test (label gpu): per-client accounting with the real CUPTI and the
+# built-in probe of `gpushare check` (workloads/probe.cu, gpushare-probe).
+#  1. the probe alone under libgpushare-account.so: a record with kernels,
+#     a share near 1 and its device memory;
 #  2. the exporter serves it;
-#  3. under MPS, `gpushare check --shares 25,75` passes, and the same plan
+#  3. time-slicing (no MPS daemon): `gpushare check --clients 2` passes, and
+#     fails with a stray probe running beside the plan's two (exit 15);
+#  4. under MPS, `gpushare check --shares 25,75` passes, and the same plan
 #     with the limits overridden to 100/100 (a planted misconfiguration)
 #     fails with exit 15.
 # The figures are printed for docs/benchmarks.md.
 set -euo pipefail
-G=${GPUSHARE:?} H=${GPUSHARE_TEST_HELPERS:?}
-LIB=$(dirname "$G")/libgpushare-account.so
+G=${GPUSHARE:?}
+B=$(dirname "$G")
+LIB=$B/libgpushare-account.so PROBE=$B/gpushare-probe
 D=$(mktemp -d /tmp/gsacc.XXXXXX)
 P=$D/pipe L=$D/log
+stray=
 cleanup() {
+	[[ -n $stray ]] && kill "$stray" 2>/dev/null
 	"$G" mps stop --pipe-dir "$P" --log-dir "$L" --force --timeout 20s >/dev/null 2>&1 || true
 	rm -rf "$D"
 }
@@ -21,7 +27,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok: $*"; }
 field() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
-[[ -e $LIB ]] || fail "$LIB not built (cupti.h not found at configure time?)"
+[[ -e $LIB ]] || fail "$LIB not built"
+[[ -x $PROBE ]] || fail "$PROBE not built (no CUDA compiler at configure time?)"
 if [[ -z ${GPUSHARE_CUPTI_LIBRARY:-} ]]; then
 	for c in /usr/local/cuda/lib64/libcupti.so /usr/local/cuda/extras/CUPTI/lib64/libcupti.so \
 		/usr/local/cuda/lib/libcupti.so; do
@@ -30,34 +37,51 @@ if [[ -z ${GPUSHARE_CUPTI_LIBRARY:-} ]]; then
 fi
 [[ -n ${GPUSHARE_CUPTI_LIBRARY:-} ]] || fail "libcupti.so not found (set GPUSHARE_CUPTI_LIBRARY)"
 echo "CUPTI: $GPUSHARE_CUPTI_LIBRARY"
+unset CUDA_MPS_PIPE_DIRECTORY
 
 # 1. alone
-GPUSHARE_ACCOUNT_DIR=$D/alone CUDA_INJECTION64_PATH=$LIB "$H/saturate" 5 || fail "saturate under the library"
+GPUSHARE_ACCOUNT_DIR=$D/alone CUDA_INJECTION64_PATH=$LIB GPUSHARE_CHECK_SMS_FILE=$D/sms "$PROBE" 5 ||
+	fail "the probe under the library"
 rec=$(find "$D/alone" -name '*-0.rec' | head -n1)
 [[ -n $rec ]] || fail "no record written"
 cat "$rec"
 k=$(field "$rec" kernels)
 [[ $k -gt 0 ]] || fail "no kernel recorded"
 share=$(awk '$1 == "busy_ns" { b = $2 } $1 == "window_ns" { w = $2 } END { printf "%.3f", b / w }' "$rec")
-echo "alone: kernels $k, share $share, mean kernel $(awk '$1 == "kernel_ns" { k = $2 } $1 == "kernels" { n = $2 } END { printf "%.1f us", k / n / 1e3 }' "$rec")"
+echo "alone: $(cat "$D/sms") SMs, kernels $k, share $share, mean kernel $(awk '$1 == "kernel_ns" { k = $2 } $1 == "kernels" { n = $2 } END { printf "%.1f us", k / n / 1e3 }' "$rec")"
 awk -v s="$share" 'BEGIN { exit !(s > 0.9) }' || fail "a saturating process alone reads a share of $share"
 [[ $(field "$rec" memory_bytes) -ge 4 ]] || fail "its allocation was not seen"
-ok "a record of the saturating probe, share $share"
+ok "a record of the probe, share $share"
 
 # 2. the exporter
 GPUSHARE_ACCOUNT_DIR=$D/alone "$G" exporter --once >"$D/exp.txt" || true
 grep -q '^gpushare_client_sm_share_ratio{' "$D/exp.txt" || fail "the exporter serves no client"
 ok "the exporter serves it"
 
-# 3. under MPS
+# 3. time-slicing: the work rate halves, the kernel time does not
+"$G" check --clients 2 --seconds 10 --account-lib "$LIB" | tee "$D/ts.txt" || fail "check of 2 time-sliced clients"
+ok "check passes 2 time-sliced clients"
+"$PROBE" 600 &
+stray=$!
+set +e
+"$G" check --clients 2 --seconds 10 --account-lib "$LIB" | tee "$D/ts-bad.txt"
+rc=${PIPESTATUS[0]}
+set -e
+kill "$stray" 2>/dev/null || true
+wait "$stray" 2>/dev/null || true
+stray=
+[[ $rc -eq 15 ]] || fail "check passed (exit $rc) 2 time-sliced clients beside a stray third"
+ok "check fails 2 time-sliced clients beside a stray probe (exit 15)"
+
+# 4. under MPS
 export CUDA_MPS_PIPE_DIRECTORY=$P CUDA_MPS_LOG_DIRECTORY=$L
 "$G" mps start --pipe-dir "$P" --log-dir "$L" >/dev/null || fail "mps start"
-"$G" check --shares 25,75 --seconds 10 --account-lib "$LIB" -- "$H/saturate" 600 | tee "$D/check.txt" ||
+"$G" check --shares 25,75 --seconds 10 --account-lib "$LIB" | tee "$D/check.txt" ||
 	fail "check 25/75 under MPS limits"
 ok "check passes 25/75 under MPS limits"
 set +e
 "$G" check --shares 25,75 --seconds 10 --account-lib "$LIB" --json -- \
-	env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 "$H/saturate" 600 | tee "$D/bad.json"
+	env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 "$PROBE" | tee "$D/bad.json"
 rc=${PIPESTATUS[0]}
 set -e
 [[ $rc -eq 15 ]] || fail "check passed (exit $rc) a 100/100 misconfiguration of a 25/75 plan"

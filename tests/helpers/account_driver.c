@@ -3,7 +3,10 @@
  * CUDA driver does with CUDA_INJECTION64_PATH (load the library it names and
  * call its InitializeInjection), then stays for the seconds given, while the
  * library's sampling thread runs against the stand-in CUPTI
- * (libfakecupti.c).
+ * (libfakecupti.c). As the built-in probe of `gpushare check` does, it
+ * writes the SM count its context reports to $GPUSHARE_CHECK_SMS_FILE when
+ * set: FAKE_CUDA_SMS (default 132), reduced under
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE.
  *
  *   account_driver SECONDS
  */
@@ -32,6 +35,18 @@ int main(int argc, char **argv)
 	if (!init) {
 		fprintf(stderr, "account_driver: no InitializeInjection in %s\n", path);
 		return 2;
+	}
+	if (getenv("GPUSHARE_CHECK_SMS_FILE")) {
+		const char *f = getenv("FAKE_CUDA_SMS"), *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+		int sms = f ? atoi(f) : 132;
+		FILE *out = fopen(getenv("GPUSHARE_CHECK_SMS_FILE"), "w");
+
+		if (pct && atoi(pct) > 0 && atoi(pct) < 100)
+			sms = sms * atoi(pct) / 100;
+		if (out) {
+			fprintf(out, "%d\n", sms);
+			fclose(out);
+		}
 	}
 	if (init() != 1) {
 		fprintf(stderr, "account_driver: InitializeInjection failed\n");

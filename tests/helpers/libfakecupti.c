@@ -12,17 +12,34 @@
  *     delivered at the first flush after memory activity is enabled;
  *   FAKE_CUPTI_ENABLE_ERROR=1: cuptiActivityEnable fails (a CUPTI that
  *     refuses, e.g. a profiler already attached).
- * Under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE P a kernel lasts 100/P times its
- * busy_us, as a saturating kernel does under an MPS limit;
- * FAKE_CUPTI_IGNORE_LIMIT=1 plants a server that does not apply it.
+ * A kernel's busy_us is its fixed work's time alone on the whole GPU. How the
+ * GPU is shared stretches it:
+ *   - under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE P (MPS limits) the process
+ *     holds P% of the SMs and a kernel lasts 100/P times as long;
+ *     FAKE_CUPTI_IGNORE_LIMIT=1 plants a server that does not apply it;
+ *   - FAKE_CUPTI_PEERS=DIR: every process of the stand-in registers there
+ *     (a file named by its pid, holding its limit, 100 without one) and
+ *     shares the GPU with the live ones: under MPS (the default) each holds
+ *     P / max(100, sum of P) of the SMs; with FAKE_CUPTI_SHARING=timeslice
+ *     the N live ones take turns, a kernel lasting busy_us and the process
+ *     waiting N-1 kernels' time between its own (a short kernel is not
+ *     sliced out mid-kernel);
+ *   - FAKE_CUPTI_GRID_FROM_SMS=1 models a probe that sizes its grid from
+ *     the SM count its context reports (the reduced one under a limit)
+ *     unless GPUSHARE_CHECK_SMS names the whole GPU's: its work then shrinks
+ *     with its SMs and a kernel lasts busy_us whatever the limit.
  * Records are struct gpushare_cupti_kernel and struct gpushare_cupti_memory, each
  * zero-filled but for the fields the accounting reads.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cupti_types.h"
 
@@ -50,9 +67,14 @@ CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *timestamp)
 	return CUPTI_SUCCESS;
 }
 
+static void peers(unsigned *n, unsigned *sum);
+
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
 						    CUpti_BuffersCallbackCompleteFunc comp)
 {
+	unsigned n, sum;
+
+	peers(&n, &sum); /* registers: the process shares the GPU from its start */
 	requested = req;
 	completed = comp;
 	return CUPTI_SUCCESS;
@@ -117,20 +139,84 @@ static bool put(struct out *o, const void *rec, size_t n)
 	return true;
 }
 
+static bool env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+	return v && strcmp(v, value) == 0;
+}
+
+/* This process's MPS limit in percent: 100 without one, or where the
+ * planted server ignores it. */
+static unsigned own_limit(void)
+{
+	const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	unsigned limit = pct && !env_is("FAKE_CUPTI_IGNORE_LIMIT", "1") ? (unsigned)atoi(pct) : 100;
+
+	return limit == 0 || limit > 100 ? 100 : limit;
+}
+
+/* Register in FAKE_CUPTI_PEERS (once), then count the live peers and the
+ * sum of their limits, this process included. */
+static void peers(unsigned *n, unsigned *sum)
+{
+	static bool registered;
+	const char *dir = getenv("FAKE_CUPTI_PEERS");
+	char path[4096];
+	DIR *d;
+	struct dirent *e;
+
+	*n = 1;
+	*sum = own_limit();
+	if (!dir || !*dir)
+		return;
+	if (!registered) {
+		FILE *f;
+		snprintf(path, sizeof(path), "%s/%d", dir, (int)getpid());
+		if ((f = fopen(path, "w"))) {
+			fprintf(f, "%u\n", own_limit());
+			fclose(f);
+		}
+		registered = true;
+	}
+	if (!(d = opendir(dir)))
+		return;
+	while ((e = readdir(d))) {
+		int pid = atoi(e->d_name);
+		unsigned p = 100;
+		FILE *f;
+		if (pid <= 0 || pid == (int)getpid() || (kill(pid, 0) < 0 && errno == ESRCH))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (fscanf(f, "%u", &p) != 1 || p == 0 || p > 100)
+				p = 100;
+			fclose(f);
+		}
+		++*n;
+		*sum += p;
+	}
+	closedir(d);
+}
+
 static void kernels(struct out *o, uint64_t start, uint64_t end)
 {
 	const char *s = getenv("FAKE_CUPTI_KERNELS");
-	unsigned dev, busy, idle;
+	unsigned dev, busy, idle, n, sum, limit = own_limit();
+	double stretch = 1.0; /* a kernel's duration over busy_us */
+	uint64_t wait_us = 0; /* time sliced out between two kernels */
 	int used;
 
-	const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), *ignore = getenv("FAKE_CUPTI_IGNORE_LIMIT");
-	unsigned limit = pct && !(ignore && *ignore == '1') ? (unsigned)atoi(pct) : 100;
-
-	if (limit == 0 || limit > 100)
-		limit = 100;
+	peers(&n, &sum);
+	if (env_is("FAKE_CUPTI_SHARING", "timeslice"))
+		wait_us = n - 1; /* kernels' time, times busy below */
+	else
+		stretch = (sum > 100 ? sum : 100) / (double)limit;
+	if (env_is("FAKE_CUPTI_GRID_FROM_SMS", "1") && !getenv("GPUSHARE_CHECK_SMS"))
+		stretch /= 100.0 / (double)limit; /* its grid shrank with its SMs */
 	while (s && sscanf(s, "%u:%u:%u%n", &dev, &busy, &idle, &used) == 3) {
-		busy = busy * 100 / limit;
-		for (uint64_t t = start; busy && t < end; t += (uint64_t)(busy + idle) * 1000u) {
+		uint64_t gap = wait_us * busy;
+		busy = (unsigned)(busy * stretch + 0.5);
+		for (uint64_t t = start; busy && t < end; t += ((uint64_t)busy + idle + gap) * 1000u) {
 			struct gpushare_cupti_kernel k;
 			memset(&k, 0, sizeof(k));
 			k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;

@@ -3,6 +3,7 @@
  * refusals of the reader, the owner from a Kubernetes cgroup path, the
  * directory's atomic write and walk.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -187,28 +188,101 @@ static void test_dir(void **state)
 	unsetenv("GPUSHARE_ACCOUNT_DIR");
 }
 
+/* A probe's record: n kernels of k_us each in a second of windows. */
+static struct gpushare_account_record probe_rec(unsigned long long n, unsigned long long k_us)
+{
+	return (struct gpushare_account_record){ .window_ns = 1000000000ull, .kernels = n, .kernel_ns = n * k_us * 1000 };
+}
+
 static void test_verdict(void **state)
 {
-	struct gpushare_account_record alone = { .kernels = 100, .kernel_ns = 100 * 100000ull }, a = alone, b = alone,
-				       none = { 0 };
+	/* alone: 1000 kernels of 1 ms in a second */
+	struct gpushare_account_record alone = probe_rec(1000, 1000), r, none = { 0 };
 	struct gpushare_account_verdict v;
 
 	(void)state;
-	/* 25/75 under MPS limits: kernels 4x and 4/3x as long as alone */
-	a.kernel_ns = 100 * 400000ull;
-	b.kernel_ns = 100 * 133333ull;
-	assert_int_equal(gpushare_account_verdict(&alone, &a, 0.25, 0.05, &v), 1);
-	assert_true(v.attained > 0.249 && v.attained < 0.251);
-	assert_int_equal(gpushare_account_verdict(&alone, &b, 0.75, 0.05, &v), 1);
-	/* a 100/100 misconfiguration: the 25% client runs as fast as alone */
-	assert_int_equal(gpushare_account_verdict(&alone, &alone, 0.25, 0.05, &v), 0);
-	assert_true(v.attained > 0.999 && v.error > 0.74);
-	/* faster than alone counts as the whole GPU; no kernels: unknown */
-	a.kernel_ns = 100 * 50000ull;
-	assert_int_equal(gpushare_account_verdict(&alone, &a, 1.0, 0.05, &v), 1);
+	assert_true(fabs(gpushare_account_work_rate(&alone) - 1000.0) < 1e-9);
+	assert_true(gpushare_account_work_rate(&none) < 0);
+	/* 25/75 under MPS limits: each kernel 4x and 4/3x as long, as many fewer */
+	r = probe_rec(250, 4000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.25, 0.05, &v), 1);
+	assert_true(fabs(v.attained - 0.25) < 1e-9 && fabs(v.attained_kernel - 0.25) < 1e-9);
+	r = probe_rec(750, 1333);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.75, 0.05, &v), 1);
+	/* time-slicing, two clients: a kernel lasts as long as alone (the kernel
+	 * time is blind), but only half as many run */
+	r = probe_rec(500, 1000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.5, 0.05, &v), 1);
+	assert_true(fabs(v.attained - 0.5) < 1e-9 && v.attained_kernel > 0.999);
+	/* planted: a stray third process time-sliced beside a plan of two */
+	r = probe_rec(333, 1000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.5, 0.05, &v), 0);
+	assert_true(v.error < -0.16 && v.error > -0.17);
+	/* planted: MPS limits of 100/100 for a plan of 25/75: each gets half */
+	r = probe_rec(500, 2000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.25, 0.05, &v), 0);
+	assert_true(fabs(v.error - 0.25) < 1e-9);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.75, 0.05, &v), 0);
+	/* within the tolerance at its edge, outside just past it */
+	r = probe_rec(300, 1000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.25, 0.05, &v), 1);
+	r = probe_rec(301, 1000);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.25, 0.05, &v), 0);
+	/* faster than alone counts as the whole GPU; a window without a kernel
+	 * attained nothing; no window, or nothing alone: unknown */
+	r = probe_rec(1100, 900);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 1.0, 0.05, &v), 1);
+	assert_true(v.attained == 1.0 && v.attained_kernel == 1.0);
+	r = probe_rec(0, 0);
+	assert_int_equal(gpushare_account_verdict(&alone, &r, 0.5, 0.05, &v), 0);
+	assert_true(v.attained == 0.0 && v.attained_kernel < 0);
 	assert_int_equal(gpushare_account_verdict(&alone, &none, 0.5, 0.05, &v), -1);
-	assert_int_equal(gpushare_account_verdict(&none, &a, 0.5, 0.05, &v), -1);
+	assert_int_equal(gpushare_account_verdict(&none, &alone, 0.5, 0.05, &v), -1);
 	assert_true(v.attained < 0);
+}
+
+/* A client with a share (busy over a second of windows) and a promise. */
+static struct gpushare_account_record client_rec(double share, double promised)
+{
+	return (struct gpushare_account_record){ .window_ns = 1000000000ull, .busy_ns = (uint64_t)(share * 1e9),
+						 .kernels = share > 0 ? 10 : 0, .promised = promised };
+}
+
+static void test_held(void **state)
+{
+	struct gpushare_account_record r[6];
+	long gpu[6] = { 0, 0, 0, 1, 1, 2 };
+	int held[6];
+
+	(void)state;
+	/* GPU 0: 30% and 20% of promised halves, a client without a promise at
+	 * 10%: room (60% in all), both held; GPU 1: 30% and 70%: full, none;
+	 * GPU 2: alone, idle (no kernel): not held */
+	r[0] = client_rec(0.3, 0.5);
+	r[1] = client_rec(0.2, 0.5);
+	r[2] = client_rec(0.1, -1);
+	r[3] = client_rec(0.3, 0.5);
+	r[4] = client_rec(0.7, 0.5);
+	r[5] = client_rec(0.0, 0.5);
+	gpushare_account_held(r, gpu, 6, 0.05, held);
+	assert_int_equal(held[0], 1);
+	assert_int_equal(held[1], 1);
+	assert_int_equal(held[2], -1);
+	assert_int_equal(held[3], 0);
+	assert_int_equal(held[4], 0);
+	assert_int_equal(held[5], 0);
+	/* within the tolerance of its promise: not held */
+	r[0] = client_rec(0.46, 0.5);
+	gpushare_account_held(r, gpu, 1, 0.05, held);
+	assert_int_equal(held[0], 0);
+	/* the slowdown: the last window's mean over the fastest's */
+	r[0].window_mean_ns = 300;
+	r[0].best_mean_ns = 100;
+	assert_true(fabs(gpushare_account_slowdown(&r[0]) - 3.0) < 1e-9);
+	r[0].window_mean_ns = 90;
+	assert_true(gpushare_account_slowdown(&r[0]) == 1.0);
+	r[0].best_mean_ns = 0;
+	assert_true(gpushare_account_slowdown(&r[0]) < 0);
 }
 
 int main(void)
@@ -219,6 +293,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup),
 		cmocka_unit_test(test_dir),
 		cmocka_unit_test(test_verdict),
+		cmocka_unit_test(test_held),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
