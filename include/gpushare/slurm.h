@@ -65,6 +65,17 @@ void gpushare_slurm_share_describe(const struct gpushare_slurm_share *s, char *b
  * "prolog"; NULL when out is ""). state_dir NULL: gpushare_slurm_state_dir. */
 int gpushare_slurm_job_gpus(const char *state_dir, char *out, size_t len, const char **source);
 
+/* ---- the site's configuration files ---- */
+
+/* The text of a Slurm configuration file (gres.conf, slurm.conf) as Slurm
+ * reads it: each Include line replaced by the file it names, a relative name
+ * taken from the including file's directory (Slurm's
+ * src/common/parse_config.c). *text is malloc'ed (the caller frees it). A
+ * loop of Includes is refused (GPUSHARE_E_INVAL), as is an Include whose file
+ * cannot be read (GPUSHARE_E_IO), each naming the file, the including file
+ * and its line; path itself missing: GPUSHARE_E_NOT_FOUND. */
+int gpushare_slurm_conf_read(const char *path, char **text, size_t *len);
+
 /* ---- dcgm-exporter's HPC job mapping ---- */
 
 /* dcgm-exporter's --hpc-job-mapping-dir: one file per GPU, named by its

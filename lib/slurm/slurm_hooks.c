@@ -35,6 +35,7 @@
 #include "gpushare/buf.h"
 #include "sys.h"
 #include "gpu_select.h"
+#include "slurm_conf.h"
 #include "slurm_gpus.h"
 #include "gpushare/child.h"
 #include "gpushare/files.h"
@@ -152,153 +153,29 @@ static int record_write(const char *path, const struct job_record *r)
 	return rc;
 }
 
-/* The job's user and its GPUs here, by UUID, from Slurm's prolog
- * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices); the
- * user only where a daemon will run as it (needs_user). */
-/* ---- Slurm's GPU indices to NVML's ----
+/* ---- Slurm's GPU indices to NVML's (slurm_conf.h) ----
  *
- * In the prolog and epilog, CUDA_VISIBLE_DEVICES and SLURM_JOB_GPUS hold
- * Slurm's indices of the job's GPUs: positions in the node's gres.conf File=
- * list, not NVML indices. With File=/dev/nvidia[0,2], Slurm's GPU 1 is
- * /dev/nvidia2, the GPU whose minor number is 2, whatever NVML's order. The
- * list is read from the gres.conf beside SLURM_CONF (slurmd sets it for its
- * hooks); without one, or without a File= for this node (AutoDetect), an
- * index is taken as NVML's, as before. */
-
-#define GRES_MAX_FILES 128
-
-struct gres_files {
-	unsigned minor[GRES_MAX_FILES];
-	size_t n;
-	const char *node;
-	char host[256];
-	bool node_match;
-};
-
-/* Call fn for each name of a Slurm list: "a,b", "x[0-3,5]y". */
-static void expand_list(const char *spec, void (*fn)(const char *name, void *ctx), void *ctx)
-{
-	char item[256], name[300];
-
-	while (*spec) {
-		size_t len = 0;
-		int depth = 0;
-		const char *lb, *rb;
-
-		while (spec[len] && (depth || spec[len] != ',')) {
-			depth += spec[len] == '[' ? 1 : spec[len] == ']' ? -1 : 0;
-			len++;
-		}
-		if (len < sizeof(item)) {
-			memcpy(item, spec, len);
-			item[len] = '\0';
-			lb = strchr(item, '[');
-			rb = lb ? strchr(lb, ']') : NULL;
-			if (!lb || !rb) {
-				fn(item, ctx);
-			} else {
-				for (const char *r = lb + 1; r < rb;) {
-					char *end;
-					unsigned long a = strtoul(r, &end, 10), b = a;
-					int width = (int)(end - r);
-
-					if (end == r)
-						break;
-					if (*end == '-')
-						b = strtoul(end + 1, &end, 10);
-					for (unsigned long v = a; v <= b && v - a < GRES_MAX_FILES; v++) {
-						snprintf(name, sizeof(name), "%.*s%0*lu%.*s", (int)(lb - item), item, width,
-							 v, (int)strlen(rb + 1), rb + 1);
-						fn(name, ctx);
-					}
-					if (*end != ',')
-						break;
-					r = end + 1;
-				}
-			}
-		}
-		spec += len;
-		if (*spec == ',')
-			spec++;
-	}
-}
-
-static void match_node(const char *name, void *ctx)
-{
-	struct gres_files *g = ctx;
-
-	if (!strcmp(name, g->node))
-		g->node_match = true;
-}
-
-/* /dev/nvidiaN is the GPU of minor N (the driver's naming). */
-static void add_file(const char *name, void *ctx)
-{
-	struct gres_files *g = ctx;
-	size_t len = strlen(name), d = len;
-
-	while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
-		d--;
-	if (d < len && g->n < GRES_MAX_FILES)
-		g->minor[g->n++] = (unsigned)strtoul(name + d, NULL, 10);
-}
-
-static void gres_files_read(struct gres_files *g)
-{
-	const char *conf = getenv("SLURM_CONF"), *slash;
-	char path[GPUSHARE_PATH_MAX], *data = NULL, *line, *save = NULL;
-	size_t len;
-
-	g->n = 0;
-	g->node = getenv("SLURMD_NODENAME");
-	if (!g->node || !*g->node) {
-		memset(g->host, 0, sizeof(g->host));
-		if (gethostname(g->host, sizeof(g->host) - 1) != 0)
-			return;
-		g->host[strcspn(g->host, ".")] = '\0';
-		g->node = g->host;
-	}
-	if (!conf || !(slash = strrchr(conf, '/')) ||
-	    (size_t)snprintf(path, sizeof(path), "%.*s/gres.conf", (int)(slash - conf), conf) >= sizeof(path))
-		return;
-	if (gpushare_read_file(path, 1 << 20, &data, &len) != GPUSHARE_OK) {
-		gpushare_clear_error();
-		return;
-	}
-	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *w, *wsave = NULL;
-		const char *files = NULL;
-		bool gpu = false;
-
-		line[strcspn(line, "#")] = '\0';
-		g->node_match = true;
-		for (w = strtok_r(line, " \t\r", &wsave); w; w = strtok_r(NULL, " \t\r", &wsave)) {
-			if (!strncasecmp(w, "NodeName=", 9)) {
-				g->node_match = false;
-				expand_list(w + 9, match_node, g);
-			} else if (!strncasecmp(w, "Name=", 5)) {
-				gpu = !strcmp(w + 5, "gpu");
-			} else if (!strncasecmp(w, "File=", 5)) {
-				files = w + 5;
-			}
-		}
-		if (gpu && files && g->node_match)
-			expand_list(files, add_file, g);
-	}
-	free(data);
-}
+ * The list of device files is read from the gres.conf beside SLURM_CONF
+ * (slurmd sets it for its hooks); without one, or without a File= for this
+ * node (AutoDetect), an index is taken as NVML's. */
 
 /* Rewrite Slurm's list of the job's GPUs with NVML's indices in place of
  * Slurm's (UUIDs pass as they are). */
 static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
 {
-	struct gres_files g;
+	unsigned minor[GPUSHARE_GRES_MAX_FILES];
+	size_t n_minor = 0;
 	struct gpushare_buf b = { 0 };
 	int rc;
 
 	snprintf(out, olen, "%s", list);
-	gres_files_read(&g);
-	if (!g.n)
+	if ((rc = gpushare_gres_gpu_minors(minor, GPUSHARE_GRES_MAX_FILES, &n_minor))) {
+		char why[600];
+
+		snprintf(why, sizeof(why), "%s", gpushare_errdetail());
+		return gpushare_fail(rc, "the node's gres.conf: %s", why);
+	}
+	if (!n_minor)
 		return GPUSHARE_OK;
 	if ((rc = gpushare_nvml_open()))
 		return rc;
@@ -308,8 +185,8 @@ static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
 		unsigned long k = strtoul(p, &end, 10);
 		unsigned index;
 
-		if (end == p + n && n > 0 && k < g.n) {
-			rc = gpushare_gpu_by_minor(g.minor[k], &index);
+		if (end == p + n && n > 0 && k < n_minor) {
+			rc = gpushare_gpu_by_minor(minor[k], &index);
 			if (rc == GPUSHARE_E_UNSUPPORTED) {
 				gpushare_clear_error();
 				rc = gpushare_buf_addf(&b, "%s%.*s", b.len ? "," : "", (int)n, p);
@@ -330,6 +207,9 @@ static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
 	return rc;
 }
 
+/* The job's user and its GPUs here, by UUID, from Slurm's prolog
+ * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices); the
+ * user only where a daemon will run as it (needs_user). */
 static int job_from_env(struct job_record *r, bool needs_user)
 {
 	const char *uid = getenv("SLURM_JOB_UID"), *gid = getenv("SLURM_JOB_GID");

@@ -203,6 +203,29 @@ check "  the epilogs remove them" test -z "$(ls "$map")"
 SLURM_CONF=$tmp/gapconf/slurm.conf SLURMD_NODENAME=elsewhere FAKE_NVML_GPUS=3 FAKE_NVML_MINORS=2,0,1 maph 7 prolog 1
 check "  a node gres.conf lists no File= for: Slurm's index as NVML's" test "$(ls "$map" | tr '\n' ,)" = "1,"
 maph 7 epilog
+# Include lines followed as Slurm follows them (src/common/parse_config.c,
+# _parse_include_directive: "include" in any case, a relative name from the
+# including file's directory), loops and missing files refused by name.
+mkdir -p "$tmp/incconf/gres.d"
+printf '%s\n' 'AutoDetect=off' 'include gres.d/nodes.conf' >"$tmp/incconf/gres.conf"
+printf '%s\n' '# ours, from gres.d/' 'Include gpus.conf' >"$tmp/incconf/gres.d/nodes.conf"
+printf '%s\n' 'NodeName=gapnode Name=gpu File=/dev/nvidia[0,2]' >"$tmp/incconf/gres.d/gpus.conf"
+mapi() {
+	SLURM_CONF=$tmp/incconf/slurm.conf SLURMD_NODENAME=gapnode FAKE_NVML_GPUS=3 FAKE_NVML_MINORS=2,0,1 maph "$@"
+}
+mapi 7 prolog 1
+check "prolog, File=/dev/nvidia[0,2] through two Include lines: Slurm's GPU 1 is NVML's 0 ($(head -c 200 "$tmp/out"))" \
+	test "$(ls "$map" | tr '\n' ,) $(tr '\n' , <"$map/0" 2>/dev/null)" = "0, 97,"
+mapi 7 epilog
+echo 'Include ../gres.conf' >>"$tmp/incconf/gres.d/gpus.conf"
+mapi 7 prolog 1
+check "  an Include loop: refused by name, nothing mapped, the prolog still succeeds ($(head -c 300 "$tmp/out"))" \
+	test "$(grep -c "gres.d/gpus.conf' line 2: Include '.*/gres.d/../gres.conf' is a loop" "$tmp/out") $(ls "$map" | wc -l)" = "1 0"
+printf '%s\n' 'NodeName=gapnode Name=gpu File=/dev/nvidia[0,2]' 'include missing.conf' >"$tmp/incconf/gres.d/gpus.conf"
+mapi 7 prolog 1
+check "  an Include of a missing file: named, with the line that includes it ($(head -c 300 "$tmp/out"))" \
+	test "$(grep -c "gres.d/gpus.conf' line 2: Include '.*/gres.d/missing.conf': No such file" "$tmp/out") $(ls "$map" | wc -l)" = "1 0"
+mapi 7 epilog
 
 echo "== the epilog acts on a job's daemon as the job's user, never as root"
 # The daemon's directory is the user's: what it holds is stopped and removed
