@@ -85,6 +85,10 @@ int gpushare_slurm_conf_read(const char *path, char **text, size_t *len);
  * renamed over it) under an flock() of the directory, so concurrent jobs
  * never lose each other's lines; a file left empty is removed. */
 int gpushare_slurm_job_map(const char *dir, unsigned gpu_index, const char *job_id, bool add);
+/* The same for the file of any name dcgm-exporter reads: a GPU's NVML index
+ * ("2"), or a MIG device's, its parent's NVML index and its GPU instance id
+ * ("2.1"); another name is refused (GPUSHARE_E_INVAL). */
+int gpushare_slurm_job_map_name(const char *dir, const char *name, const char *job_id, bool add);
 
 /* Remove job_id from every GPU's file in dir (the job's end, whatever GPUs
  * it had). */

@@ -53,6 +53,10 @@ struct job_record {
 	char gpus[HOOK_MAX_GPUS][96];
 	unsigned indices[HOOK_MAX_GPUS]; /* NVML indices (not recorded) */
 	size_t n_gpus;
+	/* MIG devices Slurm gave, by dcgm-exporter's name for them:
+	 * "<parent's NVML index>.<GPU instance id>" (job mapping only; not recorded) */
+	char migs[HOOK_MAX_GPUS][32];
+	size_t n_migs;
 };
 
 /* The state directory must be a real directory of this user that no one
@@ -207,6 +211,47 @@ static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
 	return rc;
 }
 
+/* The MIG devices of Slurm's list (the entries "MIG-<UUID>": Slurm names a
+ * MIG device by its UUID) into r->migs, by the name dcgm-exporter reads for
+ * them: "<parent GPU's NVML index>.<GPU instance id>" (NVIDIA/dcgm-exporter
+ * since 4.5.3-4.8.2, internal/pkg/transformation/hpc.go: hpcMapper.Process
+ * keys a MIG device's metrics by GPU "." GPUInstanceID, NVML's GPU instance
+ * id, and getGPUFiles reads names of the form <GPU_ID>.<GPU_INSTANCE_ID>).
+ * The other entries, whole GPUs, are left in rest. */
+static int split_migs(const char *list, const struct gpushare_system_info *sys, struct job_record *r, char *rest,
+		      size_t len)
+{
+	size_t n = 0;
+
+	rest[0] = '\0';
+	for (const char *p = list; *p;) {
+		size_t w = strcspn(p, ",");
+		bool found = false;
+
+		if (w > 4 && !strncmp(p, "MIG-", 4)) {
+			for (size_t g = 0; g < sys->n_gpus && !found; g++) {
+				for (size_t m = 0; m < sys->gpus[g].n_migs && !found; m++) {
+					const struct gpushare_mig_info *mi = &sys->gpus[g].migs[m];
+
+					if (strlen(mi->uuid) != w || strncmp(mi->uuid, p, w) || mi->gpu_instance_id < 0)
+						continue;
+					found = true;
+					if (r->n_migs < HOOK_MAX_GPUS)
+						snprintf(r->migs[r->n_migs++], sizeof(r->migs[0]), "%u.%d", sys->gpus[g].index,
+							 mi->gpu_instance_id);
+				}
+			}
+			if (!found)
+				return gpushare_fail(GPUSHARE_E_INVAL, "Slurm gave the MIG device '%.*s', which NVML does "
+						     "not show (or without its GPU instance)", (int)w, p);
+		} else if (n + w + 2 < len) {
+			n += (size_t)snprintf(rest + n, len - n, "%s%.*s", n ? "," : "", (int)w, p);
+		}
+		p += w + (p[w] == ',');
+	}
+	return GPUSHARE_OK;
+}
+
 /* The job's user and its GPUs here, by UUID, from Slurm's prolog
  * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices); the
  * user only where a daemon will run as it (needs_user). */
@@ -216,7 +261,7 @@ static int job_from_env(struct job_record *r, bool needs_user)
 	const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *jg = getenv("SLURM_JOB_GPUS");
 	struct gpushare_system_info sys;
 	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
-	char gpus[4096];
+	char gpus[4096], whole[4096];
 	size_t n_sel = 0;
 	int rc;
 
@@ -237,13 +282,19 @@ static int job_from_env(struct job_record *r, bool needs_user)
 	if ((!cvd || !*cvd) && (!jg || !*jg))
 		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node (no CUDA_VISIBLE_DEVICES "
 				     "or SLURM_JOB_GPUS)");
-	if ((rc = slurm_gpus_to_nvml(cvd && *cvd ? cvd : jg, gpus, sizeof(gpus))))
-		return rc;
-	if (setenv("CUDA_VISIBLE_DEVICES", gpus, 1) != 0)
-		return gpushare_fail(GPUSHARE_E_SYS, "setenv: %s", strerror(errno));
 	rc = gpushare_system_query_nvml(&sys);
 	if (rc)
 		return rc;
+	if ((rc = split_migs(cvd && *cvd ? cvd : jg, &sys, r, whole, sizeof(whole))))
+		goto out;
+	if (!whole[0])
+		goto out; /* MIG devices only */
+	if ((rc = slurm_gpus_to_nvml(whole, gpus, sizeof(gpus))))
+		goto out;
+	if (setenv("CUDA_VISIBLE_DEVICES", gpus, 1) != 0) {
+		rc = gpushare_fail(GPUSHARE_E_SYS, "setenv: %s", strerror(errno));
+		goto out;
+	}
 	inv = calloc(sys.n_gpus + 1, sizeof(*inv));
 	sel = calloc(sys.n_gpus + 1, sizeof(*sel));
 	if (!inv || !sel) {
@@ -259,9 +310,9 @@ static int job_from_env(struct job_record *r, bool needs_user)
 		r->indices[r->n_gpus] = sel[i].index;
 		snprintf(r->gpus[r->n_gpus++], sizeof(r->gpus[0]), "%s", sel[i].uuid);
 	}
-	if (!rc && r->n_gpus == 0)
-		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
 out:
+	if (!rc && r->n_gpus == 0 && r->n_migs == 0)
+		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
 	free(inv);
 	free(sel);
 	gpushare_system_release(&sys);
@@ -492,6 +543,8 @@ static void map_job(const char *dir, const struct job_record *job, struct gpusha
 		rc = gpushare_fail(GPUSHARE_E_DIR, "cannot create --hpc-job-mapping-dir '%s': %s", dir, strerror(errno));
 	for (size_t i = 0; !rc && i < job->n_gpus; i++)
 		rc = gpushare_slurm_job_map(dir, job->indices[i], r->job_id, true);
+	for (size_t i = 0; !rc && i < job->n_migs; i++)
+		rc = gpushare_slurm_job_map_name(dir, job->migs[i], r->job_id, true);
 	if (rc) {
 		snprintf(r->warning, sizeof(r->warning), "the job mapping was not written: %s", gpushare_errdetail());
 		gpushare_clear_error();
