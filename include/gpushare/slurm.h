@@ -76,6 +76,11 @@ int gpushare_slurm_job_gpus(const char *state_dir, char *out, size_t len, const 
  * and its line; path itself missing: GPUSHARE_E_NOT_FOUND. */
 int gpushare_slurm_conf_read(const char *path, char **text, size_t *len);
 
+/* Whether line (n bytes) is an Include line as Slurm reads one: "include"
+ * in any case at its start (after white space), white space, then the file
+ * name, a word copied into name (cut to fit len). */
+bool gpushare_slurm_include_line(const char *line, size_t n, char *name, size_t len);
+
 /* ---- dcgm-exporter's HPC job mapping ---- */
 
 /* dcgm-exporter's --hpc-job-mapping-dir: one file per GPU, named by its

@@ -34,10 +34,7 @@ struct conf_read {
 	size_t depth;
 };
 
-/* The file an Include line names, or NULL when the line is none: the word
- * after "include" and white space, in name (cut to fit: refused by the
- * caller as too long). */
-static bool include_of(const char *line, size_t n, char *name, size_t len)
+bool gpushare_slurm_include_line(const char *line, size_t n, char *name, size_t len)
 {
 	size_t i = 0, w;
 
@@ -93,7 +90,7 @@ static int read_one(struct conf_read *c, const char *path, const char *from, uns
 		char name[PATH_MAX], full[PATH_MAX * 2];
 
 		line_no++;
-		if (include_of(l, n, name, sizeof(name))) {
+		if (gpushare_slurm_include_line(l, n, name, sizeof(name))) {
 			const char *slash = strrchr(path, '/');
 
 			if (name[0] == '/' || !slash)
