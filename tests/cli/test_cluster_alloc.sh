@@ -98,32 +98,16 @@ wrong() {
 }
 
 # Slurm's word on where a job runs: alloc JID saves, while it runs, one
-# "NODE GPU" line per GPU `scontrol -d show job` says it holds on each node
-# (GRES=mps:60(IDX:1); the fake GPUs' gres.conf order is their index).
-expand_idx() {
-	local r parts
-	IFS=, read -ra parts <<<"$1"
-	for r in "${parts[@]}"; do seq "${r%-*}" "${r#*-}"; done
-}
+# "JOBID NODE GPU" line per GPU `scontrol -d show job` says it holds on each
+# node (lib_cluster.sh; the fake GPUs' gres.conf order is their index)
 alloc() {
-	local nodes idx n i
-	cluster_exec ctl scontrol -d show job "$1" 2>/dev/null |
-		sed -n 's/^ *Nodes=\([^ ]*\) .*GRES=[^ ]*(IDX:\([0-9,-]*\)).*/\1 \2/p' |
-		while read -r nodes idx; do
-			for n in $(cluster_exec ctl scontrol show hostnames "$nodes"); do
-				for i in $(expand_idx "$idx"); do echo "$n $i"; done
-			done
-		done | sort -u >"$tmp/alloc-$1"
+	cluster_job_gpus "$1" >"$tmp/alloc-$1"
 	test -s "$tmp/alloc-$1"
 }
 # opened JID: GPUs the job's processes opened, as the stand-in recorded them
 opened() { grep -c " job=$1 " "$tmp/opened" || true; }
 # outside JID: those opens on a GPU Slurm did not allocate the job on that node
-outside() {
-	awk -v j="job=$1" 'NR == FNR { ok[$1 " " $2] = 1; next }
-		$2 == j { split($3, n, "="); split($4, g, "="); if (!((n[2] " " g[2]) in ok)) print }' \
-		"$tmp/alloc-$1" "$tmp/opened"
-}
+outside() { cluster_opened_outside "$tmp/alloc-$1" "$tmp/opened"; }
 # off_pipe JID: those opens not under the prolog's daemon of the GPU opened
 off_pipe() {
 	awk -v j="job=$1" -v pre="$CLUSTER_LOCAL/sd/mps-$(id -u)-" '
@@ -146,7 +130,7 @@ daemon_table() {
 want_daemons() {
 	local j n g
 	for j in "$@"; do
-		while read -r n g; do echo "$n $CLUSTER_LOCAL/sd/mps-$(id -u)-$(uuid "$g")/pipe"; done <"$tmp/alloc-$j"
+		while read -r _ n g; do echo "$n $CLUSTER_LOCAL/sd/mps-$(id -u)-$(uuid "$g")/pipe"; done <"$tmp/alloc-$j"
 	done | sort -u
 }
 # nothing_left: no process of the jobs, no daemon, no job record and no
@@ -190,11 +174,11 @@ check "Slurm gave the tasks no CUDA_VISIBLE_DEVICES (the case this test is for)"
 check "every rank of job $j1 on its job's GPU, under the prolog's daemon ($(grep " job=$j1 " "$tmp/seen" | head -2 | tr '\n' ' '))" \
 	test "$(wrong "$j1" "node1 node2")" = 0
 for j in "${js[@]}"; do alloc "$j" || true; done
-allocs=$(for j in "${js[@]}"; do echo "job $j: $(tr '\n' ' ' <"$tmp/alloc-$j")"; done)
+allocs=$(for j in "${js[@]}"; do echo "job $j: $(cut -d' ' -f2- "$tmp/alloc-$j" | tr '\n' ' ')"; done)
 check "Slurm's allocations, by scontrol -d show job: $(tr '\n' ' ' <<<"$allocs")" \
 	test "$(for j in "${js[@]}"; do wc -l <"$tmp/alloc-$j"; done | tr '\n' ' ')" = "2 2 2 2 "
 check "  spread over all 8 GPUs of the two nodes" \
-	test "$(cat "${js[@]/#/$tmp/alloc-}" | sort -u | wc -l)" = 8
+	test "$(cat "${js[@]/#/$tmp/alloc-}" | awk '{print $2, $3}' | sort -u | wc -l)" = 8
 for j in "${js[@]}"; do
 	check "from the outside: the 4 ranks of job $j opened 4 GPUs, all in its allocation, each under the prolog's daemon of that GPU (outside: $(outside "$j" | wc -l), off pipe: $(off_pipe "$j" | wc -l))" \
 		test "$(opened "$j") $(outside "$j" | wc -l) $(off_pipe "$j" | wc -l)" = "4 0 0"
@@ -238,7 +222,7 @@ check "  every one on the farm job's GPU ($(gpu_of "$jf" node1)... seen: $(sed '
 	test "$(wrong "$jf" node1)" = 0
 # The farm's job has ended: Slurm's word on its GPU is the one slurmd gave
 # its prolog (recorded by the hook's wrapper).
-echo "node1 $(gpu_of "$jf" node1)" >"$tmp/alloc-$jf"
+echo "$jf node1 $(gpu_of "$jf" node1)" >"$tmp/alloc-$jf"
 check "from the outside: the farm's 8 jobs opened 8 GPUs ($(opened "$jf"))" test "$(opened "$jf")" = 8
 check "  all on the farm job's GPU $(gpu_of "$jf" node1) (outside it: $(outside "$jf" | awk '{print $4}' | sort | uniq -c | tr '\n' ' '))" \
 	test -z "$(outside "$jf")"
