@@ -210,15 +210,15 @@ maph 7 epilog
 # getGPUFiles reads the names <GPU_ID>.<GPU_INSTANCE_ID>). The stand-in NVML's
 # default layout: GPU 0 has MIG devices of GPU instances 9 and 2, GPU 1 none.
 mig9=MIG-11aa22bb-33cc-44dd-55ee-66ff77008811 mig2=MIG-99aa88bb-77cc-66dd-55ee-44ff33002211
-FAKE_NVML_GPUS= maph 9 prolog "$mig9,$mig2,1"
+FAKE_NVML_GPUS='' maph 9 prolog "$mig9,$mig2,1"
 check "prolog, two MIG devices and a whole GPU: files 0.9, 0.2 and 1 ($(head -c 200 "$tmp/out"))" \
 	test "$(ls "$map" | sort | tr '\n' ,) $(cat "$map/0.9" "$map/0.2" "$map/1" 2>/dev/null | tr '\n' ,)" = "0.2,0.9,1, 99,99,99,"
-FAKE_NVML_GPUS= maph 9 epilog
+FAKE_NVML_GPUS='' maph 9 epilog
 check "  the epilog removes the job from them" test -z "$(ls "$map")"
-FAKE_NVML_GPUS= maph 9 prolog MIG-00000000-0000-4000-8000-000000000000
+FAKE_NVML_GPUS='' maph 9 prolog MIG-00000000-0000-4000-8000-000000000000
 check "  a MIG device NVML does not show: nothing mapped, a warning naming it, the prolog succeeds ($(head -c 200 "$tmp/out"))" \
 	test "$(ls "$map" | wc -l) $(grep -c "warning: .*MIG device 'MIG-00000000-0000-4000-8000-000000000000'" "$tmp/out")" = "0 1"
-FAKE_NVML_GPUS= maph 9 epilog
+FAKE_NVML_GPUS='' maph 9 epilog
 # Include lines followed as Slurm follows them (src/common/parse_config.c,
 # _parse_include_directive: "include" in any case, a relative name from the
 # including file's directory), loops and missing files refused by name.
