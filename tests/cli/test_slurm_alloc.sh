@@ -167,6 +167,12 @@ check "  its 8 jobs on both GPUs, each under the prolog's daemon of its GPU ($se
 	test "$(wc -l <"$tmp/farm.out") $seen" = "8 cvd=$uuid0 pipe=$p0 cvd=$uuid1 pipe=$p1 "
 check "  no second daemon" test "$(($(starts) - before))" = 0
 check "  the prolog's two daemons still run" test "$(daemons_alive)" = 2
+for lr in 0 1; do
+	step 56 SLURM_LOCALID=$lr SLURM_PROCID=$lr -- "$GPUSHARE" exec --strategy mps -- "$tmp/app-show.sh"
+	check "exec, local rank $lr of the same job: on GPU $lr, under the prolog's daemon of that GPU ($(head -c 200 "$tmp/out"))" \
+		grep -q "cvd=$(eval echo "\$uuid$lr") pipe=$(eval echo "\$p$lr") " "$tmp/out"
+done
+check "  no second daemon" test "$(($(starts) - before))" = 0
 hook epilog 56
 check "the epilog of job 56 stops both" no_daemon_left
 finish "never outside Slurm's allocation"
