@@ -130,8 +130,11 @@ int gpushare_slurm_conf_read(const char *path, char **text, size_t *len)
 /* ---- the node's GPUs in gres.conf (slurm_conf.h) ---- */
 
 struct gres_files {
-	unsigned *minor;
+	struct gpushare_gres_gpu *gpu;
 	size_t n, max;
+	unsigned mig_parent, mig_caps[8];   /* a MultipleFiles= line's files */
+	size_t n_caps;
+	bool mig_has_parent;
 	const char *node;
 	char host[256];
 	bool node_match;
@@ -193,21 +196,79 @@ static void match_node(const char *name, void *ctx)
 		g->node_match = true;
 }
 
-/* /dev/nvidiaN is the GPU of minor N (the driver's naming). */
-static void add_file(const char *name, void *ctx)
+/* The number that ends name (/dev/nvidia2: 2); false when none. */
+static bool trailing_number(const char *name, unsigned *v)
 {
-	struct gres_files *g = ctx;
 	size_t len = strlen(name), d = len;
 
 	while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
 		d--;
-	if (d < len && g->n < g->max)
-		g->minor[g->n++] = (unsigned)strtoul(name + d, NULL, 10);
+	if (d == len)
+		return false;
+	*v = (unsigned)strtoul(name + d, NULL, 10);
+	return true;
 }
 
-int gpushare_gres_gpu_minors(unsigned *minor, size_t max, size_t *n)
+/* /dev/nvidiaN is the GPU of minor N (the driver's naming). */
+static void add_file(const char *name, void *ctx)
 {
-	struct gres_files gf = { .minor = minor, .max = max }, *g = &gf;
+	struct gres_files *g = ctx;
+	unsigned v;
+
+	if (trailing_number(name, &v) && g->n < g->max)
+		g->gpu[g->n++] = (struct gpushare_gres_gpu){ v, -1 };
+}
+
+/* A file of a MIG device's MultipleFiles= list: its parent GPU
+ * (/dev/nvidiaN) or a capability (/dev/nvidia-caps/nvidia-capC). */
+static void add_mig_file(const char *name, void *ctx)
+{
+	struct gres_files *g = ctx;
+	const char *base = strrchr(name, '/');
+	unsigned v;
+
+	base = base ? base + 1 : name;
+	if (!trailing_number(base, &v))
+		return;
+	if (!strncmp(base, "nvidia-cap", 10)) {
+		if (g->n_caps < sizeof(g->mig_caps) / sizeof(g->mig_caps[0]))
+			g->mig_caps[g->n_caps++] = v;
+	} else if (strspn(base + 6, "0123456789") == strlen(base + 6) && !strncmp(base, "nvidia", 6)) {
+		g->mig_parent = v;
+		g->mig_has_parent = true;
+	}
+}
+
+/* The GPU instance the driver gives capability minor cap of GPU parent:
+ * the line "gpu<parent>/gi<G>/access <cap>" of its mig-minors file; -2 none. */
+static int mig_instance(unsigned parent, const unsigned *caps, size_t n_caps)
+{
+	const char *path = getenv("GPUSHARE_MIG_MINORS");
+	char line[128];
+	int gi = -2;
+	FILE *f = fopen(path && *path ? path : "/proc/driver/nvidia-caps/mig-minors", "re");
+
+	if (!f)
+		return -2;
+	while (gi == -2 && fgets(line, sizeof(line), f)) {
+		unsigned gpu, g, minor;
+		char what[16];
+
+		if (sscanf(line, "gpu%u/gi%u/%15s %u", &gpu, &g, what, &minor) != 4 || gpu != parent ||
+		    strcmp(what, "access"))
+			continue;
+		for (size_t i = 0; i < n_caps; i++) {
+			if (caps[i] == minor)
+				gi = (int)g;
+		}
+	}
+	fclose(f);
+	return gi;
+}
+
+int gpushare_gres_gpus(struct gpushare_gres_gpu *gpus, size_t max, size_t *n)
+{
+	struct gres_files gf = { .gpu = gpus, .max = max }, *g = &gf;
 	const char *conf = getenv("SLURM_CONF"), *slash;
 	char path[GPUSHARE_PATH_MAX], *data = NULL, *line, *save = NULL;
 	size_t len;
@@ -230,7 +291,7 @@ int gpushare_gres_gpu_minors(unsigned *minor, size_t max, size_t *n)
 		return rc;
 	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *w, *wsave = NULL;
-		const char *files = NULL;
+		const char *files = NULL, *multiple = NULL;
 		bool gpu = false;
 
 		line[strcspn(line, "#")] = '\0';
@@ -243,10 +304,21 @@ int gpushare_gres_gpu_minors(unsigned *minor, size_t max, size_t *n)
 				gpu = !strcmp(w + 5, "gpu");
 			} else if (!strncasecmp(w, "File=", 5)) {
 				files = w + 5;
+			} else if (!strncasecmp(w, "MultipleFiles=", 14)) {
+				multiple = w + 14;
 			}
 		}
 		if (gpu && files && g->node_match)
 			expand_list(files, add_file, g);
+		if (gpu && multiple && g->node_match && g->n < g->max) {
+			g->n_caps = 0;
+			g->mig_has_parent = false;
+			expand_list(multiple, add_mig_file, g);
+			if (g->mig_has_parent)
+				g->gpu[g->n++] = (struct gpushare_gres_gpu){
+					g->mig_parent, g->n_caps ? mig_instance(g->mig_parent, g->mig_caps, g->n_caps) : -1
+				};
+		}
 	}
 	free(data);
 	*n = g->n;

@@ -13,12 +13,23 @@
 
 #define GPUSHARE_GRES_MAX_FILES 128
 
-/* The minor numbers of the device files (/dev/nvidiaN: N) of the Name=gpu
- * lines for this node (NodeName= naming SLURMD_NODENAME, else the host
- * name, or no NodeName=) in the gres.conf beside SLURM_CONF, in Slurm's
- * order, its Include lines followed (gpushare_slurm_conf_read): minor[0..*n).
- * *n 0 without SLURM_CONF, gres.conf or a File= for the node (AutoDetect);
- * an error when gres.conf or a file it includes cannot be read. */
-int gpushare_gres_gpu_minors(unsigned *minor, size_t max, size_t *n);
+/* A GPU of the node's gres.conf, in Slurm's order. */
+struct gpushare_gres_gpu {
+	unsigned minor;    /* its device file /dev/nvidiaN: N (a MIG device's: its parent's) */
+	int gi;            /* a MIG device (a MultipleFiles= line): its GPU instance id, from
+			    * the driver's /proc/driver/nvidia-caps/mig-minors; -1 a whole
+			    * GPU; -2 a MIG device whose instance the driver does not name */
+};
+
+/* The GPUs of the gpu lines for this node (NodeName= naming SLURMD_NODENAME,
+ * else the host name, or no NodeName=) in the gres.conf beside SLURM_CONF,
+ * in Slurm's order, its Include lines followed (gpushare_slurm_conf_read):
+ * each device file of a File= list (/dev/nvidiaN), each MultipleFiles= line
+ * one MIG device (its parent /dev/nvidiaN and its /dev/nvidia-caps/
+ * nvidia-capC, which the driver's mig-minors file names "gpuN/giG/access C";
+ * GPUSHARE_MIG_MINORS replaces that file's path). *n 0 without SLURM_CONF,
+ * gres.conf or a gpu line for the node (AutoDetect); an error when gres.conf
+ * or a file it includes cannot be read. */
+int gpushare_gres_gpus(struct gpushare_gres_gpu *gpus, size_t max, size_t *n);
 
 #endif

@@ -159,27 +159,29 @@ static int record_write(const char *path, const struct job_record *r)
 
 /* ---- Slurm's GPU indices to NVML's (slurm_conf.h) ----
  *
- * The list of device files is read from the gres.conf beside SLURM_CONF
- * (slurmd sets it for its hooks); without one, or without a File= for this
- * node (AutoDetect), an index is taken as NVML's. */
+ * The node's GPUs are read from the gres.conf beside SLURM_CONF (slurmd sets
+ * it for its hooks); without one, or without a gpu line for this node
+ * (AutoDetect), an index is taken as NVML's. */
 
 /* Rewrite Slurm's list of the job's GPUs with NVML's indices in place of
- * Slurm's (UUIDs pass as they are). */
-static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
+ * Slurm's (UUIDs pass as they are); an index Slurm gives a MIG device of
+ * gres.conf (MultipleFiles=) goes to r->migs instead, by dcgm-exporter's
+ * name for it (split_migs). */
+static int slurm_gpus_to_nvml(const char *list, struct job_record *r, char *out, size_t olen)
 {
-	unsigned minor[GPUSHARE_GRES_MAX_FILES];
-	size_t n_minor = 0;
+	struct gpushare_gres_gpu gres[GPUSHARE_GRES_MAX_FILES];
+	size_t n_gres = 0;
 	struct gpushare_buf b = { 0 };
 	int rc;
 
 	snprintf(out, olen, "%s", list);
-	if ((rc = gpushare_gres_gpu_minors(minor, GPUSHARE_GRES_MAX_FILES, &n_minor))) {
+	if ((rc = gpushare_gres_gpus(gres, GPUSHARE_GRES_MAX_FILES, &n_gres))) {
 		char why[600];
 
 		snprintf(why, sizeof(why), "%s", gpushare_errdetail());
 		return gpushare_fail(rc, "the node's gres.conf: %s", why);
 	}
-	if (!n_minor)
+	if (!n_gres)
 		return GPUSHARE_OK;
 	if ((rc = gpushare_nvml_open()))
 		return rc;
@@ -189,14 +191,21 @@ static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
 		unsigned long k = strtoul(p, &end, 10);
 		unsigned index;
 
-		if (end == p + n && n > 0 && k < n_minor) {
-			rc = gpushare_gpu_by_minor(minor[k], &index);
+		if (end == p + n && n > 0 && k < n_gres) {
+			rc = gpushare_gpu_by_minor(gres[k].minor, &index);
 			if (rc == GPUSHARE_E_UNSUPPORTED) {
 				gpushare_clear_error();
-				rc = gpushare_buf_addf(&b, "%s%.*s", b.len ? "," : "", (int)n, p);
-			} else if (!rc) {
-				rc = gpushare_buf_addf(&b, "%s%u", b.len ? "," : "", index);
+				index = (unsigned)k;
+				rc = GPUSHARE_OK;
 			}
+			if (!rc && gres[k].gi == -2)
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "Slurm's GPU %lu is a MIG device of gres.conf "
+						   "(MultipleFiles=) whose GPU instance the driver's mig-minors does not "
+						   "name", k);
+			else if (!rc && gres[k].gi >= 0 && r->n_migs < HOOK_MAX_GPUS)
+				snprintf(r->migs[r->n_migs++], sizeof(r->migs[0]), "%u.%d", index, gres[k].gi);
+			else if (!rc && gres[k].gi < 0)
+				rc = gpushare_buf_addf(&b, "%s%u", b.len ? "," : "", index);
 		} else {
 			rc = gpushare_buf_addf(&b, "%s%.*s", b.len ? "," : "", (int)n, p);
 		}
@@ -285,13 +294,12 @@ static int job_from_env(struct job_record *r, bool needs_user)
 	rc = gpushare_system_query_nvml(&sys);
 	if (rc)
 		return rc;
-	if ((rc = split_migs(cvd && *cvd ? cvd : jg, &sys, r, whole, sizeof(whole))))
+	if ((rc = slurm_gpus_to_nvml(cvd && *cvd ? cvd : jg, r, gpus, sizeof(gpus))) ||
+	    (rc = split_migs(gpus, &sys, r, whole, sizeof(whole))))
 		goto out;
 	if (!whole[0])
 		goto out; /* MIG devices only */
-	if ((rc = slurm_gpus_to_nvml(whole, gpus, sizeof(gpus))))
-		goto out;
-	if (setenv("CUDA_VISIBLE_DEVICES", gpus, 1) != 0) {
+	if (setenv("CUDA_VISIBLE_DEVICES", whole, 1) != 0) {
 		rc = gpushare_fail(GPUSHARE_E_SYS, "setenv: %s", strerror(errno));
 		goto out;
 	}

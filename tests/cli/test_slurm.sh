@@ -219,6 +219,24 @@ FAKE_NVML_GPUS='' maph 9 prolog MIG-00000000-0000-4000-8000-000000000000
 check "  a MIG device NVML does not show: nothing mapped, a warning naming it, the prolog succeeds ($(head -c 200 "$tmp/out"))" \
 	test "$(ls "$map" | wc -l) $(grep -c "warning: .*MIG device 'MIG-00000000-0000-4000-8000-000000000000'" "$tmp/out")" = "0 1"
 FAKE_NVML_GPUS='' maph 9 epilog
+# Or by Slurm's index of a gres.conf MultipleFiles= line (a MIG device: its
+# parent /dev/nvidiaN and its capability files), whose GPU instance the
+# driver's mig-minors file names ("gpu0/gi9/access 84").
+mkdir -p "$tmp/migconf"
+printf '%s\n' 'NodeName=mignode Name=gpu File=/dev/nvidia1' \
+	'NodeName=mignode Name=gpu Type=1g.18gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap84,/dev/nvidia-caps/nvidia-cap85' \
+	>"$tmp/migconf/gres.conf"
+printf '%s\n' 'config 1' 'monitor 2' 'gpu0/gi2/access 21' 'gpu0/gi2/ci0/access 22' 'gpu0/gi9/access 84' \
+	'gpu0/gi9/ci0/access 85' >"$tmp/migconf/mig-minors"
+mapm() { SLURM_CONF=$tmp/migconf/slurm.conf SLURMD_NODENAME=mignode FAKE_NVML_GPUS='' maph "$@"; }
+GPUSHARE_MIG_MINORS=$tmp/migconf/mig-minors mapm 9 prolog 0,1
+check "prolog, Slurm's GPU 0 (/dev/nvidia1) and 1 (a MIG device of GPU 0, instance 9): files 1 and 0.9 ($(head -c 200 "$tmp/out"))" \
+	test "$(ls "$map" | sort | tr '\n' ,)" = "0.9,1,"
+mapm 9 epilog
+GPUSHARE_MIG_MINORS=$tmp/migconf/none mapm 9 prolog 1
+check "  its instance unknown to the driver: nothing mapped, a warning naming it ($(head -c 250 "$tmp/out"))" \
+	test "$(ls "$map" | wc -l) $(grep -c "warning: .*Slurm's GPU 1 is a MIG device of gres.conf" "$tmp/out")" = "0 1"
+mapm 9 epilog
 # Include lines followed as Slurm follows them (src/common/parse_config.c,
 # _parse_include_directive: "include" in any case, a relative name from the
 # including file's directory), loops and missing files refused by name.
