@@ -29,7 +29,8 @@ static const struct cli_opt slurm_opts[] = {
 	  .to = CLI_TO_CALL, .call = set_state_dir },
 	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "dcgm-exporter's job mapping: the prolog adds the job's id to DIR/<GPU index> for each of its GPUs "
-	  "(any gres), the epilog removes it (files rewritten atomically)",
+	  "(any gres; DIR/<GPU index>.<GPU instance id> for a MIG device), the epilog removes it (files rewritten "
+	  "atomically)",
 	  .to = CLI_TO_STR, CLI_AT(struct gpushare_slurm_hook_opts, hpc_job_mapping_dir) },
 };
 

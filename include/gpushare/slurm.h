@@ -65,6 +65,22 @@ void gpushare_slurm_share_describe(const struct gpushare_slurm_share *s, char *b
  * "prolog"; NULL when out is ""). state_dir NULL: gpushare_slurm_state_dir. */
 int gpushare_slurm_job_gpus(const char *state_dir, char *out, size_t len, const char **source);
 
+/* ---- the site's configuration files ---- */
+
+/* The text of a Slurm configuration file (gres.conf, slurm.conf) as Slurm
+ * reads it: each Include line replaced by the file it names, a relative name
+ * taken from the including file's directory (Slurm's
+ * src/common/parse_config.c). *text is malloc'ed (the caller frees it). A
+ * loop of Includes is refused (GPUSHARE_E_INVAL), as is an Include whose file
+ * cannot be read (GPUSHARE_E_IO), each naming the file, the including file
+ * and its line; path itself missing: GPUSHARE_E_NOT_FOUND. */
+int gpushare_slurm_conf_read(const char *path, char **text, size_t *len);
+
+/* Whether line (n bytes) is an Include line as Slurm reads one: "include"
+ * in any case at its start (after white space), white space, then the file
+ * name, a word copied into name (cut to fit len). */
+bool gpushare_slurm_include_line(const char *line, size_t n, char *name, size_t len);
+
 /* ---- dcgm-exporter's HPC job mapping ---- */
 
 /* dcgm-exporter's --hpc-job-mapping-dir: one file per GPU, named by its
@@ -74,6 +90,10 @@ int gpushare_slurm_job_gpus(const char *state_dir, char *out, size_t len, const 
  * renamed over it) under an flock() of the directory, so concurrent jobs
  * never lose each other's lines; a file left empty is removed. */
 int gpushare_slurm_job_map(const char *dir, unsigned gpu_index, const char *job_id, bool add);
+/* The same for the file of any name dcgm-exporter reads: a GPU's NVML index
+ * ("2"), or a MIG device's, its parent's NVML index and its GPU instance id
+ * ("2.1"); another name is refused (GPUSHARE_E_INVAL). */
+int gpushare_slurm_job_map_name(const char *dir, const char *name, const char *job_id, bool add);
 
 /* Remove job_id from every GPU's file in dir (the job's end, whatever GPUs
  * it had). */

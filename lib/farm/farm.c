@@ -259,23 +259,32 @@ static int setup_strategy(struct farm *f)
 	return rc;
 }
 
-/* Under gres/mps the farm's jobs join the daemon `gpushare slurm prolog`
- * started for this user and the farm's GPU, when it runs (docs/slurm.md):
- * one daemon per GPU and user, never a second beside it. */
-static void join_prolog_daemon(struct farm *f)
+/* Under gres/mps the farm's jobs join the daemons `gpushare slurm prolog`
+ * started for this user and each of the farm's GPUs (docs/slurm.md): one
+ * daemon per GPU and user, never a second beside it. Only when every GPU
+ * has its daemon running: the run's session joins the first (never stops
+ * it), and each job gets its own GPU's pipe directory (job_env). */
+static void join_prolog_daemons(struct farm *f)
 {
 	char state[GPUSHARE_PATH_MAX];
-	struct gpushare_mps m;
-	pid_t pid = 0;
 
 	gpushare_slurm_state_dir(NULL, state, sizeof(state));
-	if (gpushare_slurm_daemon_pipe(state, getuid(), f->gpus[0].id.uuid, f->prolog_pipe, sizeof(f->prolog_pipe)) ||
-	    gpushare_mps_init(&m, f->prolog_pipe, NULL) || gpushare_mps_state(&m, &pid) != GPUSHARE_MPS_RUNNING) {
-		gpushare_clear_error();
-		f->prolog_pipe[0] = '\0';
-		return;
+	for (size_t i = 0; i < f->n_gpus; i++) {
+		struct farm_gpu *g = &f->gpus[i];
+		struct gpushare_mps m;
+		pid_t pid = 0;
+
+		if (gpushare_slurm_daemon_pipe(state, getuid(), g->id.uuid, g->prolog_pipe, sizeof(g->prolog_pipe)) ||
+		    gpushare_mps_init(&m, g->prolog_pipe, NULL) || gpushare_mps_state(&m, &pid) != GPUSHARE_MPS_RUNNING) {
+			gpushare_clear_error();
+			for (size_t j = 0; j < f->n_gpus; j++)
+				f->gpus[j].prolog_pipe[0] = '\0';
+			return;
+		}
 	}
-	f->run.sx.mps_pipe_dir = f->prolog_pipe;
+	f->prolog_daemons = f->n_gpus > 0;
+	if (f->prolog_daemons)
+		f->run.sx.mps_pipe_dir = f->gpus[0].prolog_pipe;
 }
 
 /* Slurm's share (docs/farm.md, "Slurm's share"): SLURM_SHARDS_ON_NODE
@@ -292,8 +301,8 @@ static int slurm_share(struct farm *f)
 		return rc;
 	gpushare_slurm_share_describe(&sh, f->r->slurm, sizeof(f->r->slurm));
 	f->thread_cap = sh.mps_percentage;
-	if (sh.mps_percentage > 0 && !c->mps_pipe_dir && f->placed && f->n_gpus == 1)
-		join_prolog_daemon(f);
+	if (sh.mps_percentage > 0 && !c->mps_pipe_dir && f->placed)
+		join_prolog_daemons(f);
 	if (sh.mps_percentage > 0 && !gpushare_strategy_uses_mps(c->strategy))
 		return gpushare_fail(GPUSHARE_E_INVAL,
 				     "--strategy timeslice cannot keep Slurm's gres/mps share of %g%% of the GPU "

@@ -298,6 +298,26 @@ static int err_line(struct farm *f, const char *err_rel, const char *fmt, ...)
 	return GPUSHARE_OK;
 }
 
+/* The entry NAME=... of env set to NAME=value (the run's session gave it). */
+static int env_replace(struct gpushare_strv *env, const char *name, const char *value)
+{
+	size_t nl = strlen(name);
+
+	for (size_t i = 0; i < env->n; i++) {
+		char *e = env->v[i], *repl;
+		size_t len = nl + strlen(value) + 2;
+
+		if (strncmp(e, name, nl) || e[nl] != '=')
+			continue;
+		if (!(repl = malloc(len)))
+			return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+		snprintf(repl, len, "%s=%s", name, value);
+		free(e);
+		env->v[i] = repl;
+	}
+	return GPUSHARE_OK;
+}
+
 static int job_env(struct farm *f, struct slot *s, struct gpushare_strv *env)
 {
 	const struct farm_gpu *g = &f->gpus[s->gpu];
@@ -306,6 +326,9 @@ static int job_env(struct farm *f, struct slot *s, struct gpushare_strv *env)
 
 	f->run.sx.workers = (int)f->cur_k;
 	rc = gpushare_run_ctx_env(&f->run, (int)s->k, f->placed ? g->id.uuid : "", env, &pl);
+	/* Under the prolog's daemons: the one of this job's GPU (farm.c). */
+	if (!rc && f->prolog_daemons && g->prolog_pipe[0])
+		rc = env_replace(env, "CUDA_MPS_PIPE_DIRECTORY", g->prolog_pipe);
 	if (!rc)
 		rc = gpushare_strv_addf(env, "GPUSHARE_FARM_JOB=%" PRIu64, FARM_JOB_NUMBER(s->job));
 	if (!rc)

@@ -92,7 +92,7 @@ struct farm {
 	struct gpushare_run_ctx run;
 	uint64_t mem_limit;                /* mps-split: pinned memory per client */
 	double thread_cap;                 /* Slurm's gres/mps percentage, 0 none */
-	char prolog_pipe[GPUSHARE_PATH_MAX]; /* the prolog's daemon the jobs join; "" none */
+	bool prolog_daemons;               /* the jobs join the prolog's daemon of their GPU */
 	bool mapped;                       /* in the job mapping (--hpc-job-mapping-dir) */
 
 	/* the keeper link (farm_keeper.h): farm.c fills it, farm_keeper.c owns the rest */

@@ -24,6 +24,7 @@ struct farm_gpu {
 	uint64_t done, failed, attempts;
 	double busy_start_unix_s;          /* when its current busy period began */
 	uint8_t hold;                      /* FARM_HOLD_*: no job is placed there (farm_fault.c) */
+	char prolog_pipe[GPUSHARE_PATH_MAX]; /* the daemon `gpushare slurm prolog` runs for it; "" none */
 };
 
 struct farm_tail;

@@ -62,6 +62,19 @@ int plan_comment(struct gpushare_buf *b, const char *text);
  * warnings, the command that measured it), already in comment lines. */
 int plan_render_slurm(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
 		      struct gpushare_plan_output *out);
+
+/* What slurm.conf needs: its keys (GresTypes, and for MPS the hooks), and
+ * the Gres= of the nodes' one NodeName line. */
+struct slurm_keys {
+	char gres_types[32], gres[160];
+	const char *prolog, *epilog, *prolog_flags;     /* NULL: none (shards) */
+};
+
+/* --slurm-conf: o->slurm_conf_text with k merged in (plan_slurm_merge.c):
+ * *out the merged file, *diff the change; GPUSHARE_E_INVAL naming why it
+ * cannot be merged. */
+int plan_slurm_conf_merged(const struct gpushare_plan_options *o, const struct slurm_keys *k, const char *head,
+			   const char *nodes, struct gpushare_buf *out, struct gpushare_buf *diff);
 int plan_render_env(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
 		    struct gpushare_plan_output *out);
 int plan_render_device_plugin(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,

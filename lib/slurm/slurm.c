@@ -237,12 +237,27 @@ static int map_edit(const char *path, const char *job_id, bool add)
 
 int gpushare_slurm_job_map(const char *dir, unsigned gpu_index, const char *job_id, bool add)
 {
+	char name[16];
+
+	snprintf(name, sizeof(name), "%u", gpu_index);
+	return gpushare_slurm_job_map_name(dir, name, job_id, add);
+}
+
+int gpushare_slurm_job_map_name(const char *dir, const char *name, const char *job_id, bool add)
+{
 	char path[GPUSHARE_PATH_MAX];
+	size_t digits = strspn(name, "0123456789");
 	int fd, rc;
 
 	if (!valid_job_id(job_id))
 		return gpushare_fail(GPUSHARE_E_INVAL, "job id '%s' cannot go into a job mapping file", job_id);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%u", dir, gpu_index) >= sizeof(path))
+	/* dcgm-exporter reads <GPU_ID> or <GPU_ID>.<GPU_INSTANCE_ID> only */
+	if (!digits || (name[digits] &&
+			(name[digits] != '.' || !name[digits + 1] ||
+			 strspn(name + digits + 1, "0123456789") != strlen(name + digits + 1))))
+		return gpushare_fail(GPUSHARE_E_INVAL, "'%s' is no GPU's job mapping file (a GPU index, or a GPU index "
+				     "and a GPU instance id: 2.1)", name);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return gpushare_fail(GPUSHARE_E_DIR, "--hpc-job-mapping-dir '%s': path too long", dir);
 	if ((rc = map_lock(dir, &fd)))
 		return rc;

@@ -35,6 +35,7 @@
 #include "gpushare/buf.h"
 #include "sys.h"
 #include "gpu_select.h"
+#include "slurm_conf.h"
 #include "slurm_gpus.h"
 #include "gpushare/child.h"
 #include "gpushare/files.h"
@@ -52,6 +53,10 @@ struct job_record {
 	char gpus[HOOK_MAX_GPUS][96];
 	unsigned indices[HOOK_MAX_GPUS]; /* NVML indices (not recorded) */
 	size_t n_gpus;
+	/* MIG devices Slurm gave, by dcgm-exporter's name for them:
+	 * "<parent's NVML index>.<GPU instance id>" (job mapping only; not recorded) */
+	char migs[HOOK_MAX_GPUS][32];
+	size_t n_migs;
 };
 
 /* The state directory must be a real directory of this user that no one
@@ -152,153 +157,31 @@ static int record_write(const char *path, const struct job_record *r)
 	return rc;
 }
 
-/* The job's user and its GPUs here, by UUID, from Slurm's prolog
- * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices); the
- * user only where a daemon will run as it (needs_user). */
-/* ---- Slurm's GPU indices to NVML's ----
+/* ---- Slurm's GPU indices to NVML's (slurm_conf.h) ----
  *
- * In the prolog and epilog, CUDA_VISIBLE_DEVICES and SLURM_JOB_GPUS hold
- * Slurm's indices of the job's GPUs: positions in the node's gres.conf File=
- * list, not NVML indices. With File=/dev/nvidia[0,2], Slurm's GPU 1 is
- * /dev/nvidia2, the GPU whose minor number is 2, whatever NVML's order. The
- * list is read from the gres.conf beside SLURM_CONF (slurmd sets it for its
- * hooks); without one, or without a File= for this node (AutoDetect), an
- * index is taken as NVML's, as before. */
-
-#define GRES_MAX_FILES 128
-
-struct gres_files {
-	unsigned minor[GRES_MAX_FILES];
-	size_t n;
-	const char *node;
-	char host[256];
-	bool node_match;
-};
-
-/* Call fn for each name of a Slurm list: "a,b", "x[0-3,5]y". */
-static void expand_list(const char *spec, void (*fn)(const char *name, void *ctx), void *ctx)
-{
-	char item[256], name[300];
-
-	while (*spec) {
-		size_t len = 0;
-		int depth = 0;
-		const char *lb, *rb;
-
-		while (spec[len] && (depth || spec[len] != ',')) {
-			depth += spec[len] == '[' ? 1 : spec[len] == ']' ? -1 : 0;
-			len++;
-		}
-		if (len < sizeof(item)) {
-			memcpy(item, spec, len);
-			item[len] = '\0';
-			lb = strchr(item, '[');
-			rb = lb ? strchr(lb, ']') : NULL;
-			if (!lb || !rb) {
-				fn(item, ctx);
-			} else {
-				for (const char *r = lb + 1; r < rb;) {
-					char *end;
-					unsigned long a = strtoul(r, &end, 10), b = a;
-					int width = (int)(end - r);
-
-					if (end == r)
-						break;
-					if (*end == '-')
-						b = strtoul(end + 1, &end, 10);
-					for (unsigned long v = a; v <= b && v - a < GRES_MAX_FILES; v++) {
-						snprintf(name, sizeof(name), "%.*s%0*lu%.*s", (int)(lb - item), item, width,
-							 v, (int)strlen(rb + 1), rb + 1);
-						fn(name, ctx);
-					}
-					if (*end != ',')
-						break;
-					r = end + 1;
-				}
-			}
-		}
-		spec += len;
-		if (*spec == ',')
-			spec++;
-	}
-}
-
-static void match_node(const char *name, void *ctx)
-{
-	struct gres_files *g = ctx;
-
-	if (!strcmp(name, g->node))
-		g->node_match = true;
-}
-
-/* /dev/nvidiaN is the GPU of minor N (the driver's naming). */
-static void add_file(const char *name, void *ctx)
-{
-	struct gres_files *g = ctx;
-	size_t len = strlen(name), d = len;
-
-	while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
-		d--;
-	if (d < len && g->n < GRES_MAX_FILES)
-		g->minor[g->n++] = (unsigned)strtoul(name + d, NULL, 10);
-}
-
-static void gres_files_read(struct gres_files *g)
-{
-	const char *conf = getenv("SLURM_CONF"), *slash;
-	char path[GPUSHARE_PATH_MAX], *data = NULL, *line, *save = NULL;
-	size_t len;
-
-	g->n = 0;
-	g->node = getenv("SLURMD_NODENAME");
-	if (!g->node || !*g->node) {
-		memset(g->host, 0, sizeof(g->host));
-		if (gethostname(g->host, sizeof(g->host) - 1) != 0)
-			return;
-		g->host[strcspn(g->host, ".")] = '\0';
-		g->node = g->host;
-	}
-	if (!conf || !(slash = strrchr(conf, '/')) ||
-	    (size_t)snprintf(path, sizeof(path), "%.*s/gres.conf", (int)(slash - conf), conf) >= sizeof(path))
-		return;
-	if (gpushare_read_file(path, 1 << 20, &data, &len) != GPUSHARE_OK) {
-		gpushare_clear_error();
-		return;
-	}
-	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *w, *wsave = NULL;
-		const char *files = NULL;
-		bool gpu = false;
-
-		line[strcspn(line, "#")] = '\0';
-		g->node_match = true;
-		for (w = strtok_r(line, " \t\r", &wsave); w; w = strtok_r(NULL, " \t\r", &wsave)) {
-			if (!strncasecmp(w, "NodeName=", 9)) {
-				g->node_match = false;
-				expand_list(w + 9, match_node, g);
-			} else if (!strncasecmp(w, "Name=", 5)) {
-				gpu = !strcmp(w + 5, "gpu");
-			} else if (!strncasecmp(w, "File=", 5)) {
-				files = w + 5;
-			}
-		}
-		if (gpu && files && g->node_match)
-			expand_list(files, add_file, g);
-	}
-	free(data);
-}
+ * The node's GPUs are read from the gres.conf beside SLURM_CONF (slurmd sets
+ * it for its hooks); without one, or without a gpu line for this node
+ * (AutoDetect), an index is taken as NVML's. */
 
 /* Rewrite Slurm's list of the job's GPUs with NVML's indices in place of
- * Slurm's (UUIDs pass as they are). */
-static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
+ * Slurm's (UUIDs pass as they are); an index Slurm gives a MIG device of
+ * gres.conf (MultipleFiles=) goes to r->migs instead, by dcgm-exporter's
+ * name for it (split_migs). */
+static int slurm_gpus_to_nvml(const char *list, struct job_record *r, char *out, size_t olen)
 {
-	struct gres_files g;
+	struct gpushare_gres_gpu gres[GPUSHARE_GRES_MAX_FILES];
+	size_t n_gres = 0;
 	struct gpushare_buf b = { 0 };
 	int rc;
 
 	snprintf(out, olen, "%s", list);
-	gres_files_read(&g);
-	if (!g.n)
+	if ((rc = gpushare_gres_gpus(gres, GPUSHARE_GRES_MAX_FILES, &n_gres))) {
+		char why[600];
+
+		snprintf(why, sizeof(why), "%s", gpushare_errdetail());
+		return gpushare_fail(rc, "the node's gres.conf: %s", why);
+	}
+	if (!n_gres)
 		return GPUSHARE_OK;
 	if ((rc = gpushare_nvml_open()))
 		return rc;
@@ -308,14 +191,21 @@ static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
 		unsigned long k = strtoul(p, &end, 10);
 		unsigned index;
 
-		if (end == p + n && n > 0 && k < g.n) {
-			rc = gpushare_gpu_by_minor(g.minor[k], &index);
+		if (end == p + n && n > 0 && k < n_gres) {
+			rc = gpushare_gpu_by_minor(gres[k].minor, &index);
 			if (rc == GPUSHARE_E_UNSUPPORTED) {
 				gpushare_clear_error();
-				rc = gpushare_buf_addf(&b, "%s%.*s", b.len ? "," : "", (int)n, p);
-			} else if (!rc) {
-				rc = gpushare_buf_addf(&b, "%s%u", b.len ? "," : "", index);
+				index = (unsigned)k;
+				rc = GPUSHARE_OK;
 			}
+			if (!rc && gres[k].gi == -2)
+				rc = gpushare_fail(GPUSHARE_E_INVAL, "Slurm's GPU %lu is a MIG device of gres.conf "
+						   "(MultipleFiles=) whose GPU instance the driver's mig-minors does not "
+						   "name", k);
+			else if (!rc && gres[k].gi >= 0 && r->n_migs < HOOK_MAX_GPUS)
+				snprintf(r->migs[r->n_migs++], sizeof(r->migs[0]), "%u.%d", index, gres[k].gi);
+			else if (!rc && gres[k].gi < 0)
+				rc = gpushare_buf_addf(&b, "%s%u", b.len ? "," : "", index);
 		} else {
 			rc = gpushare_buf_addf(&b, "%s%.*s", b.len ? "," : "", (int)n, p);
 		}
@@ -330,13 +220,57 @@ static int slurm_gpus_to_nvml(const char *list, char *out, size_t olen)
 	return rc;
 }
 
+/* The MIG devices of Slurm's list (the entries "MIG-<UUID>": Slurm names a
+ * MIG device by its UUID) into r->migs, by the name dcgm-exporter reads for
+ * them: "<parent GPU's NVML index>.<GPU instance id>" (NVIDIA/dcgm-exporter
+ * since 4.5.3-4.8.2, internal/pkg/transformation/hpc.go: hpcMapper.Process
+ * keys a MIG device's metrics by GPU "." GPUInstanceID, NVML's GPU instance
+ * id, and getGPUFiles reads names of the form <GPU_ID>.<GPU_INSTANCE_ID>).
+ * The other entries, whole GPUs, are left in rest. */
+static int split_migs(const char *list, const struct gpushare_system_info *sys, struct job_record *r, char *rest,
+		      size_t len)
+{
+	size_t n = 0;
+
+	rest[0] = '\0';
+	for (const char *p = list; *p;) {
+		size_t w = strcspn(p, ",");
+		bool found = false;
+
+		if (w > 4 && !strncmp(p, "MIG-", 4)) {
+			for (size_t g = 0; g < sys->n_gpus && !found; g++) {
+				for (size_t m = 0; m < sys->gpus[g].n_migs && !found; m++) {
+					const struct gpushare_mig_info *mi = &sys->gpus[g].migs[m];
+
+					if (strlen(mi->uuid) != w || strncmp(mi->uuid, p, w) || mi->gpu_instance_id < 0)
+						continue;
+					found = true;
+					if (r->n_migs < HOOK_MAX_GPUS)
+						snprintf(r->migs[r->n_migs++], sizeof(r->migs[0]), "%u.%d", sys->gpus[g].index,
+							 mi->gpu_instance_id);
+				}
+			}
+			if (!found)
+				return gpushare_fail(GPUSHARE_E_INVAL, "Slurm gave the MIG device '%.*s', which NVML does "
+						     "not show (or without its GPU instance)", (int)w, p);
+		} else if (n + w + 2 < len) {
+			n += (size_t)snprintf(rest + n, len - n, "%s%.*s", n ? "," : "", (int)w, p);
+		}
+		p += w + (p[w] == ',');
+	}
+	return GPUSHARE_OK;
+}
+
+/* The job's user and its GPUs here, by UUID, from Slurm's prolog
+ * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices); the
+ * user only where a daemon will run as it (needs_user). */
 static int job_from_env(struct job_record *r, bool needs_user)
 {
 	const char *uid = getenv("SLURM_JOB_UID"), *gid = getenv("SLURM_JOB_GID");
 	const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *jg = getenv("SLURM_JOB_GPUS");
 	struct gpushare_system_info sys;
 	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
-	char gpus[4096];
+	char gpus[4096], whole[4096];
 	size_t n_sel = 0;
 	int rc;
 
@@ -357,13 +291,18 @@ static int job_from_env(struct job_record *r, bool needs_user)
 	if ((!cvd || !*cvd) && (!jg || !*jg))
 		return gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node (no CUDA_VISIBLE_DEVICES "
 				     "or SLURM_JOB_GPUS)");
-	if ((rc = slurm_gpus_to_nvml(cvd && *cvd ? cvd : jg, gpus, sizeof(gpus))))
-		return rc;
-	if (setenv("CUDA_VISIBLE_DEVICES", gpus, 1) != 0)
-		return gpushare_fail(GPUSHARE_E_SYS, "setenv: %s", strerror(errno));
 	rc = gpushare_system_query_nvml(&sys);
 	if (rc)
 		return rc;
+	if ((rc = slurm_gpus_to_nvml(cvd && *cvd ? cvd : jg, r, gpus, sizeof(gpus))) ||
+	    (rc = split_migs(gpus, &sys, r, whole, sizeof(whole))))
+		goto out;
+	if (!whole[0])
+		goto out; /* MIG devices only */
+	if (setenv("CUDA_VISIBLE_DEVICES", whole, 1) != 0) {
+		rc = gpushare_fail(GPUSHARE_E_SYS, "setenv: %s", strerror(errno));
+		goto out;
+	}
 	inv = calloc(sys.n_gpus + 1, sizeof(*inv));
 	sel = calloc(sys.n_gpus + 1, sizeof(*sel));
 	if (!inv || !sel) {
@@ -379,9 +318,9 @@ static int job_from_env(struct job_record *r, bool needs_user)
 		r->indices[r->n_gpus] = sel[i].index;
 		snprintf(r->gpus[r->n_gpus++], sizeof(r->gpus[0]), "%s", sel[i].uuid);
 	}
-	if (!rc && r->n_gpus == 0)
-		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
 out:
+	if (!rc && r->n_gpus == 0 && r->n_migs == 0)
+		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
 	free(inv);
 	free(sel);
 	gpushare_system_release(&sys);
@@ -612,6 +551,8 @@ static void map_job(const char *dir, const struct job_record *job, struct gpusha
 		rc = gpushare_fail(GPUSHARE_E_DIR, "cannot create --hpc-job-mapping-dir '%s': %s", dir, strerror(errno));
 	for (size_t i = 0; !rc && i < job->n_gpus; i++)
 		rc = gpushare_slurm_job_map(dir, job->indices[i], r->job_id, true);
+	for (size_t i = 0; !rc && i < job->n_migs; i++)
+		rc = gpushare_slurm_job_map_name(dir, job->migs[i], r->job_id, true);
 	if (rc) {
 		snprintf(r->warning, sizeof(r->warning), "the job mapping was not written: %s", gpushare_errdetail());
 		gpushare_clear_error();

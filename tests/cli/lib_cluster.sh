@@ -46,6 +46,16 @@
 #   cluster_check_clean         after cluster_stop: nothing of the cluster is
 #                               left (processes, namespaces, links, mounts,
 #                               directory); says what is
+#   cluster_job_gpus JID...     Slurm's word on where jobs run, while they do:
+#                               "JOBID NODE GPU" for each GPU `scontrol -d show
+#                               job` says each job (each task of an array)
+#                               holds on each node (GRES=...(IDX:1-2))
+#   cluster_opened_outside ALLOC LOG   the lines of LOG, the stand-in
+#                               driver's record of the GPUs processes opened
+#                               (FAKE_CUDA_OPEN_LOG, tests/helpers/
+#                               libfakecuda.c), of a job ALLOC (what
+#                               cluster_job_gpus printed) names, on a GPU
+#                               ALLOC does not give that job on that node
 #
 # Settings read by cluster_start: CLUSTER_CPUS (CPUs per node, default 8),
 # CLUSTER_START_TIMEOUT (s, default 60), CLUSTER_CONF_EXTRA (more slurm.conf
@@ -419,3 +429,27 @@ cluster_wait_job() {
 	echo "TIMEOUT"
 	return 1
 }
+
+cluster_job_gpus() {
+	local j job nodes idx n i r a b c
+	for j in "$@"; do cluster_exec ctl scontrol -d show job "$j" 2>/dev/null; done |
+		sed -n 's/^JobId=\([0-9]*\) .*/job \1/p; s/^ *Nodes=\([^ ]*\) .*GRES=[^ ]*(IDX:\([0-9,-]*\)).*/gpus \1 \2/p' |
+		while read -r a b c; do
+			if [[ $a == job ]]; then
+				job=$b
+				continue
+			fi
+			nodes=$b idx=$c
+			for n in $(cluster_exec ctl scontrol show hostnames "$nodes"); do
+				IFS=, read -ra r <<<"$idx"
+				for i in "${r[@]}"; do seq -f "$job $n %g" "${i%-*}" "${i#*-}"; done
+			done
+		done | sort -u
+}
+
+cluster_opened_outside() {
+	awk 'NR == FNR { job[$1] = 1; ok[$1 " " $2 " " $3] = 1; next }
+		{ split($2, j, "="); split($3, n, "="); split($4, g, "=") }
+		(j[2] in job) && !((j[2] " " n[2] " " g[2]) in ok)' "$1" "$2"
+}
+

@@ -8,7 +8,9 @@
 # of the two nodes) are submitted: all eight run at once, one on each GPU
 # (Flags=all_sharing; without it Slurm stacks them on GPU 0), the prolog
 # starts one MPS daemon per GPU and user, and after scancel the epilogs
-# leave no daemon, no job record and no process on the nodes.
+# leave no daemon, no job record and no process on the nodes. Every farm
+# job opens its GPU through the stand-in driver, which records the physical
+# GPU: each must be the one `scontrol -d show job` says its task holds.
 #
 # The hooks run `--gpushare-path`, here a stand-in for the installed
 # gpushare that adds the stand-in NVML and MPS control program (slurmd
@@ -87,9 +89,14 @@ check "node1 offers 4 GPUs and 400 mps units ($(grep -o 'Gres=[^ ]*' <<<"$node")
 	grep -qE "Gres=gpu:h100:4[^ ]*,mps:(h100:)?400" <<<"$node"
 
 echo "== the gres/mps jobs of job-mps.sh, one per GPU"
+# Each farm job opens its GPU as a CUDA program does: the stand-in driver
+# records which physical GPU (tests/helpers/libfakecuda.c, FAKE_CUDA_OPEN_LOG).
+export FAKE_CUDA_LIBRARY=$H/libfakecuda.so FAKE_CUDA_OPEN_LOG=$tmp/opened
+: >"$tmp/opened"
 cat >"$tmp/app.sh" <<'EOF'
 #!/bin/bash
 d=$(dirname "$0")
+"$GPUSHARE_TEST_HELPERS/cuda_open" >/dev/null
 echo "job=${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID node=$SLURMD_NODENAME pipe=${CUDA_MPS_PIPE_DIRECTORY-unset}" >"$d/up-$SLURM_ARRAY_JOB_ID-$SLURM_ARRAY_TASK_ID-$1"
 for ((i = 0; i < 1200; i++)); do sleep 0.5; done
 EOF
@@ -110,6 +117,15 @@ gpus=$(for j in "${jids[@]}"; do
 done | sort)
 check "spread over all 8 GPUs of the two nodes ($(tr '\n' ' ' <<<"$gpus"))" \
 	test "$(sort -u <<<"$gpus" | wc -l)" -eq 8
+tasks_opened() { awk '{print $2}' "$tmp/opened" | sort -u | wc -l; }
+all_opened() { test "$(tasks_opened)" -eq 8; }
+check "from the outside: the farm jobs of all 8 tasks opened a GPU" wait_for 600 0.1 all_opened
+cluster_job_gpus "${jids[@]}" >"$tmp/alloc"
+outside=$(cluster_opened_outside "$tmp/alloc" "$tmp/opened")
+check "  each of the $(wc -l <"$tmp/opened") opens on the GPU Slurm gave its task on its node (scontrol -d; outside: $(grep -c . <<<"$outside"))" \
+	test "$(wc -l <"$tmp/alloc") ${outside:-none}" = "8 none"
+off=$(awk -v pre="$CLUSTER_LOCAL/s/mps-$(id -u)-" '{ split($5, u, "="); split($6, p, "="); if (p[2] != pre u[2] "/pipe") print }' "$tmp/opened")
+check "  each under the prolog's daemon of that GPU" test -z "$off"
 daemons() { # NODE: the live MPS daemons the prolog started there, and their pipe directories
 	local L p d
 	L=$(cluster_local "$1")

@@ -241,6 +241,27 @@ usage_error "--slurm-conf without the node" "has no line NodeName=n1" "$FIX/mps-
 printf 'Prolog=/etc/slurm/site-prolog\nNodeName=n1 CPUs=4\n' >"$tmp/prolog.conf"
 usage_error "--slurm-conf with a Prolog of its own" "has its own Prolog=/etc/slurm/site-prolog" "$FIX/mps-h100" --for slurm \
 	--nodes n1 --slurm-conf "$tmp/prolog.conf"
+# Include lines (Slurm's src/common/parse_config.c, _parse_include_directive:
+# a relative name from the including file's directory): kept as they are;
+# the files they name may set nothing the merge writes.
+mkdir -p "$tmp/inc/conf.d"
+printf '%s\n' 'ClusterName=c' 'include conf.d/parts.conf' 'NodeName=n1 CPUs=4' >"$tmp/inc/slurm.conf"
+printf '%s\n' 'PartitionName=p Nodes=n1 Default=YES' >"$tmp/inc/conf.d/parts.conf"
+run plan "$FIX/mps-h100" --for slurm --nodes n1 --slurm-conf "$tmp/inc/slurm.conf" --out "$tmp/inc-merged"
+check "--slurm-conf with an Include of other lines: merged, the Include line kept (got $rc: $(cat "$tmp/err"))" \
+	bash -c "[[ $rc -eq 0 ]] && grep -qx 'include conf.d/parts.conf' '$tmp/inc-merged/slurm.conf' &&
+		grep -qx 'NodeName=n1 CPUs=4 Gres=gpu:h100:1,mps:100' '$tmp/inc-merged/slurm.conf'"
+printf '%s\n' 'ClusterName=c' 'Include conf.d/nodes.conf' >"$tmp/inc/nodes.conf"
+printf '%s\n' 'include parts.conf' 'NodeName=n1 CPUs=4' >"$tmp/inc/conf.d/nodes.conf"
+usage_error "--slurm-conf whose node line is in an included file" \
+	"line 2: Include 'conf.d/nodes.conf' sets NodeName= (\"NodeName=n1 CPUs=4\"), which the merge writes into" \
+	"$FIX/mps-h100" --for slurm --nodes n1 --slurm-conf "$tmp/inc/nodes.conf"
+printf '%s\n' 'NodeName=n1 CPUs=4' 'Include conf.d/loop.conf' >"$tmp/inc/loop.conf"
+printf '%s\n' 'Include ../loop.conf' >"$tmp/inc/conf.d/loop.conf"
+usage_error "--slurm-conf with an Include loop" "is a loop" "$FIX/mps-h100" --for slurm --nodes n1 --slurm-conf "$tmp/inc/loop.conf"
+printf '%s\n' 'NodeName=n1 CPUs=4' 'Include conf.d/none.conf' >"$tmp/inc/missing.conf"
+usage_error "--slurm-conf with an Include of a missing file" "line 2: Include 'conf.d/none.conf': '$tmp/inc/conf.d/none.conf': No such file" \
+	"$FIX/mps-h100" --for slurm --nodes n1 --slurm-conf "$tmp/inc/missing.conf"
 
 mkdir -p "$tmp/real-dir"
 ln -s "$tmp/real-dir" "$tmp/link-dir"

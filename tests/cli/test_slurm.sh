@@ -203,6 +203,63 @@ check "  the epilogs remove them" test -z "$(ls "$map")"
 SLURM_CONF=$tmp/gapconf/slurm.conf SLURMD_NODENAME=elsewhere FAKE_NVML_GPUS=3 FAKE_NVML_MINORS=2,0,1 maph 7 prolog 1
 check "  a node gres.conf lists no File= for: Slurm's index as NVML's" test "$(ls "$map" | tr '\n' ,)" = "1,"
 maph 7 epilog
+# MIG devices Slurm gave (named by their UUIDs) go to the files dcgm-exporter
+# reads for them, <parent GPU's NVML index>.<GPU instance id>
+# (NVIDIA/dcgm-exporter since 4.5.3-4.8.2, internal/pkg/transformation/hpc.go:
+# hpcMapper.Process keys a MIG device's metrics by GPU "." GPUInstanceID, and
+# getGPUFiles reads the names <GPU_ID>.<GPU_INSTANCE_ID>). The stand-in NVML's
+# default layout: GPU 0 has MIG devices of GPU instances 9 and 2, GPU 1 none.
+mig9=MIG-11aa22bb-33cc-44dd-55ee-66ff77008811 mig2=MIG-99aa88bb-77cc-66dd-55ee-44ff33002211
+FAKE_NVML_GPUS='' maph 9 prolog "$mig9,$mig2,1"
+check "prolog, two MIG devices and a whole GPU: files 0.9, 0.2 and 1 ($(head -c 200 "$tmp/out"))" \
+	test "$(ls "$map" | sort | tr '\n' ,) $(cat "$map/0.9" "$map/0.2" "$map/1" 2>/dev/null | tr '\n' ,)" = "0.2,0.9,1, 99,99,99,"
+FAKE_NVML_GPUS='' maph 9 epilog
+check "  the epilog removes the job from them" test -z "$(ls "$map")"
+FAKE_NVML_GPUS='' maph 9 prolog MIG-00000000-0000-4000-8000-000000000000
+check "  a MIG device NVML does not show: nothing mapped, a warning naming it, the prolog succeeds ($(head -c 200 "$tmp/out"))" \
+	test "$(ls "$map" | wc -l) $(grep -c "warning: .*MIG device 'MIG-00000000-0000-4000-8000-000000000000'" "$tmp/out")" = "0 1"
+FAKE_NVML_GPUS='' maph 9 epilog
+# Or by Slurm's index of a gres.conf MultipleFiles= line (a MIG device: its
+# parent /dev/nvidiaN and its capability files), whose GPU instance the
+# driver's mig-minors file names ("gpu0/gi9/access 84").
+mkdir -p "$tmp/migconf"
+printf '%s\n' 'NodeName=mignode Name=gpu File=/dev/nvidia1' \
+	'NodeName=mignode Name=gpu Type=1g.18gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap84,/dev/nvidia-caps/nvidia-cap85' \
+	>"$tmp/migconf/gres.conf"
+printf '%s\n' 'config 1' 'monitor 2' 'gpu0/gi2/access 21' 'gpu0/gi2/ci0/access 22' 'gpu0/gi9/access 84' \
+	'gpu0/gi9/ci0/access 85' >"$tmp/migconf/mig-minors"
+mapm() { SLURM_CONF=$tmp/migconf/slurm.conf SLURMD_NODENAME=mignode FAKE_NVML_GPUS='' maph "$@"; }
+GPUSHARE_MIG_MINORS=$tmp/migconf/mig-minors mapm 9 prolog 0,1
+check "prolog, Slurm's GPU 0 (/dev/nvidia1) and 1 (a MIG device of GPU 0, instance 9): files 1 and 0.9 ($(head -c 200 "$tmp/out"))" \
+	test "$(ls "$map" | sort | tr '\n' ,)" = "0.9,1,"
+mapm 9 epilog
+GPUSHARE_MIG_MINORS=$tmp/migconf/none mapm 9 prolog 1
+check "  its instance unknown to the driver: nothing mapped, a warning naming it ($(head -c 250 "$tmp/out"))" \
+	test "$(ls "$map" | wc -l) $(grep -c "warning: .*Slurm's GPU 1 is a MIG device of gres.conf" "$tmp/out")" = "0 1"
+mapm 9 epilog
+# Include lines followed as Slurm follows them (src/common/parse_config.c,
+# _parse_include_directive: "include" in any case, a relative name from the
+# including file's directory), loops and missing files refused by name.
+mkdir -p "$tmp/incconf/gres.d"
+printf '%s\n' 'AutoDetect=off' 'include gres.d/nodes.conf' >"$tmp/incconf/gres.conf"
+printf '%s\n' '# ours, from gres.d/' 'Include gpus.conf' >"$tmp/incconf/gres.d/nodes.conf"
+printf '%s\n' 'NodeName=gapnode Name=gpu File=/dev/nvidia[0,2]' >"$tmp/incconf/gres.d/gpus.conf"
+mapi() {
+	SLURM_CONF=$tmp/incconf/slurm.conf SLURMD_NODENAME=gapnode FAKE_NVML_GPUS=3 FAKE_NVML_MINORS=2,0,1 maph "$@"
+}
+mapi 7 prolog 1
+check "prolog, File=/dev/nvidia[0,2] through two Include lines: Slurm's GPU 1 is NVML's 0 ($(head -c 200 "$tmp/out"))" \
+	test "$(ls "$map" | tr '\n' ,) $(tr '\n' , <"$map/0" 2>/dev/null)" = "0, 97,"
+mapi 7 epilog
+echo 'Include ../gres.conf' >>"$tmp/incconf/gres.d/gpus.conf"
+mapi 7 prolog 1
+check "  an Include loop: refused by name, nothing mapped, the prolog still succeeds ($(head -c 300 "$tmp/out"))" \
+	test "$(grep -c "gres.d/gpus.conf' line 2: Include '.*/gres.d/../gres.conf' is a loop" "$tmp/out") $(ls "$map" | wc -l)" = "1 0"
+printf '%s\n' 'NodeName=gapnode Name=gpu File=/dev/nvidia[0,2]' 'include missing.conf' >"$tmp/incconf/gres.d/gpus.conf"
+mapi 7 prolog 1
+check "  an Include of a missing file: named, with the line that includes it ($(head -c 300 "$tmp/out"))" \
+	test "$(grep -c "gres.d/gpus.conf' line 2: Include '.*/gres.d/missing.conf': No such file" "$tmp/out") $(ls "$map" | wc -l)" = "1 0"
+mapi 7 epilog
 
 echo "== the epilog acts on a job's daemon as the job's user, never as root"
 # The daemon's directory is the user's: what it holds is stopped and removed

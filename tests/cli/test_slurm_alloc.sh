@@ -23,7 +23,7 @@ chmod 755 "$sd"
 export GPUSHARE_SLURM_DIR=$sd/s
 EXEC_CLEANUP_MORE=cleanup_sd
 cleanup_sd() {
-	for j in 51 52 53; do
+	for j in 51 52 53 56; do
 		env SLURM_JOB_ID="$j" SLURM_JOB_UID="$me" SLURM_JOB_GID="$myg" "$GPUSHARE" slurm epilog >/dev/null 2>&1 || true
 	done
 	rm -rf "$sd"
@@ -151,4 +151,28 @@ check "farm of a job without record or SLURM_*_GPUS: refused, exit 7, nothing ru
 
 hook epilog 53
 check "the epilog of job 53 stops the daemon" no_daemon_left
+
+echo "== farm: a gres/mps job of two GPUs joins the prolog's daemon of each"
+before=$(starts)
+hook prolog 56 CUDA_VISIBLE_DEVICES=0,1 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
+check "the prolog of job 56 (GPUs 0 and 1): two daemons ($(said))" test "$rc $(($(starts) - before))" = "0 2"
+rm -f "$tmp/farm.out"
+before=$(starts)
+step 56 SLURM_LOCALID=0 SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_NTASKS_PER_NODE=1 -- \
+	"$GPUSHARE" farm --dir "$tmp/f3" --slots 2 --range 1..8 -- "$tmp/app-farm.sh" "{}"
+check "farm exit 0 ($(head -c 300 "$tmp/err"))" test "$rc" = 0
+p0=$sd/s/mps-$me-$uuid0/pipe p1=$sd/s/mps-$me-$uuid1/pipe
+seen=$(sed 's/^job=[0-9]* //' "$tmp/farm.out" | sort | uniq -c | awk '{print $2, $3}' | tr '\n' ' ')
+check "  its 8 jobs on both GPUs, each under the prolog's daemon of its GPU ($seen)" \
+	test "$(wc -l <"$tmp/farm.out") $seen" = "8 cvd=$uuid0 pipe=$p0 cvd=$uuid1 pipe=$p1 "
+check "  no second daemon" test "$(($(starts) - before))" = 0
+check "  the prolog's two daemons still run" test "$(daemons_alive)" = 2
+for lr in 0 1; do
+	step 56 SLURM_LOCALID=$lr SLURM_PROCID=$lr -- "$GPUSHARE" exec --strategy mps -- "$tmp/app-show.sh"
+	check "exec, local rank $lr of the same job: on GPU $lr, under the prolog's daemon of that GPU ($(head -c 200 "$tmp/out"))" \
+		grep -q "cvd=$(eval echo "\$uuid$lr") pipe=$(eval echo "\$p$lr") " "$tmp/out"
+done
+check "  no second daemon" test "$(($(starts) - before))" = 0
+hook epilog 56
+check "the epilog of job 56 stops both" no_daemon_left
 finish "never outside Slurm's allocation"

@@ -8,8 +8,22 @@
  * FAKE_CUDA_RECORD=<file> makes cuInit write what the query's environment
  * looked like: "pipe_dir=<CUDA_MPS_PIPE_DIRECTORY>", "entries=<n>" (files in
  * that directory), "mode=<octal>", "visible=<CUDA_VISIBLE_DEVICES or ->".
+ *
+ * FAKE_CUDA_OPEN_LOG=<file> makes it a node's GPUs instead, as a CUDA
+ * program would open them, for checking from the outside which physical
+ * GPU each process used: the FAKE_NVML_GPUS plain GPUs of the stand-in NVML
+ * (the same UUIDs, FAKE_NVML_NODE_UUIDS included), filtered and ordered by
+ * CUDA_VISIBLE_DEVICES as CUDA does (an index, a UUID or a unique prefix of
+ * one; the list ends at the first entry that names no GPU, and a GPU named
+ * twice makes it empty). cuDeviceGetCount counts those; each cuDeviceGet
+ * appends one line to the file (one write, O_APPEND: lines of concurrent
+ * processes never mix):
+ *   <pid> job=<SLURM_JOB_ID> node=<host name> gpu=<physical index>
+ *   uuid=<UUID> pipe=<CUDA_MPS_PIPE_DIRECTORY> ("-" for a variable unset)
+ * and cuInit fails with CUDA_ERROR_NO_DEVICE when none is visible.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +71,107 @@ static void record(const char *path)
 	fclose(f);
 }
 
+/* ---- FAKE_CUDA_OPEN_LOG: the node's GPUs as a CUDA program opens them ---- */
+
+#define NODE_MAX 64
+static unsigned n_visible, visible_phys[NODE_MAX];
+
+/* The stand-in NVML's UUID of plain GPU i (libfakenvml.c, FAKE_NVML_GPUS). */
+static void node_uuid(unsigned i, char *out, size_t len)
+{
+	const char *e = getenv("FAKE_NVML_NODE_UUIDS");
+	char host[256] = "";
+	unsigned node = 0;
+	size_t n;
+
+	if (e && !strcmp(e, "1") && gethostname(host, sizeof(host) - 1) == 0) {
+		n = strlen(host);
+		while (n > 0 && host[n - 1] >= '0' && host[n - 1] <= '9')
+			n--;
+		node = (unsigned)(strtoul(host + n, NULL, 10) & 0xffff);
+	}
+	snprintf(out, len, "GPU-fa4e0000-%04x-4000-8000-%012x", node, i);
+}
+
+/* The physical GPU an entry of CUDA_VISIBLE_DEVICES names; -1 none. */
+static int entry_gpu(const char *entry, size_t len, unsigned n_gpus)
+{
+	char uuid[64];
+	int found = -1;
+
+	if (len && strspn(entry, "0123456789") >= len) {
+		unsigned long v = strtoul(entry, NULL, 10);
+
+		return v < n_gpus ? (int)v : -1;
+	}
+	for (unsigned i = 0; i < n_gpus; i++) {
+		node_uuid(i, uuid, sizeof(uuid));
+		if (len >= 5 && len <= strlen(uuid) && !strncmp(uuid, entry, len)) {
+			if (found >= 0)
+				return -1; /* a prefix of two */
+			found = (int)i;
+		}
+	}
+	return found;
+}
+
+static void node_visible(void)
+{
+	const char *e = getenv("FAKE_NVML_GPUS"), *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	long n = e && *e ? strtol(e, NULL, 10) : 2;
+	unsigned n_gpus = n >= 1 && n <= NODE_MAX ? (unsigned)n : 2;
+
+	n_visible = 0;
+	if (!cvd) {
+		for (unsigned i = 0; i < n_gpus; i++)
+			visible_phys[n_visible++] = i;
+		return;
+	}
+	for (const char *p = cvd; *p && n_visible < NODE_MAX;) {
+		size_t len = strcspn(p, ",");
+		int g = entry_gpu(p, len, n_gpus);
+
+		if (g < 0)
+			break;
+		for (unsigned k = 0; k < n_visible; k++) {
+			if (visible_phys[k] == (unsigned)g) {
+				n_visible = 0;
+				return;
+			}
+		}
+		visible_phys[n_visible++] = (unsigned)g;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+}
+
+static void log_open(const char *path, unsigned phys)
+{
+	const char *job = getenv("SLURM_JOB_ID"), *pipe = getenv("CUDA_MPS_PIPE_DIRECTORY");
+	char host[256] = "", uuid[64], line[1024];
+	int fd, n;
+
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		snprintf(host, sizeof(host), "-");
+	node_uuid(phys, uuid, sizeof(uuid));
+	n = snprintf(line, sizeof(line), "%d job=%s node=%s gpu=%u uuid=%s pipe=%s\n", (int)getpid(),
+		     job && *job ? job : "-", host, phys, uuid, pipe && *pipe ? pipe : "-");
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		n = 0;
+	close(fd);
+}
+
+static const char *open_log(void)
+{
+	const char *p = getenv("FAKE_CUDA_OPEN_LOG");
+
+	return p && *p ? p : NULL;
+}
+
 CUresult cuInit(unsigned int flags)
 {
 	const char *rec = getenv("FAKE_CUDA_RECORD");
@@ -70,6 +185,11 @@ CUresult cuInit(unsigned int flags)
 		sleep(60);
 	if (err && *err)
 		return atoi(err);
+	if (open_log()) {
+		node_visible();
+		if (!n_visible)
+			return 100; /* CUDA_ERROR_NO_DEVICE */
+	}
 	initialised = 1;
 	return CUDA_SUCCESS;
 }
@@ -78,7 +198,7 @@ CUresult cuDeviceGetCount(int *count)
 {
 	if (!initialised)
 		return 3; /* CUDA_ERROR_NOT_INITIALIZED */
-	*count = 2;
+	*count = open_log() ? (int)n_visible : 2;
 	return CUDA_SUCCESS;
 }
 
@@ -86,6 +206,13 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
 	if (!initialised)
 		return 3;
+	if (open_log()) {
+		if (ordinal < 0 || (unsigned)ordinal >= n_visible)
+			return 101;
+		log_open(open_log(), visible_phys[ordinal]);
+		*device = ordinal;
+		return CUDA_SUCCESS;
+	}
 	if (ordinal < 0 || ordinal >= 2)
 		return 101; /* CUDA_ERROR_INVALID_DEVICE */
 	*device = ordinal;

@@ -4,7 +4,8 @@
  * bad value refused naming the variable), the gres/shard count, the phrase
  * that says it; the prolog's pipe directory names; the prolog and epilog
  * outside Slurm and for a job without gres/mps; the GPUs Slurm gave where
- * it set no CUDA_VISIBLE_DEVICES.
+ * it set no CUDA_VISIBLE_DEVICES; the job mapping's file names; a
+ * configuration file's Include lines.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -184,6 +185,75 @@ static void test_job_gpus(void **state)
 	clear();
 }
 
+/* Write text to dir/name. */
+static void put(const char *d, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", d, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_job_map_names(void **state)
+{
+	char d[] = "/tmp/gpushare-unit-map.XXXXXX", path[512];
+	const char *bad[] = { "", "x", "2.", ".1", "2.1.0", "2a", "-1", "MIG-1" };
+
+	(void)state;
+	assert_non_null(mkdtemp(d));
+	assert_int_equal(gpushare_slurm_job_map_name(d, "2.1", "7", true), GPUSHARE_OK);
+	assert_int_equal(gpushare_slurm_job_map(d, 3, "7", true), GPUSHARE_OK);
+	snprintf(path, sizeof(path), "%s/2.1", d);
+	assert_int_equal(access(path, F_OK), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(gpushare_slurm_job_map_name(d, bad[i], "7", true), GPUSHARE_E_INVAL);
+	assert_int_equal(gpushare_slurm_job_unmap_all(d, "7"), GPUSHARE_OK);
+	assert_int_not_equal(access(path, F_OK), 0);
+	assert_int_equal(rmdir(d), 0);
+}
+
+static void test_conf_include(void **state)
+{
+	char d[] = "/tmp/gpushare-unit-conf.XXXXXX", path[512], sub[512], cmd[600], *text = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(d));
+	snprintf(sub, sizeof(sub), "%s/d", d);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	put(d, "gres.conf", "AutoDetect=off\n  INCLUDE d/a.conf # the nodes\nName=x\n");
+	put(sub, "a.conf", "A=1\ninclude b.conf\n"); /* relative to d/ */
+	put(sub, "b.conf", "B=2\n");
+	snprintf(path, sizeof(path), "%s/gres.conf", d);
+	assert_int_equal(gpushare_slurm_conf_read(path, &text, &len), GPUSHARE_OK);
+	assert_string_equal(text, "AutoDetect=off\nA=1\nB=2\nName=x\n");
+	assert_int_equal(len, strlen(text));
+	free(text);
+	/* Words that only begin like it are no Include. */
+	put(sub, "b.conf", "Includes=3\nInclude\n");
+	assert_int_equal(gpushare_slurm_conf_read(path, &text, &len), GPUSHARE_OK);
+	assert_string_equal(text, "AutoDetect=off\nA=1\nIncludes=3\nInclude\nName=x\n");
+	free(text);
+	/* A loop, and a missing file: refused by name. */
+	put(sub, "b.conf", "include ../gres.conf\n");
+	assert_int_equal(gpushare_slurm_conf_read(path, &text, &len), GPUSHARE_E_INVAL);
+	assert_null(text);
+	assert_non_null(strstr(gpushare_errdetail(), "b.conf' line 1: Include"));
+	assert_non_null(strstr(gpushare_errdetail(), "is a loop"));
+	put(sub, "b.conf", "include nothing.conf\n");
+	assert_int_equal(gpushare_slurm_conf_read(path, &text, &len), GPUSHARE_E_IO);
+	assert_non_null(strstr(gpushare_errdetail(), "nothing.conf': No such file"));
+	snprintf(path, sizeof(path), "%s/none.conf", d);
+	assert_int_equal(gpushare_slurm_conf_read(path, &text, &len), GPUSHARE_E_NOT_FOUND);
+	gpushare_clear_error();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +261,8 @@ int main(void)
 		cmocka_unit_test(test_dirs),
 		cmocka_unit_test(test_hooks_without_mps),
 		cmocka_unit_test(test_job_gpus),
+		cmocka_unit_test(test_job_map_names),
+		cmocka_unit_test(test_conf_include),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
