@@ -50,9 +50,9 @@ static const struct cli_opt bench_opts[] = {
 	{ .id = OPT_WORKERS, .long_name = "workers", .kind = CLI_INT, .value_name = "N",
 	  .help = "workers (1.." STR(GPUSHARE_BENCH_MAX_WORKERS) "; MPS allows 48 clients per GPU)", .def = "4",
 	  .min = 1, .max = GPUSHARE_BENCH_MAX_WORKERS, .to = CLI_TO_INT, AT(c.workers) },
-	{ .id = OPT_NO_ACCOUNT, .long_name = "no-account", .kind = CLI_FLAG,
-	  .help = "do not load the accounting library (libgpushare-account.so; accounting.md in the documentation) into the workers; GPUSHARE_ACCOUNT=0 does the same",
-	  .to = CLI_TO_TRUE, AT(c.no_account) },
+	{ .id = OPT_ACCOUNT, .long_name = "account", .kind = CLI_FLAG,
+	  .help = "load the accounting library (libgpushare-account.so; accounting.md in the documentation) into the workers: per-client GPU time and attained share, at a cost of several per cent of a launch-bound workload's rate; GPUSHARE_ACCOUNT=1 does the same",
+	  .to = CLI_TO_TRUE, AT(c.account) },
 };
 
 static const struct cli_opt bench_split_opts[] = {

@@ -77,9 +77,9 @@ static const struct cli_opt exec_opts[] = {
 	  .help = "dcgm-exporter's job mapping: the job's id (SLURM_JOB_ID, else the job key) in DIR/<GPU index> "
 	  "while it runs",
 	  .to = CLI_TO_STR, AT(o.hpc_job_mapping_dir) },
-	{ .id = OPT_NO_ACCOUNT, .long_name = "no-account", .kind = CLI_FLAG,
-	  .help = "do not load the accounting library (libgpushare-account.so; accounting.md in the documentation) into the ranks; GPUSHARE_ACCOUNT=0 does the same",
-	  .to = CLI_TO_TRUE, AT(o.no_account) },
+	{ .id = OPT_ACCOUNT, .long_name = "account", .kind = CLI_FLAG,
+	  .help = "load the accounting library (libgpushare-account.so; accounting.md in the documentation) into the ranks: per-client GPU time and attained share, at a cost of several per cent of a launch-bound workload's rate; GPUSHARE_ACCOUNT=1 does the same",
+	  .to = CLI_TO_TRUE, AT(o.account) },
 	{ .id = OPT_DRY_RUN, .long_name = "dry-run", .kind = CLI_FLAG,
 	  .help = "print, per rank, its GPU, the environment it would get and the daemon it would use; run nothing",
 	  .to = CLI_TO_TRUE, AT(o.dry_run) },

@@ -159,9 +159,9 @@ static const struct cli_opt farm_opts[] = {
 	{ .id = OPT_MPS_PIPE_DIR, .long_name = "mps-pipe-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "use the MPS daemon that answers there (never stopped)",
 	  .to = CLI_TO_STR, AT(c.mps_pipe_dir) },
-	{ .id = OPT_NO_ACCOUNT, .long_name = "no-account", .kind = CLI_FLAG,
-	  .help = "do not load the accounting library (libgpushare-account.so; accounting.md in the documentation) into the jobs; GPUSHARE_ACCOUNT=0 does the same",
-	  .to = CLI_TO_TRUE, AT(c.no_account) },
+	{ .id = OPT_ACCOUNT, .long_name = "account", .kind = CLI_FLAG,
+	  .help = "load the accounting library (libgpushare-account.so; accounting.md in the documentation) into the jobs: per-client GPU time and attained share, at a cost of several per cent of a launch-bound workload's rate; GPUSHARE_ACCOUNT=1 does the same",
+	  .to = CLI_TO_TRUE, AT(c.account) },
 	{ .id = OPT_HPC_JOB_MAPPING_DIR, .long_name = "hpc-job-mapping-dir", .kind = CLI_DIR, .value_name = "DIR",
 	  .help = "dcgm-exporter's job mapping: SLURM_JOB_ID (else farm-PID) in DIR/<GPU index> of each GPU used "
 	  "while the farm runs",

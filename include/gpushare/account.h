@@ -8,6 +8,7 @@
 #ifndef GPUSHARE_ACCOUNT_H
 #define GPUSHARE_ACCOUNT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -160,11 +161,12 @@ size_t gpushare_account_collect(struct gpushare_account_record *out, size_t max,
 int gpushare_account_library(char *buf, size_t len);
 
 /* The variable that loads the library into a process gpushare starts
- * (bench workers, farm jobs, exec ranks): "CUDA_INJECTION64_PATH=<path>"
- * into buf, returning 1; 0 (nothing to add) when GPUSHARE_ACCOUNT=0, when
- * the caller's environment names its own CUDA_INJECTION64_PATH, or when
- * the library is not there. */
-int gpushare_account_inject_env(char *buf, size_t len);
+ * (bench workers, farm jobs, exec ranks) when asked (the command's
+ * --account, given as asked, or GPUSHARE_ACCOUNT=1):
+ * "CUDA_INJECTION64_PATH=<path>" into buf, returning 1; 0 (nothing to add)
+ * when not asked, when GPUSHARE_ACCOUNT=0, when the caller's environment
+ * names its own CUDA_INJECTION64_PATH, or when the library is not there. */
+int gpushare_account_inject_env(char *buf, size_t len, bool asked);
 
 #ifdef __cplusplus
 }

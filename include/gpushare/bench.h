@@ -142,7 +142,7 @@ struct gpushare_bench_config {
 	 * UUID; "" the one GPU of `gpu`. */
 	char gpus[512];
 	char mps_pipe_dir[GPUSHARE_PATH_MAX];  /* a running daemon to use; "" = start one */
-	bool no_account;                       /* workers do not load the accounting library */
+	bool account;                          /* workers load the accounting library */
 	/* mps-split: one value for every worker (n == 1) or one per worker. */
 	double thread_percentage[GPUSHARE_BENCH_MAX_WORKERS];
 	int n_thread_percentage;               /* 0: 100/N (at least 1) */

@@ -44,7 +44,7 @@ struct gpushare_exec_opts {
 	const char *gpus;               /* NULL or "all", or a list of indices and UUIDs */
 	double thread_percentage;       /* mps-split: 0 = 100 / ranks on the GPU */
 	bool dry_run;                   /* compute and report; create and start nothing */
-	bool no_account;                /* ranks do not load the accounting library (docs/accounting.md) */
+	bool account;                   /* ranks load the accounting library (docs/accounting.md) */
 	/* A daemon that already answers there serves the ranks (never
 	 * stopped by them); NULL: find one (docs/exec.md, "Joining a daemon"),
 	 * else the job's own. */

@@ -94,7 +94,7 @@ struct gpushare_farm_config {
 	void (*output)(uint64_t job, unsigned attempt, int stream, const char *line, size_t len, void *arg);
 	void *output_arg;
 	const char *mps_pipe_dir;   /* use this daemon (never stopped); NULL: a private one */
-	bool no_account;            /* jobs do not load the accounting library (docs/accounting.md) */
+	bool account;               /* jobs load the accounting library (docs/accounting.md) */
 	/* dcgm-exporter's job mapping directory: the farm's id (SLURM_JOB_ID,
 	 * else farm-<pid>) in the file of each of its GPUs while it runs; NULL none */
 	const char *hpc_job_mapping_dir;

@@ -610,12 +610,14 @@ int gpushare_account_library(char *buf, size_t len)
 	return -1;
 }
 
-int gpushare_account_inject_env(char *buf, size_t len)
+int gpushare_account_inject_env(char *buf, size_t len, bool asked)
 {
-	const char *off = getenv("GPUSHARE_ACCOUNT"), *own = getenv("CUDA_INJECTION64_PATH");
+	const char *env = getenv("GPUSHARE_ACCOUNT"), *own = getenv("CUDA_INJECTION64_PATH");
 	char lib[4096];
 
-	if ((off && strcmp(off, "0") == 0) || (own && *own) || gpushare_account_library(lib, sizeof(lib)) < 0)
+	/* asked by the command's option or GPUSHARE_ACCOUNT=1; GPUSHARE_ACCOUNT=0 wins */
+	if (!(asked || (env && strcmp(env, "1") == 0)) || (env && strcmp(env, "0") == 0) || (own && *own) ||
+	    gpushare_account_library(lib, sizeof(lib)) < 0)
 		return 0;
 	return (size_t)snprintf(buf, len, "CUDA_INJECTION64_PATH=%s", lib) < len;
 }

@@ -488,7 +488,7 @@ int gpushare_bench_run(const struct gpushare_bench_config *c, struct gpushare_be
 	 * and removes the run directory even where there is none (a sweep or
 	 * tune killed mid-run left it for the next run to reap). */
 	gpushare_run_ctx_init(&x.run, &(struct gpushare_run_opts){ .prefix = "bench", .mps_pipe_dir = c->mps_pipe_dir,
-									 .keeper = true, .no_account = c->no_account });
+									 .keeper = true, .account = c->account });
 	fill_metadata(&x);
 	rc = gpushare_bench_config_check(c);
 	if (!rc)

@@ -643,7 +643,7 @@ int gpushare_exec_open(struct gpushare_exec *x, const struct gpushare_exec_opts 
 	}
 	/* --mps-pipe-dir: the strategy's check makes sure a daemon answers there. */
 	gpushare_run_ctx_init(&p->run, &(struct gpushare_run_opts){ .dir = x->job_dir, .dry_run = o->dry_run,
-								   .mps_pipe_dir = o->mps_pipe_dir, .no_account = o->no_account });
+								   .mps_pipe_dir = o->mps_pipe_dir, .account = o->account });
 	rc = gpushare_run_ctx_check(&p->run, o->strategy);
 	if (!rc && !o->dry_run) {
 		rc = gpushare_private_dir(user);

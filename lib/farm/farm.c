@@ -448,7 +448,7 @@ int gpushare_farm_run(const struct gpushare_farm_config *c_in, struct gpushare_f
 
 	farm_init(&f, &eff, r);
 	gpushare_run_ctx_init(&f.run, &(struct gpushare_run_opts){ .prefix = "farm", .mps_pipe_dir = c->mps_pipe_dir,
-								  .no_account = c->no_account });
+								  .account = c->account });
 	farm_stop_level = 0;
 	rc = farm_take_source(&f, &eff, gpus_buf, sizeof(gpus_buf));
 	if (!rc)

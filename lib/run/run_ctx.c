@@ -21,7 +21,7 @@ void gpushare_run_ctx_init(struct gpushare_run_ctx *r, const struct gpushare_run
 	memset(r, 0, sizeof(*r));
 	r->prefix = o->prefix;
 	r->dry_run = o->dry_run;
-	r->no_account = o->no_account;
+	r->account = o->account;
 	r->want_keeper = o->keeper;
 	r->keeper_fd = -1;
 	if (o->dir)
@@ -143,10 +143,10 @@ int gpushare_run_ctx_env(struct gpushare_run_ctx *r, int i, const char *device, 
 	if (!r->st)
 		return gpushare_fail(GPUSHARE_E_INVAL, "no strategy started");
 	rc = r->st->worker_env(&r->sx, i, device, env, p);
-	/* per-client accounting, loaded by default (docs/accounting.md); the
-	 * promise of N processes sharing a GPU without limits is 1/N (an MPS
-	 * limit is read by the library itself) */
-	if (!rc && !r->no_account && gpushare_account_inject_env(inject, sizeof(inject))) {
+	/* per-client accounting, when asked (docs/accounting.md); the promise
+	 * of N processes sharing a GPU without limits is 1/N (an MPS limit is
+	 * read by the library itself) */
+	if (!rc && gpushare_account_inject_env(inject, sizeof(inject), r->account)) {
 		rc = gpushare_strv_addf(env, "%s", inject);
 		if (!rc && r->st->sharing && !r->st->partitions && r->st->layout == GPUSHARE_LAYOUT_CONCURRENT &&
 		    r->sx.workers >= 1 && !(p && p->thread_percentage > 0))

@@ -39,7 +39,7 @@ struct gpushare_run_opts {
 	const char *mps_pipe_dir;  /* a daemon to use and never stop; NULL or "" start one */
 	bool keeper;               /* with prefix: a keeper cleans the directory up after a kill
 				    * (lib/run/rundir.h; the farm has its own) */
-	bool no_account;           /* the processes started do not load the accounting library */
+	bool account;              /* the processes started load the accounting library */
 };
 
 struct gpushare_run_ctx {
@@ -52,7 +52,7 @@ struct gpushare_run_ctx {
 	int keeper_fd;                        /* our end of the keeper's socket; -1 none */
 	struct gpushare_child keeper;
 	bool dry_run;
-	bool no_account;                      /* no CUDA_INJECTION64_PATH in the workers' environment */
+	bool account;                         /* CUDA_INJECTION64_PATH in the workers' environment */
 	const struct gpushare_strategy_ops *st; /* the strategy started or joined; NULL none */
 	bool started;                         /* its teardown is due (at stop or close) */
 	/* What the strategies see; the engine may fill the per-worker limits,

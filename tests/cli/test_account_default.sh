@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The accounting library loaded by default into what gpushare starts: farm
+# The accounting library loaded when asked into what gpushare starts: farm
 # jobs, exec ranks and bench workers get CUDA_INJECTION64_PATH naming the
-# library beside gpushare (a build tree) unless --no-account, GPUSHARE_ACCOUNT=0
-# or the user's own CUDA_INJECTION64_PATH says otherwise, with the promise of
+# library beside gpushare (a build tree) with --account or
+# GPUSHARE_ACCOUNT=1, never by default, never under GPUSHARE_ACCOUNT=0, and
+# never over the user's own CUDA_INJECTION64_PATH; with the promise of
 # N processes sharing a GPU without limits (1/N); and a farm's live
 # metrics serve the clients its jobs recorded (the jobs are the accounting
 # driver under the stand-in CUPTI).
@@ -39,14 +40,16 @@ injected() { # injected DIR: what the farm's one job saw
 # ---- farm jobs ----
 run farm --dir "$tmp/f1" --strategy timeslice -q "$tmp/jobs"
 check "farm (exit $rc)" test "$rc" -eq 0
-check "a farm job loads the library by default" test "$(injected "$tmp/f1")" = "inj=$LIB"
-run farm --dir "$tmp/f2" --strategy timeslice --no-account -q "$tmp/jobs"
-check "farm --no-account: not loaded" test "$(injected "$tmp/f2")" = "inj=unset"
-GPUSHARE_ACCOUNT=0 run farm --dir "$tmp/f3" --strategy timeslice -q "$tmp/jobs"
-check "GPUSHARE_ACCOUNT=0: not loaded" test "$(injected "$tmp/f3")" = "inj=unset"
-CUDA_INJECTION64_PATH=/the/users/own.so run farm --dir "$tmp/f4" --strategy timeslice -q "$tmp/jobs"
+check "a farm job does not load the library by default" test "$(injected "$tmp/f1")" = "inj=unset"
+run farm --dir "$tmp/f2" --strategy timeslice --account -q "$tmp/jobs"
+check "farm --account: loaded" test "$(injected "$tmp/f2")" = "inj=$LIB"
+GPUSHARE_ACCOUNT=1 run farm --dir "$tmp/f6" --strategy timeslice -q "$tmp/jobs"
+check "GPUSHARE_ACCOUNT=1: loaded" test "$(injected "$tmp/f6")" = "inj=$LIB"
+GPUSHARE_ACCOUNT=0 run farm --dir "$tmp/f3" --strategy timeslice --account -q "$tmp/jobs"
+check "GPUSHARE_ACCOUNT=0 wins over --account" test "$(injected "$tmp/f3")" = "inj=unset"
+CUDA_INJECTION64_PATH=/the/users/own.so run farm --dir "$tmp/f4" --strategy timeslice --account -q "$tmp/jobs"
 check "the user's own CUDA_INJECTION64_PATH is kept" test "$(injected "$tmp/f4")" = "inj=/the/users/own.so"
-GPUSHARE_ACCOUNT_LIB=/nonexistent/lib.so run farm --dir "$tmp/f5" --strategy timeslice -q "$tmp/jobs"
+GPUSHARE_ACCOUNT_LIB=/nonexistent/lib.so run farm --dir "$tmp/f5" --strategy timeslice --account -q "$tmp/jobs"
 check "no library there: nothing set" test "$(injected "$tmp/f5")" = "inj=unset"
 
 # the promise: 1/N for N processes sharing a GPU without limits; under an
@@ -54,30 +57,30 @@ check "no library there: nothing set" test "$(injected "$tmp/f5")" = "inj=unset"
 # shellcheck disable=SC2016 # expanded by the job's shell
 printf '%s\n' 'sh -c "echo p=${GPUSHARE_ACCOUNT_PROMISED-unset}"' 'sh -c "echo p=${GPUSHARE_ACCOUNT_PROMISED-unset}"' \
 	>"$tmp/jobs2"
-run farm --dir "$tmp/p1" --strategy timeslice --slots 2 -q "$tmp/jobs2"
+run farm --dir "$tmp/p1" --strategy timeslice --slots 2 --account -q "$tmp/jobs2"
 check "2 slots time-sliced: each promised 1/2" test "$(sort -u "$tmp"/p1/out/*.out)" = "p=0.500000"
-run farm --dir "$tmp/p2" --strategy mps-split --slots 2 -q "$tmp/jobs2"
+run farm --dir "$tmp/p2" --strategy mps-split --slots 2 --account -q "$tmp/jobs2"
 check "mps-split: no promise beside the limit" test "$(sort -u "$tmp"/p2/out/*.out)" = "p=unset"
 
 # ---- exec ranks ----
 rank() { env OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 OMPI_MCA_orte_ess_jobid="$1" "${@:2}"; }
 set +e
-rank 71 "$GPUSHARE" exec --dry-run --strategy timeslice >"$tmp/out" 2>"$tmp/err"
+rank 71 "$GPUSHARE" exec --dry-run --strategy timeslice --account >"$tmp/out" 2>"$tmp/err"
 rc=$?
 set -e
 check "exec --dry-run (exit $rc)" test "$rc" -eq 0
-check "an exec rank loads the library by default" grep -q " CUDA_INJECTION64_PATH=$LIB\( \|$\)" "$tmp/out"
-rank 72 "$GPUSHARE" exec --dry-run --strategy timeslice --no-account >"$tmp/out" 2>"$tmp/err" || true
-check "exec --no-account: not loaded" test -z "$(grep CUDA_INJECTION64_PATH "$tmp/out" || true)"
+check "exec --account: the rank loads the library" grep -q " CUDA_INJECTION64_PATH=$LIB\( \|$\)" "$tmp/out"
+rank 72 "$GPUSHARE" exec --dry-run --strategy timeslice >"$tmp/out" 2>"$tmp/err" || true
+check "an exec rank does not load it by default" test -z "$(grep CUDA_INJECTION64_PATH "$tmp/out" || true)"
 
 # ---- bench workers (a program of one's own, job mode) ----
-run bench --strategy timeslice --workers 1 --mode job --jobs 1 -q -- \
+run bench --strategy timeslice --workers 1 --mode job --jobs 1 --account -q -- \
 	sh -c "echo inj=\${CUDA_INJECTION64_PATH-unset} >$tmp/bench1"
 check "bench (exit $rc)" test "$rc" -eq 0
-check "a bench worker loads the library by default" test "$(cat "$tmp/bench1")" = "inj=$LIB"
-run bench --strategy timeslice --workers 1 --mode job --jobs 1 --no-account -q -- \
+check "bench --account: the worker loads the library" test "$(cat "$tmp/bench1")" = "inj=$LIB"
+run bench --strategy timeslice --workers 1 --mode job --jobs 1 -q -- \
 	sh -c "echo inj=\${CUDA_INJECTION64_PATH-unset} >$tmp/bench2"
-check "bench --no-account: not loaded" test "$(cat "$tmp/bench2")" = "inj=unset"
+check "a bench worker does not load it by default" test "$(cat "$tmp/bench2")" = "inj=unset"
 
 # ---- a farm's live metrics serve its jobs' clients ----
 if ! command -v curl >/dev/null; then
@@ -87,7 +90,7 @@ else
 		GPUSHARE_ACCOUNT_DUTY=0.2 FAKE_CUPTI_KERNELS=0:300:700
 	printf '%s 30\n%s 30\n' "$H/account_driver" "$H/account_driver" >"$tmp/drivers"
 	port=$(free_port)
-	"$GPUSHARE" farm --dir "$tmp/m" --strategy timeslice --slots 2 --metrics-listen "127.0.0.1:$port" -q \
+	"$GPUSHARE" farm --dir "$tmp/m" --strategy timeslice --slots 2 --account --metrics-listen "127.0.0.1:$port" -q \
 		"$tmp/drivers" >/dev/null 2>&1 &
 	fpid=$!
 	served() {
