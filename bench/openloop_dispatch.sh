@@ -62,7 +62,7 @@ if [[ ${MODE:-} == floor ]]; then
 		for load in $LOADS; do
 			if [[ $load == busy ]]; then
 				set -m
-				$STRESS >/dev/null 2>&1 &
+				bash -c "$STRESS" >/dev/null 2>&1 &
 				hog=$!
 				set +m
 				sleep 1

@@ -9,6 +9,7 @@
 #define GPUSHARE_OPENLOOP_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -103,7 +104,10 @@ struct gpushare_dispatch_waiter {
 	bool spin;                 /* now: spin the last stretch, else sleep to the deadline */
 	bool have_sample;
 	int stat_fd, sched_fd;     /* /proc/stat, the thread's schedstat; -1 unread */
+	cpu_set_t set;             /* the CPUs it may run on */
 	double cpus;
+	char *buf;                 /* for /proc/stat */
+	size_t buf_len;
 	uint64_t t_probe, hold_until, t_mode;
 	uint64_t idle_ticks, total_ticks, own_ns, delay_ns; /* the last sample */
 	uint64_t spin_ns, total_ns, probes, switches;

@@ -11,8 +11,8 @@
  * timer fires the scheduler runs it ahead of the CPU-bound tasks.
  *
  * So the dispatcher looks, every PROBE_NS, at how much CPU the rest of the
- * host left unused (/proc/stat: idle and iowait over all CPUs, plus what
- * the dispatcher itself used) and at how long its own thread waited for a
+ * host left unused (/proc/stat: idle and iowait over the CPUs it may run
+ * on, plus what the dispatcher itself used) and at how long its own thread waited for a
  * CPU while runnable (/proc/thread-self/schedstat): it spins only while
  * about one and a half CPUs are free (one and a quarter to go on spinning)
  * and its thread is not kept waiting; after it stops spinning for want of
@@ -47,31 +47,40 @@ bool gpushare_dispatch_spin_ok(bool spinning, const struct gpushare_dispatch_pro
 	return free_cpus >= FREE_TO_STAY && !(p->run_delay > DELAY_TO_STAY);
 }
 
-/* The first line of /proc/stat: "cpu  user nice system idle iowait irq
- * softirq steal guest guest_nice" in clock ticks (guest time is in user). */
-static bool read_cpu_ticks(int fd, uint64_t *idle, uint64_t *total)
+/* The CPUs the thread may run on, from /proc/stat's lines "cpuN user nice
+ * system idle iowait irq softirq steal guest guest_nice" (clock ticks; guest
+ * time is in user): their idle (and iowait) ticks, and all their ticks. */
+static bool read_cpu_ticks(struct gpushare_dispatch_waiter *w, uint64_t *idle, uint64_t *total)
 {
-	char buf[512], *p = buf, *end;
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	uint64_t v[8] = { 0 };
+	ssize_t n = pread(w->stat_fd, w->buf, w->buf_len - 1, 0);
+	char *p = w->buf, *end;
+	unsigned seen = 0;
 
 	if (n < 5)
 		return false;
-	buf[n] = '\0';
-	if (strncmp(buf, "cpu ", 4) != 0)
-		return false;
-	p += 4;
-	for (int i = 0; i < 8; i++) {
-		v[i] = strtoull(p, &end, 10);
-		if (end == p)
+	w->buf[n] = '\0';
+	*idle = *total = 0;
+	while ((p = strchr(p, '\n')) != NULL && strncmp(++p, "cpu", 3) == 0) {
+		unsigned long cpu = strtoul(p + 3, &end, 10);
+		uint64_t v[8];
+
+		if (end == p + 3)
 			return false;
 		p = end;
+		for (int i = 0; i < 8; i++) {
+			v[i] = strtoull(p, &end, 10);
+			if (end == p)
+				return false;
+			p = end;
+		}
+		if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &w->set))
+			continue;
+		*idle += v[3] + v[4];
+		for (int i = 0; i < 8; i++)
+			*total += v[i];
+		seen++;
 	}
-	*idle = v[3] + v[4];
-	*total = 0;
-	for (int i = 0; i < 8; i++)
-		*total += v[i];
-	return true;
+	return seen > 0;
 }
 
 /* The thread's time spent runnable but waiting for a CPU (ns, the second
@@ -106,7 +115,7 @@ static uint64_t thread_cpu_ns(void)
 /* Take a sample into w->last; false when /proc/stat cannot be read. */
 static bool sample(struct gpushare_dispatch_waiter *w)
 {
-	if (w->stat_fd < 0 || !read_cpu_ticks(w->stat_fd, &w->idle_ticks, &w->total_ticks))
+	if (w->stat_fd < 0 || !read_cpu_ticks(w, &w->idle_ticks, &w->total_ticks))
 		return false;
 	w->own_ns = thread_cpu_ns();
 	if (!read_run_delay(w->sched_fd, &w->delay_ns))
@@ -116,7 +125,7 @@ static bool sample(struct gpushare_dispatch_waiter *w)
 
 void gpushare_dispatch_waiter_open(struct gpushare_dispatch_waiter *w, enum gpushare_dispatch_wait wait, uint64_t now)
 {
-	cpu_set_t set;
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
 
 	memset(w, 0, sizeof(*w));
 	w->wait = wait;
@@ -125,13 +134,17 @@ void gpushare_dispatch_waiter_open(struct gpushare_dispatch_waiter *w, enum gpus
 	w->t_probe = w->t_mode = now;
 	if (wait != GPUSHARE_DISPATCH_WAIT_AUTO)
 		return;
-	CPU_ZERO(&set);
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		w->cpus = CPU_COUNT(&set);
-	else
-		w->cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
+	CPU_ZERO(&w->set);
+	if (sched_getaffinity(0, sizeof(w->set), &w->set) != 0)
+		return;
+	w->cpus = CPU_COUNT(&w->set);
 	if (w->cpus < 2)
 		return;      /* one CPU: never spin */
+	/* Room for every CPU's line (under 120 characters each). */
+	w->buf_len = (size_t)(conf > 0 ? conf + 1 : CPU_SETSIZE) * 160 + 256;
+	w->buf = malloc(w->buf_len);
+	if (!w->buf)
+		return;
 	w->stat_fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
 	/* The calling thread's: the dispatcher opens it on its own thread. */
 	w->sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
@@ -200,4 +213,6 @@ void gpushare_dispatch_waiter_close(struct gpushare_dispatch_waiter *w, uint64_t
 	if (w->sched_fd >= 0)
 		close(w->sched_fd);
 	w->stat_fd = w->sched_fd = -1;
+	free(w->buf);
+	w->buf = NULL;
 }
