@@ -589,6 +589,35 @@ static void test_dispatch_spin_ok(void **state)
 	assert_false(gpushare_dispatch_spin_ok(true, &half));
 }
 
+/* The waiter reads the host: with two CPUs or more it samples /proc/stat
+ * and decides at each probe (which way is the host's business); forced,
+ * it never looks. */
+static void test_dispatch_waiter(void **state)
+{
+	struct gpushare_dispatch_waiter w;
+	uint64_t t0 = gpushare_now_ns();
+
+	(void)state;
+	gpushare_dispatch_waiter_open(&w, GPUSHARE_DISPATCH_WAIT_AUTO, t0);
+	assert_false(w.spin);                       /* it starts asleep */
+	if (w.cpus >= 2) {
+		assert_true(w.have_sample);
+		assert_true(w.total_ticks > 0 && w.idle_ticks <= w.total_ticks);
+		usleep(150000);
+		gpushare_dispatch_waiter_probe(&w, gpushare_now_ns());
+		assert_true(w.have_sample);
+		assert_true(w.probes <= 1);
+	}
+	gpushare_dispatch_waiter_close(&w, gpushare_now_ns());
+	assert_true(w.spin_ns <= w.total_ns);
+	gpushare_dispatch_waiter_open(&w, GPUSHARE_DISPATCH_WAIT_SPIN, t0);
+	assert_true(w.spin);
+	gpushare_dispatch_waiter_probe(&w, t0 + 1000000000ULL);
+	assert_true(w.spin && w.probes == 0);
+	gpushare_dispatch_waiter_close(&w, t0 + 1000000000ULL);
+	assert_int_equal(w.spin_ns, 1000000000ULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -608,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_dispatcher),
 		cmocka_unit_test(test_dispatcher_wakes),
 		cmocka_unit_test(test_dispatch_spin_ok),
+		cmocka_unit_test(test_dispatch_waiter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
