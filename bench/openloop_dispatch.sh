@@ -13,6 +13,22 @@
 # "uniform poisson"), WORKERS (default 1), DISPATCH (default shared),
 # RUNS (default 3), DUR (default 5s), WARM (default 1s).
 # Writes OUT_DIR/<arrival>-<rate>-<run>.json and OUT_DIR/summary.md.
+#
+# MODE=floor: the dispatcher against its floor, a bare clock_nanosleep loop
+# over the same uniform schedule (BUILD_DIR/bench/openloop_floor), on the
+# host as it is ("idle") and beside a CPU hog ("busy": $STRESS, default
+# `stress-ng --cpu 2`). ROUNDS (default 5) interleaved rounds; each round
+# runs, per load and rate (RATES default "1000 10000 50000"), the floor and
+# the dispatcher under each of WAITS (default "auto spin": auto is how it
+# waits by default, spin forces the spin before every arrival it did before
+# it learned to sleep on a busy host; GPUSHARE_DISPATCH_WAIT), in an order
+# that rotates from round to round. Uniform arrivals, DUR (default 3s)
+# after WARM (default 1s); the floor runs WARM + DUR and, as the dispatcher,
+# counts the lateness of every arrival. Writes OUT_DIR/runs.tsv (one line a
+# run) and OUT_DIR/summary.md: median p99 lateness over the rounds for each,
+# the dispatcher's over the floor's (ratio of the medians, and the median
+# of the rounds' ratios), the achieved rate over the offered, and the share
+# of its time the dispatcher spun.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
 O=${2:?out dir}
@@ -20,6 +36,104 @@ shift 2
 mkdir -p "$O"
 G=$B/gpushare
 export GPUSHARE_WORKER=${GPUSHARE_WORKER:-$B/gpushare-worker}
+
+if [[ ${MODE:-} == floor ]]; then
+	F=$B/bench/openloop_floor
+	[[ -x $F ]] || { echo "openloop_dispatch.sh: no $F (build the bench/ programs)" >&2; exit 1; }
+	RATES=${RATES:-1000 10000 50000} ROUNDS=${ROUNDS:-5} DUR=${DUR:-3s} WARM=${WARM:-1s}
+	WORKERS=${WORKERS:-1} DISPATCH=${DISPATCH:-shared}
+	WAITS=${WAITS:-auto spin} LOADS=${LOADS:-idle busy} STRESS=${STRESS:-stress-ng --cpu 2}
+	secs() { python3 -c 'import sys; s = sys.argv[1]; print(float(s[:-2]) / 1e3 if s.endswith("ms") else float(s.rstrip("s")))' "$1"; }
+	FLOOR_S=$(python3 -c "print($(secs "$WARM") + $(secs "$DUR"))")
+	hog=
+	stop_hog() { if [[ -n $hog ]]; then kill -- "-$hog" 2>/dev/null || kill "$hog" 2>/dev/null || true; wait "$hog" 2>/dev/null || true; hog=; fi; }
+	trap stop_hog EXIT INT TERM
+	T=$O/runs.tsv
+	printf 'round\tload\trate\twho\toffered\tachieved\tlate_p50\tlate_p99\tlate_p999\tlate_max\tspinning\tloadavg\n' >"$T"
+	{
+		echo "machine: $(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
+		echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "command: MODE=floor ROUNDS=$ROUNDS RATES='$RATES' WAITS='$WAITS' LOADS='$LOADS' DUR=$DUR WARM=$WARM bench/openloop_dispatch.sh $B $O $*"
+		echo "floor: $F RATE $FLOOR_S; dispatcher: GPUSHARE_DISPATCH_WAIT=W $G bench --workload spin --request-us 0" \
+			"--workers $WORKERS --strategy timeslice --load open --rate RATE --arrival uniform --dispatch $DISPATCH" \
+			"--duration $DUR --warmup $WARM $*; busy: beside \`$STRESS\`"
+	} >"$O/summary.md"
+	for ((round = 1; round <= ROUNDS; round++)); do
+		for load in $LOADS; do
+			if [[ $load == busy ]]; then
+				set -m
+				bash -c "$STRESS" >/dev/null 2>&1 &
+				hog=$!
+				set +m
+				sleep 1
+			fi
+			for rate in $RATES; do
+				who=(floor $WAITS)
+				# Rotate the order from round to round.
+				for ((i = 0; i < ${#who[@]}; i++)); do
+					w=${who[(i + round) % ${#who[@]}]}
+					f=$O/$load-$rate-$w-$round.json
+					la=$(cut -d' ' -f1 /proc/loadavg)
+					if [[ $w == floor ]]; then
+						"$F" "$rate" "$FLOOR_S" >"$f"
+					else
+						GPUSHARE_DISPATCH_WAIT=$w "$G" bench --workload spin --request-us 0 --workers "$WORKERS" \
+							--strategy timeslice --load open --rate "$rate" --arrival uniform --dispatch "$DISPATCH" \
+							--duration "$DUR" --warmup "$WARM" -q --json "$@" >"$f"
+					fi
+					python3 - "$f" "$round" "$load" "$rate" "$w" "$la" >>"$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+o = d["results"][0]["open_loop"] if "results" in d else d
+l = o["lateness"]
+sp = o.get("dispatcher_spinning")
+print("\t".join(sys.argv[2:6] + ["%.1f" % o["offered_per_second"], "%.1f" % o["achieved_per_second"]] +
+                ["%.9f" % l[k] for k in ("p50_seconds", "p99_seconds", "p999_seconds", "max_seconds")] +
+                ["-" if sp is None else "%.3f" % sp, sys.argv[6]]))
+PY
+				done
+			done
+			stop_hog
+		done
+	done
+	echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$O/summary.md"
+	python3 - "$T" "$WAITS" >>"$O/summary.md" <<'PY'
+import csv, statistics as st, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+waits = sys.argv[2].split()
+us = lambda s: "%.1f us" % (s * 1e6) if s < 1e-3 else "%.2f ms" % (s * 1e3)
+cells = {}
+for r in rows:
+    cells.setdefault((r["load"], int(r["rate"])), {}).setdefault(r["who"], {})[int(r["round"])] = r
+print()
+print("| load | rate /s | floor p99 | " + " | ".join("%s p99 | %s / floor (medians; rounds' median) | %s achieved / offered (median; worst) | %s spun" % (w, w, w, w) for w in waits) + " | auto within 2x |")
+print("| --- | ---: | ---: | " + " | ".join("---: | ---: | ---: | ---:" for w in waits) + " | --- |")
+for (load, rate), c in sorted(cells.items(), key=lambda kv: (kv[0][0] != "idle", kv[0][1])):
+    fl = c.get("floor", {})
+    fp = st.median(float(r["late_p99"]) for r in fl.values())
+    line = ["%s" % load, "{:,}".format(rate), us(fp)]
+    ok = "-"
+    for w in waits:
+        runs = c.get(w, {})
+        if not runs:
+            line += ["-"] * 4
+            continue
+        p = st.median(float(r["late_p99"]) for r in runs.values())
+        ratios = [float(runs[k]["late_p99"]) / float(fl[k]["late_p99"]) for k in runs if k in fl and float(fl[k]["late_p99"]) > 0]
+        ach = [float(r["achieved"]) / float(r["offered"]) for r in runs.values()]
+        worst = max(ach, key=lambda a: abs(a - 1))
+        sp = [float(r["spinning"]) for r in runs.values() if r["spinning"] != "-"]
+        line += [us(p), "%.2fx; %.2fx" % (p / fp, st.median(ratios)) if ratios else "-",
+                 "%.4f; %.4f" % (st.median(ach), worst), "%.0f%%" % (100 * st.median(sp)) if sp else "-"]
+        if w == "auto":
+            ok = "yes" if p / fp <= 2 else "no"
+    print("| " + " | ".join(line + [ok]) + " |")
+print()
+print("%d rounds; p99 lateness in each cell is the median over the rounds." % len({r["round"] for r in rows}))
+PY
+	cat "$O/summary.md"
+	exit 0
+fi
 RATES=${RATES:-10000 100000 200000} ARRIVALS=${ARRIVALS:-uniform poisson}
 WORKERS=${WORKERS:-1} DISPATCH=${DISPATCH:-shared} RUNS=${RUNS:-3} DUR=${DUR:-5s} WARM=${WARM:-1s}
 

@@ -5,12 +5,15 @@
  * that never finished, and the search for the highest rate within a bound.
  *
  * The dispatcher runs in gpushare itself, beside the loop that watches the
- * workers. It sleeps until shortly before the next arrival and spins the
- * rest of the way (a pause instruction per turn), so an arrival is handed
- * over within microseconds of its time without burning a core at low
- * rates. Arrivals that are due are published at once, late ones included:
- * the schedule never slips, and every latency counts from the scheduled
- * time, so a late hand-over or a stalled worker shows in the numbers
+ * workers. While a core is free it sleeps until shortly before the next
+ * arrival and spins the rest of the way (a pause instruction per turn), so
+ * an arrival is handed over within a microsecond of its time without
+ * burning a core at low rates; on a busy host it sleeps to the deadline
+ * instead (openloop_wait.c says how it tells). Each time it wakes it
+ * publishes every arrival that is due in one batch and wakes the sleeping
+ * workers after it. Arrivals that are due are published at once, late ones
+ * included: the schedule never slips, and every latency counts from the
+ * scheduled time, so a late hand-over or a stalled worker shows in the numbers
  * instead of silently delaying the next arrival (no coordinated omission).
  */
 #include <errno.h>
@@ -31,6 +34,7 @@
 #define SPIN_NS (200 * 1000ULL)         /* spin, not sleep, this close to an arrival */
 #define MAX_SLEEP_NS (10 * 1000000ULL)  /* look at the stop flag at least this often */
 #define FULL_WAIT_NS (20 * 1000ULL)     /* a full ring: wait this long before trying again */
+#define WAKE_BATCH 64                   /* wakes held back until a batch is published, at most */
 
 static inline void cpu_relax(void)
 {
@@ -108,8 +112,9 @@ static bool stop_asked(const struct gpushare_dispatcher *d)
 	return __atomic_load_n(&d->stop, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* Wait until t; false when asked to stop first. */
-static bool wait_until(const struct gpushare_dispatcher *d, uint64_t t)
+/* Wait until t, sleeping until SPIN_NS before it and spinning the rest;
+ * false when asked to stop first. */
+static bool spin_until(const struct gpushare_dispatcher *d, uint64_t t)
 {
 	uint64_t now;
 
@@ -125,6 +130,48 @@ static bool wait_until(const struct gpushare_dispatcher *d, uint64_t t)
 		}
 	}
 	return !stop_asked(d);
+}
+
+/* Wait until t asleep (an absolute deadline: no drift from the time spent
+ * computing it); false when asked to stop first. */
+static bool sleep_until(const struct gpushare_dispatcher *d, uint64_t t)
+{
+	uint64_t now;
+
+	while ((now = gpushare_now_ns()) < t) {
+		uint64_t until = t - now > MAX_SLEEP_NS ? now + MAX_SLEEP_NS : t;
+		struct timespec ts = { (time_t)(until / NS_PER_S), (long)(until % NS_PER_S) };
+
+		if (stop_asked(d))
+			return false;
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
+	return !stop_asked(d);
+}
+
+static bool wait_until(const struct gpushare_dispatcher *d, const struct gpushare_dispatch_waiter *w, uint64_t t)
+{
+	return w->spin ? spin_until(d, t) : sleep_until(d, t);
+}
+
+/* The wakes a batch's publications asked for, made once it is out. */
+struct wakes {
+	struct gpushare_ring *ring[WAKE_BATCH];
+	unsigned n;
+};
+
+static void wakes_flush(struct wakes *k)
+{
+	for (unsigned i = 0; i < k->n; i++)
+		gpushare_ring_wake(k->ring[i]); /* the wake's cost lands in the queueing time */
+	k->n = 0;
+}
+
+static void wakes_add(struct wakes *k, struct gpushare_ring *q)
+{
+	if (k->n == WAKE_BATCH)
+		wakes_flush(k);
+	k->ring[k->n++] = q;
 }
 
 static struct gpushare_ring *ring_for(const struct gpushare_dispatcher *d, uint64_t seq)
@@ -155,62 +202,81 @@ static void *dispatch_main(void *arg)
 {
 	struct gpushare_dispatcher *d = arg;
 	struct gpushare_arrivals a;
+	struct gpushare_dispatch_waiter w;
+	struct wakes k = { .n = 0 };
 	uint32_t entries = d->reg->ring_entries;
 	uint64_t next, seq = 0;
-	bool blocked = false, snapshot = false;
+	bool blocked = false, snapshot = false, stopped = false;
 
-	/* Wake-ups on time: the spin covers the rest. */
+	/* Wake-ups on time: the spin, when there is one, covers the rest. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+	gpushare_dispatch_waiter_open(&w, d->wait, gpushare_now_ns());
 	gpushare_arrivals_init(&a, d->arrival, d->rate, d->seed, d->t_go);
 	next = gpushare_arrivals_next(&a);
-	while (next < d->t_end) {
-		struct gpushare_ring *q = ring_for(d, seq);
-		uint64_t now = gpushare_now_ns(), t;
-		int pub;
+	while (next < d->t_end && !stopped) {
+		uint64_t now = gpushare_now_ns(), due, published = 0;
+		bool full = false;
 
 		if (!snapshot && now >= d->t_end) {
 			/* The window closed while arrivals waited for room. */
 			d->queued_at_end = backlog(d, &a, next, d->t_end);
 			snapshot = true;
 		}
-		if (now < next && !wait_until(d, next))
-			break;
-		pub = gpushare_ring_publish(q, entries, next, seq);
-		if (pub == GPUSHARE_RING_FULL) {
-			if (!blocked)
-				d->ring_full++;
-			blocked = true;
-			if (stop_asked(d))
+		if (now < next) {
+			gpushare_dispatch_waiter_probe(&w, now);
+			if (!wait_until(d, &w, next))
 				break;
-			gpushare_sleep_ns(FULL_WAIT_NS);
-			continue;
+			now = gpushare_now_ns();
 		}
-		t = gpushare_now_ns(); /* visible to a claiming worker from now */
-		if (pub == GPUSHARE_RING_WAKE)
-			gpushare_ring_wake(q); /* the wake's cost lands in the queueing time */
-		if (!blocked)
-			gpushare_hist_record(&d->lateness, t > next ? t - next : 0);
-		blocked = false;
-		{
-			uint64_t depth = gpushare_ring_depth(q);
+		/* Every arrival due by now, in one batch. */
+		for (due = now; next < d->t_end && next <= due;) {
+			struct gpushare_ring *q = ring_for(d, seq);
+			int pub = gpushare_ring_publish(q, entries, next, seq);
+			uint64_t t, depth;
 
+			if (pub == GPUSHARE_RING_FULL) {
+				if (!blocked)
+					d->ring_full++;
+				blocked = full = true;
+				break;
+			}
+			t = gpushare_now_ns(); /* visible to a claiming worker from now */
+			if (pub == GPUSHARE_RING_WAKE)
+				wakes_add(&k, q);
+			if (!blocked)
+				gpushare_hist_record(&d->lateness, t > next ? t - next : 0);
+			blocked = false;
+			depth = gpushare_ring_depth(q);
 			if (depth > d->queue_max)
 				d->queue_max = depth;
+			d->issued++;
+			if (next >= d->t_start)
+				d->offered++;
+			seq++;
+			published++;
+			next = gpushare_arrivals_next(&a);
 		}
-		d->issued++;
-		if (next >= d->t_start)
-			d->offered++;
-		seq++;
-		next = gpushare_arrivals_next(&a);
+		wakes_flush(&k);
+		if (published)
+			d->batches++;
+		if (full) {
+			if (stop_asked(d))
+				stopped = true;
+			else
+				gpushare_sleep_ns(FULL_WAIT_NS);
+		}
 	}
 	if (!snapshot) {
 		/* Every arrival is out: the backlog at the end is what is still
 		 * waiting when the window closes. */
-		if (wait_until(d, d->t_end) || gpushare_now_ns() >= d->t_end)
+		if (wait_until(d, &w, d->t_end) || gpushare_now_ns() >= d->t_end)
 			d->queued_at_end = backlog(d, &a, UINT64_MAX, 0);
 		else
 			d->queued_at_end = backlog(d, &a, next, gpushare_now_ns());
 	}
+	gpushare_dispatch_waiter_close(&w, gpushare_now_ns());
+	d->run_ns = w.total_ns;
+	d->spin_ns = w.spin_ns;
 	if (next >= d->t_end)
 		__atomic_store_n(&d->finished, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -220,7 +286,8 @@ int gpushare_dispatcher_start(struct gpushare_dispatcher *d)
 {
 	int rc;
 
-	d->issued = d->offered = d->queue_max = d->queued_at_end = d->ring_full = 0;
+	d->issued = d->offered = d->queue_max = d->queued_at_end = d->ring_full = d->batches = 0;
+	d->run_ns = d->spin_ns = 0;
 	d->stop = d->finished = 0;
 	gpushare_hist_init(&d->lateness);
 	if (!d->reg || d->reg->n_rings == 0 || d->reg->ring_entries == 0)
@@ -275,6 +342,16 @@ int gpushare_openloop_region(const struct gpushare_bench_config *c, uint32_t n_s
 	return GPUSHARE_OK;
 }
 
+/* GPUSHARE_DISPATCH_WAIT: spin, sleep, else auto. */
+static enum gpushare_dispatch_wait dispatch_wait(const char *v)
+{
+	if (v && strcmp(v, "spin") == 0)
+		return GPUSHARE_DISPATCH_WAIT_SPIN;
+	if (v && strcmp(v, "sleep") == 0)
+		return GPUSHARE_DISPATCH_WAIT_SLEEP;
+	return GPUSHARE_DISPATCH_WAIT_AUTO;
+}
+
 int gpushare_openloop_go(struct gpushare_dispatcher *d, const struct gpushare_bench_config *c,
 			 struct gpushare_region_header *reg, uint64_t t_go, uint64_t t_start, uint64_t t_end)
 {
@@ -288,6 +365,7 @@ int gpushare_openloop_go(struct gpushare_dispatcher *d, const struct gpushare_be
 	d->t_go = t_go;
 	d->t_start = t_start;
 	d->t_end = t_end;
+	d->wait = dispatch_wait(getenv("GPUSHARE_DISPATCH_WAIT"));
 	return gpushare_dispatcher_start(d);
 }
 
@@ -332,6 +410,8 @@ void gpushare_openloop_collect(struct gpushare_dispatcher *d, const struct gpush
 	if (d->queue_max > o->queue_max)
 		o->queue_max = d->queue_max;
 	o->ring_full += d->ring_full;
+	o->dispatch_seconds += (double)d->run_ns / 1e9;
+	o->dispatch_spin_seconds += (double)d->spin_ns / 1e9;
 	gpushare_hist_merge(&o->lateness, &d->lateness);
 	if (t_stopped > t_end && t_end)
 		o->drain_seconds += (double)(t_stopped - t_end) / 1e9;

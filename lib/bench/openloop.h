@@ -9,6 +9,7 @@
 #define GPUSHARE_OPENLOOP_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,9 +42,19 @@ double gpushare_arrivals_uniform(struct gpushare_arrivals *a);
 
 /* ---- the dispatcher ---- */
 
+/* How the dispatcher waits for an arrival: spin the last stretch while a
+ * core is free, else sleep to the deadline (auto, the default); or always
+ * one way (for tests and measurements). */
+enum gpushare_dispatch_wait {
+	GPUSHARE_DISPATCH_WAIT_AUTO,
+	GPUSHARE_DISPATCH_WAIT_SPIN,
+	GPUSHARE_DISPATCH_WAIT_SLEEP,
+};
+
 struct gpushare_dispatcher {
 	/* Set by the caller before start. */
 	struct gpushare_region_header *reg;
+	enum gpushare_dispatch_wait wait;
 	enum gpushare_arrival arrival;
 	double rate;               /* per second, all workers together */
 	uint64_t seed;
@@ -58,6 +69,8 @@ struct gpushare_dispatcher {
 	uint64_t queue_max;        /* deepest ring seen right after a publish */
 	uint64_t queued_at_end;    /* published and unclaimed, or due and unpublished, at t_end */
 	uint64_t ring_full;        /* arrivals that found their ring full and waited */
+	uint64_t batches;          /* wake-ups that published arrivals (each publishes all that are due) */
+	uint64_t run_ns, spin_ns;  /* its running time, of it spinning before arrivals (a core was free) */
 	struct gpushare_hist lateness; /* publish time - scheduled time, arrivals that found room */
 };
 
@@ -69,6 +82,43 @@ bool gpushare_dispatcher_finished(const struct gpushare_dispatcher *d);
 
 /* Ask the thread to end and join it; its counters are final afterwards. */
 void gpushare_dispatcher_stop(struct gpushare_dispatcher *d);
+
+/* ---- how the dispatcher waits (lib/bench/openloop_wait.c) ---- */
+
+/* What one look at the host over an interval found, in CPUs. */
+struct gpushare_dispatch_probe {
+	double cpus;               /* CPUs the dispatcher may run on */
+	double idle_cpus;          /* idle over the interval, all CPUs together */
+	double own_cpus;           /* the dispatcher thread's own use */
+	double run_delay;          /* the share of the interval the thread was runnable but not running; < 0 unknown */
+};
+
+/* Whether to spin over the next interval, given whether it spun over the
+ * last one: only with about one and a half CPUs free (one and a quarter to
+ * go on), and while spinning its thread is not kept waiting for a CPU. */
+bool gpushare_dispatch_spin_ok(bool spinning, const struct gpushare_dispatch_probe *p);
+
+/* The dispatcher thread's waiting state (its own, on its stack). */
+struct gpushare_dispatch_waiter {
+	enum gpushare_dispatch_wait wait;
+	bool spin;                 /* now: spin the last stretch, else sleep to the deadline */
+	bool have_sample;
+	int stat_fd, sched_fd;     /* /proc/stat, the thread's schedstat; -1 unread */
+	cpu_set_t set;             /* the CPUs it may run on */
+	double cpus;
+	char *buf;                 /* for /proc/stat */
+	size_t buf_len;
+	uint64_t t_probe, hold_until, t_mode;
+	uint64_t idle_ticks, total_ticks, own_ns, delay_ns; /* the last sample */
+	uint64_t spin_ns, total_ns, probes, switches;
+};
+
+/* Open on the dispatcher's thread (it reads that thread's schedstat). */
+void gpushare_dispatch_waiter_open(struct gpushare_dispatch_waiter *w, enum gpushare_dispatch_wait wait, uint64_t now);
+/* Look at the host again when the last look is PROBE_NS old; cheap otherwise. */
+void gpushare_dispatch_waiter_probe(struct gpushare_dispatch_waiter *w, uint64_t now);
+/* Close; w->spin_ns of w->total_ns spent spinning. */
+void gpushare_dispatch_waiter_close(struct gpushare_dispatch_waiter *w, uint64_t now);
 
 /* ---- the session's hooks (lib/bench/bench_workers.c) ---- */
 

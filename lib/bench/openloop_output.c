@@ -33,6 +33,8 @@ static cJSON *open_json(const struct gpushare_bench_openloop *o)
 		  gpushare_json_num(j, "unfinished", (double)o->unfinished) &&
 		  gpushare_json_num(j, "queue_max", (double)o->queue_max) &&
 		  gpushare_json_num(j, "ring_full", (double)o->ring_full) &&
+		  gpushare_json_num_if(j, "dispatcher_spinning", o->dispatch_spin_seconds / o->dispatch_seconds,
+				       o->dispatch_seconds > 0) &&
 		  gpushare_json_num(j, "drain_seconds", o->drain_seconds) &&
 		  quantiles(j, "queue", o->queue_p50_seconds, o->queue_p99_seconds, 0, o->queue_max_seconds, false) &&
 		  quantiles(j, "service", o->service_p50_seconds, o->service_p99_seconds, 0, o->service_max_seconds, false) &&

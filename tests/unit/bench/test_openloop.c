@@ -3,7 +3,8 @@
  * lib/worker/region.c): the arrival schedules, the rings under concurrent
  * consumers, the open-loop recording rule, quantiles with unserved
  * requests, the per-step request rule, the peak search against analytic
- * capacities, the --slo parser, and the dispatcher handing out a schedule.
+ * capacities, the --slo parser, and the dispatcher handing out a schedule
+ * (spinning, sleeping, or choosing) and how it chooses to spin.
  */
 #include <math.h>
 #include <pthread.h>
@@ -376,8 +377,6 @@ static void test_slo_parse(void **state)
 	assert_int_equal(gpushare_slo_parse(NULL, &q, &ns), GPUSHARE_E_INVAL);
 }
 
-/* The dispatcher hands out a whole uniform schedule, in order, counting
- * the arrivals of the window, and says when it is done. */
 /* Every run's length is known before it starts: warm-up, window, drain, and
  * a peak search's first step, refused above the step limit. */
 static void test_run_plan(void **state)
@@ -428,7 +427,7 @@ static void test_fmt_percentile(void **state)
 	assert_string_equal(gpushare_fmt_percentile(0.9999999999999, b, sizeof(b)), "p99.99999999999");
 }
 
-static void test_dispatcher(void **state)
+static void dispatch_schedule(enum gpushare_dispatch_wait wait)
 {
 	struct gpushare_region_header *r;
 	struct gpushare_dispatcher d;
@@ -436,11 +435,11 @@ static void test_dispatcher(void **state)
 	uint64_t t0, n = 0, in_window = 0, last = 0;
 	int fd;
 
-	(void)state;
 	r = open_region(2, 2, 4096, &fd);
 	memset(&d, 0, sizeof(d));
 	t0 = gpushare_now_ns() + 5000000;
 	d.reg = r;
+	d.wait = wait;
 	d.arrival = GPUSHARE_ARRIVAL_UNIFORM;
 	d.rate = 10000;
 	d.t_go = t0;
@@ -469,8 +468,154 @@ static void test_dispatcher(void **state)
 	}
 	assert_int_equal(n, 1500);
 	assert_int_equal(in_window, 1000);
+	/* Each wake-up publishes what is due: at least one arrival a batch. */
+	assert_true(d.batches >= 1 && d.batches <= d.issued);
+	assert_true(d.spin_ns <= d.run_ns);
+	if (wait == GPUSHARE_DISPATCH_WAIT_SLEEP)
+		assert_int_equal(d.spin_ns, 0);
+	if (wait == GPUSHARE_DISPATCH_WAIT_SPIN)
+		assert_int_equal(d.spin_ns, d.run_ns);
 	gpushare_region_unmap(r);
 	close(fd);
+}
+
+/* The dispatcher hands out a whole uniform schedule, in order, counting
+ * the arrivals of the window, and says when it is done: the same whether
+ * it spins before each arrival, sleeps to it, or chooses as it goes. */
+static void test_dispatcher(void **state)
+{
+	(void)state;
+	dispatch_schedule(GPUSHARE_DISPATCH_WAIT_AUTO);
+	dispatch_schedule(GPUSHARE_DISPATCH_WAIT_SPIN);
+	dispatch_schedule(GPUSHARE_DISPATCH_WAIT_SLEEP);
+}
+
+struct claimer {
+	struct gpushare_ring *q;
+	uint64_t want, got;        /* want: atomic, UINT64_MAX until known */
+};
+
+static void *sleep_and_claim(void *arg)
+{
+	struct claimer *c = arg;
+	struct gpushare_ring_entry e;
+	uint64_t t_end = gpushare_now_ns() + 60 * 1000000000ULL;
+
+	/* A lost wake leaves this asleep for the whole minute. */
+	while (c->got < __atomic_load_n(&c->want, __ATOMIC_ACQUIRE) && gpushare_now_ns() < t_end) {
+		if (gpushare_ring_claim(c->q, 4096, &e))
+			c->got++;
+		else
+			gpushare_ring_wait(c->q, 60 * 1000000000ULL);
+	}
+	return NULL;
+}
+
+/* A worker asleep on the ring is woken for what a batch published: the
+ * wakes come after the batch, none is lost. */
+static void dispatch_wakes(enum gpushare_dispatch_wait wait)
+{
+	struct gpushare_region_header *r;
+	struct gpushare_dispatcher d;
+	struct claimer c;
+	pthread_t tid;
+	uint64_t t0, t_start;
+	int fd;
+
+	r = open_region(1, 1, 4096, &fd);
+	memset(&d, 0, sizeof(d));
+	c.q = gpushare_region_ring(r, 0);
+	c.want = UINT64_MAX;
+	c.got = 0;
+	assert_int_equal(pthread_create(&tid, NULL, sleep_and_claim, &c), 0);
+	t0 = gpushare_now_ns() + 5000000;
+	d.reg = r;
+	d.wait = wait;
+	d.arrival = GPUSHARE_ARRIVAL_POISSON;
+	d.rate = 2000;
+	d.seed = 7;
+	d.t_go = d.t_start = t0;
+	d.t_end = t0 + 200000000;                   /* about 400 arrivals */
+	assert_int_equal(gpushare_dispatcher_start(&d), GPUSHARE_OK);
+	while (!gpushare_dispatcher_finished(&d))
+		usleep(1000);
+	gpushare_dispatcher_stop(&d);
+	/* Every arrival out: wait (a minute at most) for the sleeper to have
+	 * them all before it learns how many there were. */
+	t_start = gpushare_now_ns();
+	while (__atomic_load_n(&c.got, __ATOMIC_RELAXED) < d.issued && gpushare_now_ns() - t_start < 60000000000ULL)
+		usleep(1000);
+	__atomic_store_n(&c.want, d.issued, __ATOMIC_RELEASE);
+	gpushare_ring_wake(c.q);
+	pthread_join(tid, NULL);
+	assert_int_equal(c.got, d.issued);
+	gpushare_region_unmap(r);
+	close(fd);
+}
+
+static void test_dispatcher_wakes(void **state)
+{
+	(void)state;
+	dispatch_wakes(GPUSHARE_DISPATCH_WAIT_SPIN);
+	dispatch_wakes(GPUSHARE_DISPATCH_WAIT_SLEEP);
+}
+
+/* Spin only with about one and a half CPUs free (idle, plus what the
+ * dispatcher used itself), go on with one and a quarter unless its thread
+ * waits for a CPU; never on one CPU. */
+static void test_dispatch_spin_ok(void **state)
+{
+	struct gpushare_dispatch_probe idle2 = { 2, 1.9, 0.02, 0 };        /* an idle 2-CPU host */
+	struct gpushare_dispatch_probe hog2 = { 2, 0.0, 0.05, 0 };         /* beside stress-ng --cpu 2, asleep */
+	struct gpushare_dispatch_probe spin_idle = { 2, 0.85, 1.0, 0.001 }; /* spinning, the other CPU free */
+	struct gpushare_dispatch_probe spin_hog = { 2, 0.0, 0.67, 0.33 };   /* spinning beside two hogs */
+	struct gpushare_dispatch_probe spin_one = { 2, 0.1, 1.0, 0.0 };     /* spinning, the other CPU busy */
+	struct gpushare_dispatch_probe waited = { 2, 0.9, 0.9, 0.10 };      /* free CPUs, but kept waiting */
+	struct gpushare_dispatch_probe unknown = { 2, 0.9, 0.9, -1 };       /* no schedstat */
+	struct gpushare_dispatch_probe one = { 1, 1.0, 0.0, 0 };            /* one CPU, idle */
+	struct gpushare_dispatch_probe half = { 16, 1.2, 0.0, 0 };          /* 16 CPUs, 1.2 idle */
+
+	(void)state;
+	assert_true(gpushare_dispatch_spin_ok(false, &idle2));
+	assert_false(gpushare_dispatch_spin_ok(false, &hog2));
+	assert_true(gpushare_dispatch_spin_ok(true, &spin_idle));
+	assert_false(gpushare_dispatch_spin_ok(true, &spin_hog));
+	assert_false(gpushare_dispatch_spin_ok(true, &spin_one));
+	assert_false(gpushare_dispatch_spin_ok(true, &waited));
+	assert_true(gpushare_dispatch_spin_ok(true, &unknown));
+	assert_false(gpushare_dispatch_spin_ok(false, &one));
+	assert_false(gpushare_dispatch_spin_ok(true, &one));
+	assert_false(gpushare_dispatch_spin_ok(false, &half));
+	assert_false(gpushare_dispatch_spin_ok(true, &half));
+}
+
+/* The waiter reads the host: with two CPUs or more it samples /proc/stat
+ * and decides at each probe (which way is the host's business); forced,
+ * it never looks. */
+static void test_dispatch_waiter(void **state)
+{
+	struct gpushare_dispatch_waiter w;
+	uint64_t t0 = gpushare_now_ns();
+
+	(void)state;
+	gpushare_dispatch_waiter_open(&w, GPUSHARE_DISPATCH_WAIT_AUTO, t0);
+	assert_false(w.spin);                       /* it starts asleep */
+	if (w.cpus >= 2) {
+		assert_true(w.have_sample);
+		assert_true(w.total_ticks > 0 && w.idle_ticks <= w.total_ticks);
+		usleep(150000);
+		gpushare_dispatch_waiter_probe(&w, gpushare_now_ns());
+		assert_true(w.have_sample);
+		assert_true(w.probes <= 1);
+	}
+	gpushare_dispatch_waiter_close(&w, gpushare_now_ns());
+	assert_true(w.spin_ns <= w.total_ns);
+	gpushare_dispatch_waiter_open(&w, GPUSHARE_DISPATCH_WAIT_SPIN, t0);
+	assert_true(w.spin);
+	gpushare_dispatch_waiter_probe(&w, t0 + 1000000000ULL);
+	assert_true(w.spin && w.probes == 0);
+	gpushare_dispatch_waiter_close(&w, t0 + 1000000000ULL);
+	assert_int_equal(w.spin_ns, 1000000000ULL);
 }
 
 int main(void)
@@ -490,6 +635,9 @@ int main(void)
 		cmocka_unit_test(test_run_plan),
 		cmocka_unit_test(test_fmt_percentile),
 		cmocka_unit_test(test_dispatcher),
+		cmocka_unit_test(test_dispatcher_wakes),
+		cmocka_unit_test(test_dispatch_spin_ok),
+		cmocka_unit_test(test_dispatch_waiter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

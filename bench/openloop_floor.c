@@ -1,0 +1,72 @@
+/*
+ * The floor of the open-loop dispatcher (bench/openloop_dispatch.sh): a bare
+ * clock_nanosleep loop over the same uniform schedule, that sleeps to each
+ * arrival's time (CLOCK_MONOTONIC, TIMER_ABSTIME; 1 us timer slack, as the
+ * dispatcher's thread) and takes its lateness the way the dispatcher does:
+ * the time it is running again minus the scheduled time; an arrival already
+ * due when the last one is out goes without a sleep. It publishes
+ * nothing and wakes nobody, so it is what any sleeping dispatcher could do
+ * at best on this host.
+ *
+ * Usage: openloop_floor RATE SECONDS
+ * Prints one JSON object: rate_per_second, arrivals, offered_per_second,
+ * achieved_per_second (arrivals handed over by the end of the schedule, per
+ * second of it) and lateness {p50,p99,p999,max}_seconds.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "gpushare/hist.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	static struct gpushare_hist h;
+	double rate, seconds, interval;
+	uint64_t t0, t_end, n = 0, on_time = 0;
+
+	if (argc != 3 || (rate = strtod(argv[1], NULL)) <= 0 || (seconds = strtod(argv[2], NULL)) <= 0) {
+		fprintf(stderr, "usage: openloop_floor RATE SECONDS\n");
+		return 2;
+	}
+	interval = 1e9 / rate;
+	gpushare_hist_init(&h);
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+	t0 = now_ns() + 1000000;
+	t_end = t0 + (uint64_t)(seconds * 1e9);
+	for (;;) {
+		/* From the index, as the dispatcher's schedule: no drift. */
+		uint64_t next = t0 + (uint64_t)llround((double)n * interval), t;
+		struct timespec ts = { (time_t)(next / 1000000000ULL), (long)(next % 1000000000ULL) };
+
+		if (next >= t_end)
+			break;
+		/* A late arrival goes at once, as the dispatcher's. */
+		while ((t = now_ns()) < next && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		t = now_ns();
+		gpushare_hist_record(&h, t > next ? t - next : 0);
+		if (t <= t_end)
+			on_time++;
+		n++;
+	}
+	printf("{\"rate_per_second\": %.17g, \"arrivals\": %llu, \"offered_per_second\": %.17g, "
+	       "\"achieved_per_second\": %.17g, \"lateness\": {\"p50_seconds\": %.9g, \"p99_seconds\": %.9g, "
+	       "\"p999_seconds\": %.9g, \"max_seconds\": %.9g}}\n",
+	       rate, (unsigned long long)n, (double)n / seconds, (double)on_time / seconds,
+	       (double)gpushare_hist_quantile(&h, 0.5) / 1e9, (double)gpushare_hist_quantile(&h, 0.99) / 1e9,
+	       (double)gpushare_hist_quantile(&h, 0.999) / 1e9, (double)h.max_ns / 1e9);
+	return 0;
+}
