@@ -188,10 +188,10 @@ static void test_job_gpus(void **state)
 /* Write text to dir/name. */
 static void put(const char *d, const char *name, const char *text)
 {
-	char path[512];
+	char path[4352];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", d, name);
+	assert_true((size_t)snprintf(path, sizeof(path), "%s/%s", d, name) < sizeof(path));
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(text, f);
