@@ -211,9 +211,10 @@ struct lazy_stream {
  * or when the file cannot be made (reported once on `report`). A write that
  * fails (a full disk) drops the bytes, as the program's own write would
  * have failed: the pipe is still drained, so that the program goes on. */
-static void lazy_take(struct lazy_stream *o, size_t max, int report, bool *reported)
+static size_t lazy_take(struct lazy_stream *o, size_t max, int report, bool *reported)
 {
 	char buf[4096];
+	size_t took = 0;
 
 	while (max > 0) {
 		size_t want = max < (1u << 20) ? max : (1u << 20);
@@ -228,7 +229,7 @@ static void lazy_take(struct lazy_stream *o, size_t max, int report, bool *repor
 					*reported = true;
 				close(o->rd);
 				o->rd = -1;
-				return;
+				return took;
 			}
 		}
 		n = splice(o->rd, NULL, o->fd, NULL, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
@@ -242,16 +243,26 @@ static void lazy_take(struct lazy_stream *o, size_t max, int report, bool *repor
 		if (n == 0) {
 			close(o->rd);
 			o->rd = -1;
-			return;
+			return took;
 		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return; /* EAGAIN: nothing more now */
+			return took; /* EAGAIN: nothing more now */
 		}
 		max -= (size_t)n;
+		took += (size_t)n;
 	}
+	return took;
 }
+
+/* Output that comes in small pieces (a line at a time to an unbuffered
+ * stderr) is taken at most every LAZY_NAP_MS, not on each write: a wake-up
+ * and a splice per line would cost more than the job's own writes. Bigger
+ * amounts are taken at once, so that a fast writer never waits on a full
+ * pipe for long. */
+#define LAZY_SMALL_BYTES (16 * 1024)
+#define LAZY_NAP_MS 5
 
 /* Copy the program's output as it comes until the program has ended (its
  * pidfd, or a 20 ms poll without one), then what the pipes hold at that
@@ -265,6 +276,7 @@ static int lazy_wait(pid_t pid, struct lazy_stream o[2], int report)
 	while (!ended) {
 		struct pollfd p[3];
 		struct lazy_stream *of[3] = { NULL, NULL, NULL };
+		size_t took = 0;
 		nfds_t n = 0;
 		pid_t w;
 
@@ -283,11 +295,18 @@ static int lazy_wait(pid_t pid, struct lazy_stream o[2], int report)
 			if (!of[i])
 				continue;
 			if (p[i].revents & POLLIN)
-				lazy_take(of[i], SIZE_MAX, report, &reported);
+				took += lazy_take(of[i], SIZE_MAX, report, &reported);
 			else if (p[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
 				close(of[i]->rd);
 				of[i]->rd = -1;
 			}
+		}
+		if (took > 0 && took < LAZY_SMALL_BYTES && pidfd >= 0 && !(p[0].revents & POLLIN)) {
+			/* a nap that the program's end cuts short */
+			struct pollfd end = { .fd = pidfd, .events = POLLIN };
+
+			if (poll(&end, 1, LAZY_NAP_MS) > 0)
+				p[0].revents = POLLIN;
 		}
 		if (pidfd < 0 || (p[0].revents & POLLIN)) {
 			do
