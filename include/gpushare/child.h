@@ -42,8 +42,9 @@ enum gpushare_child_flags {
 	GPUSHARE_CHILD_STDOUT_TO_STDERR = 1u << 3,
 	/* Run the program under a mirror: a child that shares gpushare's
 	 * memory and runs its code (lib/sys/child.c says how), does not die
-	 * with gpushare, ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT, forks
-	 * and executes the program in its own process group, calls
+	 * with gpushare, keeps every signal blocked (and has none of
+	 * gpushare's handlers), forks (vfork) and executes the program in its
+	 * own process group, calls
 	 * mirror_start once the program is forked, waits for it, calls
 	 * mirror_exit with its wait status and then ends the same way (that
 	 * exit status, or that signal). Signals to the group reach the
