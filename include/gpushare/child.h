@@ -42,8 +42,9 @@ enum gpushare_child_flags {
 	GPUSHARE_CHILD_STDOUT_TO_STDERR = 1u << 3,
 	/* Run the program under a mirror: a child that shares gpushare's
 	 * memory and runs its code (lib/sys/child.c says how), does not die
-	 * with gpushare, ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT, forks
-	 * and executes the program in its own process group, calls
+	 * with gpushare, keeps every signal blocked (and has none of
+	 * gpushare's handlers), forks (vfork) and executes the program in its
+	 * own process group, calls
 	 * mirror_start once the program is forked, waits for it, calls
 	 * mirror_exit with its wait status and then ends the same way (that
 	 * exit status, or that signal). Signals to the group reach the
@@ -60,6 +61,16 @@ enum gpushare_child_flags {
 	/* Set by gpushare_child_adopt(): another process of ours forked it
 	 * and tells its wait status (a preloaded command, lib/bench). */
 	GPUSHARE_CHILD_ADOPTED = 1u << 6,
+	/* With MIRROR, LATE_EXEC_ERROR, out_path and err_path: the two files
+	 * are made on the program's first byte to each, not before it runs.
+	 * Its stdout and stderr are pipes that the mirror copies (splice) into
+	 * the files as it writes, until the program has ended (what it left
+	 * running and still writes then gets EPIPE); a stream that gets no byte
+	 * makes no file. Creating two files per job costs most of a farm's CPU
+	 * on ext4 or xfs (the inode allocator, the directory's lock). A file
+	 * that cannot be made is open_errno once reaped; the program's further
+	 * writes to that stream then fail (EPIPE). */
+	GPUSHARE_CHILD_LAZY_FILES = 1u << 7,
 };
 
 struct gpushare_child {

@@ -397,6 +397,10 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 	if (farm_keeper_linked(&f->keeper)) {
 		/* Under a mirror that tells the keeper how it ended. */
 		s->ch.flags |= GPUSHARE_CHILD_MIRROR | GPUSHARE_CHILD_LATE_EXEC_ERROR;
+		/* Its files made on its first byte to each: a job that
+		 * writes nothing costs no inode (docs/farm.md). */
+		if (out < 0)
+			s->ch.flags |= GPUSHARE_CHILD_LAZY_FILES;
 		s->ch.mirror_start = farm_keeper_job_started;
 		s->ch.mirror_exit = farm_keeper_job_ended;
 		s->ch.mirror_arg = s;
@@ -410,8 +414,8 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		 * even when its .err file cannot say why. */
 		err_line(f, s->err_rel, "gpushare: cannot execute job %" PRIu64 ": %s\n", FARM_JOB_NUMBER(job),
 			 gpushare_errdetail());
-		if (out < 0)
-			open_output(f, s->out_rel, &out); /* both files, as for a job that ran */
+		if (out < 0 && !farm_keeper_linked(&f->keeper))
+			open_output(f, s->out_rel, &out); /* both files, as its child would have made */
 		gpushare_clear_error();
 		f->q.queued--;
 		rc = attempt_ended(f, s, FARM_REFUSED, 0, s->start_ns, false);

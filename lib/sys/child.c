@@ -16,10 +16,19 @@
  * suspended in the clone until its mirror ends, so that the mirror borrows
  * that thread's thread-local state and nothing else runs on it. The mirror
  * reads only its request (copies of everything it needs, freed by the
- * spawner once the mirror is gone), runs with every signal handler of
- * gpushare's reset before it unblocks signals, and calls nothing that takes
- * a lock or allocates: system calls and the mirror callbacks only. When
- * gpushare dies, the memory stays mapped for the mirrors that still run.
+ * spawner once the mirror is gone), and calls nothing that takes a lock or
+ * allocates: system calls and the mirror callbacks only. When gpushare dies,
+ * the memory stays mapped for the mirrors that still run.
+ *
+ * Signals: a mirror runs with every signal blocked (as its spawner does)
+ * until it ends, so that it never needs a disposition of its own, and with
+ * no handler of gpushare's: on x86-64 its clone3 resets them all at once
+ * (CLONE_CLEAR_SIGHAND, Linux 5.5; what gpushare ignores stays ignored),
+ * elsewhere or on an older kernel it resets, one by one, each signal it
+ * finds handled. Its program, vforked, then only sets the five signals a
+ * child of gpushare always gets (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE)
+ * and unblocks them all before its exec: six system calls, not the 80 a
+ * scan of every signal costs per job.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -171,19 +181,190 @@ static _Noreturn void mirror_end(int st)
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 255);
 }
 
+/* A program's signals as gpushare starts it: the five a child always gets
+ * set, then none blocked. Before this, in a mirror's program, they are all
+ * blocked and none has a handler (the top of this file). */
+static void program_signals(const struct gpushare_child *ch)
+{
+	sigset_t none;
+
+	signal(SIGINT, ch->flags & GPUSHARE_CHILD_IGNORE_SIGINT ? SIG_IGN : SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* GPUSHARE_CHILD_LAZY_FILES: one of the program's two streams, a pipe the
+ * mirror copies into its file, made on the first byte. */
+struct lazy_stream {
+	int rd;           /* the pipe's read end; -1 once done with */
+	int fd;           /* the file; -1 until its first byte */
+	const char *path;
+	int which;        /* report_open_failure()'s: out_path 1, err_path 0 */
+};
+
+/* Take up to max bytes of what the pipe holds (never waiting for more) into
+ * the file, made now when it is not yet. The pipe is done with at its end,
+ * or when the file cannot be made (reported once on `report`). A write that
+ * fails (a full disk) drops the bytes, as the program's own write would
+ * have failed: the pipe is still drained, so that the program goes on. */
+static size_t lazy_take(struct lazy_stream *o, size_t max, int report, bool *reported)
+{
+	char buf[4096];
+	size_t took = 0;
+
+	while (max > 0) {
+		size_t want = max < (1u << 20) ? max : (1u << 20);
+		ssize_t n;
+
+		if (o->fd < 0) {
+			o->fd = open(o->path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+			if (o->fd < 0) {
+				int e = report_open_failure(errno, o->which);
+
+				if (!*reported && write(report, &e, sizeof(e)) == (ssize_t)sizeof(e))
+					*reported = true;
+				close(o->rd);
+				o->rd = -1;
+				return took;
+			}
+		}
+		n = splice(o->rd, NULL, o->fd, NULL, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			/* A file system that cannot splice, or a failed write:
+			 * copy, or drop. */
+			n = read(o->rd, buf, want < sizeof(buf) ? want : sizeof(buf));
+			if (n > 0 && write(o->fd, buf, (size_t)n) < 0)
+				(void)0;
+		}
+		if (n == 0) {
+			close(o->rd);
+			o->rd = -1;
+			return took;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return took; /* EAGAIN: nothing more now */
+		}
+		max -= (size_t)n;
+		took += (size_t)n;
+	}
+	return took;
+}
+
+/* Output that comes in small pieces (a line at a time to an unbuffered
+ * stderr) is taken at most every LAZY_NAP_MS, not on each write: a wake-up
+ * and a splice per line would cost more than the job's own writes. Bigger
+ * amounts are taken at once, so that a fast writer never waits on a full
+ * pipe for long. */
+#define LAZY_SMALL_BYTES (16 * 1024)
+#define LAZY_NAP_MS 5
+
+/* Copy the program's output as it comes until the program has ended (its
+ * pidfd, or a 20 ms poll without one), then what the pipes hold at that
+ * moment; what the program left running and writes later is not waited
+ * for (its writes fail, EPIPE, as the pipes close). Returns its wait status. */
+static int lazy_wait(pid_t pid, struct lazy_stream o[2], int report)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), st = 127 << 8;
+	bool reported = false, ended = false;
+
+	while (!ended) {
+		struct pollfd p[3];
+		struct lazy_stream *of[3] = { NULL, NULL, NULL };
+		size_t took = 0;
+		nfds_t n = 0;
+		pid_t w;
+
+		if (o[0].rd < 0 && o[1].rd < 0)
+			break; /* no pipe left: wait below */
+		if (pidfd >= 0)
+			p[n++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+		for (int i = 0; i < 2; i++)
+			if (o[i].rd >= 0) {
+				of[n] = &o[i];
+				p[n++] = (struct pollfd){ .fd = o[i].rd, .events = POLLIN };
+			}
+		if (poll(p, n, pidfd >= 0 ? -1 : 20) < 0 && errno != EINTR)
+			break;
+		for (nfds_t i = 0; i < n; i++) {
+			if (!of[i])
+				continue;
+			if (p[i].revents & POLLIN)
+				took += lazy_take(of[i], SIZE_MAX, report, &reported);
+			else if (p[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+				close(of[i]->rd);
+				of[i]->rd = -1;
+			}
+		}
+		if (took > 0 && took < LAZY_SMALL_BYTES && pidfd >= 0 && !(p[0].revents & POLLIN)) {
+			/* a nap that the program's end cuts short */
+			struct pollfd end = { .fd = pidfd, .events = POLLIN };
+
+			if (poll(&end, 1, LAZY_NAP_MS) > 0)
+				p[0].revents = POLLIN;
+		}
+		if (pidfd < 0 || (p[0].revents & POLLIN)) {
+			do
+				w = waitpid(pid, &st, WNOHANG);
+			while (w < 0 && errno == EINTR);
+			ended = w == pid || (w < 0 && errno == ECHILD);
+		}
+	}
+	if (!ended)
+		while (waitpid(pid, &st, 0) < 0) {
+			if (errno != EINTR) {
+				st = 127 << 8;
+				break;
+			}
+		}
+	for (int i = 0; i < 2; i++) {
+		int left = 0;
+
+		if (o[i].rd >= 0 && ioctl(o[i].rd, FIONREAD, &left) == 0 && left > 0)
+			lazy_take(&o[i], (size_t)left, report, &reported);
+		if (o[i].rd >= 0)
+			close(o[i].rd);
+		if (o[i].fd >= 0)
+			close(o[i].fd);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	return st;
+}
+
 /* GPUSHARE_CHILD_MIRROR: fork the program, report, wait, end alike. The
  * program inherits `report` until its exec closes it, so that the parent
- * still learns of an exec failure. */
+ * still learns of an exec failure. Every signal stays blocked in the
+ * mirror: a stop signal to the group reaches only the program, a report to
+ * a keeper that is gone fails with EPIPE, no more. */
 static _Noreturn void mirror_main(const struct gpushare_child *ch, const char *path, char **envp, int report)
 {
+	struct lazy_stream o[2] = { { -1, -1, ch->out_path, 1 }, { -1, -1, ch->err_path, 0 } };
+	volatile int wr[2] = { -1, -1 }; /* read by the vforked program */
+	bool lazy = ch->flags & GPUSHARE_CHILD_LAZY_FILES;
 	pid_t self = getpid(), pid;
 	int st = 0, e;
 
-	gpushare_ignore_stop_signals();
-	signal(SIGPIPE, SIG_IGN); /* a report to a keeper that is gone fails, no more */
+	for (int i = 0; lazy && i < 2; i++) {
+		int pp[2];
+
+		if (pipe2(pp, O_CLOEXEC) != 0) {
+			e = errno;
+			if (write(report, &e, sizeof(e)) < 0)
+				_exit(127);
+			_exit(127);
+		}
+		o[i].rd = pp[0];
+		wr[i] = pp[1];
+	}
 	/* vfork: the mirror is a copy of gpushare, whose page tables a
 	 * fork would copy again for every job. The child only sets its
-	 * death signal and dispositions (its own, not shared) and execs. */
+	 * death signal, streams and signals (its own, not shared) and execs. */
 	pid = vfork();
 	if (pid < 0) {
 		e = errno;
@@ -195,24 +376,31 @@ static _Noreturn void mirror_main(const struct gpushare_child *ch, const char *p
 		/* The program dies with its mirror. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self)
 			_exit(127);
-		signal(SIGINT, ch->flags & GPUSHARE_CHILD_IGNORE_SIGINT ? SIG_IGN : SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGQUIT, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
+		if (lazy && (dup2(wr[0], 1) < 0 || dup2(wr[1], 2) < 0))
+			_exit(127);
+		program_signals(ch);
 		execve(path, ch->argv, envp);
 		e = errno;
 		if (write(report, &e, sizeof(e)) < 0)
 			_exit(127);
 		_exit(127);
 	}
-	close(report);
+	if (lazy) {
+		close(wr[0]);
+		close(wr[1]);
+	} else {
+		close(report);
+	}
 	if (ch->mirror_start)
 		ch->mirror_start(ch->mirror_arg);
-	while (waitpid(pid, &st, 0) < 0) {
-		if (errno != EINTR) {
-			st = 127 << 8;
-			break;
+	if (lazy) {
+		st = lazy_wait(pid, o, report);
+	} else {
+		while (waitpid(pid, &st, 0) < 0) {
+			if (errno != EINTR) {
+				st = 127 << 8;
+				break;
+			}
 		}
 	}
 	if (ch->mirror_exit)
@@ -223,7 +411,6 @@ static _Noreturn void mirror_main(const struct gpushare_child *ch, const char *p
 static _Noreturn void child_main(const struct gpushare_child *ch, const char *path, char **envp, pid_t parent,
 				 int report, const int pipes[3][2], int devnull)
 {
-	sigset_t none;
 	int e, which = 0;
 
 	if (!(ch->flags & GPUSHARE_CHILD_SAME_PGROUP) && setpgid(0, 0) != 0)
@@ -235,18 +422,17 @@ static _Noreturn void child_main(const struct gpushare_child *ch, const char *pa
 		_exit(127);
 	if (getppid() != parent && !(ch->flags & GPUSHARE_CHILD_NO_PDEATHSIG))
 		_exit(127);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGINT, ch->flags & GPUSHARE_CHILD_IGNORE_SIGINT ? SIG_IGN : SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	signal(SIGPIPE, SIG_DFL);
+	/* A mirror keeps every signal blocked (the top of this file says
+	 * why); its program gets them as below. */
+	if (!(ch->flags & GPUSHARE_CHILD_MIRROR))
+		program_signals(ch);
 	if (child_stream(ch->in, pipes[0][0], devnull, 0) != 0)
 		goto fail;
 	if (ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR) {
 		if (dup2(2, 1) < 0)
 			goto fail;
+	} else if (ch->flags & GPUSHARE_CHILD_LAZY_FILES) {
+		/* made by the mirror on the program's first byte */
 	} else if (ch->out_path) {
 		if (child_file(ch->out_path, 1) != 0) {
 			which = 1;
@@ -255,7 +441,9 @@ static _Noreturn void child_main(const struct gpushare_child *ch, const char *pa
 	} else if (child_stream(ch->out, pipes[1][1], devnull, 1) != 0) {
 		goto fail;
 	}
-	if (ch->err_path) {
+	if (ch->flags & GPUSHARE_CHILD_LAZY_FILES) {
+		/* as out_path */
+	} else if (ch->err_path) {
 		if (child_file(ch->err_path, 2) != 0) {
 			which = 0;
 			goto open_fail;
@@ -311,6 +499,7 @@ struct vm_req {
 	char *out_path, *err_path;
 	int pipes[3][2], devnull, report;
 	pid_t parent;
+	bool cleared;                  /* cloned with CLONE_CLEAR_SIGHAND */
 	struct vm_req *next;
 };
 
@@ -365,14 +554,14 @@ static void vm_req_free(struct vm_req *r)
 }
 
 /* The mirror: tell the caller it runs (its pid is set by now), put back
- * the default action of every signal gpushare catches, then go on as a
- * forked child would. */
+ * the default action of every signal gpushare catches (unless its clone
+ * did), then go on as a forked child would. */
 static int vm_child(void *arg)
 {
 	struct vm_req *r = arg;
 
 	spawn_state_set(r->caller, 1);
-	for (int sig = 1; sig < NSIG; sig++) {
+	for (int sig = 1; !r->cleared && sig < NSIG; sig++) {
 		struct sigaction sa;
 
 		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
@@ -383,6 +572,48 @@ static int vm_child(void *arg)
 	}
 	child_main(&r->ch, r->path, r->envp, r->parent, r->report, (const int(*)[2])r->pipes, r->devnull);
 }
+
+#if defined(__x86_64__)
+#define VM_CLONE3 1
+#ifndef CLONE_CLEAR_SIGHAND
+#define CLONE_CLEAR_SIGHAND 0x100000000ULL
+#endif
+/* clone3's arguments (struct clone_args, its first version: 64 bytes). */
+struct vm_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+/* clone3(args, 64) on the stack args names: returns the child's pid (or
+ * -errno) in the parent; the child calls fn(arg) there and exits with what
+ * it returns. glibc has no clone3 of its own to call; the child must not
+ * return into a C frame of the parent's stack. */
+long gpushare_vm_clone3(struct vm_clone_args *args, int (*fn)(void *), void *arg);
+__asm__(".text\n"
+	".globl gpushare_vm_clone3\n"
+	".hidden gpushare_vm_clone3\n"
+	".type gpushare_vm_clone3, @function\n"
+	"gpushare_vm_clone3:\n"
+	"	mov %rsi, %r8\n"   /* fn: kept in the child (only rax, rcx, r11 change) */
+	"	mov %rdx, %r9\n"   /* arg */
+	"	mov $64, %esi\n"
+	"	mov $435, %eax\n"  /* SYS_clone3 */
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jz 1f\n"
+	"	ret\n"
+	"1:	xor %ebp, %ebp\n"  /* the child, on the new stack (16-aligned) */
+	"	mov %r9, %rdi\n"
+	"	call *%r8\n"
+	"	mov %eax, %edi\n"
+	"	mov $60, %eax\n"   /* SYS_exit */
+	"	syscall\n"
+	"	hlt\n"
+	".size gpushare_vm_clone3, .-gpushare_vm_clone3\n");
+
+/* Whether clone3 with CLONE_CLEAR_SIGHAND works here: unknown (0), yes (1),
+ * no (-1: an older kernel, or a seccomp filter that refuses it). */
+static int vm_clone3_ok;
+#endif
 
 /* The mirror's stack is an array in its spawner's frame, on the spawner
  * thread's own stack: a sanitizer that unpoisons "the stack below sp" after
@@ -411,8 +642,34 @@ __attribute__((no_sanitize_address)) static void *vm_spawner(void *unused)
 			vm_tail = NULL;
 		pthread_mutex_unlock(&vm_lock);
 		/* Suspended here until the mirror has ended. */
-		pid = clone(vm_child, stack + VM_STACK_BYTES, CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, r,
-			    &r->caller->pid);
+		pid = -1;
+#ifdef VM_CLONE3
+		if (__atomic_load_n(&vm_clone3_ok, __ATOMIC_RELAXED) >= 0) {
+			struct vm_clone_args ca = {
+				.flags = CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | CLONE_CLEAR_SIGHAND,
+				.parent_tid = (uint64_t)(uintptr_t)&r->caller->pid,
+				.exit_signal = SIGCHLD,
+				.stack = (uint64_t)(uintptr_t)stack,
+				.stack_size = VM_STACK_BYTES,
+			};
+			long got;
+
+			r->cleared = true;
+			got = gpushare_vm_clone3(&ca, vm_child, r);
+			if (got == -ENOSYS || got == -EINVAL || got == -EPERM) {
+				__atomic_store_n(&vm_clone3_ok, -1, __ATOMIC_RELAXED);
+				r->cleared = false;
+			} else if (got < 0) {
+				errno = (int)-got;
+			} else {
+				__atomic_store_n(&vm_clone3_ok, 1, __ATOMIC_RELAXED);
+				pid = (pid_t)got;
+			}
+		}
+		if (!r->cleared)
+#endif
+			pid = clone(vm_child, stack + VM_STACK_BYTES,
+				    CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, r, &r->caller->pid);
 		if (pid < 0)
 			spawn_state_set(r->caller, -errno);
 		vm_req_free(r);
@@ -564,6 +821,10 @@ int gpushare_child_start(struct gpushare_child *ch)
 		return gpushare_fail(GPUSHARE_E_INVAL, "a mirrored child runs a program in a group of its own");
 	if ((ch->flags & GPUSHARE_CHILD_LATE_EXEC_ERROR) && !(ch->flags & GPUSHARE_CHILD_MIRROR))
 		return gpushare_fail(GPUSHARE_E_INVAL, "only a mirrored child reports its exec late");
+	if ((ch->flags & GPUSHARE_CHILD_LAZY_FILES) &&
+	    (!(ch->flags & GPUSHARE_CHILD_LATE_EXEC_ERROR) || !ch->out_path || !ch->err_path ||
+	     (ch->flags & GPUSHARE_CHILD_STDOUT_TO_STDERR)))
+		return gpushare_fail(GPUSHARE_E_INVAL, "only a mirror that reports late makes its two files lazily");
 	/* With SIGCHLD ignored the kernel reaps children itself and waitpid
 	 * finds none: their exit statuses would be lost. */
 	if (gpushare_signal_ignored(SIGCHLD))

@@ -105,7 +105,7 @@ echo "== after Ctrl-C the progress line stops counting queued jobs"
 printf 'sleep 1\n%.0s' $(seq 1 20) >"$tmp/slow20"
 "$GPUSHARE" farm --dir "$tmp/s" --strategy timeslice --slots 1 "$tmp/slow20" >"$tmp/s.out" 2>"$tmp/s.err" &
 fpid=$!
-wait_for 100 0.1 test -e "$tmp/s/out/1.1.out" || true
+wait_for 100 0.1 test -e "$tmp/s/running.json" || true
 sleep 0.3
 kill -INT "$fpid"
 rc=0

@@ -63,14 +63,15 @@ static void write_file(const char *path, const char *text)
 	assert_int_equal(fclose(f), 0);
 }
 
-/* n jobs that append their index to `side` (after sleeping `sleep` s) and exit with `code`. */
+/* n jobs that append their index to `side` (after sleeping `sleep` s), print
+ * it (so that each attempt has its .out file) and exit with `code`. */
 static void write_jobs(size_t n, const char *sleep_s, int code)
 {
 	FILE *f = fopen(jobs, "w");
 
 	assert_non_null(f);
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "sh -c 'sleep %s; echo %zu >>%s; exit %d'\n", sleep_s, i, side, code);
+		fprintf(f, "sh -c 'sleep %s; echo %zu >>%s; echo %zu; exit %d'\n", sleep_s, i, side, i, code);
 	assert_int_equal(fclose(f), 0);
 }
 

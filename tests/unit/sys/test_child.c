@@ -354,6 +354,135 @@ static void test_mirror_late_exec_error(void **state)
 	unlink(path);
 }
 
+/* GPUSHARE_CHILD_LAZY_FILES: a stream that gets no byte makes no file, one
+ * that does is whole (more than a pipe holds), and only with a mirror that
+ * reports late and both paths. */
+static void read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+static void test_mirror_lazy_files(void **state)
+{
+	char dir[] = "/tmp/gpushare-test-lazy.XXXXXX", out[128], err[128], cmd[256], buf[256];
+	static char *argv[4] = { "/bin/sh", "-c", NULL, NULL };
+	struct gpushare_child ch;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/1.out", dir);
+	snprintf(err, sizeof(err), "%s/1.err", dir);
+	argv[2] = "echo only-err >&2";
+	gpushare_child_init(&ch);
+	ch.argv = argv;
+	ch.out_path = out;
+	ch.err_path = err;
+	ch.flags = GPUSHARE_CHILD_MIRROR | GPUSHARE_CHILD_LATE_EXEC_ERROR | GPUSHARE_CHILD_LAZY_FILES;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_true(gpushare_child_ok(ch.wstatus));
+	assert_int_equal(ch.open_errno, 0);
+	gpushare_child_release(&ch);
+	assert_int_equal(stat(out, &st), -1);
+	read_file(err, buf, sizeof(buf));
+	assert_string_equal(buf, "only-err\n");
+
+	/* 1 MB, more than a pipe holds, then its end at once. */
+	argv[2] = "head -c 1000000 /dev/zero; echo end >&2";
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_true(gpushare_child_ok(ch.wstatus));
+	gpushare_child_release(&ch);
+	assert_int_equal(stat(out, &st), 0);
+	assert_int_equal(st.st_size, 1000000);
+	read_file(err, buf, sizeof(buf));
+	assert_string_equal(buf, "end\n");
+
+	/* A file that cannot be made: open_errno once reaped, the program's
+	 * further writes to it fail. */
+	snprintf(cmd, sizeof(cmd), "%s/no-such-dir/1.out", dir);
+	ch.out_path = cmd;
+	argv[2] = "echo x";
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_OK);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_int_equal(ch.open_errno, ENOENT);
+	assert_ptr_equal(ch.open_path, ch.out_path);
+	gpushare_child_release(&ch);
+
+	ch.flags = GPUSHARE_CHILD_MIRROR | GPUSHARE_CHILD_LAZY_FILES;
+	assert_int_equal(gpushare_child_start(&ch), GPUSHARE_E_INVAL);
+	gpushare_clear_error();
+	unlink(out);
+	unlink(err);
+	rmdir(dir);
+}
+
+/* A mirror has no handler of the caller's and blocks every signal while its
+ * program runs (its clone resets them, not a scan per job); the program
+ * gets none blocked and the five dispositions a child always gets. */
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static unsigned long long status_mask(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	unsigned long long v = ~0ULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, strlen(key)) == 0)
+			v = strtoull(line + strlen(key), NULL, 16);
+	fclose(f);
+	return v;
+}
+
+static void test_mirror_signals(void **state)
+{
+	struct sigaction sa, old_usr1, old_term;
+	struct gpushare_child ch;
+	char buf[4];
+	int fds[2];
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old_usr1), 0);
+	assert_int_equal(sigaction(SIGTERM, &sa, &old_term), 0);
+	assert_int_equal(pipe(fds), 0);
+	mirror_pipe = fds[1];
+	/* The program reports its own mask, then sleeps. */
+	assert_int_equal(start_mirrored(&ch, "grep '^SigBlk' /proc/$$/status >&2; sleep 30"), GPUSHARE_OK);
+	assert_int_equal(read(fds[0], buf, 1), 1);
+	assert_int_equal(status_mask(ch.pid, "SigCgt:"), 0);
+	assert_true((status_mask(ch.pid, "SigBlk:") & (1ULL << (SIGTERM - 1))) != 0);
+	assert_true((status_mask(ch.pid, "SigBlk:") & (1ULL << (SIGUSR1 - 1))) != 0);
+	/* SIGUSR1 to the group: the program dies of it (default), the mirror
+	 * ends the same way. */
+	gpushare_child_signal(&ch, SIGUSR1);
+	assert_int_equal(gpushare_child_wait(&ch, 10000 * MS), GPUSHARE_OK);
+	assert_true(WIFSIGNALED(ch.wstatus) && WTERMSIG(ch.wstatus) == SIGUSR1);
+	assert_int_equal(read(fds[0], buf, 2), 2);
+	gpushare_child_release(&ch);
+	close(fds[0]);
+	close(fds[1]);
+	mirror_pipe = -1;
+	sigaction(SIGUSR1, &old_usr1, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+}
+
 /* A mirror runs in the caller's memory (a clone, not a copy: what a
  * mirror costs per job rests on it), several run at once (one spawner
  * each), and a process forked by the caller after mirrors ran starts its
@@ -451,6 +580,8 @@ int main(void)
 		cmocka_unit_test(test_run_kills_stragglers),
 		cmocka_unit_test(test_mirror),
 		cmocka_unit_test(test_mirror_late_exec_error),
+		cmocka_unit_test(test_mirror_lazy_files),
+		cmocka_unit_test(test_mirror_signals),
 		cmocka_unit_test(test_mirror_memory_pool_fork),
 		cmocka_unit_test(test_sigchld_ignored),
 	};
