@@ -147,10 +147,10 @@ int gpushare_run_ctx_env(struct gpushare_run_ctx *r, int i, const char *device, 
 	 * of N processes sharing a GPU without limits is 1/N (an MPS limit is
 	 * read by the library itself) */
 	if (!rc && gpushare_account_inject_env(inject, sizeof(inject), r->account)) {
+		double promise = gpushare_strategy_promise(r->st, r->sx.workers, p);
 		rc = gpushare_strv_addf(env, "%s", inject);
-		if (!rc && r->st->sharing && !r->st->partitions && r->st->layout == GPUSHARE_LAYOUT_CONCURRENT &&
-		    r->sx.workers >= 1 && !(p && p->thread_percentage > 0))
-			rc = gpushare_strv_addf(env, "GPUSHARE_ACCOUNT_PROMISED=%.6f", 1.0 / r->sx.workers);
+		if (!rc && promise > 0)
+			rc = gpushare_strv_addf(env, "GPUSHARE_ACCOUNT_PROMISED=%.6f", promise);
 	}
 	return rc;
 }

@@ -368,3 +368,12 @@ int gpushare_strategy_parse_list(const char *s, enum gpushare_strategy *out, siz
 		return gpushare_fail(GPUSHARE_E_INVAL, "empty strategy list (expected e.g. timeslice,mps)");
 	return gpushare_each_item(s, ',', strategy_item, &x);
 }
+
+double gpushare_strategy_promise(const struct gpushare_strategy_ops *st, int workers,
+				 const struct gpushare_placement *p)
+{
+	if (!st || !st->sharing || st->partitions || st->layout != GPUSHARE_LAYOUT_CONCURRENT || workers < 1 ||
+	    (p && p->thread_percentage > 0))
+		return -1.0;
+	return 1.0 / workers;
+}

@@ -91,6 +91,13 @@ struct gpushare_strategy_ops {
 /* The strategy with this id (also GPUSHARE_STRATEGY_CEILING); NULL if none. */
 const struct gpushare_strategy_ops *gpushare_strategy_get(enum gpushare_strategy id);
 
+/* The share a worker of st is promised for accounting (docs/accounting.md):
+ * 1/workers where that many processes share a GPU with no SM limit of
+ * their own, else -1 (an MPS limit the accounting library reads itself, a
+ * partition, a reference, or one worker at a time). */
+double gpushare_strategy_promise(const struct gpushare_strategy_ops *st, int workers,
+				 const struct gpushare_placement *p);
+
 /* Refuse plain CUDA processes while a daemon answers where they look by
  * default (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps). */
 int gpushare_strategy_check_no_daemon(void);
