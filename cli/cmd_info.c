@@ -20,6 +20,8 @@
 #include "gpushare/files.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/mps.h"
+#include "gpushare/buf.h"
+#include "gpushare/utf8.h"
 
 #define QUERY_FIELDS                                                                                   \
 	"timestamp index name uuid pci.bus_id compute_mode utilization.gpu utilization.memory memory.used " \
@@ -140,11 +142,21 @@ static void print_cuda_version(int v)
 }
 
 /* What a process runs: its command line, else its name, else "?". */
-static const char *proc_command(const struct gpushare_proc_info *p)
+/* s as a terminal may show it (the one sanitiser: another user's command
+ * line, a user or directory name may hold escape sequences), cut to len. */
+static const char *term(const char *s, char *buf, size_t len)
 {
-	if (*p->command)
-		return p->command;
-	return *p->name ? p->name : "?";
+	struct gpushare_buf b = { 0 };
+
+	gpushare_utf8_term(&b, s);
+	snprintf(buf, len, "%s", b.s && !b.failed ? b.s : "?");
+	gpushare_buf_release(&b);
+	return buf;
+}
+
+static const char *proc_command(const struct gpushare_proc_info *p, char *buf, size_t len)
+{
+	return term(*p->command ? p->command : *p->name ? p->name : "?", buf, len);
 }
 
 static void print_gpu(const struct gpushare_gpu_info *g)
@@ -202,9 +214,11 @@ static void print_gpu(const struct gpushare_gpu_info *g)
 	printf("    %-8s %-11s %-10s %-10s %s\n", "PID", "KIND", "USER", "MEMORY", "COMMAND");
 	for (size_t i = 0; i < g->n_procs; i++) {
 		const struct gpushare_proc_info *p = &g->procs[i];
+		char cmd[1024], user[128];
 
 		printf("    %-8d %-11s %-10s %-10s %s\n", (int)p->pid, gpushare_proc_kind_name(p->kind),
-		       *p->user ? p->user : "?", fmt_bytes(p->mem_used_bytes, a, sizeof(a)), proc_command(p));
+		       term(*p->user ? p->user : "?", user, sizeof(user)), fmt_bytes(p->mem_used_bytes, a, sizeof(a)),
+		       proc_command(p, cmd, sizeof(cmd)));
 	}
 }
 
@@ -213,10 +227,12 @@ static void print_private(const struct gpushare_mps_private *priv, size_t n)
 	printf("\ngpushare's private MPS daemons: %s\n", n ? "" : "none");
 	for (size_t i = 0; i < n; i++) {
 		const struct gpushare_mps_private *p = &priv[i];
+		char t[1024];
 
-		printf("  %-5s daemon pid %d, %s\n", p->kind, (int)p->daemon_pid, p->pipe_dir);
+		printf("  %-5s daemon pid %d, %s\n", p->kind, (int)p->daemon_pid, term(p->pipe_dir, t, sizeof(t)));
 		if (p->owner_alive)
-			printf("        owner pid %d: %s\n", (int)p->owner_pid, *p->owner_command ? p->owner_command : "?");
+			printf("        owner pid %d: %s\n", (int)p->owner_pid,
+			       term(*p->owner_command ? p->owner_command : "?", t, sizeof(t)));
 		else if (p->owner_pid > 0)
 			printf("        owner pid %d gone: left behind (the next bench, sweep or farm stops it)\n",
 			       (int)p->owner_pid);
@@ -684,10 +700,11 @@ static void print_view(const struct gpushare_system_info *sys, const struct gpus
 
 		for (size_t k = 0; k < g->n_procs; k++) {
 			const struct gpushare_proc_info *p = &g->procs[k];
+			char cmd[1024], user[128];
 
-			printf("%-3u %-8d %-10.10s %-11s %9s  %.100s\n", g->index, (int)p->pid, *p->user ? p->user : "?",
-			       gpushare_proc_kind_name(p->kind), dash_mib(p->mem_used_bytes, a, sizeof(a)),
-			       proc_command(p));
+			printf("%-3u %-8d %-10.10s %-11s %9s  %.100s\n", g->index, (int)p->pid,
+			       term(*p->user ? p->user : "?", user, sizeof(user)), gpushare_proc_kind_name(p->kind),
+			       dash_mib(p->mem_used_bytes, a, sizeof(a)), proc_command(p, cmd, sizeof(cmd)));
 		}
 	}
 	print_private(priv, n_priv);

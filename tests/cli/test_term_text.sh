@@ -98,4 +98,16 @@ check "farm status: the listing prints no control byte" clean "$tmp/out"
 check "  it shows the failed job's command and the directory escaped" \
 	test "$(grep -cF 'w\x1B[31mred\x1B]0;t\x07\u009B1m' "$tmp/out")" -ge 2
 
+echo "== info: another process's command line escaped"
+ln -s "$(command -v sleep)" "$tmp/bin/s$evil"
+"$tmp/bin/s$evil" 60 &
+spid=$!
+GPUSHARE_NVML_LIBRARY=$HELPERS/libfakenvml.so FAKE_NVML_PIDS="$spid,0,0" run info
+kill "$spid" 2>/dev/null || true
+wait "$spid" 2>/dev/null || true
+check "info: exit 0 ($(head -c 200 "$tmp/err"))" test "$rc" = 0
+check "  it lists the process" grep -q "^ *$spid " "$tmp/out"
+check "  the listing prints no control byte" clean "$tmp/out"
+check "  it shows the command escaped" shows "$tmp/out"
+
 finish "terminal text through the one sanitiser"
