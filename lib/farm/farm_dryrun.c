@@ -60,7 +60,7 @@ static int dry_job(struct dry *d, uint64_t idx, char **argv)
 		gpushare_buf_add(&cmd, argv[2], strlen(argv[2]));  /* the line as written */
 	} else {
 		for (size_t k = 0; argv[k]; k++) {
-			if ((k && gpushare_buf_add(&cmd, " ", 1)) || gpushare_farm_jobs_quote_word(&cmd, argv[k]))
+			if ((k && gpushare_buf_add(&cmd, " ", 1)) || gpushare_buf_add_sh_word(&cmd, argv[k]))
 				break;
 		}
 	}

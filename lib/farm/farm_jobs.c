@@ -349,45 +349,17 @@ int gpushare_farm_jobs_load_file(struct farm_jobs *list, const char *path)
 
 /* ---- templates ---- */
 
-/* Whether s can be written unquoted to /bin/sh. */
-static bool sh_safe(const char *s, size_t len)
-{
-	if (!len)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') &&
-		    !strchr("@%_+=:,./-", c))
-			return false;
-	}
-	return true;
-}
-
-int gpushare_farm_jobs_quote_word(struct gpushare_buf *b, const char *w)
-{
-	int rc;
-
-	if (sh_safe(w, strlen(w)))
-		return gpushare_buf_add(b, w, strlen(w));
-	rc = gpushare_buf_add(b, "'", 1);
-	for (const char *p = w; !rc && *p; p++)
-		rc = *p == '\'' ? gpushare_buf_add(b, "'\\''", 4) : gpushare_buf_add(b, p, 1);
-	return rc ? rc : gpushare_buf_add(b, "'", 1);
-}
-
-/* Append s, single-quoted for /bin/sh when needed. */
+/* Append s as one shell word (gpushare_buf_add_sh_word, the one shell
+ * quoting). */
 static int put_sh_quoted(struct farm_jobs *list, const char *s)
 {
-	size_t len = strlen(s);
-	int rc = GPUSHARE_OK;
+	struct gpushare_buf b = { 0 };
+	int rc = gpushare_buf_add_sh_word(&b, s);
 
-	if (sh_safe(s, len))
-		return arena_put(list, s, len);
-	rc = arena_put(list, "'", 1);
-	for (const char *p = s; !rc && *p; p++)
-		rc = *p == '\'' ? arena_put(list, "'\\''", 4) : arena_put(list, p, 1);
-	return rc ? rc : arena_put(list, "'", 1);
+	if (!rc)
+		rc = arena_put(list, b.s, b.len);
+	gpushare_buf_release(&b);
+	return rc;
 }
 
 /* Append template word w with the placeholders replaced; *used tells
@@ -642,9 +614,9 @@ void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf
 {
 	const struct farm_job_entry *e;
 	const char *s;
-	size_t o = 0, cap = 0;
+	struct gpushare_buf out = { 0 };
 	uint32_t k = 0;
-	char *out;
+	int rc = GPUSHARE_OK;
 
 	if (!len)
 		return;
@@ -657,42 +629,24 @@ void gpushare_farm_jobs_format(const struct farm_jobs *list, size_t i, char *buf
 		s += sizeof(sh_prefix);     /* show the line itself */
 		k = 2;
 	}
-	/* The job's bytes run to the next job's (or the arena's end). Worst
-	 * case: every byte a quote (4 bytes), 3 more per word. */
-	cap = (i + 1 < list->n_jobs ? list->jobs[i + 1].offset : list->arena_len) - (size_t)(s - list->arena);
-	out = malloc(4 * cap + 3 * (size_t)e->argc + 1);
-	if (!out)
-		return;
-	for (; k < e->argc; k++) {
+	for (; !rc && k < e->argc; k++) {
 		size_t n = strlen(s);
-		bool plain = list->mode == FARM_JOBS_SHELL || sh_safe(s, n);
 
-		if (o)
-			out[o++] = ' ';
-		if (!plain)
-			out[o++] = '\'';
-		for (const char *p = s; *p; p++) {
-			if (!plain && *p == '\'') {
-				memcpy(out + o, "'\\''", 4);
-				o += 4;
-			} else {
-				out[o++] = *p;
-			}
-		}
-		if (!plain)
-			out[o++] = '\'';
+		if (out.len)
+			rc = gpushare_buf_add(&out, " ", 1);
+		if (!rc)
+			rc = list->mode == FARM_JOBS_SHELL ? gpushare_buf_add(&out, s, n) : gpushare_buf_add_sh_word(&out, s);
 		s += n + 1;
 	}
-	out[o] = '\0';
-	if (o < len) {
-		memcpy(buf, out, o + 1);
-	} else {
-		memcpy(buf, out, len - 1);
+	if (!rc && out.len < len) {
+		memcpy(buf, out.s ? out.s : "", out.len + 1);
+	} else if (!rc) {
+		memcpy(buf, out.s, len - 1);
 		buf[len - 1] = '\0';
 		if (len > 4)
 			memcpy(buf + len - 4, "...", 4);
 	}
-	free(out);
+	gpushare_buf_release(&out);
 }
 
 uint64_t gpushare_farm_list_hash_begin(enum farm_jobs_mode mode, uint64_t n_jobs)

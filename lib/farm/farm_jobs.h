@@ -140,11 +140,6 @@ int gpushare_farm_jobs_template_stream(struct farm_jobs *list, char *const tmpl[
  * shell mode: { "/bin/sh", "-c", LINE, NULL }. */
 int gpushare_farm_jobs_argv(const struct farm_jobs *list, size_t i, char ***argv);
 
-/* Append one word as a shell reads it back: single-quoted when it holds
- * anything but letters, digits and @%_+=:,./- (as a template's argument is
- * quoted under --shell). */
-struct gpushare_buf;
-int gpushare_farm_jobs_quote_word(struct gpushare_buf *b, const char *w);
 
 /* A shell-mode job { "/bin/sh", "-c", LINE } whose LINE is one plain
  * command (words of safe characters and quotes, no expansion, operator,

@@ -132,7 +132,7 @@ static void add_commands(struct gpushare_farm_job *v, size_t n, const char *dir,
 				continue;
 			}
 			for (size_t k = 0; argv[k]; k++) {
-				if ((k && gpushare_buf_add(&b, " ", 1)) || gpushare_farm_jobs_quote_word(&b, argv[k]))
+				if ((k && gpushare_buf_add(&b, " ", 1)) || gpushare_buf_add_sh_word(&b, argv[k]))
 					break;
 			}
 			v[i].command = b.len ? strdup(gpushare_buf_str(&b)) : NULL;

@@ -7,23 +7,24 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpushare/buf.h"
 #include "gpushare/gpushare.h"
 #include "gpushare/report.h"
 #include "gpushare/strategy.h"
 #include "tune_internal.h"
 
-/* Append " WORD" to buf (l used of len), single-quoted when the shell
- * would read it otherwise. */
+/* Append " WORD" to buf (l used of len) as one shell word
+ * (gpushare_buf_add_sh_word, the one shell quoting). */
 static size_t shell_word(char *buf, size_t l, size_t len, const char *w)
 {
+	struct gpushare_buf b = { 0 };
+
 	if (l >= len)
 		return l;
-	if (*w && !strpbrk(w, " \t\n'\"\\$`*?[]{}()<>|&;#~!"))
-		return l + (size_t)snprintf(buf + l, len - l, " %s", w);
-	l += (size_t)snprintf(buf + l, len - l, " '");
-	for (const char *p = w; *p && l < len; p++)
-		l += (size_t)snprintf(buf + l, len - l, *p == '\'' ? "'\\''" : "%c", *p);
-	return l < len ? l + (size_t)snprintf(buf + l, len - l, "'") : l;
+	if (gpushare_buf_add_sh_word(&b, w) == GPUSHARE_OK)
+		l += (size_t)snprintf(buf + l, len - l, " %s", b.s);
+	gpushare_buf_release(&b);
+	return l;
 }
 
 /* "spin:request-us=500" -> "--workload spin --request-us 500"; a command:
