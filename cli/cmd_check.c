@@ -146,15 +146,25 @@ static void print_text(const struct gpushare_check_result *r, double tol, const 
 		printf("%-7d %-8d %8.1f%% %9s %8s %11s %8llu  %s\n", i, (int)c->pid, c->v.promised * 100, att, err, kt,
 		       c->kernels, c->v.pass == 1 ? "pass" : c->v.pass == 0 ? "FAIL" : "unknown");
 	}
-	printf("%s: %d of %d clients within %.0f points\n", r->failed ? "FAIL" : "pass", r->n_clients - r->failed,
-	       r->n_clients, tol * 100);
+	if (r->others > 0)
+		printf("unknown: %d other process%s (pid %d%s) ran on the GPU when the probe was to run alone; its "
+		       "figure holds their load, so no share can be judged: run check on an idle GPU\n",
+		       r->others, r->others == 1 ? "" : "es", (int)r->other_pid, r->others > 1 ? ", ..." : "");
+	else
+		printf("%s: %d of %d clients within %.0f points\n", r->failed ? "FAIL" : "pass",
+		       r->n_clients - r->failed, r->n_clients, tol * 100);
 }
 
 static void print_json(const struct gpushare_check_result *r, double tol)
 {
 	printf("{\"pass\":%s,\"tolerance\":%.4f,\"alone_kernel_ns\":%.1f,\"alone_kernels_per_second\":%.3f,"
-	       "\"sms\":%d,\"clients\":[",
+	       "\"sms\":%d,",
 	       r->failed ? "false" : "true", tol, r->alone_kernel_ns, r->alone_rate, r->sms);
+	if (r->others >= 0)
+		printf("\"other_processes\":%d,", r->others);
+	else
+		printf("\"other_processes\":null,");
+	printf("\"clients\":[");
 	for (int i = 0; i < r->n_clients; i++) {
 		const struct gpushare_check_client *c = &r->c[i];
 		printf("%s{\"client\":%d,\"pid\":%d,\"promised\":%.4f,", i ? "," : "", i, (int)c->pid, c->v.promised);

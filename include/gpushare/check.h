@@ -50,6 +50,11 @@ struct gpushare_check_result {
 	int n_clients;
 	struct gpushare_check_client c[GPUSHARE_CHECK_MAX_CLIENTS];
 	int failed;                             /* clients outside the tolerance or unknown */
+	/* Compute processes on the GPUs, MPS servers aside, when the probe was to
+	 * run alone (NVML's count; -1 unknown: no driver): the alone figure holds
+	 * their load, so every verdict is unknown when there was one. */
+	int others;
+	pid_t other_pid;                        /* the first of them */
 };
 
 /* Run the two phases. GPUSHARE_E_NOT_FOUND when the probe cannot be run,

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "gpushare/check.h"
 #include "gpushare/child.h"
+#include "gpushare/gpu.h"
 #include "gpushare/gpushare.h"
 #include "sys.h"
 
@@ -129,6 +130,28 @@ static void stop_all(struct gpushare_child *ch, int n)
 	}
 }
 
+/* Other compute processes on the GPUs before the alone phase (MPS servers
+ * are not: check's clients may use one). -1 when NVML cannot tell. */
+static int count_others(pid_t *first)
+{
+	struct gpushare_system_info sys;
+	int n = 0;
+
+	*first = 0;
+	if (gpushare_system_query_nvml(&sys) != GPUSHARE_OK)
+		return -1;
+	for (size_t i = 0; i < sys.n_gpus; i++)
+		for (size_t k = 0; k < sys.gpus[i].n_procs; k++) {
+			const struct gpushare_proc_info *p = &sys.gpus[i].procs[k];
+			if (p->kind == GPUSHARE_PROC_MPS_SERVER)
+				continue;
+			if (!n++)
+				*first = p->pid;
+		}
+	gpushare_system_release(&sys);
+	return n;
+}
+
 int gpushare_check_run(const struct gpushare_check_opts *o, struct gpushare_check_result *r)
 {
 	char scratch[64] = "/tmp/gpushare-check-XXXXXX", dir[128], sms_file[128];
@@ -146,7 +169,8 @@ int gpushare_check_run(const struct gpushare_check_opts *o, struct gpushare_chec
 	if (!mkdtemp(scratch))
 		return gpushare_fail(GPUSHARE_E_IO, "check: cannot make a scratch directory: %s", strerror(errno));
 
-	/* the probe alone, on the whole GPU */
+	/* the probe alone, on the whole GPU: alone only if nothing else runs */
+	r->others = count_others(&r->other_pid);
 	snprintf(dir, sizeof(dir), "%s/alone", scratch);
 	snprintf(sms_file, sizeof(sms_file), "%s/sms", scratch);
 	rc = start_probe(o, dir, 0, 1.0, 0, sms_env && *sms_env ? NULL : sms_file, &ch[0], env[0]);
@@ -194,8 +218,10 @@ int gpushare_check_run(const struct gpushare_check_opts *o, struct gpushare_chec
 			since(&rec, &base[i]);
 		c->kernels = rec.kernels;
 		c->rate = gpushare_account_work_rate(&rec);
-		if (gpushare_account_verdict(&alone, &rec, o->shares[i], o->tolerance, &c->v) != 1)
+		if (gpushare_account_verdict(&alone, &rec, o->shares[i], o->tolerance, &c->v) != 1 || r->others > 0)
 			r->failed++;
+		if (r->others > 0)
+			c->v.pass = -1; /* measured against a GPU that was not idle: unsettled */
 		r->n_clients = i + 1;
 	}
 	gpushare_remove_tree(scratch);
