@@ -23,7 +23,7 @@ stage() { # stage NAME: the previous stage ends, NAME begins ("" for none)
 t_start=$(date +%s)
 hog=
 on_exit() {
-	[[ -n $hog ]] && kill "$hog" 2>/dev/null
+	if [[ -n $hog ]]; then kill "$hog" 2>/dev/null || true; fi
 	stage ""
 	echo "== test.sh: where the time went"
 	printf '  %s\n' "${stages[@]}"
