@@ -95,6 +95,11 @@ report_timings() {
 	echo
 	echo "======== fresh-root: timings"
 	printf '  %s\n' "${stages[@]}"
+	# ./scripts/test.sh's own stages, the last lines it printed.
+	if [[ -f $W/test.log ]] && grep -q '^== test.sh: where the time went' "$W/test.log"; then
+		echo "  of which ./scripts/test.sh:"
+		sed -n '/^== test.sh: where the time went/,$ { /^  /p }' "$W/test.log" | sed 's/^/  /'
+	fi
 }
 
 begin "mmdebstrap --variant=apt $SUITE"

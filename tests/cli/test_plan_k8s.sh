@@ -29,23 +29,42 @@ if [[ ! -d $SRC/tests/k8s/node_modules/kubernetes-models ]]; then
 	exit 0
 fi
 
+# The validator's checks are queued and run by one node process at the end
+# of each section (verdicts): a node start with the schemas loaded takes
+# about a second, beside a CPU hog several, and the sections check some 75
+# files. A queued file stays as it is until then (each has its own name).
+q_kind=() q_what=() q_pattern=() q_args=()
 valid() { # valid WHAT [--k8s-only] FILE...: the validator accepts each FILE
-	local what=$1
-	shift
-	if node "$V" "$@" >"$tmp/v.out" 2>&1; then
-		ok "$what: valid ($(grep -c '^ok' "$tmp/v.out") documents)"
-	else
-		fail "$what: $(cat "$tmp/v.out")"
-	fi
+	q_kind+=(valid) q_what+=("$1") q_pattern+=("")
+	q_args+=("$(IFS=$'\t'; echo "${*:2}")")
 }
 invalid() { # invalid WHAT PATTERN [--k8s-only] FILE: the validator refuses FILE naming PATTERN
-	if node "$V" "${@:3}" >"$tmp/v.out" 2>&1; then
-		fail "$1: the validator accepted it"
-	elif grep -qF -- "$2" "$tmp/v.out"; then
-		ok "$1: refused ($(grep FAIL "$tmp/v.out"))"
+	q_kind+=(invalid) q_what+=("$1") q_pattern+=("$2")
+	q_args+=("$(IFS=$'\t'; echo "${*:3}")")
+}
+verdicts() { # run the queued checks
+	local i v
+	((${#q_kind[@]})) || return 0
+	printf '%s\n' "${q_args[@]}" >"$tmp/batch"
+	if ! node "$V" --batch "$tmp/batch" >"$tmp/v.out" 2>&1; then
+		fail "the validator itself failed: $(cat "$tmp/v.out")"
 	else
-		fail "$1: refused for another reason: $(cat "$tmp/v.out")"
+		for i in "${!q_kind[@]}"; do
+			v=$(grep -m1 "^group $((i + 1)): " "$tmp/v.out" | cut -d' ' -f3-)
+			case ${q_kind[i]}:$v in
+			valid:ok:*) ok "${q_what[i]}: valid (${v#ok: })" ;;
+			valid:*) fail "${q_what[i]}: ${v:-no verdict}" ;;
+			invalid:ok:*) fail "${q_what[i]}: the validator accepted it" ;;
+			invalid:FAIL:*) if [[ $v == *"${q_pattern[i]}"* ]]; then
+				ok "${q_what[i]}: refused ($v)"
+			else
+				fail "${q_what[i]}: refused for another reason: $v"
+			fi ;;
+			*) fail "${q_what[i]}: no verdict: $(cat "$tmp/v.out")" ;;
+			esac
+		done
 	fi
+	q_kind=() q_what=() q_pattern=() q_args=()
 }
 
 echo "== every Kubernetes output of the fixtures"
@@ -55,12 +74,11 @@ for fx in mps-h100 timeslice-a100; do
 		for extra in "" "--strategy mps" "--strategy mps-split" "--strategy timeslice" "--mem-per-client 10G" \
 			"--goal slo --slo-p99 2ms"; do
 			# shellcheck disable=SC2086 # split on purpose
-			if "$GPUSHARE" plan "$FIX/$fx" --for "$target" $extra >"$tmp/o.yaml" 2>"$tmp/err"; then
-				valid "$fx --for $target $extra: stdout, Kubernetes objects only" --k8s-only "$tmp/o.yaml"
-				rm -rf "$tmp/o"
+			if "$GPUSHARE" plan "$FIX/$fx" --for "$target" $extra >"$tmp/o$n.yaml" 2>"$tmp/err"; then
+				valid "$fx --for $target $extra: stdout, Kubernetes objects only" --k8s-only "$tmp/o$n.yaml"
 				# shellcheck disable=SC2086 # split on purpose
-				"$GPUSHARE" plan "$FIX/$fx" --for "$target" $extra --out "$tmp/o" 2>/dev/null
-				valid "$fx --for $target $extra --out DIR: $(cd "$tmp/o" && echo *)" "$tmp"/o/*.yaml
+				"$GPUSHARE" plan "$FIX/$fx" --for "$target" $extra --out "$tmp/o$n" 2>/dev/null
+				valid "$fx --for $target $extra --out DIR: $(cd "$tmp/o$n" && echo *)" "$tmp/o$n"/*.yaml
 				n=$((n + 1))
 			else
 				echo "   ($fx --for $target $extra: not planned: $(tail -1 "$tmp/err"))"
@@ -72,6 +90,7 @@ check "at least 12 outputs validated ($n)" test "$n" -ge 12
 for g in "$FIX"/golden/*.yaml; do
 	valid "golden $(basename "$g")" "$g"
 done
+verdicts
 "$GPUSHARE" plan "$FIX/mps-h100" --for k8s-dra >"$tmp/dra.yaml"
 check "the DRA claim is resource.k8s.io/v1 with the driver's GpuConfig, MPS, 25%" \
 	bash -c "grep -q 'apiVersion: resource.k8s.io/v1$' '$tmp/dra.yaml' && grep -q 'kind: GpuConfig' '$tmp/dra.yaml' &&
@@ -111,6 +130,8 @@ check "--mem-per-client with time-slicing: warned, not dropped in silence" \
 	bash -c "grep -q 'mem-per-client is a limit of MPS clients: timeslice shares without one' '$tmp/err' &&
 		grep -q '^# Warning: --mem-per-client' '$tmp/o.yaml'"
 
+verdicts
+
 echo "== the DRA driver as applied"
 rm -rf "$tmp/dra"
 "$GPUSHARE" plan "$FIX/mps-h100" --for k8s-dra --out "$tmp/dra"
@@ -136,6 +157,8 @@ check "time-slicing names its own gate" grep -q 'TimeSlicingSettings feature gat
 check "--mem-per-client 100K: refused, exit 14, the driver's 1Mi (got $rc: $(tail -1 "$tmp/err"))" \
 	bash -c "[[ $rc == 14 ]] && grep -q 'under 1Mi' '$tmp/err'"
 
+verdicts
+
 echo "== mig-parted as applied"
 "$GPUSHARE" plan "$FIX/mps-h100" --for mig-parted >"$tmp/mig.yaml"
 check "a device-filter for the measured model (H100 80GB)" grep -q 'device-filter: \["0x233010DE", "0x233110DE"\]' "$tmp/mig.yaml"
@@ -158,12 +181,15 @@ valid "the mixed layout plan writes from its runs" "$tmp/mig-measured.yaml"
 grep -v 'device-filter' "$tmp/mig.yaml" | sed 's/^    devices: all/  - devices: all/' >"$tmp/mig-nofilter.yaml"
 invalid "no device-filter" "no device-filter" "$tmp/mig-nofilter.yaml"
 
+verdicts
+
 echo "== names YAML would read as another type stay strings"
 for name in true null 1e3 0x10 yes; do
-	"$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-device-plugin --name "$name" >"$tmp/n.yaml"
-	check "--name $name is written quoted" grep -qx "  name: \"$name\"" "$tmp/n.yaml"
-	valid "--name $name" "$tmp/n.yaml"
+	"$GPUSHARE" plan "$FIX/timeslice-a100" --for k8s-device-plugin --name "$name" >"$tmp/n-$name.yaml"
+	check "--name $name is written quoted" grep -qx "  name: \"$name\"" "$tmp/n-$name.yaml"
+	valid "--name $name" "$tmp/n-$name.yaml"
 done
+verdicts
 
 echo "== names with characters YAML readers refuse anywhere in a stream"
 # A C1 control (U+0080..U+009F but U+0085) or U+FFFE/U+FFFF in a recorded
@@ -213,5 +239,6 @@ grep -v '^  namespace:' "$tmp/dp-mps.yaml" >"$tmp/bad11.yaml"
 invalid "a ConfigMap without a namespace" "names no namespace" "$tmp/bad11.yaml"
 { cat "$tmp/dp/config.yaml"; echo ---; cat "$tmp/dp/configmap.yaml"; } >"$tmp/bad12.yaml"
 invalid "a stream whose first document is the plugin's config file" "not a Kubernetes object" --k8s-only "$tmp/bad12.yaml"
+verdicts
 
 finish plan-k8s

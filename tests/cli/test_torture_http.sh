@@ -26,9 +26,11 @@ export GPUSHARE_NVML_LIBRARY=$GPUSHARE_TEST_HELPERS/libfakenvml.so GPUSHARE_CUDA
 cat >"$tmp/hostile.py" <<'EOF'
 # hostile.py PORT SRC IDLE TRICKLE SECONDS: open IDLE silent connections and
 # TRICKLE connections sending one header byte every 0.2 s, from address SRC;
-# keep them for SECONDS, then print how many tricklers the server dropped and
-# the first and last drop, each counted from that connection's own connect
-# (on a loaded machine opening them all takes a while).
+# keep them for SECONDS. Prints "open N" once they are open, and "dropped N
+# FIRST LAST" (how many tricklers the server dropped, the first and last
+# drop, each counted from that connection's own connect: on a loaded machine
+# opening them all takes a while) once every trickler is dropped, or at the
+# end.
 import socket, sys, time
 port, src, idle, trickle, secs = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 def conn():
@@ -48,7 +50,14 @@ for _ in range(trickle):
 print("open", sum(1 for s in idles + trick if s), flush=True)
 hdr = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 100000
 pos, dropped, when, t0 = 0, set(), [], time.monotonic()
+opened = sum(1 for s in trick if s)
+def say():
+    print("dropped", len(dropped), "%.1f %.1f" % (min(when, default=0), max(when, default=0)), flush=True)
 while time.monotonic() - t0 < secs:
+    if opened and len(dropped) == opened:
+        say()
+        time.sleep(max(0, secs - (time.monotonic() - t0)))
+        sys.exit(0)
     for i, s in enumerate(trick):
         if s is None or i in dropped:
             continue
@@ -59,7 +68,7 @@ while time.monotonic() - t0 < secs:
             when.append(time.monotonic() - since[i])
     pos += 1
     time.sleep(0.2)
-print("dropped", len(dropped), "%.1f %.1f" % (min(when, default=0), max(when, default=0)), flush=True)
+say()
 EOF
 
 # A scrape from 127.0.0.1: prints the HTTP status and the seconds it took.
@@ -73,18 +82,23 @@ served_port "$tmp/exporter.err"
 check "exporter serves (port $port)" test -n "$port"
 
 echo "== 100 idle + 10 trickling connections from another address"
+# The hostile connections stay open until the second scrape is done (16 s
+# at most); the scrapes wait for their events: all open, all tricklers
+# dropped (or the 16 s out).
 python3 "$tmp/hostile.py" "$port" 127.0.0.2 100 10 16 >"$tmp/h1" &
-pids+=($!)
-sleep 2
+hostile=$!
+pids+=("$hostile")
+wait_for 200 0.05 grep -q '^open' "$tmp/h1" || true
 read -r code took < <(scrape "$port")
 echo "   scrape: $code in ${took}s ($(head -n 1 "$tmp/h1"))"
 check "a scrape is served within 1 s beside 110 hostile connections" \
 	python3 -c "import sys; sys.exit(0 if '$code' == '200' and float('$took') < $TIME_FACTOR else 1)"
-sleep 7
+wait_for 200 0.1 grep -q '^dropped' "$tmp/h1" || true
 read -r code took < <(scrape "$port")
 check "and still after the header deadline passed (${took}s)" \
 	python3 -c "import sys; sys.exit(0 if '$code' == '200' and float('$took') < $TIME_FACTOR else 1)"
-wait "${pids[-1]}" || true
+kill "$hostile" 2>/dev/null || true
+wait "$hostile" || true
 read -r n_dropped first last < <(sed -n 's/^dropped //p' "$tmp/h1")
 # Sending steadily, each one is dropped once its head is 5 s old (the send
 # that notices comes a little later, later still on a loaded machine).
@@ -93,13 +107,15 @@ check "tricklers are dropped at the 5 s header deadline (${n_dropped:-0} of 10, 
 
 echo "== the same from the scraper's own address"
 python3 "$tmp/hostile.py" "$port" 127.0.0.1 100 10 4 >"$tmp/h2" &
-pids+=($!)
-sleep 2
+hostile=$!
+pids+=("$hostile")
+wait_for 200 0.05 grep -q '^open' "$tmp/h2" || true
 read -r code took < <(scrape "$port")
 echo "   scrape: $code in ${took}s ($(head -n 1 "$tmp/h2"))"
 check "a scrape from the same address is served within 1 s" \
 	python3 -c "import sys; sys.exit(0 if '$code' == '200' and float('$took') < $TIME_FACTOR else 1)"
-wait "${pids[-1]}" || true
+kill "$hostile" 2>/dev/null || true
+wait "$hostile" || true
 kill "$exporter" 2>/dev/null || true
 wait "$exporter" 2>/dev/null || true
 exporter=

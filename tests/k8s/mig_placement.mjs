@@ -26,11 +26,6 @@ const SHAPES = [
   [8, [0], 7],
 ];
 
-function fail(msg) {
-  console.error(`FAIL: ${msg}`);
-  process.exit(1);
-}
-
 function fits(inst, taken) {
   if (!inst.length) return true;
   const [[size, starts], ...rest] = inst;
@@ -41,7 +36,8 @@ function fits(inst, taken) {
   return false;
 }
 
-export function checkMigParted(o, path) {
+// fail(msg): the caller's report of a breach; it does not return.
+export function checkMigParted(o, path, fail) {
   for (const [name, specs] of Object.entries(o["mig-configs"])) {
     if (!Array.isArray(specs)) fail(`${path}.${name}: not a list of MigConfigSpecs`);
     specs.forEach((spec, i) => {

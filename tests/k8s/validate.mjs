@@ -28,6 +28,11 @@
 //   node validate.mjs --k8s-only FILE...: every document must be a
 //   Kubernetes object (what `kubectl apply -f` takes).
 // Prints one line per document; exits 1 on the first failure.
+//   node validate.mjs --batch LIST: each line of LIST is one validation,
+//   its arguments ([--k8s-only] FILE...) separated by tabs; prints for the
+//   Nth line "group N: ok: D documents" or "group N: FAIL: why" (its first
+//   failure) and exits 0. One node process for many files: starting node
+//   and loading the schemas takes about a second each time.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -38,9 +43,9 @@ const require = createRequire(import.meta.url);
 const pkgDir = dirname(require.resolve("kubernetes-models/package.json"));
 const nodeModules = dirname(pkgDir);
 
+class Invalid extends Error {}
 function fail(msg) {
-  console.error(`FAIL: ${msg}`);
-  process.exit(1);
+  throw new Invalid(msg);
 }
 
 // Property names and types of an interface in a models .d.ts file.
@@ -231,32 +236,69 @@ function checkValues(v, path) {
   return "DRA driver chart values";
 }
 
-let k8sOnly = false;
-const files = process.argv.slice(2).filter((a) => (a === "--k8s-only" ? ((k8sOnly = true), false) : true));
-if (!files.length) fail("usage: node validate.mjs [--k8s-only] FILE...");
-for (const f of files) {
-  fileText = readFileSync(f, "utf8");
-  const docs = parseAllDocuments(fileText, { strict: true, uniqueKeys: true });
-  if (!docs.length) fail(`${f}: no YAML document`);
-  for (const [i, d] of docs.entries()) {
-    const path = `${f}#${i}`;
-    if (d.errors.length) fail(`${path}: ${d.errors[0].message}`);
-    if (d.warnings.length) fail(`${path}: ${d.warnings[0].message}`);
-    const o = d.toJS();
-    if (k8sOnly && !(o && o.apiVersion && o.kind)) fail(`${path}: not a Kubernetes object (kubectl apply refuses it: apiVersion or kind not set)`);
-    if (o && o.apiVersion && o.kind) {
-      await checkObject(o, path);
-      console.log(`ok: ${path}: ${o.apiVersion} ${o.kind} ${o.metadata?.name ?? ""}`);
-    } else if (o && o.version === "v1" && o.sharing) {
-      checkDevicePluginConfig(o, path);
-      console.log(`ok: ${path}: device plugin config (${Object.keys(o.sharing)[0]})`);
-    } else if (o && o.version === "v1" && o["mig-configs"]) {
-      checkMigParted(o, path);
-      console.log(`ok: ${path}: mig-parted config (not a Kubernetes object)`);
-    } else if (o && (o.config !== undefined || o.featureGates !== undefined)) {
-      console.log(`ok: ${path}: ${checkValues(o, path)}`);
-    } else {
-      fail(`${path}: neither a Kubernetes object nor a device plugin config`);
+// Validates every document of each file; returns how many there were.
+// Throws Invalid at the first failure.
+async function validateFiles(args, log) {
+  let k8sOnly = false;
+  const files = args.filter((a) => (a === "--k8s-only" ? ((k8sOnly = true), false) : true));
+  if (!files.length) fail("usage: node validate.mjs [--k8s-only] FILE... | --batch LIST");
+  let n = 0;
+  for (const f of files) {
+    try {
+      fileText = readFileSync(f, "utf8");
+    } catch (e) {
+      fail(`${f}: ${e.message}`);
     }
+    const docs = parseAllDocuments(fileText, { strict: true, uniqueKeys: true });
+    if (!docs.length) fail(`${f}: no YAML document`);
+    for (const [i, d] of docs.entries()) {
+      const path = `${f}#${i}`;
+      if (d.errors.length) fail(`${path}: ${d.errors[0].message}`);
+      if (d.warnings.length) fail(`${path}: ${d.warnings[0].message}`);
+      const o = d.toJS();
+      if (k8sOnly && !(o && o.apiVersion && o.kind)) fail(`${path}: not a Kubernetes object (kubectl apply refuses it: apiVersion or kind not set)`);
+      if (o && o.apiVersion && o.kind) {
+        await checkObject(o, path);
+        log(`ok: ${path}: ${o.apiVersion} ${o.kind} ${o.metadata?.name ?? ""}`);
+      } else if (o && o.version === "v1" && o.sharing) {
+        checkDevicePluginConfig(o, path);
+        log(`ok: ${path}: device plugin config (${Object.keys(o.sharing)[0]})`);
+      } else if (o && o.version === "v1" && o["mig-configs"]) {
+        checkMigParted(o, path, fail);
+        log(`ok: ${path}: mig-parted config (not a Kubernetes object)`);
+      } else if (o && (o.config !== undefined || o.featureGates !== undefined)) {
+        log(`ok: ${path}: ${checkValues(o, path)}`);
+      } else {
+        fail(`${path}: neither a Kubernetes object nor a device plugin config`);
+      }
+      n++;
+    }
+  }
+  return n;
+}
+
+// An error of the validator itself (not an Invalid) is never taken for a
+// verdict on a file: it ends the run with its stack.
+async function verdict(args, log) {
+  try {
+    return { n: await validateFiles(args, log) };
+  } catch (e) {
+    if (!(e instanceof Invalid)) throw e;
+    return { why: e.message };
+  }
+}
+
+const argv = process.argv.slice(2);
+if (argv[0] === "--batch" && argv.length === 2) {
+  const lines = readFileSync(argv[1], "utf8").split("\n").filter((l) => l !== "");
+  for (const [i, line] of lines.entries()) {
+    const v = await verdict(line.split("\t"), () => {});
+    console.log(v.why === undefined ? `group ${i + 1}: ok: ${v.n} documents` : `group ${i + 1}: FAIL: ${v.why.replace(/\n+/g, " | ")}`);
+  }
+} else {
+  const v = await verdict(argv, (l) => console.log(l));
+  if (v.why !== undefined) {
+    console.error(`FAIL: ${v.why}`);
+    process.exit(1);
   }
 }
