@@ -176,7 +176,8 @@ check "... and the text says why" grep -q "^unknown: 1 other process (pid $$) ra
 env "$(peers stray)" FAKE_CUPTI_SHARING=timeslice GPUSHARE_ACCOUNT_DIR="$tmp/stray-rec" \
 	CUDA_INJECTION64_PATH="$LIB" "${probe[@]}" &
 stray=$!
-wait_for 50 0.1 test -n "$(ls "$tmp/peers-stray" 2>/dev/null)" || true
+stray_in() { test -n "$(ls "$tmp/peers-stray" 2>/dev/null)"; }
+wait_for 50 0.1 stray_in || true
 run check --clients 2 --warmup 1 --seconds 1 --json -- env "$(peers stray)" FAKE_CUPTI_SHARING=timeslice "${probe[@]}"
 kill "$stray" 2>/dev/null
 wait "$stray" 2>/dev/null || true

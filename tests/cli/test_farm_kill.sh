@@ -16,7 +16,7 @@ H=$GPUSHARE_TEST_HELPERS
 tmp=$(mktemp -d /tmp/gpushare-farm-kill.XXXXXX)
 fpid=
 cleanup() {
-	[[ -n "$fpid" ]] && kill -KILL "$fpid" 2>/dev/null
+	[[ -z "$fpid" ]] || kill -KILL "$fpid" 2>/dev/null || true
 	pkill -KILL -f "$tmp/" 2>/dev/null || true
 	for p in $(our_daemons); do kill -KILL "$p" 2>/dev/null || true; done
 	rm -rf "$tmp"
@@ -105,7 +105,7 @@ for round in 0 1 2 3 4; do
 	fpid=$!
 	sleep "${delays[$round]}"
 	running=$( (pgrep -f "$tmp/job [0-9]" || true) | wc -l)
-	kill -KILL "$fpid"
+	kill -KILL "$fpid" 2>/dev/null || true # a farm that already finished (a slow machine) is no failure of the test
 	wait "$fpid" 2>/dev/null || true
 	fpid=
 	t0=$(date +%s.%N)

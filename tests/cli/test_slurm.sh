@@ -335,7 +335,8 @@ check "  the daemon runs" test "$(daemons_alive)" = 1
 touch "$tmp/go-$j2"
 check "job $j2 completed" test "$(slurm_wait_job "$j2" 60)" = COMPLETED
 check "  the last epilog stopped the daemon" no_daemon_left
-check "  no job record left" wait_for 50 0.1 test -z "$(ls "$sd/jobs")"
+no_job_record() { test -z "$(ls "$1/jobs")"; } # read again at each try
+check "  no job record left" wait_for 50 0.1 no_job_record "$sd"
 
 echo "== scancel of a gres/mps job"
 before=$(starts)
@@ -345,7 +346,7 @@ check "  at 30%" grep -q "pipe=$prolog_pipe pct=30" "$tmp/up-$j3"
 scancel "$j3"
 check "scancel: the job ends" test "$(slurm_wait_job "$j3" 60)" = CANCELLED
 check "  the epilog stopped the daemon" no_daemon_left
-check "  no job record left" wait_for 50 0.1 test -z "$(ls "$sd/jobs")"
+check "  no job record left" wait_for 50 0.1 no_job_record "$sd"
 rm -f "$tmp/hooks-on"
 slurm_stop
 
