@@ -395,8 +395,17 @@ int gpushare_farm_summary_write(FILE *f, const struct gpushare_farm_summary *s, 
 		 * byte in a job line must not reach the screen raw. */
 		gpushare_utf8_term(&cmd, j->command ? j->command : "?");
 		gpushare_utf8_term(&dir, s->shards_seen > 1 ? j->dir : "");
-		fprintf(f, "%s%s%-*s %s\n", gpushare_buf_str(&dir), s->shards_seen > 1 ? "/" : "",
-			s->shards_seen > 1 ? 0 : 28, j->stderr_path, gpushare_buf_str(&cmd));
+		{
+			/* a job's output file is made on its first byte: one that
+			 * wrote nothing to stderr has none, said as such */
+			char full[sizeof(j->dir) + sizeof(j->stderr_path) + 2];
+			struct stat sb;
+			bool none = !j->running && *j->stderr_path &&
+				    (size_t)snprintf(full, sizeof(full), "%s/%s", j->dir, j->stderr_path) < sizeof(full) &&
+				    stat(full, &sb) != 0 && errno == ENOENT;
+			fprintf(f, "%s%s%-*s %s\n", gpushare_buf_str(&dir), s->shards_seen > 1 ? "/" : "",
+				s->shards_seen > 1 ? 0 : 28, none ? "(no stderr)" : j->stderr_path, gpushare_buf_str(&cmd));
+		}
 		gpushare_buf_release(&cmd);
 		gpushare_buf_release(&dir);
 	}

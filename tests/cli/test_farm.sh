@@ -180,6 +180,11 @@ check "  a stream closed early, the other written later: both kept" \
 check "  the job ended with its shell, its background writer not waited for" \
 	bash -c "grep -qx before '$tmp/flazy/out/5.1.out' && ! grep -q after '$tmp/flazy/out/5.1.out'"
 no_jobs_left "lazy output files"
+printf '%s\n' false "sh -c 'echo why >&2; exit 3'" >"$tmp/jlazyf"
+run farm --dir "$tmp/flazyf" --strategy timeslice --slots 1 "$tmp/jlazyf"
+run farm status --failed "$tmp/flazyf"
+check "  farm status: a failed job with no stderr says so" grep -qE '^failed +1 .*\(no stderr\) +false$' "$tmp/out"
+check "  and names the file of one that wrote some" grep -qE '^failed +2 .* out/2\.1\.err ' "$tmp/out"
 
 echo "== a job that leaves a background process behind"
 printf '%s\n' "sh -c '$tmp/job.sh 98 60 0 & exit 0'" >"$tmp/jbg"
