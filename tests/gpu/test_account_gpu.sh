@@ -5,7 +5,8 @@
 #     a share near 1 and its device memory;
 #  2. the exporter serves it;
 #  3. time-slicing (no MPS daemon): `gpushare check --clients 2` passes, and
-#     fails with a stray probe running beside the plan's two (exit 15);
+#     does not pass with a stray probe running beside the plan's two
+#     (exit 15, the stray named: "alone" would hold its load);
 #  4. under MPS, `gpushare check --shares 25,75` passes, and the same plan
 #     with the limits overridden to 100/100 (a planted misconfiguration)
 #     fails with exit 15.
@@ -58,20 +59,28 @@ GPUSHARE_ACCOUNT_DIR=$D/alone "$G" exporter --once >"$D/exp.txt" || true
 grep -q '^gpushare_client_sm_share_ratio{' "$D/exp.txt" || fail "the exporter serves no client"
 ok "the exporter serves it"
 
-# 3. time-slicing: the work rate halves, the kernel time does not
+# 3. time-slicing: the work rate halves (the probe's kernel time grew as
+# much on an H200: docs/benchmarks.md)
 "$G" check --clients 2 --seconds 10 --account-lib "$LIB" | tee "$D/ts.txt" || fail "check of 2 time-sliced clients"
 ok "check passes 2 time-sliced clients"
 "$PROBE" 600 &
 stray=$!
+# the stray running on the GPU before check looks: NVML lists it
+listed() { nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -qx "$stray"; }
+for _ in $(seq 100); do listed && break; sleep 0.2; done
+listed || fail "the stray probe (pid $stray) never showed in NVML's compute processes"
 set +e
 "$G" check --clients 2 --seconds 10 --account-lib "$LIB" | tee "$D/ts-bad.txt"
 rc=${PIPESTATUS[0]}
 set -e
+stray_pid=$stray
 kill "$stray" 2>/dev/null || true
 wait "$stray" 2>/dev/null || true
 stray=
 [[ $rc -eq 15 ]] || fail "check passed (exit $rc) 2 time-sliced clients beside a stray third"
-ok "check fails 2 time-sliced clients beside a stray probe (exit 15)"
+grep -q "^unknown: 1 other process (pid $stray_pid)" "$D/ts-bad.txt" ||
+	fail "check did not name the stray process as the reason no share could be judged"
+ok "check does not pass 2 time-sliced clients beside a stray probe, and names it (exit 15)"
 
 # 4. under MPS
 export CUDA_MPS_PIPE_DIRECTORY=$P CUDA_MPS_LOG_DIRECTORY=$L
