@@ -32,7 +32,7 @@ static const struct cli_opt check_opts[] = {
 	  .help = "without --shares: N clients time-sliced (or MPS without limits), each promised 1/N",
 	  .def = "2", .min = 1, .max = GPUSHARE_CHECK_MAX_CLIENTS, .to = CLI_TO_INT, AT(clients) },
 	{ .id = OPT_PLAN, .long_name = "plan", .kind = CLI_DIR, .value_name = "DIR",
-	  .help = "the shares of a plan directory (gpushare plan --out DIR): its strategy, clients per GPU and "
+	  .help = "the shares of a plan directory (what gpushare plan wrote there): its strategy, clients per GPU and "
 		  "MPS limit",
 	  .to = CLI_TO_STR, AT(plan) },
 	{ .id = OPT_TOLERANCE, .long_name = "tolerance", .kind = CLI_INT, .value_name = "POINTS",

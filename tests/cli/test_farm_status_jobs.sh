@@ -33,7 +33,7 @@ run farm status "$tmp/f"
 check "status while running: exit 0 (got $rc)" test "$rc" -eq 0
 check "  lists job 1: failed, 2 attempts, exit 3, its stderr, its command" \
 	grep -Eq "^failed +1 +2  failed  exit 3 +out/1.2.err +sh -c 'echo bad >&2; exit 3'$" "$tmp/out"
-check "  lists job 2: failed by signal 9" grep -Eq "^failed +2 +2  failed  sig 9 +out/2.2.err " "$tmp/out"
+check "  lists job 2: failed by signal 9, no stderr written" grep -Eq "^failed +2 +2  failed  sig 9 +\(no stderr\) " "$tmp/out"
 check "  lists job 3: running, attempt 1" grep -Eq "^running +3 +1  running +out/3.1.err +sh -c " "$tmp/out"
 check "  not the job that was ok" bash -c "! grep -Eq '^[a-z]+ +4 ' '$tmp/out'"
 run farm status --failed "$tmp/f"

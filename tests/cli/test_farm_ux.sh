@@ -159,6 +159,8 @@ for l in open(sys.argv[1]):
     out.append(json.dumps(r, separators=(",", ":")))
 open(sys.argv[1], "w").write("\n".join(out) + "\n")
 EOF
+# the earlier farm's stderr file of its failed job, under its 0-based name
+mkdir -p "$tmp/o/out" && echo "the error" >"$tmp/o/out/1.1.err"
 cp "$tmp/o/journal.jsonl" "$tmp/o.journal"
 run farm --resume "$tmp/o" --retries 1 -q
 check "resume: exit 6, the reason named" bash -c "test $rc = 6 &&
