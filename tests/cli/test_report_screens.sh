@@ -244,7 +244,7 @@ pids+=($!)
 # 10% of the time, promised 1/3 as one of 3 time-sliced slots: held under
 # its promise on a GPU with room), for the dashboard's client panels.
 {
-	echo "$H/account_driver 600"
+	echo "$H/account_driver 900" # not 600: test_account looks for its own probes by that
 	for i in $(seq 1 3000); do echo "sleep 0.$((i % 5 + 3))"; done
 	echo "false"
 } >"$tmp/jobs"
