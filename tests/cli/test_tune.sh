@@ -87,7 +87,10 @@ if doc["tie"]:
 else:
     assert len(racing) == 1 and doc["tie_between"] is None and doc["unsettled"] is None, racing
 for c in doc["candidates"]:
-    assert c["best"] or c["dropped_why"] in ("probe-cut", "probe-rank", "cut", "welch", "half"), c
+    k = c["strategy"] + "|w%d|b%d" % (c["workers"], c["batch"])
+    # the pick, one tied with it the runs could not settle, or dropped
+    assert c["best"] or (doc["tie"] and c["racing"] and k in tied) or \
+        c["dropped_why"] in ("probe-cut", "probe-rank", "cut", "welch", "half"), c
 PY
 then ok "tune: picks timeslice w2 b4, drops sequential w4 b1 at its probe, 12 probes and at most 4 full runs"
 else fail "tune pick: rc $rc $(cat "$tmp/err") $(cat "$tmp/out")"; fi
