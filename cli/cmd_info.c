@@ -514,33 +514,19 @@ static void client_user(const struct gpushare_account_record *r, char *buf, size
 		snprintf(buf, len, "%lld", (long long)r->uid);
 }
 
-/* Append to the string in buf (cut to fit). */
-static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t off = strlen(buf);
-	va_list ap;
-
-	if (off + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + off, len - off, fmt, ap);
-	va_end(ap);
-}
-
 /* Who owns it, in short: "slurm:JOB.STEP k8s:NS/POD/CONTAINER farm:N rank:N". */
 static void client_owner(const struct gpushare_account_owner *o, char *buf, size_t len)
 {
 	buf[0] = '\0';
 	if (o->slurm_job[0])
-		append(buf, len, "slurm:%s%s%s", o->slurm_job, o->slurm_step[0] ? "." : "", o->slurm_step);
+		gpushare_str_catf(buf, len, "slurm:%s%s%s", o->slurm_job, o->slurm_step[0] ? "." : "", o->slurm_step);
 	if (o->k8s_pod[0])
-		append(buf, len, "%sk8s:%s%s%s%s%s", buf[0] ? " " : "", o->k8s_namespace, o->k8s_namespace[0] ? "/" : "",
-		       o->k8s_pod, o->k8s_container[0] ? "/" : "", o->k8s_container);
+		gpushare_str_catf(buf, len, "%sk8s:%s%s%s%s%s", buf[0] ? " " : "", o->k8s_namespace, o->k8s_namespace[0] ? "/" : "",
+				  o->k8s_pod, o->k8s_container[0] ? "/" : "", o->k8s_container);
 	if (o->farm_job[0])
-		append(buf, len, "%sfarm:%s", buf[0] ? " " : "", o->farm_job);
+		gpushare_str_catf(buf, len, "%sfarm:%s", buf[0] ? " " : "", o->farm_job);
 	if (o->rank[0])
-		append(buf, len, "%srank:%s", buf[0] ? " " : "", o->rank);
+		gpushare_str_catf(buf, len, "%srank:%s", buf[0] ? " " : "", o->rank);
 	if (!buf[0])
 		snprintf(buf, len, "-");
 }
