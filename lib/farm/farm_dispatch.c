@@ -405,8 +405,8 @@ static int start_job(struct farm *f, struct slot *s, const struct job_ref *j)
 		s->ch.mirror_exit = farm_keeper_job_ended;
 		s->ch.mirror_arg = s;
 	}
-	s->start_unix_s = farm_unix_now();
 	s->start_ns = gpushare_now_ns();
+	s->start_unix_s = farm_unix_at(f, s->start_ns);
 	rc = gpushare_child_start(&s->ch);
 	s->ch.argv = s->argv;    /* direct is freed below */
 	if (rc == GPUSHARE_E_NOT_FOUND || rc == GPUSHARE_E_INVAL) {
@@ -493,7 +493,7 @@ static int refuse_for_memory(struct farm *f, const struct job_ref *j)
 	s.attempts = j->attempts;
 	s.attempt = j->last_attempt + 1;
 	free(j->argv);
-	s.start_unix_s = farm_unix_now();
+	s.start_unix_s = farm_unix_at(f, gpushare_now_ns());
 	snprintf(s.err_rel, sizeof(s.err_rel), "out/%" PRIu64 ".%u.err", FARM_JOB_NUMBER(job), s.attempt);
 	if (gpushare_format_mps_size(f->c->mem_per_job_bytes, size, sizeof(size)) != GPUSHARE_OK)
 		snprintf(size, sizeof(size), "%" PRIu64 " bytes", f->c->mem_per_job_bytes);

@@ -96,8 +96,8 @@ echo "== --json and farm status"
 run farm status --json "$tmp/f1"
 check "status --json: 8 done, 2 GPUs" python3 -c "
 import json; d = json.load(open('$tmp/out'))['summary']
-assert d['done'] == 8 and d['failed'] == 0 and d['jobs'] == 8 and len(d['gpus']) == 2
-assert 0 < d['gpus'][0]['busy_fraction'] <= 1 and d['makespan_seconds'] > 0"
+assert d['done'] == 8 and d['failed'] == 0 and d['jobs'] == 8 and len(d['gpus']) == 2, d
+assert 0 < d['gpus'][0]['busy_fraction'] <= 1 and d['makespan_seconds'] > 0, d"
 run farm status "$tmp/f1"
 check "status text" grep -q "jobs: 8 done, 0 failed, 0 unfinished of 8" "$tmp/out"
 
