@@ -41,6 +41,17 @@
 #include "farm_live.h"
 
 
+/* The wall-clock time of monotonic instant ns of this run: the run's start
+ * on the wall clock plus the monotonic time since. Every attempt's start and
+ * end come from one clock, so a step of the wall clock during a run never
+ * makes a GPU's busy periods overlap or exceed the run's span. */
+static double farm_unix_at(const struct farm *f, uint64_t ns)
+{
+	if (!f->t0_ns)
+		return farm_unix_now(); /* before the run's loop */
+	return f->t0_unix_s + ((double)ns - (double)f->t0_ns) / 1e9;
+}
+
 /* ---- stop requests (async-signal-safe; the level lives in farm_jobs.c) ---- */
 
 void gpushare_farm_stop(bool now)

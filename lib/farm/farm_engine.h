@@ -137,15 +137,4 @@ void farm_dry_release(struct farm *f);
 void farm_init(struct farm *f, struct gpushare_farm_config *eff, struct gpushare_farm_result *r);
 int farm_take_source(struct farm *f, struct gpushare_farm_config *eff, char *gpus_buf, size_t gpus_len);
 
-/* The wall-clock time of monotonic instant ns of this run: the run's start
- * on the wall clock plus the monotonic time since. Every attempt's start and
- * end come from one clock, so a step of the wall clock during a run never
- * makes a GPU's busy periods overlap or exceed the run's span. */
-static inline double farm_unix_at(const struct farm *f, uint64_t ns)
-{
-	if (!f->t0_ns)
-		return farm_unix_now(); /* before the run's loop */
-	return f->t0_unix_s + ((double)ns - (double)f->t0_ns) / 1e9;
-}
-
 #endif
