@@ -18,11 +18,14 @@
 # over the same uniform schedule (BUILD_DIR/bench/openloop_floor), on the
 # host as it is ("idle") and beside a CPU hog ("busy": $STRESS, default
 # `stress-ng --cpu 2`). ROUNDS (default 5) interleaved rounds; each round
-# runs, per load and rate (RATES default "1000 10000 50000"), the floor and
-# the dispatcher under each of WAITS (default "auto spin": auto is how it
-# waits by default, spin forces the spin before every arrival it did before
-# it learned to sleep on a busy host; GPUSHARE_DISPATCH_WAIT), in an order
-# that rotates from round to round. Uniform arrivals, DUR (default 3s)
+# runs, per load and rate (RATES default "1000 10000 50000"), the floor, the
+# floor asking for the dispatcher's short scheduler slice ("floor-short",
+# openloop_floor's SLICE_US of 100), and the dispatcher under each of WAITS
+# (default "auto auto-noslice": auto is how it waits by default, spin
+# forces the spin before every arrival it did before it learned to sleep on
+# a busy host, sleep never spins (GPUSHARE_DISPATCH_WAIT); a "-noslice"
+# suffix leaves its thread the default slice, GPUSHARE_DISPATCH_SLICE_US=0),
+# in an order that rotates from round to round. Uniform arrivals, DUR (default 3s)
 # after WARM (default 1s); the floor runs WARM + DUR and, as the dispatcher,
 # counts the lateness of every arrival. Writes OUT_DIR/runs.tsv (one line a
 # run) and OUT_DIR/summary.md: median p99 lateness over the rounds for each,
@@ -42,7 +45,7 @@ if [[ ${MODE:-} == floor ]]; then
 	[[ -x $F ]] || { echo "openloop_dispatch.sh: no $F (build the bench/ programs)" >&2; exit 1; }
 	RATES=${RATES:-1000 10000 50000} ROUNDS=${ROUNDS:-5} DUR=${DUR:-3s} WARM=${WARM:-1s}
 	WORKERS=${WORKERS:-1} DISPATCH=${DISPATCH:-shared}
-	WAITS=${WAITS:-auto spin} LOADS=${LOADS:-idle busy} STRESS=${STRESS:-stress-ng --cpu 2}
+	WAITS=${WAITS:-auto auto-noslice} LOADS=${LOADS:-idle busy} STRESS=${STRESS:-stress-ng --cpu 2}
 	secs() { python3 -c 'import sys; s = sys.argv[1]; print(float(s[:-2]) / 1e3 if s.endswith("ms") else float(s.rstrip("s")))' "$1"; }
 	FLOOR_S=$(python3 -c "print($(secs "$WARM") + $(secs "$DUR"))")
 	hog=
@@ -54,7 +57,7 @@ if [[ ${MODE:-} == floor ]]; then
 		echo "machine: $(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
 		echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "command: MODE=floor ROUNDS=$ROUNDS RATES='$RATES' WAITS='$WAITS' LOADS='$LOADS' DUR=$DUR WARM=$WARM bench/openloop_dispatch.sh $B $O $*"
-		echo "floor: $F RATE $FLOOR_S; dispatcher: GPUSHARE_DISPATCH_WAIT=W $G bench --workload spin --request-us 0" \
+		echo "floor: $F RATE $FLOOR_S (floor-short: $F RATE $FLOOR_S 100); dispatcher: GPUSHARE_DISPATCH_WAIT=W GPUSHARE_DISPATCH_SLICE_US=100 (0 for W-noslice) $G bench --workload spin --request-us 0" \
 			"--workers $WORKERS --strategy timeslice --load open --rate RATE --arrival uniform --dispatch $DISPATCH" \
 			"--duration $DUR --warmup $WARM $*; busy: beside \`$STRESS\`"
 	} >"$O/summary.md"
@@ -68,7 +71,7 @@ if [[ ${MODE:-} == floor ]]; then
 				sleep 1
 			fi
 			for rate in $RATES; do
-				who=(floor $WAITS)
+				who=(floor floor-short $WAITS)
 				# Rotate the order from round to round.
 				for ((i = 0; i < ${#who[@]}; i++)); do
 					w=${who[(i + round) % ${#who[@]}]}
@@ -76,8 +79,12 @@ if [[ ${MODE:-} == floor ]]; then
 					la=$(cut -d' ' -f1 /proc/loadavg)
 					if [[ $w == floor ]]; then
 						"$F" "$rate" "$FLOOR_S" >"$f"
+					elif [[ $w == floor-short ]]; then
+						"$F" "$rate" "$FLOOR_S" 100 >"$f"
 					else
-						GPUSHARE_DISPATCH_WAIT=$w "$G" bench --workload spin --request-us 0 --workers "$WORKERS" \
+						slice=100
+						[[ $w == *-noslice ]] && slice=0
+						GPUSHARE_DISPATCH_SLICE_US=$slice GPUSHARE_DISPATCH_WAIT=${w%-noslice} "$G" bench --workload spin --request-us 0 --workers "$WORKERS" \
 							--strategy timeslice --load open --rate "$rate" --arrival uniform --dispatch "$DISPATCH" \
 							--duration "$DUR" --warmup "$WARM" -q --json "$@" >"$f"
 					fi
@@ -97,7 +104,7 @@ PY
 		done
 	done
 	echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$O/summary.md"
-	python3 - "$T" "$WAITS" >>"$O/summary.md" <<'PY'
+	python3 - "$T" "floor-short $WAITS" >>"$O/summary.md" <<'PY'
 import csv, statistics as st, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 waits = sys.argv[2].split()

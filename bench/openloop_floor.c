@@ -8,18 +8,26 @@
  * nothing and wakes nobody, so it is what any sleeping dispatcher could do
  * at best on this host.
  *
- * Usage: openloop_floor RATE SECONDS
+ * With SLICE_US it first asks the scheduler for that slice, as the
+ * dispatcher's thread does (lib/bench/openloop_wait.c): the floor of a
+ * sleeper that asks for the same short slice.
+ *
+ * Usage: openloop_floor RATE SECONDS [SLICE_US]
  * Prints one JSON object: rate_per_second, arrivals, offered_per_second,
  * achieved_per_second (arrivals handed over by the end of the schedule, per
- * second of it) and lateness {p50,p99,p999,max}_seconds.
+ * second of it), slice_seconds (the slice the kernel then reports, 0 the
+ * default) and lateness {p50,p99,p999,max}_seconds.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpushare/hist.h"
 
@@ -31,16 +39,44 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* The kernel's struct sched_attr (linux/sched/types.h clashes with <sched.h>). */
+struct kernel_sched_attr {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+/* Ask for a slice of us microseconds; the slice the kernel then reports. */
+static uint64_t short_slice(long us)
+{
+	struct kernel_sched_attr a;
+
+	memset(&a, 0, sizeof(a));
+	if (us <= 0 || syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0)
+		return 0;
+	a.size = sizeof(a);
+	a.sched_flags = 0;
+	a.sched_runtime = (uint64_t)us * 1000;
+	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0 || syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0)
+		return 0;
+	return a.sched_runtime;
+}
+
 int main(int argc, char **argv)
 {
 	static struct gpushare_hist h;
 	double rate, seconds, interval;
-	uint64_t t0, t_end, n = 0, on_time = 0;
+	uint64_t t0, t_end, n = 0, on_time = 0, slice = 0;
 
-	if (argc != 3 || (rate = strtod(argv[1], NULL)) <= 0 || (seconds = strtod(argv[2], NULL)) <= 0) {
-		fprintf(stderr, "usage: openloop_floor RATE SECONDS\n");
+	if ((argc != 3 && argc != 4) || (rate = strtod(argv[1], NULL)) <= 0 || (seconds = strtod(argv[2], NULL)) <= 0) {
+		fprintf(stderr, "usage: openloop_floor RATE SECONDS [SLICE_US]\n");
 		return 2;
 	}
+	if (argc == 4)
+		slice = short_slice(strtol(argv[3], NULL, 10));
 	interval = 1e9 / rate;
 	gpushare_hist_init(&h);
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
@@ -63,9 +99,9 @@ int main(int argc, char **argv)
 		n++;
 	}
 	printf("{\"rate_per_second\": %.17g, \"arrivals\": %llu, \"offered_per_second\": %.17g, "
-	       "\"achieved_per_second\": %.17g, \"lateness\": {\"p50_seconds\": %.9g, \"p99_seconds\": %.9g, "
+	       "\"achieved_per_second\": %.17g, \"slice_seconds\": %.9g, \"lateness\": {\"p50_seconds\": %.9g, \"p99_seconds\": %.9g, "
 	       "\"p999_seconds\": %.9g, \"max_seconds\": %.9g}}\n",
-	       rate, (unsigned long long)n, (double)n / seconds, (double)on_time / seconds,
+	       rate, (unsigned long long)n, (double)n / seconds, (double)on_time / seconds, (double)slice / 1e9,
 	       (double)gpushare_hist_quantile(&h, 0.5) / 1e9, (double)gpushare_hist_quantile(&h, 0.99) / 1e9,
 	       (double)gpushare_hist_quantile(&h, 0.999) / 1e9, (double)h.max_ns / 1e9);
 	return 0;

@@ -347,6 +347,7 @@ struct gpushare_bench_openloop {
 	uint64_t ring_full;            /* arrivals that waited for room in a full queue */
 	double dispatch_seconds;       /* the dispatcher's running time ... */
 	double dispatch_spin_seconds;  /* ... of it spinning before arrivals (a core was free), not sleeping */
+	double dispatch_slice_seconds; /* the scheduler slice its thread got (openloop_wait.c); 0 the default */
 	double drain_seconds;          /* how long the backlog was served after the window */
 	/* Latency parts, seconds: queueing (scheduled arrival to start of
 	 * service) and service; lateness: dispatcher hand-over behind schedule. */

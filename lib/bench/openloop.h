@@ -55,6 +55,7 @@ struct gpushare_dispatcher {
 	/* Set by the caller before start. */
 	struct gpushare_region_header *reg;
 	enum gpushare_dispatch_wait wait;
+	uint64_t slice_ns;         /* the scheduler slice to ask for (GPUSHARE_DISPATCH_SLICE_US); 0 leave it */
 	enum gpushare_arrival arrival;
 	double rate;               /* per second, all workers together */
 	uint64_t seed;
@@ -71,6 +72,7 @@ struct gpushare_dispatcher {
 	uint64_t ring_full;        /* arrivals that found their ring full and waited */
 	uint64_t batches;          /* wake-ups that published arrivals (each publishes all that are due) */
 	uint64_t run_ns, spin_ns;  /* its running time, of it spinning before arrivals (a core was free) */
+	uint64_t slice_granted_ns; /* the slice the scheduler holds for its thread after asking; 0 none */
 	struct gpushare_hist lateness; /* publish time - scheduled time, arrivals that found room */
 };
 
@@ -97,6 +99,13 @@ struct gpushare_dispatch_probe {
  * last one: only with about one and a half CPUs free (one and a quarter to
  * go on), and while spinning its thread is not kept waiting for a CPU. */
 bool gpushare_dispatch_spin_ok(bool spinning, const struct gpushare_dispatch_probe *p);
+
+/* Ask the scheduler for a short slice for the calling thread (SCHED_OTHER's
+ * sched_runtime, Linux 6.12 and later: a shorter slice means an earlier
+ * deadline, and a waking task with a shorter slice preempts the running
+ * one). Returns the slice the kernel then reports for the thread, 0 when it
+ * keeps none (an older kernel, another policy, or want_ns 0). */
+uint64_t gpushare_dispatch_short_slice(uint64_t want_ns);
 
 /* The dispatcher thread's waiting state (its own, on its stack). */
 struct gpushare_dispatch_waiter {

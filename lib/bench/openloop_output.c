@@ -35,6 +35,8 @@ static cJSON *open_json(const struct gpushare_bench_openloop *o)
 		  gpushare_json_num(j, "ring_full", (double)o->ring_full) &&
 		  gpushare_json_num_if(j, "dispatcher_spinning", o->dispatch_spin_seconds / o->dispatch_seconds,
 				       o->dispatch_seconds > 0) &&
+		  gpushare_json_num_if(j, "dispatcher_slice_seconds", o->dispatch_slice_seconds,
+				       o->dispatch_slice_seconds > 0) &&
 		  gpushare_json_num(j, "drain_seconds", o->drain_seconds) &&
 		  quantiles(j, "queue", o->queue_p50_seconds, o->queue_p99_seconds, 0, o->queue_max_seconds, false) &&
 		  quantiles(j, "service", o->service_p50_seconds, o->service_p99_seconds, 0, o->service_max_seconds, false) &&

@@ -63,6 +63,11 @@ check "latency = queueing + service, service ~1 ms" py "$tmp/below.json" \
 	'0.001 <= o["service"]["p50_seconds"] < 0.005 and r["aggregate"]["p50_seconds"] >= o["service"]["p50_seconds"]'
 check "config records the load" py "$tmp/below.json" \
 	'doc["config"]["load"] == "open" and doc["config"]["rate_per_second"] == 400 and doc["config"]["arrival"] == "uniform"'
+check "the dispatcher's slice: 100 us where the kernel keeps one (6.12+), else null" py "$tmp/below.json" \
+	'"dispatcher_slice_seconds" in o and o["dispatcher_slice_seconds"] in (None, 0.0001)'
+GPUSHARE_DISPATCH_SLICE_US=-5 run "${SPIN[@]}" --request-us 1ms --workers 1 --load open --rate 100 --duration 200ms
+[[ $rc -eq 2 ]] && grep -q "GPUSHARE_DISPATCH_SLICE_US='-5' is not a number" "$tmp/err" \
+	&& ok "a bad GPUSHARE_DISPATCH_SLICE_US: exit 2, named" || fail "bad slice: exit $rc: $(cat "$tmp/err")"
 run bench --workload spin --sleep on --strategy timeslice --warmup 100ms -q --request-us 1ms --workers 2 \
 	--load open --rate 100 --duration 500ms
 grep -q "open loop, poisson arrivals at 100/s, shared dispatch" "$tmp/out" && grep -q "open loop: offered" "$tmp/out" \

@@ -618,6 +618,54 @@ static void test_dispatch_waiter(void **state)
 	assert_int_equal(w.spin_ns, 1000000000ULL);
 }
 
+/* se.slice of the calling thread from /proc/thread-self/sched (ns); 0
+ * when the kernel does not show it. */
+static uint64_t thread_slice_ns(void)
+{
+	char line[256];
+	uint64_t v = 0;
+	FILE *f = fopen("/proc/thread-self/sched", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "se.slice", 8) == 0 && strchr(line, ':'))
+			v = strtoull(strchr(line, ':') + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void *slice_thread(void *arg)
+{
+	uint64_t *out = arg;
+
+	out[0] = gpushare_dispatch_short_slice(0);
+	out[1] = thread_slice_ns();
+	out[2] = gpushare_dispatch_short_slice(100000);
+	out[3] = thread_slice_ns();
+	return NULL;
+}
+
+/* The dispatcher's short slice: nothing asked, nothing got; asked, the
+ * kernel either keeps the 100 us (and its scheduler shows it for the thread,
+ * and only for it) or reports none (a kernel before 6.12). */
+static void test_dispatch_short_slice(void **state)
+{
+	uint64_t got[4] = { 1, 0, 1, 0 }, mine = thread_slice_ns();
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, slice_thread, got), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(got[0], 0);
+	assert_true(got[2] == 0 || got[2] == 100000);
+	if (got[2] && got[1] && got[3]) {
+		assert_int_equal(got[3], 100000);
+		assert_int_not_equal(got[1], 100000); /* the default before */
+		assert_int_equal(thread_slice_ns(), mine); /* the other threads keep theirs */
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -638,6 +686,7 @@ int main(void)
 		cmocka_unit_test(test_dispatcher_wakes),
 		cmocka_unit_test(test_dispatch_spin_ok),
 		cmocka_unit_test(test_dispatch_waiter),
+		cmocka_unit_test(test_dispatch_short_slice),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
