@@ -60,7 +60,6 @@ static struct {
 /* The driver API entry points the UUIDs come from (cuda.h's types, which
  * are not needed at build time: a CUdevice is an int, a CUuuid 16 bytes). */
 static struct {
-	bool tried;
 	int (*get)(int *device, int ordinal);                   /* cuDeviceGet */
 	int (*uuid_v2)(unsigned char bytes[16], int device);   /* cuDeviceGetUuid_v2: a MIG instance's own */
 	int (*uuid)(unsigned char bytes[16], int device);      /* cuDeviceGetUuid: its GPU's */
@@ -277,16 +276,19 @@ static void close_window(void)
 }
 
 /* The libcuda of the process: GPUSHARE_CUDA_LIBRARY, else libcuda.so.1
- * only when already loaded (never a second driver into a process). */
+ * only when already loaded (never a second driver into a process). At
+ * InitializeInjection, in the thread that called cuInit (none of its
+ * functions is called there). */
 static void load_cuda(void)
 {
 	const char *env = getenv("GPUSHARE_CUDA_LIBRARY");
 	void *dl;
 
-	cuda.tried = true;
 	dl = env && *env ? dlopen(env, RTLD_NOW | RTLD_LOCAL) : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	if (!dl)
+	if (!dl) {
+		(void)dlerror(); /* its message, of this thread, is not kept */
 		return;
+	}
 	*(void **)(&cuda.get) = dlsym(dl, "cuDeviceGet");
 	*(void **)(&cuda.uuid_v2) = dlsym(dl, "cuDeviceGetUuid_v2");
 	*(void **)(&cuda.uuid) = dlsym(dl, "cuDeviceGetUuid");
@@ -304,8 +306,6 @@ static void device_uuid(uint32_t i, char *out)
 	int dev;
 	bool has_v2, has_v1;
 
-	if (!cuda.tried)
-		load_cuda();
 	if (!cuda.get || cuda.get(&dev, (int)i) != 0)
 		return;
 	has_v2 = cuda.uuid_v2 && cuda.uuid_v2(v2, dev) == 0;
@@ -505,6 +505,7 @@ int InitializeInjection(void)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &st.start_mono);
 	fill_base();
+	load_cuda();
 	if (cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return 1;
 	pthread_condattr_init(&cattr);
