@@ -48,7 +48,8 @@ static const struct cli_opt info_opts[] = {
 		  "and interval, as nvidia-smi dmon prints; Ctrl-C stops it",
 	  .to = CLI_TO_TRUE, AT(watch) },
 	{ .id = OPT_CLIENTS, .long_name = "clients", .kind = CLI_FLAG,
-	  .help = "show the accounted clients instead (accounting.md in the documentation): per process and GPU its user, "
+	  .help = "show the accounted clients instead (accounting.md in the documentation): per process and GPU the GPU "
+		  "(its index, else its UUID's short form, else the process's device ordinal marked *), its user, "
 		  "owner, promised and attained share, memory, slowdown and the held-under-promise flag; with "
 		  "--json one document (one a line with --watch)",
 	  .to = CLI_TO_TRUE, AT(clients) },
@@ -484,20 +485,87 @@ static void print_query_rows(const struct query *q, const struct gpushare_system
 
 struct clients {
 	struct gpushare_account_record r[CLIENTS_MAX];
-	long gpu[CLIENTS_MAX];
+	long index[CLIENTS_MAX]; /* the NVML index of its GPU, -1 unknown */
+	long gpu[CLIENTS_MAX];   /* its GPU's key for the flag */
 	int held[CLIENTS_MAX];
 	size_t n;
+	int nvml;                /* NVML: 0 not opened yet, 1 open, -1 not there */
 };
 
-/* Every record the user may see, each with its flag; the GPU of a client is
- * its device ordinal (the records name no GPU; on a node of one GPU that is
- * the GPU). */
+/* The NVML index of each client's GPU, where its record names the GPU by
+ * UUID and NVML knows it (a MIG instance's UUID is not an index's); -1
+ * elsewhere. NVML is opened the first time a record names a GPU: without
+ * one, or without a driver, the records alone are shown. */
+static void clients_index(struct clients *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const char *uuid = c->r[i].gpu_uuid;
+		unsigned idx;
+		size_t k;
+
+		c->index[i] = -1;
+		if (strncmp(uuid, "GPU-", 4) != 0)
+			continue;
+		for (k = 0; k < i && strcmp(c->r[k].gpu_uuid, uuid) != 0; k++)
+			;
+		if (k < i) {
+			c->index[i] = c->index[k]; /* a GPU asked about already */
+			continue;
+		}
+		if (c->nvml == 0) {
+			c->nvml = gpushare_nvml_open() == GPUSHARE_OK ? 1 : -1;
+			if (c->nvml < 0)
+				gpushare_clear_error();
+		}
+		if (c->nvml > 0 && gpushare_gpu_find(uuid, &idx) == GPUSHARE_OK)
+			c->index[i] = (long)idx;
+		else if (c->nvml > 0)
+			gpushare_clear_error();
+	}
+}
+
+/* Every record the user may see, each with its flag. Clients share a GPU
+ * when their records name the same one (by UUID, mapped to its NVML index
+ * where NVML knows it); a record naming none counts by its device ordinal,
+ * which is right on a node of one GPU only (docs/accounting.md). */
 static void clients_read(struct clients *c)
 {
 	c->n = gpushare_account_collect(c->r, CLIENTS_MAX, CLIENTS_STALE_S);
+	clients_index(c);
 	for (size_t i = 0; i < c->n; i++)
-		c->gpu[i] = (long)c->r[i].device;
+		c->gpu[i] = c->index[i];
+	gpushare_account_gpu_keys(c->r, c->n, c->gpu);
 	gpushare_account_held(c->r, c->gpu, c->n, HELD_TOLERANCE, c->held);
+}
+
+/* The GPU column: the NVML index, else the UUID's short form (its kind and
+ * first 8 hex digits, "GPU-5f0c1e2a", longer where two GPUs of the table
+ * begin alike), else the device ordinal marked '*'. */
+static const char *client_gpu(const struct clients *c, size_t i, char *buf, size_t len)
+{
+	const struct gpushare_account_record *r = &c->r[i];
+	size_t n = 12;
+
+	if (c->index[i] >= 0) {
+		snprintf(buf, len, "%ld", c->index[i]);
+		return buf;
+	}
+	if (!r->gpu_uuid[0]) {
+		snprintf(buf, len, "%u*", (unsigned)r->device);
+		return buf;
+	}
+	for (size_t k = 0; k < c->n; k++) {
+		const char *a = r->gpu_uuid, *b = c->r[k].gpu_uuid;
+		size_t same = 0;
+		if (!b[0] || strcmp(a, b) == 0)
+			continue;
+		while (a[same] && a[same] == b[same])
+			same++;
+		if (same + 1 > n)
+			n = same + 1;
+	}
+	snprintf(buf, len, "%.*s", (int)n, r->gpu_uuid);
+	return buf;
 }
 
 static void client_user(const struct gpushare_account_record *r, char *buf, size_t len)
@@ -542,24 +610,30 @@ static const char *pct_or_dash(double v, char *buf, size_t len)
 /* The table, nvtop's process list's way. */
 static void print_clients(const struct clients *c)
 {
-	printf("%-3s %-8s %-10s %-28s %8s %8s %9s %8s  %s\n", "DEV", "PID", "USER", "OWNER", "PROMISED", "ATTAINED",
+	bool ordinal = false;
+
+	printf("%-12s %-8s %-10s %-28s %8s %8s %9s %8s  %s\n", "GPU", "PID", "USER", "OWNER", "PROMISED", "ATTAINED",
 	       "MEM MiB", "SLOWDOWN", "FLAG");
 	if (c->n == 0)
 		printf("(no accounted client: processes load libgpushare-account.so; accounting.md in the documentation)\n");
 	for (size_t i = 0; i < c->n; i++) {
 		const struct gpushare_account_record *r = &c->r[i];
-		char user[64], owner[256], prom[16], att[16], slow[16] = "-";
+		char user[64], owner[256], prom[16], att[16], slow[16] = "-", gpu[GPUSHARE_ACCOUNT_UUID_MAX];
 		double sd = gpushare_account_slowdown(r);
 
+		ordinal |= !r->gpu_uuid[0];
 		client_user(r, user, sizeof(user));
 		client_owner(&r->owner, owner, sizeof(owner));
 		if (sd > 0)
 			snprintf(slow, sizeof(slow), "%.2fx", sd);
-		printf("%-3u %-8lld %-10.10s %-28.28s %8s %8s %9" PRIu64 " %8s  %s\n", (unsigned)r->device,
+		printf("%-12s %-8lld %-10.10s %-28.28s %8s %8s %9" PRIu64 " %8s  %s\n", client_gpu(c, i, gpu, sizeof(gpu)),
 		       (long long)r->pid, user, owner, pct_or_dash(r->promised, prom, sizeof(prom)),
 		       pct_or_dash(gpushare_account_share(r), att, sizeof(att)), r->memory_bytes / (1024 * 1024), slow,
 		       c->held[i] == 1 ? "HELD" : "");
 	}
+	if (ordinal)
+		printf("(*: the CUDA device ordinal in the process; its record names no GPU, so clients are placed by "
+		       "ordinal: accounting.md in the documentation)\n");
 }
 
 static void json_num(const char *key, double v, bool known)
@@ -585,8 +659,13 @@ static void print_clients_json(const struct clients *c)
 		double sd = gpushare_account_slowdown(r), share = gpushare_account_share(r);
 
 		client_user(r, user, sizeof(user));
-		printf("%s{\"pid\":%lld,\"device\":%u,\"user\":\"%s\",\"uid\":%lld", i ? "," : "", (long long)r->pid,
-		       (unsigned)r->device, user, (long long)r->uid);
+		printf("%s{\"pid\":%lld,\"device\":%u", i ? "," : "", (long long)r->pid, (unsigned)r->device);
+		if (r->gpu_uuid[0])
+			printf(",\"gpu_uuid\":\"%s\"", r->gpu_uuid);
+		else
+			printf(",\"gpu_uuid\":null");
+		json_num("gpu", (double)c->index[i], c->index[i] >= 0);
+		printf(",\"user\":\"%s\",\"uid\":%lld", user, (long long)r->uid);
 		printf(",\"owner\":{\"slurm_job_id\":\"%s\",\"slurm_step\":\"%s\",\"k8s_namespace\":\"%s\",\"k8s_pod\":\"%s\","
 		       "\"k8s_container\":\"%s\",\"farm_job\":\"%s\",\"rank\":\"%s\"}",
 		       o->slurm_job, o->slurm_step, o->k8s_namespace, o->k8s_pod, o->k8s_container, o->farm_job, o->rank);
@@ -748,6 +827,8 @@ static int run_clients(const struct watch *w)
 		next += w->interval_ns;
 		sleep_until(next);
 	}
+	if (c.nvml > 0)
+		gpushare_nvml_close();
 	return cli_finish_stdout(EXIT_OK);
 }
 
@@ -759,6 +840,7 @@ static int run_watch(const struct watch *w, const struct query *q)
 
 	if (rc)
 		return cli_fail(rc, NULL);
+	clients.nvml = 1; /* open here already */
 	for (unsigned long round = 1; w->count == 0 || round <= (unsigned long)w->count; round++) {
 		struct gpushare_system_info sys;
 		struct gpushare_mps_private *priv = NULL;

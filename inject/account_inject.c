@@ -8,7 +8,12 @@
  * it, flushes the records and adds what they show, per GPU, to the
  * process's record in the accounting directory (gpushare/account.h).
  * Device memory comes from CUPTI's memory records, enabled all along (an
- * allocation is rare beside a kernel launch).
+ * allocation is rare beside a kernel launch). Each record names its GPU by
+ * UUID as well as by the process's device ordinal (which is 0 for every
+ * process CUDA_VISIBLE_DEVICES gives one GPU): the UUID comes from the
+ * driver API of the libcuda the process has loaded already
+ * (GPUSHARE_CUDA_LIBRARY names another, as for gpushare itself), asked
+ * once a device is seen, from the sampling thread.
  *
  * Anything missing (CUPTI, a symbol, the directory) makes it do nothing: it
  * never fails the process it is loaded into. GPUSHARE_ACCOUNT=0 turns it off;
@@ -52,6 +57,16 @@ static struct {
 #undef X
 } cupti;
 
+/* The driver API entry points the UUIDs come from (cuda.h's types, which
+ * are not needed at build time: a CUdevice is an int, a CUuuid 16 bytes). */
+static struct {
+	int (*get)(int *device, int ordinal);                   /* cuDeviceGet */
+	int (*uuid_v2)(unsigned char bytes[16], int device);   /* cuDeviceGetUuid_v2: a MIG instance's own */
+	int (*uuid)(unsigned char bytes[16], int device);      /* cuDeviceGetUuid: its GPU's */
+} cuda;
+
+#define UUID_TRIES 8 /* windows a device's UUID is asked for before it is left unknown */
+
 struct interval {
 	uint64_t start, end;
 };
@@ -66,6 +81,8 @@ struct device_state {
 	struct interval *iv;
 	size_t n_iv;
 	uint64_t overflow_ns; /* kernel time of kernels past MAX_INTERVALS */
+	char uuid[GPUSHARE_ACCOUNT_UUID_MAX]; /* "" until known */
+	unsigned uuid_tries;
 };
 
 static struct {
@@ -244,6 +261,7 @@ static void close_window(void)
 			d->win_kernels = d->win_kernel_ns = 0;
 		}
 		r.device = i;
+		memcpy(r.gpu_uuid, d->uuid, sizeof(r.gpu_uuid));
 		r.updated_ns = real_ns();
 		r.wall_ns = wall;
 		r.window_ns = d->window_ns;
@@ -254,6 +272,76 @@ static void close_window(void)
 		r.window_mean_ns = d->window_mean_ns;
 		r.best_mean_ns = d->best_mean_ns;
 		gpushare_account_write(st.dir, &r);
+	}
+}
+
+/* The libcuda of the process: GPUSHARE_CUDA_LIBRARY, else libcuda.so.1
+ * only when already loaded (never a second driver into a process). At
+ * InitializeInjection, in the thread that called cuInit (none of its
+ * functions is called there). */
+static void load_cuda(void)
+{
+	const char *env = getenv("GPUSHARE_CUDA_LIBRARY");
+	void *dl;
+
+	dl = env && *env ? dlopen(env, RTLD_NOW | RTLD_LOCAL) : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (!dl) {
+		(void)dlerror(); /* its message, of this thread, is not kept */
+		return;
+	}
+	*(void **)(&cuda.get) = dlsym(dl, "cuDeviceGet");
+	*(void **)(&cuda.uuid_v2) = dlsym(dl, "cuDeviceGetUuid_v2");
+	*(void **)(&cuda.uuid) = dlsym(dl, "cuDeviceGetUuid");
+	if (!cuda.get || (!cuda.uuid_v2 && !cuda.uuid))
+		cuda.get = NULL; /* the handle stays: libcuda is not unloaded under the process */
+}
+
+/* The UUID of device ordinal i as the driver gives it, into out (left as
+ * it is when the driver does not say). cuDeviceGetUuid_v2 gives a MIG
+ * instance's own UUID and cuDeviceGetUuid its GPU's (the same bytes for a
+ * whole GPU): where both answer and differ, the device is a MIG instance. */
+static void device_uuid(uint32_t i, char *out)
+{
+	unsigned char v2[16], v1[16];
+	int dev;
+	bool has_v2, has_v1;
+
+	if (!cuda.get || cuda.get(&dev, (int)i) != 0)
+		return;
+	has_v2 = cuda.uuid_v2 && cuda.uuid_v2(v2, dev) == 0;
+	has_v1 = cuda.uuid && cuda.uuid(v1, dev) == 0;
+	if (has_v2)
+		gpushare_account_uuid(out, v2, has_v1 && memcmp(v1, v2, sizeof(v1)) != 0);
+	else if (has_v1)
+		gpushare_account_uuid(out, v1, false);
+}
+
+/* Ask the driver for the UUID of each device seen that has none yet, a few
+ * windows at most. Called without the lock: the driver is not called under
+ * it (a callback of CUPTI's takes it). */
+static void find_uuids(void)
+{
+	bool ask[MAX_DEVICES];
+	char uuid[GPUSHARE_ACCOUNT_UUID_MAX];
+
+	pthread_mutex_lock(&st.lock);
+	for (uint32_t i = 0; i < MAX_DEVICES; i++) {
+		struct device_state *d = &st.dev[i];
+		ask[i] = d->seen && !d->uuid[0] && d->uuid_tries < UUID_TRIES;
+		if (ask[i])
+			d->uuid_tries++;
+	}
+	pthread_mutex_unlock(&st.lock);
+	for (uint32_t i = 0; i < MAX_DEVICES; i++) {
+		if (!ask[i])
+			continue;
+		uuid[0] = '\0';
+		device_uuid(i, uuid);
+		if (!uuid[0])
+			continue;
+		pthread_mutex_lock(&st.lock);
+		memcpy(st.dev[i].uuid, uuid, sizeof(uuid));
+		pthread_mutex_unlock(&st.lock);
 	}
 }
 
@@ -284,6 +372,7 @@ static void *sampler(void *arg)
 		st.win_end = t;
 		pthread_mutex_unlock(&st.lock);
 		cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		find_uuids();
 		pthread_mutex_lock(&st.lock);
 		close_window();
 		pthread_mutex_unlock(&st.lock);
@@ -416,6 +505,7 @@ int InitializeInjection(void)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &st.start_mono);
 	fill_base();
+	load_cuda();
 	if (cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return 1;
 	pthread_condattr_init(&cattr);

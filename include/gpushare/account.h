@@ -23,6 +23,8 @@ extern "C" {
 #define GPUSHARE_ACCOUNT_LABEL_MAX 64
 /* The largest record file read back. */
 #define GPUSHARE_ACCOUNT_RECORD_MAX 4096
+/* A GPU's UUID as text, "GPU-" or "MIG-" and 36 characters, with its NUL. */
+#define GPUSHARE_ACCOUNT_UUID_MAX 48
 
 /* Who owns the process: each field empty when unknown. */
 struct gpushare_account_owner {
@@ -41,7 +43,11 @@ struct gpushare_account_owner {
 struct gpushare_account_record {
 	int64_t pid;
 	int64_t uid;
-	uint32_t device;           /* CUDA device ordinal in the process */
+	uint32_t device;           /* CUDA device ordinal in the process (0 for every process that
+				    * CUDA_VISIBLE_DEVICES gives one GPU, whichever it is) */
+	char gpu_uuid[GPUSHARE_ACCOUNT_UUID_MAX]; /* the GPU CUDA gave that ordinal: "GPU-<uuid>", or
+				    * "MIG-<uuid>" for a MIG instance; "" unknown (an older
+				    * library, or a driver that did not say) */
 	uint64_t start_ns;         /* CLOCK_REALTIME when the watch began */
 	uint64_t updated_ns;       /* CLOCK_REALTIME of this record */
 	uint64_t wall_ns;          /* watched wall time */
@@ -80,6 +86,15 @@ double gpushare_account_slowdown(const struct gpushare_account_record *r);
  * 1 - tolerance; 0 when not; -1 without a promise or a window. */
 void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, size_t n, double tolerance,
 			   int *held);
+
+/* The GPU of each of n records as a key for gpushare_account_held(): on
+ * entry gpu[i] is the system-wide index of the record's GPU where the
+ * caller could tell (>= 0), negative where not; on return each negative one
+ * is a key no index takes: the index of another record of the same
+ * gpu_uuid when one has it, else one key per gpu_uuid, else (a record
+ * naming no GPU) one per device ordinal, which is right on a node of one
+ * GPU only. */
+void gpushare_account_gpu_keys(const struct gpushare_account_record *r, size_t n, long *gpu);
 
 /* kernels / window_ns, per second: the work rate, kernels recorded per
  * second of sampled wall time; negative without a window. */
@@ -121,6 +136,14 @@ void gpushare_account_label(char *dst, const char *src);
 
 /* ---- records ---- */
 
+/* The text of a GPU's UUID (cuDeviceGetUuid's 16 bytes) into dst:
+ * "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" in lower case, "MIG-..." for a
+ * MIG instance's. */
+void gpushare_account_uuid(char dst[GPUSHARE_ACCOUNT_UUID_MAX], const unsigned char bytes[16], bool mig);
+/* 1 when s is such a text ("GPU-" or "MIG-", then 8-4-4-4-12 lower-case
+ * hex digits), else 0. */
+int gpushare_account_uuid_valid(const char *s);
+
 /* The directory of the caller's records: $GPUSHARE_ACCOUNT_DIR, else
  * /run/gpushare/account for root, else $XDG_RUNTIME_DIR/gpushare/account,
  * else /tmp/gpushare-<uid>/account. Returns 0, or -1 when it does not fit. */
@@ -129,7 +152,9 @@ int gpushare_account_dir(char *buf, size_t len);
 int gpushare_account_format(const struct gpushare_account_record *r, char *buf, size_t len);
 /* Parse a record's text (len bytes, need not be NUL-terminated). Returns 0,
  * or -1 for anything malformed: a bad magic line, a number that does not
- * parse or overflows, a label of other characters, a missing pid. */
+ * parse or overflows, a label of other characters, a gpu_uuid not of the
+ * form above, a missing pid. A record without gpu_uuid (an older writer's)
+ * reads with it empty. */
 int gpushare_account_parse(const char *text, size_t len, struct gpushare_account_record *r);
 /* Write r as <dir>/<pid>-<device>.rec, atomically (a temporary file renamed
  * over it), making dir (mode 0700) when absent. Returns 0 or -errno. */

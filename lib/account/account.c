@@ -9,7 +9,11 @@
  *   pid 4242
  *   ...
  * Unknown keys are skipped (a newer writer), a malformed value refuses the
- * whole record: the reader trusts no file of the directory.
+ * whole record: the reader trusts no file of the directory. Keys are only
+ * ever added, never changed in meaning, so the magic line stays at 1: an
+ * older reader skips a newer key (gpu_uuid was added so, and such a reader
+ * groups by the ordinal as it always did), and a record without one reads
+ * with its field empty.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -70,6 +74,33 @@ void gpushare_account_held(const struct gpushare_account_record *r, const long *
 		}
 		/* under its promise, with work (a kernel in its windows), on a GPU with room */
 		held[i] = share < r[i].promised - tolerance - 1e-9 && r[i].kernels > 0 && sum < 1.0 - tolerance - 1e-9;
+	}
+}
+
+void gpushare_account_gpu_keys(const struct gpushare_account_record *r, size_t n, long *gpu)
+{
+	/* on return: indexes >= 0; -2 - j for the UUID of record j (its first);
+	 * -(n + 2) - device for a record naming no GPU */
+	for (size_t i = 0; i < n; i++) {
+		size_t first = i;
+		long key;
+
+		if (gpu[i] >= 0)
+			continue;
+		if (!r[i].gpu_uuid[0]) {
+			gpu[i] = -(long)n - 2 - (long)r[i].device;
+			continue;
+		}
+		key = -1;
+		for (size_t k = 0; k < n && key < 0; k++) {
+			if (k == i || strcmp(r[k].gpu_uuid, r[i].gpu_uuid) != 0)
+				continue;
+			if (gpu[k] >= 0)
+				key = gpu[k];
+			else if (k < first)
+				first = k;
+		}
+		gpu[i] = key >= 0 ? key : -2 - (long)first;
 	}
 }
 
@@ -279,6 +310,28 @@ int gpushare_account_dir(char *buf, size_t len)
 
 /* ---- the text ---- */
 
+void gpushare_account_uuid(char dst[GPUSHARE_ACCOUNT_UUID_MAX], const unsigned char b[16], bool mig)
+{
+	snprintf(dst, GPUSHARE_ACCOUNT_UUID_MAX,
+		 "%s-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", mig ? "MIG" : "GPU", b[0],
+		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+int gpushare_account_uuid_valid(const char *s)
+{
+	static const char form[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+
+	if (strncmp(s, "GPU-", 4) != 0 && strncmp(s, "MIG-", 4) != 0)
+		return 0;
+	s += 4;
+	for (size_t i = 0; i < sizeof(form) - 1; i++) {
+		bool hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
+		if (form[i] == '-' ? s[i] != '-' : !hex)
+			return 0;
+	}
+	return s[sizeof(form) - 1] == '\0';
+}
+
 #define U64_FIELDS(X)                                                                                             \
 	X(start_ns) X(updated_ns) X(wall_ns) X(window_ns) X(busy_ns) X(kernel_ns) X(kernels) X(memory_bytes)          \
 	X(window_mean_ns) X(best_mean_ns)
@@ -301,6 +354,8 @@ int gpushare_account_format(const struct gpushare_account_record *r, char *buf, 
 		return -1;
 	PUT("%s\npid %" PRId64 "\nuid %" PRId64 "\ndevice %" PRIu32 "\n", GPUSHARE_ACCOUNT_MAGIC, r->pid, r->uid,
 	    r->device);
+	if (r->gpu_uuid[0])
+		PUT("gpu_uuid %s\n", r->gpu_uuid);
 #define X(f) PUT(#f " %" PRIu64 "\n", r->f);
 	U64_FIELDS(X)
 #undef X
@@ -354,6 +409,12 @@ static int parse_line(const char *key, const char *val, struct gpushare_account_
 		if (!parse_u64(val, &u) || u > UINT32_MAX)
 			return -1;
 		r->device = (uint32_t)u;
+		return 0;
+	}
+	if (strcmp(key, "gpu_uuid") == 0) {
+		if (!gpushare_account_uuid_valid(val))
+			return -1;
+		memcpy(r->gpu_uuid, val, strlen(val) + 1); /* 40 bytes and the NUL */
 		return 0;
 	}
 	if (strcmp(key, "promised") == 0) {

@@ -40,7 +40,7 @@ drive() { # drive DIR SECONDS [VAR=VALUE...]: the driver under the library, reco
 		GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 "$@" "$H/account_driver" "$s"
 }
 
-unset SLURM_JOB_ID SLURM_STEP_ID GPUSHARE_FARM_JOB OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID \
+unset GPUSHARE_CUDA_LIBRARY SLURM_JOB_ID SLURM_STEP_ID GPUSHARE_FARM_JOB OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID \
 	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE GPUSHARE_ACCOUNT_PROMISED GPUSHARE_ACCOUNT POD_NAMESPACE POD_NAME
 
 # ---- the record path ----
@@ -279,11 +279,14 @@ drive "$d" 1 FAKE_CUPTI_KERNELS=0:100:900 FAKE_CUPTI_MEMORY=0:20971520 GPUSHARE_
 export GPUSHARE_ACCOUNT_DIR=$d
 run info --clients
 check "info --clients (exit $rc)" test "$rc" -eq 0
-check "info --clients: the columns" grep -q '^DEV *PID *USER *OWNER *PROMISED *ATTAINED *MEM MiB *SLOWDOWN *FLAG' "$tmp/out"
-check "info --clients: a row per client" test "$(grep -c '^0 ' "$tmp/out")" -eq 4
-check "info --clients: a Slurm client promised 50%, held" grep -q '^0 .* slurm:31 .* 50\.0% .*%.*x  HELD$' "$tmp/out"
+check "info --clients: the columns" grep -q '^GPU *PID *USER *OWNER *PROMISED *ATTAINED *MEM MiB *SLOWDOWN *FLAG' "$tmp/out"
+# no driver here (no libcuda): the records name no GPU, so each is placed by
+# its ordinal, marked (test_account_gpus has them name their GPUs)
+check "info --clients: a row per client, by ordinal" test "$(grep -c '^0\* ' "$tmp/out")" -eq 4
+check "info --clients: the ordinal's mark explained" grep -q '^(\*: the CUDA device ordinal' "$tmp/out"
+check "info --clients: a Slurm client promised 50%, held" grep -q '^0\* .* slurm:31 .* 50\.0% .*%.*x  HELD$' "$tmp/out"
 check "info --clients: the farm job and rank, its memory" grep -q ' farm:7 rank:2 .* 20 ' "$tmp/out"
-check "info --clients: no promise shows -" grep -q '^0 .* - .*%' "$tmp/out"
+check "info --clients: no promise shows -" grep -q '^0\* .* - .*%' "$tmp/out"
 run info --clients --json
 check "info --clients --json" python3 -c '
 import json, sys
@@ -292,9 +295,10 @@ c = {x["owner"]["slurm_job_id"] or x["owner"]["farm_job"] or "none": x for x in 
 assert len(d["clients"]) == 4, d
 assert c["31"]["promised"] == 0.5 and 0.2 < c["31"]["attained"] < 0.4 and c["31"]["held_under_promise"] is True, c
 assert c["none"]["promised"] is None and c["none"]["held_under_promise"] is None, c
-assert c["7"]["memory_bytes"] == 20971520 and c["7"]["owner"]["rank"] == "2" and c["7"]["slowdown"] >= 1, c' "$tmp/out"
+assert c["7"]["memory_bytes"] == 20971520 and c["7"]["owner"]["rank"] == "2" and c["7"]["slowdown"] >= 1, c
+assert all(x["device"] == 0 and x["gpu_uuid"] is None and x["gpu"] is None for x in d["clients"]), d' "$tmp/out"
 run info --clients --watch 100ms --count 2
-check "info --clients --watch: two tables ($rc)" test "$rc" -eq 0 -a "$(grep -c '^DEV ' "$tmp/out")" -eq 2
+check "info --clients --watch: two tables ($rc)" test "$rc" -eq 0 -a "$(grep -c '^GPU ' "$tmp/out")" -eq 2
 run info --clients --json --watch 100ms --count 2
 check "info --clients --json --watch: a document a line" python3 -c '
 import json, sys

@@ -2,7 +2,8 @@
  * libFuzzer harness for the accounting records (lib/account/account.c),
  * which any process of the user may write into the directory the exporter
  * reads: a record the reader accepts has only labels of the safe
- * characters, formats again and reads back the same; the cgroup reader
+ * characters and a GPU UUID empty or of its one form, formats again and
+ * reads back the same; the cgroup reader
  * returns terminated, bounded strings. Built with clang and
  * -DGPUSHARE_FUZZ=ON; seeds in tests/fuzz/corpus_account/.
  *
@@ -38,10 +39,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int n;
 		check_label(o->slurm_job), check_label(o->slurm_step), check_label(o->k8s_namespace);
 		check_label(o->k8s_pod), check_label(o->k8s_container), check_label(o->farm_job), check_label(o->rank);
+		if (strnlen(r.gpu_uuid, sizeof(r.gpu_uuid)) >= sizeof(r.gpu_uuid) ||
+		    (r.gpu_uuid[0] && !gpushare_account_uuid_valid(r.gpu_uuid)))
+			abort();
 		n = gpushare_account_format(&r, text, sizeof(text));
 		if (n < 0 || gpushare_account_parse(text, (size_t)n, &back) != 0 || back.pid != r.pid ||
 		    back.busy_ns != r.busy_ns || back.window_ns != r.window_ns || back.device != r.device ||
-		    memcmp(&back.owner, &r.owner, sizeof(r.owner)) != 0)
+		    memcmp(&back.owner, &r.owner, sizeof(r.owner)) != 0 ||
+		    memcmp(back.gpu_uuid, r.gpu_uuid, sizeof(r.gpu_uuid)) != 0)
 			abort();
 	}
 	if ((z = malloc(size + 1))) {

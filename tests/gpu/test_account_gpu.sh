@@ -2,7 +2,7 @@
 # GPU test (label gpu): per-client accounting with the real CUPTI and the
 # built-in probe of `gpushare check` (workloads/probe.cu, gpushare-probe).
 #  1. the probe alone under libgpushare-account.so: a record with kernels,
-#     a share near 1 and its device memory;
+#     a share near 1, its device memory and its GPU's UUID (nvidia-smi -L's);
 #  2. the exporter serves it;
 #  3. time-slicing (no MPS daemon): `gpushare check --clients 2` passes, and
 #     does not pass with a stray probe running beside the plan's two
@@ -53,10 +53,17 @@ echo "alone: $(cat "$D/sms") SMs, kernels $k, share $share, mean kernel $(awk '$
 awk -v s="$share" 'BEGIN { exit !(s > 0.9) }' || fail "a saturating process alone reads a share of $share"
 [[ $(field "$rec" memory_bytes) -ge 4 ]] || fail "its allocation was not seen"
 ok "a record of the probe, share $share"
+uuid=$(field "$rec" gpu_uuid)
+if [[ -z $uuid ]] || ! nvidia-smi -L | grep -qF "UUID: $uuid)"; then
+	fail "the record names no GPU of nvidia-smi -L ('$uuid')"
+fi
+ok "the record names its GPU: $uuid"
 
 # 2. the exporter
 GPUSHARE_ACCOUNT_DIR=$D/alone "$G" exporter --once >"$D/exp.txt" || true
 grep -q '^gpushare_client_sm_share_ratio{' "$D/exp.txt" || fail "the exporter serves no client"
+grep -q "^gpushare_client_sm_share_ratio{.*,gpu=\"[0-9]*\",uuid=\"$uuid\"}" "$D/exp.txt" ||
+	fail "the exporter does not label the client with its GPU"
 ok "the exporter serves it"
 
 # 3. time-slicing: the work rate halves (the probe's kernel time grew as

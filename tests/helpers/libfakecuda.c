@@ -21,6 +21,12 @@
  *   <pid> job=<SLURM_JOB_ID> node=<host name> gpu=<physical index>
  *   uuid=<UUID> pipe=<CUDA_MPS_PIPE_DIRECTORY> ("-" for a variable unset)
  * and cuInit fails with CUDA_ERROR_NO_DEVICE when none is visible.
+ * cuDeviceGetUuid(_v2) of an ordinal then gives its physical GPU's UUID, the
+ * stand-in NVML's for that GPU (as the real driver and NVML agree), so that
+ * a process's records name the GPU CUDA_VISIBLE_DEVICES gave it.
+ *
+ * Without FAKE_CUDA_OPEN_LOG, cuDeviceGetUuid_v2 of the MIG device gives its
+ * MIG UUID and cuDeviceGetUuid its GPU's (GPU 0's), as the real driver does.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -42,6 +48,9 @@ static const unsigned char uuids[2][16] = {
 	/* MIG-11aa22bb-33cc-44dd-55ee-66ff77008811 */
 	{ 0x11, 0xaa, 0x22, 0xbb, 0x33, 0xcc, 0x44, 0xdd, 0x55, 0xee, 0x66, 0xff, 0x77, 0x00, 0x88, 0x11 },
 };
+/* cuDeviceGetUuid (not _v2) of the MIG device: its GPU's, GPU-8e4a3c1d-1f2b-4c5d-9e6f-0a1b2c3d4e5f */
+static const unsigned char mig_parent[16] = { 0x8e, 0x4a, 0x3c, 0x1d, 0x1f, 0x2b, 0x4c, 0x5d,
+					      0x9e, 0x6f, 0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f };
 static const int sms[2] = { 132, 99 };
 static int initialised;
 
@@ -231,10 +240,32 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device)
 	return CUDA_SUCCESS;
 }
 
+/* The 16 bytes of a node GPU's UUID (node_uuid's text). */
+static void node_uuid_bytes(unsigned phys, char bytes[16])
+{
+	char text[64];
+	unsigned n = 0;
+
+	node_uuid(phys, text, sizeof(text));
+	for (const char *p = text + 4; *p && n < 16; p++) {
+		unsigned v;
+		if (*p == '-' || sscanf(p, "%2x", &v) != 1)
+			continue;
+		bytes[n++] = (char)v;
+		p++;
+	}
+}
+
 CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice device)
 {
 	if (!initialised)
 		return 3;
+	if (open_log()) {
+		if (device < 0 || (unsigned)device >= n_visible)
+			return 101;
+		node_uuid_bytes(visible_phys[device], uuid->bytes);
+		return CUDA_SUCCESS;
+	}
 	if (device < 0 || device >= 2)
 		return 101;
 	memcpy(uuid->bytes, uuids[device], 16);
@@ -243,7 +274,11 @@ CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice device)
 
 CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice device)
 {
-	return cuDeviceGetUuid_v2(uuid, device);
+	CUresult r = cuDeviceGetUuid_v2(uuid, device);
+
+	if (r == CUDA_SUCCESS && !open_log() && device == 1)
+		memcpy(uuid->bytes, mig_parent, 16);
+	return r;
 }
 
 CUresult cuGetErrorName(CUresult error, const char **name)

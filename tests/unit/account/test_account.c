@@ -31,6 +31,7 @@ static struct gpushare_account_record sample(void)
 	strcpy(r.owner.slurm_job, "1234");
 	strcpy(r.owner.k8s_pod, "train-0");
 	strcpy(r.owner.rank, "3");
+	strcpy(r.gpu_uuid, "GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70");
 	return r;
 }
 
@@ -51,11 +52,18 @@ static void test_round_trip(void **state)
 	assert_string_equal(back.owner.k8s_pod, "train-0");
 	assert_string_equal(back.owner.rank, "3");
 	assert_string_equal(back.owner.farm_job, "");
+	assert_string_equal(back.gpu_uuid, "GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70");
+	assert_memory_equal(&back.owner, &r.owner, sizeof(r.owner));
 	assert_true(back.promised > 0.2499 && back.promised < 0.2501);
 	assert_true(gpushare_account_share(&back) > 0.2499 && gpushare_account_share(&back) < 0.2501);
 	assert_true(gpushare_account_gpu_seconds(&back) > 2.499 && gpushare_account_gpu_seconds(&back) < 2.501);
 	/* too small a buffer */
 	assert_int_equal(gpushare_account_format(&r, text, 20), -1);
+}
+
+static int parse_str(const char *text, struct gpushare_account_record *r)
+{
+	return gpushare_account_parse(text, strlen(text), r);
 }
 
 static void test_refusals(void **state)
@@ -74,6 +82,16 @@ static void test_refusals(void **state)
 		"gpushare-account 1\npid 1\nslurm_job a\"b\n",                 /* a label of other characters */
 		"gpushare-account 1\npid 1\nk8s_pod \n",
 		"gpushare-account 1\npid 1\nnospace\n",
+		/* a GPU UUID of another form */
+		"gpushare-account 1\npid 1\ngpu_uuid \n",
+		"gpushare-account 1\npid 1\ngpu_uuid 5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70\n",       /* no kind */
+		"gpushare-account 1\npid 1\ngpu_uuid GPU-5F0C1E2A-9B3D-4C7E-8A1F-2B3C4D5E6F70\n",   /* upper case */
+		"gpushare-account 1\npid 1\ngpu_uuid GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f7\n",    /* short */
+		"gpushare-account 1\npid 1\ngpu_uuid GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f701\n",  /* long */
+		"gpushare-account 1\npid 1\ngpu_uuid GPU-5f0c1e2a9b3d-4c7e-8a1f-2b3c4d5e6f70-\n",   /* dash moved */
+		"gpushare-account 1\npid 1\ngpu_uuid GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6g70\n",   /* not hex */
+		"gpushare-account 1\npid 1\ngpu_uuid VGPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f7\n",   /* another kind */
+		"gpushare-account 1\npid 1\ngpu_uuid MIG-GPU-8e4a3c1d-1f2b-4c5d-9e6f-0a1b2c3d4e5f/1/0\n",
 	};
 	struct gpushare_account_record r;
 	char nul[] = "gpushare-account 1\npid 1\nslurm_job 1\0x\n";
@@ -87,6 +105,26 @@ static void test_refusals(void **state)
 	assert_int_equal(r.pid, 7);
 	assert_true(r.promised < 0);
 	assert_true(gpushare_account_share(&r) < 0);
+	assert_string_equal(r.gpu_uuid, ""); /* an older writer's record: no GPU named */
+	assert_int_equal(parse_str("gpushare-account 1\npid 7\ndevice 0\ngpu_uuid MIG-11aa22bb-33cc-44dd-55ee-66ff77008811\n", &r), 0);
+	assert_string_equal(r.gpu_uuid, "MIG-11aa22bb-33cc-44dd-55ee-66ff77008811");
+}
+
+static void test_uuid(void **state)
+{
+	static const unsigned char b[16] = { 0x5f, 0x0c, 0x1e, 0x2a, 0x9b, 0x3d, 0x4c, 0x7e,
+					     0x8a, 0x1f, 0x2b, 0x3c, 0x4d, 0x5e, 0x6f, 0x70 };
+	char text[GPUSHARE_ACCOUNT_UUID_MAX];
+
+	(void)state;
+	gpushare_account_uuid(text, b, false);
+	assert_string_equal(text, "GPU-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70");
+	assert_true(gpushare_account_uuid_valid(text));
+	gpushare_account_uuid(text, b, true);
+	assert_string_equal(text, "MIG-5f0c1e2a-9b3d-4c7e-8a1f-2b3c4d5e6f70");
+	assert_true(gpushare_account_uuid_valid(text));
+	assert_false(gpushare_account_uuid_valid(""));
+	assert_false(gpushare_account_uuid_valid("GPU-"));
 }
 
 static void test_cgroup(void **state)
@@ -285,6 +323,58 @@ static void test_held(void **state)
 	assert_true(gpushare_account_slowdown(&r[0]) < 0);
 }
 
+/* Clients placed by the GPU their records name, not by their ordinals:
+ * under CUDA_VISIBLE_DEVICES each of them sees its one GPU as device 0. */
+static void test_gpu_keys(void **state)
+{
+	static const char *const a = "GPU-fa4e0000-0000-4000-8000-000000000000",
+			  *const b = "GPU-fa4e0000-0000-4000-8000-000000000001",
+			  *const m = "MIG-11aa22bb-33cc-44dd-55ee-66ff77008811";
+	static const long in[7] = { -1, 3, -1, -1, -1, -1, -1 };
+	struct gpushare_account_record r[7];
+	long gpu[7];
+	int held[7];
+
+	(void)state;
+	/* one saturating client on GPU a, one held at 30% of a half alone on
+	 * GPU b: both device 0, and b had room */
+	r[0] = client_rec(0.7, 0.5);
+	r[1] = client_rec(0.3, 0.5);
+	strcpy(r[0].gpu_uuid, a);
+	strcpy(r[1].gpu_uuid, b);
+	gpu[0] = gpu[1] = -1;
+	gpushare_account_gpu_keys(r, 2, gpu);
+	assert_true(gpu[0] != gpu[1]);
+	gpushare_account_held(r, gpu, 2, 0.05, held);
+	assert_int_equal(held[0], 0);
+	assert_int_equal(held[1], 1);
+	/* by ordinal alone they would share one full GPU: not held */
+	gpu[0] = gpu[1] = 0;
+	gpushare_account_held(r, gpu, 2, 0.05, held);
+	assert_int_equal(held[1], 0);
+
+	/* keys: an index the caller resolved is kept and given to the other
+	 * records of its UUID; UUIDs unresolved get a key each (a MIG
+	 * instance's its own); records naming no GPU go by their ordinal; no
+	 * key made meets an index */
+	for (size_t i = 0; i < 7; i++)
+		r[i] = client_rec(0.1, 0.5);
+	strcpy(r[0].gpu_uuid, b);
+	strcpy(r[1].gpu_uuid, b);
+	strcpy(r[2].gpu_uuid, a);
+	strcpy(r[3].gpu_uuid, m);
+	strcpy(r[4].gpu_uuid, m);
+	r[5].device = 0;
+	r[6].device = 1;
+	memcpy(gpu, in, sizeof(gpu));
+	gpushare_account_gpu_keys(r, 7, gpu);
+	assert_int_equal(gpu[0], 3);
+	assert_int_equal(gpu[1], 3);
+	assert_true(gpu[2] < 0 && gpu[3] < 0 && gpu[5] < 0 && gpu[6] < 0);
+	assert_int_equal(gpu[3], gpu[4]);
+	assert_true(gpu[2] != gpu[3] && gpu[2] != gpu[5] && gpu[3] != gpu[5] && gpu[5] != gpu[6]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +384,8 @@ int main(void)
 		cmocka_unit_test(test_dir),
 		cmocka_unit_test(test_verdict),
 		cmocka_unit_test(test_held),
+		cmocka_unit_test(test_gpu_keys),
+		cmocka_unit_test(test_uuid),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
