@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "children.h"
 #include "clock.h"
 #include "sys.h"
 #include "gpushare/child.h"
@@ -158,36 +159,6 @@ static void test_other_dirs_untouched(void **state)
 }
 
 /* ---- the run's keeper ---- */
-
-static pid_t started[4];
-static size_t n_started;
-
-static void track(pid_t pid)
-{
-	if (pid > 0 && n_started < sizeof(started) / sizeof(started[0]))
-		started[n_started++] = pid;
-}
-
-/* Kill and reap what a test started, in order (the owner first, so that
- * what it leaves is ours to reap); only children of ours, alive or zombies,
- * since a pid already reaped may be another process's by now. */
-static int kill_started(void **state)
-{
-	(void)state;
-	for (size_t i = 0; i < n_started; i++) {
-		siginfo_t si;
-
-		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, (id_t)started[i], &si, WEXITED | WNOHANG | WNOWAIT) != 0)
-			continue;
-		kill(started[i], SIGKILL);
-		waitpid(started[i], NULL, 0);
-	}
-	n_started = 0;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-	return 0;
-}
 
 static void test_keeper_finish(void **state)
 {
