@@ -40,14 +40,6 @@ no_jobs() { ! pgrep -f "$tmp/job.sh" >/dev/null; }
 no_jobs_left() {
 	wait_for 20 0.1 no_jobs && ok "$1: no job process left" || fail "$1: jobs left: $(pgrep -af "$tmp/job.sh" || true)"
 }
-# Fake MPS daemons started for this test (their pipe directory is under $XDG_RUNTIME_DIR).
-our_daemons() {
-	local p
-	for p in $(pgrep -f fake_mps_control || true); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/" && echo "$p"
-	done
-	return 0
-}
 
 echo "== a job file on two fake GPUs under timeslice"
 jobs_file "$tmp/j8" 8 0.1

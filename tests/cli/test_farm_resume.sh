@@ -20,7 +20,6 @@ farm_env_fake 2
 
 # shellcheck source=tests/cli/lib_farm.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib_farm.sh"
-running_jobs() { [ "$(pgrep -f "$tmp/job.sh" | wc -l)" -ge "$1" ]; }
 
 echo "== SIGKILL of gpushare mid-farm under MPS, then --resume"
 # Jobs 7.. wait for a gate, so that gpushare is killed while no job can be

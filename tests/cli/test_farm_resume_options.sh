@@ -19,7 +19,6 @@ farm_env_fake 2
 
 # shellcheck source=tests/cli/lib_farm.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib_farm.sh"
-running_jobs() { [ "$(pgrep -f "$tmp/job.sh" | wc -l)" -ge "$1" ]; }
 
 # A first run with options of its own, stopped (SIGTERM) while two jobs wait at a gate.
 jobs_file "$tmp/jobs" 8 0 "$tmp/side" "$tmp/gate" 0
