@@ -334,24 +334,33 @@ static void start_owner(struct gpushare_child *ch, enum owner_end end, bool old,
 	*report = rep[0];
 }
 
+/* The owner ends (it is waited for and released); its keeper then cleans
+ * up (reports 'C') and exits 7, and the report is closed. */
+static void keeper_cleans_up(struct gpushare_child *owner, pid_t keeper, int report)
+{
+	int st;
+
+	assert_int_equal(gpushare_child_wait(owner, 5 * NS_PER_S), GPUSHARE_OK);
+	gpushare_child_release(owner);
+	assert_int_equal(read_byte(report, 5000), 'C');
+	st = reap(keeper, 5000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 7);
+	close(report);
+}
+
 static void test_keeper_owner_killed(void **state)
 {
 	struct gpushare_child owner;
 	pid_t keeper;
-	int report, st;
+	int report;
 
 	(void)state;
 	start_owner(&owner, OWNER_WAITS, false, &keeper, &report, NULL);
 	/* Alive and idle while its owner lives. */
 	assert_int_equal(read_byte(report, 100), -1);
 	gpushare_child_signal(&owner, SIGKILL);
-	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
-	gpushare_child_release(&owner);
-	assert_int_equal(read_byte(report, 5000), 'C');
-	st = reap(keeper, 5000);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 7);
-	close(report);
+	keeper_cleans_up(&owner, keeper, report);
 }
 
 /* Without pidfd_open and close_range: inherited descriptors closed as
@@ -361,20 +370,14 @@ static void test_keeper_owner_killed_old_kernel(void **state)
 {
 	struct gpushare_child owner;
 	pid_t keeper;
-	int report, pid_rd, st;
+	int report, pid_rd;
 
 	(void)state;
 	start_owner(&owner, OWNER_WAITS, true, &keeper, &report, &pid_rd);
 	assert_int_equal(read_byte(pid_rd, 5000), 0);
 	assert_int_equal(read_byte(report, 100), -1);
 	gpushare_child_signal(&owner, SIGKILL);
-	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
-	gpushare_child_release(&owner);
-	assert_int_equal(read_byte(report, 5000), 'C');
-	st = reap(keeper, 5000);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 7);
-	close(report);
+	keeper_cleans_up(&owner, keeper, report);
 	close(pid_rd);
 }
 
@@ -382,17 +385,11 @@ static void test_keeper_owner_exits(void **state)
 {
 	struct gpushare_child owner;
 	pid_t keeper;
-	int report, st;
+	int report;
 
 	(void)state;
 	start_owner(&owner, OWNER_EXITS, false, &keeper, &report, NULL);
-	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
-	gpushare_child_release(&owner);
-	assert_int_equal(read_byte(report, 5000), 'C');
-	st = reap(keeper, 5000);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 7);
-	close(report);
+	keeper_cleans_up(&owner, keeper, report);
 }
 
 /* The deadline: an owner that closes its end of the link but lives on is
