@@ -30,33 +30,16 @@
 #include "jobdir.h"
 #include "exec_keeper.h"
 
-static char base[64];
+#define UNIT_TMPDIR "/tmp/gpushare-test-exec-keeper"
+#include "mps_sandbox.h"
 
 static int setup(void **state)
 {
-	char fake[GPUSHARE_PATH_MAX];
-	const char *helpers = getenv("GPUSHARE_TEST_HELPERS");
-
-	(void)state;
-	if (!helpers)
+	if (sandbox_setup(state))
 		return -1;
-	snprintf(fake, sizeof(fake), "%s/fake_mps_control", helpers);
 	setenv("GPUSHARE_MPS_CONTROL", fake, 1);
-	snprintf(base, sizeof(base), "/tmp/gpushare-test-exec-keeper.XXXXXX");
-	if (!mkdtemp(base))
-		return -1;
-	setenv("XDG_RUNTIME_DIR", base, 1);
 	/* A daemon the stopper leaves behind on failure is reaped here. */
 	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-	return system(cmd) == 0 ? 0 : -1;
 }
 
 static bool exists(const char *path)
@@ -64,7 +47,7 @@ static bool exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
-/* A job directory <base>/gpushare/exec-<name>@n1, created under its lock
+/* A job directory <xdg>/gpushare/exec-<name>@n1, created under its lock
  * (held on return, in *lock_fd). */
 static void make_job(const char *name, char *dir, size_t len, int *lock_fd)
 {
@@ -158,5 +141,5 @@ int main(void)
 		cmocka_unit_test_teardown(test_stopper, kill_started),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, sandbox_teardown);
 }

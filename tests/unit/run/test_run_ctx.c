@@ -23,7 +23,7 @@
 #include "run_ctx.h"
 
 #define UNIT_TMPDIR "/tmp/gsrc"
-#include "strategy_sandbox.h"
+#include "mps_sandbox.h"
 
 static bool is_dir(const char *p)
 {
@@ -251,5 +251,5 @@ int main(void)
 		cmocka_unit_test(test_callers_dir),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, sandbox_setup, sandbox_teardown);
 }

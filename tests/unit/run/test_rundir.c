@@ -31,32 +31,15 @@
 #include "gpushare/util.h"
 #include "rundir.h"
 
-static char xdg[64];
+#define UNIT_TMPDIR "/tmp/gsrd"
+#include "mps_sandbox.h"
 
 static int setup(void **state)
 {
-	char fake[GPUSHARE_PATH_MAX];
-	const char *helpers = getenv("GPUSHARE_TEST_HELPERS");
-
-	(void)state;
-	if (!helpers)
+	if (sandbox_setup(state))
 		return -1;
-	snprintf(fake, sizeof(fake), "%s/fake_mps_control", helpers);
 	setenv("GPUSHARE_MPS_CONTROL", fake, 1);
-	strcpy(xdg, "/tmp/gsrdXXXXXX");
-	if (!mkdtemp(xdg))
-		return -1;
-	setenv("XDG_RUNTIME_DIR", xdg, 1);
 	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", xdg);
-	return system(cmd) == 0 ? 0 : -1;
 }
 
 static bool exists(const char *p)
@@ -263,5 +246,5 @@ int main(void)
 		cmocka_unit_test_teardown(test_keeper_finish, kill_started),
 		cmocka_unit_test_teardown(test_keeper_owner_killed, kill_started),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, sandbox_teardown);
 }

@@ -22,7 +22,7 @@
 #include "strategy.h"
 
 #define UNIT_TMPDIR "/tmp/gsst"
-#include "strategy_sandbox.h"
+#include "mps_sandbox.h"
 
 static void ctx_init(struct gpushare_strategy_ctx *x, const char *visible)
 {
@@ -278,5 +278,5 @@ int main(void)
 		cmocka_unit_test(test_checks),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, sandbox_setup, sandbox_teardown);
 }

@@ -1,14 +1,16 @@
 /*
- * What the unit tests that start strategies share (test_strategy.c,
- * test_run_ctx.c): define UNIT_TMPDIR (a short prefix, e.g. "/tmp/gsst",
- * so that MPS pipe paths under it fit a socket's address) before
- * including this; setup, for cmocka_run_group_tests(), puts the
- * stand-in MPS control program's path (tests/helpers/fake_mps_control) in
- * `fake` and a fresh directory, `xdg`, in XDG_RUNTIME_DIR, with no MPS pipe
- * directory inherited; teardown removes it with everything in it.
+ * The sandbox of a unit test file that starts strategies or MPS daemons
+ * against the stand-in MPS control program: define UNIT_TMPDIR (a short
+ * prefix, e.g. "/tmp/gsst", so that MPS pipe paths under it fit a socket's
+ * address) before including this. sandbox_setup, for
+ * cmocka_run_group_tests() or from a file's own setup, puts the control
+ * program's path (tests/helpers/fake_mps_control) in `fake` and a fresh
+ * directory, `xdg`, in XDG_RUNTIME_DIR, with no MPS pipe directory
+ * inherited; sandbox_teardown removes it with everything in it. env_of()
+ * reads a strategy's list of environment changes.
  */
-#ifndef GPUSHARE_UNIT_STRATEGY_SANDBOX_H
-#define GPUSHARE_UNIT_STRATEGY_SANDBOX_H
+#ifndef GPUSHARE_UNIT_MPS_SANDBOX_H
+#define GPUSHARE_UNIT_MPS_SANDBOX_H
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,7 @@
 
 static char xdg[64], fake[1024];
 
-static int setup(void **state)
+static inline int sandbox_setup(void **state)
 {
 	const char *helpers = getenv("GPUSHARE_TEST_HELPERS");
 
@@ -34,7 +36,7 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
+static inline int sandbox_teardown(void **state)
 {
 	char cmd[128];
 
