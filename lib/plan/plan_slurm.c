@@ -299,6 +299,16 @@ static int shell_word_check(const char *what, const char *v)
 	return GPUSHARE_OK;
 }
 
+/* A script's start: its interpreter line (shell) and the plan's head. */
+static int script_start(struct gpushare_buf *b, const char *shell, const char *head)
+{
+	int rc = gpushare_buf_addf(b, "#!%s\n", shell);
+
+	if (!rc)
+		rc = gpushare_buf_add(b, head, strlen(head));
+	return rc;
+}
+
 #define HOOK_PROLOG "gpushare-prolog.sh"
 #define HOOK_EPILOG "gpushare-epilog.sh"
 
@@ -432,9 +442,7 @@ static int job_script(const struct gpushare_plan *p, const char *head, struct gp
 
 	rc = shell_word_check("the strategy", s);
 	if (!rc)
-		rc = gpushare_buf_addf(b, "#!/bin/bash\n");
-	if (!rc)
-		rc = gpushare_buf_add(b, head, strlen(head));
+		rc = script_start(b, "/bin/bash", head);
 	if (rc)
 		return rc;
 	if (shard) {
@@ -499,9 +507,7 @@ static int job_script_mps(const struct gpushare_plan_options *o, const struct gp
 		units = 100;
 	rc = shell_word_check("the strategy", s);
 	if (!rc)
-		rc = gpushare_buf_addf(b, "#!/bin/bash\n");
-	if (!rc)
-		rc = gpushare_buf_add(b, head, strlen(head));
+		rc = script_start(b, "/bin/bash", head);
 	if (rc)
 		return rc;
 	snprintf(text, sizeof(text),
@@ -542,9 +548,7 @@ static int hook_script(const struct hooks *h, const char *which, const char *hea
 
 	snprintf(text, sizeof(text), "\nslurmd runs this as root (%s= in slurm.conf); install it executable at the\n"
 				     "path slurm.conf names, on every node.", which);
-	rc = gpushare_buf_addf(b, "#!/bin/sh\n");
-	if (!rc)
-		rc = gpushare_buf_add(b, head, strlen(head));
+	rc = script_start(b, "/bin/sh", head);
 	if (!rc)
 		rc = plan_comment(b, text);
 	if (!rc)

@@ -175,6 +175,38 @@ static void kv_int(struct yw *w, const char *k, long long v)
 	integer(w, v);
 }
 
+/* Starts file b: the plan's head, then note as a comment, then the YAML
+ * writer w over it. 0, or the first failure. */
+static int file_start(struct yw *w, struct gpushare_buf *b, const char *head, const char *note)
+{
+	int rc = gpushare_buf_add(b, head, strlen(head));
+
+	if (!rc)
+		rc = plan_comment(b, note);
+	if (!rc)
+		rc = yw_open(w, b);
+	return rc;
+}
+
+/* A file of the plan and the part it becomes. */
+struct part {
+	const char *name;
+	struct gpushare_buf *b;
+};
+
+/* The files as out's parts, when rc is 0: the first is printed, the others
+ * are aside (written by --out DIR only). Every buffer is released either
+ * way. rc, or the first failure. */
+static int parts_add(int rc, struct gpushare_plan_output *out, const struct part *parts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!rc && !(rc = plan_output_add(out, parts[i].name, parts[i].b)))
+			out->parts[out->n_parts - 1].aside = i > 0;
+		gpushare_buf_release(parts[i].b);
+	}
+	return rc;
+}
+
 /* Open a Kubernetes object's mapping with its apiVersion, kind and
  * metadata.name (and namespace, unless NULL); the caller adds the rest and
  * closes it (map_end). */
@@ -280,6 +312,7 @@ int plan_render_device_plugin(const struct gpushare_plan_options *o, const struc
 			      struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 }, cfg = { 0 }, file = { 0 }, values = { 0 };
+	const struct part parts[] = { { "configmap.yaml", &b }, { "config.yaml", &file }, { "values.yaml", &values } };
 	bool mps = gpushare_strategy_uses_mps(p->strategy);
 	const char *ns = o->k8s_namespace ? o->k8s_namespace : DEVICE_PLUGIN_NAMESPACE;
 	char name[80], note[1024];
@@ -319,11 +352,7 @@ int plan_render_device_plugin(const struct gpushare_plan_options *o, const struc
 		       "which GPU Feature Discovery sets (gfd.enabled, off in the chart by default)." : "");
 	/* stdout and configmap.yaml: the ConfigMap, a Kubernetes object only. */
 	if (!rc)
-		rc = gpushare_buf_add(&b, head, strlen(head));
-	if (!rc)
-		rc = plan_comment(&b, note);
-	if (!rc)
-		rc = yw_open(&w, &b);
+		rc = file_start(&w, &b, head, note);
 	if (!rc) {
 		doc_start(&w, true);
 		k8s_object_start(&w, "v1", "ConfigMap", name, ns);
@@ -346,11 +375,8 @@ int plan_render_device_plugin(const struct gpushare_plan_options *o, const struc
 		rc = gpushare_buf_add(&file, gpushare_buf_str(&cfg), cfg.len);
 	/* values.yaml: the chart's values. */
 	if (!rc)
-		rc = gpushare_buf_add(&values, head, strlen(head));
-	if (!rc)
-		rc = plan_comment(&values, "\nThe nvidia-device-plugin Helm chart's values: helm upgrade -i ... -f values.yaml");
-	if (!rc)
-		rc = yw_open(&w, &values);
+		rc = file_start(&w, &values, head,
+				"\nThe nvidia-device-plugin Helm chart's values: helm upgrade -i ... -f values.yaml");
 	if (!rc) {
 		doc_start(&w, true);
 		map_start(&w);
@@ -369,17 +395,8 @@ int plan_render_device_plugin(const struct gpushare_plan_options *o, const struc
 		doc_end(&w);
 		rc = yw_close(&w);
 	}
-	if (!rc)
-		rc = plan_output_add(out, "configmap.yaml", &b);
-	if (!rc && !(rc = plan_output_add(out, "config.yaml", &file)))
-		out->parts[out->n_parts - 1].aside = true;
-	if (!rc && !(rc = plan_output_add(out, "values.yaml", &values)))
-		out->parts[out->n_parts - 1].aside = true;
-	gpushare_buf_release(&b);
 	gpushare_buf_release(&cfg);
-	gpushare_buf_release(&file);
-	gpushare_buf_release(&values);
-	return rc;
+	return parts_add(rc, out, parts, sizeof(parts) / sizeof(parts[0]));
 }
 
 /* A CEL string literal of s ("..."), when s is printable ASCII other than
@@ -540,6 +557,8 @@ int plan_render_dra(const struct gpushare_plan_options *o, const struct gpushare
 		    struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 }, values = { 0 }, shared = { 0 };
+	const struct part parts[] = { { "resourceclaimtemplate.yaml", &b }, { "values.yaml", &values },
+				      { "shared-claim.yaml", &shared } };
 	bool mps = gpushare_strategy_uses_mps(p->strategy);
 	char name[80], pod[96], cel[160], expr[256], note[1024];
 	bool selector = p->gpu_model[0] && cel_string(p->gpu_model, cel, sizeof(cel));
@@ -604,13 +623,10 @@ int plan_render_dra(const struct gpushare_plan_options *o, const struct gpushare
 	rc = yw_close(&w);
 	/* values.yaml: the chart's values. */
 	if (!rc)
-		rc = gpushare_buf_add(&values, head, strlen(head));
-	if (!rc)
-		rc = plan_comment(&values, "\nThe nvidia-dra-driver-gpu Helm chart's values: helm upgrade -i ... -f values.yaml\n"
-					   "(GPU resources are refused by the chart without gpuResourcesEnabledOverride; the\n"
-					   "node must not also run the device plugin for the same GPUs).");
-	if (!rc)
-		rc = yw_open(&w, &values);
+		rc = file_start(&w, &values, head,
+				"\nThe nvidia-dra-driver-gpu Helm chart's values: helm upgrade -i ... -f values.yaml\n"
+				"(GPU resources are refused by the chart without gpuResourcesEnabledOverride; the\n"
+				"node must not also run the device plugin for the same GPUs).");
 	if (!rc) {
 		doc_start(&w, true);
 		map_start(&w);
@@ -655,23 +671,14 @@ int plan_render_dra(const struct gpushare_plan_options *o, const struct gpushare
 		}
 		rc = yw_close(&w);
 	}
-	if (!rc)
-		rc = plan_output_add(out, "resourceclaimtemplate.yaml", &b);
-	if (!rc && !(rc = plan_output_add(out, "values.yaml", &values)))
-		out->parts[out->n_parts - 1].aside = true;
-	if (!rc && !(rc = plan_output_add(out, "shared-claim.yaml", &shared)))
-		out->parts[out->n_parts - 1].aside = true;
-	gpushare_buf_release(&b);
-	gpushare_buf_release(&values);
-	gpushare_buf_release(&shared);
-	return rc;
+	return parts_add(rc, out, parts, sizeof(parts) / sizeof(parts[0]));
 }
 
 int plan_render_mig_parted(const struct gpushare_plan_options *o, const struct gpushare_plan *p, const char *head,
 			   struct gpushare_plan_output *out)
 {
 	struct gpushare_buf b = { 0 };
-	char name[80];
+	char name[80], note[512];
 	struct plan_mig_layout l = { .n = 0 };
 	const char *const *ids = NULL;
 	struct yw w;
@@ -704,20 +711,13 @@ int plan_render_mig_parted(const struct gpushare_plan_options *o, const struct g
 		for (size_t i = 0; i < l.n; i++)
 			gpushare_str_catf(name, sizeof(name), "-%sx%d", l.profile[i], l.count[i]);
 	}
-	rc = gpushare_buf_add(&b, head, strlen(head));
-	if (!rc) {
-		/* The name is the user's: through the comment writer, so it stays a comment. */
-		char note[512];
-
-		snprintf(note, sizeof(note),
-			 "\ngpushare never changes a MIG layout; apply this one yourself:\n  nvidia-mig-parted apply -f FILE -c %s%s",
-			 name, ids ? "\nThe device-filter names the measured GPU model's PCI device IDs: other models keep their layout."
-				   : "\nThe measured GPU is not in gpushare's table of MIG placement rules: the layout is unchecked "
-				     "and, without a device-filter, for every GPU.");
-		rc = plan_comment(&b, note);
-	}
-	if (!rc)
-		rc = yw_open(&w, &b);
+	/* The name is the user's: through the comment writer, so it stays a comment. */
+	snprintf(note, sizeof(note),
+		 "\ngpushare never changes a MIG layout; apply this one yourself:\n  nvidia-mig-parted apply -f FILE -c %s%s",
+		 name, ids ? "\nThe device-filter names the measured GPU model's PCI device IDs: other models keep their layout."
+			   : "\nThe measured GPU is not in gpushare's table of MIG placement rules: the layout is unchecked "
+			     "and, without a device-filter, for every GPU.");
+	rc = file_start(&w, &b, head, note);
 	if (rc) {
 		gpushare_buf_release(&b);
 		return rc;

@@ -135,14 +135,18 @@ static void make_point(const struct gpushare_report *r, const struct curve *c, d
 	p->offered = median(off, n);
 }
 
-/* The curves, in order of first appearance, points by rising rate. */
+/* The curves, in order of first appearance, points by rising rate; none
+ * (*out NULL, *n_out 0) when no run had an offered rate. */
 static int build(const struct gpushare_report *r, struct curve **out, size_t *n_out)
 {
-	struct curve *cv = calloc(r->n_whole ? r->n_whole : 1, sizeof(*cv));
+	struct curve *cv;
 	size_t n = 0;
 
 	*out = NULL;
 	*n_out = 0;
+	if (!gpushare_report_load_curve_any(r))
+		return GPUSHARE_OK;
+	cv = calloc(r->n_whole, sizeof(*cv));
 	if (!cv)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < r->n_whole; i++) {
@@ -306,12 +310,9 @@ int gpushare_report_load_curve_markdown(const struct gpushare_report *r, FILE *f
 {
 	struct curve *cv;
 	size_t n;
-	int rc;
+	int rc = build(r, &cv, &n);
 
-	if (!gpushare_report_load_curve_any(r))
-		return GPUSHARE_OK;
-	rc = build(r, &cv, &n);
-	if (rc)
+	if (rc || !n)
 		return rc;
 	fprintf(f, "## Latency under offered load\n\n"
 		   "Open-loop runs: gpushare scheduled arrivals at each offered rate and latency counts from the\n"
@@ -429,12 +430,9 @@ int gpushare_report_load_curve_write(const struct gpushare_report *r, const char
 	struct gpushare_buf b = { 0 };
 	struct rplot *plot = NULL;
 	size_t n;
-	int rc;
+	int rc = build(r, &cv, &n);
 
-	if (!gpushare_report_load_curve_any(r))
-		return GPUSHARE_OK;
-	rc = build(r, &cv, &n);
-	if (rc)
+	if (rc || !n)
 		return rc;
 	gpushare_buf_addf(&b, "shape,strategy,workers,batch,rate_per_second,offered_per_second,achieved_per_second,"
 		      "p50_seconds,p99_seconds,unfinished,runs,peak\n");

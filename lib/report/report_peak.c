@@ -295,22 +295,27 @@ static void tables_free(struct peak_table *t, size_t n)
 	free(t);
 }
 
-/* The tables, ordered by shape (as the report lists them), batch, bound. */
-static int build(const struct gpushare_report *r, struct peak_table **out, size_t *n_out)
+/* The tables of shape (NULL: of every shape), ordered by shape (as the
+ * report lists them), batch, bound; none (*out NULL, *n_out 0) when no run
+ * of it searched a peak. */
+static int build(const struct gpushare_report *r, const char *shape, struct peak_table **out, size_t *n_out)
 {
-	struct peak_table *t = calloc(r->n_whole ? r->n_whole : 1, sizeof(*t));
+	struct peak_table *t;
 	size_t n = 0;
 	int rc = GPUSHARE_OK;
 
 	*out = NULL;
 	*n_out = 0;
+	if (!gpushare_report_peak_any(r, shape))
+		return GPUSHARE_OK;
+	t = calloc(r->n_whole, sizeof(*t));
 	if (!t)
 		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < r->n_whole; i++) {
 		const struct gpushare_report_run *run = &r->whole[i];
 		struct peak_table *p = NULL;
 
-		if (!run->find_peak)
+		if (!run->find_peak || (shape && strcmp(run->shape, shape)))
 			continue;
 		for (size_t k = 0; k < n && !p; k++) {
 			if (same_table(&t[k], run))
@@ -499,18 +504,13 @@ static int answer_lines(const struct gpushare_report *r, const char *shape, FILE
 {
 	struct peak_table *t;
 	size_t n;
-	int rc;
+	int rc = build(r, shape, &t, &n);
 
-	if (!gpushare_report_peak_any(r, shape))
-		return GPUSHARE_OK;
-	rc = build(r, &t, &n);
 	if (rc)
 		return rc;
 	for (size_t k = 0; k < n; k++) {
 		char bound[96], text[2048];
 
-		if (strcmp(t[k].shape, shape))
-			continue;
 		bound_text(&t[k], bound, sizeof(bound));
 		recommend_text(&t[k], text, sizeof(text));
 		if (markdown)
@@ -536,12 +536,9 @@ int gpushare_report_peak_markdown(const struct gpushare_report *r, FILE *f)
 {
 	struct peak_table *t;
 	size_t n;
-	int rc;
+	int rc = build(r, NULL, &t, &n);
 
-	if (!gpushare_report_peak_any(r, NULL))
-		return GPUSHARE_OK;
-	rc = build(r, &t, &n);
-	if (rc)
+	if (rc || !n)
 		return rc;
 	fprintf(f, "## Highest rate within the bound (peak search)\n\n"
 		   "Open-loop runs of `--find-peak`: each run searched the highest arrival rate whose latency\n"
@@ -583,12 +580,9 @@ int gpushare_report_peak_html(const struct gpushare_report *r, struct gpushare_b
 {
 	struct peak_table *t;
 	size_t n;
-	int rc;
+	int rc = build(r, NULL, &t, &n);
 
-	if (!gpushare_report_peak_any(r, NULL))
-		return GPUSHARE_OK;
-	rc = build(r, &t, &n);
-	if (rc)
+	if (rc || !n)
 		return rc;
 	gpushare_buf_addf(b, "<h2>Highest rate within the bound (peak search)</h2>\n<p>Open-loop runs of "
 				"<code>--find-peak</code>: each run searched the highest arrival rate whose latency "
@@ -709,8 +703,7 @@ struct cJSON *gpushare_report_peak_json(const struct gpushare_report *r)
 	cJSON *a = cJSON_CreateArray();
 	bool ok = a != NULL;
 
-	if (ok && gpushare_report_peak_any(r, NULL))
-		ok = build(r, &t, &n) == GPUSHARE_OK;
+	ok = ok && build(r, NULL, &t, &n) == GPUSHARE_OK;
 	for (size_t k = 0; ok && k < n; k++) {
 		ok = gpushare_json_add(a, NULL, table_json(&t[k]));
 	}

@@ -35,6 +35,7 @@
 #include "gpushare/buf.h"
 #include "sys.h"
 #include "gpu_select.h"
+#include "run_ctx.h"
 #include "slurm_conf.h"
 #include "slurm_gpus.h"
 #include "gpushare/child.h"
@@ -261,6 +262,28 @@ static int split_migs(const char *list, const struct gpushare_system_info *sys, 
 	return GPUSHARE_OK;
 }
 
+/* The node's GPUs (sys) that CUDA_VISIBLE_DEVICES, read through getenv_fn,
+ * allows, as gpushare_gpu_select() chooses them: *sel (to free), *n_sel. */
+static int allowed_gpus(const struct gpushare_system_info *sys, gpushare_getenv_fn getenv_fn, void *ctx,
+			struct gpushare_gpu_ref **sel, size_t *n_sel)
+{
+	struct gpushare_gpu_ref *inv;
+	size_t n_inv;
+	int rc = gpushare_run_gpu_inventory(sys, &inv, &n_inv);
+
+	*sel = NULL;
+	*n_sel = 0;
+	if (rc)
+		return rc;
+	*sel = calloc(n_inv + 1, sizeof(**sel));
+	if (!*sel)
+		rc = gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
+	else
+		rc = gpushare_gpu_select(inv, n_inv, NULL, getenv_fn, ctx, *sel, n_sel);
+	free(inv);
+	return rc;
+}
+
 /* The job's user and its GPUs here, by UUID, from Slurm's prolog
  * environment (CUDA_VISIBLE_DEVICES, else SLURM_JOB_GPUS, as indices); the
  * user only where a daemon will run as it (needs_user). */
@@ -269,7 +292,7 @@ static int job_from_env(struct job_record *r, bool needs_user)
 	const char *uid = getenv("SLURM_JOB_UID"), *gid = getenv("SLURM_JOB_GID");
 	const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *jg = getenv("SLURM_JOB_GPUS");
 	struct gpushare_system_info sys;
-	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
+	struct gpushare_gpu_ref *sel = NULL;
 	char gpus[4096], whole[4096];
 	size_t n_sel = 0;
 	int rc;
@@ -303,17 +326,7 @@ static int job_from_env(struct job_record *r, bool needs_user)
 		rc = gpushare_fail(GPUSHARE_E_SYS, "setenv: %s", strerror(errno));
 		goto out;
 	}
-	inv = calloc(sys.n_gpus + 1, sizeof(*inv));
-	sel = calloc(sys.n_gpus + 1, sizeof(*sel));
-	if (!inv || !sel) {
-		rc = gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
-		goto out;
-	}
-	for (size_t i = 0; i < sys.n_gpus; i++) {
-		inv[i].index = sys.gpus[i].index;
-		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
-	}
-	rc = gpushare_gpu_select(inv, sys.n_gpus, NULL, gpushare_getenv_process, NULL, sel, &n_sel);
+	rc = allowed_gpus(&sys, gpushare_getenv_process, NULL, &sel, &n_sel);
 	for (size_t i = 0; !rc && i < n_sel && i < HOOK_MAX_GPUS; i++) {
 		r->indices[r->n_gpus] = sel[i].index;
 		snprintf(r->gpus[r->n_gpus++], sizeof(r->gpus[0]), "%s", sel[i].uuid);
@@ -321,7 +334,6 @@ static int job_from_env(struct job_record *r, bool needs_user)
 out:
 	if (!rc && r->n_gpus == 0 && r->n_migs == 0)
 		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
-	free(inv);
 	free(sel);
 	gpushare_system_release(&sys);
 	return rc;
@@ -763,7 +775,7 @@ static int task_gpu(struct gpushare_slurm_env *senv, char *uuid, size_t len, siz
 {
 	const char *lid = getenv("SLURM_LOCALID");
 	struct gpushare_system_info sys;
-	struct gpushare_gpu_ref *inv = NULL, *sel = NULL;
+	struct gpushare_gpu_ref *sel = NULL;
 	unsigned long local = 0;
 	size_t n_sel = 0;
 	int rc;
@@ -772,24 +784,12 @@ static int task_gpu(struct gpushare_slurm_env *senv, char *uuid, size_t len, siz
 		return GPUSHARE_E_INVAL;
 	if ((rc = gpushare_system_query_nvml(&sys)))
 		return rc;
-	inv = calloc(sys.n_gpus + 1, sizeof(*inv));
-	sel = calloc(sys.n_gpus + 1, sizeof(*sel));
-	if (!inv || !sel) {
-		rc = gpushare_fail(GPUSHARE_E_NOMEM, "GPU list");
-		goto out;
-	}
-	for (size_t i = 0; i < sys.n_gpus; i++) {
-		inv[i].index = sys.gpus[i].index;
-		snprintf(inv[i].uuid, sizeof(inv[i].uuid), "%s", sys.gpus[i].uuid);
-	}
-	rc = gpushare_gpu_select(inv, sys.n_gpus, NULL, gpushare_slurm_getenv, senv, sel, &n_sel);
+	rc = allowed_gpus(&sys, gpushare_slurm_getenv, senv, &sel, &n_sel);
 	if (!rc && n_sel == 0)
 		rc = gpushare_fail(GPUSHARE_E_NOT_FOUND, "the job has no GPU on this node");
 	if (!rc)
 		snprintf(uuid, len, "%s", sel[local % n_sel].uuid);
 	*n_gpus = n_sel;
-out:
-	free(inv);
 	free(sel);
 	gpushare_system_release(&sys);
 	return rc;

@@ -309,6 +309,24 @@ int gpushare_sweep_cells(const struct gpushare_sweep_config *s, struct gpushare_
 	return GPUSHARE_OK;
 }
 
+/* The sweep's cells (*cells, *n) and a bench config to fill for each in
+ * turn (*c): both to free. */
+static int cells_and_config(const struct gpushare_sweep_config *s, struct gpushare_sweep_cell **cells, size_t *n,
+			    struct gpushare_bench_config **c)
+{
+	int rc = gpushare_sweep_cells(s, cells, n);
+
+	if (rc)
+		return rc;
+	*c = malloc(sizeof(**c));
+	if (!*c) {
+		free(*cells);
+		*cells = NULL;
+		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
+	}
+	return GPUSHARE_OK;
+}
+
 int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 {
 	struct gpushare_bench_config *c;
@@ -367,14 +385,9 @@ int gpushare_sweep_config_check(const struct gpushare_sweep_config *s)
 			}
 		}
 	}
-	rc = gpushare_sweep_cells(s, &cells, &n);
+	rc = cells_and_config(s, &cells, &n, &c);
 	if (rc)
 		return rc;
-	c = malloc(sizeof(*c));
-	if (!c) {
-		free(cells);
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		sweep_cell_config(s, &cells[i], c);
 		rc = gpushare_bench_config_check(c);
@@ -400,14 +413,9 @@ int gpushare_sweep_plan(const struct gpushare_sweep_config *s, struct gpushare_b
 	int rc;
 
 	memset(longest, 0, sizeof(*longest));
-	rc = gpushare_sweep_cells(s, &cells, &n);
+	rc = cells_and_config(s, &cells, &n, &c);
 	if (rc)
 		return rc;
-	c = malloc(sizeof(*c));
-	if (!c) {
-		free(cells);
-		return gpushare_fail(GPUSHARE_E_NOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct gpushare_bench_plan p;
 

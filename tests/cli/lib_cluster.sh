@@ -13,6 +13,9 @@
 #   cluster_available           true when every tool it needs exists (Slurm,
 #                               munge, unshare, nsenter, setpriv, ip) and
 #                               namespaces can be made (root)
+#   cluster_needed WHAT         unless cluster_available: a missing tool (a
+#                               failure under CI=true, lib.sh) and the end of
+#                               the test WHAT
 #   cluster_start N [NGPUS]     start it: N nodes (1..9, default 2) of NGPUS
 #                               fake GPUs (default 2); sets CLUSTER_DIR and
 #                               CLUSTER_NODES, exports SLURM_CONF and
@@ -110,6 +113,13 @@ cluster_available() {
 		command -v "$t" >/dev/null || return 1
 	done
 	unshare --net --uts --mount true 2>/dev/null
+}
+
+cluster_needed() {
+	cluster_available && return 0
+	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
+	finish "$1"
+	exit 0
 }
 
 # _cluster_bg NODE CMD...: CMD on NODE in the background, killed should this

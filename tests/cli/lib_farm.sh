@@ -29,6 +29,7 @@ jobs_file() {
 }
 attempts() { grep -c '"type":"attempt"' "$1/journal.jsonl" 2>/dev/null || true; }
 no_jobs() { ! pgrep -f "$tmp/job.sh" >/dev/null; }
+running_jobs() { [ "$(pgrep -f "$tmp/job.sh" | wc -l)" -ge "$1" ]; } # running_jobs N: at least N jobs run
 
 # exactly_once DIR SIDE N: the journal has one ok attempt per job 1..N and
 # the side file each index (the job's number) once.

@@ -5,6 +5,8 @@
 # so that Slurm sets CUDA_VISIBLE_DEVICES. Nothing is written under /etc.
 #
 #   slurm_available          true when munged, slurmctld, slurmd and sbatch exist
+#   slurm_needed WHAT        unless slurm_available: a missing tool (a failure
+#                            under CI=true, lib.sh) and the end of the test WHAT
 #   slurm_start [NGPUS]      start it (default 2 GPUs; SLURM_TEST_CPUS CPUs,
 #                            default 8 whatever the machine has); exports
 #                            SLURM_CONF and sets SLURM_DIR; returns 1 (with
@@ -49,6 +51,13 @@ SLURM_PIDS=()
 slurm_available() {
 	command -v munged >/dev/null && command -v mungekey >/dev/null && command -v slurmctld >/dev/null &&
 		command -v slurmd >/dev/null && command -v sbatch >/dev/null
+}
+
+slurm_needed() {
+	slurm_available && return 0
+	missing_tool "slurm-wlm or munge not installed (scripts/deps-test.txt)"
+	finish "$1"
+	exit 0
 }
 
 _slurm_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

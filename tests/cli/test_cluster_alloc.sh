@@ -27,11 +27,7 @@ EXEC_CLEANUP_MORE=cluster_stop
 exec_setup
 chmod 755 "$tmp"
 export FAKE_NVML_GPUS=4
-if ! cluster_available; then
-	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
-	finish "Slurm's allocation on a cluster"
-	exit 0
-fi
+cluster_needed "Slurm's allocation on a cluster"
 t_start=$(date +%s)
 # The hooks slurmd runs (root, the job's environment only), written once
 # the cluster's node-local directory is known: the state directory is

@@ -29,11 +29,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-if ! cluster_available; then
-	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
-	finish "cluster cleanup"
-	exit 0
-fi
+cluster_needed "cluster cleanup"
 t_start=$(date +%s)
 alive() { local s; s=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [[ $s != Z ]]; }
 none_alive() {

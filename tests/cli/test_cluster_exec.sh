@@ -19,11 +19,7 @@ set -euo pipefail
 EXEC_CLEANUP_MORE=cluster_stop
 exec_setup
 chmod 755 "$tmp"
-if ! cluster_available; then
-	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
-	finish "exec on a Slurm cluster"
-	exit 0
-fi
+cluster_needed "exec on a Slurm cluster"
 t_start=$(date +%s)
 if ! cluster_start 2; then
 	fail "the two-node cluster did not become idle"

@@ -19,11 +19,7 @@ EX=$GPUSHARE_SOURCE_DIR/examples/slurm
 tmp=$(mktemp -d /tmp/gpushare-cluster-farm.XXXXXX)
 chmod 755 "$tmp"
 trap 'cluster_stop; rm -rf "$tmp"' EXIT
-if ! cluster_available; then
-	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
-	finish "farm on a Slurm cluster"
-	exit 0
-fi
+cluster_needed "farm on a Slurm cluster"
 # Jobs and gpushare inherit this environment through sbatch (--export=ALL).
 # Each node has GPUs of its own: GPU-fa4e0000-000X-4000-8000-00000000000I is
 # GPU I of nodeX (FAKE_NVML_NODE_UUIDS: the host name's number).

@@ -23,11 +23,7 @@ set -euo pipefail
 EXEC_CLEANUP_MORE=cluster_stop
 exec_setup
 chmod 755 "$tmp"
-if ! cluster_available; then
-	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
-	finish "gres on a Slurm cluster"
-	exit 0
-fi
+cluster_needed "gres on a Slurm cluster"
 t_start=$(date +%s)
 
 # sr ARGS...: srun ARGS on the head node (bounded); status in $rc, output in $tmp/out, $tmp/err

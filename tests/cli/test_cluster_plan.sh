@@ -24,11 +24,7 @@ set -euo pipefail
 : "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}" "${GPUSHARE_SOURCE_DIR:?}"
 H=$GPUSHARE_TEST_HELPERS
 FIX=$GPUSHARE_SOURCE_DIR/tests/plan
-if ! cluster_available; then
-	missing_tool "slurm-wlm, munge, util-linux or iproute2 not installed (scripts/deps-test.txt), or no namespaces (not root)"
-	finish "plan on a Slurm cluster"
-	exit 0
-fi
+cluster_needed "plan on a Slurm cluster"
 tmp=$(mktemp -d /tmp/gpushare-cplan.XXXXXX)
 chmod 755 "$tmp"
 jids=()

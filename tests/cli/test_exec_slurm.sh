@@ -13,11 +13,7 @@ set -euo pipefail
 EXEC_CLEANUP_MORE=slurm_stop
 exec_setup
 
-if ! slurm_available; then
-	missing_tool "slurm-wlm or munge not installed (scripts/deps-test.txt)"
-	finish "exec under Slurm"
-	exit 0
-fi
+slurm_needed "exec under Slurm"
 if ! slurm_start 2; then
 	fail "the private Slurm did not become idle"
 	finish

@@ -8,16 +8,14 @@
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/cli/lib_farm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_farm_env.sh"
 
 : "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}"
 H=$GPUSHARE_TEST_HELPERS
 tmp=$(mktemp -d /tmp/gpushare-farm-test.XXXXXX)
 trap 'pkill -KILL -f "$tmp/job.sh" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-private_xdg
-export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=2
-export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
-export CUDA_MPS_PIPE_DIRECTORY=$tmp/no-daemon
-unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
+farm_env_fake 2
 uuid() { printf 'GPU-fa4e0000-0000-4000-8000-%012x' "$1"; }
 
 # job.sh INDEX SLEEP EXIT: records its environment, sleeps, appends its
@@ -41,24 +39,6 @@ jobs_file() { # jobs_file FILE N SLEEP [EXIT]: job i (from 1, as the farm number
 no_jobs() { ! pgrep -f "$tmp/job.sh" >/dev/null; }
 no_jobs_left() {
 	wait_for 20 0.1 no_jobs && ok "$1: no job process left" || fail "$1: jobs left: $(pgrep -af "$tmp/job.sh" || true)"
-}
-# Fake MPS daemons started for this test (their pipe directory is under $XDG_RUNTIME_DIR).
-our_daemons() {
-	local p
-	for p in $(pgrep -f fake_mps_control || true); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/" && echo "$p"
-	done
-	return 0
-}
-# journal DIR PYTHON: run PYTHON with `recs` (the attempt records) and `hdr`.
-journal() {
-	python3 - "$1/journal.jsonl" "$2" <<'EOF'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
-hdr = [l for l in lines if l["type"] == "header"]
-recs = [l for l in lines if l["type"] == "attempt"]
-exec(sys.argv[2])
-EOF
 }
 
 echo "== a job file on two fake GPUs under timeslice"

@@ -13,28 +13,19 @@
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/cli/lib_farm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_farm_env.sh"
 
 : "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}"
 H=$GPUSHARE_TEST_HELPERS
 tmp=$(mktemp -d /tmp/gpushare-farm-fault.XXXXXX)
-our_daemons() {
-	local p
-	for p in $(pgrep -f fake_mps_control || true); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/" && echo "$p"
-	done
-	return 0
-}
 cleanup() {
 	pkill -KILL -f "$tmp/client" 2>/dev/null || true
 	for p in $(our_daemons); do kill -KILL "$p" 2>/dev/null || true; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-private_xdg
-export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=1
-export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
-export CUDA_MPS_PIPE_DIRECTORY=$tmp/no-daemon
-unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
+farm_env_fake 1
 
 # client INDEX TICKS [fault AFTER [LINGER]]: a stand-in MPS client. It
 # attaches to the daemon at $CUDA_MPS_PIPE_DIRECTORY (fails as CUDA does,
@@ -90,15 +81,6 @@ jobs() {
 			echo "$tmp/client $i $((6 + i % 4))" >>"$1"
 		fi
 	done
-}
-journal() {
-	python3 - "$1/journal.jsonl" "$2" <<'PY'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
-recs = [l for l in lines if l["type"] == "attempt"]
-faults = [l for l in lines if l["type"] == "fault"]
-exec(sys.argv[2])
-PY
 }
 nothing_left() { ! pgrep -f "$tmp/client" >/dev/null && test -z "$(our_daemons)"; }
 

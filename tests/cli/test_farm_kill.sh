@@ -10,9 +10,10 @@
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/cli/lib_farm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_farm_env.sh"
 
 : "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}"
-H=$GPUSHARE_TEST_HELPERS
 tmp=$(mktemp -d /tmp/gpushare-farm-kill.XXXXXX)
 fpid=
 cleanup() {
@@ -22,19 +23,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-private_xdg
-export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=1
-export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
-export CUDA_MPS_PIPE_DIRECTORY=$tmp/no-daemon
-unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
+farm_env_fake 1
 
-our_daemons() {
-	local p
-	for p in $(pgrep -f fake_mps_control || true); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$XDG_RUNTIME_DIR/" && echo "$p"
-	done
-	return 0
-}
 # Job i (numbered from 1, as the farm does): a background sleep in its process group, a short run, then its side
 # effect (its index appended to $tmp/side) as its last act.
 cp "$(command -v sleep)" "$tmp/bg-sleep"

@@ -8,21 +8,17 @@
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/cli/lib_farm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_farm_env.sh"
 
 : "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}"
-H=$GPUSHARE_TEST_HELPERS
 tmp=$(mktemp -d /tmp/gpushare-farm-resopt.XXXXXX)
 fpid=
 trap '[[ -n "$fpid" ]] && kill -KILL "$fpid" 2>/dev/null; pkill -KILL -f "$tmp/job.sh" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-private_xdg
-export GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_GPUS=2
-export GPUSHARE_MPS_CONTROL=$H/fake_mps_control
-export CUDA_MPS_PIPE_DIRECTORY=$tmp/no-daemon
-unset CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID SLURM_NTASKS SLURM_ARRAY_TASK_ID
+farm_env_fake 2
 
 # shellcheck source=tests/cli/lib_farm.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib_farm.sh"
-running_jobs() { [ "$(pgrep -f "$tmp/job.sh" | wc -l)" -ge "$1" ]; }
 
 # A first run with options of its own, stopped (SIGTERM) while two jobs wait at a gate.
 jobs_file "$tmp/jobs" 8 0 "$tmp/side" "$tmp/gate" 0

@@ -9,24 +9,14 @@
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/cli/lib_farm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_farm_env.sh"
 
 : "${GPUSHARE:?set by ctest}"
 tmp=$(mktemp -d /tmp/gpushare-fsh-XXXXXX)
 trap 'pkill -KILL -f "$tmp/" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-unset CUDA_MPS_PIPE_DIRECTORY GPUSHARE_MPS_CONTROL CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID \
-	SLURM_NTASKS SLURM_ARRAY_TASK_ID
-private_xdg
-export GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1
+farm_env_nodriver
 F=(--strategy timeslice --slots 4 -q)
-journal() { # journal DIR PYTHON: asserts over hdr (headers) and recs (attempts)
-	python3 - "$1/journal.jsonl" "$2" <<'EOF'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
-hdr = [l for l in lines if l["type"] == "header"]
-recs = [l for l in lines if l["type"] == "attempt"]
-exec(sys.argv[2])
-EOF
-}
 
 echo "== a 50-line list of shell lines: 43 meant to succeed, 7 to fail"
 python3 - "$tmp/jobs50" <<'PY'

@@ -6,15 +6,14 @@
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/cli/lib_farm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_farm_env.sh"
 
 : "${GPUSHARE:?set by ctest}"
 tmp=$(mktemp -d /tmp/gpushare-fstat-XXXXXX)
 fpid=
 trap '[[ -n "$fpid" ]] && kill -KILL "$fpid" 2>/dev/null; rm -rf "$tmp"' EXIT
-unset CUDA_MPS_PIPE_DIRECTORY GPUSHARE_MPS_CONTROL CUDA_VISIBLE_DEVICES SLURM_JOB_ID SLURM_STEP_ID SLURM_PROCID \
-	SLURM_NTASKS SLURM_ARRAY_TASK_ID
-private_xdg
-export GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1
+farm_env_nodriver
 
 { # jobs 1 to 4 (numbered from 1)
 	echo "sh -c 'echo bad >&2; exit 3'"

@@ -56,11 +56,7 @@ else
 fi
 
 echo "== private Slurm with two fake GPUs"
-if ! slurm_available; then
-	missing_tool "slurm-wlm or munge not installed (scripts/deps-test.txt)"
-	finish "scale-out fixture"
-	exit 0
-fi
+slurm_needed "scale-out fixture"
 if ! slurm_start 2; then
 	fail "the private Slurm did not become idle"
 	finish

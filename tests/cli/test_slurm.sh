@@ -17,11 +17,7 @@ set -euo pipefail
 EXEC_CLEANUP_MORE=slurm_stop
 exec_setup
 
-if ! slurm_available; then
-	missing_tool "slurm-wlm or munge not installed (scripts/deps-test.txt)"
-	finish "Slurm-native sharing"
-	exit 0
-fi
+slurm_needed "Slurm-native sharing"
 
 sd=$tmp/sd # the prolog's state directory, also where exec looks
 export GPUSHARE_SLURM_DIR=$sd

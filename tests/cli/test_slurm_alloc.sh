@@ -14,18 +14,14 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_exec.sh"
+# shellcheck source=tests/cli/lib_hooks.sh
+. "$(dirname "$0")/lib_hooks.sh"
 
 exec_setup
-me=$(id -u)
-myg=$(id -g)
-sd=$(mktemp -d /tmp/gsa.XXXXXX) # short: a daemon's pipe path is at most 80 characters
-chmod 755 "$sd"
+hook_state_dir a
 export GPUSHARE_SLURM_DIR=$sd/s
-EXEC_CLEANUP_MORE=cleanup_sd
 cleanup_sd() {
-	for j in 51 52 53 56; do
-		env SLURM_JOB_ID="$j" SLURM_JOB_UID="$me" SLURM_JOB_GID="$myg" "$GPUSHARE" slurm epilog >/dev/null 2>&1 || true
-	done
+	hook_epilogs 51 52 53 56
 	rm -rf "$sd"
 }
 said() { head -c 400 "$tmp/out" | tr '\n' ' '; }

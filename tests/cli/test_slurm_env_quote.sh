@@ -5,17 +5,15 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_exec.sh"
+# shellcheck source=tests/cli/lib_hooks.sh
+. "$(dirname "$0")/lib_hooks.sh"
 
 exec_setup
-me=$(id -u)
-myg=$(id -g)
-sd=$(mktemp -d /tmp/gsq.XXXXXX) # short: a daemon's pipe path is at most 80 characters
-chmod 755 "$sd"
+hook_state_dir q
 state="$sd/a b'\$(>x)"
 export GPUSHARE_SLURM_DIR=$state
-EXEC_CLEANUP_MORE=cleanup_sd
 cleanup_sd() {
-	env SLURM_JOB_ID=61 SLURM_JOB_UID="$me" SLURM_JOB_GID="$myg" "$GPUSHARE" slurm epilog >/dev/null 2>&1 || true
+	hook_epilogs 61
 	rm -rf "$sd"
 }
 

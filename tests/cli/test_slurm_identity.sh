@@ -8,20 +8,14 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_exec.sh"
+# shellcheck source=tests/cli/lib_hooks.sh
+. "$(dirname "$0")/lib_hooks.sh"
 
 exec_setup
-me=$(id -u)
-myg=$(id -g)
-sd=$(mktemp -d /tmp/gsi.XXXXXX) # short: a daemon's pipe path is at most 80 characters
-chmod 755 "$sd"
-EXEC_CLEANUP_MORE=cleanup_sd
+hook_state_dir i
 cleanup_sd() {
 	chmod 755 "$sd/s" 2>/dev/null || true
-	# Whatever a failed check left running: stopped by the epilog of each job.
-	for j in 71 72 73; do
-		env SLURM_JOB_ID=$j SLURM_JOB_UID=$me SLURM_JOB_GID=$myg "$GPUSHARE" slurm epilog --state-dir "$sd/s" \
-			>/dev/null 2>&1 || true
-	done
+	hook_epilogs --state-dir "$sd/s" -- 71 72 73
 	rm -rf "$sd"
 }
 

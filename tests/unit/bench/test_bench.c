@@ -303,21 +303,58 @@ static void test_json(void **state)
 	gpushare_bench_report_release(&r);
 }
 
+/* What the report's CSV writer (csv) or table writer (verbose or not)
+ * prints, to free. */
+static char *written(const struct gpushare_bench_report *r, bool csv, bool verbose)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	if (csv)
+		assert_int_equal(gpushare_bench_write_csv(r, f), GPUSHARE_OK);
+	else
+		assert_int_equal(gpushare_bench_write_table(r, f, verbose), GPUSHARE_OK);
+	fclose(f);
+	return buf;
+}
+
+/* n repeats of the default config's first two strategies, summarised:
+ * strategy s ran tput[s * n + k] items/s at repeat k, with a p99 of
+ * p99[s] seconds. */
+static void repeats_report(struct gpushare_bench_report *r, struct gpushare_bench_config *c, int n, const double *tput,
+			   const double p99[2])
+{
+	assert_int_equal(gpushare_bench_config_init(c), GPUSHARE_OK);
+	gpushare_bench_report_init(r, c);
+	r->results = calloc((size_t)n * 2, sizeof(*r->results));
+	assert_non_null(r->results);
+	for (int k = 0; k < n; k++) {
+		for (int s = 0; s < 2; s++) {
+			struct gpushare_bench_result *res = &r->results[r->n_results++];
+
+			assert_int_equal(gpushare_bench_result_init(res, c->strategies[s], 1), GPUSHARE_OK);
+			res->repeat = k;
+			res->items_per_second = tput[s * n + k];
+			res->p99_seconds = p99[s];
+			gpushare_hist_record(&res->hist, 1000);
+		}
+	}
+	r->repeats = n;
+	assert_int_equal(gpushare_bench_summarise(r), GPUSHARE_OK);
+}
+
 static void test_csv_and_table(void **state)
 {
 	static struct gpushare_bench_config c;
 	struct gpushare_bench_report r;
-	char *buf = NULL, *line, *save = NULL;
-	size_t len = 0;
+	char *buf, *line, *save = NULL;
 	int lines = 0, aggregates = 0;
-	FILE *f;
 
 	(void)state;
 	make_report(&r, &c);
-	f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	assert_int_equal(gpushare_bench_write_csv(&r, f), GPUSHARE_OK);
-	fclose(f);
+	buf = written(&r, true, false);
 	assert_true(strncmp(buf, "strategy,row,worker,", 20) == 0);
 	assert_non_null(strstr(buf, "\"0=1G,1=2G\""));
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -328,11 +365,7 @@ static void test_csv_and_table(void **state)
 	assert_int_equal(aggregates, 2);
 	free(buf);
 
-	buf = NULL;
-	f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	assert_int_equal(gpushare_bench_write_table(&r, f, true), GPUSHARE_OK);
-	fclose(f);
+	buf = written(&r, false, true);
 	assert_non_null(strstr(buf, "timeslice "));
 	/* The failed row has no figures, only its status and reason. */
 	assert_non_null(strstr(buf, "streams           2                                                                               failed\n"));
@@ -400,38 +433,17 @@ static void test_summary(void **state)
 {
 	static struct gpushare_bench_config c;
 	struct gpushare_bench_report r;
-	const double tput[2][6] = { { 100, 102, 98, 101, 99, 100 }, { 200, 210, 190, 205, 195, 200 } };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	const double tput[2 * 6] = { 100, 102, 98, 101, 99, 100, /* mps: */ 200, 210, 190, 205, 195, 200 };
+	char *buf;
 
 	(void)state;
-	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
-	gpushare_bench_report_init(&r, &c);
-	r.results = calloc(12, sizeof(*r.results));
-	assert_non_null(r.results);
-	for (int k = 0; k < 6; k++) {
-		for (int s = 0; s < 2; s++) {
-			struct gpushare_bench_result *res = &r.results[r.n_results++];
-
-			assert_int_equal(gpushare_bench_result_init(res, c.strategies[s], 1), GPUSHARE_OK);
-			res->repeat = k;
-			res->items_per_second = tput[s][k];
-			res->p99_seconds = s ? 0.001 : 0.004;
-			gpushare_hist_record(&res->hist, 1000);
-		}
-	}
-	r.repeats = 6;
-	assert_int_equal(gpushare_bench_summarise(&r), GPUSHARE_OK);
+	repeats_report(&r, &c, 6, tput, (const double[2]){ 0.004, 0.001 });
 	assert_int_equal(r.n_summary, 2);
 	assert_int_equal(r.summary[1].n_ok, 6);
 	assert_true(r.summary[1].items_per_second.mean == 200);
 	assert_true(r.summary[1].items_per_second.min == 190 && r.summary[1].items_per_second.max == 210);
 	assert_true(fabs(r.summary[1].items_per_second.median.coverage - 0.96875) < 1e-12);
-	f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	assert_int_equal(gpushare_bench_write_table(&r, f, false), GPUSHARE_OK);
-	fclose(f);
+	buf = written(&r, false, false);
 	/* Two 96.8% intervals give only 93.8% together; the t test on logs
 	 * calls the 2x gap of runs within 5% of each other. */
 	assert_non_null(strstr(buf, "mps: 2.00 \u00b1 0.0"));
@@ -448,33 +460,12 @@ static void test_summary_unsettled(void **state)
 {
 	static struct gpushare_bench_config c;
 	struct gpushare_bench_report r;
-	const double tput[2][2] = { { 100, 106 }, { 97, 101 } };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	const double tput[2 * 2] = { 100, 106, /* mps: */ 97, 101 };
+	char *buf;
 
 	(void)state;
-	assert_int_equal(gpushare_bench_config_init(&c), GPUSHARE_OK);
-	gpushare_bench_report_init(&r, &c);
-	r.results = calloc(4, sizeof(*r.results));
-	assert_non_null(r.results);
-	for (int k = 0; k < 2; k++) {
-		for (int s = 0; s < 2; s++) {
-			struct gpushare_bench_result *res = &r.results[r.n_results++];
-
-			assert_int_equal(gpushare_bench_result_init(res, c.strategies[s], 1), GPUSHARE_OK);
-			res->repeat = k;
-			res->items_per_second = tput[s][k];
-			res->p99_seconds = 0.001;
-			gpushare_hist_record(&res->hist, 1000);
-		}
-	}
-	r.repeats = 2;
-	assert_int_equal(gpushare_bench_summarise(&r), GPUSHARE_OK);
-	f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	assert_int_equal(gpushare_bench_write_table(&r, f, false), GPUSHARE_OK);
-	fclose(f);
+	repeats_report(&r, &c, 2, tput, (const double[2]){ 0.001, 0.001 });
+	buf = written(&r, false, false);
 	assert_non_null(strstr(buf, "(cannot tell mps from timeslice with 2 runs; "));
 	assert_non_null(strstr(buf, " more runs a side would settle a difference of "));
 	assert_null(strstr(buf, "(tie: "));

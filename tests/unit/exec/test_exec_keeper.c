@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "children.h"
 #include "clock.h"
 #include "sys.h"
 #include "gpushare/files.h"
@@ -29,61 +30,16 @@
 #include "jobdir.h"
 #include "exec_keeper.h"
 
-static char base[64];
-static pid_t started[4];
-static size_t n_started;
+#define UNIT_TMPDIR "/tmp/gpushare-test-exec-keeper"
+#include "mps_sandbox.h"
 
 static int setup(void **state)
 {
-	char fake[GPUSHARE_PATH_MAX];
-	const char *helpers = getenv("GPUSHARE_TEST_HELPERS");
-
-	(void)state;
-	if (!helpers)
+	if (sandbox_setup(state))
 		return -1;
-	snprintf(fake, sizeof(fake), "%s/fake_mps_control", helpers);
 	setenv("GPUSHARE_MPS_CONTROL", fake, 1);
-	snprintf(base, sizeof(base), "/tmp/gpushare-test-exec-keeper.XXXXXX");
-	if (!mkdtemp(base))
-		return -1;
-	setenv("XDG_RUNTIME_DIR", base, 1);
 	/* A daemon the stopper leaves behind on failure is reaped here. */
 	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static void track(pid_t pid)
-{
-	if (pid > 0 && n_started < sizeof(started) / sizeof(started[0]))
-		started[n_started++] = pid;
-}
-
-/* Only children of ours (alive or zombies) are killed: a pid already
- * reaped may be another process's by now. */
-static int kill_started(void **state)
-{
-	(void)state;
-	for (size_t i = 0; i < n_started; i++) {
-		siginfo_t si;
-
-		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, (id_t)started[i], &si, WEXITED | WNOHANG | WNOWAIT) != 0)
-			continue;
-		kill(started[i], SIGKILL);
-		waitpid(started[i], NULL, 0);
-	}
-	n_started = 0;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-	return 0;
 }
 
 static bool exists(const char *path)
@@ -91,7 +47,7 @@ static bool exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
-/* A job directory <base>/gpushare/exec-<name>@n1, created under its lock
+/* A job directory <xdg>/gpushare/exec-<name>@n1, created under its lock
  * (held on return, in *lock_fd). */
 static void make_job(const char *name, char *dir, size_t len, int *lock_fd)
 {
@@ -101,24 +57,6 @@ static void make_job(const char *name, char *dir, size_t len, int *lock_fd)
 	assert_int_equal(gpushare_private_dir(user), GPUSHARE_OK);
 	assert_true((size_t)snprintf(dir, len, "%s/exec-%s@n1", user, name) < len);
 	assert_int_equal(gpushare_jobdir_lock(dir, true, NS_PER_S, lock_fd), GPUSHARE_OK);
-}
-
-/* Wait up to 10 s for a child of ours to end: its wait status, or -1. */
-static int reap(pid_t pid)
-{
-	uint64_t end = gpushare_now_ns() + 10 * NS_PER_S;
-	int st;
-
-	while (gpushare_now_ns() < end) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-
-		if (w == pid)
-			return st;
-		if (w < 0 && errno != EINTR)
-			return -1;
-		gpushare_sleep_ns(10 * NS_PER_MS);
-	}
-	return -1;
 }
 
 static void test_keeper_removes_a_finished_job(void **state)
@@ -134,7 +72,7 @@ static void test_keeper_removes_a_finished_job(void **state)
 	pid = exec_keeper_start(dir, 0, -1, -1);
 	track(pid);
 	assert_true(pid > 0);
-	st = reap(pid);
+	st = reap(pid, 10000);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	assert_false(exists(dir));
@@ -163,7 +101,7 @@ static void test_keeper_ends_with_its_directory(void **state)
 	assert_true(exists(dir));
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
-	st = reap(pid);
+	st = reap(pid, 10000);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
@@ -203,5 +141,5 @@ int main(void)
 		cmocka_unit_test_teardown(test_stopper, kill_started),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, sandbox_teardown);
 }

@@ -14,6 +14,29 @@
 #include "clock.h"
 #include "farm_calib.h"
 
+/* A calibration under test: the calibrator, the farm's result it fills,
+ * and the K it has set. */
+struct calib {
+	struct farm_calib cb;
+	struct gpushare_farm_result r;
+	unsigned k;
+};
+
+/* Begin at K = k (farm_calib_begin's bounds), the result cleared. */
+static void begin(struct calib *c, unsigned k, unsigned max_k, size_t n_gpus, unsigned min_mem_cap)
+{
+	memset(&c->r, 0, sizeof(c->r));
+	c->k = k;
+	farm_calib_begin(&c->cb, k, max_k, n_gpus, min_mem_cap);
+}
+
+/* The round is over: the K it sets. */
+static unsigned step(struct calib *c)
+{
+	c->k = farm_calib_step(&c->cb, c->k, &c->r);
+	return c->k;
+}
+
 /* One round at the current quota: n jobs started at t0, all ended by
  * t0 + span_ns. */
 static void run_round(struct farm_calib *cb, uint64_t n, uint64_t t0, uint64_t span_ns)
@@ -30,138 +53,111 @@ static void run_round(struct farm_calib *cb, uint64_t n, uint64_t t0, uint64_t s
 /* K = 1, 2, 4 faster each time by more than 5 %; K = 8 no faster: 4 kept. */
 static void test_keeps_the_best(void **state)
 {
-	struct gpushare_farm_result r;
-	struct farm_calib cb;
-	unsigned k = 1;
+	struct calib c;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	farm_calib_begin(&cb, k, 16, 2, UINT32_MAX);
-	assert_int_equal(cb.quota, 4);                  /* 2 K jobs on each of 2 GPUs */
-	run_round(&cb, 4, NS_PER_S, NS_PER_S);          /* 4 jobs/s */
-	assert_true(farm_calib_full(&cb));
-	assert_true(farm_calib_due(&cb, 0, 100));
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 2);
-	assert_true(cb.on);
-	assert_int_equal(cb.quota, 8);
-	run_round(&cb, 8, 3 * NS_PER_S, NS_PER_S);      /* 8 jobs/s */
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 4);
-	run_round(&cb, 16, 5 * NS_PER_S, NS_PER_S);     /* 16 jobs/s */
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 8);
-	run_round(&cb, 32, 7 * NS_PER_S, 2 * NS_PER_S); /* 16 jobs/s: no gain */
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 4);
-	assert_false(cb.on);
-	assert_int_equal(r.slots, 4);
-	assert_int_equal(r.n_calibration, 4);
-	assert_int_equal(r.calibration[0].slots, 1);
-	assert_int_equal(r.calibration[0].jobs, 4);
-	assert_true(r.calibration[2].jobs_per_s > 15.9 && r.calibration[2].jobs_per_s < 16.1);
+	begin(&c, 1, 16, 2, UINT32_MAX);
+	assert_int_equal(c.cb.quota, 4);                /* 2 K jobs on each of 2 GPUs */
+	run_round(&c.cb, 4, NS_PER_S, NS_PER_S);        /* 4 jobs/s */
+	assert_true(farm_calib_full(&c.cb));
+	assert_true(farm_calib_due(&c.cb, 0, 100));
+	assert_int_equal(step(&c), 2);
+	assert_true(c.cb.on);
+	assert_int_equal(c.cb.quota, 8);
+	run_round(&c.cb, 8, 3 * NS_PER_S, NS_PER_S);    /* 8 jobs/s */
+	assert_int_equal(step(&c), 4);
+	run_round(&c.cb, 16, 5 * NS_PER_S, NS_PER_S);   /* 16 jobs/s */
+	assert_int_equal(step(&c), 8);
+	run_round(&c.cb, 32, 7 * NS_PER_S, 2 * NS_PER_S); /* 16 jobs/s: no gain */
+	assert_int_equal(step(&c), 4);
+	assert_false(c.cb.on);
+	assert_int_equal(c.r.slots, 4);
+	assert_int_equal(c.r.n_calibration, 4);
+	assert_int_equal(c.r.calibration[0].slots, 1);
+	assert_int_equal(c.r.calibration[0].jobs, 4);
+	assert_true(c.r.calibration[2].jobs_per_s > 15.9 && c.r.calibration[2].jobs_per_s < 16.1);
 	/* Calibrated: counts nothing more, never full. */
-	farm_calib_started(&cb, 9 * NS_PER_S);
-	assert_false(farm_calib_full(&cb));
-	assert_false(farm_calib_due(&cb, 0, 0));
-	assert_int_equal(farm_calib_finish(&cb, k, &r), 4);
+	farm_calib_started(&c.cb, 9 * NS_PER_S);
+	assert_false(farm_calib_full(&c.cb));
+	assert_false(farm_calib_due(&c.cb, 0, 0));
+	assert_int_equal(farm_calib_finish(&c.cb, c.k, &c.r), 4);
 }
 
 /* A larger K only 4 % faster is no gain. */
 static void test_gain_below_five_percent_settles(void **state)
 {
-	struct gpushare_farm_result r;
-	struct farm_calib cb;
-	unsigned k = 1;
+	struct calib c;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	farm_calib_begin(&cb, k, 16, 1, UINT32_MAX);
-	run_round(&cb, 2, 0, 1000 * NS_PER_MS);
-	k = farm_calib_step(&cb, k, &r);
-	run_round(&cb, 4, 2 * NS_PER_S, 1923 * NS_PER_MS); /* 2.08/s against 2/s */
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 1);
-	assert_int_equal(r.slots, 1);
-	assert_false(cb.on);
+	begin(&c, 1, 16, 1, UINT32_MAX);
+	run_round(&c.cb, 2, 0, 1000 * NS_PER_MS);
+	step(&c);
+	run_round(&c.cb, 4, 2 * NS_PER_S, 1923 * NS_PER_MS); /* 2.08/s against 2/s */
+	assert_int_equal(step(&c), 1);
+	assert_int_equal(c.r.slots, 1);
+	assert_false(c.cb.on);
 }
 
 /* --max-slots and the memory bound stop the doubling. */
 static void test_bounds(void **state)
 {
-	struct gpushare_farm_result r;
-	struct farm_calib cb;
-	unsigned k = 1;
+	struct calib c;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	farm_calib_begin(&cb, k, 2, 1, UINT32_MAX);
-	run_round(&cb, 2, 0, NS_PER_S);
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 2);
-	run_round(&cb, 4, 2 * NS_PER_S, NS_PER_S);
-	k = farm_calib_step(&cb, k, &r);               /* 4 > --max-slots 2 */
-	assert_int_equal(k, 2);
-	assert_false(cb.on);
+	begin(&c, 1, 2, 1, UINT32_MAX);
+	run_round(&c.cb, 2, 0, NS_PER_S);
+	assert_int_equal(step(&c), 2);
+	run_round(&c.cb, 4, 2 * NS_PER_S, NS_PER_S);
+	assert_int_equal(step(&c), 2);                 /* 4 > --max-slots 2 */
+	assert_false(c.cb.on);
 
-	memset(&r, 0, sizeof(r));
-	k = 1;
-	farm_calib_begin(&cb, k, 16, 1, 1);             /* memory admits one job */
-	run_round(&cb, 2, 0, NS_PER_S);
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 1);
-	assert_false(cb.on);
-	assert_int_equal(r.n_calibration, 1);
+	begin(&c, 1, 16, 1, 1);                         /* memory admits one job */
+	run_round(&c.cb, 2, 0, NS_PER_S);
+	assert_int_equal(step(&c), 1);
+	assert_false(c.cb.on);
+	assert_int_equal(c.r.n_calibration, 1);
 }
 
 /* The queue runs dry mid-round: the round is due with what started, and
  * being incomplete it settles. */
 static void test_queue_runs_dry(void **state)
 {
-	struct gpushare_farm_result r;
-	struct farm_calib cb;
-	unsigned k = 2;
+	struct calib c;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	farm_calib_begin(&cb, k, 16, 1, UINT32_MAX);
-	assert_false(farm_calib_due(&cb, 0, 0));        /* nothing started yet */
-	farm_calib_started(&cb, 0);
-	farm_calib_ended(&cb, NS_PER_S, true);
-	assert_false(farm_calib_due(&cb, 0, 3));        /* more wait: not over */
-	assert_true(farm_calib_due(&cb, 0, 0));
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 2);
-	assert_false(cb.on);
-	assert_int_equal(r.calibration[0].jobs, 1);
+	begin(&c, 2, 16, 1, UINT32_MAX);
+	assert_false(farm_calib_due(&c.cb, 0, 0));      /* nothing started yet */
+	farm_calib_started(&c.cb, 0);
+	farm_calib_ended(&c.cb, NS_PER_S, true);
+	assert_false(farm_calib_due(&c.cb, 0, 3));      /* more wait: not over */
+	assert_true(farm_calib_due(&c.cb, 0, 0));
+	assert_int_equal(step(&c), 2);
+	assert_false(c.cb.on);
+	assert_int_equal(c.r.calibration[0].jobs, 1);
 }
 
 /* The farm ends mid-calibration: the round so far counts, and the best K
  * is reported; with nothing ended the K stays. */
 static void test_finish_mid_round(void **state)
 {
-	struct gpushare_farm_result r;
-	struct farm_calib cb;
-	unsigned k = 1;
+	struct calib c;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	farm_calib_begin(&cb, k, 16, 1, UINT32_MAX);
-	run_round(&cb, 2, 0, NS_PER_S);
-	k = farm_calib_step(&cb, k, &r);
-	farm_calib_started(&cb, 2 * NS_PER_S);
-	farm_calib_ended(&cb, 3 * NS_PER_S, true);          /* 1 of 4, then a stop */
-	assert_int_equal(farm_calib_finish(&cb, k, &r), 1);
-	assert_int_equal(r.slots, 1);
-	assert_int_equal(r.n_calibration, 2);
-	assert_false(cb.on);
+	begin(&c, 1, 16, 1, UINT32_MAX);
+	run_round(&c.cb, 2, 0, NS_PER_S);
+	step(&c);
+	farm_calib_started(&c.cb, 2 * NS_PER_S);
+	farm_calib_ended(&c.cb, 3 * NS_PER_S, true);        /* 1 of 4, then a stop */
+	assert_int_equal(farm_calib_finish(&c.cb, c.k, &c.r), 1);
+	assert_int_equal(c.r.slots, 1);
+	assert_int_equal(c.r.n_calibration, 2);
+	assert_false(c.cb.on);
 
-	memset(&r, 0, sizeof(r));
-	farm_calib_begin(&cb, 1, 16, 1, UINT32_MAX);
-	farm_calib_started(&cb, 0);
-	assert_int_equal(farm_calib_finish(&cb, 1, &r), 1);
-	assert_int_equal(r.n_calibration, 0);
-	assert_int_equal(r.slots, 0);                   /* the caller's, unchanged */
+	begin(&c, 1, 16, 1, UINT32_MAX);
+	farm_calib_started(&c.cb, 0);
+	assert_int_equal(farm_calib_finish(&c.cb, 1, &c.r), 1);
+	assert_int_equal(c.r.n_calibration, 0);
+	assert_int_equal(c.r.slots, 0);                 /* the caller's, unchanged */
 }
 
 /* Jobs that fail or are refused at once are not throughput: a round at
@@ -169,52 +165,43 @@ static void test_finish_mid_round(void **state)
  * take a second rates 2 jobs/s, not 8, and K = 1 (4 jobs/s) stays. */
 static void test_only_ok_jobs_count(void **state)
 {
-	struct gpushare_farm_result r;
-	struct farm_calib cb;
-	unsigned k = 1;
+	struct calib c;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	farm_calib_begin(&cb, k, 16, 2, UINT32_MAX);
-	run_round(&cb, 4, NS_PER_S, NS_PER_S);          /* 4 jobs/s */
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 2);
+	begin(&c, 1, 16, 2, UINT32_MAX);
+	run_round(&c.cb, 4, NS_PER_S, NS_PER_S);        /* 4 jobs/s */
+	assert_int_equal(step(&c), 2);
 	for (int i = 0; i < 8; i++)
-		farm_calib_started(&cb, 3 * NS_PER_S);
+		farm_calib_started(&c.cb, 3 * NS_PER_S);
 	for (int i = 0; i < 6; i++)
-		farm_calib_ended(&cb, 3 * NS_PER_S + NS_PER_MS, false);
-	farm_calib_ended(&cb, 4 * NS_PER_S, true);
-	farm_calib_ended(&cb, 4 * NS_PER_S, true);
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 1);
-	assert_false(cb.on);
-	assert_int_equal(r.calibration[1].jobs, 2);
-	assert_true(r.calibration[1].jobs_per_s < 2.5);
-	assert_false(r.calibration_failed);
+		farm_calib_ended(&c.cb, 3 * NS_PER_S + NS_PER_MS, false);
+	farm_calib_ended(&c.cb, 4 * NS_PER_S, true);
+	farm_calib_ended(&c.cb, 4 * NS_PER_S, true);
+	assert_int_equal(step(&c), 1);
+	assert_false(c.cb.on);
+	assert_int_equal(c.r.calibration[1].jobs, 2);
+	assert_true(c.r.calibration[1].jobs_per_s < 2.5);
+	assert_false(c.r.calibration_failed);
 }
 
 /* No job of the first round ends ok: nothing to calibrate by. It stops
  * there, at that K, and says so. */
 static void test_cannot_calibrate(void **state)
 {
-	struct gpushare_farm_result r;
-	struct farm_calib cb;
-	unsigned k = 1;
+	struct calib c;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	farm_calib_begin(&cb, k, 16, 2, UINT32_MAX);
+	begin(&c, 1, 16, 2, UINT32_MAX);
 	for (int i = 0; i < 4; i++)
-		farm_calib_started(&cb, NS_PER_S);
+		farm_calib_started(&c.cb, NS_PER_S);
 	for (int i = 0; i < 4; i++)
-		farm_calib_ended(&cb, NS_PER_S + NS_PER_MS, false);
-	k = farm_calib_step(&cb, k, &r);
-	assert_int_equal(k, 1);
-	assert_false(cb.on);
-	assert_true(r.calibration_failed);
-	assert_int_equal(r.slots, 1);
-	assert_int_equal(r.n_calibration, 1);
-	assert_int_equal(r.calibration[0].jobs, 0);
+		farm_calib_ended(&c.cb, NS_PER_S + NS_PER_MS, false);
+	assert_int_equal(step(&c), 1);
+	assert_false(c.cb.on);
+	assert_true(c.r.calibration_failed);
+	assert_int_equal(c.r.slots, 1);
+	assert_int_equal(c.r.n_calibration, 1);
+	assert_int_equal(c.r.calibration[0].jobs, 0);
 }
 
 int main(void)

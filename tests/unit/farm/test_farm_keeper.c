@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "children.h"
 #include "clock.h"
 #include "gpushare/gpushare.h"
 #include "farm_journal.h"
@@ -37,14 +38,6 @@
 #define N_SLOTS 3
 
 static char dir[64];
-static pid_t started[4];
-static size_t n_started;
-
-static void track(pid_t pid)
-{
-	if (pid > 0 && n_started < sizeof(started) / sizeof(started[0]))
-		started[n_started++] = pid;
-}
 
 static int setup(void **state)
 {
@@ -58,39 +51,9 @@ static int teardown(void **state)
 {
 	char cmd[128];
 
-	(void)state;
-	/* Only a child of ours (alive or a zombie): a pid reaped already may
-	 * be another process's by now. */
-	for (size_t i = 0; i < n_started; i++) {
-		siginfo_t si;
-
-		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, (id_t)started[i], &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
-			kill(started[i], SIGKILL);
-		while (waitpid(started[i], NULL, 0) < 0 && errno == EINTR)
-			;
-	}
-	n_started = 0;
+	kill_started(state);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd);
-}
-
-/* Wait up to 30 s for pid (ours) to exit: its wait status, or -1. */
-static int wait_exit(pid_t pid)
-{
-	uint64_t end = gpushare_now_ns() + 30 * NS_PER_S;
-	int st;
-
-	while (gpushare_now_ns() < end) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-
-		if (w == pid)
-			return st;
-		if (w < 0 && errno != EINTR)
-			return -1;
-		gpushare_sleep_ns(5 * NS_PER_MS);
-	}
-	return -1;
 }
 
 struct fixture {
@@ -229,10 +192,10 @@ static void test_keeper_owner_killed(void **state)
 	assert_int_equal(read(p[0], &keeper, sizeof(keeper)), (ssize_t)sizeof(keeper));
 	close(p[0]);
 	track(keeper);
-	st = wait_exit(owner);
+	st = reap(owner, 30000);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	/* Its keeper is ours now (a subreaper): it cleans up and exits 0. */
-	st = wait_exit(keeper);
+	st = reap(keeper, 30000);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	n_started = 0;

@@ -282,28 +282,19 @@ static void test_few_repeats(void **state)
 	remove_fixture();
 }
 
-static char *slurp(const char *p, size_t *len)
+/* The whole of the report's file dir/name, to free (its length in *len,
+ * unless NULL). */
+static char *written(const char *name, size_t *len)
 {
-	FILE *f = fopen(p, "rb");
-	char *buf;
-	long n;
+	char p[256];
+	char *data = NULL;
+	size_t n;
 
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (buf) {
-		buf[n] = '\0';
-		*len = (size_t)n;
-	}
-	return buf;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	assert_int_equal(gpushare_read_file(p, 1 << 24, &data, &n), GPUSHARE_OK);
+	if (len)
+		*len = n;
+	return data;
 }
 
 static void test_outputs(void **state)
@@ -319,16 +310,12 @@ static void test_outputs(void **state)
 	assert_int_equal(gpushare_report_summarise(&r, 5e-3), GPUSHARE_OK);
 	assert_int_equal(gpushare_report_write(&r, dir), GPUSHARE_OK);
 
-	snprintf(p, sizeof(p), "%s/plots/shape1-batch1-throughput-vs-workers.png", dir);
-	data = slurp(p, &len);
-	assert_non_null(data);
+	data = written("plots/shape1-batch1-throughput-vs-workers.png", &len);
 	assert_true(len > 5000);
 	assert_memory_equal(data, "\x89PNG\r\n\x1a\n", 8);
 	free(data);
 	/* SVG text stays text. */
-	snprintf(p, sizeof(p), "%s/plots/shape1-batch1-latency-vs-workers.svg", dir);
-	data = slurp(p, &len);
-	assert_non_null(data);
+	data = written("plots/shape1-batch1-latency-vs-workers.svg", NULL);
 	assert_non_null(strstr(data, "<svg"));
 	assert_non_null(strstr(data, ">spin: latency percentiles vs workers</text>"));
 	/* Four percentiles of several strategies would overlap: one panel per
@@ -351,9 +338,7 @@ static void test_outputs(void **state)
 	snprintf(p, sizeof(p), "%s/plots/shape1-throughput-vs-batch.png", dir);
 	assert_int_equal(access(p, R_OK), -1);
 
-	snprintf(p, sizeof(p), "%s/report.md", dir);
-	data = slurp(p, &len);
-	assert_non_null(data);
+	data = written("report.md", NULL);
 	assert_non_null(strstr(data, "| strategy | 1 worker | 3 workers |"));
 	assert_non_null(strstr(data, "| mps |"));
 	assert_non_null(strstr(data, "| sequential (reference) |"));
@@ -366,24 +351,18 @@ static void test_outputs(void **state)
 	assert_non_null(strstr(data, "| 3 | tie between mps and mps-split"));
 	free(data);
 
-	snprintf(p, sizeof(p), "%s/report.html", dir);
-	data = slurp(p, &len);
-	assert_non_null(data);
+	data = written("report.html", NULL);
 	assert_non_null(strstr(data, "data:image/png;base64,iVBORw0KGgo"));
 	assert_non_null(strstr(data, "<td class=\"win\">"));
 	assert_non_null(strstr(data, "</html>"));
 	assert_null(strstr(data, "http://"));
 	free(data);
 
-	snprintf(p, sizeof(p), "%s/summary.csv", dir);
-	data = slurp(p, &len);
-	assert_non_null(data);
+	data = written("summary.csv", NULL);
 	assert_non_null(strstr(data, "spin,spin,mps,3,1,7,1,0.984375,2609,2600,2618,"));
 	free(data);
 
-	snprintf(p, sizeof(p), "%s/summary.json", dir);
-	data = slurp(p, &len);
-	assert_non_null(data);
+	data = written("summary.json", NULL);
 	doc = cJSON_Parse(data);
 	assert_non_null(doc);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "cells")), 6);
@@ -618,7 +597,7 @@ static void test_underpowered_scaling(void **state)
 	const double one[] = { 2780, 2800 }, four[] = { 4300, 6240 };
 	struct gpushare_report r;
 	const struct gpushare_report_scaling *sc;
-	char *buf = NULL, *json, sentence[320], html_path[192];
+	char *buf = NULL, *json, sentence[320];
 	size_t len = 0;
 	FILE *f;
 	cJSON *doc, *x;
@@ -656,9 +635,7 @@ static void test_underpowered_scaling(void **state)
 	free(buf);
 
 	assert_int_equal(gpushare_report_write(&r, dir), GPUSHARE_OK);
-	snprintf(html_path, sizeof(html_path), "%s/report.html", dir);
-	buf = slurp(html_path, &len);
-	assert_non_null(buf);
+	buf = written("report.html", NULL);
 	assert_non_null(strstr(buf, "timeslice: cannot tell 1 worker from 4 workers with 2 runs; "));
 	assert_null(strstr(buf, "reaches its best"));
 	free(buf);

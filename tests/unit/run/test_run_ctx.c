@@ -22,53 +22,14 @@
 #include "gpushare/util.h"
 #include "run_ctx.h"
 
-static char xdg[64], fake[1024];
-
-static int setup(void **state)
-{
-	const char *helpers = getenv("GPUSHARE_TEST_HELPERS");
-
-	(void)state;
-	if (!helpers)
-		return -1;
-	snprintf(fake, sizeof(fake), "%s/fake_mps_control", helpers);
-	strcpy(xdg, "/tmp/gsrcXXXXXX");
-	if (!mkdtemp(xdg))
-		return -1;
-	setenv("XDG_RUNTIME_DIR", xdg, 1);
-	unsetenv("CUDA_MPS_PIPE_DIRECTORY");
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", xdg);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#define UNIT_TMPDIR "/tmp/gsrc"
+#include "mps_sandbox.h"
 
 static bool is_dir(const char *p)
 {
 	struct stat st;
 
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The value of NAME in a list of changes: "" for an unset entry, NULL when
- * not named at all. */
-static const char *env_of(const struct gpushare_strv *env, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (size_t i = 0; i < env->n; i++) {
-		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
-			return env->v[i] + len + 1;
-		if (!strcmp(env->v[i], name))
-			return "";
-	}
-	return NULL;
 }
 
 /* Which strategies may run farm jobs and exec ranks, and which need MPS:
@@ -290,5 +251,5 @@ int main(void)
 		cmocka_unit_test(test_callers_dir),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, sandbox_setup, sandbox_teardown);
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "children.h"
 #include "clock.h"
 #include "sys.h"
 #include "gpushare/child.h"
@@ -30,32 +31,15 @@
 #include "gpushare/util.h"
 #include "rundir.h"
 
-static char xdg[64];
+#define UNIT_TMPDIR "/tmp/gsrd"
+#include "mps_sandbox.h"
 
 static int setup(void **state)
 {
-	char fake[GPUSHARE_PATH_MAX];
-	const char *helpers = getenv("GPUSHARE_TEST_HELPERS");
-
-	(void)state;
-	if (!helpers)
+	if (sandbox_setup(state))
 		return -1;
-	snprintf(fake, sizeof(fake), "%s/fake_mps_control", helpers);
 	setenv("GPUSHARE_MPS_CONTROL", fake, 1);
-	strcpy(xdg, "/tmp/gsrdXXXXXX");
-	if (!mkdtemp(xdg))
-		return -1;
-	setenv("XDG_RUNTIME_DIR", xdg, 1);
 	return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", xdg);
-	return system(cmd) == 0 ? 0 : -1;
 }
 
 static bool exists(const char *p)
@@ -158,36 +142,6 @@ static void test_other_dirs_untouched(void **state)
 }
 
 /* ---- the run's keeper ---- */
-
-static pid_t started[4];
-static size_t n_started;
-
-static void track(pid_t pid)
-{
-	if (pid > 0 && n_started < sizeof(started) / sizeof(started[0]))
-		started[n_started++] = pid;
-}
-
-/* Kill and reap what a test started, in order (the owner first, so that
- * what it leaves is ours to reap); only children of ours, alive or zombies,
- * since a pid already reaped may be another process's by now. */
-static int kill_started(void **state)
-{
-	(void)state;
-	for (size_t i = 0; i < n_started; i++) {
-		siginfo_t si;
-
-		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, (id_t)started[i], &si, WEXITED | WNOHANG | WNOWAIT) != 0)
-			continue;
-		kill(started[i], SIGKILL);
-		waitpid(started[i], NULL, 0);
-	}
-	n_started = 0;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-	return 0;
-}
 
 static void test_keeper_finish(void **state)
 {
@@ -292,5 +246,5 @@ int main(void)
 		cmocka_unit_test_teardown(test_keeper_finish, kill_started),
 		cmocka_unit_test_teardown(test_keeper_owner_killed, kill_started),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, sandbox_teardown);
 }

@@ -21,52 +21,13 @@
 #include "gpushare/util.h"
 #include "strategy.h"
 
-static char dir[64], fake[1024];
-
-static int setup(void **state)
-{
-	const char *helpers = getenv("GPUSHARE_TEST_HELPERS");
-
-	(void)state;
-	if (!helpers)
-		return -1;
-	snprintf(fake, sizeof(fake), "%s/fake_mps_control", helpers);
-	strcpy(dir, "/tmp/gsstXXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	setenv("XDG_RUNTIME_DIR", dir, 1);
-	unsetenv("CUDA_MPS_PIPE_DIRECTORY");
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-/* The value of NAME in a list of changes: "" for an unset entry, NULL when
- * not named at all. */
-static const char *env_of(const struct gpushare_strv *env, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (size_t i = 0; i < env->n; i++) {
-		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
-			return env->v[i] + len + 1;
-		if (!strcmp(env->v[i], name))
-			return "";
-	}
-	return NULL;
-}
+#define UNIT_TMPDIR "/tmp/gsst"
+#include "mps_sandbox.h"
 
 static void ctx_init(struct gpushare_strategy_ctx *x, const char *visible)
 {
 	memset(x, 0, sizeof(*x));
-	x->run_dir = dir;
+	x->run_dir = xdg;
 	x->no_mps_dir = "/nonexistent/no-mps";
 	x->visible = visible;
 	x->mps_pipe_dir = "";
@@ -216,8 +177,8 @@ static void test_thread_cap(void **state)
 
 	(void)state;
 	ctx_init(&x, "GPU-aaaa");
-	snprintf(pipe, sizeof(pipe), "%s/cap/pipe", dir);
-	snprintf(log, sizeof(log), "%s/cap/log", dir);
+	snprintf(pipe, sizeof(pipe), "%s/cap/pipe", xdg);
+	snprintf(log, sizeof(log), "%s/cap/log", xdg);
 	assert_int_equal(gpushare_mps_init(&x.mps.m, pipe, log), GPUSHARE_OK);
 	x.thread_cap = 50;
 	x.workers = 2;
@@ -257,17 +218,17 @@ static void test_checks(void **state)
 	assert_int_equal(mps->check(&x), GPUSHARE_E_NO_MPS_BINARY);
 	/* A pipe directory where nothing answers. */
 	setenv("GPUSHARE_MPS_CONTROL", fake, 1);
-	x.mps_pipe_dir = dir;
+	x.mps_pipe_dir = xdg;
 	assert_int_equal(mps->check(&x), GPUSHARE_E_MPS_NOT_RUNNING);
-	assert_non_null(strstr(gpushare_errdetail(), dir));
+	assert_non_null(strstr(gpushare_errdetail(), xdg));
 	x.mps_pipe_dir = "";
 	/* MIG without the driver. */
 	assert_int_equal(mig->check(&x), GPUSHARE_E_NO_DRIVER);
 	assert_int_equal(mig->workers(&x, 4, true, &n), GPUSHARE_E_NO_DRIVER);
 	/* timeslice: fine with no daemon, refused while one answers where
 	 * plain processes look. */
-	snprintf(pipe, sizeof(pipe), "%s/default/pipe", dir);
-	snprintf(log, sizeof(log), "%s/default/log", dir);
+	snprintf(pipe, sizeof(pipe), "%s/default/pipe", xdg);
+	snprintf(log, sizeof(log), "%s/default/log", xdg);
 	setenv("CUDA_MPS_PIPE_DIRECTORY", pipe, 1);
 	assert_int_equal(ts->check(&x), GPUSHARE_OK);
 	snprintf(cmd, sizeof(cmd), "mkdir -p -m 700 '%s' '%s' && CUDA_MPS_LOG_DIRECTORY='%s' '%s' -d", pipe, log, log, fake);
@@ -317,5 +278,5 @@ int main(void)
 		cmocka_unit_test(test_checks),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, sandbox_setup, sandbox_teardown);
 }

@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "children.h"
 #include "clock.h"
 #include "loop.h"
 #include "sys.h"
@@ -41,38 +42,8 @@
 #include "gpushare/gpushare.h"
 #include "gpushare/util.h"
 
-/* ---- processes started by a test, killed and reaped by the teardown ---- */
-
-static pid_t started[8];
-static size_t n_started;
-
-static void track(pid_t pid)
-{
-	if (pid > 0 && n_started < sizeof(started) / sizeof(started[0]))
-		started[n_started++] = pid;
-}
-
-static int kill_started(void **state)
-{
-	(void)state;
-	/* In order: an owner first, so that its keeper is ours to reap then.
-	 * Only a child of ours (alive or a zombie) is killed: a pid already
-	 * reaped may be another process's by now. */
-	for (size_t i = 0; i < n_started; i++) {
-		siginfo_t si;
-
-		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, (id_t)started[i], &si, WEXITED | WNOHANG | WNOWAIT) != 0)
-			continue;
-		kill(started[i], SIGKILL);
-		waitpid(started[i], NULL, 0);
-	}
-	n_started = 0;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-	return 0;
-}
-
+/* Processes a test starts are tracked and, by the teardown, killed and
+ * reaped (children.h); an orphaned keeper is reparented to us. */
 static int group_setup(void **state)
 {
 	(void)state;
@@ -88,25 +59,6 @@ static int read_byte(int fd, int ms)
 	if (poll(&p, 1, ms) != 1)
 		return -1;
 	return read(fd, &c, 1) == 1 ? (unsigned char)c : 0;
-}
-
-/* Wait up to ms for pid (ours, or orphaned to us) to end: its wait status,
- * or -1. */
-static int reap(pid_t pid, int ms)
-{
-	uint64_t end = gpushare_now_ns() + (uint64_t)ms * NS_PER_MS;
-	int st;
-
-	while (gpushare_now_ns() < end) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-
-		if (w == pid)
-			return st;
-		if (w < 0 && errno != EINTR)
-			return -1;
-		gpushare_sleep_ns(5 * NS_PER_MS);
-	}
-	return -1;
 }
 
 /* ---- the loop ---- */
@@ -382,24 +334,33 @@ static void start_owner(struct gpushare_child *ch, enum owner_end end, bool old,
 	*report = rep[0];
 }
 
+/* The owner ends (it is waited for and released); its keeper then cleans
+ * up (reports 'C') and exits 7, and the report is closed. */
+static void keeper_cleans_up(struct gpushare_child *owner, pid_t keeper, int report)
+{
+	int st;
+
+	assert_int_equal(gpushare_child_wait(owner, 5 * NS_PER_S), GPUSHARE_OK);
+	gpushare_child_release(owner);
+	assert_int_equal(read_byte(report, 5000), 'C');
+	st = reap(keeper, 5000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 7);
+	close(report);
+}
+
 static void test_keeper_owner_killed(void **state)
 {
 	struct gpushare_child owner;
 	pid_t keeper;
-	int report, st;
+	int report;
 
 	(void)state;
 	start_owner(&owner, OWNER_WAITS, false, &keeper, &report, NULL);
 	/* Alive and idle while its owner lives. */
 	assert_int_equal(read_byte(report, 100), -1);
 	gpushare_child_signal(&owner, SIGKILL);
-	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
-	gpushare_child_release(&owner);
-	assert_int_equal(read_byte(report, 5000), 'C');
-	st = reap(keeper, 5000);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 7);
-	close(report);
+	keeper_cleans_up(&owner, keeper, report);
 }
 
 /* Without pidfd_open and close_range: inherited descriptors closed as
@@ -409,20 +370,14 @@ static void test_keeper_owner_killed_old_kernel(void **state)
 {
 	struct gpushare_child owner;
 	pid_t keeper;
-	int report, pid_rd, st;
+	int report, pid_rd;
 
 	(void)state;
 	start_owner(&owner, OWNER_WAITS, true, &keeper, &report, &pid_rd);
 	assert_int_equal(read_byte(pid_rd, 5000), 0);
 	assert_int_equal(read_byte(report, 100), -1);
 	gpushare_child_signal(&owner, SIGKILL);
-	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
-	gpushare_child_release(&owner);
-	assert_int_equal(read_byte(report, 5000), 'C');
-	st = reap(keeper, 5000);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 7);
-	close(report);
+	keeper_cleans_up(&owner, keeper, report);
 	close(pid_rd);
 }
 
@@ -430,17 +385,11 @@ static void test_keeper_owner_exits(void **state)
 {
 	struct gpushare_child owner;
 	pid_t keeper;
-	int report, st;
+	int report;
 
 	(void)state;
 	start_owner(&owner, OWNER_EXITS, false, &keeper, &report, NULL);
-	assert_int_equal(gpushare_child_wait(&owner, 5 * NS_PER_S), GPUSHARE_OK);
-	gpushare_child_release(&owner);
-	assert_int_equal(read_byte(report, 5000), 'C');
-	st = reap(keeper, 5000);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 7);
-	close(report);
+	keeper_cleans_up(&owner, keeper, report);
 }
 
 /* The deadline: an owner that closes its end of the link but lives on is
