@@ -328,9 +328,9 @@ EOF
 	[[ -n "$dpid" ]] && ok "the sweep's daemon runs (pid $dpid)" || fail "no daemon seen"
 	kill -KILL "$pid"
 	wait "$pid" 2>/dev/null || true
-	wait_for 100 0.1 bash -c "! kill -0 $dpid 2>/dev/null || [[ \$(ps -o stat= -p $dpid) == Z* ]]" \
+	wait_for 300 0.1 bash -c "! kill -0 $dpid 2>/dev/null || [[ \$(ps -o stat= -p $dpid) == Z* ]]" \
 		&& ok "SIGKILL: the keeper stopped the daemon, no other gpushare run" || fail "SIGKILL: daemon $dpid still runs"
-	wait_for 100 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/sweep-* >/dev/null 2>&1" \
+	wait_for 300 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/sweep-* >/dev/null 2>&1" \
 		&& ok "SIGKILL: the keeper removed the run directory" || fail "SIGKILL: the run directory is still there"
 	no_workers_left "sweep SIGKILL"
 	unset GPUSHARE_MPS_CONTROL
@@ -346,7 +346,7 @@ wait_for 200 0.05 bash -c "ls -d '$tmp'/xdg/gpushare/bench-* >/dev/null 2>&1" \
 	&& ok "the run's directory is there" || fail "no bench run directory seen"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
-wait_for 100 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/bench-* >/dev/null 2>&1" \
+wait_for 300 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/bench-* >/dev/null 2>&1" \
 	&& ok "SIGKILL: the run's keeper removed its directory, no other gpushare run" \
 	|| fail "SIGKILL: left $(ls -d "$tmp"/xdg/gpushare/bench-* 2>/dev/null)"
 no_workers_left "sweep SIGKILL, plain processes"
