@@ -16,11 +16,7 @@ set -euo pipefail
 : "${GPUSHARE:?}" "${GPUSHARE_TEST_HELPERS:?}" "${GPUSHARE_SOURCE_DIR:?}"
 H=$GPUSHARE_TEST_HELPERS
 EX=$GPUSHARE_SOURCE_DIR/examples/slurm
-if ! slurm_available; then
-	echo "SKIP: slurm-wlm or munge not installed (scripts/deps-test.txt)"
-	finish "farm under Slurm"
-	exit 0
-fi
+slurm_needed "farm under Slurm"
 tmp=$(mktemp -d /tmp/gpushare-farm-slurm.XXXXXX)
 chmod 755 "$tmp"
 trap 'slurm_stop; rm -rf "$tmp"' EXIT
