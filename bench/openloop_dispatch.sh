@@ -19,8 +19,10 @@
 # host as it is ("idle") and beside a CPU hog ("busy": $STRESS, default
 # `stress-ng --cpu 2`). ROUNDS (default 5) interleaved rounds; each round
 # runs, per load and rate (RATES default "1000 10000 50000"), the floor, the
-# floor asking for the dispatcher's short scheduler slice ("floor-short",
-# openloop_floor's SLICE_US of 100), and the dispatcher under each of WAITS
+# floors of FLOORS (default "floor-short": the floor asking for the
+# dispatcher's short scheduler slice, openloop_floor's SLICE_US of 100;
+# "floor-wake": that, waking a partner process after each arrival as the
+# dispatcher wakes its worker), and the dispatcher under each of WAITS
 # (default "auto auto-noslice": auto is how it waits by default, spin
 # forces the spin before every arrival it did before it learned to sleep on
 # a busy host, sleep never spins (GPUSHARE_DISPATCH_WAIT); a "-noslice"
@@ -45,7 +47,7 @@ if [[ ${MODE:-} == floor ]]; then
 	[[ -x $F ]] || { echo "openloop_dispatch.sh: no $F (build the bench/ programs)" >&2; exit 1; }
 	RATES=${RATES:-1000 10000 50000} ROUNDS=${ROUNDS:-5} DUR=${DUR:-3s} WARM=${WARM:-1s}
 	WORKERS=${WORKERS:-1} DISPATCH=${DISPATCH:-shared}
-	WAITS=${WAITS:-auto auto-noslice} LOADS=${LOADS:-idle busy} STRESS=${STRESS:-stress-ng --cpu 2}
+	WAITS=${WAITS:-auto auto-noslice} FLOORS=${FLOORS-floor-short} LOADS=${LOADS:-idle busy} STRESS=${STRESS:-stress-ng --cpu 2}
 	secs() { python3 -c 'import sys; s = sys.argv[1]; print(float(s[:-2]) / 1e3 if s.endswith("ms") else float(s.rstrip("s")))' "$1"; }
 	FLOOR_S=$(python3 -c "print($(secs "$WARM") + $(secs "$DUR"))")
 	hog=
@@ -57,7 +59,7 @@ if [[ ${MODE:-} == floor ]]; then
 		echo "machine: $(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
 		echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "command: MODE=floor ROUNDS=$ROUNDS RATES='$RATES' WAITS='$WAITS' LOADS='$LOADS' DUR=$DUR WARM=$WARM bench/openloop_dispatch.sh $B $O $*"
-		echo "floor: $F RATE $FLOOR_S (floor-short: $F RATE $FLOOR_S 100); dispatcher: GPUSHARE_DISPATCH_WAIT=W GPUSHARE_DISPATCH_SLICE_US=100 (0 for W-noslice) $G bench --workload spin --request-us 0" \
+		echo "floor: $F RATE $FLOOR_S (floor-short: $F RATE $FLOOR_S 100; floor-wake: $F RATE $FLOOR_S 100 wake); dispatcher: GPUSHARE_DISPATCH_WAIT=W GPUSHARE_DISPATCH_SLICE_US=100 (0 for W-noslice) $G bench --workload spin --request-us 0" \
 			"--workers $WORKERS --strategy timeslice --load open --rate RATE --arrival uniform --dispatch $DISPATCH" \
 			"--duration $DUR --warmup $WARM $*; busy: beside \`$STRESS\`"
 	} >"$O/summary.md"
@@ -71,7 +73,8 @@ if [[ ${MODE:-} == floor ]]; then
 				sleep 1
 			fi
 			for rate in $RATES; do
-				who=(floor floor-short $WAITS)
+				# shellcheck disable=SC2206 # the lists are words
+				who=(floor $FLOORS $WAITS)
 				# Rotate the order from round to round.
 				for ((i = 0; i < ${#who[@]}; i++)); do
 					w=${who[(i + round) % ${#who[@]}]}
@@ -81,6 +84,8 @@ if [[ ${MODE:-} == floor ]]; then
 						"$F" "$rate" "$FLOOR_S" >"$f"
 					elif [[ $w == floor-short ]]; then
 						"$F" "$rate" "$FLOOR_S" 100 >"$f"
+					elif [[ $w == floor-wake ]]; then
+						"$F" "$rate" "$FLOOR_S" 100 wake >"$f"
 					else
 						slice=100
 						[[ $w == *-noslice ]] && slice=0
@@ -104,7 +109,7 @@ PY
 		done
 	done
 	echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$O/summary.md"
-	python3 - "$T" "floor-short $WAITS" >>"$O/summary.md" <<'PY'
+	python3 - "$T" "$FLOORS $WAITS" >>"$O/summary.md" <<'PY'
 import csv, statistics as st, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 waits = sys.argv[2].split()

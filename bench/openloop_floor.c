@@ -10,9 +10,14 @@
  *
  * With SLICE_US it first asks the scheduler for that slice, as the
  * dispatcher's thread does (lib/bench/openloop_wait.c): the floor of a
- * sleeper that asks for the same short slice.
+ * sleeper that asks for the same short slice. With `wake` after it, a
+ * partner process waits on a futex and the loop wakes it after each
+ * arrival, as the dispatcher wakes its worker; the partner polls a few
+ * microseconds (2,000 pause instructions) before it sleeps again, as the
+ * worker does: the floor of a sleeper that hands each arrival to another
+ * process.
  *
- * Usage: openloop_floor RATE SECONDS [SLICE_US]
+ * Usage: openloop_floor RATE SECONDS [SLICE_US [wake]]
  * Prints one JSON object: rate_per_second, arrivals, offered_per_second,
  * achieved_per_second (arrivals handed over by the end of the schedule, per
  * second of it), slice_seconds (the slice the kernel then reports, 0 the
@@ -23,9 +28,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/futex.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,17 +74,45 @@ static uint64_t short_slice(long us)
 	return a.sched_runtime;
 }
 
+/* The partner of `wake`: waits for the word to change, polls a while
+ * first; ends with its parent (the loop kills it). */
+static void partner(volatile uint32_t *word)
+{
+	uint32_t seen = 0;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (;;) {
+		for (int i = 0; i < 2000 && __atomic_load_n(word, __ATOMIC_SEQ_CST) == seen; i++)
+			__builtin_ia32_pause();
+		if (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen)
+			syscall(SYS_futex, word, FUTEX_WAIT, seen, NULL, NULL, 0);
+		seen = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static struct gpushare_hist h;
 	double rate, seconds, interval;
 	uint64_t t0, t_end, n = 0, on_time = 0, slice = 0;
+	volatile uint32_t *word = NULL;
+	pid_t pid = -1;
 
-	if ((argc != 3 && argc != 4) || (rate = strtod(argv[1], NULL)) <= 0 || (seconds = strtod(argv[2], NULL)) <= 0) {
-		fprintf(stderr, "usage: openloop_floor RATE SECONDS [SLICE_US]\n");
+	if (argc < 3 || argc > 5 || (argc == 5 && strcmp(argv[4], "wake") != 0) ||
+	    (rate = strtod(argv[1], NULL)) <= 0 || (seconds = strtod(argv[2], NULL)) <= 0) {
+		fprintf(stderr, "usage: openloop_floor RATE SECONDS [SLICE_US [wake]]\n");
 		return 2;
 	}
-	if (argc == 4)
+	if (argc == 5) {
+		word = mmap(NULL, sizeof(*word), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (word == MAP_FAILED || (pid = fork()) < 0) {
+			perror("openloop_floor: the partner");
+			return 1;
+		}
+		if (pid == 0)
+			partner(word);
+	}
+	if (argc >= 4)
 		slice = short_slice(strtol(argv[3], NULL, 10));
 	interval = 1e9 / rate;
 	gpushare_hist_init(&h);
@@ -97,6 +134,14 @@ int main(int argc, char **argv)
 		if (t <= t_end)
 			on_time++;
 		n++;
+		if (word) {
+			__atomic_add_fetch(word, 1, __ATOMIC_SEQ_CST);
+			syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+		}
+	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
 	}
 	printf("{\"rate_per_second\": %.17g, \"arrivals\": %llu, \"offered_per_second\": %.17g, "
 	       "\"achieved_per_second\": %.17g, \"slice_seconds\": %.9g, \"lateness\": {\"p50_seconds\": %.9g, \"p99_seconds\": %.9g, "
