@@ -1,8 +1,10 @@
 /*
  * `gpushare check`: a conformance run (docs/accounting.md). Probe clients
  * run under the given shares, each loading libgpushare-account.so; a
- * client whose attained share is further from its promise than the
- * tolerance fails the check (exit 15), named in the text or the JSON.
+ * client whose attained share is further from its promise (without limits:
+ * its part of what the clients attained together) than the tolerance fails
+ * the check (exit 15), named in the text or the JSON, as does a sharing that
+ * cost more than --max-cost.
  */
 #include <limits.h>
 #include <math.h>
@@ -18,7 +20,7 @@
 
 struct check_args {
 	const char *shares, *account_lib, *plan;
-	int clients, seconds, warmup, tolerance;
+	int clients, seconds, warmup, tolerance, max_cost;
 	bool json;
 };
 #define AT(field) CLI_AT(struct check_args, field)
@@ -38,6 +40,11 @@ static const struct cli_opt check_opts[] = {
 	{ .id = OPT_TOLERANCE, .long_name = "tolerance", .kind = CLI_INT, .value_name = "POINTS",
 	  .help = "how far, in share points, the attained share may be from the promise", .def = "5", .min = 0,
 	  .max = 100, .to = CLI_TO_INT, AT(tolerance) },
+	{ .id = OPT_MAX_COST, .long_name = "max-cost", .kind = CLI_INT, .value_name = "POINTS",
+	  .help = "without MPS limits (time-slicing, MPS without limits): how far, in share points, the clients' "
+		  "attained shares together may fall under the whole GPU (switching between time-sliced clients "
+		  "costs GPU time none of them gets); each client is judged against its part of what they attained",
+	  .def = "20", .min = 0, .max = 100, .to = CLI_TO_INT, AT(max_cost) },
 	{ .id = OPT_SECONDS, .long_name = "seconds", .kind = CLI_INT, .value_name = "S",
 	  .help = "measured length of each phase (the probe alone, then the clients together)", .def = "10", .min = 1,
 	  .max = 3600, .to = CLI_TO_INT, AT(seconds) },
@@ -55,8 +62,8 @@ static const struct cli_group check_groups[] = { CLI_GROUP("Options", check_opts
 
 const struct cli_cmd cli_check_cmd = {
 	.name = "check",
-	.usage = "gpushare check [--shares LIST | --clients N | --plan DIR] [--tolerance POINTS] [--seconds S]\n"
-		 "                [--warmup S] [--account-lib PATH] [--json] [-- PROBE [ARGS...]]",
+	.usage = "gpushare check [--shares LIST | --clients N | --plan DIR] [--tolerance POINTS] [--max-cost POINTS]\n"
+		 "                [--seconds S] [--warmup S] [--account-lib PATH] [--json] [-- PROBE [ARGS...]]",
 	.about = "Check that each client of a sharing gets its share: run the probe alone, then as\n"
 		 "clients under the shares, and compare the share each attained (its work rate, probe\n"
 		 "kernels per second, shared over alone) with its promise. The probe is the built-in\n"
@@ -71,7 +78,8 @@ const struct cli_cmd cli_check_cmd = {
 		  "  gpushare check --plan plan-dir          the plan's strategy and shares\n"
 		  "  gpushare check --clients 2 -- ./probe   a site's own probe (accounting.md)",
 	.notes = (const struct cli_exit_note[]){ { EXIT_CHECK_FAILED, "a client attained a share outside the "
-									"tolerance, or none was measured" },
+									"tolerance, none was measured, or (without "
+									"limits) the sharing cost more than --max-cost" },
 						 { EXIT_WORKER, "the probe could not be run, or showed no kernel alone" } },
 	.n_notes = 2,
 };
@@ -125,15 +133,15 @@ static int parse_shares(const char *list, struct gpushare_check_opts *o)
 	return o->n_clients ? EXIT_OK : cli_error(EXIT_USAGE, "check: --shares is empty");
 }
 
-static void print_text(const struct gpushare_check_result *r, double tol, const char *plan)
+static void print_text(const struct gpushare_check_result *r, double tol, double max_cost, const char *plan)
 {
 	if (plan)
 		printf("plan: %s\n", plan);
 	printf("probe alone: %.1f kernels/s, mean kernel %.1f us", r->alone_rate, r->alone_kernel_ns / 1e3);
 	if (r->sms > 0)
 		printf(", %d SMs", r->sms);
-	printf("\n%-7s %-8s %9s %9s %8s %11s %8s  %s\n", "client", "pid", "promised", "attained", "error", "by-kernel",
-	       "kernels", "verdict");
+	printf("\n%-7s %-8s %9s %9s %9s %8s %11s %8s  %s\n", "client", "pid", "promised", "expected", "attained", "error",
+	       "by-kernel", "kernels", "verdict");
 	for (int i = 0; i < r->n_clients; i++) {
 		const struct gpushare_check_client *c = &r->c[i];
 		char att[16] = "-", err[16] = "-", kt[16] = "-";
@@ -143,23 +151,39 @@ static void print_text(const struct gpushare_check_result *r, double tol, const 
 		}
 		if (c->v.attained_kernel >= 0)
 			snprintf(kt, sizeof(kt), "%.1f%%", c->v.attained_kernel * 100);
-		printf("%-7d %-8d %8.1f%% %9s %8s %11s %8llu  %s\n", i, (int)c->pid, c->v.promised * 100, att, err, kt,
-		       c->kernels, c->v.pass == 1 ? "pass" : c->v.pass == 0 ? "FAIL" : "unknown");
+		printf("%-7d %-8d %8.1f%% %8.1f%% %9s %8s %11s %8llu  %s\n", i, (int)c->pid, c->v.promised * 100,
+		       c->v.expected * 100, att, err, kt, c->kernels,
+		       c->v.pass == 1 ? "pass" : c->v.pass == 0 ? "FAIL" : "unknown");
 	}
+	if (r->fair && r->cost < -tol)
+		printf("FAIL: the clients together attained %.1f%% of the probe alone against %.1f%% promised: more "
+		       "than the whole GPU, so the probe alone did not have it (another load ran then)\n",
+		       r->together * 100, (r->together + r->cost) * 100);
+	else if (r->fair)
+		printf("%s: the clients together attained %.1f%% of the probe alone against %.1f%% promised: the sharing "
+		       "cost %.1f points (at most %.0f); each is expected its promise's part of what they attained\n",
+		       r->cost_failed ? "FAIL" : "sharing", r->together * 100, (r->together + r->cost) * 100,
+		       r->cost * 100, max_cost * 100);
 	if (r->others > 0)
 		printf("unknown: %d other process%s (pid %d%s) ran on the GPU when the probe was to run alone; its "
 		       "figure holds their load, so no share can be judged: run check on an idle GPU\n",
 		       r->others, r->others == 1 ? "" : "es", (int)r->other_pid, r->others > 1 ? ", ..." : "");
 	else
-		printf("%s: %d of %d clients within %.0f points\n", r->failed ? "FAIL" : "pass",
-		       r->n_clients - r->failed, r->n_clients, tol * 100);
+		printf("%s: %d of %d clients within %.0f points%s\n", r->failed ? "FAIL" : "pass",
+		       r->n_clients - (r->failed - r->cost_failed), r->n_clients, tol * 100,
+		       r->cost_failed ? ", the sharing's cost over its bound" : "");
 }
 
-static void print_json(const struct gpushare_check_result *r, double tol)
+static void print_json(const struct gpushare_check_result *r, double tol, double max_cost)
 {
 	printf("{\"pass\":%s,\"tolerance\":%.4f,\"alone_kernel_ns\":%.1f,\"alone_kernels_per_second\":%.3f,"
 	       "\"sms\":%d,",
 	       r->failed ? "false" : "true", tol, r->alone_kernel_ns, r->alone_rate, r->sms);
+	if (r->fair)
+		printf("\"sharing\":{\"together\":%.4f,\"cost\":%.4f,\"max_cost\":%.4f,\"pass\":%s},", r->together,
+		       r->cost, max_cost, r->cost_failed ? "false" : "true");
+	else
+		printf("\"sharing\":null,");
 	if (r->others >= 0)
 		printf("\"other_processes\":%d,", r->others);
 	else
@@ -167,7 +191,8 @@ static void print_json(const struct gpushare_check_result *r, double tol)
 	printf("\"clients\":[");
 	for (int i = 0; i < r->n_clients; i++) {
 		const struct gpushare_check_client *c = &r->c[i];
-		printf("%s{\"client\":%d,\"pid\":%d,\"promised\":%.4f,", i ? "," : "", i, (int)c->pid, c->v.promised);
+		printf("%s{\"client\":%d,\"pid\":%d,\"promised\":%.4f,\"expected\":%.4f,", i ? "," : "", i, (int)c->pid,
+		       c->v.promised, c->v.expected);
 		if (c->v.attained >= 0)
 			printf("\"attained\":%.4f,\"error\":%.4f,", c->v.attained, c->v.error);
 		else
@@ -186,7 +211,7 @@ static void print_json(const struct gpushare_check_result *r, double tol)
 
 int cmd_check(int argc, char **argv)
 {
-	struct check_args a = { .clients = 0, .seconds = 10, .warmup = 3, .tolerance = 5 }; /* clients 0: not given (2) */
+	struct check_args a = { .clients = 0, .seconds = 10, .warmup = 3, .tolerance = 5, .max_cost = 20 }; /* clients 0: not given (2) */
 	struct gpushare_check_opts o = { 0 };
 	static struct gpushare_check_result r;
 	struct cli_parse p;
@@ -234,6 +259,7 @@ int cmd_check(int argc, char **argv)
 				 "built without CUDA); give one after -- (the probe's contract: accounting.md in the documentation)");
 	}
 	o.tolerance = a.tolerance / 100.0;
+	o.max_cost = a.max_cost / 100.0;
 	o.seconds = a.seconds;
 	o.warmup = a.warmup;
 	rc = gpushare_check_run(&o, &r);
@@ -242,18 +268,26 @@ int cmd_check(int argc, char **argv)
 	if (rc)
 		return cli_fail(rc, "check");
 	if (a.json)
-		print_json(&r, o.tolerance);
+		print_json(&r, o.tolerance, o.max_cost);
 	else
-		print_text(&r, o.tolerance, a.plan ? plan : NULL);
+		print_text(&r, o.tolerance, o.max_cost, a.plan ? plan : NULL);
 	rc = cli_finish_stdout(EXIT_OK);
 	if (rc == EXIT_OK && r.failed) {
 		for (int i = 0; i < r.n_clients; i++)
 			if (r.c[i].v.pass == 0)
-				cli_warn("check: client %d (pid %d) promised %.1f%% attained %.1f%%", i, (int)r.c[i].pid,
-					 r.c[i].v.promised * 100, r.c[i].v.attained * 100);
+				cli_warn("check: client %d (pid %d) promised %.1f%% (expected %.1f%%) attained %.1f%%", i,
+					 (int)r.c[i].pid, r.c[i].v.promised * 100, r.c[i].v.expected * 100,
+					 r.c[i].v.attained * 100);
 			else if (r.c[i].v.pass < 0)
 				cli_warn("check: client %d (pid %d) promised %.1f%%: no kernel measured", i,
 					 (int)r.c[i].pid, r.c[i].v.promised * 100);
+		if (r.cost_failed && r.cost < 0)
+			cli_warn("check: the clients together attained %.1f%% of the GPU against %.1f%% promised: the "
+				 "probe alone did not have the whole GPU", r.together * 100, (r.together + r.cost) * 100);
+		else if (r.cost_failed)
+			cli_warn("check: the clients together attained %.1f%% of the GPU against %.1f%% promised: the "
+				 "sharing cost %.1f points, over --max-cost %d", r.together * 100,
+				 (r.together + r.cost) * 100, r.cost * 100, a.max_cost);
 		rc = EXIT_CHECK_FAILED;
 	}
 	return rc;

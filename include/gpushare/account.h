@@ -111,7 +111,9 @@ struct gpushare_account_verdict {
 	double promised;        /* 0..1 */
 	double attained;        /* by work rate, 0..1; negative when unknown */
 	double attained_kernel; /* by mean kernel time, 0..1; negative when unknown */
-	double error;           /* attained - promised, in share (0.05 is 5 points) */
+	double expected;        /* the share judged against: the promise, or under a sharing without limits the
+				 * client's part of what the clients attained together (gpushare_check_run) */
+	double error;           /* attained - expected, in share (0.05 is 5 points) */
 	int pass;               /* 1 within the tolerance, 0 outside, -1 unknown (no window, or none alone) */
 };
 

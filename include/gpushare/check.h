@@ -32,6 +32,8 @@ struct gpushare_check_opts {
 	double shares[GPUSHARE_CHECK_MAX_CLIENTS]; /* promised, 0..1 */
 	bool limits;                            /* MPS limits: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE per client */
 	double tolerance;                       /* 0..1 (0.05: 5 points) */
+	double max_cost;                        /* without limits: how far under the promises' sum the clients'
+						 * attained shares together may be, 0..1 (the sharing's cost) */
 	double warmup;                          /* each phase's start, not measured */
 	double seconds;                         /* each phase's measured length */
 };
@@ -49,7 +51,20 @@ struct gpushare_check_result {
 	int sms;                                /* the whole GPU's SM count given to the clients; 0 none */
 	int n_clients;
 	struct gpushare_check_client c[GPUSHARE_CHECK_MAX_CLIENTS];
-	int failed;                             /* clients outside the tolerance or unknown */
+	int failed;                             /* clients outside the tolerance or unknown, + 1 for a cost
+						 * over max_cost */
+	/* Without limits (time-slicing, MPS without limits) each client is
+	 * promised its part of what the GPU gives the clients: switching
+	 * between time-sliced contexts costs the GPU time no client gets (about
+	 * a tenth of an H200 for two probes). So each is judged against its
+	 * promise's part of the clients' attained shares together (v.expected),
+	 * and that total against the promises' sum: the cost, bounded by
+	 * max_cost. */
+	bool fair;                              /* judged so */
+	double together;                        /* the clients' attained shares added up */
+	double cost;                            /* the promises' sum - together (negative: more than promised) */
+	bool cost_failed;                       /* cost > max_cost, or under -tolerance (the alone phase was not
+						 * alone: the clients together beat it) */
 	/* Compute processes on the GPUs, MPS servers aside, when the probe was to
 	 * run alone (NVML's count; -1 unknown: no driver): the alone figure holds
 	 * their load, so every verdict is unknown when there was one. */

@@ -123,7 +123,7 @@ int gpushare_account_verdict(const struct gpushare_account_record *alone, const 
 {
 	double ka = gpushare_account_mean_kernel_ns(alone), kc = gpushare_account_mean_kernel_ns(client);
 
-	v->promised = promised;
+	v->promised = v->expected = promised;
 	v->error = 0.0;
 	v->pass = -1;
 	/* a kernel's time: alone / shared, so the ratio of the inverses */

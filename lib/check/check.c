@@ -13,6 +13,10 @@
  * limit the context reports the reduced count). Alone, it writes the SM
  * count it sees, the whole GPU's, to $GPUSHARE_CHECK_SMS_FILE; every client
  * is then given it as GPUSHARE_CHECK_SMS to size its grid by.
+ *
+ * Under limits each client is judged against its promise; without them
+ * against its promise's part of what the clients attained together, that
+ * total against the promises' sum (judge_fair).
  */
 #include <errno.h>
 #include <math.h>
@@ -152,6 +156,38 @@ static int count_others(pid_t *first)
 	return n;
 }
 
+/* Without limits: each client against its promise's part of what the
+ * clients attained together, and that total against the promises' sum
+ * (struct gpushare_check_result). Every client must have a figure. */
+static void judge_fair(const struct gpushare_check_opts *o, struct gpushare_check_result *r)
+{
+	double promised = 0.0, together = 0.0;
+
+	for (int i = 0; i < r->n_clients; i++) {
+		if (r->c[i].v.attained < 0)
+			return; /* unknown stays unknown */
+		promised += r->c[i].v.promised;
+		together += r->c[i].v.attained;
+	}
+	if (r->n_clients < 2 || promised <= 0)
+		return; /* one client alone: its promise is the whole GPU */
+	r->fair = true;
+	r->together = together;
+	r->cost = promised - together;
+	r->failed = 0;
+	for (int i = 0; i < r->n_clients; i++) {
+		struct gpushare_account_verdict *v = &r->c[i].v;
+		v->expected = v->promised * together / promised;
+		v->error = v->attained - v->expected;
+		v->pass = fabs(v->error) <= o->tolerance + 1e-9;
+		r->failed += v->pass != 1;
+	}
+	/* and together more than promised, beyond the tolerance: the probe alone
+	 * ran slower than the clients together, so the GPU was not idle then */
+	r->cost_failed = r->cost > o->max_cost + 1e-9 || r->cost < -o->tolerance - 1e-9;
+	r->failed += r->cost_failed;
+}
+
 int gpushare_check_run(const struct gpushare_check_opts *o, struct gpushare_check_result *r)
 {
 	char scratch[64] = "/tmp/gpushare-check-XXXXXX", dir[128], sms_file[128];
@@ -224,6 +260,8 @@ int gpushare_check_run(const struct gpushare_check_opts *o, struct gpushare_chec
 			c->v.pass = -1; /* measured against a GPU that was not idle: unsettled */
 		r->n_clients = i + 1;
 	}
+	if (rc == GPUSHARE_OK && !o->limits && r->others <= 0 && r->n_clients == o->n_clients)
+		judge_fair(o, r);
 	gpushare_remove_tree(scratch);
 	return rc;
 }

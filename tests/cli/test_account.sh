@@ -149,7 +149,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["pass"] is False and [c["verdict"] for c in d["clients"]] == ["fail", "fail"], d
 assert all(abs(c["attained"] - 0.5) < 0.05 for c in d["clients"]) and d["clients"][0]["promised"] == 0.25, d' "$tmp/out"
-check "check names the failing client" grep -q 'client 0 (pid [0-9]*) promised 25.0% attained [0-9.]*%' "$tmp/err"
+check "check names the failing client" grep -q 'client 0 (pid [0-9]*) promised 25.0% (expected 25.0%) attained [0-9.]*%' "$tmp/err"
+check "under limits no client is judged by the others' figures" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["sharing"] is None and [c["expected"] for c in d["clients"]] == [0.25, 0.75], d' "$tmp/out"
 # time-slicing: the stand-in keeps a kernel's time as alone's (a kernel that
 # fits in its slice) while the work rate halves; the verdict goes by work
 # rate, which holds whether kernel times grow (as the probe's did on an
@@ -159,6 +163,28 @@ check "time-slicing, 2 clients: pass (exit $rc)" test "$rc" -eq 0
 check "time-slicing: attained by work rate $(attained attained)" near "$(attained attained)" 0.5 0.5
 check "time-slicing: kernel times as the stand-in makes them ($(attained attained_by_kernel_time))" \
 	near "$(attained attained_by_kernel_time)" 1 1
+# switching between time-sliced contexts costs GPU time no client gets (about
+# a tenth of an H200 for two probes): each client is judged against its part
+# of what the clients attained together, and that total's shortfall (the
+# sharing's cost) against --max-cost. The stand-in's switch of 250 us a
+# process beside 1 ms kernels leaves each client 1/2.5 = 40% (cost 20 points).
+run check --clients 2 --warmup 1 --seconds 1 --json -- env "$(peers sw)" FAKE_CUPTI_SHARING=timeslice \
+	FAKE_CUPTI_SWITCH_US=250 "${probe[@]}"
+check "time-slicing with a switch cost: pass at --max-cost 20 (exit $rc, $(attained attained))" test "$rc" -eq 0
+check "... each 40% attained, expected its half of the 80% together" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["sharing"]
+assert abs(s["together"] - 0.8) < 0.05 and abs(s["cost"] - 0.2) < 0.05 and s["pass"] is True, d
+for c in d["clients"]:
+    assert abs(c["attained"] - 0.4) < 0.03 and abs(c["expected"] - s["together"] / 2) < 1e-3, c
+    assert c["verdict"] == "pass", c' "$tmp/out"
+run check --clients 2 --max-cost 10 --warmup 1 --seconds 1 -- env "$(peers sw2)" FAKE_CUPTI_SHARING=timeslice \
+	FAKE_CUPTI_SWITCH_US=250 "${probe[@]}"
+check "... the same over --max-cost 10: fail (exit $rc)" test "$rc" -eq 15
+check "... the text names the cost" grep -q '^FAIL: the clients together attained .* the sharing cost .* points (at most 10)' "$tmp/out"
+check "... and says both clients kept their part" grep -q '^FAIL: 2 of 2 clients within 5 points, the sharing.s cost over its bound' "$tmp/out"
+check "... the warning says it" grep -q 'the sharing cost .* points, over --max-cost 10' "$tmp/err"
 # another process on the GPU before the alone phase (NVML's list): its load
 # would be in "alone", so no verdict is given
 GPUSHARE_NVML_LIBRARY=$H/libfakenvml.so FAKE_NVML_PIDS="$$,0,0" \
@@ -183,6 +209,10 @@ kill "$stray" 2>/dev/null
 wait "$stray" 2>/dev/null || true
 stray=
 check "time-slicing with a stray third process: fail (exit $rc, $(attained attained))" test "$rc" -eq 15
+check "... the stray slowed the probe alone too: the clients together beat it" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["sharing"]
+assert s["pass"] is False and s["together"] > 1.25, s' "$tmp/out"
 # a plan directory's shares
 mkdir -p "$tmp/plan-split" "$tmp/plan-mig" "$tmp/plan-none"
 cp "$GPUSHARE_SOURCE_DIR/tests/plan/golden/env-mps-split.env" "$tmp/plan-split/gpushare.env"

@@ -4,7 +4,9 @@
 #  1. the probe alone under libgpushare-account.so: a record with kernels,
 #     a share near 1, its device memory and its GPU's UUID (nvidia-smi -L's);
 #  2. the exporter serves it;
-#  3. time-slicing (no MPS daemon): `gpushare check --clients 2` passes, and
+#  3. time-slicing (no MPS daemon): `gpushare check --clients 2` passes (each
+#     client against its half of what both attained, the switching's cost
+#     within --max-cost), and
 #     does not pass with a stray probe running beside the plan's two
 #     (exit 15, the stray named: "alone" would hold its load);
 #  4. under MPS, `gpushare check --shares 25,75` passes, and the same plan

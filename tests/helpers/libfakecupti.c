@@ -23,7 +23,9 @@
  *     P / max(100, sum of P) of the SMs; with FAKE_CUPTI_SHARING=timeslice
  *     the N live ones take turns, a kernel lasting busy_us and the process
  *     waiting N-1 kernels' time between its own (a short kernel is not
- *     sliced out mid-kernel);
+ *     sliced out mid-kernel), and FAKE_CUPTI_SWITCH_US more per process
+ *     for each switch between them (a context switch's cost: GPU time no
+ *     process gets);
  *   - FAKE_CUPTI_GRID_FROM_SMS=1 models a probe that sizes its grid from
  *     the SM count its context reports (the reduced one under a limit)
  *     unless GPUSHARE_CHECK_SMS names the whole GPU's: its work then shrinks
@@ -203,18 +205,21 @@ static void kernels(struct out *o, uint64_t start, uint64_t end)
 	const char *s = getenv("FAKE_CUPTI_KERNELS");
 	unsigned dev, busy, idle, n, sum, limit = own_limit();
 	double stretch = 1.0; /* a kernel's duration over busy_us */
-	uint64_t wait_us = 0; /* time sliced out between two kernels */
+	uint64_t wait_us = 0, switch_us = 0; /* time sliced out between two kernels */
+	const char *sw = getenv("FAKE_CUPTI_SWITCH_US");
 	int used;
 
 	peers(&n, &sum);
-	if (env_is("FAKE_CUPTI_SHARING", "timeslice"))
+	if (env_is("FAKE_CUPTI_SHARING", "timeslice")) {
 		wait_us = n - 1; /* kernels' time, times busy below */
-	else
+		if (n > 1 && sw && *sw)
+			switch_us = (uint64_t)strtoul(sw, NULL, 10) * n;
+	} else
 		stretch = (sum > 100 ? sum : 100) / (double)limit;
 	if (env_is("FAKE_CUPTI_GRID_FROM_SMS", "1") && !getenv("GPUSHARE_CHECK_SMS"))
 		stretch /= 100.0 / (double)limit; /* its grid shrank with its SMs */
 	while (s && sscanf(s, "%u:%u:%u%n", &dev, &busy, &idle, &used) == 3) {
-		uint64_t gap = wait_us * busy;
+		uint64_t gap = wait_us * busy + switch_us;
 		busy = (unsigned)(busy * stretch + 0.5);
 		for (uint64_t t = start; busy && t < end; t += ((uint64_t)busy + idle + gap) * 1000u) {
 			struct gpushare_cupti_kernel k;
