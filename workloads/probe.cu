@@ -19,11 +19,15 @@
  *   gpushare-probe [SECONDS]     (default: until killed)
  * Environment: GPUSHARE_CHECK_SMS (the SM count to size the grid by;
  * default the context's), GPUSHARE_CHECK_SMS_FILE (alone: where to write
- * the count it used), GPUSHARE_PROBE_CYCLES (a block's spin, default 100000).
+ * the count it used), GPUSHARE_PROBE_CYCLES (a block's spin, default 100000),
+ * GPUSHARE_PROBE_DUTY (in (0, 1], default 1: saturating; below 1 each
+ * kernel is waited for and followed by a sleep that leaves the GPU idle the
+ * rest of the time, for a load of about that fraction).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cuda_runtime.h>
 
@@ -57,7 +61,8 @@ int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0, end;
 	const char *env_sms = getenv("GPUSHARE_CHECK_SMS"), *env_cycles = getenv("GPUSHARE_PROBE_CYCLES");
-	const char *sms_file = getenv("GPUSHARE_CHECK_SMS_FILE");
+	const char *sms_file = getenv("GPUSHARE_CHECK_SMS_FILE"), *env_duty = getenv("GPUSHARE_PROBE_DUTY");
+	double duty = env_duty && atof(env_duty) > 0 && atof(env_duty) <= 1 ? atof(env_duty) : 1;
 	long long cycles = env_cycles && atoll(env_cycles) > 0 ? atoll(env_cycles) : 100000;
 	int sms = 0, per_sm = 0, *sink = NULL;
 	cudaEvent_t ev[2];
@@ -84,7 +89,17 @@ int main(int argc, char **argv)
 		}
 	}
 	end = now_s() + secs;
-	for (unsigned long long i = 0; secs <= 0 || now_s() < end; i++) {
+	for (unsigned long long i = 0; duty < 1 && (secs <= 0 || now_s() < end); i++) {
+		double t0 = now_s(), ran;
+		probe_spin<<<sms * per_sm * WAVES, THREADS>>>(cycles, sink);
+		if ((e = cudaGetLastError()) != cudaSuccess)
+			return fail("launch", e);
+		if ((e = cudaDeviceSynchronize()) != cudaSuccess)
+			return fail("cudaDeviceSynchronize", e);
+		ran = now_s() - t0;
+		usleep((useconds_t)(ran * (1 - duty) / duty * 1e6));
+	}
+	for (unsigned long long i = 0; duty >= 1 && (secs <= 0 || now_s() < end); i++) {
 		probe_spin<<<sms * per_sm * WAVES, THREADS>>>(cycles, sink);
 		if ((e = cudaGetLastError()) != cudaSuccess)
 			return fail("launch", e);
