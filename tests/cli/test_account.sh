@@ -12,10 +12,9 @@
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/cli/lib_account.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_account.sh"
 
-: "${GPUSHARE:?set by ctest}" "${GPUSHARE_TEST_HELPERS:?set by ctest}"
-H=$GPUSHARE_TEST_HELPERS
-LIB=$(dirname "$GPUSHARE")/libgpushare-account.so
 tmp=$(mktemp -d /tmp/gpushare-account-XXXXXX)
 stray= # a probe beside check's, killed at the end
 cleanup() {
@@ -24,24 +23,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ ! -e $H/libfakecupti.so || ! -e $LIB ]]; then
-	missing_tool "CUPTI's header (cupti.h): libgpushare-account.so was not built"
+if ! account_built; then
 	finish
 	exit 0
 fi
 
-# field FILE KEY: a record's value
-field() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
-
 drive() { # drive DIR SECONDS [VAR=VALUE...]: the driver under the library, records in DIR
 	local d=$1 s=$2
 	shift 2
-	env GPUSHARE_ACCOUNT_DIR="$d" CUDA_INJECTION64_PATH="$LIB" GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" \
-		GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 "$@" "$H/account_driver" "$s"
+	under_library "$d" "$@" "$H/account_driver" "$s"
 }
-
-unset GPUSHARE_CUDA_LIBRARY SLURM_JOB_ID SLURM_STEP_ID GPUSHARE_FARM_JOB OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID \
-	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE GPUSHARE_ACCOUNT_PROMISED GPUSHARE_ACCOUNT POD_NAMESPACE POD_NAME
 
 # ---- the record path ----
 d=$tmp/rec

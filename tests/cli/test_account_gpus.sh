@@ -14,33 +14,23 @@
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/cli/lib_account.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_account.sh"
 
-: "${GPUSHARE:?set by ctest}" "${GPUSHARE_TEST_HELPERS:?set by ctest}"
-H=$GPUSHARE_TEST_HELPERS
-LIB=$(dirname "$GPUSHARE")/libgpushare-account.so
 tmp=$(mktemp -d /tmp/gpushare-account-gpus-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-if [[ ! -e $H/libfakecupti.so || ! -e $LIB ]]; then
-	missing_tool "CUPTI's header (cupti.h): libgpushare-account.so was not built"
+if ! account_built; then
 	finish
 	exit 0
 fi
-
-unset SLURM_JOB_ID SLURM_STEP_ID GPUSHARE_FARM_JOB OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID \
-	CUDA_MPS_ACTIVE_THREAD_PERCENTAGE GPUSHARE_ACCOUNT_PROMISED GPUSHARE_ACCOUNT POD_NAMESPACE POD_NAME \
-	CUDA_VISIBLE_DEVICES FAKE_NVML_NODE_UUIDS
 U0=GPU-fa4e0000-0000-4000-8000-000000000000 # the stand-in NVML's GPUs of a node of two
 U1=GPU-fa4e0000-0000-4000-8000-000000000001
-
-field() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
 drive() { # drive DIR [VAR=VALUE...]: one process under the library, with the node's libcuda
 	local d=$1
 	shift
-	env GPUSHARE_ACCOUNT_DIR="$d" CUDA_INJECTION64_PATH="$LIB" GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" \
-		GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 GPUSHARE_CUDA_LIBRARY="$H/libfakecuda.so" \
-		"$@" "$H/account_driver" 1
+	under_library "$d" GPUSHARE_CUDA_LIBRARY="$H/libfakecuda.so" "$@" "$H/account_driver" 1
 }
 
 # ---- two clients, each device 0 of its process, on GPUs 0 and 1 ----
