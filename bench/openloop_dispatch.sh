@@ -22,11 +22,15 @@
 # floors of FLOORS (default "floor-short": the floor asking for the
 # dispatcher's short scheduler slice, openloop_floor's SLICE_US of 100;
 # "floor-wake": that, waking a partner process after each arrival as the
-# dispatcher wakes its worker), and the dispatcher under each of WAITS
+# dispatcher wakes its worker; "floor-wake-slice": the partner asking for
+# the same slice, as the dispatcher's workers do), and the dispatcher under
+# each of WAITS
 # (default "auto auto-noslice": auto is how it waits by default, spin
 # forces the spin before every arrival it did before it learned to sleep on
 # a busy host, sleep never spins (GPUSHARE_DISPATCH_WAIT); a "-noslice"
-# suffix leaves its thread the default slice, GPUSHARE_DISPATCH_SLICE_US=0),
+# suffix leaves its thread and its workers the default slice,
+# GPUSHARE_DISPATCH_SLICE_US=0, "-noworkerslice" only its workers,
+# GPUSHARE_WORKER_SLICE_US=0),
 # in an order that rotates from round to round. Uniform arrivals, DUR (default 3s)
 # after WARM (default 1s); the floor runs WARM + DUR and, as the dispatcher,
 # counts the lateness of every arrival. Writes OUT_DIR/runs.tsv (one line a
@@ -59,7 +63,7 @@ if [[ ${MODE:-} == floor ]]; then
 		echo "machine: $(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
 		echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "command: MODE=floor ROUNDS=$ROUNDS RATES='$RATES' WAITS='$WAITS' LOADS='$LOADS' DUR=$DUR WARM=$WARM bench/openloop_dispatch.sh $B $O $*"
-		echo "floor: $F RATE $FLOOR_S (floor-short: $F RATE $FLOOR_S 100; floor-wake: $F RATE $FLOOR_S 100 wake); dispatcher: GPUSHARE_DISPATCH_WAIT=W GPUSHARE_DISPATCH_SLICE_US=100 (0 for W-noslice) $G bench --workload spin --request-us 0" \
+		echo "floor: $F RATE $FLOOR_S (floor-short: $F RATE $FLOOR_S 100; floor-wake: $F RATE $FLOOR_S 100 wake; floor-wake-slice: ... 100 wake-slice); dispatcher: GPUSHARE_DISPATCH_WAIT=W GPUSHARE_DISPATCH_SLICE_US=100 GPUSHARE_WORKER_SLICE_US=100 (both 0 for W-noslice, the worker's 0 for W-noworkerslice) $G bench --workload spin --request-us 0" \
 			"--workers $WORKERS --strategy timeslice --load open --rate RATE --arrival uniform --dispatch $DISPATCH" \
 			"--duration $DUR --warmup $WARM $*; busy: beside \`$STRESS\`"
 	} >"$O/summary.md"
@@ -86,10 +90,14 @@ if [[ ${MODE:-} == floor ]]; then
 						"$F" "$rate" "$FLOOR_S" 100 >"$f"
 					elif [[ $w == floor-wake ]]; then
 						"$F" "$rate" "$FLOOR_S" 100 wake >"$f"
+					elif [[ $w == floor-wake-slice ]]; then
+						"$F" "$rate" "$FLOOR_S" 100 wake-slice >"$f"
 					else
-						slice=100
-						[[ $w == *-noslice ]] && slice=0
-						GPUSHARE_DISPATCH_SLICE_US=$slice GPUSHARE_DISPATCH_WAIT=${w%-noslice} "$G" bench --workload spin --request-us 0 --workers "$WORKERS" \
+						slice=100 wslice=100
+						[[ $w == *-noslice ]] && slice=0 wslice=0
+						[[ $w == *-noworkerslice ]] && wslice=0
+						GPUSHARE_DISPATCH_SLICE_US=$slice GPUSHARE_WORKER_SLICE_US=$wslice \
+							GPUSHARE_DISPATCH_WAIT=${w%-no*slice} "$G" bench --workload spin --request-us 0 --workers "$WORKERS" \
 							--strategy timeslice --load open --rate "$rate" --arrival uniform --dispatch "$DISPATCH" \
 							--duration "$DUR" --warmup "$WARM" -q --json "$@" >"$f"
 					fi

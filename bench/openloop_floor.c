@@ -9,15 +9,16 @@
  * at best on this host.
  *
  * With SLICE_US it first asks the scheduler for that slice, as the
- * dispatcher's thread does (lib/bench/openloop_wait.c): the floor of a
+ * dispatcher's thread does (gpushare_sched_short_slice): the floor of a
  * sleeper that asks for the same short slice. With `wake` after it, a
  * partner process waits on a futex and the loop wakes it after each
  * arrival, as the dispatcher wakes its worker; the partner polls a few
  * microseconds (2,000 pause instructions) before it sleeps again, as the
  * worker does: the floor of a sleeper that hands each arrival to another
- * process.
+ * process; with `wake-slice` the partner asks for the same slice, as the
+ * dispatcher's workers do.
  *
- * Usage: openloop_floor RATE SECONDS [SLICE_US [wake]]
+ * Usage: openloop_floor RATE SECONDS [SLICE_US [wake|wake-slice]]
  * Prints one JSON object: rate_per_second, arrivals, offered_per_second,
  * achieved_per_second (arrivals handed over by the end of the schedule, per
  * second of it), slice_seconds (the slice the kernel then reports, 0 the
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include "gpushare/hist.h"
+#include "gpushare/util.h"
 
 static uint64_t now_ns(void)
 {
@@ -48,39 +50,15 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* The kernel's struct sched_attr (linux/sched/types.h clashes with <sched.h>). */
-struct kernel_sched_attr {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
-
-/* Ask for a slice of us microseconds; the slice the kernel then reports. */
-static uint64_t short_slice(long us)
-{
-	struct kernel_sched_attr a;
-
-	memset(&a, 0, sizeof(a));
-	if (us <= 0 || syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0)
-		return 0;
-	a.size = sizeof(a);
-	a.sched_flags = 0;
-	a.sched_runtime = (uint64_t)us * 1000;
-	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0 || syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0)
-		return 0;
-	return a.sched_runtime;
-}
-
 /* The partner of `wake`: waits for the word to change, polls a while
  * first; ends with its parent (the loop kills it). */
-static void partner(volatile uint32_t *word)
+static void partner(volatile uint32_t *word, long slice_us)
 {
 	uint32_t seen = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (slice_us > 0)
+		gpushare_sched_short_slice((uint64_t)slice_us * 1000);
 	for (;;) {
 		for (int i = 0; i < 2000 && __atomic_load_n(word, __ATOMIC_SEQ_CST) == seen; i++)
 			__builtin_ia32_pause();
@@ -98,9 +76,9 @@ int main(int argc, char **argv)
 	volatile uint32_t *word = NULL;
 	pid_t pid = -1;
 
-	if (argc < 3 || argc > 5 || (argc == 5 && strcmp(argv[4], "wake") != 0) ||
+	if (argc < 3 || argc > 5 || (argc == 5 && strcmp(argv[4], "wake") != 0 && strcmp(argv[4], "wake-slice") != 0) ||
 	    (rate = strtod(argv[1], NULL)) <= 0 || (seconds = strtod(argv[2], NULL)) <= 0) {
-		fprintf(stderr, "usage: openloop_floor RATE SECONDS [SLICE_US [wake]]\n");
+		fprintf(stderr, "usage: openloop_floor RATE SECONDS [SLICE_US [wake|wake-slice]]\n");
 		return 2;
 	}
 	if (argc == 5) {
@@ -110,10 +88,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (pid == 0)
-			partner(word);
+			partner(word, strcmp(argv[4], "wake-slice") == 0 ? strtol(argv[3], NULL, 10) : 0);
 	}
 	if (argc >= 4)
-		slice = short_slice(strtol(argv[3], NULL, 10));
+		slice = strtol(argv[3], NULL, 10) > 0 ? gpushare_sched_short_slice((uint64_t)strtol(argv[3], NULL, 10) * 1000) : 0;
 	interval = 1e9 / rate;
 	gpushare_hist_init(&h);
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);

@@ -230,6 +230,24 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* The slice an open-loop worker asks for, in us: GPUSHARE_WORKER_SLICE_US,
+ * else GPUSHARE_DISPATCH_SLICE_US (the dispatcher's), else 100; 0 leaves
+ * the scheduler's default. Woken by the dispatcher for each arrival, a
+ * worker with the default slice waits behind CPU-bound tasks, and so does
+ * the dispatcher that woke it (lib/core/sched.c says why a short slice
+ * helps; the bench refuses a bad value before the run). */
+static void open_loop_slice(void)
+{
+	const char *v = getenv("GPUSHARE_WORKER_SLICE_US");
+	long us = 100;
+
+	if (!v || !*v)
+		v = getenv("GPUSHARE_DISPATCH_SLICE_US");
+	if (v && *v && gpushare_parse_int(v, 0, 100000, &us) != 0)
+		us = 100;
+	gpushare_sched_short_slice((uint64_t)us * 1000);
+}
+
 /* Open loop: claim arrivals from the stream's ring and serve each with one
  * request until STOP (the window's end does not stop it: what is queued
  * then is still served and counted). Latency counts from the arrival's
@@ -250,6 +268,7 @@ static int serve_arrivals(struct stream *st, void *state, struct gpushare_slot_w
 
 	if (!q)
 		return fail_stream(st, GPUSHARE_WORKER_EXIT_REGION, GPUSHARE_E_INVAL, 0, "open-loop region without a ring for this slot");
+	open_loop_slice();
 	for (;;) {
 		uint64_t t0, t1;
 

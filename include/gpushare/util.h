@@ -1,7 +1,7 @@
 /*
  * gpushare utilities for programs that use the library: parsing of
- * user-supplied values the way gpushare's own options are parsed, and the
- * clock. (Directories, run directories and processes are the library's own
+ * user-supplied values the way gpushare's own options are parsed, the clock
+ * and a short scheduler slice. (Directories, run directories and processes are the library's own
  * business: lib/sys/sys.h.)
  */
 #ifndef GPUSHARE_UTIL_H
@@ -50,6 +50,15 @@ int gpushare_parse_duration(const char *s, uint64_t *ns);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t gpushare_now_ns(void);
+
+/* ---- the scheduler ---- */
+
+/* Ask the scheduler for a short slice for the calling thread (SCHED_OTHER's
+ * sched_runtime, Linux 6.12 and later: a shorter slice means an earlier
+ * deadline, and a waking task with a shorter slice preempts the running
+ * one). Returns the slice the kernel then reports for the thread, 0 when it
+ * keeps none (an older kernel, another policy, or want_ns 0). */
+uint64_t gpushare_sched_short_slice(uint64_t want_ns);
 
 #ifdef __cplusplus
 }

@@ -213,7 +213,7 @@ static void *dispatch_main(void *arg)
 	/* Wake-ups on time: the spin, when there is one, covers the rest. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	/* ... and ahead of the CPU-bound tasks (openloop_wait.c). */
-	d->slice_granted_ns = gpushare_dispatch_short_slice(d->slice_ns);
+	d->slice_granted_ns = gpushare_sched_short_slice(d->slice_ns);
 	gpushare_dispatch_waiter_open(&w, d->wait, gpushare_now_ns());
 	gpushare_arrivals_init(&a, d->arrival, d->rate, d->seed, d->t_go);
 	next = gpushare_arrivals_next(&a);
@@ -378,6 +378,10 @@ int gpushare_openloop_go(struct gpushare_dispatcher *d, const struct gpushare_be
 	if (rc < 0)
 		return rc;
 	d->slice_ns = (uint64_t)(rc ? slice_us : 100) * 1000;
+	/* ... and its workers (workloads/worker_main.c reads it): refused here */
+	rc = gpushare_env_number(gpushare_getenv_process, NULL, "GPUSHARE_WORKER_SLICE_US", 0, 100000, &slice_us);
+	if (rc < 0)
+		return rc;
 	return gpushare_dispatcher_start(d);
 }
 

@@ -100,13 +100,6 @@ struct gpushare_dispatch_probe {
  * go on), and while spinning its thread is not kept waiting for a CPU. */
 bool gpushare_dispatch_spin_ok(bool spinning, const struct gpushare_dispatch_probe *p);
 
-/* Ask the scheduler for a short slice for the calling thread (SCHED_OTHER's
- * sched_runtime, Linux 6.12 and later: a shorter slice means an earlier
- * deadline, and a waking task with a shorter slice preempts the running
- * one). Returns the slice the kernel then reports for the thread, 0 when it
- * keeps none (an older kernel, another policy, or want_ns 0). */
-uint64_t gpushare_dispatch_short_slice(uint64_t want_ns);
-
 /* The dispatcher thread's waiting state (its own, on its stack). */
 struct gpushare_dispatch_waiter {
 	enum gpushare_dispatch_wait wait;

@@ -29,13 +29,14 @@
  * waking task with a shorter slice may preempt (the scheduler's
  * PREEMPT_SHORT): the dispatcher's thread asks for 100 us, the kernel's
  * least (GPUSHARE_DISPATCH_SLICE_US, 0 to leave the default). It costs the
- * hogs nothing in share: a slice sets how often a task runs, not how much.
+ * hogs nothing in share: a slice sets how often a task runs, not how much
+ * (gpushare_sched_short_slice, lib/core/sched.c). The workers it wakes ask
+ * for the same (workloads/worker_main.c): a worker woken with the default
+ * slice waits behind the hogs, and the dispatcher that woke it with it.
  */
 #include <fcntl.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,40 +58,6 @@ bool gpushare_dispatch_spin_ok(bool spinning, const struct gpushare_dispatch_pro
 	if (!spinning)
 		return free_cpus >= FREE_TO_START;
 	return free_cpus >= FREE_TO_STAY && !(p->run_delay > DELAY_TO_STAY);
-}
-
-/* struct sched_attr of the kernel's uapi (linux/sched/types.h, whose
- * struct sched_param clashes with the C library's <sched.h>): its first
- * version, with the utilisation clamps (SCHED_ATTR_SIZE_VER1, 56 bytes). */
-struct kernel_sched_attr {
-	uint32_t size;
-	uint32_t sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
-#define KERNEL_SCHED_FLAG_RESET_ON_FORK 0x01
-
-uint64_t gpushare_dispatch_short_slice(uint64_t want_ns)
-{
-	struct kernel_sched_attr a;
-
-	memset(&a, 0, sizeof(a));
-	if (!want_ns || syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0)
-		return 0;
-	if (a.sched_policy != SCHED_OTHER && a.sched_policy != SCHED_BATCH)
-		return 0; /* a real-time or idle policy chosen by someone: left alone */
-	a.size = sizeof(a);
-	a.sched_flags &= KERNEL_SCHED_FLAG_RESET_ON_FORK; /* nice and policy as they are; no clamps changed */
-	a.sched_runtime = want_ns;
-	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
-		return 0;
-	memset(&a, 0, sizeof(a));
-	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0)
-		return 0;
-	return a.sched_runtime; /* 0 where the kernel keeps no slice of its own for SCHED_OTHER */
 }
 
 /* The CPUs the thread may run on, from /proc/stat's lines "cpuN user nice

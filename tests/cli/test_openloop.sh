@@ -68,6 +68,45 @@ check "the dispatcher's slice: 100 us where the kernel keeps one (6.12+), else n
 GPUSHARE_DISPATCH_SLICE_US=-5 run "${SPIN[@]}" --request-us 1ms --workers 1 --load open --rate 100 --duration 200ms
 [[ $rc -eq 2 ]] && grep -q "GPUSHARE_DISPATCH_SLICE_US='-5' is not a number" "$tmp/err" \
 	&& ok "a bad GPUSHARE_DISPATCH_SLICE_US: exit 2, named" || fail "bad slice: exit $rc: $(cat "$tmp/err")"
+GPUSHARE_WORKER_SLICE_US=+7 run "${SPIN[@]}" --request-us 1ms --workers 1 --load open --rate 100 --duration 200ms
+[[ $rc -eq 2 ]] && grep -q "GPUSHARE_WORKER_SLICE_US='+7' is not a number" "$tmp/err" \
+	&& ok "a bad GPUSHARE_WORKER_SLICE_US: exit 2, named" || fail "bad worker slice: exit $rc: $(cat "$tmp/err")"
+# The worker the dispatcher wakes asks for the same short slice (where the
+# kernel keeps one: /proc's se.slice of its thread), or for the one named.
+worker_slices() { # worker_slices PID: the se.slice of each thread of the workers under bench PID
+	local w
+	for w in $(pgrep -P "$1" -f gpushare-worker); do
+		awk '$1 == "se.slice" { print $3 }' /proc/"$w"/task/*/sched 2>/dev/null
+	done | sort -u | tr '\n' ' '
+}
+slice_seen() { # slice_seen US [VAR=VALUE...]: a worker of an open-loop run shows a slice of US
+	local want=$(($1 * 1000)) bp got=
+	shift
+	env "$@" "$GPUSHARE" "${SPIN[@]}" --request-us 1ms --workers 1 --load open --rate 200 --duration 5s \
+		>/dev/null 2>&1 &
+	bp=$!
+	# until it shows, or 2 s after a worker's threads first show a slice
+	local seen=0
+	for _ in $(seq 300); do
+		got=$(worker_slices "$bp")
+		[[ " $got" == *" $want "* ]] && break
+		[[ -n $got ]] && seen=$((seen + 1))
+		((seen < 40)) || break
+		sleep 0.05
+	done
+	kill "$bp" 2>/dev/null
+	wait "$bp" 2>/dev/null || true
+	echo "slices seen: $got"
+	[[ " $got" == *" $want "* ]]
+}
+if grep -q '^se.slice' /proc/self/sched 2>/dev/null; then
+	check "an open-loop worker's thread asks for the dispatcher's 100 us slice" slice_seen 100
+	check "... or for the one GPUSHARE_WORKER_SLICE_US names" slice_seen 250 GPUSHARE_WORKER_SLICE_US=250
+	no_slice_seen() { ! slice_seen "$@"; }
+	check "... and GPUSHARE_WORKER_SLICE_US=0 leaves the default" no_slice_seen 100 GPUSHARE_WORKER_SLICE_US=0
+else
+	echo "not checked: the workers' slice (this kernel shows no se.slice)"
+fi
 run bench --workload spin --sleep on --strategy timeslice --warmup 100ms -q --request-us 1ms --workers 2 \
 	--load open --rate 100 --duration 500ms
 grep -q "open loop, poisson arrivals at 100/s, shared dispatch" "$tmp/out" && grep -q "open loop: offered" "$tmp/out" \

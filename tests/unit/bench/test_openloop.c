@@ -639,9 +639,9 @@ static void *slice_thread(void *arg)
 {
 	uint64_t *out = arg;
 
-	out[0] = gpushare_dispatch_short_slice(0);
+	out[0] = gpushare_sched_short_slice(0);
 	out[1] = thread_slice_ns();
-	out[2] = gpushare_dispatch_short_slice(100000);
+	out[2] = gpushare_sched_short_slice(100000);
 	out[3] = thread_slice_ns();
 	return NULL;
 }
