@@ -171,7 +171,9 @@ static void print_text(const struct gpushare_check_result *r, double tol, double
 	else
 		printf("%s: %d of %d clients within %.0f points%s\n", r->failed ? "FAIL" : "pass",
 		       r->n_clients - (r->failed - r->cost_failed), r->n_clients, tol * 100,
-		       r->cost_failed ? ", the sharing's cost over its bound" : "");
+		       !r->cost_failed ? ""
+		       : r->cost < 0	 ? ", the probe alone had not the whole GPU"
+					 : ", the sharing's cost over its bound");
 }
 
 static void print_json(const struct gpushare_check_result *r, double tol, double max_cost)
