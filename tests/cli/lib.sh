@@ -146,10 +146,23 @@ fake_mps_start() {
 	wait_for 50 0.1 test -S "$1/control" || true
 }
 
+# fake_mps_quit PIPE_DIR [LOG_DIR]: quit the fake daemon of PIPE_DIR and wait
+# (5 s at most) until it is gone: it writes its last log lines as it goes,
+# and a test that removes its directory at once could meet them (rm -rf:
+# "Directory not empty"). Never fails.
 fake_mps_quit() {
+	local pid
+	pid=$(cat "$1/nvidia-cuda-mps-control.pid" 2>/dev/null || true)
 	echo quit | env CUDA_MPS_PIPE_DIRECTORY="$1" ${2:+CUDA_MPS_LOG_DIRECTORY="$2"} \
 		"$GPUSHARE_TEST_HELPERS/fake_mps_control" >/dev/null 2>&1 || true
+	if [[ $pid =~ ^[0-9]+$ ]]; then
+		wait_for 50 0.1 pid_gone "$pid" || true
+	fi
+	return 0
 }
+
+# pid_gone PID: no such process (or a zombie, which writes nothing more)
+pid_gone() { ! kill -0 "$1" 2>/dev/null || [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
 
 # fake_mps_quit_left: quit every fake MPS daemon a run of this test left
 # under its private XDG_RUNTIME_DIR ($tmp/xdg, private_xdg): a killed or

@@ -384,7 +384,6 @@ EOF
 		done
 		return 0
 	}
-	daemon_gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^Z' <(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); }
 	pidglob="$tmp/xdg/gpushare/bench-*/mps/pipe/nvidia-cuda-mps-control.pid"
 	# Start a 30 s mps run; sets gpid, keeper and left (its daemon's pid).
 	start_killable() {
@@ -402,7 +401,7 @@ EOF
 	start_killable
 	kill -KILL "$gpid"
 	wait "$gpid" 2>/dev/null || true
-	wait_for 100 0.1 daemon_gone "$left" && ok "the keeper stopped the killed run's daemon" \
+	wait_for 100 0.1 pid_gone "$left" && ok "the keeper stopped the killed run's daemon" \
 		|| fail "the killed run's daemon $left still runs"
 	wait_for 100 0.1 bash -c "! compgen -G '$tmp/xdg/gpushare/bench-*' >/dev/null" \
 		&& ok "the keeper removed the killed run's directory" || fail "the killed run's directory is still there"
@@ -416,7 +415,7 @@ EOF
 		|| fail "killed run and keeper: expected its daemon to outlive them"
 	run "${SPIN[@]}" --workers 1 --strategy sequential
 	[[ $rc -eq 0 ]] || fail "run after the kill: exit $rc $(cat "$tmp/err")"
-	wait_for 50 0.1 daemon_gone "$left" && ok "next run stopped the left-over daemon" || fail "left-over daemon $left still running"
+	wait_for 50 0.1 pid_gone "$left" && ok "next run stopped the left-over daemon" || fail "left-over daemon $left still running"
 	compgen -G "$tmp/xdg/gpushare/bench-*" >/dev/null && fail "killed run's directory was not removed" \
 		|| ok "killed run's directory removed"
 	unset GPUSHARE_MPS_CONTROL
