@@ -79,30 +79,37 @@ worker_slices() { # worker_slices PID: the se.slice of each thread of the worker
 		awk '$1 == "se.slice" { print $3 }' /proc/"$w"/task/*/sched 2>/dev/null
 	done | sort -u | tr '\n' ' '
 }
-slice_seen() { # slice_seen US [VAR=VALUE...]: a worker of an open-loop run shows a slice of US
-	local want=$(($1 * 1000)) bp got=
+slice_seen() { # slice_seen US [VAR=VALUE...]: 0 when a worker of an open-loop run shows a slice of US,
+	# 1 when its threads showed others only, 2 when none was seen
+	local want=$(($1 * 1000)) bp got='' last='' seen=0
 	shift
-	env "$@" "$GPUSHARE" "${SPIN[@]}" --request-us 1ms --workers 1 --load open --rate 200 --duration 5s \
-		>/dev/null 2>&1 &
+	env "$@" "$GPUSHARE" "${SPIN[@]}" --request-us 1ms --workers 1 --load open --rate 200 \
+		--duration "$((30 * TIME_FACTOR))s" >/dev/null 2>&1 &
 	bp=$!
-	# until it shows, or 2 s after a worker's threads first show a slice
-	local seen=0
-	for _ in $(seq 300); do
+	# until it shows, or 5 s (of a quiet machine's time) after a worker's
+	# threads first show a slice: its open loop starts after the warm-up
+	for _ in $(seq $((400 * TIME_FACTOR))); do
 		got=$(worker_slices "$bp")
+		[[ -n $got ]] && last=$got seen=$((seen + 1))
 		[[ " $got" == *" $want "* ]] && break
-		[[ -n $got ]] && seen=$((seen + 1))
-		((seen < 40)) || break
+		((seen < 60 * TIME_FACTOR)) || break
 		sleep 0.05
 	done
 	kill "$bp" 2>/dev/null
 	wait "$bp" 2>/dev/null || true
-	echo "slices seen: $got"
-	[[ " $got" == *" $want "* ]]
+	echo "slices seen: ${last:-none}"
+	[[ " $last" == *" $want "* ]] && return 0
+	[[ -n $last ]] && return 1
+	return 2
 }
 if grep -q '^se.slice' /proc/self/sched 2>/dev/null; then
 	check "an open-loop worker's thread asks for the dispatcher's 100 us slice" slice_seen 100
 	check "... or for the one GPUSHARE_WORKER_SLICE_US names" slice_seen 250 GPUSHARE_WORKER_SLICE_US=250
-	no_slice_seen() { ! slice_seen "$@"; }
+	no_slice_seen() { # the workers' threads seen, none with a slice of US
+		local rc=0
+		slice_seen "$@" || rc=$?
+		[[ $rc -eq 1 ]]
+	}
 	check "... and GPUSHARE_WORKER_SLICE_US=0 leaves the default" no_slice_seen 100 GPUSHARE_WORKER_SLICE_US=0
 else
 	echo "not checked: the workers' slice (this kernel shows no se.slice)"
