@@ -1,8 +1,8 @@
 /*
  * gpushare utilities for programs that use the library: parsing of
  * user-supplied values the way gpushare's own options are parsed, the clock
- * and a short scheduler slice. (Directories, run directories and processes are the library's own
- * business: lib/sys/sys.h.)
+ * and a short scheduler slice. (Directories, run directories and processes
+ * are the library's own business: lib/sys/sys.h.)
  */
 #ifndef GPUSHARE_UTIL_H
 #define GPUSHARE_UTIL_H
