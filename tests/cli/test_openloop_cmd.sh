@@ -56,8 +56,8 @@ check "every arrival of the window served and recorded" jq_py "$tmp/c2.json" \
 	'r["open_loop"]["offered"] == r["aggregate"]["requests"] and r["open_loop"]["unfinished"] == 0 and r["open_loop"]["offered"] >= 590'
 check "achieved within 1% of offered" jq_py "$tmp/c2.json" \
 	'abs(r["open_loop"]["achieved_per_second"] - r["open_loop"]["offered_per_second"]) <= 0.01 * r["open_loop"]["offered_per_second"]'
-check "service ~1 ms, latency from the scheduled arrival" jq_py "$tmp/c2.json" \
-	'0.001 <= r["open_loop"]["service"]["p50_seconds"] < 0.01 and r["aggregate"]["p50_seconds"] >= r["open_loop"]["service"]["p50_seconds"]'
+check "service ~1 ms (under 10 ms times the load), latency from the scheduled arrival" jq_py "$tmp/c2.json" \
+	'0.001 <= r["open_loop"]["service"]["p50_seconds"] < 0.01 * '"$TIME_FACTOR"' and r["aggregate"]["p50_seconds"] >= r["open_loop"]["service"]["p50_seconds"]'
 no_commands_left "v2 open"
 
 echo "== the same worker under closed loop: gpushare hands requests back to back"
