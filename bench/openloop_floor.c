@@ -74,6 +74,7 @@ int main(int argc, char **argv)
 	double rate, seconds, interval;
 	uint64_t t0, t_end, n = 0, on_time = 0, slice = 0;
 	volatile uint32_t *word = NULL;
+	long slice_us = argc >= 4 ? strtol(argv[3], NULL, 10) : 0;
 	pid_t pid = -1;
 
 	if (argc < 3 || argc > 5 || (argc == 5 && strcmp(argv[4], "wake") != 0 && strcmp(argv[4], "wake-slice") != 0) ||
@@ -88,10 +89,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (pid == 0)
-			partner(word, strcmp(argv[4], "wake-slice") == 0 ? strtol(argv[3], NULL, 10) : 0);
+			partner(word, strcmp(argv[4], "wake-slice") == 0 ? slice_us : 0);
 	}
-	if (argc >= 4)
-		slice = strtol(argv[3], NULL, 10) > 0 ? gpushare_sched_short_slice((uint64_t)strtol(argv[3], NULL, 10) * 1000) : 0;
+	if (slice_us > 0)
+		slice = gpushare_sched_short_slice((uint64_t)slice_us * 1000);
 	interval = 1e9 / rate;
 	gpushare_hist_init(&h);
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);

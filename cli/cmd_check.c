@@ -133,8 +133,20 @@ static int parse_shares(const char *list, struct gpushare_check_opts *o)
 	return o->n_clients ? EXIT_OK : cli_error(EXIT_USAGE, "check: --shares is empty");
 }
 
+/* Which bound of a sharing without limits failed: "alone" (the clients
+ * together beat the probe alone: it had not the whole GPU), "cost" (over
+ * --max-cost), NULL when none did (or the clients had limits). */
+static const char *sharing_failed(const struct gpushare_check_result *r)
+{
+	if (!r->fair || !r->cost_failed)
+		return NULL;
+	return r->cost < 0 ? "alone" : "cost";
+}
+
 static void print_text(const struct gpushare_check_result *r, double tol, double max_cost, const char *plan)
 {
+	const char *bad = sharing_failed(r);
+
 	if (plan)
 		printf("plan: %s\n", plan);
 	printf("probe alone: %.1f kernels/s, mean kernel %.1f us", r->alone_rate, r->alone_kernel_ns / 1e3);
@@ -155,14 +167,14 @@ static void print_text(const struct gpushare_check_result *r, double tol, double
 		       c->v.expected * 100, att, err, kt, c->kernels,
 		       c->v.pass == 1 ? "pass" : c->v.pass == 0 ? "FAIL" : "unknown");
 	}
-	if (r->fair && r->cost < -tol)
+	if (bad && strcmp(bad, "alone") == 0)
 		printf("FAIL: the clients together attained %.1f%% of the probe alone against %.1f%% promised: more "
 		       "than the whole GPU, so the probe alone did not have it (another load ran then)\n",
 		       r->together * 100, (r->together + r->cost) * 100);
 	else if (r->fair)
 		printf("%s: the clients together attained %.1f%% of the probe alone against %.1f%% promised: the sharing "
 		       "cost %.1f points (at most %.0f); each is expected its promise's part of what they attained\n",
-		       r->cost_failed ? "FAIL" : "sharing", r->together * 100, (r->together + r->cost) * 100,
+		       bad ? "FAIL" : "sharing", r->together * 100, (r->together + r->cost) * 100,
 		       r->cost * 100, max_cost * 100);
 	if (r->others > 0)
 		printf("unknown: %d other process%s (pid %d%s) ran on the GPU when the probe was to run alone; its "
@@ -171,9 +183,8 @@ static void print_text(const struct gpushare_check_result *r, double tol, double
 	else
 		printf("%s: %d of %d clients within %.0f points%s\n", r->failed ? "FAIL" : "pass",
 		       r->n_clients - (r->failed - r->cost_failed), r->n_clients, tol * 100,
-		       !r->cost_failed ? ""
-		       : r->cost < 0	 ? ", the probe alone had not the whole GPU"
-					 : ", the sharing's cost over its bound");
+		       !bad ? "" : strcmp(bad, "alone") == 0 ? ", the probe alone had not the whole GPU"
+							     : ", the sharing's cost over its bound");
 }
 
 static void print_json(const struct gpushare_check_result *r, double tol, double max_cost)
@@ -283,10 +294,11 @@ int cmd_check(int argc, char **argv)
 			else if (r.c[i].v.pass < 0)
 				cli_warn("check: client %d (pid %d) promised %.1f%%: no kernel measured", i,
 					 (int)r.c[i].pid, r.c[i].v.promised * 100);
-		if (r.cost_failed && r.cost < 0)
+		const char *bad = sharing_failed(&r);
+		if (bad && strcmp(bad, "alone") == 0)
 			cli_warn("check: the clients together attained %.1f%% of the GPU against %.1f%% promised: the "
 				 "probe alone did not have the whole GPU", r.together * 100, (r.together + r.cost) * 100);
-		else if (r.cost_failed)
+		else if (bad)
 			cli_warn("check: the clients together attained %.1f%% of the GPU against %.1f%% promised: the "
 				 "sharing cost %.1f points, over --max-cost %d", r.together * 100,
 				 (r.together + r.cost) * 100, r.cost * 100, a.max_cost);
