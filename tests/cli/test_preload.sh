@@ -19,12 +19,16 @@ HELPERS=$GPUSHARE_TEST_HELPERS
 tmp=$(mktemp -d /tmp/gpushare-preload-test.XXXXXX)
 cleanup() {
 	pkill -KILL -f "$tmp/|^sleep 301$" 2>/dev/null || true
+	fake_mps_quit_left
 	if [[ -d "$tmp/mps" ]]; then
 		CUDA_MPS_PIPE_DIRECTORY=$tmp/mps "$HELPERS/fake_mps_control" <<<quit >/dev/null 2>&1 || true
 	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+# The runs' own MPS daemons live under $tmp (a killed tune leaves its daemon
+# for the next run to stop; cleanup quits it).
+private_xdg
 
 # A private path to the worker, so that pgrep finds only this test's processes.
 cp "$GPUSHARE_SOURCE_DIR/tests/helpers/py_preload.py" "$tmp/w.py"
