@@ -618,7 +618,7 @@ static void print_clients(const struct clients *c)
 		printf("(no accounted client: processes load libgpushare-account.so; accounting.md in the documentation)\n");
 	for (size_t i = 0; i < c->n; i++) {
 		const struct gpushare_account_record *r = &c->r[i];
-		char user[64], owner[256], prom[16], att[16], slow[16] = "-", gpu[GPUSHARE_ACCOUNT_UUID_MAX];
+		char user[64], owner[256], prom[16], att[16], slow[16] = "-", mem[24] = "-", gpu[GPUSHARE_ACCOUNT_UUID_MAX];
 		double sd = gpushare_account_slowdown(r);
 
 		ordinal |= !r->gpu_uuid[0];
@@ -626,9 +626,11 @@ static void print_clients(const struct clients *c)
 		client_owner(&r->owner, owner, sizeof(owner));
 		if (sd > 0)
 			snprintf(slow, sizeof(slow), "%.2fx", sd);
-		printf("%-12s %-8lld %-10.10s %-28.28s %8s %8s %9" PRIu64 " %8s  %s\n", client_gpu(c, i, gpu, sizeof(gpu)),
+		if (r->memory_known)
+			snprintf(mem, sizeof(mem), "%" PRIu64, r->memory_bytes / (1024 * 1024));
+		printf("%-12s %-8lld %-10.10s %-28.28s %8s %8s %9s %8s  %s\n", client_gpu(c, i, gpu, sizeof(gpu)),
 		       (long long)r->pid, user, owner, pct_or_dash(r->promised, prom, sizeof(prom)),
-		       pct_or_dash(gpushare_account_share(r), att, sizeof(att)), r->memory_bytes / (1024 * 1024), slow,
+		       pct_or_dash(gpushare_account_share(r), att, sizeof(att)), mem, slow,
 		       c->held[i] == 1 ? "HELD" : "");
 	}
 	if (ordinal)
@@ -671,7 +673,11 @@ static void print_clients_json(const struct clients *c)
 		       o->slurm_job, o->slurm_step, o->k8s_namespace, o->k8s_pod, o->k8s_container, o->farm_job, o->rank);
 		json_num("promised", r->promised, r->promised >= 0);
 		json_num("attained", share, share >= 0);
-		printf(",\"memory_bytes\":%" PRIu64, r->memory_bytes);
+		if (r->memory_known)
+			printf(",\"memory_bytes\":%" PRIu64, r->memory_bytes);
+		else
+			printf(",\"memory_bytes\":null");
+		printf(",\"timing\":\"%s\"", r->timing == GPUSHARE_ACCOUNT_TIMING_LAUNCHES ? "launches" : "kernels");
 		json_num("slowdown", sd, sd > 0);
 		printf(",\"kernels\":%" PRIu64 ",\"held_under_promise\":%s}", r->kernels,
 		       c->held[i] < 0 ? "null" : c->held[i] ? "true" : "false");

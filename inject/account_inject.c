@@ -3,12 +3,18 @@
  * (docs/accounting.md). The CUDA driver loads it when CUDA_INJECTION64_PATH
  * names it and calls InitializeInjection() once, at cuInit. It loads CUPTI
  * with dlopen (GPUSHARE_CUPTI_LIBRARY, else libcupti.so from the loader's
- * path), and a thread of its own samples: every period (1 s) it enables
- * CUPTI's kernel activity for one window (5% of the period), then disables
- * it, flushes the records and adds what they show, per GPU, to the
- * process's record in the accounting directory (gpushare/account.h).
- * Device memory comes from CUPTI's memory records, enabled all along (an
- * allocation is rare beside a kernel launch). Each record names its GPU by
+ * path), and a thread of its own samples one window (50 ms) every period
+ * (2 s), adding what the window shows, per GPU, to the process's record in
+ * the accounting directory (gpushare/account.h). How a window is timed
+ * (GPUSHARE_ACCOUNT_TIMING):
+ *   launches (the default where the process's libcuda gives CUDA events):
+ *     CUPTI is attached for the window only, each launch timed with two
+ *     events (launch_timing.h); attached all along it would slow every
+ *     launch (8-10% of the transformer workload's rate on an H200);
+ *   kernels: CUPTI attached all along, its kernel activity enabled for the
+ *     window, the kernel records flushed and added up after; device memory
+ *     from CUPTI's memory records, enabled all along (an allocation is rare
+ *     beside a kernel launch). Each record names its GPU by
  * UUID as well as by the process's device ordinal (which is 0 for every
  * process CUDA_VISIBLE_DEVICES gives one GPU): the UUID comes from the
  * driver API of the libcuda the process has loaded already
@@ -19,8 +25,8 @@
  * never fails the process it is loaded into. GPUSHARE_ACCOUNT=0 turns it off;
  * GPUSHARE_ACCOUNT_MEMORY=0 leaves the memory activity off (no device
  * memory figure).
- * Knobs: GPUSHARE_ACCOUNT_PERIOD_MS (default 1000), GPUSHARE_ACCOUNT_DUTY
- * (default 0.05, at most 1), GPUSHARE_ACCOUNT_DIR.
+ * Knobs: GPUSHARE_ACCOUNT_PERIOD_MS (default 2000), GPUSHARE_ACCOUNT_DUTY
+ * (default 0.025, at most 1), GPUSHARE_ACCOUNT_DIR, GPUSHARE_ACCOUNT_TIMING.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,6 +40,7 @@
 #include <unistd.h>
 
 #include "cupti_types.h"
+#include "launch_timing.h"
 
 #include "gpushare/account.h"
 
@@ -60,6 +67,7 @@ static struct {
 /* The driver API entry points the UUIDs come from (cuda.h's types, which
  * are not needed at build time: a CUdevice is an int, a CUuuid 16 bytes). */
 static struct {
+	void *dl;                                               /* the process's libcuda */
 	int (*get)(int *device, int ordinal);                   /* cuDeviceGet */
 	int (*uuid_v2)(unsigned char bytes[16], int device);   /* cuDeviceGetUuid_v2: a MIG instance's own */
 	int (*uuid)(unsigned char bytes[16], int device);      /* cuDeviceGetUuid: its GPU's */
@@ -67,18 +75,16 @@ static struct {
 
 #define UUID_TRIES 8 /* windows a device's UUID is asked for before it is left unknown */
 
-struct interval {
-	uint64_t start, end;
-};
 
 struct device_state {
 	bool seen;
 	uint64_t window_ns, busy_ns, kernel_ns, kernels;
 	uint64_t win_kernel_ns, win_kernels;       /* the current window's, for its mean */
+	uint64_t win_busy_ns;                      /* the current window's busy time */
 	uint64_t window_mean_ns, best_mean_ns;     /* the last window's mean, the lowest one's */
 	int64_t memory_bytes;
 	/* the current window's kernels, for the union */
-	struct interval *iv;
+	struct gs_interval *iv;
 	size_t n_iv;
 	uint64_t overflow_ns; /* kernel time of kernels past MAX_INTERVALS */
 	char uuid[GPUSHARE_ACCOUNT_UUID_MAX]; /* "" until known */
@@ -95,6 +101,8 @@ static struct {
 	struct timespec start_mono;
 	long period_ms;
 	double duty;
+	bool launches; /* launch timing (launch_timing.h), else CUPTI's kernel records */
+	bool memory;   /* kernel timing with CUPTI's memory records on */
 	/* the end: the exit handler sets stopping and waits (bounded) for the
 	 * sampler to close its window and leave CUPTI alone */
 	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
@@ -173,7 +181,7 @@ static void add_kernel(const struct gpushare_cupti_kernel *k)
 	if (!d->iv)
 		d->iv = malloc(MAX_INTERVALS * sizeof(*d->iv));
 	if (d->iv && d->n_iv < MAX_INTERVALS)
-		d->iv[d->n_iv++] = (struct interval){ s, e };
+		d->iv[d->n_iv++] = (struct gs_interval){ s, e };
 	else
 		d->overflow_ns += e - s;
 }
@@ -212,38 +220,20 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 
 /* ---- the windows ---- */
 
-static int cmp_interval(const void *a, const void *b)
-{
-	const struct interval *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
 /* The union of a window's kernel intervals: the time at least one kernel
  * of the process ran on the GPU. */
 static uint64_t union_ns(struct device_state *d, uint64_t window)
 {
-	uint64_t busy = 0, cur_s = 0, cur_e = 0;
+	uint64_t busy = gs_interval_union_ns(d->iv, d->n_iv) + d->overflow_ns;
 
-	qsort(d->iv, d->n_iv, sizeof(*d->iv), cmp_interval);
-	for (size_t i = 0; i < d->n_iv; i++) {
-		if (i == 0 || d->iv[i].start > cur_e) {
-			busy += cur_e - cur_s;
-			cur_s = d->iv[i].start;
-			cur_e = d->iv[i].end;
-		} else if (d->iv[i].end > cur_e) {
-			cur_e = d->iv[i].end;
-		}
-	}
-	busy += cur_e - cur_s + d->overflow_ns;
 	return busy > window ? window : busy;
 }
 
-/* Close the window [win_start, win_end]: add it to every device's totals
- * and write the records. Called with the lock held. */
-static void close_window(void)
+/* Close a window of `window` ns: add it to every device's totals (its busy
+ * time in win_busy_ns) and write the records. Called with the lock held. */
+static void close_window(uint64_t window)
 {
-	uint64_t window = st.win_end - st.win_start, wall = mono_ns() - ((uint64_t)st.start_mono.tv_sec * 1000000000u +
-									     (uint64_t)st.start_mono.tv_nsec);
+	uint64_t wall = mono_ns() - ((uint64_t)st.start_mono.tv_sec * 1000000000u + (uint64_t)st.start_mono.tv_nsec);
 
 	for (uint32_t i = 0; i < MAX_DEVICES; i++) {
 		struct device_state *d = &st.dev[i];
@@ -251,9 +241,8 @@ static void close_window(void)
 		if (!d->seen)
 			continue;
 		d->window_ns += window;
-		d->busy_ns += union_ns(d, window);
-		d->n_iv = 0;
-		d->overflow_ns = 0;
+		d->busy_ns += d->win_busy_ns;
+		d->win_busy_ns = 0;
 		if (d->win_kernels) {
 			d->window_mean_ns = d->win_kernel_ns / d->win_kernels;
 			if (!d->best_mean_ns || d->window_mean_ns < d->best_mean_ns)
@@ -269,6 +258,8 @@ static void close_window(void)
 		r.kernel_ns = d->kernel_ns;
 		r.kernels = d->kernels;
 		r.memory_bytes = (uint64_t)d->memory_bytes;
+		r.memory_known = st.memory;
+		r.timing = st.launches ? GPUSHARE_ACCOUNT_TIMING_LAUNCHES : GPUSHARE_ACCOUNT_TIMING_KERNELS;
 		r.window_mean_ns = d->window_mean_ns;
 		r.best_mean_ns = d->best_mean_ns;
 		gpushare_account_write(st.dir, &r);
@@ -289,6 +280,7 @@ static void load_cuda(void)
 		(void)dlerror(); /* its message, of this thread, is not kept */
 		return;
 	}
+	cuda.dl = dl;
 	*(void **)(&cuda.get) = dlsym(dl, "cuDeviceGet");
 	*(void **)(&cuda.uuid_v2) = dlsym(dl, "cuDeviceGetUuid_v2");
 	*(void **)(&cuda.uuid) = dlsym(dl, "cuDeviceGetUuid");
@@ -345,6 +337,14 @@ static void find_uuids(void)
 	}
 }
 
+static void sampler_done(void)
+{
+	pthread_mutex_lock(&st.lock);
+	st.sampler_running = false;
+	pthread_cond_broadcast(&st.wake);
+	pthread_mutex_unlock(&st.lock);
+}
+
 static void *sampler(void *arg)
 {
 	uint64_t period = (uint64_t)st.period_ms * 1000000u, window = (uint64_t)((double)period * st.duty);
@@ -374,15 +374,70 @@ static void *sampler(void *arg)
 		cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		find_uuids();
 		pthread_mutex_lock(&st.lock);
-		close_window();
+		for (uint32_t i = 0; i < MAX_DEVICES; i++) {
+			struct device_state *d = &st.dev[i];
+
+			d->win_busy_ns = union_ns(d, st.win_end - st.win_start);
+			d->n_iv = 0;
+			d->overflow_ns = 0;
+		}
+		close_window(st.win_end - st.win_start);
 		pthread_mutex_unlock(&st.lock);
 		if (go && period > window)
 			go = nap(period - window);
 	}
-	pthread_mutex_lock(&st.lock);
-	st.sampler_running = false;
-	pthread_cond_broadcast(&st.wake);
-	pthread_mutex_unlock(&st.lock);
+	sampler_done();
+	return NULL;
+}
+
+/* Launch timing: CUPTI attached for each window only (launch_timing.h).
+ * The next window opens once the last one's detach happened, at the exit of
+ * a launch of the process's: a process that launches nothing stays attached
+ * meanwhile, which costs it nothing. */
+static void *sampler_launches(void *arg)
+{
+	uint64_t period = (uint64_t)st.period_ms * 1000000u, window = (uint64_t)((double)period * st.duty);
+	struct gs_launch_device got[MAX_DEVICES];
+	bool go = true;
+
+	(void)arg;
+	if (window < 1000000u)
+		window = 1000000u;
+	if (window > period)
+		window = period;
+	while (go) {
+		uint64_t t0 = mono_ns(), span;
+		size_t n;
+
+		while (go && !gs_launch_detached())
+			go = nap(10000000u);
+		if (!go || !gs_launch_open())
+			break;
+		go = nap(window);
+		span = gs_launch_close();
+		n = gs_launch_collect(span, got, MAX_DEVICES);
+		pthread_mutex_lock(&st.lock);
+		for (size_t k = 0; k < n; k++) {
+			struct device_state *d = &st.dev[got[k].device < MAX_DEVICES ? got[k].device : 0];
+
+			if (got[k].device >= MAX_DEVICES)
+				continue;
+			d->seen = true;
+			d->win_busy_ns = got[k].busy_ns;
+			d->kernels += got[k].launches;
+			d->kernel_ns += got[k].span_ns;
+			d->win_kernels = got[k].launches;
+			d->win_kernel_ns = got[k].span_ns;
+		}
+		pthread_mutex_unlock(&st.lock);
+		find_uuids();
+		pthread_mutex_lock(&st.lock);
+		close_window(span);
+		pthread_mutex_unlock(&st.lock);
+		if (go && mono_ns() - t0 < period)
+			go = nap(period - (mono_ns() - t0));
+	}
+	sampler_done();
 	return NULL;
 }
 
@@ -491,36 +546,41 @@ __attribute__((visibility("default"))) int InitializeInjection(void);
 int InitializeInjection(void)
 {
 	static int done;
-	const char *off = getenv("GPUSHARE_ACCOUNT"), *mem_off = getenv("GPUSHARE_ACCOUNT_MEMORY");
-	bool memory;
+	const char *off = getenv("GPUSHARE_ACCOUNT"), *mem_off = getenv("GPUSHARE_ACCOUNT_MEMORY"),
+		   *timing = getenv("GPUSHARE_ACCOUNT_TIMING");
 	pthread_t t;
 	pthread_attr_t attr;
 	pthread_condattr_t cattr;
 
 	if (done++ || (off && strcmp(off, "0") == 0))
 		return 1;
-	st.period_ms = (long)env_double("GPUSHARE_ACCOUNT_PERIOD_MS", 1000, 10, 3600000);
-	st.duty = env_double("GPUSHARE_ACCOUNT_DUTY", 0.05, 0.001, 1.0);
+	/* a 50 ms window every 2 s: launch timing costs 0.7% of the transformer
+	 * workload's rate there (docs/benchmarks.md) */
+	st.period_ms = (long)env_double("GPUSHARE_ACCOUNT_PERIOD_MS", 2000, 10, 3600000);
+	st.duty = env_double("GPUSHARE_ACCOUNT_DUTY", 0.025, 0.001, 1.0);
 	if (gpushare_account_dir(st.dir, sizeof(st.dir)) < 0 || !load_cupti())
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &st.start_mono);
 	fill_base();
 	load_cuda();
-	if (cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
+	/* launch timing unless kernels are asked for, or what it needs is
+	 * missing (then kernel timing, which the record says) */
+	st.launches = !(timing && strcmp(timing, "kernels") == 0) && gs_launch_load(cupti.dl, cuda.dl);
+	if (!st.launches && cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return 1;
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&st.wake, &cattr);
 	pthread_condattr_destroy(&cattr);
-	memory = !(mem_off && strcmp(mem_off, "0") == 0);
-	if (memory)
-		cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2); /* memory is optional */
+	st.memory = !st.launches && !(mem_off && strcmp(mem_off, "0") == 0);
+	if (st.memory && cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2) != CUPTI_SUCCESS)
+		st.memory = false; /* memory is optional */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	st.sampler_running = true;
-	if (pthread_create(&t, &attr, sampler, NULL) != 0) {
+	if (pthread_create(&t, &attr, st.launches ? sampler_launches : sampler, NULL) != 0) {
 		st.sampler_running = false;
-		if (memory)
+		if (st.memory)
 			cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
 	} else {
 		pthread_atfork(NULL, NULL, after_fork_child);

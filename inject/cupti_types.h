@@ -85,6 +85,66 @@ typedef void(CUPTIAPI *N(CUpti_BuffersCallbackRequestFunc))(uint8_t **buffer, si
 typedef void(CUPTIAPI *N(CUpti_BuffersCallbackCompleteFunc))(N(CUcontext) context, uint32_t streamId,
 							      uint8_t *buffer, size_t size, size_t validSize);
 
+/* The callback API (cupti_callbacks.h), for timing launches in a window:
+ * the launch functions' ids (cupti_driver_cbid.h) and the parts of their
+ * parameters (generated_cuda_meta.h) that name the stream. */
+typedef enum {
+	N(CUPTI_API_ENTER) = 0,
+	N(CUPTI_API_EXIT) = 1,
+} N(CUpti_ApiCallbackSite);
+
+typedef enum {
+	N(CUPTI_CB_DOMAIN_DRIVER_API) = 1,
+} N(CUpti_CallbackDomain);
+
+enum {
+	N(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) = 307,
+	N(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) = 442,
+	N(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel) = 477,
+	N(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz) = 478,
+	N(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch) = 514,
+	N(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) = 515,
+	N(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) = 652,
+	N(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) = 653,
+};
+
+typedef uint32_t N(CUpti_CallbackId);
+typedef struct N(CUpti_Subscriber_st) *N(CUpti_SubscriberHandle);
+typedef struct N(CUstream_st) *N(CUstream);
+
+typedef struct {
+	N(CUpti_ApiCallbackSite) callbackSite;
+	const char *functionName;
+	const void *functionParams;
+	void *functionReturnValue; /* the function's CUresult, at the exit */
+	const char *symbolName;
+	N(CUcontext) context;
+	uint32_t contextUid;
+	uint64_t *correlationData;
+	uint32_t correlationId;
+} N(CUpti_CallbackData);
+
+typedef void(CUPTIAPI *N(CUpti_CallbackFunc))(void *userdata, N(CUpti_CallbackDomain) domain,
+					       N(CUpti_CallbackId) cbid, const void *cbdata);
+
+/* The stream of each launch function's parameters: cuLaunchKernel's and
+ * cuLaunchCooperativeKernel's (the same leading fields), cuGraphLaunch's,
+ * and cuLaunchKernelEx's, whose first field points to its CUlaunchConfig
+ * (hStream after the grid, the block and the shared memory size). */
+struct N(gpushare_cuda_launch_params) {
+	void *f;
+	unsigned int grid[3], block[3], sharedMemBytes;
+	N(CUstream) hStream;
+};
+struct N(gpushare_cuda_graph_launch_params) {
+	void *hGraphExec;
+	N(CUstream) hStream;
+};
+struct N(gpushare_cuda_launch_config) {
+	unsigned int grid[3], block[3], sharedMemBytes;
+	N(CUstream) hStream;
+};
+
 /* The functions, as cupti_activity.h declares them (looked up with dlsym). */
 N(CUptiResult) CUPTIAPI N(cuptiActivityRegisterCallbacks)(N(CUpti_BuffersCallbackRequestFunc) funcBufferRequested,
 							   N(CUpti_BuffersCallbackCompleteFunc) funcBufferCompleted);
@@ -94,6 +154,11 @@ N(CUptiResult) CUPTIAPI N(cuptiActivityFlushAll)(uint32_t flag);
 N(CUptiResult) CUPTIAPI N(cuptiActivityGetNextRecord)(uint8_t *buffer, size_t validBufferSizeBytes,
 						       N(CUpti_Activity) **record);
 N(CUptiResult) CUPTIAPI N(cuptiGetTimestamp)(uint64_t *timestamp);
+N(CUptiResult) CUPTIAPI N(cuptiFinalize)(void);
+N(CUptiResult) CUPTIAPI N(cuptiSubscribe)(N(CUpti_SubscriberHandle) *subscriber, N(CUpti_CallbackFunc) callback,
+					 void *userdata);
+N(CUptiResult) CUPTIAPI N(cuptiEnableCallback)(uint32_t enable, N(CUpti_SubscriberHandle) subscriber,
+					      N(CUpti_CallbackDomain) domain, N(CUpti_CallbackId) cbid);
 
 #undef N
 

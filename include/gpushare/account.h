@@ -37,6 +37,12 @@ struct gpushare_account_owner {
 	char rank[GPUSHARE_ACCOUNT_LABEL_MAX];          /* the launcher's rank: OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID */
 };
 
+/* How a record's kernel figures were timed (docs/accounting.md, "Timing"):
+ * each kernel from CUPTI's kernel records (CUPTI attached all along), or each
+ * launch (a kernel or a whole graph) with CUDA events, CUPTI attached only
+ * during windows. A record without the key is one of kernels. */
+enum { GPUSHARE_ACCOUNT_TIMING_KERNELS = 0, GPUSHARE_ACCOUNT_TIMING_LAUNCHES = 1 };
+
 /* One process on one GPU. The sampled figures cover only the sampling
  * windows (window_ns of wall time in all); wall_ns is the whole time the
  * process was watched. */
@@ -55,7 +61,9 @@ struct gpushare_account_record {
 	uint64_t busy_ns;          /* union of kernel intervals inside windows */
 	uint64_t kernel_ns;        /* sum of kernel durations inside windows */
 	uint64_t kernels;          /* kernels that ended inside windows */
-	uint64_t memory_bytes;     /* device memory allocated and not freed */
+	uint64_t memory_bytes;     /* device memory allocated and not freed; meaningful only when memory_known */
+	bool memory_known;         /* the record has memory_bytes (kernel timing with memory records on) */
+	int timing;                /* how the figures were timed: GPUSHARE_ACCOUNT_TIMING_* */
 	uint64_t window_mean_ns;   /* mean kernel duration of the last window with kernels; 0 none */
 	uint64_t best_mean_ns;     /* the lowest such mean of any window since the start; 0 none */
 	double promised;           /* promised share in [0,1]; negative when none */

@@ -333,8 +333,8 @@ int gpushare_account_uuid_valid(const char *s)
 }
 
 #define U64_FIELDS(X)                                                                                             \
-	X(start_ns) X(updated_ns) X(wall_ns) X(window_ns) X(busy_ns) X(kernel_ns) X(kernels) X(memory_bytes)          \
-	X(window_mean_ns) X(best_mean_ns)
+	X(start_ns) X(updated_ns) X(wall_ns) X(window_ns) X(busy_ns) X(kernel_ns) X(kernels) X(window_mean_ns)      \
+	X(best_mean_ns)
 #define LABEL_FIELDS(X)                                                                                           \
 	X(slurm_job) X(slurm_step) X(k8s_namespace) X(k8s_pod) X(k8s_container) X(farm_job) X(rank)
 
@@ -359,6 +359,10 @@ int gpushare_account_format(const struct gpushare_account_record *r, char *buf, 
 #define X(f) PUT(#f " %" PRIu64 "\n", r->f);
 	U64_FIELDS(X)
 #undef X
+	if (r->memory_known)
+		PUT("memory_bytes %" PRIu64 "\n", r->memory_bytes);
+	if (r->timing == GPUSHARE_ACCOUNT_TIMING_LAUNCHES)
+		PUT("timing launches\n");
 	PUT("promised %.6f\n", r->promised < 0 ? -1.0 : r->promised);
 #define X(f)                                                                                                      \
 	if (r->owner.f[0])                                                                                        \
@@ -415,6 +419,19 @@ static int parse_line(const char *key, const char *val, struct gpushare_account_
 		if (!gpushare_account_uuid_valid(val))
 			return -1;
 		memcpy(r->gpu_uuid, val, strlen(val) + 1); /* 40 bytes and the NUL */
+		return 0;
+	}
+	if (strcmp(key, "memory_bytes") == 0) {
+		r->memory_known = true;
+		return parse_u64(val, &r->memory_bytes) ? 0 : -1;
+	}
+	if (strcmp(key, "timing") == 0) {
+		if (strcmp(val, "kernels") == 0)
+			r->timing = GPUSHARE_ACCOUNT_TIMING_KERNELS;
+		else if (strcmp(val, "launches") == 0)
+			r->timing = GPUSHARE_ACCOUNT_TIMING_LAUNCHES;
+		else
+			return -1;
 		return 0;
 	}
 	if (strcmp(key, "promised") == 0) {

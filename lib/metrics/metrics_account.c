@@ -188,7 +188,8 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct
 					gpushare_metrics_sample(b, series[s].name, cl.l, N_LABELS, r->promised);
 				break;
 			case SERIES_MEMORY:
-				gpushare_metrics_sample_u64(b, series[s].name, cl.l, N_LABELS, r->memory_bytes);
+				if (r->memory_known) /* launch timing has no memory figure */
+					gpushare_metrics_sample_u64(b, series[s].name, cl.l, N_LABELS, r->memory_bytes);
 				break;
 			case SERIES_KERNELS:
 				gpushare_metrics_sample_u64(b, series[s].name, cl.l, N_LABELS, r->kernels);

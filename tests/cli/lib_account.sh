@@ -20,12 +20,13 @@ field() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
 # under_library DIR [VAR=VALUE...] PROGRAM [ARGS...]: PROGRAM under the
 # library and the stand-in CUPTI, records in DIR, a window of 20 ms every
-# 100 ms.
+# 100 ms, kernel timing (CUPTI's kernel records; test_account_launches.sh
+# has the launch timing) unless the arguments say otherwise.
 under_library() {
 	local d=$1
 	shift
 	env GPUSHARE_ACCOUNT_DIR="$d" CUDA_INJECTION64_PATH="$LIB" GPUSHARE_CUPTI_LIBRARY="$H/libfakecupti.so" \
-		GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 "$@"
+		GPUSHARE_ACCOUNT_PERIOD_MS=100 GPUSHARE_ACCOUNT_DUTY=0.2 GPUSHARE_ACCOUNT_TIMING=kernels "$@"
 }
 
 unset GPUSHARE_CUDA_LIBRARY SLURM_JOB_ID SLURM_STEP_ID GPUSHARE_FARM_JOB OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU test (label gpu): per-client accounting with the real CUPTI and the
 # built-in probe of `gpushare check` (workloads/probe.cu, gpushare-probe).
-#  1. the probe alone under libgpushare-account.so: a record with kernels,
-#     a share near 1, its device memory and its GPU's UUID (nvidia-smi -L's);
+#  1. the probe alone under libgpushare-account.so, kernel timing then launch
+#     timing: a record with kernels, a share near 1, its GPU's UUID
+#     (nvidia-smi -L's), its device memory (kernel timing);
 #  2. the exporter serves it;
 #  3. time-slicing (no MPS daemon): `gpushare check --clients 2` passes (each
 #     client against its half of what both attained, the switching's cost
@@ -42,27 +43,35 @@ fi
 echo "CUPTI: $GPUSHARE_CUPTI_LIBRARY"
 unset CUDA_MPS_PIPE_DIRECTORY
 
-# 1. alone
-GPUSHARE_ACCOUNT_DIR=$D/alone CUDA_INJECTION64_PATH=$LIB GPUSHARE_CHECK_SMS_FILE=$D/sms "$PROBE" 5 ||
-	fail "the probe under the library"
-rec=$(find "$D/alone" -name '*-0.rec' | head -n1)
-[[ -n $rec ]] || fail "no record written"
-cat "$rec"
-k=$(field "$rec" kernels)
-[[ $k -gt 0 ]] || fail "no kernel recorded"
-share=$(awk '$1 == "busy_ns" { b = $2 } $1 == "window_ns" { w = $2 } END { printf "%.3f", b / w }' "$rec")
-echo "alone: $(cat "$D/sms") SMs, kernels $k, share $share, mean kernel $(awk '$1 == "kernel_ns" { k = $2 } $1 == "kernels" { n = $2 } END { printf "%.1f us", k / n / 1e3 }' "$rec")"
-awk -v s="$share" 'BEGIN { exit !(s > 0.9) }' || fail "a saturating process alone reads a share of $share"
-[[ $(field "$rec" memory_bytes) -ge 4 ]] || fail "its allocation was not seen"
-ok "a record of the probe, share $share"
-uuid=$(field "$rec" gpu_uuid)
-if [[ -z $uuid ]] || ! nvidia-smi -L | grep -qF "UUID: $uuid)"; then
-	fail "the record names no GPU of nvidia-smi -L ('$uuid')"
-fi
-ok "the record names its GPU: $uuid"
+# 1. alone, with kernel timing (CUPTI's kernel and memory records), then
+# with launch timing (the default: CUDA events, CUPTI attached per window)
+for timing in kernels launches; do
+	GPUSHARE_ACCOUNT_TIMING=$timing GPUSHARE_ACCOUNT_DIR=$D/alone-$timing CUDA_INJECTION64_PATH=$LIB \
+		GPUSHARE_CHECK_SMS_FILE=$D/sms "$PROBE" 5 || fail "the probe under the library ($timing)"
+	rec=$(find "$D/alone-$timing" -name '*-0.rec' | head -n1)
+	[[ -n $rec ]] || fail "no record written ($timing)"
+	cat "$rec"
+	k=$(field "$rec" kernels)
+	[[ $k -gt 0 ]] || fail "no kernel recorded ($timing)"
+	share=$(awk '$1 == "busy_ns" { b = $2 } $1 == "window_ns" { w = $2 } END { printf "%.3f", b / w }' "$rec")
+	echo "alone ($timing): $(cat "$D/sms") SMs, kernels $k, share $share, mean kernel $(awk '$1 == "kernel_ns" { k = $2 } $1 == "kernels" { n = $2 } END { printf "%.1f us", k / n / 1e3 }' "$rec")"
+	awk -v s="$share" 'BEGIN { exit !(s > 0.9) }' || fail "a saturating process alone reads a share of $share ($timing)"
+	if [[ $timing == kernels ]]; then
+		[[ $(field "$rec" memory_bytes) -ge 4 ]] || fail "its allocation was not seen"
+		[[ -z $(field "$rec" timing) ]] || fail "kernel timing's record says $(field "$rec" timing)"
+	else
+		[[ $(field "$rec" timing) == launches ]] || fail "the default is not launch timing here"
+	fi
+	ok "a record of the probe, share $share ($timing)"
+	uuid=$(field "$rec" gpu_uuid)
+	if [[ -z $uuid ]] || ! nvidia-smi -L | grep -qF "UUID: $uuid)"; then
+		fail "the record names no GPU of nvidia-smi -L ('$uuid')"
+	fi
+	ok "the record names its GPU: $uuid"
+done
 
 # 2. the exporter
-GPUSHARE_ACCOUNT_DIR=$D/alone "$G" exporter --once >"$D/exp.txt" || true
+GPUSHARE_ACCOUNT_DIR=$D/alone-launches "$G" exporter --once >"$D/exp.txt" || true
 grep -q '^gpushare_client_sm_share_ratio{' "$D/exp.txt" || fail "the exporter serves no client"
 grep -q "^gpushare_client_sm_share_ratio{.*,gpu=\"[0-9]*\",uuid=\"$uuid\"}" "$D/exp.txt" ||
 	fail "the exporter does not label the client with its GPU"

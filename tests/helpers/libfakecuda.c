@@ -27,9 +27,18 @@
  *
  * Without FAKE_CUDA_OPEN_LOG, cuDeviceGetUuid_v2 of the MIG device gives its
  * MIG UUID and cuDeviceGetUuid its GPU's (GPU 0's), as the real driver does.
+ *
+ * For the accounting library's launch timing: contexts (a context is
+ * (CUcontext)(device + 1), current per thread), and events stamped with
+ * CLOCK_MONOTONIC when recorded (a recorded event is complete at once; the
+ * stand-in CUPTI's launches take their time between the entry and the exit,
+ * where the library records its two events). FAKE_CUDA_CAPTURING=1 reports
+ * every stream as being captured into a graph.
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,4 +297,90 @@ CUresult cuGetErrorName(CUresult error, const char **name)
 	case 999: *name = "CUDA_ERROR_UNKNOWN"; return CUDA_SUCCESS;
 	default: return 1;
 	}
+}
+
+/* ---- contexts and events (launch timing) ---- */
+
+typedef struct CUevent_st *fake_event;
+typedef struct CUctx_st *fake_context;
+
+static _Thread_local fake_context current;
+
+CUresult cuCtxSetCurrent(fake_context ctx);
+CUresult cuCtxPushCurrent_v2(fake_context ctx);
+CUresult cuCtxPopCurrent_v2(fake_context *ctx);
+CUresult cuCtxGetDevice(CUdevice *device);
+CUresult cuEventCreate(fake_event *ev, unsigned flags);
+CUresult cuEventRecord(fake_event ev, void *stream);
+CUresult cuEventSynchronize(fake_event ev);
+CUresult cuEventElapsedTime_v2(float *ms, fake_event a, fake_event b);
+CUresult cuStreamIsCapturing(void *stream, int *status);
+
+CUresult cuCtxSetCurrent(fake_context ctx)
+{
+	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+/* One level is enough for the library (push, query, pop). */
+static _Thread_local fake_context pushed_over;
+
+CUresult cuCtxPushCurrent_v2(fake_context ctx)
+{
+	pushed_over = current;
+	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(fake_context *ctx)
+{
+	if (ctx)
+		*ctx = current;
+	current = pushed_over;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+	if (!current)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	*device = (CUdevice)((uintptr_t)current - 1);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(fake_event *ev, unsigned flags)
+{
+	(void)flags;
+	*ev = calloc(1, sizeof(uint64_t));
+	return *ev ? CUDA_SUCCESS : 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+}
+
+CUresult cuEventRecord(fake_event ev, void *stream)
+{
+	struct timespec t;
+
+	(void)stream;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	*(uint64_t *)(void *)ev = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(fake_event ev)
+{
+	return *(uint64_t *)(void *)ev ? CUDA_SUCCESS : 600; /* CUDA_ERROR_NOT_READY: never recorded */
+}
+
+CUresult cuEventElapsedTime_v2(float *ms, fake_event a, fake_event b)
+{
+	*ms = (float)((double)(int64_t)(*(uint64_t *)(void *)b - *(uint64_t *)(void *)a) / 1e6);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(void *stream, int *status)
+{
+	const char *c = getenv("FAKE_CUDA_CAPTURING");
+
+	(void)stream;
+	*status = c && strcmp(c, "1") == 0; /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
+	return CUDA_SUCCESS;
 }

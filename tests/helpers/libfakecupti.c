@@ -32,9 +32,22 @@
  *     with its SMs and a kernel lasts busy_us whatever the limit.
  * Records are struct gpushare_cupti_kernel and struct gpushare_cupti_memory, each
  * zero-filled but for the fields the accounting reads.
+ *
+ * The callback API, for the library's launch timing: from the first
+ * cuptiSubscribe on, a thread per scripted device plays the process's
+ * launches of FAKE_CUPTI_KERNELS (stretched by the sharing as above): while
+ * a subscriber has cuLaunchKernel's callback enabled, each launch calls it at
+ * the entry, takes the kernel's time, and calls it at the exit, in the
+ * launch's context ((CUcontext)(device + 1), made current in the stand-in
+ * driver named by GPUSHARE_CUDA_LIBRARY, whose events the library records).
+ * cuptiFinalize detaches the subscriber. FAKE_CUPTI_TRACE=FILE gets a line
+ * per "subscribe" and "finalize".
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -200,14 +213,14 @@ static void peers(unsigned *n, unsigned *sum)
 	closedir(d);
 }
 
-static void kernels(struct out *o, uint64_t start, uint64_t end)
+/* A kernel of busy_us alone under the sharing now: its duration (us) and
+ * the time the process is sliced out after it (us). */
+static unsigned shared_kernel(unsigned busy, uint64_t *gap)
 {
-	const char *s = getenv("FAKE_CUPTI_KERNELS");
-	unsigned dev, busy, idle, n, sum, limit = own_limit();
+	unsigned n, sum, limit = own_limit();
 	double stretch = 1.0; /* a kernel's duration over busy_us */
 	uint64_t wait_us = 0, switch_us = 0; /* time sliced out between two kernels */
 	const char *sw = getenv("FAKE_CUPTI_SWITCH_US");
-	int used;
 
 	peers(&n, &sum);
 	if (env_is("FAKE_CUPTI_SHARING", "timeslice")) {
@@ -218,9 +231,19 @@ static void kernels(struct out *o, uint64_t start, uint64_t end)
 		stretch = (sum > 100 ? sum : 100) / (double)limit;
 	if (env_is("FAKE_CUPTI_GRID_FROM_SMS", "1") && !getenv("GPUSHARE_CHECK_SMS"))
 		stretch /= 100.0 / (double)limit; /* its grid shrank with its SMs */
+	*gap = wait_us * busy + switch_us;
+	return (unsigned)(busy * stretch + 0.5);
+}
+
+static void kernels(struct out *o, uint64_t start, uint64_t end)
+{
+	const char *s = getenv("FAKE_CUPTI_KERNELS");
+	unsigned dev, busy, idle;
+	int used;
+
 	while (s && sscanf(s, "%u:%u:%u%n", &dev, &busy, &idle, &used) == 3) {
-		uint64_t gap = wait_us * busy + switch_us;
-		busy = (unsigned)(busy * stretch + 0.5);
+		uint64_t gap;
+		busy = shared_kernel(busy, &gap);
 		for (uint64_t t = start; busy && t < end; t += ((uint64_t)busy + idle + gap) * 1000u) {
 			struct gpushare_cupti_kernel k;
 			memset(&k, 0, sizeof(k));
@@ -280,5 +303,131 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 		kernels(&o, spans[i].start, spans[i].end);
 	n_spans = 0;
 	completed(NULL, 0, o.buf, o.size, o.used);
+	return CUPTI_SUCCESS;
+}
+
+/* ---- the callback API ---- */
+
+static _Atomic(CUpti_CallbackFunc) subscriber_fn;
+static atomic_bool launch_cb_on;
+static pthread_once_t players_once = PTHREAD_ONCE_INIT;
+
+static void trace(const char *what)
+{
+	const char *path = getenv("FAKE_CUPTI_TRACE");
+	FILE *f;
+
+	if (path && *path && (f = fopen(path, "a"))) {
+		fprintf(f, "%s\n", what);
+		fclose(f);
+	}
+}
+
+static void sleep_us(uint64_t us)
+{
+	struct timespec t = { .tv_sec = (time_t)(us / 1000000u), .tv_nsec = (long)(us % 1000000u) * 1000L };
+	nanosleep(&t, NULL);
+}
+
+struct player {
+	unsigned dev, busy, idle;
+};
+
+/* One device's launches, for the life of the process. */
+static void *play(void *arg)
+{
+	struct player p = *(struct player *)arg;
+	const char *lib = getenv("GPUSHARE_CUDA_LIBRARY");
+	void *cu = lib && *lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	int (*set_ctx)(void *) = NULL;
+	void *ctx = (void *)(uintptr_t)(p.dev + 1);
+
+	free(arg);
+	if (cu)
+		*(void **)(&set_ctx) = dlsym(cu, "cuCtxSetCurrent");
+	if (set_ctx)
+		set_ctx(ctx);
+	for (;;) {
+		uint64_t gap;
+		unsigned busy = shared_kernel(p.busy, &gap);
+		CUpti_CallbackFunc f = atomic_load(&subscriber_fn);
+		struct gpushare_cuda_launch_params params;
+		CUpti_CallbackData d;
+		int rc = 0;
+
+		memset(&params, 0, sizeof(params));
+		memset(&d, 0, sizeof(d));
+		d.functionParams = &params;
+		d.functionReturnValue = &rc;
+		d.context = ctx;
+		if (f && atomic_load(&launch_cb_on)) {
+			d.callbackSite = CUPTI_API_ENTER;
+			f(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d);
+			sleep_us(busy); /* the kernel, between the library's two events */
+			d.callbackSite = CUPTI_API_EXIT;
+			if ((f = atomic_load(&subscriber_fn)))
+				f(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d);
+		} else {
+			sleep_us(busy);
+		}
+		sleep_us(p.idle + gap);
+	}
+	return NULL;
+}
+
+static void start_players(void)
+{
+	const char *s = getenv("FAKE_CUPTI_KERNELS");
+	unsigned dev, busy, idle;
+	int used;
+	pthread_attr_t attr;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	while (s && sscanf(s, "%u:%u:%u%n", &dev, &busy, &idle, &used) == 3) {
+		struct player *p = malloc(sizeof(*p));
+		pthread_t t;
+
+		if (p) {
+			*p = (struct player){ dev, busy, idle };
+			if (pthread_create(&t, &attr, play, p) != 0)
+				free(p);
+		}
+		s += used;
+		if (*s++ != ',')
+			break;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc fn, void *userdata)
+{
+	CUpti_CallbackFunc none = NULL;
+	unsigned n, sum;
+
+	(void)userdata;
+	if (!atomic_compare_exchange_strong(&subscriber_fn, &none, fn))
+		return CUPTI_ERROR_INVALID_OPERATION; /* one subscriber at a time, as CUPTI */
+	*sub = (CUpti_SubscriberHandle)(uintptr_t)1;
+	trace("subscribe");
+	peers(&n, &sum);
+	pthread_once(&players_once, start_players);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain,
+					 CUpti_CallbackId cbid)
+{
+	(void)sub;
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+		atomic_store(&launch_cb_on, enable != 0);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiFinalize(void)
+{
+	atomic_store(&launch_cb_on, false);
+	atomic_store(&subscriber_fn, NULL);
+	trace("finalize");
 	return CUPTI_SUCCESS;
 }

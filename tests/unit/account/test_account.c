@@ -27,7 +27,7 @@ static struct gpushare_account_record sample(void)
 	struct gpushare_account_record r = { .pid = 4242, .uid = 1000, .device = 1, .start_ns = 1, .updated_ns = 2,
 					     .wall_ns = 10000000000ull, .window_ns = 500000000ull,
 					     .busy_ns = 125000000ull, .kernel_ns = 130000000ull, .kernels = 77,
-					     .memory_bytes = 1u << 30, .promised = 0.25 };
+					     .memory_bytes = 1u << 30, .memory_known = true, .promised = 0.25 };
 	strcpy(r.owner.slurm_job, "1234");
 	strcpy(r.owner.k8s_pod, "train-0");
 	strcpy(r.owner.rank, "3");
@@ -57,8 +57,21 @@ static void test_round_trip(void **state)
 	assert_true(back.promised > 0.2499 && back.promised < 0.2501);
 	assert_true(gpushare_account_share(&back) > 0.2499 && gpushare_account_share(&back) < 0.2501);
 	assert_true(gpushare_account_gpu_seconds(&back) > 2.499 && gpushare_account_gpu_seconds(&back) < 2.501);
+	assert_true(back.memory_known);
+	assert_int_equal(back.memory_bytes, 1u << 30);
+	assert_int_equal(back.timing, GPUSHARE_ACCOUNT_TIMING_KERNELS);
 	/* too small a buffer */
 	assert_int_equal(gpushare_account_format(&r, text, 20), -1);
+	/* launch timing, no memory figure: neither is made up on the way back */
+	r.timing = GPUSHARE_ACCOUNT_TIMING_LAUNCHES;
+	r.memory_known = false;
+	n = gpushare_account_format(&r, text, sizeof(text));
+	assert_true(n > 0);
+	assert_null(strstr(text, "memory_bytes"));
+	assert_non_null(strstr(text, "\ntiming launches\n"));
+	assert_int_equal(gpushare_account_parse(text, (size_t)n, &back), 0);
+	assert_false(back.memory_known);
+	assert_int_equal(back.timing, GPUSHARE_ACCOUNT_TIMING_LAUNCHES);
 }
 
 static int parse_str(const char *text, struct gpushare_account_record *r)
@@ -78,6 +91,8 @@ static void test_refusals(void **state)
 		"gpushare-account 1\npid 1\nkernels -1\n",
 		"gpushare-account 1\npid 1\nkernels 1x\n",
 		"gpushare-account 1\npid 1\npromised 1.5\n",
+		"gpushare-account 1\npid 1\ntiming events\n",                /* neither kernels nor launches */
+		"gpushare-account 1\npid 1\nmemory_bytes -5\n",
 		"gpushare-account 1\npid 1\npromised nan\n",
 		"gpushare-account 1\npid 1\nslurm_job a\"b\n",                 /* a label of other characters */
 		"gpushare-account 1\npid 1\nk8s_pod \n",
