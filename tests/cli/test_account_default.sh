@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The accounting library loaded when asked into what gpushare starts: farm
-# jobs, exec ranks and bench workers get CUDA_INJECTION64_PATH naming the
-# library beside gpushare (a build tree) with --account or
-# GPUSHARE_ACCOUNT=1, never by default, never under GPUSHARE_ACCOUNT=0, and
-# never over the user's own CUDA_INJECTION64_PATH; with the promise of
+# The accounting library loaded into what gpushare starts: farm jobs and exec
+# ranks get CUDA_INJECTION64_PATH naming the library beside gpushare (a build
+# tree) by default, not with --no-account or GPUSHARE_ACCOUNT=0 (--account
+# beside --no-account is refused); bench workers, whose rate is what bench
+# measures, only with --account or GPUSHARE_ACCOUNT=1; never over the user's
+# own CUDA_INJECTION64_PATH; with the promise of
 # N processes sharing a GPU without limits (1/N); and a farm's live
 # metrics serve the clients its jobs recorded (the jobs are the accounting
 # driver under the stand-in CUPTI).
@@ -40,9 +41,15 @@ injected() { # injected DIR: what the farm's one job saw
 # ---- farm jobs ----
 run farm --dir "$tmp/f1" --strategy timeslice -q "$tmp/jobs"
 check "farm (exit $rc)" test "$rc" -eq 0
-check "a farm job does not load the library by default" test "$(injected "$tmp/f1")" = "inj=unset"
+check "a farm job loads the library by default" test "$(injected "$tmp/f1")" = "inj=$LIB"
 run farm --dir "$tmp/f2" --strategy timeslice --account -q "$tmp/jobs"
 check "farm --account: loaded" test "$(injected "$tmp/f2")" = "inj=$LIB"
+run farm --dir "$tmp/f7" --strategy timeslice --no-account -q "$tmp/jobs"
+check "farm --no-account: not loaded" test "$(injected "$tmp/f7")" = "inj=unset"
+run farm --dir "$tmp/f8" --strategy timeslice --account --no-account -q "$tmp/jobs"
+check "farm --account --no-account: refused (exit 2, one line)" test "$rc" -eq 2 -a "$(wc -l <"$tmp/err")" -eq 1 -a ! -e "$tmp/f8"
+GPUSHARE_ACCOUNT=0 run farm --dir "$tmp/f9" --strategy timeslice -q "$tmp/jobs"
+check "GPUSHARE_ACCOUNT=0: not loaded by default" test "$(injected "$tmp/f9")" = "inj=unset"
 GPUSHARE_ACCOUNT=1 run farm --dir "$tmp/f6" --strategy timeslice -q "$tmp/jobs"
 check "GPUSHARE_ACCOUNT=1: loaded" test "$(injected "$tmp/f6")" = "inj=$LIB"
 GPUSHARE_ACCOUNT=0 run farm --dir "$tmp/f3" --strategy timeslice --account -q "$tmp/jobs"
@@ -71,7 +78,14 @@ set -e
 check "exec --dry-run (exit $rc)" test "$rc" -eq 0
 check "exec --account: the rank loads the library" grep -q " CUDA_INJECTION64_PATH=$LIB\( \|$\)" "$tmp/out"
 rank 72 "$GPUSHARE" exec --dry-run --strategy timeslice >"$tmp/out" 2>"$tmp/err" || true
-check "an exec rank does not load it by default" test -z "$(grep CUDA_INJECTION64_PATH "$tmp/out" || true)"
+check "an exec rank loads it by default" grep -q " CUDA_INJECTION64_PATH=$LIB\( \|$\)" "$tmp/out"
+rank 73 "$GPUSHARE" exec --dry-run --strategy timeslice --no-account >"$tmp/out" 2>"$tmp/err" || true
+check "exec --no-account: not loaded" test -z "$(grep CUDA_INJECTION64_PATH "$tmp/out" || true)"
+set +e
+rank 74 "$GPUSHARE" exec --dry-run --strategy timeslice --account --no-account >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+check "exec --account --no-account: refused (exit 2)" test "$rc" -eq 2
 
 # ---- bench workers (a program of one's own, job mode) ----
 run bench --strategy timeslice --workers 1 --mode job --jobs 1 --account -q -- \
