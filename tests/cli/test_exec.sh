@@ -238,7 +238,12 @@ rm -f "$tmp"/up-*
 mpi 2 -- "$tmp/app-killall.sh" all
 check "all killed: mpirun fails" test "$rc" != 0
 sleep 1
-check "  their daemon outlives them" test "$(daemons_alive)" = 1
+n_alive=$(daemons_alive)
+if [[ $n_alive == 1 ]]; then
+	ok "  their daemon outlives them"
+else # what was left, for the next look at a failure seen once on a loaded machine
+	fail "  their daemon outlives them: $n_alive alive; starts: $(tr '\n' ';' <"$tmp/starts"); left: $(pgrep -af "app-killall|fake_mps" | tr '\n' ';')"
+fi
 check "  and their job directory" test "$(job_dirs)" = 1
 mpi 2 -- "$tmp/app-show.sh"
 check "the next job runs" test "$rc" = 0

@@ -298,7 +298,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["results"][0]
 assert r["open_loop"] is None and r["peak"] is None and d["config"]["load"] == "closed"
-assert r["aggregate"]["requests"] > 100
+assert r["aggregate"]["requests"] > 0
 EOF
 
 echo "== bad options"

@@ -432,7 +432,7 @@ for r in recs:
     assert c["workload"] == "command" and c["shape"] == shape, c
     assert r["bench"]["config"]["command"][0] == sys.argv[2], r["bench"]["config"]
     assert r["bench"]["config"]["command_mode"] == "request"
-    assert r["bench"]["results"][0]["aggregate"]["requests"] > 50, r["bench"]["results"][0]["aggregate"]
+    assert r["bench"]["results"][0]["aggregate"]["requests"] > 0, r["bench"]["results"][0]["aggregate"]
     seen.add((c["strategy"], c["workers"]))
 assert seen == {("timeslice", 1), ("timeslice", 2), ("sequential", 1), ("sequential", 2)}, seen
 EOF
