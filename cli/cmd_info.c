@@ -488,6 +488,8 @@ struct clients {
 	long index[CLIENTS_MAX]; /* the NVML index of its GPU, -1 unknown */
 	long gpu[CLIENTS_MAX];   /* its GPU's key for the flag */
 	int held[CLIENTS_MAX];
+	double att[CLIENTS_MAX]; /* the attained share: NVML's where it can attribute, else the record's */
+	bool from_nvml[CLIENTS_MAX];
 	size_t n;
 	int nvml;                /* NVML: 0 not opened yet, 1 open, -1 not there */
 };
@@ -530,12 +532,30 @@ static void clients_index(struct clients *c)
  * which is right on a node of one GPU only (docs/accounting.md). */
 static void clients_read(struct clients *c)
 {
+	struct gpushare_system_info sys;
+	bool have_sys = false;
+
 	c->n = gpushare_account_collect(c->r, CLIENTS_MAX, CLIENTS_STALE_S);
 	clients_index(c);
-	for (size_t i = 0; i < c->n; i++)
+	/* NVML's per-process share where it can attribute one (no MPS server on
+	 * the GPU): asked only when a client's GPU is known to NVML */
+	for (size_t i = 0; i < c->n && !have_sys; i++)
+		if (c->index[i] >= 0 && c->nvml > 0) {
+			have_sys = gpushare_system_query_nvml(&sys) == GPUSHARE_OK;
+			if (!have_sys)
+				gpushare_clear_error();
+		}
+	for (size_t i = 0; i < c->n; i++) {
 		c->gpu[i] = c->index[i];
+		c->att[i] = have_sys ? gpushare_gpu_process_share(&sys, c->index[i], c->r[i].pid) : -1;
+		c->from_nvml[i] = c->att[i] >= 0;
+		if (!c->from_nvml[i])
+			c->att[i] = gpushare_account_share(&c->r[i]);
+	}
+	if (have_sys)
+		gpushare_system_release(&sys);
 	gpushare_account_gpu_keys(c->r, c->n, c->gpu);
-	gpushare_account_held(c->r, c->gpu, c->n, HELD_TOLERANCE, c->held);
+	gpushare_account_held(c->r, c->gpu, c->att, c->n, HELD_TOLERANCE, c->held);
 }
 
 /* The GPU column: the NVML index, else the UUID's short form (its kind and
@@ -630,7 +650,7 @@ static void print_clients(const struct clients *c)
 			snprintf(mem, sizeof(mem), "%" PRIu64, r->memory_bytes / (1024 * 1024));
 		printf("%-12s %-8lld %-10.10s %-28.28s %8s %8s %9s %8s  %s\n", client_gpu(c, i, gpu, sizeof(gpu)),
 		       (long long)r->pid, user, owner, pct_or_dash(r->promised, prom, sizeof(prom)),
-		       pct_or_dash(gpushare_account_share(r), att, sizeof(att)), mem, slow,
+		       pct_or_dash(c->att[i], att, sizeof(att)), mem, slow,
 		       c->held[i] == 1 ? "HELD" : "");
 	}
 	if (ordinal)
@@ -658,7 +678,7 @@ static void print_clients_json(const struct clients *c)
 		const struct gpushare_account_record *r = &c->r[i];
 		const struct gpushare_account_owner *o = &r->owner;
 		char user[64];
-		double sd = gpushare_account_slowdown(r), share = gpushare_account_share(r);
+		double sd = gpushare_account_slowdown(r), share = c->att[i];
 
 		client_user(r, user, sizeof(user));
 		printf("%s{\"pid\":%lld,\"device\":%u", i ? "," : "", (long long)r->pid, (unsigned)r->device);
@@ -673,6 +693,7 @@ static void print_clients_json(const struct clients *c)
 		       o->slurm_job, o->slurm_step, o->k8s_namespace, o->k8s_pod, o->k8s_container, o->farm_job, o->rank);
 		json_num("promised", r->promised, r->promised >= 0);
 		json_num("attained", share, share >= 0);
+		printf(",\"attained_source\":%s", share < 0 ? "null" : c->from_nvml[i] ? "\"nvml\"" : "\"library\"");
 		if (r->memory_known)
 			printf(",\"memory_bytes\":%" PRIu64, r->memory_bytes);
 		else

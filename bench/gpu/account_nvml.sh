@@ -7,7 +7,9 @@
 # every process's SM utilisation (NVML's nvmlDeviceGetProcessUtilization)
 # once a second; per process it prints NVML's mean SM %, the record's busy
 # share (gpushare_client_sm_share_ratio) and its work rate over the rate of
-# the saturating probe alone (what `gpushare check` judges by).
+# the saturating probe alone (what `gpushare check` judges by), and the share
+# `gpushare exporter` serves while the probes run (NVML's where it can
+# attribute it, source="nvml"; the record's elsewhere).
 #
 #   bench/gpu/account_nvml.sh BUILD OUT
 #
@@ -45,6 +47,8 @@ for c in $CASES; do
 	done
 	sleep 3
 	nvidia-smi pmon -s u -d 1 -c $((SECS - 6)) >"$d/pmon.txt" 2>&1 || true
+	# the share the exporter serves now (NVML's where it can attribute it)
+	GPUSHARE_ACCOUNT_DIR=$d/rec "$B/gpushare" exporter --once >"$d/exporter.txt" 2>&1 || true
 	wait "${pids[@]}" || echo "case $n: a probe failed: $(cat "$d/probe.err")"
 	pids=()
 done
@@ -58,7 +62,8 @@ def rec(path):
         r[k] = v
     return r
 rate_alone = None
-print("case  pid      duty  NVML sm%  busy share  work rate  rate share")
+import re
+print("case  pid      duty  NVML sm%  busy share  work rate  rate share  served (source)")
 for i in range(1, n + 1):
     d = f"{o}/case{i}"
     sm = {}
@@ -70,6 +75,11 @@ for i in range(1, n + 1):
             sm.setdefault(int(f[1]), []).append(float(f[3]) if f[3] != "-" else 0.0)
         except ValueError:
             pass
+    served = {}
+    for line in open(f"{d}/exporter.txt", errors="replace"):
+        m = re.match(r'gpushare_client_sm_share_ratio\{.*pid="(\d+)".*source="(\w+)"\} (\S+)', line)
+        if m:
+            served[int(m.group(1))] = "%.3f (%s)" % (float(m.group(3)), m.group(2))
     for line in open(f"{d}/pids"):
         pid, duty = line.split()
         pid = int(pid)
@@ -85,5 +95,5 @@ for i in range(1, n + 1):
             rate_alone = rate  # case 1: one saturating probe alone
         s = sm.get(pid, [])
         nv = sum(s) / len(s) if s else float("nan")
-        print(f"{i:<5} {pid:<8} {duty:<5} {nv:8.1f}  {busy:10.3f}  {rate:9.1f}  {rate / rate_alone:10.3f}")
+        print(f"{i:<5} {pid:<8} {duty:<5} {nv:8.1f}  {busy:10.3f}  {rate:9.1f}  {rate / rate_alone:10.3f}  {served.get(pid, '-')}")
 PY

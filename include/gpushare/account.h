@@ -89,11 +89,12 @@ double gpushare_account_slowdown(const struct gpushare_account_record *r);
 /* The flag "held under its promise while the GPU had room"
  * (docs/accounting.md): for each of n records, held[i] is 1 when the
  * client has a promise, ran a kernel in its windows and attained a share
- * (busy_ns / window_ns) more than `tolerance` below it while the shares of
- * all the clients of its GPU (those of equal gpu[]) add up to less than
- * 1 - tolerance; 0 when not; -1 without a promise or a window. */
-void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, size_t n, double tolerance,
-			   int *held);
+ * more than `tolerance` below it while the shares of all the clients of its
+ * GPU (those of equal gpu[]) add up to less than 1 - tolerance; 0 when not;
+ * -1 without a promise or a share. The attained shares are share[] when
+ * given (negative: unknown), else each record's (busy_ns / window_ns). */
+void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, const double *share, size_t n,
+			   double tolerance, int *held);
 
 /* The GPU of each of n records as a key for gpushare_account_held(): on
  * entry gpu[i] is the system-wide index of the record's GPU where the

@@ -49,7 +49,13 @@ struct gpushare_proc_info {
 	uint64_t mem_used_bytes;       /* GPUSHARE_UNKNOWN_U64 when not reported */
 	enum gpushare_proc_kind kind;
 	int gpu_instance_id;           /* MIG GPU instance, GPUSHARE_UNKNOWN otherwise */
+	int sm_percent;                /* NVML's SM utilisation of the process, the mean of its samples of
+					* the last GPUSHARE_PROC_SM_WINDOW_S seconds; GPUSHARE_UNKNOWN when
+					* NVML gave none (no samples, not supported, or under MPS, where
+					* NVML gives the server the clients' work) */
 };
+
+#define GPUSHARE_PROC_SM_WINDOW_S 10
 
 struct gpushare_mig_info {
 	unsigned index;                /* MIG device index on its parent GPU */
@@ -115,6 +121,13 @@ void gpushare_system_release(struct gpushare_system_info *info);
 /* Resolve a GPU given as an NVML index ("0") or UUID ("GPU-..." or a unique
  * prefix) to its index. Needs gpushare_nvml_open(). */
 int gpushare_gpu_find(const char *spec, unsigned *index);
+
+/* NVML's share of the GPU a process attained, 0..1 (its sm_percent / 100),
+ * where NVML can attribute it: the GPU of NVML index gpu lists the pid with
+ * samples and runs no MPS server (under MPS NVML gives the server every
+ * client's work); else -1. Without MPS NVML sees each context's time
+ * slices, which no figure from inside the process can (accounting.md). */
+double gpushare_gpu_process_share(const struct gpushare_system_info *sys, long gpu, int64_t pid);
 
 /* The NVML index of the GPU whose device file is /dev/nvidia<minor>
  * (nvmlDeviceGetMinorNumber): GPUSHARE_E_NOT_FOUND when none has it,

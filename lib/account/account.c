@@ -58,17 +58,17 @@ double gpushare_account_slowdown(const struct gpushare_account_record *r)
 	return r->window_mean_ns <= r->best_mean_ns ? 1.0 : (double)r->window_mean_ns / (double)r->best_mean_ns;
 }
 
-void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, size_t n, double tolerance,
-			   int *held)
+void gpushare_account_held(const struct gpushare_account_record *r, const long *gpu, const double *shares, size_t n,
+			   double tolerance, int *held)
 {
 	for (size_t i = 0; i < n; i++) {
-		double share = gpushare_account_share(&r[i]), sum = 0;
+		double share = shares ? shares[i] : gpushare_account_share(&r[i]), sum = 0;
 
 		held[i] = -1;
 		if (r[i].promised < 0 || share < 0)
 			continue;
 		for (size_t k = 0; k < n; k++) {
-			double s = gpushare_account_share(&r[k]);
+			double s = shares ? shares[k] : gpushare_account_share(&r[k]);
 			if (gpu[k] == gpu[i] && s > 0)
 				sum += s;
 		}

@@ -62,7 +62,8 @@ bool gpushare_gpu_json(cJSON *o, const struct gpushare_gpu_info *g)
 		     gpushare_json_str_or_null(po, "command", p->command) &&
 		     gpushare_json_str_or_null(po, "kind", gpushare_proc_kind_name(p->kind)) &&
 		     gpushare_json_u64_known(po, "mem_used_bytes", p->mem_used_bytes) &&
-		     gpushare_json_int_known(po, "gpu_instance_id", p->gpu_instance_id);
+		     gpushare_json_int_known(po, "gpu_instance_id", p->gpu_instance_id) &&
+		     gpushare_json_int_known(po, "sm_percent", p->sm_percent);
 	}
 	return ok;
 }

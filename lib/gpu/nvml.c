@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 
 #include "sys.h"
@@ -459,6 +460,46 @@ static void proc_fill(struct gpushare_proc_info *p, const nvmlProcessInfo_t *e, 
 	p->gpu_instance_id = instance_id(NVML_SUCCESS, e->gpuInstanceId);
 }
 
+/* Each process's SM utilisation as NVML samples it: the mean of its
+ * samples of the last GPUSHARE_PROC_SM_WINDOW_S seconds, into sm_percent
+ * (GPUSHARE_UNKNOWN for a process without samples). */
+static void query_proc_sm(nvmlDevice_t dev, struct gpushare_gpu_info *g)
+{
+	nvmlProcessUtilizationSample_t *s = NULL;
+	unsigned n = 0;
+	struct timespec now;
+	unsigned long long since;
+
+	for (size_t k = 0; k < g->n_procs; k++)
+		g->procs[k].sm_percent = GPUSHARE_UNKNOWN;
+	if (!nvml.nvmlDeviceGetProcessUtilization || !g->n_procs)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	since = (unsigned long long)now.tv_sec * 1000000ull + (unsigned long long)now.tv_nsec / 1000ull -
+		GPUSHARE_PROC_SM_WINDOW_S * 1000000ull;
+	/* the count first (INSUFFICIENT_SIZE with it), then the samples; a
+	 * process that appeared in between can make the second call short */
+	if (nvml.nvmlDeviceGetProcessUtilization(dev, NULL, &n, since) != NVML_ERROR_INSUFFICIENT_SIZE || n == 0)
+		return;
+	n += 16;
+	if (!(s = calloc(n, sizeof(*s))))
+		return;
+	if (nvml.nvmlDeviceGetProcessUtilization(dev, s, &n, since) == NVML_SUCCESS) {
+		for (size_t k = 0; k < g->n_procs; k++) {
+			unsigned long long sum = 0, count = 0;
+
+			for (unsigned i = 0; i < n; i++)
+				if ((pid_t)s[i].pid == g->procs[k].pid && s[i].smUtil <= 100) {
+					sum += s[i].smUtil;
+					count++;
+				}
+			if (count)
+				g->procs[k].sm_percent = (int)((sum + count / 2) / count);
+		}
+	}
+	free(s);
+}
+
 /* Compute processes: those NVML lists as compute processes, then MPS
  * clients it lists only among the MPS compute processes. A list NVML cannot
  * give (no permission, not supported) leaves the processes empty. */
@@ -489,6 +530,7 @@ static int query_procs(nvmlDevice_t dev, struct gpushare_gpu_info *g)
 			continue;
 		proc_fill(&g->procs[g->n_procs++], &mp[i], true);
 	}
+	query_proc_sm(dev, g);
 out:
 	free(cp);
 	free(mp);

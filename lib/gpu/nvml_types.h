@@ -104,6 +104,17 @@ typedef struct nvmlProcessInfo_st {
 	unsigned int gpuInstanceId;
 	unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
+
+/* One sample of a process's utilisation (nvmlDeviceGetProcessUtilization):
+ * percentages of the sample's period, timeStamp in microseconds (CPU time). */
+typedef struct nvmlProcessUtilizationSample_st {
+	unsigned int pid;
+	unsigned long long timeStamp;
+	unsigned int smUtil;
+	unsigned int memUtil;
+	unsigned int encUtil;
+	unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
 #define NVML_PROCESS_INFO_MAX_SIZE 32
 
 /* nvmlDeviceGetAttributes_v2, answered for MIG device handles. */
@@ -170,6 +181,7 @@ _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t lay
 	X(false, nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3, (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v2, (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos)) \
 	X(false, nvmlReturn_t, nvmlDeviceGetMPSComputeRunningProcesses_v3, (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos)) \
-	X(false, nvmlReturn_t, nvmlDeviceGetMPSComputeRunningProcesses_v2, (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos))
+	X(false, nvmlReturn_t, nvmlDeviceGetMPSComputeRunningProcesses_v2, (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos)) \
+	X(false, nvmlReturn_t, nvmlDeviceGetProcessUtilization, (nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization, unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp))
 
 #endif

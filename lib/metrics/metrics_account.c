@@ -124,9 +124,10 @@ static const struct {
 			     "Estimated GPU time of a client process on one of its devices, seconds: the sampled "
 			     "busy fraction times its watched wall time (docs/accounting.md)." },
 	[SERIES_SHARE] = { "gpushare_client_sm_share_ratio", "gauge",
-			   "Attained share estimate of a client: the part of its sampling windows in which a kernel "
-			   "of it ran on the device, 0..1 (docs/accounting.md says what it means under "
-			   "time-slicing, MPS and MIG)." },
+			   "Attained share estimate of a client, 0..1: NVML's SM utilisation of the process where "
+			   "NVML can attribute it (source=\"nvml\": no MPS server on its GPU), else the part of its "
+			   "sampling windows in which a kernel of it ran on the device (source=\"library\"; "
+			   "docs/accounting.md says what each means under time-slicing, MPS and MIG)." },
 	[SERIES_PROMISED] = { "gpushare_client_share_promised_ratio", "gauge",
 			      "Share promised to a client, 0..1: GPUSHARE_ACCOUNT_PROMISED, else its MPS active "
 			      "thread percentage / 100; absent when nothing promised one." },
@@ -150,14 +151,16 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct
 	long *index = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*index));
 	const char **uuid = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*uuid));
 	int *held = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*held));
+	double *att = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*att));
+	bool *from_nvml = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*from_nvml));
 	struct {
 		struct gpushare_account_record *r;
 		size_t n;
 	} c = { .r = r0, .n = 0 };
 
-	if (!r0 || !gpu || !index || !uuid || !held) {
+	if (!r0 || !gpu || !index || !uuid || !held || !att || !from_nvml) {
 		b->text.failed = true;
-		free(r0), free(gpu), free(index), free(uuid), free(held);
+		free(r0), free(gpu), free(index), free(uuid), free(held), free(att), free(from_nvml);
 		return;
 	}
 	c.n = gpushare_account_collect(c.r, GPUSHARE_METRICS_MAX_CLIENTS, STALE_S);
@@ -165,23 +168,30 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct
 		gpu[i] = client_gpu(&c.r[i], sys);
 		uuid[i] = c.r[i].gpu_uuid;
 		index[i] = uuid_gpu(&c.r[i], sys, &uuid[i]);
+		att[i] = gpushare_gpu_process_share(sys, gpu[i], c.r[i].pid);
+		from_nvml[i] = att[i] >= 0;
+		if (!from_nvml[i])
+			att[i] = gpushare_account_share(&c.r[i]);
 	}
 	gpushare_account_gpu_keys(c.r, c.n, gpu);
-	gpushare_account_held(c.r, gpu, c.n, HELD_TOLERANCE, held);
+	gpushare_account_held(c.r, gpu, att, c.n, HELD_TOLERANCE, held);
 	for (size_t s = 0; s < sizeof(series) / sizeof(series[0]); s++) {
 		gpushare_metrics_family(b, series[s].name, series[s].type, series[s].help);
 		for (size_t i = 0; i < c.n; i++) {
 			const struct gpushare_account_record *r = &c.r[i];
 			struct client_labels cl;
-			double share = gpushare_account_share(r);
+			struct gpushare_metrics_label l[N_LABELS + 1];
+			double share = att[i];
 			client_labels(r, index[i], uuid[i], &cl);
 			switch ((enum client_series)s) {
 			case SERIES_SECONDS:
 				gpushare_metrics_sample(b, series[s].name, cl.l, N_LABELS, gpushare_account_gpu_seconds(r));
 				break;
 			case SERIES_SHARE:
+				memcpy(l, cl.l, sizeof(cl.l));
+				l[N_LABELS] = (struct gpushare_metrics_label){ "source", from_nvml[i] ? "nvml" : "library" };
 				if (share >= 0)
-					gpushare_metrics_sample(b, series[s].name, cl.l, N_LABELS, share);
+					gpushare_metrics_sample(b, series[s].name, l, N_LABELS + 1, share);
 				break;
 			case SERIES_PROMISED:
 				if (r->promised >= 0)
@@ -205,5 +215,5 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct
 			}
 		}
 	}
-	free(r0), free(gpu), free(index), free(uuid), free(held);
+	free(r0), free(gpu), free(index), free(uuid), free(held), free(att), free(from_nvml);
 }

@@ -81,8 +81,9 @@ check "without NVML: each GPU by its UUID" \
 run exporter --once
 check "exporter --once (exit $rc)" test "$rc" -eq 0
 for fam in gpushare_client_gpu_seconds_total gpushare_client_sm_share_ratio; do
+	# the share says its source last (the processes are gone: no NVML sample, the records')
 	check "$fam: the UUID and index of each client's GPU" \
-		test "$(grep -c "^$fam{.*slurm_job_id=\"51\".*,gpu=\"0\",uuid=\"$U0\"}\|^$fam{.*slurm_job_id=\"52\".*,gpu=\"1\",uuid=\"$U1\"}" \
+		test "$(grep -c "^$fam{.*slurm_job_id=\"51\".*,gpu=\"0\",uuid=\"$U0\"\(,source=\"library\"\)\?}\|^$fam{.*slurm_job_id=\"52\".*,gpu=\"1\",uuid=\"$U1\"\(,source=\"library\"\)\?}" \
 			"$tmp/out")" -eq 2
 done
 check "the exporter's flag: the client alone on GPU 1 held" \
@@ -109,7 +110,7 @@ c = {x["owner"]["farm_job"]: x for x in json.load(open(sys.argv[1]))["clients"]}
 assert c["3"]["gpu_uuid"] is None and c["3"]["gpu"] is None and c["3"]["device"] == 0, c' "$tmp/out"
 run exporter --once
 check "an older record: served with uuid and gpu empty" \
-	grep -q '^gpushare_client_sm_share_ratio{.*farm_job="3".*,gpu="",uuid=""} ' "$tmp/out"
+	grep -q '^gpushare_client_sm_share_ratio{.*farm_job="3".*,gpu="",uuid="",source="library"} ' "$tmp/out"
 rm -f "$d/$$-0.rec"
 
 # ---- a MIG instance: CUDA gives the instance's own UUID ----
@@ -128,7 +129,7 @@ check "info --clients: the GPU by its index, the MIG instance by its UUID's shor
 	test "$(grep -c '^1  *[0-9]\|^MIG-11aa22bb  *[0-9]' "$tmp/out")" -eq 2
 run exporter --once
 check "the exporter: the MIG instance's client on GPU 0, with its UUID" \
-	grep -q '^gpushare_client_sm_share_ratio{.*,gpu="0",uuid="MIG-11aa22bb-33cc-44dd-55ee-66ff77008811"} ' "$tmp/out"
+	grep -q '^gpushare_client_sm_share_ratio{.*,gpu="0",uuid="MIG-11aa22bb-33cc-44dd-55ee-66ff77008811",source="library"} ' "$tmp/out"
 GPUSHARE_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 run info --clients
 check "without NVML: both by their UUIDs' short form" \
 	test "$(grep -c '^GPU-5f0c1e2a  *[0-9]\|^MIG-11aa22bb  *[0-9]' "$tmp/out")" -eq 2

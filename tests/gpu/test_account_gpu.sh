@@ -73,7 +73,7 @@ done
 # 2. the exporter
 GPUSHARE_ACCOUNT_DIR=$D/alone-launches "$G" exporter --once >"$D/exp.txt" || true
 grep -q '^gpushare_client_sm_share_ratio{' "$D/exp.txt" || fail "the exporter serves no client"
-grep -q "^gpushare_client_sm_share_ratio{.*,gpu=\"[0-9]*\",uuid=\"$uuid\"}" "$D/exp.txt" ||
+grep -q "^gpushare_client_sm_share_ratio{.*,gpu=\"[0-9]*\",uuid=\"$uuid\",source=\"[a-z]*\"}" "$D/exp.txt" ||
 	fail "the exporter does not label the client with its GPU"
 ok "the exporter serves it"
 

@@ -26,11 +26,15 @@
  * NVML_ERROR_NOT_SUPPORTED; FAKE_NVML_MINORS=m0,m1,... gives GPU i the device
  * file /dev/nvidia<mi> (nvmlDeviceGetMinorNumber; by default its index), so
  * that NVML's order can differ from the device files' as on real nodes.
+ * FAKE_NVML_PROC_SM="pid:percent,...": nvmlDeviceGetProcessUtilization on
+ * GPU 1 gives those processes one sample each, stamped now (no knob: no
+ * samples, as for processes NVML has not sampled).
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../lib/gpu/nvml_types.h"
@@ -618,4 +622,37 @@ nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, uns
 	nvmlReturn_t r = check_dev(__func__, device);
 
 	return r ? r : mps_procs(device, count, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
+					     unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp)
+{
+	nvmlReturn_t r = check_dev(__func__, device);
+	const char *s = getenv("FAKE_NVML_PROC_SM");
+	nvmlProcessUtilizationSample_t list[16];
+	unsigned n = 0, pid, pct;
+	int used;
+
+	(void)lastSeenTimeStamp;
+	if (r)
+		return r;
+	while (device == &gpus[1] && s && n < 16 && sscanf(s, "%u:%u%n", &pid, &pct, &used) == 2) {
+		memset(&list[n], 0, sizeof(list[n]));
+		list[n].pid = pid;
+		list[n].smUtil = pct;
+		list[n].timeStamp = (unsigned long long)time(NULL) * 1000000ull;
+		n++;
+		s += used;
+		if (*s++ != ',')
+			break;
+	}
+	if (!n)
+		return NVML_ERROR_NOT_FOUND; /* as NVML with no sample since lastSeenTimeStamp */
+	if (!utilization || *processSamplesCount < n) {
+		*processSamplesCount = n;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	memcpy(utilization, list, n * sizeof(*list));
+	*processSamplesCount = n;
+	return NVML_SUCCESS;
 }

@@ -317,7 +317,7 @@ static void test_held(void **state)
 	r[3] = client_rec(0.3, 0.5);
 	r[4] = client_rec(0.7, 0.5);
 	r[5] = client_rec(0.0, 0.5);
-	gpushare_account_held(r, gpu, 6, 0.05, held);
+	gpushare_account_held(r, gpu, NULL, 6, 0.05, held);
 	assert_int_equal(held[0], 1);
 	assert_int_equal(held[1], 1);
 	assert_int_equal(held[2], -1);
@@ -326,7 +326,7 @@ static void test_held(void **state)
 	assert_int_equal(held[5], 0);
 	/* within the tolerance of its promise: not held */
 	r[0] = client_rec(0.46, 0.5);
-	gpushare_account_held(r, gpu, 1, 0.05, held);
+	gpushare_account_held(r, gpu, NULL, 1, 0.05, held);
 	assert_int_equal(held[0], 0);
 	/* the slowdown: the last window's mean over the fastest's */
 	r[0].window_mean_ns = 300;
@@ -360,13 +360,25 @@ static void test_gpu_keys(void **state)
 	gpu[0] = gpu[1] = -1;
 	gpushare_account_gpu_keys(r, 2, gpu);
 	assert_true(gpu[0] != gpu[1]);
-	gpushare_account_held(r, gpu, 2, 0.05, held);
+	gpushare_account_held(r, gpu, NULL, 2, 0.05, held);
 	assert_int_equal(held[0], 0);
 	assert_int_equal(held[1], 1);
 	/* by ordinal alone they would share one full GPU: not held */
 	gpu[0] = gpu[1] = 0;
-	gpushare_account_held(r, gpu, 2, 0.05, held);
+	gpushare_account_held(r, gpu, NULL, 2, 0.05, held);
 	assert_int_equal(held[1], 0);
+	/* shares given (NVML's) win over the records' own: on one GPU, 0.3 and
+	 * 0.2 attained leave room, so the second, promised 0.5, is held */
+	{
+		double given[2] = { 0.3, 0.2 };
+
+		gpushare_account_held(r, gpu, given, 2, 0.05, held);
+		assert_int_equal(held[0], 1);
+		assert_int_equal(held[1], 1);
+		given[1] = -1; /* unknown: no flag for it */
+		gpushare_account_held(r, gpu, given, 2, 0.05, held);
+		assert_int_equal(held[1], -1);
+	}
 
 	/* keys: an index the caller resolved is kept and given to the other
 	 * records of its UUID; UUIDs unresolved get a key each (a MIG
