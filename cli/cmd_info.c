@@ -490,6 +490,7 @@ struct clients {
 	int held[CLIENTS_MAX];
 	double att[CLIENTS_MAX]; /* the attained share: NVML's where it can attribute, else the record's */
 	bool from_nvml[CLIENTS_MAX];
+	uint64_t mem[CLIENTS_MAX]; /* the record's memory, else NVML's; GPUSHARE_UNKNOWN_U64 unknown */
 	size_t n;
 	int nvml;                /* NVML: 0 not opened yet, 1 open, -1 not there */
 };
@@ -548,6 +549,8 @@ static void clients_read(struct clients *c)
 	for (size_t i = 0; i < c->n; i++) {
 		c->gpu[i] = c->index[i];
 		c->att[i] = have_sys ? gpushare_gpu_process_share(&sys, c->index[i], c->r[i].pid) : -1;
+		c->mem[i] = c->r[i].memory_known ? c->r[i].memory_bytes
+			  : have_sys ? gpushare_gpu_process_memory(&sys, c->index[i], c->r[i].pid) : GPUSHARE_UNKNOWN_U64;
 		c->from_nvml[i] = c->att[i] >= 0;
 		if (!c->from_nvml[i])
 			c->att[i] = gpushare_account_share(&c->r[i]);
@@ -646,8 +649,8 @@ static void print_clients(const struct clients *c)
 		client_owner(&r->owner, owner, sizeof(owner));
 		if (sd > 0)
 			snprintf(slow, sizeof(slow), "%.2fx", sd);
-		if (r->memory_known)
-			snprintf(mem, sizeof(mem), "%" PRIu64, r->memory_bytes / (1024 * 1024));
+		if (c->mem[i] != GPUSHARE_UNKNOWN_U64)
+			snprintf(mem, sizeof(mem), "%" PRIu64, c->mem[i] / (1024 * 1024));
 		printf("%-12s %-8lld %-10.10s %-28.28s %8s %8s %9s %8s  %s\n", client_gpu(c, i, gpu, sizeof(gpu)),
 		       (long long)r->pid, user, owner, pct_or_dash(r->promised, prom, sizeof(prom)),
 		       pct_or_dash(c->att[i], att, sizeof(att)), mem, slow,
@@ -694,8 +697,8 @@ static void print_clients_json(const struct clients *c)
 		json_num("promised", r->promised, r->promised >= 0);
 		json_num("attained", share, share >= 0);
 		printf(",\"attained_source\":%s", share < 0 ? "null" : c->from_nvml[i] ? "\"nvml\"" : "\"library\"");
-		if (r->memory_known)
-			printf(",\"memory_bytes\":%" PRIu64, r->memory_bytes);
+		if (c->mem[i] != GPUSHARE_UNKNOWN_U64)
+			printf(",\"memory_bytes\":%" PRIu64, c->mem[i]);
 		else
 			printf(",\"memory_bytes\":null");
 		printf(",\"timing\":\"%s\"", r->timing == GPUSHARE_ACCOUNT_TIMING_LAUNCHES ? "launches" : "kernels");

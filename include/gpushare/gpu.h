@@ -129,6 +129,11 @@ int gpushare_gpu_find(const char *spec, unsigned *index);
  * slices, which no figure from inside the process can (accounting.md). */
 double gpushare_gpu_process_share(const struct gpushare_system_info *sys, long gpu, int64_t pid);
 
+/* The device memory NVML says the process uses on the GPU of NVML index
+ * gpu (MPS clients included); GPUSHARE_UNKNOWN_U64 when not listed or not
+ * reported. */
+uint64_t gpushare_gpu_process_memory(const struct gpushare_system_info *sys, long gpu, int64_t pid);
+
 /* The NVML index of the GPU whose device file is /dev/nvidia<minor>
  * (nvmlDeviceGetMinorNumber): GPUSHARE_E_NOT_FOUND when none has it,
  * GPUSHARE_E_UNSUPPORTED when the driver cannot say. Needs

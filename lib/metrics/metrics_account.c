@@ -132,7 +132,8 @@ static const struct {
 			      "Share promised to a client, 0..1: GPUSHARE_ACCOUNT_PROMISED, else its MPS active "
 			      "thread percentage / 100; absent when nothing promised one." },
 	[SERIES_MEMORY] = { "gpushare_client_memory_bytes", "gauge",
-			    "Device memory a client allocated and has not freed, bytes." },
+			    "Device memory a client allocated and has not freed, bytes: the library's figure (kernel "
+			    "timing), else NVML's for the process (MPS clients too); absent when neither has one." },
 	[SERIES_KERNELS] = { "gpushare_client_sampled_kernels_total", "counter",
 			     "Kernels of a client seen inside its sampling windows." },
 	[SERIES_SLOWDOWN] = { "gpushare_client_slowdown_ratio", "gauge",
@@ -153,14 +154,15 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct
 	int *held = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*held));
 	double *att = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*att));
 	bool *from_nvml = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*from_nvml));
+	uint64_t *mem = calloc(GPUSHARE_METRICS_MAX_CLIENTS, sizeof(*mem));
 	struct {
 		struct gpushare_account_record *r;
 		size_t n;
 	} c = { .r = r0, .n = 0 };
 
-	if (!r0 || !gpu || !index || !uuid || !held || !att || !from_nvml) {
+	if (!r0 || !gpu || !index || !uuid || !held || !att || !from_nvml || !mem) {
 		b->text.failed = true;
-		free(r0), free(gpu), free(index), free(uuid), free(held), free(att), free(from_nvml);
+		free(r0), free(gpu), free(index), free(uuid), free(held), free(att), free(from_nvml), free(mem);
 		return;
 	}
 	c.n = gpushare_account_collect(c.r, GPUSHARE_METRICS_MAX_CLIENTS, STALE_S);
@@ -169,6 +171,7 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct
 		uuid[i] = c.r[i].gpu_uuid;
 		index[i] = uuid_gpu(&c.r[i], sys, &uuid[i]);
 		att[i] = gpushare_gpu_process_share(sys, gpu[i], c.r[i].pid);
+		mem[i] = gpushare_gpu_process_memory(sys, gpu[i], c.r[i].pid);
 		from_nvml[i] = att[i] >= 0;
 		if (!from_nvml[i])
 			att[i] = gpushare_account_share(&c.r[i]);
@@ -198,8 +201,10 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct
 					gpushare_metrics_sample(b, series[s].name, cl.l, N_LABELS, r->promised);
 				break;
 			case SERIES_MEMORY:
-				if (r->memory_known) /* launch timing has no memory figure */
+				if (r->memory_known)
 					gpushare_metrics_sample_u64(b, series[s].name, cl.l, N_LABELS, r->memory_bytes);
+				else if (mem[i] != GPUSHARE_UNKNOWN_U64) /* launch timing: NVML's figure */
+					gpushare_metrics_sample_u64(b, series[s].name, cl.l, N_LABELS, mem[i]);
 				break;
 			case SERIES_KERNELS:
 				gpushare_metrics_sample_u64(b, series[s].name, cl.l, N_LABELS, r->kernels);
@@ -215,5 +220,5 @@ void gpushare_metrics_write_clients(struct gpushare_metrics_buf *b, const struct
 			}
 		}
 	}
-	free(r0), free(gpu), free(index), free(uuid), free(held), free(att), free(from_nvml);
+	free(r0), free(gpu), free(index), free(uuid), free(held), free(att), free(from_nvml), free(mem);
 }

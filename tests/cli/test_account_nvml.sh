@@ -6,7 +6,8 @@
 # reads): with no MPS server on the GPU and NVML samples for the pid, the
 # share served is NVML's (source="nvml") and the held flag follows it; with
 # an MPS server on the GPU (NVML gives it the clients' work), or without
-# samples, the share is the record's (source="library").
+# samples, the share is the record's (source="library"). Records without a
+# memory figure (launch timing) get NVML's for the process, MPS clients too.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -48,6 +49,9 @@ check "NVML's share for the first: 0.48 (got '$(share_of "$plain")')" test "$(sh
 check "NVML's share for the second: 0.3 (got '$(share_of "$client")')" test "$(share_of "$client")" = "0.3 nvml"
 check "held follows NVML's share: 0.3 against 0.5 promised, the GPU with room" test "$(held_of "$client")" = 1
 check "0.48 against 0.5 is within 5 points: not held" test "$(held_of "$plain")" = 0
+mem_of() { sed -n "s/^gpushare_client_memory_bytes{.*pid=\"$1\".*} \(.*\)$/\1/p" "$tmp/out"; }
+check "no memory in the records (launch timing): NVML's, 1 GiB and 2 GiB" \
+	test "$(mem_of "$plain")" = 1073741824 -a "$(mem_of "$client")" = 2147483648
 lint "nvml"
 FAKE_NVML_PIDS="$plain,,$client" FAKE_NVML_PROC_SM="$plain:48,$client:30" run info --clients --json
 check "info --clients --json: NVML's shares, said so, the flag with them" python3 -c '
@@ -55,9 +59,10 @@ import json, sys
 c = {x["pid"]: x for x in json.load(open(sys.argv[1]))["clients"]}
 p, q = c[int(sys.argv[2])], c[int(sys.argv[3])]
 assert (p["attained"], p["attained_source"], p["held_under_promise"]) == (0.48, "nvml", False), p
-assert (q["attained"], q["attained_source"], q["held_under_promise"]) == (0.3, "nvml", True), q' "$tmp/out" "$plain" "$client"
+assert (q["attained"], q["attained_source"], q["held_under_promise"]) == (0.3, "nvml", True), q
+assert (p["memory_bytes"], q["memory_bytes"]) == (1 << 30, 2 << 30), (p, q)' "$tmp/out" "$plain" "$client"
 FAKE_NVML_PIDS="$plain,,$client" FAKE_NVML_PROC_SM="$plain:48,$client:30" run info --clients
-check "info --clients: 30.0% attained, HELD" grep -qE "^1 +$client .* 50\.0% +30\.0% .*HELD$" "$tmp/out"
+check "info --clients: 30.0% attained, 2048 MiB, HELD" grep -qE "^1 +$client .* 50\.0% +30\.0% +2048 .*HELD$" "$tmp/out"
 
 echo "== no NVML sample for a process: the record's share"
 FAKE_NVML_PIDS="$plain,,$client" FAKE_NVML_PROC_SM="$plain:48" run exporter --once
@@ -68,6 +73,7 @@ echo "== an MPS server on the GPU: the records' shares"
 FAKE_NVML_PIDS="$plain,$server,$client" FAKE_NVML_PROC_SM="$plain:48,$client:30" run exporter --once
 check "under MPS, the record's share (got '$(share_of "$client")')" test "$(share_of "$client")" = "0.9 library"
 check "  for every client of that GPU" test "$(share_of "$plain")" = "0.9 library"
+check "under MPS, NVML's memory of a client" test "$(mem_of "$client")" = 2147483648
 lint "mps"
 FAKE_NVML_PIDS="$plain,$server,$client" FAKE_NVML_PROC_SM="$plain:48,$client:30" run info --clients --json
 check "info --clients --json under MPS: the records' shares" python3 -c '
