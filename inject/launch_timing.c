@@ -99,6 +99,8 @@ uint64_t gs_interval_union_ns(struct gs_interval *iv, size_t n)
 {
 	uint64_t busy = 0, cur_s = 0, cur_e = 0;
 
+	if (n == 0)
+		return 0; /* iv may be NULL then (a device with no kernel yet) */
 	qsort(iv, n, sizeof(*iv), cmp_interval);
 	for (size_t i = 0; i < n; i++) {
 		if (i == 0 || iv[i].start > cur_e) {
