@@ -345,16 +345,24 @@ static void sampler_done(void)
 	pthread_mutex_unlock(&st.lock);
 }
 
+/* The period and the window, ns: the window at least 1 ms and at most the period. */
+static void sampler_times(uint64_t *period, uint64_t *window)
+{
+	*period = (uint64_t)st.period_ms * 1000000u;
+	*window = (uint64_t)((double)*period * st.duty);
+	if (*window < 1000000u)
+		*window = 1000000u;
+	if (*window > *period)
+		*window = *period;
+}
+
 static void *sampler(void *arg)
 {
-	uint64_t period = (uint64_t)st.period_ms * 1000000u, window = (uint64_t)((double)period * st.duty);
+	uint64_t period, window;
 	bool go = true;
 
 	(void)arg;
-	if (window < 1000000u)
-		window = 1000000u;
-	if (window > period)
-		window = period;
+	sampler_times(&period, &window);
 	while (go) {
 		uint64_t t;
 		pthread_mutex_lock(&st.lock);
@@ -396,15 +404,12 @@ static void *sampler(void *arg)
  * meanwhile, which costs it nothing. */
 static void *sampler_launches(void *arg)
 {
-	uint64_t period = (uint64_t)st.period_ms * 1000000u, window = (uint64_t)((double)period * st.duty);
+	uint64_t period, window;
 	struct gs_launch_device got[MAX_DEVICES];
 	bool go = true;
 
 	(void)arg;
-	if (window < 1000000u)
-		window = 1000000u;
-	if (window > period)
-		window = period;
+	sampler_times(&period, &window);
 	while (go) {
 		uint64_t t0 = mono_ns(), span;
 		size_t n;
