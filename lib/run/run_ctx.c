@@ -85,7 +85,10 @@ int gpushare_run_ctx_open(struct gpushare_run_ctx *r)
 	}
 	/* What a killed earlier run left (an MPS daemon above all) goes first. */
 	gpushare_rundir_reap(NULL);
-	rc = gpushare_rundir_create(r->prefix, r->dir, sizeof(r->dir));
+	/* Its keeper is started with it: without one a killed run's daemon
+	 * and directory wait for the next run's reap. */
+	rc = gpushare_rundir_create(r->prefix, r->dir, sizeof(r->dir), r->want_keeper ? &r->keeper_fd : NULL,
+				    &r->keeper);
 	if (rc)
 		return rc;
 	r->own_dir = true;
@@ -93,9 +96,6 @@ int gpushare_run_ctx_open(struct gpushare_run_ctx *r)
 		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
 	if (mkdir(r->no_mps_dir, 0700) != 0)
 		return gpushare_fail(GPUSHARE_E_DIR, "cannot create '%s': %s", r->no_mps_dir, strerror(errno));
-	/* Without it a killed run's daemon waits for the next run's reap. */
-	if (r->want_keeper)
-		gpushare_rundir_keeper_start(r->dir, &r->keeper_fd, &r->keeper);
 	return GPUSHARE_OK;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,36 +35,84 @@
 
 #define OWNER_FILE "owner"
 
-int gpushare_rundir_create(const char *prefix, char *out, size_t len)
+/* A fresh name <user dir>/<prefix>-XXXXXX (mkdtemp's alphabet), not made. */
+static int rundir_name(const char *prefix, char *out, size_t len)
 {
-	char user[GPUSHARE_PATH_MAX], owner[GPUSHARE_PATH_MAX + 16];
-	FILE *f;
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	char user[GPUSHARE_PATH_MAX];
+	unsigned char rnd[6];
 	int rc = gpushare_user_dir(user, sizeof(user));
+	size_t n;
 
 	if (!rc)
 		rc = gpushare_private_dir(user);
 	if (rc)
 		return rc;
-	if ((size_t)snprintf(out, len, "%s/%s-XXXXXX", user, prefix) >= len)
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return gpushare_fail(GPUSHARE_E_SYS, "getrandom: %s", strerror(errno));
+	n = (size_t)snprintf(out, len, "%s/%s-XXXXXX", user, prefix);
+	if (n >= len)
 		return gpushare_fail(GPUSHARE_E_DIR, "run directory path too long");
-	if (!mkdtemp(out)) {
-		int e = errno;
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		out[n - sizeof(rnd) + i] = alphabet[rnd[i] % (sizeof(alphabet) - 1)];
+	return GPUSHARE_OK;
+}
 
-		out[0] = '\0';
-		return gpushare_fail(GPUSHARE_E_DIR, "cannot create a run directory in '%s': %s", user, strerror(e));
+/* Make the directory `dir` with its owner file. *taken: the name exists. */
+static int rundir_make(const char *dir, bool *taken)
+{
+	char owner[GPUSHARE_PATH_MAX + 16];
+	FILE *f;
+
+	*taken = false;
+	if (mkdir(dir, 0700) != 0) {
+		*taken = errno == EEXIST;
+		return gpushare_fail(GPUSHARE_E_DIR, "cannot create the run directory '%s': %s", dir, strerror(errno));
 	}
-	snprintf(owner, sizeof(owner), "%s/" OWNER_FILE, out);
+	snprintf(owner, sizeof(owner), "%s/" OWNER_FILE, dir);
 	f = fopen(owner, "wxe");
 	if (!f || fprintf(f, "%d %llu\n", (int)getpid(), gpushare_pid_start_time(getpid())) < 0 || fclose(f) != 0) {
 		int e = errno;
 
-		gpushare_rundir_remove(out);
-		out[0] = '\0';
+		gpushare_rundir_remove(dir);
 		return gpushare_fail(GPUSHARE_E_DIR, "cannot write '%s': %s", owner, strerror(e));
 	}
+	/* GPUSHARE_TEST_KILL_AT=rundir-made: the test of a kill at the
+	 * moment a run directory has just appeared. */
+	gpushare_test_kill_point("rundir-made");
 	return GPUSHARE_OK;
 }
 
+int gpushare_rundir_create(const char *prefix, char *out, size_t len, int *fd, struct gpushare_child *ch)
+{
+	int rc = GPUSHARE_E_DIR;
+
+	if (fd)
+		*fd = -1;
+	/* The keeper starts first, on the name the directory will have: a
+	 * kill at any moment after the directory appears finds its keeper
+	 * there to remove it. A name already taken (another run's) is never
+	 * the keeper's to clean: it is told 'D', and a new name is drawn. */
+	for (int attempt = 0; attempt < 16; attempt++) {
+		bool taken;
+
+		rc = rundir_name(prefix, out, len);
+		if (rc)
+			break;
+		if (fd)
+			gpushare_rundir_keeper_start(out, fd, ch);
+		rc = rundir_make(out, &taken);
+		if (!rc)
+			return GPUSHARE_OK;
+		if (fd)
+			gpushare_rundir_keeper_finish(fd, ch);
+		if (!taken)
+			break;
+		gpushare_clear_error();
+	}
+	out[0] = '\0';
+	return rc;
+}
 
 void gpushare_rundir_remove(const char *dir)
 {

@@ -10,8 +10,12 @@
 #include "gpushare/child.h"
 
 /* Create a private run directory <user dir>/<prefix>-XXXXXX ("bench",
- * "sweep") holding an `owner` file that names this process. */
-int gpushare_rundir_create(const char *prefix, char *out, size_t len);
+ * "sweep") holding an `owner` file that names this process. With `fd`
+ * (may be NULL: no keeper) its keeper (gpushare_rundir_keeper_start()) is
+ * started before the directory is made, so that no moment exists when
+ * the directory is there and a kill would leave it to the next run's
+ * reap; *fd is -1 when the keeper could not start. */
+int gpushare_rundir_create(const char *prefix, char *out, size_t len, int *fd, struct gpushare_child *ch);
 
 /* Remove a run directory and everything in it. */
 void gpushare_rundir_remove(const char *dir);

@@ -6,6 +6,7 @@
  * gpushare_run() (proc.c) starts it through.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,14 @@ const char *gpushare_getenv_process(void *ctx, const char *name)
 {
 	(void)ctx;
 	return getenv(name);
+}
+
+void gpushare_test_kill_point(const char *point)
+{
+	const char *at = getenv("GPUSHARE_TEST_KILL_AT");
+
+	if (at && !strcmp(at, point))
+		raise(SIGKILL);
 }
 
 char **gpushare_env_build(char *const env[])

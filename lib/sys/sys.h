@@ -88,6 +88,10 @@ void gpushare_env_free(char **envp);
  * unused). */
 const char *gpushare_getenv_process(void *ctx, const char *name);
 
+/* For the tests of a kill at an exact moment: SIGKILL to this process
+ * when GPUSHARE_TEST_KILL_AT names `point`. */
+void gpushare_test_kill_point(const char *point);
+
 /* Find `prog` in PATH (or take it as a path if it contains '/') and write
  * the resolved path to buf. GPUSHARE_E_NOT_FOUND if it is not executable. */
 int gpushare_which(const char *prog, char *buf, size_t len);

@@ -351,6 +351,23 @@ wait_for 300 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/bench-* >/dev/null 2>&1" \
 	|| fail "SIGKILL: left $(ls -d "$tmp"/xdg/gpushare/bench-* 2>/dev/null)"
 no_workers_left "sweep SIGKILL, plain processes"
 
+echo "== a kill the moment a run directory appears: its keeper is already there to remove it"
+# GPUSHARE_TEST_KILL_AT=rundir-made: SIGKILL to gpushare right after it made
+# the directory (and its owner file), before anything else: no moment may
+# leave a directory for the next run's reap.
+for cmd in "${SPIN[@]:0:1}" bench; do
+	set +e
+	GPUSHARE_TEST_KILL_AT=rundir-made "$GPUSHARE" "$cmd" --workload spin --request-us 200us --duration 150ms \
+		--warmup 30ms --warmup-requests 1 --strategy timeslice --workers 1 $([[ $cmd == sweep ]] && echo "--out $tmp/km") \
+		-q >/dev/null 2>&1
+	krc=$?
+	set -e
+	[[ $krc -eq 137 ]] && ok "$cmd: killed at rundir-made (exit 137)" || fail "$cmd: exit $krc, not killed at rundir-made"
+	wait_for 300 0.1 bash -c "! ls -d '$tmp'/xdg/gpushare/bench-* '$tmp'/xdg/gpushare/sweep-* >/dev/null 2>&1" \
+		&& ok "$cmd: the keeper removed the directory made at the moment of the kill" \
+		|| fail "$cmd: left $(ls -d "$tmp"/xdg/gpushare/bench-* "$tmp"/xdg/gpushare/sweep-* 2>/dev/null)"
+done
+
 echo "== --target-noise repeats until the CI is narrow enough"
 run "${SPIN[@]}" --strategy sequential --workers 1 --repeats 2 --target-noise 50% --max-repeats 8 --out "$tmp/t" -q --no-report
 if [[ $rc -eq 10 ]] && grep -q "no request ended in the measurement window" "$tmp/t/results.jsonl"; then

@@ -77,7 +77,7 @@ static void test_live_owner_kept(void **state)
 	size_t n = 99;
 
 	(void)state;
-	assert_int_equal(gpushare_rundir_create("bench", run, sizeof(run)), GPUSHARE_OK);
+	assert_int_equal(gpushare_rundir_create("bench", run, sizeof(run), NULL, NULL), GPUSHARE_OK);
 	assert_non_null(strstr(run, "/gpushare/bench-"));
 	assert_true(exists(run));
 	assert_int_equal(gpushare_rundir_reap(&n), GPUSHARE_OK);
@@ -95,7 +95,7 @@ static void test_dead_owner_reaped(void **state)
 	size_t n = 0;
 
 	(void)state;
-	assert_int_equal(gpushare_rundir_create("sweep", run, sizeof(run)), GPUSHARE_OK);
+	assert_int_equal(gpushare_rundir_create("sweep", run, sizeof(run), NULL, NULL), GPUSHARE_OK);
 	snprintf(pipe, sizeof(pipe), "%s/mps/pipe", run);
 	snprintf(log, sizeof(log), "%s/mps/log", run);
 	assert_int_equal(gpushare_mps_init(&m, pipe, log), GPUSHARE_OK);
@@ -116,7 +116,7 @@ static void test_reused_pid_reaped(void **state)
 	size_t n = 0;
 
 	(void)state;
-	assert_int_equal(gpushare_rundir_create("bench", run, sizeof(run)), GPUSHARE_OK);
+	assert_int_equal(gpushare_rundir_create("bench", run, sizeof(run), NULL, NULL), GPUSHARE_OK);
 	/* Our pid, but another start time: a process that reused the pid. */
 	snprintf(text, sizeof(text), "%d 1\n", (int)getpid());
 	write_owner(run, text);
@@ -150,8 +150,7 @@ static void test_keeper_finish(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(gpushare_rundir_create("bench", run, sizeof(run)), GPUSHARE_OK);
-	gpushare_rundir_keeper_start(run, &fd, &ch);
+	assert_int_equal(gpushare_rundir_create("bench", run, sizeof(run), &fd, &ch), GPUSHARE_OK);
 	track(ch.pid);
 	assert_true(fd >= 0);
 	assert_true(ch.pid > 0);
@@ -181,14 +180,13 @@ static _Noreturn void owner_main(void *arg)
 	int fd;
 
 	memset(&r, 0, sizeof(r));
-	if (gpushare_rundir_create("bench", r.run, sizeof(r.run)))
+	if (gpushare_rundir_create("bench", r.run, sizeof(r.run), &fd, &ch))
 		_exit(2);
 	snprintf(pipe, sizeof(pipe), "%s/mps/pipe", r.run);
 	snprintf(log, sizeof(log), "%s/mps/log", r.run);
 	if (gpushare_mps_init(&m, pipe, log) || gpushare_mps_start(&m, NULL, &info))
 		_exit(3);
 	r.daemon = info.pid;
-	gpushare_rundir_keeper_start(r.run, &fd, &ch);
 	r.keeper = ch.pid;
 	if (write(*(int *)arg, &r, sizeof(r)) != (ssize_t)sizeof(r))
 		_exit(4);
