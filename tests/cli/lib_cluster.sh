@@ -49,6 +49,9 @@
 #   cluster_check_clean         after cluster_stop: nothing of the cluster is
 #                               left (processes, namespaces, links, mounts,
 #                               directory); says what is
+#   cluster_report [JID...]     Slurm's word on the nodes and those jobs (state,
+#                               reason) and the daemons' last log lines: for a
+#                               check that failed
 #   cluster_job_gpus JID...     Slurm's word on where jobs run, while they do:
 #                               "JOBID NODE GPU" for each GPU `scontrol -d show
 #                               job` says each job (each task of an array)
@@ -424,6 +427,23 @@ cluster_stop() {
 	[[ -n $CLUSTER_DIR && $CLUSTER_DIR == /tmp/gpc.* ]] && rm -rf "$CLUSTER_DIR"
 	CLUSTER_DIR=
 	CLUSTER_NODES=()
+}
+
+# cluster_report [JID...]: what Slurm says of the nodes and of those jobs
+# (state and reason, as squeue and sinfo say), and the last lines of the
+# controller's and the nodes' logs: printed when a check of a job fails.
+cluster_report() {
+	local n
+	echo "   sinfo: $(cluster_exec ctl timeout 5 sinfo -h -N -o '%N %T %E' 2>&1 | tr '\n' ';')"
+	echo "   squeue: $(cluster_exec ctl timeout 5 squeue -h -o '%i %T %r %N' 2>&1 | tr '\n' ';')"
+	for n in "$@"; do
+		echo "   job $n: $(cluster_exec ctl timeout 5 scontrol show job -o "$n" 2>&1 |
+			grep -o 'JobState=[^ ]*\|Reason=[^ ]*\|ExitCode=[^ ]*\|NodeList=[^ ]*' | tr '\n' ' ')"
+	done
+	tail -n 15 "$CLUSTER_DIR/log/slurmctld.log" 2>/dev/null | sed 's/^/   slurmctld: /' || true
+	for n in "${CLUSTER_NODES[@]}"; do
+		tail -n 8 "$CLUSTER_DIR/log/slurmd-$n.log" 2>/dev/null | sed "s/^/   slurmd $n: /" || true
+	done
 }
 
 cluster_wait_job() {

@@ -162,7 +162,13 @@ for i in 1 2 3 4; do
 done
 j1=${js[0]} j2=${js[1]}
 four() { test "$(lines_of "$1")" = 4; }
-for j in "${js[@]}"; do check "job $j: 4 ranks ran" wait_for 300 0.1 four "$j"; done
+# One deadline for the four (each failing one would wait its own).
+all_four() { local j; for j in "${js[@]}"; do four "$j" || return 1; done; }
+if ! wait_for 300 0.1 all_four; then
+	echo "   the jobs' ranks did not all run; their hooks said: $(tail -n 12 "$tmp/hooks.log" | tr '\n' ';')"
+	cluster_report "${js[@]}"
+fi
+for j in "${js[@]}"; do check "job $j: 4 ranks ran" four "$j"; done
 g1=$(gpu_of "$j1" node1) g2=$(gpu_of "$j2" node1)
 check "Slurm gave them different GPUs on node1 ($g1, $g2)" test -n "$g1" -a -n "$g2" -a "$g1" != "$g2"
 check "Slurm gave the tasks no CUDA_VISIBLE_DEVICES (the case this test is for)" \
