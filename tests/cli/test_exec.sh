@@ -247,7 +247,7 @@ n_alive=$(daemons_alive)
 if [[ $n_alive == 1 ]]; then
 	ok "  their daemon outlives them"
 else # what was left, for the next look at a failure seen once on a loaded machine
-	fail "  their daemon outlives them: $n_alive alive; starts: $(tr '\n' ';' <"$tmp/starts"); left: $(ps -eo pid,ppid,stat,lstart,args | grep -E "app-killall|fake_mps" | grep -v grep | tr '\n' ';') at $(date +%T.%N)"
+	fail "  their daemon outlives them: $n_alive alive; starts: $(tr '\n' ';' <"$tmp/starts"); left: $(ps -eo pid,ppid,stat,lstart,args | grep -E "app-killall|fake_mps" | grep -v grep | tr '\n' ';') at $(date +%T.%N); the last daemon's environment says: $(p=$(tail -n 1 "$tmp/starts" | cut -d' ' -f1); { tr '\0' '\n' <"/proc/$p/environ" | grep CUDA_MPS; } 2>&1 | tr '\n' ';')"
 fi
 check "  and their job directory" test "$(job_dirs)" = 1
 mpi 2 -- "$tmp/app-show.sh"
