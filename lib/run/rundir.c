@@ -35,6 +35,27 @@
 
 #define OWNER_FILE "owner"
 
+static int keeper_cleanup(void *dir)
+{
+	gpushare_rundir_cleanup(dir);
+	return 0;
+}
+
+/* The run's keeper (rundir.h), started on `dir` before it exists. */
+static void keeper_start(const char *dir, int *fd, struct gpushare_child *ch)
+{
+	struct gpushare_keeper k;
+
+	gpushare_keeper_init(&k);
+	k.flags = GPUSHARE_KEEPER_LINK | GPUSHARE_KEEPER_OWNER;
+	k.cleanup = keeper_cleanup;
+	k.arg = (void *)dir;
+	if (gpushare_keeper_start(&k) != GPUSHARE_OK)
+		gpushare_clear_error();
+	*fd = k.fd;
+	*ch = k.ch;
+}
+
 /* A fresh name <user dir>/<prefix>-XXXXXX (mkdtemp's alphabet), not made. */
 static int rundir_name(const char *prefix, char *out, size_t len)
 {
@@ -100,7 +121,7 @@ int gpushare_rundir_create(const char *prefix, char *out, size_t len, int *fd, s
 		if (rc)
 			break;
 		if (fd)
-			gpushare_rundir_keeper_start(out, fd, ch);
+			keeper_start(out, fd, ch);
 		rc = rundir_make(out, &taken);
 		if (!rc)
 			return GPUSHARE_OK;
@@ -177,26 +198,6 @@ void gpushare_rundir_cleanup(const char *dir)
 }
 
 /* ---- the run's keeper ---- */
-
-static int keeper_cleanup(void *dir)
-{
-	gpushare_rundir_cleanup(dir);
-	return 0;
-}
-
-void gpushare_rundir_keeper_start(const char *dir, int *fd, struct gpushare_child *ch)
-{
-	struct gpushare_keeper k;
-
-	gpushare_keeper_init(&k);
-	k.flags = GPUSHARE_KEEPER_LINK | GPUSHARE_KEEPER_OWNER;
-	k.cleanup = keeper_cleanup;
-	k.arg = (void *)dir;
-	if (gpushare_keeper_start(&k) != GPUSHARE_OK)
-		gpushare_clear_error();
-	*fd = k.fd;
-	*ch = k.ch;
-}
 
 void gpushare_rundir_keeper_finish(int *fd, struct gpushare_child *ch)
 {

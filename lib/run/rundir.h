@@ -11,8 +11,8 @@
 
 /* Create a private run directory <user dir>/<prefix>-XXXXXX ("bench",
  * "sweep") holding an `owner` file that names this process. With `fd`
- * (may be NULL: no keeper) its keeper (gpushare_rundir_keeper_start()) is
- * started before the directory is made, so that no moment exists when
+ * (may be NULL: no keeper) its keeper (below) is started before the
+ * directory is made, so that no moment exists when
  * the directory is there and a kill would leave it to the next run's
  * reap; *fd is -1 when the keeper could not start. */
 int gpushare_rundir_create(const char *prefix, char *out, size_t len, int *fd, struct gpushare_child *ch);
@@ -24,8 +24,8 @@ void gpushare_rundir_remove(const char *dir);
  * it: what a run's keeper does when its run was killed. */
 void gpushare_rundir_cleanup(const char *dir);
 
-/* A run's keeper (a keeper of lib/sys/loop.h, with its link and its
- * owner watched): a process that outlives a killed gpushare (SIGKILL
+/* A run's keeper (started by gpushare_rundir_create(); a keeper of
+ * lib/sys/loop.h, with its link and its owner watched): a process that outlives a killed gpushare (SIGKILL
  * included) for the moment it takes to stop the MPS daemon under `dir` and
  * remove it. It holds one end of a socket pair whose other end, *fd, only
  * gpushare holds (close-on-exec); gpushare_rundir_keeper_finish() tells it
@@ -34,7 +34,6 @@ void gpushare_rundir_cleanup(const char *dir);
  * it) it cleans up as gpushare_rundir_cleanup(). *fd is -1 and the keeper
  * absent when it could not start (the next run's gpushare_rundir_reap() is
  * then the only clean-up after a kill). */
-void gpushare_rundir_keeper_start(const char *dir, int *fd, struct gpushare_child *ch);
 void gpushare_rundir_keeper_finish(int *fd, struct gpushare_child *ch);
 
 /* Clean up after killed runs: for every bench-* or sweep-* run directory
