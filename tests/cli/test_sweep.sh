@@ -355,10 +355,11 @@ echo "== a kill the moment a run directory appears: its keeper is already there 
 # GPUSHARE_TEST_KILL_AT=rundir-made: SIGKILL to gpushare right after it made
 # the directory (and its owner file), before anything else: no moment may
 # leave a directory for the next run's reap.
-for cmd in "${SPIN[@]:0:1}" bench; do
+for cmd in sweep bench; do
+	out=()
+	[[ $cmd == sweep ]] && out=(--out "$tmp/km")
 	set +e
-	GPUSHARE_TEST_KILL_AT=rundir-made "$GPUSHARE" "$cmd" --workload spin --request-us 200us --duration 150ms \
-		--warmup 30ms --warmup-requests 1 --strategy timeslice --workers 1 $([[ $cmd == sweep ]] && echo "--out $tmp/km") \
+	GPUSHARE_TEST_KILL_AT=rundir-made "$GPUSHARE" "$cmd" "${SPIN[@]:1}" --strategy timeslice --workers 1 "${out[@]}" \
 		-q >/dev/null 2>&1
 	krc=$?
 	set -e
